@@ -1,0 +1,124 @@
+// Package dirfd is the directory handle every mutation of the harness runs
+// beneath. A confined handle resolves paths with openat2 and
+// RESOLVE_BENEATH|RESOLVE_NO_MAGICLINKS, so the kernel refuses, at syscall
+// time, any path that would leave the directory (through "..", an absolute or
+// relative symlink, or a /proc magic link). The host handle runs the very same
+// code with no resolve restrictions: it is the whole filesystem as the process
+// sees it.
+//
+// Operations that create, rename, link or remove an entry take an opened
+// parent directory and a single name, so their final component is never
+// resolved through a path.
+//
+// What a confined handle does not protect: it does not stop reads (callers do
+// not route reads through it), it does not stop a bind mount inside the
+// directory from reaching elsewhere (mount points are crossed), and it does
+// not confine other processes.
+package dirfd
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxEAGAINRetries bounds retries of openat2, which may answer EAGAIN when a
+// concurrent rename makes it unable to prove that ".." stayed beneath the
+// directory; the kernel documents a retry as the remedy.
+const maxEAGAINRetries = 64
+
+// beneath is the resolve set of a confined handle.
+const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+
+// Dir is a directory handle. The zero value is not usable; use Host or
+// OpenBeneath.
+type Dir struct {
+	fd      int    // directory descriptor, or AT_FDCWD for the host handle
+	resolve uint64 // openat2 resolve flags applied to every path
+	path    string // absolute path of the directory, for messages
+}
+
+// Host returns the unconfined handle on the whole filesystem. Relative paths
+// given to it are taken from "/". It holds no descriptor; Close is a no-op.
+func Host() *Dir {
+	return &Dir{fd: unix.AT_FDCWD, path: "/"}
+}
+
+// OpenBeneath opens the directory at the absolute path dir (following
+// symlinks in dir itself) and returns a handle that confines every later path
+// beneath it. Close releases the descriptor.
+func OpenBeneath(dir string) (*Dir, error) {
+	fd, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
+	}
+	return &Dir{fd: fd, resolve: beneath, path: dir}, nil
+}
+
+// Close releases the handle's descriptor.
+func (d *Dir) Close() error {
+	if d.fd == unix.AT_FDCWD || d.fd < 0 {
+		return nil
+	}
+	err := unix.Close(d.fd)
+	d.fd = -1
+	return err
+}
+
+// Confined reports whether the kernel confines paths beneath the handle.
+func (d *Dir) Confined() bool { return d.resolve&unix.RESOLVE_BENEATH != 0 }
+
+// Path returns the absolute path the handle was opened on.
+func (d *Dir) Path() string { return d.path }
+
+// Rel returns abs relative to the handle, and false when abs is not lexically
+// beneath it. abs must be a clean absolute path.
+func (d *Dir) Rel(abs string) (string, bool) {
+	if d.path == "/" {
+		return strings.TrimPrefix(abs, "/"), true
+	}
+	if abs == d.path {
+		return "", true
+	}
+	if rest, ok := strings.CutPrefix(abs, d.path+"/"); ok {
+		return rest, true
+	}
+	return "", false
+}
+
+// IsEscape reports whether err says a path tried to leave a confined handle
+// (EXDEV from RESOLVE_BENEATH). A magic link refused by RESOLVE_NO_MAGICLINKS
+// is ELOOP, indistinguishable from a symlink loop; it is refused either way.
+func IsEscape(err error) bool {
+	return errors.Is(err, unix.EXDEV)
+}
+
+// name turns a path relative to the handle into the path openat2 receives.
+func (d *Dir) name(rel string) string {
+	if rel == "" {
+		rel = "."
+	}
+	if d.fd == unix.AT_FDCWD {
+		return "/" + rel
+	}
+	return rel
+}
+
+// full returns the absolute spelling of rel for messages.
+func (d *Dir) full(rel string) string { return path.Join(d.path, rel) }
+
+// openat2 calls openat2(2), retrying on EINTR and a bounded number of EAGAINs.
+func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
+	how.Flags |= unix.O_CLOEXEC
+	for range maxEAGAINRetries {
+		fd, err := unix.Openat2(dirfd, name, how)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		return fd, err
+	}
+	return -1, unix.EAGAIN
+}

@@ -1,0 +1,144 @@
+package dirfd
+
+import (
+	"errors"
+	"os"
+	"path"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirPerm is the mode missing parent directories are created with, before the
+// process umask, as mkdir -p does.
+const dirPerm = 0o777
+
+// Parent is an open directory beneath a Dir. Mutations address its entries by
+// single name, so no path is resolved when they run.
+type Parent struct {
+	fd      int
+	resolve uint64
+	path    string
+}
+
+// OpenParent opens the directory rel beneath d for reading, fsync and *at
+// calls. With create, missing directories are made one component at a time,
+// each inside a descriptor already confined beneath d, and the directory that
+// gained an entry is fsynced; created reports how many were made. Errors are
+// *os.PathError; an escape satisfies IsEscape.
+func (d *Dir) OpenParent(rel string, create bool) (p *Parent, created int, err error) {
+	fd, err := openat2(d.fd, d.name(rel), &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY,
+		Resolve: d.resolve,
+	})
+	if err == nil {
+		return &Parent{fd: fd, resolve: d.resolve, path: d.full(rel)}, 0, nil
+	}
+	if !create || !errors.Is(err, unix.ENOENT) || rel == "" || rel == "." {
+		return nil, 0, &os.PathError{Op: "open", Path: d.full(rel), Err: err}
+	}
+	dir, base := path.Split(rel)
+	up, created, err := d.OpenParent(path.Clean(dir+"."), true)
+	if err != nil {
+		return nil, created, err
+	}
+	defer func() { _ = up.Close() }()
+	child, made, err := up.mkdirChild(base)
+	if made {
+		created++
+	}
+	return child, created, err
+}
+
+// mkdirChild makes the directory name inside p if it is missing, fsyncs p when
+// it did, and opens it.
+func (p *Parent) mkdirChild(name string) (child *Parent, made bool, err error) {
+	switch err := unix.Mkdirat(p.fd, name, dirPerm); {
+	case err == nil:
+		made = true
+		if err := p.Sync(); err != nil {
+			return nil, made, err
+		}
+	case errors.Is(err, unix.EEXIST):
+	default:
+		return nil, false, &os.PathError{Op: "mkdir", Path: p.Join(name), Err: err}
+	}
+	child, err = p.OpenDir(name)
+	return child, made, err
+}
+
+// OpenDir opens the directory name inside p with p's confinement.
+func (p *Parent) OpenDir(name string) (*Parent, error) {
+	fd, err := openat2(p.fd, name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY,
+		Resolve: p.resolve,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
+	}
+	return &Parent{fd: fd, resolve: p.resolve, path: p.Join(name)}, nil
+}
+
+// Close releases the descriptor.
+func (p *Parent) Close() error {
+	if p.fd < 0 {
+		return nil
+	}
+	err := unix.Close(p.fd)
+	p.fd = -1
+	return err
+}
+
+// FD returns the directory descriptor for *at calls on single names.
+func (p *Parent) FD() int { return p.fd }
+
+// Path returns the absolute path of the directory, for messages.
+func (p *Parent) Path() string { return p.path }
+
+// Join returns the absolute path of the entry name, for messages.
+func (p *Parent) Join(name string) string { return path.Join(p.path, name) }
+
+// Sync fsyncs the directory, making entries added or removed in it durable.
+func (p *Parent) Sync() error {
+	if err := unix.Fsync(p.fd); err != nil {
+		return &os.PathError{Op: "fsync", Path: p.path, Err: err}
+	}
+	return nil
+}
+
+// Stat returns the metadata of the entry name, following a final symlink
+// when follow is set. Stat only reads metadata; it is not confined.
+func (p *Parent) Stat(name string, follow bool) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	flags := unix.AT_SYMLINK_NOFOLLOW
+	if follow {
+		flags = 0
+	}
+	for {
+		err := unix.Fstatat(p.fd, name, &st, flags)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return st, &os.PathError{Op: "stat", Path: p.Join(name), Err: err}
+		}
+		return st, nil
+	}
+}
+
+// OpenRead opens the entry name for reading with p's confinement; see
+// OpenRead.
+func (p *Parent) OpenRead(name string) (*os.File, unix.Stat_t, error) {
+	return openRead(p.fd, name, p.resolve, p.Join(name))
+}
+
+// Names returns the names of the directory's entries in the order the
+// filesystem reports them, without "." and "..".
+func (p *Parent) Names() ([]string, error) {
+	fd, err := unix.FcntlInt(uintptr(p.fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, &os.PathError{Op: "dup", Path: p.path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), p.path)
+	defer f.Close() //nolint:errcheck // read-only descriptor
+	return f.Readdirnames(-1)
+}

@@ -1,0 +1,40 @@
+package dirfd
+
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// OpenRead opens rel beneath d for reading without blocking and returns the
+// file with the fstat of the opened descriptor. It never hangs on a FIFO or a
+// device: the open is non-blocking and the caller decides from the returned
+// Stat_t (IsRegular) whether to read. Errors are *os.PathError.
+func (d *Dir) OpenRead(rel string) (*os.File, unix.Stat_t, error) {
+	return openRead(d.fd, d.name(rel), d.resolve, d.full(rel))
+}
+
+func openRead(dirfd int, name string, resolve uint64, display string) (*os.File, unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := openat2(dirfd, name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY,
+		Resolve: resolve,
+	})
+	if err != nil {
+		return nil, st, &os.PathError{Op: "open", Path: display, Err: err}
+	}
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, st, &os.PathError{Op: "fstat", Path: display, Err: err}
+	}
+	return os.NewFile(uintptr(fd), display), st, nil
+}
+
+// IsRegular reports whether st describes a regular file.
+func IsRegular(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFREG }
+
+// IsDir reports whether st describes a directory.
+func IsDir(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }
+
+// IsSymlink reports whether st describes a symbolic link.
+func IsSymlink(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFLNK }

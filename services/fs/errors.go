@@ -1,0 +1,100 @@
+package fs
+
+import (
+	"errors"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// Code is one of the 13 machine-readable FS_* error codes (spec section 0).
+type Code string
+
+// The closed set of error codes.
+const (
+	CodeNotFound         Code = "FS_NOT_FOUND"
+	CodeNotDirectory     Code = "FS_NOT_DIRECTORY"
+	CodeNotText          Code = "FS_NOT_TEXT"
+	CodeNotRegularFile   Code = "FS_NOT_REGULAR_FILE"
+	CodeTooLarge         Code = "FS_TOO_LARGE"
+	CodePermissionDenied Code = "FS_PERMISSION_DENIED"
+	CodeSandboxDenied    Code = "FS_SANDBOX_DENIED"
+	CodeIOError          Code = "FS_IO_ERROR"
+	CodeStaleVersion     Code = "FS_STALE_VERSION"
+	CodeNotObserved      Code = "FS_NOT_OBSERVED"
+	CodeAmbiguousEdit    Code = "FS_AMBIGUOUS_EDIT"
+	CodeEditNotFound     Code = "FS_EDIT_NOT_FOUND"
+	CodeAborted          Code = "FS_ABORTED"
+)
+
+// Codes returns the 13 codes in the order of the spec.
+func Codes() []Code {
+	return []Code{
+		CodeNotFound, CodeNotDirectory, CodeNotText, CodeNotRegularFile, CodeTooLarge,
+		CodePermissionDenied, CodeSandboxDenied, CodeIOError, CodeStaleVersion,
+		CodeNotObserved, CodeAmbiguousEdit, CodeEditNotFound, CodeAborted,
+	}
+}
+
+// Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
+// is an *Error with CodeNotFound.
+var (
+	ErrNotFound         = &Error{Code: CodeNotFound}
+	ErrNotDirectory     = &Error{Code: CodeNotDirectory}
+	ErrNotText          = &Error{Code: CodeNotText}
+	ErrNotRegularFile   = &Error{Code: CodeNotRegularFile}
+	ErrTooLarge         = &Error{Code: CodeTooLarge}
+	ErrPermissionDenied = &Error{Code: CodePermissionDenied}
+	ErrSandboxDenied    = &Error{Code: CodeSandboxDenied}
+	ErrIOError          = &Error{Code: CodeIOError}
+	ErrStaleVersion     = &Error{Code: CodeStaleVersion}
+	ErrNotObserved      = &Error{Code: CodeNotObserved}
+	ErrAmbiguousEdit    = &Error{Code: CodeAmbiguousEdit}
+	ErrEditNotFound     = &Error{Code: CodeEditNotFound}
+	ErrAborted          = &Error{Code: CodeAborted}
+)
+
+// Error is the structured error of every fs.Service method (A-09). Its text is
+// Message, the exact model-facing sentence of the spec (for example
+// `cannot read "/w/a.txt": not found`).
+type Error struct {
+	// Code is one of the 13 codes.
+	Code Code
+	// Op is the operation that failed: "resolve", "stat", "lstat", "read",
+	// "list", "write" or "edit".
+	Op string
+	// Path is the display path of the target, empty when there is none.
+	Path string
+	// Mode is the effective sandbox mode of a CodeSandboxDenied error.
+	Mode sandboxpolicy.Mode
+	// Message is the human-readable sentence; empty only for the sentinels.
+	Message string
+	// Err is the underlying cause, if any.
+	Err error
+}
+
+// Error returns Message, or the code for a sentinel.
+func (e *Error) Error() string {
+	if e.Message == "" {
+		return string(e.Code)
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is reports whether target is a sentinel (an *Error without a message)
+// carrying the same code.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Message == "" && t.Err == nil && t.Code == e.Code
+}
+
+// CodeOf returns the code of the first *Error in err's chain, or "" when
+// there is none.
+func CodeOf(err error) Code {
+	if e, ok := errors.AsType[*Error](err); ok {
+		return e.Code
+	}
+	return ""
+}

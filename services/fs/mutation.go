@@ -1,0 +1,89 @@
+package fs
+
+import "github.com/dsh-go/harness/services/sandboxpolicy"
+
+// IntentKind says what a write may assume about the file it replaces.
+type IntentKind uint8
+
+const (
+	// Unconditional creates the file or overwrites whatever is there.
+	Unconditional IntentKind = iota
+	// CreateIfAbsent creates the file and fails with CodeNotObserved when
+	// anything already exists at the target; publication never replaces.
+	CreateIfAbsent
+	// ReplaceIfVersion replaces the file only while it is still at Version;
+	// otherwise, or when it is gone, CodeStaleVersion.
+	ReplaceIfVersion
+)
+
+// WriteIntent is the precondition of a write. The zero value is
+// Unconditional.
+type WriteIntent struct {
+	Kind IntentKind
+	// Version is the version the file must still have; only for
+	// ReplaceIfVersion.
+	Version Version
+}
+
+// UnconditionalWrite returns the intent that creates or overwrites.
+func UnconditionalWrite() WriteIntent { return WriteIntent{} }
+
+// CreateOnly returns the intent that creates and never replaces.
+func CreateOnly() WriteIntent { return WriteIntent{Kind: CreateIfAbsent} }
+
+// ReplaceVersion returns the intent that replaces only version v.
+func ReplaceVersion(v Version) WriteIntent {
+	return WriteIntent{Kind: ReplaceIfVersion, Version: v}
+}
+
+// WriteOptions carries a write's intent and the per-call sandbox policy. A nil
+// Policy means the backend's deployment default (S-17).
+type WriteOptions struct {
+	Intent WriteIntent
+	Policy *sandboxpolicy.ExecutionPolicy
+}
+
+// Operation says whether a write created or replaced the file.
+type Operation string
+
+const (
+	// OpCreate is a write that created the file.
+	OpCreate Operation = "create"
+	// OpUpdate is a write that replaced an existing file.
+	OpUpdate Operation = "update"
+)
+
+// WriteOutcome is the result of a successful write (L-63..L-73). Before is
+// the prior content, LF-normalized and without a byte-order mark, or nil when
+// there was none or it could not serve as a diff basis (binary, invalid UTF-8,
+// too large); After is the written content, LF-normalized, without a
+// byte-order mark. Version is the version of the published file.
+type WriteOutcome struct {
+	Operation Operation
+	Version   Version
+	Before    *string
+	After     string
+}
+
+// EditRequest asks EditText to replace OldString with NewString. Both are
+// LF-normalized before matching; OldString must be non-empty and, unless
+// ReplaceAll, occur exactly once. A non-empty Version guards the edit: the
+// file must still be at that version. A nil Policy means the backend's
+// deployment default.
+type EditRequest struct {
+	OldString  string
+	NewString  string
+	ReplaceAll bool
+	Version    Version
+	Policy     *sandboxpolicy.ExecutionPolicy
+}
+
+// EditOutcome is the result of a successful edit: the new Version, the
+// LF-normalized texts Before and After (without a byte-order mark), and the
+// number of Replacements made.
+type EditOutcome struct {
+	Version      Version
+	Before       string
+	After        string
+	Replacements int
+}

@@ -1,0 +1,59 @@
+package fs
+
+// TargetKey is the opaque identity of a file: backends use its canonical path.
+// Consumers compare keys for equality and must not parse them (A-08).
+type TargetKey string
+
+// Version is an opaque token that changes whenever the file changes, even on
+// a same-size rewrite with restored timestamps (L-19). Consumers compare
+// versions for equality and must not parse them (A-08).
+type Version string
+
+// Target is a resolved path: the identity Key and the DisplayPath spelled the
+// way the caller asked for it (lexical, symlinks unresolved).
+type Target struct {
+	Key         TargetKey `json:"targetKey"`
+	DisplayPath string    `json:"displayPath"`
+}
+
+// FileType classifies a filesystem entry.
+type FileType string
+
+const (
+	// TypeFile is a regular file.
+	TypeFile FileType = "file"
+	// TypeDirectory is a directory.
+	TypeDirectory FileType = "directory"
+	// TypeSymlink is a symbolic link; only Lstat reports it.
+	TypeSymlink FileType = "symlink"
+	// TypeOther is anything else: a FIFO, a socket, a device, or a symlink
+	// that cannot be followed in a listing.
+	TypeOther FileType = "other"
+)
+
+// Info is what Stat reports of a present target. Size is in bytes.
+type Info struct {
+	Type    FileType `json:"type"`
+	Size    int64    `json:"size"`
+	Version Version  `json:"version"`
+}
+
+// PathInfo is what Lstat reports of a present path; a symlink reports its
+// own size and version, not its destination's (L-26).
+type PathInfo struct {
+	Type    FileType `json:"type"`
+	Size    int64    `json:"size"`
+	Version Version  `json:"version"`
+}
+
+// DirEntry is one entry of a directory listing (A-06, L-42..L-46). Files
+// carry Size and Version, directories only Version; an entry whose metadata
+// cannot be read through a dangling symlink carries neither and has type
+// TypeOther.
+type DirEntry struct {
+	Name    string   `json:"name"`
+	Type    FileType `json:"type"`
+	Target  Target   `json:"target"`
+	Version Version  `json:"version,omitempty"`
+	Size    *int64   `json:"size,omitempty"`
+}

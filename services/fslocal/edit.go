@@ -1,0 +1,100 @@
+package fslocal
+
+import (
+	"context"
+	"errors"
+	"os"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/atomicwrite"
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/fs"
+)
+
+// EditText replaces req.OldString with req.NewString in the file's
+// LF-normalized text and writes it back atomically in the file's dominant
+// line-ending style, keeping its mode and a leading byte-order mark
+// (L-96..L-118). req.Policy is ignored: the bare backend never confines.
+// Order: an empty old string, then the target's type, then the version guard,
+// then the text checks, then matching (L-98, L-103). Errors:
+// CodeEditNotFound, CodeStaleVersion (also for a missing file, guarded or
+// not: L-100, L-102), CodeNotRegularFile, CodeNotText, CodeAmbiguousEdit,
+// CodePermissionDenied, CodeAborted, CodeIOError.
+func (f *FileSystem) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+	return f.EditTextIn(ctx, f.host, target, req)
+}
+
+// EditTextIn is EditText with the read and every mutation syscall run beneath
+// root; see WriteTextIn.
+func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+	const op = "edit"
+	dp := target.DisplayPath
+	if err := checkCtx(ctx, op); err != nil {
+		return fs.EditOutcome{}, err
+	}
+	if req.OldString == "" {
+		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, textfile.ErrEmptyOld, "%s", textfile.ErrEmptyOld.Error())
+	}
+	unlock, err := f.locks.lock(ctx, target.Key)
+	if err != nil {
+		return fs.EditOutcome{}, aborted(op, err)
+	}
+	defer unlock()
+
+	m, err := f.locate(root, target, op)
+	if err != nil {
+		return fs.EditOutcome{}, err
+	}
+	defer m.close()
+	if m.parent == nil {
+		return fs.EditOutcome{}, stale(op, dp)
+	}
+	raw, st, err := readForEdit(ctx, m, dp)
+	if err != nil {
+		return fs.EditOutcome{}, err
+	}
+	if req.Version != "" && version(&st) != req.Version {
+		return fs.EditOutcome{}, stale(op, dp)
+	}
+	if err := textfile.Validate(raw, -1); err != nil {
+		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
+	}
+	edit, err := textfile.ApplyEdit(string(raw), req.OldString, req.NewString, req.ReplaceAll)
+	if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
+		return fs.EditOutcome{}, newErr(fs.CodeAmbiguousEdit, op, dp, err,
+			"old_string matched %d times in %q; provide a more specific old_string or set replace_all to true", ambiguous.Count, dp)
+	}
+	if err != nil {
+		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, err, "old_string was not found in %q", dp)
+	}
+	pst, err := f.publish(ctx, m, op, dp, edit.Output, os.FileMode(st.Mode&0o777), atomicwrite.Replace)
+	if err != nil {
+		return fs.EditOutcome{}, err
+	}
+	return fs.EditOutcome{Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements}, nil
+}
+
+// readForEdit reads the whole target through its open parent, with the fstat
+// of the same descriptor. A missing file is stale (L-100); anything but a
+// regular file is refused before the version is compared (L-103).
+func readForEdit(ctx context.Context, m *mutation, dp string) ([]byte, unix.Stat_t, error) {
+	const op = "edit"
+	file, st, err := m.parent.OpenRead(m.name)
+	if isAbsent(err) {
+		return nil, st, stale(op, dp)
+	}
+	if err != nil {
+		return nil, st, osErr(op, op, dp, err)
+	}
+	defer file.Close() //nolint:errcheck // read-only descriptor
+	if !dirfd.IsRegular(&st) {
+		return nil, st, notRegular(op, op, dp)
+	}
+	raw, err := readAll(ctx, file, st.Size, -1)
+	if err != nil {
+		return nil, st, osErr(op, op, dp, err)
+	}
+	return raw, st, nil
+}

@@ -1,0 +1,132 @@
+package fslocal
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/services/fs"
+)
+
+// Resolve turns path into a target (L-05..L-15): DisplayPath is the lexical
+// absolute join of the working directory (opts.Cwd, else Config.Cwd) and path;
+// Key is the canonical path of the file, or of its deepest existing ancestor
+// joined with the missing suffix (L-10, L-11). Errors: CodeNotFound for a
+// blank path, a NUL byte, or a parent segment that is not a directory (L-14,
+// L-15); CodeAborted; CodePermissionDenied; CodeIOError (e.g. a name too
+// long).
+func (f *FileSystem) Resolve(ctx context.Context, path string, opts fs.ResolveOptions) (fs.Target, error) {
+	if err := checkCtx(ctx, "resolve"); err != nil {
+		return fs.Target{}, err
+	}
+	dp, err := f.displayPath(path, opts)
+	if err != nil {
+		return fs.Target{}, err
+	}
+	key, err := Canonical(dp)
+	if err != nil {
+		return fs.Target{}, osErr("resolve", "resolve", dp, err)
+	}
+	// Re-check: the context may have ended while resolution ran (L-08).
+	if err := checkCtx(ctx, "resolve"); err != nil {
+		return fs.Target{}, err
+	}
+	return fs.Target{Key: fs.TargetKey(key), DisplayPath: dp}, nil
+}
+
+// displayPath validates path and joins it lexically to the working directory.
+func (f *FileSystem) displayPath(path string, opts fs.ResolveOptions) (string, error) {
+	if strings.TrimSpace(path) == "" {
+		return "", newErr(fs.CodeNotFound, "resolve", "", nil, "file_path must be a non-empty string")
+	}
+	if strings.IndexByte(path, 0) >= 0 {
+		shown := strings.ReplaceAll(path, "\x00", `\0`)
+		return "", newErr(fs.CodeNotFound, "resolve", shown, unix.EINVAL,
+			"cannot resolve %q: the path contains a NUL byte", shown)
+	}
+	if filepath.IsAbs(path) {
+		return filepath.Clean(path), nil
+	}
+	cwd := f.cfg.Cwd
+	if opts.Cwd != "" {
+		cwd = filepath.Join(f.cfg.Cwd, opts.Cwd) // an absolute opts.Cwd wins
+		if filepath.IsAbs(opts.Cwd) {
+			cwd = filepath.Clean(opts.Cwd)
+		}
+	}
+	return filepath.Join(cwd, path), nil
+}
+
+// Canonical returns the canonical path of the clean absolute path abs: the
+// kernel's realpath of its deepest existing ancestor joined with the missing
+// suffix (L-09..L-12). A final component that is a symlink loop is treated
+// as missing, so the loop is reported by the operation that meets it (L-49).
+// Errors come from the OS: ENOTDIR when a parent segment is not a directory,
+// EACCES, ENAMETOOLONG.
+func Canonical(abs string) (string, error) {
+	real, err := realpath(abs)
+	if err == nil {
+		return real, nil
+	}
+	if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ELOOP) {
+		return "", err
+	}
+	parent := filepath.Dir(abs)
+	if parent == abs {
+		return abs, nil
+	}
+	up, err := Canonical(parent)
+	if err != nil {
+		return "", err
+	}
+	return filepath.Join(up, filepath.Base(abs)), nil
+}
+
+// realpath asks the kernel for the canonical path of an existing abs: open
+// with O_PATH (follows every symlink, opens nothing for I/O, never blocks on
+// a FIFO) and read back the descriptor's path.
+func realpath(abs string) (string, error) {
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", err
+	}
+	defer unix.Close(fd) //nolint:errcheck // closing an O_PATH descriptor cannot lose data
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
+	if err != nil {
+		// No /proc: fall back to the library walk, which is slower and
+		// reports loops without an errno.
+		return filepath.EvalSymlinks(abs)
+	}
+	return string(buf[:n]), nil
+}
+
+// ProcessPath returns the canonical path of the target (L-16).
+func (f *FileSystem) ProcessPath(target fs.Target) string { return string(target.Key) }
+
+// FileURL returns the file:// URL of the canonical path (L-16).
+func (f *FileSystem) FileURL(target fs.Target) string {
+	return (&url.URL{Scheme: "file", Path: string(target.Key)}).String()
+}
+
+// Contains reports whether target's canonical path is root's or lies beneath
+// it (L-17).
+func (f *FileSystem) Contains(root, target fs.Target) bool {
+	return ContainsPath(string(root.Key), string(target.Key))
+}
+
+// ContainsPath reports whether the clean absolute path p is root or lies
+// beneath it, component-wise (never a bare string prefix: "/ws" does not
+// contain "/ws-evil"). A root of "/" contains every absolute path (S-15,
+// S-21).
+func ContainsPath(root, p string) bool {
+	if root == p || root == "/" {
+		return strings.HasPrefix(p, "/")
+	}
+	return strings.HasPrefix(p, root) && len(p) > len(root) && p[len(root)] == '/'
+}

@@ -1,0 +1,111 @@
+package fslocal
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/services/fs"
+)
+
+// Stat follows symlinks and returns nil, nil when the target is absent or a
+// parent segment is not a directory (A-07, L-18, L-24). The context is
+// checked before and after the metadata call (L-20, L-23). Errors:
+// CodeAborted, CodePermissionDenied, CodeIOError.
+func (f *FileSystem) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
+	if err := checkCtx(ctx, "stat"); err != nil {
+		return nil, err
+	}
+	var st unix.Stat_t
+	err := retryEINTR(func() error { return unix.Stat(string(target.Key), &st) })
+	if err := checkCtx(ctx, "stat"); err != nil {
+		return nil, err
+	}
+	if isAbsent(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, osErr("stat", "stat", target.DisplayPath, err)
+	}
+	return &fs.Info{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
+}
+
+// Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
+// returns nil, nil when the path is absent (A-07, L-21..L-26). Errors as
+// Resolve and Stat.
+func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.PathInfo, error) {
+	if err := checkCtx(ctx, "lstat"); err != nil {
+		return nil, err
+	}
+	dp, err := f.displayPath(path, opts)
+	if err != nil {
+		return nil, err
+	}
+	p := dp
+	if dir := filepath.Dir(dp); dir != dp {
+		parent, err := Canonical(dir)
+		if isAbsent(err) {
+			return nil, nil
+		}
+		if err != nil {
+			return nil, osErr("lstat", "stat", dp, err)
+		}
+		p = filepath.Join(parent, filepath.Base(dp))
+	}
+	var st unix.Stat_t
+	err = retryEINTR(func() error { return unix.Lstat(p, &st) })
+	if err := checkCtx(ctx, "lstat"); err != nil {
+		return nil, err
+	}
+	if isAbsent(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, osErr("lstat", "stat", dp, err)
+	}
+	return &fs.PathInfo{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
+}
+
+// fileType classifies a stat result.
+func fileType(st *unix.Stat_t) fs.FileType {
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		return fs.TypeFile
+	case unix.S_IFDIR:
+		return fs.TypeDirectory
+	case unix.S_IFLNK:
+		return fs.TypeSymlink
+	default:
+		return fs.TypeOther
+	}
+}
+
+// version is the token "dev:ino:size:mtimeNs:ctimeNs" (spec section 0). The
+// ctime cannot be set from user space, so a same-size rewrite with restored
+// mtime still changes the token (L-19).
+func version(st *unix.Stat_t) fs.Version {
+	b := make([]byte, 0, 80)
+	b = strconv.AppendUint(b, st.Dev, 10)
+	b = append(b, ':')
+	b = strconv.AppendUint(b, st.Ino, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Size, 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Mtim.Nano(), 10)
+	b = append(b, ':')
+	b = strconv.AppendInt(b, st.Ctim.Nano(), 10)
+	return fs.Version(b)
+}
+
+// retryEINTR runs call until it stops failing with EINTR.
+func retryEINTR(call func() error) error {
+	for {
+		err := call()
+		if !errors.Is(err, unix.EINTR) {
+			return err
+		}
+	}
+}

@@ -1,0 +1,220 @@
+package fslocal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/atomicwrite"
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/fs"
+)
+
+// WriteText creates or replaces the file at target.Key with content, exactly
+// as given, atomically and durably, under opts.Intent (A-10, L-53..L-88).
+// opts.Policy is ignored: the bare backend never confines. Errors:
+// CodeNotRegularFile (a directory or other entry at the target, also one
+// appearing before a guarded create publishes), CodeNotObserved (CreateIfAbsent
+// and something exists), CodeStaleVersion (ReplaceIfVersion and the file
+// changed or is gone), CodeNotFound (a parent segment is not a directory),
+// CodePermissionDenied, CodeAborted, CodeIOError.
+func (f *FileSystem) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
+	return f.WriteTextIn(ctx, f.host, target, content, opts.Intent)
+}
+
+// WriteTextIn is WriteText with every mutation syscall (missing parents,
+// staging, temp file, publication, cleanup) run beneath root. A confined root
+// makes the kernel refuse any path that leaves it; such an error wraps
+// unix.EXDEV (see dirfd.IsEscape). target.Key must lie beneath root, else the
+// write fails the same way and nothing happens. fssandbox calls it with a
+// handle on the writable root; WriteText calls it with the host handle.
+func (f *FileSystem) WriteTextIn(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent) (fs.WriteOutcome, error) {
+	const op = "write"
+	dp := target.DisplayPath
+	if err := checkCtx(ctx, op); err != nil {
+		return fs.WriteOutcome{}, err
+	}
+	unlock, err := f.locks.lock(ctx, target.Key)
+	if err != nil {
+		return fs.WriteOutcome{}, aborted(op, err)
+	}
+	defer unlock()
+
+	m, err := f.locate(root, target, op)
+	if err != nil {
+		return fs.WriteOutcome{}, err
+	}
+	defer m.close()
+	if m.present && !dirfd.IsRegular(&m.st) {
+		return fs.WriteOutcome{}, notRegular(op, op, dp)
+	}
+	switch intent.Kind {
+	case fs.CreateIfAbsent:
+		if m.present {
+			return fs.WriteOutcome{}, notObserved(dp, nil)
+		}
+	case fs.ReplaceIfVersion:
+		if !m.present {
+			return fs.WriteOutcome{}, newErr(fs.CodeStaleVersion, op, dp, nil, "cannot write %q: file no longer exists", dp)
+		}
+		if version(&m.st) != intent.Version {
+			return fs.WriteOutcome{}, stale(op, dp)
+		}
+	}
+	var before *string
+	limit := f.cfg.DiffBasisMaxBytes
+	if m.present && m.st.Size < limit && int64(len(content)) < limit {
+		if before, err = diffBasis(ctx, m.parent, m.name, limit); err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
+	}
+	perm, pub := atomicwrite.NewFilePerm, atomicwrite.Replace
+	if m.present {
+		perm = os.FileMode(m.st.Mode & 0o777)
+	}
+	if intent.Kind == fs.CreateIfAbsent {
+		pub = atomicwrite.CreateOnly
+	}
+	st, err := f.publish(ctx, m, op, dp, content, perm, pub)
+	if err != nil {
+		return fs.WriteOutcome{}, err
+	}
+	out := fs.WriteOutcome{Operation: fs.OpCreate, Version: version(&st), Before: before, After: displayText(content)}
+	if m.present {
+		out.Operation = fs.OpUpdate
+	}
+	return out, nil
+}
+
+// mutation is a located target: its open parent (nil when the parent does
+// not exist yet), its name, and the probe of what is there now.
+type mutation struct {
+	root    *dirfd.Dir
+	rel     string // parent path beneath root
+	parent  *dirfd.Parent
+	name    string
+	present bool
+	st      unix.Stat_t
+}
+
+func (m *mutation) close() {
+	if m.parent != nil {
+		_ = m.parent.Close()
+	}
+}
+
+// locate opens the target's parent beneath root (if it exists) and probes
+// the target, following a final symlink as stat does: a dangling link probes
+// absent (L-58).
+func (f *FileSystem) locate(root *dirfd.Dir, target fs.Target, op string) (*mutation, error) {
+	dp := target.DisplayPath
+	rel, ok := root.Rel(string(target.Key))
+	if !ok {
+		// Fail closed: a target outside the handle is never mutated.
+		return nil, osErr(op, op, dp, &os.PathError{Op: op, Path: string(target.Key), Err: unix.EXDEV})
+	}
+	if rel == "" {
+		// The handle's own directory (S-14), or "/" itself.
+		return nil, notRegular(op, op, dp)
+	}
+	dir, name := path.Split(rel)
+	m := &mutation{root: root, rel: path.Clean(dir + "."), name: name}
+	parent, _, err := root.OpenParent(m.rel, false)
+	switch {
+	case err == nil:
+		m.parent = parent
+	case errors.Is(err, unix.ENOENT):
+		return m, nil
+	default:
+		return nil, osErr(op, op, dp, err)
+	}
+	m.st, err = parent.Stat(name, true)
+	switch {
+	case err == nil:
+		m.present = true
+	case isAbsent(err), errors.Is(err, unix.ELOOP):
+		// Absent, or a link that cannot be followed: publication meets
+		// whatever entry is there.
+	default:
+		m.close()
+		return nil, osErr(op, op, dp, err)
+	}
+	return m, nil
+}
+
+// publish creates missing parents, then publishes content at the target.
+func (f *FileSystem) publish(ctx context.Context, m *mutation, op, dp, content string, perm os.FileMode, pub atomicwrite.Publication) (unix.Stat_t, error) {
+	if m.parent == nil {
+		parent, _, err := m.root.OpenParent(m.rel, true)
+		if err != nil {
+			return unix.Stat_t{}, osErr(op, op, dp, err)
+		}
+		m.parent = parent
+	}
+	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
+		Parent:      m.parent,
+		Name:        m.name,
+		Content:     content,
+		Perm:        perm,
+		Publication: pub,
+		AfterStage:  f.afterStage,
+	})
+	if res.Residue != nil {
+		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
+	}
+	if collision, ok := errors.AsType[*atomicwrite.CollisionError](err); ok {
+		if collision.Regular {
+			return res.Stat, notObserved(dp, err)
+		}
+		return res.Stat, newErr(fs.CodeNotRegularFile, op, dp, err, "cannot write %q: not a regular file", dp)
+	}
+	if err != nil {
+		return res.Stat, osErr(op, op, dp, err)
+	}
+	return res.Stat, nil
+}
+
+// diffBasis returns the prior text of name, LF-normalized and without a
+// byte-order mark, when it is a regular UTF-8 text file without NUL whose
+// size, measured on the opened descriptor, is below limit and did not change
+// while reading (L-89..L-95). Any other case is nil without error; only an
+// ended context is an error.
+func diffBasis(ctx context.Context, parent *dirfd.Parent, name string, limit int64) (*string, error) {
+	file, st, err := parent.OpenRead(name)
+	if err != nil {
+		return nil, nil //nolint:nilerr // best effort: no basis
+	}
+	defer file.Close() //nolint:errcheck // read-only descriptor
+	if !dirfd.IsRegular(&st) || st.Size >= limit {
+		return nil, nil
+	}
+	b, err := readAll(ctx, file, st.Size, st.Size+1)
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	if err != nil || int64(len(b)) != st.Size || textfile.Validate(b, -1) != nil {
+		return nil, nil //nolint:nilerr // best effort: no basis
+	}
+	text := displayText(string(b))
+	return &text, nil
+}
+
+// displayText is the text shown in outcomes: without a leading byte-order
+// mark, LF-normalized.
+func displayText(s string) string {
+	_, rest := textfile.SplitBOM(s)
+	return textfile.NormalizeLF(rest)
+}
+
+func notObserved(dp string, cause error) *fs.Error {
+	return newErr(fs.CodeNotObserved, "write", dp, cause, "cannot overwrite existing %q without reading it first", dp)
+}
+
+func stale(op, dp string) *fs.Error {
+	return newErr(fs.CodeStaleVersion, op, dp, nil, "cannot %s %q: file changed since it was read", op, dp)
+}
