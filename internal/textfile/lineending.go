@@ -1,0 +1,120 @@
+package textfile
+
+import (
+	"strconv"
+	"strings"
+)
+
+// StyleSampleRunes is the number of leading code points (not bytes) of the
+// decoded text that DetectStyle inspects.
+const StyleSampleRunes = 4096
+
+// BOM is the UTF-8 encoding of the byte order mark U+FEFF (bytes EF BB BF).
+const BOM = "\uFEFF"
+
+// SplitBOM strips exactly one leading UTF-8 byte order mark from s. It
+// reports whether s started with one and returns the remainder; when s has
+// no BOM, rest is s itself.
+func SplitBOM(s string) (hasBOM bool, rest string) {
+	if strings.HasPrefix(s, BOM) {
+		return true, s[len(BOM):]
+	}
+	return false, s
+}
+
+// Style is a file's line-ending convention.
+type Style uint8
+
+const (
+	// LF ends lines with "\n". It is the default style.
+	LF Style = iota
+	// CRLF ends lines with "\r\n".
+	CRLF
+)
+
+// String returns "LF" or "CRLF", or "Style(N)" for an unknown value N.
+func (s Style) String() string {
+	switch s {
+	case LF:
+		return "LF"
+	case CRLF:
+		return "CRLF"
+	default:
+		return "Style(" + strconv.Itoa(int(s)) + ")"
+	}
+}
+
+// DetectStyle returns the dominant line-ending style of s. It looks only at
+// the first StyleSampleRunes code points of s, counting "\r\n" pairs and lone
+// "\n" (an "\n" not preceded by "\r"). It returns CRLF only when there are
+// strictly more "\r\n" pairs than lone "\n"; ties, including a sample without
+// any newline, give LF. A lone "\r" is ignored, and a run of "\r" before "\n"
+// counts as one "\r\n" pair, matching NormalizeLF.
+func DetectStyle(s string) Style {
+	sample := s[:prefixLen(s, StyleSampleRunes)]
+	lf := strings.Count(sample, "\n")
+	if lf == 0 {
+		return LF
+	}
+	crlf := strings.Count(sample, "\r\n")
+	if crlf > lf-crlf {
+		return CRLF
+	}
+	return LF
+}
+
+// prefixLen returns the byte length of the first n code points of s (each
+// invalid byte counting as one code point), or len(s) if s is shorter.
+func prefixLen(s string, n int) int {
+	if len(s) <= n {
+		return len(s) // n bytes hold at most n code points
+	}
+	count := 0
+	for i := range s {
+		if count == n {
+			return i
+		}
+		count++
+	}
+	return len(s)
+}
+
+// NormalizeLF converts s to LF line endings: every "\r\n" becomes "\n". A
+// run of "\r" immediately before "\n" (as in "\r\r\n") is treated as part of
+// that line ending and also becomes a single "\n", so the result never
+// contains "\r\n" and NormalizeLF is idempotent. A lone "\r" not followed by
+// "\n" is left untouched. When s contains no "\r\n", s itself is returned
+// without allocating.
+func NormalizeLF(s string) string {
+	i := strings.Index(s, "\r\n")
+	if i < 0 {
+		return s
+	}
+	var b strings.Builder
+	b.Grow(len(s) - 1)
+	for i >= 0 {
+		j := i
+		for j > 0 && s[j-1] == '\r' {
+			j--
+		}
+		b.WriteString(s[:j])
+		b.WriteByte('\n')
+		s = s[i+2:]
+		i = strings.Index(s, "\r\n")
+	}
+	b.WriteString(s)
+	return b.String()
+}
+
+// Restore converts LF-normalized text back to the line-ending style st. For
+// LF it returns normalized unchanged; for CRLF every "\n" becomes "\r\n".
+// Restore expects the output of NormalizeLF (text without any "\r\n"); for
+// such input the CRLF result never contains "\r\r\n" and
+// NormalizeLF(Restore(normalized, st)) == normalized. An unknown style is
+// treated as LF.
+func Restore(normalized string, st Style) string {
+	if st != CRLF {
+		return normalized
+	}
+	return strings.ReplaceAll(normalized, "\n", "\r\n")
+}
