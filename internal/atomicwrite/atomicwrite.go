@@ -12,6 +12,7 @@ import (
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -54,7 +55,9 @@ type Request struct {
 	Content string
 	// Perm is the permission of the published file: the existing file's bits
 	// on replace, NewFilePerm otherwise. It is set with fchmod on the open
-	// temp file, so the umask does not apply.
+	// temp file before its fsync, so the umask does not apply and the mode
+	// is as durable as the content; the temp file is created 0600, so it
+	// already carries Perm while staged (inside the 0700 staging directory).
 	Perm os.FileMode
 	// Publication is Replace or CreateOnly.
 	Publication Publication
@@ -99,7 +102,8 @@ type Result struct {
 	Residue error
 }
 
-// Write publishes req.Content at req.Name inside req.Parent. The
+// Write publishes req.Content at req.Name inside req.Parent. A Name that is
+// not a single component is EINVAL and touches nothing. The
 // context is checked before staging and before publication; once published,
 // the write completes. Errors: a raw *os.PathError for staging failures
 // (a staging-name collision is EEXIST, L-80), *CollisionError (CreateOnly),
@@ -110,6 +114,9 @@ func Write(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if err := ctx.Err(); err != nil {
 		return res, err
+	}
+	if !singleName(req.Name) {
+		return res, &os.PathError{Op: "write", Path: req.Name, Err: unix.EINVAL}
 	}
 	p := req.Parent
 	staging := req.stagingName
@@ -141,4 +148,11 @@ func Write(ctx context.Context, req Request) (Result, error) {
 		return res, &os.PathError{Op: "fstat", Path: p.Join(req.Name), Err: err}
 	}
 	return res, nil
+}
+
+// singleName reports whether name is one path component: not empty, not "."
+// or "..", no slash. Every syscall addresses req.Name inside the parent's
+// descriptor, which confines it only if it cannot walk anywhere.
+func singleName(name string) bool {
+	return name != "" && name != "." && name != ".." && !strings.ContainsRune(name, '/')
 }

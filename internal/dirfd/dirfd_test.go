@@ -774,3 +774,20 @@ func realDir(t *testing.T, root string) string {
 	t.Fatal("no real directory left")
 	return ""
 }
+
+// TestOpenParent_DotDotFollowsTheKernel: creating "lnk/../x" goes up from
+// where lnk leads, as the kernel resolves it, never by lexical collapse.
+func TestOpenParent_DotDotFollowsTheKernel(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, root, "real/deeper/", "lnk => real/deeper")
+	d, err := dirfd.OpenBeneath(root)
+	require.NoError(t, err)
+	defer d.Close() //nolint:errcheck // test cleanup
+	p, created, err := d.OpenParent("lnk/../x", true)
+	require.NoError(t, err)
+	defer p.Close() //nolint:errcheck // test cleanup
+	assert.Equal(t, 1, created)
+	assert.DirExists(t, filepath.Join(root, "real/x"))
+	assert.NoDirExists(t, filepath.Join(root, "x"))
+}

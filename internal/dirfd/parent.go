@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -36,8 +37,14 @@ func (d *Dir) OpenParent(rel string, create bool) (p *Parent, created int, err e
 	if !create || !errors.Is(err, unix.ENOENT) || rel == "" || rel == "." {
 		return nil, 0, &os.PathError{Op: "open", Path: d.full(rel), Err: err}
 	}
+	// Split without cleaning: "link/.." must go up from where the link
+	// leads, as the kernel resolves it, not collapse lexically.
 	dir, base := path.Split(rel)
-	up, created, err := d.OpenParent(path.Clean(dir+"."), true)
+	dir = strings.TrimRight(dir, "/")
+	if dir == "" {
+		dir = "."
+	}
+	up, created, err := d.OpenParent(dir, true)
 	if err != nil {
 		return nil, created, err
 	}

@@ -72,9 +72,9 @@ func child(dir *dirfd.Parent, key, dp, name string) (fs.DirEntry, error) {
 	if err == nil && dirfd.IsSymlink(&st) {
 		st, err = dir.Stat(name, true)
 		if err == nil {
-			var real string
-			if real, err = Canonical(string(e.Target.Key)); err == nil {
-				e.Target.Key = fs.TargetKey(real)
+			var canonical string
+			if canonical, err = Canonical(string(e.Target.Key)); err == nil {
+				e.Target.Key = fs.TargetKey(canonical)
 			}
 		}
 	}

@@ -69,9 +69,9 @@ func (f *FileSystem) displayPath(path string, opts fs.ResolveOptions) (string, e
 // Errors come from the OS: ENOTDIR when a parent segment is not a directory,
 // EACCES, ENAMETOOLONG.
 func Canonical(abs string) (string, error) {
-	real, err := realpath(abs)
+	resolved, err := realpath(abs)
 	if err == nil {
-		return real, nil
+		return resolved, nil
 	}
 	if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ELOOP) {
 		return "", err

@@ -345,8 +345,8 @@ func TestWriteTextGuardedCreateRaces(t *testing.T) {
 				rel = "linked/a.txt"
 			}
 			tg := resolve(t, f, rel)
-			real := filepath.Join(dir, "real/a.txt")
-			fslocal.SetAfterStage(f, func(string, string) { require.NoError(t, tc.compete(real)) })
+			inReal := filepath.Join(dir, "real/a.txt")
+			fslocal.SetAfterStage(f, func(string, string) { require.NoError(t, tc.compete(inReal)) })
 			_, err := f.WriteText(context.Background(), tg, "mine", fs.WriteOptions{Intent: fs.CreateOnly()})
 			require.Error(t, err)
 			assert.Equal(t, tc.code, fs.CodeOf(err))
@@ -355,7 +355,7 @@ func TestWriteTextGuardedCreateRaces(t *testing.T) {
 			} else {
 				assert.Equal(t, `cannot write "`+tg.DisplayPath+`": not a regular file`, err.Error())
 			}
-			tc.preserve(t, real)
+			tc.preserve(t, inReal)
 			assert.Empty(t, fixture.Residue(t, dir))
 			assert.Zero(t, fslocal.LockTableSize(f))
 		})
