@@ -149,3 +149,28 @@ func (p *Parent) Names() ([]string, error) {
 	defer f.Close() //nolint:errcheck // read-only descriptor
 	return f.Readdirnames(-1)
 }
+
+// RemoveCreated undoes OpenParent(rel, true) that reported created > 0: it
+// removes the deepest created components of rel, deepest first, each only if
+// still empty (rmdir refuses otherwise), through the same confinement. It
+// stops at the first failure and returns it.
+func (d *Dir) RemoveCreated(rel string, created int) error {
+	for range created {
+		dir, base := path.Split(rel)
+		dir = strings.TrimRight(dir, "/")
+		if dir == "" {
+			dir = "."
+		}
+		p, _, err := d.OpenParent(dir, false)
+		if err != nil {
+			return err
+		}
+		err = unix.Unlinkat(p.fd, base, unix.AT_REMOVEDIR)
+		_ = p.Close()
+		if err != nil {
+			return &os.PathError{Op: "rmdir", Path: d.full(rel), Err: err}
+		}
+		rel = dir
+	}
+	return nil
+}

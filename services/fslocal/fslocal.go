@@ -109,10 +109,13 @@ type Params struct {
 
 func newFromParams(p Params) (*FileSystem, error) { return New(p.Config, p.Logger) }
 
-// Module provides the bare backend as fs.Service. Supply an fslocal.Config to
-// configure it.
+// Module provides the bare backend as fs.Service and validates its Config
+// when the app is built. Supply an fslocal.Config to configure it.
 var Module = fx.Module("fslocal",
 	fx.Provide(fx.Annotate(newFromParams, fx.As(new(fs.Service)))),
+	// Build the backend even when nothing consumes it yet, so a bad Config
+	// fails the app at construction, not at first use (L-03).
+	fx.Invoke(func(fs.Service) {}),
 )
 
 var _ fs.Service = (*FileSystem)(nil)

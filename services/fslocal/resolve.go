@@ -124,9 +124,13 @@ func (f *FileSystem) Contains(root, target fs.Target) bool {
 // beneath it, component-wise (never a bare string prefix: "/ws" does not
 // contain "/ws-evil"). A root of "/" contains every absolute path (S-15,
 // S-21).
+// An empty or relative root contains nothing (fail closed).
 func ContainsPath(root, p string) bool {
+	if !strings.HasPrefix(root, "/") || !strings.HasPrefix(p, "/") {
+		return false
+	}
 	if root == p || root == "/" {
-		return strings.HasPrefix(p, "/")
+		return true
 	}
 	return strings.HasPrefix(p, root) && len(p) > len(root) && p[len(root)] == '/'
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"strings"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -149,12 +150,17 @@ func (f *FileSystem) locate(root *dirfd.Dir, target fs.Target, op string) (*muta
 
 // publish creates missing parents, then publishes content at the target.
 func (f *FileSystem) publish(ctx context.Context, m *mutation, op, dp, content string, perm os.FileMode, pub atomicwrite.Publication) (unix.Stat_t, error) {
+	if err := checkNames(m.rel, m.name); err != nil {
+		return unix.Stat_t{}, osErr(op, op, dp, err)
+	}
+	created := 0
 	if m.parent == nil {
-		parent, _, err := m.root.OpenParent(m.rel, true)
+		parent, n, err := m.root.OpenParent(m.rel, true)
 		if err != nil {
+			f.undoParents(m, n)
 			return unix.Stat_t{}, osErr(op, op, dp, err)
 		}
-		m.parent = parent
+		m.parent, created = parent, n
 	}
 	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
 		Parent:      m.parent,
@@ -166,6 +172,10 @@ func (f *FileSystem) publish(ctx context.Context, m *mutation, op, dp, content s
 	})
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
+	}
+	if err != nil {
+		// A failed write leaves no directory it made behind.
+		f.undoParents(m, created)
 	}
 	if collision, ok := errors.AsType[*atomicwrite.CollisionError](err); ok {
 		if collision.Regular {
@@ -217,4 +227,35 @@ func notObserved(dp string, cause error) *fs.Error {
 
 func stale(op, dp string) *fs.Error {
 	return newErr(fs.CodeStaleVersion, op, dp, nil, "cannot %s %q: file changed since it was read", op, dp)
+}
+
+// undoParents removes the n parent directories a failed write created.
+func (f *FileSystem) undoParents(m *mutation, n int) {
+	if n == 0 {
+		return
+	}
+	if err := m.root.RemoveCreated(m.rel, n); err != nil {
+		f.log.Warn("could not remove directories created by a failed write", zap.Error(err))
+	}
+}
+
+// Limits of Linux path resolution, checked before anything is created so a
+// name the kernel would refuse fails without leaving parents behind.
+const (
+	nameMax = 255  // NAME_MAX: bytes in one component
+	pathMax = 4096 // PATH_MAX: bytes in a path, terminating NUL included
+)
+
+// checkNames refuses a parent path or name the kernel would refuse as too
+// long (ENAMETOOLONG).
+func checkNames(rel, name string) error {
+	if len(rel)+1+len(name) >= pathMax {
+		return &os.PathError{Op: "write", Path: rel + "/" + name, Err: unix.ENAMETOOLONG}
+	}
+	for part := range strings.SplitSeq(rel+"/"+name, "/") {
+		if len(part) > nameMax {
+			return &os.PathError{Op: "write", Path: part, Err: unix.ENAMETOOLONG}
+		}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"testing"
 
@@ -403,4 +404,46 @@ func TestWriteTextErrorsAreStructured(t *testing.T) {
 	assert.Equal(t, filepath.Join(dir, "d"), fe.Path)
 	assert.ErrorIs(t, err, fs.ErrNotRegularFile)
 	assert.NotErrorIs(t, err, fs.ErrNotFound)
+}
+
+func TestWriteTextFailureLeavesNoParents(t *testing.T) {
+	cases := []struct {
+		name string
+		path string
+	}{
+		{"a component over NAME_MAX under a missing directory", "nodir/deeper/" + strings.Repeat("n", 300)},
+		{"a path over PATH_MAX", "nodir/" + strings.Repeat("d/", 2100) + "f"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, dir := newFS(t, fslocal.Config{})
+			before := fixture.Snapshot(t, dir)
+			tg, err := f.Resolve(context.Background(), tc.path, fs.ResolveOptions{})
+			if err == nil {
+				_, err = f.WriteText(context.Background(), tg, "x", fs.WriteOptions{})
+			}
+			require.Error(t, err)
+			assert.Equal(t, fs.CodeIOError, fs.CodeOf(err), "error: %v", err)
+			assert.Equal(t, before, fixture.Snapshot(t, dir), "nothing created")
+		})
+	}
+	t.Run("a write aborted before publication removes the parents it made", func(t *testing.T) {
+		f, dir := newFS(t, fslocal.Config{})
+		tg := resolve(t, f, "made/deep/a.txt")
+		ctx, cancel := context.WithCancel(context.Background())
+		fslocal.SetAfterStage(f, func(string, string) { cancel() })
+		_, err := f.WriteText(ctx, tg, "mine", fs.WriteOptions{})
+		require.ErrorIs(t, err, fs.ErrAborted)
+		assert.NoDirExists(t, filepath.Join(dir, "made"))
+	})
+	t.Run("a guarded create that collides keeps the parents the competitor uses", func(t *testing.T) {
+		f, dir := newFS(t, fslocal.Config{})
+		tg := resolve(t, f, "made/deep/a.txt")
+		fslocal.SetAfterStage(f, func(string, string) {
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "made/deep/a.txt"), []byte("competitor"), 0o644))
+		})
+		_, err := f.WriteText(context.Background(), tg, "mine", fs.WriteOptions{Intent: fs.CreateOnly()})
+		require.ErrorIs(t, err, fs.ErrNotObserved)
+		assert.Equal(t, "competitor", readFile(t, filepath.Join(dir, "made/deep/a.txt")), "non-empty parents stay")
+	})
 }

@@ -1,6 +1,8 @@
-// Package sandboxpolicy owns the vocabulary of the write fence: the sandbox
-// modes and the per-call execution policy that rides on every mutation of an
-// fs.Service.
+// Package sandboxpolicy owns the policy side of the write fence: the sandbox
+// modes, the per-call execution policy that rides on every mutation of an
+// fs.Service, the writable roots, the per-session resolution of the policy,
+// and the escalation vocabulary and choreography. It is data plus predicates:
+// enforcement lives in fssandbox.
 package sandboxpolicy
 
 import (

@@ -1,0 +1,107 @@
+package sandboxpolicy
+
+import (
+	"path/filepath"
+
+	"go.uber.org/fx"
+
+	"github.com/dsh-go/harness/services/session"
+)
+
+// EventMode is the session event type that switches a session's standing
+// sandbox mode; its Data is a ModeEvent (P-19).
+const EventMode = "sandbox/mode"
+
+// ModeEvent is the payload of a "sandbox/mode" event.
+type ModeEvent struct {
+	Mode Mode `json:"mode"`
+}
+
+// SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19).
+// It does not validate m: the invariant companion reports unknown modes.
+func SetMode(s *session.Session, m Mode) {
+	s.Append(session.Event{Type: EventMode, Data: ModeEvent{Mode: m}})
+}
+
+// OverrideOf folds the session's log: the mode of its last "sandbox/mode"
+// event, and false when there is none (P-05, P-18).
+func OverrideOf(s *session.Session) (Mode, bool) {
+	if s == nil {
+		return "", false
+	}
+	events := s.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		if events[i].Type != EventMode {
+			continue
+		}
+		if e, ok := events[i].Data.(ModeEvent); ok {
+			return e.Mode, true
+		}
+	}
+	return "", false
+}
+
+// Service resolves the execution policy of each call. It is immutable after
+// construction and safe for concurrent use.
+type Service struct {
+	cfg Config
+}
+
+// New returns the policy service for cfg; an unknown mode, a relative
+// workspace root or a temp root of "/" is an error (P-09).
+func New(cfg Config) (*Service, error) {
+	cfg, err := cfg.validate()
+	if err != nil {
+		return nil, err
+	}
+	return &Service{cfg: cfg}, nil
+}
+
+// Config returns the validated configuration (canonical roots, default mode
+// applied).
+func (s *Service) Config() Config { return s.cfg }
+
+// DefaultMode returns the deployment default mode (S-01).
+func (s *Service) DefaultMode() Mode { return s.cfg.Mode }
+
+// Default returns the policy of a call with no session: the default mode and
+// the fallback workspace root, with no session id (P-03).
+func (s *Service) Default() ExecutionPolicy {
+	return ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
+}
+
+// Resolve returns the policy of one call (P-03..P-08): approved (a granted
+// escalation, "" for none) outranks the session's last "sandbox/mode" event,
+// which outranks the deployment default. The workspace root is the session's
+// working directory, canonicalized and then resolved lexically (P-06), else
+// the configured fallback (P-08). A nil session gives Default, plus the
+// approved mode when one is given.
+func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy {
+	p := s.Default()
+	if sess != nil {
+		p.SessionID = sess.ID()
+		if m, ok := OverrideOf(sess); ok {
+			p.Mode = m
+		}
+		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) {
+			p.WorkspaceRoot = filepath.Clean(CanonicalPath(cwd))
+		}
+	}
+	if approved != "" {
+		p.Mode = approved
+	}
+	return p
+}
+
+// Params are the fx inputs of Module; Config is optional.
+type Params struct {
+	fx.In
+
+	Config Config `optional:"true"`
+}
+
+func newFromParams(p Params) (*Service, error) { return New(p.Config) }
+
+// Module provides *sandboxpolicy.Service. Supply a sandboxpolicy.Config to
+// configure it.
+var Module = fx.Module("sandboxpolicy", fx.Provide(newFromParams))
