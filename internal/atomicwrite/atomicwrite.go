@@ -123,6 +123,9 @@ func Write(ctx context.Context, req Request) (Result, error) {
 	if staging == "" {
 		staging = "." + req.Name + "." + strconv.Itoa(os.Getpid()) + "." + uuid.NewString() + stagingSuffix
 	}
+	if err := p.CheckBeneath(); err != nil {
+		return res, err
+	}
 	if err := unix.Mkdirat(p.FD(), staging, stagingPerm); err != nil {
 		return res, &os.PathError{Op: "mkdir", Path: p.Join(staging), Err: err}
 	}

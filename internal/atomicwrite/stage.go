@@ -35,6 +35,9 @@ func (s *stage) run(ctx context.Context, req *Request) (published bool, err erro
 	if err := ctx.Err(); err != nil {
 		return false, err
 	}
+	if err := s.parent.CheckBeneath(); err != nil {
+		return false, err
+	}
 	if err := s.publish(req); err != nil {
 		return false, err
 	}

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -49,13 +50,23 @@ func Host() *Dir {
 
 // OpenBeneath opens the directory at the absolute path dir (following
 // symlinks in dir itself) and returns a handle that confines every later path
-// beneath it. Close releases the descriptor.
+// beneath it. The handle is pinned: it keeps the directory it opened, and
+// Path returns that directory's canonical path, whatever later happens to a
+// symlink in dir. Close releases the descriptor.
 func OpenBeneath(dir string) (*Dir, error) {
 	fd, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
-	return &Dir{fd: fd, resolve: beneath, path: dir}, nil
+	// Record where the kernel says the directory is, so Path and the
+	// CheckBeneath of its parents use its canonical path whatever spelling
+	// opened it.
+	canonical := dir
+	buf := make([]byte, unix.PathMax)
+	if n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf); err == nil {
+		canonical = string(buf[:n])
+	}
+	return &Dir{fd: fd, resolve: beneath, path: canonical}, nil
 }
 
 // Close releases the handle's descriptor.
@@ -121,4 +132,13 @@ func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
 		return fd, err
 	}
 	return -1, unix.EAGAIN
+}
+
+// confinedPath returns the directory a confined handle keeps paths beneath,
+// or "" for the host handle.
+func (d *Dir) confinedPath() string {
+	if !d.Confined() {
+		return ""
+	}
+	return d.path
 }

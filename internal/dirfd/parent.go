@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -19,6 +20,7 @@ type Parent struct {
 	fd      int
 	resolve uint64
 	path    string
+	root    string // a confined handle's directory; "" for the host
 }
 
 // OpenParent opens the directory rel beneath d for reading, fsync and *at
@@ -32,7 +34,7 @@ func (d *Dir) OpenParent(rel string, create bool) (p *Parent, created int, err e
 		Resolve: d.resolve,
 	})
 	if err == nil {
-		return &Parent{fd: fd, resolve: d.resolve, path: d.full(rel)}, 0, nil
+		return &Parent{fd: fd, resolve: d.resolve, path: d.full(rel), root: d.confinedPath()}, 0, nil
 	}
 	if !create || !errors.Is(err, unix.ENOENT) || rel == "" || rel == "." {
 		return nil, 0, &os.PathError{Op: "open", Path: d.full(rel), Err: err}
@@ -59,6 +61,9 @@ func (d *Dir) OpenParent(rel string, create bool) (p *Parent, created int, err e
 // mkdirChild makes the directory name inside p if it is missing, fsyncs p when
 // it did, and opens it.
 func (p *Parent) mkdirChild(name string) (child *Parent, made bool, err error) {
+	if err := p.CheckBeneath(); err != nil {
+		return nil, false, err
+	}
 	switch err := unix.Mkdirat(p.fd, name, dirPerm); {
 	case err == nil:
 		made = true
@@ -82,7 +87,7 @@ func (p *Parent) OpenDir(name string) (*Parent, error) {
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
 	}
-	return &Parent{fd: fd, resolve: p.resolve, path: p.Join(name)}, nil
+	return &Parent{fd: fd, resolve: p.resolve, path: p.Join(name), root: p.root}, nil
 }
 
 // Close releases the descriptor.
@@ -173,4 +178,28 @@ func (d *Dir) RemoveCreated(rel string, created int) error {
 		rel = dir
 	}
 	return nil
+}
+
+// CheckBeneath reports, for a parent opened through a confined handle,
+// whether the directory is still beneath the handle's directory now: a
+// descriptor follows its directory when another process renames it, so a
+// directory moved out of the root after it was opened would otherwise carry
+// later mutations with it. It reads the kernel's current path of the
+// descriptor and fails with EXDEV (see IsEscape) when it lies elsewhere. For
+// the host handle it always succeeds. Call it right before each mutation; it
+// narrows the window of such a move to the gap between check and syscall.
+func (p *Parent) CheckBeneath() error {
+	if p.root == "" {
+		return nil
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(p.fd), buf)
+	if err != nil {
+		return &os.PathError{Op: "readlink", Path: p.path, Err: err}
+	}
+	now := string(buf[:n])
+	if now == p.root || p.root == "/" || strings.HasPrefix(now, p.root+"/") {
+		return nil
+	}
+	return &os.PathError{Op: "check", Path: p.path, Err: unix.EXDEV}
 }

@@ -1,0 +1,77 @@
+package fssandbox
+
+import (
+	"context"
+	"errors"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// errOutsideRoots is the cause of a denial at check time: the fresh
+// canonical target is beneath no writable root.
+var errOutsideRoots = errors.New("target is outside every writable root")
+
+// fence is one admitted mutation: the handle it runs beneath, the target it
+// mutates, and the mode that admitted it.
+type fence struct {
+	root    *dirfd.Dir
+	target  fs.Target
+	shown   fs.Target // the caller's target, for denial messages
+	mode    sandboxpolicy.Mode
+	release func()
+}
+
+// enter decides whether a mutation of target may run under policy (nil: the
+// deployment default) and returns its fence. It runs before any stat, lock or
+// mkdir (Z-5).
+func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandboxpolicy.ExecutionPolicy) (*fence, error) {
+	pol := f.policy.Default()
+	if policy != nil {
+		pol = *policy
+	}
+	switch pol.Mode {
+	case sandboxpolicy.DangerFullAccess:
+		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil
+	case sandboxpolicy.WorkspaceWrite:
+		return f.enterWorkspace(ctx, target, pol)
+	default:
+		// Fail closed: read-only, and any mode this build does not know.
+		return nil, denied(target, pol.Mode, nil)
+	}
+}
+
+// enterWorkspace re-resolves the display path now and picks the writable
+// root that contains the fresh canonical target (S-13): the caller's key may
+// be stale, so it is never used.
+func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandboxpolicy.ExecutionPolicy) (*fence, error) {
+	fresh, err := f.local.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{})
+	if err != nil {
+		return nil, err
+	}
+	for _, root := range f.policy.WritableRoots(pol) {
+		if !fslocal.ContainsPath(root, string(fresh.Key)) {
+			continue
+		}
+		if d, ok := f.pinned[root]; ok {
+			return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() {}}, nil
+		}
+		d, err := dirfd.OpenBeneath(root)
+		if err != nil {
+			// Fail closed: an unopenable root grants nothing.
+			return nil, denied(target, pol.Mode, err)
+		}
+		return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() { _ = d.Close() }}, nil
+	}
+	return nil, denied(target, pol.Mode, errOutsideRoots)
+}
+
+// check turns an escape the kernel refused at syscall time into a denial.
+func (fc *fence) check(err error) error {
+	if err != nil && fc.root.Confined() && dirfd.IsEscape(err) {
+		return denied(fc.shown, fc.mode, err)
+	}
+	return err
+}

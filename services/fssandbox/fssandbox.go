@@ -1,0 +1,155 @@
+// Package fssandbox is the confining backend of fs.Service: fslocal's reads
+// unchanged, and every write and edit fenced by the per-call sandbox policy.
+// Under workspace-write the whole mutation (missing parents, staging, temp
+// file, publication, cleanup) runs through a directory handle on the writable
+// root that the kernel confines with openat2 RESOLVE_BENEATH, so a path that
+// leaves the root, at check time or at syscall time, is FS_SANDBOX_DENIED and
+// creates nothing.
+package fssandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// readSide is what fssandbox takes from fslocal unchanged: everything but
+// mutation. It is embedded unexported, so no caller can reach fslocal's
+// unfenced writes through a *FileSystem.
+type readSide interface {
+	fs.Resolver
+	fs.Prober
+	fs.Reader
+}
+
+// FileSystem is the confining backend. It is safe for concurrent use. Close
+// releases the pinned root handles.
+type FileSystem struct {
+	readSide
+	local  *fslocal.FileSystem
+	policy *sandboxpolicy.Service
+	host   *dirfd.Dir
+	// pinned holds a handle on each writable root known at construction
+	// (the temp roots and the fallback workspace root), opened once, so
+	// retargeting a symlink in a configured root's spelling later does not
+	// move the fence.
+	pinned map[string]*dirfd.Dir
+}
+
+// New returns a confining backend that reads and mutates through an fslocal
+// backend built from cfg, fenced by policy. Roots that do not exist yet are
+// opened when first used. Errors: an invalid cfg.
+func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*FileSystem, error) {
+	if policy == nil {
+		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
+	}
+	local, err := fslocal.New(cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	f := &FileSystem{readSide: local, local: local, policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	static := append([]string{policy.Config().WorkspaceRoot}, policy.TempRoots()...)
+	for _, root := range static {
+		if _, ok := f.pinned[root]; ok {
+			continue
+		}
+		if d, err := dirfd.OpenBeneath(root); err == nil {
+			f.pinned[root] = d
+		}
+	}
+	return f, nil
+}
+
+// Close releases the pinned root handles.
+func (f *FileSystem) Close() error {
+	var errs []error
+	for root, d := range f.pinned {
+		errs = append(errs, d.Close())
+		delete(f.pinned, root)
+	}
+	return errors.Join(errs...)
+}
+
+// SandboxMode reports the deployment default mode and that this backend
+// confines (S-01).
+func (f *FileSystem) SandboxMode() (sandboxpolicy.Mode, bool) { return f.policy.DefaultMode(), true }
+
+// WriteText is fslocal's WriteText behind the fence (S-02..S-18): opts.Policy,
+// or the deployment default when nil, decides. read-only (and any unknown
+// mode) denies; danger-full-access writes target as fslocal would;
+// workspace-write re-resolves target.DisplayPath now, requires the fresh
+// canonical target to lie beneath a writable root, and mutates the fresh
+// target through a handle confined beneath that root. A denial is
+// CodeSandboxDenied carrying the mode, `cannot write "<dp>": file access
+// denied under <mode> mode`, and nothing is created. Other errors are
+// fslocal's.
+func (f *FileSystem) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
+	fence, err := f.enter(ctx, target, opts.Policy)
+	if err != nil {
+		return fs.WriteOutcome{}, err
+	}
+	defer fence.release()
+	out, err := f.local.WriteTextIn(ctx, fence.root, fence.target, content, opts.Intent)
+	return out, fence.check(err)
+}
+
+// EditText is fslocal's EditText behind the same fence as WriteText; a
+// denial says `cannot write` for edits too (Z-6).
+func (f *FileSystem) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+	fence, err := f.enter(ctx, target, req.Policy)
+	if err != nil {
+		return fs.EditOutcome{}, err
+	}
+	defer fence.release()
+	out, err := f.local.EditTextIn(ctx, fence.root, fence.target, req)
+	return out, fence.check(err)
+}
+
+// Params are the fx inputs of Module.
+type Params struct {
+	fx.In
+
+	Lifecycle fx.Lifecycle
+	Policy    *sandboxpolicy.Service
+	Config    fslocal.Config `optional:"true"`
+	Logger    *zap.Logger    `optional:"true"`
+}
+
+func newFromParams(p Params) (*FileSystem, error) {
+	f, err := New(p.Policy, p.Config, p.Logger)
+	if err != nil {
+		return nil, err
+	}
+	p.Lifecycle.Append(fx.StopHook(f.Close))
+	return f, nil
+}
+
+// Module provides the confining backend as fs.Service, in place of
+// fslocal.Module; it needs a *sandboxpolicy.Service (sandboxpolicy.Module)
+// and takes an optional fslocal.Config.
+var Module = fx.Module("fssandbox",
+	fx.Provide(fx.Annotate(newFromParams, fx.As(new(fs.Service)))),
+	fx.Invoke(func(fs.Service) {}),
+)
+
+var _ fs.Service = (*FileSystem)(nil)
+
+// denied is the error of a mutation the fence refuses.
+func denied(target fs.Target, mode sandboxpolicy.Mode, cause error) *fs.Error {
+	return &fs.Error{
+		Code:    fs.CodeSandboxDenied,
+		Op:      "write",
+		Path:    target.DisplayPath,
+		Mode:    mode,
+		Message: fmt.Sprintf("cannot write %q: file access denied under %s mode", target.DisplayPath, mode),
+		Err:     cause,
+	}
+}
