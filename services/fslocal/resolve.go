@@ -2,14 +2,13 @@ package fslocal
 
 import (
 	"context"
-	"errors"
 	"net/url"
 	"path/filepath"
-	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
 )
 
@@ -68,43 +67,7 @@ func (f *FileSystem) displayPath(path string, opts fs.ResolveOptions) (string, e
 // as missing, so the loop is reported by the operation that meets it (L-49).
 // Errors come from the OS: ENOTDIR when a parent segment is not a directory,
 // EACCES, ENAMETOOLONG.
-func Canonical(abs string) (string, error) {
-	resolved, err := realpath(abs)
-	if err == nil {
-		return resolved, nil
-	}
-	if !errors.Is(err, unix.ENOENT) && !errors.Is(err, unix.ELOOP) {
-		return "", err
-	}
-	parent := filepath.Dir(abs)
-	if parent == abs {
-		return abs, nil
-	}
-	up, err := Canonical(parent)
-	if err != nil {
-		return "", err
-	}
-	return filepath.Join(up, filepath.Base(abs)), nil
-}
-
-// realpath asks the kernel for the canonical path of an existing abs: open
-// with O_PATH (follows every symlink, opens nothing for I/O, never blocks on
-// a FIFO) and read back the descriptor's path.
-func realpath(abs string) (string, error) {
-	fd, err := unix.Open(abs, unix.O_PATH|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return "", err
-	}
-	defer unix.Close(fd) //nolint:errcheck // closing an O_PATH descriptor cannot lose data
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(fd), buf)
-	if err != nil {
-		// No /proc: fall back to the library walk, which is slower and
-		// reports loops without an errno.
-		return filepath.EvalSymlinks(abs)
-	}
-	return string(buf[:n]), nil
-}
+func Canonical(abs string) (string, error) { return realpath.Canonical(abs) }
 
 // ProcessPath returns the canonical path of the target (L-16).
 func (f *FileSystem) ProcessPath(target fs.Target) string { return string(target.Key) }

@@ -138,9 +138,9 @@ func (f *FileSystem) locate(root *dirfd.Dir, target fs.Target, op string) (*muta
 	switch {
 	case err == nil:
 		m.present = true
-	case isAbsent(err), errors.Is(err, unix.ELOOP):
-		// Absent, or a link that cannot be followed: publication meets
-		// whatever entry is there.
+	case isAbsent(err):
+		// Absent, or a dangling link: publication meets whatever entry is
+		// there (L-58, Z-2).
 	default:
 		m.close()
 		return nil, osErr(op, op, dp, err)

@@ -2,6 +2,7 @@ package sandboxpolicy
 
 import (
 	"path/filepath"
+	"slices"
 
 	"go.uber.org/fx"
 
@@ -57,9 +58,13 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg}, nil
 }
 
-// Config returns the validated configuration (canonical roots, default mode
-// applied).
-func (s *Service) Config() Config { return s.cfg }
+// Config returns a copy of the validated configuration (canonical roots,
+// default mode applied); changing it does not change the service.
+func (s *Service) Config() Config {
+	cfg := s.cfg
+	cfg.TempRoots = slices.Clone(s.cfg.TempRoots)
+	return cfg
+}
 
 // DefaultMode returns the deployment default mode (S-01).
 func (s *Service) DefaultMode() Mode { return s.cfg.Mode }

@@ -3,12 +3,14 @@ package sandboxpolicy
 import (
 	"path/filepath"
 	"slices"
+
+	"github.com/dsh-go/harness/internal/realpath"
 )
 
 // CanonicalPath returns the native realpath of p when it exists (every
 // symlink resolved component by component, X-01), else p unchanged.
 func CanonicalPath(p string) string {
-	resolved, err := filepath.EvalSymlinks(p)
+	resolved, err := realpath.Of(p)
 	if err != nil {
 		return p
 	}

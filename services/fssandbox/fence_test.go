@@ -1,0 +1,236 @@
+package fssandbox_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+func write(t *testing.T, f *fssandbox.FileSystem, p, content string, pol *sandboxpolicy.ExecutionPolicy) (fs.WriteOutcome, error) {
+	t.Helper()
+	tg, err := f.Resolve(context.Background(), p, fs.ResolveOptions{})
+	require.NoError(t, err)
+	return f.WriteText(context.Background(), tg, content, fs.WriteOptions{Policy: pol})
+}
+
+func TestSandboxModeIsTheDeploymentDefault(t *testing.T) {
+	w := newWorld(t)
+	for _, mode := range sandboxpolicy.Modes() {
+		m, confines := w.sandbox(t, mode).SandboxMode()
+		assert.True(t, confines, "S-01")
+		assert.Equal(t, mode, m, "S-01")
+	}
+}
+
+func TestReadOnly(t *testing.T) {
+	w := newWorld(t)
+	fixture.Build(t, w.ws, "a.txt: hello")
+	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+
+	_, err := write(t, f, "new.txt", "x", nil)
+	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assert.Equal(t, `cannot write "`+filepath.Join(w.ws, "new.txt")+`": file access denied under read-only mode`, err.Error(), "S-02")
+	assert.NoFileExists(t, filepath.Join(w.ws, "new.txt"))
+
+	tg, err := f.Resolve(context.Background(), "a.txt", fs.ResolveOptions{})
+	require.NoError(t, err)
+	_, err = f.EditText(context.Background(), tg, fs.EditRequest{OldString: "hello", NewString: "bye"})
+	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assert.Contains(t, err.Error(), "cannot write ", "S-03 Z-6 edits say cannot write too")
+	assert.Equal(t, "hello", readFile(t, filepath.Join(w.ws, "a.txt")))
+
+	text, err := f.ReadText(context.Background(), tg)
+	require.NoError(t, err, "S-04 reads pass through")
+	assert.Equal(t, "hello", text)
+}
+
+func TestWorkspaceWrite(t *testing.T) {
+	w := newWorld(t)
+	fixture.Build(t, w.ws, "a.txt: hello")
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+
+	out, err := write(t, f, "nested/ok.txt", "x", nil)
+	require.NoError(t, err)
+	assert.Equal(t, fs.OpCreate, out.Operation, "S-05")
+	assert.Equal(t, "x", readFile(t, filepath.Join(w.ws, "nested/ok.txt")))
+
+	tg, err := f.Resolve(context.Background(), "a.txt", fs.ResolveOptions{})
+	require.NoError(t, err)
+	_, err = f.EditText(context.Background(), tg, fs.EditRequest{OldString: "hello", NewString: "bye"})
+	require.NoError(t, err, "S-12")
+	assert.Equal(t, "bye", readFile(t, filepath.Join(w.ws, "a.txt")))
+
+	_, err = write(t, f, w.ws, "x", nil)
+	require.ErrorIs(t, err, fs.ErrNotRegularFile, "S-14 the root itself passes the fence, then is not a file")
+}
+
+func TestWorkspaceWriteTempRoot(t *testing.T) {
+	w := newWorld(t)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
+	dir, err := os.MkdirTemp("", "harness-s06-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
+	_, err = write(t, f, filepath.Join(dir, "tmp.txt"), "x", nil)
+	require.NoError(t, err, "S-06 the OS temp dir is writable under workspace-write")
+	assert.Equal(t, "x", readFile(t, filepath.Join(dir, "tmp.txt")))
+}
+
+func TestWorkspaceWriteOutsideOfTemp(t *testing.T) {
+	w := newWorld(t)
+	outside := fixture.OutsideDir(t) // under /var/tmp: outside /tmp and os.TempDir()
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
+	_, err := write(t, f, filepath.Join(outside, "x.txt"), "x", nil)
+	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assert.NoFileExists(t, filepath.Join(outside, "x.txt"), "S-07 with the default temp roots")
+}
+
+func TestStaleKeyIsNeverWritten(t *testing.T) {
+	w := newWorld(t)
+	fixture.Build(t, w.outside, "victim.txt: safe")
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	stale := fs.Target{Key: fs.TargetKey(filepath.Join(w.outside, "victim.txt")), DisplayPath: filepath.Join(w.ws, "inside.txt")}
+	_, err := f.WriteText(context.Background(), stale, "landed", fs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "landed", readFile(t, filepath.Join(w.ws, "inside.txt")), "S-13 the fresh target is written")
+	assert.Equal(t, "safe", readFile(t, filepath.Join(w.outside, "victim.txt")), "S-13 the stale key is never written")
+}
+
+func TestFilesystemRootAsWorkspace(t *testing.T) {
+	w := newWorld(t)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: "/", TempRoots: []string{}}, w.ws)
+	_, err := write(t, f, filepath.Join(w.outside, "anywhere.txt"), "x", nil)
+	require.NoError(t, err, "S-15 a root of / allows the whole volume")
+	assert.Equal(t, "x", readFile(t, filepath.Join(w.outside, "anywhere.txt")))
+}
+
+func TestDangerFullAccess(t *testing.T) {
+	w := newWorld(t)
+	f := w.sandbox(t, sandboxpolicy.DangerFullAccess)
+	_, err := write(t, f, filepath.Join(w.outside, "x.txt"), "x", nil)
+	require.NoError(t, err, "S-16")
+	assert.Equal(t, "x", readFile(t, filepath.Join(w.outside, "x.txt")))
+}
+
+func TestPerCallPolicy(t *testing.T) {
+	w := newWorld(t)
+	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+
+	_, err := write(t, f, "a.txt", "x", &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws})
+	require.NoError(t, err, "S-17 a per-call workspace-write lands")
+	_, err = write(t, f, "b.txt", "x", nil)
+	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assert.NoFileExists(t, filepath.Join(w.ws, "b.txt"), "S-17 the next plain call is still denied")
+
+	_, err = write(t, f, filepath.Join(w.outside, "x.txt"), "x", &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.DangerFullAccess})
+	require.NoError(t, err, "S-18")
+	assert.FileExists(t, filepath.Join(w.outside, "x.txt"))
+
+	_, err = write(t, f, "c.txt", "x", &sandboxpolicy.ExecutionPolicy{Mode: "host-root", WorkspaceRoot: w.ws})
+	assertDenied(t, err, "host-root")
+	assert.NoFileExists(t, filepath.Join(w.ws, "c.txt"), "an unknown mode fails closed")
+
+	other := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.outside}
+	_, err = write(t, f, "d.txt", "x", other)
+	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assert.NoFileExists(t, filepath.Join(w.ws, "d.txt"), "the policy's root decides, not the configured fallback")
+	_, err = write(t, f, filepath.Join(w.outside, "d.txt"), "x", other)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(w.outside, "d.txt"))
+}
+
+func TestDenialIsDistinctFromHostPermission(t *testing.T) {
+	w := newWorld(t)
+	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	_, err := write(t, f, "a.txt", "x", nil)
+	require.ErrorIs(t, err, fs.ErrSandboxDenied, "S-20")
+	assert.NotErrorIs(t, err, fs.ErrPermissionDenied)
+	assert.Equal(t, fs.CodeSandboxDenied, fs.CodeOf(err))
+}
+
+func TestContainment(t *testing.T) {
+	cases := []struct {
+		name, root, path string
+		want             bool
+	}{
+		{"S-21 the root itself", "/ws", "/ws", true},
+		{"S-21 a child", "/ws", "/ws/child", true},
+		{"S-21 anything under the filesystem root", "/", "/etc/passwd", true},
+		{"S-24 an unrelated path", "/ws", "/other/x", false},
+		{"a sibling with the root as prefix", "/ws", "/ws-evil/x", false},
+		{"a sibling with the root as prefix, no slash", "/ws", "/ws2", false},
+		{"the parent", "/ws/sub", "/ws", false},
+		{"S-24 a missing (empty) root contains nothing", "", "/ws/x", false},
+		{"a relative path is never contained", "/ws", "ws/x", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, fslocal.ContainsPath(tc.root, tc.path))
+		})
+	}
+	t.Run("S-22 containment is case-sensitive on Linux", func(t *testing.T) {
+		assert.False(t, fslocal.ContainsPath("/WS", "/ws/x"))
+	})
+	t.Run("S-23 a root given through a symlink contains the real path's missing children", func(t *testing.T) {
+		w := newWorld(t)
+		fixture.Build(t, w.base, "alias => ws")
+		f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: filepath.Join(w.base, "alias"), TempRoots: []string{}}, w.ws)
+		_, err := write(t, f, filepath.Join(w.ws, "missing/file.txt"), "x", nil)
+		require.NoError(t, err)
+		assert.FileExists(t, filepath.Join(w.ws, "missing/file.txt"))
+	})
+	t.Run("S-24 a path through a regular file is not contained", func(t *testing.T) {
+		w := newWorld(t)
+		fixture.Build(t, w.ws, "blocker: x")
+		f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+		_, err := f.Resolve(context.Background(), "blocker/child.txt", fs.ResolveOptions{})
+		require.ErrorIs(t, err, fs.ErrNotFound)
+		_, err = f.WriteText(context.Background(), fs.Target{Key: "x", DisplayPath: filepath.Join(w.ws, "blocker/child.txt")}, "x", fs.WriteOptions{})
+		require.Error(t, err)
+		assert.Equal(t, "x", readFile(t, filepath.Join(w.ws, "blocker")))
+	})
+}
+
+// TestWorkspaceThroughSymlink: a workspace configured through a symlink
+// allows both spellings, and retargeting the link after start does not move
+// the fence.
+func TestWorkspaceThroughSymlink(t *testing.T) {
+	w := newWorld(t)
+	link := filepath.Join(w.base, "wslink")
+	require.NoError(t, os.Symlink(w.ws, link))
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: link, TempRoots: []string{}}, link)
+
+	_, err := write(t, f, filepath.Join(link, "via-link.txt"), "x", nil)
+	require.NoError(t, err)
+	_, err = write(t, f, filepath.Join(w.ws, "via-real.txt"), "x", nil)
+	require.NoError(t, err)
+	assert.FileExists(t, filepath.Join(w.ws, "via-link.txt"))
+	assert.FileExists(t, filepath.Join(w.ws, "via-real.txt"))
+
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink(w.outside, link))
+	before := fixture.Snapshot(t, w.outside)
+	_, err = write(t, f, filepath.Join(link, "moved.txt"), "x", nil)
+	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assert.Equal(t, before, fixture.Snapshot(t, w.outside), "the retargeted link does not move the fence")
+	_, err = write(t, f, filepath.Join(w.ws, "still.txt"), "x", nil)
+	require.NoError(t, err, "the original workspace stays writable")
+}
+
+func TestDeniedWriteCreatesNoParents(t *testing.T) {
+	w := newWorld(t)
+	fixture.Build(t, w.ws, "linkout => "+w.outside)
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	_, err := write(t, f, "linkout/newdir/deep.txt", "x", nil)
+	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assert.NoDirExists(t, filepath.Join(w.outside, "newdir"), "S-10 Z-5")
+}

@@ -1,0 +1,88 @@
+package sandboxpolicy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// realTempDir returns a fresh test directory spelled canonically (every
+// symlink resolved), so expectations can compare it with canonical paths.
+func realTempDir(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	return d
+}
+
+// canonical is the realpath of an existing p.
+func canonical(t *testing.T, p string) string {
+	t.Helper()
+	c, err := filepath.EvalSymlinks(p)
+	require.NoError(t, err)
+	return c
+}
+
+// mkdir creates dir and its parents and returns it.
+func mkdir(t *testing.T, dir string) string {
+	t.Helper()
+	require.NoError(t, os.MkdirAll(dir, 0o755))
+	return dir
+}
+
+// symlink creates link pointing at target and returns link.
+func symlink(t *testing.T, target, link string) string {
+	t.Helper()
+	require.NoError(t, os.Symlink(target, link))
+	return link
+}
+
+// requireMissing fails the test unless nothing exists at p.
+func requireMissing(t *testing.T, p string) {
+	t.Helper()
+	_, err := os.Lstat(p)
+	require.ErrorIs(t, err, os.ErrNotExist, "fixture precondition: %s must not exist", p)
+}
+
+// mustNew builds the policy service for cfg and fails the test on error.
+func mustNew(t *testing.T, cfg sandboxpolicy.Config) *sandboxpolicy.Service {
+	t.Helper()
+	svc, err := sandboxpolicy.New(cfg)
+	require.NoError(t, err)
+	require.NotNil(t, svc)
+	return svc
+}
+
+// recorder records every approval request and answers with a fixed outcome
+// and error; approver adapts it with ApproverFunc.
+type recorder struct {
+	outcome sandboxpolicy.Outcome
+	err     error
+
+	mu       sync.Mutex
+	requests []sandboxpolicy.ApprovalRequest
+	contexts []context.Context
+}
+
+func (r *recorder) approver() sandboxpolicy.Approver {
+	return sandboxpolicy.ApproverFunc(func(ctx context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		r.requests = append(r.requests, req)
+		r.contexts = append(r.contexts, ctx)
+		return r.outcome, r.err
+	})
+}
+
+// calls returns how many times the approver was asked.
+func (r *recorder) calls() int {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return len(r.requests)
+}

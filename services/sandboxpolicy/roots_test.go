@@ -1,0 +1,180 @@
+package sandboxpolicy_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+)
+
+func TestCanonicalPath(t *testing.T) {
+	dir := realTempDir(t)
+	mkdir(t, filepath.Join(dir, "a", "b"))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a", "f.txt"), []byte("x"), 0o600))
+	symlink(t, filepath.Join(dir, "a", "b"), filepath.Join(dir, "link"))
+	symlink(t, "a/b", filepath.Join(dir, "rel-link"))
+	symlink(t, "f.txt", filepath.Join(dir, "a", "file-link"))
+	symlink(t, filepath.Join(dir, "link"), filepath.Join(dir, "link-to-link"))
+	requireMissing(t, "/no-such-harness-dir")
+
+	tests := []struct {
+		name string
+		in   string
+		want string
+	}{
+		{name: "X-01 an existing canonical directory is unchanged", in: dir, want: dir},
+		{name: "X-01 an absolute directory symlink resolves to its target", in: filepath.Join(dir, "link"), want: filepath.Join(dir, "a", "b")},
+		{name: "X-01 a relative directory symlink resolves against its directory", in: filepath.Join(dir, "rel-link"), want: filepath.Join(dir, "a", "b")},
+		{name: "X-01 a chain of symlinks is followed to the end", in: filepath.Join(dir, "link-to-link"), want: filepath.Join(dir, "a", "b")},
+		{name: "X-01 a file symlink resolves to the file", in: filepath.Join(dir, "a", "file-link"), want: filepath.Join(dir, "a", "f.txt")},
+		{name: "X-01 .. after a symlink is applied to the target, component-wise, not lexically", in: filepath.Join(dir, "link") + "/..", want: filepath.Join(dir, "a")},
+		{name: "X-01 a path through a symlinked parent resolves the parent", in: filepath.Join(dir, "link") + "/../f.txt", want: filepath.Join(dir, "a", "f.txt")},
+		{name: "X-01 . and redundant separators are removed from an existing path", in: dir + "//a/./b/", want: filepath.Join(dir, "a", "b")},
+		{name: "X-02 a missing path is returned exactly as spelled", in: "/no-such-harness-dir/../x/./y/", want: "/no-such-harness-dir/../x/./y/"},
+		{name: "X-02 a missing leaf under a symlink is returned exactly as spelled", in: filepath.Join(dir, "link") + "/missing/..", want: filepath.Join(dir, "link") + "/missing/.."},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, sandboxpolicy.CanonicalPath(tc.in))
+		})
+	}
+}
+
+func TestWritableRootsOutsideWorkspaceWrite(t *testing.T) {
+	dir := realTempDir(t)
+	svc := mustNew(t, sandboxpolicy.Config{TempRoots: []string{mkdir(t, filepath.Join(dir, "tmp"))}})
+	ws := mkdir(t, filepath.Join(dir, "ws"))
+
+	tests := []struct {
+		name string
+		mode sandboxpolicy.Mode
+	}{
+		{name: "X-03 read-only has no writable roots", mode: sandboxpolicy.ReadOnly},
+		{name: "X-04 danger-full-access has no writable roots (it needs no list)", mode: sandboxpolicy.DangerFullAccess},
+		{name: "fail closed: an unknown mode has no writable roots", mode: "host-root"},
+		{name: "fail closed: an empty mode has no writable roots", mode: ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Empty(t, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: tc.mode, WorkspaceRoot: ws}))
+		})
+	}
+}
+
+func TestWritableRootsDefaultTempRoots(t *testing.T) {
+	dir := realTempDir(t)
+	ws := mkdir(t, filepath.Join(dir, "ws"))
+	tmp := canonical(t, "/tmp")
+
+	t.Run("X-04 with TMPDIR a symlink to /tmp the canonical temp roots are deduplicated", func(t *testing.T) {
+		t.Setenv("TMPDIR", symlink(t, "/tmp", filepath.Join(dir, "tmp-link")))
+		require.NotEqual(t, "/tmp", os.TempDir(), "fixture precondition: os.TempDir() is spelled differently")
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		assert.Equal(t, []string{tmp}, svc.TempRoots())
+		assert.Equal(t, []string{ws, tmp}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+	})
+
+	t.Run("X-04 with TMPDIR another directory reached through a symlink both temp roots are canonical", func(t *testing.T) {
+		other := mkdir(t, filepath.Join(dir, "other-tmp"))
+		t.Setenv("TMPDIR", symlink(t, other, filepath.Join(dir, "other-tmp-link")))
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		assert.Equal(t, []string{tmp, other}, svc.TempRoots())
+		assert.Equal(t, []string{ws, tmp, other}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+	})
+
+	t.Run("X-04 temp roots are pinned at construction: a later TMPDIR change does not move them", func(t *testing.T) {
+		other := mkdir(t, filepath.Join(dir, "pinned-tmp"))
+		t.Setenv("TMPDIR", other)
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		t.Setenv("TMPDIR", mkdir(t, filepath.Join(dir, "later-tmp")))
+		assert.Equal(t, []string{ws, tmp, other}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+	})
+}
+
+func TestWritableRootsWorkspaceWrite(t *testing.T) {
+	dir := realTempDir(t)
+	ws := mkdir(t, filepath.Join(dir, "ws"))
+	t1 := mkdir(t, filepath.Join(dir, "t1"))
+	t2 := mkdir(t, filepath.Join(dir, "t2"))
+	wsLink := symlink(t, ws, filepath.Join(dir, "ws-link"))
+	t1Link := symlink(t, t1, filepath.Join(dir, "t1-link"))
+	wsSibling := mkdir(t, filepath.Join(dir, "ws2"))
+	wsSiblingDash := mkdir(t, filepath.Join(dir, "ws-tmp"))
+
+	tests := []struct {
+		name      string
+		tempRoots []string
+		root      string
+		want      []string
+	}{
+		{
+			name:      "X-04 the workspace root comes first, then the temp roots",
+			tempRoots: []string{t1, t2},
+			root:      ws,
+			want:      []string{ws, t1, t2},
+		},
+		{
+			name:      "X-04 explicit temp roots reached through a symlink are canonical",
+			tempRoots: []string{t1Link, t2},
+			root:      ws,
+			want:      []string{ws, t1, t2},
+		},
+		{
+			name:      "X-04 a workspace root that is a symlink gives the canonical path",
+			tempRoots: []string{t1},
+			root:      wsLink,
+			want:      []string{ws, t1},
+		},
+		{
+			name:      "X-04 a workspace root equal to a temp root appears once",
+			tempRoots: []string{t1, t2},
+			root:      t1Link,
+			want:      []string{t1, t2},
+		},
+		{
+			name:      "X-04 sibling-prefix roots stay distinct (ws, ws2, ws-tmp)",
+			tempRoots: []string{wsSibling, wsSiblingDash},
+			root:      ws,
+			want:      []string{ws, wsSibling, wsSiblingDash},
+		},
+		{
+			name:      "X-04 a missing workspace root is kept as spelled, cleaned",
+			tempRoots: []string{t1},
+			root:      dir + "/not-yet/../ws-new/",
+			want:      []string{dir + "/ws-new", t1},
+		},
+		{
+			name:      "X-04 with no temp roots only the workspace root is writable",
+			tempRoots: []string{},
+			root:      ws,
+			want:      []string{ws},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: tc.tempRoots})
+			got := svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: tc.root})
+			assert.Equal(t, tc.want, got)
+		})
+	}
+
+	t.Run("X-04 the writable roots of a resolved session policy are its canonical cwd and the temp roots", func(t *testing.T) {
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: []string{t1}})
+		p := svc.Resolve(session.New("s", wsLink), "")
+		assert.Equal(t, []string{ws, t1}, svc.WritableRoots(p))
+	})
+
+	t.Run("WritableRoots returns a fresh slice: changing it changes nothing", func(t *testing.T) {
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: []string{t1}})
+		p := sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}
+		got := svc.WritableRoots(p)
+		got[1] = "/"
+		assert.Equal(t, []string{ws, t1}, svc.WritableRoots(p))
+		assert.Equal(t, []string{t1}, svc.TempRoots())
+	})
+}
