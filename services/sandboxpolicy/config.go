@@ -22,8 +22,16 @@ type Config struct {
 	TempRoots []string `yaml:"tempRoots" json:"tempRoots"`
 }
 
-// DefaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir().
-func DefaultTempRoots() []string { return []string{"/tmp", os.TempDir()} }
+// DefaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
+// (from $TMPDIR), the latter only when it is absolute: a relative $TMPDIR
+// names no fixed place, so it grants nothing.
+func DefaultTempRoots() []string {
+	roots := []string{"/tmp"}
+	if t := os.TempDir(); filepath.IsAbs(t) {
+		roots = append(roots, t)
+	}
+	return roots
+}
 
 // validate returns cfg with defaults applied and paths canonicalized, or an
 // error that names the field and the allowed values (P-09).

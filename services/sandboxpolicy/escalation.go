@@ -111,8 +111,11 @@ type Approver interface {
 // ApproverFunc adapts a function to Approver.
 type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Outcome, error)
 
-// Approve calls f.
+// Approve calls f; a nil f answers Unavailable (fail closed).
 func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome, error) {
+	if f == nil {
+		return Unavailable, nil
+	}
 	return f(ctx, req)
 }
 

@@ -35,8 +35,13 @@ func OverrideOf(s *session.Session) (Mode, bool) {
 		if events[i].Type != EventMode {
 			continue
 		}
-		if e, ok := events[i].Data.(ModeEvent); ok {
+		switch e := events[i].Data.(type) {
+		case ModeEvent:
 			return e.Mode, true
+		case *ModeEvent:
+			if e != nil {
+				return e.Mode, true
+			}
 		}
 	}
 	return "", false
@@ -79,7 +84,7 @@ func (s *Service) Default() ExecutionPolicy {
 // escalation, "" for none) outranks the session's last "sandbox/mode" event,
 // which outranks the deployment default. The workspace root is the session's
 // working directory, canonicalized and then resolved lexically (P-06), else
-// the configured fallback (P-08). A nil session gives Default, plus the
+// (no working directory, or a relative one) the configured fallback (P-08). A nil session gives Default, plus the
 // approved mode when one is given.
 func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy {
 	p := s.Default()

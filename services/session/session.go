@@ -18,7 +18,8 @@ type Event struct {
 }
 
 // Observer is told of every event appended to a session, synchronously, in
-// order, after it is recorded. It must not append to the same session.
+// log order, after it is recorded. It must not append to the same session
+// (that would deadlock); it may read it.
 type Observer func(s *Session, e Event)
 
 // Session is one agent session. It is safe for concurrent use. Its ID and
@@ -27,7 +28,8 @@ type Session struct {
 	id  string
 	cwd string
 
-	mu        sync.Mutex
+	deliver   sync.Mutex // serializes Append, so observers see log order
+	mu        sync.Mutex // guards the fields below
 	events    []Event
 	observers []observerEntry
 	nextObs   int
@@ -54,6 +56,8 @@ func (s *Session) Cwd() string { return s.cwd }
 
 // Append records e at the end of the log and tells every observer.
 func (s *Session) Append(e Event) {
+	s.deliver.Lock()
+	defer s.deliver.Unlock()
 	s.mu.Lock()
 	s.events = append(s.events, e)
 	observers := slices.Clone(s.observers)
