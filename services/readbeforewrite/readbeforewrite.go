@@ -1,0 +1,116 @@
+// Package readbeforewrite is the read-before-write policy (spec O-cases):
+// per session and target it remembers what the session last saw (nothing,
+// absence, or presence at a version) and turns that into the precondition of
+// the session's next write or edit, so an agent never overwrites a file it has
+// not read, or one that changed since it read it.
+package readbeforewrite
+
+import (
+	"context"
+	"fmt"
+	"runtime"
+	"sync"
+	"weak"
+
+	"go.uber.org/fx"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// Policy holds the observations of every live session. It is safe for
+// concurrent use. A session's record goes when the session is garbage
+// collected; nothing is persisted (O-15).
+type Policy struct {
+	mu     sync.Mutex
+	owners map[weak.Pointer[session.Session]]map[fs.TargetKey]fs.Observation
+}
+
+// New returns a policy with no observations.
+func New() *Policy {
+	return &Policy{owners: map[weak.Pointer[session.Session]]map[fs.TargetKey]fs.Observation{}}
+}
+
+// WriteIntent decides a write (O-02, O-03, O-16): present at v ->
+// ReplaceIfVersion v; unseen, absent, or no session -> CreateIfAbsent, so a
+// caller without a session can never overwrite an existing file.
+func (p *Policy) WriteIntent(_ context.Context, sess *session.Session, target fs.Target) (fs.WriteIntent, error) {
+	if obs, ok := p.lookup(sess, target.Key); ok && obs.Kind == fs.Present {
+		return fs.ReplaceVersion(obs.Version), nil
+	}
+	return fs.CreateOnly(), nil
+}
+
+// EditGuard decides an edit (O-04, O-05): present at v -> v; absent ->
+// FS_NOT_FOUND `cannot edit "<dp>": not found`; unseen or no session ->
+// FS_NOT_OBSERVED `edit requires reading "<dp>" first`.
+func (p *Policy) EditGuard(_ context.Context, sess *session.Session, target fs.Target) (fs.Version, error) {
+	dp := target.DisplayPath
+	obs, ok := p.lookup(sess, target.Key)
+	switch {
+	case !ok:
+		return "", &fs.Error{Code: fs.CodeNotObserved, Op: "edit", Path: dp, Message: fmt.Sprintf("edit requires reading %q first", dp)}
+	case obs.Kind == fs.Absent:
+		return "", &fs.Error{Code: fs.CodeNotFound, Op: "edit", Path: dp, Message: fmt.Sprintf("cannot edit %q: not found", dp)}
+	default:
+		return obs.Version, nil
+	}
+}
+
+// Observe records obs as the session's latest view of target; the last
+// recorded observation wins (O-06, O-13). Without a session it records
+// nothing (O-07).
+func (p *Policy) Observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
+	if sess == nil {
+		return nil
+	}
+	key := weak.Make(sess)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	seen := p.owners[key]
+	if seen == nil {
+		seen = map[fs.TargetKey]fs.Observation{}
+		p.owners[key] = seen
+		runtime.AddCleanup(sess, p.forget, key)
+	}
+	seen[target.Key] = obs
+	return nil
+}
+
+// Sessions returns how many sessions have records (for tests and metrics).
+func (p *Policy) Sessions() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return len(p.owners)
+}
+
+func (p *Policy) lookup(sess *session.Session, key fs.TargetKey) (fs.Observation, bool) {
+	if sess == nil {
+		return fs.Observation{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	obs, ok := p.owners[weak.Make(sess)][key]
+	return obs, ok
+}
+
+func (p *Policy) forget(key weak.Pointer[session.Session]) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	delete(p.owners, key)
+}
+
+// Module provides the policy as the composition's fs.IntentPolicy and
+// contributes it to the fs.observers group (O-01: it needs nothing).
+var Module = fx.Module("readbeforewrite",
+	fx.Provide(
+		New,
+		fx.Annotate(func(p *Policy) fs.IntentPolicy { return p }),
+		fx.Annotate(func(p *Policy) fs.Observer { return p }, fx.ResultTags(fs.ObserverGroupTag)),
+	),
+)
+
+var (
+	_ fs.IntentPolicy = (*Policy)(nil)
+	_ fs.Observer     = (*Policy)(nil)
+)

@@ -1,0 +1,92 @@
+// Package tool is the small public vocabulary of model-facing tools: what a
+// tool declares (name, description, input and output JSON Schemas,
+// annotations, exclusivity), what a call carries (session, call id,
+// arguments) and what a result carries (model-facing text, structured value,
+// error flag and code). Packages contribute tools to the fx value group
+// "tools" with AsTool; any server collects them with Group, without knowing
+// them.
+package tool
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/google/jsonschema-go/jsonschema"
+	"go.uber.org/fx"
+
+	"github.com/dsh-go/harness/services/session"
+)
+
+// Annotations are hints about a tool's behavior for clients (they map to
+// MCP's readOnlyHint, destructiveHint and idempotentHint).
+type Annotations struct {
+	ReadOnly    bool
+	Destructive bool
+	Idempotent  bool
+}
+
+// Call is one invocation of a tool. Session is nil for a call with no
+// session; Arguments is the raw JSON object of the arguments.
+type Call struct {
+	Session   *session.Session
+	ID        string
+	Arguments json.RawMessage
+}
+
+// Result is the outcome of a call. Text is what the model reads; Value is the
+// structured result (nil for errors); IsError marks a tool error, whose Code
+// is the machine-readable code (an FS_* code, or "" for argument errors).
+type Result struct {
+	Text    string
+	Value   any
+	IsError bool
+	Code    string
+}
+
+// Handler runs a call. A tool's failure is a Result with IsError, never a Go
+// error: Handler has no error return.
+type Handler func(ctx context.Context, call Call) Result
+
+// Tool is one model-facing tool.
+type Tool struct {
+	Name         string
+	Description  string
+	InputSchema  *jsonschema.Schema
+	OutputSchema *jsonschema.Schema
+	Annotations  Annotations
+	// Exclusive tools run alone; the others may run in parallel (T-02).
+	Exclusive bool
+	Handler   Handler
+}
+
+// ErrorResult returns the error result of message with code, its text
+// rendered as `Error: <message>` (spec section 1).
+func ErrorResult(message, code string) Result {
+	return Result{Text: "Error: " + message, IsError: true, Code: code}
+}
+
+// GroupTag is the fx value-group tag tools are contributed under.
+const GroupTag = `group:"tools"`
+
+// AsTool annotates a constructor that returns a *Tool (or a *Tool and an
+// error) so that fx adds its result to the "tools" group.
+func AsTool(constructor any) any {
+	return fx.Annotate(constructor, fx.ResultTags(GroupTag))
+}
+
+// Group is the fx parameter object a server takes to collect every tool.
+type Group struct {
+	fx.In
+
+	Tools []*Tool `group:"tools"`
+}
+
+// Sorted returns the tools ordered by name: consumers never rely on group
+// order.
+func Sorted(tools []*Tool) []*Tool {
+	out := slices.Clone(tools)
+	slices.SortFunc(out, func(a, b *Tool) int { return cmp.Compare(a.Name, b.Name) })
+	return out
+}

@@ -1,0 +1,93 @@
+package toolfs
+
+import (
+	"encoding/json"
+	"math"
+	"strings"
+)
+
+// args is a call's arguments, decoded lazily field by field so that each
+// field gets the spec's own message when it is missing or ill-typed.
+// Unknown fields are ignored (spec section 1: no additionalProperties).
+type args map[string]json.RawMessage
+
+// argError is a tool-argument error: its text is the model-facing message and
+// it carries no FS_* code.
+type argError struct{ msg string }
+
+func (e *argError) Error() string { return e.msg }
+
+func badArg(msg string) error { return &argError{msg: msg} }
+
+func parseArgs(raw json.RawMessage) (args, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return args{}, nil
+	}
+	var a args
+	if err := json.Unmarshal(raw, &a); err != nil {
+		return nil, badArg("tool arguments must be a JSON object")
+	}
+	return a, nil
+}
+
+// present reports whether name was given (a JSON null counts as absent).
+func (a args) present(name string) bool {
+	v, ok := a[name]
+	return ok && string(v) != "null"
+}
+
+// path returns the non-blank string argument name (T-24, T-53, T-65).
+func (a args) path(name string) (string, error) {
+	var s string
+	if !a.present(name) || json.Unmarshal(a[name], &s) != nil || strings.TrimSpace(s) == "" {
+		return "", badArg(name + " must be a non-empty string")
+	}
+	return s, nil
+}
+
+// text returns the string argument name, which may be empty; a missing or
+// non-string value is an error.
+func (a args) text(name string) (string, error) {
+	var s string
+	if !a.present(name) || json.Unmarshal(a[name], &s) != nil {
+		return "", badArg(name + " must be a string")
+	}
+	return s, nil
+}
+
+// optText returns the string argument name, "" when absent.
+func (a args) optText(name string) (string, error) {
+	if !a.present(name) {
+		return "", nil
+	}
+	var s string
+	if json.Unmarshal(a[name], &s) != nil {
+		return "", badArg(name + " must be a string")
+	}
+	return s, nil
+}
+
+// optBool returns the boolean argument name, def when absent.
+func (a args) optBool(name string, def bool) (bool, error) {
+	if !a.present(name) {
+		return def, nil
+	}
+	var b bool
+	if json.Unmarshal(a[name], &b) != nil {
+		return false, badArg(name + " must be a boolean")
+	}
+	return b, nil
+}
+
+// optPositive returns the positive integer argument name, def when absent
+// (T-20, T-21): a JSON number that is a whole number of at least 1.
+func (a args) optPositive(name string, def int) (int, error) {
+	if !a.present(name) {
+		return def, nil
+	}
+	var f float64
+	if json.Unmarshal(a[name], &f) != nil || f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
+		return 0, badArg(name + " must be a positive integer")
+	}
+	return int(f), nil
+}

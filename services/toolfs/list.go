@@ -1,0 +1,117 @@
+package toolfs
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// ListEntry is one entry of a listing.
+type ListEntry struct {
+	Name string `json:"name" jsonschema:"the entry's name"`
+	Type string `json:"type" jsonschema:"file, directory or other"`
+	Size *int64 `json:"size,omitempty" jsonschema:"size in bytes, for files"`
+}
+
+// ListValue is the structured result of list.
+type ListValue struct {
+	Path         string      `json:"path" jsonschema:"the display path of the directory"`
+	Offset       int         `json:"offset" jsonschema:"the 1-based first entry returned"`
+	Entries      []ListEntry `json:"entries" jsonschema:"the returned entries, in byte order of their names"`
+	TotalEntries int         `json:"totalEntries" jsonschema:"the number of entries in the directory"`
+}
+
+// List returns the list tool: a directory's entries with type and size. The
+// original has no listing tool; an MCP client without a shell needs one. It
+// runs in parallel with other calls.
+func (t *Tools) List() *tool.Tool {
+	return &tool.Tool{
+		Name:        "list",
+		Description: "List a directory's entries with their type and size.",
+		InputSchema: object(
+			prop{name: "path", schema: str("Directory to list, resolved by the filesystem backend. Defaults to the session's working directory.")},
+			prop{name: "offset", schema: num("1-based first entry to return. Defaults to 1.")},
+			prop{name: "limit", schema: num("Maximum number of entries to return. Defaults to " + strconv.Itoa(t.cfg.ListLimit) + ".")},
+		),
+		OutputSchema: outputSchema[ListValue](),
+		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
+		Handler:      t.list,
+	}
+}
+
+func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	path := "."
+	if a.present("path") {
+		if path, err = a.path("path"); err != nil {
+			return t.failure(err, nil)
+		}
+	}
+	offset, err := a.optPositive("offset", 1)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	limit, err := a.optPositive("limit", t.cfg.ListLimit)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	if limit > t.cfg.ListLimit {
+		return t.failure(badArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ListLimit)), nil)
+	}
+	policy := t.standing(call.Session)
+	target, err := t.resolve(ctx, call.Session, policy, path)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	all, err := t.deps.FS.ListDir(ctx, target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	dp := target.DisplayPath
+	if offset > len(all) && (offset != 1 || len(all) != 0) {
+		return t.failure(&fs.Error{
+			Code: fs.CodeNotFound, Op: "list", Path: dp,
+			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(len(all)) + " entries)",
+		}, policy)
+	}
+	page := all[min(offset-1, len(all)):min(offset-1+limit, len(all))]
+	value := ListValue{Path: dp, Offset: offset, Entries: make([]ListEntry, 0, len(page)), TotalEntries: len(all)}
+	var b strings.Builder
+	b.WriteString("<path>" + dp + "</path>\n<type>directory</type>\n<entries>\n")
+	for _, e := range page {
+		value.Entries = append(value.Entries, ListEntry{Name: e.Name, Type: string(e.Type), Size: e.Size})
+		b.WriteString(entryLine(e))
+		b.WriteByte('\n')
+	}
+	if len(page) > 0 {
+		b.WriteByte('\n')
+	}
+	end := offset - 1 + len(page)
+	if end < len(all) {
+		b.WriteString("(Showing entries " + strconv.Itoa(offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(all)) +
+			". Use offset=" + strconv.Itoa(end+1) + " to continue.)")
+	} else {
+		b.WriteString("(End of directory - total " + strconv.Itoa(len(all)) + " entries)")
+	}
+	b.WriteString("\n</entries>")
+	return tool.Result{Text: b.String(), Value: value}
+}
+
+// entryLine is one compact line of the listing: "name/" for a directory,
+// "name (N bytes)" for a file, "name (other)" for anything else.
+func entryLine(e fs.DirEntry) string {
+	switch {
+	case e.Type == fs.TypeDirectory:
+		return e.Name + "/"
+	case e.Type == fs.TypeFile && e.Size != nil:
+		return e.Name + " (" + strconv.FormatInt(*e.Size, 10) + " bytes)"
+	default:
+		return e.Name + " (other)"
+	}
+}

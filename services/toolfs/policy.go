@@ -1,0 +1,131 @@
+package toolfs
+
+import (
+	"context"
+	"errors"
+	"path/filepath"
+	"regexp"
+
+	"github.com/dsh-go/harness/internal/realpath"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// Remedy suffixes (spec "T-remedies").
+const (
+	staleRemedy       = " — re-read the file, then retry"
+	notObservedRemedy = " — read the file, then retry"
+)
+
+// standing returns the call's policy without escalation, or nil when the
+// backend does not confine.
+func (t *Tools) standing(sess *session.Session) *sandboxpolicy.ExecutionPolicy {
+	if !t.confines {
+		return nil
+	}
+	p := t.deps.Policy.Resolve(sess, "")
+	return &p
+}
+
+// escalate resolves the policy of a mutating call (T-92..T-96): the pairing
+// check, the standing policy, and, when the call asks for a wider mode, the
+// approver's grant for exactly this call.
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, a args) (*sandboxpolicy.ExecutionPolicy, error) {
+	perm, err := a.optText("sandbox_permissions")
+	if err != nil {
+		return nil, err
+	}
+	just, err := a.optText("justification")
+	if err != nil {
+		return nil, err
+	}
+	if !t.confines {
+		if perm != "" || just != "" {
+			return nil, badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
+		}
+		return nil, nil
+	}
+	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
+		return nil, badArg(err.Error())
+	}
+	p := t.standing(call.Session)
+	if perm == "" {
+		return p, nil
+	}
+	granted, err := sandboxpolicy.ApproveEscalation(ctx, t.deps.Approver, call.Session, toolName,
+		sandboxpolicy.SubjectOperation, sandboxpolicy.Mode(perm), p.Mode, just)
+	if err != nil {
+		return nil, badArg(err.Error())
+	}
+	escalated := t.deps.Policy.Resolve(call.Session, granted)
+	return &escalated, nil
+}
+
+// dotDot matches a ".." segment bounded by the start, the end, "/" or "\"
+// (T-14).
+var dotDot = regexp.MustCompile(`(^|[/\\])\.\.([/\\]|$)`)
+
+// cwd returns the directory a call's relative path resolves against
+// (T-12..T-17): under a confining backend the policy's workspace root, else
+// the session's cwd, else "" (the backend's own). With a ".." segment in the
+// cwd or the path, the cwd is canonicalized first, so ".." climbs from the
+// physical directory. No tool argument can choose it.
+func (t *Tools) cwd(sess *session.Session, policy *sandboxpolicy.ExecutionPolicy, path string) string {
+	var dir string
+	switch {
+	case policy != nil && policy.WorkspaceRoot != "":
+		dir = policy.WorkspaceRoot
+	case sess != nil:
+		dir = sess.Cwd()
+	}
+	if dir == "" || !filepath.IsAbs(dir) {
+		return ""
+	}
+	if dotDot.MatchString(dir) || dotDot.MatchString(path) {
+		if resolved, err := realpath.Of(dir); err == nil {
+			return resolved
+		}
+	}
+	return dir
+}
+
+// resolve resolves a tool's path argument for a call.
+func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sandboxpolicy.ExecutionPolicy, path string) (fs.Target, error) {
+	return t.deps.FS.Resolve(ctx, path, fs.ResolveOptions{Cwd: t.cwd(sess, policy, path)})
+}
+
+// observe tells every observer what the call saw.
+func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
+	var errs []error
+	for _, o := range t.deps.Observers {
+		errs = append(errs, o.Observe(sess, target, obs))
+	}
+	return errors.Join(errs...)
+}
+
+// failure renders a failed call (T-54, T-94, remedies): a sandbox denial
+// becomes the marker of the call's mode and the escalation hint; a stale or
+// not-observed error gets its remedy; everything else keeps its message. The
+// FS_* code is kept.
+func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.Result {
+	var fe *fs.Error
+	if !errors.As(err, &fe) {
+		return tool.ErrorResult(err.Error(), "")
+	}
+	msg := fe.Error()
+	switch fe.Code {
+	case fs.CodeSandboxDenied:
+		mode := fe.Mode
+		if policy != nil {
+			mode = policy.Mode
+		}
+		msg = sandboxpolicy.DenialMarker(mode) + "\n" + sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation)
+	case fs.CodeStaleVersion:
+		msg += staleRemedy
+	case fs.CodeNotObserved:
+		msg += notObservedRemedy
+	}
+	return tool.ErrorResult(msg, string(fe.Code))
+}

@@ -1,0 +1,141 @@
+package toolfs
+
+import (
+	"context"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// ReadValue is the structured result of read (spec section 1).
+type ReadValue struct {
+	Path       string `json:"path" jsonschema:"the display path of the file"`
+	Offset     int    `json:"offset" jsonschema:"the 1-based first line requested"`
+	Lines      []Line `json:"lines" jsonschema:"the returned lines"`
+	TotalLines int    `json:"totalLines" jsonschema:"the number of lines in the whole file"`
+}
+
+// Read returns the read tool (T-18..T-51): a line-numbered window of a UTF-8
+// text file. It runs in parallel with other calls.
+func (t *Tools) Read() *tool.Tool {
+	return &tool.Tool{
+		Name:        "read",
+		Description: "Read a UTF-8 text file and return line-numbered content.",
+		InputSchema: object(
+			prop{name: "file_path", schema: str("Path to read, resolved by the filesystem backend."), required: true},
+			prop{name: "offset", schema: num("1-based first line to return. Defaults to 1.")},
+			prop{name: "limit", schema: num("Maximum number of lines to return. Defaults to " + strconv.Itoa(t.cfg.ReadLimit) + ".")},
+		),
+		OutputSchema: outputSchema[ReadValue](),
+		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
+		Handler:      t.read,
+	}
+}
+
+func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	// Validation order: file_path, offset, limit, the limit cap (T-24).
+	path, err := a.path("file_path")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	offset, err := a.optPositive("offset", 1)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	limit, err := a.optPositive("limit", t.cfg.ReadLimit)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	if limit > t.cfg.ReadLimit {
+		return t.failure(badArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ReadLimit)), nil)
+	}
+	policy := t.standing(call.Session)
+	target, err := t.resolve(ctx, call.Session, policy, path)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	dp := target.DisplayPath
+	// Exactly one stat per read (T-33).
+	info, err := t.deps.FS.Stat(ctx, target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	if info == nil {
+		// A failed read records absence first (T-25).
+		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Absent}); err != nil {
+			return t.failure(err, policy)
+		}
+		return t.failure(&fs.Error{Code: fs.CodeNotFound, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not found"}, policy)
+	}
+	if info.Type != fs.TypeFile {
+		return t.failure(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
+	}
+	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
+	if err := t.fill(ctx, w, target, info); err != nil {
+		return t.failure(err, policy)
+	}
+	if w.outOfRange() {
+		// Out of range records nothing (T-32).
+		return t.failure(&fs.Error{
+			Code: fs.CodeNotFound, Op: "read", Path: dp,
+			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(w.total) + " lines)",
+		}, policy)
+	}
+	// A windowed read observes the whole-file version (O-14, T-31).
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
+		return t.failure(err, policy)
+	}
+	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.total}
+	if value.Lines == nil {
+		value.Lines = []Line{}
+	}
+	return tool.Result{Text: renderRead(dp, w), Value: value}
+}
+
+// fill feeds the file into the window: whole below ReadStreamMinSize, else in
+// chunks with bounded memory (T-09, T-27).
+func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info) error {
+	if info.Size < t.cfg.ReadStreamMinSize {
+		text, err := t.deps.FS.ReadText(ctx, target)
+		if err != nil {
+			return err
+		}
+		w.feed(text)
+		w.finish()
+		return nil
+	}
+	for chunk, err := range t.deps.FS.StreamText(ctx, target) {
+		if err != nil {
+			return err
+		}
+		w.feed(chunk)
+	}
+	w.finish()
+	return nil
+}
+
+// renderRead is the exact read envelope (spec section 1).
+func renderRead(dp string, w *window) string {
+	var b strings.Builder
+	b.WriteString("<path>" + dp + "</path>\n<type>file</type>\n<content>\n")
+	for i, l := range w.lines {
+		if i > 0 {
+			b.WriteByte('\n')
+		}
+		b.WriteString(strconv.Itoa(l.Number))
+		b.WriteString(": ")
+		b.WriteString(l.Text)
+	}
+	if len(w.lines) > 0 {
+		b.WriteString("\n\n")
+	}
+	b.WriteString(w.footer())
+	b.WriteString("\n</content>")
+	return b.String()
+}

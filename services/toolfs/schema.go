@@ -1,0 +1,73 @@
+package toolfs
+
+import (
+	"fmt"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// prop is one input property.
+type prop struct {
+	name     string
+	schema   *jsonschema.Schema
+	required bool
+}
+
+func str(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "string", Description: desc}
+}
+
+func num(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "number", Description: desc}
+}
+
+func boolean(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "boolean", Description: desc}
+}
+
+// object builds an input schema: type object, properties in order, required;
+// no additionalProperties (spec section 1: an extra argument still reaches
+// the tool).
+func object(props ...prop) *jsonschema.Schema {
+	s := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{}}
+	for _, p := range props {
+		s.Properties[p.name] = p.schema
+		s.PropertyOrder = append(s.PropertyOrder, p.name)
+		if p.required {
+			s.Required = append(s.Required, p.name)
+		}
+	}
+	return s
+}
+
+// escalationProps are the escalation arguments, advertised only when the
+// backend confines (T-92).
+func (t *Tools) escalationProps() []prop {
+	if !t.confines {
+		return nil
+	}
+	targets := make([]any, 0, 2)
+	for _, m := range sandboxpolicy.EscalationTargets() {
+		targets = append(targets, string(m))
+	}
+	return []prop{
+		{name: "sandbox_permissions", schema: &jsonschema.Schema{
+			Type: "string", Enum: targets,
+			Description: "Ask the user to run exactly this call once under a wider sandbox mode. Use only after a sandbox denial, with the narrowest wider mode that suffices.",
+		}},
+		{name: "justification", schema: str("One sentence telling the user why this call needs the wider mode. Required with sandbox_permissions.")},
+	}
+}
+
+// outputSchema infers the schema of a tool's structured result.
+func outputSchema[T any]() *jsonschema.Schema {
+	s, err := jsonschema.For[T](nil)
+	if err != nil {
+		// The result types are fixed at compile time: a failure here is
+		// a programming mistake, found by every test run.
+		panic(fmt.Sprintf("toolfs: output schema: %v", err))
+	}
+	return s
+}

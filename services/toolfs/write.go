@@ -1,0 +1,86 @@
+package toolfs
+
+import (
+	"context"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// WriteValue is the structured result of write: spec section 1 plus Diff,
+// the unified diff of the applied change ("" when the prior content is
+// unknown or unchanged).
+type WriteValue struct {
+	Path      string  `json:"path" jsonschema:"the display path of the file"`
+	Operation string  `json:"operation" jsonschema:"create or update"`
+	Before    *string `json:"before" jsonschema:"the prior text, LF-normalized, or null"`
+	After     string  `json:"after" jsonschema:"the written text, LF-normalized"`
+	Diff      string  `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
+}
+
+// Write returns the write tool (T-52..T-61): create or fully replace a file.
+// It runs exclusively.
+func (t *Tools) Write() *tool.Tool {
+	props := []prop{
+		{name: "file_path", schema: str("Path to write, resolved by the filesystem backend."), required: true},
+		{name: "content", schema: str("Full UTF-8 text content to write."), required: true},
+	}
+	return &tool.Tool{
+		Name:         "write",
+		Description:  "Create or fully replace a UTF-8 text file.",
+		InputSchema:  object(append(props, t.escalationProps()...)...),
+		OutputSchema: outputSchema[WriteValue](),
+		Annotations:  tool.Annotations{Destructive: true, Idempotent: true},
+		Exclusive:    true,
+		Handler:      t.write,
+	}
+}
+
+func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	path, err := a.path("file_path")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	content, err := a.text("content")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	policy, err := t.escalate(ctx, call, "write", a)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	target, err := t.resolve(ctx, call.Session, policy, path)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	intent := fs.UnconditionalWrite()
+	if t.deps.Intents != nil {
+		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session, target); err != nil {
+			return t.failure(err, policy)
+		}
+	}
+	out, err := t.deps.FS.WriteText(ctx, target, content, fs.WriteOptions{Intent: intent, Policy: policy})
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
+		return t.failure(err, policy)
+	}
+	dp := target.DisplayPath
+	created := out.Operation == fs.OpCreate
+	verb := "Updated file"
+	if created {
+		verb = "Created file"
+	}
+	return tool.Result{
+		Text: "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + verb + "\n</content>",
+		Value: WriteValue{
+			Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
+			Diff: unifiedDiff(dp, out.Before, out.After, created),
+		},
+	}
+}
