@@ -1,47 +1,425 @@
 package fssandbox_test
 
+// Attacks on the write fence beyond escape_test.go and race_test.go: crafted
+// targets handed straight to the mutations, a workspace root replaced after
+// construction, odd per-call roots, a symlink-count ELOOP that makes the
+// canonical key lie, special files, a swapped final component, a hijacked
+// staging directory and a swapped fence-created parent. Every attack checks
+// the disk outside the workspace.
+
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-func TestAttackRootReplacedBySymlink(t *testing.T) {
+// attackWorld is a world with a secret file on both sides, so every mutation
+// (write, guarded create, edit of "secret") has something to aim at.
+func attackWorld(t *testing.T) world {
+	t.Helper()
 	w := newWorld(t)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
-	require.NoError(t, os.Rename(w.ws, w.ws+".real"))
-	require.NoError(t, os.Symlink(w.outside, w.ws))
-	before := fixture.Snapshot(t, w.outside)
-	tg, err := f.Resolve(context.Background(), "x.txt", fs.ResolveOptions{})
-	require.NoError(t, err)
-	_, err = f.WriteText(context.Background(), tg, "pwned", fs.WriteOptions{})
-	t.Logf("err=%v", err)
-	assert.Equal(t, before, fixture.Snapshot(t, w.outside))
-	_ = filepath.Join
+	fixture.Build(t, w.outside, "secret.txt: secret")
+	fixture.Build(t, w.ws, "secret.txt: secret")
+	return w
 }
 
-func TestAttackRelativePolicyRoot(t *testing.T) {
-	w := newWorld(t)
+// assertOutsideIntact checks that nothing outside the workspace changed and
+// that no staging entry is left anywhere under the base.
+func assertOutsideIntact(t *testing.T, w world, before map[string]string) {
+	t.Helper()
+	assert.Equal(t, before, fixture.Snapshot(t, w.outside), "the outside directory changed: an escape")
+	assert.Empty(t, fixture.Residue(t, w.base), "staging residue")
+}
+
+// TestAttackWorkspaceRootReplacedBySymlink replaces the configured (already
+// canonical) workspace directory itself with a symlink to the outside
+// directory after the backend is built. README "Roots are pinned" says the
+// root is opened once at construction and a retargeted symlink does not move
+// the fence; but WritableRoots re-canonicalizes the default policy's root on
+// every call, the pinned map is keyed by the old spelling, so the fresh root
+// is the symlink's destination, opened by path, and every mutation lands
+// outside.
+func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
+	swaps := map[string]func(t *testing.T, w world){
+		"rename and symlink": func(t *testing.T, w world) {
+			require.NoError(t, os.Rename(w.ws, w.ws+".real"))
+			require.NoError(t, os.Symlink(w.outside, w.ws))
+		},
+		"atomic exchange with a relative symlink": func(t *testing.T, w world) {
+			require.NoError(t, os.Symlink("outside", w.ws+".swap"))
+			require.NoError(t, unix.Renameat2(unix.AT_FDCWD, w.ws, unix.AT_FDCWD, w.ws+".swap", unix.RENAME_EXCHANGE))
+		},
+	}
+	paths := map[string]string{"write": "new.txt", "guarded create": "new.txt", "edit": "secret.txt"}
+	for swapName, swap := range swaps {
+		for _, m := range mutations {
+			t.Run(swapName+"/"+m.name, func(t *testing.T) {
+				w := attackWorld(t)
+				f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+				swap(t, w)
+				before := fixture.Snapshot(t, w.outside)
+				for _, p := range []string{paths[m.name], filepath.Join(w.ws, paths[m.name])} {
+					err := m.run(context.Background(), f, fs.Target{DisplayPath: p})
+					t.Logf("%s %s: %v", m.name, p, err)
+				}
+				assertOutsideIntact(t, w, before)
+			})
+		}
+	}
+}
+
+// TestAttackWorkspaceRootRenamedAway is the control of the test above: the
+// workspace directory is renamed beside it (and a fresh, empty one made in its
+// place, or not). The pinned handle follows the old directory, and the
+// per-mutation check of its current path denies, so nothing lands in the old
+// directory, now outside the root.
+func TestAttackWorkspaceRootRenamedAway(t *testing.T) {
+	for _, fresh := range []bool{false, true} {
+		for _, m := range mutations {
+			t.Run(m.name+"/fresh="+strconv.FormatBool(fresh), func(t *testing.T) {
+				w := attackWorld(t)
+				f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+				old := w.ws + ".old"
+				require.NoError(t, os.Rename(w.ws, old))
+				if fresh {
+					require.NoError(t, os.Mkdir(w.ws, 0o755))
+				}
+				oldBefore, before := fixture.Snapshot(t, old), fixture.Snapshot(t, w.outside)
+				for _, p := range []string{"secret.txt", "new.txt", "n/deep.txt", "/proc/self/cwd/new.txt"} {
+					err := m.run(context.Background(), f, fs.Target{DisplayPath: p})
+					require.Error(t, err, p)
+				}
+				assert.Equal(t, oldBefore, fixture.Snapshot(t, old), "the old workspace changed")
+				assertOutsideIntact(t, w, before)
+			})
+		}
+	}
+}
+
+// TestAttackMalformedPolicyRoot passes per-call policies whose workspace root
+// is not a clean absolute path. ExecutionPolicy documents an absolute root and
+// ContainsPath fails closed on a relative one, but WritableRoots first runs
+// CanonicalPath, which resolves a relative root against the process working
+// directory, and returns a root it cannot open (EINVAL for a NUL byte)
+// unchanged, after which filepath.Clean collapses "x\x00/.." to the parent.
+// Either way the fence grants a root the caller never named; here it is the
+// outside directory or the base above the workspace.
+func TestAttackMalformedPolicyRoot(t *testing.T) {
+	w := attackWorld(t)
 	f := w.sandbox(t, sandboxpolicy.ReadOnly)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	rel, err := filepath.Rel(wd, w.outside)
 	require.NoError(t, err)
-	before := fixture.Snapshot(t, w.outside)
-	for _, root := range []string{rel, rel + "/", "./" + rel} {
-		pol := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: root}
-		tg, err := f.Resolve(context.Background(), filepath.Join(w.outside, "y.txt"), fs.ResolveOptions{})
-		require.NoError(t, err)
-		_, err = f.WriteText(context.Background(), tg, "pwned", fs.WriteOptions{Policy: pol})
-		t.Logf("root=%q err=%v", root, err)
+	for name, root := range map[string]string{
+		"relative to the process working directory": rel,
+		"NUL then dot-dot":                          w.ws + "\x00/..",
+	} {
+		t.Run(name, func(t *testing.T) {
+			before := fixture.Snapshot(t, w.outside)
+			pol := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: root}
+			_, err := f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.outside, "new.txt")}, "pwned", fs.WriteOptions{Policy: pol})
+			assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+			assertOutsideIntact(t, w, before)
+		})
 	}
-	assert.Equal(t, before, fixture.Snapshot(t, w.outside))
+}
+
+// TestAttackOddPolicyRoots: per-call roots that must grant nothing outside the
+// workspace (and, for most, nothing at all).
+func TestAttackOddPolicyRoots(t *testing.T) {
+	w := attackWorld(t)
+	fixture.Build(t, w.ws, "afile: x", "wsalias => "+w.ws)
+	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	cases := []struct {
+		name, root string
+		inside     bool // a write inside the workspace lands
+	}{
+		{"empty", "", false},
+		{"a regular file", filepath.Join(w.ws, "afile"), false},
+		{"a missing directory", filepath.Join(w.ws, "missing"), false},
+		{"a missing relative directory", "no-such-dir-here", false},
+		{"a symlink to the workspace", filepath.Join(w.ws, "wsalias"), true},
+		{"a non-clean spelling of the workspace", w.ws + "//./", true},
+		{"/proc/self/cwd is not the workspace", "/proc/self/cwd", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			before := fixture.Snapshot(t, w.outside)
+			pol := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: tc.root}
+			_, err := f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.outside, "new.txt")}, "pwned", fs.WriteOptions{Policy: pol})
+			assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+			_, err = f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.ws, "inside.txt")}, "ok", fs.WriteOptions{Policy: pol})
+			if tc.inside {
+				require.NoError(t, err)
+			} else {
+				assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+			}
+			assertOutsideIntact(t, w, before)
+		})
+	}
+}
+
+// TestAttackCraftedTargets hands targets straight to the mutations, never
+// through Resolve: every Key is a stale pointer at the outside secret, and
+// the display paths are relative, non-clean, empty, NUL-laden or /proc and
+// /dev spellings. Nothing outside may change, nothing may hang.
+func TestAttackCraftedTargets(t *testing.T) {
+	w := attackWorld(t)
+	fixture.Build(t, w.ws, "d/", "linkout => ../outside", "procself => /proc/thread-self")
+	dir, err := os.Open(w.outside)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = dir.Close() })
+	outfd := strconv.Itoa(int(dir.Fd()))
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	key := fs.TargetKey(filepath.Join(w.outside, "secret.txt"))
+	for _, dp := range []string{
+		"", " ", "\x00", "secret.txt\x00/../../outside/secret.txt",
+		"../outside/secret.txt", "d/../../outside/secret.txt", "./../outside/new.txt",
+		w.ws + "/../outside/secret.txt", w.ws + "//..//outside//secret.txt",
+		"linkout/secret.txt", "linkout/./secret.txt/", "linkout/.", "linkout//new/deep.txt",
+		"//" + w.outside[1:] + "/new.txt",
+		"/proc/thread-self/root" + w.outside + "/secret.txt",
+		"/proc/thread-self/fd/" + outfd + "/secret.txt",
+		"/dev/fd/" + outfd + "/new.txt",
+		"/proc/self/fd/" + outfd + "/../outside/secret.txt",
+		"procself/root" + w.outside + "/secret.txt",
+		"procself/fd/" + outfd + "/new.txt",
+		w.outside + "/secret.txt/.",
+		"\u2024\u2024/outside/secret.txt", // one-dot leaders, not dots: lands inside
+		"d/\u002e\u002e/\u002e\u002e/outside/secret.txt",
+	} {
+		for _, m := range mutations {
+			t.Run(m.name+"/"+strings.ReplaceAll(dp, "/", "|"), func(t *testing.T) {
+				before := fixture.Snapshot(t, w.outside)
+				_ = withinSecond(t, func() error { return m.run(context.Background(), f, fs.Target{Key: key, DisplayPath: dp}) })
+				assertOutsideIntact(t, w, before)
+			})
+		}
+	}
+}
+
+// TestAttackLinkCountLie makes the canonical key lie: ws/a is a chain of 39
+// symlinks to ws/real, and ws/real/b a chain of two to the outside
+// directory. Resolving ws/a/b/... hits the kernel's 40-link limit, realpath
+// treats the ELOOP component as missing, and the key comes out as
+// ws/real/b/..., lexically inside the workspace. The fence admits it; only
+// the confined syscalls (where ws/real/b alone is two links) stand between
+// the write and the outside.
+func TestAttackLinkCountLie(t *testing.T) {
+	w := attackWorld(t)
+	fixture.Build(t, w.ws, "real/", "real/b => b2", "real/b2 => ../../outside", "real/f => f2", "real/f2 => ../../outside/secret.txt")
+	prev := "real"
+	for i := range 39 {
+		name := "a" + strconv.Itoa(i)
+		fixture.Build(t, w.ws, name+" => "+prev)
+		prev = name
+	}
+	chain := prev // 39 links to ws/real
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	for _, p := range []string{chain + "/b/secret.txt", chain + "/b/new.txt", chain + "/b/newdir/deep.txt", chain + "/f"} {
+		tg, err := f.Resolve(context.Background(), p, fs.ResolveOptions{})
+		require.NoError(t, err)
+		require.True(t, strings.HasPrefix(string(tg.Key), w.ws+"/"), "the key lies inside: %s", tg.Key)
+		for _, m := range mutations {
+			t.Run(m.name+"/"+p, func(t *testing.T) {
+				before := fixture.Snapshot(t, w.outside)
+				err := withinSecond(t, func() error { return m.run(context.Background(), f, tg) })
+				t.Logf("%v", err)
+				assertOutsideIntact(t, w, before)
+			})
+		}
+	}
+}
+
+// TestAttackSpecialFiles: FIFOs, a socket and a device as the target, as a
+// parent, and through /proc spellings of a pipe; a FIFO outside behind a
+// link. No call may hang, nothing outside may change.
+func TestAttackSpecialFiles(t *testing.T) {
+	w := attackWorld(t)
+	require.NoError(t, unix.Mkfifo(filepath.Join(w.ws, "fifo"), 0o644))
+	require.NoError(t, unix.Mkfifo(filepath.Join(w.outside, "fifo"), 0o644))
+	fixture.Build(t, w.ws, "fifolink => "+filepath.Join(w.outside, "fifo"), "relfifo => fifo")
+	sock, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM, 0)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = unix.Close(sock) })
+	require.NoError(t, unix.Bind(sock, &unix.SockaddrUnix{Name: filepath.Join(w.ws, "sock")}))
+	paths := []string{"fifo", "fifo/x.txt", "fifolink", "relfifo", "sock", "sock/x.txt"}
+	if unix.Mknod(filepath.Join(w.ws, "null"), unix.S_IFCHR|0o666, int(unix.Mkdev(1, 3))) == nil {
+		paths = append(paths, "null", "null/x.txt")
+	}
+	var pipe [2]int
+	require.NoError(t, unix.Pipe(pipe[:]))
+	t.Cleanup(func() { _ = unix.Close(pipe[0]); _ = unix.Close(pipe[1]) })
+	paths = append(paths, "/proc/self/fd/"+strconv.Itoa(pipe[0]), "/dev/fd/"+strconv.Itoa(pipe[1]))
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	for _, p := range paths {
+		for _, m := range mutations {
+			t.Run(m.name+"/"+p, func(t *testing.T) {
+				before := fixture.Snapshot(t, w.outside)
+				err := withinSecond(t, func() error { return m.run(context.Background(), f, fs.Target{DisplayPath: p}) })
+				require.Error(t, err)
+				assertOutsideIntact(t, w, before)
+			})
+		}
+	}
+}
+
+// swapper runs swap in a loop on its own goroutine until the returned stop
+// is called; stop waits for it.
+func swapper(swap func()) (stop func()) {
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+				swap()
+			}
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// TestAttackFinalComponentSwap exchanges the final component ws/f.txt between
+// a regular file and a symlink to the outside secret (relative, so it also
+// escapes by "..") while two sandboxes on the same workspace write, create
+// and edit it.
+func TestAttackFinalComponentSwap(t *testing.T) {
+	const ops = 300
+	w := attackWorld(t)
+	fixture.Build(t, w.ws, "f.txt: secret", "f.swap => ../outside/secret.txt")
+	fs1, fs2 := w.sandbox(t, sandboxpolicy.WorkspaceWrite), w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	before := fixture.Snapshot(t, w.outside)
+	var swaps atomic.Int64
+	stop := swapper(func() {
+		if unix.Renameat2(unix.AT_FDCWD, filepath.Join(w.ws, "f.txt"), unix.AT_FDCWD, filepath.Join(w.ws, "f.swap"), unix.RENAME_EXCHANGE) == nil {
+			swaps.Add(1)
+		}
+	})
+	var landed atomic.Int64
+	var writers sync.WaitGroup
+	for g, f := range []*fssandbox.FileSystem{fs1, fs2} {
+		writers.Go(func() {
+			for i := range ops {
+				m := mutations[(i+g)%len(mutations)]
+				if m.run(context.Background(), f, fs.Target{DisplayPath: "f.txt"}) == nil {
+					landed.Add(1)
+				}
+			}
+		})
+	}
+	writers.Wait()
+	stop()
+	t.Logf("landed=%d swaps=%d", landed.Load(), swaps.Load())
+	assertOutsideIntact(t, w, before)
+	assert.Positive(t, swaps.Load())
+}
+
+// TestAttackStagingHijack watches the workspace for staging directories and,
+// as soon as one appears, moves it aside (inside the workspace) and puts a
+// symlink to the outside directory under its name, so the temp file, the
+// publication and the cleanup meet the link.
+func TestAttackStagingHijack(t *testing.T) {
+	const ops = 200
+	w := attackWorld(t)
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	before := fixture.Snapshot(t, w.outside)
+	var hijacks atomic.Int64
+	stop := swapper(func() {
+		names, err := os.ReadDir(w.ws)
+		if err != nil {
+			return
+		}
+		for _, e := range names {
+			if !strings.HasSuffix(e.Name(), ".tmpdir") || e.Type()&os.ModeSymlink != 0 {
+				continue
+			}
+			p := filepath.Join(w.ws, e.Name())
+			if os.Rename(p, filepath.Join(w.ws, "stolen-"+strconv.FormatInt(hijacks.Add(1), 10))) == nil {
+				_ = os.Symlink("../outside", p)
+			}
+		}
+	})
+	for i := range ops {
+		_ = mutations[i%len(mutations)].run(context.Background(), f, fs.Target{DisplayPath: "f" + strconv.Itoa(i%7) + ".txt"})
+	}
+	stop()
+	t.Logf("hijacks=%d", hijacks.Load())
+	assert.Equal(t, before, fixture.Snapshot(t, w.outside), "the outside directory changed: an escape")
+	for _, r := range fixture.Residue(t, w.base) {
+		assert.True(t, strings.HasPrefix(r, w.ws+"/"), "residue outside the workspace: %s", r)
+	}
+}
+
+// TestAttackFenceCreatedParentSwap lets the fence create ws/p/q/r for
+// missing-parent writes while another goroutine exchanges ws/p/q, once the
+// fence has made it, with a relative symlink pointing out, and now and then
+// removes the whole tree so the fence makes it again.
+func TestAttackFenceCreatedParentSwap(t *testing.T) {
+	const ops = 300
+	w := attackWorld(t)
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	before := fixture.Snapshot(t, w.outside)
+	link := filepath.Join(w.ws, "q.swap")
+	q := filepath.Join(w.ws, "p", "q")
+	require.NoError(t, os.Symlink("../../outside", link)) // from ws/p/q after the exchange
+	var swaps atomic.Int64
+	stop := swapper(func() {
+		if unix.Renameat2(unix.AT_FDCWD, q, unix.AT_FDCWD, link, unix.RENAME_EXCHANGE) == nil {
+			if swaps.Add(1)%25 == 0 {
+				_ = os.RemoveAll(filepath.Join(w.ws, "p"))
+				if info, err := os.Lstat(link); err != nil || info.Mode()&os.ModeSymlink == 0 {
+					_ = os.RemoveAll(link)
+					_ = os.Symlink("../../outside", link)
+				}
+			}
+		}
+	})
+	var landed, denied atomic.Int64
+	for i := range ops {
+		err := mutations[i%2].run(context.Background(), f, fs.Target{DisplayPath: "p/q/r/f" + strconv.Itoa(i) + ".txt"})
+		switch {
+		case err == nil:
+			landed.Add(1)
+		case errors.Is(err, fs.ErrSandboxDenied):
+			denied.Add(1)
+		}
+	}
+	stop()
+	t.Logf("landed=%d denied=%d swaps=%d", landed.Load(), denied.Load(), swaps.Load())
+	assertOutsideIntact(t, w, before)
+	assert.Positive(t, swaps.Load())
+}
+
+// TestAttackLongNameLeavesNothing: a name the kernel accepts but whose
+// staging name it refuses, under missing parents: the write fails and the
+// parents it made are gone.
+func TestAttackLongNameLeavesNothing(t *testing.T) {
+	w := attackWorld(t)
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	wsBefore, before := fixture.Snapshot(t, w.ws), fixture.Snapshot(t, w.outside)
+	for _, m := range mutations[:2] {
+		err := m.run(context.Background(), f, fs.Target{DisplayPath: "n1/n2/" + strings.Repeat("x", 240)})
+		require.Error(t, err)
+	}
+	assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a failed write left something in the workspace")
+	assertOutsideIntact(t, w, before)
 }
