@@ -12,6 +12,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -26,6 +27,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 )
 
 // attackWorld is a world with a secret file on both sides, so every mutation
@@ -50,10 +52,12 @@ func assertOutsideIntact(t *testing.T, w world, before map[string]string) {
 // canonical) workspace directory itself with a symlink to the outside
 // directory after the backend is built. README "Roots are pinned" says the
 // root is opened once at construction and a retargeted symlink does not move
-// the fence; but WritableRoots re-canonicalizes the default policy's root on
-// every call, the pinned map is keyed by the old spelling, so the fresh root
-// is the symlink's destination, opened by path, and every mutation lands
-// outside.
+// the fence; but WritableRoots re-canonicalizes the policy's root on every
+// call and the pinned map is keyed by the old spelling, so the root becomes
+// the symlink's destination, opened by path, and every mutation lands
+// outside. The same holds for a session policy whose cwd was canonicalized
+// when the session was made, which README offers as the way to pin it:
+// Resolve canonicalizes it again on every call.
 func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 	swaps := map[string]func(t *testing.T, w world){
 		"rename and symlink": func(t *testing.T, w world) {
@@ -65,22 +69,48 @@ func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 			require.NoError(t, unix.Renameat2(unix.AT_FDCWD, w.ws, unix.AT_FDCWD, w.ws+".swap", unix.RENAME_EXCHANGE))
 		},
 	}
+	policies := map[string]func(t *testing.T, w world) *sandboxpolicy.ExecutionPolicy{
+		"default policy": func(*testing.T, world) *sandboxpolicy.ExecutionPolicy { return nil },
+		"session policy": func(t *testing.T, w world) *sandboxpolicy.ExecutionPolicy {
+			svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}})
+			require.NoError(t, err)
+			p := svc.Resolve(session.New("s", sandboxpolicy.CanonicalPath(w.ws)), "")
+			return &p
+		},
+	}
 	paths := map[string]string{"write": "new.txt", "guarded create": "new.txt", "edit": "secret.txt"}
 	for swapName, swap := range swaps {
-		for _, m := range mutations {
-			t.Run(swapName+"/"+m.name, func(t *testing.T) {
-				w := attackWorld(t)
-				f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
-				swap(t, w)
-				before := fixture.Snapshot(t, w.outside)
-				for _, p := range []string{paths[m.name], filepath.Join(w.ws, paths[m.name])} {
-					err := m.run(context.Background(), f, fs.Target{DisplayPath: p})
-					t.Logf("%s %s: %v", m.name, p, err)
-				}
-				assertOutsideIntact(t, w, before)
-			})
+		for polName, policy := range policies {
+			for _, m := range mutations {
+				t.Run(swapName+"/"+polName+"/"+m.name, func(t *testing.T) {
+					w := attackWorld(t)
+					f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+					pol := policy(t, w) // the session is made before the swap
+					swap(t, w)
+					before := fixture.Snapshot(t, w.outside)
+					for _, p := range []string{paths[m.name], filepath.Join(w.ws, paths[m.name])} {
+						err := runWith(context.Background(), f, m.name, fs.Target{DisplayPath: p}, pol)
+						t.Logf("%s %s: %v", m.name, p, err)
+					}
+					assertOutsideIntact(t, w, before)
+				})
+			}
 		}
 	}
+}
+
+// runWith runs the mutation named name (one of mutations) under pol.
+func runWith(ctx context.Context, f *fssandbox.FileSystem, name string, tg fs.Target, pol *sandboxpolicy.ExecutionPolicy) error {
+	var err error
+	switch name {
+	case "write":
+		_, err = f.WriteText(ctx, tg, "pwned", fs.WriteOptions{Policy: pol})
+	case "guarded create":
+		_, err = f.WriteText(ctx, tg, "pwned", fs.WriteOptions{Intent: fs.CreateOnly(), Policy: pol})
+	default:
+		_, err = f.EditText(ctx, tg, fs.EditRequest{OldString: "secret", NewString: "pwned", ReplaceAll: true, Policy: pol})
+	}
+	return err
 }
 
 // TestAttackWorkspaceRootRenamedAway is the control of the test above: the
@@ -99,13 +129,14 @@ func TestAttackWorkspaceRootRenamedAway(t *testing.T) {
 				if fresh {
 					require.NoError(t, os.Mkdir(w.ws, 0o755))
 				}
-				oldBefore, before := fixture.Snapshot(t, old), fixture.Snapshot(t, w.outside)
-				for _, p := range []string{"secret.txt", "new.txt", "n/deep.txt", "/proc/self/cwd/new.txt"} {
-					err := m.run(context.Background(), f, fs.Target{DisplayPath: p})
-					require.Error(t, err, p)
+				before := fixture.Snapshot(t, w.base)
+				for _, p := range []string{"secret.txt", "new.txt", "n/deep.txt"} {
+					// Denied, or refused earlier from what the moved directory
+					// holds (it exists, or it does not): never applied.
+					require.Error(t, m.run(context.Background(), f, fs.Target{DisplayPath: p}), p)
 				}
-				assert.Equal(t, oldBefore, fixture.Snapshot(t, old), "the old workspace changed")
-				assertOutsideIntact(t, w, before)
+				assert.Equal(t, before, fixture.Snapshot(t, w.base), "the old workspace, the new one or the outside changed")
+				assert.Empty(t, fixture.Residue(t, w.base), "staging residue")
 			})
 		}
 	}
@@ -236,7 +267,7 @@ func TestAttackLinkCountLie(t *testing.T) {
 		tg, err := f.Resolve(context.Background(), p, fs.ResolveOptions{})
 		require.NoError(t, err)
 		require.True(t, strings.HasPrefix(string(tg.Key), w.ws+"/"), "the key lies inside: %s", tg.Key)
-		for _, m := range mutations {
+		for _, m := range slices.Backward(mutations) { // edit first: a write replaces the link
 			t.Run(m.name+"/"+p, func(t *testing.T) {
 				before := fixture.Snapshot(t, w.outside)
 				err := withinSecond(t, func() error { return m.run(context.Background(), f, tg) })
@@ -334,15 +365,18 @@ func TestAttackFinalComponentSwap(t *testing.T) {
 }
 
 // TestAttackStagingHijack watches the workspace for staging directories and,
-// as soon as one appears, moves it aside (inside the workspace) and puts a
-// symlink to the outside directory under its name, so the temp file, the
-// publication and the cleanup meet the link.
+// as soon as one appears, moves it aside (inside the workspace), puts a
+// symlink to the outside directory under its name, and plants a symlink to
+// the outside secret as the temp file in the moved directory (or renames one
+// over the temp file already there), so the temp file, the publication and
+// the cleanup all meet links pointing out. Writes, guarded creates and edits
+// all stage.
 func TestAttackStagingHijack(t *testing.T) {
-	const ops = 200
+	const ops = 60
 	w := attackWorld(t)
 	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
 	before := fixture.Snapshot(t, w.outside)
-	var hijacks atomic.Int64
+	var hijacks, planted, failed atomic.Int64
 	stop := swapper(func() {
 		names, err := os.ReadDir(w.ws)
 		if err != nil {
@@ -353,16 +387,45 @@ func TestAttackStagingHijack(t *testing.T) {
 				continue
 			}
 			p := filepath.Join(w.ws, e.Name())
-			if os.Rename(p, filepath.Join(w.ws, "stolen-"+strconv.FormatInt(hijacks.Add(1), 10))) == nil {
-				_ = os.Symlink("../outside", p)
+			stolen := filepath.Join(w.ws, "stolen-"+strconv.FormatInt(hijacks.Add(1), 10))
+			if os.Rename(p, stolen) != nil {
+				continue
+			}
+			_ = os.Symlink("../outside", p)
+			// ".<base>.<pid>.<uuid>.tmpdir" stages "<base>.tmp".
+			parts := strings.Split(strings.TrimPrefix(e.Name(), "."), ".")
+			temp := filepath.Join(stolen, strings.Join(parts[:len(parts)-3], ".")+".tmp")
+			link := stolen + ".link"
+			if os.Symlink("../../outside/secret.txt", link) == nil && os.Rename(link, temp) == nil {
+				planted.Add(1)
 			}
 		}
 	})
+	ctx := context.Background()
+	big := "secret" + strings.Repeat(".", 1<<20) // widens the staging window
 	for i := range ops {
-		_ = mutations[i%len(mutations)].run(context.Background(), f, fs.Target{DisplayPath: "f" + strconv.Itoa(i%7) + ".txt"})
+		tg := fs.Target{DisplayPath: "f" + strconv.Itoa(i%5) + ".txt"}
+		var err error
+		switch i % 3 {
+		case 0:
+			_, err = f.WriteText(ctx, tg, big, fs.WriteOptions{})
+		case 1:
+			_, err = f.EditText(ctx, tg, fs.EditRequest{OldString: "secret", NewString: "pwned"})
+		default:
+			_, err = f.WriteText(ctx, fs.Target{DisplayPath: "new" + strconv.Itoa(i) + ".txt"}, big, fs.WriteOptions{Intent: fs.CreateOnly()})
+		}
+		if err != nil {
+			failed.Add(1)
+		}
 	}
 	stop()
-	t.Logf("hijacks=%d", hijacks.Load())
+	published := 0
+	for i := range 5 {
+		if _, err := os.Readlink(filepath.Join(w.ws, "f"+strconv.Itoa(i)+".txt")); err == nil {
+			published++ // the fence renamed the planted link into place
+		}
+	}
+	t.Logf("hijacks=%d planted=%d failed=%d targets-now-links=%d", hijacks.Load(), planted.Load(), failed.Load(), published)
 	assert.Equal(t, before, fixture.Snapshot(t, w.outside), "the outside directory changed: an escape")
 	for _, r := range fixture.Residue(t, w.base) {
 		assert.True(t, strings.HasPrefix(r, w.ws+"/"), "residue outside the workspace: %s", r)
@@ -410,15 +473,19 @@ func TestAttackFenceCreatedParentSwap(t *testing.T) {
 }
 
 // TestAttackLongNameLeavesNothing: a name the kernel accepts but whose
-// staging name it refuses, under missing parents: the write fails and the
-// parents it made are gone.
+// staging name it refuses, under missing parents (two, then a 600-deep
+// tree): the write fails and every parent it made is gone.
 func TestAttackLongNameLeavesNothing(t *testing.T) {
 	w := attackWorld(t)
 	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
 	wsBefore, before := fixture.Snapshot(t, w.ws), fixture.Snapshot(t, w.outside)
-	for _, m := range mutations[:2] {
-		err := m.run(context.Background(), f, fs.Target{DisplayPath: "n1/n2/" + strings.Repeat("x", 240)})
-		require.Error(t, err)
+	for _, dir := range []string{"n1/n2/", strings.Repeat("d/", 600)} {
+		for _, m := range mutations[:2] {
+			err := withinSecond(t, func() error {
+				return m.run(context.Background(), f, fs.Target{DisplayPath: dir + strings.Repeat("x", 240)})
+			})
+			require.Error(t, err)
+		}
 	}
 	assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a failed write left something in the workspace")
 	assertOutsideIntact(t, w, before)

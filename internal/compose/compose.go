@@ -1,0 +1,87 @@
+// Package compose builds the harness fx application from a config.Config:
+// the one place that decides which modules a process mounts. The binary's
+// commands and the integration tests all go through it.
+package compose
+
+import (
+	"fmt"
+	"io"
+	"os"
+
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxevent"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zapcore"
+
+	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/readbeforewrite"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/toolfs"
+)
+
+// Options returns the fx options of the whole graph for cfg (validated
+// first): the logger (on logOut, stderr in the binary), the policy service,
+// the backend chosen by cfg.FS, the read-before-write policy and the tools.
+// extra options are appended (a server, an approver, fx.Populate).
+func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	if cfg.Invariants {
+		return nil, fmt.Errorf("--invariants: the invariant registry is not part of this build yet")
+	}
+	log, err := NewLogger(cfg, logOut)
+	if err != nil {
+		return nil, err
+	}
+	backend := fssandbox.Module
+	if cfg.FS == "local" {
+		backend = fslocal.Module
+	}
+	var temps []string
+	if len(cfg.TempRoots) > 0 {
+		temps = cfg.TempRoots
+	}
+	opts := []fx.Option{
+		fx.Supply(log),
+		fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
+			zl := &fxevent.ZapLogger{Logger: l.Named("fx")}
+			zl.UseLogLevel(zapcore.DebugLevel)
+			return zl
+		}),
+		fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),
+		fx.Supply(fslocal.Config{Cwd: cfg.Workspace}),
+		fx.Supply(toolfs.Config{
+			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
+			ReadStreamMinSize: cfg.ReadStreamMinSize, ListLimit: cfg.ListLimit,
+		}),
+		sandboxpolicy.Module,
+		backend,
+		readbeforewrite.Module,
+		toolfs.Module,
+	}
+	return fx.Options(append(opts, extra...)...), nil
+}
+
+// NewLogger returns the zap logger of cfg writing to out (stdout belongs to
+// the protocol; the binary passes stderr).
+func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
+	level, err := zapcore.ParseLevel(cfg.LogLevel)
+	if err != nil {
+		return nil, fmt.Errorf("--log-level: %w", err)
+	}
+	enc := zap.NewProductionEncoderConfig()
+	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	var encoder zapcore.Encoder
+	if cfg.LogFormat == "json" {
+		encoder = zapcore.NewJSONEncoder(enc)
+	} else {
+		encoder = zapcore.NewConsoleEncoder(enc)
+	}
+	if out == nil {
+		out = os.Stderr
+	}
+	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(out), level)), nil
+}

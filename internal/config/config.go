@@ -1,0 +1,120 @@
+// Package config is the harness binary's configuration: one struct filled
+// from defaults, an optional YAML file, HARNESS_* environment variables and
+// flags, in that order of increasing precedence, and validated before
+// anything is served. Every error names the flag and, where there is a fixed
+// set, the allowed values.
+package config
+
+import (
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// Backends are the values of --fs.
+var Backends = []string{"sandbox", "local"}
+
+// LogLevels are the values of --log-level.
+var LogLevels = []string{"debug", "info", "warn", "error"}
+
+// LogFormats are the values of --log-format.
+var LogFormats = []string{"json", "console"}
+
+// Config is the whole configuration of one harness process. YAML keys are
+// the flag names.
+type Config struct {
+	// FS is the backend: "sandbox" (fssandbox, the default) or "local"
+	// (fslocal, never confines).
+	FS string `yaml:"fs"`
+	// Mode is the deployment default sandbox mode.
+	Mode string `yaml:"mode"`
+	// Workspace, when set, is every session's working directory and the
+	// fallback workspace root; else a session takes the client's first root,
+	// else the process working directory.
+	Workspace string `yaml:"workspace"`
+	// TempRoots are the temp areas writable under workspace-write; empty
+	// means the platform temp areas.
+	TempRoots []string `yaml:"temp-root"`
+
+	ReadLimit         int   `yaml:"read-limit"`
+	ReadMaxLineLength int   `yaml:"read-max-line-length"`
+	ReadMaxBytes      int   `yaml:"read-max-bytes"`
+	ReadStreamMinSize int64 `yaml:"read-stream-min-size"`
+	ListLimit         int   `yaml:"list-limit"`
+
+	// Invariants turns on the runtime contract checks.
+	Invariants bool `yaml:"invariants"`
+
+	LogLevel  string `yaml:"log-level"`
+	LogFormat string `yaml:"log-format"`
+}
+
+// Default returns the configuration with nothing set.
+func Default() Config {
+	return Config{
+		FS:        "sandbox",
+		Mode:      string(sandboxpolicy.ReadOnly),
+		LogLevel:  "info",
+		LogFormat: "console",
+	}
+}
+
+// Validate checks every field and makes paths absolute; errors name the
+// flag.
+func (c *Config) Validate() error {
+	if err := oneOf("--fs", c.FS, Backends); err != nil {
+		return err
+	}
+	modes := make([]string, 0, 3)
+	for _, m := range sandboxpolicy.Modes() {
+		modes = append(modes, string(m))
+	}
+	if err := oneOf("--mode", c.Mode, modes); err != nil {
+		return err
+	}
+	if c.Workspace != "" {
+		abs, err := filepath.Abs(c.Workspace)
+		if err != nil {
+			return fmt.Errorf("--workspace %q: %w", c.Workspace, err)
+		}
+		c.Workspace = abs
+	}
+	for i, r := range c.TempRoots {
+		if strings.TrimSpace(r) == "" {
+			return fmt.Errorf("--temp-root must not be empty")
+		}
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return fmt.Errorf("--temp-root %q: %w", r, err)
+		}
+		c.TempRoots[i] = abs
+	}
+	for _, f := range []struct {
+		flag string
+		v    int64
+	}{
+		{"--read-limit", int64(c.ReadLimit)},
+		{"--read-max-line-length", int64(c.ReadMaxLineLength)},
+		{"--read-max-bytes", int64(c.ReadMaxBytes)},
+		{"--read-stream-min-size", c.ReadStreamMinSize},
+		{"--list-limit", int64(c.ListLimit)},
+	} {
+		if f.v < 0 {
+			return fmt.Errorf("%s must be a positive integer (0 means the default), got %d", f.flag, f.v)
+		}
+	}
+	if err := oneOf("--log-level", c.LogLevel, LogLevels); err != nil {
+		return err
+	}
+	return oneOf("--log-format", c.LogFormat, LogFormats)
+}
+
+func oneOf(flag, v string, allowed []string) error {
+	if slices.Contains(allowed, v) {
+		return nil
+	}
+	return fmt.Errorf("%s: unknown value %q: allowed values are %s", flag, v, strings.Join(allowed, ", "))
+}

@@ -1,0 +1,163 @@
+package mcpserver
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"strconv"
+	"sync"
+	"sync/atomic"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// CodeMetaKey is the _meta key of a tool error's FS_* code, so a program
+// reads the code without parsing the text.
+const CodeMetaKey = "harness/code"
+
+// newProtocol is the first protocol version whose server-to-client requests
+// travel as input-required results (SEP-2322).
+const newProtocol = "2026-07-28"
+
+// conn is the state of one connection: its session, fixed on first use, and
+// the lock that runs exclusive tools alone.
+type conn struct {
+	mu   sync.Mutex
+	sess *session.Session
+
+	exclusive sync.RWMutex
+	seq       atomic.Int64
+}
+
+// connFor returns the state of ss, created on its first call and dropped
+// when the connection ends.
+func (s *Server) connFor(ss *mcp.ServerSession) *conn {
+	if c, ok := s.conns.Load(ss); ok {
+		return c.(*conn)
+	}
+	c, loaded := s.conns.LoadOrStore(ss, &conn{})
+	if !loaded {
+		go func() {
+			_ = ss.Wait()
+			s.conns.Delete(ss)
+		}()
+	}
+	return c.(*conn)
+}
+
+// usesNewProtocol reports whether the connection negotiated 2026-07-28 or
+// later (a session set up by server/discover has no initialize parameters).
+func usesNewProtocol(ss *mcp.ServerSession) bool {
+	ip := ss.InitializeParams()
+	return ip == nil || ip.ProtocolVersion >= newProtocol
+}
+
+// requestCaps returns which client capabilities a 2026-07-28 request
+// declares in its _meta (SEP-2575).
+func requestCaps(req *mcp.CallToolRequest) map[string]json.RawMessage {
+	raw, err := json.Marshal(req.Params.Meta[mcp.MetaKeyClientCapabilities])
+	if err != nil {
+		return nil
+	}
+	var caps map[string]json.RawMessage
+	_ = json.Unmarshal(raw, &caps) // absent or malformed: no capabilities
+	return caps
+}
+
+// canElicit reports whether the client declared elicitation.
+func canElicit(req *mcp.CallToolRequest, newProto bool) bool {
+	if newProto {
+		_, ok := requestCaps(req)["elicitation"]
+		return ok
+	}
+	ip := req.Session.InitializeParams()
+	return ip != nil && ip.Capabilities != nil && ip.Capabilities.Elicitation != nil
+}
+
+// handler runs t for one MCP call.
+func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
+	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		c := s.connFor(req.Session)
+		newProto := usesNewProtocol(req.Session)
+		sess, ask := s.session(ctx, c, req, newProto)
+		if ask != nil {
+			return ask, nil
+		}
+		if t.Exclusive {
+			c.exclusive.Lock()
+			defer c.exclusive.Unlock()
+		} else {
+			c.exclusive.RLock()
+			defer c.exclusive.RUnlock()
+		}
+		var pending *sandboxpolicy.ApprovalRequest
+		var state string
+		approve := func(ctx context.Context, ar sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+			if !canElicit(req, newProto) {
+				return sandboxpolicy.Unavailable, nil
+			}
+			if !newProto {
+				res, err := req.Session.Elicit(ctx, elicitation(ar))
+				if err != nil {
+					return "", err
+				}
+				return outcome(res), nil
+			}
+			want := approvalState(t.Name, req.Params.Arguments, ar)
+			if res, ok := req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok && req.Params.RequestState == want {
+				return outcome(res), nil
+			}
+			pending, state = &ar, want
+			return "", errNeedsInput
+		}
+		result := t.Handler(withApprover(ctx, approve), tool.Call{
+			Session:   sess,
+			ID:        strconv.FormatInt(c.seq.Add(1), 10),
+			Arguments: req.Params.Arguments,
+		})
+		if pending != nil {
+			// The run stopped at the approval, before any mutation: ask,
+			// and run the call again when the client retries with the
+			// answer.
+			return &mcp.CallToolResult{
+				InputRequests: mcp.InputRequestMap{approvalKey: elicitation(*pending)},
+				RequestState:  state,
+			}, nil
+		}
+		return toResult(result), nil
+	}
+}
+
+// approvalState binds an approval answer to the exact call it was asked
+// for: the client echoes it on the retry.
+func approvalState(toolName string, args json.RawMessage, ar sandboxpolicy.ApprovalRequest) string {
+	h := sha256.New()
+	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification} {
+		h.Write([]byte(part))
+		h.Write([]byte{0})
+	}
+	return "approval:" + hex.EncodeToString(h.Sum(nil))
+}
+
+// toResult renders a tool result as MCP: the text as one text block, the
+// structured value for successes, and for errors isError with the FS_* code
+// in _meta.
+func toResult(r tool.Result) *mcp.CallToolResult {
+	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
+	switch {
+	case !r.IsError:
+		res.StructuredContent = r.Value
+	case r.Code != "":
+		res.Meta = mcp.Meta{CodeMetaKey: r.Code}
+	}
+	return res
+}
+
+// ToResult is toResult for other front ends (the CLI prints the same
+// shape).
+func ToResult(r tool.Result) *mcp.CallToolResult { return toResult(r) }

@@ -1,0 +1,125 @@
+// Package mcpserver serves the tools of the fx "tools" group over MCP with
+// the official Go SDK. One connection is one session: its working directory
+// is fixed when the session is first used (the configured workspace, else
+// the client's first file:// root, else the process working directory) and
+// never changes. The approver of the tools is MCP elicitation, in both
+// protocol generations the SDK speaks: an in-handler elicitation request for
+// clients that negotiated 2025-11-25 or earlier, and an input-required
+// result the client answers by retrying the call for 2026-07-28 sessions.
+package mcpserver
+
+import (
+	"context"
+	"os"
+	"sync"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// Name is the server's MCP implementation name.
+const Name = "harness"
+
+// Options configure a Server.
+type Options struct {
+	// Version is reported to clients.
+	Version string
+	// Workspace, when set, is every session's working directory.
+	Workspace string
+}
+
+// Server adapts tools to MCP. It is safe for concurrent use by many
+// connections.
+type Server struct {
+	opts  Options
+	tools []*tool.Tool
+	log   *zap.Logger
+	mcp   *mcp.Server
+
+	conns sync.Map // *mcp.ServerSession -> *conn
+}
+
+// New builds the MCP server over tools (sorted by name).
+func New(opts Options, tools []*tool.Tool, log *zap.Logger) *Server {
+	if log == nil {
+		log = zap.NewNop()
+	}
+	if opts.Version == "" {
+		opts.Version = "dev"
+	}
+	s := &Server{opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp")}
+	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
+		Instructions: "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it.",
+	})
+	for _, t := range s.tools {
+		s.mcp.AddTool(mcpTool(t), s.handler(t))
+	}
+	return s
+}
+
+// MCP returns the underlying SDK server (for other transports and tests).
+func (s *Server) MCP() *mcp.Server { return s.mcp }
+
+// Run serves one connection over t until the client disconnects or ctx ends.
+func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
+	return s.mcp.Run(ctx, t)
+}
+
+// mcpTool is the MCP declaration of t: schemas, and annotations (readOnlyHint
+// on read-only tools, destructiveHint on the others, openWorldHint false).
+func mcpTool(t *tool.Tool) *mcp.Tool {
+	destructive, openWorld := t.Annotations.Destructive, false
+	return &mcp.Tool{
+		Name:         t.Name,
+		Description:  t.Description,
+		InputSchema:  t.InputSchema,
+		OutputSchema: t.OutputSchema,
+		Annotations: &mcp.ToolAnnotations{
+			ReadOnlyHint:    t.Annotations.ReadOnly,
+			DestructiveHint: &destructive,
+			IdempotentHint:  t.Annotations.Idempotent,
+			OpenWorldHint:   &openWorld,
+		},
+	}
+}
+
+// Tools returns the MCP declarations of the served tools, sorted by name
+// (what `harness tools` prints).
+func (s *Server) Tools() []*mcp.Tool {
+	out := make([]*mcp.Tool, 0, len(s.tools))
+	for _, t := range s.tools {
+		out = append(out, mcpTool(t))
+	}
+	return out
+}
+
+// Params are the fx inputs of Module.
+type Params struct {
+	fx.In
+
+	Options Options
+	Tools   tool.Group
+	Logger  *zap.Logger `optional:"true"`
+}
+
+// Module provides the *Server over the "tools" group and the approver that
+// routes escalations to the calling connection's elicitation.
+var Module = fx.Module("mcpserver",
+	fx.Provide(
+		func(p Params) *Server { return New(p.Options, p.Tools.Tools, p.Logger) },
+		fx.Annotate(func() Approver { return Approver{} }, fx.As(new(sandboxpolicy.Approver))),
+	),
+)
+
+// processCwd is the fallback working directory of a session.
+func processCwd() string {
+	wd, err := os.Getwd()
+	if err != nil {
+		return "/"
+	}
+	return wd
+}
