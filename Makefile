@@ -16,12 +16,17 @@ SHELL       := bash
 
 .DEFAULT_GOAL := build
 
-.PHONY: build lint fmt test bench fuzz clean
+.PHONY: build lint fmt test bench fuzz clean demo e2e
 
 ## build: compile every package; also bin/harness once cmd/harness exists.
 build:
 	$(GO) build ./...
 	if [ -d cmd/harness ]; then $(GO) build -o $(BIN) ./cmd/harness; fi
+
+## demo: build bin/harness and run a short, real MCP session against `harness serve`.
+demo:
+	$(GO) build -o $(BIN) ./cmd/harness
+	$(BIN) demo
 
 ## lint: golangci-lint (linters and formatters from .golangci.yml).
 lint:
@@ -43,6 +48,13 @@ bench:
 ## fuzz: run each fuzz target in the module for FUZZTIME (one target at a time).
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' ./scripts/fuzz.sh
+
+## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
+## as an independent client (needs node >= 20 and npm; see e2e/README.md).
+e2e:
+	$(GO) build -o $(BIN) ./cmd/harness
+	cd e2e && npm ci --no-audit --no-fund
+	node e2e/client.mjs
 
 ## clean: remove build and benchmark outputs.
 clean:

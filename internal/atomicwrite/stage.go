@@ -38,15 +38,21 @@ func (s *stage) run(ctx context.Context, req *Request) (published bool, err erro
 	if err := s.parent.CheckBeneath(); err != nil {
 		return false, err
 	}
+	if err := s.dir.CheckBeneath(); err != nil {
+		return false, err
+	}
 	if err := s.publish(req); err != nil {
 		return false, err
 	}
-	return true, nil
+	return true, s.verify(req)
 }
 
 // fill creates the temp file exclusively, writes and fsyncs the content, and
 // sets the final permission on the descriptor.
 func (s *stage) fill(req *Request) error {
+	if err := s.dir.CheckBeneath(); err != nil {
+		return err
+	}
 	fd, err := unix.Openat(s.dir.FD(), s.temp,
 		unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, tempPerm)
 	if err != nil {
@@ -152,3 +158,24 @@ func (s *stage) closeFile() {
 		s.fd = -1
 	}
 }
+
+// verify checks that the entry now at the target is the file this write
+// published, so a write whose temp file was swapped by another process
+// reports an error instead of another file's version.
+func (s *stage) verify(req *Request) error {
+	var mine unix.Stat_t
+	if err := unix.Fstat(s.fd, &mine); err != nil {
+		return &os.PathError{Op: "fstat", Path: s.parent.Join(req.Name), Err: err}
+	}
+	there, err := s.parent.Stat(req.Name, false)
+	if err != nil {
+		return err
+	}
+	if there.Dev != mine.Dev || there.Ino != mine.Ino {
+		return &os.PathError{Op: "publish", Path: s.parent.Join(req.Name), Err: errReplaced}
+	}
+	return nil
+}
+
+// errReplaced says the published entry is not the file that was written.
+var errReplaced = errors.New("the published entry was replaced by another process")

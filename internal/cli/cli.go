@@ -56,6 +56,7 @@ Usage:
   harness tools   [flags]                        print the tools' MCP declarations as JSON
   harness policy  [--json] [flags]               print the backend, mode and writable roots
   harness version                                print the version
+  harness demo                                   run a short MCP session against harness serve
 
 Flags (also HARNESS_<NAME> variables and a --config YAML file; flags win):
 `
@@ -84,6 +85,8 @@ func Run(ctx context.Context, args []string, env Env) int {
 		err = tools(ctx, rest, env)
 	case "policy":
 		err = policy(ctx, rest, env)
+	case "demo":
+		err = demo(ctx, rest, env)
 	case "version":
 		_, err = fmt.Fprintln(env.Stdout, "harness", version())
 	case "help", "-h", "--help":

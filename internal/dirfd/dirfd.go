@@ -48,13 +48,16 @@ func Host() *Dir {
 	return &Dir{fd: unix.AT_FDCWD, path: "/"}
 }
 
-// OpenBeneath opens the directory at the absolute path dir (following
-// symlinks in dir itself) and returns a handle that confines every later path
-// beneath it. The handle is pinned: it keeps the directory it opened, and
-// Path returns that directory's canonical path, whatever later happens to a
-// symlink in dir. Close releases the descriptor.
+// OpenBeneath opens the directory at the canonical path dir and returns a
+// handle that confines every later path beneath it. A symlink anywhere in dir
+// is refused (ELOOP, RESOLVE_NO_SYMLINKS): the handle is the directory the
+// caller named, never one a link was retargeted to. The handle is pinned: it
+// keeps the directory it opened for its life. Close releases the descriptor.
 func OpenBeneath(dir string) (*Dir, error) {
-	fd, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC})
+	fd, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
 	}
@@ -88,6 +91,9 @@ func (d *Dir) Path() string { return d.path }
 // Rel returns abs relative to the handle, and false when abs is not lexically
 // beneath it. abs must be a clean absolute path.
 func (d *Dir) Rel(abs string) (string, bool) {
+	if !strings.HasPrefix(abs, "/") {
+		return "", false
+	}
 	if d.path == "/" {
 		return strings.TrimPrefix(abs, "/"), true
 	}

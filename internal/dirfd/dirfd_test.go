@@ -791,3 +791,20 @@ func TestOpenParent_DotDotFollowsTheKernel(t *testing.T) {
 	assert.DirExists(t, filepath.Join(root, "real/x"))
 	assert.NoDirExists(t, filepath.Join(root, "x"))
 }
+
+func TestOpenBeneath_RefusesASymlinkedRootPath(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "real/", "alias => real")
+	_, err = dirfd.OpenBeneath(filepath.Join(base, "alias"))
+	require.ErrorIs(t, err, unix.ELOOP, "a root must be named by its canonical path")
+	d, err := dirfd.OpenBeneath(filepath.Join(base, "real"))
+	require.NoError(t, err)
+	assert.Equal(t, filepath.Join(base, "real"), d.Path())
+	require.NoError(t, d.Close())
+}
+
+func TestHostRel_RequiresAnAbsolutePath(t *testing.T) {
+	_, ok := dirfd.Host().Rel("pipe:[1234]")
+	assert.False(t, ok)
+}

@@ -28,7 +28,14 @@ func Of(abs string) (string, error) {
 	if err != nil {
 		return filepath.EvalSymlinks(abs)
 	}
-	return string(buf[:n]), nil
+	resolved := string(buf[:n])
+	if !filepath.IsAbs(resolved) {
+		// A descriptor with no path in the tree (an anonymous pipe or
+		// socket reached through /proc/self/fd reads back "pipe:[N]"):
+		// it names no file, so there is nothing to resolve to.
+		return "", unix.ENOENT
+	}
+	return resolved, nil
 }
 
 // Canonical returns the canonical path of the clean absolute path abs: the

@@ -122,6 +122,9 @@ func TestEscapeMatrix(t *testing.T) {
 		for _, m := range mutations {
 			for _, tc := range escapeCases {
 				t.Run(string(mode)+"/"+m.name+"/"+tc.name, func(t *testing.T) {
+					if mode == sandboxpolicy.DangerFullAccess && strings.HasPrefix(tc.path, "/proc/self/cwd") {
+						t.Skip("danger-full-access would write into the test's working directory, the package source")
+					}
 					w := newWorld(t)
 					expand := buildEscapeWorld(t, w)
 					f := w.sandbox(t, mode)

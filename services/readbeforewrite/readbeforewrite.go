@@ -8,12 +8,11 @@ package readbeforewrite
 import (
 	"context"
 	"fmt"
-	"runtime"
 	"sync"
-	"weak"
 
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/internal/weakmap"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -22,14 +21,17 @@ import (
 // concurrent use. A session's record goes when the session is garbage
 // collected; nothing is persisted (O-15).
 type Policy struct {
-	mu     sync.Mutex
-	owners map[weak.Pointer[session.Session]]map[fs.TargetKey]fs.Observation
+	owners weakmap.Map[session.Session, *record]
+}
+
+// record is one session's observations.
+type record struct {
+	mu   sync.Mutex
+	seen map[fs.TargetKey]fs.Observation
 }
 
 // New returns a policy with no observations.
-func New() *Policy {
-	return &Policy{owners: map[weak.Pointer[session.Session]]map[fs.TargetKey]fs.Observation{}}
-}
+func New() *Policy { return &Policy{} }
 
 // WriteIntent decides a write (O-02, O-03, O-16): present at v ->
 // ReplaceIfVersion v; unseen, absent, or no session -> CreateIfAbsent, so a
@@ -64,40 +66,28 @@ func (p *Policy) Observe(sess *session.Session, target fs.Target, obs fs.Observa
 	if sess == nil {
 		return nil
 	}
-	key := weak.Make(sess)
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	seen := p.owners[key]
-	if seen == nil {
-		seen = map[fs.TargetKey]fs.Observation{}
-		p.owners[key] = seen
-		runtime.AddCleanup(sess, p.forget, key)
-	}
-	seen[target.Key] = obs
+	r, _ := p.owners.LoadOrStore(sess, &record{seen: map[fs.TargetKey]fs.Observation{}})
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.seen[target.Key] = obs
 	return nil
 }
 
 // Sessions returns how many sessions have records (for tests and metrics).
-func (p *Policy) Sessions() int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return len(p.owners)
-}
+func (p *Policy) Sessions() int { return p.owners.Len() }
 
 func (p *Policy) lookup(sess *session.Session, key fs.TargetKey) (fs.Observation, bool) {
 	if sess == nil {
 		return fs.Observation{}, false
 	}
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	obs, ok := p.owners[weak.Make(sess)][key]
+	r, ok := p.owners.Load(sess)
+	if !ok {
+		return fs.Observation{}, false
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	obs, ok := r.seen[key]
 	return obs, ok
-}
-
-func (p *Policy) forget(key weak.Pointer[session.Session]) {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	delete(p.owners, key)
 }
 
 // Module provides the policy as the composition's fs.IntentPolicy and

@@ -49,7 +49,7 @@ func (cfg Config) validate() (Config, error) {
 		}
 		cfg.WorkspaceRoot = wd
 	}
-	if !filepath.IsAbs(cfg.WorkspaceRoot) {
+	if !filepath.IsAbs(cfg.WorkspaceRoot) || strings.ContainsRune(cfg.WorkspaceRoot, 0) {
 		return cfg, fmt.Errorf("sandboxpolicy: WorkspaceRoot must be an absolute path, got %q", cfg.WorkspaceRoot)
 	}
 	cfg.WorkspaceRoot = filepath.Clean(CanonicalPath(cfg.WorkspaceRoot))
@@ -58,7 +58,7 @@ func (cfg Config) validate() (Config, error) {
 	}
 	temps := make([]string, 0, len(cfg.TempRoots))
 	for _, r := range cfg.TempRoots {
-		if strings.TrimSpace(r) == "" || !filepath.IsAbs(r) {
+		if strings.TrimSpace(r) == "" || !filepath.IsAbs(r) || strings.ContainsRune(r, 0) {
 			return cfg, fmt.Errorf("sandboxpolicy: TempRoots entries must be absolute paths, got %q", r)
 		}
 		c := filepath.Clean(CanonicalPath(r))

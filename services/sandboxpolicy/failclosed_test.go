@@ -2,6 +2,8 @@ package sandboxpolicy_test
 
 import (
 	"context"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -34,4 +36,22 @@ func TestFailClosedEdges(t *testing.T) {
 		assert.True(t, ok)
 		assert.Equal(t, sandboxpolicy.ReadOnly, mode)
 	})
+}
+
+func TestSessionRootIsPinnedAtFirstResolution(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, d := range []string{"ws", "elsewhere"} {
+		require.NoError(t, os.Mkdir(filepath.Join(dir, d), 0o755))
+	}
+	link := filepath.Join(dir, "cwd")
+	require.NoError(t, os.Symlink(filepath.Join(dir, "ws"), link))
+	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: dir})
+	require.NoError(t, err)
+	s := session.New("s", link)
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot)
+	require.NoError(t, os.Remove(link))
+	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), link))
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
+	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), "").WorkspaceRoot, "a new session sees the link as it is now")
 }

@@ -3,9 +3,11 @@ package sandboxpolicy
 import (
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/internal/weakmap"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -51,6 +53,10 @@ func OverrideOf(s *session.Session) (Mode, bool) {
 // construction and safe for concurrent use.
 type Service struct {
 	cfg Config
+	// sessionRoots pins each session's canonical workspace root at its
+	// first resolution: a cwd whose spelling is later made a symlink does
+	// not move the session's fence.
+	sessionRoots weakmap.Map[session.Session, string]
 }
 
 // New returns the policy service for cfg; an unknown mode, a relative
@@ -83,7 +89,8 @@ func (s *Service) Default() ExecutionPolicy {
 // Resolve returns the policy of one call (P-03..P-08): approved (a granted
 // escalation, "" for none) outranks the session's last "sandbox/mode" event,
 // which outranks the deployment default. The workspace root is the session's
-// working directory, canonicalized and then resolved lexically (P-06), else
+// working directory, canonicalized and then resolved lexically (P-06) once,
+// at the session's first resolution, and pinned for the session's life; else
 // (no working directory, or a relative one) the configured fallback (P-08). A nil session gives Default, plus the
 // approved mode when one is given.
 func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy {
@@ -93,8 +100,8 @@ func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy 
 		if m, ok := OverrideOf(sess); ok {
 			p.Mode = m
 		}
-		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) {
-			p.WorkspaceRoot = filepath.Clean(CanonicalPath(cwd))
+		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
+			p.WorkspaceRoot, _ = s.sessionRoots.LoadOrStore(sess, filepath.Clean(CanonicalPath(cwd)))
 		}
 	}
 	if approved != "" {

@@ -125,16 +125,28 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 			want:      []string{ws, t1, t2},
 		},
 		{
-			name:      "X-04 a workspace root that is a symlink gives the canonical path",
+			name:      "a policy's workspace root is taken as the policy carries it, not resolved again (Resolve canonicalizes)",
 			tempRoots: []string{t1},
 			root:      wsLink,
-			want:      []string{ws, t1},
+			want:      []string{wsLink, t1},
 		},
 		{
 			name:      "X-04 a workspace root equal to a temp root appears once",
 			tempRoots: []string{t1, t2},
-			root:      t1Link,
+			root:      t1,
 			want:      []string{t1, t2},
+		},
+		{
+			name:      "a relative workspace root grants nothing (fail closed)",
+			tempRoots: []string{t1},
+			root:      "relative/ws",
+			want:      []string{t1},
+		},
+		{
+			name:      "a workspace root with a NUL byte grants nothing (fail closed)",
+			tempRoots: []string{t1},
+			root:      ws + "\x00/..",
+			want:      []string{t1},
 		},
 		{
 			name:      "X-04 sibling-prefix roots stay distinct (ws, ws2, ws-tmp)",

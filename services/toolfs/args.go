@@ -86,8 +86,14 @@ func (a args) optPositive(name string, def int) (int, error) {
 		return def, nil
 	}
 	var f float64
-	if json.Unmarshal(a[name], &f) != nil || f < 1 || f != math.Trunc(f) || f > math.MaxInt32 {
+	if json.Unmarshal(a[name], &f) != nil || f < 1 || f != math.Trunc(f) {
 		return 0, badArg(name + " must be a positive integer")
 	}
-	return int(f), nil
+	// A whole number beyond int's range is still a positive integer: cap
+	// it, so the caller's range checks say what is wrong with it.
+	return int(min(f, maxSafeInteger)), nil
 }
+
+// maxSafeInteger is the largest whole number a JSON number carries exactly
+// (2^53); larger ones are capped to it.
+const maxSafeInteger = 1 << 53

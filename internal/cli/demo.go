@@ -1,0 +1,126 @@
+package cli
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+)
+
+// demo runs a short, real MCP session against `harness serve` (this very
+// binary, as a child process) on a throwaway workspace and prints each call
+// and result: a read, an edit, a write outside that is denied with the
+// marker, and an escalation that the (scripted) user declines.
+func demo(ctx context.Context, args []string, env Env) error {
+	if len(args) > 0 {
+		return usagef("demo takes no arguments")
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return err
+	}
+	base, err := os.MkdirTemp("", "harness-demo-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(base) //nolint:errcheck // best-effort cleanup of a throwaway dir
+	base, err = filepath.EvalSymlinks(base)
+	if err != nil {
+		return err
+	}
+	ws, outside := filepath.Join(base, "workspace"), filepath.Join(base, "outside")
+	for _, d := range []string{ws, outside} {
+		if err := os.Mkdir(d, 0o755); err != nil {
+			return err
+		}
+	}
+	if err := os.WriteFile(filepath.Join(ws, "notes.txt"), []byte("# Notes\nThe fence is kernel-tight.\n"), 0o644); err != nil {
+		return err
+	}
+	out := env.Stdout
+	p := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format, a...) }
+	p("harness demo: a real MCP session with `harness serve` over stdio\n")
+	p("workspace %s, mode workspace-write (the workspace is the only writable root)\n", ws)
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "harness-demo", Version: version()}, &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			p("\n   [elicitation] %s\n   [the user declines]\n", req.Params.Message)
+			return &mcp.ElicitResult{Action: "decline"}, nil
+		},
+	})
+	cmd := exec.CommandContext(ctx, self, "serve", "--workspace", ws, "--mode", "workspace-write", "--temp-root", ws, "--log-level", "warn")
+	cmd.Stderr = env.Stderr
+	cctx, cancel := context.WithTimeout(ctx, time.Minute)
+	defer cancel()
+	cs, err := client.Connect(cctx, &mcp.CommandTransport{Command: cmd}, nil)
+	if err != nil {
+		return err
+	}
+	defer cs.Close() //nolint:errcheck // the child exits with the session
+
+	tools, err := cs.ListTools(cctx, nil)
+	if err != nil {
+		return err
+	}
+	names := make([]string, 0, len(tools.Tools))
+	for _, t := range tools.Tools {
+		names = append(names, t.Name)
+	}
+	p("\n-> tools/list\n<- %s\n", strings.Join(names, ", "))
+
+	calls := []struct {
+		what string
+		name string
+		args map[string]any
+	}{
+		{"read a file", "read", map[string]any{"file_path": "notes.txt"}},
+		{"edit it (the read authorized the edit)", "edit", map[string]any{"file_path": "notes.txt", "old_string": "kernel-tight", "new_string": "kernel-tight, and writes are durable"}},
+		{"write outside the workspace: denied", "write", map[string]any{"file_path": filepath.Join(outside, "escape.txt"), "content": "x"}},
+		{"ask to escalate: the user is asked, and declines", "write", map[string]any{
+			"file_path": filepath.Join(outside, "escape.txt"), "content": "x",
+			"sandbox_permissions": "danger-full-access", "justification": "The demo wants to show the approval prompt.",
+		}},
+	}
+	for _, c := range calls {
+		args, _ := json.Marshal(c.args)
+		p("\n== %s\n-> tools/call %s %s", c.what, c.name, args)
+		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
+		if err != nil {
+			return err
+		}
+		printResult(out, res)
+	}
+	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); err == nil {
+		return fmt.Errorf("demo: a file appeared outside the workspace")
+	}
+	p("\nnothing was written outside the workspace; notes.txt now reads:\n")
+	b, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
+	if err != nil {
+		return err
+	}
+	p("%s", b)
+	return nil
+}
+
+func printResult(out io.Writer, res *mcp.CallToolResult) {
+	var text strings.Builder
+	for _, c := range res.Content {
+		if tc, ok := c.(*mcp.TextContent); ok {
+			text.WriteString(tc.Text)
+		}
+	}
+	status := "ok"
+	if res.IsError {
+		status = fmt.Sprintf("isError, code %v", res.Meta["harness/code"])
+	}
+	_, _ = fmt.Fprintf(out, "\n<- (%s)\n%s\n", status, indent(text.String()))
+}
+
+func indent(s string) string { return "   " + strings.ReplaceAll(s, "\n", "\n   ") }

@@ -1,0 +1,152 @@
+package toolfs_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"runtime"
+	"runtime/metrics"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolfs"
+)
+
+const (
+	rdBenchLineBytes = 100 // 99 bytes of text and a newline
+	rdBenchFileBytes = 1 << 30
+)
+
+// rdBenchLine is line n of the benchmark file, without its newline: the
+// zero-padded number, a space, and filler up to 99 bytes.
+func rdBenchLine(buf []byte, n int) []byte {
+	buf = buf[:0]
+	num := strconv.Itoa(n)
+	for range 10 - len(num) {
+		buf = append(buf, '0')
+	}
+	buf = append(buf, num...)
+	buf = append(buf, ' ')
+	for len(buf) < rdBenchLineBytes-1 {
+		buf = append(buf, 'x')
+	}
+	return buf
+}
+
+// rdWriteBenchFile writes a ~1 GiB text file of 100-byte lines to path and
+// returns its number of lines.
+func rdWriteBenchFile(b *testing.B, path string) int {
+	b.Helper()
+	f, err := os.Create(path)
+	if err != nil {
+		b.Fatal(err)
+	}
+	w := bufio.NewWriterSize(f, 1<<20)
+	lines := rdBenchFileBytes / rdBenchLineBytes
+	buf := make([]byte, 0, rdBenchLineBytes)
+	for n := 1; n <= lines; n++ {
+		buf = append(rdBenchLine(buf, n), '\n')
+		if _, err := w.Write(buf); err != nil {
+			b.Fatal(err)
+		}
+	}
+	if err := w.Flush(); err != nil {
+		b.Fatal(err)
+	}
+	if err := f.Close(); err != nil {
+		b.Fatal(err)
+	}
+	return lines
+}
+
+// rdHeapSampler records the peak of live-and-unswept heap object bytes,
+// sampled every millisecond until stopped.
+type rdHeapSampler struct {
+	stop chan struct{}
+	done sync.WaitGroup
+	peak uint64
+}
+
+func rdHeapObjectBytes() uint64 {
+	s := []metrics.Sample{{Name: "/memory/classes/heap/objects:bytes"}}
+	metrics.Read(s)
+	return s[0].Value.Uint64()
+}
+
+func rdStartHeapSampler() *rdHeapSampler {
+	s := &rdHeapSampler{stop: make(chan struct{}), peak: rdHeapObjectBytes()}
+	s.done.Go(func() {
+		tick := time.NewTicker(time.Millisecond)
+		defer tick.Stop()
+		for {
+			select {
+			case <-s.stop:
+				return
+			case <-tick.C:
+				s.peak = max(s.peak, rdHeapObjectBytes())
+			}
+		}
+	})
+	return s
+}
+
+// Stop ends the sampling and returns the peak in MiB.
+func (s *rdHeapSampler) Stop() float64 {
+	close(s.stop)
+	s.done.Wait()
+	s.peak = max(s.peak, rdHeapObjectBytes())
+	return float64(s.peak) / (1 << 20)
+}
+
+// BenchmarkReadLastWindow1GiB reads the last 100-line window of a 1 GiB
+// text file through the read tool on fslocal with the default config: the
+// file is streamed and scanned whole (Z-9), and the heap must stay bounded
+// whatever the file's size. It reports the peak heap in use during the calls.
+func BenchmarkReadLastWindow1GiB(b *testing.B) {
+	if testing.Short() {
+		b.Skip("writes a 1 GiB file")
+	}
+	dir, err := os.MkdirTemp(os.TempDir(), "toolfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	// b.Loop runs this function once per -count, so the file is written once.
+	total := rdWriteBenchFile(b, filepath.Join(dir, "big.txt"))
+
+	tools := rdTools(b, toolfs.Config{}, rdLocal(b, dir))
+	read := tools.Read()
+	args, err := json.Marshal(map[string]any{"file_path": "big.txt", "offset": total - 99, "limit": 100})
+	if err != nil {
+		b.Fatal(err)
+	}
+	call := tool.Call{ID: "bench", Arguments: args}
+	wantLast := string(rdBenchLine(nil, total))
+	wantFooter := "(End of file - total " + strconv.Itoa(total) + " lines)"
+	ctx := context.Background()
+
+	runtime.GC()
+	base := float64(rdHeapObjectBytes()) / (1 << 20)
+	sampler := rdStartHeapSampler()
+	b.ReportAllocs()
+	for b.Loop() {
+		res := read.Handler(ctx, call)
+		if res.IsError {
+			b.Fatal(res.Text)
+		}
+		v, ok := res.Value.(toolfs.ReadValue)
+		if !ok || v.TotalLines != total || len(v.Lines) != 100 || v.Lines[0].Number != total-99 ||
+			v.Lines[99].Text != wantLast || !strings.Contains(res.Text, wantFooter) {
+			b.Fatalf("unexpected result: total %d, %d lines", v.TotalLines, len(v.Lines))
+		}
+	}
+	peak := sampler.Stop()
+	b.ReportMetric(peak, "peak-heap-MiB")
+	b.ReportMetric(base, "base-heap-MiB")
+}
