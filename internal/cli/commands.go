@@ -2,6 +2,7 @@ package cli
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -92,6 +93,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
+	cfg.OneShot = true
 	var group tool.Group
 	stop, err := start(ctx, cfg, env,
 		fx.Provide(func() sandboxpolicy.Approver { return approver }),
@@ -218,6 +220,9 @@ func tools(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	if fset.NArg() > 0 {
+		return usagef("tools takes no arguments, got %q", fset.Args())
+	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
 		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace}),
@@ -247,6 +252,9 @@ func policy(ctx context.Context, args []string, env Env) error {
 	cfg, err := parse(fset, load, args)
 	if err != nil {
 		return err
+	}
+	if fset.NArg() > 0 {
+		return usagef("policy takes no arguments, got %q", fset.Args())
 	}
 	var (
 		pol  *sandboxpolicy.Service
@@ -293,9 +301,22 @@ func policy(ctx context.Context, args []string, env Env) error {
 	return err
 }
 
+// writeJSON prints v as indented JSON without HTML escaping, so tool texts
+// read as they are ("<path>", not "\u003cpath\u003e"): v is encoded once
+// (its own MarshalJSON may escape), decoded, and encoded again.
 func writeJSON(w io.Writer, v any) error {
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var plain any
+	if err := dec.Decode(&plain); err != nil {
+		return err
+	}
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
-	return enc.Encode(v)
+	return enc.Encode(plain)
 }

@@ -59,8 +59,10 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		}),
 		sandboxpolicy.Module,
 		backend,
-		readbeforewrite.Module,
 		toolfs.Module,
+	}
+	if !cfg.OneShot {
+		opts = append(opts, readbeforewrite.Module)
 	}
 	return fx.Options(append(opts, extra...)...), nil
 }

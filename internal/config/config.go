@@ -48,6 +48,11 @@ type Config struct {
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
 
+	// OneShot composes for a single call with no session history (harness
+	// call): the read-before-write policy is left out, because there is no
+	// earlier read in the same session to rely on. Not a flag.
+	OneShot bool `yaml:"-"`
+
 	LogLevel  string `yaml:"log-level"`
 	LogFormat string `yaml:"log-format"`
 }
@@ -82,6 +87,7 @@ func (c *Config) Validate() error {
 		}
 		c.Workspace = abs
 	}
+	c.TempRoots = slices.Clone(c.TempRoots) // never write through the caller's slice
 	for i, r := range c.TempRoots {
 		if strings.TrimSpace(r) == "" {
 			return fmt.Errorf("--temp-root must not be empty")

@@ -37,7 +37,8 @@ type Call struct {
 
 // Result is the outcome of a call. Text is what the model reads; Value is the
 // structured result (nil for errors); IsError marks a tool error, whose Code
-// is the machine-readable code (an FS_* code, or "" for argument errors).
+// is the machine-readable code (an FS_* code, or a tool-specific code such as
+// toolfs's INVALID_ARGUMENT; "" when there is none).
 type Result struct {
 	Text    string
 	Value   any

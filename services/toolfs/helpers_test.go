@@ -124,3 +124,12 @@ func rdEnvelope(dp, body string) string {
 func rdListing(dp, body string) string {
 	return "<path>" + dp + "</path>\n<type>directory</type>\n<entries>\n" + body + "\n</entries>"
 }
+
+// rdWantCode is the code a failed call carries: the FS_* code when there is
+// one, else INVALID_ARGUMENT (argument errors).
+func rdWantCode(code fs.Code) string {
+	if code == "" {
+		return toolfs.CodeInvalidArgument
+	}
+	return string(code)
+}

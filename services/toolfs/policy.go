@@ -13,6 +13,17 @@ import (
 	"github.com/dsh-go/harness/services/tool"
 )
 
+// Codes of tool errors that are not filesystem errors, so a program can tell
+// them apart without parsing the text.
+const (
+	// CodeInvalidArgument marks an argument the tool refused before doing
+	// anything (a missing path, a bad offset, an escalation pairing error).
+	CodeInvalidArgument = "INVALID_ARGUMENT"
+	// CodeEscalationRefused marks an escalation that was not granted: not
+	// wider, no approver or session, rejected, cancelled or unavailable.
+	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
+)
+
 // Remedy suffixes (spec "T-remedies").
 const (
 	staleRemedy       = " — re-read the file, then retry"
@@ -57,7 +68,7 @@ func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, a
 	granted, err := sandboxpolicy.ApproveEscalation(ctx, t.deps.Approver, call.Session, toolName,
 		sandboxpolicy.SubjectOperation, sandboxpolicy.Mode(perm), p.Mode, just)
 	if err != nil {
-		return nil, badArg(err.Error())
+		return nil, err
 	}
 	escalated := t.deps.Policy.Resolve(call.Session, granted)
 	return &escalated, nil
@@ -112,7 +123,14 @@ func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observat
 func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.Result {
 	var fe *fs.Error
 	if !errors.As(err, &fe) {
-		return tool.ErrorResult(err.Error(), "")
+		code := ""
+		switch {
+		case errors.Is(err, sandboxpolicy.ErrEscalationRefused):
+			code = CodeEscalationRefused
+		case errors.As(err, new(*argError)):
+			code = CodeInvalidArgument
+		}
+		return tool.ErrorResult(err.Error(), code)
 	}
 	msg := fe.Error()
 	switch fe.Code {

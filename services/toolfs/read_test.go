@@ -311,7 +311,7 @@ func TestReadArgumentValidation(t *testing.T) {
 			res := rdCall(t, rdTools(t, tc.cfg, counting, rec).Read(), session.New("s1", dir), tc.args)
 			assert.True(t, res.IsError)
 			assert.Equal(t, "Error: "+tc.want, res.Text)
-			assert.Empty(t, res.Code, "argument errors carry no FS_* code")
+			assert.Equal(t, toolfs.CodeInvalidArgument, res.Code, "argument errors carry INVALID_ARGUMENT, no FS_* code")
 			assert.Nil(t, res.Value)
 			assert.Zero(t, counting.stats.Load()+counting.readTexts.Load()+counting.streams.Load(), "no backend call")
 			assert.Empty(t, rec.all())
@@ -359,7 +359,7 @@ func TestReadLargeIntegerArguments(t *testing.T) {
 			res := rdCall(t, rdTools(t, toolfs.Config{}, rdLocal(t, dir)).Read(), nil, tc.args)
 			assert.True(t, res.IsError)
 			assert.Equal(t, strings.ReplaceAll(tc.wantText, "DP", p), res.Text)
-			assert.Equal(t, tc.wantCode, res.Code)
+			assert.Equal(t, rdWantCode(fs.Code(tc.wantCode)), res.Code)
 		})
 	}
 }
@@ -470,7 +470,7 @@ func TestReadErrorsAndObservations(t *testing.T) {
 			if tc.wantCode != "" {
 				assert.True(t, res.IsError)
 				assert.Equal(t, strings.ReplaceAll(tc.wantText, "DP", dp), res.Text)
-				assert.Equal(t, string(tc.wantCode), res.Code)
+				assert.Equal(t, rdWantCode(tc.wantCode), res.Code)
 				assert.Nil(t, res.Value)
 			} else {
 				require.False(t, res.IsError, res.Text)

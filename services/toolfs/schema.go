@@ -69,5 +69,23 @@ func outputSchema[T any]() *jsonschema.Schema {
 		// a programming mistake, found by every test run.
 		panic(fmt.Sprintf("toolfs: output schema: %v", err))
 	}
+	tighten(s)
 	return s
+}
+
+// tighten narrows the nullable types that schema inference gives Go slices
+// and pointers to the single type the tools actually send: lists are always
+// arrays (empty, never null) and an omitted size is absent, not null. Only
+// write's "before" stays nullable (null on create).
+func tighten(s *jsonschema.Schema) {
+	if s == nil {
+		return
+	}
+	if len(s.Types) == 2 && s.Types[0] == "null" && (s.Types[1] == "array" || s.Types[1] == "integer") {
+		s.Type, s.Types = s.Types[1], nil
+	}
+	for _, p := range s.Properties {
+		tighten(p)
+	}
+	tighten(s.Items)
 }

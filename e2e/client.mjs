@@ -1,0 +1,365 @@
+#!/usr/bin/env node
+// End-to-end test of `harness serve` with an independent MCP client: the
+// official TypeScript SDK (@modelcontextprotocol/sdk, pinned in package.json)
+// over stdio. It spawns the harness binary, drives it like an MCP host would,
+// and checks what such a host sees: the tool declarations, the structured
+// results (validated by the SDK against each tool's outputSchema), the
+// FS_* codes in _meta, the sandbox denial, escalation through elicitation
+// (approved, then declined), argument errors and protocol errors.
+//
+// Usage: node e2e/client.mjs   (or `make e2e` from the module root)
+//
+// Environment:
+//   HARNESS_BIN          harness binary (default: ../bin/harness next to this script)
+//   HARNESS_E2E_STRICT   "1": also fail when a tool error carries no
+//                        _meta["harness/code"] (otherwise a WARN line)
+//   HARNESS_E2E_VERBOSE  "1": echo the server's stderr as it arrives
+//   HARNESS_E2E_LOG_LEVEL  the server's --log-level (default info)
+//
+// One line is printed per step; the first failed assertion prints FAIL with
+// the reason (and the server's stderr) and exits 1.
+
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
+
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
+import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const harnessBin = path.resolve(process.env.HARNESS_BIN || path.join(here, '..', 'bin', 'harness'));
+const strict = process.env.HARNESS_E2E_STRICT === '1';
+const verbose = process.env.HARNESS_E2E_VERBOSE === '1';
+const logLevel = process.env.HARNESS_E2E_LOG_LEVEL || 'info';
+const CODE_KEY = 'harness/code';
+const REQUEST_TIMEOUT_MS = 15_000;
+const WATCHDOG_MS = 60_000;
+
+// ---------------------------------------------------------------- reporting
+
+let stepNo = 0;
+const warnings = [];
+let serverStderr = '';
+
+function ok(msg) {
+  stepNo += 1;
+  console.log(`ok ${String(stepNo).padStart(2)} - ${msg}`);
+}
+
+function warn(msg) {
+  if (strict) throw new assert.AssertionError({ message: `(strict) ${msg}` });
+  warnings.push(msg);
+  console.log(`WARN  - ${msg}`);
+}
+
+function fail(err) {
+  const msg = err instanceof assert.AssertionError || err instanceof Error ? err.message : String(err);
+  console.error(`FAIL ${stepNo + 1} - ${msg}`);
+  if (serverStderr.trim() !== '' && !verbose) {
+    console.error('--- harness stderr ---');
+    console.error(serverStderr.trimEnd());
+    console.error('--- end of harness stderr ---');
+  }
+}
+
+// ---------------------------------------------------------------- helpers
+
+function textOf(result) {
+  assert.ok(Array.isArray(result.content), `result has no content array: ${JSON.stringify(result)}`);
+  assert.equal(result.content.length, 1, `want exactly one content block, got ${JSON.stringify(result.content)}`);
+  assert.equal(result.content[0].type, 'text', `want a text block, got ${JSON.stringify(result.content[0])}`);
+  return result.content[0].text;
+}
+
+function expectSuccess(result, what) {
+  assert.notEqual(result.isError, true, `${what}: want success, got tool error: ${JSON.stringify(result)}`);
+  assert.ok(result.structuredContent && typeof result.structuredContent === 'object',
+    `${what}: success without structuredContent: ${JSON.stringify(result)}`);
+  return textOf(result);
+}
+
+function expectToolError(result, what, code) {
+  assert.equal(result.isError, true, `${what}: want isError: true, got ${JSON.stringify(result)}`);
+  assert.equal(result.structuredContent, undefined, `${what}: a tool error carries structuredContent: ${JSON.stringify(result)}`);
+  const text = textOf(result);
+  const got = result._meta?.[CODE_KEY];
+  if (code !== undefined) {
+    assert.equal(got, code, `${what}: want _meta["${CODE_KEY}"] = ${code}, got _meta ${JSON.stringify(result._meta)}`);
+  } else if (typeof got !== 'string' || !got.startsWith('FS_')) {
+    warn(`${what}: tool error without an FS_* code: _meta = ${JSON.stringify(result._meta)}, text = ${JSON.stringify(text)}`);
+  }
+  return text;
+}
+
+function exists(p) {
+  return fs.existsSync(p);
+}
+
+// ---------------------------------------------------------------- fixture
+
+if (!fs.existsSync(harnessBin)) {
+  console.error(`FAIL 0 - harness binary not found at ${harnessBin} (build it: go build -o bin/harness ./cmd/harness, or set HARNESS_BIN)`);
+  process.exit(1);
+}
+
+// realpath: os.tmpdir() may be a symlink, and the server shows resolved paths.
+const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-ws-')));
+const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-outside-')));
+fs.writeFileSync(path.join(ws, 'seed.txt'), 'alpha\nbeta\ngamma\n');
+fs.writeFileSync(path.join(ws, 'other.txt'), 'one\ntwo\n');
+fs.mkdirSync(path.join(ws, 'sub'));
+
+// The elicitation handler answers from this queue, in order; every request
+// it sees is recorded.
+const elicitAnswers = [];
+const elicitRequests = [];
+
+const serverArgs = ['serve', '--workspace', ws, '--mode', 'workspace-write', '--temp-root', ws, '--log-level', logLevel];
+const transport = new StdioClientTransport({
+  command: harnessBin,
+  args: serverArgs,
+  env: getDefaultEnvironment(),
+  cwd: ws,
+  stderr: 'pipe',
+});
+transport.stderr.on('data', (chunk) => {
+  serverStderr += chunk.toString();
+  if (verbose) process.stderr.write(`[harness] ${chunk}`);
+});
+let negotiatedVersion;
+transport.setProtocolVersion = (v) => { negotiatedVersion = v; };
+
+const client = new Client(
+  { name: 'harness-e2e', version: '0.0.0' },
+  { capabilities: { elicitation: {} } },
+);
+client.setRequestHandler(ElicitRequestSchema, async (request) => {
+  elicitRequests.push(request.params);
+  const answer = elicitAnswers.shift();
+  if (answer === undefined) {
+    // An unexpected prompt: cancel it, and let the step's assertions fail.
+    return { action: 'cancel' };
+  }
+  return answer;
+});
+
+const call = (name, args) => client.callTool({ name, arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
+
+// ---------------------------------------------------------------- steps
+
+async function run() {
+  console.log(`harness e2e: ${harnessBin} ${serverArgs.join(' ')}`);
+  console.log(`  workspace ${ws}, outside ${outside}`);
+
+  await client.connect(transport, { timeout: REQUEST_TIMEOUT_MS });
+  const info = client.getServerVersion();
+  assert.equal(info?.name, 'harness', `serverInfo.name: ${JSON.stringify(info)}`);
+  assert.ok(client.getServerCapabilities()?.tools, `server declares no tools capability: ${JSON.stringify(client.getServerCapabilities())}`);
+  ok(`initialize: server ${info.name} ${info.version}, protocol ${negotiatedVersion}, capabilities ${JSON.stringify(client.getServerCapabilities())}`);
+
+  // tools/list
+  const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
+  const names = tools.map((t) => t.name).sort();
+  assert.deepEqual(names, ['edit', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
+  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  const wantRequired = { read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [] };
+  for (const t of tools) {
+    assert.equal(typeof t.description, 'string', `${t.name}: no description`);
+    assert.equal(t.inputSchema?.type, 'object', `${t.name}: inputSchema.type: ${JSON.stringify(t.inputSchema)}`);
+    assert.equal(t.outputSchema?.type, 'object', `${t.name}: outputSchema.type: ${JSON.stringify(t.outputSchema)}`);
+    assert.deepEqual([...(t.inputSchema.required ?? [])].sort(), [...wantRequired[t.name]].sort(), `${t.name}: inputSchema.required`);
+    const a = t.annotations ?? {};
+    const readOnly = t.name === 'read' || t.name === 'list';
+    if (readOnly) {
+      assert.equal(a.readOnlyHint, true, `${t.name}: readOnlyHint: ${JSON.stringify(a)}`);
+    } else {
+      assert.equal(a.destructiveHint, true, `${t.name}: destructiveHint: ${JSON.stringify(a)}`);
+      assert.notEqual(a.readOnlyHint, true, `${t.name}: readOnlyHint on a writing tool: ${JSON.stringify(a)}`);
+      const sp = t.inputSchema.properties?.sandbox_permissions;
+      assert.ok(sp?.enum?.includes('danger-full-access'), `${t.name}: sandbox_permissions not advertised: ${JSON.stringify(sp)}`);
+      assert.equal(t.inputSchema.properties?.justification?.type, 'string', `${t.name}: justification not advertised`);
+    }
+    assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
+  }
+  ok('tools/list: exactly edit, list, read, write; input/output schemas; read/list readOnlyHint, write/edit destructiveHint, openWorldHint false');
+
+  // read a seeded file (structuredContent is validated against outputSchema by the SDK)
+  const seed = path.join(ws, 'seed.txt');
+  let res = await call('read', { file_path: 'seed.txt' });
+  let text = expectSuccess(res, 'read seed.txt');
+  assert.equal(text,
+    `<path>${seed}</path>\n<type>file</type>\n<content>\n1: alpha\n2: beta\n3: gamma\n\n(End of file - total 3 lines)\n</content>`,
+    'read seed.txt: envelope text');
+  assert.deepEqual(res.structuredContent, {
+    path: seed,
+    offset: 1,
+    lines: [{ number: 1, text: 'alpha' }, { number: 2, text: 'beta' }, { number: 3, text: 'gamma' }],
+    totalLines: 3,
+  }, 'read seed.txt: structuredContent');
+  ok('read seed.txt: exact envelope text and structuredContent {path, offset, lines, totalLines}');
+
+  // edit after the read
+  res = await call('edit', { file_path: 'seed.txt', old_string: 'beta', new_string: 'BETA' });
+  expectSuccess(res, 'edit seed.txt');
+  assert.equal(res.structuredContent.path, seed, 'edit: structuredContent.path');
+  assert.equal(res.structuredContent.replacements, 1, 'edit: structuredContent.replacements');
+  assert.equal(res.structuredContent.before, 'alpha\nbeta\ngamma\n', 'edit: structuredContent.before');
+  assert.equal(res.structuredContent.after, 'alpha\nBETA\ngamma\n', 'edit: structuredContent.after');
+  assert.match(res.structuredContent.diff, /^-beta$/m, 'edit: diff has -beta');
+  assert.match(res.structuredContent.diff, /^\+BETA$/m, 'edit: diff has +BETA');
+  assert.equal(fs.readFileSync(seed, 'utf8'), 'alpha\nBETA\ngamma\n', 'edit seed.txt: file on disk');
+  ok('edit seed.txt after read: replaced on disk, structuredContent with diff');
+
+  // edit without a prior read
+  const other = path.join(ws, 'other.txt');
+  res = await call('edit', { file_path: 'other.txt', old_string: 'one', new_string: 'ONE' });
+  text = expectToolError(res, 'edit other.txt unread', 'FS_NOT_OBSERVED');
+  assert.ok(text.endsWith(' — read the file, then retry'), `edit unread: remedy missing: ${JSON.stringify(text)}`);
+  assert.equal(text, `Error: edit requires reading ${JSON.stringify(other)} first — read the file, then retry`, 'edit unread: text');
+  assert.equal(fs.readFileSync(other, 'utf8'), 'one\ntwo\n', 'edit unread: file changed on disk');
+  ok('edit other.txt without a read: FS_NOT_OBSERVED, remedy " — read the file, then retry", file unchanged');
+
+  // write a new file inside
+  const created = path.join(ws, 'new.txt');
+  res = await call('write', { file_path: 'new.txt', content: 'fresh\n' });
+  expectSuccess(res, 'write new.txt');
+  assert.equal(res.structuredContent.path, created, 'write: structuredContent.path');
+  assert.equal(res.structuredContent.operation, 'create', 'write: structuredContent.operation');
+  assert.equal(res.structuredContent.before, null, 'write: structuredContent.before');
+  assert.equal(res.structuredContent.after, 'fresh\n', 'write: structuredContent.after');
+  assert.equal(fs.readFileSync(created, 'utf8'), 'fresh\n', 'write new.txt: file on disk');
+  ok('write new.txt inside the workspace: created on disk, operation "create", before null');
+
+  // list the workspace
+  res = await call('list', { path: ws });
+  text = expectSuccess(res, 'list workspace');
+  const sc = res.structuredContent;
+  assert.equal(sc.path, ws, 'list: structuredContent.path');
+  assert.equal(sc.offset, 1, 'list: structuredContent.offset');
+  assert.equal(sc.totalEntries, 4, `list: totalEntries: ${JSON.stringify(sc)}`);
+  assert.deepEqual(sc.entries, [
+    { name: 'new.txt', type: 'file', size: 6 },
+    { name: 'other.txt', type: 'file', size: 8 },
+    { name: 'seed.txt', type: 'file', size: 17 },
+    { name: 'sub', type: 'directory' },
+  ], `list: entries: ${JSON.stringify(sc.entries)}`);
+  assert.equal(text,
+    `<path>${ws}</path>\n<type>directory</type>\n<entries>\nnew.txt (6 bytes)\nother.txt (8 bytes)\nseed.txt (17 bytes)\nsub/\n\n(End of directory - total 4 entries)\n</entries>`,
+    'list: envelope text');
+  ok('list workspace: new.txt, other.txt, seed.txt, sub/ (text and structuredContent)');
+
+  // write outside: denied
+  const denied = path.join(outside, 'denied.txt');
+  res = await call('write', { file_path: denied, content: 'nope\n' });
+  text = expectToolError(res, 'write outside', 'FS_SANDBOX_DENIED');
+  assert.ok(text.startsWith('Error: [sandbox: file access denied under workspace-write mode]\n[sandbox: escalation available — '),
+    `write outside: denial text: ${JSON.stringify(text)}`);
+  assert.ok(!exists(denied), 'write outside: the file exists after a denial');
+  assert.equal(elicitRequests.length, 0, 'write outside: the user was asked without sandbox_permissions');
+  ok('write outside the workspace: isError, denial marker + escalation hint, FS_SANDBOX_DENIED, no file, no prompt');
+
+  // the same write with sandbox_permissions: approved through elicitation
+  const justification = 'The e2e test writes one file outside the workspace.';
+  elicitAnswers.push({ action: 'accept', content: { approve: true } });
+  res = await call('write', { file_path: denied, content: 'approved\n', sandbox_permissions: 'danger-full-access', justification });
+  expectSuccess(res, 'escalated write (approved)');
+  assert.equal(elicitRequests.length, 1, `approved: want 1 elicitation, got ${elicitRequests.length}`);
+  const ask = elicitRequests[0];
+  assert.ok(ask.mode === undefined || ask.mode === 'form', `approved: elicitation mode ${ask.mode}`);
+  assert.ok(ask.message.includes(justification), `approved: prompt lacks the justification: ${JSON.stringify(ask.message)}`);
+  assert.ok(ask.message.includes('danger-full-access'), `approved: prompt lacks the mode: ${JSON.stringify(ask.message)}`);
+  assert.equal(ask.requestedSchema?.type, 'object', `approved: requestedSchema: ${JSON.stringify(ask.requestedSchema)}`);
+  assert.equal(ask.requestedSchema?.properties?.approve?.type, 'boolean', `approved: requestedSchema: ${JSON.stringify(ask.requestedSchema)}`);
+  assert.equal(res.structuredContent.operation, 'create', 'approved: operation');
+  assert.equal(fs.readFileSync(denied, 'utf8'), 'approved\n', 'approved: file on disk');
+  ok(`write outside with sandbox_permissions danger-full-access: elicitation ${JSON.stringify(ask.message)} accepted, file written`);
+
+  // the approval covered exactly that call
+  const once = path.join(outside, 'once.txt');
+  res = await call('write', { file_path: once, content: 'x\n' });
+  expectToolError(res, 'write outside after an approval', 'FS_SANDBOX_DENIED');
+  assert.ok(!exists(once), 'write after approval: file exists');
+  assert.equal(elicitRequests.length, 1, 'write after approval: asked again');
+  ok('a later plain write outside is denied again: the approval covered one call');
+
+  // once more, declined
+  const declined = path.join(outside, 'declined.txt');
+  elicitAnswers.push({ action: 'decline' });
+  res = await call('write', { file_path: declined, content: 'declined\n', sandbox_permissions: 'danger-full-access', justification });
+  text = expectToolError(res, 'escalated write (declined)');
+  assert.equal(text, 'Error: the user rejected escalating this operation to "danger-full-access"', 'declined: text');
+  assert.equal(elicitRequests.length, 2, `declined: want 2 elicitations in all, got ${elicitRequests.length}`);
+  assert.ok(!exists(declined), 'declined: the file exists');
+  ok(`escalated write declined: ${JSON.stringify(text)}, no file (_meta ${JSON.stringify(res._meta ?? null)})`);
+
+  // bad argument types: a tool error, not a protocol error
+  try {
+    res = await call('read', { file_path: 'seed.txt', offset: 'x' });
+  } catch (err) {
+    assert.fail(`read with offset "x": protocol error instead of a tool error: ${err?.code} ${err?.message}`);
+  }
+  text = expectToolError(res, 'read offset "x"');
+  assert.equal(text, 'Error: offset must be a positive integer', 'read offset "x": text');
+  ok(`read with offset: "x": tool error ${JSON.stringify(text)} (_meta ${JSON.stringify(res._meta ?? null)})`);
+
+  // unknown tool: a protocol error, and the server keeps serving
+  let thrown;
+  try {
+    res = await call('no_such_tool', {});
+  } catch (err) {
+    thrown = err;
+  }
+  assert.ok(thrown, `unknown tool: want a protocol error, got a result: ${JSON.stringify(res)}`);
+  assert.ok(thrown instanceof McpError, `unknown tool: want McpError, got ${thrown}`);
+  ok(`unknown tool: protocol error ${thrown.code}: ${JSON.stringify(thrown.message)}`);
+
+  res = await call('read', { file_path: 'seed.txt', offset: 2, limit: 1 });
+  text = expectSuccess(res, 'read after the protocol error');
+  assert.deepEqual(res.structuredContent.lines, [{ number: 2, text: 'BETA' }], 'read after the protocol error: lines');
+  assert.equal(res.structuredContent.totalLines, 3, 'read after the protocol error: totalLines');
+  ok('the server keeps serving: read seed.txt offset 2 limit 1 -> "2: BETA"');
+
+  assert.equal(elicitAnswers.length, 0, `unused elicitation answers: ${JSON.stringify(elicitAnswers)}`);
+}
+
+// ---------------------------------------------------------------- main
+
+const watchdog = setTimeout(() => {
+  fail(new Error(`timed out after ${WATCHDOG_MS} ms`));
+  cleanup();
+  process.exit(1);
+}, WATCHDOG_MS);
+watchdog.unref();
+
+function cleanup() {
+  for (const dir of [ws, outside]) {
+    try {
+      fs.rmSync(dir, { recursive: true, force: true });
+    } catch (err) {
+      console.error(`cleanup: ${dir}: ${err.message}`);
+    }
+  }
+}
+
+let code = 0;
+try {
+  await run();
+} catch (err) {
+  fail(err);
+  code = 1;
+} finally {
+  try {
+    await client.close();
+  } catch (err) {
+    console.error(`close: ${err.message}`);
+  }
+  cleanup();
+}
+if (code === 0) {
+  const w = warnings.length === 0 ? '' : `, ${warnings.length} warning(s)`;
+  console.log(`PASS: ${stepNo} steps${w}`);
+}
+process.exit(code);

@@ -1,0 +1,740 @@
+package cli_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/cli"
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/internal/mcpserver"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+// layout is one case's directories, canonical: base holds the workspace
+// (ws), a temp root (tmp) and a directory outside both (outside).
+type layout struct {
+	base, ws, tmp, outside string
+}
+
+func newLayout(t *testing.T) layout {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "ws/a.txt: hello\nworld\n", "tmp/", "outside/")
+	return layout{
+		base: base, ws: filepath.Join(base, "ws"),
+		tmp: filepath.Join(base, "tmp"), outside: filepath.Join(base, "outside"),
+	}
+}
+
+// stable replaces the case's paths with placeholders.
+func (l layout) stable(s string) string {
+	s = strings.ReplaceAll(s, l.ws, "$WS")
+	return strings.ReplaceAll(s, l.base, "$BASE")
+}
+
+// syncBuffer is a bytes.Buffer safe for the server's goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// getenv returns a Getenv that knows only vars: nothing leaks from the
+// process environment.
+func getenv(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// run is one cli.Run.
+type run struct {
+	code           int
+	stdout, stderr string
+}
+
+func runCLI(t *testing.T, args []string, stdin string, terminal bool, vars map[string]string) run {
+	t.Helper()
+	var stdout, stderr syncBuffer
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	code := cli.Run(ctx, args, cli.Env{
+		Stdin:           strings.NewReader(stdin),
+		Stdout:          &stdout,
+		Stderr:          &stderr,
+		Getenv:          getenv(vars),
+		StdinIsTerminal: terminal,
+	})
+	return run{code: code, stdout: stdout.String(), stderr: stderr.String()}
+}
+
+// golden compares got with testdata/<name>.golden, or rewrites it under
+// -update.
+func golden(t *testing.T, name, got string) {
+	t.Helper()
+	path := filepath.Join("testdata", name+".golden")
+	if *update {
+		require.NoError(t, os.MkdirAll("testdata", 0o755))
+		require.NoError(t, os.WriteFile(path, []byte(got), 0o644))
+		return
+	}
+	want, err := os.ReadFile(path)
+	require.NoError(t, err, "missing golden file: run go test ./internal/cli/ -run %s -update", t.Name())
+	assert.Equal(t, string(want), got, "stdout differs from %s (rerun with -update after checking the change)", path)
+}
+
+// result is the JSON `call` prints.
+type result struct {
+	Meta    map[string]any `json:"_meta"`
+	Content []struct {
+		Type string `json:"type"`
+		Text string `json:"text"`
+	} `json:"content"`
+	StructuredContent map[string]any `json:"structuredContent"`
+	IsError           bool           `json:"isError"`
+}
+
+func parseResult(t *testing.T, stdout string) result {
+	t.Helper()
+	var r result
+	dec := json.NewDecoder(strings.NewReader(stdout))
+	dec.DisallowUnknownFields()
+	require.NoError(t, dec.Decode(&r), stdout)
+	require.Len(t, r.Content, 1)
+	assert.Equal(t, "text", r.Content[0].Type)
+	return r
+}
+
+// code returns the FS_* code of a printed error result.
+func (r result) code() any { return r.Meta[mcpserver.CodeMetaKey] }
+
+func (r result) text() string { return r.Content[0].Text }
+
+// escalate is the arguments of a write of b.txt in the workspace that asks
+// for workspace-write.
+const escalate = `{"file_path":"b.txt","content":"escalated\n","sandbox_permissions":"workspace-write","justification":"The user asked for b.txt."}`
+
+func TestRun(t *testing.T) {
+	type tcase struct {
+		name     string
+		args     func(l layout) []string
+		stdin    string
+		terminal bool
+		env      map[string]string
+		code     int
+		// golden names the stdout golden file; "" means stdout must be
+		// empty unless stdout is set.
+		golden string
+		stdout func(t *testing.T, l layout, out string)
+		// stderrIn are substrings stderr must contain.
+		stderrIn []string
+		// disk checks the filesystem after the run; nil means the
+		// workspace and the outside directory are unchanged.
+		disk func(t *testing.T, l layout)
+	}
+	ws := func(l layout, args ...string) []string { return append(args, "--workspace", l.ws) }
+	noFile := func(rel string) func(t *testing.T, l layout) {
+		return func(t *testing.T, l layout) {
+			t.Helper()
+			assert.NoFileExists(t, filepath.Join(l.base, rel))
+		}
+	}
+	fileIs := func(rel, content string) func(t *testing.T, l layout) {
+		return func(t *testing.T, l layout) {
+			t.Helper()
+			b, err := os.ReadFile(filepath.Join(l.base, rel))
+			require.NoError(t, err)
+			assert.Equal(t, content, string(b))
+		}
+	}
+	// isError checks a printed tool error: its _meta code (when code is
+	// not "") and substrings of its text.
+	isError := func(code string, textIn ...string) func(t *testing.T, l layout, out string) {
+		return func(t *testing.T, _ layout, out string) {
+			t.Helper()
+			r := parseResult(t, out)
+			assert.True(t, r.IsError)
+			if code != "" {
+				assert.Equal(t, code, r.code())
+			}
+			assert.Nil(t, r.StructuredContent)
+			for _, s := range textIn {
+				assert.Contains(t, r.text(), s)
+			}
+		}
+	}
+	const prompt = "Allow the write tool to run once under workspace-write? Justification: The user asked for b.txt. [y/N] "
+	const modes = "read-only, workspace-write, danger-full-access"
+
+	cases := []tcase{
+		{
+			name: "version",
+			args: func(layout) []string { return []string{"version"} },
+			code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Regexp(t, regexp.MustCompile(`^harness \S+\n$`), out)
+			},
+		},
+		{
+			name: "help", args: func(layout) []string { return []string{"help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "Usage:")
+				assert.Contains(t, out, "-workspace")
+			},
+		},
+		{
+			name: "call read --args", code: cli.ExitOK, golden: "call_read",
+			args: func(l layout) []string { return ws(l, "call", "read", "--args", `{"file_path":"a.txt"}`) },
+			stdout: func(t *testing.T, _ layout, out string) {
+				r := parseResult(t, out)
+				assert.False(t, r.IsError)
+				assert.Nil(t, r.Meta)
+				assert.Contains(t, r.text(), "1: hello\n2: world")
+				assert.NotNil(t, r.StructuredContent)
+			},
+		},
+		{
+			name: "call with the tool name after the flags", code: cli.ExitOK, golden: "call_read",
+			args: func(l layout) []string {
+				return []string{"call", "--workspace", l.ws, "--args", `{"file_path":"a.txt"}`, "read"}
+			},
+		},
+		{
+			name: "call read --arg wins over --args", code: cli.ExitOK, golden: "call_read",
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--args", `{"file_path":"missing.txt"}`, "--arg", "file_path=a.txt")
+			},
+		},
+		{
+			name: "call read --arg of a missing file", code: cli.ExitToolError, golden: "call_read_missing",
+			args:   func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=missing.txt") },
+			stdout: isError("FS_NOT_FOUND", "not found"),
+		},
+		{
+			name: "call read without arguments is an argument error", code: cli.ExitToolError,
+			args:   func(l layout) []string { return ws(l, "call", "read") },
+			stdout: isError("INVALID_ARGUMENT", "file_path"),
+		},
+		{
+			name: "call write inside under the default read-only mode is denied", code: cli.ExitToolError,
+			golden: "call_write_readonly_denied",
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"x"}`)
+			},
+			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under read-only mode]"),
+			disk:   noFile("ws/new.txt"),
+		},
+		{
+			name: "call write inside under workspace-write lands", code: cli.ExitOK, golden: "call_write_inside",
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp,
+					"--args", `{"file_path":"new.txt","content":"fresh\n"}`)
+			},
+			stdout: func(t *testing.T, _ layout, out string) {
+				r := parseResult(t, out)
+				assert.False(t, r.IsError)
+				assert.Equal(t, "create", r.StructuredContent["operation"])
+			},
+			disk: fileIs("ws/new.txt", "fresh\n"),
+		},
+		{
+			name: "HARNESS_MODE reaches call", code: cli.ExitOK, golden: "call_write_inside",
+			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/nonexistent-harness-temp"},
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"fresh\n"}`)
+			},
+			disk: fileIs("ws/new.txt", "fresh\n"),
+		},
+		{
+			name: "call write outside under workspace-write is denied", code: cli.ExitToolError,
+			golden: "call_write_outside_denied",
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp,
+					"--args", `{"file_path":"`+filepath.Join(l.outside, "escape.txt")+`","content":"x"}`)
+			},
+			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under workspace-write mode]", "sandbox_permissions"),
+			disk:   noFile("outside/escape.txt"),
+		},
+		{
+			name: "call write overwrites: a one-shot call has no read-before-write policy", code: cli.ExitOK, golden: "call_write_oneshot",
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp,
+					"--args", `{"file_path":"a.txt","content":"clobbered"}`)
+			},
+			disk: fileIs("ws/a.txt", "clobbered"),
+		},
+		{
+			name: "call edit applies: a one-shot call has no read-before-write policy", code: cli.ExitOK, golden: "call_edit_oneshot",
+			args: func(l layout) []string {
+				return ws(l, "call", "edit", "--mode", "workspace-write", "--temp-root", l.tmp,
+					"--args", `{"file_path":"a.txt","old_string":"hello","new_string":"bye"}`)
+			},
+			disk: fileIs("ws/a.txt", "bye\nworld\n"),
+		},
+		{
+			name: "escalation with --approval deny is rejected", code: cli.ExitToolError, golden: "call_escalate_rejected",
+			args:   func(l layout) []string { return ws(l, "call", "write", "--approval", "deny", "--args", escalate) },
+			stdin:  "y\n",
+			stdout: isError("SANDBOX_ESCALATION_REFUSED", `the user rejected escalating this operation to "workspace-write"`),
+			disk:   noFile("ws/b.txt"),
+		},
+		{
+			name: "escalation with --approval prompt and y lands", code: cli.ExitOK, golden: "call_escalate_allowed",
+			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
+			stdin:    "y\n",
+			stderrIn: []string{prompt},
+			disk:     fileIs("ws/b.txt", "escalated\n"),
+		},
+		{
+			name: "escalation with --approval prompt and yes lands", code: cli.ExitOK, golden: "call_escalate_allowed",
+			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
+			stdin:    " YES \n",
+			stderrIn: []string{prompt},
+			disk:     fileIs("ws/b.txt", "escalated\n"),
+		},
+		{
+			name: "escalation with --approval prompt and n is rejected", code: cli.ExitToolError, golden: "call_escalate_rejected",
+			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
+			stdin:    "n\n",
+			stderrIn: []string{prompt},
+			disk:     noFile("ws/b.txt"),
+		},
+		{
+			name: "escalation with --approval prompt and an empty line is rejected", code: cli.ExitToolError,
+			golden: "call_escalate_rejected",
+			args:   func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
+			stdin:  "\n",
+			disk:   noFile("ws/b.txt"),
+		},
+		{
+			name: "escalation with --approval prompt and no input is cancelled", code: cli.ExitToolError,
+			args:   func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
+			stdout: isError("SANDBOX_ESCALATION_REFUSED", "cancel"),
+			disk:   noFile("ws/b.txt"),
+		},
+		{
+			name: "escalation with the default approval and no terminal is unavailable", code: cli.ExitToolError,
+			golden: "call_escalate_unavailable",
+			args:   func(l layout) []string { return ws(l, "call", "write", "--args", escalate) },
+			stdin:  "y\n",
+			stdout: isError("SANDBOX_ESCALATION_REFUSED", "requires approval, but no approval channel is available"),
+			disk:   noFile("ws/b.txt"),
+		},
+		{
+			name: "escalation with the default approval on a terminal prompts", code: cli.ExitOK, golden: "call_escalate_allowed",
+			args:     func(l layout) []string { return ws(l, "call", "write", "--args", escalate) },
+			stdin:    "y\n",
+			terminal: true,
+			stderrIn: []string{prompt},
+			disk:     fileIs("ws/b.txt", "escalated\n"),
+		},
+		{
+			name: "escalation outside to danger-full-access with prompt y lands", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--approval", "prompt", "--mode", "workspace-write", "--temp-root", l.tmp,
+					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
+			},
+			stdin:    "y\n",
+			stderrIn: []string{"Allow the write tool to run once under danger-full-access? Justification: j [y/N] "},
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.False(t, parseResult(t, out).IsError)
+			},
+			disk: fileIs("outside/granted.txt", "g"),
+		},
+		{
+			name: "call with bad JSON in --args", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--args", `{"file_path":`) },
+			stderrIn: []string{"--args"},
+		},
+		{
+			name: "call with a JSON array in --args", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--args", `["a.txt"]`) },
+			stderrIn: []string{"--args must be a JSON object"},
+		},
+		{
+			name: "call with null --args", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--args", `null`) },
+			stderrIn: []string{"--args must be a JSON object"},
+		},
+		{
+			name: "call with an --arg without =", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path") },
+			stderrIn: []string{"--arg", "key=value"},
+		},
+		{
+			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "delete", "--args", `{}`) },
+			stderrIn: []string{`unknown tool "delete"`, "edit, list, read, write"},
+		},
+		{
+			name: "call without a tool name", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call") },
+			stderrIn: []string{"call needs a tool name"},
+		},
+		{
+			name: "call with two tool names", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "list") },
+			stderrIn: []string{"unexpected arguments: list"},
+		},
+		{
+			name: "call with a bad --approval", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--approval", "always", "--arg", "file_path=a.txt")
+			},
+			stderrIn: []string{"--approval", `"always"`, "deny, prompt"},
+		},
+		{
+			name: "call with --mode yolo lists the allowed values", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--mode", "yolo", "--arg", "file_path=a.txt") },
+			stderrIn: []string{"--mode", `"yolo"`, modes},
+		},
+		{
+			name: "HARNESS_MODE yolo is a usage error", code: cli.ExitUsage,
+			env:      map[string]string{"HARNESS_MODE": "yolo"},
+			args:     func(l layout) []string { return ws(l, "policy") },
+			stderrIn: []string{"--mode", `"yolo"`, modes},
+		},
+		{
+			name: "policy with --mode yolo", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--mode", "yolo") },
+			stderrIn: []string{"--mode", modes},
+		},
+		{
+			name: "an unknown flag", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "tools", "--yolo") },
+			stderrIn: []string{"flag provided but not defined: -yolo"},
+		},
+		{
+			name: "an unknown flag of call", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--bogus") },
+			stderrIn: []string{"flag provided but not defined: -bogus"},
+		},
+		{
+			name: "--invariants is a usage error for now", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--invariants") },
+			stderrIn: []string{"--invariants"},
+		},
+		{
+			name: "tools", code: cli.ExitOK, golden: "tools",
+			args: func(l layout) []string { return ws(l, "tools") },
+			stdout: func(t *testing.T, _ layout, out string) {
+				var tools []map[string]any
+				require.NoError(t, json.Unmarshal([]byte(out), &tools))
+				require.Len(t, tools, 4)
+				var names []string
+				for _, tl := range tools {
+					names = append(names, tl["name"].(string))
+				}
+				assert.Equal(t, []string{"edit", "list", "read", "write"}, names)
+			},
+		},
+		{
+			name: "tools --fs local has no escalation arguments", code: cli.ExitOK,
+			args: func(l layout) []string { return ws(l, "tools", "--fs", "local") },
+			stdout: func(t *testing.T, _ layout, out string) {
+				var tools []mcp.Tool
+				require.NoError(t, json.Unmarshal([]byte(out), &tools))
+				require.Len(t, tools, 4)
+				assert.NotContains(t, out, "sandbox_permissions")
+				assert.NotContains(t, out, "justification")
+			},
+		},
+		{
+			// BUG: tools ignores positional arguments (exit 0), unlike
+			// serve and call, which reject them.
+			name: "tools with an argument is a usage error", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "tools", "extra") },
+			stderrIn: []string{"extra"},
+		},
+		{
+			// BUG: policy ignores positional arguments (exit 0), unlike
+			// serve and call, which reject them.
+			name: "policy with an argument is a usage error", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "extra") },
+			stderrIn: []string{"extra"},
+		},
+		{
+			name: "policy", code: cli.ExitOK, golden: "policy_workspace_write",
+			args: func(l layout) []string {
+				return ws(l, "policy", "--mode", "workspace-write", "--temp-root", l.tmp, "--temp-root", filepath.Join(l.base, "tmp2"))
+			},
+		},
+		{
+			name: "policy --json", code: cli.ExitOK, golden: "policy_workspace_write_json",
+			args: func(l layout) []string {
+				return ws(l, "policy", "--json", "--mode", "workspace-write", "--temp-root", l.tmp, "--temp-root", filepath.Join(l.base, "tmp2"))
+			},
+			stdout: func(t *testing.T, l layout, out string) {
+				var rep cli.PolicyReport
+				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				assert.Equal(t, cli.PolicyReport{
+					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
+					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
+				}, rep)
+			},
+		},
+		{
+			name: "policy read-only", code: cli.ExitOK, golden: "policy_read_only",
+			args: func(l layout) []string { return ws(l, "policy", "--temp-root", l.tmp) },
+		},
+		{
+			name: "policy --json read-only", code: cli.ExitOK, golden: "policy_read_only_json",
+			args: func(l layout) []string { return ws(l, "policy", "--json", "--temp-root", l.tmp) },
+		},
+		{
+			name: "policy danger-full-access", code: cli.ExitOK, golden: "policy_danger",
+			args: func(l layout) []string { return ws(l, "policy", "--mode", "danger-full-access", "--temp-root", l.tmp) },
+		},
+		{
+			name: "policy --fs local says it does not confine", code: cli.ExitOK, golden: "policy_local",
+			args: func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "workspace-write") },
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "confines:       no")
+				assert.Contains(t, out, "writable roots: everywhere")
+			},
+		},
+		{
+			name: "policy --json --fs local", code: cli.ExitOK, golden: "policy_local_json",
+			args: func(l layout) []string { return ws(l, "policy", "--json", "--fs", "local") },
+			stdout: func(t *testing.T, l layout, out string) {
+				var rep cli.PolicyReport
+				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				assert.False(t, rep.Confines)
+				assert.Equal(t, "danger-full-access", rep.Mode)
+				assert.Equal(t, []string{}, rep.WritableRoots)
+			},
+		},
+		{
+			name: "policy from a YAML --config", code: cli.ExitOK, golden: "policy_workspace_write",
+			args: func(l layout) []string {
+				p := filepath.Join(l.base, "harness.yaml")
+				yaml := "mode: workspace-write\nworkspace: " + l.ws + "\ntemp-root:\n  - " + l.tmp + "\n  - " + filepath.Join(l.base, "tmp2") + "\n"
+				require.NoError(t, os.WriteFile(p, []byte(yaml), 0o600))
+				return []string{"policy", "--config", p}
+			},
+		},
+		{
+			name: "policy with an unknown YAML key", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				p := filepath.Join(l.base, "harness.yaml")
+				require.NoError(t, os.WriteFile(p, []byte("moed: read-only\n"), 0o600))
+				return ws(l, "policy", "--config", p)
+			},
+			stderrIn: []string{"moed"},
+		},
+		{
+			name: "serve with an argument", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "serve", "extra") },
+			stderrIn: []string{"serve takes no arguments"},
+		},
+		{
+			name: "an unknown command", code: cli.ExitUsage,
+			args:     func(layout) []string { return []string{"frobnicate"} },
+			stderrIn: []string{`unknown command "frobnicate"`, "serve, call, tools, policy or version"},
+		},
+		{
+			name: "no command", code: cli.ExitUsage,
+			args:     func(layout) []string { return nil },
+			stderrIn: []string{"Usage:", "harness serve", "-workspace"},
+		},
+		{
+			name: "-h on a command is not an error", code: cli.ExitOK,
+			args:     func(layout) []string { return []string{"policy", "-h"} },
+			stderrIn: []string{"Usage:", "-json"},
+		},
+	}
+
+	seen := map[string]bool{}
+	for _, tc := range cases {
+		require.False(t, seen[tc.name], "duplicate case %q", tc.name)
+		seen[tc.name] = true
+		t.Run(tc.name, func(t *testing.T) {
+			l := newLayout(t)
+			args := tc.args(l)
+			before := map[string]map[string]string{
+				"ws": fixture.Snapshot(t, l.ws), "outside": fixture.Snapshot(t, l.outside), "tmp": fixture.Snapshot(t, l.tmp),
+			}
+			r := runCLI(t, args, tc.stdin, tc.terminal, tc.env)
+			assert.Equal(t, tc.code, r.code, "exit code\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			out := l.stable(r.stdout)
+			switch {
+			case tc.golden != "":
+				golden(t, tc.golden, out)
+			case tc.stdout == nil:
+				assert.Empty(t, r.stdout)
+			}
+			if tc.stdout != nil {
+				tc.stdout(t, l, r.stdout)
+			}
+			if tc.code == cli.ExitUsage {
+				assert.Contains(t, r.stderr, "harness", "a usage error explains itself on stderr")
+			}
+			for _, s := range tc.stderrIn {
+				assert.Contains(t, r.stderr, s)
+			}
+			if tc.code == cli.ExitOK && len(tc.stderrIn) == 0 {
+				assert.Empty(t, r.stderr, "a successful run at the default log level is quiet")
+			}
+			if tc.disk != nil {
+				tc.disk(t, l)
+			} else {
+				assert.Equal(t, before["ws"], fixture.Snapshot(t, l.ws), "the workspace is unchanged")
+				assert.Equal(t, before["outside"], fixture.Snapshot(t, l.outside), "the outside directory is unchanged")
+			}
+			assert.Equal(t, before["tmp"], fixture.Snapshot(t, l.tmp), "the temp root is unchanged")
+			assert.Empty(t, fixture.Residue(t, l.base))
+		})
+	}
+}
+
+// TestCallPrintsReadableText: call prints its JSON with HTML escaping off
+// (writeJSON's SetEscapeHTML(false)), so the tool text's <path> tags should
+// print as written. BUG: mcp.CallToolResult marshals itself with
+// json.Marshal, which escapes them to \u003cpath\u003e before the encoder
+// sees them.
+func TestCallPrintsReadableText(t *testing.T) {
+	l := newLayout(t)
+	r := runCLI(t, []string{"call", "read", "--workspace", l.ws, "--arg", "file_path=a.txt"}, "", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, `"text": "<path>`+l.ws+`/a.txt</path>`)
+	assert.NotContains(t, r.stdout, `\u003c`)
+}
+
+// TestRunWritesOnlyWhatItSays checks the whole disk of the mutating cases:
+// a landed write adds exactly one file, nothing else.
+func TestRunWritesOnlyWhatItSays(t *testing.T) {
+	l := newLayout(t)
+	before := fixture.Snapshot(t, l.base)
+	r := runCLI(t, []string{"call", "write", "--workspace", l.ws, "--approval", "prompt", "--args", escalate}, "y\n", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	after := fixture.Snapshot(t, l.base)
+	added := map[string]string{}
+	for k, v := range after {
+		if before[k] != v {
+			added[k] = v
+		}
+	}
+	assert.Equal(t, map[string]string{filepath.Join("ws", "b.txt"): "-rw------- escalated\n"}, added,
+		"exactly one new file, with the new-file permission 0600")
+	for k := range before {
+		assert.Contains(t, after, k, "nothing disappeared")
+	}
+}
+
+func TestServe(t *testing.T) {
+	l := newLayout(t)
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+
+	serverIn, clientOut := io.Pipe() // the client writes the server's stdin
+	clientIn, serverOut := io.Pipe() // the server writes the client's stdout
+	var stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		code := cli.Run(ctx, []string{"serve", "--workspace", l.ws, "--mode", "workspace-write", "--temp-root", l.tmp}, cli.Env{
+			Stdin: serverIn, Stdout: serverOut, Stderr: &stderr, Getenv: getenv(nil),
+		})
+		_ = serverOut.Close()
+		done <- code
+	}()
+
+	client := mcp.NewClient(&mcp.Implementation{Name: "cli-test", Version: "v0"}, nil)
+	cs, err := client.Connect(ctx, &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
+	require.NoError(t, err)
+
+	init := cs.InitializeResult()
+	require.NotNil(t, init)
+	assert.Equal(t, mcpserver.Name, init.ServerInfo.Name)
+
+	list, err := cs.ListTools(ctx, nil)
+	require.NoError(t, err)
+	names := make([]string, 0, len(list.Tools))
+	for _, tl := range list.Tools {
+		names = append(names, tl.Name)
+	}
+	assert.Equal(t, []string{"edit", "list", "read", "write"}, names)
+
+	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
+	require.NoError(t, err)
+	require.False(t, res.IsError)
+	require.Len(t, res.Content, 1)
+	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, "1: hello\n2: world")
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "missing.txt"}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "FS_NOT_FOUND", res.Meta[mcpserver.CodeMetaKey])
+
+	// One session per connection: the read authorizes the edit.
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "edit", Arguments: map[string]any{
+		"file_path": "a.txt", "old_string": "world", "new_string": "there",
+	}})
+	require.NoError(t, err)
+	require.False(t, res.IsError, "%v", res.Content)
+	b, err := os.ReadFile(filepath.Join(l.ws, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello\nthere\n", string(b))
+
+	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{
+		"file_path": filepath.Join(l.outside, "escape.txt"), "content": "x",
+	}})
+	require.NoError(t, err)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "FS_SANDBOX_DENIED", res.Meta[mcpserver.CodeMetaKey])
+	assert.NoFileExists(t, filepath.Join(l.outside, "escape.txt"))
+
+	require.NoError(t, cs.Close())
+	select {
+	case code := <-done:
+		assert.Equal(t, cli.ExitOK, code, "stderr:\n%s", stderr.String())
+	case <-ctx.Done():
+		t.Fatalf("serve did not return after the client closed; stderr:\n%s", stderr.String())
+	}
+	assert.NotContains(t, stderr.String(), "harness:", "serve reported an error")
+}
+
+func TestServeEndsWithContext(t *testing.T) {
+	l := newLayout(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	serverIn, clientOut := io.Pipe()
+	defer clientOut.Close() //nolint:errcheck // test pipe
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, []string{"serve", "--workspace", l.ws}, cli.Env{
+			Stdin: serverIn, Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv(nil),
+		})
+	}()
+	time.Sleep(50 * time.Millisecond)
+	cancel()
+	select {
+	case code := <-done:
+		assert.Equal(t, cli.ExitOK, code, "a cancelled serve is a clean shutdown")
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve did not return after its context was cancelled")
+	}
+}

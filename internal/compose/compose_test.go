@@ -1,0 +1,358 @@
+package compose_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/dsh-go/harness/internal/compose"
+	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// dirs is one test's layout: a workspace, a temp root and an outside
+// directory, all fresh and canonical, none inside another.
+type dirs struct {
+	ws, temp, outside string
+}
+
+func newDirs(t *testing.T) dirs {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "ws/", "temp/", "outside/")
+	return dirs{ws: filepath.Join(base, "ws"), temp: filepath.Join(base, "temp"), outside: filepath.Join(base, "outside")}
+}
+
+// toolsByName starts the graph of cfg with fxtest and returns its tools.
+func toolsByName(t *testing.T, cfg config.Config, extra ...fx.Option) (map[string]*tool.Tool, *fxtest.App) {
+	t.Helper()
+	var group tool.Group
+	opts, err := compose.Options(cfg, io.Discard, append(extra, fx.Populate(&group))...)
+	require.NoError(t, err)
+	app := fxtest.New(t, opts)
+	app.RequireStart()
+	out := map[string]*tool.Tool{}
+	for _, tl := range group.Tools {
+		require.NotContains(t, out, tl.Name, "a tool is contributed twice")
+		out[tl.Name] = tl
+	}
+	return out, app
+}
+
+// call runs tl in sess (one session per test: the read-before-write policy
+// keys its observations by session).
+func call(t *testing.T, sess *session.Session, tl *tool.Tool, args any) tool.Result {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: "1", Arguments: raw})
+}
+
+func TestGraph(t *testing.T) {
+	type outcome struct{ inside, outside bool }
+	tests := []struct {
+		fs, mode string
+		want     outcome
+	}{
+		{fs: "sandbox", mode: "read-only", want: outcome{inside: false, outside: false}},
+		{fs: "sandbox", mode: "workspace-write", want: outcome{inside: true, outside: false}},
+		{fs: "sandbox", mode: "danger-full-access", want: outcome{inside: true, outside: true}},
+		{fs: "local", mode: "read-only", want: outcome{inside: true, outside: true}},
+		{fs: "local", mode: "workspace-write", want: outcome{inside: true, outside: true}},
+		{fs: "local", mode: "danger-full-access", want: outcome{inside: true, outside: true}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.fs+"/"+tc.mode, func(t *testing.T) {
+			d := newDirs(t)
+			fixture.Build(t, d.ws, "hello.txt: hi\n")
+			cfg := config.Config{
+				FS: tc.fs, Mode: tc.mode, Workspace: d.ws, TempRoots: []string{d.temp},
+				LogLevel: "debug", LogFormat: "json",
+			}
+			tools, app := toolsByName(t, cfg)
+			defer app.RequireStop()
+			sess := session.New("s-1", d.ws)
+
+			names := make([]string, 0, len(tools))
+			for _, tl := range tool.Sorted(mapValues(tools)) {
+				names = append(names, tl.Name)
+			}
+			require.Equal(t, []string{"edit", "list", "read", "write"}, names)
+
+			confines := tc.fs == "sandbox"
+			for _, name := range []string{"write", "edit"} {
+				props := tools[name].InputSchema.Properties
+				if confines {
+					assert.Contains(t, props, "sandbox_permissions", name)
+					assert.Contains(t, props, "justification", name)
+				} else {
+					assert.NotContains(t, props, "sandbox_permissions", "%s: the local backend never confines, so it offers no escalation", name)
+					assert.NotContains(t, props, "justification", name)
+				}
+			}
+
+			r := call(t, sess, tools["read"], map[string]any{"file_path": "hello.txt"})
+			require.False(t, r.IsError, r.Text)
+			assert.Contains(t, r.Text, "1: hi")
+
+			r = call(t, sess, tools["list"], map[string]any{"path": "."})
+			require.False(t, r.IsError, r.Text)
+			assert.Contains(t, r.Text, "hello.txt")
+
+			inside := filepath.Join(d.ws, "inside.txt")
+			r = call(t, sess, tools["write"], map[string]any{"file_path": "inside.txt", "content": "in\n"})
+			checkWrite(t, r, inside, "in\n", tc.want.inside, tc.mode)
+
+			outside := filepath.Join(d.outside, "outside.txt")
+			r = call(t, sess, tools["write"], map[string]any{"file_path": outside, "content": "out\n"})
+			checkWrite(t, r, outside, "out\n", tc.want.outside, tc.mode)
+
+			if tc.want.inside {
+				// A write after a read-before-write-satisfying write: the
+				// edit tool on the file just created.
+				r = call(t, sess, tools["edit"], map[string]any{"file_path": "inside.txt", "old_string": "in", "new_string": "IN"})
+				require.False(t, r.IsError, r.Text)
+				assert.Equal(t, "IN\n", readFile(t, inside))
+			} else {
+				r = call(t, sess, tools["edit"], map[string]any{"file_path": "hello.txt", "old_string": "hi", "new_string": "HI"})
+				require.True(t, r.IsError, r.Text)
+				assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
+				assert.Equal(t, "hi\n", readFile(t, filepath.Join(d.ws, "hello.txt")))
+			}
+			assert.Empty(t, fixture.Residue(t, filepath.Dir(d.ws)))
+		})
+	}
+}
+
+func checkWrite(t *testing.T, r tool.Result, path, content string, allowed bool, mode string) {
+	t.Helper()
+	if allowed {
+		require.False(t, r.IsError, r.Text)
+		assert.Equal(t, content, readFile(t, path))
+		return
+	}
+	require.True(t, r.IsError, "the write must be denied: %s", r.Text)
+	assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
+	assert.Equal(t, "Error: "+sandboxpolicy.DenialMarker(sandboxpolicy.Mode(mode))+"\n"+
+		sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation), r.Text)
+	assert.NoFileExists(t, path)
+}
+
+func readFile(t *testing.T, p string) string {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	require.NoError(t, err)
+	return string(b)
+}
+
+func mapValues(m map[string]*tool.Tool) []*tool.Tool {
+	out := make([]*tool.Tool, 0, len(m))
+	for _, v := range m {
+		out = append(out, v)
+	}
+	return out
+}
+
+func TestGraphTempRoot(t *testing.T) {
+	d := newDirs(t)
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Mode: "workspace-write", Workspace: d.ws, TempRoots: []string{d.temp},
+		LogLevel: "info", LogFormat: "console",
+	})
+	defer app.RequireStop()
+	sess := session.New("s-1", d.ws)
+	p := filepath.Join(d.temp, "scratch.txt")
+	r := call(t, sess, tools["write"], map[string]any{"file_path": p, "content": "tmp"})
+	require.False(t, r.IsError, "a configured temp root is writable under workspace-write: %s", r.Text)
+	assert.Equal(t, "tmp", readFile(t, p))
+}
+
+func TestGraphEscalation(t *testing.T) {
+	d := newDirs(t)
+	var asked []sandboxpolicy.ApprovalRequest
+	approver := sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+		asked = append(asked, req)
+		return sandboxpolicy.AllowedOnce, nil
+	})
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Mode: "read-only", Workspace: d.ws, TempRoots: []string{d.temp},
+		LogLevel: "info", LogFormat: "console",
+	}, fx.Provide(func() sandboxpolicy.Approver { return approver }))
+	defer app.RequireStop()
+	sess := session.New("s-1", d.ws)
+
+	r := call(t, sess, tools["write"], map[string]any{
+		"file_path": "granted.txt", "content": "ok",
+		"sandbox_permissions": "workspace-write", "justification": "The user asked.",
+	})
+	require.False(t, r.IsError, r.Text)
+	assert.Equal(t, "ok", readFile(t, filepath.Join(d.ws, "granted.txt")))
+	require.Len(t, asked, 1, "the supplied approver is the one the tools ask")
+	assert.Equal(t, "write", asked[0].Tool)
+	assert.Equal(t, sandboxpolicy.WorkspaceWrite, asked[0].Mode)
+}
+
+func TestGraphLocalRefusesEscalationArgs(t *testing.T) {
+	d := newDirs(t)
+	tools, app := toolsByName(t, config.Config{
+		FS: "local", Mode: "read-only", Workspace: d.ws, LogLevel: "info", LogFormat: "console",
+	})
+	defer app.RequireStop()
+	sess := session.New("s-1", d.ws)
+	r := call(t, sess, tools["write"], map[string]any{
+		"file_path": "x.txt", "content": "x", "sandbox_permissions": "workspace-write", "justification": "j",
+	})
+	require.True(t, r.IsError)
+	assert.Contains(t, r.Text, "sandbox_permissions is not available")
+	assert.NoFileExists(t, filepath.Join(d.ws, "x.txt"))
+}
+
+func TestGraphConfigReachesTools(t *testing.T) {
+	d := newDirs(t)
+	fixture.Build(t, d.ws, "lines.txt: 1\n2\n3\n4\n5\n", "a", "b", "c")
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Mode: "read-only", Workspace: d.ws, ReadLimit: 2, ListLimit: 1,
+		LogLevel: "info", LogFormat: "console",
+	})
+	defer app.RequireStop()
+	sess := session.New("s-1", d.ws)
+	r := call(t, sess, tools["read"], map[string]any{"file_path": "lines.txt"})
+	require.False(t, r.IsError, r.Text)
+	assert.Contains(t, r.Text, "2: 2")
+	assert.NotContains(t, r.Text, "3: 3", "--read-limit 2 reaches the read tool")
+
+	r = call(t, sess, tools["list"], map[string]any{"path": "."})
+	require.False(t, r.IsError, r.Text)
+	listed := 0
+	for _, name := range []string{"lines.txt", "a", "b", "c"} {
+		if strings.Contains(r.Text, name) {
+			listed++
+		}
+	}
+	assert.Less(t, listed, 4, "--list-limit 1 reaches the list tool: %s", r.Text)
+}
+
+func TestOptionsErrors(t *testing.T) {
+	valid := func() config.Config {
+		c := config.Default()
+		c.Workspace = t.TempDir()
+		return c
+	}
+
+	t.Run("Invariants fails with an error naming --invariants", func(t *testing.T) {
+		cfg := valid()
+		cfg.Invariants = true
+		opts, err := compose.Options(cfg, io.Discard)
+		require.Error(t, err)
+		assert.Nil(t, opts)
+		assert.Contains(t, err.Error(), "--invariants")
+	})
+
+	t.Run("an invalid Config fails validation naming the flag", func(t *testing.T) {
+		for flagName, mutate := range map[string]func(*config.Config){
+			"--fs":         func(c *config.Config) { c.FS = "zfs" },
+			"--mode":       func(c *config.Config) { c.Mode = "yolo" },
+			"--log-level":  func(c *config.Config) { c.LogLevel = "loud" },
+			"--log-format": func(c *config.Config) { c.LogFormat = "xml" },
+			"--read-limit": func(c *config.Config) { c.ReadLimit = -1 },
+			"--list-limit": func(c *config.Config) { c.ListLimit = -1 },
+		} {
+			cfg := valid()
+			mutate(&cfg)
+			opts, err := compose.Options(cfg, io.Discard)
+			require.Error(t, err, flagName)
+			assert.Nil(t, opts)
+			assert.Contains(t, err.Error(), flagName)
+		}
+	})
+
+	t.Run("the zero Config is invalid", func(t *testing.T) {
+		_, err := compose.Options(config.Config{}, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--fs")
+	})
+
+	t.Run("a temp root of / fails the app at construction", func(t *testing.T) {
+		cfg := valid()
+		cfg.Mode = "workspace-write"
+		cfg.TempRoots = []string{"/"}
+		opts, err := compose.Options(cfg, io.Discard)
+		require.NoError(t, err)
+		app := fx.New(opts)
+		require.Error(t, app.Err())
+		assert.Contains(t, app.Err().Error(), "TempRoots")
+	})
+
+	t.Run("Options does not modify the caller's Config", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		cfg := valid()
+		cfg.TempRoots = []string{"rel-temp"}
+		_, err := compose.Options(cfg, io.Discard)
+		require.NoError(t, err)
+		assert.Equal(t, []string{"rel-temp"}, cfg.TempRoots,
+			"Options takes the Config by value, yet validation rewrote the caller's TempRoots slice in place")
+	})
+}
+
+func TestLogger(t *testing.T) {
+	t.Run("json at debug writes JSON lines to the given writer", func(t *testing.T) {
+		var buf bytes.Buffer
+		log, err := compose.NewLogger(config.Config{LogLevel: "debug", LogFormat: "json"}, &buf)
+		require.NoError(t, err)
+		log.Debug("hello")
+		var line map[string]any
+		require.NoError(t, json.Unmarshal(buf.Bytes(), &line), buf.String())
+		assert.Equal(t, "hello", line["msg"])
+		assert.Equal(t, "debug", line["level"])
+	})
+
+	t.Run("console at warn drops info", func(t *testing.T) {
+		var buf bytes.Buffer
+		log, err := compose.NewLogger(config.Config{LogLevel: "warn", LogFormat: "console"}, &buf)
+		require.NoError(t, err)
+		log.Info("quiet")
+		log.Warn("loud")
+		assert.NotContains(t, buf.String(), "quiet")
+		assert.Contains(t, buf.String(), "loud")
+		assert.False(t, json.Valid(bytes.TrimSpace(buf.Bytes())), "console is not JSON")
+	})
+
+	t.Run("a bad level names --log-level", func(t *testing.T) {
+		_, err := compose.NewLogger(config.Config{LogLevel: "loud", LogFormat: "json"}, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--log-level")
+	})
+
+	t.Run("the graph logs to the writer it is given, never elsewhere", func(t *testing.T) {
+		var buf bytes.Buffer
+		d := newDirs(t)
+		var group tool.Group
+		opts, err := compose.Options(config.Config{
+			FS: "sandbox", Mode: "read-only", Workspace: d.ws, TempRoots: []string{d.temp},
+			LogLevel: "debug", LogFormat: "json",
+		}, &buf, fx.Populate(&group))
+		require.NoError(t, err)
+		app := fxtest.New(t, opts)
+		app.RequireStart().RequireStop()
+		assert.NotEmpty(t, buf.String(), "fx events are logged at debug")
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			assert.True(t, json.Valid([]byte(line)), line)
+		}
+	})
+}

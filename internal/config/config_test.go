@@ -1,0 +1,531 @@
+package config_test
+
+import (
+	"flag"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/config"
+)
+
+// envOf returns a getenv that knows only vars: nothing leaks from the real
+// environment.
+func envOf(vars map[string]string) func(string) string {
+	return func(k string) string { return vars[k] }
+}
+
+// load parses args with a fresh flag set and loads the configuration.
+func load(t *testing.T, args []string, vars map[string]string) (config.Config, error) {
+	t.Helper()
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	fs.SetOutput(io.Discard)
+	loader := config.Flags(fs, envOf(vars))
+	require.NoError(t, fs.Parse(args))
+	return loader()
+}
+
+// mustLoad is load that requires success.
+func mustLoad(t *testing.T, args []string, vars map[string]string) config.Config {
+	t.Helper()
+	cfg, err := load(t, args, vars)
+	require.NoError(t, err)
+	return cfg
+}
+
+// writeYAML writes text to a fresh config file and returns its path.
+func writeYAML(t *testing.T, text string) string {
+	t.Helper()
+	p := filepath.Join(t.TempDir(), "harness.yaml")
+	require.NoError(t, os.WriteFile(p, []byte(text), 0o600))
+	return p
+}
+
+func TestDefault(t *testing.T) {
+	t.Run("Default is sandbox, read-only, info, console and nothing else", func(t *testing.T) {
+		assert.Equal(t, config.Config{FS: "sandbox", Mode: "read-only", LogLevel: "info", LogFormat: "console"}, config.Default())
+	})
+
+	t.Run("Default validates", func(t *testing.T) {
+		cfg := config.Default()
+		require.NoError(t, cfg.Validate())
+		assert.Equal(t, config.Default(), cfg, "validating the defaults changes nothing")
+	})
+
+	t.Run("no flags, no variables and no file load the defaults", func(t *testing.T) {
+		assert.Equal(t, config.Default(), mustLoad(t, nil, nil))
+	})
+
+	t.Run("empty variables are ignored", func(t *testing.T) {
+		vars := map[string]string{}
+		for _, name := range []string{
+			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
+			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
+		} {
+			vars[config.EnvPrefix+name] = ""
+		}
+		assert.Equal(t, config.Default(), mustLoad(t, nil, vars))
+	})
+
+	t.Run("the allowed value lists", func(t *testing.T) {
+		assert.Equal(t, []string{"sandbox", "local"}, config.Backends)
+		assert.Equal(t, []string{"debug", "info", "warn", "error"}, config.LogLevels)
+		assert.Equal(t, []string{"json", "console"}, config.LogFormats)
+		assert.Equal(t, "HARNESS_", config.EnvPrefix)
+	})
+}
+
+// layer is one field's value at each precedence level.
+type layer struct {
+	yaml string    // the YAML line(s) setting the field
+	env  [2]string // variable name (without prefix) and value
+	args []string  // the flags setting the field
+}
+
+func TestPrecedence(t *testing.T) {
+	fields := []struct {
+		name  string
+		set   layer
+		get   func(config.Config) any
+		wants [4]any // default, YAML, env, flag
+	}{
+		{
+			name:  "fs",
+			set:   layer{yaml: "fs: local", env: [2]string{"FS", "sandbox"}, args: []string{"--fs", "local"}},
+			get:   func(c config.Config) any { return c.FS },
+			wants: [4]any{"sandbox", "local", "sandbox", "local"},
+		},
+		{
+			name:  "mode",
+			set:   layer{yaml: "mode: workspace-write", env: [2]string{"MODE", "danger-full-access"}, args: []string{"--mode", "read-only"}},
+			get:   func(c config.Config) any { return c.Mode },
+			wants: [4]any{"read-only", "workspace-write", "danger-full-access", "read-only"},
+		},
+		{
+			name:  "workspace",
+			set:   layer{yaml: "workspace: /from/yaml", env: [2]string{"WORKSPACE", "/from/env"}, args: []string{"--workspace", "/from/flag"}},
+			get:   func(c config.Config) any { return c.Workspace },
+			wants: [4]any{"", "/from/yaml", "/from/env", "/from/flag"},
+		},
+		{
+			name: "temp-root",
+			set: layer{
+				yaml: "temp-root:\n  - /yaml/t1\n  - /yaml/t2",
+				env:  [2]string{"TEMP_ROOT", "/env/t1" + string(os.PathListSeparator) + "/env/t2" + string(os.PathListSeparator) + "/env/t3"},
+				args: []string{"--temp-root", "/flag/t1", "--temp-root", "/flag/t2"},
+			},
+			get: func(c config.Config) any { return c.TempRoots },
+			wants: [4]any{
+				[]string(nil),
+				[]string{"/yaml/t1", "/yaml/t2"},
+				[]string{"/env/t1", "/env/t2", "/env/t3"},
+				[]string{"/flag/t1", "/flag/t2"},
+			},
+		},
+		{
+			name:  "read-limit",
+			set:   layer{yaml: "read-limit: 10", env: [2]string{"READ_LIMIT", "20"}, args: []string{"--read-limit", "30"}},
+			get:   func(c config.Config) any { return c.ReadLimit },
+			wants: [4]any{0, 10, 20, 30},
+		},
+		{
+			name:  "read-max-line-length",
+			set:   layer{yaml: "read-max-line-length: 11", env: [2]string{"READ_MAX_LINE_LENGTH", "21"}, args: []string{"--read-max-line-length", "31"}},
+			get:   func(c config.Config) any { return c.ReadMaxLineLength },
+			wants: [4]any{0, 11, 21, 31},
+		},
+		{
+			name:  "read-max-bytes",
+			set:   layer{yaml: "read-max-bytes: 12", env: [2]string{"READ_MAX_BYTES", "22"}, args: []string{"--read-max-bytes", "32"}},
+			get:   func(c config.Config) any { return c.ReadMaxBytes },
+			wants: [4]any{0, 12, 22, 32},
+		},
+		{
+			name: "read-stream-min-size",
+			set: layer{
+				yaml: "read-stream-min-size: 8589934592", env: [2]string{"READ_STREAM_MIN_SIZE", "17179869184"},
+				args: []string{"--read-stream-min-size", "34359738368"},
+			},
+			get:   func(c config.Config) any { return c.ReadStreamMinSize },
+			wants: [4]any{int64(0), int64(8 << 30), int64(16 << 30), int64(32 << 30)},
+		},
+		{
+			name:  "list-limit",
+			set:   layer{yaml: "list-limit: 13", env: [2]string{"LIST_LIMIT", "23"}, args: []string{"--list-limit", "33"}},
+			get:   func(c config.Config) any { return c.ListLimit },
+			wants: [4]any{0, 13, 23, 33},
+		},
+		{
+			name:  "invariants",
+			set:   layer{yaml: "invariants: true", env: [2]string{"INVARIANTS", "false"}, args: []string{"--invariants"}},
+			get:   func(c config.Config) any { return c.Invariants },
+			wants: [4]any{false, true, false, true},
+		},
+		{
+			name:  "log-level",
+			set:   layer{yaml: "log-level: debug", env: [2]string{"LOG_LEVEL", "warn"}, args: []string{"--log-level", "error"}},
+			get:   func(c config.Config) any { return c.LogLevel },
+			wants: [4]any{"info", "debug", "warn", "error"},
+		},
+		{
+			name:  "log-format",
+			set:   layer{yaml: "log-format: json", env: [2]string{"LOG_FORMAT", "console"}, args: []string{"--log-format", "json"}},
+			get:   func(c config.Config) any { return c.LogFormat },
+			wants: [4]any{"console", "json", "console", "json"},
+		},
+	}
+	for _, f := range fields {
+		t.Run(f.name, func(t *testing.T) {
+			file := writeYAML(t, f.set.yaml+"\n")
+			env := map[string]string{config.EnvPrefix + f.set.env[0]: f.set.env[1]}
+			withFile := func(args ...string) []string { return append([]string{"--config", file}, args...) }
+			withEnv := func(extra map[string]string) map[string]string {
+				out := map[string]string{}
+				for k, v := range env {
+					out[k] = v
+				}
+				for k, v := range extra {
+					out[k] = v
+				}
+				return out
+			}
+
+			t.Run("default", func(t *testing.T) {
+				assert.Equal(t, f.wants[0], f.get(mustLoad(t, nil, nil)))
+			})
+			t.Run("YAML beats the default", func(t *testing.T) {
+				assert.Equal(t, f.wants[1], f.get(mustLoad(t, withFile(), nil)))
+			})
+			t.Run("the variable beats the default", func(t *testing.T) {
+				assert.Equal(t, f.wants[2], f.get(mustLoad(t, nil, env)))
+			})
+			t.Run("the flag beats the default", func(t *testing.T) {
+				assert.Equal(t, f.wants[3], f.get(mustLoad(t, f.set.args, nil)))
+			})
+			t.Run("the variable beats YAML", func(t *testing.T) {
+				assert.Equal(t, f.wants[2], f.get(mustLoad(t, withFile(), env)))
+			})
+			t.Run("the flag beats YAML", func(t *testing.T) {
+				assert.Equal(t, f.wants[3], f.get(mustLoad(t, withFile(f.set.args...), nil)))
+			})
+			t.Run("the flag beats the variable", func(t *testing.T) {
+				assert.Equal(t, f.wants[3], f.get(mustLoad(t, f.set.args, env)))
+			})
+			t.Run("the flag beats the variable and YAML", func(t *testing.T) {
+				assert.Equal(t, f.wants[3], f.get(mustLoad(t, withFile(f.set.args...), env)))
+			})
+			t.Run("HARNESS_CONFIG names the file when --config is not given", func(t *testing.T) {
+				assert.Equal(t, f.wants[1], f.get(mustLoad(t, nil, map[string]string{config.EnvPrefix + "CONFIG": file})))
+				assert.Equal(t, f.wants[2], f.get(mustLoad(t, nil, withEnv(map[string]string{config.EnvPrefix + "CONFIG": file}))))
+			})
+		})
+	}
+
+	t.Run("a flag set to its default value still beats the variable and YAML", func(t *testing.T) {
+		file := writeYAML(t, "mode: workspace-write\nfs: local\nlog-level: debug\ninvariants: true\n")
+		cfg := mustLoad(t,
+			[]string{"--config", file, "--mode", "read-only", "--fs", "sandbox", "--log-level", "info", "--invariants=false"},
+			map[string]string{"HARNESS_MODE": "danger-full-access", "HARNESS_LOG_LEVEL": "warn"})
+		assert.Equal(t, "read-only", cfg.Mode)
+		assert.Equal(t, "sandbox", cfg.FS)
+		assert.Equal(t, "info", cfg.LogLevel)
+		assert.False(t, cfg.Invariants)
+	})
+
+	t.Run("--config beats HARNESS_CONFIG", func(t *testing.T) {
+		flagFile := writeYAML(t, "mode: danger-full-access\n")
+		envFile := writeYAML(t, "mode: workspace-write\n")
+		cfg := mustLoad(t, []string{"--config", flagFile}, map[string]string{"HARNESS_CONFIG": envFile})
+		assert.Equal(t, "danger-full-access", cfg.Mode)
+	})
+
+	t.Run("layers merge field by field: what a higher layer does not set comes from below", func(t *testing.T) {
+		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
+		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
+		assert.Equal(t, config.Config{
+			FS: "local", Mode: "danger-full-access", ReadLimit: 7, LogLevel: "info", LogFormat: "json",
+		}, cfg)
+	})
+
+	t.Run("a whole YAML file with every key loads every field", func(t *testing.T) {
+		file := writeYAML(t, `fs: local
+mode: danger-full-access
+workspace: /w
+temp-root: [/t1, /t2]
+read-limit: 1
+read-max-line-length: 2
+read-max-bytes: 3
+read-stream-min-size: 4
+list-limit: 5
+invariants: true
+log-level: error
+log-format: json
+`)
+		assert.Equal(t, config.Config{
+			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
+			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
+			Invariants: true, LogLevel: "error", LogFormat: "json",
+		}, mustLoad(t, []string{"--config", file}, nil))
+	})
+
+	t.Run("an empty YAML file changes nothing", func(t *testing.T) {
+		assert.Equal(t, config.Default(), mustLoad(t, []string{"--config", writeYAML(t, "")}, nil))
+	})
+
+	t.Run("a YAML file of only comments changes nothing", func(t *testing.T) {
+		assert.Equal(t, config.Default(), mustLoad(t, []string{"--config", writeYAML(t, "# nothing here\n")}, nil))
+	})
+}
+
+func TestStrictYAML(t *testing.T) {
+	tests := []struct {
+		name   string
+		yaml   string
+		wantIn []string
+	}{
+		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"mdoe", "--config"}},
+		{name: "a Go field name is not a key", yaml: "ReadLimit: 3\n", wantIn: []string{"ReadLimit"}},
+		{name: "a snake_case spelling is not a key", yaml: "read_limit: 3\n", wantIn: []string{"read_limit"}},
+		{name: "the env spelling is not a key", yaml: "temp_root: [/t]\n", wantIn: []string{"temp_root"}},
+		{name: "--config itself is not a key", yaml: "config: other.yaml\n", wantIn: []string{"config"}},
+		{name: "a nested unknown key fails", yaml: "fs: local\nextra:\n  a: 1\n", wantIn: []string{"extra"}},
+		{name: "a wrong type fails", yaml: "read-limit: many\n", wantIn: []string{"--config", "many"}},
+		{name: "a scalar temp-root fails (it is a list)", yaml: "temp-root: /t\n", wantIn: []string{"--config"}},
+		{name: "malformed YAML fails", yaml: "mode: [read-only\n", wantIn: []string{"--config"}},
+		{name: "a top-level list fails", yaml: "- fs\n", wantIn: []string{"--config"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			file := writeYAML(t, tc.yaml)
+			_, err := load(t, []string{"--config", file}, nil)
+			require.Error(t, err)
+			for _, s := range tc.wantIn {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+
+	t.Run("a missing file fails naming --config", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "missing.yaml")
+		_, err := load(t, []string{"--config", missing}, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--config")
+		assert.Contains(t, err.Error(), "missing.yaml")
+	})
+
+	t.Run("a missing file named by HARNESS_CONFIG fails naming --config", func(t *testing.T) {
+		missing := filepath.Join(t.TempDir(), "missing.yaml")
+		_, err := load(t, nil, map[string]string{"HARNESS_CONFIG": missing})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--config")
+	})
+
+	t.Run("a YAML value is validated like a flag", func(t *testing.T) {
+		_, err := load(t, []string{"--config", writeYAML(t, "mode: yolo\n")}, nil)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--mode")
+		assert.Contains(t, err.Error(), `"yolo"`)
+	})
+}
+
+func TestBadValues(t *testing.T) {
+	const modes = "read-only, workspace-write, danger-full-access"
+	tests := []struct {
+		name   string
+		args   []string
+		env    map[string]string
+		yaml   string
+		wantIn []string
+	}{
+		{name: "--fs", args: []string{"--fs", "zfs"}, wantIn: []string{"--fs", `"zfs"`, "sandbox, local"}},
+		{name: "--fs is case-sensitive", args: []string{"--fs", "Sandbox"}, wantIn: []string{"--fs", `"Sandbox"`, "sandbox, local"}},
+		{name: "--fs empty", args: []string{"--fs", ""}, wantIn: []string{"--fs", `""`, "sandbox, local"}},
+		{name: "--mode", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode", `"yolo"`, modes}},
+		{name: "--mode empty", args: []string{"--mode", ""}, wantIn: []string{"--mode", `""`, modes}},
+		{name: "--log-level", args: []string{"--log-level", "verbose"}, wantIn: []string{"--log-level", `"verbose"`, "debug, info, warn, error"}},
+		{name: "--log-level warning is not an alias", args: []string{"--log-level", "warning"}, wantIn: []string{"--log-level", "debug, info, warn, error"}},
+		{name: "--log-format", args: []string{"--log-format", "xml"}, wantIn: []string{"--log-format", `"xml"`, "json, console"}},
+		{name: "negative --read-limit", args: []string{"--read-limit", "-1"}, wantIn: []string{"--read-limit", "-1"}},
+		{name: "negative --read-max-line-length", args: []string{"--read-max-line-length", "-2"}, wantIn: []string{"--read-max-line-length", "-2"}},
+		{name: "negative --read-max-bytes", args: []string{"--read-max-bytes", "-3"}, wantIn: []string{"--read-max-bytes", "-3"}},
+		{name: "negative --read-stream-min-size", args: []string{"--read-stream-min-size", "-4"}, wantIn: []string{"--read-stream-min-size", "-4"}},
+		{name: "negative --list-limit", args: []string{"--list-limit", "-5"}, wantIn: []string{"--list-limit", "-5"}},
+		{name: "an empty --temp-root", args: []string{"--temp-root", ""}, wantIn: []string{"--temp-root"}},
+		{name: "a blank --temp-root among good ones", args: []string{"--temp-root", "/t", "--temp-root", "  "}, wantIn: []string{"--temp-root"}},
+		{name: "HARNESS_MODE", env: map[string]string{"HARNESS_MODE": "yolo"}, wantIn: []string{"--mode", `"yolo"`, modes}},
+		{name: "HARNESS_FS", env: map[string]string{"HARNESS_FS": "nfs"}, wantIn: []string{"--fs", `"nfs"`, "sandbox, local"}},
+		{name: "HARNESS_LOG_LEVEL", env: map[string]string{"HARNESS_LOG_LEVEL": "trace"}, wantIn: []string{"--log-level", "debug, info, warn, error"}},
+		{name: "HARNESS_LOG_FORMAT", env: map[string]string{"HARNESS_LOG_FORMAT": "text"}, wantIn: []string{"--log-format", "json, console"}},
+		{name: "HARNESS_READ_LIMIT not an integer", env: map[string]string{"HARNESS_READ_LIMIT": "ten"}, wantIn: []string{"HARNESS_READ_LIMIT", `"ten"`}},
+		{name: "HARNESS_READ_LIMIT a float", env: map[string]string{"HARNESS_READ_LIMIT": "1.5"}, wantIn: []string{"HARNESS_READ_LIMIT", `"1.5"`}},
+		{name: "HARNESS_READ_LIMIT negative", env: map[string]string{"HARNESS_READ_LIMIT": "-1"}, wantIn: []string{"--read-limit", "-1"}},
+		{name: "HARNESS_READ_MAX_LINE_LENGTH", env: map[string]string{"HARNESS_READ_MAX_LINE_LENGTH": "x"}, wantIn: []string{"HARNESS_READ_MAX_LINE_LENGTH", `"x"`}},
+		{name: "HARNESS_READ_MAX_BYTES", env: map[string]string{"HARNESS_READ_MAX_BYTES": "x"}, wantIn: []string{"HARNESS_READ_MAX_BYTES", `"x"`}},
+		{name: "HARNESS_READ_STREAM_MIN_SIZE", env: map[string]string{"HARNESS_READ_STREAM_MIN_SIZE": "10MiB"}, wantIn: []string{"HARNESS_READ_STREAM_MIN_SIZE", `"10MiB"`}},
+		{name: "HARNESS_LIST_LIMIT", env: map[string]string{"HARNESS_LIST_LIMIT": "x"}, wantIn: []string{"HARNESS_LIST_LIMIT", `"x"`}},
+		{name: "HARNESS_INVARIANTS", env: map[string]string{"HARNESS_INVARIANTS": "maybe"}, wantIn: []string{"HARNESS_INVARIANTS", `"maybe"`}},
+		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"--temp-root"}},
+		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"--log-format", `"yaml"`, "json, console"}},
+		{name: "YAML negative list-limit", yaml: "list-limit: -9\n", wantIn: []string{"--list-limit", "-9"}},
+		{
+			name:   "a bad variable fails even when the flag overrides it",
+			args:   []string{"--read-limit", "5"},
+			env:    map[string]string{"HARNESS_READ_LIMIT": "five"},
+			wantIn: []string{"HARNESS_READ_LIMIT"},
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			args := tc.args
+			if tc.yaml != "" {
+				args = append([]string{"--config", writeYAML(t, tc.yaml)}, args...)
+			}
+			_, err := load(t, args, tc.env)
+			require.Error(t, err)
+			for _, s := range tc.wantIn {
+				assert.Contains(t, err.Error(), s)
+			}
+		})
+	}
+
+	t.Run("zero limits are valid (0 means the default)", func(t *testing.T) {
+		cfg := mustLoad(t, []string{
+			"--read-limit", "0", "--read-max-line-length", "0", "--read-max-bytes", "0",
+			"--read-stream-min-size", "0", "--list-limit", "0",
+		}, nil)
+		assert.Equal(t, config.Default(), cfg)
+	})
+
+	t.Run("every allowed value is accepted", func(t *testing.T) {
+		for _, v := range config.Backends {
+			assert.Equal(t, v, mustLoad(t, []string{"--fs", v}, nil).FS)
+		}
+		for _, v := range []string{"read-only", "workspace-write", "danger-full-access"} {
+			assert.Equal(t, v, mustLoad(t, []string{"--mode", v}, nil).Mode)
+		}
+		for _, v := range config.LogLevels {
+			assert.Equal(t, v, mustLoad(t, []string{"--log-level", v}, nil).LogLevel)
+		}
+		for _, v := range config.LogFormats {
+			assert.Equal(t, v, mustLoad(t, []string{"--log-format", v}, nil).LogFormat)
+		}
+	})
+
+	t.Run("HARNESS_INVARIANTS takes every strconv.ParseBool spelling", func(t *testing.T) {
+		for v, want := range map[string]bool{"1": true, "t": true, "TRUE": true, "True": true, "0": false, "f": false, "FALSE": false} {
+			assert.Equal(t, want, mustLoad(t, nil, map[string]string{"HARNESS_INVARIANTS": v}).Invariants, v)
+		}
+	})
+
+	t.Run("Validate checks in order and names the first bad flag", func(t *testing.T) {
+		cfg := config.Config{FS: "zfs", Mode: "yolo", LogLevel: "x", LogFormat: "y"}
+		err := cfg.Validate()
+		require.Error(t, err)
+		assert.True(t, strings.HasPrefix(err.Error(), "--fs:"), err.Error())
+	})
+
+	t.Run("Validate rejects the zero Config (no backend)", func(t *testing.T) {
+		var cfg config.Config
+		err := cfg.Validate()
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--fs")
+	})
+}
+
+func TestTempRoots(t *testing.T) {
+	t.Run("--temp-root is repeatable and keeps order", func(t *testing.T) {
+		cfg := mustLoad(t, []string{"--temp-root", "/b", "--temp-root", "/a", "--temp-root", "/c"}, nil)
+		assert.Equal(t, []string{"/b", "/a", "/c"}, cfg.TempRoots)
+	})
+
+	t.Run("HARNESS_TEMP_ROOT is a path list", func(t *testing.T) {
+		sep := string(os.PathListSeparator)
+		cfg := mustLoad(t, nil, map[string]string{"HARNESS_TEMP_ROOT": "/x" + sep + "/y"})
+		assert.Equal(t, []string{"/x", "/y"}, cfg.TempRoots)
+	})
+
+	t.Run("HARNESS_TEMP_ROOT with one entry", func(t *testing.T) {
+		cfg := mustLoad(t, nil, map[string]string{"HARNESS_TEMP_ROOT": "/only"})
+		assert.Equal(t, []string{"/only"}, cfg.TempRoots)
+	})
+
+	t.Run("--temp-root replaces HARNESS_TEMP_ROOT, it does not append", func(t *testing.T) {
+		cfg := mustLoad(t, []string{"--temp-root", "/f"}, map[string]string{"HARNESS_TEMP_ROOT": "/e"})
+		assert.Equal(t, []string{"/f"}, cfg.TempRoots)
+	})
+
+	t.Run("temp roots are cleaned and made absolute", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		cfg := mustLoad(t, []string{"--temp-root", "rel/t", "--temp-root", "/abs/../abs/t/"}, nil)
+		assert.Equal(t, []string{filepath.Join(dir, "rel", "t"), "/abs/t"}, cfg.TempRoots)
+	})
+}
+
+func TestWorkspace(t *testing.T) {
+	t.Run("a relative --workspace is made absolute against the working directory", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		cfg := mustLoad(t, []string{"--workspace", "proj/sub"}, nil)
+		assert.Equal(t, filepath.Join(dir, "proj", "sub"), cfg.Workspace)
+		assert.True(t, filepath.IsAbs(cfg.Workspace))
+	})
+
+	t.Run("--workspace . is the working directory", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		assert.Equal(t, dir, mustLoad(t, []string{"--workspace", "."}, nil).Workspace)
+	})
+
+	t.Run("a relative HARNESS_WORKSPACE is made absolute", func(t *testing.T) {
+		dir := t.TempDir()
+		t.Chdir(dir)
+		assert.Equal(t, filepath.Join(dir, "w"), mustLoad(t, nil, map[string]string{"HARNESS_WORKSPACE": "w"}).Workspace)
+	})
+
+	t.Run("an absolute --workspace is cleaned", func(t *testing.T) {
+		assert.Equal(t, "/a/c", mustLoad(t, []string{"--workspace", "/a/b/../c/"}, nil).Workspace)
+	})
+
+	t.Run("no workspace stays empty (the session decides)", func(t *testing.T) {
+		assert.Empty(t, mustLoad(t, nil, nil).Workspace)
+	})
+
+	t.Run("the workspace need not exist", func(t *testing.T) {
+		p := filepath.Join(t.TempDir(), "not", "yet")
+		assert.Equal(t, p, mustLoad(t, []string{"--workspace", p}, nil).Workspace)
+	})
+}
+
+func TestFlagsRegistration(t *testing.T) {
+	fs := flag.NewFlagSet("test", flag.ContinueOnError)
+	config.Flags(fs, envOf(nil))
+	var names []string
+	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+	assert.ElementsMatch(t, []string{
+		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
+		"read-max-bytes", "read-stream-min-size", "list-limit", "invariants", "log-level", "log-format",
+	}, names)
+	for _, name := range names {
+		assert.NotEmpty(t, fs.Lookup(name).Usage, name)
+	}
+
+	t.Run("the loader can run again after a second Parse, keeping earlier flags", func(t *testing.T) {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		loader := config.Flags(fs, envOf(nil))
+		require.NoError(t, fs.Parse([]string{"--mode", "workspace-write", "--temp-root", "/a", "tool", "--temp-root", "/b"}))
+		_, err := loader()
+		require.NoError(t, err)
+		require.NoError(t, fs.Parse(fs.Args()[1:]))
+		cfg, err := loader()
+		require.NoError(t, err)
+		assert.Equal(t, "workspace-write", cfg.Mode)
+		assert.Equal(t, []string{"/a", "/b"}, cfg.TempRoots)
+	})
+}
