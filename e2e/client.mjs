@@ -12,7 +12,7 @@
 // Environment:
 //   HARNESS_BIN          harness binary (default: ../bin/harness next to this script)
 //   HARNESS_E2E_STRICT   "1": also fail when a tool error carries no
-//                        _meta["harness/code"] (otherwise a WARN line)
+//                        _meta["harness/code"] (an FS_* code, INVALID_ARGUMENT or SANDBOX_ESCALATION_REFUSED; otherwise a WARN line)
 //   HARNESS_E2E_VERBOSE  "1": echo the server's stderr as it arrives
 //   HARNESS_E2E_LOG_LEVEL  the server's --log-level (default info)
 //
@@ -289,7 +289,7 @@ async function run() {
   const declined = path.join(outside, 'declined.txt');
   elicitAnswers.push({ action: 'decline' });
   res = await call('write', { file_path: declined, content: 'declined\n', sandbox_permissions: 'danger-full-access', justification });
-  text = expectToolError(res, 'escalated write (declined)');
+  text = expectToolError(res, 'escalated write (declined)', 'SANDBOX_ESCALATION_REFUSED');
   assert.equal(text, 'Error: the user rejected escalating this operation to "danger-full-access"', 'declined: text');
   assert.equal(elicitRequests.length, 2, `declined: want 2 elicitations in all, got ${elicitRequests.length}`);
   assert.ok(!exists(declined), 'declined: the file exists');
@@ -301,7 +301,7 @@ async function run() {
   } catch (err) {
     assert.fail(`read with offset "x": protocol error instead of a tool error: ${err?.code} ${err?.message}`);
   }
-  text = expectToolError(res, 'read offset "x"');
+  text = expectToolError(res, 'read offset "x"', 'INVALID_ARGUMENT');
   assert.equal(text, 'Error: offset must be a positive integer', 'read offset "x": text');
   ok(`read with offset: "x": tool error ${JSON.stringify(text)} (_meta ${JSON.stringify(res._meta ?? null)})`);
 

@@ -435,9 +435,10 @@ func TestRun(t *testing.T) {
 			stderrIn: []string{"flag provided but not defined: -bogus"},
 		},
 		{
-			name: "--invariants is a usage error for now", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "policy", "--invariants") },
-			stderrIn: []string{"--invariants"},
+			name: "--invariants runs the composition with its contracts checked", code: cli.ExitOK, golden: "call_read",
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--invariants", "--args", `{"file_path":"a.txt"}`)
+			},
 		},
 		{
 			name: "tools", code: cli.ExitOK, golden: "tools",

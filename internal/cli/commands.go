@@ -94,10 +94,13 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 		return ExitUsage, err
 	}
 	cfg.OneShot = true
-	var group tool.Group
+	var (
+		group   tool.Group
+		tracker *session.Tracker
+	)
 	stop, err := start(ctx, cfg, env,
 		fx.Provide(func() sandboxpolicy.Approver { return approver }),
-		fx.Populate(&group),
+		fx.Populate(&group, &tracker),
 	)
 	if err != nil {
 		return ExitUsage, err
@@ -121,7 +124,9 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	if resolved, err := realpath.Of(cwd); err == nil {
 		cwd = resolved
 	}
-	res := target.Handler(ctx, tool.Call{Session: session.New(uuid.NewString(), cwd), ID: "1", Arguments: arguments})
+	sess := tracker.Start(uuid.NewString(), cwd)
+	defer tracker.End(sess)
+	res := target.Handler(ctx, tool.Call{Session: sess, ID: "1", Arguments: arguments})
 	if err := writeJSON(env.Stdout, mcpserver.ToResult(res)); err != nil {
 		return ExitToolError, err
 	}

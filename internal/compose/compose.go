@@ -6,7 +6,9 @@ package compose
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
+	"slices"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -14,10 +16,14 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/invariants"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
 
@@ -28,9 +34,6 @@ import (
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
 		return nil, err
-	}
-	if cfg.Invariants {
-		return nil, fmt.Errorf("--invariants: the invariant registry is not part of this build yet")
 	}
 	log, err := NewLogger(cfg, logOut)
 	if err != nil {
@@ -57,9 +60,13 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
 			ReadStreamMinSize: cfg.ReadStreamMinSize, ListLimit: cfg.ListLimit,
 		}),
+		fx.Supply(invariants.Config{Enabled: cfg.Invariants}),
+		invariants.Module,
+		session.Module,
 		sandboxpolicy.Module,
 		backend,
 		toolfs.Module,
+		companions(),
 	}
 	if !cfg.OneShot {
 		opts = append(opts, readbeforewrite.Module)
@@ -86,4 +93,30 @@ func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
 		out = os.Stderr
 	}
 	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(out), level)), nil
+}
+
+// Companions maps every services/ package's import path to its invariant
+// companion. A test fails when a services/ package is missing from it.
+func Companions() map[string]fx.Option {
+	return map[string]fx.Option{
+		fs.PackagePath:              fs.Invariants,
+		fslocal.PackagePath:         fslocal.Invariants,
+		fssandbox.PackagePath:       fssandbox.Invariants,
+		invariants.PackagePath:      invariants.Invariants,
+		readbeforewrite.PackagePath: readbeforewrite.Invariants,
+		sandboxpolicy.PackagePath:   sandboxpolicy.Invariants,
+		session.PackagePath:         session.Invariants,
+		tool.PackagePath:            tool.Invariants,
+		toolfs.PackagePath:          toolfs.Invariants,
+	}
+}
+
+// companions returns every companion as one option, in a stable order.
+func companions() fx.Option {
+	all := Companions()
+	opts := make([]fx.Option, 0, len(all))
+	for _, pkg := range slices.Sorted(maps.Keys(all)) {
+		opts = append(opts, all[pkg])
+	}
+	return fx.Options(opts...)
 }

@@ -254,15 +254,6 @@ func TestOptionsErrors(t *testing.T) {
 		return c
 	}
 
-	t.Run("Invariants fails with an error naming --invariants", func(t *testing.T) {
-		cfg := valid()
-		cfg.Invariants = true
-		opts, err := compose.Options(cfg, io.Discard)
-		require.Error(t, err)
-		assert.Nil(t, opts)
-		assert.Contains(t, err.Error(), "--invariants")
-	})
-
 	t.Run("an invalid Config fails validation naming the flag", func(t *testing.T) {
 		for flagName, mutate := range map[string]func(*config.Config){
 			"--fs":         func(c *config.Config) { c.FS = "zfs" },

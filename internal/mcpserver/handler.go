@@ -45,6 +45,13 @@ func (s *Server) connFor(ss *mcp.ServerSession) *conn {
 		go func() {
 			_ = ss.Wait()
 			s.conns.Delete(ss)
+			if cc := c.(*conn); s.tracker != nil {
+				cc.mu.Lock()
+				if cc.sess != nil {
+					s.tracker.End(cc.sess)
+				}
+				cc.mu.Unlock()
+			}
 		}()
 	}
 	return c.(*conn)

@@ -62,7 +62,11 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	if resolved, err := realpath.Of(cwd); err == nil {
 		cwd = resolved
 	}
-	c.sess = session.New(uuid.NewString(), cwd)
+	if s.tracker != nil {
+		c.sess = s.tracker.Start(uuid.NewString(), cwd)
+	} else {
+		c.sess = session.New(uuid.NewString(), cwd)
+	}
 	s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd))
 	return c.sess, nil
 }

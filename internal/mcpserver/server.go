@@ -18,6 +18,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -40,7 +41,8 @@ type Server struct {
 	log   *zap.Logger
 	mcp   *mcp.Server
 
-	conns sync.Map // *mcp.ServerSession -> *conn
+	conns   sync.Map         // *mcp.ServerSession -> *conn
+	tracker *session.Tracker // starts sessions when set
 }
 
 // New builds the MCP server over tools (sorted by name).
@@ -103,14 +105,19 @@ type Params struct {
 
 	Options Options
 	Tools   tool.Group
-	Logger  *zap.Logger `optional:"true"`
+	Tracker *session.Tracker `optional:"true"`
+	Logger  *zap.Logger      `optional:"true"`
 }
 
 // Module provides the *Server over the "tools" group and the approver that
 // routes escalations to the calling connection's elicitation.
 var Module = fx.Module("mcpserver",
 	fx.Provide(
-		func(p Params) *Server { return New(p.Options, p.Tools.Tools, p.Logger) },
+		func(p Params) *Server {
+			s := New(p.Options, p.Tools.Tools, p.Logger)
+			s.tracker = p.Tracker
+			return s
+		},
 		fx.Annotate(func() Approver { return Approver{} }, fx.As(new(sandboxpolicy.Approver))),
 	),
 )

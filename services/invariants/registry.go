@@ -187,20 +187,24 @@ var Module = fx.Module("invariants", fx.Provide(provide))
 // newInstaller is a function taking any fx-provided values and returning an
 // Installer.
 func Companion(pkg string, newInstaller any) fx.Option {
-	return fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, r *Registry, installer Installer) {
-		var unregister func()
-		lc.Append(fx.Hook{
-			OnStart: func(ctx context.Context) error {
-				u, err := r.Register(ctx, pkg, installer)
-				unregister = u
-				return err
-			},
-			OnStop: func(context.Context) error {
-				if unregister != nil {
-					unregister()
-				}
-				return nil
-			},
-		})
-	}, fx.ParamTags(``, ``, `name:"`+pkg+`"`)), fx.Provide(fx.Annotate(newInstaller, fx.ResultTags(`name:"`+pkg+`"`))))
+	named := `name:"` + pkg + `"`
+	return fx.Options(
+		fx.Provide(fx.Annotate(newInstaller, fx.ResultTags(named))),
+		fx.Invoke(fx.Annotate(func(lc fx.Lifecycle, r *Registry, installer Installer) {
+			var unregister func()
+			lc.Append(fx.Hook{
+				OnStart: func(ctx context.Context) error {
+					u, err := r.Register(ctx, pkg, installer)
+					unregister = u
+					return err
+				},
+				OnStop: func(context.Context) error {
+					if unregister != nil {
+						unregister()
+					}
+					return nil
+				},
+			})
+		}, fx.ParamTags(``, ``, named))),
+	)
 }

@@ -30,8 +30,8 @@ func TestFailClosedEdges(t *testing.T) {
 	})
 	t.Run("a sandbox/mode event carrying a pointer still folds", func(t *testing.T) {
 		s := session.New("s", "")
-		sandboxpolicy.SetMode(s, sandboxpolicy.WorkspaceWrite)
-		s.Append(session.Event{Type: sandboxpolicy.EventMode, Data: &sandboxpolicy.ModeEvent{Mode: sandboxpolicy.ReadOnly}})
+		require.NoError(t, sandboxpolicy.SetMode(s, sandboxpolicy.WorkspaceWrite))
+		require.NoError(t, s.Append(session.Event{Type: sandboxpolicy.EventMode, Data: &sandboxpolicy.ModeEvent{Mode: sandboxpolicy.ReadOnly}}))
 		mode, ok := sandboxpolicy.OverrideOf(s)
 		assert.True(t, ok)
 		assert.Equal(t, sandboxpolicy.ReadOnly, mode)

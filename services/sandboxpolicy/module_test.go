@@ -49,7 +49,7 @@ func TestModule(t *testing.T) {
 	t.Run("P-10 stopping the app and starting a second one in the same process leaves nothing behind", func(t *testing.T) {
 		first, app1 := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: danger, WorkspaceRoot: ws}))
 		s := session.New("s", ws)
-		sandboxpolicy.SetMode(s, ww)
+		require.NoError(t, sandboxpolicy.SetMode(s, ww))
 		assert.Equal(t, ww, first.Resolve(s, "").Mode)
 		app1.RequireStop()
 

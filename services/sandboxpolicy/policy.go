@@ -21,9 +21,11 @@ type ModeEvent struct {
 }
 
 // SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19).
-// It does not validate m: the invariant companion reports unknown modes.
-func SetMode(s *session.Session, m Mode) {
-	s.Append(session.Event{Type: EventMode, Data: ModeEvent{Mode: m}})
+// It does not validate m itself: with invariants enabled, the package's
+// companion reports an unknown mode as the returned *invariants.Error (the
+// event is recorded either way, and resolving fails closed on it).
+func SetMode(s *session.Session, m Mode) error {
+	return s.Append(session.Event{Type: EventMode, Data: ModeEvent{Mode: m}})
 }
 
 // OverrideOf folds the session's log: the mode of its last "sandbox/mode"

@@ -26,7 +26,7 @@ func TestResolve(t *testing.T) {
 	withMode := func(id, cwd string, modes ...sandboxpolicy.Mode) *session.Session {
 		s := session.New(id, cwd)
 		for _, m := range modes {
-			sandboxpolicy.SetMode(s, m)
+			require.NoError(t, sandboxpolicy.SetMode(s, m))
 		}
 		return s
 	}
@@ -121,7 +121,7 @@ func TestResolve(t *testing.T) {
 		b := withMode("s-b", wsB, danger)
 		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
 		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
-		sandboxpolicy.SetMode(a, ro)
+		require.NoError(t, sandboxpolicy.SetMode(a, ro))
 		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
 		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
 		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc.Default())
@@ -131,7 +131,7 @@ func TestResolve(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		s := session.New("s-switch", wsA)
 		for _, m := range []sandboxpolicy.Mode{ww, danger, ro, ww, ww, ro} {
-			sandboxpolicy.SetMode(s, m)
+			require.NoError(t, sandboxpolicy.SetMode(s, m))
 			assert.Equal(t, m, svc.Resolve(s, "").Mode)
 			first := sandboxpolicy.PromptContext(svc.Resolve(s, ""))
 			second := sandboxpolicy.PromptContext(svc.Resolve(s, ""))
@@ -142,10 +142,10 @@ func TestResolve(t *testing.T) {
 	t.Run("P-16 a session recreated from another session's events reproduces the override", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		orig := session.New("s-resume", wsA)
-		orig.Append(session.Event{Type: "chat/message", Data: "hello"})
-		sandboxpolicy.SetMode(orig, danger)
-		sandboxpolicy.SetMode(orig, ww)
-		orig.Append(session.Event{Type: "chat/message", Data: "bye"})
+		require.NoError(t, orig.Append(session.Event{Type: "chat/message", Data: "hello"}))
+		require.NoError(t, sandboxpolicy.SetMode(orig, danger))
+		require.NoError(t, sandboxpolicy.SetMode(orig, ww))
+		require.NoError(t, orig.Append(session.Event{Type: "chat/message", Data: "bye"}))
 
 		resumed := session.New(orig.ID(), orig.Cwd(), orig.Events()...)
 		m, ok := sandboxpolicy.OverrideOf(resumed)
@@ -197,7 +197,7 @@ func TestSetMode(t *testing.T) {
 	for _, m := range sandboxpolicy.Modes() {
 		t.Run("P-19 SetMode "+string(m)+" appends exactly one sandbox/mode event with data {mode}", func(t *testing.T) {
 			s := session.New("s", "/w", session.Event{Type: "chat/message", Data: "x"})
-			sandboxpolicy.SetMode(s, m)
+			require.NoError(t, sandboxpolicy.SetMode(s, m))
 			events := s.Events()
 			require.Len(t, events, 2)
 			assert.Equal(t, session.Event{Type: "chat/message", Data: "x"}, events[0])
@@ -211,9 +211,9 @@ func TestSetMode(t *testing.T) {
 	t.Run("P-19 SetMode tells the session's observers once", func(t *testing.T) {
 		s := session.New("s", "/w")
 		var seen []session.Event
-		cancel := s.Observe(func(_ *session.Session, e session.Event) { seen = append(seen, e) })
+		cancel := s.Observe(func(_ *session.Session, e session.Event) error { seen = append(seen, e); return nil })
 		defer cancel()
-		sandboxpolicy.SetMode(s, danger)
+		require.NoError(t, sandboxpolicy.SetMode(s, danger))
 		assert.Equal(t, []session.Event{{Type: "sandbox/mode", Data: sandboxpolicy.ModeEvent{Mode: danger}}}, seen)
 	})
 }

@@ -5,6 +5,7 @@
 package session
 
 import (
+	"errors"
 	"slices"
 	"sync"
 )
@@ -19,8 +20,10 @@ type Event struct {
 
 // Observer is told of every event appended to a session, synchronously, in
 // log order, after it is recorded. It must not append to the same session
-// (that would deadlock); it may read it.
-type Observer func(s *Session, e Event)
+// (that would deadlock); it may read it. An error it returns is returned by
+// Append (the event stays recorded): that is how a runtime invariant reports
+// a malformed event to whoever appended it.
+type Observer func(s *Session, e Event) error
 
 // Session is one agent session. It is safe for concurrent use. Its ID and
 // Cwd never change; events are only appended.
@@ -29,6 +32,7 @@ type Session struct {
 	cwd string
 
 	deliver   sync.Mutex // serializes Append, so observers see log order
+	tracker   *Tracker   // set when the session was started by a Tracker
 	mu        sync.Mutex // guards the fields below
 	events    []Event
 	observers []observerEntry
@@ -54,17 +58,24 @@ func (s *Session) ID() string { return s.id }
 // never changes for the life of the session.
 func (s *Session) Cwd() string { return s.cwd }
 
-// Append records e at the end of the log and tells every observer.
-func (s *Session) Append(e Event) {
+// Append records e at the end of the log and tells every observer of the
+// session, then every observer of its Tracker. It returns the observers'
+// errors, joined; the event is recorded either way.
+func (s *Session) Append(e Event) error {
 	s.deliver.Lock()
 	defer s.deliver.Unlock()
 	s.mu.Lock()
 	s.events = append(s.events, e)
 	observers := slices.Clone(s.observers)
 	s.mu.Unlock()
+	var errs []error
 	for _, o := range observers {
-		o.fn(s, e)
+		errs = append(errs, o.fn(s, e))
 	}
+	if s.tracker != nil {
+		errs = append(errs, s.tracker.notify(s, e))
+	}
+	return errors.Join(errs...)
 }
 
 // Events returns a copy of the log, oldest first.

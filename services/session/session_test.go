@@ -22,11 +22,12 @@ type recorder struct {
 	sessions []*session.Session
 }
 
-func (r *recorder) observe(s *session.Session, e session.Event) {
+func (r *recorder) observe(s *session.Session, e session.Event) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.events = append(r.events, e)
 	r.sessions = append(r.sessions, s)
+	return nil
 }
 
 func (r *recorder) seen() []session.Event {
@@ -52,8 +53,8 @@ func TestNewIdentity(t *testing.T) {
 			assert.Equal(t, tc.cwd, s.Cwd())
 			assert.Empty(t, s.Events(), "a new session has an empty log")
 
-			s.Append(ev("sandbox/mode", "x"))
-			s.Append(ev("chat/message", "y"))
+			require.NoError(t, s.Append(ev("sandbox/mode", "x")))
+			require.NoError(t, s.Append(ev("chat/message", "y")))
 			assert.Equal(t, tc.id, s.ID(), "the id never changes")
 			assert.Equal(t, tc.cwd, s.Cwd(), "the cwd never changes")
 		})
@@ -65,15 +66,15 @@ func TestEvents(t *testing.T) {
 		s := session.New("s", "/w")
 		want := []session.Event{ev("a", 1), ev("b", 2), ev("a", 3), ev("c", nil)}
 		for _, e := range want {
-			s.Append(e)
+			require.NoError(t, s.Append(e))
 		}
 		assert.Equal(t, want, s.Events())
 	})
 
 	t.Run("Events returns a copy: changing it does not change the log", func(t *testing.T) {
 		s := session.New("s", "/w")
-		s.Append(ev("a", 1))
-		s.Append(ev("b", 2))
+		require.NoError(t, s.Append(ev("a", 1)))
+		require.NoError(t, s.Append(ev("b", 2)))
 		got := s.Events()
 		got[0] = ev("mutated", 0)
 		assert.Equal(t, []session.Event{ev("a", 1), ev("b", 2)}, s.Events())
@@ -81,9 +82,9 @@ func TestEvents(t *testing.T) {
 
 	t.Run("appending after Events does not change an earlier copy", func(t *testing.T) {
 		s := session.New("s", "/w")
-		s.Append(ev("a", 1))
+		require.NoError(t, s.Append(ev("a", 1)))
 		before := s.Events()
-		s.Append(ev("b", 2))
+		require.NoError(t, s.Append(ev("b", 2)))
 		assert.Equal(t, []session.Event{ev("a", 1)}, before)
 	})
 
@@ -91,7 +92,7 @@ func TestEvents(t *testing.T) {
 		prior := []session.Event{ev("sandbox/mode", "workspace-write"), ev("chat/message", "hi")}
 		s := session.New("s", "/w", prior...)
 		assert.Equal(t, prior, s.Events())
-		s.Append(ev("next", 3))
+		require.NoError(t, s.Append(ev("next", 3)))
 		assert.Equal(t, append(slices.Clone(prior), ev("next", 3)), s.Events())
 	})
 
@@ -104,10 +105,10 @@ func TestEvents(t *testing.T) {
 
 	t.Run("P-16 a session recreated from another's Events has the same log and they then diverge", func(t *testing.T) {
 		orig := session.New("s", "/w")
-		orig.Append(ev("a", 1))
+		require.NoError(t, orig.Append(ev("a", 1)))
 		resumed := session.New(orig.ID(), orig.Cwd(), orig.Events()...)
 		assert.Equal(t, orig.Events(), resumed.Events())
-		resumed.Append(ev("b", 2))
+		require.NoError(t, resumed.Append(ev("b", 2)))
 		assert.Equal(t, []session.Event{ev("a", 1)}, orig.Events())
 		assert.Equal(t, []session.Event{ev("a", 1), ev("b", 2)}, resumed.Events())
 	})
@@ -116,13 +117,13 @@ func TestEvents(t *testing.T) {
 func TestObserve(t *testing.T) {
 	t.Run("an observer receives only events appended after registration, in order, with the session", func(t *testing.T) {
 		s := session.New("s", "/w", ev("resumed", 0))
-		s.Append(ev("before", 1))
+		require.NoError(t, s.Append(ev("before", 1)))
 		rec := &recorder{}
 		cancel := s.Observe(rec.observe)
 		defer cancel()
-		s.Append(ev("after", 2))
-		s.Append(ev("after", 3))
-		s.Append(ev("other", 4))
+		require.NoError(t, s.Append(ev("after", 2)))
+		require.NoError(t, s.Append(ev("after", 3)))
+		require.NoError(t, s.Append(ev("other", 4)))
 		assert.Equal(t, []session.Event{ev("after", 2), ev("after", 3), ev("other", 4)}, rec.seen())
 		for _, got := range rec.sessions {
 			assert.Same(t, s, got)
@@ -132,9 +133,9 @@ func TestObserve(t *testing.T) {
 	t.Run("an observer is told synchronously, after the event is recorded", func(t *testing.T) {
 		s := session.New("s", "/w")
 		var logAtDelivery []session.Event
-		cancel := s.Observe(func(obs *session.Session, _ session.Event) { logAtDelivery = obs.Events() })
+		cancel := s.Observe(func(obs *session.Session, _ session.Event) error { logAtDelivery = obs.Events(); return nil })
 		defer cancel()
-		s.Append(ev("a", 1))
+		require.NoError(t, s.Append(ev("a", 1)))
 		assert.Equal(t, []session.Event{ev("a", 1)}, logAtDelivery, "Append returns after the observer ran, and the log already held the event")
 	})
 
@@ -145,8 +146,8 @@ func TestObserve(t *testing.T) {
 		defer c1()
 		c2 := s.Observe(r2.observe)
 		defer c2()
-		s.Append(ev("a", 1))
-		s.Append(ev("b", 2))
+		require.NoError(t, s.Append(ev("a", 1)))
+		require.NoError(t, s.Append(ev("b", 2)))
 		want := []session.Event{ev("a", 1), ev("b", 2)}
 		assert.Equal(t, want, r1.seen())
 		assert.Equal(t, want, r2.seen())
@@ -158,9 +159,9 @@ func TestObserve(t *testing.T) {
 		c1 := s.Observe(r1.observe)
 		c2 := s.Observe(r2.observe)
 		defer c2()
-		s.Append(ev("a", 1))
+		require.NoError(t, s.Append(ev("a", 1)))
 		c1()
-		s.Append(ev("b", 2))
+		require.NoError(t, s.Append(ev("b", 2)))
 		assert.Equal(t, []session.Event{ev("a", 1)}, r1.seen())
 		assert.Equal(t, []session.Event{ev("a", 1), ev("b", 2)}, r2.seen())
 	})
@@ -174,7 +175,7 @@ func TestObserve(t *testing.T) {
 		c2 := s.Observe(r2.observe)
 		defer c2()
 		c1()
-		s.Append(ev("a", 1))
+		require.NoError(t, s.Append(ev("a", 1)))
 		assert.Empty(t, r1.seen())
 		assert.Equal(t, []session.Event{ev("a", 1)}, r2.seen())
 	})
@@ -185,9 +186,9 @@ func TestObserve(t *testing.T) {
 		c1 := s.Observe(rec.observe)
 		c2 := s.Observe(rec.observe)
 		defer c2()
-		s.Append(ev("a", 1))
+		require.NoError(t, s.Append(ev("a", 1)))
 		c1()
-		s.Append(ev("b", 2))
+		require.NoError(t, s.Append(ev("b", 2)))
 		assert.Equal(t, []session.Event{ev("a", 1), ev("a", 1), ev("b", 2)}, rec.seen())
 	})
 
@@ -196,7 +197,7 @@ func TestObserve(t *testing.T) {
 		rec := &recorder{}
 		cancel := a.Observe(rec.observe)
 		defer cancel()
-		b.Append(ev("b", 1))
+		require.NoError(t, b.Append(ev("b", 1)))
 		assert.Empty(t, rec.seen())
 	})
 }
@@ -231,7 +232,7 @@ func TestConcurrentAppend(t *testing.T) {
 		for w := range writers {
 			wg.Go(func() {
 				for i := range perWriter {
-					s.Append(ev(fmt.Sprintf("w%d", w), item{w, i}))
+					assert.NoError(t, s.Append(ev(fmt.Sprintf("w%d", w), item{w, i})))
 				}
 			})
 		}
@@ -264,10 +265,10 @@ func TestConcurrentAppend(t *testing.T) {
 			wg.Go(func() {
 				for i := range perWriter {
 					if i%10 == 0 {
-						cancel := s.Observe(func(*session.Session, session.Event) {})
+						cancel := s.Observe(func(*session.Session, session.Event) error { return nil })
 						defer cancel()
 					}
-					s.Append(ev("x", item{w, i}))
+					assert.NoError(t, s.Append(ev("x", item{w, i})))
 				}
 			})
 		}
@@ -286,7 +287,7 @@ func TestConcurrentAppend(t *testing.T) {
 		)
 		firstEntered := make(chan struct{})
 		release := make(chan struct{})
-		cancel := s.Observe(func(_ *session.Session, e session.Event) {
+		cancel := s.Observe(func(_ *session.Session, e session.Event) error {
 			name, _ := e.Data.(string)
 			if name == "first" {
 				close(firstEntered)
@@ -295,6 +296,7 @@ func TestConcurrentAppend(t *testing.T) {
 			mu.Lock()
 			completed = append(completed, name)
 			mu.Unlock()
+			return nil
 		})
 		defer cancel()
 		completedHas := func(name string) bool {
@@ -304,9 +306,9 @@ func TestConcurrentAppend(t *testing.T) {
 		}
 
 		var wg sync.WaitGroup
-		wg.Go(func() { s.Append(ev("x", "first")) })
+		wg.Go(func() { assert.NoError(t, s.Append(ev("x", "first"))) })
 		<-firstEntered
-		wg.Go(func() { s.Append(ev("x", "second")) })
+		wg.Go(func() { assert.NoError(t, s.Append(ev("x", "second"))) })
 		// Give a concurrent delivery of "second" the chance to happen; a
 		// serialized delivery never completes it before "first" is released.
 		deadline := time.Now().Add(time.Second)

@@ -255,7 +255,7 @@ func TestEscalationStamp(t *testing.T) {
 			if !tc.noSess {
 				sess = session.New("s1", tc.cwd(w))
 				if tc.override != "" {
-					sandboxpolicy.SetMode(sess, tc.override)
+					require.NoError(t, sandboxpolicy.SetMode(sess, tc.override))
 				}
 			}
 			want := tc.want(w)
@@ -380,7 +380,7 @@ func TestEscalationDenial(t *testing.T) {
 			e := w.sandboxed(t, tc.mode, nil, false)
 			sess := session.New("s1", w.ws)
 			if tc.override != "" {
-				sandboxpolicy.SetMode(sess, tc.override)
+				require.NoError(t, sandboxpolicy.SetMode(sess, tc.override))
 			}
 			if tc.read != "" {
 				e.mustRead(sess, filepath.Join(w.base, tc.read))
@@ -587,7 +587,7 @@ func TestEscalationApproval(t *testing.T) {
 			if !tc.noSess {
 				sess = session.New("s1", w.ws)
 				if tc.override != "" {
-					sandboxpolicy.SetMode(sess, tc.override)
+					require.NoError(t, sandboxpolicy.SetMode(sess, tc.override))
 				}
 			}
 			dir := w.ws

@@ -1,0 +1,18 @@
+package session
+
+import (
+	"context"
+
+	"github.com/dsh-go/harness/services/invariants"
+)
+
+// PackagePath is this package's import path: its name in the invariant
+// registry.
+const PackagePath = "github.com/dsh-go/harness/services/session"
+
+// Invariants is this package's invariant companion: it reserves the
+// package's name in the registry on start and releases it on stop.
+var Invariants = invariants.Companion(PackagePath, func() invariants.Installer {
+	// No runtime invariant: a session is a log of events owned by other packages; the packages that define event types check them (see sandboxpolicy).
+	return func(context.Context, *invariants.Install) error { return nil }
+})

@@ -1,0 +1,80 @@
+package session
+
+import (
+	"errors"
+	"slices"
+	"sync"
+
+	"go.uber.org/fx"
+)
+
+// Tracker starts the sessions of a process and knows the live ones, so that
+// a check can look at every session, present and future: it tells its
+// observers of every event appended to any session it started. It is safe
+// for concurrent use.
+type Tracker struct {
+	mu        sync.Mutex
+	live      map[*Session]struct{}
+	observers []observerEntry
+	nextObs   int
+}
+
+// NewTracker returns a tracker with no sessions.
+func NewTracker() *Tracker { return &Tracker{live: map[*Session]struct{}{}} }
+
+// Start returns a new tracked session (see New).
+func (t *Tracker) Start(id, cwd string, events ...Event) *Session {
+	s := New(id, cwd, events...)
+	s.tracker = t
+	t.mu.Lock()
+	t.live[s] = struct{}{}
+	t.mu.Unlock()
+	return s
+}
+
+// End stops tracking s (its events still reach the tracker's observers).
+func (t *Tracker) End(s *Session) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	delete(t.live, s)
+}
+
+// Sessions returns the live sessions, in no particular order.
+func (t *Tracker) Sessions() []*Session {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	out := make([]*Session, 0, len(t.live))
+	for s := range t.live {
+		out = append(out, s)
+	}
+	return out
+}
+
+// Observe registers fn for every event appended from now on to any session
+// the tracker started, and returns the func that unregisters it.
+func (t *Tracker) Observe(fn Observer) (cancel func()) {
+	t.mu.Lock()
+	t.nextObs++
+	id := t.nextObs
+	t.observers = append(t.observers, observerEntry{id: id, fn: fn})
+	t.mu.Unlock()
+	return func() {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.observers = slices.DeleteFunc(t.observers, func(o observerEntry) bool { return o.id == id })
+	}
+}
+
+func (t *Tracker) notify(s *Session, e Event) error {
+	t.mu.Lock()
+	observers := slices.Clone(t.observers)
+	t.mu.Unlock()
+	var errs []error
+	for _, o := range observers {
+		errs = append(errs, o.fn(s, e))
+	}
+	return errors.Join(errs...)
+}
+
+// Module provides the process's *Tracker.
+var Module = fx.Module("session", fx.Provide(NewTracker))
