@@ -24,14 +24,16 @@ const CodeMetaKey = "harness/code"
 // travel as input-required results (SEP-2322).
 const newProtocol = "2026-07-28"
 
-// conn is the state of one connection: its session, fixed on first use, and
-// the lock that runs exclusive tools alone.
+// conn is the state of one connection: its session, fixed on first use.
+//
+// Calls of one connection run concurrently, exclusive tools included: what
+// exclusivity protects, two mutations of one file interleaving, the backend
+// already serializes per target (and guards with versions across
+// processes). A client that wants strict ordering awaits each call.
 type conn struct {
 	mu   sync.Mutex
 	sess *session.Session
-
-	exclusive sync.RWMutex
-	seq       atomic.Int64
+	seq  atomic.Int64
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -94,13 +96,6 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		sess, ask := s.session(ctx, c, req, newProto)
 		if ask != nil {
 			return ask, nil
-		}
-		if t.Exclusive {
-			c.exclusive.Lock()
-			defer c.exclusive.Unlock()
-		} else {
-			c.exclusive.RLock()
-			defer c.exclusive.RUnlock()
 		}
 		var pending *sandboxpolicy.ApprovalRequest
 		var state string
