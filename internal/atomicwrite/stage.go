@@ -26,6 +26,11 @@ func (s *stage) run(ctx context.Context, req *Request) (published bool, err erro
 	if s.dir, err = s.parent.OpenDir(s.name); err != nil {
 		return false, err
 	}
+	// Hold the staging directory's flock for the whole write, so Reclaim
+	// in another process never takes a directory a live writer uses.
+	if err := unix.Flock(s.dir.FD(), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return false, &os.PathError{Op: "flock", Path: s.dir.Path(), Err: err}
+	}
 	if err := s.fill(req); err != nil {
 		return false, err
 	}

@@ -51,10 +51,11 @@ func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
-	raw, st, err := readForEdit(ctx, m, dp)
+	locked, raw, st, err := readForEdit(ctx, m, dp)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
+	defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
 	if req.Version != "" && version(&st) != req.Version {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
@@ -76,25 +77,27 @@ func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.
 	return fs.EditOutcome{Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements}, nil
 }
 
-// readForEdit reads the whole target through its open parent, with the fstat
-// of the same descriptor. A missing file is stale (L-100); anything but a
-// regular file is refused before the version is compared (L-103).
-func readForEdit(ctx context.Context, m *mutation, dp string) ([]byte, unix.Stat_t, error) {
+// readForEdit locks the target across processes (see guard) and reads it
+// whole from the locked descriptor, with that descriptor's fstat. A missing
+// file is stale (L-100); anything but a regular file is refused before the
+// version is compared (L-103). Closing the returned file releases the lock.
+func readForEdit(ctx context.Context, m *mutation, dp string) (*os.File, []byte, unix.Stat_t, error) {
 	const op = "edit"
-	file, st, err := m.parent.OpenRead(m.name)
-	if isAbsent(err) {
-		return nil, st, stale(op, dp)
+	file, st, err := guard(ctx, m)
+	if errors.Is(err, errGone) {
+		return nil, nil, st, stale(op, dp)
 	}
 	if err != nil {
-		return nil, st, osErr(op, op, dp, err)
+		return nil, nil, st, osErr(op, op, dp, err)
 	}
-	defer file.Close() //nolint:errcheck // read-only descriptor
 	if !dirfd.IsRegular(&st) {
-		return nil, st, notRegular(op, op, dp)
+		_ = file.Close()
+		return nil, nil, st, notRegular(op, op, dp)
 	}
 	raw, err := readAll(ctx, file, st.Size, -1)
 	if err != nil {
-		return nil, st, osErr(op, op, dp, err)
+		_ = file.Close()
+		return nil, nil, st, osErr(op, op, dp, err)
 	}
-	return raw, st, nil
+	return file, raw, st, nil
 }

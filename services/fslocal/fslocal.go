@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -70,6 +71,10 @@ type FileSystem struct {
 	log   *zap.Logger
 	host  *dirfd.Dir
 	locks lockTable
+
+	// reclaimed holds the [dev, ino] of every directory already scanned for
+	// abandoned staging directories.
+	reclaimed sync.Map
 
 	// afterStage, when set by tests, runs between staging and publication.
 	afterStage func(stagingDir, tempFile string)

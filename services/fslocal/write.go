@@ -60,10 +60,24 @@ func (f *FileSystem) WriteTextIn(ctx context.Context, root *dirfd.Dir, target fs
 			return fs.WriteOutcome{}, notObserved(dp, nil)
 		}
 	case fs.ReplaceIfVersion:
+		gone := newErr(fs.CodeStaleVersion, op, dp, nil, "cannot write %q: file no longer exists", dp)
 		if !m.present {
-			return fs.WriteOutcome{}, newErr(fs.CodeStaleVersion, op, dp, nil, "cannot write %q: file no longer exists", dp)
+			return fs.WriteOutcome{}, gone
 		}
-		if version(&m.st) != intent.Version {
+		// Compare and publish under the cross-process guard, so two
+		// processes replacing one version cannot both win.
+		locked, st, err := guard(ctx, m)
+		if errors.Is(err, errGone) {
+			return fs.WriteOutcome{}, gone
+		}
+		if err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
+		defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
+		if !dirfd.IsRegular(&st) {
+			return fs.WriteOutcome{}, notRegular(op, op, dp)
+		}
+		if m.st = st; version(&st) != intent.Version {
 			return fs.WriteOutcome{}, stale(op, dp)
 		}
 	}
@@ -162,6 +176,7 @@ func (f *FileSystem) publish(ctx context.Context, m *mutation, op, dp, content s
 		}
 		m.parent, created = parent, n
 	}
+	f.reclaimOnce(m.parent)
 	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
 		Parent:      m.parent,
 		Name:        m.name,
@@ -258,4 +273,26 @@ func checkNames(rel, name string) error {
 		}
 	}
 	return nil
+}
+
+// reclaimOnce removes, the first time this process writes into a directory,
+// the staging directories that killed writers left there (see
+// atomicwrite.Reclaim). Once per directory keeps a write into a large
+// directory from scanning it every time.
+func (f *FileSystem) reclaimOnce(parent *dirfd.Parent) {
+	var st unix.Stat_t
+	if unix.Fstat(parent.FD(), &st) != nil {
+		return
+	}
+	key := [2]uint64{st.Dev, st.Ino}
+	if _, seen := f.reclaimed.LoadOrStore(key, struct{}{}); seen {
+		return
+	}
+	n, err := atomicwrite.Reclaim(parent)
+	switch {
+	case err != nil:
+		f.log.Warn("could not scan for abandoned staging directories", zap.String("dir", parent.Path()), zap.Error(err))
+	case n > 0:
+		f.log.Info("reclaimed abandoned staging directories", zap.String("dir", parent.Path()), zap.Int("count", n))
+	}
 }

@@ -1,0 +1,8 @@
+package main
+
+import (
+	_ "github.com/modelcontextprotocol/go-sdk/mcp"
+	_ "gonum.org/v1/plot"
+)
+
+func main() {}

@@ -1,0 +1,78 @@
+package atomicwrite
+
+import (
+	"errors"
+	"os"
+	"regexp"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+)
+
+// stagingPattern matches the name of a staging directory:
+// ".<base>.<pid>.<uuid>.tmpdir".
+var stagingPattern = regexp.MustCompile(`^\..+\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmpdir$`)
+
+// Reclaim removes the staging directories that writers killed mid-write left
+// in p, and returns how many it removed. A staging directory is reclaimed
+// only when it is certainly abandoned: the process named in it is not this
+// one and is no longer alive, and its flock (which a writer holds from the
+// moment it opens its staging directory until it has removed it) can be
+// taken. A directory whose process is alive is left alone even if unlocked:
+// its writer may be between mkdir and flock. Only the files inside a staging
+// directory are removed, by single name, and then the directory; anything
+// else inside (a subdirectory) makes it stay. Errors are the directory
+// scan's; a staging directory that cannot be reclaimed is skipped.
+func Reclaim(p *dirfd.Parent) (int, error) {
+	names, err := p.Names()
+	if err != nil {
+		return 0, err
+	}
+	self := os.Getpid()
+	removed := 0
+	for _, name := range names {
+		m := stagingPattern.FindStringSubmatch(name)
+		if m == nil {
+			continue
+		}
+		pid, err := strconv.Atoi(m[1])
+		if err != nil || pid == self || alive(pid) {
+			continue
+		}
+		if reclaimOne(p, name) == nil {
+			removed++
+		}
+	}
+	return removed, nil
+}
+
+// alive reports whether a process with pid exists (signal 0 probes it;
+// EPERM means it exists but belongs to someone else).
+func alive(pid int) bool {
+	err := unix.Kill(pid, 0)
+	return err == nil || errors.Is(err, unix.EPERM)
+}
+
+// reclaimOne removes one abandoned staging directory, under its flock.
+func reclaimOne(p *dirfd.Parent, name string) error {
+	dir, err := p.OpenDir(name)
+	if err != nil {
+		return err
+	}
+	defer dir.Close() //nolint:errcheck // read-only directory descriptor
+	if err := unix.Flock(dir.FD(), unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return err // a live writer holds it
+	}
+	entries, err := dir.Names()
+	if err != nil {
+		return err
+	}
+	for _, e := range entries {
+		if err := unix.Unlinkat(dir.FD(), e, 0); err != nil {
+			return err
+		}
+	}
+	return unix.Unlinkat(p.FD(), name, unix.AT_REMOVEDIR)
+}

@@ -1,0 +1,89 @@
+package fslocal
+
+import (
+	"context"
+	"errors"
+	"os"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+)
+
+// Limits of the cross-process guard.
+const (
+	// guardRetries bounds how often the guard re-opens a target that was
+	// replaced while it waited for the lock.
+	guardRetries = 100
+	// guardPoll is the pause between two attempts at a held lock; flock
+	// cannot be interrupted, so waiting polls and watches the context.
+	guardPoll = 200 * time.Microsecond
+)
+
+// errGone says the target disappeared while the guard waited.
+var errGone = errors.New("the target no longer exists")
+
+// guard opens the regular file now at m's target and takes an exclusive
+// flock on it, so that the version check, the read and the publication of a
+// guarded write or an edit form one critical section across processes (the
+// in-process lock table alone excludes only this process). A publication
+// replaces the inode, so a writer that waited on the old inode sees, once it
+// has the lock, that the path names another file: it then locks that one
+// instead, and finds its version changed. The returned file is open for
+// reading; closing it releases the lock. Errors: errGone (wrapping ENOENT)
+// when the target is absent; a non-regular target is reported by the caller
+// from the returned Stat_t; other errors are *os.PathError.
+func guard(ctx context.Context, m *mutation) (*os.File, unix.Stat_t, error) {
+	for range guardRetries {
+		file, st, err := m.parent.OpenRead(m.name)
+		if isAbsent(err) {
+			return nil, st, errors.Join(errGone, err)
+		}
+		if err != nil {
+			return nil, st, err
+		}
+		if !dirfd.IsRegular(&st) {
+			return file, st, nil // the caller refuses it; nothing to lock
+		}
+		if err := lockFile(ctx, file); err != nil {
+			_ = file.Close()
+			return nil, st, err
+		}
+		// Holding the lock, the path must still name this inode, and the
+		// version must be read now, not before the wait.
+		now, err := m.parent.Stat(m.name, true)
+		if err == nil && now.Dev == st.Dev && now.Ino == st.Ino {
+			if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+				_ = file.Close()
+				return nil, st, &os.PathError{Op: "fstat", Path: m.parent.Join(m.name), Err: err}
+			}
+			return file, st, nil
+		}
+		_ = file.Close()
+		if isAbsent(err) {
+			return nil, st, errors.Join(errGone, err)
+		}
+	}
+	return nil, unix.Stat_t{}, &os.PathError{Op: "lock", Path: m.parent.Join(m.name), Err: unix.EAGAIN}
+}
+
+// lockFile takes an exclusive flock on file, polling while another holder
+// has it, until ctx ends.
+func lockFile(ctx context.Context, file *os.File) error {
+	fd := int(file.Fd())
+	for {
+		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
+		if err == nil {
+			return nil
+		}
+		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
+			return &os.PathError{Op: "flock", Path: file.Name(), Err: err}
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(guardPoll):
+		}
+	}
+}

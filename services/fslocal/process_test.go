@@ -1,0 +1,317 @@
+package fslocal_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
+)
+
+// The helper process: the test binary re-executed with HARNESS_HELPER set
+// runs one of the workers below instead of the tests.
+const helperEnv = "HARNESS_HELPER"
+
+func TestHelperProcess(t *testing.T) {
+	switch os.Getenv(helperEnv) {
+	case "":
+		return
+	case "crash-writer":
+		crashWriter(os.Getenv("HARNESS_HELPER_DIR"))
+	case "edit-worker":
+		editWorker(os.Getenv("HARNESS_HELPER_FILE"), os.Getenv("HARNESS_HELPER_ID"))
+	}
+	os.Exit(0)
+}
+
+func helperCmd(t *testing.T, role string, env ...string) *exec.Cmd {
+	t.Helper()
+	cmd := exec.Command(os.Args[0], "-test.run=^TestHelperProcess$")
+	cmd.Env = append(os.Environ(), append([]string{helperEnv + "=" + role}, env...)...)
+	return cmd
+}
+
+// ---- crash safety ----
+
+const crashFiles = 4
+
+// crashContent is the full content of generation n: a header, a body whose
+// length depends on n, and a trailer, every line carrying <n>, so a torn or
+// mixed file is recognizable.
+func crashContent(n int) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "seq=<%d>\n", n)
+	for i := range n%40 + 3 {
+		fmt.Fprintf(&b, "<%d>:%d %s\n", n, i, strings.Repeat("x", (n*7+i)%90))
+	}
+	fmt.Fprintf(&b, "end=<%d>\n", n)
+	return b.String()
+}
+
+var tokenRe = regexp.MustCompile(`<(\d+)>`)
+
+// crashGeneration returns the generation a content holds, and whether it is
+// exactly a full content: that of a write of some generation m <= n whose
+// tokens edits have since advanced to n (an edit keeps the body).
+func crashGeneration(content string) (int, bool) {
+	m := tokenRe.FindStringSubmatch(content)
+	if m == nil {
+		return 0, false
+	}
+	n, _ := strconv.Atoi(m[1])
+	lines := strings.Count(content, "\n") - 2 // body lines
+	if lines < 3 {
+		return n, false
+	}
+	// The body length fixes m modulo 40: try each such m up to n.
+	for base := lines - 3; base <= n; base += 40 {
+		if content == strings.ReplaceAll(crashContent(base), fmt.Sprintf("<%d>", base), fmt.Sprintf("<%d>", n)) {
+			return n, true
+		}
+	}
+	return n, false
+}
+
+// crashWriter loops forever over the files, advancing each one generation
+// at a time by a write or an edit, and announces "begin k n" before and
+// "commit k n" after each durable mutation.
+func crashWriter(dir string) {
+	f, err := fslocal.New(fslocal.Config{Cwd: dir}, nil)
+	if err != nil {
+		panic(err)
+	}
+	out := bufio.NewWriter(os.Stdout)
+	ctx := context.Background()
+	gen := make([]int, crashFiles)
+	for k := range crashFiles {
+		b, err := os.ReadFile(filepath.Join(dir, "f"+strconv.Itoa(k)))
+		if err != nil {
+			panic(err)
+		}
+		gen[k], _ = crashGeneration(string(b))
+	}
+	for i := 0; ; i++ {
+		k := i % crashFiles
+		tg, err := f.Resolve(ctx, "f"+strconv.Itoa(k), fs.ResolveOptions{})
+		if err != nil {
+			panic(err)
+		}
+		next := gen[k] + 1
+		fmt.Fprintf(out, "begin %d %d\n", k, next)
+		_ = out.Flush()
+		if i%3 == 2 {
+			_, err = f.EditText(ctx, tg, fs.EditRequest{OldString: fmt.Sprintf("<%d>", gen[k]), NewString: fmt.Sprintf("<%d>", next), ReplaceAll: true})
+		} else {
+			_, err = f.WriteText(ctx, tg, crashContent(next), fs.WriteOptions{})
+		}
+		if err != nil {
+			panic(err)
+		}
+		gen[k] = next
+		fmt.Fprintf(out, "commit %d %d\n", k, next)
+		_ = out.Flush()
+	}
+}
+
+// TestCrashSafety kills a writer with SIGKILL at random moments and checks,
+// after every kill, that each file holds exactly its last committed or its
+// in-flight generation, in full, and that nothing committed was lost; then
+// that a later write reclaims every staging directory the killed writers
+// left. HARNESS_KILLS sets the number of kills (default 1000).
+func TestCrashSafety(t *testing.T) {
+	if testing.Short() {
+		t.Skip("kills a writer process many times")
+	}
+	kills := 1000
+	if v := os.Getenv("HARNESS_KILLS"); v != "" {
+		var err error
+		kills, err = strconv.Atoi(v)
+		require.NoError(t, err)
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for k := range crashFiles {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(k)), []byte(crashContent(0)), 0o644))
+	}
+	committed := make([]int, crashFiles)
+	rng := rand.New(rand.NewPCG(1, uint64(time.Now().UnixNano())))
+	deadline := time.Now().Add(5 * time.Minute)
+	stats := struct{ kills, commits, inFlightSeen, stagingLeft int }{}
+	for range kills {
+		require.True(t, time.Now().Before(deadline), "the kill loop is bounded in time")
+		cmd := helperCmd(t, "crash-writer", "HARNESS_HELPER_DIR="+dir)
+		stdout, err := cmd.StdoutPipe()
+		require.NoError(t, err)
+		require.NoError(t, cmd.Start())
+		begun := make([]int, crashFiles)
+		copy(begun, committed)
+		var mu sync.Mutex
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			sc := bufio.NewScanner(stdout)
+			for sc.Scan() {
+				var verb string
+				var k, n int
+				if _, err := fmt.Sscanf(sc.Text(), "%s %d %d", &verb, &k, &n); err != nil {
+					continue
+				}
+				mu.Lock()
+				if verb == "begin" {
+					begun[k] = n
+				} else {
+					committed[k] = n
+					stats.commits++
+				}
+				mu.Unlock()
+			}
+		}()
+		time.Sleep(time.Duration(rng.IntN(15_000)) * time.Microsecond)
+		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
+		_ = cmd.Wait()
+		<-done
+		stats.kills++
+		// A kill mid-write leaves its staging directory; the next writer
+		// to write in the directory reclaims it.
+		stats.stagingLeft += len(fixture.Residue(t, dir))
+		for k := range crashFiles {
+			b, err := os.ReadFile(filepath.Join(dir, "f"+strconv.Itoa(k)))
+			require.NoError(t, err)
+			n, whole := crashGeneration(string(b))
+			require.True(t, whole, "file %d is torn after kill %d: %q", k, stats.kills, b)
+			require.GreaterOrEqual(t, n, committed[k], "file %d lost committed generation %d (has %d)", k, committed[k], n)
+			require.LessOrEqual(t, n, begun[k], "file %d is ahead of anything begun", k)
+			if n > committed[k] {
+				stats.inFlightSeen++
+				committed[k] = n // the in-flight write had committed before the kill
+			}
+		}
+	}
+	f, err := fslocal.New(fslocal.Config{Cwd: dir}, nil)
+	require.NoError(t, err)
+	_, err = f.WriteText(context.Background(), resolve(t, f, "after.txt"), "x", fs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, fixture.Residue(t, dir), "a later write reclaims the killed writers' staging directories")
+	t.Logf("kills=%d commits=%d published-but-unannounced=%d staging-dirs-left-by-kills=%d (all reclaimed)",
+		stats.kills, stats.commits, stats.inFlightSeen, stats.stagingLeft)
+	if kills >= 200 {
+		assert.Positive(t, stats.stagingLeft, "some kills landed mid-write and left staging to reclaim")
+	}
+}
+
+// ---- cross-process concurrency ----
+
+const (
+	editWorkers  = 8
+	editsPerGoro = 25
+)
+
+// editWorker runs 8 goroutines that each make guarded edits appending a
+// unique token before END, and prints a JSON report of which succeeded and
+// which failed with which code.
+func editWorker(file, id string) {
+	f, err := fslocal.New(fslocal.Config{Cwd: filepath.Dir(file)}, nil)
+	if err != nil {
+		panic(err)
+	}
+	ctx := context.Background()
+	tg, err := f.Resolve(ctx, file, fs.ResolveOptions{})
+	if err != nil {
+		panic(err)
+	}
+	var (
+		mu     sync.Mutex
+		report = map[string][]string{"ok": {}, "failed": {}}
+		wg     sync.WaitGroup
+	)
+	for g := range editWorkers {
+		wg.Go(func() {
+			for i := range editsPerGoro {
+				token := fmt.Sprintf("%s-%d-%d", id, g, i)
+				info, err := f.Stat(ctx, tg)
+				if err != nil || info == nil {
+					panic(fmt.Sprint("stat: ", err))
+				}
+				_, err = f.EditText(ctx, tg, fs.EditRequest{OldString: "END", NewString: token + "\nEND", Version: info.Version})
+				mu.Lock()
+				if err == nil {
+					report["ok"] = append(report["ok"], token)
+				} else {
+					report["failed"] = append(report["failed"], string(fs.CodeOf(err))+" "+err.Error())
+				}
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	if err := json.NewEncoder(os.Stdout).Encode(report); err != nil {
+		panic(err)
+	}
+}
+
+// TestCrossProcessGuardedEdits: two processes with 8 goroutines each make
+// guarded edits to one file; every successful edit is present at the end (no
+// lost update), and every failed one is FS_STALE_VERSION.
+func TestCrossProcessGuardedEdits(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs two helper processes")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	file := filepath.Join(dir, "shared.txt")
+	require.NoError(t, os.WriteFile(file, []byte("BEGIN\nEND\n"), 0o644))
+	cmds := make([]*exec.Cmd, 2)
+	outs := make([]*strings.Builder, 2)
+	for i := range cmds {
+		cmds[i] = helperCmd(t, "edit-worker", "HARNESS_HELPER_FILE="+file, "HARNESS_HELPER_ID=p"+strconv.Itoa(i))
+		outs[i] = &strings.Builder{}
+		cmds[i].Stdout = outs[i]
+		cmds[i].Stderr = os.Stderr
+		require.NoError(t, cmds[i].Start())
+	}
+	var ok, failed []string
+	for i, cmd := range cmds {
+		require.NoError(t, cmd.Wait())
+		var report map[string][]string
+		require.NoError(t, json.Unmarshal([]byte(outs[i].String()), &report))
+		ok = append(ok, report["ok"]...)
+		failed = append(failed, report["failed"]...)
+	}
+	b, err := os.ReadFile(file)
+	require.NoError(t, err)
+	lines := strings.Split(strings.TrimSuffix(string(b), "\n"), "\n")
+	require.Equal(t, "BEGIN", lines[0])
+	require.Equal(t, "END", lines[len(lines)-1])
+	present := map[string]bool{}
+	for _, l := range lines[1 : len(lines)-1] {
+		present[l] = true
+	}
+	for _, token := range ok {
+		assert.True(t, present[token], "successful edit %s was lost", token)
+	}
+	assert.Len(t, present, len(ok), "only successful edits are on disk")
+	for _, f := range failed {
+		assert.True(t, strings.HasPrefix(f, "FS_STALE_VERSION "), "a failed edit must be stale: %s", f)
+	}
+	assert.Equal(t, 2*editWorkers*editsPerGoro, len(ok)+len(failed))
+	assert.Positive(t, len(ok))
+	t.Logf("attempts=%d succeeded=%d stale=%d", len(ok)+len(failed), len(ok), len(failed))
+	assert.Empty(t, fixture.Residue(t, dir))
+}
