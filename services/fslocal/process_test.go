@@ -114,7 +114,7 @@ func crashWriter(dir string) {
 			panic(err)
 		}
 		next := gen[k] + 1
-		fmt.Fprintf(out, "begin %d %d\n", k, next)
+		_, _ = fmt.Fprintf(out, "begin %d %d\n", k, next)
 		_ = out.Flush()
 		if i%3 == 2 {
 			_, err = f.EditText(ctx, tg, fs.EditRequest{OldString: fmt.Sprintf("<%d>", gen[k]), NewString: fmt.Sprintf("<%d>", next), ReplaceAll: true})
@@ -125,7 +125,7 @@ func crashWriter(dir string) {
 			panic(err)
 		}
 		gen[k] = next
-		fmt.Fprintf(out, "commit %d %d\n", k, next)
+		_, _ = fmt.Fprintf(out, "commit %d %d\n", k, next)
 		_ = out.Flush()
 	}
 }
