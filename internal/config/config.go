@@ -44,6 +44,7 @@ type Config struct {
 	ReadMaxBytes      int   `yaml:"read-max-bytes"`
 	ReadStreamMinSize int64 `yaml:"read-stream-min-size"`
 	ListLimit         int   `yaml:"list-limit"`
+	WriteMaxBytes     int   `yaml:"write-max-bytes"`
 
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
@@ -107,6 +108,7 @@ func (c *Config) Validate() error {
 		{"--read-max-bytes", int64(c.ReadMaxBytes)},
 		{"--read-stream-min-size", c.ReadStreamMinSize},
 		{"--list-limit", int64(c.ListLimit)},
+		{"--write-max-bytes", int64(c.WriteMaxBytes)},
 	} {
 		if f.v < 0 {
 			return fmt.Errorf("%s must be a positive integer (0 means the default), got %d", f.flag, f.v)

@@ -509,7 +509,7 @@ func TestFlagsRegistration(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
-		"read-max-bytes", "read-stream-min-size", "list-limit", "invariants", "log-level", "log-format",
+		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "invariants", "log-level", "log-format",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -47,6 +47,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		readBytes = fs.Int("read-max-bytes", 0, "bytes one read returns at most (0: 51200)")
 		streamMin = fs.Int64("read-stream-min-size", 0, "file size from which reads stream (0: 10 MiB)")
 		listLimit = fs.Int("list-limit", 0, "entries one list returns at most (0: 1000)")
+		writeMax  = fs.Int("write-max-bytes", 0, "bytes of one write's content or one edit's new_string at most (0: 16 MiB)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
 		logLevel  = fs.String("log-level", def.LogLevel, "log level: debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log format on stderr: json or console")
@@ -78,6 +79,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
 			"read-stream-min-size": func() { cfg.ReadStreamMinSize = *streamMin },
 			"list-limit":           func() { cfg.ListLimit = *listLimit },
+			"write-max-bytes":      func() { cfg.WriteMaxBytes = *writeMax },
 			"invariants":           func() { cfg.Invariants = *inv },
 			"log-level":            func() { cfg.LogLevel = *logLevel },
 			"log-format":           func() { cfg.LogFormat = *logFormat },
@@ -129,6 +131,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		{"READ_MAX_LINE_LENGTH", &cfg.ReadMaxLineLength},
 		{"READ_MAX_BYTES", &cfg.ReadMaxBytes},
 		{"LIST_LIMIT", &cfg.ListLimit},
+		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
 	}
 	for _, i := range ints {
 		if v := getenv(EnvPrefix + i.name); v != "" {

@@ -9,6 +9,7 @@ const (
 	DefaultReadMaxBytes      = 51200
 	DefaultReadStreamMinSize = 10 << 20
 	DefaultListLimit         = 1000
+	DefaultWriteMaxBytes     = 16 << 20
 )
 
 // Config tunes the tools. A zero field means its default; a negative one
@@ -30,6 +31,10 @@ type Config struct {
 	// ListLimit is the default and the maximum number of entries one list
 	// returns.
 	ListLimit int `yaml:"listLimit" json:"listLimit"`
+	// WriteMaxBytes caps, in bytes, the content of one write and the
+	// new_string of one edit; larger ones fail with FS_TOO_LARGE before
+	// anything is written.
+	WriteMaxBytes int `yaml:"writeMaxBytes" json:"writeMaxBytes"`
 }
 
 // Validate returns cfg with defaults applied, or an error naming the first
@@ -44,6 +49,7 @@ func (cfg Config) Validate() (Config, error) {
 		{"ReadMaxLineLength", &cfg.ReadMaxLineLength, DefaultReadMaxLineLength},
 		{"ReadMaxBytes", &cfg.ReadMaxBytes, DefaultReadMaxBytes},
 		{"ListLimit", &cfg.ListLimit, DefaultListLimit},
+		{"WriteMaxBytes", &cfg.WriteMaxBytes, DefaultWriteMaxBytes},
 	}
 	for _, f := range fields {
 		if *f.v < 0 {

@@ -146,10 +146,11 @@ func TestConfigValidate_T10_NegativeFailsZeroDefaults(t *testing.T) {
 			ReadMaxBytes:      51200,
 			ReadStreamMinSize: 10485760,
 			ListLimit:         1000,
+			WriteMaxBytes:     16 << 20,
 		}, got)
 	})
 	t.Run("T-10 positive values are kept", func(t *testing.T) {
-		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5}
+		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6}
 		got, err := in.Validate()
 		require.NoError(t, err)
 		assert.Equal(t, in, got)

@@ -61,6 +61,9 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if oldString == newString {
 		return t.failure(badArg("old_string and new_string must differ"), nil)
 	}
+	if err := t.checkSize("new_string", len(newString)); err != nil {
+		return t.failure(err, nil)
+	}
 	replaceAll, err := a.optBool("replace_all", false)
 	if err != nil {
 		return t.failure(err, nil)

@@ -2,6 +2,7 @@ package toolfs
 
 import (
 	"context"
+	"strconv"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
@@ -49,6 +50,9 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
+	if err := t.checkSize("content", len(content)); err != nil {
+		return t.failure(err, nil)
+	}
 	policy, err := t.escalate(ctx, call, "write", a)
 	if err != nil {
 		return t.failure(err, nil)
@@ -82,5 +86,17 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 			Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
 			Diff: unifiedDiff(dp, out.Before, out.After, created),
 		},
+	}
+}
+
+// checkSize refuses an argument larger than WriteMaxBytes, before anything is
+// resolved or written.
+func (t *Tools) checkSize(name string, n int) error {
+	if n <= t.cfg.WriteMaxBytes {
+		return nil
+	}
+	return &fs.Error{
+		Code: fs.CodeTooLarge, Op: "write",
+		Message: name + " of " + strconv.Itoa(n) + " bytes exceeds the " + strconv.Itoa(t.cfg.WriteMaxBytes) + "-byte limit",
 	}
 }

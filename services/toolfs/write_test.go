@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -14,6 +15,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -634,4 +636,28 @@ func TestWriteEditCancelled(t *testing.T) {
 			assert.Equal(t, before, fixture.Snapshot(t, ws))
 		})
 	}
+}
+
+func TestWriteContentLimit(t *testing.T) {
+	dir := t.TempDir()
+	local, err := fslocal.New(fslocal.Config{Cwd: dir}, nil)
+	require.NoError(t, err)
+	tools, err := toolfs.New(toolfs.Config{WriteMaxBytes: 8}, toolfs.Deps{FS: local})
+	require.NoError(t, err)
+	sess := session.New("s", dir)
+	call := func(tl *tool.Tool, args string) tool.Result {
+		return tl.Handler(context.Background(), tool.Call{Session: sess, Arguments: json.RawMessage(args)})
+	}
+	res := call(tools.Write(), `{"file_path":"a.txt","content":"123456789"}`)
+	assert.True(t, res.IsError)
+	assert.Equal(t, "FS_TOO_LARGE", res.Code)
+	assert.Equal(t, "Error: content of 9 bytes exceeds the 8-byte limit", res.Text)
+	assert.NoFileExists(t, filepath.Join(dir, "a.txt"), "nothing is written")
+	res = call(tools.Write(), `{"file_path":"a.txt","content":"12345678"}`)
+	require.False(t, res.IsError, res.Text)
+	res = call(tools.Edit(), `{"file_path":"a.txt","old_string":"1","new_string":"abcdefghi"}`)
+	assert.Equal(t, "FS_TOO_LARGE", res.Code)
+	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "12345678", string(b))
 }
