@@ -9,6 +9,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"go.uber.org/fx"
+
+	"github.com/dsh-go/harness/services/invariants"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -54,4 +57,16 @@ func TestSessionRootIsPinnedAtFirstResolution(t *testing.T) {
 	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), link))
 	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
 	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), "").WorkspaceRoot, "a new session sees the link as it is now")
+}
+
+func TestResumedSessionIsChecked(t *testing.T) {
+	registry, err := invariants.New(invariants.Config{Enabled: true})
+	require.NoError(t, err)
+	tracker := session.NewTracker()
+	app := fx.New(fx.NopLogger, fx.Supply(registry, tracker), sandboxpolicy.Invariants)
+	require.NoError(t, app.Err())
+	require.NoError(t, app.Start(context.Background()))
+	defer func() { require.NoError(t, app.Stop(context.Background())) }()
+	_, err = tracker.Resume("r", "/ws", session.Event{Type: sandboxpolicy.EventMode, Data: sandboxpolicy.ModeEvent{Mode: "host-root"}})
+	require.ErrorIs(t, err, invariants.ErrInvariant, "a resumed session's history is checked")
 }

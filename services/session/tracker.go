@@ -22,7 +22,8 @@ type Tracker struct {
 // NewTracker returns a tracker with no sessions.
 func NewTracker() *Tracker { return &Tracker{live: map[*Session]struct{}{}} }
 
-// Start returns a new tracked session (see New).
+// Start returns a new tracked session (see New). Events given here are the
+// session's history and are not told to observers; use Resume for that.
 func (t *Tracker) Start(id, cwd string, events ...Event) *Session {
 	s := New(id, cwd, events...)
 	s.tracker = t
@@ -30,6 +31,19 @@ func (t *Tracker) Start(id, cwd string, events ...Event) *Session {
 	t.live[s] = struct{}{}
 	t.mu.Unlock()
 	return s
+}
+
+// Resume starts a tracked session recreated from events (spec P-16) and
+// tells the tracker's observers of each of them, as if appended now, so a
+// check registered before the resume sees them too. It returns the session,
+// tracked in any case, and the observers' errors, joined.
+func (t *Tracker) Resume(id, cwd string, events ...Event) (*Session, error) {
+	s := t.Start(id, cwd, events...)
+	var errs []error
+	for _, e := range events {
+		errs = append(errs, t.notify(s, e))
+	}
+	return s, errors.Join(errs...)
 }
 
 // End stops tracking s (its events still reach the tracker's observers).
