@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"flag"
 	"fmt"
 	"io"
 	"maps"
@@ -43,15 +44,13 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 	return func() { _ = app.Stop(context.WithoutCancel(ctx)) }, nil
 }
 
-// serve runs the MCP server on stdin/stdout until the client disconnects.
-func serve(ctx context.Context, args []string, env Env) error {
-	fs, load := flags("serve", env)
-	cfg, err := parse(fs, load, args)
+// startServer parses the flags of command name, which takes no positional
+// argument, and starts the graph with the MCP server.
+func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, func(), error) {
+	fset, load := flags(name, env)
+	cfg, err := parseFlagsOnly(name, fset, load, args)
 	if err != nil {
-		return err
-	}
-	if fs.NArg() > 0 {
-		return usagef("serve takes no arguments, got %q", fs.Args())
+		return nil, nil, err
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
@@ -59,6 +58,21 @@ func serve(ctx context.Context, args []string, env Env) error {
 		mcpserver.Module,
 		fx.Populate(&srv),
 	)
+	return srv, stop, err
+}
+
+// parseFlagsOnly is parse for a command that takes no positional argument.
+func parseFlagsOnly(name string, fset *flag.FlagSet, load func() (config.Config, error), args []string) (config.Config, error) {
+	cfg, err := parse(fset, load, args)
+	if err == nil && fset.NArg() > 0 {
+		err = usagef("%s takes no arguments, got %q", name, fset.Args())
+	}
+	return cfg, err
+}
+
+// serve runs the MCP server on stdin/stdout until the client disconnects.
+func serve(ctx context.Context, args []string, env Env) error {
+	srv, stop, err := startServer(ctx, "serve", args, env)
 	if err != nil {
 		return err
 	}
@@ -220,20 +234,7 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 
 // tools prints the MCP declarations of the tools.
 func tools(ctx context.Context, args []string, env Env) error {
-	fset, load := flags("tools", env)
-	cfg, err := parse(fset, load, args)
-	if err != nil {
-		return err
-	}
-	if fset.NArg() > 0 {
-		return usagef("tools takes no arguments, got %q", fset.Args())
-	}
-	var srv *mcpserver.Server
-	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace}),
-		mcpserver.Module,
-		fx.Populate(&srv),
-	)
+	srv, stop, err := startServer(ctx, "tools", args, env)
 	if err != nil {
 		return err
 	}
@@ -254,12 +255,9 @@ type PolicyReport struct {
 func policy(ctx context.Context, args []string, env Env) error {
 	fset, load := flags("policy", env)
 	asJSON := fset.Bool("json", false, "print JSON")
-	cfg, err := parse(fset, load, args)
+	cfg, err := parseFlagsOnly("policy", fset, load, args)
 	if err != nil {
 		return err
-	}
-	if fset.NArg() > 0 {
-		return usagef("policy takes no arguments, got %q", fset.Args())
 	}
 	var (
 		pol  *sandboxpolicy.Service

@@ -68,13 +68,9 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, err := t.escalate(ctx, call, "edit", a)
-	if err != nil {
-		return t.failure(err, nil)
-	}
-	target, err := t.resolve(ctx, call.Session, policy, path)
-	if err != nil {
-		return t.failure(err, policy)
+	policy, target, fail := t.mutationTarget(ctx, call, "edit", a, path)
+	if fail != nil {
+		return *fail
 	}
 	req := fs.EditRequest{OldString: oldString, NewString: newString, ReplaceAll: replaceAll, Policy: policy}
 	// The edit guard is decided inside the error mapping, so the policy's
@@ -88,8 +84,8 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
-		return t.failure(err, policy)
+	if fail := t.observePresent(call, target, out.Version, policy); fail != nil {
+		return *fail
 	}
 	dp := target.DisplayPath
 	text := "The file " + dp + " has been updated successfully."

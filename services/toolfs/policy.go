@@ -107,6 +107,33 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 	return t.deps.FS.Resolve(ctx, path, fs.ResolveOptions{Cwd: t.cwd(sess, policy, path)})
 }
 
+// mutationTarget resolves what a write or edit call needs before its
+// intent: the policy (pairing, standing policy, escalation approval), then
+// the target. On failure it returns the rendered result.
+func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandboxpolicy.ExecutionPolicy, fs.Target, *tool.Result) {
+	policy, err := t.escalate(ctx, call, toolName, a)
+	if err != nil {
+		res := t.failure(err, nil)
+		return nil, fs.Target{}, &res
+	}
+	target, err := t.resolve(ctx, call.Session, policy, path)
+	if err != nil {
+		res := t.failure(err, policy)
+		return nil, fs.Target{}, &res
+	}
+	return policy, target, nil
+}
+
+// observePresent records that a mutation left target at version; an
+// observer's error fails the call although the mutation is on disk (T-83).
+func (t *Tools) observePresent(call tool.Call, target fs.Target, version fs.Version, policy *sandboxpolicy.ExecutionPolicy) *tool.Result {
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: version}); err != nil {
+		res := t.failure(err, policy)
+		return &res
+	}
+	return nil
+}
+
 // observe tells every observer what the call saw.
 func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
 	var errs []error

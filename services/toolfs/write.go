@@ -53,13 +53,9 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.checkSize("content", len(content)); err != nil {
 		return t.failure(err, nil)
 	}
-	policy, err := t.escalate(ctx, call, "write", a)
-	if err != nil {
-		return t.failure(err, nil)
-	}
-	target, err := t.resolve(ctx, call.Session, policy, path)
-	if err != nil {
-		return t.failure(err, policy)
+	policy, target, fail := t.mutationTarget(ctx, call, "write", a, path)
+	if fail != nil {
+		return *fail
 	}
 	intent := fs.UnconditionalWrite()
 	if t.deps.Intents != nil {
@@ -71,8 +67,8 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
-		return t.failure(err, policy)
+	if fail := t.observePresent(call, target, out.Version, policy); fail != nil {
+		return *fail
 	}
 	dp := target.DisplayPath
 	created := out.Operation == fs.OpCreate
