@@ -41,13 +41,32 @@ test: lint
 	$(GO) vet ./...
 	$(GO) test -race -count=1 ./...
 
-## bench: run every benchmark 6 times (benchstat-ready) into bench.out.
+## bench: build bin/harness; compare `harness serve` with the reference MCP
+## filesystem server over stdio (bench/, its own module; needs node >= 20 and
+## npm), which rewrites the issue-7 section of docs/benchmarks.md and
+## docs/bench-calls.svg; then run the in-process benchmarks documented in
+## docs/benchmarks.md into bench.out. Progress goes to stderr.
 bench:
-	$(GO) test -run='^$$' -bench=. -benchmem -count=6 ./... | tee bench.out
+	@echo "bench: building $(BIN)" >&2
+	$(GO) build -o $(BIN) ./cmd/harness
+	cd bench && $(GO) run . -harness ../$(BIN) -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg
+	@echo "bench: in-process benchmarks of docs/benchmarks.md (1/3: fslocal) into bench.out" >&2
+	$(GO) test -run '^$$' -bench 'OverFloor|EditText|ReadText' -benchtime 500x -count 5 ./services/fslocal/ | tee bench.out
+	@echo "bench: in-process benchmarks (2/3: fssandbox fence overhead)" >&2
+	$(GO) test -run '^$$' -bench FenceOverhead -benchtime 1500x -count 3 ./services/fssandbox/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (3/3: 1 GiB read window)" >&2
+	$(GO) test -run '^$$' -bench ReadLastWindow1GiB -benchtime 1x -count 3 ./services/toolfs/ | tee -a bench.out
+	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
 ## fuzz: run each fuzz target in the module for FUZZTIME (one target at a time).
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' ./scripts/fuzz.sh
+
+## soak: the long variants: load (8 MCP clients x 10,000 calls), crash safety
+## (1,000 SIGKILLs) and the cross-process guarded edits, race-enabled.
+.PHONY: soak
+soak:
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./internal/mcpserver/ ./services/fslocal/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).

@@ -13,7 +13,6 @@ import (
 	"strings"
 
 	"github.com/google/uuid"
-	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/internal/compose"
@@ -24,6 +23,7 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolfs"
 )
 
 // start builds and starts the application of cfg with extra options; the
@@ -46,11 +46,11 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 
 // startServer parses the flags of command name, which takes no positional
 // argument, and starts the graph with the MCP server.
-func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, func(), error) {
+func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, config.Config, func(), error) {
 	fset, load := flags(name, env)
 	cfg, err := parseFlagsOnly(name, fset, load, args)
 	if err != nil {
-		return nil, nil, err
+		return nil, cfg, nil, err
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
@@ -58,7 +58,7 @@ func startServer(ctx context.Context, name string, args []string, env Env) (*mcp
 		mcpserver.Module,
 		fx.Populate(&srv),
 	)
-	return srv, stop, err
+	return srv, cfg, stop, err
 }
 
 // parseFlagsOnly is parse for a command that takes no positional argument.
@@ -72,21 +72,28 @@ func parseFlagsOnly(name string, fset *flag.FlagSet, load func() (config.Config,
 
 // serve runs the MCP server on stdin/stdout until the client disconnects.
 func serve(ctx context.Context, args []string, env Env) error {
-	srv, stop, err := startServer(ctx, "serve", args, env)
+	srv, cfg, stop, err := startServer(ctx, "serve", args, env)
 	if err != nil {
 		return err
 	}
 	defer stop()
-	transport := &mcp.IOTransport{Reader: io.NopCloser(env.Stdin), Writer: nopWriteCloser{env.Stdout}}
+	transport := &mcpserver.StdioTransport{Reader: env.Stdin, Writer: env.Stdout, MaxLineBytes: maxLineBytes(cfg)}
 	if err := srv.Run(ctx, transport); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
 }
 
-type nopWriteCloser struct{ io.Writer }
-
-func (nopWriteCloser) Close() error { return nil }
+// maxLineBytes sizes the inbound line bound to the largest write the tools
+// accept, escaped (up to 6 bytes a byte as \u00XX) plus the envelope, so an
+// oversized content reaches the tool and gets FS_TOO_LARGE.
+func maxLineBytes(cfg config.Config) int {
+	limit := cfg.WriteMaxBytes
+	if limit == 0 {
+		limit = toolfs.DefaultWriteMaxBytes
+	}
+	return 8*limit + (1 << 20)
+}
 
 // call runs one tool call and prints its MCP result as JSON.
 func call(ctx context.Context, args []string, env Env) (int, error) {
@@ -234,7 +241,7 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 
 // tools prints the MCP declarations of the tools.
 func tools(ctx context.Context, args []string, env Env) error {
-	srv, stop, err := startServer(ctx, "tools", args, env)
+	srv, _, stop, err := startServer(ctx, "tools", args, env)
 	if err != nil {
 		return err
 	}

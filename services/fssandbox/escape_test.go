@@ -217,15 +217,30 @@ func siblings(t *testing.T, w world) map[string]string {
 }
 
 // withinSecond runs call and fails the test if it does not return within a
-// second: no input may hang the fence.
+// second: no input may hang the fence. The bound is generous on purpose (a
+// hang is forever; a loaded machine under -race is slow), and the test
+// waits for the call before its cleanups close what the call uses.
 func withinSecond(t *testing.T, call func() error) error {
+	t.Helper()
+	return within(t, time.Second, call)
+}
+
+// within is withinSecond with bound d; a late call fails the test but is
+// still awaited (up to a minute) so it never races the test's cleanup.
+func within(t *testing.T, d time.Duration, call func() error) error {
 	t.Helper()
 	done := make(chan error, 1)
 	go func() { done <- call() }()
 	select {
 	case err := <-done:
 		return err
-	case <-time.After(time.Second):
+	case <-time.After(d):
+		t.Errorf("the call did not return within %v", d)
+	}
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(time.Minute):
 		t.Fatal("the call hung")
 		return nil
 	}

@@ -46,7 +46,7 @@ func (w *window) selecting() bool {
 
 // feed consumes the next chunk; chunks never split a code point.
 func (w *window) feed(chunk string) {
-	if !w.firstBOM {
+	if !w.firstBOM && chunk != "" {
 		w.firstBOM = true
 		// The read tool does not show a leading byte-order mark as part
 		// of line 1 (spec decision 4).

@@ -424,3 +424,12 @@ func TestRenderRead(t *testing.T) {
 		})
 	}
 }
+
+func TestWindowBOMAfterAnEmptyChunk(t *testing.T) {
+	w := newWindow(1, 10, 100, 1000)
+	w.feed("")
+	w.feed("\ufeffab\ncd")
+	w.finish()
+	require.Len(t, w.lines, 2)
+	assert.Equal(t, "ab", w.lines[0].Text, "an empty first chunk does not use up the byte-order-mark rule")
+}
