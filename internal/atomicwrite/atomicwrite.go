@@ -13,6 +13,7 @@ import (
 	"os"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
@@ -119,9 +120,9 @@ func Write(ctx context.Context, req Request) (Result, error) {
 		return res, &os.PathError{Op: "write", Path: req.Name, Err: unix.EINVAL}
 	}
 	p := req.Parent
-	staging := req.stagingName
+	staging, base := req.stagingName, req.Name
 	if staging == "" {
-		staging = "." + req.Name + "." + strconv.Itoa(os.Getpid()) + "." + uuid.NewString() + stagingSuffix
+		staging, base = newStagingName(req.Name)
 	}
 	if err := p.CheckBeneath(); err != nil {
 		return res, err
@@ -129,7 +130,7 @@ func Write(ctx context.Context, req Request) (Result, error) {
 	if err := unix.Mkdirat(p.FD(), staging, stagingPerm); err != nil {
 		return res, &os.PathError{Op: "mkdir", Path: p.Join(staging), Err: err}
 	}
-	s := &stage{parent: p, name: staging, temp: req.Name + tempSuffix, fd: -1}
+	s := &stage{parent: p, name: staging, temp: tempName(base), fd: -1}
 	defer s.closeFile()
 	published, err := s.run(ctx, &req)
 	// Cleanup runs before the parent's fsync so that removing the staging
@@ -158,4 +159,33 @@ func Write(ctx context.Context, req Request) (Result, error) {
 // descriptor, which confines it only if it cannot walk anywhere.
 func singleName(name string) bool {
 	return name != "" && name != "." && name != ".." && !strings.ContainsRune(name, '/')
+}
+
+// nameMax is NAME_MAX, the bytes of one path component on Linux.
+const nameMax = 255
+
+// newStagingName returns the staging directory name for a target named name,
+// ".<base>.<pid>.<uuid>.tmpdir", and the base it uses: name, cut (on a code
+// point boundary) so that the whole fits NAME_MAX, which lets a target with a
+// name up to NAME_MAX be written.
+func newStagingName(name string) (staging, base string) {
+	suffix := "." + strconv.Itoa(os.Getpid()) + "." + uuid.NewString() + stagingSuffix
+	base = cutBytes(name, nameMax-1-len(suffix))
+	return "." + base + suffix, base
+}
+
+// tempName is the temp file's name inside a staging directory made for
+// base: "<base>.tmp" (base is already short enough).
+func tempName(base string) string { return base + tempSuffix }
+
+// cutBytes returns the longest prefix of s of at most n bytes that does not
+// split a UTF-8 sequence.
+func cutBytes(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
 }

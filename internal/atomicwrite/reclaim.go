@@ -12,8 +12,8 @@ import (
 )
 
 // stagingPattern matches the name of a staging directory:
-// ".<base>.<pid>.<uuid>.tmpdir".
-var stagingPattern = regexp.MustCompile(`^\..+\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmpdir$`)
+// ".<base>.<pid>.<uuid>.tmpdir"; it captures the base and the pid.
+var stagingPattern = regexp.MustCompile(`^\.(.+)\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmpdir$`)
 
 // Reclaim removes the staging directories that writers killed mid-write left
 // in p, and returns how many it removed. A staging directory is reclaimed
@@ -21,10 +21,12 @@ var stagingPattern = regexp.MustCompile(`^\..+\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4
 // one and is no longer alive, and its flock (which a writer holds from the
 // moment it opens its staging directory until it has removed it) can be
 // taken. A directory whose process is alive is left alone even if unlocked:
-// its writer may be between mkdir and flock. Only the files inside a staging
-// directory are removed, by single name, and then the directory; anything
-// else inside (a subdirectory) makes it stay. Errors are the directory
-// scan's; a staging directory that cannot be reclaimed is skipped.
+// its writer may be between mkdir and flock. A candidate must be exactly
+// what a writer makes: a real directory (a symlink is never followed), mode
+// 0700, owned by this user, holding nothing but its one temp file
+// "<base>.tmp", a regular file or nothing; anything else makes it stay.
+// Errors are the directory scan's; a staging directory that cannot be
+// reclaimed is skipped.
 func Reclaim(p *dirfd.Parent) (int, error) {
 	names, err := p.Names()
 	if err != nil {
@@ -37,11 +39,11 @@ func Reclaim(p *dirfd.Parent) (int, error) {
 		if m == nil {
 			continue
 		}
-		pid, err := strconv.Atoi(m[1])
+		pid, err := strconv.Atoi(m[2])
 		if err != nil || pid == self || alive(pid) {
 			continue
 		}
-		if reclaimOne(p, name) == nil {
+		if reclaimOne(p, name, tempName(m[1])) == nil {
 			removed++
 		}
 	}
@@ -55,9 +57,13 @@ func alive(pid int) bool {
 	return err == nil || errors.Is(err, unix.EPERM)
 }
 
-// reclaimOne removes one abandoned staging directory, under its flock.
-func reclaimOne(p *dirfd.Parent, name string) error {
-	dir, err := p.OpenDir(name)
+// errNotStaging says a candidate holds something a writer never leaves.
+var errNotStaging = errors.New("not an abandoned staging directory")
+
+// reclaimOne removes one abandoned staging directory, under its flock,
+// after checking it holds at most its temp file, a regular file.
+func reclaimOne(p *dirfd.Parent, name, temp string) error {
+	dir, err := p.OpenOwnDir(name)
 	if err != nil {
 		return err
 	}
@@ -68,6 +74,15 @@ func reclaimOne(p *dirfd.Parent, name string) error {
 	entries, err := dir.Names()
 	if err != nil {
 		return err
+	}
+	for _, e := range entries {
+		if e != temp {
+			return errNotStaging
+		}
+		st, err := dir.Stat(e, false)
+		if err != nil || !dirfd.IsRegular(&st) {
+			return errNotStaging
+		}
 	}
 	for _, e := range entries {
 		if err := unix.Unlinkat(dir.FD(), e, 0); err != nil {

@@ -23,7 +23,9 @@ type stage struct {
 // run fills the temp file and publishes it; published reports whether the
 // target now holds the content.
 func (s *stage) run(ctx context.Context, req *Request) (published bool, err error) {
-	if s.dir, err = s.parent.OpenDir(s.name); err != nil {
+	// The staging directory was just made private; open it without
+	// following anything, so a symlink swapped in under its name is refused.
+	if s.dir, err = s.parent.OpenOwnDir(s.name); err != nil {
 		return false, err
 	}
 	// Hold the staging directory's flock for the whole write, so Reclaim

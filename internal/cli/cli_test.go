@@ -188,7 +188,9 @@ func TestRun(t *testing.T) {
 			}
 		}
 	}
-	const prompt = "Allow the write tool to run once under workspace-write? Justification: The user asked for b.txt. [y/N] "
+	// The prompt names the target (its temp path varies): check its two ends.
+	const promptHead = "Allow the write tool on \""
+	const prompt = "/ws/b.txt\" to run once under workspace-write? Justification: The user asked for b.txt. [y/N] "
 	const modes = "read-only, workspace-write, danger-full-access"
 
 	cases := []tcase{
@@ -307,21 +309,21 @@ func TestRun(t *testing.T) {
 			name: "escalation with --approval prompt and y lands", code: cli.ExitOK, golden: "call_escalate_allowed",
 			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
 			stdin:    "y\n",
-			stderrIn: []string{prompt},
+			stderrIn: []string{promptHead, prompt},
 			disk:     fileIs("ws/b.txt", "escalated\n"),
 		},
 		{
 			name: "escalation with --approval prompt and yes lands", code: cli.ExitOK, golden: "call_escalate_allowed",
 			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
 			stdin:    " YES \n",
-			stderrIn: []string{prompt},
+			stderrIn: []string{promptHead, prompt},
 			disk:     fileIs("ws/b.txt", "escalated\n"),
 		},
 		{
 			name: "escalation with --approval prompt and n is rejected", code: cli.ExitToolError, golden: "call_escalate_rejected",
 			args:     func(l layout) []string { return ws(l, "call", "write", "--approval", "prompt", "--args", escalate) },
 			stdin:    "n\n",
-			stderrIn: []string{prompt},
+			stderrIn: []string{promptHead, prompt},
 			disk:     noFile("ws/b.txt"),
 		},
 		{
@@ -350,7 +352,7 @@ func TestRun(t *testing.T) {
 			args:     func(l layout) []string { return ws(l, "call", "write", "--args", escalate) },
 			stdin:    "y\n",
 			terminal: true,
-			stderrIn: []string{prompt},
+			stderrIn: []string{promptHead, prompt},
 			disk:     fileIs("ws/b.txt", "escalated\n"),
 		},
 		{
@@ -360,7 +362,7 @@ func TestRun(t *testing.T) {
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
 			},
 			stdin:    "y\n",
-			stderrIn: []string{"Allow the write tool to run once under danger-full-access? Justification: j [y/N] "},
+			stderrIn: []string{"Allow the write tool on \"", "/outside/granted.txt\" to run once under danger-full-access? Justification: j [y/N] "},
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.False(t, parseResult(t, out).IsError)
 			},

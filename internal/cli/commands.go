@@ -5,11 +5,13 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"maps"
 	"os"
+	"strconv"
 	"strings"
 
 	"github.com/google/uuid"
@@ -39,6 +41,9 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 		return nil, &usageError{err}
 	}
 	if err := app.Start(ctx); err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err() // interrupted while starting: not a config error
+		}
 		return nil, &usageError{err}
 	}
 	return func() { _ = app.Stop(context.WithoutCancel(ctx)) }, nil
@@ -73,6 +78,9 @@ func parseFlagsOnly(name string, fset *flag.FlagSet, load func() (config.Config,
 // serve runs the MCP server on stdin/stdout until the client disconnects.
 func serve(ctx context.Context, args []string, env Env) error {
 	srv, cfg, stop, err := startServer(ctx, "serve", args, env)
+	if errors.Is(err, context.Canceled) {
+		return nil // interrupted before serving: a clean shutdown
+	}
 	if err != nil {
 		return err
 	}
@@ -225,7 +233,12 @@ func chooseApprover(choice string, env Env) (sandboxpolicy.Approver, error) {
 func promptApprover(env Env) sandboxpolicy.Approver {
 	in := bufio.NewReader(env.Stdin)
 	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool to run once under %s? Justification: %s [y/N] ", req.Tool, req.Mode, req.Justification)
+		on := ""
+		if req.Target != "" {
+			on = " on " + strconv.Quote(req.Target)
+		}
+		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool%s to run once under %s? Justification: %s [y/N] ",
+			req.Tool, on, req.Mode, sandboxpolicy.Printable(req.Justification))
 		line, err := in.ReadString('\n')
 		if err != nil && line == "" {
 			return sandboxpolicy.Cancelled, nil

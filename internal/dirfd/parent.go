@@ -90,6 +90,32 @@ func (p *Parent) OpenDir(name string) (*Parent, error) {
 	return &Parent{fd: fd, resolve: p.resolve, path: p.Join(name), root: p.root}, nil
 }
 
+// OpenOwnDir opens the directory name inside p without following a symlink
+// at name (or anywhere: name is a single component) and checks that it is a
+// private directory (no group or other permission bits) owned by this
+// process's effective user: the shape of a staging directory this process,
+// or a writer of the same user, made. Anything else is refused (ELOOP for a
+// symlink, ENOTDIR, EPERM).
+func (p *Parent) OpenOwnDir(name string) (*Parent, error) {
+	fd, err := openat2(p.fd, name, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW,
+		Resolve: p.resolve | unix.RESOLVE_NO_SYMLINKS,
+	})
+	if err != nil {
+		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "fstat", Path: p.Join(name), Err: err}
+	}
+	if !IsDir(&st) || st.Mode&0o077 != 0 || int(st.Uid) != os.Geteuid() {
+		_ = unix.Close(fd)
+		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: unix.EPERM}
+	}
+	return &Parent{fd: fd, resolve: p.resolve, path: p.Join(name), root: p.root}, nil
+}
+
 // Close releases the descriptor.
 func (p *Parent) Close() error {
 	if p.fd < 0 {
@@ -144,11 +170,12 @@ func (p *Parent) OpenRead(name string) (*os.File, unix.Stat_t, error) {
 }
 
 // Names returns the names of the directory's entries in the order the
-// filesystem reports them, without "." and "..".
+// filesystem reports them, without "." and "..". Each call reads the
+// directory afresh (through a new open of ".", which has its own offset).
 func (p *Parent) Names() ([]string, error) {
-	fd, err := unix.FcntlInt(uintptr(p.fd), unix.F_DUPFD_CLOEXEC, 0)
+	fd, err := unix.Openat(p.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, &os.PathError{Op: "dup", Path: p.path, Err: err}
+		return nil, &os.PathError{Op: "open", Path: p.path, Err: err}
 	}
 	f := os.NewFile(uintptr(fd), p.path)
 	defer f.Close() //nolint:errcheck // read-only descriptor

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -47,9 +48,13 @@ const approvalKey = "sandbox_approval"
 // the tool, the requested mode and the justification, and a boolean
 // "approve" field.
 func elicitation(req sandboxpolicy.ApprovalRequest) *mcp.ElicitParams {
+	target := ""
+	if req.Target != "" {
+		target = " on " + strconv.Quote(req.Target)
+	}
 	return &mcp.ElicitParams{
-		Message: fmt.Sprintf("The agent asks to run the %q tool once under the %q sandbox mode. Its justification: %s",
-			req.Tool, req.Mode, req.Justification),
+		Message: fmt.Sprintf("The agent asks to run the %q tool%s once under the %q sandbox mode. Its justification: %s",
+			req.Tool, target, req.Mode, sandboxpolicy.Printable(req.Justification)),
 		RequestedSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{

@@ -3,7 +3,6 @@ package mcpserver
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"strconv"
 	"sync"
@@ -34,6 +33,11 @@ type conn struct {
 	mu   sync.Mutex
 	sess *session.Session
 	seq  atomic.Int64
+
+	// issued holds the nonces of approval requests sent on this connection
+	// and not yet answered: an answer is accepted once, for the call it was
+	// asked for (see approvals).
+	issued approvals
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -110,11 +114,14 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 				}
 				return outcome(res), nil
 			}
-			want := approvalState(t.Name, req.Params.Arguments, ar)
-			if res, ok := req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok && req.Params.RequestState == want {
+			binding := approvalBinding(t.Name, req.Params.Arguments, ar)
+			if res, ok := req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok &&
+				c.issued.redeem(s.key, req.Params.RequestState, binding) {
 				return outcome(res), nil
 			}
-			pending, state = &ar, want
+			// No answer, or one not issued for exactly this call (forged,
+			// replayed, or for other arguments): ask.
+			pending, state = &ar, c.issued.issue(s.key, binding)
 			return "", errNeedsInput
 		}
 		result := t.Handler(withApprover(ctx, approve), tool.Call{
@@ -135,15 +142,15 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 	}
 }
 
-// approvalState binds an approval answer to the exact call it was asked
-// for: the client echoes it on the retry.
-func approvalState(toolName string, args json.RawMessage, ar sandboxpolicy.ApprovalRequest) string {
+// approvalBinding is what an approval answer is bound to: the tool, its
+// exact arguments, the requested mode and the justification.
+func approvalBinding(toolName string, args json.RawMessage, ar sandboxpolicy.ApprovalRequest) []byte {
 	h := sha256.New()
-	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification} {
+	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification, ar.Target} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
-	return "approval:" + hex.EncodeToString(h.Sum(nil))
+	return h.Sum(nil)
 }
 
 // toResult renders a tool result as MCP: the text as one text block, the

@@ -10,6 +10,7 @@ package mcpserver
 
 import (
 	"context"
+	"crypto/rand"
 	"os"
 	"sync"
 
@@ -43,6 +44,7 @@ type Server struct {
 
 	conns   sync.Map         // *mcp.ServerSession -> *conn
 	tracker *session.Tracker // starts sessions when set
+	key     []byte           // signs approval request states
 }
 
 // New builds the MCP server over tools (sorted by name).
@@ -53,7 +55,9 @@ func New(opts Options, tools []*tool.Tool, log *zap.Logger) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
-	s := &Server{opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp")}
+	key := make([]byte, 32)
+	_, _ = rand.Read(key) // crypto/rand never fails on Linux
+	s := &Server{opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it.",
 	})

@@ -183,6 +183,16 @@ func TestCrashSafety(t *testing.T) {
 				mu.Unlock()
 			}
 		}()
+		// Wait for the writer's first announcement (a slow start under -race
+		// must not eat the run), then kill it at a random moment.
+		for wait := time.Now(); time.Since(wait) < 5*time.Second; time.Sleep(200 * time.Microsecond) {
+			mu.Lock()
+			started := begun != nil && slicesDiffer(begun, committed)
+			mu.Unlock()
+			if started {
+				break
+			}
+		}
 		time.Sleep(time.Duration(rng.IntN(15_000)) * time.Microsecond)
 		require.NoError(t, cmd.Process.Signal(syscall.SIGKILL))
 		_ = cmd.Wait()
@@ -314,4 +324,14 @@ func TestCrossProcessGuardedEdits(t *testing.T) {
 	assert.Positive(t, len(ok))
 	t.Logf("attempts=%d succeeded=%d stale=%d", len(ok)+len(failed), len(ok), len(failed))
 	assert.Empty(t, fixture.Residue(t, dir))
+}
+
+// slicesDiffer reports whether a and b differ anywhere.
+func slicesDiffer(a, b []int) bool {
+	for i := range a {
+		if a[i] != b[i] {
+			return true
+		}
+	}
+	return false
 }

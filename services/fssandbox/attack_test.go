@@ -478,9 +478,10 @@ func TestAttackFenceCreatedParentSwap(t *testing.T) {
 	assert.Positive(t, swaps.Load())
 }
 
-// TestAttackLongNameLeavesNothing: a name the kernel accepts but whose
-// staging name it refuses, under missing parents (two, then a 600-deep
-// tree): the write fails and every parent it made is gone.
+// TestAttackLongNameLeavesNothing: a name over NAME_MAX under missing
+// parents (two, then a 600-deep tree): the write fails and no parent is
+// left behind. (A name of up to NAME_MAX bytes is writable: the staging
+// names cut the base to fit; see TestLongestNameIsWritable.)
 func TestAttackLongNameLeavesNothing(t *testing.T) {
 	w := attackWorld(t)
 	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
@@ -488,11 +489,25 @@ func TestAttackLongNameLeavesNothing(t *testing.T) {
 	for _, dir := range []string{"n1/n2/", strings.Repeat("d/", 600)} {
 		for _, m := range mutations[:2] {
 			err := within(t, 30*time.Second, func() error { // 600 durable mkdirs are slow under -race
-				return m.run(context.Background(), f, fs.Target{DisplayPath: dir + strings.Repeat("x", 240)})
+				return m.run(context.Background(), f, fs.Target{DisplayPath: dir + strings.Repeat("x", 256)})
 			})
 			require.Error(t, err)
 		}
 	}
 	assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a failed write left something in the workspace")
 	assertOutsideIntact(t, w, before)
+}
+
+// TestLongestNameIsWritable: a target name of NAME_MAX bytes is written; the
+// staging directory and temp file names are cut to fit.
+func TestLongestNameIsWritable(t *testing.T) {
+	w := newWorld(t)
+	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	name := strings.Repeat("é", 127) + "x" // 255 bytes
+	tg, err := f.Resolve(context.Background(), filepath.Join(w.ws, "deep", name), fs.ResolveOptions{})
+	require.NoError(t, err)
+	_, err = f.WriteText(context.Background(), tg, "long", fs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "long", readFile(t, filepath.Join(w.ws, "deep", name)))
+	assert.Empty(t, fixture.Residue(t, w.base))
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"unicode"
 
 	"github.com/dsh-go/harness/services/session"
 )
@@ -100,6 +101,9 @@ type ApprovalRequest struct {
 	Mode          Mode
 	Justification string
 	Reason        string
+	// Target is the display path the call would mutate, so the user sees
+	// what the approval is for; empty when the caller has none.
+	Target string
 }
 
 // Approver asks a human to approve one escalation. It returns one of the four
@@ -139,6 +143,14 @@ func (e *refusal) Is(target error) bool { return target == ErrEscalationRefused 
 // errors.Is(err, ErrEscalationRefused). subject is SubjectOperation or
 // SubjectCommand.
 func ApproveEscalation(ctx context.Context, approver Approver, sess *session.Session, tool, subject string, requested, effective Mode, justification string) (Mode, error) {
+	return Escalate(ctx, approver, ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification}, subject, effective)
+}
+
+// Escalate is ApproveEscalation for a request built by the caller: req.Mode
+// is the requested mode, req.Target (optional) the path the call would
+// mutate; Reason is filled in.
+func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subject string, effective Mode) (Mode, error) {
+	sess, requested := req.Session, req.Mode
 	if !IsWider(requested, effective) {
 		return "", &refusal{fmt.Sprintf("sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)}
 	}
@@ -148,13 +160,8 @@ func ApproveEscalation(ctx context.Context, approver Approver, sess *session.Ses
 	if sess == nil {
 		return "", &refusal{fmt.Sprintf("sandbox escalation to %q requires approval, but the call has no agent to route it through", requested)}
 	}
-	out, err := approver.Approve(ctx, ApprovalRequest{
-		Session:       sess,
-		Tool:          tool,
-		Mode:          requested,
-		Justification: justification,
-		Reason:        "escalate sandbox to " + string(requested) + ": " + justification,
-	})
+	req.Reason = "escalate sandbox to " + string(requested) + ": " + req.Justification
+	out, err := approver.Approve(ctx, req)
 	if err != nil {
 		return "", fmt.Errorf("sandbox escalation to %q: approval failed: %w", requested, err)
 	}
@@ -188,4 +195,16 @@ func (e *UnavailableError) Error() string {
 		msg += ". Runner failure: " + e.Detail
 	}
 	return msg
+}
+
+// Printable returns s with control characters (terminal escapes, carriage
+// returns, newlines) replaced by spaces, for showing a model-written
+// justification to a user.
+func Printable(s string) string {
+	return strings.Map(func(r rune) rune {
+		if unicode.IsControl(r) {
+			return ' '
+		}
+		return r
+	}, s)
 }

@@ -40,38 +40,49 @@ func (t *Tools) standing(sess *session.Session) *sandboxpolicy.ExecutionPolicy {
 	return &p
 }
 
-// escalate resolves the policy of a mutating call (T-92..T-96): the pairing
-// check, the standing policy, and, when the call asks for a wider mode, the
-// approver's grant for exactly this call.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, a args) (*sandboxpolicy.ExecutionPolicy, error) {
-	perm, err := a.optText("sandbox_permissions")
+// escalate resolves the policy of a mutating call of target (T-92..T-96):
+// the pairing check, the standing policy, and, when the call asks for a
+// wider mode, the approver's grant for exactly this call, asked with the
+// target's display path. standing is the policy target was resolved under.
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, a args, standing *sandboxpolicy.ExecutionPolicy, target fs.Target) (*sandboxpolicy.ExecutionPolicy, error) {
+	perm, just, err := t.escalationArgs(a)
 	if err != nil {
 		return nil, err
 	}
-	just, err := a.optText("justification")
-	if err != nil {
-		return nil, err
-	}
-	if !t.confines {
-		if perm != "" || just != "" {
-			return nil, badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
-		}
-		return nil, nil
-	}
-	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
-		return nil, badArg(err.Error())
-	}
-	p := t.standing(call.Session)
 	if perm == "" {
-		return p, nil
+		return standing, nil
 	}
-	granted, err := sandboxpolicy.ApproveEscalation(ctx, t.deps.Approver, call.Session, toolName,
-		sandboxpolicy.SubjectOperation, sandboxpolicy.Mode(perm), p.Mode, just)
+	granted, err := sandboxpolicy.Escalate(ctx, t.deps.Approver, sandboxpolicy.ApprovalRequest{
+		Session: call.Session, Tool: toolName, Mode: sandboxpolicy.Mode(perm),
+		Justification: just, Target: target.DisplayPath,
+	}, sandboxpolicy.SubjectOperation, standing.Mode)
 	if err != nil {
 		return nil, err
 	}
 	escalated := t.deps.Policy.Resolve(call.Session, granted)
 	return &escalated, nil
+}
+
+// escalationArgs reads and checks the escalation arguments before anything
+// is resolved: their pairing (X-07..X-10), and that a non-confining backend
+// has nothing to escalate (T-96).
+func (t *Tools) escalationArgs(a args) (perm, just string, err error) {
+	if perm, err = a.optText("sandbox_permissions"); err != nil {
+		return "", "", err
+	}
+	if just, err = a.optText("justification"); err != nil {
+		return "", "", err
+	}
+	if !t.confines {
+		if perm != "" || just != "" {
+			return "", "", badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
+		}
+		return "", "", nil
+	}
+	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
+		return "", "", badArg(err.Error())
+	}
+	return perm, just, nil
 }
 
 // dotDot matches a ".." segment bounded by the start, the end, "/" or "\"
@@ -108,18 +119,29 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 }
 
 // mutationTarget resolves what a write or edit call needs before its
-// intent: the policy (pairing, standing policy, escalation approval), then
-// the target. On failure it returns the rendered result.
+// intent: the escalation arguments are checked, the target is resolved under
+// the standing policy, and then, for an escalating call, the user is asked
+// about that target (the workspace root, and so the target, do not change
+// with the mode). On failure it returns the rendered result.
 func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandboxpolicy.ExecutionPolicy, fs.Target, *tool.Result) {
-	policy, err := t.escalate(ctx, call, toolName, a)
-	if err != nil {
-		res := t.failure(err, nil)
+	fail := func(err error, p *sandboxpolicy.ExecutionPolicy) (*sandboxpolicy.ExecutionPolicy, fs.Target, *tool.Result) {
+		res := t.failure(err, p)
 		return nil, fs.Target{}, &res
 	}
-	target, err := t.resolve(ctx, call.Session, policy, path)
+	if _, _, err := t.escalationArgs(a); err != nil {
+		return fail(err, nil)
+	}
+	standing := t.standing(call.Session)
+	target, err := t.resolve(ctx, call.Session, standing, path)
 	if err != nil {
-		res := t.failure(err, policy)
-		return nil, fs.Target{}, &res
+		return fail(err, standing)
+	}
+	if !t.confines {
+		return nil, target, nil
+	}
+	policy, err := t.escalate(ctx, call, toolName, a, standing, target)
+	if err != nil {
+		return fail(err, nil)
 	}
 	return policy, target, nil
 }
