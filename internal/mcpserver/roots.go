@@ -59,7 +59,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	if cwd == "" {
 		cwd = processCwd()
 	}
-	if resolved, err := realpath.Of(cwd); err == nil {
+	if resolved, err := realpath.Of(cwd); cwd != "" && err == nil {
 		cwd = resolved
 	}
 	if s.tracker != nil {

@@ -126,11 +126,14 @@ var Module = fx.Module("mcpserver",
 	),
 )
 
-// processCwd is the fallback working directory of a session.
+// processCwd is the fallback working directory of a session, "" when it
+// cannot be known: the session then has no cwd and the configured fallback
+// workspace root applies (never "/", which would make workspace-write as
+// wide as the whole volume).
 func processCwd() string {
 	wd, err := os.Getwd()
 	if err != nil {
-		return "/"
+		return ""
 	}
 	return wd
 }

@@ -76,6 +76,9 @@ type EditRequest struct {
 	ReplaceAll bool
 	Version    Version
 	Policy     *sandboxpolicy.ExecutionPolicy
+	// MaxBytes, when positive, refuses to edit a file larger than this many
+	// bytes (CodeTooLarge): an edit holds the whole file in memory, twice.
+	MaxBytes int64
 }
 
 // EditOutcome is the result of a successful edit: the new Version, the

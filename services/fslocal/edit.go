@@ -51,13 +51,21 @@ func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
-	locked, raw, st, err := readForEdit(ctx, m, dp)
+	locked, st, err := lockForEdit(ctx, m, dp)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
 	defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
 	if req.Version != "" && version(&st) != req.Version {
 		return fs.EditOutcome{}, stale(op, dp)
+	}
+	if req.MaxBytes > 0 && st.Size > req.MaxBytes {
+		return fs.EditOutcome{}, newErr(fs.CodeTooLarge, op, dp, nil,
+			"cannot edit %q: %d bytes exceeds the %d-byte limit", dp, st.Size, req.MaxBytes)
+	}
+	raw, err := readAll(ctx, locked, st.Size, -1)
+	if err != nil {
+		return fs.EditOutcome{}, osErr(op, op, dp, err)
 	}
 	if err := textfile.Validate(raw, -1); err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
@@ -77,27 +85,22 @@ func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.
 	return fs.EditOutcome{Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements}, nil
 }
 
-// readForEdit locks the target across processes (see guard) and reads it
-// whole from the locked descriptor, with that descriptor's fstat. A missing
-// file is stale (L-100); anything but a regular file is refused before the
-// version is compared (L-103). Closing the returned file releases the lock.
-func readForEdit(ctx context.Context, m *mutation, dp string) (*os.File, []byte, unix.Stat_t, error) {
+// lockForEdit locks the target across processes (see guard) and returns
+// the locked descriptor, open for reading, with its fstat. A missing file is
+// stale (L-100); anything but a regular file is refused before the version
+// is compared (L-103). Closing the returned file releases the lock.
+func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.Stat_t, error) {
 	const op = "edit"
 	file, st, err := guard(ctx, m)
 	if errors.Is(err, errGone) {
-		return nil, nil, st, stale(op, dp)
+		return nil, st, stale(op, dp)
 	}
 	if err != nil {
-		return nil, nil, st, osErr(op, op, dp, err)
+		return nil, st, osErr(op, op, dp, err)
 	}
 	if !dirfd.IsRegular(&st) {
 		_ = file.Close()
-		return nil, nil, st, notRegular(op, op, dp)
+		return nil, st, notRegular(op, op, dp)
 	}
-	raw, err := readAll(ctx, file, st.Size, -1)
-	if err != nil {
-		_ = file.Close()
-		return nil, nil, st, osErr(op, op, dp, err)
-	}
-	return file, raw, st, nil
+	return file, st, nil
 }

@@ -275,3 +275,14 @@ func TestEditTextConcurrentGuards(t *testing.T) {
 		}
 	}
 }
+
+func TestEditTextMaxBytes(t *testing.T) {
+	f, dir := newFS(t, fslocal.Config{})
+	fixture.Build(t, dir, "a.txt: 0123456789")
+	_, err := f.EditText(context.Background(), resolve(t, f, "a.txt"), fs.EditRequest{OldString: "0", NewString: "x", MaxBytes: 9})
+	require.ErrorIs(t, err, fs.ErrTooLarge)
+	assert.Equal(t, `cannot edit "`+filepath.Join(dir, "a.txt")+`": 10 bytes exceeds the 9-byte limit`, err.Error())
+	assert.Equal(t, "0123456789", readFile(t, filepath.Join(dir, "a.txt")))
+	_, err = f.EditText(context.Background(), resolve(t, f, "a.txt"), fs.EditRequest{OldString: "0", NewString: "x", MaxBytes: 10})
+	require.NoError(t, err, "the limit is inclusive")
+}

@@ -16,9 +16,15 @@ const (
 	// guardRetries bounds how often the guard re-opens a target that was
 	// replaced while it waited for the lock.
 	guardRetries = 100
-	// guardPoll is the pause between two attempts at a held lock; flock
-	// cannot be interrupted, so waiting polls and watches the context.
-	guardPoll = 200 * time.Microsecond
+	// guardPollFirst and guardPollLongest bound the pause between two attempts
+	// at a held lock (doubling from the first to the second); flock cannot
+	// be interrupted, so waiting polls and watches the context.
+	guardPollFirst = 100 * time.Microsecond
+	guardPollLongest = 10 * time.Millisecond
+	// guardWait bounds the whole wait: a harness writer holds the lock for
+	// one publication (milliseconds); a lock held this long belongs to
+	// something else, and the call fails rather than hang.
+	guardWait = 30 * time.Second
 )
 
 // errGone says the target disappeared while the guard waited.
@@ -72,7 +78,8 @@ func guard(ctx context.Context, m *mutation) (*os.File, unix.Stat_t, error) {
 // has it, until ctx ends.
 func lockFile(ctx context.Context, file *os.File) error {
 	fd := int(file.Fd())
-	for {
+	deadline := time.Now().Add(guardWait)
+	for pause := guardPollFirst; ; pause = min(2*pause, guardPollLongest) {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
 		if err == nil {
 			return nil
@@ -80,10 +87,16 @@ func lockFile(ctx context.Context, file *os.File) error {
 		if !errors.Is(err, unix.EWOULDBLOCK) && !errors.Is(err, unix.EINTR) {
 			return &os.PathError{Op: "flock", Path: file.Name(), Err: err}
 		}
+		if time.Now().After(deadline) {
+			return &os.PathError{Op: "flock", Path: file.Name(), Err: errLockHeld}
+		}
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
-		case <-time.After(guardPoll):
+		case <-time.After(pause):
 		}
 	}
 }
+
+// errLockHeld says another holder kept the file's lock past guardWait.
+var errLockHeld = errors.New("another process has held the file's lock for too long")

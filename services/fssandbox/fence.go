@@ -32,6 +32,30 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 	if policy != nil {
 		pol = *policy
 	}
+	f.life.RLock()
+	if f.closed {
+		f.life.RUnlock()
+		// Fail closed: a closed backend mutates nothing.
+		return nil, denied(target, pol.Mode, errClosed)
+	}
+	fc, err := f.admit(ctx, target, pol)
+	if err != nil {
+		f.life.RUnlock()
+		return nil, err
+	}
+	release := fc.release
+	fc.release = func() {
+		release()
+		f.life.RUnlock()
+	}
+	return fc, nil
+}
+
+// errClosed is the cause of a denial by a closed backend.
+var errClosed = errors.New("the filesystem is closed")
+
+// admit applies the policy's mode to one mutation.
+func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandboxpolicy.ExecutionPolicy) (*fence, error) {
 	switch pol.Mode {
 	case sandboxpolicy.DangerFullAccess:
 		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil

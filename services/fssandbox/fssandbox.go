@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"sync"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -42,6 +43,12 @@ type FileSystem struct {
 	// retargeting a symlink in a configured root's spelling later does not
 	// move the fence.
 	pinned map[string]*dirfd.Dir
+	// life is held shared by every mutation in flight and exclusively by
+	// Close, so no handle is closed under a running call (a closed
+	// descriptor number can be reused by another open); after Close every
+	// mutation is denied.
+	life   sync.RWMutex
+	closed bool
 }
 
 // New returns a confining backend that reads and mutates through an fslocal
@@ -68,8 +75,12 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*F
 	return f, nil
 }
 
-// Close releases the pinned root handles.
+// Close waits for the mutations in flight, then releases the pinned root
+// handles; later mutations are denied.
 func (f *FileSystem) Close() error {
+	f.life.Lock()
+	defer f.life.Unlock()
+	f.closed = true
 	var errs []error
 	for root, d := range f.pinned {
 		errs = append(errs, d.Close())

@@ -72,7 +72,10 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if fail != nil {
 		return *fail
 	}
-	req := fs.EditRequest{OldString: oldString, NewString: newString, ReplaceAll: replaceAll, Policy: policy}
+	req := fs.EditRequest{
+		OldString: oldString, NewString: newString, ReplaceAll: replaceAll, Policy: policy,
+		MaxBytes: int64(t.cfg.WriteMaxBytes),
+	}
 	// The edit guard is decided inside the error mapping, so the policy's
 	// own FS_NOT_OBSERVED gets the remedy too.
 	if t.deps.Intents != nil {

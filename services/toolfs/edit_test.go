@@ -50,7 +50,7 @@ func TestEdit(t *testing.T) {
 					Path: dp, Before: "a", After: "b", Replacements: 1,
 					Diff: "--- a" + dp + "\n+++ b" + dp + "\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n",
 				}, res.Value)
-				assert.Equal(t, []fs.EditRequest{{OldString: "a", NewString: "b", Version: x.v}}, x.e.fs.editCalls())
+				assert.Equal(t, []fs.EditRequest{{OldString: "a", NewString: "b", Version: x.v, MaxBytes: toolfs.DefaultWriteMaxBytes}}, x.e.fs.editCalls())
 				assert.Equal(t, "b", wrDisk(t, dp))
 			},
 		},
@@ -257,7 +257,7 @@ func TestEdit(t *testing.T) {
 			args:  map[string]any{"file_path": "a.txt", "old_string": "hello", "new_string": "bye"},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				wrOK(t, res)
-				assert.Equal(t, []fs.EditRequest{{OldString: "hello", NewString: "bye"}}, x.e.fs.editCalls())
+				assert.Equal(t, []fs.EditRequest{{OldString: "hello", NewString: "bye", MaxBytes: toolfs.DefaultWriteMaxBytes}}, x.e.fs.editCalls())
 				assert.Equal(t, "bye", wrDisk(t, filepath.Join(x.ws, "a.txt")))
 			},
 		},
