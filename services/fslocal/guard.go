@@ -19,7 +19,7 @@ const (
 	// guardPollFirst and guardPollLongest bound the pause between two attempts
 	// at a held lock (doubling from the first to the second); flock cannot
 	// be interrupted, so waiting polls and watches the context.
-	guardPollFirst = 100 * time.Microsecond
+	guardPollFirst   = 100 * time.Microsecond
 	guardPollLongest = 10 * time.Millisecond
 	// guardWait bounds the whole wait: a harness writer holds the lock for
 	// one publication (milliseconds); a lock held this long belongs to
