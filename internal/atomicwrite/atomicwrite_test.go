@@ -28,7 +28,7 @@ type env struct {
 func (e env) target() string { return filepath.Join(e.dir, "a.txt") }
 
 // parentKinds are the two ways a Parent reaches Write: the unconfined host
-// handle and a handle confined beneath the root (DESIGN.md "The fence":
+// handle and a handle confined beneath the root (docs/design.md "The fence":
 // one implementation against either handle).
 var parentKinds = []struct {
 	name string

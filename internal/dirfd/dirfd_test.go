@@ -52,7 +52,7 @@ type escapeCase struct {
 
 var longName = strings.Repeat("n", 256)
 
-// escapeTable is the fence's escape table (DESIGN.md "The fence"; spec S-08,
+// escapeTable is the fence's escape table (docs/design.md "The fence"; spec S-08,
 // S-09, S-10), run through OpenParent(create) and OpenRead on both handles.
 // The outside directory holds "secret: outside text" and "sub/"; the root's
 // parent holds "sibling: sibling text".
@@ -694,7 +694,7 @@ func flipRace(t *testing.T, d *dirfd.Dir, n int, flip func() error) (opened, ref
 
 // The fence is kernel-tight: with root/d swapped between a real directory
 // and a link to the outside dir while OpenParent runs, no creation ever
-// lands outside (DESIGN.md "The fence": an ancestor symlink swapped between
+// lands outside (docs/design.md "The fence": an ancestor symlink swapped between
 // check and syscall).
 func TestOpenParent_RaceWithAncestorSwap(t *testing.T) {
 	const n = 2000

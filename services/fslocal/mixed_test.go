@@ -17,8 +17,7 @@ import (
 // TestMixedMutationsLeaveNoResidue runs 10,000 writes and edits from 8
 // goroutines over a few files, a directory and a nested path, with a mix of
 // intents and literals that makes many of them fail, then checks that no
-// staging entry remains anywhere and the lock table is empty (issue 2, "Done
-// when").
+// staging entry remains anywhere and the lock table is empty.
 func TestMixedMutationsLeaveNoResidue(t *testing.T) {
 	const total, workers = 10_000, 8
 	if testing.Short() {

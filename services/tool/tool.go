@@ -57,7 +57,9 @@ type Tool struct {
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
-	// Exclusive tools run alone; the others may run in parallel (T-02).
+	// Exclusive marks a tool that mutates (T-02): a runtime that schedules
+	// calls itself runs it alone. The MCP server does not: it relies on the
+	// backend serializing mutations per target.
 	Exclusive bool
 	Handler   Handler
 }
