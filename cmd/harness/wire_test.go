@@ -357,13 +357,14 @@ func TestServeBadInput(t *testing.T) {
 		wireToolCase(`read file_path with a NUL byte`, "read", `{"file_path":"no\u0000tes.txt"}`),
 		wireToolCase(`write file_path with a NUL byte`, "write", `{"file_path":"nul\u0000.txt","content":"x"}`),
 		wireToolCase(`list path with a NUL byte`, "list", `{"path":"di\u0000r"}`),
-		{name: `read file_path with raw 0xFF 0xFE bytes`, line: func(id int) []byte { return wireCall(id, "read", `{"file_path":"`+bad+`"}`) }, want: wireWant{anyAnswer: true}},
+		{name: `read file_path with raw 0xFF 0xFE bytes`, line: func(id int) []byte { return wireCall(id, "read", `{"file_path":"`+bad+`"}`) }, want: wireWant{rpcError: -32700}},
 		{
+			// Invalid UTF-8 is not JSON: a parse error answering the
+			// request's id, and nothing written.
 			name: `write content with a raw 0xFF byte`, line: func(id int) []byte {
 				return wireCall(id, "write", `{"file_path":"utf8.txt","content":"`+badContent[:len(badContent)-1]+`\n"}`)
 			},
-			want:     wireWant{anyAnswer: true},
-			mayWrite: "utf8.txt", mayContent: strings.ToValidUTF8(badContent, "\uFFFD"),
+			want: wireWant{rpcError: -32700},
 		},
 
 		// Over-long paths.

@@ -9,6 +9,7 @@ import (
 	"io"
 	"strconv"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -125,19 +126,21 @@ func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 			if len(line) == 0 {
 				continue
 			}
+			if !utf8.Valid(line) {
+				// JSON is UTF-8 (RFC 8259); the decoder would quietly turn
+				// bad bytes into U+FFFD and a write would store them.
+				if err := c.writeError(probeID(line), jsonrpc.CodeParseError, "the message is not valid UTF-8"); err != nil {
+					return nil, err
+				}
+				continue
+			}
 			msg, err := jsonrpc.DecodeMessage(line)
 			if err == nil {
 				return msg, nil
 			}
 			code, id := jsonrpc.CodeParseError, json.RawMessage(nil)
 			if json.Valid(line) {
-				code = jsonrpc.CodeInvalidRequest
-				var probe struct {
-					ID json.RawMessage `json:"id"`
-				}
-				if json.Unmarshal(line, &probe) == nil {
-					id = probe.ID
-				}
+				code, id = jsonrpc.CodeInvalidRequest, probeID(line)
 			}
 			if err := c.writeError(id, code, err.Error()); err != nil {
 				return nil, err
@@ -183,3 +186,15 @@ func (c *stdioConn) Close() error {
 
 // SessionID implements mcp.Connection; stdio connections have none.
 func (c *stdioConn) SessionID() string { return "" }
+
+// probeID returns the "id" member of a message that is a JSON object, nil
+// otherwise, so an error can answer the request it concerns.
+func probeID(line []byte) json.RawMessage {
+	var probe struct {
+		ID json.RawMessage `json:"id"`
+	}
+	if json.Unmarshal(line, &probe) != nil {
+		return nil
+	}
+	return probe.ID
+}
