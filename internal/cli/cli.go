@@ -93,7 +93,7 @@ func Run(ctx context.Context, args []string, env Env) int {
 		printUsage(env.Stdout)
 		return ExitOK
 	default:
-		err = usagef("unknown command %q: use serve, call, tools, policy or version", cmd)
+		err = usagef("unknown command %q: use serve, call, tools, policy, version, demo or help", cmd)
 	}
 	if err == nil {
 		return ExitOK

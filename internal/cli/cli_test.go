@@ -558,7 +558,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "an unknown command", code: cli.ExitUsage,
 			args:     func(layout) []string { return []string{"frobnicate"} },
-			stderrIn: []string{`unknown command "frobnicate"`, "serve, call, tools, policy or version"},
+			stderrIn: []string{`unknown command "frobnicate"`, "serve, call, tools, policy, version, demo or help"},
 		},
 		{
 			name: "no command", code: cli.ExitUsage,

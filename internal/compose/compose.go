@@ -35,6 +35,11 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	if cfg.Workspace != "" {
+		if info, err := os.Stat(cfg.Workspace); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("--workspace %q: not an existing directory", cfg.Workspace)
+		}
+	}
 	log, err := NewLogger(cfg, logOut)
 	if err != nil {
 		return nil, err
@@ -52,6 +57,9 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
 			zl := &fxevent.ZapLogger{Logger: l.Named("fx")}
 			zl.UseLogLevel(zapcore.DebugLevel)
+			// A construction error is returned to the caller, which reports
+			// it once; fx's own account of it (with stacks) is for debugging.
+			zl.UseErrorLevel(zapcore.DebugLevel)
 			return zl
 		}),
 		fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),

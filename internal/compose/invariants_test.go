@@ -102,3 +102,11 @@ func TestInvariantsDisabledStillReserves(t *testing.T) {
 	assert.Len(t, registry.Registered(), len(compose.Companions()))
 	assert.NoError(t, sandboxpolicy.SetMode(tracker.Start("s1", cfg.Workspace), "host-root"))
 }
+
+func TestOptionsRefusesAMissingWorkspace(t *testing.T) {
+	cfg := config.Default()
+	cfg.Workspace = filepath.Join(t.TempDir(), "missing")
+	_, err := compose.Options(cfg, io.Discard)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "--workspace")
+}
