@@ -55,7 +55,7 @@ type loadWorld struct {
 	ws, outside string
 }
 
-func newLoadWorld(t *testing.T) loadWorld {
+func newLoadWorld(t testing.TB) loadWorld {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
