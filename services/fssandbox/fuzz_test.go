@@ -57,25 +57,25 @@ func FuzzFence(f *testing.F) {
 			if err != nil {
 				return tg, err
 			}
-			return tg, fenceOps[in.op].run(context.Background(), sb, tg)
+			return tg, mutations[in.op].run(context.Background(), sb, tg)
 		})
 		restAfter, wsAfter := e.snapshots(t)
 
-		require.Equal(t, restBefore, restAfter, "something outside the workspace changed (%s %q, err %v)", fenceOps[in.op].name, path, err)
-		require.Empty(t, fixture.Residue(t, e.top), "staging residue (%s %q, err %v)", fenceOps[in.op].name, path, err)
+		require.Equal(t, restBefore, restAfter, "something outside the workspace changed (%s %q, err %v)", mutations[in.op].name, path, err)
+		require.Empty(t, fixture.Residue(t, e.top), "staging residue (%s %q, err %v)", mutations[in.op].name, path, err)
 		if err != nil {
 			require.NotEmpty(t, fs.CodeOf(err), "an error without an FS_* code: %v", err)
 			return
 		}
 		canon, err := filepath.EvalSymlinks(tg.DisplayPath)
-		require.NoError(t, err, "%s %q succeeded but its display path %q does not resolve", fenceOps[in.op].name, path, tg.DisplayPath)
-		require.True(t, strings.HasPrefix(canon, e.ws+"/"), "%s %q succeeded and landed at %q, outside the workspace", fenceOps[in.op].name, path, canon)
+		require.NoError(t, err, "%s %q succeeded but its display path %q does not resolve", mutations[in.op].name, path, tg.DisplayPath)
+		require.True(t, strings.HasPrefix(canon, e.ws+"/"), "%s %q succeeded and landed at %q, outside the workspace", mutations[in.op].name, path, canon)
 		info, err := os.Lstat(canon)
 		require.NoError(t, err)
-		require.True(t, info.Mode().IsRegular(), "%s %q landed on a %v", fenceOps[in.op].name, path, info.Mode())
-		require.Equal(t, "pwned", readFile(t, canon), "%s %q", fenceOps[in.op].name, path)
+		require.True(t, info.Mode().IsRegular(), "%s %q landed on a %v", mutations[in.op].name, path, info.Mode())
+		require.Equal(t, "pwned", readFile(t, canon), "%s %q", mutations[in.op].name, path)
 		rel := strings.TrimPrefix(canon, e.ws+"/")
-		require.NotEqual(t, wsBefore[rel], wsAfter[rel], "%s %q succeeded but %q did not change", fenceOps[in.op].name, path, rel)
+		require.NotEqual(t, wsBefore[rel], wsAfter[rel], "%s %q succeeded but %q did not change", mutations[in.op].name, path, rel)
 	})
 }
 
@@ -293,28 +293,6 @@ func component(i int) string {
 	}
 }
 
-// fenceOp is one way of mutating a target through the fence; each makes a
-// file "pwned" when it succeeds (tree files hold "secret").
-type fenceOp struct {
-	name string
-	run  func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error
-}
-
-var fenceOps = []fenceOp{
-	{"write", func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error {
-		_, err := f.WriteText(ctx, tg, "pwned", fs.WriteOptions{})
-		return err
-	}},
-	{"guarded create", func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error {
-		_, err := f.WriteText(ctx, tg, "pwned", fs.WriteOptions{Intent: fs.CreateOnly()})
-		return err
-	}},
-	{"edit", func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error {
-		_, err := f.EditText(ctx, tg, fs.EditRequest{OldString: "secret", NewString: "pwned", ReplaceAll: true})
-		return err
-	}},
-}
-
 // fenceEntry is one tree entry: kind, the index of its parent among the
 // directories made so far (0: the workspace), its name, and a symlink's
 // destination (a tgt* constant).
@@ -359,7 +337,7 @@ func decodeFenceInput(data []byte) fenceInput {
 	for range next() % (fenceMaxComponents + 1) {
 		in.comps = append(in.comps, next()%compCount)
 	}
-	in.op = next() % len(fenceOps)
+	in.op = next() % len(mutations)
 	return in
 }
 

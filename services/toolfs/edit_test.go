@@ -8,9 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
@@ -19,21 +17,8 @@ import (
 // T-remedies): the exact text, the structured value with its diff, the guard
 // handed to the backend, and the disk.
 func TestEdit(t *testing.T) {
-	type env struct {
-		e    *wrEnv
-		ws   string
-		sess *session.Session
-		v    fs.Version // the version recorded by prep, if any
-	}
-	tests := []struct {
-		name      string
-		bare      bool
-		noSession bool
-		files     []string
-		prep      func(t *testing.T, x *env)
-		args      map[string]any
-		check     func(t *testing.T, x *env, res tool.Result)
-	}{
+	type env = wrCaseEnv
+	tests := []wrCase{
 		{
 			name:  "T-62 after a read, a -> b: exact text, value, guard of the read's version",
 			files: []string{"a.txt: a"},
@@ -370,30 +355,5 @@ func TestEdit(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ws := wrBase(t)
-			fixture.Build(t, ws, tc.files...)
-			x := &env{e: wrLocal(t, ws, tc.bare), ws: ws, sess: session.New("s1", ws)}
-			if tc.prep != nil {
-				tc.prep(t, x)
-			}
-			before := fixture.Snapshot(t, ws)
-			x.e.fs.reset()
-			sess := x.sess
-			if tc.noSession {
-				sess = nil
-			}
-			stats := x.e.fs.stats.Load()
-			res := x.e.edit(sess, tc.args)
-			assert.Equal(t, stats, x.e.fs.stats.Load(), "T-33 edit calls stat zero times in the tool layer")
-			tc.check(t, x, res)
-			if res.IsError {
-				assert.Equal(t, before, fixture.Snapshot(t, ws), "a failed edit changes nothing on disk")
-			} else {
-				wrConforms(t, x.e.tools.Edit().OutputSchema, res.Value)
-			}
-			assert.Empty(t, fixture.Residue(t, ws))
-		})
-	}
+	wrRunCases(t, tests, "edit")
 }

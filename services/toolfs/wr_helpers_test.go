@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
@@ -335,5 +336,62 @@ func wrEscalationCode(code fs.Code, text string) fs.Code {
 		return toolfs.CodeInvalidArgument
 	default:
 		return toolfs.CodeEscalationRefused
+	}
+}
+
+// wrCaseEnv is what a write or edit table case works with.
+type wrCaseEnv struct {
+	e    *wrEnv
+	ws   string
+	sess *session.Session
+	v    fs.Version // the version recorded by prep, if any
+}
+
+// wrCase is one write or edit table case.
+type wrCase struct {
+	name      string
+	bare      bool
+	noSession bool
+	files     []string
+	prep      func(t *testing.T, x *wrCaseEnv)
+	args      map[string]any
+	check     func(t *testing.T, x *wrCaseEnv, res tool.Result)
+}
+
+// wrRunCases runs write or edit table cases (kind "write" or "edit") on a
+// fresh workspace each, and checks what every case owes: no stat in the tool
+// layer (T-33), a failed call changes nothing on disk, a successful one
+// conforms to the output schema, and no staging residue.
+func wrRunCases(t *testing.T, tests []wrCase, kind string) {
+	t.Helper()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := wrBase(t)
+			fixture.Build(t, ws, tc.files...)
+			x := &wrCaseEnv{e: wrLocal(t, ws, tc.bare), ws: ws, sess: session.New("s1", ws)}
+			if tc.prep != nil {
+				tc.prep(t, x)
+			}
+			before := fixture.Snapshot(t, ws)
+			x.e.fs.reset()
+			sess := x.sess
+			if tc.noSession {
+				sess = nil
+			}
+			stats := x.e.fs.stats.Load()
+			call, schema := x.e.write, x.e.tools.Write().OutputSchema
+			if kind == "edit" {
+				call, schema = x.e.edit, x.e.tools.Edit().OutputSchema
+			}
+			res := call(sess, tc.args)
+			assert.Equal(t, stats, x.e.fs.stats.Load(), "T-33 %s calls stat zero times in the tool layer", kind)
+			tc.check(t, x, res)
+			if res.IsError {
+				assert.Equal(t, before, fixture.Snapshot(t, ws), "a failed %s changes nothing on disk", kind)
+			} else {
+				wrConforms(t, schema, res.Value)
+			}
+			assert.Empty(t, fixture.Residue(t, ws))
+		})
 	}
 }

@@ -39,21 +39,8 @@ func wrLines(n int, repl map[int]string) string {
 // T-remedies): the exact text, the structured value with its diff, the
 // intent handed to the backend, and the disk.
 func TestWrite(t *testing.T) {
-	type env struct {
-		e    *wrEnv
-		ws   string
-		sess *session.Session
-		v    fs.Version // the version recorded by prep, if any
-	}
-	tests := []struct {
-		name      string
-		bare      bool
-		noSession bool
-		files     []string
-		prep      func(t *testing.T, x *env)
-		args      map[string]any
-		check     func(t *testing.T, x *env, res tool.Result)
-	}{
+	type env = wrCaseEnv
+	tests := []wrCase{
 		{
 			name: "T-52 a session's write to an unobserved target asks createIfAbsent and creates",
 			args: map[string]any{"file_path": "a.txt", "content": "hi"},
@@ -351,32 +338,7 @@ func TestWrite(t *testing.T) {
 			},
 		},
 	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			ws := wrBase(t)
-			fixture.Build(t, ws, tc.files...)
-			x := &env{e: wrLocal(t, ws, tc.bare), ws: ws, sess: session.New("s1", ws)}
-			if tc.prep != nil {
-				tc.prep(t, x)
-			}
-			before := fixture.Snapshot(t, ws)
-			x.e.fs.reset()
-			sess := x.sess
-			if tc.noSession {
-				sess = nil
-			}
-			stats := x.e.fs.stats.Load()
-			res := x.e.write(sess, tc.args)
-			assert.Equal(t, stats, x.e.fs.stats.Load(), "T-33 write calls stat zero times in the tool layer")
-			tc.check(t, x, res)
-			if res.IsError {
-				assert.Equal(t, before, fixture.Snapshot(t, ws), "a failed write changes nothing on disk")
-			} else {
-				wrConforms(t, x.e.tools.Write().OutputSchema, res.Value)
-			}
-			assert.Empty(t, fixture.Residue(t, ws))
-		})
-	}
+	wrRunCases(t, tests, "write")
 }
 
 // TestWriteEditSessionCwd covers T-12..T-17 for write and edit: relative
