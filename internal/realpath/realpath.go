@@ -18,6 +18,26 @@ import (
 // /proc it falls back to filepath.EvalSymlinks, which is slower and reports
 // loops without an errno.
 func Of(abs string) (string, error) {
+	for range maxAttempts {
+		resolved, err := once(abs)
+		if !errors.Is(err, errMoved) {
+			return resolved, err
+		}
+	}
+	// The file kept being replaced under us: take the library's walk.
+	return filepath.EvalSymlinks(abs)
+}
+
+// maxAttempts bounds the retries of Of while the file it opened keeps being
+// replaced (an atomic rename by a writer) before the kernel names it.
+const maxAttempts = 8
+
+// errMoved says the opened file is no longer at the path the kernel gave
+// for it: it was renamed over or unlinked between the open and the readlink
+// (the kernel then appends " (deleted)"), so the answer must not be used.
+var errMoved = errors.New("the file moved while it was resolved")
+
+func once(abs string) (string, error) {
 	fd, err := unix.Open(abs, unix.O_PATH|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return "", err
@@ -34,6 +54,12 @@ func Of(abs string) (string, error) {
 		// socket reached through /proc/self/fd reads back "pipe:[N]"):
 		// it names no file, so there is nothing to resolve to.
 		return "", unix.ENOENT
+	}
+	// The answer is only good if it still names the file we opened.
+	var opened, named unix.Stat_t
+	if unix.Fstat(fd, &opened) != nil || unix.Lstat(resolved, &named) != nil ||
+		opened.Dev != named.Dev || opened.Ino != named.Ino {
+		return "", errMoved
 	}
 	return resolved, nil
 }

@@ -49,3 +49,35 @@ func TestCanonical(t *testing.T) {
 	_, err = realpath.Canonical(filepath.Join(dir, "afile", "child.txt"))
 	assert.ErrorIs(t, err, unix.ENOTDIR)
 }
+
+// TestOfWhileTheFileIsReplaced: a file replaced by rename again and again
+// (as atomic writers do) still resolves to its path, never to the kernel's
+// "<path> (deleted)" name of a replaced inode.
+func TestOfWhileTheFileIsReplaced(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	p := filepath.Join(dir, "a.txt")
+	require.NoError(t, os.WriteFile(p, []byte("x"), 0o644))
+	stop := make(chan struct{})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		tmp := filepath.Join(dir, "a.tmp")
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			_ = os.WriteFile(tmp, []byte("y"), 0o644)
+			_ = os.Rename(tmp, p)
+		}
+	}()
+	for range 20000 {
+		got, err := realpath.Of(p)
+		require.NoError(t, err)
+		require.Equal(t, p, got)
+	}
+	close(stop)
+	<-done
+}
