@@ -1,19 +1,32 @@
 // Command bench compares `harness serve` with the reference MCP filesystem
-// server (@modelcontextprotocol/server-filesystem, pinned in
-// reference/package-lock.json) over stdio, with the same Go MCP client and
-// the same workloads, and writes the figures into docs/benchmarks.md (between
-// the markers <!-- bench:begin --> and <!-- bench:end -->) and a chart.
+// server (@modelcontextprotocol/server-filesystem, pinned with its
+// dependencies in reference/package-lock.json) over stdio, with the same Go
+// MCP client (the official go-sdk) and the same workloads, and writes the
+// figures into docs/benchmarks.md (between the markers <!-- bench:begin -->
+// and <!-- bench:end -->, leaving the rest of the file alone) and a chart.
 //
 // Usage (from this directory; `make bench` in the module root runs it):
 //
-//	go run . -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg
+//	go run . -harness ../bin/harness -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg
 //
 // It installs the reference server with npm into a scratch directory under
-// os.TempDir() (reused when present), gives each server a fresh directory
-// per run under os.TempDir() (the same disk for both), and runs every
-// workload at concurrency 1 and 8, alternating which server goes first,
-// several runs each. It reports the median calls/s of the runs and the
-// ratio ours over reference. Progress goes to stderr.
+// os.TempDir() (reused when it holds the pinned install), gives each server a
+// fresh directory per run under os.TempDir() (the same disk for all), and
+// measures read, overwrite, one-line edit and file creation (into an empty
+// directory and into one holding 10,000 files) at concurrency 1 and 8, the
+// servers taking turns slice by slice, several runs each; it reports medians
+// of calls/s, the ratio harness over reference, and the CPU time per call of
+// server and client. With -floor (the default) it also measures a floor
+// server (floor.go: no SDK, one os call per tool call) and a durable floor
+// (plain os calls, no MCP), which bound what any server could reach on the
+// machine. Progress goes to stderr.
+//
+// For analysis: -only and -servers measure a subset (printed, not written);
+// -profile DIR records CPU and allocation profiles of harness serve, built
+// with a hook added by `go build -overlay` (no file of the main module
+// changes); -wrap-harness and -wrap-reference run a server under a command
+// such as perf or strace; -protocol and -harness-env vary the protocol
+// version and harness's environment (GOGC, ...).
 package main
 
 import (
@@ -24,24 +37,38 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
+	"strings"
 	"syscall"
 	"time"
 )
 
 // config is the command line.
 type config struct {
-	out       string        // markdown file whose marked section is rewritten
-	chart     string        // chart file (.svg or .png)
-	harness   string        // the harness binary
-	scratch   string        // npm scratch directory of the reference server
-	runs      int           // runs of each measurement per server
-	duration  time.Duration // timed part of a read/overwrite/edit measurement
-	warmup    time.Duration // untimed calls before each such measurement
-	creates   int           // files created by a creation measurement
-	prefill   int           // entries already in the directory of the "full" creation
-	fileSize  int           // bytes of the read, overwrite and edit files
-	keep      bool          // keep the work directories
-	noInstall bool          // fail instead of running npm
+	out        string        // markdown file whose marked section is rewritten
+	chart      string        // chart file (.svg or .png)
+	harness    string        // the harness binary
+	scratch    string        // npm scratch directory of the reference server
+	runs       int           // runs of each measurement per server
+	duration   time.Duration // timed part of a read/overwrite/edit measurement
+	warmup     time.Duration // untimed calls before each such measurement
+	creates    int           // files created by a creation measurement
+	createRuns int           // runs that measure creation (the first ones)
+	slices     int           // slices of a timed measurement, servers taking turns
+	chunk      int           // files per chunk of a creation measurement, directories taking turns
+	prefill    int           // entries already in the directory of the "full" creation
+	fileSize   int           // bytes of the read, overwrite and edit files
+	keep       bool          // keep the work directories
+	noInstall  bool          // fail instead of running npm
+	only       string        // comma-separated workloads to measure (empty: all)
+	wrap       string        // command prefix for harness serve, e.g. perf record (profiling)
+	wrapRef    string        // command prefix for the reference server
+	servers    string        // comma-separated servers to run (empty: both)
+	profile    string        // directory for CPU and allocation profiles of harness serve
+	module     string        // root of the harness module (for -profile)
+	protocol   string        // MCP protocol version the client asks for (empty: the SDK's latest)
+	harnessEnv string        // comma-separated KEY=VALUE added to harness serve's environment
+	floor      bool          // also measure the floor server
 }
 
 func main() {
@@ -54,13 +81,39 @@ func main() {
 	flag.DurationVar(&cfg.duration, "duration", 1500*time.Millisecond, "timed part of each read, overwrite and edit measurement")
 	flag.DurationVar(&cfg.warmup, "warmup", 300*time.Millisecond, "untimed calls before each read, overwrite and edit measurement")
 	flag.IntVar(&cfg.creates, "creates", 3000, "new files created per creation measurement")
+	flag.IntVar(&cfg.createRuns, "create-runs", 3, "runs that also measure creation (the slowest workload: the reference scans the whole directory on each new file)")
+	flag.IntVar(&cfg.slices, "slices", 4, "slices of each read, overwrite and edit measurement; the servers take turns slice by slice")
+	flag.IntVar(&cfg.chunk, "chunk", 250, "files per chunk of a creation measurement; the directories take turns chunk by chunk")
 	flag.IntVar(&cfg.prefill, "prefill", 10000, "entries already in the directory of the second creation measurement")
 	flag.IntVar(&cfg.fileSize, "size", 1024, "bytes of the read, overwrite and edit target files")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directories under os.TempDir()")
 	flag.BoolVar(&cfg.noInstall, "no-install", false, "do not run npm: the scratch directory must already hold the reference server")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full (empty: all; the markdown and chart need all)")
+	flag.StringVar(&cfg.servers, "servers", "", "comma-separated servers to run: harness, reference (empty: both; the markdown and chart need both)")
+	flag.StringVar(&cfg.profile, "profile", "", "directory: build cmd/harness with a CPU-profile hook (go build -overlay) and write each run's CPU and allocation profiles of harness serve there")
+	flag.StringVar(&cfg.module, "module", "..", "root of the harness module (for -profile)")
+	flag.StringVar(&cfg.protocol, "protocol", "", "MCP protocol version the client asks for (empty: the go-sdk's latest; each server may negotiate down)")
+	flag.StringVar(&cfg.harnessEnv, "harness-env", "", "comma-separated KEY=VALUE pairs added to harness serve's environment (experiments, e.g. GOGC=400)")
+	flag.BoolVar(&cfg.floor, "floor", true, "also measure the floor server: a minimal JSON-RPC loop without an SDK doing one os call per tool call (a ceiling for this client and machine)")
+	serveFloorFlag := flag.Bool("serve-floor", false, "run as the floor server on stdin/stdout (used by -floor)")
+	flag.StringVar(&cfg.wrapRef, "wrap-reference", "", "space-separated command that runs the reference server (like -wrap-harness)")
+	flag.StringVar(&cfg.wrap, "wrap-harness", "", "space-separated command that runs harness serve, e.g. \"perf record -g -o /tmp/perf.data --\" (profiling)")
 	flag.Parse()
-	if flag.NArg() > 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.prefill < 0 || cfg.fileSize < 256 {
+	if *serveFloorFlag {
+		if err := serveFloor(os.Stdin, os.Stdout); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			os.Exit(1)
+		}
+		return
+	}
+	if flag.NArg() > 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
 		flag.Usage()
+		os.Exit(2)
+	}
+
+	cfg.createRuns = min(cfg.createRuns, cfg.runs)
+	if (cfg.only != "" || cfg.servers != "") && (cfg.out != "" || cfg.chart != "") {
+		fmt.Fprintln(os.Stderr, "bench: -only and -servers measure a subset: they cannot be combined with -out or -chart")
 		os.Exit(2)
 	}
 
@@ -82,6 +135,22 @@ func run(ctx context.Context, cfg config) error {
 	if _, err := os.Stat(harnessBin); err != nil {
 		return fmt.Errorf("harness binary: %w (build it: go build -o bin/harness ./cmd/harness)", err)
 	}
+	if cfg.profile != "" {
+		if cfg.profile, err = filepath.Abs(cfg.profile); err != nil {
+			return err
+		}
+		if err := os.MkdirAll(cfg.profile, 0o755); err != nil {
+			return err
+		}
+		module, err := filepath.Abs(cfg.module)
+		if err != nil {
+			return err
+		}
+		if harnessBin, err = buildProfiled(ctx, module, cfg.profile); err != nil {
+			return err
+		}
+		progress("profiling harness serve: built %s; profiles go to %s", harnessBin, cfg.profile)
+	}
 	refMain, err := installReference(ctx, cfg.scratch, cfg.noInstall)
 	if err != nil {
 		return fmt.Errorf("installing the reference server: %w", err)
@@ -100,14 +169,26 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	if !cfg.keep {
-		defer func() { _ = os.RemoveAll(root) }()
+		defer removeWork(root)
 	} else {
 		progress("work directories kept under %s", root)
 	}
 
-	servers := []serverSpec{
-		harnessSpec(harnessBin),
-		referenceSpec(refMain),
+	var servers []serverSpec
+	for _, s := range []serverSpec{harnessSpec(harnessBin, strings.Fields(cfg.wrap)), referenceSpec(refMain, strings.Fields(cfg.wrapRef))} {
+		if cfg.servers == "" || slices.Contains(strings.Split(cfg.servers, ","), s.key) {
+			servers = append(servers, s)
+		}
+	}
+	if cfg.floor {
+		fl, err := floorSpec()
+		if err != nil {
+			return err
+		}
+		servers = append(servers, fl)
+	}
+	if len(servers) == 0 {
+		return fmt.Errorf("-servers %q selects no server", cfg.servers)
 	}
 	res, err := measureAll(ctx, cfg, root, servers)
 	if err != nil {
@@ -116,6 +197,10 @@ func run(ctx context.Context, cfg config) error {
 	res.machine = machine
 	res.cfg = cfg
 
+	if cfg.only != "" || cfg.servers != "" {
+		printSummary(res)
+		return nil
+	}
 	section := renderSection(res)
 	if cfg.out == "" {
 		fmt.Print(section)
@@ -136,6 +221,22 @@ func run(ctx context.Context, cfg config) error {
 		return errors.New("interrupted")
 	}
 	return nil
+}
+
+// removeWork removes the work directories, only at the end: on ext4
+// without a journal, each new inode costs a scan past the inodes freed in the
+// last 30-35 s in its block group (ext4's recently_deleted check), so
+// removing tens of thousands of files between measurements would slow every
+// create, overwrite and edit after it, by up to 0.9 ms of CPU each here. For
+// the same reason, on such a filesystem it waits the window out afterwards,
+// so that what runs next (make bench's in-process benchmarks) does not pay.
+func removeWork(root string) {
+	progress("removing the work directories")
+	_ = os.RemoveAll(root)
+	if journal, ok := ext4Journal(root); ok && !journal {
+		progress("waiting %s: ext4 without a journal, the removed inodes slow new files for that long", recentlyDeleted)
+		time.Sleep(recentlyDeleted)
+	}
 }
 
 // progress prints one line to stderr.

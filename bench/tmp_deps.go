@@ -1,8 +1,0 @@
-package main
-
-import (
-	_ "github.com/modelcontextprotocol/go-sdk/mcp"
-	_ "gonum.org/v1/plot"
-)
-
-func main() {}
