@@ -91,19 +91,25 @@ func (d *Dir) Path() string { return d.path }
 // Rel returns abs relative to the handle, and false when abs is not lexically
 // beneath it. abs must be a clean absolute path.
 func (d *Dir) Rel(abs string) (string, bool) {
-	if !strings.HasPrefix(abs, "/") {
+	if !Beneath(d.path, abs) {
 		return "", false
 	}
-	if d.path == "/" {
-		return strings.TrimPrefix(abs, "/"), true
+	return strings.TrimPrefix(strings.TrimPrefix(abs, d.path), "/"), true
+}
+
+// Beneath reports whether the clean absolute path p is root or lies beneath
+// it, component by component (never a bare string prefix: "/ws" does not
+// contain "/ws-evil"). A root of "/" contains every absolute path; an empty
+// or relative root or path contains nothing (fail closed). It is the one
+// containment predicate of the fence.
+func Beneath(root, p string) bool {
+	if !strings.HasPrefix(root, "/") || !strings.HasPrefix(p, "/") {
+		return false
 	}
-	if abs == d.path {
-		return "", true
+	if root == p || root == "/" {
+		return true
 	}
-	if rest, ok := strings.CutPrefix(abs, d.path+"/"); ok {
-		return rest, true
-	}
-	return "", false
+	return strings.HasPrefix(p, root) && len(p) > len(root) && p[len(root)] == '/'
 }
 
 // IsEscape reports whether err says a path tried to leave a confined handle

@@ -225,7 +225,7 @@ func (p *Parent) CheckBeneath() error {
 		return &os.PathError{Op: "readlink", Path: p.path, Err: err}
 	}
 	now := string(buf[:n])
-	if now == p.root || p.root == "/" || strings.HasPrefix(now, p.root+"/") {
+	if Beneath(p.root, now) {
 		return nil
 	}
 	return &os.PathError{Op: "check", Path: p.path, Err: unix.EXDEV}

@@ -8,6 +8,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
 )
@@ -88,12 +89,4 @@ func (f *FileSystem) Contains(root, target fs.Target) bool {
 // contain "/ws-evil"). A root of "/" contains every absolute path (S-15,
 // S-21).
 // An empty or relative root contains nothing (fail closed).
-func ContainsPath(root, p string) bool {
-	if !strings.HasPrefix(root, "/") || !strings.HasPrefix(p, "/") {
-		return false
-	}
-	if root == p || root == "/" {
-		return true
-	}
-	return strings.HasPrefix(p, root) && len(p) > len(root) && p[len(root)] == '/'
-}
+func ContainsPath(root, p string) bool { return dirfd.Beneath(root, p) }
