@@ -103,7 +103,13 @@ func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy 
 			p.Mode = m
 		}
 		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
-			p.WorkspaceRoot, _ = s.sessionRoots.LoadOrStore(sess, filepath.Clean(CanonicalPath(cwd)))
+			root, ok := s.sessionRoots.Load(sess)
+			if !ok {
+				// Canonicalize only at the first resolution; later calls
+				// take the pinned root without touching the filesystem.
+				root, _ = s.sessionRoots.LoadOrStore(sess, filepath.Clean(CanonicalPath(cwd)))
+			}
+			p.WorkspaceRoot = root
 		}
 	}
 	if approved != "" {
