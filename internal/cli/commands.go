@@ -20,7 +20,6 @@ import (
 	"github.com/dsh-go/harness/internal/compose"
 	"github.com/dsh-go/harness/internal/config"
 	"github.com/dsh-go/harness/internal/mcpserver"
-	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -150,9 +149,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	if cwd == "" {
 		cwd, _ = os.Getwd()
 	}
-	if resolved, err := realpath.Of(cwd); err == nil {
-		cwd = resolved
-	}
+	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
 	defer tracker.End(sess)
 	res := target.Handler(ctx, tool.Call{Session: sess, ID: "1", Arguments: arguments})

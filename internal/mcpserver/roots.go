@@ -11,7 +11,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
-	"github.com/dsh-go/harness/internal/realpath"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -59,8 +59,8 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	if cwd == "" {
 		cwd = processCwd()
 	}
-	if resolved, err := realpath.Of(cwd); cwd != "" && err == nil {
-		cwd = resolved
+	if cwd != "" {
+		cwd = sandboxpolicy.CanonicalPath(cwd)
 	}
 	if s.tracker != nil {
 		c.sess = s.tracker.Start(uuid.NewString(), cwd)
