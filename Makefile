@@ -66,7 +66,7 @@ fuzz:
 ## (1,000 SIGKILLs) and the cross-process guarded edits, race-enabled.
 .PHONY: soak
 soak:
-	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./internal/mcpserver/ ./services/fslocal/
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/fslocal/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).

@@ -12,7 +12,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/dsh-go/harness/internal/cli"
+	"github.com/dsh-go/harness/cmd/harness/internal/cli"
 )
 
 // gcPercent is the garbage collector's target when GOGC is not set. The

@@ -11,7 +11,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 )
 
 // envOf returns a getenv that knows only vars: nothing leaks from the real

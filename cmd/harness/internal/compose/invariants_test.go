@@ -15,8 +15,8 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/dsh-go/harness/internal/compose"
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/compose"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/invariants"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -27,7 +27,7 @@ import (
 func TestEveryServicesPackageHasACompanion(t *testing.T) {
 	_, here, _, ok := runtime.Caller(0)
 	require.True(t, ok)
-	servicesDir := filepath.Join(filepath.Dir(here), "..", "..", "services")
+	servicesDir := filepath.Join(filepath.Dir(here), "..", "..", "..", "..", "services")
 	entries, err := os.ReadDir(servicesDir)
 	require.NoError(t, err)
 	companions := compose.Companions()

@@ -15,7 +15,7 @@ import (
 	"go.uber.org/zap"
 	"go.uber.org/zap/zapcore"
 
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"

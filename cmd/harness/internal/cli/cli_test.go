@@ -18,9 +18,9 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-go/harness/internal/cli"
+	"github.com/dsh-go/harness/cmd/harness/internal/cli"
 	"github.com/dsh-go/harness/internal/fixture"
-	"github.com/dsh-go/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")

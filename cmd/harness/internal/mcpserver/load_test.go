@@ -21,10 +21,10 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/dsh-go/harness/internal/compose"
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/compose"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/internal/fixture"
-	"github.com/dsh-go/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 )
 
 // Load test parameters: loadClients concurrent connections, each making

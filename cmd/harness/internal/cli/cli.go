@@ -14,7 +14,7 @@ import (
 	"runtime/debug"
 	"strings"
 
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 )
 
 // Version is the harness version, set at build time with

@@ -17,9 +17,9 @@ import (
 	"github.com/google/uuid"
 	"go.uber.org/fx"
 
-	"github.com/dsh-go/harness/internal/compose"
-	"github.com/dsh-go/harness/internal/config"
-	"github.com/dsh-go/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/cmd/harness/internal/compose"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"

@@ -15,8 +15,8 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/dsh-go/harness/internal/compose"
-	"github.com/dsh-go/harness/internal/config"
+	"github.com/dsh-go/harness/cmd/harness/internal/compose"
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
