@@ -2,6 +2,7 @@ package toolfs_test
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -72,9 +73,9 @@ func TestReadSchema(t *testing.T) {
 			require.Len(t, s.Properties, 3)
 			assert.Equal(t, "string", s.Properties["file_path"].Type)
 			assert.Equal(t, "Path to read, resolved by the filesystem backend.", s.Properties["file_path"].Description)
-			assert.Equal(t, "number", s.Properties["offset"].Type)
+			assert.Equal(t, "integer", s.Properties["offset"].Type)
 			assert.Equal(t, "1-based first line to return. Defaults to 1.", s.Properties["offset"].Description)
-			assert.Equal(t, "number", s.Properties["limit"].Type)
+			assert.Equal(t, "integer", s.Properties["limit"].Type)
 			assert.Equal(t, tc.wantLimit, s.Properties["limit"].Description)
 
 			raw, err := json.Marshal(s)
@@ -99,8 +100,8 @@ func TestListSchema(t *testing.T) {
 			assert.Equal(t, "object", s.Type)
 			assert.Empty(t, s.Required, "path is optional")
 			assert.Equal(t, "string", s.Properties["path"].Type)
-			assert.Equal(t, "number", s.Properties["offset"].Type)
-			assert.Equal(t, "number", s.Properties["limit"].Type)
+			assert.Equal(t, "integer", s.Properties["offset"].Type)
+			assert.Equal(t, "integer", s.Properties["limit"].Type)
 			assert.True(t, strings.HasSuffix(s.Properties["limit"].Description, tc.want), s.Properties["limit"].Description)
 		})
 	}
@@ -204,5 +205,55 @@ func TestReadNoSessionNoObserver(t *testing.T) {
 		res := rdCall(t, tools.Read(), sess, `{"file_path":"a.txt"}`)
 		require.False(t, res.IsError, res.Text)
 		assert.Equal(t, rdEnvelope(p, "1: x\n\n(End of file - total 1 lines)"), res.Text)
+	}
+}
+
+// TestWholeNumberArguments is issue 14 item 8: every whole-number argument
+// (offset and limit of read and list) is declared "integer" with minimum 1,
+// and on the wire 1.5 is refused with INVALID_ARGUMENT while 2 works.
+func TestWholeNumberArguments(t *testing.T) {
+	dir := rdDir(t)
+	rdFile(t, dir, "a.txt", "one\ntwo\nthree")
+	rdFile(t, dir, "b.txt", "")
+	rdFile(t, dir, "c.txt", "")
+	tools := rdTools(t, toolfs.Config{}, rdLocal(t, dir))
+	all := map[string]*tool.Tool{"read": tools.Read(), "list": tools.List(), "write": tools.Write(), "edit": tools.Edit()}
+	whole := map[string][]string{"read": {"offset", "limit"}, "list": {"offset", "limit"}}
+	for name, tl := range all {
+		for prop, s := range tl.InputSchema.Properties {
+			if slices.Contains(whole[name], prop) {
+				assert.Equal(t, "integer", s.Type, "%s.%s", name, prop)
+				require.NotNil(t, s.Minimum, "%s.%s", name, prop)
+				assert.InDelta(t, 1.0, *s.Minimum, 0, "%s.%s", name, prop)
+				continue
+			}
+			assert.NotEqual(t, "number", s.Type, "%s.%s: no fractional argument exists", name, prop)
+		}
+	}
+	cases := []struct {
+		tool, args string
+		wantErr    string
+	}{
+		{tool: "read", args: `{"file_path":"a.txt","offset":1.5}`, wantErr: "Error: offset must be a positive integer"},
+		{tool: "read", args: `{"file_path":"a.txt","limit":1.5}`, wantErr: "Error: limit must be a positive integer"},
+		{tool: "list", args: `{"offset":1.5}`, wantErr: "Error: offset must be a positive integer"},
+		{tool: "list", args: `{"limit":1.5}`, wantErr: "Error: limit must be a positive integer"},
+		{tool: "read", args: `{"file_path":"a.txt","offset":2}`},
+		{tool: "read", args: `{"file_path":"a.txt","limit":2}`},
+		{tool: "list", args: `{"offset":2}`},
+		{tool: "list", args: `{"limit":2}`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.tool+" "+tc.args, func(t *testing.T) {
+			res := rdCall(t, all[tc.tool], session.New("s1", dir), tc.args)
+			if tc.wantErr == "" {
+				require.False(t, res.IsError, res.Text)
+				assert.Empty(t, res.Code)
+				return
+			}
+			assert.True(t, res.IsError)
+			assert.Equal(t, tc.wantErr, res.Text)
+			assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+		})
 	}
 }

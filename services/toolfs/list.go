@@ -33,8 +33,8 @@ func (t *Tools) List() *tool.Tool {
 		Description: "List a directory's entries with their type and size.",
 		InputSchema: object(
 			prop{name: "path", schema: str("Directory to list, resolved by the filesystem backend. Defaults to the session's working directory.")},
-			prop{name: "offset", schema: num("1-based first entry to return. Defaults to 1.")},
-			prop{name: "limit", schema: num("Maximum number of entries to return. Defaults to " + strconv.Itoa(t.cfg.ListLimit) + ".")},
+			prop{name: "offset", schema: positive("1-based first entry to return. Defaults to 1.")},
+			prop{name: "limit", schema: positive("Maximum number of entries to return. Defaults to " + strconv.Itoa(t.cfg.ListLimit) + ".")},
 		),
 		OutputSchema: outputSchema[ListValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},

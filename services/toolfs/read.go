@@ -25,8 +25,8 @@ func (t *Tools) Read() *tool.Tool {
 		Description: "Read a UTF-8 text file and return line-numbered content.",
 		InputSchema: object(
 			prop{name: "file_path", schema: str("Path to read, resolved by the filesystem backend."), required: true},
-			prop{name: "offset", schema: num("1-based first line to return. Defaults to 1.")},
-			prop{name: "limit", schema: num("Maximum number of lines to return. Defaults to " + strconv.Itoa(t.cfg.ReadLimit) + ".")},
+			prop{name: "offset", schema: positive("1-based first line to return. Defaults to 1.")},
+			prop{name: "limit", schema: positive("Maximum number of lines to return. Defaults to " + strconv.Itoa(t.cfg.ReadLimit) + ".")},
 		),
 		OutputSchema: outputSchema[ReadValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},

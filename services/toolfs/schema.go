@@ -19,8 +19,11 @@ func str(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "string", Description: desc}
 }
 
-func num(desc string) *jsonschema.Schema {
-	return &jsonschema.Schema{Type: "number", Description: desc}
+// positive is a whole-number argument of at least 1 (offset, limit):
+// declared "integer", so a client that validates refuses 1.5 itself, and
+// the tool refuses it with INVALID_ARGUMENT when it does not (T-21).
+func positive(desc string) *jsonschema.Schema {
+	return &jsonschema.Schema{Type: "integer", Minimum: jsonschema.Ptr(1.0), Description: desc}
 }
 
 func boolean(desc string) *jsonschema.Schema {
