@@ -40,6 +40,11 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			return nil, fmt.Errorf("--workspace %q: not an existing directory", cfg.Workspace)
 		}
 	}
+	for _, r := range cfg.TempRoots {
+		if info, err := os.Stat(r); err != nil || !info.IsDir() {
+			return nil, fmt.Errorf("--temp-root %q: not an existing directory", r)
+		}
+	}
 	log, err := NewLogger(cfg, logOut)
 	if err != nil {
 		return nil, err
@@ -55,11 +60,13 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	opts := []fx.Option{
 		fx.Supply(log),
 		fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
+			// The dependency wiring's account (each provide, invoke and
+			// hook) is noise at debug: it logs only at trace. A
+			// construction error is returned to the caller, which reports
+			// it once; fx's own account of it (with stacks) is for tracing.
 			zl := &fxevent.ZapLogger{Logger: l.Named("fx")}
-			zl.UseLogLevel(zapcore.DebugLevel)
-			// A construction error is returned to the caller, which reports
-			// it once; fx's own account of it (with stacks) is for debugging.
-			zl.UseErrorLevel(zapcore.DebugLevel)
+			zl.UseLogLevel(TraceLevel)
+			zl.UseErrorLevel(TraceLevel)
 			return zl
 		}),
 		fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),
@@ -82,15 +89,29 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	return fx.Options(append(opts, extra...)...), nil
 }
 
+// TraceLevel is the log level below debug (--log-level trace): the
+// dependency wiring's events. zap has no trace level of its own.
+const TraceLevel = zapcore.DebugLevel - 1
+
 // NewLogger returns the zap logger of cfg writing to out (stdout belongs to
 // the protocol; the binary passes stderr).
 func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
-	level, err := zapcore.ParseLevel(cfg.LogLevel)
-	if err != nil {
-		return nil, fmt.Errorf("--log-level: %w", err)
+	level := TraceLevel
+	if cfg.LogLevel != "trace" {
+		var err error
+		if level, err = zapcore.ParseLevel(cfg.LogLevel); err != nil {
+			return nil, fmt.Errorf("--log-level: %w", err)
+		}
 	}
 	enc := zap.NewProductionEncoderConfig()
 	enc.EncodeTime = zapcore.ISO8601TimeEncoder
+	enc.EncodeLevel = func(l zapcore.Level, e zapcore.PrimitiveArrayEncoder) {
+		if l == TraceLevel {
+			e.AppendString("trace")
+			return
+		}
+		zapcore.LowercaseLevelEncoder(l, e)
+	}
 	var encoder zapcore.Encoder
 	if cfg.LogFormat == "json" {
 		encoder = zapcore.NewJSONEncoder(enc)

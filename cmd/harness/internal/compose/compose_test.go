@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -278,6 +279,28 @@ func TestOptionsErrors(t *testing.T) {
 		assert.Contains(t, err.Error(), "--fs")
 	})
 
+	// Issue 14 item 18: --temp-root must exist.
+	t.Run("a missing temp root fails naming --temp-root", func(t *testing.T) {
+		cfg := valid()
+		missing := filepath.Join(t.TempDir(), "nonexistent")
+		cfg.TempRoots = []string{missing}
+		opts, err := compose.Options(cfg, io.Discard)
+		require.Error(t, err)
+		assert.Nil(t, opts)
+		assert.Equal(t, fmt.Sprintf("--temp-root %q: not an existing directory", missing), err.Error())
+		assert.NoDirExists(t, missing)
+	})
+
+	t.Run("a temp root that is a file fails naming --temp-root", func(t *testing.T) {
+		cfg := valid()
+		file := filepath.Join(t.TempDir(), "f")
+		require.NoError(t, os.WriteFile(file, nil, 0o600))
+		cfg.TempRoots = []string{file}
+		_, err := compose.Options(cfg, io.Discard)
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "--temp-root")
+	})
+
 	t.Run("a temp root of / fails the app at construction", func(t *testing.T) {
 		cfg := valid()
 		cfg.Mode = "workspace-write"
@@ -292,6 +315,7 @@ func TestOptionsErrors(t *testing.T) {
 	t.Run("Options does not modify the caller's Config", func(t *testing.T) {
 		dir := t.TempDir()
 		t.Chdir(dir)
+		require.NoError(t, os.Mkdir(filepath.Join(dir, "rel-temp"), 0o700))
 		cfg := valid()
 		cfg.TempRoots = []string{"rel-temp"}
 		_, err := compose.Options(cfg, io.Discard)
@@ -336,14 +360,33 @@ func TestLogger(t *testing.T) {
 		var group tool.Group
 		opts, err := compose.Options(config.Config{
 			FS: "sandbox", Mode: "read-only", Workspace: d.ws, TempRoots: []string{d.temp},
+			LogLevel: "trace", LogFormat: "json",
+		}, &buf, fx.Populate(&group))
+		require.NoError(t, err)
+		app := fxtest.New(t, opts)
+		app.RequireStart().RequireStop()
+		assert.NotEmpty(t, buf.String(), "fx events are logged at trace")
+		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
+			var rec map[string]any
+			require.NoError(t, json.Unmarshal([]byte(line), &rec), line)
+			assert.Equal(t, "trace", rec["level"], line)
+		}
+	})
+
+	// Issue 14 item 18: the dependency wiring logs only at trace; debug
+	// carries none of it.
+	t.Run("debug has no dependency wiring", func(t *testing.T) {
+		var buf bytes.Buffer
+		d := newDirs(t)
+		var group tool.Group
+		opts, err := compose.Options(config.Config{
+			FS: "sandbox", Mode: "read-only", Workspace: d.ws, TempRoots: []string{d.temp},
 			LogLevel: "debug", LogFormat: "json",
 		}, &buf, fx.Populate(&group))
 		require.NoError(t, err)
 		app := fxtest.New(t, opts)
 		app.RequireStart().RequireStop()
-		assert.NotEmpty(t, buf.String(), "fx events are logged at debug")
-		for _, line := range strings.Split(strings.TrimSpace(buf.String()), "\n") {
-			assert.True(t, json.Valid([]byte(line)), line)
-		}
+		assert.NotContains(t, buf.String(), `"logger":"fx"`)
+		assert.NotContains(t, buf.String(), "PROVIDE")
 	})
 }

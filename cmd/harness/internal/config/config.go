@@ -2,7 +2,8 @@
 // from defaults, an optional YAML file, HARNESS_* environment variables and
 // flags, in that order of increasing precedence, and validated before
 // anything is served. Every error names the flag and, where there is a fixed
-// set, the allowed values.
+// set, the allowed values; the loader names where a bad value came from (the
+// flag, the HARNESS_* variable, or the YAML file and key).
 package config
 
 import (
@@ -11,14 +12,17 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/agnivade/levenshtein"
+
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // Backends are the values of --fs.
 var Backends = []string{"sandbox", "local"}
 
-// LogLevels are the values of --log-level.
-var LogLevels = []string{"debug", "info", "warn", "error"}
+// LogLevels are the values of --log-level. trace adds the dependency
+// wiring's own account (fx events) to debug.
+var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
 
 // LogFormats are the values of --log-format.
 var LogFormats = []string{"json", "console"}
@@ -68,34 +72,48 @@ func Default() Config {
 	}
 }
 
-// Validate checks every field and makes paths absolute; errors name the
-// flag.
+// FieldError is a bad configuration value: Key is the flag name without
+// dashes ("mode"), Msg what is wrong with it. Its text names the flag; the
+// loader replaces the flag with the value's source.
+type FieldError struct {
+	Key string
+	Msg string
+}
+
+func (e *FieldError) Error() string { return "--" + e.Key + ": " + e.Msg }
+
+func fieldErr(key, format string, args ...any) error {
+	return &FieldError{Key: key, Msg: fmt.Sprintf(format, args...)}
+}
+
+// Validate checks every field and makes paths absolute; errors are
+// *FieldError.
 func (c *Config) Validate() error {
-	if err := oneOf("--fs", c.FS, Backends); err != nil {
+	if err := oneOf("fs", c.FS, Backends); err != nil {
 		return err
 	}
 	modes := make([]string, 0, 3)
 	for _, m := range sandboxpolicy.Modes() {
 		modes = append(modes, string(m))
 	}
-	if err := oneOf("--mode", c.Mode, modes); err != nil {
+	if err := oneOf("mode", c.Mode, modes); err != nil {
 		return err
 	}
 	if c.Workspace != "" {
 		abs, err := filepath.Abs(c.Workspace)
 		if err != nil {
-			return fmt.Errorf("--workspace %q: %w", c.Workspace, err)
+			return fieldErr("workspace", "%q: %v", c.Workspace, err)
 		}
 		c.Workspace = abs
 	}
 	c.TempRoots = slices.Clone(c.TempRoots) // never write through the caller's slice
 	for i, r := range c.TempRoots {
 		if strings.TrimSpace(r) == "" {
-			return fmt.Errorf("--temp-root must not be empty")
+			return fieldErr("temp-root", "must not be empty")
 		}
 		abs, err := filepath.Abs(r)
 		if err != nil {
-			return fmt.Errorf("--temp-root %q: %w", r, err)
+			return fieldErr("temp-root", "%q: %v", r, err)
 		}
 		c.TempRoots[i] = abs
 	}
@@ -103,26 +121,47 @@ func (c *Config) Validate() error {
 		flag string
 		v    int64
 	}{
-		{"--read-limit", int64(c.ReadLimit)},
-		{"--read-max-line-length", int64(c.ReadMaxLineLength)},
-		{"--read-max-bytes", int64(c.ReadMaxBytes)},
-		{"--read-stream-min-size", c.ReadStreamMinSize},
-		{"--list-limit", int64(c.ListLimit)},
-		{"--write-max-bytes", int64(c.WriteMaxBytes)},
+		{"read-limit", int64(c.ReadLimit)},
+		{"read-max-line-length", int64(c.ReadMaxLineLength)},
+		{"read-max-bytes", int64(c.ReadMaxBytes)},
+		{"read-stream-min-size", c.ReadStreamMinSize},
+		{"list-limit", int64(c.ListLimit)},
+		{"write-max-bytes", int64(c.WriteMaxBytes)},
 	} {
 		if f.v < 0 {
-			return fmt.Errorf("%s must be a positive integer (0 means the default), got %d", f.flag, f.v)
+			return fieldErr(f.flag, "must be a positive integer (0 means the default), got %d", f.v)
 		}
 	}
-	if err := oneOf("--log-level", c.LogLevel, LogLevels); err != nil {
+	if err := oneOf("log-level", c.LogLevel, LogLevels); err != nil {
 		return err
 	}
-	return oneOf("--log-format", c.LogFormat, LogFormats)
+	return oneOf("log-format", c.LogFormat, LogFormats)
 }
 
-func oneOf(flag, v string, allowed []string) error {
+func oneOf(key, v string, allowed []string) error {
 	if slices.Contains(allowed, v) {
 		return nil
 	}
-	return fmt.Errorf("%s: unknown value %q: allowed values are %s", flag, v, strings.Join(allowed, ", "))
+	msg := fmt.Sprintf("unknown value %q: allowed values are %s", v, strings.Join(allowed, ", "))
+	if s := Suggest(v, allowed); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	return &FieldError{Key: key, Msg: msg}
+}
+
+// Suggest returns the candidate closest to word by edit distance when it is
+// close enough to be a likely typo (at most 2 edits, or a third of the
+// word), else "".
+func Suggest(word string, candidates []string) string {
+	best, bestD := "", -1
+	for _, c := range candidates {
+		d := levenshtein.ComputeDistance(word, c)
+		if bestD < 0 || d < bestD {
+			best, bestD = c, d
+		}
+	}
+	if bestD < 0 || bestD > max(2, len(word)/3) || bestD >= len(word) {
+		return ""
+	}
+	return best
 }

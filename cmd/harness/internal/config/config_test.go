@@ -74,7 +74,7 @@ func TestDefault(t *testing.T) {
 
 	t.Run("the allowed value lists", func(t *testing.T) {
 		assert.Equal(t, []string{"sandbox", "local"}, config.Backends)
-		assert.Equal(t, []string{"debug", "info", "warn", "error"}, config.LogLevels)
+		assert.Equal(t, []string{"trace", "debug", "info", "warn", "error"}, config.LogLevels)
 		assert.Equal(t, []string{"json", "console"}, config.LogFormats)
 		assert.Equal(t, "HARNESS_", config.EnvPrefix)
 	})
@@ -288,13 +288,14 @@ func TestStrictYAML(t *testing.T) {
 		yaml   string
 		wantIn []string
 	}{
-		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"mdoe", "--config"}},
+		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"harness.yaml: line 2: unknown key \"mdoe\" (did you mean \"mode\"?)", "--config"}},
+		{name: "an unknown key far from every key has no suggestion", yaml: "colour: blue\n", wantIn: []string{`unknown key "colour"; the keys are the flag names`}},
 		{name: "a Go field name is not a key", yaml: "ReadLimit: 3\n", wantIn: []string{"ReadLimit"}},
 		{name: "a snake_case spelling is not a key", yaml: "read_limit: 3\n", wantIn: []string{"read_limit"}},
 		{name: "the env spelling is not a key", yaml: "temp_root: [/t]\n", wantIn: []string{"temp_root"}},
 		{name: "--config itself is not a key", yaml: "config: other.yaml\n", wantIn: []string{"config"}},
 		{name: "a nested unknown key fails", yaml: "fs: local\nextra:\n  a: 1\n", wantIn: []string{"extra"}},
-		{name: "a wrong type fails", yaml: "read-limit: many\n", wantIn: []string{"--config", "many"}},
+		{name: "a wrong type fails naming the file and key", yaml: "fs: local\nread-limit: many\n", wantIn: []string{"--config", "harness.yaml: key read-limit (line 2): ", "many"}},
 		{name: "a scalar temp-root fails (it is a list)", yaml: "temp-root: /t\n", wantIn: []string{"--config"}},
 		{name: "malformed YAML fails", yaml: "mode: [read-only\n", wantIn: []string{"--config"}},
 		{name: "a top-level list fails", yaml: "- fs\n", wantIn: []string{"--config"}},
@@ -328,7 +329,8 @@ func TestStrictYAML(t *testing.T) {
 	t.Run("a YAML value is validated like a flag", func(t *testing.T) {
 		_, err := load(t, []string{"--config", writeYAML(t, "mode: yolo\n")}, nil)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "--mode")
+		assert.Contains(t, err.Error(), "harness.yaml: key mode (line 1): ")
+		assert.NotContains(t, err.Error(), "not found in type")
 		assert.Contains(t, err.Error(), `"yolo"`)
 	})
 }
@@ -341,14 +343,17 @@ func TestBadValues(t *testing.T) {
 		env    map[string]string
 		yaml   string
 		wantIn []string
+		// wantNot are substrings the error must not contain (another
+		// source than the value's).
+		wantNot []string
 	}{
 		{name: "--fs", args: []string{"--fs", "zfs"}, wantIn: []string{"--fs", `"zfs"`, "sandbox, local"}},
 		{name: "--fs is case-sensitive", args: []string{"--fs", "Sandbox"}, wantIn: []string{"--fs", `"Sandbox"`, "sandbox, local"}},
 		{name: "--fs empty", args: []string{"--fs", ""}, wantIn: []string{"--fs", `""`, "sandbox, local"}},
 		{name: "--mode", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode", `"yolo"`, modes}},
 		{name: "--mode empty", args: []string{"--mode", ""}, wantIn: []string{"--mode", `""`, modes}},
-		{name: "--log-level", args: []string{"--log-level", "verbose"}, wantIn: []string{"--log-level", `"verbose"`, "debug, info, warn, error"}},
-		{name: "--log-level warning is not an alias", args: []string{"--log-level", "warning"}, wantIn: []string{"--log-level", "debug, info, warn, error"}},
+		{name: "--log-level", args: []string{"--log-level", "verbose"}, wantIn: []string{"--log-level", `"verbose"`, "trace, debug, info, warn, error"}},
+		{name: "--log-level warning is not an alias", args: []string{"--log-level", "warning"}, wantIn: []string{"--log-level", "trace, debug, info, warn, error"}},
 		{name: "--log-format", args: []string{"--log-format", "xml"}, wantIn: []string{"--log-format", `"xml"`, "json, console"}},
 		{name: "negative --read-limit", args: []string{"--read-limit", "-1"}, wantIn: []string{"--read-limit", "-1"}},
 		{name: "negative --read-max-line-length", args: []string{"--read-max-line-length", "-2"}, wantIn: []string{"--read-max-line-length", "-2"}},
@@ -357,21 +362,24 @@ func TestBadValues(t *testing.T) {
 		{name: "negative --list-limit", args: []string{"--list-limit", "-5"}, wantIn: []string{"--list-limit", "-5"}},
 		{name: "an empty --temp-root", args: []string{"--temp-root", ""}, wantIn: []string{"--temp-root"}},
 		{name: "a blank --temp-root among good ones", args: []string{"--temp-root", "/t", "--temp-root", "  "}, wantIn: []string{"--temp-root"}},
-		{name: "HARNESS_MODE", env: map[string]string{"HARNESS_MODE": "yolo"}, wantIn: []string{"--mode", `"yolo"`, modes}},
-		{name: "HARNESS_FS", env: map[string]string{"HARNESS_FS": "nfs"}, wantIn: []string{"--fs", `"nfs"`, "sandbox, local"}},
-		{name: "HARNESS_LOG_LEVEL", env: map[string]string{"HARNESS_LOG_LEVEL": "trace"}, wantIn: []string{"--log-level", "debug, info, warn, error"}},
-		{name: "HARNESS_LOG_FORMAT", env: map[string]string{"HARNESS_LOG_FORMAT": "text"}, wantIn: []string{"--log-format", "json, console"}},
+		{name: "HARNESS_MODE names the variable, not the flag", env: map[string]string{"HARNESS_MODE": "yolo"}, wantIn: []string{"HARNESS_MODE: ", `"yolo"`, modes}, wantNot: []string{"--mode"}},
+		{name: "HARNESS_MODE bogus", env: map[string]string{"HARNESS_MODE": "bogus"}, wantIn: []string{"HARNESS_MODE: ", `"bogus"`}, wantNot: []string{"--mode"}},
+		{name: "a near miss gets a did-you-mean", args: []string{"--mode", "workspace_write"}, wantIn: []string{"--mode: ", `did you mean "workspace-write"?`}},
+		{name: "HARNESS_FS", env: map[string]string{"HARNESS_FS": "nfs"}, wantIn: []string{"HARNESS_FS: ", `"nfs"`, "sandbox, local"}, wantNot: []string{"--fs"}},
+		{name: "HARNESS_LOG_LEVEL", env: map[string]string{"HARNESS_LOG_LEVEL": "verbose"}, wantIn: []string{"HARNESS_LOG_LEVEL: ", "trace, debug, info, warn, error"}, wantNot: []string{"--log-level"}},
+		{name: "HARNESS_LOG_FORMAT", env: map[string]string{"HARNESS_LOG_FORMAT": "text"}, wantIn: []string{"HARNESS_LOG_FORMAT: ", "json, console"}, wantNot: []string{"--log-format"}},
 		{name: "HARNESS_READ_LIMIT not an integer", env: map[string]string{"HARNESS_READ_LIMIT": "ten"}, wantIn: []string{"HARNESS_READ_LIMIT", `"ten"`}},
 		{name: "HARNESS_READ_LIMIT a float", env: map[string]string{"HARNESS_READ_LIMIT": "1.5"}, wantIn: []string{"HARNESS_READ_LIMIT", `"1.5"`}},
-		{name: "HARNESS_READ_LIMIT negative", env: map[string]string{"HARNESS_READ_LIMIT": "-1"}, wantIn: []string{"--read-limit", "-1"}},
+		{name: "HARNESS_READ_LIMIT negative", env: map[string]string{"HARNESS_READ_LIMIT": "-1"}, wantIn: []string{"HARNESS_READ_LIMIT: ", "-1"}, wantNot: []string{"--read-limit"}},
 		{name: "HARNESS_READ_MAX_LINE_LENGTH", env: map[string]string{"HARNESS_READ_MAX_LINE_LENGTH": "x"}, wantIn: []string{"HARNESS_READ_MAX_LINE_LENGTH", `"x"`}},
 		{name: "HARNESS_READ_MAX_BYTES", env: map[string]string{"HARNESS_READ_MAX_BYTES": "x"}, wantIn: []string{"HARNESS_READ_MAX_BYTES", `"x"`}},
 		{name: "HARNESS_READ_STREAM_MIN_SIZE", env: map[string]string{"HARNESS_READ_STREAM_MIN_SIZE": "10MiB"}, wantIn: []string{"HARNESS_READ_STREAM_MIN_SIZE", `"10MiB"`}},
 		{name: "HARNESS_LIST_LIMIT", env: map[string]string{"HARNESS_LIST_LIMIT": "x"}, wantIn: []string{"HARNESS_LIST_LIMIT", `"x"`}},
 		{name: "HARNESS_INVARIANTS", env: map[string]string{"HARNESS_INVARIANTS": "maybe"}, wantIn: []string{"HARNESS_INVARIANTS", `"maybe"`}},
-		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"--temp-root"}},
-		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"--log-format", `"yaml"`, "json, console"}},
-		{name: "YAML negative list-limit", yaml: "list-limit: -9\n", wantIn: []string{"--list-limit", "-9"}},
+		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
+		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
+		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
+		{name: "a flag over a bad YAML value names the flag", yaml: "mode: read-only\n", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode: ", `"yolo"`}, wantNot: []string{"harness.yaml"}},
 		{
 			name:   "a bad variable fails even when the flag overrides it",
 			args:   []string{"--read-limit", "5"},
@@ -389,6 +397,9 @@ func TestBadValues(t *testing.T) {
 			require.Error(t, err)
 			for _, s := range tc.wantIn {
 				assert.Contains(t, err.Error(), s)
+			}
+			for _, s := range tc.wantNot {
+				assert.NotContains(t, err.Error(), s)
 			}
 		})
 	}

@@ -1,13 +1,14 @@
 package config
 
 import (
-	"bytes"
 	"errors"
 	"flag"
 	"fmt"
-	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -49,22 +50,24 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		listLimit = fs.Int("list-limit", 0, "entries one list returns at most (0: 1000)")
 		writeMax  = fs.Int("write-max-bytes", 0, "bytes of one write's content or one edit's new_string at most (0: 16 MiB)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
-		logLevel  = fs.String("log-level", def.LogLevel, "log level: debug, info, warn or error")
+		logLevel  = fs.String("log-level", def.LogLevel, "log level: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log format on stderr: json or console")
 	)
 	fs.Var(&temps, "temp-root", "temp area writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	return func() (Config, error) {
 		cfg := def
+		// source maps a key to where its value came from, for errors.
+		source := map[string]string{}
 		path := *file
 		if path == "" {
 			path = getenv(EnvPrefix + "CONFIG")
 		}
 		if path != "" {
-			if err := loadYAML(path, &cfg); err != nil {
+			if err := loadYAML(path, &cfg, source); err != nil {
 				return cfg, err
 			}
 		}
-		if err := applyEnv(&cfg, getenv); err != nil {
+		if err := applyEnv(&cfg, getenv, source); err != nil {
 			return cfg, err
 		}
 		set := map[string]bool{}
@@ -87,31 +90,83 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		for name, f := range apply {
 			if set[name] {
 				f()
+				source[name] = "--" + name
 			}
 		}
-		return cfg, cfg.Validate()
+		err := cfg.Validate()
+		if fe, ok := errors.AsType[*FieldError](err); ok && source[fe.Key] != "" {
+			return cfg, fmt.Errorf("%s: %s", source[fe.Key], fe.Msg)
+		}
+		return cfg, err
 	}
 }
 
-// loadYAML decodes the file at path into cfg strictly: an unknown key is an
-// error naming it.
-func loadYAML(path string, cfg *Config) error {
+// yamlKeys returns the YAML keys of Config and, for each, the field's index.
+func yamlKeys() map[string]int {
+	keys := map[string]int{}
+	t := reflect.TypeFor[Config]()
+	for i := range t.NumField() {
+		if k := t.Field(i).Tag.Get("yaml"); k != "" && k != "-" {
+			keys[k] = i
+		}
+	}
+	return keys
+}
+
+// loadYAML decodes the file at path into cfg strictly, key by key: an
+// unknown key is an error naming it and the file, with the closest known
+// key; a value of the wrong type names its key. source records
+// "FILE: key K (line N)" for each key set.
+func loadYAML(path string, cfg *Config, source map[string]string) error {
 	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
 		return fmt.Errorf("--config: %w", err)
 	}
-	dec := yaml.NewDecoder(bytes.NewReader(b))
-	dec.KnownFields(true)
-	if err := dec.Decode(cfg); err != nil && !errors.Is(err, io.EOF) {
+	var doc yaml.Node
+	if err := yaml.Unmarshal(b, &doc); err != nil {
 		return fmt.Errorf("--config %s: %w", path, err)
+	}
+	if len(doc.Content) == 0 {
+		return nil // an empty file sets nothing
+	}
+	root := doc.Content[0]
+	if root.Kind != yaml.MappingNode {
+		return fmt.Errorf("--config %s: line %d: want a mapping of flag names to values", path, root.Line)
+	}
+	keys := yamlKeys()
+	known := slices.Sorted(maps.Keys(keys))
+	v := reflect.ValueOf(cfg).Elem()
+	for i := 0; i+1 < len(root.Content); i += 2 {
+		k, val := root.Content[i], root.Content[i+1]
+		idx, ok := keys[k.Value]
+		if !ok {
+			msg := fmt.Sprintf("--config %s: line %d: unknown key %q", path, k.Line, k.Value)
+			if s := Suggest(k.Value, known); s != "" {
+				msg += fmt.Sprintf(" (did you mean %q?)", s)
+			}
+			return errors.New(msg + "; the keys are the flag names")
+		}
+		where := fmt.Sprintf("--config %s: key %s (line %d)", path, k.Value, k.Line)
+		if err := val.Decode(v.Field(idx).Addr().Interface()); err != nil {
+			return fmt.Errorf("%s: %s", where, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+		}
+		source[k.Value] = where
 	}
 	return nil
 }
 
-// applyEnv sets the fields whose HARNESS_* variable is non-empty.
-func applyEnv(cfg *Config, getenv func(string) string) error {
+// applyEnv sets the fields whose HARNESS_* variable is non-empty and
+// records the variable as their source.
+func applyEnv(cfg *Config, getenv func(string) string, source map[string]string) error {
+	lookup := func(name string) string {
+		v := getenv(EnvPrefix + name)
+		if v != "" {
+			source[strings.ToLower(strings.ReplaceAll(name, "_", "-"))] = EnvPrefix + name
+		}
+		return v
+	}
 	str := func(name string, dst *string) {
-		if v := getenv(EnvPrefix + name); v != "" {
+		if v := lookup(name); v != "" {
 			*dst = v
 		}
 	}
@@ -120,7 +175,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 	str("WORKSPACE", &cfg.Workspace)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
-	if v := getenv(EnvPrefix + "TEMP_ROOT"); v != "" {
+	if v := lookup("TEMP_ROOT"); v != "" {
 		cfg.TempRoots = filepath.SplitList(v)
 	}
 	ints := []struct {
@@ -134,7 +189,7 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
 	}
 	for _, i := range ints {
-		if v := getenv(EnvPrefix + i.name); v != "" {
+		if v := lookup(i.name); v != "" {
 			n, err := strconv.Atoi(v)
 			if err != nil {
 				return fmt.Errorf("%s%s: not an integer: %q", EnvPrefix, i.name, v)
@@ -142,14 +197,14 @@ func applyEnv(cfg *Config, getenv func(string) string) error {
 			*i.dst = n
 		}
 	}
-	if v := getenv(EnvPrefix + "READ_STREAM_MIN_SIZE"); v != "" {
+	if v := lookup("READ_STREAM_MIN_SIZE"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)
 		if err != nil {
 			return fmt.Errorf("%sREAD_STREAM_MIN_SIZE: not an integer: %q", EnvPrefix, v)
 		}
 		cfg.ReadStreamMinSize = n
 	}
-	if v := getenv(EnvPrefix + "INVARIANTS"); v != "" {
+	if v := lookup("INVARIANTS"); v != "" {
 		b, err := strconv.ParseBool(v)
 		if err != nil {
 			return fmt.Errorf("%sINVARIANTS: not a boolean: %q", EnvPrefix, v)
