@@ -1,7 +1,9 @@
-// Package cli is the harness command line: serve, call, tools, policy and
-// version. It parses flags into a config.Config, builds the fx application
-// with compose, and runs one command. Run returns the process exit code:
-// 0 success, 1 a tool error (call), 2 a usage or configuration error.
+// Package cli is the harness command line: serve, call, tools, policy, demo,
+// version and help. It parses flags into a config.Config, builds the fx
+// application with compose, and runs one command. Run returns the process
+// exit code: 0 success (help included), 1 a tool error (call), 2 a usage or
+// configuration error. Help goes to stdout; errors go to stderr, prefixed
+// "harness:".
 package cli
 
 import (
@@ -17,10 +19,6 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 )
 
-// Version is the harness version, set at build time with
-// -ldflags "-X github.com/dsh-go/harness/internal/cli.Version=v1.2.3".
-var Version = ""
-
 // Exit codes.
 const (
 	ExitOK        = 0
@@ -34,32 +32,100 @@ type Env struct {
 	Stdout io.Writer
 	Stderr io.Writer
 	Getenv func(string) string
-	// StdinIsTerminal reports whether Stdin is an interactive terminal
-	// (the call command's default approver prompts only then).
+	// StdinIsTerminal reports whether Stdin is an interactive terminal:
+	// the call command's default approver prompts only then, and serve
+	// explains itself on stderr.
 	StdinIsTerminal bool
 }
 
-// errUsage marks an error as a usage error (exit 2).
-type usageError struct{ err error }
+// usageError marks an error as a usage error (exit 2). hint, when set, is
+// printed on a line of its own after the error.
+type usageError struct {
+	err  error
+	hint string
+}
 
 func (e *usageError) Error() string { return e.err.Error() }
 func (e *usageError) Unwrap() error { return e.err }
 
-func usagef(format string, args ...any) error { return &usageError{fmt.Errorf(format, args...)} }
+func usagef(format string, args ...any) error { return &usageError{err: fmt.Errorf(format, args...)} }
 
-const usage = `harness: a filesystem for AI agents, fenced by a sandbox policy.
+// errHelp reports that a command printed its help: exit 0.
+var errHelp = errors.New("help printed")
 
-Usage:
-  harness serve   [flags]                        serve the tools over MCP on stdio
-  harness call    TOOL [--args JSON] [--arg k=v]... [--approval deny|prompt] [flags]
-                                                 run one tool call, print the MCP result as JSON
-  harness tools   [flags]                        print the tools' MCP declarations as JSON
-  harness policy  [--json] [flags]               print the backend, mode and writable roots
-  harness version                                print the version
-  harness demo                                   run a short MCP session against harness serve
+// command is one subcommand's help text.
+type command struct {
+	name     string
+	synopsis string // after "harness NAME"
+	summary  string // one line for the overview
+	about    string // the paragraph of its own help
+}
 
-Flags (also HARNESS_<NAME> variables and a --config YAML file; flags win):
-`
+// commands are the subcommands, in the order the overview lists them.
+var commands = []command{
+	{
+		name: "serve", synopsis: "[flags]",
+		summary: "serve the tools over MCP on stdin/stdout",
+		about: "Serves the read, list, write and edit tools over MCP (JSON-RPC, one message a line) on\n" +
+			"stdin and stdout; one connection is one session. An MCP client starts it; see the\n" +
+			"README for a client configuration, or run `harness demo` to watch a session.",
+	},
+	{
+		name: "call", synopsis: "TOOL [--args JSON] [--arg k=v]... [--approval deny|prompt] [flags]",
+		summary: "run one tool call and print the MCP result as JSON",
+		about: "Runs one tool call and prints the MCP result as JSON; exit 0 ok, 1 a tool error, 2 a\n" +
+			"usage or configuration error. --args takes the arguments as a JSON object; each --arg\n" +
+			"k=v sets one and wins over --args. v is converted to the type the tool's input schema\n" +
+			"declares for k: a string property takes v as written (content=42 is \"42\"), an integer\n" +
+			"or number property parses it (limit=5), a boolean takes true or false; any other key\n" +
+			"takes v as JSON when it parses, else as a string. A one-shot call has no earlier read\n" +
+			"to rely on, so it runs without the read-before-write policy; the fence still applies.",
+	},
+	{
+		name: "tools", synopsis: "[flags]",
+		summary: "print the tools' MCP declarations as JSON",
+		about:   "Prints the tools' MCP declarations (name, description, input and output schemas) as JSON.",
+	},
+	{
+		name: "policy", synopsis: "[--json] [flags]",
+		summary: "print the backend, mode and writable roots",
+		about:   "Prints the backend, the default sandbox mode, the workspace root and the writable roots\nthe configuration resolves to.",
+	},
+	{
+		name: "demo", synopsis: "",
+		summary: "run a short, real MCP session against harness serve",
+		about: "Starts `harness serve` on a throwaway workspace and prints each call and result: a read,\n" +
+			"an edit, a write outside the writable roots that is denied, and an escalation that the\n" +
+			"(scripted) user declines.",
+	},
+	{
+		name: "version", synopsis: "",
+		summary: "print the version (also --version)",
+		about:   "Prints the module version the binary was built from, or \"devel\".",
+	},
+	{
+		name: "help", synopsis: "[COMMAND]",
+		summary: "print this overview, or a command's help (also COMMAND --help)",
+		about:   "Prints the overview, or the help of COMMAND with its flags.",
+	},
+}
+
+func lookup(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name {
+			return c, true
+		}
+	}
+	return command{}, false
+}
+
+func commandNames() []string {
+	names := make([]string, 0, len(commands))
+	for _, c := range commands {
+		names = append(names, c.name)
+	}
+	return names
+}
 
 // Run runs the command in args (without the program name) and returns the
 // exit code.
@@ -68,128 +134,260 @@ func Run(ctx context.Context, args []string, env Env) int {
 		env.Getenv = os.Getenv
 	}
 	if len(args) == 0 {
-		printUsage(env.Stderr)
+		printOverview(env.Stderr)
 		return ExitUsage
 	}
-	var err error
-	switch cmd, rest := args[0], args[1:]; cmd {
-	case "serve":
-		err = serve(ctx, rest, env)
-	case "call":
-		var code int
-		code, err = call(ctx, rest, env)
-		if err == nil {
-			return code
-		}
-	case "tools":
-		err = tools(ctx, rest, env)
-	case "policy":
-		err = policy(ctx, rest, env)
-	case "demo":
-		err = demo(ctx, rest, env)
-	case "version":
-		_, err = fmt.Fprintln(env.Stdout, "harness", version())
-	case "help", "-h", "--help":
-		printUsage(env.Stdout)
-		return ExitOK
-	default:
-		err = usagef("unknown command %q: use serve, call, tools, policy, version, demo or help", cmd)
-	}
+	code, err := dispatch(ctx, args[0], args[1:], env)
 	if err == nil {
-		return ExitOK
+		return code
 	}
-	if errors.Is(err, flag.ErrHelp) {
+	if errors.Is(err, errHelp) {
 		return ExitOK
 	}
 	_, _ = fmt.Fprintln(env.Stderr, "harness:", err)
-	if _, ok := errors.AsType[*usageError](err); ok {
+	if ue, ok := errors.AsType[*usageError](err); ok {
+		if ue.hint != "" {
+			_, _ = fmt.Fprintln(env.Stderr, ue.hint)
+		}
 		return ExitUsage
 	}
 	return ExitToolError
 }
 
-// flags returns a flag set with the configuration flags registered, and the
-// loader to call after parsing.
-func flags(name string, env Env) (*flag.FlagSet, func() (config.Config, error)) {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(env.Stderr)
-	load := config.Flags(fs, env.Getenv)
-	fs.Usage = func() {
-		_, _ = fmt.Fprint(env.Stderr, usage)
-		fs.PrintDefaults()
+// dispatch runs command cmd with its arguments.
+func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, error) {
+	switch cmd {
+	case "serve":
+		return ExitOK, serve(ctx, rest, env)
+	case "call":
+		return call(ctx, rest, env)
+	case "tools":
+		return ExitOK, tools(ctx, rest, env)
+	case "policy":
+		return ExitOK, policy(ctx, rest, env)
+	case "demo":
+		return ExitOK, demo(ctx, rest, env)
+	case "version", "--version", "-version":
+		return ExitOK, versionCmd(rest, env)
+	case "help", "-h", "-help", "--help":
+		return ExitOK, help(ctx, rest, env)
 	}
-	return fs, load
+	msg := fmt.Sprintf("unknown command %q", cmd)
+	if s := config.Suggest(cmd, commandNames()); s != "" {
+		msg += fmt.Sprintf(" (did you mean %q?)", s)
+	}
+	msg += ": the commands are " + strings.Join(commandNames(), ", ")
+	return ExitUsage, &usageError{err: errors.New(msg), hint: "Run 'harness help' for the commands."}
 }
 
-// parse parses args and loads the configuration; errors are usage errors.
-func parse(fs *flag.FlagSet, load func() (config.Config, error), args []string) (config.Config, error) {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return config.Config{}, err
-		}
-		return config.Config{}, &usageError{err}
+// help prints the overview, or the help of the command named in args (the
+// command's own --help, so its flags are the ones it parses).
+func help(ctx context.Context, args []string, env Env) error {
+	if len(args) == 0 || args[0] == "help" {
+		printOverview(env.Stdout)
+		return nil
 	}
-	cfg, err := load()
+	if len(args) > 1 {
+		return &usageError{err: errors.New("help takes at most one command"), hint: "Run 'harness help' for the commands."}
+	}
+	if _, ok := lookup(args[0]); !ok {
+		msg := fmt.Sprintf("help: unknown command %q", args[0])
+		if s := config.Suggest(args[0], commandNames()); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return &usageError{err: errors.New(msg), hint: "Run 'harness help' for the commands."}
+	}
+	_, err := dispatch(ctx, args[0], []string{"--help"}, env)
+	return err
+}
+
+// printOverview prints the commands and where their flags are described.
+func printOverview(w io.Writer) {
+	var b strings.Builder
+	b.WriteString("harness: a filesystem for AI agents, fenced by a sandbox policy.\n\nUsage:\n")
+	for _, c := range commands {
+		_, _ = fmt.Fprintf(&b, "  harness %-8s %s\n", c.name, c.summary)
+	}
+	b.WriteString("\nRun 'harness help COMMAND' or 'harness COMMAND --help' for a command's flags.\n" +
+		"Every configuration flag also reads a HARNESS_<NAME> variable and a --config YAML file;\n" +
+		"flags win over variables, which win over the file.\n")
+	_, _ = io.WriteString(w, b.String())
+}
+
+// flagSet is a command's flag set: the configuration flags (when the
+// command takes them) and the command's own.
+type flagSet struct {
+	*flag.FlagSet
+	name   string
+	env    Env
+	config map[string]bool // the names of the configuration flags
+	load   func() (config.Config, error)
+}
+
+// newFlags returns command name's flag set, with the configuration flags
+// registered when withConfig. Go's flag package prints nothing: parse
+// reports its errors and help.
+func newFlags(name string, env Env, withConfig bool) *flagSet {
+	fs := &flagSet{FlagSet: flag.NewFlagSet(name, flag.ContinueOnError), name: name, env: env, config: map[string]bool{}}
+	fs.SetOutput(io.Discard)
+	fs.Usage = func() {}
+	if withConfig {
+		fs.load = config.Flags(fs.FlagSet, env.Getenv)
+		fs.VisitAll(func(f *flag.Flag) { fs.config[f.Name] = true })
+	}
+	return fs
+}
+
+// parse parses args: --help (or -h) prints the command's help on stdout and
+// returns errHelp; a bad flag is a usage error with a did-you-mean and a
+// pointer to the command's help.
+func (fs *flagSet) parse(args []string) error {
+	err := fs.Parse(args)
+	if err == nil {
+		return nil
+	}
+	if errors.Is(err, flag.ErrHelp) {
+		fs.printHelp(fs.env.Stdout)
+		return errHelp
+	}
+	msg := err.Error()
+	if name, ok := strings.CutPrefix(msg, "flag provided but not defined: -"); ok {
+		msg = fmt.Sprintf("%s: unknown flag --%s", fs.name, name)
+		var names []string
+		fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
+		if s := config.Suggest(name, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean --%s?)", s)
+		}
+	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
+		msg = fmt.Sprintf("%s: --%s needs a value", fs.name, name)
+	} else {
+		msg = fs.name + ": " + strings.Replace(msg, "for flag -", "for flag --", 1)
+	}
+	return fs.usageErr(errors.New(msg))
+}
+
+// usageErr is err as a usage error pointing at the command's help.
+func (fs *flagSet) usageErr(err error) error {
+	return &usageError{err: err, hint: fmt.Sprintf("Run 'harness %s --help' for its flags.", fs.name)}
+}
+
+// parseConfig parses args and loads the configuration; errors are usage
+// errors.
+func (fs *flagSet) parseConfig(args []string) (config.Config, error) {
+	if err := fs.parse(args); err != nil {
+		return config.Config{}, err
+	}
+	cfg, err := fs.load()
 	if err != nil {
-		return cfg, &usageError{err}
+		return cfg, &usageError{err: err}
 	}
 	return cfg, nil
 }
 
-func printUsage(w io.Writer) {
-	_, _ = fmt.Fprint(w, usage)
-	fs := flag.NewFlagSet("harness", flag.ContinueOnError)
-	fs.SetOutput(w)
-	config.Flags(fs, func(string) string { return "" })
-	fs.PrintDefaults()
+// printHelp prints the command's usage, its paragraph, its own flags and
+// then the configuration flags.
+func (fs *flagSet) printHelp(w io.Writer) {
+	c, _ := lookup(fs.name)
+	var b strings.Builder
+	_, _ = fmt.Fprintf(&b, "Usage: harness %s %s\n\n%s\n", c.name, c.synopsis, c.about)
+	own := func(f *flag.Flag) bool { return !fs.config[f.Name] }
+	if fs.has(own) {
+		b.WriteString("\nFlags:\n")
+		fs.printFlags(&b, own)
+	}
+	if len(fs.config) > 0 {
+		b.WriteString("\nConfiguration flags (each also reads HARNESS_<NAME>, e.g. HARNESS_MODE, and a --config\n" +
+			"YAML file with the flag names as keys; flags win over variables, which win over the file):\n")
+		fs.printFlags(&b, func(f *flag.Flag) bool { return fs.config[f.Name] })
+	}
+	_, _ = io.WriteString(w, strings.ReplaceAll(b.String(), " \n", "\n"))
 }
 
-// version returns Version, else the module version or VCS revision the
-// binary was built from, else "dev".
-func version() string {
-	if Version != "" {
-		return Version
+func (fs *flagSet) has(keep func(*flag.Flag) bool) bool {
+	found := false
+	fs.VisitAll(func(f *flag.Flag) { found = found || keep(f) })
+	return found
+}
+
+// printFlags prints the kept flags as "--name TYPE", then the usage and a
+// non-zero default on an indented line.
+func (fs *flagSet) printFlags(b *strings.Builder, keep func(*flag.Flag) bool) {
+	fs.VisitAll(func(f *flag.Flag) {
+		if !keep(f) {
+			return
+		}
+		typ, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if typ != "" {
+			line += " " + typ
+		}
+		switch f.DefValue {
+		case "", "0", "false":
+		default:
+			usage += fmt.Sprintf(" (default %s)", f.DefValue)
+		}
+		_, _ = fmt.Fprintf(b, "%s\n        %s\n", line, usage)
+	})
+}
+
+// noArgs is a usage error when a command that takes no positional argument
+// got some.
+func (fs *flagSet) noArgs() error {
+	if fs.NArg() > 0 {
+		return fs.usageErr(fmt.Errorf("%s takes no arguments, got %q", fs.name, fs.Args()))
 	}
+	return nil
+}
+
+// versionCmd prints the version.
+func versionCmd(args []string, env Env) error {
+	fs := newFlags("version", env, false)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	if err := fs.noArgs(); err != nil {
+		return err
+	}
+	_, err := fmt.Fprintln(env.Stdout, "harness", version())
+	return err
+}
+
+// version returns the module version the binary was built from (a release
+// tag, or the pseudo-version the go command stamps from the VCS), else
+// "devel".
+func version() string {
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		if v := bi.Main.Version; v != "" && v != "(devel)" {
 			return v
 		}
-		for _, s := range bi.Settings {
-			if s.Key == "vcs.revision" && len(s.Value) >= 12 {
-				return "dev-" + s.Value[:12]
-			}
-		}
 	}
-	return "dev"
+	return "devel"
 }
 
 // splitTool takes the positional tool name from args, before or after the
 // flags.
-func splitTool(fs *flag.FlagSet, load func() (config.Config, error), args []string) (string, config.Config, error) {
+func (fs *flagSet) splitTool(args []string) (string, config.Config, error) {
 	var name string
 	if len(args) > 0 && !strings.HasPrefix(args[0], "-") {
 		name, args = args[0], args[1:]
 	}
-	cfg, err := parse(fs, load, args)
+	cfg, err := fs.parseConfig(args)
 	if err != nil {
 		return "", cfg, err
 	}
 	rest := fs.Args()
 	if name == "" && len(rest) > 0 {
 		name, rest = rest[0], rest[1:]
-		if err := fs.Parse(rest); err != nil {
-			return "", cfg, &usageError{err}
-		}
-		if cfg, err = load(); err != nil {
-			return "", cfg, &usageError{err}
+		if cfg, err = fs.parseConfig(rest); err != nil {
+			return "", cfg, err
 		}
 		rest = fs.Args()
 	}
 	if len(rest) > 0 {
-		return "", cfg, usagef("unexpected arguments: %s", strings.Join(rest, " "))
+		return "", cfg, fs.usageErr(fmt.Errorf("unexpected arguments: %s", strings.Join(rest, " ")))
 	}
 	if name == "" {
-		return "", cfg, usagef("call needs a tool name: harness call TOOL --args JSON")
+		return "", cfg, fs.usageErr(errors.New("call needs a tool name: harness call TOOL --args JSON"))
 	}
 	return name, cfg, nil
 }

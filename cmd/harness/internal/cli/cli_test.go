@@ -35,7 +35,7 @@ func newLayout(t *testing.T) layout {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
-	fixture.Build(t, base, "ws/a.txt: hello\nworld\n", "tmp/", "outside/")
+	fixture.Build(t, base, "ws/a.txt: hello\nworld\n", "tmp/", "tmp2/", "outside/")
 	return layout{
 		base: base, ws: filepath.Join(base, "ws"),
 		tmp: filepath.Join(base, "tmp"), outside: filepath.Join(base, "outside"),
@@ -151,8 +151,9 @@ func TestRun(t *testing.T) {
 		// empty unless stdout is set.
 		golden string
 		stdout func(t *testing.T, l layout, out string)
-		// stderrIn are substrings stderr must contain.
-		stderrIn []string
+		// stderrIn are substrings stderr must contain; stderrNot, ones it
+		// must not.
+		stderrIn, stderrNot []string
 		// disk checks the filesystem after the run; nil means the
 		// workspace and the outside directory are unchanged.
 		disk func(t *testing.T, l layout)
@@ -203,11 +204,71 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
+			name: "--version", args: func(layout) []string { return []string{"--version"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Regexp(t, regexp.MustCompile(`^harness \S+\n$`), out)
+			},
+		},
+		{
+			name: "version --help", args: func(layout) []string { return []string{"version", "--help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) { assert.Contains(t, out, "Usage: harness version") },
+		},
+		{
 			name: "help", args: func(layout) []string { return []string{"help"} }, code: cli.ExitOK,
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.Contains(t, out, "Usage:")
-				assert.Contains(t, out, "-workspace")
+				for _, c := range []string{"serve", "call", "tools", "policy", "demo", "version", "help"} {
+					assert.Contains(t, out, "\n  harness "+c+" ")
+				}
+				assert.Contains(t, out, "harness COMMAND --help")
 			},
+		},
+		{
+			name: "--help prints the overview on stdout", args: func(layout) []string { return []string{"--help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) { assert.Contains(t, out, "harness COMMAND --help") },
+		},
+		{
+			name: "-h prints the overview on stdout", args: func(layout) []string { return []string{"-h"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) { assert.Contains(t, out, "harness COMMAND --help") },
+		},
+		{name: "help call", args: func(layout) []string { return []string{"help", "call"} }, code: cli.ExitOK, golden: "help_call"},
+		{name: "call --help", args: func(layout) []string { return []string{"call", "--help"} }, code: cli.ExitOK, golden: "help_call"},
+		{name: "call read --help", args: func(layout) []string { return []string{"call", "read", "--help"} }, code: cli.ExitOK, golden: "help_call"},
+		{name: "call -h", args: func(layout) []string { return []string{"call", "-h"} }, code: cli.ExitOK, golden: "help_call"},
+		{name: "help serve", args: func(layout) []string { return []string{"help", "serve"} }, code: cli.ExitOK, golden: "help_serve"},
+		{name: "serve --help", args: func(layout) []string { return []string{"serve", "--help"} }, code: cli.ExitOK, golden: "help_serve"},
+		{name: "serve -h", args: func(layout) []string { return []string{"serve", "-h"} }, code: cli.ExitOK, golden: "help_serve"},
+		{name: "help policy", args: func(layout) []string { return []string{"help", "policy"} }, code: cli.ExitOK, golden: "help_policy"},
+		{name: "policy --help", args: func(layout) []string { return []string{"policy", "--help"} }, code: cli.ExitOK, golden: "help_policy"},
+		{
+			name: "help tools", args: func(layout) []string { return []string{"help", "tools"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.True(t, strings.HasPrefix(out, "Usage: harness tools [flags]\n"), out)
+				assert.Contains(t, out, "\n  --workspace DIR\n")
+			},
+		},
+		{
+			name: "demo --help", args: func(layout) []string { return []string{"demo", "--help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.True(t, strings.HasPrefix(out, "Usage: harness demo\n"), out)
+				assert.NotContains(t, out, "--mode", "demo takes no configuration flags")
+			},
+		},
+		{
+			name: "help demo", args: func(layout) []string { return []string{"help", "demo"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) { assert.True(t, strings.HasPrefix(out, "Usage: harness demo\n"), out) },
+		},
+		{
+			name: "help help", args: func(layout) []string { return []string{"help", "help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) { assert.Contains(t, out, "harness COMMAND --help") },
+		},
+		{
+			name: "help bogus fails", args: func(layout) []string { return []string{"help", "bogus"} }, code: cli.ExitUsage,
+			stderrIn: []string{`harness: help: unknown command "bogus"`, "Run 'harness help' for the commands."},
+		},
+		{
+			name: "help srve suggests serve", args: func(layout) []string { return []string{"help", "srve"} }, code: cli.ExitUsage,
+			stderrIn: []string{`harness: help: unknown command "srve" (did you mean "serve"?)`},
 		},
 		{
 			name: "call read --args", code: cli.ExitOK, golden: "call_read",
@@ -266,7 +327,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "HARNESS_MODE reaches call", code: cli.ExitOK, golden: "call_write_inside",
-			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/nonexistent-harness-temp"},
+			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/usr"},
 			args: func(l layout) []string {
 				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"fresh\n"}`)
 			},
@@ -416,10 +477,35 @@ func TestRun(t *testing.T) {
 			stderrIn: []string{"--mode", `"yolo"`, modes},
 		},
 		{
-			name: "HARNESS_MODE yolo is a usage error", code: cli.ExitUsage,
+			name: "HARNESS_MODE yolo is a usage error naming the variable", code: cli.ExitUsage,
 			env:      map[string]string{"HARNESS_MODE": "yolo"},
 			args:     func(l layout) []string { return ws(l, "policy") },
-			stderrIn: []string{"--mode", `"yolo"`, modes},
+			stderrIn: []string{"harness: HARNESS_MODE: ", `"yolo"`, modes},
+			stderrNot: []string{"--mode"},
+		},
+		{
+			name: "HARNESS_MODE bogus names the variable", code: cli.ExitUsage,
+			env:       map[string]string{"HARNESS_MODE": "bogus"},
+			args:      func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt") },
+			stderrIn:  []string{"harness: HARNESS_MODE: unknown value \"bogus\""},
+			stderrNot: []string{"--mode"},
+		},
+		{
+			name: "a bad YAML value names the file and key", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				p := filepath.Join(l.base, "harness.yaml")
+				require.NoError(t, os.WriteFile(p, []byte("fs: sandbox\nmode: bogus\n"), 0o600))
+				return ws(l, "policy", "--config", p)
+			},
+			stderrIn:  []string{"harness.yaml: key mode (line 2): unknown value \"bogus\""},
+			stderrNot: []string{"--mode"},
+		},
+		{
+			name: "--temp-root must exist", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				return ws(l, "policy", "--mode", "workspace-write", "--temp-root", filepath.Join(l.base, "nonexistent"))
+			},
+			stderrIn: []string{`harness: --temp-root "`, `/nonexistent": not an existing directory`},
 		},
 		{
 			name: "policy with --mode yolo", code: cli.ExitUsage,
@@ -428,13 +514,118 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "an unknown flag", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "tools", "--yolo") },
-			stderrIn: []string{"flag provided but not defined: -yolo"},
+			args:      func(l layout) []string { return ws(l, "tools", "--yolo") },
+			stderrIn:  []string{"harness: tools: unknown flag --yolo\nRun 'harness tools --help' for its flags.\n"},
+			stderrNot: []string{"flag provided but not defined", "did you mean", "Usage"},
 		},
 		{
 			name: "an unknown flag of call", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "read", "--bogus") },
-			stderrIn: []string{"flag provided but not defined: -bogus"},
+			args:      func(l layout) []string { return ws(l, "call", "read", "--bogus") },
+			stderrIn:  []string{"harness: call: unknown flag --bogus"},
+			stderrNot: []string{"flag provided but not defined"},
+		},
+		{
+			name: "serve --mdoe suggests --mode", code: cli.ExitUsage,
+			args:      func(l layout) []string { return ws(l, "serve", "--mdoe", "x") },
+			stderrIn:  []string{"harness: serve: unknown flag --mdoe (did you mean --mode?)\nRun 'harness serve --help' for its flags.\n"},
+			stderrNot: []string{"flag provided but not defined", "Usage"},
+		},
+		{
+			name: "call --aprroval suggests --approval", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--aprroval", "deny") },
+			stderrIn: []string{"harness: call: unknown flag --aprroval (did you mean --approval?)", "harness call --help"},
+		},
+		{
+			name: "a flag without its value", code: cli.ExitUsage,
+			args:     func(l layout) []string { return []string{"policy", "--mode"} },
+			stderrIn: []string{"harness: policy: --mode needs a value", "harness policy --help"},
+		},
+		{
+			name: "a bad integer flag value names the flag", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--read-limit", "many") },
+			stderrIn: []string{`harness: policy: invalid value "many" for flag --read-limit`},
+		},
+		{
+			name: "call write --arg content=42 writes the string 42", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--arg", "file_path=n.txt", "--arg", "content=42")
+			},
+			stdout: func(t *testing.T, _ layout, out string) { assert.False(t, parseResult(t, out).IsError, out) },
+			disk:   fileIs("ws/n.txt", "42"),
+		},
+		{
+			name: "call write --arg content=true writes the string true", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--arg", "file_path=n.txt", "--arg", "content=true")
+			},
+			stdout: func(t *testing.T, _ layout, out string) { assert.False(t, parseResult(t, out).IsError, out) },
+			disk:   fileIs("ws/n.txt", "true"),
+		},
+		{
+			name: "call write --arg content={} writes the text {}", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--arg", "file_path=n.txt", "--arg", "content={}")
+			},
+			stdout: func(t *testing.T, _ layout, out string) { assert.False(t, parseResult(t, out).IsError, out) },
+			disk:   fileIs("ws/n.txt", "{}"),
+		},
+		{
+			name: "call read --arg limit=1 is the integer 1", code: cli.ExitOK,
+			args: func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=1") },
+			stdout: func(t *testing.T, _ layout, out string) {
+				r := parseResult(t, out)
+				require.False(t, r.IsError, out)
+				assert.Equal(t, []any{map[string]any{"number": float64(1), "text": "hello"}}, r.StructuredContent["lines"])
+			},
+		},
+		{
+			name: "call read --arg limit=abc is a usage error naming the argument", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=abc") },
+			stderrIn: []string{"harness: --arg limit=abc: limit takes an integer"},
+		},
+		{
+			name: "call read --arg limit=1.5 is a usage error", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=1.5") },
+			stderrIn: []string{"--arg limit=1.5: limit takes an integer"},
+		},
+		{
+			name: "call edit --arg replace_all=true is the boolean", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "call", "edit", "--mode", "workspace-write", "--arg", "file_path=a.txt",
+					"--arg", "old_string=o", "--arg", "new_string=0", "--arg", "replace_all=true")
+			},
+			stdout: func(t *testing.T, _ layout, out string) { assert.False(t, parseResult(t, out).IsError, out) },
+			disk:   fileIs("ws/a.txt", "hell0\nw0rld\n"),
+		},
+		{
+			name: "call edit --arg replace_all=yes is a usage error", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				return ws(l, "call", "edit", "--mode", "workspace-write", "--arg", "file_path=a.txt",
+					"--arg", "old_string=o", "--arg", "new_string=0", "--arg", "replace_all=yes")
+			},
+			stderrIn: []string{"--arg replace_all=yes: replace_all takes true or false"},
+		},
+		{
+			name: "an --arg the schema does not declare is JSON when it parses", code: cli.ExitOK, golden: "call_read",
+			args: func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "extra=[1,2]") },
+		},
+		{
+			name: "--log-level debug carries no dependency wiring", code: cli.ExitOK, golden: "call_read",
+			args:      func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "debug") },
+			stderrNot: []string{"\tfx\t", "provided", "stacktrace"},
+		},
+		{
+			name: "--log-level trace carries the dependency wiring", code: cli.ExitOK, golden: "call_read",
+			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "trace") },
+			stderrIn: []string{"trace\tfx\tprovided"},
+		},
+		{
+			name: "serve on a terminal says what it speaks and how to try it", code: cli.ExitOK, terminal: true,
+			args: func(l layout) []string { return ws(l, "serve") },
+			stderrIn: []string{
+				"harness serve speaks MCP (JSON-RPC, one message a line) on stdin and stdout",
+				" demo\n", `{"mcpServers": {"harness": {"command": `,
+			},
 		},
 		{
 			name: "--invariants runs the composition with its contracts checked", code: cli.ExitOK, golden: "call_read",
@@ -558,17 +749,21 @@ func TestRun(t *testing.T) {
 		{
 			name: "an unknown command", code: cli.ExitUsage,
 			args:     func(layout) []string { return []string{"frobnicate"} },
-			stderrIn: []string{`unknown command "frobnicate"`, "serve, call, tools, policy, version, demo or help"},
+			stderrIn: []string{`harness: unknown command "frobnicate": the commands are serve, call, tools, policy, demo, version, help`},
+		},
+		{
+			name: "an unknown command near a known one", code: cli.ExitUsage,
+			args:     func(layout) []string { return []string{"polcy"} },
+			stderrIn: []string{`harness: unknown command "polcy" (did you mean "policy"?)`, "Run 'harness help' for the commands."},
 		},
 		{
 			name: "no command", code: cli.ExitUsage,
 			args:     func(layout) []string { return nil },
-			stderrIn: []string{"Usage:", "harness serve", "-workspace"},
+			stderrIn: []string{"Usage:", "harness serve", "harness COMMAND --help"},
 		},
 		{
-			name: "-h on a command is not an error", code: cli.ExitOK,
-			args:     func(layout) []string { return []string{"policy", "-h"} },
-			stderrIn: []string{"Usage:", "-json"},
+			name: "-h on a command is help on stdout", code: cli.ExitOK, golden: "help_policy",
+			args: func(layout) []string { return []string{"policy", "-h"} },
 		},
 	}
 
@@ -600,7 +795,10 @@ func TestRun(t *testing.T) {
 			for _, s := range tc.stderrIn {
 				assert.Contains(t, r.stderr, s)
 			}
-			if tc.code == cli.ExitOK && len(tc.stderrIn) == 0 {
+			for _, s := range tc.stderrNot {
+				assert.NotContains(t, r.stderr, s)
+			}
+			if tc.code == cli.ExitOK && len(tc.stderrIn) == 0 && len(tc.stderrNot) == 0 {
 				assert.Empty(t, r.stderr, "a successful run at the default log level is quiet")
 			}
 			if tc.disk != nil {

@@ -6,14 +6,15 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"maps"
+	"math"
 	"os"
 	"strconv"
 	"strings"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"go.uber.org/fx"
 
@@ -33,17 +34,17 @@ import (
 func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) (func(), error) {
 	opts, err := compose.Options(cfg, env.Stderr, extra...)
 	if err != nil {
-		return nil, &usageError{err}
+		return nil, &usageError{err: err}
 	}
 	app := fx.New(opts)
 	if err := app.Err(); err != nil {
-		return nil, &usageError{err}
+		return nil, &usageError{err: err}
 	}
 	if err := app.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // interrupted while starting: not a config error
 		}
-		return nil, &usageError{err}
+		return nil, &usageError{err: err}
 	}
 	return func() { _ = app.Stop(context.WithoutCancel(ctx)) }, nil
 }
@@ -51,8 +52,8 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 // startServer parses the flags of command name, which takes no positional
 // argument, and starts the graph with the MCP server.
 func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, config.Config, func(), error) {
-	fset, load := flags(name, env)
-	cfg, err := parseFlagsOnly(name, fset, load, args)
+	fset := newFlags(name, env, true)
+	cfg, err := fset.parseFlagsOnly(args)
 	if err != nil {
 		return nil, cfg, nil, err
 	}
@@ -65,11 +66,12 @@ func startServer(ctx context.Context, name string, args []string, env Env) (*mcp
 	return srv, cfg, stop, err
 }
 
-// parseFlagsOnly is parse for a command that takes no positional argument.
-func parseFlagsOnly(name string, fset *flag.FlagSet, load func() (config.Config, error), args []string) (config.Config, error) {
-	cfg, err := parse(fset, load, args)
-	if err == nil && fset.NArg() > 0 {
-		err = usagef("%s takes no arguments, got %q", name, fset.Args())
+// parseFlagsOnly is parseConfig for a command that takes no positional
+// argument.
+func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
+	cfg, err := fs.parseConfig(args)
+	if err == nil {
+		err = fs.noArgs()
 	}
 	return cfg, err
 }
@@ -84,11 +86,30 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer stop()
+	if env.StdinIsTerminal {
+		explainServe(env.Stderr)
+	}
 	transport := &mcpserver.StdioTransport{Reader: env.Stdin, Writer: env.Stdout, MaxLineBytes: maxLineBytes(cfg)}
 	if err := srv.Run(ctx, transport); err != nil && ctx.Err() == nil {
 		return err
 	}
 	return nil
+}
+
+// explainServe tells a person who ran serve in a terminal what it is
+// waiting for and how to try it.
+func explainServe(w io.Writer) {
+	self, err := os.Executable()
+	if err != nil {
+		self = "harness"
+	}
+	_, _ = fmt.Fprintf(w, `harness serve speaks MCP (JSON-RPC, one message a line) on stdin and stdout: an MCP client
+starts it and talks to it; it prints nothing until a client writes.
+To watch a session, run:  %[1]s demo
+To use it, give your MCP client the command, for example:
+  {"mcpServers": {"harness": {"command": %[2]q, "args": ["serve", "--mode", "workspace-write"]}}}
+Waiting for a client on stdin; Ctrl-D or Ctrl-C ends.
+`, self, self)
 }
 
 // maxLineBytes sizes the inbound line bound to the largest write the tools
@@ -104,16 +125,14 @@ func maxLineBytes(cfg config.Config) int {
 
 // call runs one tool call and prints its MCP result as JSON.
 func call(ctx context.Context, args []string, env Env) (int, error) {
-	fset, load := flags("call", env)
-	rawArgs := fset.String("args", "", "the tool's arguments as a JSON object")
+	fset := newFlags("call", env, true)
+	rawArgs := fset.String("args", "", "the tool's arguments as a `JSON` object")
 	var kv kvList
-	fset.Var(&kv, "arg", "one argument as key=value; a value that parses as JSON is JSON, else a string (repeatable)")
-	approval := fset.String("approval", "", "how to answer an escalation: prompt (ask on the terminal) or deny; default prompt when stdin is a terminal, else unavailable")
-	name, cfg, err := splitTool(fset, load, args)
-	if err != nil {
-		return ExitUsage, err
-	}
-	arguments, err := buildArgs(*rawArgs, kv)
+	fset.Var(&kv, "arg", "one argument as `k=v`, v converted to the type the tool's input schema declares for k:\n"+
+		"        a string takes v as written, an integer, number or boolean parses it, any other key takes v as\n"+
+		"        JSON when it parses, else as a string (repeatable; wins over --args)")
+	approval := fset.String("approval", "", "how to answer an escalation (`deny|prompt`): prompt asks on the terminal, deny refuses; default prompt when stdin is a terminal, else unavailable")
+	name, cfg, err := fset.splitTool(args)
 	if err != nil {
 		return ExitUsage, err
 	}
@@ -143,7 +162,15 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 		}
 	}
 	if target == nil {
-		return ExitUsage, usagef("unknown tool %q: the tools are %s", name, strings.Join(names, ", "))
+		msg := fmt.Sprintf("unknown tool %q", name)
+		if s := config.Suggest(name, names); s != "" {
+			msg += fmt.Sprintf(" (did you mean %q?)", s)
+		}
+		return ExitUsage, fset.usageErr(fmt.Errorf("%s: the tools are %s", msg, strings.Join(names, ", ")))
+	}
+	arguments, err := buildArgs(*rawArgs, kv, target.InputSchema)
+	if err != nil {
+		return ExitUsage, err
 	}
 	cwd := cfg.Workspace
 	if cwd == "" {
@@ -175,8 +202,9 @@ func (l *kvList) Set(v string) error {
 	return nil
 }
 
-// buildArgs merges --args (a JSON object) and the --arg pairs, which win.
-func buildArgs(raw string, kv kvList) (json.RawMessage, error) {
+// buildArgs merges --args (a JSON object) and the --arg pairs, which win;
+// each pair's value is converted by argValue to the type schema declares.
+func buildArgs(raw string, kv kvList, schema *jsonschema.Schema) (json.RawMessage, error) {
 	obj := map[string]json.RawMessage{}
 	if raw != "" {
 		if err := json.Unmarshal([]byte(raw), &obj); err != nil || obj == nil {
@@ -185,15 +213,54 @@ func buildArgs(raw string, kv kvList) (json.RawMessage, error) {
 	}
 	for _, pair := range kv {
 		k, v, _ := strings.Cut(pair, "=")
-		if json.Valid([]byte(v)) {
-			obj[k] = json.RawMessage(v)
-			continue
+		val, err := argValue(k, v, schema)
+		if err != nil {
+			return nil, err
 		}
-		quoted, _ := json.Marshal(v)
-		obj[k] = quoted
+		obj[k] = val
 	}
 	out, err := json.Marshal(maps.Clone(obj))
 	return out, err
+}
+
+// argValue converts the value v of --arg k=v to the JSON type the input
+// schema declares for k: a string is v as written; an integer, number or
+// boolean is parsed (a usage error when it does not parse); a key the
+// schema does not type is v as JSON when it parses, else a string.
+func argValue(k, v string, schema *jsonschema.Schema) (json.RawMessage, error) {
+	var typ string
+	if schema != nil && schema.Properties[k] != nil {
+		typ = schema.Properties[k].Type
+	}
+	bad := func(want string) error {
+		return usagef("--arg %s=%s: %s takes %s", k, v, k, want)
+	}
+	switch typ {
+	case "string":
+		return json.Marshal(v)
+	case "integer":
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return nil, bad("an integer")
+		}
+		return json.Marshal(n)
+	case "number":
+		f, err := strconv.ParseFloat(v, 64)
+		if err != nil || math.IsInf(f, 0) || math.IsNaN(f) {
+			return nil, bad("a number")
+		}
+		return json.Marshal(f)
+	case "boolean":
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return nil, bad("true or false")
+		}
+		return json.Marshal(b)
+	}
+	if json.Valid([]byte(v)) {
+		return json.RawMessage(v), nil
+	}
+	return json.Marshal(v)
 }
 
 func errOrNull(err error) error {
@@ -270,19 +337,32 @@ type PolicyReport struct {
 
 // policy prints the resolved policy and writable roots.
 func policy(ctx context.Context, args []string, env Env) error {
-	fset, load := flags("policy", env)
+	fset := newFlags("policy", env, true)
 	asJSON := fset.Bool("json", false, "print JSON")
-	cfg, err := parseFlagsOnly("policy", fset, load, args)
+	cfg, err := fset.parseFlagsOnly(args)
 	if err != nil {
 		return err
 	}
+	rep, err := resolvePolicy(ctx, cfg, env)
+	if err != nil {
+		return err
+	}
+	if *asJSON {
+		return writeJSON(env.Stdout, rep)
+	}
+	_, err = io.WriteString(env.Stdout, rep.String())
+	return err
+}
+
+// resolvePolicy builds the graph of cfg and reports its policy.
+func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyReport, error) {
 	var (
 		pol  *sandboxpolicy.Service
 		fsys fs.Service
 	)
 	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys))
 	if err != nil {
-		return err
+		return PolicyReport{}, err
 	}
 	defer stop()
 	p := pol.Default()
@@ -295,9 +375,12 @@ func policy(ctx context.Context, args []string, env Env) error {
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, pol.WritableRoots(p)...)
 	}
-	if *asJSON {
-		return writeJSON(env.Stdout, rep)
-	}
+	return rep, nil
+}
+
+// String is the report as `harness policy` prints it.
+func (rep PolicyReport) String() string {
+	confines := rep.Confines
 	var b strings.Builder
 	_, _ = fmt.Fprintf(&b, "backend:        %s\n", rep.Backend)
 	if !confines {
@@ -317,8 +400,7 @@ func policy(ctx context.Context, args []string, env Env) error {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
 		}
 	}
-	_, err = io.WriteString(env.Stdout, b.String())
-	return err
+	return b.String()
 }
 
 // writeJSON prints v as indented JSON without HTML escaping, so tool texts

@@ -19,8 +19,12 @@ import (
 // and result: a read, an edit, a write outside that is denied with the
 // marker, and an escalation that the (scripted) user declines.
 func demo(ctx context.Context, args []string, env Env) error {
-	if len(args) > 0 {
-		return usagef("demo takes no arguments")
+	fset := newFlags("demo", env, false)
+	if err := fset.parse(args); err != nil {
+		return err
+	}
+	if err := fset.noArgs(); err != nil {
+		return err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -46,8 +50,24 @@ func demo(ctx context.Context, args []string, env Env) error {
 	}
 	out := env.Stdout
 	p := func(format string, a ...any) { _, _ = fmt.Fprintf(out, format, a...) }
+	// The server's flags; its policy is printed as `harness policy` with
+	// the same flags (and the same HARNESS_* variables) reports it. The
+	// temp area is the workspace itself, so the outside directory is
+	// outside every writable root.
+	serveArgs := []string{"--workspace", ws, "--mode", "workspace-write", "--temp-root", ws}
+	pfs := newFlags("policy", env, true)
+	cfg, err := pfs.parseFlagsOnly(serveArgs)
+	if err != nil {
+		return err
+	}
+	rep, err := resolvePolicy(ctx, cfg, env)
+	if err != nil {
+		return err
+	}
 	p("harness demo: a real MCP session with `harness serve` over stdio\n")
-	p("workspace %s, mode workspace-write (the workspace is the only writable root)\n", ws)
+	p("server: harness serve %s\n", strings.Join(serveArgs, " "))
+	p("its policy, as `harness policy` with the same flags prints it:\n%s", indent(strings.TrimSuffix(rep.String(), "\n"))+"\n")
+	p("(--temp-root is the workspace itself: /tmp and $TMPDIR, writable under workspace-write by default, are not here)\n")
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness-demo", Version: version()}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
@@ -55,7 +75,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 			return &mcp.ElicitResult{Action: "decline"}, nil
 		},
 	})
-	cmd := exec.CommandContext(ctx, self, "serve", "--workspace", ws, "--mode", "workspace-write", "--temp-root", ws, "--log-level", "warn")
+	cmd := exec.CommandContext(ctx, self, append(append([]string{"serve"}, serveArgs...), "--log-level", "warn")...)
 	cmd.Stderr = env.Stderr
 	cctx, cancel := context.WithTimeout(ctx, time.Minute)
 	defer cancel()
@@ -82,7 +102,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 	}{
 		{"read a file", "read", map[string]any{"file_path": "notes.txt"}},
 		{"edit it (the read authorized the edit)", "edit", map[string]any{"file_path": "notes.txt", "old_string": "kernel-tight", "new_string": "kernel-tight, and writes are durable"}},
-		{"write outside the workspace: denied", "write", map[string]any{"file_path": filepath.Join(outside, "escape.txt"), "content": "x"}},
+		{"write outside every writable root: denied", "write", map[string]any{"file_path": filepath.Join(outside, "escape.txt"), "content": "x"}},
 		{"ask to escalate: the user is asked, and declines", "write", map[string]any{
 			"file_path": filepath.Join(outside, "escape.txt"), "content": "x",
 			"sandbox_permissions": "danger-full-access", "justification": "The demo wants to show the approval prompt.",
@@ -98,9 +118,9 @@ func demo(ctx context.Context, args []string, env Env) error {
 		printResult(out, res)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); err == nil {
-		return fmt.Errorf("demo: a file appeared outside the workspace")
+		return fmt.Errorf("demo: a file appeared outside the writable roots")
 	}
-	p("\nnothing was written outside the workspace; notes.txt now reads:\n")
+	p("\nnothing was written outside the writable roots; notes.txt now reads:\n")
 	b, err := os.ReadFile(filepath.Join(ws, "notes.txt"))
 	if err != nil {
 		return err

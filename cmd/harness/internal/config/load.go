@@ -38,22 +38,22 @@ func (l *stringList) Set(v string) error {
 func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	def := Default()
 	var (
-		file      = fs.String("config", "", "YAML configuration file (keys are the flag names)")
-		backend   = fs.String("fs", def.FS, "filesystem backend: sandbox or local")
-		mode      = fs.String("mode", def.Mode, "default sandbox mode: read-only, workspace-write or danger-full-access")
-		workspace = fs.String("workspace", "", "workspace root and every session's working directory (default: the client's first root, else the working directory)")
+		file      = fs.String("config", "", "a YAML `FILE` whose keys are the flag names")
+		backend   = fs.String("fs", def.FS, "filesystem `backend`: sandbox or local (never confines)")
+		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
+		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
 		temps     stringList
-		readLimit = fs.Int("read-limit", 0, "lines one read returns at most (0: 2000)")
-		lineLen   = fs.Int("read-max-line-length", 0, "code points kept of a line (0: 2000)")
-		readBytes = fs.Int("read-max-bytes", 0, "bytes one read returns at most (0: 51200)")
-		streamMin = fs.Int64("read-stream-min-size", 0, "file size from which reads stream (0: 10 MiB)")
-		listLimit = fs.Int("list-limit", 0, "entries one list returns at most (0: 1000)")
-		writeMax  = fs.Int("write-max-bytes", 0, "bytes of one write's content or one edit's new_string at most (0: 16 MiB)")
+		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
+		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
+		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
+		streamMin = fs.Int64("read-stream-min-size", 0, "file size in `bytes` from which reads stream (0: 10 MiB)")
+		listLimit = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
+		writeMax  = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
-		logLevel  = fs.String("log-level", def.LogLevel, "log level: trace (debug plus the dependency wiring), debug, info, warn or error")
-		logFormat = fs.String("log-format", def.LogFormat, "log format on stderr: json or console")
+		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
+		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
-	fs.Var(&temps, "temp-root", "temp area writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
+	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	return func() (Config, error) {
 		cfg := def
 		// source maps a key to where its value came from, for errors.
