@@ -28,8 +28,11 @@ demo:
 	$(GO) build -o $(BIN) ./cmd/harness
 	$(BIN) demo
 
-## lint: golangci-lint (linters and formatters from .golangci.yml).
+## lint: golangci-lint (linters and formatters from .golangci.yml). The
+## first run builds golangci-lint into the Go cache and prints nothing while
+## it does, so say so first.
 lint:
+	@echo "lint: golangci-lint (the first run builds it once, a few minutes on 2 cores; later runs start at once)" >&2
 	$(LINT) run ./...
 
 ## fmt: rewrite files with the configured formatters (gofumpt, goimports).
@@ -38,7 +41,9 @@ fmt:
 
 ## test: lint, vet, then the race-enabled test suite, uncached.
 test: lint
+	@echo "test: go vet" >&2
 	$(GO) vet ./...
+	@echo "test: the race-enabled test suite (builds with cgo: needs gcc)" >&2
 	$(GO) test -race -count=1 ./...
 
 ## bench: build bin/harness; compare `harness serve` with the reference MCP

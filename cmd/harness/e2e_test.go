@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -17,12 +18,26 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 )
 
+// binDir is the directory buildOnce built the binary in; TestMain removes
+// it, so no run leaves a harness-bin-* directory behind.
+var binDir string
+
+// TestMain runs the tests, then removes the binary they built.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
+
 // buildOnce builds the harness binary once per test process.
 var buildOnce = sync.OnceValues(func() (string, error) {
 	dir, err := os.MkdirTemp("", "harness-bin-")
 	if err != nil {
 		return "", err
 	}
+	binDir = dir
 	bin := filepath.Join(dir, "harness")
 	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
 	if err != nil {
@@ -219,4 +234,46 @@ func readFile(t *testing.T, p string) string {
 	b, err := os.ReadFile(p)
 	require.NoError(t, err)
 	return string(b)
+}
+
+// TestDemo is issue 14 item 19: the demo's account of its server's policy is
+// exactly what `harness policy` prints for the same flags, and the session it
+// shows runs (the outside write denied, the escalation declined).
+func TestDemo(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "demo").Output()
+	require.NoError(t, err, string(out))
+	demo := string(out)
+
+	_, after, ok := strings.Cut(demo, "\nserver: harness serve ")
+	require.True(t, ok, demo)
+	serveLine, after, _ := strings.Cut(after, "\n")
+	_, after, ok = strings.Cut(after, "its policy, as `harness policy` with the same flags prints it:\n")
+	require.True(t, ok, demo)
+	block, _, _ := strings.Cut(after, "\n(")
+	// The demo's workspace is gone: run policy with the same flags on a
+	// workspace of our own, and compare with the paths swapped back.
+	args := strings.Fields(serveLine)
+	i := slices.Index(args, "--workspace")
+	require.GreaterOrEqual(t, i, 0, serveLine)
+	theirs := args[i+1]
+	ours, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for j := range args {
+		args[j] = strings.ReplaceAll(args[j], theirs, ours)
+	}
+	policy, err := exec.Command(bin, append([]string{"policy"}, args...)...).Output()
+	require.NoError(t, err)
+	want := strings.ReplaceAll(strings.TrimSuffix(string(policy), "\n"), ours, theirs)
+	assert.Equal(t, want, strings.ReplaceAll(strings.TrimPrefix(block, "   "), "\n   ", "\n"),
+		"the demo prints the policy harness policy reports")
+	assert.Contains(t, demo, "writable roots:\n")
+	assert.NotContains(t, demo, "only writable root")
+	assert.Contains(t, demo, "(isError, code FS_SANDBOX_DENIED)")
+	assert.Contains(t, demo, "[the user declines]")
+	assert.Contains(t, demo, "nothing was written outside the writable roots")
 }

@@ -939,3 +939,44 @@ func TestServeEndsWithContext(t *testing.T) {
 		t.Fatal("serve did not return after its context was cancelled")
 	}
 }
+
+// TestREADMEInStep keeps the README's tables in step with the binary: every
+// command, every flag of every command's help, and every tool `harness tools`
+// declares is named there; and its first screen has exactly the two set-up
+// commands.
+func TestREADMEInStep(t *testing.T) {
+	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+	require.NoError(t, err)
+	readme := string(b)
+
+	overview := runCLI(t, []string{"help"}, "", false, nil)
+	require.Equal(t, cli.ExitOK, overview.code)
+	commands := regexp.MustCompile(`(?m)^  harness (\S+) `).FindAllStringSubmatch(overview.stdout, -1)
+	require.Len(t, commands, 7)
+	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
+	for _, c := range commands {
+		assert.Contains(t, readme, "`harness "+c[1], "the README's commands table names %s", c[1])
+		h := runCLI(t, []string{"help", c[1]}, "", false, nil)
+		require.Equal(t, cli.ExitOK, h.code, h.stderr)
+		for _, f := range flagRE.FindAllStringSubmatch(h.stdout, -1) {
+			assert.Regexp(t, regexp.MustCompile(`--`+regexp.QuoteMeta(f[1])+`([^a-z-]|$)`), readme,
+				"the README names %s's flag --%s", c[1], f[1])
+		}
+	}
+
+	l := newLayout(t)
+	tools := runCLI(t, []string{"tools", "--workspace", l.ws}, "", false, nil)
+	require.Equal(t, cli.ExitOK, tools.code)
+	var decls []struct{ Name string }
+	require.NoError(t, json.Unmarshal([]byte(tools.stdout), &decls))
+	require.NotEmpty(t, decls)
+	intro, _, _ := strings.Cut(readme, "\n## ")
+	for _, d := range decls {
+		assert.Contains(t, intro, "`"+d.Name+"`", "the README's first lines name the %s tool", d.Name)
+	}
+
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(intro)
+	require.NotNil(t, block, "the first screen has a set-up block")
+	assert.Equal(t, []string{"make demo", "make test"},
+		regexp.MustCompile(`(?m)^(make \w+)`).FindAllString(block[1], -1), "exactly two set-up commands")
+}
