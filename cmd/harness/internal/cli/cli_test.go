@@ -19,8 +19,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
-	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/internal/fixture"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -256,7 +256,9 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "help demo", args: func(layout) []string { return []string{"help", "demo"} }, code: cli.ExitOK,
-			stdout: func(t *testing.T, _ layout, out string) { assert.True(t, strings.HasPrefix(out, "Usage: harness demo\n"), out) },
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.True(t, strings.HasPrefix(out, "Usage: harness demo\n"), out)
+			},
 		},
 		{
 			name: "help help", args: func(layout) []string { return []string{"help", "help"} }, code: cli.ExitOK,
@@ -478,9 +480,9 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "HARNESS_MODE yolo is a usage error naming the variable", code: cli.ExitUsage,
-			env:      map[string]string{"HARNESS_MODE": "yolo"},
-			args:     func(l layout) []string { return ws(l, "policy") },
-			stderrIn: []string{"harness: HARNESS_MODE: ", `"yolo"`, modes},
+			env:       map[string]string{"HARNESS_MODE": "yolo"},
+			args:      func(l layout) []string { return ws(l, "policy") },
+			stderrIn:  []string{"harness: HARNESS_MODE: ", `"yolo"`, modes},
 			stderrNot: []string{"--mode"},
 		},
 		{
@@ -580,12 +582,16 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "call read --arg limit=abc is a usage error naming the argument", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=abc") },
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=abc")
+			},
 			stderrIn: []string{"harness: --arg limit=abc: limit takes an integer"},
 		},
 		{
 			name: "call read --arg limit=1.5 is a usage error", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=1.5") },
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "limit=1.5")
+			},
 			stderrIn: []string{"--arg limit=1.5: limit takes an integer"},
 		},
 		{
@@ -607,16 +613,22 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "an --arg the schema does not declare is JSON when it parses", code: cli.ExitOK, golden: "call_read",
-			args: func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "extra=[1,2]") },
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "extra=[1,2]")
+			},
 		},
 		{
 			name: "--log-level debug carries no dependency wiring", code: cli.ExitOK, golden: "call_read",
-			args:      func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "debug") },
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "debug")
+			},
 			stderrNot: []string{"\tfx\t", "provided", "stacktrace"},
 		},
 		{
 			name: "--log-level trace carries the dependency wiring", code: cli.ExitOK, golden: "call_read",
-			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "trace") },
+			args: func(l layout) []string {
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--log-level", "trace")
+			},
 			stderrIn: []string{"trace\tfx\tprovided"},
 		},
 		{

@@ -289,7 +289,7 @@ func TestStrictYAML(t *testing.T) {
 		wantIn []string
 	}{
 		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"harness.yaml: line 2: unknown key \"mdoe\" (did you mean \"mode\"?)", "--config"}},
-		{name: "an unknown key far from every key has no suggestion", yaml: "colour: blue\n", wantIn: []string{`unknown key "colour"; the keys are the flag names`}},
+		{name: "an unknown key far from every key has no suggestion", yaml: "frobnicate: blue\n", wantIn: []string{`unknown key "frobnicate"; the keys are the flag names`}},
 		{name: "a Go field name is not a key", yaml: "ReadLimit: 3\n", wantIn: []string{"ReadLimit"}},
 		{name: "a snake_case spelling is not a key", yaml: "read_limit: 3\n", wantIn: []string{"read_limit"}},
 		{name: "the env spelling is not a key", yaml: "temp_root: [/t]\n", wantIn: []string{"temp_root"}},
