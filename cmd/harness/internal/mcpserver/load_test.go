@@ -23,8 +23,8 @@ import (
 
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
-	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/internal/fixture"
 )
 
 // Load test parameters: loadClients concurrent connections, each making
