@@ -1,0 +1,8 @@
+package landlock
+
+// Unexported mechanics the external tests drive directly.
+var (
+	ProbeABI      = probeABI
+	Unavailable   = unavailable
+	HandledAccess = handledAccess
+)
