@@ -16,14 +16,23 @@ import (
 // onThrowawayThread runs fn on a goroutine locked to its thread that exits
 // without unlocking, so the runtime terminates the thread afterwards: fn may
 // change per-thread state (seccomp, credentials) without touching any other
-// goroutine. It returns when fn has returned.
+// goroutine. It returns when fn has returned. Like the Executor's workers, it
+// never uses the main thread, which the runtime parks instead of terminating.
 func onThrowawayThread(fn func()) {
 	done := make(chan struct{})
-	go func() {
+	var run func()
+	run = func() {
+		runtime.LockOSThread() // never unlocked, except on the main thread
+		if unix.Gettid() == unix.Getpid() {
+			go run() // cannot run on this thread while it is locked here
+			<-done
+			runtime.UnlockOSThread()
+			return
+		}
 		defer close(done)
-		runtime.LockOSThread() // never unlocked: the thread dies with the goroutine
 		fn()
-	}()
+	}
+	go run()
 	<-done
 }
 

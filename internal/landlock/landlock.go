@@ -19,7 +19,10 @@
 //   - A goroutine that exits while locked takes its thread with it: the
 //     runtime terminates the thread instead of returning it to the scheduler.
 //     A worker that idles out, is evicted or fails to restrict itself leaves no
-//     restricted thread behind.
+//     restricted thread behind. The main thread is the exception: the runtime
+//     parks it for good instead of terminating it, so a worker that starts
+//     there hands its work to a new worker, which cannot run on a locked
+//     thread, and unlocks the main thread before restricting anything.
 //
 // The domain handles the write accesses the kernel's ABI knows (writing a
 // file; removing a directory or file; making a character device, directory,

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"runtime"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // set is the pool of threads restricted to one root set.
@@ -119,7 +121,7 @@ func (e *Executor) submit(ctx context.Context, s *set, j *job) error {
 		e.mu.Lock()
 		e.live++
 		e.mu.Unlock()
-		go e.work(s, j)
+		go e.work(s, j, nil)
 	case <-ctx.Done():
 		return ctx.Err()
 	}
@@ -129,9 +131,24 @@ func (e *Executor) submit(ctx context.Context, s *set, j *job) error {
 // work is a worker: it locks its goroutine to its thread for good, restricts
 // the thread to s's roots, runs first and then every job it receives, and
 // exits when idle for IdleTimeout or when s is evicted. Exiting while locked
-// makes the runtime terminate the thread (see the package doc).
-func (e *Executor) work(s *set, first *job) {
-	runtime.LockOSThread() // never unlocked
+// makes the runtime terminate the thread (see the package doc). locked, when
+// not nil, is closed once the thread is locked.
+func (e *Executor) work(s *set, first *job, locked chan<- struct{}) {
+	runtime.LockOSThread() // never unlocked, except on the main thread below
+	if unix.Gettid() == unix.Getpid() {
+		// The main thread: the runtime never terminates it (it parks it for
+		// good instead), so restricted it would outlive the worker. Hold it
+		// while a new worker locks another thread (a locked thread runs only
+		// its own goroutine, so not this one), then give it back untouched.
+		relayed := make(chan struct{})
+		go e.work(s, first, relayed)
+		<-relayed
+		runtime.UnlockOSThread()
+		return
+	}
+	if locked != nil {
+		close(locked)
+	}
 	cur := first
 	defer e.exited(s)
 	defer func() {

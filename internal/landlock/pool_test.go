@@ -204,6 +204,7 @@ func TestNoThreadLeak(t *testing.T) {
 		wg.Wait()
 		require.NoError(t, ex.Close())
 	}
+	assert.NotContains(t, all.list(), os.Getpid(), "the main thread, which the runtime never terminates, is never restricted")
 	requireGone(t, all.list())
 	// Other threads the runtime started meanwhile (to run goroutines while
 	// workers held theirs) may stay; restricted ones may not.
