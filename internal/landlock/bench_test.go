@@ -4,7 +4,9 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -12,14 +14,16 @@ import (
 	"github.com/dsh-go/harness/internal/landlock"
 )
 
-// BenchmarkRun compares a function called directly with the same function
-// run through Executor.Run on a thread restricted to one root: a no-op (the
-// cost of the hand-off between goroutines and threads) and an openat for
-// writing of an existing file beneath the root plus close (the hand-off plus
-// Landlock's own check of the open).
+// BenchmarkRunOverhead interleaves, call by call, a function called directly
+// and the same function run through Executor.Run on a thread restricted to
+// one root, alternating which goes first, and reports the median of each and
+// their difference. Two functions: a no-op (the hand-off alone: to a worker
+// locked to its thread and back) and an openat for writing of an existing
+// file beneath the root plus close (the hand-off plus Landlock's check of the
+// open).
 //
-//	go test -run '^$' -bench BenchmarkRun -count 5 ./internal/landlock/
-func BenchmarkRun(b *testing.B) {
+//	go test -run '^$' -bench RunOverhead -benchtime 20000x -count 3 ./internal/landlock/
+func BenchmarkRunOverhead(b *testing.B) {
 	root := dirs(b, "root")[0]
 	require.NoError(b, os.WriteFile(filepath.Join(root, "f"), []byte("x"), 0o644))
 	rootFD, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
@@ -43,19 +47,37 @@ func BenchmarkRun(b *testing.B) {
 		}},
 	}
 	for _, f := range fns {
-		b.Run(f.name+"/direct", func(b *testing.B) {
-			for b.Loop() {
-				if err := f.fn(); err != nil {
-					b.Fatal(err)
-				}
+		b.Run(f.name, func(b *testing.B) {
+			calls := [2]func() error{
+				f.fn,
+				func() error { return ex.Run(ctx, roots, f.fn) },
 			}
-		})
-		b.Run(f.name+"/run", func(b *testing.B) {
+			var ns [2][]float64
+			i := 0
 			for b.Loop() {
-				if err := ex.Run(ctx, roots, f.fn); err != nil {
-					b.Fatal(err)
+				for k := range 2 {
+					side := (i + k) % 2
+					start := time.Now()
+					if err := calls[side](); err != nil {
+						b.Fatal(err)
+					}
+					ns[side] = append(ns[side], float64(time.Since(start)))
 				}
+				i++
 			}
+			direct, run := median(ns[0]), median(ns[1])
+			b.ReportMetric(direct, "direct-ns")
+			b.ReportMetric(run, "run-ns")
+			b.ReportMetric(run-direct, "overhead-ns")
 		})
 	}
+}
+
+// median returns the middle value of xs (which it sorts).
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	slices.Sort(xs)
+	return xs[len(xs)/2]
 }

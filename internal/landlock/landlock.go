@@ -43,6 +43,9 @@
 // runtime.UnlockOSThread: that would hand the restricted thread back to the
 // scheduler, where other goroutines would run under the domain.
 //
+// From ABI 7 the kernel's audit subsystem, where it is enabled, logs each
+// refusal by default.
+//
 // Landlock ABI 1 (Linux 5.13 to 5.18) refuses every link or rename across
 // directories, which the publication of a write needs; the package requires
 // ABI 2 and reports an older kernel as unavailable.
