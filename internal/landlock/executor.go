@@ -105,7 +105,8 @@ func (e *Executor) ABI() int { return e.abi }
 // duplicates do not matter; none means no write anywhere) and returns fn's
 // error. A write elsewhere fails in fn with EACCES, or EXDEV for a link or
 // rename (see Denied). Reads are not restricted. Only fn's own goroutine is
-// confined: goroutines fn starts are not. A panic in fn is recovered and
+// confined: goroutines fn starts are not. fn must not call Run: with every
+// thread of its set busy, it would wait for itself. A panic in fn is recovered and
 // returned as an error (wrapping the panic value when it is an error).
 //
 // ctx bounds the wait for a thread of the set (and for a set slot when
