@@ -68,6 +68,12 @@ type wireServer struct {
 // The process is stopped when owner ends.
 func startWire(t, owner *testing.T, ws string, extra ...string) *wireServer {
 	t.Helper()
+	return startWireWith(t, owner, ws, `{}`, extra...)
+}
+
+// startWireWith is startWire with a client declaring caps (a JSON object).
+func startWireWith(t, owner *testing.T, ws, caps string, extra ...string) *wireServer {
+	t.Helper()
 	bin, err := buildOnce()
 	require.NoError(t, err)
 	args := append([]string{"serve", "--workspace", ws, "--mode", "workspace-write", "--temp-root", ws, "--log-level", "warn"}, extra...)
@@ -98,7 +104,7 @@ func startWire(t, owner *testing.T, ws string, extra ...string) *wireServer {
 	owner.Cleanup(s.stop)
 
 	id := s.id()
-	require.NoError(t, s.send([]byte(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"wire","version":"v0"}}}`), wireWait))
+	require.NoError(t, s.send([]byte(`{"jsonrpc":"2.0","id":`+strconv.Itoa(id)+`,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":`+caps+`,"clientInfo":{"name":"wire","version":"v0"}}}`), wireWait))
 	a := s.await(wireByID(id), wireWait)
 	require.Equal(t, "answered", a.state, "initialize: %s; stderr: %s", a.state, s.stderr)
 	require.Nil(t, a.msg.Error, "initialize")
@@ -274,6 +280,8 @@ type wireWant struct {
 	// the error answers a message whose id could not be read (id null).
 	rpcError int
 	nullID   bool
+	// id, when set, is the id (as JSON) the error answers.
+	id string
 	// nothing: JSON-RPC says the input gets no answer.
 	nothing bool
 	// codes: a tool result with isError and one of these harness/codes
@@ -334,6 +342,7 @@ func TestServeBadInput(t *testing.T) {
 		{name: "valid JSON, not a request: an object", line: func(int) []byte { return []byte(`{"hello":"world"}`) }, want: wireWant{rpcError: -32600, nullID: true}},
 		{name: "valid JSON, not a request: a number", line: func(int) []byte { return []byte(`42`) }, want: wireWant{rpcError: -32600, nullID: true}},
 		{name: "a response to no request", line: func(int) []byte { return []byte(`{"jsonrpc":"2.0","id":"nobody","result":{}}`) }, want: wireWant{nothing: true}},
+		{name: "neither method nor result nor error", line: func(int) []byte { return []byte(`{"jsonrpc":"2.0","id":77}`) }, want: wireWant{rpcError: -32600, id: "77"}},
 		{name: "unknown notification", line: func(int) []byte { return []byte(`{"jsonrpc":"2.0","method":"notifications/no_such_thing"}`) }, want: wireWant{nothing: true}},
 		{name: "unknown method", line: func(id int) []byte {
 			return []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"no/such/method","params":{}}`)
@@ -413,6 +422,8 @@ func TestServeBadInput(t *testing.T) {
 				a = awaited{state: "no answer expected"}
 			case tc.want.nullID:
 				a = srv.await(func(m wireMsg) bool { return m.id() == "null" || m.id() == "" && m.Error != nil }, timeout)
+			case tc.want.id != "":
+				a = srv.await(func(m wireMsg) bool { return m.id() == tc.want.id }, timeout)
 			default:
 				a = srv.await(wireByID(id), timeout)
 			}

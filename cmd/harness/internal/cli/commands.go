@@ -59,7 +59,7 @@ func startServer(ctx context.Context, name string, args []string, env Env) (*mcp
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace}),
+		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls}),
 		mcpserver.Module,
 		fx.Populate(&srv),
 	)

@@ -50,6 +50,10 @@ type Config struct {
 	ListLimit         int   `yaml:"list-limit"`
 	WriteMaxBytes     int   `yaml:"write-max-bytes"`
 
+	// MaxConcurrentCalls caps the tool calls serve runs at once; 0 means
+	// twice GOMAXPROCS, at least 4 (see mcpserver.Options).
+	MaxConcurrentCalls int `yaml:"max-concurrent-calls"`
+
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
 
@@ -127,6 +131,7 @@ func (c *Config) Validate() error {
 		{"read-stream-min-size", c.ReadStreamMinSize},
 		{"list-limit", int64(c.ListLimit)},
 		{"write-max-bytes", int64(c.WriteMaxBytes)},
+		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
 	} {
 		if f.v < 0 {
 			return fieldErr(f.flag, "must be a positive integer (0 means the default), got %d", f.v)

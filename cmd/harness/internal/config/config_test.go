@@ -161,6 +161,12 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{0, 13, 23, 33},
 		},
 		{
+			name:  "max-concurrent-calls",
+			set:   layer{yaml: "max-concurrent-calls: 3", env: [2]string{"MAX_CONCURRENT_CALLS", "5"}, args: []string{"--max-concurrent-calls", "7"}},
+			get:   func(c config.Config) any { return c.MaxConcurrentCalls },
+			wants: [4]any{0, 3, 5, 7},
+		},
+		{
 			name:  "invariants",
 			set:   layer{yaml: "invariants: true", env: [2]string{"INVARIANTS", "false"}, args: []string{"--invariants"}},
 			get:   func(c config.Config) any { return c.Invariants },
@@ -360,6 +366,7 @@ func TestBadValues(t *testing.T) {
 		{name: "negative --read-max-bytes", args: []string{"--read-max-bytes", "-3"}, wantIn: []string{"--read-max-bytes", "-3"}},
 		{name: "negative --read-stream-min-size", args: []string{"--read-stream-min-size", "-4"}, wantIn: []string{"--read-stream-min-size", "-4"}},
 		{name: "negative --list-limit", args: []string{"--list-limit", "-5"}, wantIn: []string{"--list-limit", "-5"}},
+		{name: "negative --max-concurrent-calls", args: []string{"--max-concurrent-calls", "-1"}, wantIn: []string{"--max-concurrent-calls", "-1"}},
 		{name: "an empty --temp-root", args: []string{"--temp-root", ""}, wantIn: []string{"--temp-root"}},
 		{name: "a blank --temp-root among good ones", args: []string{"--temp-root", "/t", "--temp-root", "  "}, wantIn: []string{"--temp-root"}},
 		{name: "HARNESS_MODE names the variable, not the flag", env: map[string]string{"HARNESS_MODE": "yolo"}, wantIn: []string{"HARNESS_MODE: ", `"yolo"`, modes}, wantNot: []string{"--mode"}},
@@ -520,7 +527,7 @@ func TestFlagsRegistration(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
-		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "invariants", "log-level", "log-format",
+		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -49,6 +49,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		streamMin = fs.Int64("read-stream-min-size", 0, "file size in `bytes` from which reads stream (0: 10 MiB)")
 		listLimit = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
 		writeMax  = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
+		maxCalls  = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 2x GOMAXPROCS, at least 4)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
 		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
@@ -83,6 +84,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"read-stream-min-size": func() { cfg.ReadStreamMinSize = *streamMin },
 			"list-limit":           func() { cfg.ListLimit = *listLimit },
 			"write-max-bytes":      func() { cfg.WriteMaxBytes = *writeMax },
+			"max-concurrent-calls": func() { cfg.MaxConcurrentCalls = *maxCalls },
 			"invariants":           func() { cfg.Invariants = *inv },
 			"log-level":            func() { cfg.LogLevel = *logLevel },
 			"log-format":           func() { cfg.LogFormat = *logFormat },
@@ -187,6 +189,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		{"READ_MAX_BYTES", &cfg.ReadMaxBytes},
 		{"LIST_LIMIT", &cfg.ListLimit},
 		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
+		{"MAX_CONCURRENT_CALLS", &cfg.MaxConcurrentCalls},
 	}
 	for _, i := range ints {
 		if v := lookup(i.name); v != "" {

@@ -4,12 +4,14 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/json"
+	"errors"
 	"strconv"
 	"sync"
 	"sync/atomic"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -25,7 +27,8 @@ const newProtocol = "2026-07-28"
 
 // conn is the state of one connection: its session, fixed on first use.
 //
-// Calls of one connection run concurrently, exclusive tools included: what
+// Calls of one connection run concurrently, up to the process's cap
+// (Options.MaxConcurrentCalls), exclusive tools included: what
 // exclusivity protects, two mutations of one file interleaving, the backend
 // already serializes per target (and guards with versions across
 // processes). A client that wants strict ordering awaits each call.
@@ -101,6 +104,14 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		if ask != nil {
 			return ask, nil
 		}
+		call := slot{l: s.calls}
+		if err := call.acquire(ctx); err != nil {
+			if errors.Is(err, errBusy) {
+				return toResult(tool.ErrorResult(err.Error(), CodeServerBusy)), nil
+			}
+			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", string(fs.CodeAborted))), nil
+		}
+		defer call.release()
 		var pending *sandboxpolicy.ApprovalRequest
 		var state string
 		approve := func(ctx context.Context, ar sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
@@ -108,7 +119,16 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 				return sandboxpolicy.Unavailable, nil
 			}
 			if !newProto {
+				// Waiting for the user holds no call slot.
+				call.release()
 				res, err := req.Session.Elicit(ctx, elicitation(ar))
+				if rerr := call.resume(ctx); rerr != nil {
+					return "", rerr
+				}
+				if errors.Is(err, errInputClosed) {
+					// The client can no longer answer (its stream ended).
+					return sandboxpolicy.Unavailable, nil
+				}
 				if err != nil {
 					return "", err
 				}

@@ -9,6 +9,7 @@
 package mcpserver
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"os"
@@ -32,6 +33,12 @@ type Options struct {
 	Version string
 	// Workspace, when set, is every session's working directory.
 	Workspace string
+	// MaxConcurrentCalls caps the tool calls running at once in the
+	// process, over all connections; zero or less means twice GOMAXPROCS,
+	// at least 4. Beyond it calls wait in a queue of four per slot, and
+	// beyond that they fail with CodeServerBusy. A call waiting for the
+	// user's approval holds no slot.
+	MaxConcurrentCalls int
 }
 
 // Server adapts tools to MCP. It is safe for concurrent use by many
@@ -45,22 +52,36 @@ type Server struct {
 	conns   sync.Map         // *mcp.ServerSession -> *conn
 	tracker *session.Tracker // starts sessions when set
 	key     []byte           // signs approval request states
+	calls   *limiter         // the process's call slots
+	logs    *clientLogs      // the sessions that asked for log records
 }
 
-// New builds the MCP server over tools (sorted by name).
+// New builds the MCP server over tools (sorted by name). The records of
+// log, the server's own, also reach the clients that set a log level (with
+// Module, every record of the process does).
 func New(opts Options, tools []*tool.Tool, log *zap.Logger) *Server {
+	logs := newClientLogs()
 	if log == nil {
 		log = zap.NewNop()
 	}
+	return build(opts, tools, logs.tee(log), logs)
+}
+
+// build is New with log already forwarding to logs.
+func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
 	key := make([]byte, 32)
 	_, _ = rand.Read(key) // crypto/rand never fails on Linux
-	s := &Server{opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key}
+	s := &Server{
+		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
+		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs,
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it.",
 	})
+	s.mcp.AddReceivingMiddleware(s.validateSetLevel)
 	for _, t := range s.tools {
 		s.mcp.AddTool(mcpTool(t), s.handler(t))
 	}
@@ -111,19 +132,30 @@ type Params struct {
 	Tools   tool.Group
 	Tracker *session.Tracker `optional:"true"`
 	Logger  *zap.Logger      `optional:"true"`
+	// Logs is the module's own: the sessions the decorated logger forwards
+	// to.
+	Logs *clientLogs
 }
 
 // Module provides the *Server over the "tools" group and the approver that
-// routes escalations to the calling connection's elicitation.
-var Module = fx.Module("mcpserver",
-	fx.Provide(
-		func(p Params) *Server {
-			s := New(p.Options, p.Tools.Tools, p.Logger)
-			s.tracker = p.Tracker
-			return s
-		},
-		fx.Annotate(func() Approver { return Approver{} }, fx.As(new(sandboxpolicy.Approver))),
+// routes escalations to the calling connection's elicitation, and
+// decorates the application's *zap.Logger so that every record also
+// reaches the clients that set a log level (logging/setLevel), at that
+// level or above; stderr logging is unchanged. Mount it at the root of the
+// application, so the decoration covers every module.
+var Module = fx.Options(
+	fx.Module("mcpserver",
+		fx.Provide(
+			func(p Params) *Server {
+				s := build(p.Options, p.Tools.Tools, cmp.Or(p.Logger, zap.NewNop()), p.Logs)
+				s.tracker = p.Tracker
+				return s
+			},
+			fx.Annotate(func() Approver { return Approver{} }, fx.As(new(sandboxpolicy.Approver))),
+			newClientLogs,
+		),
 	),
+	fx.Decorate(func(log *zap.Logger, logs *clientLogs) *zap.Logger { return logs.tee(log) }),
 )
 
 // processCwd is the fallback working directory of a session, "" when it
