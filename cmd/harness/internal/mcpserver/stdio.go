@@ -142,11 +142,8 @@ func (c *stdioConn) deliver(l lineOrErr) bool {
 // then reports the end.
 func (c *stdioConn) Read(ctx context.Context) (jsonrpc.Message, error) {
 	for {
-		if msg, ended, err := c.drain(); ended {
-			if msg == nil && err == nil {
-				c.mu.Lock()
-				wake := c.wake
-				c.mu.Unlock()
+		if msg, wake, err := c.drain(); msg != nil || wake != nil || err != nil {
+			if wake != nil {
 				select {
 				case <-ctx.Done():
 					return nil, ctx.Err()
@@ -327,22 +324,22 @@ func (c *stdioConn) signal() {
 	c.wake = make(chan struct{})
 }
 
-// drain reports whether the input ended and, if so, what Read returns
-// next: a made-up answer, the end once every request read was answered, or
-// nothing yet (msg and err nil: wait).
-func (c *stdioConn) drain() (msg jsonrpc.Message, ended bool, err error) {
+// drain reports what Read returns next once the input ended: a made-up
+// answer, the end (err) once every request read was answered, or, while
+// some are not, the channel to wait on. All are nil while the input lasts.
+func (c *stdioConn) drain() (msg jsonrpc.Message, wait <-chan struct{}, err error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	switch {
 	case c.inputErr == nil:
-		return nil, false, nil
+		return nil, nil, nil
 	case len(c.refused) > 0:
 		msg, c.refused = c.refused[0], c.refused[1:]
-		return msg, true, nil
+		return msg, nil, nil
 	case len(c.inbound) == 0:
-		return nil, true, c.inputErr
+		return nil, nil, c.inputErr
 	}
-	return nil, true, nil
+	return nil, c.wake, nil
 }
 
 func (c *stdioConn) writeLine(data []byte) error {

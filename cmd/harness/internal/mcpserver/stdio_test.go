@@ -1,0 +1,52 @@
+package mcpserver_test
+
+import (
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// TestEndOfInputWaitsForAnswers (issue 14, item 1): the input ends while a
+// call runs; the connection stays up until that call's answer is written,
+// then ends cleanly.
+func TestEndOfInputWaitsForAnswers(t *testing.T) {
+	b := newBlocking()
+	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir()}, `{}`, b.tool())
+	p.call(t, 1, "block")
+	<-b.started
+	require.NoError(t, p.in.Close())
+	select {
+	case err := <-p.done:
+		t.Fatalf("the server stopped (%v) before answering the call in flight", err)
+	case <-time.After(100 * time.Millisecond):
+	}
+	b.release <- struct{}{}
+	m := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
+	assert.Equal(t, "1", string(m.ID))
+	assert.Equal(t, "released", resultText(m))
+	select {
+	case err := <-p.done:
+		assert.NoError(t, err)
+		p.done <- err // for the cleanup
+	case <-time.After(pipeWait):
+		t.Fatal("the server did not stop once every call was answered")
+	}
+}
+
+// TestEndOfInputRefusesRequestsToClient (issue 14, item 1): a call waiting
+// for the user's approval when the input ends is not left hanging: the
+// approval fails at once as unavailable and the call is answered.
+func TestEndOfInputRefusesRequestsToClient(t *testing.T) {
+	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir()}, `{"elicitation":{}}`, asking)
+	p.call(t, 1, "ask")
+	p.await(t, func(m pipeMsg) bool { return m.Method == "elicitation/create" })
+	require.NoError(t, p.in.Close())
+	m := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
+	assert.Equal(t, "1", string(m.ID))
+	assert.Equal(t, string(sandboxpolicy.Unavailable), resultText(m))
+}
