@@ -16,7 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // DefaultDiffBasisMaxBytes is the default exclusive bound, in bytes, on both
@@ -102,7 +102,7 @@ func New(cfg Config, log *zap.Logger) (*FileSystem, error) {
 func (f *FileSystem) Config() Config { return f.cfg }
 
 // SandboxMode reports that the bare backend does not confine.
-func (f *FileSystem) SandboxMode() (sandboxpolicy.Mode, bool) { return "", false }
+func (f *FileSystem) SandboxMode() (sandbox.Mode, bool) { return "", false }
 
 // Params are the fx inputs of Module. Config and Logger are optional.
 type Params struct {

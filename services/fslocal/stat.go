@@ -36,7 +36,7 @@ func (f *FileSystem) Stat(ctx context.Context, target fs.Target) (*fs.Info, erro
 // Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
 // returns nil, nil when the path is absent (A-07, L-21..L-26). Errors as
 // Resolve and Stat.
-func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.PathInfo, error) {
+func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.Info, error) {
 	if err := checkCtx(ctx, "lstat"); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOpti
 	if err != nil {
 		return nil, osErr("lstat", "stat", dp, err)
 	}
-	return &fs.PathInfo{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
+	return &fs.Info{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
 }
 
 // fileType classifies a stat result.

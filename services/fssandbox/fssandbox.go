@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -63,7 +64,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*F
 		return nil, err
 	}
 	f := &FileSystem{readSide: local, local: local, policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
-	static := append([]string{policy.Config().WorkspaceRoot}, policy.TempRoots()...)
+	static := append([]string{policy.Default().WorkspaceRoot}, policy.TempRoots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
 			continue
@@ -91,7 +92,7 @@ func (f *FileSystem) Close() error {
 
 // SandboxMode reports the deployment default mode and that this backend
 // confines (S-01).
-func (f *FileSystem) SandboxMode() (sandboxpolicy.Mode, bool) { return f.policy.DefaultMode(), true }
+func (f *FileSystem) SandboxMode() (sandbox.Mode, bool) { return f.policy.Default().Mode, true }
 
 // WriteText is fslocal's WriteText behind the fence (S-02..S-18): opts.Policy,
 // or the deployment default when nil, decides. read-only (and any unknown
@@ -154,7 +155,7 @@ var Module = fx.Module("fssandbox",
 var _ fs.Service = (*FileSystem)(nil)
 
 // denied is the error of a mutation the fence refuses.
-func denied(target fs.Target, mode sandboxpolicy.Mode, cause error) *fs.Error {
+func denied(target fs.Target, mode sandbox.Mode, cause error) *fs.Error {
 	return &fs.Error{
 		Code:    fs.CodeSandboxDenied,
 		Op:      "write",

@@ -53,13 +53,13 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.checkSize("content", len(content)); err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, fail := t.mutationTarget(ctx, call, "write", a, path)
-	if fail != nil {
-		return *fail
+	policy, target, err := t.mutationTarget(ctx, call, "write", a, path)
+	if err != nil {
+		return t.failure(err, nil)
 	}
 	intent := fs.UnconditionalWrite()
 	if t.deps.Intents != nil {
-		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session, target); err != nil {
+		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session.Owner(), target); err != nil {
 			return t.failure(err, policy)
 		}
 	}

@@ -1,0 +1,8 @@
+package sandboxpolicy
+
+// Test-only views of unexported helpers.
+var (
+	Wider                = wider
+	IsWider              = isWider
+	ErrInvalidEscalation = errInvalidEscalation
+)
