@@ -24,10 +24,10 @@ type Config struct {
 	TempRoots []string `yaml:"tempRoots" json:"tempRoots"`
 }
 
-// DefaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
+// defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
 // (from $TMPDIR), the latter only when it is absolute: a relative $TMPDIR
 // names no fixed place, so it grants nothing.
-func DefaultTempRoots() []string {
+func defaultTempRoots() []string {
 	roots := []string{"/tmp"}
 	if t := os.TempDir(); filepath.IsAbs(t) {
 		roots = append(roots, t)
@@ -56,7 +56,7 @@ func (cfg Config) validate() (Config, error) {
 	}
 	cfg.WorkspaceRoot = filepath.Clean(CanonicalPath(cfg.WorkspaceRoot))
 	if cfg.TempRoots == nil {
-		cfg.TempRoots = DefaultTempRoots()
+		cfg.TempRoots = defaultTempRoots()
 	}
 	temps := make([]string, 0, len(cfg.TempRoots))
 	for _, r := range cfg.TempRoots {

@@ -14,14 +14,14 @@ import (
 // checkModeEvent reports a "sandbox/mode" event whose mode is not one of the
 // three (P-20); other events pass.
 func checkModeEvent(in *invariants.Install, e session.Event) error {
-	if e.Type != EventMode {
+	if e.Type != eventMode {
 		return nil
 	}
 	var m sandbox.Mode
 	switch d := e.Data.(type) {
-	case ModeEvent:
+	case modeEvent:
 		m = d.Mode
-	case *ModeEvent:
+	case *modeEvent:
 		if d != nil {
 			m = d.Mode
 		}

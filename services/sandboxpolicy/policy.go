@@ -11,12 +11,12 @@ import (
 	"github.com/dsh-go/harness/services/session"
 )
 
-// EventMode is the session event type that switches a session's standing
-// sandbox mode; its Data is a ModeEvent (P-19).
-const EventMode = "sandbox/mode"
+// eventMode is the session event type that switches a session's standing
+// sandbox mode; its Data is a modeEvent (P-19).
+const eventMode = "sandbox/mode"
 
-// ModeEvent is the payload of a "sandbox/mode" event.
-type ModeEvent struct {
+// modeEvent is the payload of a "sandbox/mode" event.
+type modeEvent struct {
 	Mode sandbox.Mode `json:"mode"`
 }
 
@@ -25,24 +25,24 @@ type ModeEvent struct {
 // companion reports an unknown mode as the returned *invariants.Error (the
 // event is recorded either way, and resolving fails closed on it).
 func SetMode(s *session.Session, m sandbox.Mode) error {
-	return s.Append(session.Event{Type: EventMode, Data: ModeEvent{Mode: m}})
+	return s.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: m}})
 }
 
-// OverrideOf folds the session's log: the mode of its last "sandbox/mode"
+// overrideOf folds the session's log: the mode of its last "sandbox/mode"
 // event, and false when there is none (P-05, P-18).
-func OverrideOf(s *session.Session) (sandbox.Mode, bool) {
+func overrideOf(s *session.Session) (sandbox.Mode, bool) {
 	if s == nil {
 		return "", false
 	}
 	events := s.Events()
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != EventMode {
+		if events[i].Type != eventMode {
 			continue
 		}
 		switch e := events[i].Data.(type) {
-		case ModeEvent:
+		case modeEvent:
 			return e.Mode, true
-		case *ModeEvent:
+		case *modeEvent:
 			if e != nil {
 				return e.Mode, true
 			}
@@ -91,7 +91,7 @@ func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.
 	p := s.Default()
 	if sess != nil {
 		p.SessionID = sess.ID()
-		if m, ok := OverrideOf(sess); ok {
+		if m, ok := overrideOf(sess); ok {
 			p.Mode = m
 		}
 		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
@@ -110,14 +110,14 @@ func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.
 	return p
 }
 
-// Params are the fx inputs of Module; Config is optional.
-type Params struct {
+// params are the fx inputs of Module; Config is optional.
+type params struct {
 	fx.In
 
 	Config Config `optional:"true"`
 }
 
-func newFromParams(p Params) (*Service, error) { return New(p.Config) }
+func newFromParams(p params) (*Service, error) { return New(p.Config) }
 
 // Module provides *sandboxpolicy.Service. Supply a sandboxpolicy.Config to
 // configure it.
