@@ -47,7 +47,6 @@ func TestModeValid(t *testing.T) {
 			m := sandbox.Mode(tc.in)
 			assert.Equal(t, tc.valid, m.Valid())
 			assert.Equal(t, tc.in, m.String())
-
 		})
 	}
 }

@@ -6,10 +6,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 )
 
 // TestApprovalStateCannotBeForgedOrReplayed: on the 2026-07-28 protocol an
