@@ -151,16 +151,6 @@ func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName str
 	return policy, target, nil
 }
 
-// observePresent records that a mutation left target at version; an
-// observer's error fails the call although the mutation is on disk (T-83).
-func (t *Tools) observePresent(call tool.Call, target fs.Target, version fs.Version, policy *sandbox.ExecutionPolicy) *tool.Result {
-	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: version}); err != nil {
-		res := t.failure(err, policy)
-		return &res
-	}
-	return nil
-}
-
 // observe tells every observer what the call saw.
 func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
 	var errs []error

@@ -67,8 +67,10 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	if fail := t.observePresent(call, target, out.Version, policy); fail != nil {
-		return *fail
+	// An observer's error fails the call although the mutation is on disk
+	// (T-83).
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
+		return t.failure(err, policy)
 	}
 	dp := target.DisplayPath
 	created := out.Operation == fs.OpCreate
