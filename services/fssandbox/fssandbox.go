@@ -38,7 +38,9 @@ import (
 // fs.Service methods are promoted and the field itself is not reachable.
 type backend = fsbackend.Backend
 
-// FileSystem is the confining backend. It is safe for concurrent use. Close
+// FileSystem is the confining backend: every fs.Service method of the shared
+// core, with each write and edit mounted through the fence (see the package
+// doc); no method mutates outside it. It is safe for concurrent use. Close
 // releases the pinned root handles.
 type FileSystem struct {
 	*backend
