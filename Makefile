@@ -56,7 +56,7 @@ bench:
 	$(GO) build -o $(BIN) ./cmd/harness
 	cd bench && $(GO) run . -harness ../$(BIN) -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg
 	@echo "bench: in-process benchmarks of docs/benchmarks.md (1/3: fslocal) into bench.out" >&2
-	$(GO) test -run '^$$' -bench 'OverFloor|EditText|ReadText' -benchtime 500x -count 5 ./services/fslocal/ | tee bench.out
+	$(GO) test -run '^$$' -bench 'OverFloor|EditText|ReadText' -benchtime 500x -count 5 ./services/internal/fsbackend/ | tee bench.out
 	@echo "bench: in-process benchmarks (2/3: fssandbox fence overhead)" >&2
 	$(GO) test -run '^$$' -bench FenceOverhead -benchtime 1500x -count 3 ./services/fssandbox/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (3/3: 1 GiB read window)" >&2
@@ -73,7 +73,7 @@ fuzz:
 ## (1,000 SIGKILLs) and the cross-process guarded edits, race-enabled.
 .PHONY: soak
 soak:
-	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/fslocal/
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).

@@ -1,21 +1,23 @@
 // Package fslocal is the bare local backend of fs.Service: it reads and
 // writes the host filesystem as the process sees it and never confines a
-// mutation. Every mutation runs the shared mechanics of internal/atomicwrite
-// through the unconfined host handle of internal/dirfd; fssandbox runs the
-// very same code through a handle confined beneath a writable root.
+// mutation. It mounts the backend core every backend shares
+// (services/internal/fsbackend) on the unconfined host handle of
+// internal/dirfd; fssandbox mounts the very same core on a handle confined
+// beneath a writable root.
 package fslocal
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"path/filepath"
-	"sync"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -63,21 +65,19 @@ func (cfg Config) Validate() (Config, error) {
 	return cfg, nil
 }
 
-// FileSystem is the local backend. It is safe for concurrent use. Its
-// per-target mutation lock serializes writes and edits within the process
-// only; other processes are not excluded.
+// backend is the embedded core, under an unexported name so that only its
+// fs.Service methods are promoted and the field itself is not reachable.
+type backend = fsbackend.Backend
+
+// FileSystem is the local backend: every fs.Service method of the shared
+// core, with each mutation mounted on the host handle. It is safe for
+// concurrent use. Its per-target mutation lock serializes writes and edits
+// within the process only; across processes, edits and guarded writes take
+// an advisory flock on the target (see the README). WriteOptions.Policy and
+// EditRequest.Policy are ignored: the bare backend never confines.
 type FileSystem struct {
-	cfg   Config
-	log   *zap.Logger
-	host  *dirfd.Dir
-	locks lockTable
-
-	// reclaimed holds the [dev, ino] of every directory already scanned for
-	// abandoned staging directories.
-	reclaimed sync.Map
-
-	// afterStage, when set by tests, runs between staging and publication.
-	afterStage func(stagingDir, tempFile string)
+	*backend
+	cfg Config
 }
 
 // New returns a FileSystem for cfg, which is validated first. A nil log
@@ -90,12 +90,13 @@ func New(cfg Config, log *zap.Logger) (*FileSystem, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &FileSystem{
-		cfg:   cfg,
-		log:   log.Named("fslocal"),
-		host:  dirfd.Host(),
-		locks: lockTable{m: map[fs.TargetKey]*lockEntry{}},
-	}, nil
+	core := fsbackend.New(cfg.settings(), log.Named("fslocal"), host{dirfd.Host()})
+	return &FileSystem{backend: core, cfg: cfg}, nil
+}
+
+// settings are the core's settings of the validated cfg.
+func (cfg Config) settings() fsbackend.Settings {
+	return fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 }
 
 // Config returns the validated configuration.
@@ -122,5 +123,14 @@ var Module = fx.Module("fslocal",
 	// fails the app at construction, not at first use (L-03).
 	fx.Invoke(func(fs.Service) {}),
 )
+
+// host mounts every mutation on the unconfined host handle, on the caller's
+// target and the calling goroutine; it ignores the policy and refuses
+// nothing.
+type host struct{ dir *dirfd.Dir }
+
+func (h host) Mount(_ context.Context, target fs.Target, _ *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
+	return fsbackend.Mount{Root: h.dir, Target: target}, nil
+}
 
 var _ fs.Service = (*FileSystem)(nil)

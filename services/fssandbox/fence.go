@@ -6,13 +6,35 @@ import (
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // errOutsideRoots is the cause of a denial at check time: the fresh
 // canonical target is beneath no writable root.
 var errOutsideRoots = errors.New("target is outside every writable root")
+
+// fenced is the fence as the core's Mounter: every write and edit enters the
+// fence before anything else happens.
+type fenced struct{ f *FileSystem }
+
+// Mount admits or denies one mutation of target under policy (see enter);
+// an admitted mutation runs beneath the fence's root, on the calling
+// goroutine, and its error passes check before the fence is released.
+func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
+	fc, err := m.f.enter(ctx, target, policy)
+	if err != nil {
+		return fsbackend.Mount{}, err
+	}
+	return fsbackend.Mount{
+		Root:   fc.root,
+		Target: fc.target,
+		Done: func(err error) error {
+			defer fc.release()
+			return fc.check(err)
+		},
+	}, nil
+}
 
 // fence is one admitted mutation: the handle it runs beneath, the target it
 // mutates, and the mode that admitted it.
@@ -71,12 +93,12 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 // root that contains the fresh canonical target (S-13): the caller's key may
 // be stale, so it is never used.
 func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
-	fresh, err := f.local.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{})
+	fresh, err := f.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{})
 	if err != nil {
 		return nil, err
 	}
 	for _, root := range sandbox.WritableRoots(pol, f.policy.TempRoots()) {
-		if !fslocal.ContainsPath(root, string(fresh.Key)) {
+		if !dirfd.Beneath(root, string(fresh.Key)) {
 			continue
 		}
 		if d, ok := f.pinned[root]; ok {

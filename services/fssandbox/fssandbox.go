@@ -1,14 +1,25 @@
-// Package fssandbox is the confining backend of fs.Service: fslocal's reads
-// unchanged, and every write and edit fenced by the per-call sandbox policy.
+// Package fssandbox is the confining backend of fs.Service: the backend core
+// every backend shares (services/internal/fsbackend, which fslocal mounts on
+// the host handle), with every write and edit fenced by the per-call sandbox
+// policy. Reads, resolution, stat and listing are the core's, unchanged.
 // Under workspace-write the whole mutation (missing parents, staging, temp
 // file, publication, cleanup) runs through a directory handle on the writable
 // root that the kernel confines with openat2 RESOLVE_BENEATH, so a path that
 // leaves the root, at check time or at syscall time, is FS_SANDBOX_DENIED and
 // creates nothing.
+//
+// Each mutation is fenced as follows (S-02..S-18): the call's policy, or the
+// deployment default when nil, decides. read-only (and any unknown mode)
+// denies; danger-full-access mutates the target as fslocal would;
+// workspace-write re-resolves target.DisplayPath now, requires the fresh
+// canonical target to lie beneath a writable root, and mutates the fresh
+// target through a handle confined beneath that root. A denial is
+// CodeSandboxDenied carrying the mode, `cannot write "<dp>": file access
+// denied under <mode> mode` (edits too, Z-6), and nothing is created. Other
+// errors are those of fslocal.
 package fssandbox
 
 import (
-	"context"
 	"errors"
 	"fmt"
 	"sync"
@@ -19,24 +30,21 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// readSide is what fssandbox takes from fslocal unchanged: everything but
-// mutation. It is embedded unexported, so no caller can reach fslocal's
-// unfenced writes through a *FileSystem.
-type readSide interface {
-	fs.Resolver
-	fs.Prober
-	fs.Reader
-}
+// backend is the embedded core, under an unexported name so that only its
+// fs.Service methods are promoted and the field itself is not reachable.
+type backend = fsbackend.Backend
 
-// FileSystem is the confining backend. It is safe for concurrent use. Close
+// FileSystem is the confining backend: every fs.Service method of the shared
+// core, with each write and edit mounted through the fence (see the package
+// doc); no method mutates outside it. It is safe for concurrent use. Close
 // releases the pinned root handles.
 type FileSystem struct {
-	readSide
-	local  *fslocal.FileSystem
+	*backend
 	policy *sandboxpolicy.Service
 	host   *dirfd.Dir
 	// pinned holds a handle on each writable root known at construction
@@ -52,18 +60,23 @@ type FileSystem struct {
 	closed bool
 }
 
-// New returns a confining backend that reads and mutates through an fslocal
-// backend built from cfg, fenced by policy. Roots that do not exist yet are
-// opened when first used. Errors: an invalid cfg.
+// New returns a confining backend configured by cfg (validated as fslocal
+// validates it), its mutations fenced by policy. Roots that do not exist yet
+// are opened when first used. Errors: a nil policy, an invalid cfg.
 func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*FileSystem, error) {
 	if policy == nil {
 		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
 	}
-	local, err := fslocal.New(cfg, log)
+	cfg, err := cfg.Validate()
 	if err != nil {
 		return nil, err
 	}
-	f := &FileSystem{readSide: local, local: local, policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	if log == nil {
+		log = zap.NewNop()
+	}
+	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
+	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
 	static := append([]string{policy.Default().WorkspaceRoot}, policy.TempRoots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
@@ -93,37 +106,6 @@ func (f *FileSystem) Close() error {
 // SandboxMode reports the deployment default mode and that this backend
 // confines (S-01).
 func (f *FileSystem) SandboxMode() (sandbox.Mode, bool) { return f.policy.Default().Mode, true }
-
-// WriteText is fslocal's WriteText behind the fence (S-02..S-18): opts.Policy,
-// or the deployment default when nil, decides. read-only (and any unknown
-// mode) denies; danger-full-access writes target as fslocal would;
-// workspace-write re-resolves target.DisplayPath now, requires the fresh
-// canonical target to lie beneath a writable root, and mutates the fresh
-// target through a handle confined beneath that root. A denial is
-// CodeSandboxDenied carrying the mode, `cannot write "<dp>": file access
-// denied under <mode> mode`, and nothing is created. Other errors are
-// fslocal's.
-func (f *FileSystem) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
-	fence, err := f.enter(ctx, target, opts.Policy)
-	if err != nil {
-		return fs.WriteOutcome{}, err
-	}
-	defer fence.release()
-	out, err := f.local.WriteTextIn(ctx, fence.root, fence.target, content, opts.Intent)
-	return out, fence.check(err)
-}
-
-// EditText is fslocal's EditText behind the same fence as WriteText; a
-// denial says `cannot write` for edits too (Z-6).
-func (f *FileSystem) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
-	fence, err := f.enter(ctx, target, req.Policy)
-	if err != nil {
-		return fs.EditOutcome{}, err
-	}
-	defer fence.release()
-	out, err := f.local.EditTextIn(ctx, fence.root, fence.target, req)
-	return out, fence.check(err)
-}
 
 // Params are the fx inputs of Module.
 type Params struct {

@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -20,7 +20,7 @@ import (
 // blank path, a NUL byte, or a parent segment that is not a directory (L-14,
 // L-15); CodeAborted; CodePermissionDenied; CodeIOError (e.g. a name too
 // long).
-func (f *FileSystem) Resolve(ctx context.Context, path string, opts fs.ResolveOptions) (fs.Target, error) {
+func (f *Backend) Resolve(ctx context.Context, path string, opts fs.ResolveOptions) (fs.Target, error) {
 	if err := checkCtx(ctx, "resolve"); err != nil {
 		return fs.Target{}, err
 	}
@@ -28,7 +28,7 @@ func (f *FileSystem) Resolve(ctx context.Context, path string, opts fs.ResolveOp
 	if err != nil {
 		return fs.Target{}, err
 	}
-	key, err := Canonical(dp)
+	key, err := realpath.Canonical(dp)
 	if err != nil {
 		return fs.Target{}, osErr("resolve", "resolve", dp, err)
 	}
@@ -40,7 +40,7 @@ func (f *FileSystem) Resolve(ctx context.Context, path string, opts fs.ResolveOp
 }
 
 // displayPath validates path and joins it lexically to the working directory.
-func (f *FileSystem) displayPath(path string, opts fs.ResolveOptions) (string, error) {
+func (f *Backend) displayPath(path string, opts fs.ResolveOptions) (string, error) {
 	if strings.TrimSpace(path) == "" {
 		return "", newErr(fs.CodeNotFound, "resolve", "", nil, "file_path must be a non-empty string")
 	}
@@ -62,31 +62,16 @@ func (f *FileSystem) displayPath(path string, opts fs.ResolveOptions) (string, e
 	return filepath.Join(cwd, path), nil
 }
 
-// Canonical returns the canonical path of the clean absolute path abs: the
-// kernel's realpath of its deepest existing ancestor joined with the missing
-// suffix (L-09..L-12). A final component that is a symlink loop is treated
-// as missing, so the loop is reported by the operation that meets it (L-49).
-// Errors come from the OS: ENOTDIR when a parent segment is not a directory,
-// EACCES, ENAMETOOLONG.
-func Canonical(abs string) (string, error) { return realpath.Canonical(abs) }
-
 // ProcessPath returns the canonical path of the target (L-16).
-func (f *FileSystem) ProcessPath(target fs.Target) string { return string(target.Key) }
+func (f *Backend) ProcessPath(target fs.Target) string { return string(target.Key) }
 
 // FileURL returns the file:// URL of the canonical path (L-16).
-func (f *FileSystem) FileURL(target fs.Target) string {
+func (f *Backend) FileURL(target fs.Target) string {
 	return (&url.URL{Scheme: "file", Path: string(target.Key)}).String()
 }
 
 // Contains reports whether target's canonical path is root's or lies beneath
-// it (L-17).
-func (f *FileSystem) Contains(root, target fs.Target) bool {
-	return ContainsPath(string(root.Key), string(target.Key))
+// it, component-wise: "/ws" does not contain "/ws-evil" (L-17).
+func (f *Backend) Contains(root, target fs.Target) bool {
+	return dirfd.Beneath(string(root.Key), string(target.Key))
 }
-
-// ContainsPath reports whether the clean absolute path p is root or lies
-// beneath it, component-wise (never a bare string prefix: "/ws" does not
-// contain "/ws-evil"). A root of "/" contains every absolute path (S-15,
-// S-21).
-// An empty or relative root contains nothing (fail closed).
-func ContainsPath(root, p string) bool { return dirfd.Beneath(root, p) }

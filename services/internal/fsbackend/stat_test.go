@@ -1,4 +1,4 @@
-package fslocal_test
+package fsbackend_test
 
 import (
 	"context"

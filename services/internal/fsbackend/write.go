@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -17,35 +17,48 @@ import (
 )
 
 // WriteText creates or replaces the file at target.Key with content, exactly
-// as given, atomically and durably, under opts.Intent (A-10, L-53..L-88).
-// opts.Policy is ignored: the bare backend never confines. Errors:
-// CodeNotRegularFile (a directory or other entry at the target, also one
-// appearing before a guarded create publishes), CodeNotObserved (CreateIfAbsent
-// and something exists), CodeStaleVersion (ReplaceIfVersion and the file
-// changed or is gone), CodeNotFound (a parent segment is not a directory),
-// CodePermissionDenied, CodeAborted, CodeIOError.
-func (f *FileSystem) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
-	return f.WriteTextIn(ctx, f.host, target, content, opts.Intent)
-}
-
-// WriteTextIn is WriteText with every mutation syscall (missing parents,
-// staging, temp file, publication, cleanup) run beneath root. A confined root
-// makes the kernel refuse any path that leaves it; such an error wraps
-// unix.EXDEV (see dirfd.IsEscape). target.Key must lie beneath root, else the
-// write fails the same way and nothing happens. fssandbox calls it with a
-// handle on the writable root; WriteText calls it with the host handle.
-func (f *FileSystem) WriteTextIn(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent) (fs.WriteOutcome, error) {
-	const op = "write"
-	dp := target.DisplayPath
-	if err := checkCtx(ctx, op); err != nil {
+// as given, atomically and durably, under opts.Intent (A-10, L-53..L-88),
+// where the Mounter mounts it: opts.Policy is the Mounter's to read. Errors:
+// the Mounter's refusal; CodeNotRegularFile (a directory or other entry at
+// the target, also one appearing before a guarded create publishes),
+// CodeNotObserved (CreateIfAbsent and something exists), CodeStaleVersion
+// (ReplaceIfVersion and the file changed or is gone), CodeNotFound (a parent
+// segment is not a directory), CodePermissionDenied, CodeAborted,
+// CodeIOError.
+func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
+	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
+	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
-	unlock, err := f.locks.lock(ctx, target.Key)
+	var out fs.WriteOutcome
+	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
+		out, err = f.write(ctx, mount.Root, mount.Target, content, opts.Intent)
+		return err
+	})
+	if err := mount.done(err); err != nil {
+		return fs.WriteOutcome{}, err
+	}
+	return out, nil
+}
+
+// lockAndRun takes the lock of the mounted target, unless ctx has ended, and
+// runs mutate on the mount while holding it.
+func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate func() error) error {
+	if err := checkCtx(ctx, op); err != nil {
+		return err
+	}
+	unlock, err := f.locks.lock(ctx, mount.Target.Key)
 	if err != nil {
-		return fs.WriteOutcome{}, aborted(op, err)
+		return aborted(op, err)
 	}
 	defer unlock()
+	return mount.run(mutate)
+}
 
+// write is WriteText's mutation beneath root; the caller holds target's lock.
+func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent) (fs.WriteOutcome, error) {
+	const op = "write"
+	dp := target.DisplayPath
 	m, err := f.locate(root, target, op)
 	if err != nil {
 		return fs.WriteOutcome{}, err
@@ -126,7 +139,7 @@ func (m *mutation) close() {
 // locate opens the target's parent beneath root (if it exists) and probes
 // the target, following a final symlink as stat does: a dangling link probes
 // absent (L-58).
-func (f *FileSystem) locate(root *dirfd.Dir, target fs.Target, op string) (*mutation, error) {
+func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutation, error) {
 	dp := target.DisplayPath
 	rel, ok := root.Rel(string(target.Key))
 	if !ok {
@@ -163,7 +176,7 @@ func (f *FileSystem) locate(root *dirfd.Dir, target fs.Target, op string) (*muta
 }
 
 // publish creates missing parents, then publishes content at the target.
-func (f *FileSystem) publish(ctx context.Context, m *mutation, op, dp, content string, perm os.FileMode, pub atomicwrite.Publication) (unix.Stat_t, error) {
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, perm os.FileMode, pub atomicwrite.Publication) (unix.Stat_t, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return unix.Stat_t{}, osErr(op, op, dp, err)
 	}
@@ -245,7 +258,7 @@ func stale(op, dp string) *fs.Error {
 }
 
 // undoParents removes the n parent directories a failed write created.
-func (f *FileSystem) undoParents(m *mutation, n int) {
+func (f *Backend) undoParents(m *mutation, n int) {
 	if n == 0 {
 		return
 	}
@@ -279,7 +292,7 @@ func checkNames(rel, name string) error {
 // the staging directories that killed writers left there (see
 // atomicwrite.Reclaim). Once per directory keeps a write into a large
 // directory from scanning it every time.
-func (f *FileSystem) reclaimOnce(parent *dirfd.Parent) {
+func (f *Backend) reclaimOnce(parent *dirfd.Parent) {
 	var st unix.Stat_t
 	if unix.Fstat(parent.FD(), &st) != nil {
 		return

@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -49,11 +49,4 @@ func (l *lockTable) release(key fs.TargetKey, e *lockEntry) {
 		delete(l.m, key)
 	}
 	l.mu.Unlock()
-}
-
-// size returns the number of live entries.
-func (l *lockTable) size() int {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return len(l.m)
 }

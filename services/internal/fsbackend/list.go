@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/realpath"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
@@ -23,7 +25,7 @@ const listCheckEvery = 64
 // version or size. Errors: CodeNotFound, CodeNotDirectory,
 // CodePermissionDenied (also from one child), CodeIOError (a loop, also from
 // one child, with that child's display path), CodeAborted.
-func (f *FileSystem) ListDir(ctx context.Context, target fs.Target) ([]fs.DirEntry, error) {
+func (f *Backend) ListDir(ctx context.Context, target fs.Target) ([]fs.DirEntry, error) {
 	if err := checkCtx(ctx, "list"); err != nil {
 		return nil, err
 	}
@@ -73,7 +75,7 @@ func child(dir *dirfd.Parent, key, dp, name string) (fs.DirEntry, error) {
 		st, err = dir.Stat(name, true)
 		if err == nil {
 			var canonical string
-			if canonical, err = Canonical(string(e.Target.Key)); err == nil {
+			if canonical, err = realpath.Canonical(string(e.Target.Key)); err == nil {
 				e.Target.Key = fs.TargetKey(canonical)
 			}
 		}

@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"

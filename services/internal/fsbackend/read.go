@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -21,7 +21,7 @@ const readChunkBytes = 64 << 10
 
 // openRegular opens target for reading without blocking and refuses anything
 // but a regular file by fstat on the descriptor (spec decision 7).
-func (f *FileSystem) openRegular(op, verb string, target fs.Target) (*os.File, unix.Stat_t, error) {
+func (f *Backend) openRegular(op, verb string, target fs.Target) (*os.File, unix.Stat_t, error) {
 	rel, _ := f.host.Rel(string(target.Key))
 	file, st, err := f.host.OpenRead(rel)
 	if err != nil {
@@ -38,7 +38,7 @@ func (f *FileSystem) openRegular(op, verb string, target fs.Target) (*os.File, u
 // A NUL in the first 8192 bytes is CodeNotText `binary file`; invalid UTF-8
 // is CodeNotText `invalid UTF-8 text`. Errors also: CodeNotFound,
 // CodeNotRegularFile, CodePermissionDenied, CodeAborted, CodeIOError.
-func (f *FileSystem) ReadText(ctx context.Context, target fs.Target) (string, error) {
+func (f *Backend) ReadText(ctx context.Context, target fs.Target) (string, error) {
 	if err := checkCtx(ctx, "read"); err != nil {
 		return "", err
 	}
@@ -61,7 +61,7 @@ func (f *FileSystem) ReadText(ctx context.Context, target fs.Target) (string, er
 // split a code point; concatenated they equal ReadText (A-04, L-28, L-33,
 // L-34, L-36). Errors are those of ReadText, yielded once as the last pair.
 // Memory stays bounded by the chunk size whatever the file size.
-func (f *FileSystem) StreamText(ctx context.Context, target fs.Target) iter.Seq2[string, error] {
+func (f *Backend) StreamText(ctx context.Context, target fs.Target) iter.Seq2[string, error] {
 	return func(yield func(string, error) bool) {
 		if err := checkCtx(ctx, "read"); err != nil {
 			yield("", err)
@@ -113,7 +113,7 @@ func (f *FileSystem) StreamText(ctx context.Context, target fs.Target) iter.Seq2
 // otherwise CodeTooLarge, never a truncated result. It never buffers more
 // than maxBytes+1 bytes, even when the file grows after the size check
 // (A-05, L-37..L-41).
-func (f *FileSystem) ReadBytes(ctx context.Context, target fs.Target, maxBytes int64) ([]byte, error) {
+func (f *Backend) ReadBytes(ctx context.Context, target fs.Target, maxBytes int64) ([]byte, error) {
 	if err := checkCtx(ctx, "read"); err != nil {
 		return nil, err
 	}

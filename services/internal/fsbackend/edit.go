@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -16,33 +16,41 @@ import (
 // EditText replaces req.OldString with req.NewString in the file's
 // LF-normalized text and writes it back atomically in the file's dominant
 // line-ending style, keeping its mode and a leading byte-order mark
-// (L-96..L-118). req.Policy is ignored: the bare backend never confines.
-// Order: an empty old string, then the target's type, then the version guard,
-// then the text checks, then matching (L-98, L-103). Errors:
-// CodeEditNotFound, CodeStaleVersion (also for a missing file, guarded or
-// not: L-100, L-102), CodeNotRegularFile, CodeNotText, CodeAmbiguousEdit,
-// CodePermissionDenied, CodeAborted, CodeIOError.
-func (f *FileSystem) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
-	return f.EditTextIn(ctx, f.host, target, req)
-}
-
-// EditTextIn is EditText with the read and every mutation syscall run beneath
-// root; see WriteTextIn.
-func (f *FileSystem) EditTextIn(ctx context.Context, root *dirfd.Dir, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+// (L-96..L-118), where the Mounter mounts it: req.Policy is the Mounter's to
+// read. Order: the Mounter, an empty old string, then the target's type, then
+// the version guard, then the text checks, then matching (L-98, L-103).
+// Errors: the Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for
+// a missing file, guarded or not: L-100, L-102), CodeNotRegularFile,
+// CodeNotText, CodeAmbiguousEdit, CodePermissionDenied, CodeAborted,
+// CodeIOError.
+func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
-	dp := target.DisplayPath
-	if err := checkCtx(ctx, op); err != nil {
+	mount, err := f.mounter.Mount(ctx, target, req.Policy)
+	if err != nil {
 		return fs.EditOutcome{}, err
 	}
-	if req.OldString == "" {
-		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, textfile.ErrEmptyOld, "%s", textfile.ErrEmptyOld.Error())
+	var out fs.EditOutcome
+	err = checkCtx(ctx, op)
+	if err == nil && req.OldString == "" {
+		err = newErr(fs.CodeEditNotFound, op, mount.Target.DisplayPath, textfile.ErrEmptyOld, "%s", textfile.ErrEmptyOld.Error())
 	}
-	unlock, err := f.locks.lock(ctx, target.Key)
-	if err != nil {
-		return fs.EditOutcome{}, aborted(op, err)
+	if err == nil {
+		err = f.lockAndRun(ctx, mount, op, func() (err error) {
+			out, err = f.edit(ctx, mount.Root, mount.Target, req)
+			return err
+		})
 	}
-	defer unlock()
+	if err := mount.done(err); err != nil {
+		return fs.EditOutcome{}, err
+	}
+	return out, nil
+}
 
+// edit is EditText's read and mutation beneath root; the caller holds
+// target's lock.
+func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+	const op = "edit"
+	dp := target.DisplayPath
 	m, err := f.locate(root, target, op)
 	if err != nil {
 		return fs.EditOutcome{}, err

@@ -1,4 +1,4 @@
-package fslocal_test
+package fsbackend_test
 
 import (
 	"context"
@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 )
 
 func TestWriteText(t *testing.T) {
@@ -225,7 +226,7 @@ func TestWriteText(t *testing.T) {
 			before := fixture.Snapshot(t, dir)
 			out, err := f.WriteText(context.Background(), tg, tc.content, fs.WriteOptions{Intent: intent})
 			assert.Empty(t, fixture.Residue(t, dir))
-			assert.Zero(t, fslocal.LockTableSize(f))
+			assert.Zero(t, fsbackend.LockTableSize(f))
 			if tc.code != "" {
 				require.Error(t, err)
 				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
@@ -284,7 +285,7 @@ func TestWriteTextAborted(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrAborted)
 	assert.Equal(t, "write aborted", err.Error())
 	assert.NoDirExists(t, filepath.Join(dir, "nested"), "L-74 L-82 nothing is created")
-	assert.Zero(t, fslocal.LockTableSize(f))
+	assert.Zero(t, fsbackend.LockTableSize(f))
 }
 
 func TestWriteTextSameSizeRewriteChangesVersion(t *testing.T) {
@@ -347,7 +348,7 @@ func TestWriteTextGuardedCreateRaces(t *testing.T) {
 			}
 			tg := resolve(t, f, rel)
 			inReal := filepath.Join(dir, "real/a.txt")
-			fslocal.SetAfterStage(f, func(string, string) { require.NoError(t, tc.compete(inReal)) })
+			fsbackend.SetAfterStage(f, func(string, string) { require.NoError(t, tc.compete(inReal)) })
 			_, err := f.WriteText(context.Background(), tg, "mine", fs.WriteOptions{Intent: fs.CreateOnly()})
 			require.Error(t, err)
 			assert.Equal(t, tc.code, fs.CodeOf(err))
@@ -358,7 +359,7 @@ func TestWriteTextGuardedCreateRaces(t *testing.T) {
 			}
 			tc.preserve(t, inReal)
 			assert.Empty(t, fixture.Residue(t, dir))
-			assert.Zero(t, fslocal.LockTableSize(f))
+			assert.Zero(t, fsbackend.LockTableSize(f))
 		})
 	}
 }
@@ -390,7 +391,7 @@ func TestWriteTextConcurrentGuardedWriters(t *testing.T) {
 			assert.ErrorIs(t, err, fs.ErrStaleVersion)
 		}
 		assert.Equal(t, 1, won)
-		assert.Zero(t, fslocal.LockTableSize(f))
+		assert.Zero(t, fsbackend.LockTableSize(f))
 	}
 }
 
@@ -431,7 +432,7 @@ func TestWriteTextFailureLeavesNoParents(t *testing.T) {
 		f, dir := newFS(t, fslocal.Config{})
 		tg := resolve(t, f, "made/deep/a.txt")
 		ctx, cancel := context.WithCancel(context.Background())
-		fslocal.SetAfterStage(f, func(string, string) { cancel() })
+		fsbackend.SetAfterStage(f, func(string, string) { cancel() })
 		_, err := f.WriteText(ctx, tg, "mine", fs.WriteOptions{})
 		require.ErrorIs(t, err, fs.ErrAborted)
 		assert.NoDirExists(t, filepath.Join(dir, "made"))
@@ -439,7 +440,7 @@ func TestWriteTextFailureLeavesNoParents(t *testing.T) {
 	t.Run("a guarded create that collides keeps the parents the competitor uses", func(t *testing.T) {
 		f, dir := newFS(t, fslocal.Config{})
 		tg := resolve(t, f, "made/deep/a.txt")
-		fslocal.SetAfterStage(f, func(string, string) {
+		fsbackend.SetAfterStage(f, func(string, string) {
 			require.NoError(t, os.WriteFile(filepath.Join(dir, "made/deep/a.txt"), []byte("competitor"), 0o644))
 		})
 		_, err := f.WriteText(context.Background(), tg, "mine", fs.WriteOptions{Intent: fs.CreateOnly()})

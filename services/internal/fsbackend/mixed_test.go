@@ -1,4 +1,4 @@
-package fslocal_test
+package fsbackend_test
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 )
 
 // TestMixedMutationsLeaveNoResidue runs 10,000 writes and edits from 8
@@ -50,7 +51,7 @@ func TestMixedMutationsLeaveNoResidue(t *testing.T) {
 	wg.Wait()
 	t.Logf("outcomes by code (\"\" = success): %v", outcomes)
 	assert.Empty(t, fixture.Residue(t, dir), "staging residue")
-	assert.Zero(t, fslocal.LockTableSize(f), "lock table entries")
+	assert.Zero(t, fsbackend.LockTableSize(f), "lock table entries")
 	assert.Greater(t, outcomes[""], total/10, "a fair share succeeded")
 	assert.Greater(t, total-outcomes[""], total/10, "a fair share failed")
 	for code := range outcomes {

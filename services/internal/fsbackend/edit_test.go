@@ -1,4 +1,4 @@
-package fslocal_test
+package fsbackend_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 )
 
 func TestEditText(t *testing.T) {
@@ -168,7 +169,7 @@ func TestEditText(t *testing.T) {
 			before := fixture.Snapshot(t, dir)
 			out, err := f.EditText(context.Background(), tg, req)
 			assert.Empty(t, fixture.Residue(t, dir))
-			assert.Zero(t, fslocal.LockTableSize(f))
+			assert.Zero(t, fsbackend.LockTableSize(f))
 			if tc.code != "" {
 				require.Error(t, err)
 				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
@@ -203,7 +204,7 @@ func TestEditTextAborted(t *testing.T) {
 	require.ErrorIs(t, err, fs.ErrAborted)
 	assert.Equal(t, "edit aborted", err.Error())
 	assert.Equal(t, "hello", readFile(t, filepath.Join(dir, "a.txt")), "L-108")
-	assert.Zero(t, fslocal.LockTableSize(f))
+	assert.Zero(t, fsbackend.LockTableSize(f))
 }
 
 func TestEditTextReturnedVersionGuardsTheNextEdit(t *testing.T) {
@@ -271,7 +272,7 @@ func TestEditTextConcurrentGuards(t *testing.T) {
 			}
 			assert.Equal(t, 1, failed, "exactly one wins")
 			assert.Contains(t, []string{"edit", "other", "write"}, readFile(t, filepath.Join(dir, "a.txt")))
-			assert.Zero(t, fslocal.LockTableSize(f))
+			assert.Zero(t, fsbackend.LockTableSize(f))
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package fslocal
+package fsbackend
 
 import (
 	"context"
@@ -8,6 +8,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/realpath"
+
 	"github.com/dsh-go/harness/services/fs"
 )
 
@@ -15,7 +17,7 @@ import (
 // parent segment is not a directory (A-07, L-18, L-24). The context is
 // checked before and after the metadata call (L-20, L-23). Errors:
 // CodeAborted, CodePermissionDenied, CodeIOError.
-func (f *FileSystem) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
+func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
 	if err := checkCtx(ctx, "stat"); err != nil {
 		return nil, err
 	}
@@ -36,7 +38,7 @@ func (f *FileSystem) Stat(ctx context.Context, target fs.Target) (*fs.Info, erro
 // Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
 // returns nil, nil when the path is absent (A-07, L-21..L-26). Errors as
 // Resolve and Stat.
-func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.Info, error) {
+func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.Info, error) {
 	if err := checkCtx(ctx, "lstat"); err != nil {
 		return nil, err
 	}
@@ -46,7 +48,7 @@ func (f *FileSystem) Lstat(ctx context.Context, path string, opts fs.ResolveOpti
 	}
 	p := dp
 	if dir := filepath.Dir(dp); dir != dp {
-		parent, err := Canonical(dir)
+		parent, err := realpath.Canonical(dir)
 		if isAbsent(err) {
 			return nil, nil
 		}
