@@ -65,6 +65,16 @@ bench:
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
+## bench-search: build the search fixture outside the repository (copies of
+## GOROOT and the module cache, >= 50,000 files; HARNESS_SEARCH_FIXTURE, default
+## /var/tmp/harness-search-fixture), then compare harness's grep with
+## `rg` and `grep -rn` on it, warm cache (HARNESS_SEARCH_COLD=1: cold, root
+## only), and time glob `**/*.go`. Needs ripgrep (apt-get install ripgrep).
+.PHONY: bench-search
+bench-search:
+	HARNESS_SEARCH_FIXTURE="$$(./scripts/search-fixture.sh | cut -d' ' -f1)" \
+		$(GO) test -run '^$$' -bench 'CompareFixture|GlobFixture' -benchtime 3x -timeout 60m ./internal/search/ | tee bench-search.out
+
 ## fuzz: run each fuzz target in the module for FUZZTIME (one target at a time).
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' ./scripts/fuzz.sh
@@ -84,5 +94,5 @@ e2e:
 
 ## clean: remove build and benchmark outputs.
 clean:
-	rm -rf bin bench.out
+	rm -rf bin bench.out bench-search.out
 	$(GO) clean -testcache

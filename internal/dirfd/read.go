@@ -15,17 +15,9 @@ func (d *Dir) OpenRead(rel string) (*os.File, unix.Stat_t, error) {
 }
 
 func openRead(dirfd int, name string, resolve uint64, display string) (*os.File, unix.Stat_t, error) {
-	var st unix.Stat_t
-	fd, err := openat2(dirfd, name, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY,
-		Resolve: resolve,
-	})
+	fd, st, err := openReadFD(dirfd, name, resolve, display)
 	if err != nil {
-		return nil, st, &os.PathError{Op: "open", Path: display, Err: err}
-	}
-	if err := unix.Fstat(fd, &st); err != nil {
-		_ = unix.Close(fd)
-		return nil, st, &os.PathError{Op: "fstat", Path: display, Err: err}
+		return nil, st, err
 	}
 	return os.NewFile(uintptr(fd), display), st, nil
 }

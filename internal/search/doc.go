@@ -1,0 +1,20 @@
+// Package search is the mechanics of the glob and grep tools: a walk over a
+// directory tree that honors .gitignore files, doublestar globbing over that
+// walk, and a line-oriented regular expression or literal search that scans
+// files in parallel and reports in a deterministic order.
+//
+// Every directory and file is opened beneath a handle on the search root
+// (internal/dirfd, openat2 with RESOLVE_BENEATH): a symlink is never
+// descended into or read as a walk entry, and a directory swapped for a
+// symlink mid-walk cannot lead the walk out of the root. Files are opened
+// non-blocking and checked with fstat, so a FIFO or a device is skipped, never
+// read. A directory is visited at most once (by device and inode), so the walk
+// ends even if a bind mount or a racing rename forms a loop. Every walk is
+// capped in entries and cancellable through its context.
+//
+// What it does not do: it confines nothing but the walk (reads are never
+// fenced in the harness; the root is whatever the caller passes), it does not
+// read global git configuration (core.excludesFile) or .ignore files, and a
+// match in a line longer than MaxLineBytes is only found within one
+// MaxLineBytes window of it.
+package search
