@@ -28,6 +28,10 @@ const (
 const (
 	staleRemedy       = " — re-read the file, then retry"
 	notObservedRemedy = " — read the file, then retry"
+	// notTextRemedy follows a read refused as not text (neither UTF-8 nor
+	// UTF-16 with a byte-order mark): the file cannot be shown, but a
+	// whole-file write may replace it.
+	notTextRemedy = " — it cannot be shown as text; a whole-file write may replace it"
 )
 
 // standing returns the call's policy without escalation, or nil when the
@@ -167,8 +171,8 @@ func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observat
 
 // failure renders a failed call (T-54, T-94, remedies): a sandbox denial
 // becomes the marker of the call's mode and the escalation hint; a stale or
-// not-observed error gets its remedy; everything else keeps its message. The
-// FS_* code is kept.
+// not-observed error, or a read refused as not text, gets its remedy;
+// everything else keeps its message. The FS_* code is kept.
 func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.Result {
 	var fe *fs.Error
 	if !errors.As(err, &fe) {
@@ -193,6 +197,10 @@ func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.R
 		msg += staleRemedy
 	case fs.CodeNotObserved:
 		msg += notObservedRemedy
+	case fs.CodeNotText:
+		if fe.Op == "read" {
+			msg += notTextRemedy
+		}
 	}
 	return tool.ErrorResult(msg, string(fe.Code))
 }
