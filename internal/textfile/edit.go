@@ -96,7 +96,9 @@ func ApplyEdit(raw, oldString, newString string, replaceAll bool) (Edit, error) 
 		dominant = "\r\n"
 	}
 	var b strings.Builder
-	b.Grow(len(raw) + n*(len(newString)-len(oldNorm)+len(oldNorm)/8))
+	// Each replaced span is at least len(oldNorm) bytes of raw; each "\n"
+	// of newNorm may become "\r\n".
+	b.Grow(len(raw) - n*len(oldNorm) + n*2*len(newNorm))
 	if hasBOM {
 		b.WriteString(BOM)
 	}
@@ -146,8 +148,10 @@ func mapLines(s string) lineMap {
 		m.norm = s
 		return m
 	}
+	runs := strings.Count(s, "\r\n")
+	m.crAt, m.crSum = make([]int, 0, runs), make([]int, 0, runs)
 	var b strings.Builder
-	b.Grow(len(s) - 1)
+	b.Grow(len(s) - runs)
 	removed := 0
 	for i >= 0 {
 		j := i

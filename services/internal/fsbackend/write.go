@@ -259,6 +259,9 @@ func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int
 		started bool
 		total   int64
 	)
+	if wantBasis {
+		text.Grow(int(st.Size))
+	}
 	buf := make([]byte, readChunkBytes)
 	for {
 		if err := ctx.Err(); err != nil {
