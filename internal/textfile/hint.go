@@ -46,13 +46,13 @@ func (e *NotFoundError) Hint() string {
 type nearMatch struct {
 	transform   func(string) string
 	sameOffsets bool
-	differs     func(file, old string) string
+	differs     func(old string) string
 }
 
 var nearMatches = []nearMatch{
 	{
 		transform: norm.NFC.String,
-		differs: func(_, old string) string {
+		differs: func(old string) string {
 			if norm.NFC.IsNormalString(old) {
 				return "under Unicode normalization (NFC): the file has decomposed characters (a letter followed by a combining mark) where old_string has precomposed ones"
 			}
@@ -63,21 +63,21 @@ var nearMatches = []nearMatch{
 		// Lone "\r" as a line break: one byte for one, so offsets are kept.
 		transform:   func(s string) string { return strings.ReplaceAll(s, "\r", "\n") },
 		sameOffsets: true,
-		differs: func(string, string) string {
+		differs: func(string) string {
 			return "when line endings are ignored: a lone carriage return (\\r) stands where the other text breaks the line"
 		},
 	},
 	{
 		transform: perLine(func(l string) string { return strings.TrimRight(l, " \t") }),
-		differs:   func(string, string) string { return "when trailing whitespace is ignored" },
+		differs:   func(string) string { return "when trailing whitespace is ignored" },
 	},
 	{
 		transform: perLine(func(l string) string { return strings.Trim(l, " \t") }),
-		differs:   func(string, string) string { return "when indentation is ignored" },
+		differs:   func(string) string { return "when indentation is ignored" },
 	},
 	{
 		transform: typographic.Replace,
-		differs: func(string, string) string {
+		differs: func(string) string {
 			return "when typographic quotes and dashes are read as ASCII ones (' \" -)"
 		},
 	},
@@ -122,7 +122,7 @@ func notFound(before, oldNorm string) *NotFoundError {
 		if nm.sameOffsets {
 			lines = before
 		}
-		return &NotFoundError{Line: strings.Count(lines[:at], "\n") + 1, Differs: nm.differs(before, oldNorm)}
+		return &NotFoundError{Line: strings.Count(lines[:at], "\n") + 1, Differs: nm.differs(oldNorm)}
 	}
 	return &NotFoundError{}
 }
