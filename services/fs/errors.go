@@ -3,7 +3,7 @@ package fs
 import (
 	"errors"
 
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Code is one of the 13 machine-readable FS_* error codes (spec section 0).
@@ -25,15 +25,6 @@ const (
 	CodeEditNotFound     Code = "FS_EDIT_NOT_FOUND"
 	CodeAborted          Code = "FS_ABORTED"
 )
-
-// Codes returns the 13 codes in the order of the spec.
-func Codes() []Code {
-	return []Code{
-		CodeNotFound, CodeNotDirectory, CodeNotText, CodeNotRegularFile, CodeTooLarge,
-		CodePermissionDenied, CodeSandboxDenied, CodeIOError, CodeStaleVersion,
-		CodeNotObserved, CodeAmbiguousEdit, CodeEditNotFound, CodeAborted,
-	}
-}
 
 // Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
 // is an *Error with CodeNotFound.
@@ -65,7 +56,7 @@ type Error struct {
 	// Path is the display path of the target, empty when there is none.
 	Path string
 	// Mode is the effective sandbox mode of a CodeSandboxDenied error.
-	Mode sandboxpolicy.Mode
+	Mode sandbox.Mode
 	// Message is the human-readable sentence; empty only for the sentinels.
 	Message string
 	// Err is the underlying cause, if any.

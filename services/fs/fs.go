@@ -12,7 +12,7 @@ import (
 	"context"
 	"iter"
 
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // ResolveOptions tunes Resolve and Lstat.
@@ -47,13 +47,16 @@ type Prober interface {
 	// including when a parent segment is not a directory (A-07, L-18, L-24).
 	Stat(ctx context.Context, target Target) (*Info, error)
 	// Lstat resolves path like Resolve but does not follow a final symlink;
-	// it returns nil, nil when absent (A-07, L-21, L-22, L-26).
-	Lstat(ctx context.Context, path string, opts ResolveOptions) (*PathInfo, error)
+	// a symlink reports its own type, size and version, not its
+	// destination's. It returns nil, nil when absent (A-07, L-21, L-22,
+	// L-26).
+	Lstat(ctx context.Context, path string, opts ResolveOptions) (*Info, error)
 }
 
 // Reader reads file contents. Every open is non-blocking and checked with
 // fstat on the descriptor: anything but a regular file fails fast with
-// CodeNotRegularFile and never hangs (spec Go-port decision 7).
+// CodeNotRegularFile and never hangs (a FIFO or a device is refused, not
+// opened for a blocking read).
 type Reader interface {
 	// ReadText returns the whole file as UTF-8 text, byte for byte, a leading
 	// byte-order mark included (L-27); a file starting with a UTF-16
@@ -92,7 +95,7 @@ type Writer interface {
 	EditText(ctx context.Context, target Target, req EditRequest) (EditOutcome, error)
 	// SandboxMode reports the backend's default sandbox mode and true when the
 	// backend confines mutations; a bare backend returns "", false (A-01, S-01).
-	SandboxMode() (sandboxpolicy.Mode, bool)
+	SandboxMode() (sandbox.Mode, bool)
 }
 
 // Service is the whole filesystem seam. Consumers that need less ask for one

@@ -1,6 +1,6 @@
 package fs
 
-import "github.com/dsh-go/harness/services/sandboxpolicy"
+import "github.com/dsh-go/harness/services/sandbox"
 
 // IntentKind says what a write may assume about the file it replaces.
 type IntentKind uint8
@@ -40,7 +40,7 @@ func ReplaceVersion(v Version) WriteIntent {
 // Policy means the backend's deployment default (S-17).
 type WriteOptions struct {
 	Intent WriteIntent
-	Policy *sandboxpolicy.ExecutionPolicy
+	Policy *sandbox.ExecutionPolicy
 }
 
 // Operation says whether a write created or replaced the file.
@@ -78,7 +78,7 @@ type EditRequest struct {
 	NewString  string
 	ReplaceAll bool
 	Version    Version
-	Policy     *sandboxpolicy.ExecutionPolicy
+	Policy     *sandbox.ExecutionPolicy
 	// MaxBytes, when positive, refuses to edit a file larger than this many
 	// bytes (CodeTooLarge): an edit holds the whole file in memory, twice.
 	MaxBytes int64

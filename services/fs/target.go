@@ -31,16 +31,8 @@ const (
 	TypeOther FileType = "other"
 )
 
-// Info is what Stat reports of a present target. Size is in bytes.
+// Info is what Stat and Lstat report of a present target. Size is in bytes.
 type Info struct {
-	Type    FileType `json:"type"`
-	Size    int64    `json:"size"`
-	Version Version  `json:"version"`
-}
-
-// PathInfo is what Lstat reports of a present path; a symlink reports its
-// own size and version, not its destination's (L-26).
-type PathInfo struct {
 	Type    FileType `json:"type"`
 	Size    int64    `json:"size"`
 	Version Version  `json:"version"`

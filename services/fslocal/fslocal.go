@@ -18,7 +18,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // DefaultDiffBasisMaxBytes is the default exclusive bound, in bytes, on both
@@ -103,7 +103,7 @@ func (cfg Config) settings() fsbackend.Settings {
 func (f *FileSystem) Config() Config { return f.cfg }
 
 // SandboxMode reports that the bare backend does not confine.
-func (f *FileSystem) SandboxMode() (sandboxpolicy.Mode, bool) { return "", false }
+func (f *FileSystem) SandboxMode() (sandbox.Mode, bool) { return "", false }
 
 // Params are the fx inputs of Module. Config and Logger are optional.
 type Params struct {
@@ -129,7 +129,7 @@ var Module = fx.Module("fslocal",
 // nothing.
 type host struct{ dir *dirfd.Dir }
 
-func (h host) Mount(_ context.Context, target fs.Target, _ *sandboxpolicy.ExecutionPolicy) (fsbackend.Mount, error) {
+func (h host) Mount(_ context.Context, target fs.Target, _ *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
 	return fsbackend.Mount{Root: h.dir, Target: target}, nil
 }
 

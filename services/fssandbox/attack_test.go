@@ -32,6 +32,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -75,10 +76,10 @@ func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 			require.NoError(t, unix.Renameat2(unix.AT_FDCWD, w.ws, unix.AT_FDCWD, w.ws+".swap", unix.RENAME_EXCHANGE))
 		},
 	}
-	policies := map[string]func(t *testing.T, w world) *sandboxpolicy.ExecutionPolicy{
-		"default policy": func(*testing.T, world) *sandboxpolicy.ExecutionPolicy { return nil },
-		"session policy": func(t *testing.T, w world) *sandboxpolicy.ExecutionPolicy {
-			svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}})
+	policies := map[string]func(t *testing.T, w world) *sandbox.ExecutionPolicy{
+		"default policy": func(*testing.T, world) *sandbox.ExecutionPolicy { return nil },
+		"session policy": func(t *testing.T, w world) *sandbox.ExecutionPolicy {
+			svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}})
 			require.NoError(t, err)
 			p := svc.Resolve(session.New("s", sandboxpolicy.CanonicalPath(w.ws)), "")
 			return &p
@@ -90,7 +91,7 @@ func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 			for _, m := range mutations {
 				t.Run(swapName+"/"+polName+"/"+m.name, func(t *testing.T) {
 					w := attackWorld(t)
-					f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+					f := w.sandbox(t, sandbox.WorkspaceWrite)
 					pol := policy(t, w) // the session is made before the swap
 					swap(t, w)
 					before := fixture.Snapshot(t, w.outside)
@@ -106,7 +107,7 @@ func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 }
 
 // runWith runs the mutation named name (one of mutations) under pol.
-func runWith(ctx context.Context, f *fssandbox.FileSystem, name string, tg fs.Target, pol *sandboxpolicy.ExecutionPolicy) error {
+func runWith(ctx context.Context, f *fssandbox.FileSystem, name string, tg fs.Target, pol *sandbox.ExecutionPolicy) error {
 	var err error
 	switch name {
 	case "write":
@@ -129,7 +130,7 @@ func TestAttackWorkspaceRootRenamedAway(t *testing.T) {
 		for _, m := range mutations {
 			t.Run(m.name+"/fresh="+strconv.FormatBool(fresh), func(t *testing.T) {
 				w := attackWorld(t)
-				f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+				f := w.sandbox(t, sandbox.WorkspaceWrite)
 				old := w.ws + ".old"
 				require.NoError(t, os.Rename(w.ws, old))
 				if fresh {
@@ -158,7 +159,7 @@ func TestAttackWorkspaceRootRenamedAway(t *testing.T) {
 // outside directory or the base above the workspace.
 func TestAttackMalformedPolicyRoot(t *testing.T) {
 	w := attackWorld(t)
-	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	f := w.sandbox(t, sandbox.ReadOnly)
 	wd, err := os.Getwd()
 	require.NoError(t, err)
 	rel, err := filepath.Rel(wd, w.outside)
@@ -169,9 +170,9 @@ func TestAttackMalformedPolicyRoot(t *testing.T) {
 	} {
 		t.Run(name, func(t *testing.T) {
 			before := fixture.Snapshot(t, w.outside)
-			pol := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: root}
+			pol := &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: root}
 			_, err := f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.outside, "new.txt")}, "pwned", fs.WriteOptions{Policy: pol})
-			assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+			assertDenied(t, err, sandbox.WorkspaceWrite)
 			assertOutsideIntact(t, w, before)
 		})
 	}
@@ -182,7 +183,7 @@ func TestAttackMalformedPolicyRoot(t *testing.T) {
 func TestAttackOddPolicyRoots(t *testing.T) {
 	w := attackWorld(t)
 	fixture.Build(t, w.ws, "afile: x", "wsalias => "+w.ws)
-	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	f := w.sandbox(t, sandbox.ReadOnly)
 	cases := []struct {
 		name, root string
 		inside     bool // a write inside the workspace lands
@@ -198,14 +199,14 @@ func TestAttackOddPolicyRoots(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			before := fixture.Snapshot(t, w.outside)
-			pol := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: tc.root}
+			pol := &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: tc.root}
 			_, err := f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.outside, "new.txt")}, "pwned", fs.WriteOptions{Policy: pol})
-			assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+			assertDenied(t, err, sandbox.WorkspaceWrite)
 			_, err = f.WriteText(context.Background(), fs.Target{DisplayPath: filepath.Join(w.ws, "inside.txt")}, "ok", fs.WriteOptions{Policy: pol})
 			if tc.inside {
 				require.NoError(t, err)
 			} else {
-				assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+				assertDenied(t, err, sandbox.WorkspaceWrite)
 			}
 			assertOutsideIntact(t, w, before)
 		})
@@ -223,7 +224,7 @@ func TestAttackCraftedTargets(t *testing.T) {
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = dir.Close() })
 	outfd := strconv.Itoa(int(dir.Fd()))
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	key := fs.TargetKey(filepath.Join(w.outside, "secret.txt"))
 	for _, dp := range []string{
 		"", " ", "\x00", "secret.txt\x00/../../outside/secret.txt",
@@ -268,7 +269,7 @@ func TestAttackLinkCountLie(t *testing.T) {
 		prev = name
 	}
 	chain := prev // 39 links to ws/real
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	for _, p := range []string{chain + "/b/secret.txt", chain + "/b/new.txt", chain + "/b/newdir/deep.txt", chain + "/f"} {
 		tg, err := f.Resolve(context.Background(), p, fs.ResolveOptions{})
 		require.NoError(t, err)
@@ -304,7 +305,7 @@ func TestAttackSpecialFiles(t *testing.T) {
 	require.NoError(t, unix.Pipe(pipe[:]))
 	t.Cleanup(func() { _ = unix.Close(pipe[0]); _ = unix.Close(pipe[1]) })
 	paths = append(paths, "/proc/self/fd/"+strconv.Itoa(pipe[0]), "/dev/fd/"+strconv.Itoa(pipe[1]))
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	for _, p := range paths {
 		for _, m := range mutations {
 			t.Run(m.name+"/"+p, func(t *testing.T) {
@@ -343,7 +344,7 @@ func TestAttackFinalComponentSwap(t *testing.T) {
 	const ops = 300
 	w := attackWorld(t)
 	fixture.Build(t, w.ws, "f.txt: secret", "f.swap => ../outside/secret.txt")
-	fs1, fs2 := w.sandbox(t, sandboxpolicy.WorkspaceWrite), w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	fs1, fs2 := w.sandbox(t, sandbox.WorkspaceWrite), w.sandbox(t, sandbox.WorkspaceWrite)
 	before := fixture.Snapshot(t, w.outside)
 	var swaps atomic.Int64
 	stop := swapper(func() {
@@ -380,7 +381,7 @@ func TestAttackFinalComponentSwap(t *testing.T) {
 func TestAttackStagingHijack(t *testing.T) {
 	const ops = 60
 	w := attackWorld(t)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	before := fixture.Snapshot(t, w.outside)
 	var hijacks, planted, failed atomic.Int64
 	stop := swapper(func() {
@@ -445,7 +446,7 @@ func TestAttackStagingHijack(t *testing.T) {
 func TestAttackFenceCreatedParentSwap(t *testing.T) {
 	const ops = 300
 	w := attackWorld(t)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	before := fixture.Snapshot(t, w.outside)
 	link := filepath.Join(w.ws, "q.swap")
 	q := filepath.Join(w.ws, "p", "q")
@@ -484,7 +485,7 @@ func TestAttackFenceCreatedParentSwap(t *testing.T) {
 // names cut the base to fit; see TestLongestNameIsWritable.)
 func TestAttackLongNameLeavesNothing(t *testing.T) {
 	w := attackWorld(t)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	wsBefore, before := fixture.Snapshot(t, w.ws), fixture.Snapshot(t, w.outside)
 	for _, dir := range []string{"n1/n2/", strings.Repeat("d/", 600)} {
 		for _, m := range mutations[:2] {
@@ -502,7 +503,7 @@ func TestAttackLongNameLeavesNothing(t *testing.T) {
 // staging directory and temp file names are cut to fit.
 func TestLongestNameIsWritable(t *testing.T) {
 	w := newWorld(t)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	name := strings.Repeat("é", 127) + "x" // 255 bytes
 	tg, err := f.Resolve(context.Background(), filepath.Join(w.ws, "deep", name), fs.ResolveOptions{})
 	require.NoError(t, err)

@@ -10,6 +10,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -26,7 +27,7 @@ func BenchmarkFenceOverhead(b *testing.B) {
 			if err != nil {
 				b.Fatal(err)
 			}
-			policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: base, TempRoots: []string{}})
+			policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: base, TempRoots: []string{}})
 			if err != nil {
 				b.Fatal(err)
 			}

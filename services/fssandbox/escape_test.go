@@ -15,7 +15,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // escapeCase is one spelling of a path that reaches (or tries to reach)
@@ -118,11 +118,11 @@ var mutations = []mutation{
 // everything is denied and nothing changes anywhere; under
 // danger-full-access the backend behaves like the OS and never hangs.
 func TestEscapeMatrix(t *testing.T) {
-	for _, mode := range sandboxpolicy.Modes() {
+	for _, mode := range sandbox.Modes() {
 		for _, m := range mutations {
 			for _, tc := range escapeCases {
 				t.Run(string(mode)+"/"+m.name+"/"+tc.name, func(t *testing.T) {
-					if mode == sandboxpolicy.DangerFullAccess && strings.HasPrefix(tc.path, "/proc/self/cwd") {
+					if mode == sandbox.DangerFullAccess && strings.HasPrefix(tc.path, "/proc/self/cwd") {
 						t.Skip("danger-full-access would write into the test's working directory, the package source")
 					}
 					w := newWorld(t)
@@ -142,15 +142,15 @@ func TestEscapeMatrix(t *testing.T) {
 
 					assert.Empty(t, fixture.Residue(t, w.base), "no staging residue anywhere")
 					switch mode {
-					case sandboxpolicy.DangerFullAccess:
+					case sandbox.DangerFullAccess:
 						return // like the OS: any outcome but a hang or a panic
-					case sandboxpolicy.ReadOnly:
+					case sandbox.ReadOnly:
 						require.Error(t, err)
 						if tc.code == "" || fs.CodeOf(err) == fs.CodeSandboxDenied {
 							assertDenied(t, err, mode)
 						}
 						assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "read-only changed the workspace")
-					case sandboxpolicy.WorkspaceWrite:
+					case sandbox.WorkspaceWrite:
 						switch {
 						case tc.code != "":
 							require.Error(t, err)
@@ -177,7 +177,7 @@ func TestEscapeMatrixAllowedLandsInside(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t)
 			expand := buildEscapeWorld(t, w)
-			f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+			f := w.sandbox(t, sandbox.WorkspaceWrite)
 			tg, err := f.Resolve(context.Background(), expand.Replace(tc.path), fs.ResolveOptions{})
 			require.NoError(t, err)
 			_, err = f.WriteText(context.Background(), tg, "landed", fs.WriteOptions{})
@@ -194,7 +194,7 @@ func TestEscapeMatrixAllowedLandsInside(t *testing.T) {
 	}
 }
 
-func assertDenied(t *testing.T, err error, mode sandboxpolicy.Mode) {
+func assertDenied(t *testing.T, err error, mode sandbox.Mode) {
 	t.Helper()
 	require.Error(t, err)
 	require.ErrorIs(t, err, fs.ErrSandboxDenied, "error: %v", err)

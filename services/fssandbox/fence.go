@@ -7,7 +7,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // errOutsideRoots is the cause of a denial at check time: the fresh
@@ -21,7 +21,7 @@ type fenced struct{ f *FileSystem }
 // Mount admits or denies one mutation of target under policy (see enter);
 // an admitted mutation runs beneath the fence's root, on the calling
 // goroutine, and its error passes check before the fence is released.
-func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandboxpolicy.ExecutionPolicy) (fsbackend.Mount, error) {
+func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
 	fc, err := m.f.enter(ctx, target, policy)
 	if err != nil {
 		return fsbackend.Mount{}, err
@@ -42,14 +42,14 @@ type fence struct {
 	root    *dirfd.Dir
 	target  fs.Target
 	shown   fs.Target // the caller's target, for denial messages
-	mode    sandboxpolicy.Mode
+	mode    sandbox.Mode
 	release func()
 }
 
 // enter decides whether a mutation of target may run under policy (nil: the
 // deployment default) and returns its fence. It runs before any stat, lock or
 // mkdir (Z-5).
-func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandboxpolicy.ExecutionPolicy) (*fence, error) {
+func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (*fence, error) {
 	pol := f.policy.Default()
 	if policy != nil {
 		pol = *policy
@@ -77,11 +77,11 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 var errClosed = errors.New("the filesystem is closed")
 
 // admit applies the policy's mode to one mutation.
-func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandboxpolicy.ExecutionPolicy) (*fence, error) {
+func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	switch pol.Mode {
-	case sandboxpolicy.DangerFullAccess:
+	case sandbox.DangerFullAccess:
 		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil
-	case sandboxpolicy.WorkspaceWrite:
+	case sandbox.WorkspaceWrite:
 		return f.enterWorkspace(ctx, target, pol)
 	default:
 		// Fail closed: read-only, and any mode this build does not know.
@@ -92,12 +92,12 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandboxpol
 // enterWorkspace re-resolves the display path now and picks the writable
 // root that contains the fresh canonical target (S-13): the caller's key may
 // be stale, so it is never used.
-func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandboxpolicy.ExecutionPolicy) (*fence, error) {
+func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	fresh, err := f.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{})
 	if err != nil {
 		return nil, err
 	}
-	for _, root := range f.policy.WritableRoots(pol) {
+	for _, root := range sandbox.WritableRoots(pol, f.policy.TempRoots()) {
 		if !dirfd.Beneath(root, string(fresh.Key)) {
 			continue
 		}

@@ -13,10 +13,11 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-func write(t *testing.T, f *fssandbox.FileSystem, p, content string, pol *sandboxpolicy.ExecutionPolicy) (fs.WriteOutcome, error) {
+func write(t *testing.T, f *fssandbox.FileSystem, p, content string, pol *sandbox.ExecutionPolicy) (fs.WriteOutcome, error) {
 	t.Helper()
 	tg, err := f.Resolve(context.Background(), p, fs.ResolveOptions{})
 	require.NoError(t, err)
@@ -25,7 +26,7 @@ func write(t *testing.T, f *fssandbox.FileSystem, p, content string, pol *sandbo
 
 func TestSandboxModeIsTheDeploymentDefault(t *testing.T) {
 	w := newWorld(t)
-	for _, mode := range sandboxpolicy.Modes() {
+	for _, mode := range sandbox.Modes() {
 		m, confines := w.sandbox(t, mode).SandboxMode()
 		assert.True(t, confines, "S-01")
 		assert.Equal(t, mode, m, "S-01")
@@ -35,17 +36,17 @@ func TestSandboxModeIsTheDeploymentDefault(t *testing.T) {
 func TestReadOnly(t *testing.T) {
 	w := newWorld(t)
 	fixture.Build(t, w.ws, "a.txt: hello")
-	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	f := w.sandbox(t, sandbox.ReadOnly)
 
 	_, err := write(t, f, "new.txt", "x", nil)
-	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assertDenied(t, err, sandbox.ReadOnly)
 	assert.Equal(t, `cannot write "`+filepath.Join(w.ws, "new.txt")+`": file access denied under read-only mode`, err.Error(), "S-02")
 	assert.NoFileExists(t, filepath.Join(w.ws, "new.txt"))
 
 	tg, err := f.Resolve(context.Background(), "a.txt", fs.ResolveOptions{})
 	require.NoError(t, err)
 	_, err = f.EditText(context.Background(), tg, fs.EditRequest{OldString: "hello", NewString: "bye"})
-	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assertDenied(t, err, sandbox.ReadOnly)
 	assert.Contains(t, err.Error(), "cannot write ", "S-03 Z-6 edits say cannot write too")
 	assert.Equal(t, "hello", readFile(t, filepath.Join(w.ws, "a.txt")))
 
@@ -57,7 +58,7 @@ func TestReadOnly(t *testing.T) {
 func TestWorkspaceWrite(t *testing.T) {
 	w := newWorld(t)
 	fixture.Build(t, w.ws, "a.txt: hello")
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 
 	out, err := write(t, f, "nested/ok.txt", "x", nil)
 	require.NoError(t, err)
@@ -76,7 +77,7 @@ func TestWorkspaceWrite(t *testing.T) {
 
 func TestWorkspaceWriteTempRoot(t *testing.T) {
 	w := newWorld(t)
-	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
 	dir, err := os.MkdirTemp("", "harness-s06-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
@@ -88,16 +89,16 @@ func TestWorkspaceWriteTempRoot(t *testing.T) {
 func TestWorkspaceWriteOutsideOfTemp(t *testing.T) {
 	w := newWorld(t)
 	outside := fixture.OutsideDir(t) // under /var/tmp: outside /tmp and os.TempDir()
-	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws}, w.ws)
 	_, err := write(t, f, filepath.Join(outside, "x.txt"), "x", nil)
-	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assertDenied(t, err, sandbox.WorkspaceWrite)
 	assert.NoFileExists(t, filepath.Join(outside, "x.txt"), "S-07 with the default temp roots")
 }
 
 func TestStaleKeyIsNeverWritten(t *testing.T) {
 	w := newWorld(t)
 	fixture.Build(t, w.outside, "victim.txt: safe")
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	stale := fs.Target{Key: fs.TargetKey(filepath.Join(w.outside, "victim.txt")), DisplayPath: filepath.Join(w.ws, "inside.txt")}
 	_, err := f.WriteText(context.Background(), stale, "landed", fs.WriteOptions{})
 	require.NoError(t, err)
@@ -107,7 +108,7 @@ func TestStaleKeyIsNeverWritten(t *testing.T) {
 
 func TestFilesystemRootAsWorkspace(t *testing.T) {
 	w := newWorld(t)
-	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: "/", TempRoots: []string{}}, w.ws)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/", TempRoots: []string{}}, w.ws)
 	_, err := write(t, f, filepath.Join(w.outside, "anywhere.txt"), "x", nil)
 	require.NoError(t, err, "S-15 a root of / allows the whole volume")
 	assert.Equal(t, "x", readFile(t, filepath.Join(w.outside, "anywhere.txt")))
@@ -115,7 +116,7 @@ func TestFilesystemRootAsWorkspace(t *testing.T) {
 
 func TestDangerFullAccess(t *testing.T) {
 	w := newWorld(t)
-	f := w.sandbox(t, sandboxpolicy.DangerFullAccess)
+	f := w.sandbox(t, sandbox.DangerFullAccess)
 	_, err := write(t, f, filepath.Join(w.outside, "x.txt"), "x", nil)
 	require.NoError(t, err, "S-16")
 	assert.Equal(t, "x", readFile(t, filepath.Join(w.outside, "x.txt")))
@@ -123,25 +124,25 @@ func TestDangerFullAccess(t *testing.T) {
 
 func TestPerCallPolicy(t *testing.T) {
 	w := newWorld(t)
-	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	f := w.sandbox(t, sandbox.ReadOnly)
 
-	_, err := write(t, f, "a.txt", "x", &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws})
+	_, err := write(t, f, "a.txt", "x", &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws})
 	require.NoError(t, err, "S-17 a per-call workspace-write lands")
 	_, err = write(t, f, "b.txt", "x", nil)
-	assertDenied(t, err, sandboxpolicy.ReadOnly)
+	assertDenied(t, err, sandbox.ReadOnly)
 	assert.NoFileExists(t, filepath.Join(w.ws, "b.txt"), "S-17 the next plain call is still denied")
 
-	_, err = write(t, f, filepath.Join(w.outside, "x.txt"), "x", &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.DangerFullAccess})
+	_, err = write(t, f, filepath.Join(w.outside, "x.txt"), "x", &sandbox.ExecutionPolicy{Mode: sandbox.DangerFullAccess})
 	require.NoError(t, err, "S-18")
 	assert.FileExists(t, filepath.Join(w.outside, "x.txt"))
 
-	_, err = write(t, f, "c.txt", "x", &sandboxpolicy.ExecutionPolicy{Mode: "host-root", WorkspaceRoot: w.ws})
+	_, err = write(t, f, "c.txt", "x", &sandbox.ExecutionPolicy{Mode: "host-root", WorkspaceRoot: w.ws})
 	assertDenied(t, err, "host-root")
 	assert.NoFileExists(t, filepath.Join(w.ws, "c.txt"), "an unknown mode fails closed")
 
-	other := &sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.outside}
+	other := &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.outside}
 	_, err = write(t, f, "d.txt", "x", other)
-	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assertDenied(t, err, sandbox.WorkspaceWrite)
 	assert.NoFileExists(t, filepath.Join(w.ws, "d.txt"), "the policy's root decides, not the configured fallback")
 	_, err = write(t, f, filepath.Join(w.outside, "d.txt"), "x", other)
 	require.NoError(t, err)
@@ -150,7 +151,7 @@ func TestPerCallPolicy(t *testing.T) {
 
 func TestDenialIsDistinctFromHostPermission(t *testing.T) {
 	w := newWorld(t)
-	f := w.sandbox(t, sandboxpolicy.ReadOnly)
+	f := w.sandbox(t, sandbox.ReadOnly)
 	_, err := write(t, f, "a.txt", "x", nil)
 	require.ErrorIs(t, err, fs.ErrSandboxDenied, "S-20")
 	assert.NotErrorIs(t, err, fs.ErrPermissionDenied)
@@ -183,7 +184,7 @@ func TestContainment(t *testing.T) {
 	t.Run("S-23 a root given through a symlink contains the real path's missing children", func(t *testing.T) {
 		w := newWorld(t)
 		fixture.Build(t, w.base, "alias => ws")
-		f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: filepath.Join(w.base, "alias"), TempRoots: []string{}}, w.ws)
+		f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: filepath.Join(w.base, "alias"), TempRoots: []string{}}, w.ws)
 		_, err := write(t, f, filepath.Join(w.ws, "missing/file.txt"), "x", nil)
 		require.NoError(t, err)
 		assert.FileExists(t, filepath.Join(w.ws, "missing/file.txt"))
@@ -191,7 +192,7 @@ func TestContainment(t *testing.T) {
 	t.Run("S-24 a path through a regular file is not contained", func(t *testing.T) {
 		w := newWorld(t)
 		fixture.Build(t, w.ws, "blocker: x")
-		f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+		f := w.sandbox(t, sandbox.WorkspaceWrite)
 		_, err := f.Resolve(context.Background(), "blocker/child.txt", fs.ResolveOptions{})
 		require.ErrorIs(t, err, fs.ErrNotFound)
 		_, err = f.WriteText(context.Background(), fs.Target{Key: "x", DisplayPath: filepath.Join(w.ws, "blocker/child.txt")}, "x", fs.WriteOptions{})
@@ -207,7 +208,7 @@ func TestWorkspaceThroughSymlink(t *testing.T) {
 	w := newWorld(t)
 	link := filepath.Join(w.base, "wslink")
 	require.NoError(t, os.Symlink(w.ws, link))
-	f := newSandbox(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: link, TempRoots: []string{}}, link)
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: link, TempRoots: []string{}}, link)
 
 	_, err := write(t, f, filepath.Join(link, "via-link.txt"), "x", nil)
 	require.NoError(t, err)
@@ -220,7 +221,7 @@ func TestWorkspaceThroughSymlink(t *testing.T) {
 	require.NoError(t, os.Symlink(w.outside, link))
 	before := fixture.Snapshot(t, w.outside)
 	_, err = write(t, f, filepath.Join(link, "moved.txt"), "x", nil)
-	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assertDenied(t, err, sandbox.WorkspaceWrite)
 	assert.Equal(t, before, fixture.Snapshot(t, w.outside), "the retargeted link does not move the fence")
 	_, err = write(t, f, filepath.Join(w.ws, "still.txt"), "x", nil)
 	require.NoError(t, err, "the original workspace stays writable")
@@ -229,8 +230,8 @@ func TestWorkspaceThroughSymlink(t *testing.T) {
 func TestDeniedWriteCreatesNoParents(t *testing.T) {
 	w := newWorld(t)
 	fixture.Build(t, w.ws, "linkout => "+w.outside)
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	_, err := write(t, f, "linkout/newdir/deep.txt", "x", nil)
-	assertDenied(t, err, sandboxpolicy.WorkspaceWrite)
+	assertDenied(t, err, sandbox.WorkspaceWrite)
 	assert.NoDirExists(t, filepath.Join(w.outside, "newdir"), "S-10 Z-5")
 }

@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -76,7 +77,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*F
 	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
 	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
-	static := append([]string{policy.Config().WorkspaceRoot}, policy.TempRoots()...)
+	static := append([]string{policy.Default().WorkspaceRoot}, policy.TempRoots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
 			continue
@@ -104,7 +105,7 @@ func (f *FileSystem) Close() error {
 
 // SandboxMode reports the deployment default mode and that this backend
 // confines (S-01).
-func (f *FileSystem) SandboxMode() (sandboxpolicy.Mode, bool) { return f.policy.DefaultMode(), true }
+func (f *FileSystem) SandboxMode() (sandbox.Mode, bool) { return f.policy.Default().Mode, true }
 
 // Params are the fx inputs of Module.
 type Params struct {
@@ -136,7 +137,7 @@ var Module = fx.Module("fssandbox",
 var _ fs.Service = (*FileSystem)(nil)
 
 // denied is the error of a mutation the fence refuses.
-func denied(target fs.Target, mode sandboxpolicy.Mode, cause error) *fs.Error {
+func denied(target fs.Target, mode sandbox.Mode, cause error) *fs.Error {
 	return &fs.Error{
 		Code:    fs.CodeSandboxDenied,
 		Op:      "write",

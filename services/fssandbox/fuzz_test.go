@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -45,7 +46,7 @@ func FuzzFence(f *testing.F) {
 		}
 		in.build(t, e)
 
-		policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: e.ws, TempRoots: []string{}})
+		policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: e.ws, TempRoots: []string{}})
 		require.NoError(t, err)
 		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: e.ws}, nil)
 		require.NoError(t, err)

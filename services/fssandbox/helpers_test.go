@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -33,7 +34,7 @@ func newWorld(t *testing.T) world {
 
 // sandbox returns a confining backend for w with the given default mode and
 // no temp roots.
-func (w world) sandbox(t *testing.T, mode sandboxpolicy.Mode) *fssandbox.FileSystem {
+func (w world) sandbox(t *testing.T, mode sandbox.Mode) *fssandbox.FileSystem {
 	t.Helper()
 	return newSandbox(t, sandboxpolicy.Config{Mode: mode, WorkspaceRoot: w.ws, TempRoots: []string{}}, w.ws)
 }

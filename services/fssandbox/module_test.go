@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -21,7 +22,7 @@ func TestModule(t *testing.T) {
 	start := func(t *testing.T) fs.Service {
 		var svc fs.Service
 		app := fxtest.New(t,
-			fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}}),
+			fx.Supply(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}}),
 			fx.Supply(fslocal.Config{Cwd: w.ws}),
 			sandboxpolicy.Module,
 			fssandbox.Module,
@@ -37,7 +38,7 @@ func TestModule(t *testing.T) {
 		assert.True(t, ok)
 		mode, confines := svc.SandboxMode()
 		assert.True(t, confines)
-		assert.Equal(t, sandboxpolicy.WorkspaceWrite, mode)
+		assert.Equal(t, sandbox.WorkspaceWrite, mode)
 		tg, err := svc.Resolve(context.Background(), "a.txt", fs.ResolveOptions{})
 		require.NoError(t, err)
 		_, err = svc.WriteText(context.Background(), tg, "x", fs.WriteOptions{})

@@ -16,7 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // TestSymlinkSwapRace is the race the original design accepts and this one
@@ -33,7 +33,7 @@ func TestSymlinkSwapRace(t *testing.T) {
 	w := newWorld(t)
 	fixture.Build(t, w.ws, "d/f.txt: seed", "d.swap => "+w.outside)
 	fixture.Build(t, w.outside, "f.txt: outside seed")
-	f := w.sandbox(t, sandboxpolicy.WorkspaceWrite)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	outsideBefore := fixture.Snapshot(t, w.outside)
 
 	stop := make(chan struct{})

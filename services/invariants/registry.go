@@ -1,8 +1,9 @@
-// Package invariants is the registry of runtime contract checks. Each
-// services/ package owns a companion (its exported Invariants fx option) that
-// registers the package's checks through an fx lifecycle hook; the registry
-// runs the checks of the packages its Config selects, and reserves every
-// package's name either way. A violated check is an *Error with code
+// Package invariants is the registry of runtime contract checks. A package
+// that owns a checkable relation exports the installer of its checks; the
+// composition lists every companion in one place (Companion registers an
+// installer under its package's import path through an fx lifecycle hook).
+// The registry runs the checks of the packages its Config selects, and
+// reserves every registered package's name either way. A violated check is an *Error with code
 // INVARIANT naming the owning package.
 package invariants
 
@@ -21,9 +22,10 @@ import (
 // Code is the code of every invariant violation.
 const Code = "INVARIANT"
 
-// Error is an invariant violation (I-10). Its text is
-// `invariant violated by "<package>": <message>`.
+// Error is an invariant violation (I-10). Code is always Code ("INVARIANT");
+// its text is `invariant violated by "<package>": <message>`.
 type Error struct {
+	Code    string
 	Package string
 	Message string
 }
@@ -31,9 +33,6 @@ type Error struct {
 func (e *Error) Error() string {
 	return fmt.Sprintf("invariant violated by %q: %s", e.Package, e.Message)
 }
-
-// Code returns "INVARIANT".
-func (e *Error) Code() string { return Code }
 
 // ErrInvariant matches every *Error with errors.Is.
 var ErrInvariant = errors.New("invariant violated")
@@ -112,7 +111,7 @@ func (r *Registry) Register(ctx context.Context, pkg string, installer Installer
 	}
 	var in *Install
 	if r.cfg.selects(pkg) {
-		in = &Install{Package: pkg, Fail: func(msg string) error { return &Error{Package: pkg, Message: msg} }}
+		in = &Install{Package: pkg, Fail: func(msg string) error { return &Error{Code: Code, Package: pkg, Message: msg} }}
 	}
 	r.owners[pkg] = in // reserved, even when not selected (I-05)
 	r.mu.Unlock()

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"reflect"
 	"regexp/syntax"
 	"slices"
 	"sync"
@@ -16,15 +15,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
-	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/fslocal"
-	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/invariants"
-	"github.com/dsh-go/harness/services/readbeforewrite"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
-	"github.com/dsh-go/harness/services/session"
-	"github.com/dsh-go/harness/services/tool"
-	"github.com/dsh-go/harness/services/toolfs"
 )
 
 const (
@@ -429,8 +420,8 @@ func TestFail(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code())
-		assert.Equal(t, invariants.Code, ie.Code())
+		assert.Equal(t, "INVARIANT", ie.Code)
+		assert.Equal(t, invariants.Code, ie.Code)
 		assert.Equal(t, fakePkg, ie.Package)
 		assert.Equal(t, "widget count must be positive", ie.Message)
 	})
@@ -441,12 +432,12 @@ func TestFail(t *testing.T) {
 	})
 
 	t.Run("I-10 a wrapped violation still matches ErrInvariant and *Error", func(t *testing.T) {
-		err := fmt.Errorf("tool call: %w", &invariants.Error{Package: fakePkg, Message: "m"})
+		err := fmt.Errorf("tool call: %w", &invariants.Error{Code: invariants.Code, Package: fakePkg, Message: "m"})
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
 		assert.Equal(t, fakePkg, ie.Package)
-		assert.Equal(t, "INVARIANT", ie.Code())
+		assert.Equal(t, "INVARIANT", ie.Code)
 	})
 
 	t.Run("I-10 ErrInvariant matches only invariant violations", func(t *testing.T) {
@@ -866,7 +857,7 @@ func TestModuleAndCompanion(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code())
+		assert.Equal(t, "INVARIANT", ie.Code)
 		assert.Equal(t, fakePkg, ie.Package)
 		assert.Equal(t, "the widget store is already corrupt", ie.Message)
 		assert.Contains(t, err.Error(), `invariant violated by "example.com/fake/widgets": the widget store is already corrupt`)
@@ -896,50 +887,4 @@ func TestModuleAndCompanion(t *testing.T) {
 		assert.Equal(t, 2, installed)
 		assert.Equal(t, 2, cleaned)
 	})
-}
-
-func TestServiceCompanions(t *testing.T) {
-	pathOf := func(v any) string { return reflect.TypeOf(v).PkgPath() }
-	companions := []struct {
-		path   string
-		actual string
-		option fx.Option
-	}{
-		{path: invariants.PackagePath, actual: pathOf(invariants.Config{}), option: invariants.Invariants},
-		{path: session.PackagePath, actual: pathOf(session.Event{}), option: session.Invariants},
-		{path: fs.PackagePath, actual: pathOf(fs.Target{}), option: fs.Invariants},
-		{path: fslocal.PackagePath, actual: pathOf(fslocal.Config{}), option: fslocal.Invariants},
-		{path: fssandbox.PackagePath, actual: pathOf(fssandbox.Params{}), option: fssandbox.Invariants},
-		{path: readbeforewrite.PackagePath, actual: pathOf(readbeforewrite.Policy{}), option: readbeforewrite.Invariants},
-		{path: tool.PackagePath, actual: pathOf(tool.Call{}), option: tool.Invariants},
-		{path: toolfs.PackagePath, actual: pathOf(toolfs.Config{}), option: toolfs.Invariants},
-		{path: sandboxpolicy.PackagePath, actual: pathOf(sandboxpolicy.Config{}), option: sandboxpolicy.Invariants},
-	}
-
-	t.Run("every companion registers under its package's import path", func(t *testing.T) {
-		for _, c := range companions {
-			assert.Equal(t, c.actual, c.path)
-		}
-	})
-
-	for _, enabled := range []bool{true, false} {
-		t.Run(fmt.Sprintf("all companions compose, start and stop (enabled=%v)", enabled), func(t *testing.T) {
-			var r *invariants.Registry
-			opts := []fx.Option{fx.NopLogger, invariants.Module, session.Module, fx.Supply(invariants.Config{Enabled: enabled}), fx.Populate(&r)}
-			want := make([]string, 0, len(companions))
-			for _, c := range companions {
-				opts = append(opts, c.option)
-				want = append(want, c.path)
-			}
-			slices.Sort(want)
-			app := fxtest.New(t, opts...)
-			app.RequireStart()
-			assert.Equal(t, want, r.Registered())
-			for _, c := range companions {
-				assert.Equal(t, enabled, r.Selected(c.path), c.path)
-			}
-			app.RequireStop()
-			assert.Empty(t, r.Registered())
-		})
-	}
 }

@@ -14,14 +14,14 @@ import (
 
 	"github.com/dsh-go/harness/internal/weakmap"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Policy holds the observations of every live session. It is safe for
 // concurrent use. A session's record goes when the session is garbage
 // collected; nothing is persisted (O-15).
 type Policy struct {
-	owners weakmap.Map[session.Session, *record]
+	owners weakmap.Map[sandbox.Owner, *record]
 }
 
 // record is one session's observations.
@@ -36,8 +36,8 @@ func New() *Policy { return &Policy{} }
 // WriteIntent decides a write (O-02, O-03, O-16): present at v ->
 // ReplaceIfVersion v; unseen, absent, or no session -> CreateIfAbsent, so a
 // caller without a session can never overwrite an existing file.
-func (p *Policy) WriteIntent(_ context.Context, sess *session.Session, target fs.Target) (fs.WriteIntent, error) {
-	if obs, ok := p.lookup(sess, target.Key); ok && obs.Kind == fs.Present {
+func (p *Policy) WriteIntent(_ context.Context, owner *sandbox.Owner, target fs.Target) (fs.WriteIntent, error) {
+	if obs, ok := p.lookup(owner, target.Key); ok && obs.Kind == fs.Present {
 		return fs.ReplaceVersion(obs.Version), nil
 	}
 	return fs.CreateOnly(), nil
@@ -46,9 +46,9 @@ func (p *Policy) WriteIntent(_ context.Context, sess *session.Session, target fs
 // EditGuard decides an edit (O-04, O-05): present at v -> v; absent ->
 // FS_NOT_FOUND `cannot edit "<dp>": not found`; unseen or no session ->
 // FS_NOT_OBSERVED `edit requires reading "<dp>" first`.
-func (p *Policy) EditGuard(_ context.Context, sess *session.Session, target fs.Target) (fs.Version, error) {
+func (p *Policy) EditGuard(_ context.Context, owner *sandbox.Owner, target fs.Target) (fs.Version, error) {
 	dp := target.DisplayPath
-	obs, ok := p.lookup(sess, target.Key)
+	obs, ok := p.lookup(owner, target.Key)
 	switch {
 	case !ok:
 		return "", &fs.Error{Code: fs.CodeNotObserved, Op: "edit", Path: dp, Message: fmt.Sprintf("edit requires reading %q first", dp)}
@@ -62,11 +62,11 @@ func (p *Policy) EditGuard(_ context.Context, sess *session.Session, target fs.T
 // Observe records obs as the session's latest view of target; the last
 // recorded observation wins (O-06, O-13). Without a session it records
 // nothing (O-07).
-func (p *Policy) Observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
-	if sess == nil {
+func (p *Policy) Observe(owner *sandbox.Owner, target fs.Target, obs fs.Observation) error {
+	if owner == nil {
 		return nil
 	}
-	r, _ := p.owners.LoadOrStore(sess, &record{seen: map[fs.TargetKey]fs.Observation{}})
+	r, _ := p.owners.LoadOrStore(owner, &record{seen: map[fs.TargetKey]fs.Observation{}})
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen[target.Key] = obs
@@ -76,11 +76,11 @@ func (p *Policy) Observe(sess *session.Session, target fs.Target, obs fs.Observa
 // Sessions returns how many sessions have records (for tests and metrics).
 func (p *Policy) Sessions() int { return p.owners.Len() }
 
-func (p *Policy) lookup(sess *session.Session, key fs.TargetKey) (fs.Observation, bool) {
-	if sess == nil {
+func (p *Policy) lookup(owner *sandbox.Owner, key fs.TargetKey) (fs.Observation, bool) {
+	if owner == nil {
 		return fs.Observation{}, false
 	}
-	r, ok := p.owners.Load(sess)
+	r, ok := p.owners.Load(owner)
 	if !ok {
 		return fs.Observation{}, false
 	}

@@ -53,10 +53,10 @@ func at(v fs.Version) want { return want{intent: fs.ReplaceVersion(v), guard: v}
 // expect asserts both intent slots of p for sess and target.
 func expect(t *testing.T, p *readbeforewrite.Policy, sess *session.Session, target fs.Target, w want) {
 	t.Helper()
-	intent, err := p.WriteIntent(bg, sess, target)
+	intent, err := p.WriteIntent(bg, sess.Owner(), target)
 	require.NoError(t, err, "a write intent is never refused")
 	assert.Equal(t, w.intent, intent, "write intent")
-	guard, err := p.EditGuard(bg, sess, target)
+	guard, err := p.EditGuard(bg, sess.Owner(), target)
 	if w.code == "" {
 		require.NoError(t, err)
 		assert.Equal(t, w.guard, guard, "edit guard")
@@ -176,7 +176,7 @@ func TestPolicy(t *testing.T) {
 				return sessions[i]
 			}
 			for _, s := range tc.steps {
-				require.NoError(t, p.Observe(pick(s.sess), s.target, s.obs), "O-13 Observe never fails")
+				require.NoError(t, p.Observe(pick(s.sess).Owner(), s.target, s.obs), "O-13 Observe never fails")
 			}
 			for _, c := range tc.checks {
 				expect(t, p, pick(c.sess), c.target, c.want)
@@ -193,14 +193,14 @@ func TestPolicyBookkeeping(t *testing.T) {
 	t.Run("O-13 Observe is synchronous: the record is there when it returns", func(t *testing.T) {
 		p := readbeforewrite.New()
 		s := session.New("s", "/w")
-		require.NoError(t, p.Observe(s, tgtA, present("v1")))
+		require.NoError(t, p.Observe(s.Owner(), tgtA, present("v1")))
 		expect(t, p, s, tgtA, at("v1"))
 	})
 
 	t.Run("O-15 a resumed session (recreated from its events) starts with no observations", func(t *testing.T) {
 		p := readbeforewrite.New()
 		orig := session.New("s", "/w", session.Event{Type: "chat/message", Data: "hi"})
-		require.NoError(t, p.Observe(orig, tgtA, present("v1")))
+		require.NoError(t, p.Observe(orig.Owner(), tgtA, present("v1")))
 		resumed := session.New(orig.ID(), orig.Cwd(), orig.Events()...)
 		expect(t, p, resumed, tgtA, unseen("/w/a.txt"))
 		expect(t, p, orig, tgtA, at("v1"))
@@ -212,10 +212,10 @@ func TestPolicyBookkeeping(t *testing.T) {
 		a, b := session.New("a", "/w"), session.New("b", "/w")
 		require.NoError(t, p.Observe(nil, tgtA, present("v1")))
 		assert.Equal(t, 0, p.Sessions())
-		require.NoError(t, p.Observe(a, tgtA, present("v1")))
-		require.NoError(t, p.Observe(a, tgtB, absent))
+		require.NoError(t, p.Observe(a.Owner(), tgtA, present("v1")))
+		require.NoError(t, p.Observe(a.Owner(), tgtB, absent))
 		assert.Equal(t, 1, p.Sessions())
-		require.NoError(t, p.Observe(b, tgtA, present("v1")))
+		require.NoError(t, p.Observe(b.Owner(), tgtA, present("v1")))
 		assert.Equal(t, 2, p.Sessions())
 		runtime.KeepAlive(a)
 		runtime.KeepAlive(b)
@@ -242,9 +242,9 @@ func TestPolicyBookkeeping(t *testing.T) {
 			wg.Go(func() {
 				s := sessions[i%2]
 				for j := range 200 {
-					_ = p.Observe(s, tgtA, present(fs.Version("v"+string(rune('0'+j%10)))))
-					_, _ = p.WriteIntent(bg, s, tgtA)
-					_, _ = p.EditGuard(bg, s, tgtA)
+					_ = p.Observe(s.Owner(), tgtA, present(fs.Version("v"+string(rune('0'+j%10)))))
+					_, _ = p.WriteIntent(bg, s.Owner(), tgtA)
+					_, _ = p.EditGuard(bg, s.Owner(), tgtA)
 					_ = p.Sessions()
 				}
 			})
@@ -252,7 +252,7 @@ func TestPolicyBookkeeping(t *testing.T) {
 		wg.Wait()
 		assert.Equal(t, 2, p.Sessions())
 		for _, s := range sessions {
-			guard, err := p.EditGuard(bg, s, tgtA)
+			guard, err := p.EditGuard(bg, s.Owner(), tgtA)
 			require.NoError(t, err)
 			assert.Equal(t, fs.Version("v9"), guard)
 		}
@@ -265,8 +265,8 @@ func TestPolicyBookkeeping(t *testing.T) {
 //go:noinline
 func observeThrowaway(t *testing.T, p *readbeforewrite.Policy, id string) {
 	s := session.New(id, "/w")
-	require.NoError(t, p.Observe(s, tgtA, present("v1")))
-	require.NoError(t, p.Observe(s, tgtB, absent))
+	require.NoError(t, p.Observe(s.Owner(), tgtA, present("v1")))
+	require.NoError(t, p.Observe(s.Owner(), tgtB, absent))
 }
 
 // TestPolicyForgetsCollectedSessions: the records of a session go when the
@@ -274,7 +274,7 @@ func observeThrowaway(t *testing.T, p *readbeforewrite.Policy, id string) {
 func TestPolicyForgetsCollectedSessions(t *testing.T) {
 	p := readbeforewrite.New()
 	kept := session.New("kept", "/w")
-	require.NoError(t, p.Observe(kept, tgtA, present("v1")))
+	require.NoError(t, p.Observe(kept.Owner(), tgtA, present("v1")))
 	observeThrowaway(t, p, "gone-1")
 	observeThrowaway(t, p, "gone-2")
 	require.Equal(t, 3, p.Sessions())
@@ -325,8 +325,8 @@ func TestModule(t *testing.T) {
 		assert.Same(t, p, c.observers[0], "one policy answers intents and records observations")
 
 		s := session.New("s", "/w")
-		require.NoError(t, c.observers[0].Observe(s, tgtA, present("v1")))
-		guard, err := c.intents.EditGuard(bg, s, tgtA)
+		require.NoError(t, c.observers[0].Observe(s.Owner(), tgtA, present("v1")))
+		guard, err := c.intents.EditGuard(bg, s.Owner(), tgtA)
 		require.NoError(t, err)
 		assert.Equal(t, fs.Version("v1"), guard)
 	})
@@ -343,13 +343,13 @@ func TestModule(t *testing.T) {
 		s := session.New("s", "/w")
 		for _, obs := range []*fs.Observation{nil, {Kind: fs.Absent}, {Kind: fs.Present, Version: "v1"}} {
 			if obs != nil {
-				require.NoError(t, c.observers[0].Observe(s, tgtA, *obs))
+				require.NoError(t, c.observers[0].Observe(s.Owner(), tgtA, *obs))
 			}
 			for _, sess := range []*session.Session{s, nil} {
-				intent, err := c.intents.WriteIntent(bg, sess, tgtA)
+				intent, err := c.intents.WriteIntent(bg, sess.Owner(), tgtA)
 				require.NoError(t, err)
 				assert.NotEqual(t, fs.Unconditional, intent.Kind)
-				guard, err := c.intents.EditGuard(bg, sess, tgtA)
+				guard, err := c.intents.EditGuard(bg, sess.Owner(), tgtA)
 				assert.True(t, err != nil || guard != "", "an edit is refused or guarded")
 			}
 		}
@@ -358,7 +358,7 @@ func TestModule(t *testing.T) {
 	t.Run("O-11 stopping the app and starting another: the same owner is unseen by the fresh policy", func(t *testing.T) {
 		s := session.New("s", "/w")
 		first, app1 := startModule(t)
-		require.NoError(t, first.observers[0].Observe(s, tgtA, present("v1")))
+		require.NoError(t, first.observers[0].Observe(s.Owner(), tgtA, present("v1")))
 		app1.RequireStop()
 
 		second, app2 := startModule(t)
@@ -401,7 +401,7 @@ func TestThroughTools(t *testing.T) {
 		require.NoError(t, err)
 		info, err := local.Stat(bg, target)
 		require.NoError(t, err)
-		guard, err := policy.EditGuard(bg, sess, target)
+		guard, err := policy.EditGuard(bg, sess.Owner(), target)
 		require.NoError(t, err)
 		assert.Equal(t, info.Version, guard)
 	})

@@ -5,13 +5,15 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Config configures the policy service. The zero value is valid: read-only,
 // the process working directory, the platform temp areas.
 type Config struct {
 	// Mode is the deployment default mode; empty means ReadOnly (P-01).
-	Mode Mode `yaml:"mode" json:"mode"`
+	Mode sandbox.Mode `yaml:"mode" json:"mode"`
 	// WorkspaceRoot is the fallback workspace root for calls whose session
 	// has no working directory; empty means the process working directory.
 	// It is canonicalized, then resolved lexically (P-02).
@@ -22,10 +24,10 @@ type Config struct {
 	TempRoots []string `yaml:"tempRoots" json:"tempRoots"`
 }
 
-// DefaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
+// defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
 // (from $TMPDIR), the latter only when it is absolute: a relative $TMPDIR
 // names no fixed place, so it grants nothing.
-func DefaultTempRoots() []string {
+func defaultTempRoots() []string {
 	roots := []string{"/tmp"}
 	if t := os.TempDir(); filepath.IsAbs(t) {
 		roots = append(roots, t)
@@ -37,7 +39,7 @@ func DefaultTempRoots() []string {
 // error that names the field and the allowed values (P-09).
 func (cfg Config) validate() (Config, error) {
 	if cfg.Mode == "" {
-		cfg.Mode = ReadOnly
+		cfg.Mode = sandbox.ReadOnly
 	}
 	if !cfg.Mode.Valid() {
 		return cfg, fmt.Errorf("sandboxpolicy: unknown mode %q: allowed values are %s", string(cfg.Mode), allowed())
@@ -54,7 +56,7 @@ func (cfg Config) validate() (Config, error) {
 	}
 	cfg.WorkspaceRoot = filepath.Clean(CanonicalPath(cfg.WorkspaceRoot))
 	if cfg.TempRoots == nil {
-		cfg.TempRoots = DefaultTempRoots()
+		cfg.TempRoots = defaultTempRoots()
 	}
 	temps := make([]string, 0, len(cfg.TempRoots))
 	for _, r := range cfg.TempRoots {
@@ -65,7 +67,7 @@ func (cfg Config) validate() (Config, error) {
 		if c == "/" {
 			// Fail closed: a temp root of "/" would make workspace-write
 			// as wide as danger-full-access.
-			return cfg, fmt.Errorf("sandboxpolicy: TempRoots entry %q resolves to \"/\", which would allow writes anywhere; use mode %s for that", r, DangerFullAccess)
+			return cfg, fmt.Errorf("sandboxpolicy: TempRoots entry %q resolves to \"/\", which would allow writes anywhere; use mode %s for that", r, sandbox.DangerFullAccess)
 		}
 		temps = append(temps, c)
 	}

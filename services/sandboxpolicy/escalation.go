@@ -8,62 +8,49 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
 
 // EscalationTargets returns the modes a call may ask to escalate to (X-06):
 // workspace-write and danger-full-access. read-only is never a target.
-func EscalationTargets() []Mode { return []Mode{WorkspaceWrite, DangerFullAccess} }
+func EscalationTargets() []sandbox.Mode {
+	return []sandbox.Mode{sandbox.WorkspaceWrite, sandbox.DangerFullAccess}
+}
 
-// Wider returns the modes strictly wider than m (X-05): read-only ->
+// wider returns the modes strictly wider than m (X-05): read-only ->
 // [workspace-write, danger-full-access]; workspace-write ->
 // [danger-full-access]; danger-full-access and unknown modes -> none.
-func Wider(m Mode) []Mode {
+func wider(m sandbox.Mode) []sandbox.Mode {
 	switch m {
-	case ReadOnly:
-		return []Mode{WorkspaceWrite, DangerFullAccess}
-	case WorkspaceWrite:
-		return []Mode{DangerFullAccess}
+	case sandbox.ReadOnly:
+		return []sandbox.Mode{sandbox.WorkspaceWrite, sandbox.DangerFullAccess}
+	case sandbox.WorkspaceWrite:
+		return []sandbox.Mode{sandbox.DangerFullAccess}
 	default:
 		return nil
 	}
 }
 
-// IsWider reports whether requested is strictly wider than current.
-func IsWider(requested, current Mode) bool { return slices.Contains(Wider(current), requested) }
-
-// Subjects of the escalation hint (X-12).
-const (
-	SubjectOperation = "operation" // a filesystem tool call
-	SubjectCommand   = "command"   // a shell command
-)
-
-// DenialMarker is the model-facing line of a denied call (X-11):
-// `[sandbox: file access denied under <mode> mode]`.
-func DenialMarker(m Mode) string {
-	return "[sandbox: file access denied under " + string(m) + " mode]"
+// isWider reports whether requested is strictly wider than current.
+func isWider(requested, current sandbox.Mode) bool {
+	return slices.Contains(wider(current), requested)
 }
 
-// EscalationHint is the model-facing line that says how to escalate (X-12).
-func EscalationHint(subject string) string {
-	return "[sandbox: escalation available — retry this exact " + subject +
-		" once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
-}
-
-// ErrInvalidEscalation is the class of the pairing errors of
-// CheckEscalationArgs; test with errors.Is.
-var ErrInvalidEscalation = errors.New("invalid escalation arguments")
+// errInvalidEscalation is the class of the pairing errors of
+// CheckEscalationArgs.
+var errInvalidEscalation = errors.New("invalid escalation arguments")
 
 type argError struct{ msg string }
 
 func (e *argError) Error() string        { return e.msg }
-func (e *argError) Is(target error) bool { return target == ErrInvalidEscalation }
+func (e *argError) Is(target error) bool { return target == errInvalidEscalation }
 
 // CheckEscalationArgs validates the pairing of a tool call's escalation
 // arguments (X-07..X-10); empty strings mean absent. Both absent, or a
 // permission with a non-blank justification, is nil; otherwise an error with
-// the exact model-facing text, satisfying errors.Is(err, ErrInvalidEscalation).
-// An unknown permission value is refused with the allowed values.
+// the exact model-facing text. An unknown permission value is refused with
+// the allowed values.
 func CheckEscalationArgs(permissions, justification string) error {
 	switch {
 	case permissions == "" && justification == "":
@@ -74,9 +61,9 @@ func CheckEscalationArgs(permissions, justification string) error {
 		return &argError{"invalid escalation: sandbox_permissions requires a justification"}
 	case strings.TrimSpace(justification) == "":
 		return &argError{"invalid justification: expected a non-empty sentence"}
-	case !slices.Contains(EscalationTargets(), Mode(permissions)):
+	case !slices.Contains(EscalationTargets(), sandbox.Mode(permissions)):
 		return &argError{fmt.Sprintf("invalid escalation: sandbox_permissions must be one of %s, got %q",
-			strings.Join([]string{string(WorkspaceWrite), string(DangerFullAccess)}, ", "), permissions)}
+			strings.Join([]string{string(sandbox.WorkspaceWrite), string(sandbox.DangerFullAccess)}, ", "), permissions)}
 	}
 	return nil
 }
@@ -98,7 +85,7 @@ const (
 type ApprovalRequest struct {
 	Session       *session.Session
 	Tool          string
-	Mode          Mode
+	Mode          sandbox.Mode
 	Justification string
 	Reason        string
 	// Target is the display path the call would mutate, so the user sees
@@ -107,7 +94,9 @@ type ApprovalRequest struct {
 }
 
 // Approver asks a human to approve one escalation. It returns one of the four
-// outcomes; an error is treated as a failure of the call, never as approval.
+// outcomes; an error means no answer was had (a timed-out prompt, a client
+// that cannot show it, an answer that does not fit it) and fails the call,
+// never approves it.
 type Approver interface {
 	Approve(ctx context.Context, req ApprovalRequest) (Outcome, error)
 }
@@ -123,78 +112,80 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome
 	return f(ctx, req)
 }
 
-// ErrEscalationRefused is the class of every refusal of ApproveEscalation;
-// test with errors.Is.
-var ErrEscalationRefused = errors.New("sandbox escalation refused")
+// Codes of an EscalationError.
+const (
+	// CodeEscalationRefused: the escalation was not granted: not wider, no
+	// approver or session, rejected, cancelled or unavailable (X-14..X-17).
+	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
+	// CodeApprovalFailed: the approver returned no answer; Err says why.
+	CodeApprovalFailed = "SANDBOX_APPROVAL_FAILED"
+)
 
-type refusal struct{ msg string }
-
-func (e *refusal) Error() string        { return e.msg }
-func (e *refusal) Is(target error) bool { return target == ErrEscalationRefused }
-
-// ApproveEscalation runs the escalation choreography for one call and
-// returns the granted mode (X-13..X-18). In order, failing closed at each
-// step: requested must be strictly wider than effective (else the approver is
-// never asked); an approver must be composed (nil is "no approval service");
-// the call must have a session to route through; then the approver is asked
-// and its outcome mapped: allowed-once grants requested; rejected, cancelled
-// and unavailable are refusals with the exact texts; an unknown outcome or an
-// approver error is an error. Refusals satisfy
-// errors.Is(err, ErrEscalationRefused). subject is SubjectOperation or
-// SubjectCommand.
-func ApproveEscalation(ctx context.Context, approver Approver, sess *session.Session, tool, subject string, requested, effective Mode, justification string) (Mode, error) {
-	return Escalate(ctx, approver, ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification}, subject, effective)
+// EscalationError is every failure of Escalate: Code is CodeEscalationRefused
+// or CodeApprovalFailed, Mode the requested mode, Message the exact
+// model-facing sentence, Err the approver's error (CodeApprovalFailed only).
+type EscalationError struct {
+	Code    string
+	Mode    sandbox.Mode
+	Message string
+	Err     error
 }
 
-// Escalate is ApproveEscalation for a request built by the caller: req.Mode
-// is the requested mode, req.Target (optional) the path the call would
-// mutate; Reason is filled in.
-func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subject string, effective Mode) (Mode, error) {
+// Error returns Message, followed by Err's text when there is one.
+func (e *EscalationError) Error() string {
+	if e.Err != nil {
+		return e.Message + ": " + e.Err.Error()
+	}
+	return e.Message
+}
+
+// Unwrap returns the approver's error.
+func (e *EscalationError) Unwrap() error { return e.Err }
+
+func refused(m sandbox.Mode, format string, args ...any) error {
+	return &EscalationError{Code: CodeEscalationRefused, Mode: m, Message: fmt.Sprintf(format, args...)}
+}
+
+// Escalate runs the escalation ladder for one call and returns the granted
+// mode (X-13..X-18). req.Mode is the requested mode, req.Target (optional)
+// the path the call would mutate; Reason is filled in. In order, failing
+// closed at each step: the requested mode must be strictly wider than
+// effective (else the approver is never asked); an approver must be composed
+// (nil is "no approval service"); the call must have a session to route
+// through; then the approver is asked and its outcome mapped: allowed-once
+// grants the requested mode; rejected, cancelled and unavailable are
+// refusals with the exact texts. Every failure is an *EscalationError: a
+// refusal has CodeEscalationRefused; an approver error or an unknown outcome
+// has CodeApprovalFailed. subject is sandbox.SubjectOperation or
+// sandbox.SubjectCommand.
+func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subject string, effective sandbox.Mode) (sandbox.Mode, error) {
 	sess, requested := req.Session, req.Mode
-	if !IsWider(requested, effective) {
-		return "", &refusal{fmt.Sprintf("sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)}
+	if !isWider(requested, effective) {
+		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)
 	}
 	if approver == nil {
-		return "", &refusal{fmt.Sprintf("sandbox escalation to %q requires approval, but no approval service is composed", requested)}
+		return "", refused(requested, "sandbox escalation to %q requires approval, but no approval service is composed", requested)
 	}
 	if sess == nil {
-		return "", &refusal{fmt.Sprintf("sandbox escalation to %q requires approval, but the call has no agent to route it through", requested)}
+		return "", refused(requested, "sandbox escalation to %q requires approval, but the call has no agent to route it through", requested)
 	}
 	req.Reason = "escalate sandbox to " + string(requested) + ": " + req.Justification
 	out, err := approver.Approve(ctx, req)
 	if err != nil {
-		return "", fmt.Errorf("sandbox escalation to %q: approval failed: %w", requested, err)
+		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: approval failed", requested), Err: err}
 	}
 	switch out {
 	case AllowedOnce:
 		return requested, nil
 	case Rejected:
-		return "", &refusal{fmt.Sprintf("the user rejected escalating this %s to %q", subject, requested)}
+		return "", refused(requested, "the user rejected escalating this %s to %q", subject, requested)
 	case Cancelled:
-		return "", &refusal{fmt.Sprintf("approval for escalating to %q was cancelled", requested)}
+		return "", refused(requested, "approval for escalating to %q was cancelled", requested)
 	case Unavailable:
-		return "", &refusal{fmt.Sprintf("sandbox escalation to %q requires approval, but no approval channel is available", requested)}
+		return "", refused(requested, "sandbox escalation to %q requires approval, but no approval channel is available", requested)
 	default:
-		return "", fmt.Errorf("sandbox escalation to %q: unknown approval outcome %q", requested, out)
+		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: unknown approval outcome %q", requested, out)}
 	}
-}
-
-// UnavailableError says a sandbox mode cannot be enforced on this platform
-// (X-19, X-20). Code is always "SANDBOX_UNAVAILABLE".
-type UnavailableError struct {
-	Mode   Mode
-	Detail string
-}
-
-// Code returns "SANDBOX_UNAVAILABLE".
-func (e *UnavailableError) Code() string { return "SANDBOX_UNAVAILABLE" }
-
-func (e *UnavailableError) Error() string {
-	msg := fmt.Sprintf("sandbox mode %q is unavailable here; only %s runs without the sandbox", e.Mode, DangerFullAccess)
-	if e.Detail != "" {
-		msg += ". Runner failure: " + e.Detail
-	}
-	return msg
 }
 
 // Printable returns s with control characters (terminal escapes, carriage

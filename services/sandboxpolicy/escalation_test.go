@@ -9,24 +9,25 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
 
 const (
-	ro     = sandboxpolicy.ReadOnly
-	ww     = sandboxpolicy.WorkspaceWrite
-	danger = sandboxpolicy.DangerFullAccess
+	ro     = sandbox.ReadOnly
+	ww     = sandbox.WorkspaceWrite
+	danger = sandbox.DangerFullAccess
 )
 
 func TestWider(t *testing.T) {
 	tests := []struct {
 		name    string
-		current sandboxpolicy.Mode
-		want    []sandboxpolicy.Mode
+		current sandbox.Mode
+		want    []sandbox.Mode
 	}{
-		{name: "X-05 read-only widens to workspace-write and danger-full-access", current: ro, want: []sandboxpolicy.Mode{ww, danger}},
-		{name: "X-05 workspace-write widens to danger-full-access", current: ww, want: []sandboxpolicy.Mode{danger}},
+		{name: "X-05 read-only widens to workspace-write and danger-full-access", current: ro, want: []sandbox.Mode{ww, danger}},
+		{name: "X-05 workspace-write widens to danger-full-access", current: ww, want: []sandbox.Mode{danger}},
 		{name: "X-05 danger-full-access widens to nothing", current: danger},
 		{name: "fail closed: an unknown mode widens to nothing", current: "host-root"},
 		{name: "fail closed: the empty mode widens to nothing", current: ""},
@@ -39,15 +40,15 @@ func TestWider(t *testing.T) {
 }
 
 func TestIsWider(t *testing.T) {
-	wider := map[[2]sandboxpolicy.Mode]bool{
+	wider := map[[2]sandbox.Mode]bool{
 		{ww, ro}:     true,
 		{danger, ro}: true,
 		{danger, ww}: true,
 	}
-	all := []sandboxpolicy.Mode{ro, ww, danger, "host-root", ""}
+	all := []sandbox.Mode{ro, ww, danger, "host-root", ""}
 	for _, requested := range all {
 		for _, current := range all {
-			want := wider[[2]sandboxpolicy.Mode{requested, current}]
+			want := wider[[2]sandbox.Mode{requested, current}]
 			name := fmt.Sprintf("X-05 %q is strictly wider than %q: %v", requested, current, want)
 			t.Run(name, func(t *testing.T) {
 				assert.Equal(t, want, sandboxpolicy.IsWider(requested, current))
@@ -58,7 +59,7 @@ func TestIsWider(t *testing.T) {
 
 func TestEscalationTargets(t *testing.T) {
 	t.Run("X-06 the escalation targets are workspace-write and danger-full-access, never read-only", func(t *testing.T) {
-		assert.Equal(t, []sandboxpolicy.Mode{"workspace-write", "danger-full-access"}, sandboxpolicy.EscalationTargets())
+		assert.Equal(t, []sandbox.Mode{"workspace-write", "danger-full-access"}, sandboxpolicy.EscalationTargets())
 	})
 }
 
@@ -134,33 +135,33 @@ func TestCheckEscalationArgs(t *testing.T) {
 				assert.Contains(t, err.Error(), s)
 			}
 			assert.ErrorIs(t, err, sandboxpolicy.ErrInvalidEscalation)
-			assert.NotErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+			assert.NotEqual(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 		})
 	}
 }
 
 func TestMarkers(t *testing.T) {
 	t.Run("X-11 the denial marker names the mode", func(t *testing.T) {
-		assert.Equal(t, "[sandbox: file access denied under read-only mode]", sandboxpolicy.DenialMarker(ro))
-		assert.Equal(t, "[sandbox: file access denied under workspace-write mode]", sandboxpolicy.DenialMarker(ww))
-		assert.Equal(t, "[sandbox: file access denied under danger-full-access mode]", sandboxpolicy.DenialMarker(danger))
+		assert.Equal(t, "[sandbox: file access denied under read-only mode]", sandbox.DenialMarker(ro))
+		assert.Equal(t, "[sandbox: file access denied under workspace-write mode]", sandbox.DenialMarker(ww))
+		assert.Equal(t, "[sandbox: file access denied under danger-full-access mode]", sandbox.DenialMarker(danger))
 	})
 
 	t.Run("X-12 the subjects are operation and command", func(t *testing.T) {
-		assert.Equal(t, "operation", sandboxpolicy.SubjectOperation)
-		assert.Equal(t, "command", sandboxpolicy.SubjectCommand)
+		assert.Equal(t, "operation", sandbox.SubjectOperation)
+		assert.Equal(t, "command", sandbox.SubjectCommand)
 	})
 
 	t.Run("X-12 the hint for fs operations is exact", func(t *testing.T) {
 		assert.Equal(t,
 			"[sandbox: escalation available — retry this exact operation once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]",
-			sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation))
+			sandbox.EscalationHint(sandbox.SubjectOperation))
 	})
 
 	t.Run("X-12 the hint for shell commands is exact", func(t *testing.T) {
 		assert.Equal(t,
 			"[sandbox: escalation available — retry this exact command once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]",
-			sandboxpolicy.EscalationHint(sandboxpolicy.SubjectCommand))
+			sandbox.EscalationHint(sandbox.SubjectCommand))
 	})
 }
 
@@ -169,8 +170,8 @@ type ctxKey struct{}
 func TestApproveEscalationGrants(t *testing.T) {
 	tests := []struct {
 		name      string
-		requested sandboxpolicy.Mode
-		effective sandboxpolicy.Mode
+		requested sandbox.Mode
+		effective sandbox.Mode
 	}{
 		{name: "X-13 allowed-once grants workspace-write from read-only", requested: ww, effective: ro},
 		{name: "X-13 allowed-once grants danger-full-access from read-only", requested: danger, effective: ro},
@@ -182,7 +183,7 @@ func TestApproveEscalationGrants(t *testing.T) {
 			sess := session.New("sess-1", "/work")
 			ctx := context.WithValue(context.Background(), ctxKey{}, "call-ctx")
 
-			got, err := sandboxpolicy.ApproveEscalation(ctx, rec.approver(), sess, "write", sandboxpolicy.SubjectOperation, tc.requested, tc.effective, "write the report")
+			got, err := approveEscalation(ctx, rec.approver(), sess, "write", sandbox.SubjectOperation, tc.requested, tc.effective, "write the report")
 			require.NoError(t, err)
 			assert.Equal(t, tc.requested, got)
 
@@ -199,7 +200,7 @@ func TestApproveEscalationGrants(t *testing.T) {
 
 	t.Run("X-13 the reason carries the justification verbatim", func(t *testing.T) {
 		rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
-		_, err := sandboxpolicy.ApproveEscalation(context.Background(), rec.approver(), session.New("s", ""), "edit", sandboxpolicy.SubjectOperation, danger, ro, `fix "/etc/hosts": it's broken`)
+		_, err := approveEscalation(context.Background(), rec.approver(), session.New("s", ""), "edit", sandbox.SubjectOperation, danger, ro, `fix "/etc/hosts": it's broken`)
 		require.NoError(t, err)
 		require.Equal(t, 1, rec.calls())
 		assert.Equal(t, `escalate sandbox to danger-full-access: fix "/etc/hosts": it's broken`, rec.requests[0].Reason)
@@ -210,8 +211,8 @@ func TestApproveEscalationGrants(t *testing.T) {
 func TestApproveEscalationNotWider(t *testing.T) {
 	tests := []struct {
 		name      string
-		requested sandboxpolicy.Mode
-		effective sandboxpolicy.Mode
+		requested sandbox.Mode
+		effective sandbox.Mode
 	}{
 		{name: "X-14 read-only from read-only is not wider", requested: ro, effective: ro},
 		{name: "X-14 workspace-write from workspace-write is not wider", requested: ww, effective: ww},
@@ -225,11 +226,11 @@ func TestApproveEscalationNotWider(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
-			got, err := sandboxpolicy.ApproveEscalation(context.Background(), rec.approver(), session.New("s", "/w"), "write", sandboxpolicy.SubjectOperation, tc.requested, tc.effective, "why")
+			got, err := approveEscalation(context.Background(), rec.approver(), session.New("s", "/w"), "write", sandbox.SubjectOperation, tc.requested, tc.effective, "why")
 			require.Error(t, err)
 			assert.Empty(t, got)
 			assert.EqualError(t, err, fmt.Sprintf(`sandbox escalation to %q is not strictly wider than this call's current %q mode`, tc.requested, tc.effective))
-			assert.ErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+			assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			assert.Equal(t, 0, rec.calls(), "the approver is never asked for a non-widening request")
 		})
 	}
@@ -242,52 +243,52 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 		outcome   sandboxpolicy.Outcome
 		err       error
 		subject   string
-		requested sandboxpolicy.Mode
+		requested sandbox.Mode
 		wantErr   string // exact, for refusals
 		refusal   bool
 		wantIs    error
 	}{
 		{
 			name: "X-17 rejected names the operation and the mode", outcome: sandboxpolicy.Rejected,
-			subject: sandboxpolicy.SubjectOperation, requested: danger, refusal: true,
+			subject: sandbox.SubjectOperation, requested: danger, refusal: true,
 			wantErr: `the user rejected escalating this operation to "danger-full-access"`,
 		},
 		{
 			name: "X-17 rejected names the command subject", outcome: sandboxpolicy.Rejected,
-			subject: sandboxpolicy.SubjectCommand, requested: ww, refusal: true,
+			subject: sandbox.SubjectCommand, requested: ww, refusal: true,
 			wantErr: `the user rejected escalating this command to "workspace-write"`,
 		},
 		{
 			name: "X-17 cancelled", outcome: sandboxpolicy.Cancelled,
-			subject: sandboxpolicy.SubjectOperation, requested: danger, refusal: true,
+			subject: sandbox.SubjectOperation, requested: danger, refusal: true,
 			wantErr: `approval for escalating to "danger-full-access" was cancelled`,
 		},
 		{
 			name: "X-17 unavailable says no approval channel is available", outcome: sandboxpolicy.Unavailable,
-			subject: sandboxpolicy.SubjectOperation, requested: ww, refusal: true,
+			subject: sandbox.SubjectOperation, requested: ww, refusal: true,
 			wantErr: `sandbox escalation to "workspace-write" requires approval, but no approval channel is available`,
 		},
 		{
 			name: "X-17 an unknown outcome is an error, not a refusal and never a grant", outcome: "allowed-always",
-			subject: sandboxpolicy.SubjectOperation, requested: danger,
+			subject: sandbox.SubjectOperation, requested: danger,
 		},
 		{
 			name: "X-17 an empty outcome is an error, never a grant", outcome: "",
-			subject: sandboxpolicy.SubjectOperation, requested: danger,
+			subject: sandbox.SubjectOperation, requested: danger,
 		},
 		{
 			name: "X-17 an approver error is an error wrapping it, never a grant", err: approverErr,
-			subject: sandboxpolicy.SubjectOperation, requested: danger, wantIs: approverErr,
+			subject: sandbox.SubjectOperation, requested: danger, wantIs: approverErr,
 		},
 		{
 			name: "X-17 an approver error beside allowed-once is still never a grant", outcome: sandboxpolicy.AllowedOnce, err: approverErr,
-			subject: sandboxpolicy.SubjectOperation, requested: danger, wantIs: approverErr,
+			subject: sandbox.SubjectOperation, requested: danger, wantIs: approverErr,
 		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rec := &recorder{outcome: tc.outcome, err: tc.err}
-			got, err := sandboxpolicy.ApproveEscalation(context.Background(), rec.approver(), session.New("s", "/w"), "write", tc.subject, tc.requested, ro, "why")
+			got, err := approveEscalation(context.Background(), rec.approver(), session.New("s", "/w"), "write", tc.subject, tc.requested, ro, "why")
 			require.Error(t, err)
 			assert.Empty(t, got)
 			assert.Equal(t, 1, rec.calls())
@@ -295,9 +296,9 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 				assert.EqualError(t, err, tc.wantErr)
 			}
 			if tc.refusal {
-				assert.ErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+				assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			} else {
-				assert.NotErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+				assert.NotEqual(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			}
 			if tc.wantIs != nil {
 				assert.ErrorIs(t, err, tc.wantIs)
@@ -312,8 +313,8 @@ func TestApproveEscalationOrder(t *testing.T) {
 		name      string
 		approver  bool
 		sess      *session.Session
-		requested sandboxpolicy.Mode
-		effective sandboxpolicy.Mode
+		requested sandbox.Mode
+		effective sandbox.Mode
 		wantErr   string
 	}{
 		{
@@ -344,43 +345,12 @@ func TestApproveEscalationOrder(t *testing.T) {
 			if tc.approver {
 				approver = rec.approver()
 			}
-			got, err := sandboxpolicy.ApproveEscalation(context.Background(), approver, tc.sess, "write", sandboxpolicy.SubjectOperation, tc.requested, tc.effective, "why")
+			got, err := approveEscalation(context.Background(), approver, tc.sess, "write", sandbox.SubjectOperation, tc.requested, tc.effective, "why")
 			require.Error(t, err)
 			assert.Empty(t, got)
 			assert.EqualError(t, err, tc.wantErr)
-			assert.ErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+			assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			assert.Equal(t, 0, rec.calls(), "the approver is not asked before every check passes")
-		})
-	}
-}
-
-func TestUnavailableError(t *testing.T) {
-	tests := []struct {
-		name   string
-		err    *sandboxpolicy.UnavailableError
-		detail string
-	}{
-		{name: "X-19 without a detail for workspace-write", err: &sandboxpolicy.UnavailableError{Mode: ww}},
-		{name: "X-19 without a detail for read-only", err: &sandboxpolicy.UnavailableError{Mode: ro}},
-		{name: "X-20 with a detail for workspace-write", err: &sandboxpolicy.UnavailableError{Mode: ww, Detail: "bwrap: not found"}, detail: "bwrap: not found"},
-		{name: "X-20 with a detail for read-only", err: &sandboxpolicy.UnavailableError{Mode: ro, Detail: "seccomp unsupported"}, detail: "seccomp unsupported"},
-	}
-	for _, tc := range tests {
-		t.Run(tc.name, func(t *testing.T) {
-			assert.Equal(t, "SANDBOX_UNAVAILABLE", tc.err.Code())
-			msg := tc.err.Error()
-			assert.Contains(t, msg, `"`+string(tc.err.Mode)+`"`, "the message names the mode in quotes")
-			assert.Contains(t, msg, "danger-full-access")
-			if tc.detail == "" {
-				assert.NotContains(t, msg, "Runner failure")
-			} else {
-				assert.Contains(t, msg, "Runner failure: "+tc.detail)
-			}
-
-			wrapped := fmt.Errorf("run: %w", tc.err)
-			var ue *sandboxpolicy.UnavailableError
-			require.ErrorAs(t, wrapped, &ue)
-			assert.Same(t, tc.err, ue)
 		})
 	}
 }

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -19,9 +20,9 @@ import (
 func TestFailClosedEdges(t *testing.T) {
 	t.Run("a nil ApproverFunc answers unavailable, never grants or panics", func(t *testing.T) {
 		var approver sandboxpolicy.ApproverFunc
-		mode, err := sandboxpolicy.ApproveEscalation(context.Background(), approver, session.New("s", "/ws"),
-			"write", sandboxpolicy.SubjectOperation, sandboxpolicy.DangerFullAccess, sandboxpolicy.ReadOnly, "because")
-		require.ErrorIs(t, err, sandboxpolicy.ErrEscalationRefused)
+		mode, err := approveEscalation(context.Background(), approver, session.New("s", "/ws"),
+			"write", sandbox.SubjectOperation, sandbox.DangerFullAccess, sandbox.ReadOnly, "because")
+		require.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 		assert.Empty(t, mode)
 		assert.Contains(t, err.Error(), "no approval channel is available")
 	})
@@ -33,11 +34,11 @@ func TestFailClosedEdges(t *testing.T) {
 	})
 	t.Run("a sandbox/mode event carrying a pointer still folds", func(t *testing.T) {
 		s := session.New("s", "")
-		require.NoError(t, sandboxpolicy.SetMode(s, sandboxpolicy.WorkspaceWrite))
-		require.NoError(t, s.Append(session.Event{Type: sandboxpolicy.EventMode, Data: &sandboxpolicy.ModeEvent{Mode: sandboxpolicy.ReadOnly}}))
+		require.NoError(t, sandboxpolicy.SetMode(s, sandbox.WorkspaceWrite))
+		require.NoError(t, s.Append(session.Event{Type: sandboxpolicy.EventMode, Data: &sandboxpolicy.ModeEvent{Mode: sandbox.ReadOnly}}))
 		mode, ok := sandboxpolicy.OverrideOf(s)
 		assert.True(t, ok)
-		assert.Equal(t, sandboxpolicy.ReadOnly, mode)
+		assert.Equal(t, sandbox.ReadOnly, mode)
 	})
 }
 
@@ -49,7 +50,7 @@ func TestSessionRootIsPinnedAtFirstResolution(t *testing.T) {
 	}
 	link := filepath.Join(dir, "cwd")
 	require.NoError(t, os.Symlink(filepath.Join(dir, "ws"), link))
-	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: dir})
+	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: dir})
 	require.NoError(t, err)
 	s := session.New("s", link)
 	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot)
@@ -63,7 +64,7 @@ func TestResumedSessionIsChecked(t *testing.T) {
 	registry, err := invariants.New(invariants.Config{Enabled: true})
 	require.NoError(t, err)
 	tracker := session.NewTracker()
-	app := fx.New(fx.NopLogger, fx.Supply(registry, tracker), sandboxpolicy.Invariants)
+	app := fx.New(fx.NopLogger, fx.Supply(registry, tracker), invariants.Companion(sandboxpolicyPkg, sandboxpolicy.Invariants))
 	require.NoError(t, app.Err())
 	require.NoError(t, app.Start(context.Background()))
 	defer func() { require.NoError(t, app.Stop(context.Background())) }()

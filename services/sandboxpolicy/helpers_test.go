@@ -2,6 +2,7 @@ package sandboxpolicy_test
 
 import (
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"sync"
@@ -9,8 +10,14 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 )
+
+// sandboxpolicyPkg is the package's import path: its name in the invariant
+// registry.
+const sandboxpolicyPkg = "github.com/dsh-go/harness/services/sandboxpolicy"
 
 // realTempDir returns a fresh test directory spelled canonically (every
 // symlink resolved), so expectations can compare it with canonical paths.
@@ -85,4 +92,19 @@ func (r *recorder) calls() int {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return len(r.requests)
+}
+
+// approveEscalation asks Escalate for requested from effective on behalf of
+// sess's call of tool.
+func approveEscalation(ctx context.Context, approver sandboxpolicy.Approver, sess *session.Session, tool, subject string, requested, effective sandbox.Mode, justification string) (sandbox.Mode, error) {
+	return sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification}, subject, effective)
+}
+
+// escalationCode is the code of the *EscalationError in err's chain, "" when
+// there is none.
+func escalationCode(err error) string {
+	if e, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
+		return e.Code
+	}
+	return ""
 }

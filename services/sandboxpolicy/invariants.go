@@ -2,27 +2,26 @@ package sandboxpolicy
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
-
-// PackagePath is this package's import path: its name in the invariant
-// registry.
-const PackagePath = "github.com/dsh-go/harness/services/sandboxpolicy"
 
 // checkModeEvent reports a "sandbox/mode" event whose mode is not one of the
 // three (P-20); other events pass.
 func checkModeEvent(in *invariants.Install, e session.Event) error {
-	if e.Type != EventMode {
+	if e.Type != eventMode {
 		return nil
 	}
-	var m Mode
+	var m sandbox.Mode
 	switch d := e.Data.(type) {
-	case ModeEvent:
+	case modeEvent:
 		m = d.Mode
-	case *ModeEvent:
+	case *modeEvent:
 		if d != nil {
 			m = d.Mode
 		}
@@ -35,13 +34,14 @@ func checkModeEvent(in *invariants.Install, e session.Event) error {
 	return nil
 }
 
-// Invariants is this package's invariant companion (P-20): every
-// "sandbox/mode" event carries a known mode. On registration it checks the
-// events already in every live session (an unknown one rejects the
-// registration), then every event appended to any session the
-// *session.Tracker started; a violation is returned to whoever appended the
-// event (SetMode returns it).
-var Invariants = invariants.Companion(PackagePath, func(t *session.Tracker) invariants.Installer {
+// Invariants returns the installer of this package's invariant (P-20): every
+// "sandbox/mode" event carries a known mode. Installed, it checks the events
+// already in every live session of t (an unknown one rejects the
+// registration), then every event appended to any session t started; a
+// violation is returned to whoever appended the event (SetMode returns it).
+// The composition registers it under this package's import path with
+// invariants.Companion.
+func Invariants(t *session.Tracker) invariants.Installer {
 	return func(_ context.Context, in *invariants.Install) error {
 		for _, s := range t.Sessions() {
 			for _, e := range s.Events() {
@@ -53,4 +53,14 @@ var Invariants = invariants.Companion(PackagePath, func(t *session.Tracker) inva
 		in.OnCleanup(t.Observe(func(_ *session.Session, e session.Event) error { return checkModeEvent(in, e) }))
 		return nil
 	}
-})
+}
+
+// jsonQuote quotes s as JSON.stringify does: unlike json.Marshal, it leaves
+// &, < and > unescaped.
+func jsonQuote(s string) string {
+	var b strings.Builder
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(s) // a string always encodes
+	return strings.TrimSuffix(b.String(), "\n")
+}

@@ -10,13 +10,14 @@ import (
 	"go.uber.org/fx/fxtest"
 
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
 
 const (
 	policyPkg   = "github.com/dsh-go/harness/services/sandboxpolicy"
-	hostRoot    = sandboxpolicy.Mode("host-root")
+	hostRoot    = sandbox.Mode("host-root")
 	hostRootMsg = `sandbox/mode carries unknown mode "host-root"`
 )
 
@@ -35,7 +36,7 @@ func invariantsApp(t *testing.T, cfg invariants.Config) (*fxtest.App, *session.T
 		fx.Supply(cfg),
 		session.Module,
 		sandboxpolicy.Module,
-		sandboxpolicy.Invariants,
+		invariants.Companion(sandboxpolicyPkg, sandboxpolicy.Invariants),
 		fx.Populate(&tracker, &registry),
 	)
 	require.NotNil(t, tracker)
@@ -62,13 +63,13 @@ func requireModeViolation(t *testing.T, err error, message string) {
 	var ie *invariants.Error
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, policyPkg, ie.Package)
-	assert.Equal(t, sandboxpolicy.PackagePath, ie.Package)
-	assert.Equal(t, "INVARIANT", ie.Code())
+	assert.Equal(t, sandboxpolicyPkg, ie.Package)
+	assert.Equal(t, "INVARIANT", ie.Code)
 	assert.Equal(t, message, ie.Message)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/sandboxpolicy": `+message, err.Error())
 }
 
-func modeEvent(m sandboxpolicy.Mode) session.Event {
+func modeEvent(m sandbox.Mode) session.Event {
 	return session.Event{Type: sandboxpolicy.EventMode, Data: sandboxpolicy.ModeEvent{Mode: m}}
 }
 
@@ -76,7 +77,7 @@ func TestInvariantsAcceptsValidModes(t *testing.T) {
 	tracker := startedTracker(t)
 	s := tracker.Start("s", "/ws")
 
-	for _, m := range sandboxpolicy.Modes() {
+	for _, m := range sandbox.Modes() {
 		t.Run("P-20 SetMode "+string(m)+" on a tracked session is accepted", func(t *testing.T) {
 			require.NoError(t, sandboxpolicy.SetMode(s, m))
 			assert.Equal(t, modeEvent(m), s.Events()[len(s.Events())-1])
@@ -120,7 +121,7 @@ func TestInvariantsRejectsUnknownModes(t *testing.T) {
 
 	tests := []struct {
 		name string
-		mode sandboxpolicy.Mode
+		mode sandbox.Mode
 		want string
 	}{
 		{name: "P-20 the empty mode", mode: "", want: `sandbox/mode carries unknown mode ""`},
@@ -181,7 +182,7 @@ func TestInvariantsChecksLiveSessionsAtStart(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code())
+		assert.Equal(t, "INVARIANT", ie.Code)
 		assert.Equal(t, policyPkg, ie.Package)
 		assert.Equal(t, hostRootMsg, ie.Message)
 		assert.NotContains(t, registry.Registered(), policyPkg, "the rejected registration releases the name")

@@ -10,6 +10,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -33,9 +34,9 @@ func TestModule(t *testing.T) {
 	t.Run("the module provides the service configured by the supplied Config", func(t *testing.T) {
 		svc, app := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: ww, WorkspaceRoot: ws, TempRoots: []string{tmp}}))
 		defer app.RequireStop()
-		assert.Equal(t, ww, svc.DefaultMode())
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws}, svc.Default())
-		assert.Equal(t, []string{ws, tmp}, svc.WritableRoots(svc.Default()))
+		assert.Equal(t, ww, svc.Default().Mode)
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws}, svc.Default())
+		assert.Equal(t, []string{ws, tmp}, sandbox.WritableRoots(svc.Default(), svc.TempRoots()))
 	})
 
 	t.Run("P-01 without a supplied Config the module uses the defaults", func(t *testing.T) {
@@ -43,7 +44,7 @@ func TestModule(t *testing.T) {
 		require.NoError(t, err)
 		svc, app := startModule(t)
 		defer app.RequireStop()
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: canonical(t, wd)}, svc.Default())
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: canonical(t, wd)}, svc.Default())
 	})
 
 	t.Run("P-10 stopping the app and starting a second one in the same process leaves nothing behind", func(t *testing.T) {
@@ -56,9 +57,8 @@ func TestModule(t *testing.T) {
 		second, app2 := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: ro, WorkspaceRoot: tmp}))
 		defer app2.RequireStop()
 		assert.NotSame(t, first, second)
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: tmp}, second.Default())
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second.Resolve(s, ""))
-		assert.Equal(t, readOnlyContext, sandboxpolicy.PromptContext(second.Default()))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: tmp}, second.Default())
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second.Resolve(s, ""))
 	})
 
 	t.Run("P-10 the app starts and stops cleanly", func(t *testing.T) {

@@ -2,47 +2,47 @@ package sandboxpolicy
 
 import (
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/internal/weakmap"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
 
-// EventMode is the session event type that switches a session's standing
-// sandbox mode; its Data is a ModeEvent (P-19).
-const EventMode = "sandbox/mode"
+// eventMode is the session event type that switches a session's standing
+// sandbox mode; its Data is a modeEvent (P-19).
+const eventMode = "sandbox/mode"
 
-// ModeEvent is the payload of a "sandbox/mode" event.
-type ModeEvent struct {
-	Mode Mode `json:"mode"`
+// modeEvent is the payload of a "sandbox/mode" event.
+type modeEvent struct {
+	Mode sandbox.Mode `json:"mode"`
 }
 
 // SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19).
 // It does not validate m itself: with invariants enabled, the package's
 // companion reports an unknown mode as the returned *invariants.Error (the
 // event is recorded either way, and resolving fails closed on it).
-func SetMode(s *session.Session, m Mode) error {
-	return s.Append(session.Event{Type: EventMode, Data: ModeEvent{Mode: m}})
+func SetMode(s *session.Session, m sandbox.Mode) error {
+	return s.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: m}})
 }
 
-// OverrideOf folds the session's log: the mode of its last "sandbox/mode"
+// overrideOf folds the session's log: the mode of its last "sandbox/mode"
 // event, and false when there is none (P-05, P-18).
-func OverrideOf(s *session.Session) (Mode, bool) {
+func overrideOf(s *session.Session) (sandbox.Mode, bool) {
 	if s == nil {
 		return "", false
 	}
 	events := s.Events()
 	for i := len(events) - 1; i >= 0; i-- {
-		if events[i].Type != EventMode {
+		if events[i].Type != eventMode {
 			continue
 		}
 		switch e := events[i].Data.(type) {
-		case ModeEvent:
+		case modeEvent:
 			return e.Mode, true
-		case *ModeEvent:
+		case *modeEvent:
 			if e != nil {
 				return e.Mode, true
 			}
@@ -51,8 +51,10 @@ func OverrideOf(s *session.Session) (Mode, bool) {
 	return "", false
 }
 
-// Service resolves the execution policy of each call. It is immutable after
-// construction and safe for concurrent use.
+// Service resolves the execution policy of each call. Its configuration is
+// fixed at construction; the only state it keeps is each session's workspace
+// root, pinned at the session's first resolution. It is safe for concurrent
+// use.
 type Service struct {
 	cfg Config
 	// sessionRoots pins each session's canonical workspace root at its
@@ -71,21 +73,11 @@ func New(cfg Config) (*Service, error) {
 	return &Service{cfg: cfg}, nil
 }
 
-// Config returns a copy of the validated configuration (canonical roots,
-// default mode applied); changing it does not change the service.
-func (s *Service) Config() Config {
-	cfg := s.cfg
-	cfg.TempRoots = slices.Clone(s.cfg.TempRoots)
-	return cfg
-}
-
-// DefaultMode returns the deployment default mode (S-01).
-func (s *Service) DefaultMode() Mode { return s.cfg.Mode }
-
-// Default returns the policy of a call with no session: the default mode and
-// the fallback workspace root, with no session id (P-03).
-func (s *Service) Default() ExecutionPolicy {
-	return ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
+// Default returns the policy of a call with no session: the deployment
+// default mode (S-01) and the fallback workspace root, with no session id
+// (P-03).
+func (s *Service) Default() sandbox.ExecutionPolicy {
+	return sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
 }
 
 // Resolve returns the policy of one call (P-03..P-08): approved (a granted
@@ -95,11 +87,11 @@ func (s *Service) Default() ExecutionPolicy {
 // at the session's first resolution, and pinned for the session's life; else
 // (no working directory, or a relative one) the configured fallback (P-08). A nil session gives Default, plus the
 // approved mode when one is given.
-func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy {
+func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.ExecutionPolicy {
 	p := s.Default()
 	if sess != nil {
 		p.SessionID = sess.ID()
-		if m, ok := OverrideOf(sess); ok {
+		if m, ok := overrideOf(sess); ok {
 			p.Mode = m
 		}
 		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
@@ -118,14 +110,14 @@ func (s *Service) Resolve(sess *session.Session, approved Mode) ExecutionPolicy 
 	return p
 }
 
-// Params are the fx inputs of Module; Config is optional.
-type Params struct {
+// params are the fx inputs of Module; Config is optional.
+type params struct {
 	fx.In
 
 	Config Config `optional:"true"`
 }
 
-func newFromParams(p Params) (*Service, error) { return New(p.Config) }
+func newFromParams(p params) (*Service, error) { return New(p.Config) }
 
 // Module provides *sandboxpolicy.Service. Supply a sandboxpolicy.Config to
 // configure it.

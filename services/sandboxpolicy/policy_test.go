@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -23,7 +24,7 @@ func TestResolve(t *testing.T) {
 	symlink(t, filepath.Join(physical, "child"), filepath.Join(lexical, "link"))
 	wsLink := symlink(t, wsA, filepath.Join(dir, "a-link"))
 
-	withMode := func(id, cwd string, modes ...sandboxpolicy.Mode) *session.Session {
+	withMode := func(id, cwd string, modes ...sandbox.Mode) *session.Session {
 		s := session.New(id, cwd)
 		for _, m := range modes {
 			require.NoError(t, sandboxpolicy.SetMode(s, m))
@@ -33,73 +34,73 @@ func TestResolve(t *testing.T) {
 
 	tests := []struct {
 		name     string
-		def      sandboxpolicy.Mode
+		def      sandbox.Mode
 		sess     *session.Session
-		approved sandboxpolicy.Mode
-		want     sandboxpolicy.ExecutionPolicy
+		approved sandbox.Mode
+		want     sandbox.ExecutionPolicy
 	}{
 		{
 			name: "P-03 no session gives the default mode and the fallback root, with no session id",
 			def:  ro, sess: nil,
-			want: sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback},
+			want: sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback},
 		},
 		{
 			name: "P-03 no session follows a configured default mode",
 			def:  ww, sess: nil,
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback},
 		},
 		{
 			name: "P-04 a session without an override gets the default mode, its own root and its id",
 			def:  ww, sess: session.New("s-a", wsA),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-04 a session override replaces the default mode",
 			def:  ro, sess: withMode("s-a", wsA, danger),
-			want: sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want: sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-04 an override narrower than the default also wins",
 			def:  danger, sess: withMode("s-a", wsA, ro),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want: sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-04 a session cwd reached through a symlink is canonical",
 			def:  ww, sess: session.New("s-a", wsLink),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-06 a session cwd <lexical>/link/.. resolves to the physical parent of the link target",
 			def:  ww, sess: session.New("s-p", filepath.Join(lexical, "link")+"/.."),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: physical, SessionID: "s-p"},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: physical, SessionID: "s-p"},
 		},
 		{
 			name: "P-07 an approved mode outranks the session override; the root stays the session cwd",
 			def:  ro, sess: withMode("s-a", wsA, ww),
 			approved: danger,
-			want:     sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want:     sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-07 an approved mode outranks the default when there is no override",
 			def:  ro, sess: session.New("s-a", wsA),
 			approved: ww,
-			want:     sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
+			want:     sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"},
 		},
 		{
 			name: "P-07 an approved mode applies to a call with no session",
 			def:  ro, sess: nil,
 			approved: danger,
-			want:     sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: fallback},
+			want:     sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: fallback},
 		},
 		{
 			name: "P-08 a session without a cwd gets the fallback root",
 			def:  ww, sess: session.New("s-nocwd", ""),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback, SessionID: "s-nocwd"},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback, SessionID: "s-nocwd"},
 		},
 		{
 			name: "P-08 a session without a cwd keeps its override",
 			def:  ro, sess: withMode("s-nocwd", "", ww),
-			want: sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback, SessionID: "s-nocwd"},
+			want: sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: fallback, SessionID: "s-nocwd"},
 		},
 	}
 	for _, tc := range tests {
@@ -119,23 +120,21 @@ func TestResolve(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		a := withMode("s-a", wsA, ww)
 		b := withMode("s-b", wsB, danger)
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
 		require.NoError(t, sandboxpolicy.SetMode(a, ro))
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
-		assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc.Default())
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc.Default())
 	})
 
 	t.Run("P-15 after each mode switch the next resolution reflects the latest switch", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		s := session.New("s-switch", wsA)
-		for _, m := range []sandboxpolicy.Mode{ww, danger, ro, ww, ww, ro} {
+		for _, m := range []sandbox.Mode{ww, danger, ro, ww, ww, ro} {
 			require.NoError(t, sandboxpolicy.SetMode(s, m))
 			assert.Equal(t, m, svc.Resolve(s, "").Mode)
-			first := sandboxpolicy.PromptContext(svc.Resolve(s, ""))
-			second := sandboxpolicy.PromptContext(svc.Resolve(s, ""))
-			assert.Equal(t, first, second, "repeated assembly without a switch is byte-stable")
+			assert.Equal(t, svc.Resolve(s, ""), svc.Resolve(s, ""), "repeated resolution without a switch is stable")
 		}
 	})
 
@@ -152,19 +151,18 @@ func TestResolve(t *testing.T) {
 		require.True(t, ok)
 		assert.Equal(t, ww, m)
 		assert.Equal(t, svc.Resolve(orig, ""), svc.Resolve(resumed, ""))
-		assert.Equal(t, sandboxpolicy.PromptContext(svc.Resolve(orig, "")), sandboxpolicy.PromptContext(svc.Resolve(resumed, "")))
 	})
 }
 
 func TestOverrideOf(t *testing.T) {
 	other := session.Event{Type: "chat/message", Data: "hi"}
-	modeEvt := func(m sandboxpolicy.Mode) session.Event {
+	modeEvt := func(m sandbox.Mode) session.Event {
 		return session.Event{Type: sandboxpolicy.EventMode, Data: sandboxpolicy.ModeEvent{Mode: m}}
 	}
 	tests := []struct {
 		name   string
 		events []session.Event
-		want   sandboxpolicy.Mode
+		want   sandbox.Mode
 		ok     bool
 	}{
 		{name: "P-18 no switches is undefined"},
@@ -194,7 +192,7 @@ func TestSetMode(t *testing.T) {
 		assert.Equal(t, "sandbox/mode", sandboxpolicy.EventMode)
 	})
 
-	for _, m := range sandboxpolicy.Modes() {
+	for _, m := range sandbox.Modes() {
 		t.Run("P-19 SetMode "+string(m)+" appends exactly one sandbox/mode event with data {mode}", func(t *testing.T) {
 			s := session.New("s", "/w", session.Event{Type: "chat/message", Data: "x"})
 			require.NoError(t, sandboxpolicy.SetMode(s, m))

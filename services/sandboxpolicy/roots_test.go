@@ -8,6 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -52,16 +53,16 @@ func TestWritableRootsOutsideWorkspaceWrite(t *testing.T) {
 
 	tests := []struct {
 		name string
-		mode sandboxpolicy.Mode
+		mode sandbox.Mode
 	}{
-		{name: "X-03 read-only has no writable roots", mode: sandboxpolicy.ReadOnly},
-		{name: "X-04 danger-full-access has no writable roots (it needs no list)", mode: sandboxpolicy.DangerFullAccess},
+		{name: "X-03 read-only has no writable roots", mode: sandbox.ReadOnly},
+		{name: "X-04 danger-full-access has no writable roots (it needs no list)", mode: sandbox.DangerFullAccess},
 		{name: "fail closed: an unknown mode has no writable roots", mode: "host-root"},
 		{name: "fail closed: an empty mode has no writable roots", mode: ""},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Empty(t, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: tc.mode, WorkspaceRoot: ws}))
+			assert.Empty(t, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: tc.mode, WorkspaceRoot: ws}, svc.TempRoots()))
 		})
 	}
 }
@@ -74,25 +75,25 @@ func TestWritableRootsDefaultTempRoots(t *testing.T) {
 	t.Run("X-04 with TMPDIR a symlink to /tmp the canonical temp roots are deduplicated", func(t *testing.T) {
 		t.Setenv("TMPDIR", symlink(t, "/tmp", filepath.Join(dir, "tmp-link")))
 		require.NotEqual(t, "/tmp", os.TempDir(), "fixture precondition: os.TempDir() is spelled differently")
-		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
 		assert.Equal(t, []string{tmp}, svc.TempRoots())
-		assert.Equal(t, []string{ws, tmp}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+		assert.Equal(t, []string{ws, tmp}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
 	})
 
 	t.Run("X-04 with TMPDIR another directory reached through a symlink both temp roots are canonical", func(t *testing.T) {
 		other := mkdir(t, filepath.Join(dir, "other-tmp"))
 		t.Setenv("TMPDIR", symlink(t, other, filepath.Join(dir, "other-tmp-link")))
-		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
 		assert.Equal(t, []string{tmp, other}, svc.TempRoots())
-		assert.Equal(t, []string{ws, tmp, other}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+		assert.Equal(t, []string{ws, tmp, other}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
 	})
 
 	t.Run("X-04 temp roots are pinned at construction: a later TMPDIR change does not move them", func(t *testing.T) {
 		other := mkdir(t, filepath.Join(dir, "pinned-tmp"))
 		t.Setenv("TMPDIR", other)
-		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite})
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
 		t.Setenv("TMPDIR", mkdir(t, filepath.Join(dir, "later-tmp")))
-		assert.Equal(t, []string{ws, tmp, other}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+		assert.Equal(t, []string{ws, tmp, other}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
 	})
 }
 
@@ -169,24 +170,24 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: tc.tempRoots})
-			got := svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: tc.root})
+			svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: tc.tempRoots})
+			got := sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: tc.root}, svc.TempRoots())
 			assert.Equal(t, tc.want, got)
 		})
 	}
 
 	t.Run("X-04 the writable roots of a resolved session policy are its canonical cwd and the temp roots", func(t *testing.T) {
-		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: []string{t1}})
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{t1}})
 		p := svc.Resolve(session.New("s", wsLink), "")
-		assert.Equal(t, []string{ws, t1}, svc.WritableRoots(p))
+		assert.Equal(t, []string{ws, t1}, sandbox.WritableRoots(p, svc.TempRoots()))
 	})
 
 	t.Run("WritableRoots returns a fresh slice: changing it changes nothing", func(t *testing.T) {
-		svc := mustNew(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, TempRoots: []string{t1}})
-		p := sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}
-		got := svc.WritableRoots(p)
+		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{t1}})
+		p := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
+		got := sandbox.WritableRoots(p, svc.TempRoots())
 		got[1] = "/"
-		assert.Equal(t, []string{ws, t1}, svc.WritableRoots(p))
+		assert.Equal(t, []string{ws, t1}, sandbox.WritableRoots(p, svc.TempRoots()))
 		assert.Equal(t, []string{t1}, svc.TempRoots())
 	})
 }

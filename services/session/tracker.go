@@ -2,7 +2,6 @@ package session
 
 import (
 	"errors"
-	"slices"
 	"sync"
 
 	"go.uber.org/fx"
@@ -13,10 +12,9 @@ import (
 // observers of every event appended to any session it started. It is safe
 // for concurrent use.
 type Tracker struct {
-	mu        sync.Mutex
+	observers observers
+	mu        sync.Mutex // guards live
 	live      map[*Session]struct{}
-	observers []observerEntry
-	nextObs   int
 }
 
 // NewTracker returns a tracker with no sessions.
@@ -41,7 +39,7 @@ func (t *Tracker) Resume(id, cwd string, events ...Event) (*Session, error) {
 	s := t.Start(id, cwd, events...)
 	var errs []error
 	for _, e := range events {
-		errs = append(errs, t.notify(s, e))
+		errs = append(errs, t.observers.notify(s, e))
 	}
 	return s, errors.Join(errs...)
 }
@@ -66,29 +64,7 @@ func (t *Tracker) Sessions() []*Session {
 
 // Observe registers fn for every event appended from now on to any session
 // the tracker started, and returns the func that unregisters it.
-func (t *Tracker) Observe(fn Observer) (cancel func()) {
-	t.mu.Lock()
-	t.nextObs++
-	id := t.nextObs
-	t.observers = append(t.observers, observerEntry{id: id, fn: fn})
-	t.mu.Unlock()
-	return func() {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.observers = slices.DeleteFunc(t.observers, func(o observerEntry) bool { return o.id == id })
-	}
-}
-
-func (t *Tracker) notify(s *Session, e Event) error {
-	t.mu.Lock()
-	observers := slices.Clone(t.observers)
-	t.mu.Unlock()
-	var errs []error
-	for _, o := range observers {
-		errs = append(errs, o.fn(s, e))
-	}
-	return errors.Join(errs...)
-}
+func (t *Tracker) Observe(fn Observer) (cancel func()) { return t.observers.add(fn) }
 
 // Module provides the process's *Tracker.
 var Module = fx.Module("session", fx.Provide(NewTracker))

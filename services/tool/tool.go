@@ -1,10 +1,11 @@
 // Package tool is the small public vocabulary of model-facing tools: what a
 // tool declares (name, description, input and output JSON Schemas,
 // annotations, exclusivity), what a call carries (session, call id,
-// arguments) and what a result carries (model-facing text, structured value,
-// error flag and code). Packages contribute tools to the fx value group
-// "tools" with AsTool; any server collects them with Group, without knowing
-// them.
+// arguments, the front end's approver) and what a result carries
+// (model-facing text, structured value, error flag, code and the error it
+// was rendered from). Packages contribute tools to the fx value group
+// "tools" through an fx.Out result (`group:"tools"`); any server collects them with
+// Group, without knowing them.
 package tool
 
 import (
@@ -16,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -28,22 +30,29 @@ type Annotations struct {
 }
 
 // Call is one invocation of a tool. Session is nil for a call with no
-// session; Arguments is the raw JSON object of the arguments.
+// session; Arguments is the raw JSON object of the arguments. Approver, when
+// set, is the approver of this call's escalations (a front end whose
+// approval channel depends on the call, such as the MCP connection that made
+// it); nil means the composition's approver.
 type Call struct {
 	Session   *session.Session
 	ID        string
 	Arguments json.RawMessage
+	Approver  sandboxpolicy.Approver
 }
 
 // Result is the outcome of a call. Text is what the model reads; Value is the
 // structured result (nil for errors); IsError marks a tool error, whose Code
 // is the machine-readable code (an FS_* code, or a tool-specific code such as
-// toolfs's INVALID_ARGUMENT; "" when there is none).
+// toolfs's INVALID_ARGUMENT; "" when there is none). Err is the error a
+// failed result was rendered from, so a front end can act on what only it
+// understands (errors.As); nil for a success.
 type Result struct {
 	Text    string
 	Value   any
 	IsError bool
 	Code    string
+	Err     error
 }
 
 // Handler runs a call. A tool's failure is a Result with IsError, never a Go
@@ -68,15 +77,6 @@ type Tool struct {
 // rendered as `Error: <message>` (spec section 1).
 func ErrorResult(message, code string) Result {
 	return Result{Text: "Error: " + message, IsError: true, Code: code}
-}
-
-// GroupTag is the fx value-group tag tools are contributed under.
-const GroupTag = `group:"tools"`
-
-// AsTool annotates a constructor that returns a *Tool (or a *Tool and an
-// error) so that fx adds its result to the "tools" group.
-func AsTool(constructor any) any {
-	return fx.Annotate(constructor, fx.ResultTags(GroupTag))
 }
 
 // Group is the fx parameter object a server takes to collect every tool.

@@ -25,7 +25,7 @@ func TestGroupCollectsToolsSortedByName(t *testing.T) {
 	}
 	var g tool.Group
 	app := fxtest.New(t,
-		fx.Provide(tool.AsTool(mk("write")), tool.AsTool(mk("read")), tool.AsTool(mk("edit"))),
+		fx.Provide(fx.Annotate(mk("write"), fx.ResultTags(`group:"tools"`)), fx.Annotate(mk("read"), fx.ResultTags(`group:"tools"`)), fx.Annotate(mk("edit"), fx.ResultTags(`group:"tools"`))),
 		fx.Populate(&g),
 	)
 	app.RequireStart().RequireStop()

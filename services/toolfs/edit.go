@@ -69,9 +69,9 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, fail := t.mutationTarget(ctx, call, "edit", a, path)
-	if fail != nil {
-		return *fail
+	policy, target, err := t.mutationTarget(ctx, call, "edit", a, path)
+	if err != nil {
+		return t.failure(err, nil)
 	}
 	req := fs.EditRequest{
 		OldString: oldString, NewString: newString, ReplaceAll: replaceAll, Policy: policy,
@@ -80,7 +80,7 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	// The edit guard is decided inside the error mapping, so the policy's
 	// own FS_NOT_OBSERVED gets the remedy too.
 	if t.deps.Intents != nil {
-		if req.Version, err = t.deps.Intents.EditGuard(ctx, call.Session, target); err != nil {
+		if req.Version, err = t.deps.Intents.EditGuard(ctx, call.Session.Owner(), target); err != nil {
 			return t.failure(err, policy)
 		}
 	}
@@ -88,8 +88,10 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	if fail := t.observePresent(call, target, out.Version, policy); fail != nil {
-		return *fail
+	// An observer's error fails the call although the mutation is on disk
+	// (T-83).
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
+		return t.failure(err, policy)
 	}
 	dp := target.DisplayPath
 	text := "The file " + dp + " has been updated successfully."

@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -22,9 +23,9 @@ import (
 )
 
 const (
-	wrRO     = sandboxpolicy.ReadOnly
-	wrWW     = sandboxpolicy.WorkspaceWrite
-	wrDanger = sandboxpolicy.DangerFullAccess
+	wrRO     = sandbox.ReadOnly
+	wrWW     = sandbox.WorkspaceWrite
+	wrDanger = sandbox.DangerFullAccess
 )
 
 // wrWorld is a workspace and an outside directory beside it, under one
@@ -45,7 +46,7 @@ func wrNewWorld(t *testing.T) wrWorld {
 
 // sandboxed composes the tools over fssandbox with default mode, backend
 // cwd ws, and readbeforewrite unless bare.
-func (w wrWorld) sandboxed(t *testing.T, mode sandboxpolicy.Mode, approver sandboxpolicy.Approver, bare bool) *wrEnv {
+func (w wrWorld) sandboxed(t *testing.T, mode sandbox.Mode, approver sandboxpolicy.Approver, bare bool) *wrEnv {
 	t.Helper()
 	return wrNew(t, wrSetup{Cwd: w.ws, Sandbox: wrSandboxCfg(mode, w.ws), Approver: approver, Bare: bare})
 }
@@ -183,66 +184,66 @@ func TestEscalationComposition(t *testing.T) {
 func TestEscalationStamp(t *testing.T) {
 	tests := []struct {
 		name     string
-		mode     sandboxpolicy.Mode
-		override sandboxpolicy.Mode // "" for none
+		mode     sandbox.Mode
+		override sandbox.Mode // "" for none
 		cwd      func(w wrWorld) string
 		noSess   bool
 		edit     bool
-		want     func(w wrWorld) sandboxpolicy.ExecutionPolicy
+		want     func(w wrWorld) sandbox.ExecutionPolicy
 		landed   bool
 	}{
 		{
 			name: "T-93 a plain write stamps the default mode and the canonical session cwd",
 			mode: wrWW, cwd: func(w wrWorld) string { return filepath.Join(w.base, "wslink") },
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 			landed: true,
 		},
 		{
 			name: "T-93 a session cwd with .. is resolved for the stamp",
 			mode: wrWW, cwd: func(w wrWorld) string { return w.ws + "/sub/.." },
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 			landed: true,
 		},
 		{
 			name: "T-93 a session override to read-only folds into the stamp (and the write is denied)",
 			mode: wrWW, override: wrRO, cwd: func(w wrWorld) string { return w.ws },
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrRO, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrRO, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 		},
 		{
 			name: "T-93 a session override to workspace-write over a read-only default folds in",
 			mode: wrRO, override: wrWW, cwd: func(w wrWorld) string { return w.ws },
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 			landed: true,
 		},
 		{
 			name: "T-93 no agent: the deployment default, with no session id",
 			mode: wrWW, noSess: true,
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws}
 			},
 			landed: true,
 		},
 		{
 			name: "T-93 a plain edit stamps the policy too",
 			mode: wrWW, cwd: func(w wrWorld) string { return filepath.Join(w.base, "wslink") }, edit: true,
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrWW, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 			landed: true,
 		},
 		{
 			name: "T-93 a plain edit under a read-only override stamps read-only",
 			mode: wrDanger, override: wrRO, cwd: func(w wrWorld) string { return w.ws }, edit: true,
-			want: func(w wrWorld) sandboxpolicy.ExecutionPolicy {
-				return sandboxpolicy.ExecutionPolicy{Mode: wrRO, WorkspaceRoot: w.ws, SessionID: "s1"}
+			want: func(w wrWorld) sandbox.ExecutionPolicy {
+				return sandbox.ExecutionPolicy{Mode: wrRO, WorkspaceRoot: w.ws, SessionID: "s1"}
 			},
 		},
 	}
@@ -292,8 +293,8 @@ func TestEscalationStamp(t *testing.T) {
 func TestEscalationDenial(t *testing.T) {
 	tests := []struct {
 		name     string
-		mode     sandboxpolicy.Mode
-		override sandboxpolicy.Mode
+		mode     sandbox.Mode
+		override sandbox.Mode
 		files    []string
 		read     string // read this path first (relative to base)
 		edit     bool
@@ -419,8 +420,8 @@ func TestEscalationApproval(t *testing.T) {
 	tests := []struct {
 		name       string
 		local      bool // fslocal instead of fssandbox
-		mode       sandboxpolicy.Mode
-		override   sandboxpolicy.Mode
+		mode       sandbox.Mode
+		override   sandbox.Mode
 		approver   *sandboxpolicy.Outcome // nil: no approver composed
 		noSess     bool
 		edit       bool
@@ -430,7 +431,7 @@ func TestEscalationApproval(t *testing.T) {
 		wantCode   fs.Code
 		wantAsked  int
 		wantCalled bool // the backend mutation was called
-		wantStamp  sandboxpolicy.Mode
+		wantStamp  sandbox.Mode
 	}{
 		{
 			name: "T-95 allowed-once: a write outside lands under danger-full-access",
@@ -612,7 +613,7 @@ func TestEscalationApproval(t *testing.T) {
 			before := fixture.Snapshot(t, w.base)
 			var res tool.Result
 			var calls int
-			var stamp *sandboxpolicy.ExecutionPolicy
+			var stamp *sandbox.ExecutionPolicy
 			if tc.edit {
 				res = e.edit(sess, args)
 				calls = len(e.fs.editCalls())
@@ -631,14 +632,14 @@ func TestEscalationApproval(t *testing.T) {
 			for _, req := range asked {
 				assert.Same(t, sess, req.Session)
 				assert.Equal(t, map[bool]string{true: "edit", false: "write"}[tc.edit], req.Tool)
-				assert.Equal(t, sandboxpolicy.Mode(tc.esc["sandbox_permissions"].(string)), req.Mode)
+				assert.Equal(t, sandbox.Mode(tc.esc["sandbox_permissions"].(string)), req.Mode)
 				assert.Equal(t, just, req.Justification)
 				assert.Equal(t, "escalate sandbox to "+tc.esc["sandbox_permissions"].(string)+": "+just, req.Reason)
 			}
 			if tc.wantCalled {
 				assert.Equal(t, 1, calls)
 				require.NotNil(t, stamp)
-				assert.Equal(t, sandboxpolicy.ExecutionPolicy{Mode: tc.wantStamp, WorkspaceRoot: w.ws, SessionID: "s1"}, *stamp,
+				assert.Equal(t, sandbox.ExecutionPolicy{Mode: tc.wantStamp, WorkspaceRoot: w.ws, SessionID: "s1"}, *stamp,
 					"the granted mode, the root unchanged")
 			} else {
 				assert.Zero(t, calls, "a refused escalation never reaches the backend")

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -68,7 +69,7 @@ func (c *rdCounting) StreamText(ctx context.Context, target fs.Target) iter.Seq2
 
 // rdObservation is one recorded observation.
 type rdObservation struct {
-	Session *session.Session
+	Session *sandbox.Owner
 	Target  fs.Target
 	Obs     fs.Observation
 }
@@ -79,7 +80,7 @@ type rdRecorder struct {
 	seen []rdObservation
 }
 
-func (r *rdRecorder) Observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
+func (r *rdRecorder) Observe(sess *sandbox.Owner, target fs.Target, obs fs.Observation) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	r.seen = append(r.seen, rdObservation{Session: sess, Target: target, Obs: obs})

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/readbeforewrite"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -44,7 +45,7 @@ func TestAgentSession(t *testing.T) {
 
 	var group tool.Group
 	app := fxtest.New(t,
-		fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}}),
+		fx.Supply(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}}),
 		fx.Supply(fslocal.Config{Cwd: ws}),
 		fx.Provide(func() sandboxpolicy.Approver { return approver }),
 		sandboxpolicy.Module,
@@ -98,8 +99,8 @@ func TestAgentSession(t *testing.T) {
 	r = call("write", `{"file_path":"`+escaped+`","content":"x"}`)
 	require.True(t, r.IsError)
 	assert.Equal(t, "FS_SANDBOX_DENIED", r.Code)
-	assert.Equal(t, "Error: "+sandboxpolicy.DenialMarker(sandboxpolicy.WorkspaceWrite)+"\n"+
-		sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation), r.Text)
+	assert.Equal(t, "Error: "+sandbox.DenialMarker(sandbox.WorkspaceWrite)+"\n"+
+		sandbox.EscalationHint(sandbox.SubjectOperation), r.Text)
 	assert.NoFileExists(t, escaped)
 	assert.Empty(t, asked, "a plain call never asks")
 

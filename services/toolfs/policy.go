@@ -8,21 +8,17 @@ import (
 
 	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
 
-// Codes of tool errors that are not filesystem errors, so a program can tell
-// them apart without parsing the text.
-const (
-	// CodeInvalidArgument marks an argument the tool refused before doing
-	// anything (a missing path, a bad offset, an escalation pairing error).
-	CodeInvalidArgument = "INVALID_ARGUMENT"
-	// CodeEscalationRefused marks an escalation that was not granted: not
-	// wider, no approver or session, rejected, cancelled or unavailable.
-	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
-)
+// CodeInvalidArgument is the code of an argument the tool refused before
+// doing anything (a missing path, a bad offset, an escalation pairing
+// error). Escalation failures carry sandboxpolicy's codes; filesystem
+// errors their FS_* code.
+const CodeInvalidArgument = "INVALID_ARGUMENT"
 
 // Remedy suffixes (spec "T-remedies").
 const (
@@ -36,7 +32,7 @@ const (
 
 // standing returns the call's policy without escalation, or nil when the
 // backend does not confine.
-func (t *Tools) standing(sess *session.Session) *sandboxpolicy.ExecutionPolicy {
+func (t *Tools) standing(sess *session.Session) *sandbox.ExecutionPolicy {
 	if !t.confines {
 		return nil
 	}
@@ -44,49 +40,58 @@ func (t *Tools) standing(sess *session.Session) *sandboxpolicy.ExecutionPolicy {
 	return &p
 }
 
-// escalate resolves the policy of a mutating call of target (T-92..T-96):
-// the pairing check, the standing policy, and, when the call asks for a
-// wider mode, the approver's grant for exactly this call, asked with the
-// target's display path. standing is the policy target was resolved under.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, a args, standing *sandboxpolicy.ExecutionPolicy, target fs.Target) (*sandboxpolicy.ExecutionPolicy, error) {
-	perm, just, err := t.escalationArgs(a)
-	if err != nil {
-		return nil, err
-	}
-	if perm == "" {
-		return standing, nil
-	}
-	granted, err := sandboxpolicy.Escalate(ctx, t.deps.Approver, sandboxpolicy.ApprovalRequest{
-		Session: call.Session, Tool: toolName, Mode: sandboxpolicy.Mode(perm),
-		Justification: just, Target: target.DisplayPath,
-	}, sandboxpolicy.SubjectOperation, standing.Mode)
-	if err != nil {
-		return nil, err
-	}
-	escalated := t.deps.Policy.Resolve(call.Session, granted)
-	return &escalated, nil
+// escalation is a call's escalation request: the requested mode and the
+// model's justification; the zero value asks for nothing.
+type escalation struct {
+	mode          sandbox.Mode
+	justification string
 }
 
 // escalationArgs reads and checks the escalation arguments before anything
 // is resolved: their pairing (X-07..X-10), and that a non-confining backend
 // has nothing to escalate (T-96).
-func (t *Tools) escalationArgs(a args) (perm, just string, err error) {
-	if perm, err = a.optText("sandbox_permissions"); err != nil {
-		return "", "", err
+func (t *Tools) escalationArgs(a args) (escalation, error) {
+	perm, err := a.optText("sandbox_permissions")
+	if err != nil {
+		return escalation{}, err
 	}
-	if just, err = a.optText("justification"); err != nil {
-		return "", "", err
+	just, err := a.optText("justification")
+	if err != nil {
+		return escalation{}, err
 	}
 	if !t.confines {
 		if perm != "" || just != "" {
-			return "", "", badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
+			return escalation{}, badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
 		}
-		return "", "", nil
+		return escalation{}, nil
 	}
 	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
-		return "", "", badArg(err.Error())
+		return escalation{}, badArg(err.Error())
 	}
-	return perm, just, nil
+	return escalation{mode: sandbox.Mode(perm), justification: just}, nil
+}
+
+// escalate resolves the policy of a mutating call of target (T-92..T-96):
+// standing when the call asks for nothing, else the approver's grant for
+// exactly this call, asked with the target's display path. The approver is
+// the call's own when its front end set one, else the composition's.
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, esc escalation, standing *sandbox.ExecutionPolicy, target fs.Target) (*sandbox.ExecutionPolicy, error) {
+	if esc.mode == "" {
+		return standing, nil
+	}
+	approver := call.Approver
+	if approver == nil {
+		approver = t.deps.Approver
+	}
+	granted, err := sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{
+		Session: call.Session, Tool: toolName, Mode: esc.mode,
+		Justification: esc.justification, Target: target.DisplayPath,
+	}, sandbox.SubjectOperation, standing.Mode)
+	if err != nil {
+		return nil, err
+	}
+	escalated := t.deps.Policy.Resolve(call.Session, granted)
+	return &escalated, nil
 }
 
 // dotDot matches a ".." segment bounded by the start, the end, "/" or "\"
@@ -98,7 +103,7 @@ var dotDot = regexp.MustCompile(`(^|[/\\])\.\.([/\\]|$)`)
 // the session's cwd, else "" (the backend's own). With a ".." segment in the
 // cwd or the path, the cwd is canonicalized first, so ".." climbs from the
 // physical directory. No tool argument can choose it.
-func (t *Tools) cwd(sess *session.Session, policy *sandboxpolicy.ExecutionPolicy, path string) string {
+func (t *Tools) cwd(sess *session.Session, policy *sandbox.ExecutionPolicy, path string) string {
 	var dir string
 	switch {
 	case policy != nil && policy.WorkspaceRoot != "":
@@ -118,53 +123,43 @@ func (t *Tools) cwd(sess *session.Session, policy *sandboxpolicy.ExecutionPolicy
 }
 
 // resolve resolves a tool's path argument for a call.
-func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sandboxpolicy.ExecutionPolicy, path string) (fs.Target, error) {
+func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sandbox.ExecutionPolicy, path string) (fs.Target, error) {
 	return t.deps.FS.Resolve(ctx, path, fs.ResolveOptions{Cwd: t.cwd(sess, policy, path)})
 }
 
 // mutationTarget resolves what a write or edit call needs before its
-// intent: the escalation arguments are checked, the target is resolved under
-// the standing policy, and then, for an escalating call, the user is asked
-// about that target (the workspace root, and so the target, do not change
-// with the mode). On failure it returns the rendered result.
-func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandboxpolicy.ExecutionPolicy, fs.Target, *tool.Result) {
-	fail := func(err error, p *sandboxpolicy.ExecutionPolicy) (*sandboxpolicy.ExecutionPolicy, fs.Target, *tool.Result) {
-		res := t.failure(err, p)
-		return nil, fs.Target{}, &res
-	}
-	if _, _, err := t.escalationArgs(a); err != nil {
-		return fail(err, nil)
+// intent: the escalation arguments are read and checked once, the target is
+// resolved under the standing policy, and then, for an escalating call, the
+// user is asked about that target (the workspace root, and so the target, do
+// not change with the mode). It returns the policy the mutation runs under
+// (nil when the backend does not confine) and the target, or the error that
+// stopped it: an argument error, a resolution *fs.Error, or a
+// *sandboxpolicy.EscalationError.
+func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
+	esc, err := t.escalationArgs(a)
+	if err != nil {
+		return nil, fs.Target{}, err
 	}
 	standing := t.standing(call.Session)
 	target, err := t.resolve(ctx, call.Session, standing, path)
 	if err != nil {
-		return fail(err, standing)
+		return nil, fs.Target{}, err
 	}
 	if !t.confines {
 		return nil, target, nil
 	}
-	policy, err := t.escalate(ctx, call, toolName, a, standing, target)
+	policy, err := t.escalate(ctx, call, toolName, esc, standing, target)
 	if err != nil {
-		return fail(err, nil)
+		return nil, fs.Target{}, err
 	}
 	return policy, target, nil
-}
-
-// observePresent records that a mutation left target at version; an
-// observer's error fails the call although the mutation is on disk (T-83).
-func (t *Tools) observePresent(call tool.Call, target fs.Target, version fs.Version, policy *sandboxpolicy.ExecutionPolicy) *tool.Result {
-	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: version}); err != nil {
-		res := t.failure(err, policy)
-		return &res
-	}
-	return nil
 }
 
 // observe tells every observer what the call saw.
 func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observation) error {
 	var errs []error
 	for _, o := range t.deps.Observers {
-		errs = append(errs, o.Observe(sess, target, obs))
+		errs = append(errs, o.Observe(sess.Owner(), target, obs))
 	}
 	return errors.Join(errs...)
 }
@@ -172,15 +167,23 @@ func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observat
 // failure renders a failed call (T-54, T-94, remedies): a sandbox denial
 // becomes the marker of the call's mode and the escalation hint; a stale or
 // not-observed error, or a read refused as not text, gets its remedy;
-// everything else keeps its message. The FS_* code is kept.
-func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.Result {
+// everything else keeps its message.
+// The code is the error's own: the FS_* code of an *fs.Error, the code of a
+// *sandboxpolicy.EscalationError, CodeInvalidArgument for an argument error.
+// The result keeps err for the front end.
+func (t *Tools) failure(err error, policy *sandbox.ExecutionPolicy) tool.Result {
+	res := t.render(err, policy)
+	res.Err = err
+	return res
+}
+
+func (t *Tools) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
 	var fe *fs.Error
 	if !errors.As(err, &fe) {
 		code := ""
-		switch {
-		case errors.Is(err, sandboxpolicy.ErrEscalationRefused):
-			code = CodeEscalationRefused
-		case errors.As(err, new(*argError)):
+		if ee, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
+			code = ee.Code
+		} else if errors.As(err, new(*argError)) {
 			code = CodeInvalidArgument
 		}
 		return tool.ErrorResult(err.Error(), code)
@@ -192,7 +195,7 @@ func (t *Tools) failure(err error, policy *sandboxpolicy.ExecutionPolicy) tool.R
 		if policy != nil {
 			mode = policy.Mode
 		}
-		msg = sandboxpolicy.DenialMarker(mode) + "\n" + sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation)
+		msg = sandbox.DenialMarker(mode) + "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
 	case fs.CodeStaleVersion:
 		msg += staleRemedy
 	case fs.CodeNotObserved:

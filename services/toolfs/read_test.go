@@ -483,7 +483,7 @@ func TestReadErrorsAndObservations(t *testing.T) {
 				return
 			}
 			require.Len(t, obs, 1)
-			assert.Same(t, sess, obs[0].Session)
+			assert.Same(t, sess.Owner(), obs[0].Session)
 			assert.Equal(t, dp, obs[0].Target.DisplayPath)
 			assert.Equal(t, fs.TargetKey(dp), obs[0].Target.Key)
 			assert.Equal(t, tc.wantObs, obs[0].Obs.Kind)

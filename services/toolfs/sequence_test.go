@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -56,9 +57,9 @@ func TestSequenceDeletedTarget(t *testing.T) {
 				{"T-76 the re-read is FS_NOT_FOUND and records absence", func(t *testing.T) {
 					res := e.read(sess, map[string]any{"file_path": "a.txt"})
 					wrFail(t, res, fs.CodeNotFound, `Error: cannot read "`+p+`": not found`)
-					_, err := e.rbw.EditGuard(context.Background(), sess, e.target(p))
+					_, err := e.rbw.EditGuard(context.Background(), sess.Owner(), e.target(p))
 					assert.Equal(t, fs.CodeNotFound, fs.CodeOf(err), "the policy now knows the file is absent")
-					intent, err := e.rbw.WriteIntent(context.Background(), sess, e.target(p))
+					intent, err := e.rbw.WriteIntent(context.Background(), sess.Owner(), e.target(p))
 					require.NoError(t, err)
 					assert.Equal(t, fs.CreateOnly(), intent)
 				}},
@@ -237,7 +238,7 @@ func TestSequenceOutOfOrderObservation(t *testing.T) {
 			v2 := e.version(p)
 			require.NotEqual(t, v1, v2)
 
-			require.NoError(t, e.rbw.Observe(sess, e.target(p), fs.Observation{Kind: fs.Present, Version: v1}), "a late present-v1 observation")
+			require.NoError(t, e.rbw.Observe(sess.Owner(), e.target(p), fs.Observation{Kind: fs.Present, Version: v1}), "a late present-v1 observation")
 			e.fs.reset()
 
 			var res tool.Result
@@ -263,7 +264,7 @@ type wrFailingObserver struct {
 	calls []fs.Observation
 }
 
-func (o *wrFailingObserver) Observe(_ *session.Session, _ fs.Target, obs fs.Observation) error {
+func (o *wrFailingObserver) Observe(_ *sandbox.Owner, _ fs.Target, obs fs.Observation) error {
 	o.mu.Lock()
 	defer o.mu.Unlock()
 	o.calls = append(o.calls, obs)

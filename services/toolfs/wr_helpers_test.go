@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/readbeforewrite"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -300,14 +301,14 @@ func wrFail(t *testing.T, res tool.Result, code fs.Code, text string) {
 func wrStr(s string) *string { return &s }
 
 // wrDenial is the exact text of a sandbox denial under mode (T-94).
-func wrDenial(mode sandboxpolicy.Mode) string {
+func wrDenial(mode sandbox.Mode) string {
 	return "Error: [sandbox: file access denied under " + string(mode) + " mode]\n" +
 		"[sandbox: escalation available — retry this exact operation once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
 }
 
 // wrSandboxCfg is a policy config with default mode and workspace root ws
 // and no temp roots, so ws is the only root workspace-write allows.
-func wrSandboxCfg(mode sandboxpolicy.Mode, ws string) *sandboxpolicy.Config {
+func wrSandboxCfg(mode sandbox.Mode, ws string) *sandboxpolicy.Config {
 	return &sandboxpolicy.Config{Mode: mode, WorkspaceRoot: ws, TempRoots: []string{}}
 }
 
@@ -335,7 +336,7 @@ func wrEscalationCode(code fs.Code, text string) fs.Code {
 		strings.Contains(text, "is not available in this composition"):
 		return toolfs.CodeInvalidArgument
 	default:
-		return toolfs.CodeEscalationRefused
+		return sandboxpolicy.CodeEscalationRefused
 	}
 }
 

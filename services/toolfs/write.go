@@ -54,13 +54,13 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.checkSize("content", len(content)); err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, fail := t.mutationTarget(ctx, call, "write", a, path)
-	if fail != nil {
-		return *fail
+	policy, target, err := t.mutationTarget(ctx, call, "write", a, path)
+	if err != nil {
+		return t.failure(err, nil)
 	}
 	intent := fs.UnconditionalWrite()
 	if t.deps.Intents != nil {
-		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session, target); err != nil {
+		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session.Owner(), target); err != nil {
 			return t.failure(err, policy)
 		}
 	}
@@ -68,8 +68,10 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	if fail := t.observePresent(call, target, out.Version, policy); fail != nil {
-		return *fail
+	// An observer's error fails the call although the mutation is on disk
+	// (T-83).
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
+		return t.failure(err, policy)
 	}
 	dp := target.DisplayPath
 	created := out.Operation == fs.OpCreate

@@ -19,7 +19,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Settings are the validated settings of a Backend (the caller validates
@@ -38,7 +38,7 @@ type Settings struct {
 // default). It returns the Mount the mutation runs on, or the error that
 // refuses it; a refusal is returned to the caller as is and nothing happens.
 type Mounter interface {
-	Mount(ctx context.Context, target fs.Target, policy *sandboxpolicy.ExecutionPolicy) (Mount, error)
+	Mount(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (Mount, error)
 }
 
 // Mount is one admitted mutation.

@@ -14,7 +14,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // threadMounter mounts every mutation beneath root and runs it on a fresh,
@@ -26,7 +26,7 @@ type threadMounter struct {
 	lastErr     error
 }
 
-func (m *threadMounter) Mount(_ context.Context, target fs.Target, _ *sandboxpolicy.ExecutionPolicy) (fsbackend.Mount, error) {
+func (m *threadMounter) Mount(_ context.Context, target fs.Target, _ *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
 	if m.refuse != nil {
 		return fsbackend.Mount{}, m.refuse
 	}

@@ -38,7 +38,7 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 // Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
 // returns nil, nil when the path is absent (A-07, L-21..L-26). Errors as
 // Resolve and Stat.
-func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.PathInfo, error) {
+func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions) (*fs.Info, error) {
 	if err := checkCtx(ctx, "lstat"); err != nil {
 		return nil, err
 	}
@@ -68,7 +68,7 @@ func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions
 	if err != nil {
 		return nil, osErr("lstat", "stat", dp, err)
 	}
-	return &fs.PathInfo{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
+	return &fs.Info{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
 }
 
 // fileType classifies a stat result.

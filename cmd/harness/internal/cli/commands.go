@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -370,10 +371,10 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	rep := PolicyReport{Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{}}
 	if !confines {
 		// The bare backend writes wherever the process can.
-		rep.Mode = string(sandboxpolicy.DangerFullAccess)
+		rep.Mode = string(sandbox.DangerFullAccess)
 	} else {
 		rep.Mode = string(mode)
-		rep.WritableRoots = append(rep.WritableRoots, pol.WritableRoots(p)...)
+		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.TempRoots())...)
 	}
 	return rep, nil
 }
@@ -390,7 +391,7 @@ func (rep PolicyReport) String() string {
 	_, _ = fmt.Fprintf(&b, "workspace root: %s\n", rep.WorkspaceRoot)
 	b.WriteString("writable roots:")
 	switch {
-	case !confines || rep.Mode == string(sandboxpolicy.DangerFullAccess):
+	case !confines || rep.Mode == string(sandbox.DangerFullAccess):
 		b.WriteString(" everywhere\n")
 	case len(rep.WritableRoots) == 0:
 		b.WriteString(" none\n")

@@ -6,9 +6,7 @@ package compose
 import (
 	"fmt"
 	"io"
-	"maps"
 	"os"
-	"slices"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -16,14 +14,13 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
-	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/invariants"
 	"github.com/dsh-go/harness/services/readbeforewrite"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
-	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
 
@@ -69,7 +66,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			zl.UseErrorLevel(TraceLevel)
 			return zl
 		}),
-		fx.Supply(sandboxpolicy.Config{Mode: sandboxpolicy.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),
+		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace}),
 		fx.Supply(toolfs.Config{
 			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
@@ -122,30 +119,4 @@ func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
 		out = os.Stderr
 	}
 	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(out), level)), nil
-}
-
-// Companions maps every services/ package's import path to its invariant
-// companion. A test fails when a services/ package is missing from it.
-func Companions() map[string]fx.Option {
-	return map[string]fx.Option{
-		fs.PackagePath:              fs.Invariants,
-		fslocal.PackagePath:         fslocal.Invariants,
-		fssandbox.PackagePath:       fssandbox.Invariants,
-		invariants.PackagePath:      invariants.Invariants,
-		readbeforewrite.PackagePath: readbeforewrite.Invariants,
-		sandboxpolicy.PackagePath:   sandboxpolicy.Invariants,
-		session.PackagePath:         session.Invariants,
-		tool.PackagePath:            tool.Invariants,
-		toolfs.PackagePath:          toolfs.Invariants,
-	}
-}
-
-// companions returns every companion as one option, in a stable order.
-func companions() fx.Option {
-	all := Companions()
-	opts := make([]fx.Option, 0, len(all))
-	for _, pkg := range slices.Sorted(maps.Keys(all)) {
-		opts = append(opts, all[pkg])
-	}
-	return fx.Options(opts...)
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -149,8 +150,8 @@ func checkWrite(t *testing.T, r tool.Result, path, content string, allowed bool,
 	}
 	require.True(t, r.IsError, "the write must be denied: %s", r.Text)
 	assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
-	assert.Equal(t, "Error: "+sandboxpolicy.DenialMarker(sandboxpolicy.Mode(mode))+"\n"+
-		sandboxpolicy.EscalationHint(sandboxpolicy.SubjectOperation), r.Text)
+	assert.Equal(t, "Error: "+sandbox.DenialMarker(sandbox.Mode(mode))+"\n"+
+		sandbox.EscalationHint(sandbox.SubjectOperation), r.Text)
 	assert.NoFileExists(t, path)
 }
 
@@ -205,7 +206,7 @@ func TestGraphEscalation(t *testing.T) {
 	assert.Equal(t, "ok", readFile(t, filepath.Join(d.ws, "granted.txt")))
 	require.Len(t, asked, 1, "the supplied approver is the one the tools ask")
 	assert.Equal(t, "write", asked[0].Tool)
-	assert.Equal(t, sandboxpolicy.WorkspaceWrite, asked[0].Mode)
+	assert.Equal(t, sandbox.WorkspaceWrite, asked[0].Mode)
 }
 
 func TestGraphLocalRefusesEscalationArgs(t *testing.T) {

@@ -4,9 +4,8 @@ import (
 	"context"
 	"errors"
 	"io"
-	"os"
+	"maps"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"testing"
 
@@ -17,31 +16,55 @@ import (
 
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
+	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
 
-// TestEveryServicesPackageHasACompanion fails when a package under
-// services/ has no invariant companion in compose.Companions. services/internal
-// holds no service (only the backend core the services share), so it has none.
-func TestEveryServicesPackageHasACompanion(t *testing.T) {
-	_, here, _, ok := runtime.Caller(0)
-	require.True(t, ok)
-	servicesDir := filepath.Join(filepath.Dir(here), "..", "..", "..", "..", "services")
-	entries, err := os.ReadDir(servicesDir)
-	require.NoError(t, err)
-	companions := compose.Companions()
-	var dirs []string
-	for _, e := range entries {
-		if !e.IsDir() || e.Name() == "internal" {
-			continue
-		}
-		dirs = append(dirs, e.Name())
-		pkg := "github.com/dsh-go/harness/services/" + e.Name()
-		assert.Contains(t, companions, pkg, "services/%s has no invariant companion in compose.Companions", e.Name())
+// TestEveryCompanionChecksSomething: every companion compose registers
+// catches a violation of the relation its package owns, reported as an
+// INVARIANT error naming that package; a companion without a case here fails
+// the test (an empty installer has nothing to show).
+func TestEveryCompanionChecksSomething(t *testing.T) {
+	type graph struct {
+		tracker   *session.Tracker
+		observers []fs.Observer
 	}
-	assert.Len(t, companions, len(dirs), "every companion belongs to a services/ package")
+	violations := map[string]func(g graph) error{
+		"github.com/dsh-go/harness/services/fs": func(g graph) error {
+			var errs []error
+			for _, o := range g.observers {
+				errs = append(errs, o.Observe(nil, fs.Target{Key: "/k", DisplayPath: "/k"}, fs.Observation{Kind: fs.Present}))
+			}
+			return errors.Join(errs...)
+		},
+		"github.com/dsh-go/harness/services/sandboxpolicy": func(g graph) error {
+			return sandboxpolicy.SetMode(g.tracker.Start("s", ""), "host-root")
+		},
+	}
+	assert.ElementsMatch(t, slices.Collect(maps.Keys(violations)), slices.Collect(maps.Keys(compose.Companions())),
+		"every registered companion has a violation it catches, and only registered ones")
+
+	for pkg, violate := range violations {
+		t.Run(pkg, func(t *testing.T) {
+			cfg := config.Default()
+			cfg.Workspace = t.TempDir()
+			cfg.Invariants = true
+			var g graph
+			opts, err := compose.Options(cfg, io.Discard, fx.Populate(&g.tracker),
+				fx.Invoke(fx.Annotate(func(obs []fs.Observer) { g.observers = obs }, fx.ParamTags(fs.ObserverGroupTag))))
+			require.NoError(t, err)
+			app := fxtest.New(t, opts)
+			app.RequireStart()
+			defer app.RequireStop()
+			err = violate(g)
+			var inv *invariants.Error
+			require.ErrorAs(t, err, &inv)
+			assert.Equal(t, pkg, inv.Package)
+		})
+	}
 }
 
 // TestInvariantsComposition: the whole graph with the registry enabled and
@@ -71,13 +94,13 @@ func TestInvariantsComposition(t *testing.T) {
 	assert.Equal(t, want, registry.Registered())
 
 	s := tracker.Start("s1", cfg.Workspace)
-	require.NoError(t, sandboxpolicy.SetMode(s, sandboxpolicy.WorkspaceWrite))
+	require.NoError(t, sandboxpolicy.SetMode(s, sandbox.WorkspaceWrite))
 	err = sandboxpolicy.SetMode(s, "host-root")
 	require.Error(t, err)
 	var inv *invariants.Error
 	require.True(t, errors.As(err, &inv))
-	assert.Equal(t, invariants.Code, inv.Code())
-	assert.Equal(t, sandboxpolicy.PackagePath, inv.Package)
+	assert.Equal(t, invariants.Code, inv.Code)
+	assert.Equal(t, "github.com/dsh-go/harness/services/sandboxpolicy", inv.Package)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/sandboxpolicy": sandbox/mode carries unknown mode "host-root"`, err.Error())
 
 	app.RequireStop()

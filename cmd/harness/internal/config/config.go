@@ -14,7 +14,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Backends are the values of --fs.
@@ -70,7 +70,7 @@ type Config struct {
 func Default() Config {
 	return Config{
 		FS:        "sandbox",
-		Mode:      string(sandboxpolicy.ReadOnly),
+		Mode:      string(sandbox.ReadOnly),
 		LogLevel:  "info",
 		LogFormat: "console",
 	}
@@ -97,7 +97,7 @@ func (c *Config) Validate() error {
 		return err
 	}
 	modes := make([]string, 0, 3)
-	for _, m := range sandboxpolicy.Modes() {
+	for _, m := range sandbox.Modes() {
 		modes = append(modes, string(m))
 	}
 	if err := oneOf("mode", c.Mode, modes); err != nil {

@@ -12,34 +12,63 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// Approver is the sandboxpolicy.Approver of an MCP composition: it routes an
-// escalation to the elicitation of the connection serving the call, found in
-// the call's context. Outside a call it answers Unavailable.
-type Approver struct{}
-
-type approverKey struct{}
-
-// approveFunc answers one approval request for the current call.
-type approveFunc func(ctx context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error)
-
-func withApprover(ctx context.Context, f approveFunc) context.Context {
-	return context.WithValue(ctx, approverKey{}, f)
+// approver is the sandboxpolicy.Approver of one MCP call: it asks the user
+// of the connection that made the call, through elicitation. A client that
+// declared no elicitation answers Unavailable. On a 2025-11-25 (or earlier)
+// connection it sends an elicitation request and waits for the answer; on a
+// 2026-07-28 connection the answer arrives with the retried call, so without
+// one it returns an *inputRequired error that stops the call before any
+// mutation.
+type approver struct {
+	s        *Server
+	c        *conn
+	req      *mcp.CallToolRequest
+	tool     string
+	newProto bool
+	slot     *slot // the call's slot, released while waiting for the user
 }
 
-// Approve asks the calling connection's user.
-func (Approver) Approve(ctx context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-	f, ok := ctx.Value(approverKey{}).(approveFunc)
-	if !ok {
+// Approve asks the calling connection's user about ar.
+func (a approver) Approve(ctx context.Context, ar sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+	if !canElicit(a.req, a.newProto) {
 		return sandboxpolicy.Unavailable, nil
 	}
-	return f(ctx, req)
+	if !a.newProto {
+		// Waiting for the user holds no call slot.
+		a.slot.release()
+		res, err := a.req.Session.Elicit(ctx, elicitation(ar))
+		if rerr := a.slot.resume(ctx); rerr != nil {
+			return "", rerr
+		}
+		if errors.Is(err, errInputClosed) {
+			// The client can no longer answer (its stream ended).
+			return sandboxpolicy.Unavailable, nil
+		}
+		if err != nil {
+			return "", err
+		}
+		return outcome(res), nil
+	}
+	binding := approvalBinding(a.tool, a.req.Params.Arguments, ar)
+	if res, ok := a.req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok &&
+		a.c.issued.redeem(a.s.key, a.req.Params.RequestState, binding) {
+		return outcome(res), nil
+	}
+	// No answer, or one not issued for exactly this call (forged, replayed,
+	// or for other arguments): ask.
+	return "", &inputRequired{params: elicitation(ar), state: a.c.issued.issue(a.s.key, binding)}
 }
 
-var _ sandboxpolicy.Approver = Approver{}
+// inputRequired says a 2026-07-28 call stopped at its approval, before any
+// mutation: the server answers with an input-required result carrying
+// params and state, and runs the call again when the client retries with
+// the user's answer.
+type inputRequired struct {
+	params *mcp.ElicitParams
+	state  string
+}
 
-// errNeedsInput stops a tool run whose approval must be asked with an
-// input-required result; the run is discarded and repeated on the retry.
-var errNeedsInput = errors.New("approval requires an input round trip")
+func (e *inputRequired) Error() string { return "the approval is asked with an input-required result" }
 
 // approvalKey is the input request id of an approval elicitation.
 const approvalKey = "sandbox_approval"

@@ -4,10 +4,13 @@ import (
 	"context"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 )
 
 // TestApprovalStateCannotBeForgedOrReplayed: on the 2026-07-28 protocol an
@@ -62,4 +65,72 @@ func TestApprovalStateCannotBeForgedOrReplayed(t *testing.T) {
 
 	again := call(args, second.RequestState, yes)
 	require.NotEmpty(t, again.InputRequests, "a used state is not accepted twice")
+}
+
+// TestApprovalFailuresCarryACode: an approval that gets no answer fails the
+// call with SANDBOX_APPROVAL_FAILED in _meta, says why, and writes nothing:
+// an answer that does not match the prompt's schema, a client that can show
+// only url elicitations, and a prompt that timed out on the client.
+func TestApprovalFailuresCarryACode(t *testing.T) {
+	tests := []struct {
+		name   string
+		caps   *mcp.ClientCapabilities
+		answer func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error)
+		want   string
+	}{
+		{
+			name: "an answer that does not match the schema",
+			answer: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "yes"}}, nil
+			},
+			want: "does not match requested schema",
+		},
+		{
+			name: "a url-only elicitation client",
+			caps: &mcp.ClientCapabilities{Elicitation: &mcp.ElicitationCapabilities{URL: &mcp.URLElicitationCapabilities{}}},
+			answer: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return &mcp.ElicitResult{Action: "accept"}, nil
+			},
+			want: `client does not support "form" elicitation`,
+		},
+		{
+			name: "a prompt that timed out",
+			answer: func(ctx context.Context, _ *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				ctx, cancel := context.WithTimeout(ctx, 10*time.Millisecond)
+				defer cancel()
+				<-ctx.Done()
+				return nil, ctx.Err()
+			},
+			want: "deadline exceeded",
+		},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newLoadWorld(t)
+			ctx := context.Background()
+			st, ct := mcp.NewInMemoryTransports()
+			ss, err := w.srv.MCP().Connect(ctx, st, nil)
+			require.NoError(t, err)
+			defer ss.Wait() //nolint:errcheck // test cleanup
+			client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, &mcp.ClientOptions{
+				Capabilities: tc.caps, ElicitationHandler: tc.answer,
+			})
+			cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
+			require.NoError(t, err)
+			defer cs.Close() //nolint:errcheck // test cleanup
+
+			target := filepath.Join(w.outside, "x.txt")
+			res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: map[string]any{
+				"file_path": target, "content": "x", "sandbox_permissions": "danger-full-access", "justification": "why",
+			}})
+			require.NoError(t, err)
+			require.True(t, res.IsError)
+			assert.Equal(t, "SANDBOX_APPROVAL_FAILED", res.Meta[mcpserver.CodeMetaKey])
+			require.Len(t, res.Content, 1)
+			text := res.Content[0].(*mcp.TextContent).Text
+			assert.Contains(t, text, `sandbox escalation to "danger-full-access": approval failed`)
+			assert.Contains(t, text, tc.want)
+			assert.NoFileExists(t, target)
+		})
+	}
 }

@@ -112,50 +112,16 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", string(fs.CodeAborted))), nil
 		}
 		defer call.release()
-		var pending *sandboxpolicy.ApprovalRequest
-		var state string
-		approve := func(ctx context.Context, ar sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-			if !canElicit(req, newProto) {
-				return sandboxpolicy.Unavailable, nil
-			}
-			if !newProto {
-				// Waiting for the user holds no call slot.
-				call.release()
-				res, err := req.Session.Elicit(ctx, elicitation(ar))
-				if rerr := call.resume(ctx); rerr != nil {
-					return "", rerr
-				}
-				if errors.Is(err, errInputClosed) {
-					// The client can no longer answer (its stream ended).
-					return sandboxpolicy.Unavailable, nil
-				}
-				if err != nil {
-					return "", err
-				}
-				return outcome(res), nil
-			}
-			binding := approvalBinding(t.Name, req.Params.Arguments, ar)
-			if res, ok := req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok &&
-				c.issued.redeem(s.key, req.Params.RequestState, binding) {
-				return outcome(res), nil
-			}
-			// No answer, or one not issued for exactly this call (forged,
-			// replayed, or for other arguments): ask.
-			pending, state = &ar, c.issued.issue(s.key, binding)
-			return "", errNeedsInput
-		}
-		result := t.Handler(withApprover(ctx, approve), tool.Call{
+		result := t.Handler(ctx, tool.Call{
 			Session:   sess,
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
 			Arguments: req.Params.Arguments,
+			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
 		})
-		if pending != nil {
-			// The run stopped at the approval, before any mutation: ask,
-			// and run the call again when the client retries with the
-			// answer.
+		if ask, ok := errors.AsType[*inputRequired](result.Err); ok {
 			return &mcp.CallToolResult{
-				InputRequests: mcp.InputRequestMap{approvalKey: elicitation(*pending)},
-				RequestState:  state,
+				InputRequests: mcp.InputRequestMap{approvalKey: ask.params},
+				RequestState:  ask.state,
 			}, nil
 		}
 		return toResult(result), nil

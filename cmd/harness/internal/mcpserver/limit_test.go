@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -153,8 +154,8 @@ var quick = &tool.Tool{
 var asking = &tool.Tool{
 	Name: "ask", Description: "asks for approval", InputSchema: object(), OutputSchema: object(),
 	Handler: func(ctx context.Context, call tool.Call) tool.Result {
-		out, err := mcpserver.Approver{}.Approve(ctx, sandboxpolicy.ApprovalRequest{
-			Session: call.Session, Tool: "ask", Mode: sandboxpolicy.DangerFullAccess, Justification: "test",
+		out, err := call.Approver.Approve(ctx, sandboxpolicy.ApprovalRequest{
+			Session: call.Session, Tool: "ask", Mode: sandbox.DangerFullAccess, Justification: "test",
 		})
 		if err != nil {
 			return tool.ErrorResult(err.Error(), "")

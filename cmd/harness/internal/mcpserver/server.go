@@ -19,7 +19,6 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
-	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -137,9 +136,9 @@ type Params struct {
 	Logs *clientLogs
 }
 
-// Module provides the *Server over the "tools" group and the approver that
-// routes escalations to the calling connection's elicitation, and
-// decorates the application's *zap.Logger so that every record also
+// Module provides the *Server over the "tools" group (each call it serves
+// carries its own approver, which asks the calling connection's user through
+// elicitation), and decorates the application's *zap.Logger so that every record also
 // reaches the clients that set a log level (logging/setLevel), at that
 // level or above; stderr logging is unchanged. Mount it at the root of the
 // application, so the decoration covers every module.
@@ -151,7 +150,6 @@ var Module = fx.Options(
 				s.tracker = p.Tracker
 				return s
 			},
-			fx.Annotate(func() Approver { return Approver{} }, fx.As(new(sandboxpolicy.Approver))),
 			newClientLogs,
 		),
 	),

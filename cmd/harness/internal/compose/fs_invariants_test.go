@@ -1,4 +1,4 @@
-package fs_test
+package compose_test
 
 import (
 	"sync"
@@ -10,8 +10,10 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -19,7 +21,7 @@ const fsPkg = "github.com/dsh-go/harness/services/fs"
 
 var (
 	goodTarget = fs.Target{Key: "/real/ws/a.txt", DisplayPath: "/ws/a.txt"}
-	sess       = session.New("s", "/ws")
+	sess       = sandbox.NewOwner("s", "/ws")
 )
 
 // companionApp is an fx app with the invariants registry configured by cfg,
@@ -36,7 +38,7 @@ func companionApp(t *testing.T, cfg invariants.Config) (*fxtest.App, []fs.Observ
 		invariants.Module,
 		fx.Supply(cfg),
 		session.Module,
-		fs.Invariants,
+		compose.Companions()[fsPkg],
 		fx.Invoke(fx.Annotate(func(obs []fs.Observer) { observers = obs }, fx.ParamTags(`group:"fs.observers"`))),
 		fx.Populate(&registry),
 	)
@@ -63,13 +65,12 @@ func requireViolation(t *testing.T, err error, message string) {
 	var ie *invariants.Error
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, fsPkg, ie.Package)
-	assert.Equal(t, fs.PackagePath, ie.Package)
-	assert.Equal(t, "INVARIANT", ie.Code())
+	assert.Equal(t, "INVARIANT", ie.Code)
 	assert.Equal(t, message, ie.Message)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/fs": `+message, err.Error())
 }
 
-func TestInvariantsAcceptsValidObservations(t *testing.T) {
+func TestFSCompanionAcceptsValidObservations(t *testing.T) {
 	check, _ := startedCheck(t)
 	tests := []struct {
 		name   string
@@ -90,7 +91,7 @@ func TestInvariantsAcceptsValidObservations(t *testing.T) {
 	}
 }
 
-func TestInvariantsRejectsMalformedObservations(t *testing.T) {
+func TestFSCompanionRejectsMalformedObservations(t *testing.T) {
 	check, _ := startedCheck(t)
 	const (
 		emptyKey     = "filesystem event targetKey must be non-empty"
@@ -130,7 +131,7 @@ func TestInvariantsRejectsMalformedObservations(t *testing.T) {
 	})
 }
 
-func TestInvariantsInstalledOnlyWhileRegistered(t *testing.T) {
+func TestFSCompanionInstalledOnlyWhileRegistered(t *testing.T) {
 	bad := fs.Observation{Kind: fs.Present} // present without a version
 
 	t.Run("with invariants disabled the same bad observation passes (nothing installed)", func(t *testing.T) {

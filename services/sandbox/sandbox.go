@@ -1,0 +1,128 @@
+// Package sandbox is the vocabulary of the write fence, shared by the
+// filesystem seam, its backends and the policy service: the sandbox modes,
+// the execution policy stamped on one mutation, the one definition of the
+// writable-root set, the model-facing denial marker and escalation hint, and
+// the owner of a call (the session's identity and working directory, as the
+// seams see it). It is data plus pure functions: no I/O, no services.
+//
+// The policy service (sandboxpolicy) resolves policies per session and runs
+// the escalation; the confining backend (fssandbox) enforces them.
+package sandbox
+
+import (
+	"path/filepath"
+	"slices"
+	"strings"
+)
+
+// Mode is a sandbox mode: how far a mutation may reach (spec P-17).
+type Mode string
+
+const (
+	// ReadOnly denies every mutation.
+	ReadOnly Mode = "read-only"
+	// WorkspaceWrite allows mutations beneath a writable root: the session
+	// workspace root and the platform temp areas.
+	WorkspaceWrite Mode = "workspace-write"
+	// DangerFullAccess lets mutations reach anything the process can reach.
+	DangerFullAccess Mode = "danger-full-access"
+)
+
+// Modes returns the three sandbox modes from narrowest to widest (spec P-17).
+func Modes() []Mode {
+	return []Mode{ReadOnly, WorkspaceWrite, DangerFullAccess}
+}
+
+// Valid reports whether m is one of the three sandbox modes.
+func (m Mode) Valid() bool { return slices.Contains(Modes(), m) }
+
+// String returns the mode's wire spelling, e.g. "workspace-write".
+func (m Mode) String() string { return string(m) }
+
+// ExecutionPolicy is the policy stamped on one mutation call: the effective
+// mode and the workspace root it applies to (spec T-93, S-17). WorkspaceRoot
+// is an absolute path; it matters only under WorkspaceWrite. SessionID names
+// the session the policy was resolved for, empty when there is none (P-03).
+type ExecutionPolicy struct {
+	Mode          Mode
+	WorkspaceRoot string
+	SessionID     string
+}
+
+// WritableRoots returns the directories a mutation under policy may reach,
+// deduplicated, in order: the policy's workspace root, then tempRoots (the
+// platform temp areas, canonicalized and pinned by whoever configured them)
+// (X-03, X-04). It is empty unless the mode is WorkspaceWrite
+// (danger-full-access needs no list; read-only allows none). It is the only
+// definition of the writable set.
+//
+// The workspace root is taken as the policy carries it, cleaned but not
+// resolved again: the policy service canonicalized it when the policy was
+// made, and resolving it anew would let a root later replaced by a symlink
+// move the fence. Fail closed: a root that is not absolute or contains a NUL
+// byte grants nothing.
+func WritableRoots(policy ExecutionPolicy, tempRoots []string) []string {
+	if policy.Mode != WorkspaceWrite {
+		return nil
+	}
+	roots := make([]string, 0, 1+len(tempRoots))
+	if r := policy.WorkspaceRoot; filepath.IsAbs(r) && !strings.ContainsRune(r, 0) {
+		roots = append(roots, filepath.Clean(r))
+	}
+	for _, r := range tempRoots {
+		if filepath.IsAbs(r) && !strings.ContainsRune(r, 0) && !slices.Contains(roots, filepath.Clean(r)) {
+			roots = append(roots, filepath.Clean(r))
+		}
+	}
+	return roots
+}
+
+// Subjects of the escalation hint (X-12).
+const (
+	SubjectOperation = "operation" // a filesystem tool call
+	SubjectCommand   = "command"   // a shell command
+)
+
+// DenialMarker is the model-facing line of a denied call (X-11):
+// `[sandbox: file access denied under <mode> mode]`.
+func DenialMarker(m Mode) string {
+	return "[sandbox: file access denied under " + string(m) + " mode]"
+}
+
+// EscalationHint is the model-facing line that says how to escalate (X-12);
+// subject is SubjectOperation or SubjectCommand.
+func EscalationHint(subject string) string {
+	return "[sandbox: escalation available — retry this exact " + subject +
+		" once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+}
+
+// Owner is what the seams know of the session a call runs in: its identity
+// and working directory. It is an opaque key compared by pointer (state kept
+// per session, such as read-before-write records, is keyed by *Owner and
+// lives as long as it); a nil *Owner is a call with no session. The session
+// package makes one per session.
+type Owner struct {
+	id  string
+	cwd string
+}
+
+// NewOwner returns the owner of the session id whose working directory is cwd
+// (an absolute path, or "" when there is none).
+func NewOwner(id, cwd string) *Owner { return &Owner{id: id, cwd: cwd} }
+
+// ID returns the session's identity; "" for a nil owner.
+func (o *Owner) ID() string {
+	if o == nil {
+		return ""
+	}
+	return o.id
+}
+
+// Cwd returns the session's working directory; "" for a nil owner or a
+// session without one.
+func (o *Owner) Cwd() string {
+	if o == nil {
+		return ""
+	}
+	return o.cwd
+}
