@@ -6,29 +6,46 @@ import (
 	"unicode/utf8"
 )
 
-// Decoder validates a stream of raw bytes as UTF-8 text chunk by chunk,
-// applying the same rules as Validate(stream, BinarySampleBytes): a NUL byte
-// in the first BinarySampleBytes bytes of the stream gives ErrBinary, and any
-// invalid UTF-8 gives ErrInvalidUTF8, with ErrBinary taking precedence.
-// Multi-byte code points may be split across chunks at any offset. For a
-// valid stream the concatenation of all Feed results equals the string
-// conversion of the whole stream, whatever the chunking.
+// Decoder decodes a stream of raw bytes as text chunk by chunk, applying the
+// same rules as Decode(stream, BinarySampleBytes). The first two bytes
+// choose the encoding (see Sniff). For UTF-8, a NUL byte in the first
+// BinarySampleBytes bytes of the stream gives ErrBinary, and any invalid
+// UTF-8 gives ErrInvalidUTF8, with ErrBinary taking precedence. For UTF-16,
+// the text is converted to UTF-8 (the byte-order mark kept as U+FEFF); a
+// U+0000 in the first BinarySampleBytes bytes of that text gives ErrBinary
+// and an odd length or unpaired surrogate ErrInvalidUTF16. Multi-byte code
+// points may be split across chunks at any offset. For a valid stream the
+// concatenation of all Feed results equals Decode's text, whatever the
+// chunking.
 //
 // The zero value is ready to use. A Decoder is not safe for concurrent use.
 type Decoder struct {
-	seen    int               // bytes fed so far, capped at BinarySampleBytes
+	head    [2]byte           // first bytes, held until the encoding is known
+	nhead   int               // number of bytes used in head
+	sniffed bool              // the encoding is known
+	u16     *utf16Stream      // non-nil for a UTF-16 stream
+	seen    int               // bytes fed (UTF-8) or decoded (UTF-16), capped at BinarySampleBytes
 	carry   [utf8.UTFMax]byte // incomplete trailing sequence from the last chunk
 	ncarry  int               // number of bytes used in carry, at most 3 between calls
 	pending bool              // invalid UTF-8 seen while the NUL sample was incomplete
 	err     error             // sticky error
 }
 
+// Encoding returns the stream's encoding, UTF8 until two bytes were fed.
+func (d *Decoder) Encoding() Encoding {
+	if d.u16 != nil {
+		return d.u16.enc
+	}
+	return UTF8
+}
+
 // Feed consumes the next chunk of the stream and returns the text it
 // completes: the longest prefix of the carried bytes plus chunk that ends on
 // a complete code point. Up to 3 bytes of an incomplete trailing sequence are
-// carried over to the next call (or reported by Close).
+// carried over to the next call (or reported by Close); a first byte FF or
+// FE is held until the second byte tells whether it starts a UTF-16 mark.
 //
-// Feed returns ErrBinary if a NUL byte falls within the first
+// For UTF-8, Feed returns ErrBinary if a NUL byte falls within the first
 // BinarySampleBytes bytes of the stream, counted across calls, and
 // ErrInvalidUTF8 for any invalid sequence. So that a NUL in that sample
 // always wins, as in Validate, an invalid sequence found before the first
@@ -40,6 +57,54 @@ func (d *Decoder) Feed(chunk []byte) (string, error) {
 	if d.err != nil {
 		return "", d.err
 	}
+	if !d.sniffed && d.nhead == 0 && len(chunk) > 0 && chunk[0] != 0xFF && chunk[0] != 0xFE {
+		d.sniffed = true // no byte-order mark of UTF-16 can follow
+	}
+	if !d.sniffed {
+		n := copy(d.head[d.nhead:], chunk)
+		d.nhead += n
+		chunk = chunk[n:]
+		if d.nhead < len(d.head) {
+			return "", nil
+		}
+		d.sniffed = true
+		if enc := Sniff(d.head[:]); enc != UTF8 {
+			d.u16 = &utf16Stream{enc: enc, carry: d.head[:]}
+		} else {
+			first, err := d.feedUTF8(d.head[:])
+			if err != nil {
+				return "", err
+			}
+			rest, err := d.feedUTF8(chunk)
+			return first + rest, err
+		}
+	}
+	if d.u16 != nil {
+		return d.feedUTF16(chunk, false)
+	}
+	return d.feedUTF8(chunk)
+}
+
+// feedUTF16 converts chunk and checks the converted text for U+0000 within
+// the sample before reporting an invalid unit.
+func (d *Decoder) feedUTF16(chunk []byte, atEOF bool) (string, error) {
+	text, err := d.u16.feed(chunk, atEOF)
+	if d.seen < BinarySampleBytes {
+		scope := text[:min(len(text), BinarySampleBytes-d.seen)]
+		if strings.IndexByte(scope, 0) >= 0 {
+			d.err = ErrBinary
+			return "", d.err
+		}
+		d.seen += len(scope)
+	}
+	if err != nil {
+		d.err = err
+		return "", err
+	}
+	return text, nil
+}
+
+func (d *Decoder) feedUTF8(chunk []byte) (string, error) {
 	if d.seen < BinarySampleBytes {
 		scope := chunk
 		if rem := BinarySampleBytes - d.seen; len(scope) > rem {
@@ -65,11 +130,26 @@ func (d *Decoder) Feed(chunk []byte) (string, error) {
 	return "", nil
 }
 
-// Close ends the stream. It returns ErrInvalidUTF8 if an incomplete trailing
-// sequence remains or an invalid sequence is still unreported, the sticky
-// error if an earlier call failed, and nil otherwise.
+// Close ends the stream. It returns ErrInvalidUTF8 or ErrInvalidUTF16 if an
+// incomplete trailing sequence remains or an invalid sequence is still
+// unreported, the sticky error if an earlier call failed, and nil otherwise.
+// No text is ever held back at Close: a held first byte is FF or FE, which
+// alone is invalid.
 func (d *Decoder) Close() error {
-	if d.err == nil && (d.pending || d.ncarry > 0) {
+	if d.err != nil {
+		return d.err
+	}
+	if !d.sniffed {
+		d.sniffed = true
+		if _, err := d.feedUTF8(d.head[:d.nhead]); err != nil {
+			return err
+		}
+	}
+	if d.u16 != nil {
+		_, err := d.feedUTF16(nil, true)
+		return err
+	}
+	if d.pending || d.ncarry > 0 {
 		d.err = ErrInvalidUTF8
 	}
 	return d.err

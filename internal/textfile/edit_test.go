@@ -2,6 +2,7 @@ package textfile_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 
@@ -100,18 +101,66 @@ func TestApplyEdit(t *testing.T) {
 			},
 		},
 		{
-			name: "mixed file is rewritten in its dominant style",
+			name: "mixed file stays mixed: the replaced line keeps its LF",
 			raw:  "a\r\nb\r\nc\n", old: "c", new: "C",
 			want: textfile.Edit{
-				Before: "a\nb\nc\n", After: "a\nb\nC\n", Output: "a\r\nb\r\nC\r\n",
+				Before: "a\nb\nc\n", After: "a\nb\nC\n", Output: "a\r\nb\r\nC\n",
 				Replacements: 1, Style: textfile.CRLF,
+			},
+		},
+		{
+			name: "issue 13: untouched CRLF line of an LF file is kept",
+			raw:  "alpha\nbeta\r\ngamma\n", old: "alpha", new: "ALPHA",
+			want: textfile.Edit{
+				Before: "alpha\nbeta\ngamma\n", After: "ALPHA\nbeta\ngamma\n", Output: "ALPHA\nbeta\r\ngamma\n",
+				Replacements: 1, Style: textfile.LF,
+			},
+		},
+		{
+			name: "replaced lines take the endings of the lines they replace",
+			raw:  "a\nb\r\nc\nd\r\n", old: "b\nc\n", new: "B\nC\n",
+			want: textfile.Edit{
+				Before: "a\nb\nc\nd\n", After: "a\nB\nC\nd\n", Output: "a\nB\r\nC\nd\r\n",
+				Replacements: 1, Style: textfile.LF,
+			},
+		},
+		{
+			name: "added lines take the dominant ending",
+			raw:  "x\r\ny\r\nz\n", old: "y", new: "y1\ny2\ny3",
+			want: textfile.Edit{
+				Before: "x\ny\nz\n", After: "x\ny1\ny2\ny3\nz\n", Output: "x\r\ny1\r\ny2\r\ny3\r\nz\n",
+				Replacements: 1, Style: textfile.CRLF,
+			},
+		},
+		{
+			name: "removed lines keep the first endings of the span",
+			raw:  "a\r\nb\nc\r\n", old: "a\nb\n", new: "ab\n",
+			want: textfile.Edit{
+				Before: "a\nb\nc\n", After: "ab\nc\n", Output: "ab\r\nc\r\n",
+				Replacements: 1, Style: textfile.CRLF,
+			},
+		},
+		{
+			name: "a CR run before LF is one ending, kept byte for byte",
+			raw:  "a\r\r\nb\n", old: "a\n", new: "A\n",
+			want: textfile.Edit{
+				Before: "a\nb\n", After: "A\nb\n", Output: "A\r\r\nb\n",
+				Replacements: 1, Style: textfile.LF,
+			},
+		},
+		{
+			name: "new text putting U+FEFF first adds a byte-order mark and says so",
+			raw:  "a\n", old: "a", new: "\uFEFFa",
+			want: textfile.Edit{
+				Before: "a\n", After: "a\n", Output: "\uFEFFa\n",
+				Replacements: 1, Style: textfile.LF, Note: "Byte-order mark added.",
 			},
 		},
 		{
 			name: "CR left next to LF by a deletion reads back as a line ending",
 			raw:  "a\rX\nb", old: "X", new: "",
 			want: textfile.Edit{
-				Before: "a\rX\nb", After: "a\nb", Output: "a\nb",
+				Before: "a\rX\nb", After: "a\nb", Output: "a\r\nb",
 				Replacements: 1, Style: textfile.LF,
 			},
 		},
@@ -119,7 +168,7 @@ func TestApplyEdit(t *testing.T) {
 			name: "new string ending in CR before LF in a CRLF file",
 			raw:  "X\r\ny\r\n", old: "X", new: "Z\r",
 			want: textfile.Edit{
-				Before: "X\ny\n", After: "Z\ny\n", Output: "Z\r\ny\r\n",
+				Before: "X\ny\n", After: "Z\ny\n", Output: "Z\r\r\ny\r\n",
 				Replacements: 1, Style: textfile.CRLF,
 			},
 		},
@@ -163,6 +212,59 @@ func TestApplyEditErrors(t *testing.T) {
 			require.True(t, errors.As(err, &amb), "want *AmbiguousError, got %T", err)
 			assert.Equal(t, tt.wantCount, amb.Count)
 			assert.EqualError(t, err, "old_string matched 3 times")
+		})
+	}
+}
+
+// TestApplyEditLargeMixedFile is issue 13's input: 100 LF lines (5,600
+// bytes), then 500 CRLF lines; a one-line edit on line 1 keeps all 500 CRLF.
+func TestApplyEditLargeMixedFile(t *testing.T) {
+	var sb strings.Builder
+	for i := range 100 {
+		fmt.Fprintf(&sb, "%-55s\n", fmt.Sprintf("lf line %03d", i))
+	}
+	require.Equal(t, 5600, sb.Len())
+	for i := range 500 {
+		fmt.Fprintf(&sb, "crlf line %03d\r\n", i)
+	}
+	raw := sb.String()
+	got, err := textfile.ApplyEdit(raw, "lf line 000 ", "LF LINE 000 ", false)
+	require.NoError(t, err)
+	assert.Equal(t, "LF LINE 000 "+raw[len("lf line 000 "):], got.Output)
+	assert.Equal(t, 500, strings.Count(got.Output, "\r\n"))
+	assert.Equal(t, textfile.CRLF, got.Style, "detection covers the whole file")
+}
+
+func TestApplyEditNotFoundHints(t *testing.T) {
+	tests := []struct {
+		name     string
+		raw, old string
+		wantLine int
+		wantHint string // substring of the hint
+	}{
+		{"issue 13: decomposed file, precomposed old_string", "cafe\u0301 menu\n", "café menu", 1, "Unicode normalization (NFC): the file has decomposed"},
+		{"precomposed file, decomposed old_string", "x\ncafé\n", "cafe\u0301", 2, "old_string has decomposed"},
+		{"trailing whitespace", "a\nb  \nc\n", "b\nc", 2, "trailing whitespace"},
+		{"indentation", "func f() {\n\treturn 1\n}\n", "  return 1\n}", 2, "indentation"},
+		{"lone CR line breaks", "one\rtwo\rthree", "two\nthree", 1, "lone carriage return"},
+		{"typographic quotes", "a\nsay \u201chi\u201d \u2014 ok\n", `say "hi" - ok`, 2, "typographic quotes"},
+		{"no near match has no hint", "abc\n", "xyz", 0, ""},
+		{"a near match twice has no hint", "b \nb \n", "b\n", 0, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := textfile.ApplyEdit(tt.raw, tt.old, "new", false)
+			require.ErrorIs(t, err, textfile.ErrNotFound)
+			var nf *textfile.NotFoundError
+			require.ErrorAs(t, err, &nf)
+			assert.Equal(t, tt.wantLine, nf.Line)
+			if tt.wantHint == "" {
+				assert.Empty(t, nf.Hint())
+				assert.EqualError(t, err, "old_string was not found")
+				return
+			}
+			assert.Contains(t, nf.Hint(), tt.wantHint)
+			assert.Contains(t, err.Error(), fmt.Sprintf("line %d matches only", tt.wantLine))
 		})
 	}
 }

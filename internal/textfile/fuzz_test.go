@@ -76,22 +76,36 @@ func FuzzApplyEdit(f *testing.F) {
 		}
 
 		require.Equal(t, hadBOM, e.HasBOM, "HasBOM reflects the input")
-		body := e.Output
-		if e.HasBOM {
+		if hadBOM {
 			require.True(t, strings.HasPrefix(e.Output, textfile.BOM), "BOM preserved")
-			body = e.Output[len(textfile.BOM):]
 		}
+		_, body := textfile.SplitBOM(e.Output)
 		require.Equal(t, e.After, textfile.NormalizeLF(body), "After is what a re-read shows")
 		require.Equal(t, before, e.Before)
 		require.NotContains(t, e.After, "\r\n")
 		require.Equal(t, textfile.DetectStyle(rest), e.Style)
 
-		switch e.Style {
-		case textfile.CRLF:
-			require.Equal(t, strings.Count(body, "\n"), strings.Count(body, "\r\n"), "every LF is part of a CRLF")
-			require.NotContains(t, body, "\r\r\n")
-		case textfile.LF:
-			require.Equal(t, body, textfile.NormalizeLF(body), "LF output has no CRLF")
+		// An edit whose strings hold no line break changes only the
+		// matched bytes: every other byte, line endings included, is kept.
+		if !strings.ContainsAny(oldNorm+newNorm, "\r\n") {
+			prefix := ""
+			if hadBOM {
+				prefix = textfile.BOM
+			}
+			require.Equal(t, prefix+strings.Replace(rest, oldNorm, newNorm, e.Replacements), e.Output)
+		}
+		// A file and strings without "\r" stay without "\r" unless the file
+		// is CRLF-dominant (impossible then); a pure CRLF file without lone
+		// "\r" stays pure CRLF.
+		if !strings.Contains(raw+newNorm, "\r") {
+			require.NotContains(t, e.Output, "\r")
+		}
+		if !strings.Contains(strings.ReplaceAll(raw+newNorm, "\r\n", ""), "\r") &&
+			strings.Count(rest, "\n") == strings.Count(rest, "\r\n") && strings.Contains(rest, "\n") {
+			require.Equal(t, strings.Count(body, "\n"), strings.Count(body, "\r\n"), "pure CRLF stays pure")
+		}
+		if !hadBOM && e.Note != "" {
+			require.True(t, strings.HasPrefix(e.Output, textfile.BOM))
 		}
 
 		require.GreaterOrEqual(t, e.Replacements, 1)
@@ -99,14 +113,47 @@ func FuzzApplyEdit(f *testing.F) {
 			require.Equal(t, 1, e.Replacements)
 		}
 		require.Equal(t, strings.Count(before, oldNorm), e.Replacements)
-		// Normalizing After only ever deletes "\r" bytes, so copies of a new
-		// string without "\r" all survive (and stay non-overlapping).
-		if newNorm != "" && !strings.Contains(newNorm, "\r") {
-			require.GreaterOrEqual(t, strings.Count(e.After, newNorm), e.Replacements)
-		}
 		// Without any "\r" the edit is a plain replacement.
 		if !strings.Contains(before+oldNorm+newNorm, "\r") {
 			require.Equal(t, strings.ReplaceAll(before, oldNorm, newNorm), e.After)
+		}
+	})
+}
+
+// FuzzConformWrite checks a write over a file: the text is the content's,
+// the BOM is kept or added, never dropped, and content without "\r" takes
+// the file's dominant ending.
+func FuzzConformWrite(f *testing.F) {
+	for _, s := range [][2]string{
+		{"a\r\nb\r\n", "a\nb\n"},
+		{"\uFEFFold\n", "new\n"},
+		{"a\n", "x\r\ny"},
+		{"", "x"},
+		{"\uFEFF", "\uFEFFx"},
+		{"a\r\r\nb\n", "c\rd\n"},
+	} {
+		f.Add(s[0], s[1])
+	}
+	f.Fuzz(func(t *testing.T, prior, content string) {
+		if len(prior) > maxFuzzInput || len(content) > maxFuzzInput {
+			t.Skip("input too large")
+		}
+		conv := detect(prior)
+		w := textfile.ConformWrite(content, conv)
+		hasBOM, body := textfile.SplitBOM(w.Output)
+		contentBOM, contentBody := textfile.SplitBOM(content)
+		require.Equal(t, conv.BOM || contentBOM, hasBOM)
+		require.Equal(t, textfile.NormalizeLF(contentBody), textfile.NormalizeLF(body), "the text is the content's")
+		switch {
+		case strings.Contains(contentBody, "\r"):
+			require.Equal(t, contentBody, body, "explicit CRs are taken as given")
+		case conv.Endings.Style() == textfile.CRLF:
+			require.Equal(t, strings.Count(body, "\n"), strings.Count(body, "\r\n"))
+		default:
+			require.Equal(t, contentBody, body)
+		}
+		if !contentBOM && strings.Contains(w.Note, "mark") {
+			t.Fatalf("a BOM note without a BOM in the content: %q", w.Note)
 		}
 	})
 }
@@ -118,7 +165,6 @@ func FuzzLineEndings(f *testing.F) {
 	} {
 		f.Add(s)
 	}
-	fullSample := strings.Repeat("€", textfile.StyleSampleRunes)
 	f.Fuzz(func(t *testing.T, s string) {
 		if len(s) > maxFuzzInput {
 			t.Skip("input too large")
@@ -139,9 +185,15 @@ func FuzzLineEndings(f *testing.F) {
 		if !strings.Contains(s, "\r\n") {
 			require.Equal(t, textfile.LF, st)
 		}
-		if len(s) <= 64 { // keep execs cheap for the minimizer
-			require.Equal(t, textfile.LF, textfile.DetectStyle(fullSample+s), "only the first code points count")
-		}
+		// Counting in two pieces agrees with counting the whole.
+		var whole, split textfile.Endings
+		whole.Add(s)
+		cut := len(s) / 2
+		split.Add(s[:cut])
+		split.Add(s[cut:])
+		require.Equal(t, whole, split)
+		require.Equal(t, st, whole.Style())
+		require.Equal(t, strings.Count(n, "\n"), whole.CRLF+whole.LF)
 	})
 }
 
@@ -164,6 +216,9 @@ func FuzzDecoder(f *testing.F) {
 	f.Add([]byte("0123456\x00"), uint16(padFlag|8000))  // NUL at byte 8191
 	f.Add([]byte{0xFF, 'x', 0x00}, uint16(padFlag|1))
 	f.Add([]byte{0xE2, 0x82, 0xAC, 0xFF, 0x00}, uint16(padFlag|8185))
+	f.Add([]byte{0xFF, 0xFE, 'h', 0, 0x3D, 0xD8, 0x00, 0xDE}, uint16(3)) // UTF-16LE with a pair
+	f.Add([]byte{0xFE, 0xFF, 0, 'h', 0xD8, 0x3D}, uint16(1))             // UTF-16BE, unpaired
+	f.Add([]byte{0xFF, 0xFE, 0, 0}, uint16(1))                           // UTF-16LE NUL
 	pad := bytes.Repeat([]byte("a"), padLen)
 	f.Fuzz(func(t *testing.T, b []byte, split uint16) {
 		if len(b) > maxFuzzInput {
@@ -173,13 +228,16 @@ func FuzzDecoder(f *testing.F) {
 		if padded {
 			b = append(pad[:len(pad):len(pad)], b...)
 		}
-		want := textfile.Validate(b, textfile.BinarySampleBytes)
+		text, enc, want := textfile.Decode(b, textfile.BinarySampleBytes)
 		at := int(split) % (len(b) + 1)
 
 		got, err := decodeChunks(b[:at], b[at:])
 		if want == nil {
 			require.NoError(t, err)
-			require.Equal(t, string(b), got)
+			require.Equal(t, text, got)
+			back, err := textfile.Encode(text, enc)
+			require.NoError(t, err)
+			require.Equal(t, b, back, "valid text round-trips to the same bytes")
 		} else {
 			require.ErrorIs(t, err, want)
 		}
@@ -199,7 +257,7 @@ func FuzzDecoder(f *testing.F) {
 		got, err = decodeChunks(chunks...)
 		if want == nil {
 			require.NoError(t, err)
-			assert.Equal(t, string(b), got)
+			assert.Equal(t, text, got)
 		} else {
 			assert.ErrorIs(t, err, want)
 		}

@@ -5,10 +5,6 @@ import (
 	"strings"
 )
 
-// StyleSampleRunes is the number of leading code points (not bytes) of the
-// decoded text that DetectStyle inspects.
-const StyleSampleRunes = 4096
-
 // BOM is the UTF-8 encoding of the byte order mark U+FEFF (bytes EF BB BF).
 const BOM = "\uFEFF"
 
@@ -44,39 +40,46 @@ func (s Style) String() string {
 	}
 }
 
-// DetectStyle returns the dominant line-ending style of s. It looks only at
-// the first StyleSampleRunes code points of s, counting "\r\n" pairs and lone
-// "\n" (an "\n" not preceded by "\r"). It returns CRLF only when there are
-// strictly more "\r\n" pairs than lone "\n"; ties, including a sample without
-// any newline, give LF. A lone "\r" is ignored, and a run of "\r" before "\n"
-// counts as one "\r\n" pair, matching NormalizeLF.
+// DetectStyle returns the dominant line-ending style of the whole of s:
+// CRLF only when s has strictly more "\r\n" pairs than lone "\n" (an "\n"
+// not preceded by "\r"); ties, including text without any newline, give LF.
+// A lone "\r" is ignored, and a run of "\r" before "\n" counts as one
+// "\r\n" pair, matching NormalizeLF.
 func DetectStyle(s string) Style {
-	sample := s[:prefixLen(s, StyleSampleRunes)]
-	lf := strings.Count(sample, "\n")
-	if lf == 0 {
-		return LF
+	var e Endings
+	e.Add(s)
+	return e.Style()
+}
+
+// Endings counts the line endings of a text fed in pieces of any size. The
+// zero value is an empty count.
+type Endings struct {
+	CRLF   int  // "\r\n" pairs; a run of "\r" before "\n" counts once
+	LF     int  // lone "\n"
+	lastCR bool // the last piece ended in "\r"
+}
+
+// Add counts the line endings of the next piece of text.
+func (e *Endings) Add(s string) {
+	if s == "" {
+		return
 	}
-	crlf := strings.Count(sample, "\r\n")
-	if crlf > lf-crlf {
+	lf := strings.Count(s, "\n")
+	crlf := strings.Count(s, "\r\n")
+	if e.lastCR && s[0] == '\n' {
+		crlf++
+	}
+	e.CRLF += crlf
+	e.LF += lf - crlf
+	e.lastCR = s[len(s)-1] == '\r'
+}
+
+// Style returns the dominant style counted so far (see DetectStyle).
+func (e Endings) Style() Style {
+	if e.CRLF > e.LF {
 		return CRLF
 	}
 	return LF
-}
-
-// prefixLen returns the byte length of the first n code points of s (each
-// invalid byte counting as one code point), or len(s) if s is shorter.
-func prefixLen(s string, n int) int {
-	if len(s) <= n {
-		return len(s) // n bytes hold at most n code points
-	}
-	count := 0
-	for i := range s {
-		if count == n {
-			return i
-		}
-		count++
-	}
-	return len(s)
 }
 
 // NormalizeLF converts s to LF line endings: every "\r\n" becomes "\n". A

@@ -39,8 +39,8 @@ func TestStyleString(t *testing.T) {
 }
 
 func TestDetectStyle(t *testing.T) {
-	// 4096 three-byte runes fill the sample; the CRLFs after them are unseen.
-	longPrefix := strings.Repeat("€", textfile.StyleSampleRunes)
+	// 4096 three-byte runes no longer bound the detection (L-114 superseded).
+	longPrefix := strings.Repeat("€", 4096)
 	tests := []struct {
 		name string
 		in   string
@@ -56,16 +56,53 @@ func TestDetectStyle(t *testing.T) {
 		{"lone CR is ignored", "a\rb\rc\r\nd\n", textfile.LF},
 		{"only lone CR is LF", "a\rb\rc\r", textfile.LF},
 		{"CR run before LF counts as one CRLF", "a\r\r\nb\r\nc\n", textfile.CRLF},
-		{"CRLFs beyond the first 4096 code points are not seen", longPrefix + "\r\n\r\n\r\n", textfile.LF},
-		{
-			"CRLFs within the first 4096 code points are seen",
-			strings.Repeat("€", textfile.StyleSampleRunes-4) + "\r\n\r\n" + strings.Repeat("\n", 10),
-			textfile.CRLF,
-		},
+		{"CRLFs beyond the first 4096 code points are seen", longPrefix + "\r\n\r\n\r\n", textfile.CRLF},
+		{"issue 13: 100 LF lines then 500 CRLF lines is CRLF", strings.Repeat(strings.Repeat("x", 55)+"\n", 100) + strings.Repeat("y\r\n", 500), textfile.CRLF},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			assert.Equal(t, tt.want, textfile.DetectStyle(tt.in))
+		})
+	}
+}
+
+func TestEndingsAcrossPieces(t *testing.T) {
+	var e textfile.Endings
+	for _, piece := range []string{"a\r", "\nb\r", "\r", "\n", "c\n", "", "d\r"} {
+		e.Add(piece)
+	}
+	assert.Equal(t, 2, e.CRLF)
+	assert.Equal(t, 1, e.LF)
+	assert.Equal(t, textfile.CRLF, e.Style())
+}
+
+func TestConformWrite(t *testing.T) {
+	lf := detect("a\nb\n")
+	crlf := detect("a\r\nb\r\n")
+	bom := detect("\uFEFFold\n")
+	tests := []struct {
+		name     string
+		content  string
+		prior    textfile.Conventions
+		want     string
+		wantNote string
+	}{
+		{"issue 13: LF content over a CRLF file keeps CRLF", "a\nb\n", crlf, "a\r\nb\r\n", ""},
+		{"issue 13: content without BOM over a BOM file keeps the BOM", "new\n", bom, "\uFEFFnew\n", ""},
+		{"LF content over an LF file is as given", "x\ny", lf, "x\ny", ""},
+		{"explicit CRLF over an LF file is taken as given and said", "x\r\ny\r\n", lf, "x\r\ny\r\n", "Line endings converted from LF to CRLF as the content gives them."},
+		{"explicit CRLF over a CRLF file is as given", "x\r\n", crlf, "x\r\n", ""},
+		{"a lone CR makes the content explicit", "x\ry\n", crlf, "x\ry\n", "Line endings converted from CRLF to LF as the content gives them."},
+		{"content with a BOM over a file without one adds it and says so", "\uFEFFx\n", lf, "\uFEFFx\n", "Byte-order mark added."},
+		{"content with a BOM over a BOM file keeps one", "\uFEFFx", bom, "\uFEFFx", ""},
+		{"content without line breaks converts nothing", "x", crlf, "x", ""},
+		{"an empty prior file has no endings to keep", "x\r\n", detect(""), "x\r\n", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := textfile.ConformWrite(tt.content, tt.prior)
+			assert.Equal(t, tt.want, got.Output)
+			assert.Equal(t, tt.wantNote, got.Note)
 		})
 	}
 }
@@ -127,4 +164,13 @@ func TestRestoreCRLFOfMixedFileIsUniform(t *testing.T) {
 	assert.Equal(t, "a\r\nb\r\nc\r\nd\r\ne\r\n", got)
 	assert.NotContains(t, got, "\r\r\n")
 	assert.Equal(t, strings.Count(got, "\n"), strings.Count(got, "\r\n"))
+}
+
+// detect returns the UTF-8 conventions of a whole text, as a write learns
+// them from the file it replaces.
+func detect(text string) textfile.Conventions {
+	var c textfile.Conventions
+	c.BOM, text = textfile.SplitBOM(text)
+	c.Endings.Add(text)
+	return c
 }

@@ -59,9 +59,11 @@ type Prober interface {
 // opened for a blocking read).
 type Reader interface {
 	// ReadText returns the whole file as UTF-8 text, byte for byte, a leading
-	// byte-order mark included (L-27). Errors: CodeNotFound,
-	// CodeNotRegularFile, CodeNotText (a NUL in the first 8192 bytes, or
-	// invalid UTF-8), CodePermissionDenied, CodeAborted, CodeIOError.
+	// byte-order mark included (L-27); a file starting with a UTF-16
+	// byte-order mark is converted, the mark kept as U+FEFF. Errors:
+	// CodeNotFound, CodeNotRegularFile, CodeNotText (a NUL in the first 8192
+	// bytes, or invalid UTF-8 or UTF-16), CodePermissionDenied, CodeAborted,
+	// CodeIOError.
 	ReadText(ctx context.Context, target Target) (string, error)
 	// StreamText yields the file's text in chunks that never split a code
 	// point; concatenated they equal ReadText (A-04, L-28..L-36). An error is
@@ -79,11 +81,17 @@ type Reader interface {
 // Writer mutates files. Each mutation is atomic and durable, serialized per
 // target within the process, and fenced by the backend when it confines.
 type Writer interface {
-	// WriteText creates or replaces the file with content, exactly as given,
-	// under the write intent in opts (A-10, L-53..L-88).
+	// WriteText creates or replaces the file with content under the write
+	// intent in opts (A-10, L-53..L-88). Over an existing text file, content
+	// without a byte-order mark gets the file's back, content without "\r"
+	// takes the file's dominant line ending, and the file's encoding is kept
+	// (spec difference 10, superseding Z-4); otherwise content is stored
+	// exactly as given.
 	WriteText(ctx context.Context, target Target, content string, opts WriteOptions) (WriteOutcome, error)
 	// EditText replaces a literal in the file's LF-normalized text and writes
-	// it back in the file's dominant line-ending style (L-96..L-118).
+	// it back changing no byte outside the replaced spans; replaced lines keep
+	// their endings, added ones take the dominant one (L-96..L-118, spec
+	// difference 10, superseding L-114).
 	EditText(ctx context.Context, target Target, req EditRequest) (EditOutcome, error)
 	// SandboxMode reports the backend's default sandbox mode and true when the
 	// backend confines mutations; a bare backend returns "", false (A-01, S-01).

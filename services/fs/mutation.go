@@ -57,12 +57,15 @@ const (
 // the prior content, LF-normalized and without a byte-order mark, or nil when
 // there was none or it could not serve as a diff basis (binary, invalid UTF-8,
 // too large); After is the written content, LF-normalized, without a
-// byte-order mark. Version is the version of the published file.
+// byte-order mark. Version is the version of the published file. Note is one
+// sentence naming a change of the file's bytes beyond its text (a byte-order
+// mark added, line endings converted), or "" (spec difference 10).
 type WriteOutcome struct {
 	Operation Operation
 	Version   Version
 	Before    *string
 	After     string
+	Note      string
 }
 
 // EditRequest asks EditText to replace OldString with NewString. Both are
@@ -82,11 +85,12 @@ type EditRequest struct {
 }
 
 // EditOutcome is the result of a successful edit: the new Version, the
-// LF-normalized texts Before and After (without a byte-order mark), and the
-// number of Replacements made.
+// LF-normalized texts Before and After (without a byte-order mark), the
+// number of Replacements made, and a Note like WriteOutcome's.
 type EditOutcome struct {
 	Version      Version
 	Before       string
 	After        string
 	Replacements int
+	Note         string
 }

@@ -36,13 +36,14 @@ func (a args) present(name string) bool {
 	return ok && string(v) != "null"
 }
 
-// path returns the non-blank string argument name (T-24, T-53, T-65).
+// path returns the non-blank string argument name (T-24, T-53, T-65), with
+// a leading "~" expanded (see expandHome).
 func (a args) path(name string) (string, error) {
 	var s string
 	if !a.present(name) || json.Unmarshal(a[name], &s) != nil || strings.TrimSpace(s) == "" {
 		return "", badArg(name + " must be a non-empty string")
 	}
-	return s, nil
+	return expandHome(name, s)
 }
 
 // text returns the string argument name, which may be empty; a missing or

@@ -15,6 +15,7 @@ type EditValue struct {
 	After        string `json:"after" jsonschema:"the new text, LF-normalized"`
 	Diff         string `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
 	Replacements int    `json:"replacements" jsonschema:"how many matches were replaced"`
+	Note         string `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark), if anything"`
 }
 
 // Edit returns the edit tool (T-62..T-79): replace a literal in a file. It
@@ -98,10 +99,10 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 		text = "The file " + dp + " has been updated. All occurrences were successfully replaced."
 	}
 	return tool.Result{
-		Text: text,
+		Text: withNote(text, out.Note),
 		Value: EditValue{
 			Path: dp, Before: out.Before, After: out.After, Replacements: out.Replacements,
-			Diff: unifiedDiff(dp, &out.Before, out.After, false),
+			Diff: unifiedDiff(dp, &out.Before, out.After, false), Note: out.Note,
 		},
 	}
 }

@@ -24,6 +24,10 @@ const CodeInvalidArgument = "INVALID_ARGUMENT"
 const (
 	staleRemedy       = " — re-read the file, then retry"
 	notObservedRemedy = " — read the file, then retry"
+	// notTextRemedy follows a read refused as not text (neither UTF-8 nor
+	// UTF-16 with a byte-order mark): the file cannot be shown, but a
+	// whole-file write may replace it.
+	notTextRemedy = " — it cannot be shown as text; a whole-file write may replace it"
 )
 
 // standing returns the call's policy without escalation, or nil when the
@@ -162,7 +166,8 @@ func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observat
 
 // failure renders a failed call (T-54, T-94, remedies): a sandbox denial
 // becomes the marker of the call's mode and the escalation hint; a stale or
-// not-observed error gets its remedy; everything else keeps its message.
+// not-observed error, or a read refused as not text, gets its remedy;
+// everything else keeps its message.
 // The code is the error's own: the FS_* code of an *fs.Error, the code of a
 // *sandboxpolicy.EscalationError, CodeInvalidArgument for an argument error.
 // The result keeps err for the front end.
@@ -195,6 +200,10 @@ func (t *Tools) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
 		msg += staleRemedy
 	case fs.CodeNotObserved:
 		msg += notObservedRemedy
+	case fs.CodeNotText:
+		if fe.Op == "read" {
+			msg += notTextRemedy
+		}
 	}
 	return tool.ErrorResult(msg, string(fe.Code))
 }

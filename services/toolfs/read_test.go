@@ -416,22 +416,22 @@ func TestReadErrorsAndObservations(t *testing.T) {
 		{
 			name:  "T-28 binary file",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\x00i") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
 		},
 		{
 			name: "T-28 binary file streamed", cfg: toolfs.Config{ReadStreamMinSize: 1},
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\x00i") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
 		},
 		{
 			name:  "T-28 invalid UTF-8",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\xffi") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
 		},
 		{
 			name: "T-28 invalid UTF-8 streamed", cfg: toolfs.Config{ReadStreamMinSize: 1},
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\xffi") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
 		},
 		{
 			name:  "T-31 success records presence",

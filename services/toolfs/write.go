@@ -17,6 +17,7 @@ type WriteValue struct {
 	Before    *string `json:"before" jsonschema:"the prior text, LF-normalized, or null"`
 	After     string  `json:"after" jsonschema:"the written text, LF-normalized"`
 	Diff      string  `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
+	Note      string  `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark, line endings), if anything"`
 }
 
 // Write returns the write tool (T-52..T-61): create or fully replace a file.
@@ -79,10 +80,10 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 		verb = "Created file"
 	}
 	return tool.Result{
-		Text: "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + verb + "\n</content>",
+		Text: "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + withNote(verb, out.Note) + "\n</content>",
 		Value: WriteValue{
 			Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
-			Diff: unifiedDiff(dp, out.Before, out.After, created),
+			Diff: unifiedDiff(dp, out.Before, out.After, created), Note: out.Note,
 		},
 	}
 }
@@ -97,4 +98,13 @@ func (t *Tools) checkSize(name string, n int) error {
 		Code: fs.CodeTooLarge, Op: "write",
 		Message: name + " of " + strconv.Itoa(n) + " bytes exceeds the " + strconv.Itoa(t.cfg.WriteMaxBytes) + "-byte limit",
 	}
+}
+
+// withNote appends the outcome's note on what changed beyond the text, as
+// its own line, to a result text (spec difference 10).
+func withNote(text, note string) string {
+	if note == "" {
+		return text
+	}
+	return text + "\n" + note
 }

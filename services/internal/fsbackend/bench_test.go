@@ -72,6 +72,28 @@ func BenchmarkWriteText(b *testing.B) {
 	})
 }
 
+// BenchmarkWriteTextOverLarge measures a durable 1 KiB write over a 16 MiB
+// CRLF text file, above the diff limit: the cost of streaming the prior file
+// once to learn its conventions (spec difference 10).
+func BenchmarkWriteTextOverLarge(b *testing.B) {
+	ctx := context.Background()
+	dir := benchDir(b)
+	f, _ := fslocal.New(fslocal.Config{Cwd: dir}, nil)
+	tg, _ := f.Resolve(ctx, "f", fs.ResolveOptions{})
+	large := strings.Repeat(strings.ReplaceAll(kib, "\n", "\r\n")[:1024], 16<<10)
+	b.SetBytes(int64(len(large)))
+	for b.Loop() {
+		b.StopTimer()
+		if err := os.WriteFile(filepath.Join(dir, "f"), []byte(large), 0o644); err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		if _, err := f.WriteText(ctx, tg, kib, fs.WriteOptions{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
 // BenchmarkFloor is the physical floor of a durable publication with plain
 // os calls: exclusive temp file, write, fsync, rename, directory fsync.
 func BenchmarkFloor(b *testing.B) {

@@ -3,6 +3,7 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -14,15 +15,19 @@ import (
 )
 
 // EditText replaces req.OldString with req.NewString in the file's
-// LF-normalized text and writes it back atomically in the file's dominant
-// line-ending style, keeping its mode and a leading byte-order mark
-// (L-96..L-118), where the Mounter mounts it: req.Policy is the Mounter's to
-// read. Order: the Mounter, an empty old string, then the target's type, then
-// the version guard, then the text checks, then matching (L-98, L-103).
-// Errors: the Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for
-// a missing file, guarded or not: L-100, L-102), CodeNotRegularFile,
-// CodeNotText, CodeAmbiguousEdit, CodePermissionDenied, CodeAborted,
-// CodeIOError.
+// LF-normalized text and writes it back atomically, keeping its mode, its
+// encoding (UTF-8, or UTF-16 with a byte-order mark) and every byte outside
+// the replaced spans: untouched line endings and a leading byte-order mark
+// stay as they were, replaced lines keep their endings and added lines take
+// the file's dominant one (L-96..L-118, spec difference 10). A miss that
+// matches once under Unicode normalization, ignored whitespace or line
+// endings, or ASCII punctuation names that line in its message. It runs
+// where the Mounter mounts it: req.Policy is the Mounter's to read. Order:
+// the Mounter, an empty old string, then the target's type, then the version
+// guard, then the text checks, then matching (L-98, L-103). Errors: the
+// Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for a missing
+// file, guarded or not: L-100, L-102), CodeNotRegularFile, CodeNotText,
+// CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
 	mount, err := f.mounter.Mount(ctx, target, req.Policy)
@@ -75,22 +80,36 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	if err != nil {
 		return fs.EditOutcome{}, osErr(op, op, dp, err)
 	}
-	if err := textfile.Validate(raw, -1); err != nil {
+	text, enc, err := textfile.Decode(raw, -1)
+	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
 	}
-	edit, err := textfile.ApplyEdit(string(raw), req.OldString, req.NewString, req.ReplaceAll)
+	edit, err := textfile.ApplyEdit(text, req.OldString, req.NewString, req.ReplaceAll)
 	if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
 		return fs.EditOutcome{}, newErr(fs.CodeAmbiguousEdit, op, dp, err,
 			"old_string matched %d times in %q; provide a more specific old_string or set replace_all to true", ambiguous.Count, dp)
 	}
+	if notFound, ok := errors.AsType[*textfile.NotFoundError](err); ok {
+		msg := fmt.Sprintf("old_string was not found in %q", dp)
+		if hint := notFound.Hint(); hint != "" {
+			msg += "; " + hint
+		}
+		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, err, "%s", msg)
+	}
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, err, "old_string was not found in %q", dp)
 	}
-	pst, err := f.publish(ctx, m, op, dp, edit.Output, os.FileMode(st.Mode&0o777), atomicwrite.Replace)
+	output, err := textfile.Encode(edit.Output, enc)
+	if err != nil {
+		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: the new text has no %s form: %v", dp, enc, err)
+	}
+	pst, err := f.publish(ctx, m, op, dp, string(output), os.FileMode(st.Mode&0o777), atomicwrite.Replace)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
-	return fs.EditOutcome{Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements}, nil
+	return fs.EditOutcome{
+		Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
+	}, nil
 }
 
 // lockForEdit locks the target across processes (see guard) and returns

@@ -126,14 +126,14 @@ func TestEditText(t *testing.T) {
 			disk: "zero\n1\n2\n", replaced: 1, before: "zero\none\ntwo\n", after: "zero\n1\n2\n",
 		},
 		{
-			name: "L-114 a CRLF-dominant mixed file becomes uniform CRLF", fixture: []string{"a.txt: a\r\nb\r\nc\nd\r\n"},
+			name: "decision 10 (was L-114) a CRLF-dominant mixed file stays mixed", fixture: []string{"a.txt: a\r\nb\r\nc\nd\r\n"},
 			path: "a.txt", req: fs.EditRequest{OldString: "b", NewString: "B"},
-			disk: "a\r\nB\r\nc\r\nd\r\n", replaced: 1, before: "a\nb\nc\nd\n", after: "a\nB\nc\nd\n",
+			disk: "a\r\nB\r\nc\nd\r\n", replaced: 1, before: "a\nb\nc\nd\n", after: "a\nB\nc\nd\n",
 		},
 		{
-			name: "L-114 an LF-dominant file loses its stray CRLF", fixture: []string{"a.txt: a\nb\nc\r\n"},
+			name: "decision 10 (was L-114) an LF-dominant file keeps its stray CRLF", fixture: []string{"a.txt: a\nb\nc\r\n"},
 			path: "a.txt", req: fs.EditRequest{OldString: "b", NewString: "B"},
-			disk: "a\nB\nc\n", replaced: 1, before: "a\nb\nc\n", after: "a\nB\nc\n",
+			disk: "a\nB\nc\r\n", replaced: 1, before: "a\nb\nc\n", after: "a\nB\nc\n",
 		},
 		{
 			name: "decision 4 a leading byte-order mark survives the edit", fixture: []string{"a.txt: \ufeffx = 1\r\n"},

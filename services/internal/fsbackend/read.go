@@ -34,9 +34,11 @@ func (f *Backend) openRegular(op, verb string, target fs.Target) (*os.File, unix
 	return file, st, nil
 }
 
-// ReadText returns the whole file as text, byte for byte (L-27, L-29..L-35).
-// A NUL in the first 8192 bytes is CodeNotText `binary file`; invalid UTF-8
-// is CodeNotText `invalid UTF-8 text`. Errors also: CodeNotFound,
+// ReadText returns the whole file as text, byte for byte (L-27, L-29..L-35);
+// a file starting with a UTF-16 byte-order mark is converted to UTF-8, the
+// mark kept as U+FEFF (spec difference 10). A NUL in the first 8192 bytes
+// is CodeNotText `binary file`; invalid UTF-8 is CodeNotText `invalid UTF-8
+// text`, invalid UTF-16 `invalid UTF-16 text`. Errors also: CodeNotFound,
 // CodeNotRegularFile, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) ReadText(ctx context.Context, target fs.Target) (string, error) {
 	if err := checkCtx(ctx, "read"); err != nil {
@@ -51,14 +53,15 @@ func (f *Backend) ReadText(ctx context.Context, target fs.Target) (string, error
 	if err != nil {
 		return "", osErr("read", "read", target.DisplayPath, err)
 	}
-	if err := textfile.Validate(b, textfile.BinarySampleBytes); err != nil {
+	text, _, err := textfile.Decode(b, textfile.BinarySampleBytes)
+	if err != nil {
 		return "", newErr(fs.CodeNotText, "read", target.DisplayPath, err, "cannot read %q: %v", target.DisplayPath, err)
 	}
-	return string(b), nil
+	return text, nil
 }
 
-// StreamText yields the file's text in chunks of at most 64 KiB that never
-// split a code point; concatenated they equal ReadText (A-04, L-28, L-33,
+// StreamText yields the file's text in chunks that never split a code point,
+// of at most 64 KiB of the file's bytes (UTF-16 grows by half as UTF-8); concatenated they equal ReadText (A-04, L-28, L-33,
 // L-34, L-36). Errors are those of ReadText, yielded once as the last pair.
 // Memory stays bounded by the chunk size whatever the file size.
 func (f *Backend) StreamText(ctx context.Context, target fs.Target) iter.Seq2[string, error] {

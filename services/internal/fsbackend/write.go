@@ -3,6 +3,7 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"path"
 	"strings"
@@ -16,15 +17,21 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 )
 
-// WriteText creates or replaces the file at target.Key with content, exactly
-// as given, atomically and durably, under opts.Intent (A-10, L-53..L-88),
-// where the Mounter mounts it: opts.Policy is the Mounter's to read. Errors:
-// the Mounter's refusal; CodeNotRegularFile (a directory or other entry at
-// the target, also one appearing before a guarded create publishes),
-// CodeNotObserved (CreateIfAbsent and something exists), CodeStaleVersion
-// (ReplaceIfVersion and the file changed or is gone), CodeNotFound (a parent
-// segment is not a directory), CodePermissionDenied, CodeAborted,
-// CodeIOError.
+// WriteText creates or replaces the file at target.Key with content,
+// atomically and durably, under opts.Intent (A-10, L-53..L-88), where the
+// Mounter mounts it: opts.Policy is the Mounter's to read. Over an existing
+// text file the file's conventions survive (spec difference 10, superseding
+// Z-4): content without a byte-order mark gets the file's back, content
+// without "\r" takes the file's dominant line ending, and a UTF-16 file
+// stays UTF-16; the outcome's Note names any other change of the file's
+// bytes beyond its text. A new file, or one that is not text, gets content
+// exactly as given. Errors: the Mounter's refusal; CodeNotRegularFile (a
+// directory or other entry at the target, also one appearing before a
+// guarded create publishes), CodeNotObserved (CreateIfAbsent and something
+// exists), CodeStaleVersion (ReplaceIfVersion and the file changed or is
+// gone), CodeNotFound (a parent segment is not a directory), CodeNotText
+// (content that is not valid UTF-8 over a UTF-16 file),
+// CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
 	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
 	if err != nil {
@@ -94,12 +101,16 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 			return fs.WriteOutcome{}, stale(op, dp)
 		}
 	}
-	var before *string
-	limit := f.cfg.DiffBasisMaxBytes
-	if m.present && m.st.Size < limit && int64(len(content)) < limit {
-		if before, err = diffBasis(ctx, m.parent, m.name, limit); err != nil {
+	var prior priorFile
+	if m.present {
+		limit := f.cfg.DiffBasisMaxBytes
+		if prior, err = scanPrior(ctx, m.parent, m.name, limit, int64(len(content)) < limit); err != nil {
 			return fs.WriteOutcome{}, osErr(op, op, dp, err)
 		}
+	}
+	disk, note, err := conform(content, prior.conv, dp)
+	if err != nil {
+		return fs.WriteOutcome{}, err
 	}
 	perm, pub := atomicwrite.NewFilePerm, atomicwrite.Replace
 	if m.present {
@@ -108,11 +119,11 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 	if intent.Kind == fs.CreateIfAbsent {
 		pub = atomicwrite.CreateOnly
 	}
-	st, err := f.publish(ctx, m, op, dp, content, perm, pub)
+	st, err := f.publish(ctx, m, op, dp, disk, perm, pub)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
-	out := fs.WriteOutcome{Operation: fs.OpCreate, Version: version(&st), Before: before, After: displayText(content)}
+	out := fs.WriteOutcome{Operation: fs.OpCreate, Version: version(&st), Before: prior.basis, After: displayText(content), Note: note}
 	if m.present {
 		out.Operation = fs.OpUpdate
 	}
@@ -217,29 +228,88 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 	return res.Stat, nil
 }
 
-// diffBasis returns the prior text of name, LF-normalized and without a
-// byte-order mark, when it is a regular UTF-8 text file without NUL whose
-// size, measured on the opened descriptor, is below limit and did not change
-// while reading (L-89..L-95). Any other case is nil without error; only an
-// ended context is an error.
-func diffBasis(ctx context.Context, parent *dirfd.Parent, name string, limit int64) (*string, error) {
+// priorFile is what a write learns of the file it replaces: its conventions
+// when it is text (nil otherwise), and its text for the diff.
+type priorFile struct {
+	conv  *textfile.Conventions
+	basis *string
+}
+
+// scanPrior streams the file name once. Its conventions (encoding,
+// byte-order mark, line endings over the whole file) are returned when it is
+// a regular text file by the rules of a read. When wantBasis, its text,
+// LF-normalized and without a byte-order mark, is returned as the diff basis
+// if the file has no NUL at all and its size, measured on the opened
+// descriptor, is below limit and did not change while reading (L-89..L-95).
+// Any other case is empty without error; only an ended context is an error.
+func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int64, wantBasis bool) (priorFile, error) {
 	file, st, err := parent.OpenRead(name)
 	if err != nil {
-		return nil, nil //nolint:nilerr // best effort: no basis
+		return priorFile{}, nil //nolint:nilerr // best effort: nothing known
 	}
 	defer file.Close() //nolint:errcheck // read-only descriptor
-	if !dirfd.IsRegular(&st) || st.Size >= limit {
-		return nil, nil
+	if !dirfd.IsRegular(&st) {
+		return priorFile{}, nil
 	}
-	b, err := readAll(ctx, file, st.Size, st.Size+1)
-	if err := ctx.Err(); err != nil {
-		return nil, err
+	wantBasis = wantBasis && st.Size < limit
+	var (
+		dec     textfile.Decoder
+		conv    textfile.Conventions
+		text    strings.Builder
+		started bool
+		total   int64
+	)
+	if wantBasis {
+		text.Grow(int(st.Size))
 	}
-	if err != nil || int64(len(b)) != st.Size || textfile.Validate(b, -1) != nil {
-		return nil, nil //nolint:nilerr // best effort: no basis
+	buf := make([]byte, readChunkBytes)
+	for {
+		if err := ctx.Err(); err != nil {
+			return priorFile{}, err
+		}
+		n, rerr := file.Read(buf)
+		total += int64(n)
+		chunk, err := dec.Feed(buf[:n])
+		if err == nil && errors.Is(rerr, io.EOF) {
+			err = dec.Close()
+		}
+		if err != nil || (rerr != nil && !errors.Is(rerr, io.EOF)) {
+			return priorFile{}, nil //nolint:nilerr // not text, or unreadable: nothing known
+		}
+		if !started && chunk != "" {
+			started = true
+			conv.BOM, chunk = textfile.SplitBOM(chunk)
+		}
+		conv.Endings.Add(chunk)
+		if wantBasis = wantBasis && total < limit; wantBasis {
+			text.WriteString(chunk)
+		}
+		if errors.Is(rerr, io.EOF) {
+			break
+		}
 	}
-	text := displayText(string(b))
-	return &text, nil
+	conv.Encoding = dec.Encoding()
+	prior := priorFile{conv: &conv}
+	if wantBasis && total == st.Size && !strings.Contains(text.String(), "\x00") {
+		basis := textfile.NormalizeLF(text.String())
+		prior.basis = &basis
+	}
+	return prior, nil
+}
+
+// conform returns the bytes to store for content, given the conventions of
+// the file it replaces (nil for a new file or one that is not text), and the
+// note on what changed beyond the text (see textfile.ConformWrite).
+func conform(content string, conv *textfile.Conventions, dp string) (string, string, error) {
+	if conv == nil {
+		return content, "", nil
+	}
+	w := textfile.ConformWrite(content, *conv)
+	b, err := textfile.Encode(w.Output, conv.Encoding)
+	if err != nil {
+		return "", "", newErr(fs.CodeNotText, "write", dp, err, "cannot write %q: the content has no %s form: %v", dp, conv.Encoding, err)
+	}
+	return string(b), w.Note, nil
 }
 
 // displayText is the text shown in outcomes: without a leading byte-order
