@@ -40,17 +40,6 @@ func (s Style) String() string {
 	}
 }
 
-// DetectStyle returns the dominant line-ending style of the whole of s:
-// CRLF only when s has strictly more "\r\n" pairs than lone "\n" (an "\n"
-// not preceded by "\r"); ties, including text without any newline, give LF.
-// A lone "\r" is ignored, and a run of "\r" before "\n" counts as one
-// "\r\n" pair, matching NormalizeLF.
-func DetectStyle(s string) Style {
-	var e Endings
-	e.Add(s)
-	return e.Style()
-}
-
 // Endings counts the line endings of a text fed in pieces of any size. The
 // zero value is an empty count.
 type Endings struct {
@@ -74,7 +63,11 @@ func (e *Endings) Add(s string) {
 	e.lastCR = s[len(s)-1] == '\r'
 }
 
-// Style returns the dominant style counted so far (see DetectStyle).
+// Style returns the dominant style counted so far: CRLF only when there
+// are strictly more "\r\n" pairs than lone "\n" (an "\n" not preceded by
+// "\r"); ties, including text without any newline, give LF. A lone "\r" is
+// ignored, and a run of "\r" before "\n" counts as one "\r\n" pair,
+// matching NormalizeLF.
 func (e Endings) Style() Style {
 	if e.CRLF > e.LF {
 		return CRLF

@@ -55,18 +55,8 @@ type Server struct {
 	logs    *clientLogs      // the sessions that asked for log records
 }
 
-// New builds the MCP server over tools (sorted by name). The records of
-// log, the server's own, also reach the clients that set a log level (with
-// Module, every record of the process does).
-func New(opts Options, tools []*tool.Tool, log *zap.Logger) *Server {
-	logs := newClientLogs()
-	if log == nil {
-		log = zap.NewNop()
-	}
-	return build(opts, tools, logs.tee(log), logs)
-}
-
-// build is New with log already forwarding to logs.
+// build builds the MCP server over tools (sorted by name), its log
+// already forwarding to logs.
 func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) *Server {
 	if opts.Version == "" {
 		opts.Version = "dev"
