@@ -1,0 +1,93 @@
+package subproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Outcome is a finished run as the parent sees it.
+type Outcome struct {
+	Status Status
+	// Duration is the wall time from starting the helper to its exit.
+	Duration time.Duration
+}
+
+// Run runs spec through the helper at helperPath (the harness binary, or a
+// test binary whose TestMain calls Main), copying the command's stdout and
+// stderr to the given writers, until the command ends or ctx is done. On
+// ctx's end the helper is asked to stop (SIGTERM) and kills the whole tree;
+// if it has not reported within killGrace it is killed itself.
+//
+// Errors: the helper could not be started, or it ended without a report
+// (killed, crashed). A command that could not start inside the helper is not
+// an error: Status.Started is false and Status.Error says why.
+func Run(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Writer) (Outcome, error) {
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return Outcome{}, err
+	}
+	defer specR.Close() //nolint:errcheck // read end, closed after the start
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		_ = specW.Close()
+		return Outcome{}, err
+	}
+	defer statusR.Close() //nolint:errcheck // read end
+
+	cmd := exec.Command(helperPath, HelperArg)
+	cmd.Env = []string{} // the helper needs none; the command's is in the spec
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a terminal's ^C reaches the parent,
+		// which then stops the tree through the helper.
+		Setpgid: true,
+		// The parent's death asks the helper to kill its tree.
+		Pdeathsig: syscall.SIGTERM,
+	}
+	cmd.WaitDelay = killGrace
+
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		_ = specW.Close()
+		_ = statusW.Close()
+		return Outcome{}, fmt.Errorf("start the command helper %s: %w", helperPath, err)
+	}
+	_ = statusW.Close() // the helper holds its copy
+	encErr := json.NewEncoder(specW).Encode(spec)
+	_ = specW.Close()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case waitErr = <-done:
+		case <-time.After(killGrace):
+			_ = cmd.Process.Kill()
+			waitErr = <-done
+		}
+	}
+	out := Outcome{Duration: time.Since(started)}
+	if encErr != nil {
+		return out, fmt.Errorf("send the command to the helper: %w", encErr)
+	}
+	raw, _ := io.ReadAll(statusR)
+	if err := json.Unmarshal(raw, &out.Status); err != nil {
+		if waitErr == nil {
+			waitErr = errors.New("no status")
+		}
+		return out, fmt.Errorf("the command helper ended without a report: %w", waitErr)
+	}
+	return out, nil
+}
