@@ -17,27 +17,51 @@ type Outcome struct {
 	Status Status
 	// Duration is the wall time from starting the helper to its exit.
 	Duration time.Duration
+	// TimedOut reports that the timeout stopped the command; Cancelled
+	// that the caller's context did.
+	TimedOut, Cancelled bool
+	// Stdout and Stderr hold the command's output, capped.
+	Stdout, Stderr *Capture
 }
 
 // Run runs spec through the helper at helperPath (the harness binary, or a
-// test binary whose TestMain calls Main), copying the command's stdout and
-// stderr to the given writers, until the command ends or ctx is done. On
-// ctx's end the helper is asked to stop (SIGTERM) and kills the whole tree;
-// if it has not reported within killGrace it is killed itself.
+// test binary whose TestMain calls Main), keeping at most outputLimit bytes
+// of each of stdout and stderr (head and tail), until the command ends,
+// timeout passes (0: no timeout) or ctx is done. Then the helper is asked to
+// stop (SIGTERM) and kills the whole tree; if it has not reported within
+// killGrace it is killed itself.
 //
 // Errors: the helper could not be started, or it ended without a report
 // (killed, crashed). A command that could not start inside the helper is not
 // an error: Status.Started is false and Status.Error says why.
-func Run(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Writer) (Outcome, error) {
+func Run(ctx context.Context, helperPath string, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
+	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
+	runCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	st, d, err := runHelper(runCtx, helperPath, spec, out.Stdout, out.Stderr)
+	out.Status, out.Duration = st, d
+	if st.Stopped {
+		out.Cancelled = ctx.Err() != nil
+		out.TimedOut = !out.Cancelled
+	}
+	return out, err
+}
+
+func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Writer) (Status, time.Duration, error) {
+	var st Status
 	specR, specW, err := os.Pipe()
 	if err != nil {
-		return Outcome{}, err
+		return st, 0, err
 	}
 	defer specR.Close() //nolint:errcheck // read end, closed after the start
 	statusR, statusW, err := os.Pipe()
 	if err != nil {
 		_ = specW.Close()
-		return Outcome{}, err
+		return st, 0, err
 	}
 	defer statusR.Close() //nolint:errcheck // read end
 
@@ -58,7 +82,7 @@ func Run(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Wr
 	if err := cmd.Start(); err != nil {
 		_ = specW.Close()
 		_ = statusW.Close()
-		return Outcome{}, fmt.Errorf("start the command helper %s: %w", helperPath, err)
+		return st, 0, fmt.Errorf("start the command helper %s: %w", helperPath, err)
 	}
 	_ = statusW.Close() // the helper holds its copy
 	encErr := json.NewEncoder(specW).Encode(spec)
@@ -78,16 +102,16 @@ func Run(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Wr
 			waitErr = <-done
 		}
 	}
-	out := Outcome{Duration: time.Since(started)}
+	d := time.Since(started)
 	if encErr != nil {
-		return out, fmt.Errorf("send the command to the helper: %w", encErr)
+		return st, d, fmt.Errorf("send the command to the helper: %w", encErr)
 	}
 	raw, _ := io.ReadAll(statusR)
-	if err := json.Unmarshal(raw, &out.Status); err != nil {
+	if err := json.Unmarshal(raw, &st); err != nil {
 		if waitErr == nil {
 			waitErr = errors.New("no status")
 		}
-		return out, fmt.Errorf("the command helper ended without a report: %w", waitErr)
+		return st, d, fmt.Errorf("the command helper ended without a report: %w", waitErr)
 	}
-	return out, nil
+	return st, d, nil
 }

@@ -1,7 +1,6 @@
 package subproc_test
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"net"
@@ -43,13 +42,12 @@ func requireLandlock(t *testing.T) {
 
 func run(t *testing.T, ctx context.Context, spec subproc.Spec) (subproc.Outcome, string, string) {
 	t.Helper()
-	var stdout, stderr bytes.Buffer
 	if spec.Env == nil {
 		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	}
-	out, err := subproc.Run(ctx, self(t), spec, &stdout, &stderr)
+	out, err := subproc.Run(ctx, self(t), spec, 0, 1<<20)
 	require.NoError(t, err)
-	return out, stdout.String(), stderr.String()
+	return out, out.Stdout.String(), out.Stderr.String()
 }
 
 func TestRunExitCodeOutputAndEnv(t *testing.T) {
@@ -109,6 +107,7 @@ func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
 	})
 	assert.Less(t, time.Since(start), 60*time.Second)
 	assert.True(t, out.Status.Stopped)
+	assert.True(t, out.Cancelled)
 	assert.Zero(t, out.Status.Survivors)
 	b, err := os.ReadFile(pids)
 	require.NoError(t, err)
