@@ -107,7 +107,6 @@ func output(c *subproc.Capture) exec.Output {
 	return exec.Output{Text: c.String(), Bytes: c.Total(), Truncated: c.Truncated()}
 }
 
-
 // Params are the fx inputs of Module; Config is optional.
 type Params struct {
 	fx.In

@@ -302,6 +302,9 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 		if req.Target != "" {
 			on = " on " + strconv.Quote(req.Target)
 		}
+		if req.Command != "" {
+			on = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
+		}
 		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool%s to run once under %s? Justification: %s [y/N] ",
 			req.Tool, on, req.Mode, sandboxpolicy.Printable(req.Justification))
 		line, err := in.ReadString('\n')

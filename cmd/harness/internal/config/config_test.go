@@ -48,7 +48,7 @@ func writeYAML(t *testing.T, text string) string {
 
 func TestDefault(t *testing.T) {
 	t.Run("Default is sandbox, read-only, info, console and nothing else", func(t *testing.T) {
-		assert.Equal(t, config.Config{FS: "sandbox", Mode: "read-only", LogLevel: "info", LogFormat: "console"}, config.Default())
+		assert.Equal(t, config.Config{FS: "sandbox", Mode: "read-only", Exec: "sandbox", Network: "deny", UnixSockets: "deny", LogLevel: "info", LogFormat: "console"}, config.Default())
 	})
 
 	t.Run("Default validates", func(t *testing.T) {
@@ -254,7 +254,7 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", ReadLimit: 7, LogLevel: "info", LogFormat: "json",
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
 
@@ -273,7 +273,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -528,6 +528,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
+		"writable-root", "exec", "network", "unix-sockets", "exec-env",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)
