@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/signal"
 	"path/filepath"
@@ -30,6 +31,9 @@ const shell = "/bin/sh"
 // runs the command and reaps the whole tree, and writes the Status to
 // descriptor 4. It returns 0 when a status was written, 125 otherwise.
 func Main() int {
+	if len(os.Args) > 2 && os.Args[2] == confineStage {
+		return confineAndExec()
+	}
 	status := run()
 	f := os.NewFile(statusFD, "status")
 	if f == nil || json.NewEncoder(f).Encode(status) != nil {
@@ -59,21 +63,99 @@ func run() Status {
 	if !filepath.IsAbs(spec.Dir) {
 		return Status{Error: fmt.Sprintf("workdir %q is not absolute", spec.Dir)}
 	}
+	var pid int
 	if spec.Confine != nil {
-		if err := confine(*spec.Confine); err != nil {
-			// Fail closed: a command that cannot be confined never runs.
-			return Status{Error: err.Error()}
+		pid, err = startConfined(spec)
+	} else {
+		var proc *os.Process
+		proc, err = os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
+			Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		})
+		if err == nil {
+			pid = proc.Pid
 		}
 	}
-	proc, err := os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
-		Dir:   spec.Dir,
-		Env:   spec.Env,
-		Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-	})
 	if err != nil {
-		return Status{Error: "cannot start " + shell + ": " + err.Error()}
+		return Status{Error: err.Error()}
 	}
-	return reap(proc.Pid, stop)
+	return reap(pid, stop)
+}
+
+// confineStage is the helper's second argument for the stage that confines
+// itself and execs the shell. The helper itself stays unconfined, outside
+// the command's Landlock domain, so it can signal every descendant (a
+// domain scoped for signals refuses signals from a sibling domain, and
+// restricting a multi-threaded Go process thread by thread makes one domain
+// per thread).
+const confineStage = "confine"
+
+// startConfined starts the confining stage with the spec on its descriptor
+// 3 and an error pipe on 4, and returns its pid once it has exec'd the shell
+// (the error pipe closes on exec) or the error it reported.
+func startConfined(spec Spec) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	proc, err := os.StartProcess(self, []string{self, HelperArg, confineStage}, &os.ProcAttr{
+		Dir: "/", Env: []string{}, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW},
+	})
+	_ = specR.Close()
+	_ = errW.Close()
+	if err != nil {
+		_ = specW.Close()
+		_ = errR.Close()
+		return 0, err
+	}
+	_ = json.NewEncoder(specW).Encode(spec)
+	_ = specW.Close()
+	msg, _ := io.ReadAll(errR)
+	_ = errR.Close()
+	if len(msg) > 0 {
+		_, _ = proc.Wait()
+		return 0, errors.New(string(msg))
+	}
+	return proc.Pid, nil
+}
+
+// confineAndExec is the confining stage: it reads the spec, restricts
+// itself and execs the shell; on any failure it writes the reason to its
+// error pipe and exits 126 without running the command (fail closed).
+func confineAndExec() int {
+	errPipe := os.NewFile(statusFD, "error")
+	fail := func(msg string) int {
+		if errPipe != nil {
+			_, _ = errPipe.WriteString(msg)
+		}
+		return 126
+	}
+	if errPipe == nil {
+		return 126
+	}
+	unix.CloseOnExec(statusFD)
+	f := os.NewFile(specFD, "spec")
+	var spec Spec
+	if f == nil || json.NewDecoder(f).Decode(&spec) != nil || spec.Confine == nil {
+		return fail("the confining stage could not read its spec")
+	}
+	_ = f.Close()
+	if err := os.Chdir(spec.Dir); err != nil {
+		return fail("cannot enter the workdir: " + err.Error())
+	}
+	if err := confine(*spec.Confine); err != nil {
+		// Fail closed: a command that cannot be confined never runs.
+		return fail(err.Error())
+	}
+	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
+	return fail("cannot start " + shell + ": " + err.Error())
 }
 
 // reap waits for the shell and every descendant reparented to the helper.

@@ -1,9 +1,12 @@
 // Package subproc runs one shell command as a process tree owned by a helper
 // process: the harness binary re-executed with the hidden argument
-// HelperArg. The helper makes itself a child subreaper, optionally confines
-// itself (Landlock, seccomp), starts `/bin/sh -c COMMAND`, and on its end,
-// its timeout or its cancellation kills every descendant, including those
-// that called setsid. It is mechanics: which paths are writable is decided
+// HelperArg. The helper makes itself a child subreaper and starts the
+// command: unconfined, `/bin/sh -c COMMAND` directly; confined, a second
+// stage (the binary again) that restricts itself (Landlock, seccomp) and then
+// execs the shell, so the helper stays outside the command's Landlock domain
+// and can signal all of it. On the command's end, its timeout or its
+// cancellation the helper kills every descendant, including those that
+// called setsid. It is mechanics: which paths are writable is decided
 // by the caller (services/execsandbox) and handed over in a Confinement.
 //
 // What it does not protect: a descendant that escapes the subreaper's

@@ -3,6 +3,7 @@ package subproc_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -86,37 +87,47 @@ func alive(pid int) bool {
 }
 
 func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
-	dir := t.TempDir()
-	pids := filepath.Join(dir, "pids")
-	ctx, cancel := context.WithCancel(t.Context())
-	defer cancel()
-	go func() {
-		// Cancel once both sleepers have written their pid.
-		for ctx.Err() == nil {
-			if b, _ := os.ReadFile(pids); strings.Count(string(b), "\n") >= 2 {
-				cancel()
-				return
+	for _, confine := range []*subproc.Confinement{nil, {}} {
+		t.Run(fmt.Sprintf("confined=%v", confine != nil), func(t *testing.T) {
+			if confine != nil {
+				requireLandlock(t)
 			}
-			time.Sleep(10 * time.Millisecond)
-		}
-	}()
-	start := time.Now()
-	out, _, _ := run(t, ctx, subproc.Spec{
-		Command: `setsid sh -c 'echo $$ >> pids; exec sleep 300' & sh -c 'echo $$ >> pids; exec sleep 300' & wait`,
-		Dir:     dir,
-	})
-	assert.Less(t, time.Since(start), 60*time.Second)
-	assert.True(t, out.Status.Stopped)
-	assert.True(t, out.Cancelled)
-	assert.Zero(t, out.Status.Survivors)
-	b, err := os.ReadFile(pids)
-	require.NoError(t, err)
-	fields := strings.Fields(string(b))
-	require.Len(t, fields, 2)
-	for _, f := range fields {
-		pid, err := strconv.Atoi(f)
-		require.NoError(t, err)
-		assert.False(t, alive(pid), "pid %d survived the cancellation", pid)
+			dir := t.TempDir()
+			if confine != nil {
+				confine.WritableRoots = []string{dir}
+			}
+			pids := filepath.Join(dir, "pids")
+			ctx, cancel := context.WithCancel(t.Context())
+			defer cancel()
+			go func() {
+				// Cancel once both sleepers have written their pid.
+				for ctx.Err() == nil {
+					if b, _ := os.ReadFile(pids); strings.Count(string(b), "\n") >= 2 {
+						cancel()
+						return
+					}
+					time.Sleep(10 * time.Millisecond)
+				}
+			}()
+			start := time.Now()
+			out, _, _ := run(t, ctx, subproc.Spec{
+				Command: `setsid sh -c 'echo $$ >> pids; exec sleep 300' & sh -c 'echo $$ >> pids; exec sleep 300' & wait`,
+				Dir:     dir, Confine: confine,
+			})
+			assert.Less(t, time.Since(start), 60*time.Second)
+			assert.True(t, out.Status.Stopped)
+			assert.True(t, out.Cancelled)
+			assert.Zero(t, out.Status.Survivors)
+			b, err := os.ReadFile(pids)
+			require.NoError(t, err)
+			fields := strings.Fields(string(b))
+			require.Len(t, fields, 2)
+			for _, f := range fields {
+				pid, err := strconv.Atoi(f)
+				require.NoError(t, err)
+				assert.False(t, alive(pid), "pid %d survived the cancellation", pid)
+			}
+		})
 	}
 }
 
