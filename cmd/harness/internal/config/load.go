@@ -46,8 +46,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		writables stringList
 		execEnv   stringList
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
-		network   = fs.String("network", def.Network, "network sockets for confined commands: deny or allow")
-		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix sockets for confined commands: deny or allow")
+		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
+		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
