@@ -166,7 +166,7 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	default:
 		b.WriteString("exit code " + strconv.Itoa(res.ExitCode))
 	}
-	b.WriteString(" (" + strconv.FormatInt(v.DurationMs, 10) + " ms)\n<stdout>\n" + v.Stdout + "\n</stdout>\n<stderr>\n" + v.Stderr + "\n</stderr>")
+	b.WriteString(" (" + strconv.FormatInt(v.DurationMs, 10) + " ms)\n<stdout>\n" + block(v.Stdout) + "</stdout>\n<stderr>\n" + block(v.Stderr) + "</stderr>")
 	text := b.String()
 	switch {
 	case res.TimedOut:
@@ -189,6 +189,14 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		}
 	}
 	return tool.Result{Text: text, Value: v}
+}
+
+// block returns s ending in exactly one newline, or "" when s is empty.
+func block(s string) string {
+	if s == "" || strings.HasSuffix(s, "\n") {
+		return s
+	}
+	return s + "\n"
 }
 
 // workdirOf resolves the workdir argument against the workspace root: it
