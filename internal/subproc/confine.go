@@ -44,7 +44,7 @@ func Probe() Capabilities {
 }
 
 // ErrNoLandlock says the kernel cannot confine a command's writes.
-var ErrNoLandlock = errors.New("Landlock is not available on this kernel (needs Linux 5.13+ with Landlock enabled in the LSM list); confined commands are refused")
+var ErrNoLandlock = errors.New("landlock is not available on this kernel (needs Linux 5.13+ with Landlock enabled in the LSM list); confined commands are refused")
 
 // confine restricts the helper, all its threads and everything it starts:
 // a Landlock domain that allows writes only beneath c.WritableRoots (and to
@@ -66,7 +66,8 @@ func confine(c Confinement) error {
 
 // presets are go-landlock's configurations by ABI version.
 var presets = []landlock.Config{
-	{}, landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
+	{},
+	landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
 	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
 }
 

@@ -41,7 +41,7 @@ func requireLandlock(t *testing.T) {
 	}
 }
 
-func run(t *testing.T, ctx context.Context, spec subproc.Spec) (subproc.Outcome, string, string) {
+func run(ctx context.Context, t *testing.T, spec subproc.Spec) (subproc.Outcome, string, string) {
 	t.Helper()
 	if spec.Env == nil {
 		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
@@ -53,7 +53,7 @@ func run(t *testing.T, ctx context.Context, spec subproc.Spec) (subproc.Outcome,
 
 func TestRunExitCodeOutputAndEnv(t *testing.T) {
 	dir := t.TempDir()
-	out, stdout, stderr := run(t, t.Context(), subproc.Spec{
+	out, stdout, stderr := run(t.Context(), t, subproc.Spec{
 		Command: `echo "$GREETING in $PWD"; echo oops >&2; exit 3`,
 		Dir:     dir, Env: []string{"GREETING=hello"},
 	})
@@ -64,13 +64,13 @@ func TestRunExitCodeOutputAndEnv(t *testing.T) {
 }
 
 func TestRunSignalled(t *testing.T) {
-	out, _, _ := run(t, t.Context(), subproc.Spec{Command: `kill -TERM $$`, Dir: t.TempDir()})
+	out, _, _ := run(t.Context(), t, subproc.Spec{Command: `kill -TERM $$`, Dir: t.TempDir()})
 	assert.Equal(t, -1, out.Status.ExitCode)
 	assert.Equal(t, "SIGTERM", out.Status.Signal)
 }
 
 func TestRunMissingWorkdirDoesNotStart(t *testing.T) {
-	out, _, _ := run(t, t.Context(), subproc.Spec{Command: `true`, Dir: filepath.Join(t.TempDir(), "missing")})
+	out, _, _ := run(t.Context(), t, subproc.Spec{Command: `true`, Dir: filepath.Join(t.TempDir(), "missing")})
 	assert.False(t, out.Status.Started)
 	assert.Contains(t, out.Status.Error, "missing")
 }
@@ -110,7 +110,7 @@ func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
 				}
 			}()
 			start := time.Now()
-			out, _, _ := run(t, ctx, subproc.Spec{
+			out, _, _ := run(ctx, t, subproc.Spec{
 				Command: `setsid sh -c 'echo $$ >> pids; exec sleep 300' & sh -c 'echo $$ >> pids; exec sleep 300' & wait`,
 				Dir:     dir, Confine: confine,
 			})
@@ -133,7 +133,7 @@ func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
 
 func TestBackgroundProcessesDoNotOutliveTheCommand(t *testing.T) {
 	dir := t.TempDir()
-	out, _, _ := run(t, t.Context(), subproc.Spec{
+	out, _, _ := run(t.Context(), t, subproc.Spec{
 		Command: `setsid sh -c 'exec sleep 300' >/dev/null 2>&1 & echo $! > pid`, Dir: dir,
 	})
 	assert.Equal(t, 0, out.Status.ExitCode)
@@ -170,7 +170,7 @@ func TestConfinedWritesLandOnlyBeneathWritableRoots(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, _, stderr := run(t, t.Context(), subproc.Spec{
+			out, _, stderr := run(t.Context(), t, subproc.Spec{
 				Command: c.command, Dir: base, Confine: &subproc.Confinement{WritableRoots: c.roots},
 			})
 			require.True(t, out.Status.Started, out.Status.Error)
@@ -240,7 +240,7 @@ func TestConfinedSockets(t *testing.T) {
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			out, _, stderr := run(t, t.Context(), subproc.Spec{Command: c.command, Dir: dir, Confine: &c.confine})
+			out, _, stderr := run(t.Context(), t, subproc.Spec{Command: c.command, Dir: dir, Confine: &c.confine})
 			require.True(t, out.Status.Started, out.Status.Error)
 			if c.ok {
 				assert.Equal(t, 0, out.Status.ExitCode, stderr)

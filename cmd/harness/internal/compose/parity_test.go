@@ -31,10 +31,10 @@ type parityRow struct {
 }
 
 var (
-	ro, ww, dfa = sandboxpolicy.ReadOnly, sandboxpolicy.WorkspaceWrite, sandboxpolicy.DangerFullAccess
-	onlyFull    = map[sandboxpolicy.Mode]bool{dfa: true}
-	notRO       = map[sandboxpolicy.Mode]bool{ww: true, dfa: true}
-	never       = map[sandboxpolicy.Mode]bool{}
+	ww, dfa  = sandboxpolicy.WorkspaceWrite, sandboxpolicy.DangerFullAccess
+	onlyFull = map[sandboxpolicy.Mode]bool{dfa: true}
+	notRO    = map[sandboxpolicy.Mode]bool{ww: true, dfa: true}
+	never    = map[sandboxpolicy.Mode]bool{}
 )
 
 // hardLinkDiff is the one known difference of the table.
