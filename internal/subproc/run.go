@@ -91,9 +91,11 @@ func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
+	stopped := false
 	select {
 	case waitErr = <-done:
 	case <-ctx.Done():
+		stopped = true
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case waitErr = <-done:
@@ -108,6 +110,12 @@ func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr
 	}
 	raw, _ := io.ReadAll(statusR)
 	if err := json.Unmarshal(raw, &st); err != nil {
+		var exitErr *exec.ExitError
+		if stopped && errors.As(waitErr, &exitErr) && exitErr.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
+			// The stop came before the helper could catch it, so before
+			// it started anything: nothing ran, nothing is left.
+			return Status{Stopped: true, ExitCode: -1, Error: "stopped before the command started"}, d, nil
+		}
 		if waitErr == nil {
 			waitErr = errors.New("no status")
 		}

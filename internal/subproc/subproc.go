@@ -73,7 +73,7 @@ var DevicePaths = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/
 type Status struct {
 	// Started reports whether `/bin/sh` was started; false means Error
 	// says why not (a confinement that could not be applied, a missing
-	// workdir).
+	// workdir, or, with Stopped, a stop that came first).
 	Started bool `json:"started"`
 	// ExitCode is the shell's exit code; -1 when it was killed by a signal.
 	ExitCode int `json:"exitCode"`

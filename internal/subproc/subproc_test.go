@@ -131,6 +131,17 @@ func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
 	}
 }
 
+func TestStopBeforeTheHelperIsReady(t *testing.T) {
+	dir := t.TempDir()
+	ctx, cancel := context.WithCancel(t.Context())
+	cancel() // the stop reaches the helper at once, most likely before it can catch it
+	out, err := subproc.Run(ctx, self(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100)
+	require.NoError(t, err)
+	assert.True(t, out.Status.Stopped)
+	assert.True(t, out.Cancelled)
+	assert.Equal(t, -1, out.Status.ExitCode)
+}
+
 func TestBackgroundProcessesDoNotOutliveTheCommand(t *testing.T) {
 	dir := t.TempDir()
 	out, _, _ := run(t.Context(), t, subproc.Spec{

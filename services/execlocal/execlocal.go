@@ -93,7 +93,7 @@ func RunSpec(ctx context.Context, cfg exec.Config, req exec.Request, confine *su
 	if err != nil {
 		return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: err.Error()}
 	}
-	if !out.Status.Started {
+	if !out.Status.Started && !out.Status.Stopped {
 		return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: "the command did not start: " + out.Status.Error}
 	}
 	return exec.Result{

@@ -57,10 +57,10 @@ func TestRun(t *testing.T) {
 	})
 	t.Run("a timeout kills the command", func(t *testing.T) {
 		start := time.Now()
-		res, err := r.Run(t.Context(), exec.Request{Command: `sleep 300`, Workdir: dir, Timeout: 200 * time.Millisecond})
+		res, err := r.Run(t.Context(), exec.Request{Command: `sleep 300`, Workdir: dir, Timeout: 3 * time.Second})
 		require.NoError(t, err)
 		assert.True(t, res.TimedOut)
-		assert.Equal(t, "SIGKILL", res.Signal)
+		assert.Equal(t, -1, res.ExitCode)
 		assert.Less(t, time.Since(start), time.Minute)
 	})
 	for _, bad := range []exec.Request{{Command: " ", Workdir: dir}, {Command: "true", Workdir: "rel"}, {Command: "true", Workdir: dir, Timeout: -1}} {

@@ -42,9 +42,15 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
-// stable replaces the case's paths with placeholders.
+// landlockABI matches the kernel's Landlock ABI in the policy report, which
+// differs from machine to machine.
+var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": )\d+`)
+
+// stable replaces the case's paths and the kernel's Landlock ABI with
+// placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
+	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
 	return strings.ReplaceAll(s, l.base, "$BASE")
 }
 
@@ -698,6 +704,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, l layout, out string) {
 				var rep cli.PolicyReport
 				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				require.NotNil(t, rep.Exec)
+				assert.Equal(t, cli.ExecReport{
+					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
+					Network: "deny", UnixSockets: "deny",
+				}, *rep.Exec)
+				rep.Exec = nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
