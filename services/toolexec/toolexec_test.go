@@ -3,6 +3,7 @@ package toolexec_test
 import (
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -205,4 +206,45 @@ func TestArguments(t *testing.T) {
 		assert.Equal(t, filepath.Join(w.ws, "sub")+"\n", v.Stdout)
 		assert.True(t, strings.HasPrefix(res.Text, "exit code 4 ("), res.Text)
 	})
+}
+
+func TestConcurrentCommandsAreCapped(t *testing.T) {
+	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	r, err := execlocal.New(exec.Config{})
+	require.NoError(t, err)
+	tl, err := toolexec.New(toolexec.Config{MaxConcurrent: 1}, toolexec.Deps{Runner: r, Policy: w.pol})
+	require.NoError(t, err)
+	// Each command holds a directory as a lock for a second: two running
+	// at once would make one mkdir fail.
+	results := make(chan tool.Result, 2)
+	for range 2 {
+		go func() {
+			results <- call(t, tl.Exec(), w.sess, map[string]any{"command": "mkdir lock && sleep 1 && rmdir lock"})
+		}()
+	}
+	for range 2 {
+		res := <-results
+		assert.False(t, res.IsError, res.Text)
+		assert.Equal(t, 0, res.Value.(toolexec.Value).ExitCode, res.Text)
+	}
+}
+
+func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
+	requireLandlock(t)
+	const py = "/usr/bin/python3"
+	if _, err := os.Stat(py); err != nil {
+		t.Skip("no python3 to connect with")
+	}
+	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	sock := filepath.Join(w.outside, "agent.sock")
+	l, err := net.Listen("unix", sock)
+	require.NoError(t, err)
+	defer l.Close() //nolint:errcheck // test listener
+	res := call(t, w.tool(t, true, sandboxpolicy.Rejected), w.sess, map[string]any{
+		"command": py + ` -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("connected")' ` + sock,
+	})
+	v := res.Value.(toolexec.Value)
+	assert.NotEqual(t, 0, v.ExitCode)
+	assert.NotContains(t, v.Stdout, "connected")
+	assert.Contains(t, v.Stderr, "Operation not permitted")
 }
