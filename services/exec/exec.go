@@ -9,7 +9,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Runner runs one shell command.
@@ -18,9 +18,9 @@ type Runner interface {
 	// it ended. A command that runs and fails is a Result with a non-zero
 	// ExitCode, not an error. Errors: *Error (CodeInvalidRequest: an empty
 	// command, a relative workdir, a confining runner without a policy;
-	// CodeStartFailed: the command could not be started) or
-	// *sandboxpolicy.UnavailableError (the policy's mode cannot be
-	// enforced here, e.g. Landlock is missing: the command never runs).
+	// CodeStartFailed: the command could not be started; CodeUnavailable:
+	// the policy's mode cannot be enforced here, e.g. Landlock is missing,
+	// and the command never runs).
 	Run(ctx context.Context, req Request) (Result, error)
 	// Confines reports whether the runner enforces the request's policy.
 	Confines() bool
@@ -37,7 +37,7 @@ type Request struct {
 	Timeout time.Duration
 	// Policy is the call's sandbox policy; a confining runner requires it,
 	// the plain one ignores it.
-	Policy *sandboxpolicy.ExecutionPolicy
+	Policy *sandbox.ExecutionPolicy
 }
 
 // Result is how a command ended.
@@ -78,6 +78,9 @@ type Code string
 const (
 	CodeInvalidRequest Code = "EXEC_INVALID_REQUEST"
 	CodeStartFailed    Code = "EXEC_START_FAILED"
+	// CodeUnavailable: the call's mode cannot be enforced here (no
+	// Landlock); the command never runs (X-19's code).
+	CodeUnavailable Code = "SANDBOX_UNAVAILABLE"
 )
 
 // Error is a runner error that is not a sandbox refusal.

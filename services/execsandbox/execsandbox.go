@@ -1,22 +1,24 @@
 // Package execsandbox is the confining command runner: every command runs in
 // a helper process that restricts itself by the call's sandbox policy before
 // it starts `/bin/sh -c COMMAND`. Writes are allowed only beneath the
-// policy's writable roots (sandboxpolicy.WritableRoots, the same set the
-// file fence uses) by a Landlock domain; new network sockets and Unix
-// sockets are refused by a seccomp filter unless configured; under
-// danger-full-access the command runs unconfined. Where Landlock is missing,
-// confined commands are refused, never run unconfined. See README.md for
-// what it does not confine.
+// policy's writable roots (sandbox.WritableRoots with the policy service's
+// Roots: the same set the file fence uses) by a Landlock domain; new network
+// sockets and Unix sockets are refused by a seccomp filter unless
+// configured; under danger-full-access the command runs unconfined. Where
+// Landlock is missing, confined commands are refused, never run unconfined.
+// See README.md for what it does not confine.
 package execsandbox
 
 import (
 	"context"
+	"fmt"
 
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -57,7 +59,7 @@ func (r *Runner) Confines() bool { return true }
 // Run runs req confined by req.Policy (see exec.Runner). A request without a
 // policy, or with an unknown mode, is refused (fail closed); under read-only
 // and workspace-write a kernel without Landlock refuses the command with
-// *sandboxpolicy.UnavailableError.
+// exec.CodeUnavailable.
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
@@ -68,7 +70,8 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	}
 	conf := r.confinement(*req.Policy)
 	if conf != nil && subproc.Probe().LandlockABI < 1 {
-		return exec.Result{}, &sandboxpolicy.UnavailableError{Mode: req.Policy.Mode, Detail: subproc.ErrNoLandlock.Error()}
+		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"sandbox mode %q is unavailable here: %v; only %s runs commands without the sandbox", req.Policy.Mode, subproc.ErrNoLandlock, sandbox.DangerFullAccess)}
 	}
 	return execlocal.RunSpec(ctx, r.run, req, conf)
 }
@@ -76,12 +79,12 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // confinement returns what a command under policy is confined to: nil (none)
 // under danger-full-access; else writes beneath WritableRoots(policy) only
 // (none at all in read-only) and the configured network and Unix sockets.
-func (r *Runner) confinement(policy sandboxpolicy.ExecutionPolicy) *subproc.Confinement {
-	if policy.Mode == sandboxpolicy.DangerFullAccess {
+func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *subproc.Confinement {
+	if policy.Mode == sandbox.DangerFullAccess {
 		return nil
 	}
 	return &subproc.Confinement{
-		WritableRoots: r.policy.WritableRoots(policy),
+		WritableRoots: sandbox.WritableRoots(policy, r.policy.Roots()),
 		Network:       r.cfg.Network,
 		UnixSockets:   r.cfg.UnixSockets,
 	}

@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -51,21 +52,21 @@ func TestRunFollowsThePolicy(t *testing.T) {
 	require.NoError(t, err)
 	cases := []struct {
 		name   string
-		mode   sandboxpolicy.Mode
+		mode   sandbox.Mode
 		target string
 		lands  bool
 	}{
-		{"workspace-write: the workspace lands", sandboxpolicy.WorkspaceWrite, f.ws + "/a", true},
-		{"workspace-write: an extra writable root lands", sandboxpolicy.WorkspaceWrite, f.cache + "/a", true},
-		{"workspace-write: outside is denied", sandboxpolicy.WorkspaceWrite, f.outside + "/a", false},
-		{"read-only: the workspace is denied", sandboxpolicy.ReadOnly, f.ws + "/b", false},
-		{"danger-full-access: outside lands", sandboxpolicy.DangerFullAccess, f.outside + "/c", true},
+		{"workspace-write: the workspace lands", sandbox.WorkspaceWrite, f.ws + "/a", true},
+		{"workspace-write: an extra writable root lands", sandbox.WorkspaceWrite, f.cache + "/a", true},
+		{"workspace-write: outside is denied", sandbox.WorkspaceWrite, f.outside + "/a", false},
+		{"read-only: the workspace is denied", sandbox.ReadOnly, f.ws + "/b", false},
+		{"danger-full-access: outside lands", sandbox.DangerFullAccess, f.outside + "/c", true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := r.Run(t.Context(), exec.Request{
 				Command: "echo x > " + c.target, Workdir: f.ws, Timeout: time.Minute,
-				Policy: &sandboxpolicy.ExecutionPolicy{Mode: c.mode, WorkspaceRoot: f.ws},
+				Policy: &sandbox.ExecutionPolicy{Mode: c.mode, WorkspaceRoot: f.ws},
 			})
 			require.NoError(t, err)
 			if c.lands {
@@ -86,7 +87,7 @@ func TestRunRefusesWithoutAPolicy(t *testing.T) {
 	f, pol := newFixture(t)
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
-	for _, p := range []*sandboxpolicy.ExecutionPolicy{nil, {Mode: "host-root", WorkspaceRoot: f.ws}} {
+	for _, p := range []*sandbox.ExecutionPolicy{nil, {Mode: "host-root", WorkspaceRoot: f.ws}} {
 		_, err := r.Run(t.Context(), exec.Request{Command: "echo x > " + f.outside + "/a", Workdir: f.ws, Policy: p})
 		var ee *exec.Error
 		require.True(t, errors.As(err, &ee), "%v", err)

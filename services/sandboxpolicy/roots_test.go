@@ -201,10 +201,12 @@ func TestWritableRootsExtraRoots(t *testing.T) {
 
 	svc := mustNew(t, sandboxpolicy.Config{TempRoots: []string{tmp}, WritableRoots: []string{link, tmp}})
 	t.Run("extra roots follow the temp roots, canonical and deduplicated", func(t *testing.T) {
-		assert.Equal(t, []string{ws, tmp, cache}, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: ws}))
+		assert.Equal(t, []string{tmp, cache}, svc.Roots())
+		assert.Equal(t, []string{tmp}, svc.TempRoots())
+		assert.Equal(t, []string{ws, tmp, cache}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.Roots()))
 	})
 	t.Run("extra roots grant nothing in read-only", func(t *testing.T) {
-		assert.Empty(t, svc.WritableRoots(sandboxpolicy.ExecutionPolicy{Mode: sandboxpolicy.ReadOnly, WorkspaceRoot: ws}))
+		assert.Empty(t, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: ws}, svc.Roots()))
 	})
 	for _, bad := range []string{"/", "relative/dir", "", symlink(t, "/", filepath.Join(dir, "root-link"))} {
 		t.Run("fail closed: extra root "+bad+" is refused", func(t *testing.T) {

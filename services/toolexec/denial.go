@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -27,11 +28,11 @@ type denial struct{ path, refusal string }
 // /x/y: Permission denied`). The path is taken relative to workdir. It is an
 // inference: the runner cannot see the kernel's refusals, only what the
 // command printed.
-func (t *Tool) inferDenial(policy sandboxpolicy.ExecutionPolicy, workdir, stderr string) (denial, bool) {
-	if policy.Mode == sandboxpolicy.DangerFullAccess {
+func (t *Tool) inferDenial(policy sandbox.ExecutionPolicy, workdir, stderr string) (denial, bool) {
+	if policy.Mode == sandbox.DangerFullAccess {
 		return denial{}, false
 	}
-	roots := t.deps.Policy.WritableRoots(policy)
+	roots := sandbox.WritableRoots(policy, t.deps.Policy.Roots())
 	for line := range strings.SplitSeq(stderr, "\n") {
 		for _, r := range refusals {
 			i := strings.Index(line, r)

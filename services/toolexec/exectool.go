@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -25,8 +26,6 @@ import (
 const (
 	// CodeInvalidArgument marks an argument refused before anything ran.
 	CodeInvalidArgument = "INVALID_ARGUMENT"
-	// CodeEscalationRefused marks an escalation that was not granted.
-	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
 	// CodeTimedOut marks a command killed at its timeout.
 	CodeTimedOut = "EXEC_TIMED_OUT"
 	// CodeCancelled marks a command killed because the call was cancelled.
@@ -104,13 +103,14 @@ func (t *Tool) run(ctx context.Context, c tool.Call) tool.Result {
 	if t.deps.Runner.Confines() {
 		if args.permission != "" {
 			granted, err := sandboxpolicy.Escalate(ctx, t.deps.Approver, sandboxpolicy.ApprovalRequest{
-				Session: c.Session, Tool: "exec", Mode: sandboxpolicy.Mode(args.permission),
+				Session: c.Session, Tool: "exec", Mode: sandbox.Mode(args.permission),
 				Justification: args.justifying, Command: args.command, Workdir: workdir,
-			}, sandboxpolicy.SubjectCommand, standing.Mode)
+			}, sandbox.SubjectCommand, standing.Mode)
 			if err != nil {
 				code := ""
-				if errors.Is(err, sandboxpolicy.ErrEscalationRefused) {
-					code = CodeEscalationRefused
+				var ee *sandboxpolicy.EscalationError
+				if errors.As(err, &ee) {
+					code = ee.Code
 				}
 				return tool.ErrorResult(err.Error(), code)
 			}
@@ -137,10 +137,6 @@ func failure(err error) tool.Result {
 	var ee *exec.Error
 	if errors.As(err, &ee) {
 		return tool.ErrorResult(ee.Message, string(ee.Code))
-	}
-	var ue *sandboxpolicy.UnavailableError
-	if errors.As(err, &ue) {
-		return tool.ErrorResult(ue.Error(), ue.Code())
 	}
 	return tool.ErrorResult(err.Error(), "")
 }
@@ -180,10 +176,10 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	}
 	if req.Policy != nil && res.ExitCode != 0 {
 		if d, ok := t.inferDenial(*req.Policy, req.Workdir, res.Stderr.Text); ok {
-			r := tool.ErrorResult(sandboxpolicy.DenialMarker(req.Policy.Mode)+"\n"+
+			r := tool.ErrorResult(sandbox.DenialMarker(req.Policy.Mode)+"\n"+
 				"(inferred: the command failed and its stderr reports "+strconv.Quote(d.refusal)+" on "+strconv.Quote(d.path)+
 				", which "+string(req.Policy.Mode)+" does not allow writing)\n"+
-				sandboxpolicy.EscalationHint(sandboxpolicy.SubjectCommand)+"\n"+text, string(fs.CodeSandboxDenied))
+				sandbox.EscalationHint(sandbox.SubjectCommand)+"\n"+text, string(fs.CodeSandboxDenied))
 			r.Value = v
 			return r
 		}

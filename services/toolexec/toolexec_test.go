@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -41,7 +42,7 @@ type world struct {
 // newWorld is a workspace and an outside directory, with no temp roots (so
 // the outside is outside every writable root) and a session standing in
 // mode.
-func newWorld(t *testing.T, mode sandboxpolicy.Mode) *world {
+func newWorld(t *testing.T, mode sandbox.Mode) *world {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
@@ -91,7 +92,7 @@ func requireLandlock(t *testing.T) {
 
 func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	requireLandlock(t)
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	target := filepath.Join(w.outside, "x")
 	cmd := "touch " + target
 
@@ -100,7 +101,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	assert.Equal(t, "FS_SANDBOX_DENIED", res.Code)
 	assert.True(t, strings.HasPrefix(res.Text, "Error: [sandbox: file access denied under workspace-write mode]\n(inferred: "), res.Text)
 	assert.Contains(t, res.Text, strconv.Quote(target))
-	assert.Contains(t, res.Text, sandboxpolicy.EscalationHint(sandboxpolicy.SubjectCommand))
+	assert.Contains(t, res.Text, sandbox.EscalationHint(sandbox.SubjectCommand))
 	assert.NoFileExists(t, target)
 	assert.Empty(t, w.asked, "no approver is asked without sandbox_permissions")
 
@@ -113,7 +114,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	assert.Equal(t, cmd, w.asked[0].Command)
 	assert.Equal(t, w.ws, w.asked[0].Workdir)
 	assert.Equal(t, "exec", w.asked[0].Tool)
-	assert.Equal(t, sandboxpolicy.DangerFullAccess, w.asked[0].Mode)
+	assert.Equal(t, sandbox.DangerFullAccess, w.asked[0].Mode)
 
 	// The grant was for that one call: the next one is confined again.
 	again := filepath.Join(w.outside, "y")
@@ -124,18 +125,18 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 
 func TestRejectedEscalationRunsNothing(t *testing.T) {
 	requireLandlock(t)
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	target := filepath.Join(w.outside, "x")
 	res := call(t, w.tool(t, true, sandboxpolicy.Rejected), w.sess, map[string]any{
 		"command": "touch " + target, "sandbox_permissions": "danger-full-access", "justification": "Because.",
 	})
-	assert.Equal(t, toolexec.CodeEscalationRefused, res.Code)
+	assert.Equal(t, sandboxpolicy.CodeEscalationRefused, res.Code)
 	assert.NoFileExists(t, target)
 }
 
 func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 	requireLandlock(t)
-	w := newWorld(t, sandboxpolicy.ReadOnly)
+	w := newWorld(t, sandbox.ReadOnly)
 	res := call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": "echo x > made", "workdir": "sub"})
 	assert.Equal(t, "FS_SANDBOX_DENIED", res.Code, res.Text)
 	assert.Contains(t, res.Text, "[sandbox: file access denied under read-only mode]")
@@ -143,7 +144,7 @@ func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 }
 
 func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	for _, confined := range []bool{true, false} {
 		if confined && subproc.Probe().LandlockABI < 1 {
 			continue
@@ -175,7 +176,7 @@ func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
 }
 
 func TestArguments(t *testing.T) {
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	tl := w.tool(t, false, sandboxpolicy.AllowedOnce)
 	cases := []struct {
 		name string
@@ -209,7 +210,7 @@ func TestArguments(t *testing.T) {
 }
 
 func TestConcurrentCommandsAreCapped(t *testing.T) {
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	r, err := execlocal.New(exec.Config{})
 	require.NoError(t, err)
 	tl, err := toolexec.New(toolexec.Config{MaxConcurrent: 1}, toolexec.Deps{Runner: r, Policy: w.pol})
@@ -235,7 +236,7 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("no python3 to connect with")
 	}
-	w := newWorld(t, sandboxpolicy.WorkspaceWrite)
+	w := newWorld(t, sandbox.WorkspaceWrite)
 	sock := filepath.Join(w.outside, "agent.sock")
 	l, err := net.Listen("unix", sock)
 	require.NoError(t, err)

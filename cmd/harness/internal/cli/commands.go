@@ -395,7 +395,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(sandbox.DangerFullAccess)
 	} else {
 		rep.Mode = string(mode)
-		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.TempRoots())...)
+		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.Roots())...)
 	}
 	if cfg.Exec != "off" {
 		caps := subproc.Probe()

@@ -12,7 +12,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/subproc"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -24,17 +24,17 @@ type parityRow struct {
 	target string
 	// lands names, per mode, whether the target's content becomes "x\n"
 	// through the write tool (the fence's verdict).
-	lands map[sandboxpolicy.Mode]bool
+	lands map[sandbox.Mode]bool
 	// differs lists the modes in which the two cannot agree, and why: the
 	// known differences, also listed in the README.
-	differs map[sandboxpolicy.Mode]string
+	differs map[sandbox.Mode]string
 }
 
 var (
-	ww, dfa  = sandboxpolicy.WorkspaceWrite, sandboxpolicy.DangerFullAccess
-	onlyFull = map[sandboxpolicy.Mode]bool{dfa: true}
-	notRO    = map[sandboxpolicy.Mode]bool{ww: true, dfa: true}
-	never    = map[sandboxpolicy.Mode]bool{}
+	ww, dfa  = sandbox.WorkspaceWrite, sandbox.DangerFullAccess
+	onlyFull = map[sandbox.Mode]bool{dfa: true}
+	notRO    = map[sandbox.Mode]bool{ww: true, dfa: true}
+	never    = map[sandbox.Mode]bool{}
 )
 
 // hardLinkDiff is the one known difference of the table.
@@ -49,7 +49,7 @@ var parityTable = []parityRow{
 	{name: "through a symlinked file pointing out", target: "ws/file-link", lands: onlyFull},
 	{
 		name: "a hard link inside to an outside file", target: "ws/hard", lands: notRO,
-		differs: map[sandboxpolicy.Mode]string{ww: hardLinkDiff, dfa: hardLinkDiff},
+		differs: map[sandbox.Mode]string{ww: hardLinkDiff, dfa: hardLinkDiff},
 	},
 	{name: "/dev/null", target: "/dev/null", lands: never},
 	{name: "a Unix socket outside", target: "outside/sock", lands: never},
@@ -58,7 +58,7 @@ var parityTable = []parityRow{
 // parityFixture builds the tree every row starts from, under base: a
 // workspace, a temp root and an outside directory, a symlink out, a hard
 // link to an outside file, and a listening Unix socket outside.
-func parityFixture(t *testing.T) (base string, cfgFor func(sandboxpolicy.Mode) config.Config) {
+func parityFixture(t *testing.T) (base string, cfgFor func(sandbox.Mode) config.Config) {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
@@ -68,7 +68,7 @@ func parityFixture(t *testing.T) (base string, cfgFor func(sandboxpolicy.Mode) c
 	l, err := net.Listen("unix", filepath.Join(base, "outside/sock"))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
-	return base, func(m sandboxpolicy.Mode) config.Config {
+	return base, func(m sandbox.Mode) config.Config {
 		return config.Config{
 			FS: "sandbox", Exec: "sandbox", Mode: string(m), Workspace: filepath.Join(base, "ws"),
 			TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
@@ -83,7 +83,7 @@ func TestParity(t *testing.T) {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
 	}
 	for _, row := range parityTable {
-		for _, mode := range sandboxpolicy.Modes() {
+		for _, mode := range sandbox.Modes() {
 			t.Run(row.name+"/"+string(mode), func(t *testing.T) {
 				byWrite := runParity(t, row, mode, "write")
 				byExec := runParity(t, row, mode, "exec")
@@ -100,7 +100,7 @@ func TestParity(t *testing.T) {
 // runParity writes "x\n" to row.target in mode through via ("write" or
 // "exec") on a fresh fixture, checks the fence's verdict, and returns the
 // tree afterwards with the target's spelling as the key.
-func runParity(t *testing.T, row parityRow, mode sandboxpolicy.Mode, via string) map[string]string {
+func runParity(t *testing.T, row parityRow, mode sandbox.Mode, via string) map[string]string {
 	t.Helper()
 	base, cfgFor := parityFixture(t)
 	tools, app := toolsByName(t, cfgFor(mode))
@@ -134,4 +134,30 @@ func withoutPermissions(snap map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
+}
+
+// TestWritableRootIsSharedByTheFenceAndTheRunner: an extra --writable-root
+// is writable by write and by exec alike, and nothing beside it is.
+func TestWritableRootIsSharedByTheFenceAndTheRunner(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	d := newDirs(t)
+	cache := filepath.Join(filepath.Dir(d.ws), "cache")
+	require.NoError(t, os.Mkdir(cache, 0o755))
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Exec: "sandbox", Mode: "workspace-write", Workspace: d.ws, TempRoots: []string{d.temp},
+		WritableRoots: []string{cache}, OneShot: true, LogLevel: "error", LogFormat: "json",
+	})
+	defer app.RequireStop()
+	sess := session.New("s", d.ws)
+	r := call(t, sess, tools["write"], map[string]any{"file_path": filepath.Join(cache, "by-write"), "content": "w"})
+	require.False(t, r.IsError, r.Text)
+	r = call(t, sess, tools["exec"], map[string]any{"command": "echo c > " + filepath.Join(cache, "by-exec")})
+	require.False(t, r.IsError, r.Text)
+	assert.Equal(t, "w", readFile(t, filepath.Join(cache, "by-write")))
+	assert.Equal(t, "c\n", readFile(t, filepath.Join(cache, "by-exec")))
+	r = call(t, sess, tools["exec"], map[string]any{"command": "echo c > " + filepath.Join(d.outside, "by-exec")})
+	assert.Equal(t, "FS_SANDBOX_DENIED", r.Code, r.Text)
+	assert.NoFileExists(t, filepath.Join(d.outside, "by-exec"))
 }
