@@ -108,3 +108,25 @@ func TestModule(t *testing.T) {
 	app.RequireStart().RequireStop()
 	assert.True(t, r.Confines())
 }
+
+// BenchmarkRun measures one `true` through the helper: unconfined
+// (danger-full-access: helper, shell) and confined (workspace-write: helper,
+// confining stage, Landlock and seccomp, shell).
+func BenchmarkRun(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	require.NoError(b, err)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: base, TempRoots: []string{}})
+	require.NoError(b, err)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(b, err)
+	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: &sandbox.ExecutionPolicy{Mode: mode, WorkspaceRoot: base}})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res.Stderr.Text)
+				}
+			}
+		})
+	}
+}
