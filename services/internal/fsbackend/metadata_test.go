@@ -121,14 +121,16 @@ func TestRootDoesNotWriteAReadOnlyFile(t *testing.T) {
 	assert.Empty(t, fixture.Residue(t, dir))
 }
 
-// Issue 13 items 2 and 3 through a non-root server (the test re-run as
-// nobody): a 0444 file of its own is refused and unchanged; a writable file
+// Issue 13 items 1, 2 and 3 through a non-root server (the test re-run as
+// nobody): a 0444 file of its own is refused and unchanged; a root-owned
+// file it may write keeps its owner (rewritten in place); a writable file
 // in a directory it may not write is rewritten in place by write and by
 // edit, and the outcome says it was not atomic; a new file there is refused
 // with the directory named.
 func TestPermissionIntentAsNobody(t *testing.T) {
 	dir, run := asNobody(t, func(dir string) {
-		fixture.Build(t, dir, "ws/locked.txt: original\n", "ro_dir/writable.txt: original\n")
+		fixture.Build(t, dir, "ws/locked.txt: original\n", "ws/shared.txt: original\n", "ro_dir/writable.txt: original\n")
+		require.NoError(t, os.Chmod(filepath.Join(dir, "ws/shared.txt"), 0o666)) // root's
 		for _, p := range []string{"ws", "ws/locked.txt", "ro_dir/writable.txt"} {
 			require.NoError(t, os.Chown(filepath.Join(dir, p), 65534, 65534))
 		}
@@ -151,9 +153,20 @@ func TestPermissionIntentAsNobody(t *testing.T) {
 	expectFSErr(t, err, fs.ErrPermissionDenied, "")
 	assert.Equal(t, want, diskState(t, locked), "the read-only file is unchanged")
 
+	// A file of another owner, writable by all, in a directory of its own:
+	// a new file could not take root's ownership, so it is rewritten in
+	// place rather than given away to nobody.
+	shared := filepath.Join(dir, "ws/shared.txt")
+	ino := inode(t, shared)
+	w, err := f.WriteText(ctx, resolve(t, f, shared), "shared\n", fs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Contains(t, w.InPlace, "owner", "the write says it kept the owner by rewriting in place")
+	assert.Equal(t, onDisk{"shared\n", 0o666, 0, 0}, diskState(t, shared))
+	assert.Equal(t, ino, inode(t, shared))
+
 	writable := filepath.Join(dir, "ro_dir/writable.txt")
-	ino := inode(t, writable)
-	w, err := f.WriteText(ctx, resolve(t, f, writable), "written\n", fs.WriteOptions{})
+	ino = inode(t, writable)
+	w, err = f.WriteText(ctx, resolve(t, f, writable), "written\n", fs.WriteOptions{})
 	require.NoError(t, err)
 	assert.Contains(t, w.InPlace, "directory", "the write says it was rewritten in place, and why")
 	assert.Equal(t, onDisk{"written\n", 0o666, 65534, 65534}, diskState(t, writable))
