@@ -191,3 +191,19 @@ func TestWrite_DirectoryRefusesPublication(t *testing.T) {
 		}
 	})
 }
+
+// A guarded create whose link is refused with EACCES while a file is there
+// is a collision, not a refusal by the directory.
+func TestWrite_CollisionWinsOverDirectoryRefusal(t *testing.T) {
+	forEachKind(t, false, []string{"a.txt: there\n"}, func(t *testing.T, e env) {
+		_, err := Write(context.Background(), Request{
+			Parent: e.p, Name: "a.txt", Content: "x", Publication: CreateOnly,
+			link: func(int, string, int, string, int) error { return unix.EACCES },
+		})
+		var ce *CollisionError
+		require.ErrorAs(t, err, &ce)
+		assert.True(t, ce.Regular)
+		assertFile(t, e.target(), "there\n", 0o644)
+		noResidue(t, e)
+	})
+}

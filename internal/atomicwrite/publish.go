@@ -131,8 +131,12 @@ func unnamedRefused(err error) bool {
 	return errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.EISDIR) || errors.Is(err, unix.EINVAL)
 }
 
-// dirDenied reports whether err is the directory refusing publication.
-func dirDenied(err error) bool { return errors.Is(err, unix.EACCES) }
+// dirDenied reports whether err is the directory refusing publication: an
+// EACCES that is not a collision at the target.
+func dirDenied(err error) bool {
+	_, collision := errors.AsType[*CollisionError](err)
+	return errors.Is(err, unix.EACCES) && !collision
+}
 
 // fill writes the content, gives the file its metadata and fsyncs it.
 func (w *writer) fill() error {
