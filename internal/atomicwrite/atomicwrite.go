@@ -155,12 +155,12 @@ func (e *DeniedError) Unwrap() error { return e.Err }
 type InPlace uint8
 
 const (
-	// NotInPlace: the write published a new file atomically.
+	// NotInPlace means the write published a new file atomically.
 	NotInPlace InPlace = iota
-	// InPlaceDirDenied: the directory refused publication (EACCES) but the
-	// file was writable.
+	// InPlaceDirDenied means the directory refused publication (EACCES) but
+	// the file was writable.
 	InPlaceDirDenied
-	// InPlaceMetadata: the process could not give a new file the replaced
+	// InPlaceMetadata means the process could not give a new file the replaced
 	// file's owner, group or extended attributes (ACLs).
 	InPlaceMetadata
 )

@@ -88,7 +88,7 @@ type Config struct {
 // Default returns the configuration with nothing set.
 func Default() Config {
 	return Config{
-		FS:        "sandbox",
+		FS:             "sandbox",
 		Mode:           string(sandbox.ReadOnly),
 		Durability:     string(fslocal.DurabilityFull),
 		WorkspaceOwner: true,
