@@ -130,20 +130,23 @@ func (e *CollisionError) Error() string {
 func (e *CollisionError) Unwrap() error { return e.Err }
 
 // DeniedError reports a write refused by permissions, with nothing changed.
-// Dir is empty when the target itself may not be written by this process
-// (faccessat W_OK with AT_EACCESS, or no write bit at all); otherwise Dir is
-// the absolute path of the directory that refused publication, the cause,
-// while the file could not be rewritten in place either. Err wraps EACCES or
+// Dir is empty when the file itself is the cause, which Reason says: this
+// process may not write it (faccessat W_OK with AT_EACCESS, or no write bit
+// at all), or it cannot give a new file the file's owner or ACL and the file
+// has more than one link, so it is not rewritten in place either. Otherwise
+// Dir is the absolute path of the directory that refused publication, the
+// cause, while the file could not be rewritten in place. Err wraps EACCES or
 // EPERM.
 type DeniedError struct {
-	Path string
-	Dir  string
-	Err  error
+	Path   string
+	Dir    string
+	Reason string
+	Err    error
 }
 
 func (e *DeniedError) Error() string {
 	if e.Dir == "" {
-		return e.Path + ": the file is not writable: " + e.Err.Error()
+		return e.Path + ": " + e.Reason + ": " + e.Err.Error()
 	}
 	return e.Path + ": the directory " + e.Dir + " does not allow publishing a file in it: " + e.Err.Error()
 }

@@ -3,7 +3,6 @@ package atomicwrite
 import (
 	"context"
 	"errors"
-	"fmt"
 	"os"
 
 	"golang.org/x/sys/unix"
@@ -42,7 +41,7 @@ func (w *writer) rewrite(ctx context.Context, why InPlace, cause error) (Result,
 		if why == InPlaceDirDenied {
 			return &DeniedError{Path: target, Dir: w.p.Path(), Err: cause}
 		}
-		return &DeniedError{Path: target, Err: fmt.Errorf("the file has more than one link and %w", cause)}
+		return &DeniedError{Path: target, Reason: "the file has more than one link, and this process cannot give a new file its owner or ACL", Err: cause}
 	}
 	if w.prior == nil || w.prior.st.Nlink != 1 || dirfd.IsEscape(cause) {
 		return res, refused()

@@ -61,14 +61,17 @@ func (pr *prior) writable(p *dirfd.Parent, name string) error {
 		return nil
 	}
 	if pr.st.Mode&0o222 == 0 {
-		return &DeniedError{Path: p.Join(name), Err: unix.EACCES}
+		return &DeniedError{Path: p.Join(name), Reason: notWritable, Err: unix.EACCES}
 	}
 	err := unix.Faccessat(p.FD(), name, unix.W_OK, unix.AT_EACCESS)
 	if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
-		return &DeniedError{Path: p.Join(name), Err: err}
+		return &DeniedError{Path: p.Join(name), Reason: notWritable, Err: err}
 	}
 	return nil
 }
+
+// notWritable is the Reason of a target this process may not write.
+const notWritable = "the file is not writable"
 
 // errCannotKeep says the new file cannot be given the replaced file's owner,
 // group or extended attributes by this process.

@@ -236,7 +236,7 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 			return res, newErr(fs.CodePermissionDenied, op, dp, err,
 				"cannot write %q: permission denied: the directory %q does not allow this process to create or replace files in it", dp, denied.Dir)
 		}
-		return res, newErr(fs.CodePermissionDenied, op, dp, err, "cannot write %q: permission denied: the file is not writable", dp)
+		return res, newErr(fs.CodePermissionDenied, op, dp, err, "cannot write %q: permission denied: %s", dp, denied.Reason)
 	}
 	if err != nil {
 		return res, osErr(op, op, dp, err)
