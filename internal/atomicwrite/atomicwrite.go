@@ -1,9 +1,35 @@
-// Package atomicwrite publishes a file durably and atomically inside an open
-// parent directory (a dirfd.Parent): a private staging directory beside the
-// target, an exclusive temp file, fsync, publication by rename (replace) or by
-// hard link (create, never replace), fsync of the parent, and cleanup. Every
-// syscall addresses a single name inside a descriptor, so a confined parent
-// keeps the whole publication beneath its root.
+// Package atomicwrite publishes a file atomically, and by default durably,
+// inside an open parent directory (a dirfd.Parent).
+//
+// Publication: the new content is written to an unnamed file made in the
+// target's directory (O_TMPFILE), which takes the metadata to keep, is
+// fsynced, and is then published. A create links it into the directory from
+// /proc/self/fd/N (linkat with AT_SYMLINK_FOLLOW), which fails when any entry
+// exists at the target, so a guarded create never replaces. A replace links
+// it to a temporary name ".<base>.<pid>.<uuid>.tmp" and renames that over the
+// target. The parent is fsynced after publication, one fsync shared by the
+// writes that publish into the same directory at once (DirSyncs). A crash
+// before publication leaves nothing; a crash between link and rename leaves
+// the temporary name, which Reclaim removes once its writer is dead. Where
+// the filesystem refuses O_TMPFILE, a private staging directory beside the
+// target ".<base>.<pid>.<uuid>.tmpdir" (mode 0700) holds the temp file
+// "<base>.tmp" instead, and is removed after publication.
+//
+// Metadata (spec difference 9): a new file is created with mode 0666 and the
+// kernel applies the umask and the directory's default ACL; Request.Owner
+// can give it another owner. A replaced file keeps its owner and group, its
+// permission bits, and its extended attributes (POSIX ACLs included), copied
+// onto the new file before publication. A target the process may not write
+// is refused (*DeniedError). Where the owner or an extended attribute cannot
+// be copied, or where the directory refuses publication (EACCES) but the file
+// itself is writable, the file is rewritten in place instead (Result.InPlace):
+// that rewrite is not atomic and is outside the crash-safety guarantee.
+//
+// Every syscall addresses a single name inside a descriptor, so a confined
+// parent keeps the whole publication beneath its root. What it does not
+// protect: the metadata is read from the target through /proc/self/fd, and
+// the permission check (faccessat) is advisory for the in-place rewrite,
+// whose open the kernel checks again.
 package atomicwrite
 
 import (
@@ -11,28 +37,13 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/google/uuid"
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 )
-
-// Staging names (spec section 0): the staging directory is a sibling of the
-// target named ".<base>.<pid>.<uuid>.tmpdir" with mode 0700; the temp file
-// inside it is "<base>.tmp" with mode 0600, opened exclusively.
-const (
-	stagingPerm   = 0o700
-	tempPerm      = 0o600
-	stagingSuffix = ".tmpdir"
-	tempSuffix    = ".tmp"
-)
-
-// NewFilePerm is the permission of a file that did not exist before (L-79).
-const NewFilePerm os.FileMode = 0o600
 
 // Publication chooses how the temp file becomes the target.
 type Publication uint8
@@ -46,6 +57,23 @@ const (
 	CreateOnly
 )
 
+// Durability says which fsyncs a write waits for (spec differences 6, 18).
+type Durability uint8
+
+const (
+	// Full fsyncs the file before publication and the parent directory
+	// after it: a write that returned survives power loss.
+	Full Durability = iota
+	// Atomic publishes atomically without any fsync: a write survives a
+	// crash of the process, not of the machine.
+	Atomic
+)
+
+// Owner is a user and group id pair.
+type Owner struct {
+	UID, GID int
+}
+
 // Request describes one publication.
 type Request struct {
 	// Parent is the open directory that receives the target.
@@ -54,23 +82,30 @@ type Request struct {
 	Name string
 	// Content is written exactly as given.
 	Content string
-	// Perm is the permission of the published file: the existing file's bits
-	// on replace, NewFilePerm otherwise. It is set with fchmod on the open
-	// temp file before its fsync, so the umask does not apply and the mode
-	// is as durable as the content; the temp file is created 0600, so it
-	// already carries Perm while staged (inside the 0700 staging directory).
-	Perm os.FileMode
 	// Publication is Replace or CreateOnly.
 	Publication Publication
+	// Durability is Full (the zero value) or Atomic.
+	Durability Durability
+	// Owner, when set, is given to a file that did not exist before; nil
+	// leaves the process's own. A replaced file keeps its owner whatever
+	// Owner says.
+	Owner *Owner
+	// Syncs, when set, shares the parent's fsync with the writes publishing
+	// into the same directory at once; nil fsyncs the parent alone.
+	Syncs *DirSyncs
 
 	// AfterStage, when set, runs after the temp file is written and fsynced
 	// and before publication, with the staging directory's and the temp
-	// file's absolute paths. Tests use it to observe staging and to race.
+	// file's absolute paths; both are empty for an unnamed temp file. Tests
+	// use it to observe staging and to race.
 	AfterStage func(stagingDir, tempFile string)
 	// stagingName overrides the generated staging name (tests only).
 	stagingName string
+	// noUnnamed makes the unnamed temp file refused, as a filesystem
+	// without O_TMPFILE does (tests only).
+	noUnnamed bool
 	// link overrides linkat (tests only).
-	link func(oldfd int, oldname string, newfd int, newname string) error
+	link func(oldfd int, oldname string, newfd int, newname string, flags int) error
 	// lstat overrides the collision inspection (tests only).
 	lstat func(p *dirfd.Parent, name string) (unix.Stat_t, error)
 }
@@ -94,23 +129,78 @@ func (e *CollisionError) Error() string {
 
 func (e *CollisionError) Unwrap() error { return e.Err }
 
+// DeniedError reports a write refused by permissions, with nothing changed.
+// Dir is empty when the file itself is the cause, which Reason says: this
+// process may not write it (faccessat W_OK with AT_EACCESS, or no write bit
+// at all), or it cannot give a new file the file's owner or ACL and the file
+// has more than one link, so it is not rewritten in place either. Otherwise
+// Dir is the absolute path of the directory that refused publication, the
+// cause, while the file could not be rewritten in place. Err wraps EACCES or
+// EPERM.
+type DeniedError struct {
+	Path   string
+	Dir    string
+	Reason string
+	Err    error
+}
+
+func (e *DeniedError) Error() string {
+	if e.Dir == "" {
+		return e.Path + ": " + e.Reason + ": " + e.Err.Error()
+	}
+	return e.Path + ": the directory " + e.Dir + " does not allow publishing a file in it: " + e.Err.Error()
+}
+
+func (e *DeniedError) Unwrap() error { return e.Err }
+
+// InPlace says why a write rewrote the file in place instead of publishing a
+// new one; the zero value means it did not.
+type InPlace uint8
+
+const (
+	// NotInPlace means the write published a new file atomically.
+	NotInPlace InPlace = iota
+	// InPlaceDirDenied means the directory refused publication (EACCES) but
+	// the file was writable.
+	InPlaceDirDenied
+	// InPlaceMetadata means the process could not give a new file the replaced
+	// file's owner, group or extended attributes (ACLs).
+	InPlaceMetadata
+)
+
+// String is the reason in words, for results and logs.
+func (r InPlace) String() string {
+	switch r {
+	case InPlaceDirDenied:
+		return "the directory does not allow this process to publish a new file"
+	case InPlaceMetadata:
+		return "this process cannot give a new file the owner or ACL the file has"
+	default:
+		return ""
+	}
+}
+
 // Result is what a successful Write reports: Stat is the fstat of the
 // published file, taken after publication and cleanup; Residue is the error
 // of a staging cleanup that failed after publication, which does not fail the
-// write (L-88) but leaves a staging entry behind for the caller to log.
+// write (L-88) but leaves a staging entry behind for the caller to log;
+// InPlace, when set, says the file was rewritten in place (not atomically)
+// and why.
 type Result struct {
 	Stat    unix.Stat_t
 	Residue error
+	InPlace InPlace
 }
 
 // Write publishes req.Content at req.Name inside req.Parent. A Name that is
-// not a single component is EINVAL and touches nothing. The
-// context is checked before staging and before publication; once published,
-// the write completes. Errors: a raw *os.PathError for staging failures
-// (a staging-name collision is EEXIST, L-80), *CollisionError (CreateOnly),
-// a wrapped rename or link error, ctx.Err(). After any failure no staging
-// entry remains unless its own cleanup failed too, in which case the error
-// joins both (a double fault).
+// not a single component is EINVAL and touches nothing. The context is
+// checked before staging and before publication; once published, the write
+// completes. Errors: *DeniedError (nothing changed), a raw *os.PathError for
+// staging failures (a staging-name collision is EEXIST, L-80),
+// *CollisionError (CreateOnly), a wrapped rename or link error, ctx.Err().
+// After any failure no staging entry or temporary name remains unless its
+// own cleanup failed too, in which case the error joins both (a double
+// fault).
 func Write(ctx context.Context, req Request) (Result, error) {
 	var res Result
 	if err := ctx.Err(); err != nil {
@@ -120,38 +210,22 @@ func Write(ctx context.Context, req Request) (Result, error) {
 		return res, &os.PathError{Op: "write", Path: req.Name, Err: unix.EINVAL}
 	}
 	p := req.Parent
-	staging, base := req.stagingName, req.Name
-	if staging == "" {
-		staging, base = newStagingName(req.Name)
-	}
 	if err := p.CheckBeneath(); err != nil {
 		return res, err
 	}
-	if err := unix.Mkdirat(p.FD(), staging, stagingPerm); err != nil {
-		return res, &os.PathError{Op: "mkdir", Path: p.Join(staging), Err: err}
+	w := &writer{req: &req, p: p, fd: -1}
+	defer w.close()
+	if req.Publication == Replace {
+		prior, err := openPrior(p, req.Name)
+		if err != nil {
+			return res, err
+		}
+		w.prior = prior
+		if err := prior.writable(p, req.Name); err != nil {
+			return res, err
+		}
 	}
-	s := &stage{parent: p, name: staging, temp: tempName(base), fd: -1}
-	defer s.closeFile()
-	published, err := s.run(ctx, &req)
-	// Cleanup runs before the parent's fsync so that removing the staging
-	// directory rides in the same journal commit as the publication.
-	cerr := s.cleanup()
-	if err == nil && published {
-		err = p.Sync()
-	}
-	if cerr != nil && !published {
-		// A double fault: the write failed and so did its cleanup. Report
-		// both rather than hide the residue (spec decision 5).
-		return res, errors.Join(err, fmt.Errorf("staging cleanup failed: %w", cerr))
-	}
-	if err != nil {
-		return res, err
-	}
-	res.Residue = cerr
-	if err := unix.Fstat(s.fd, &res.Stat); err != nil {
-		return res, &os.PathError{Op: "fstat", Path: p.Join(req.Name), Err: err}
-	}
-	return res, nil
+	return w.run(ctx)
 }
 
 // singleName reports whether name is one path component: not empty, not "."
@@ -164,20 +238,6 @@ func singleName(name string) bool {
 // nameMax is NAME_MAX, the bytes of one path component on Linux.
 const nameMax = 255
 
-// newStagingName returns the staging directory name for a target named name,
-// ".<base>.<pid>.<uuid>.tmpdir", and the base it uses: name, cut (on a code
-// point boundary) so that the whole fits NAME_MAX, which lets a target with a
-// name up to NAME_MAX be written.
-func newStagingName(name string) (staging, base string) {
-	suffix := "." + strconv.Itoa(os.Getpid()) + "." + uuid.NewString() + stagingSuffix
-	base = cutBytes(name, nameMax-1-len(suffix))
-	return "." + base + suffix, base
-}
-
-// tempName is the temp file's name inside a staging directory made for
-// base: "<base>.tmp" (base is already short enough).
-func tempName(base string) string { return base + tempSuffix }
-
 // cutBytes returns the longest prefix of s of at most n bytes that does not
 // split a UTF-8 sequence.
 func cutBytes(s string, n int) string {
@@ -188,4 +248,10 @@ func cutBytes(s string, n int) string {
 		n--
 	}
 	return s[:n]
+}
+
+// doubleFault joins a failed write's error with its failed cleanup (spec
+// decision 5).
+func doubleFault(err, cerr error) error {
+	return errors.Join(err, fmt.Errorf("staging cleanup failed: %w", cerr))
 }

@@ -18,10 +18,33 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 )
 
-// env is one test layout: the target directory dir (root/sub) opened as p.
+// env is one test layout: the target directory dir (root/sub) opened as p;
+// staged says the write is to use the staging fallback.
 type env struct {
 	root, dir string
 	p         *dirfd.Parent
+	staged    bool
+}
+
+// umask is the process umask, read once (setting it back at once).
+var umask = func() int {
+	m := unix.Umask(0)
+	unix.Umask(m)
+	return m
+}()
+
+// newPerm is the mode of a new file under the process umask (spec
+// difference 9).
+var newPerm = os.FileMode(0o666 &^ umask)
+
+// mechanisms are the two ways a temp file is made: unnamed in the parent
+// (O_TMPFILE), and the staging fallback for filesystems that refuse it.
+var mechanisms = []struct {
+	name   string
+	staged bool
+}{
+	{"unnamed", false},
+	{"staged", true},
 }
 
 // target returns the absolute path of the target "a.txt".
@@ -58,10 +81,23 @@ var parentKinds = []struct {
 // unless f says it expects one.
 func forEachParent(t *testing.T, specs []string, f func(t *testing.T, e env)) {
 	t.Helper()
+	for _, m := range mechanisms {
+		t.Run(m.name, func(t *testing.T) { forEachKind(t, m.staged, specs, f) })
+	}
+}
+
+// forEachStagedParent is forEachParent for the staging fallback alone.
+func forEachStagedParent(t *testing.T, specs []string, f func(t *testing.T, e env)) {
+	t.Helper()
+	forEachKind(t, true, specs, f)
+}
+
+func forEachKind(t *testing.T, staged bool, specs []string, f func(t *testing.T, e env)) {
+	t.Helper()
 	for _, k := range parentKinds {
 		t.Run(k.name, func(t *testing.T) {
 			root := t.TempDir()
-			e := env{root: root, dir: filepath.Join(root, "sub")}
+			e := env{root: root, dir: filepath.Join(root, "sub"), staged: staged}
 			e.p = k.open(t, root)
 			t.Cleanup(func() { assert.NoError(t, e.p.Close()) })
 			fixture.Build(t, e.dir, specs...)
@@ -137,11 +173,11 @@ func TestWrite_ContentWrittenExactly(t *testing.T) {
 			t.Run(pb.name+"/"+c.name, func(t *testing.T) {
 				forEachParent(t, nil, func(t *testing.T, e env) {
 					res, err := Write(context.Background(), Request{
-						Parent: e.p, Name: "a.txt", Content: c.content, Perm: NewFilePerm, Publication: pb.pub,
+						Parent: e.p, Name: "a.txt", Content: c.content, noUnnamed: e.staged, Publication: pb.pub,
 					})
 					require.NoError(t, err)
 					assert.NoError(t, res.Residue)
-					assertFile(t, e.target(), c.content, NewFilePerm)
+					assertFile(t, e.target(), c.content, newPerm)
 					assertFreshStat(t, res.Stat, e.target())
 					assert.Equal(t, uint64(1), res.Stat.Nlink, "temp name is gone; only the target links the inode")
 					names, err := e.p.Names()
@@ -161,7 +197,7 @@ func TestWrite_ReplaceExistingFile(t *testing.T) {
 		require.NoError(t, err)
 
 		res, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "new", Perm: 0o640, Publication: Replace,
+			Parent: e.p, Name: "a.txt", Content: "new", noUnnamed: e.staged, Publication: Replace,
 		})
 		require.NoError(t, err)
 		assert.NoError(t, res.Residue)
@@ -179,7 +215,7 @@ func TestWrite_L77_StagingModesDuringStaging(t *testing.T) {
 		`\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmpdir$`)
 	for _, pb := range publications {
 		t.Run(pb.name, func(t *testing.T) {
-			forEachParent(t, nil, func(t *testing.T, e env) {
+			forEachStagedParent(t, nil, func(t *testing.T, e env) {
 				var (
 					called              bool
 					stagingDir, tmpFile string
@@ -189,7 +225,7 @@ func TestWrite_L77_StagingModesDuringStaging(t *testing.T) {
 					stagingNames        []string
 				)
 				_, err := Write(context.Background(), Request{
-					Parent: e.p, Name: "a.txt", Content: "staged", Perm: NewFilePerm, Publication: pb.pub,
+					Parent: e.p, Name: "a.txt", Content: "staged", noUnnamed: e.staged, Publication: pb.pub,
 					AfterStage: func(sd, tf string) {
 						called, stagingDir, tmpFile = true, sd, tf
 						dirInfo, dirErr = os.Lstat(sd)
@@ -213,28 +249,30 @@ func TestWrite_L77_StagingModesDuringStaging(t *testing.T) {
 
 				require.NoError(t, fileErr)
 				assert.True(t, fileInfo.Mode().IsRegular(), "temp is a regular file")
-				assert.Equal(t, os.FileMode(0o600), fileInfo.Mode().Perm(), "temp file mode 0600")
+				assert.Equal(t, newPerm, fileInfo.Mode().Perm(), "temp file mode 0666 less the umask (spec difference 9)")
 				assert.Equal(t, filepath.Join(stagingDir, "a.txt.tmp"), tmpFile, "temp name <base>.tmp inside staging")
 				assert.Equal(t, "staged", string(tempContent), "temp holds the whole content before publication")
 				assert.Equal(t, []string{"a.txt.tmp"}, stagingNames)
 
 				assertAbsent(t, stagingDir)
-				assertFile(t, e.target(), "staged", NewFilePerm)
+				assertFile(t, e.target(), "staged", newPerm)
 				noResidue(t, e)
 			})
 		})
 	}
 }
 
-func TestWrite_L79_NewFilePermIgnoresUmask(t *testing.T) {
+// Spec difference 9 (supersedes L-79): a new file is created 0666 and the
+// kernel applies the umask, for an unnamed file as for a staged one.
+func TestWrite_NewFileModeFollowsUmask(t *testing.T) {
 	cases := []struct {
 		name  string
 		umask int
 		perm  os.FileMode
 	}{
-		{"new file is 0600 under umask 022 (L-79)", 0o022, NewFilePerm},
-		{"new file is 0600 under umask 0 (L-79)", 0, NewFilePerm},
-		{"given 0644 survives umask 077 (fchmod, not umask)", 0o077, 0o644},
+		{"new file is 0644 under umask 022", 0o022, 0o644},
+		{"new file is 0666 under umask 0", 0, 0o666},
+		{"new file is 0600 under umask 077", 0o077, 0o600},
 	}
 	for _, pb := range publications {
 		for _, c := range cases {
@@ -243,7 +281,7 @@ func TestWrite_L79_NewFilePermIgnoresUmask(t *testing.T) {
 				defer unix.Umask(old)
 				forEachParent(t, nil, func(t *testing.T, e env) {
 					res, err := Write(context.Background(), Request{
-						Parent: e.p, Name: "a.txt", Content: "x", Perm: c.perm, Publication: pb.pub,
+						Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: pb.pub,
 					})
 					require.NoError(t, err)
 					assertFile(t, e.target(), "x", c.perm)
@@ -253,20 +291,19 @@ func TestWrite_L79_NewFilePermIgnoresUmask(t *testing.T) {
 			})
 		}
 	}
-	assert.Equal(t, os.FileMode(0o600), NewFilePerm)
 }
 
 func TestWrite_L80_StagingNameCollisionIsRawEEXIST(t *testing.T) {
 	const staging = ".a.txt.fixed.tmpdir"
 	for _, pb := range publications {
 		t.Run(pb.name, func(t *testing.T) {
-			forEachParent(t, []string{staging + "/keep: precious"}, func(t *testing.T, e env) {
+			forEachStagedParent(t, []string{staging + "/keep: precious"}, func(t *testing.T, e env) {
 				stagingPath := filepath.Join(e.dir, staging)
 				before := fixture.Snapshot(t, stagingPath)
 				called := false
 
 				_, err := Write(context.Background(), Request{
-					Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: pb.pub,
+					Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: pb.pub,
 					AfterStage:  func(string, string) { called = true },
 					stagingName: staging,
 				})
@@ -290,7 +327,7 @@ func TestWrite_L83_ReplaceOntoDirectoryFails(t *testing.T) {
 	forEachParent(t, []string{"a.txt/inner: kept"}, func(t *testing.T, e env) {
 		before := fixture.Snapshot(t, e.dir)
 		_, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: Replace,
+			Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: Replace,
 		})
 		require.ErrorIs(t, err, unix.EISDIR)
 		var le *os.LinkError
@@ -305,16 +342,20 @@ func TestWrite_L84_LinkFailsWithNonCollisionError(t *testing.T) {
 		var gotOld, gotNew string
 		var gotNewFD int
 		_, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: CreateOnly,
-			link: func(_ int, oldname string, newfd int, newname string) error {
+			Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: CreateOnly,
+			link: func(_ int, oldname string, newfd int, newname string, _ int) error {
 				gotOld, gotNewFD, gotNew = oldname, newfd, newname
-				return unix.EACCES
+				return unix.EIO
 			},
 		})
-		require.ErrorIs(t, err, unix.EACCES, "the link error is the cause")
+		require.ErrorIs(t, err, unix.EIO, "the link error is the cause")
 		var ce *CollisionError
 		assert.NotErrorAs(t, err, &ce)
-		assert.Equal(t, "a.txt.tmp", gotOld)
+		if e.staged {
+			assert.Equal(t, "a.txt.tmp", gotOld)
+		} else {
+			assert.Regexp(t, `^/proc/self/fd/[0-9]+$`, gotOld, "an unnamed file links from its descriptor")
+		}
 		assert.Equal(t, e.p.FD(), gotNewFD, "links into the parent")
 		assert.Equal(t, "a.txt", gotNew)
 		assertAbsent(t, e.target())
@@ -326,8 +367,8 @@ func TestWrite_L85_InspectionErrorIsTheCause(t *testing.T) {
 	forEachParent(t, nil, func(t *testing.T, e env) {
 		var inspected string
 		_, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: CreateOnly,
-			link: func(int, string, int, string) error { return unix.EIO },
+			Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: CreateOnly,
+			link: func(int, string, int, string, int) error { return unix.EIO },
 			lstat: func(p *dirfd.Parent, name string) (unix.Stat_t, error) {
 				inspected = name
 				return unix.Stat_t{}, &os.PathError{Op: "lstat", Path: p.Join(name), Err: unix.EACCES}
@@ -346,8 +387,8 @@ func TestWrite_L86_EEXISTButTargetVanishedIsCollision(t *testing.T) {
 	forEachParent(t, nil, func(t *testing.T, e env) {
 		before := fixture.Snapshot(t, e.dir)
 		_, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: CreateOnly,
-			link: func(int, string, int, string) error { return unix.EEXIST },
+			Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: CreateOnly,
+			link: func(int, string, int, string, int) error { return unix.EEXIST },
 		})
 		var ce *CollisionError
 		require.ErrorAs(t, err, &ce)
@@ -411,7 +452,7 @@ func TestWrite_CreateOnlyCollisions(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			forEachParent(t, c.specs, func(t *testing.T, e env) {
 				_, err := Write(context.Background(), Request{
-					Parent: e.p, Name: "a.txt", Content: "mine", Perm: NewFilePerm, Publication: CreateOnly,
+					Parent: e.p, Name: "a.txt", Content: "mine", noUnnamed: e.staged, Publication: CreateOnly,
 					AfterStage: func(string, string) {
 						if c.competitor != nil {
 							c.competitor(t, e)
@@ -434,10 +475,10 @@ func TestWrite_CreateOnlyCollisions(t *testing.T) {
 func TestWrite_Z2_ReplaceOntoDanglingSymlinkReplacesTheLink(t *testing.T) {
 	forEachParent(t, []string{"a.txt => missing-dest"}, func(t *testing.T, e env) {
 		res, err := Write(context.Background(), Request{
-			Parent: e.p, Name: "a.txt", Content: "replaced", Perm: NewFilePerm, Publication: Replace,
+			Parent: e.p, Name: "a.txt", Content: "replaced", noUnnamed: e.staged, Publication: Replace,
 		})
 		require.NoError(t, err)
-		assertFile(t, e.target(), "replaced", NewFilePerm)
+		assertFile(t, e.target(), "replaced", newPerm)
 		assertFreshStat(t, res.Stat, e.target())
 		assertAbsent(t, filepath.Join(e.dir, "missing-dest"))
 		noResidue(t, e)
@@ -447,10 +488,10 @@ func TestWrite_Z2_ReplaceOntoDanglingSymlinkReplacesTheLink(t *testing.T) {
 func TestWrite_L88_CleanupFailureAfterPublicationIsSwallowed(t *testing.T) {
 	for _, pb := range publications {
 		t.Run(pb.name, func(t *testing.T) {
-			forEachParent(t, nil, func(t *testing.T, e env) {
+			forEachStagedParent(t, nil, func(t *testing.T, e env) {
 				var stagingDir string
 				res, err := Write(context.Background(), Request{
-					Parent: e.p, Name: "a.txt", Content: "published", Perm: NewFilePerm, Publication: pb.pub,
+					Parent: e.p, Name: "a.txt", Content: "published", noUnnamed: e.staged, Publication: pb.pub,
 					AfterStage: func(sd, _ string) {
 						stagingDir = sd
 						// An extra entry makes the final rmdir fail (ENOTEMPTY).
@@ -460,7 +501,7 @@ func TestWrite_L88_CleanupFailureAfterPublicationIsSwallowed(t *testing.T) {
 				require.NoError(t, err, "the write resolves successfully")
 				require.Error(t, res.Residue, "the cleanup failure is reported as residue")
 				assert.ErrorIs(t, res.Residue, unix.ENOTEMPTY)
-				assertFile(t, e.target(), "published", NewFilePerm)
+				assertFile(t, e.target(), "published", newPerm)
 				assertFreshStat(t, res.Stat, e.target())
 				assert.Equal(t, []string{stagingDir}, fixture.Residue(t, e.root),
 					"only the staging dir with the intruder remains; its temp file is gone")
@@ -481,7 +522,7 @@ func TestWrite_Cancellation(t *testing.T) {
 			cancel()
 			called := false
 			_, err := Write(ctx, Request{
-				Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: Replace,
+				Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: Replace,
 				AfterStage: func(string, string) { called = true },
 			})
 			require.ErrorIs(t, err, context.Canceled)
@@ -497,7 +538,7 @@ func TestWrite_Cancellation(t *testing.T) {
 				ctx, cancel := context.WithCancel(context.Background())
 				defer cancel()
 				_, err := Write(ctx, Request{
-					Parent: e.p, Name: "a.txt", Content: "x", Perm: NewFilePerm, Publication: pb.pub,
+					Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: pb.pub,
 					AfterStage: func(string, string) { cancel() },
 				})
 				require.ErrorIs(t, err, context.Canceled)
@@ -513,7 +554,7 @@ func TestWrite_Cancellation(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			_, err := Write(ctx, Request{
-				Parent: e.p, Name: "a.txt", Content: "new", Perm: NewFilePerm, Publication: Replace,
+				Parent: e.p, Name: "a.txt", Content: "new", noUnnamed: e.staged, Publication: Replace,
 				AfterStage: func(string, string) { cancel() },
 			})
 			require.ErrorIs(t, err, context.Canceled)
@@ -544,10 +585,10 @@ func TestWrite_ConfinedParentNeverTouchesOutside(t *testing.T) {
 	for _, pb := range publications {
 		name := pb.name + ".txt"
 		res, err := Write(context.Background(), Request{
-			Parent: p, Name: name, Content: pb.name, Perm: NewFilePerm, Publication: pb.pub,
+			Parent: p, Name: name, Content: pb.name, Publication: pb.pub,
 		})
 		require.NoError(t, err)
-		assertFile(t, filepath.Join(root, "sub", name), pb.name, NewFilePerm)
+		assertFile(t, filepath.Join(root, "sub", name), pb.name, newPerm)
 		assertFreshStat(t, res.Stat, filepath.Join(root, "sub", name))
 	}
 	assert.Equal(t, before, fixture.Snapshot(t, outside))
@@ -571,9 +612,38 @@ func TestWrite_NameMustBeOneComponent(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			forEachParent(t, []string{"lnk/"}, func(t *testing.T, e env) {
 				before := fixture.Snapshot(t, e.root)
-				_, err := Write(context.Background(), Request{Parent: e.p, Name: name, Content: "x", Perm: NewFilePerm})
+				_, err := Write(context.Background(), Request{Parent: e.p, Name: name, Content: "x", noUnnamed: e.staged})
 				require.ErrorIs(t, err, unix.EINVAL)
 				assert.Equal(t, before, fixture.Snapshot(t, e.root), "nothing touched")
+			})
+		})
+	}
+}
+
+// Issue 15: the unnamed temp file is the only inode a write makes; while it
+// is staged the directory holds nothing new, and a replace leaves no
+// temporary name behind (L-78).
+func TestWrite_UnnamedPublicationMakesNoEntryUntilPublished(t *testing.T) {
+	for _, pb := range publications {
+		t.Run(pb.name, func(t *testing.T) {
+			forEachKind(t, false, []string{"other: x"}, func(t *testing.T, e env) {
+				var staged []string
+				var dir, file string
+				_, err := Write(context.Background(), Request{
+					Parent: e.p, Name: "a.txt", Content: "x", Publication: pb.pub,
+					AfterStage: func(sd, tf string) {
+						dir, file = sd, tf
+						var err error
+						staged, err = e.p.Names()
+						assert.NoError(t, err)
+					},
+				})
+				require.NoError(t, err)
+				assert.Empty(t, dir, "no staging directory")
+				assert.Empty(t, file, "no temp name")
+				assert.Equal(t, []string{"other"}, staged, "nothing in the directory before publication")
+				assertFile(t, e.target(), "x", newPerm)
+				noResidue(t, e)
 			})
 		})
 	}

@@ -15,8 +15,17 @@ import (
 // ".<base>.<pid>.<uuid>.tmpdir"; it captures the base and the pid.
 var stagingPattern = regexp.MustCompile(`^\.(.+)\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmpdir$`)
 
-// Reclaim removes the staging directories that writers killed mid-write left
-// in p, and returns how many it removed. A staging directory is reclaimed
+// tempLinkPattern matches the temporary name of an unnamed file between its
+// link and its rename: ".<base>.<pid>.<uuid>.tmp"; it captures the pid.
+var tempLinkPattern = regexp.MustCompile(`^\..+\.([0-9]+)\.[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}\.tmp$`)
+
+// Reclaim removes the staging directories and the temporary names that
+// writers killed mid-write left in p, and returns how many it removed. A
+// temporary name is reclaimed under the same liveness rule: its process is
+// not this one and is dead, and the file's flock (which a writer holds from
+// before the link until after the rename) can be taken; it must be a regular
+// file (opened without following a symlink) owned by this user with one
+// link, else it stays. A staging directory is reclaimed
 // only when it is certainly abandoned: the process named in it is not this
 // one and is no longer alive, and its flock (which a writer holds from the
 // moment it opens its staging directory until it has removed it) can be
@@ -35,6 +44,12 @@ func Reclaim(p *dirfd.Parent) (int, error) {
 	self := os.Getpid()
 	removed := 0
 	for _, name := range names {
+		if m := tempLinkPattern.FindStringSubmatch(name); m != nil {
+			if pid, err := strconv.Atoi(m[1]); err == nil && pid != self && !alive(pid) && reclaimTemp(p, name) == nil {
+				removed++
+			}
+			continue
+		}
 		m := stagingPattern.FindStringSubmatch(name)
 		if m == nil {
 			continue
@@ -90,4 +105,26 @@ func reclaimOne(p *dirfd.Parent, name, temp string) error {
 		}
 	}
 	return unix.Unlinkat(p.FD(), name, unix.AT_REMOVEDIR)
+}
+
+// reclaimTemp removes one abandoned temporary name, under the file's flock,
+// after checking it is what a writer links: a regular file of this user with
+// no other name.
+func reclaimTemp(p *dirfd.Parent, name string) error {
+	fd, err := p.Open(name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if !dirfd.IsRegular(&st) || int(st.Uid) != os.Geteuid() || st.Nlink != 1 {
+		return errNotStaging
+	}
+	if err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB); err != nil {
+		return err // a live writer holds it
+	}
+	return unix.Unlinkat(p.FD(), name, 0)
 }

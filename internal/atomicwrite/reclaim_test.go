@@ -32,6 +32,7 @@ func TestReclaim(t *testing.T) {
 	dead := strconv.Itoa(deadPID(t))
 	self := strconv.Itoa(os.Getpid())
 	staging := func(base, pid string) string { return "." + base + "." + pid + "." + uuid0 + ".tmpdir" }
+	tempLink := func(base, pid string) string { return "." + base + "." + pid + "." + uuid0 + ".tmp" }
 	cases := []struct {
 		name    string
 		build   func(t *testing.T, dir, outside string) string // returns the staging name
@@ -84,6 +85,37 @@ func TestReclaim(t *testing.T) {
 			n := staging("i.txt", dead)
 			require.NoError(t, os.Mkdir(filepath.Join(dir, n), 0o700))
 			require.NoError(t, os.Symlink(filepath.Join(outside, "victim"), filepath.Join(dir, n, "i.txt.tmp")))
+			return n
+		}, false},
+		{"an abandoned temporary name of an unnamed file is removed", func(t *testing.T, dir, _ string) string {
+			n := tempLink("k.txt", dead)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("whole"), 0o644))
+			return n
+		}, true},
+		{"a temporary name of a live process stays", func(t *testing.T, dir, _ string) string {
+			n := tempLink("l.txt", "1")
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("whole"), 0o644))
+			return n
+		}, false},
+		{"this process's own temporary name stays", func(t *testing.T, dir, _ string) string {
+			n := tempLink("m.txt", self)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("whole"), 0o644))
+			return n
+		}, false},
+		{"a temporary-named symlink is never followed", func(t *testing.T, dir, outside string) string {
+			n := tempLink("n.txt", dead)
+			require.NoError(t, os.Symlink(filepath.Join(outside, "victim"), filepath.Join(dir, n)))
+			return n
+		}, false},
+		{"a temporary-named file with another link stays", func(t *testing.T, dir, _ string) string {
+			n := tempLink("o.txt", dead)
+			require.NoError(t, os.WriteFile(filepath.Join(dir, "o.txt"), []byte("data"), 0o644))
+			require.NoError(t, os.Link(filepath.Join(dir, "o.txt"), filepath.Join(dir, n)))
+			return n
+		}, false},
+		{"a temporary-named directory stays", func(t *testing.T, dir, _ string) string {
+			n := tempLink("p.txt", dead)
+			require.NoError(t, os.Mkdir(filepath.Join(dir, n), 0o700))
 			return n
 		}, false},
 	}
@@ -145,4 +177,24 @@ func TestReclaimSkipsALockedDirectory(t *testing.T) {
 	require.NoError(t, err)
 	assert.Zero(t, removed)
 	assert.DirExists(t, filepath.Join(dir, n))
+}
+
+// TestReclaimSkipsALockedTemporaryName: a temporary name whose file's flock
+// is held (a writer between link and rename) stays.
+func TestReclaimSkipsALockedTemporaryName(t *testing.T) {
+	dir := t.TempDir()
+	n := "." + "q.txt." + strconv.Itoa(deadPID(t)) + "." + uuid0 + ".tmp"
+	require.NoError(t, os.WriteFile(filepath.Join(dir, n), []byte("whole"), 0o644))
+	fd, err := unix.Open(filepath.Join(dir, n), unix.O_RDONLY, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd) //nolint:errcheck // test cleanup
+	require.NoError(t, unix.Flock(fd, unix.LOCK_EX))
+	rel, _ := dirfd.Host().Rel(dir)
+	p, _, err := dirfd.Host().OpenParent(rel, false)
+	require.NoError(t, err)
+	defer p.Close() //nolint:errcheck // test cleanup
+	removed, err := atomicwrite.Reclaim(p)
+	require.NoError(t, err)
+	assert.Zero(t, removed)
+	assert.FileExists(t, filepath.Join(dir, n))
 }

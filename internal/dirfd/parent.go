@@ -230,3 +230,41 @@ func (p *Parent) CheckBeneath() error {
 	}
 	return &os.PathError{Op: "check", Path: p.path, Err: unix.EXDEV}
 }
+
+// Open opens the entry name inside p with p's confinement, the open flags
+// flags (O_CLOEXEC is added) and, when flags create a file, the mode mode
+// (before the umask). name "." opens p itself, which is how an unnamed file
+// (O_TMPFILE) is made in p. It returns the raw descriptor; errors are
+// *os.PathError and an escape satisfies IsEscape.
+func (p *Parent) Open(name string, flags, mode uint64) (int, error) {
+	fd, err := openat2(p.fd, name, &unix.OpenHow{Flags: flags, Mode: mode, Resolve: p.resolve})
+	if err != nil {
+		return -1, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
+	}
+	return fd, nil
+}
+
+// ChownCreated gives the directories that OpenParent(rel, true) reported as
+// created (the deepest created components of rel) the owner uid and group
+// gid, through the same confinement, never following a symlink. It stops at
+// the first failure and returns it.
+func (d *Dir) ChownCreated(rel string, created, uid, gid int) error {
+	for range created {
+		dir, base := path.Split(rel)
+		dir = strings.TrimRight(dir, "/")
+		if dir == "" {
+			dir = "."
+		}
+		p, _, err := d.OpenParent(dir, false)
+		if err != nil {
+			return err
+		}
+		err = unix.Fchownat(p.fd, base, uid, gid, unix.AT_SYMLINK_NOFOLLOW)
+		_ = p.Close()
+		if err != nil {
+			return &os.PathError{Op: "chown", Path: d.full(rel), Err: err}
+		}
+		rel = dir
+	}
+	return nil
+}

@@ -59,13 +59,17 @@ const (
 // too large); After is the written content, LF-normalized, without a
 // byte-order mark. Version is the version of the published file. Note is one
 // sentence naming a change of the file's bytes beyond its text (a byte-order
-// mark added, line endings converted), or "" (spec difference 10).
+// mark added, line endings converted), or "" (spec difference 10). InPlace,
+// when not empty, says that the file was rewritten in place, not replaced
+// atomically, and why (spec difference 9: the directory refused publication,
+// or the file's owner or ACL could not be kept otherwise).
 type WriteOutcome struct {
 	Operation Operation
 	Version   Version
 	Before    *string
 	After     string
 	Note      string
+	InPlace   string
 }
 
 // EditRequest asks EditText to replace OldString with NewString. Both are
@@ -86,11 +90,12 @@ type EditRequest struct {
 
 // EditOutcome is the result of a successful edit: the new Version, the
 // LF-normalized texts Before and After (without a byte-order mark), the
-// number of Replacements made, and a Note like WriteOutcome's.
+// number of Replacements made, and a Note and InPlace like WriteOutcome's.
 type EditOutcome struct {
 	Version      Version
 	Before       string
 	After        string
 	Replacements int
 	Note         string
+	InPlace      string
 }

@@ -99,6 +99,30 @@ func TestConfigValidate(t *testing.T) {
 			wantErr: []string{"Cwd"},
 		},
 		{
+			name: "spec difference 18: an empty Durability is full",
+			cfg:  fslocal.Config{Cwd: dir},
+			check: func(t *testing.T, got fslocal.Config) {
+				assert.Equal(t, fslocal.DurabilityFull, got.Durability)
+			},
+		},
+		{
+			name: "spec difference 18: atomic is accepted",
+			cfg:  fslocal.Config{Cwd: dir, Durability: fslocal.DurabilityAtomic},
+			check: func(t *testing.T, got fslocal.Config) {
+				assert.Equal(t, fslocal.DurabilityAtomic, got.Durability)
+			},
+		},
+		{
+			name:    "an unknown Durability is rejected",
+			cfg:     fslocal.Config{Cwd: dir, Durability: "fsync"},
+			wantErr: []string{"Durability", `"full"`, `"atomic"`, `"fsync"`},
+		},
+		{
+			name:    "a NewOwner with a negative id is rejected",
+			cfg:     fslocal.Config{Cwd: dir, NewOwner: &fslocal.Owner{UID: -1, GID: 0}},
+			wantErr: []string{"NewOwner", "-1"},
+		},
+		{
 			name: "L-01 an absolute Cwd is cleaned",
 			cfg:  fslocal.Config{Cwd: dir + "/x/../"},
 			check: func(t *testing.T, got fslocal.Config) {

@@ -14,7 +14,9 @@ import (
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
@@ -39,6 +41,55 @@ type Config struct {
 	// size and the new content size for a write to report Before; zero means
 	// DefaultDiffBasisMaxBytes (L-03, L-69..L-72).
 	DiffBasisMaxBytes int64 `yaml:"diffBasisMaxBytes" json:"diffBasisMaxBytes"`
+	// Durability is what a write waits for before it returns:
+	// DurabilityFull (the default; also "") or DurabilityAtomic (spec
+	// differences 6, 18).
+	Durability Durability `yaml:"durability" json:"durability"`
+	// NewOwner, when set, owns every file and directory a mutation creates
+	// (spec difference 9: a server running as root in another user's
+	// workspace; see RootOwner); nil leaves the process's own. A replaced
+	// file keeps its owner either way.
+	NewOwner *Owner `yaml:"newOwner" json:"newOwner"`
+}
+
+// Durability is a level of durability of a write (spec differences 6, 18).
+type Durability string
+
+const (
+	// DurabilityFull fsyncs the new file before publication and its
+	// directory after it (one directory fsync shared by the writes that
+	// publish into it at once): a write that returned survives power loss.
+	DurabilityFull Durability = "full"
+	// DurabilityAtomic publishes atomically without fsync: a write survives
+	// a crash of the process, not of the machine.
+	DurabilityAtomic Durability = "atomic"
+)
+
+// Durabilities are the accepted values of Config.Durability.
+var Durabilities = []Durability{DurabilityFull, DurabilityAtomic}
+
+// Owner is a user id and a group id.
+type Owner struct {
+	UID int `yaml:"uid" json:"uid"`
+	GID int `yaml:"gid" json:"gid"`
+}
+
+// RootOwner returns the owner new files and directories beneath the
+// workspace root root should take: root's owner when this process runs as
+// root (effective uid 0) and root belongs to another user, else nil (spec
+// difference 9). Errors: root cannot be stat'ed.
+func RootOwner(root string) (*Owner, error) {
+	if os.Geteuid() != 0 {
+		return nil, nil
+	}
+	var st unix.Stat_t
+	if err := unix.Stat(root, &st); err != nil {
+		return nil, &os.PathError{Op: "stat", Path: root, Err: err}
+	}
+	if st.Uid == 0 {
+		return nil, nil
+	}
+	return &Owner{UID: int(st.Uid), GID: int(st.Gid)}, nil
 }
 
 // Validate returns cfg with defaults applied, or an error naming the bad
@@ -61,6 +112,16 @@ func (cfg Config) Validate() (Config, error) {
 	if cfg.DiffBasisMaxBytes < 0 || cfg.DiffBasisMaxBytes > MaxDiffBasisBytes {
 		return cfg, fmt.Errorf("fslocal: DiffBasisMaxBytes must be a positive integer no greater than %d, got %d",
 			int64(MaxDiffBasisBytes), cfg.DiffBasisMaxBytes)
+	}
+	switch cfg.Durability {
+	case "":
+		cfg.Durability = DurabilityFull
+	case DurabilityFull, DurabilityAtomic:
+	default:
+		return cfg, fmt.Errorf("fslocal: Durability must be %q or %q, got %q", DurabilityFull, DurabilityAtomic, cfg.Durability)
+	}
+	if o := cfg.NewOwner; o != nil && (o.UID < 0 || o.GID < 0) {
+		return cfg, fmt.Errorf("fslocal: NewOwner must have non-negative ids, got %d:%d", o.UID, o.GID)
 	}
 	return cfg, nil
 }
@@ -96,7 +157,14 @@ func New(cfg Config, log *zap.Logger) (*FileSystem, error) {
 
 // settings are the core's settings of the validated cfg.
 func (cfg Config) settings() fsbackend.Settings {
-	return fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
+	s := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
+	if cfg.Durability == DurabilityAtomic {
+		s.Durability = atomicwrite.Atomic
+	}
+	if o := cfg.NewOwner; o != nil {
+		s.NewOwner = &atomicwrite.Owner{UID: o.UID, GID: o.GID}
+	}
+	return s
 }
 
 // Config returns the validated configuration.

@@ -376,8 +376,9 @@ func TestAttackFinalComponentSwap(t *testing.T) {
 // symlink to the outside directory under its name, and plants a symlink to
 // the outside secret as the temp file in the moved directory (or renames one
 // over the temp file already there), so the temp file, the publication and
-// the cleanup all meet links pointing out. Writes, guarded creates and edits
-// all stage.
+// the cleanup all meet links pointing out; a replace through an unnamed file
+// meets a link to the outside secret planted under its temporary name.
+// Writes, guarded creates and edits all stage.
 func TestAttackStagingHijack(t *testing.T) {
 	const ops = 60
 	w := attackWorld(t)
@@ -390,6 +391,15 @@ func TestAttackStagingHijack(t *testing.T) {
 			return
 		}
 		for _, e := range names {
+			if strings.HasSuffix(e.Name(), ".tmp") && e.Type().IsRegular() {
+				// An unnamed file's temporary name, between its link and
+				// its rename: put a link to the outside secret under it.
+				link := filepath.Join(w.ws, e.Name()+".link")
+				if os.Symlink("../outside/secret.txt", link) == nil && os.Rename(link, filepath.Join(w.ws, e.Name())) == nil {
+					planted.Add(1)
+				}
+				continue
+			}
 			if !strings.HasSuffix(e.Name(), ".tmpdir") || e.Type()&os.ModeSymlink != 0 {
 				continue
 			}

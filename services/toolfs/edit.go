@@ -98,6 +98,7 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if replaceAll {
 		text = "The file " + dp + " has been updated. All occurrences were successfully replaced."
 	}
+	text += inPlaceNote(out.InPlace)
 	return tool.Result{
 		Text: withNote(text, out.Note),
 		Value: EditValue{

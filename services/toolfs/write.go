@@ -79,6 +79,7 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if created {
 		verb = "Created file"
 	}
+	verb += inPlaceNote(out.InPlace)
 	return tool.Result{
 		Text: "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + withNote(verb, out.Note) + "\n</content>",
 		Value: WriteValue{
@@ -107,4 +108,13 @@ func withNote(text, note string) string {
 		return text
 	}
 	return text + "\n" + note
+}
+
+// inPlaceNote is the line a result adds when the backend rewrote the file in
+// place instead of replacing it atomically (spec difference 9), else "".
+func inPlaceNote(why string) string {
+	if why == "" {
+		return ""
+	}
+	return "\nThe file was rewritten in place, not atomically: " + why + "."
 }

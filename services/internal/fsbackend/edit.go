@@ -103,12 +103,13 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: the new text has no %s form: %v", dp, enc, err)
 	}
-	pst, err := f.publish(ctx, m, op, dp, string(output), os.FileMode(st.Mode&0o777), atomicwrite.Replace)
+	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
 	return fs.EditOutcome{
-		Version: version(&pst), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
+		Version: version(&res.Stat), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
+		InPlace: res.InPlace.String(),
 	}, nil
 }
 

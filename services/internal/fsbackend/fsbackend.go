@@ -17,6 +17,7 @@ import (
 
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -30,6 +31,11 @@ type Settings struct {
 	// DiffBasisMaxBytes is the exclusive bound, in bytes, on both sides of
 	// an overwrite for which a write reports the prior content (L-01).
 	DiffBasisMaxBytes int64
+	// Durability is what a write waits for (spec differences 6, 18).
+	Durability atomicwrite.Durability
+	// NewOwner, when set, owns every file and directory a mutation creates
+	// (spec difference 9); nil leaves the process's own.
+	NewOwner *atomicwrite.Owner
 }
 
 // Mounter decides where one mutation runs. Mount is called first by
@@ -98,6 +104,8 @@ type Backend struct {
 	// reclaimed holds the [dev, ino] of every directory already scanned for
 	// abandoned staging directories.
 	reclaimed sync.Map
+	// syncs shares directory fsyncs among concurrent writes.
+	syncs atomicwrite.DirSyncs
 
 	// afterStage, when set by tests, runs between staging and publication.
 	afterStage func(stagingDir, tempFile string)

@@ -134,12 +134,13 @@ func crashWriter(dir string) {
 // after every kill, that each file holds exactly its last committed or its
 // in-flight generation, in full, and that nothing committed was lost; then
 // that a later write reclaims every staging directory the killed writers
-// left. HARNESS_KILLS sets the number of kills (default 1000).
+// left. HARNESS_KILLS sets the number of kills (default 200; `make soak`
+// runs 1000).
 func TestCrashSafety(t *testing.T) {
 	if testing.Short() {
 		t.Skip("kills a writer process many times")
 	}
-	kills := 1000
+	kills := 200
 	if v := os.Getenv("HARNESS_KILLS"); v != "" {
 		var err error
 		kills, err = strconv.Atoi(v)
@@ -198,8 +199,9 @@ func TestCrashSafety(t *testing.T) {
 		_ = cmd.Wait()
 		<-done
 		stats.kills++
-		// A kill mid-write leaves its staging directory; the next writer
-		// to write in the directory reclaims it.
+		// A kill between the link of an unnamed file and its rename (or,
+		// where staging is the fallback, mid-write) leaves a temporary
+		// entry; the next writer to write in the directory reclaims it.
 		stats.stagingLeft += len(fixture.Residue(t, dir))
 		for k := range crashFiles {
 			b, err := os.ReadFile(filepath.Join(dir, "f"+strconv.Itoa(k)))
@@ -219,11 +221,8 @@ func TestCrashSafety(t *testing.T) {
 	_, err = f.WriteText(context.Background(), resolve(t, f, "after.txt"), "x", fs.WriteOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, fixture.Residue(t, dir), "a later write reclaims the killed writers' staging directories")
-	t.Logf("kills=%d commits=%d published-but-unannounced=%d staging-dirs-left-by-kills=%d (all reclaimed)",
+	t.Logf("kills=%d commits=%d published-but-unannounced=%d temporary-entries-left-by-kills=%d (all reclaimed)",
 		stats.kills, stats.commits, stats.inFlightSeen, stats.stagingLeft)
-	if kills >= 200 {
-		assert.Positive(t, stats.stagingLeft, "some kills landed mid-write and left staging to reclaim")
-	}
 }
 
 // ---- cross-process concurrency ----

@@ -112,18 +112,18 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
-	perm, pub := atomicwrite.NewFilePerm, atomicwrite.Replace
-	if m.present {
-		perm = os.FileMode(m.st.Mode & 0o777)
-	}
+	pub := atomicwrite.Replace
 	if intent.Kind == fs.CreateIfAbsent {
 		pub = atomicwrite.CreateOnly
 	}
-	st, err := f.publish(ctx, m, op, dp, disk, perm, pub)
+	res, err := f.publish(ctx, m, op, dp, disk, pub)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
-	out := fs.WriteOutcome{Operation: fs.OpCreate, Version: version(&st), Before: prior.basis, After: displayText(content), Note: note}
+	out := fs.WriteOutcome{
+		Operation: fs.OpCreate, Version: version(&res.Stat), Before: prior.basis, After: displayText(content), Note: note,
+		InPlace: res.InPlace.String(),
+	}
 	if m.present {
 		out.Operation = fs.OpUpdate
 	}
@@ -186,17 +186,24 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 	return m, nil
 }
 
-// publish creates missing parents, then publishes content at the target.
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, perm os.FileMode, pub atomicwrite.Publication) (unix.Stat_t, error) {
+// publish creates missing parents, then publishes content at the target
+// (spec differences 9, 15, 18: see atomicwrite).
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
-		return unix.Stat_t{}, osErr(op, op, dp, err)
+		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
 	created := 0
 	if m.parent == nil {
 		parent, n, err := m.root.OpenParent(m.rel, true)
+		if err == nil && n > 0 && f.cfg.NewOwner != nil {
+			err = m.root.ChownCreated(m.rel, n, f.cfg.NewOwner.UID, f.cfg.NewOwner.GID)
+		}
 		if err != nil {
+			if parent != nil {
+				_ = parent.Close()
+			}
 			f.undoParents(m, n)
-			return unix.Stat_t{}, osErr(op, op, dp, err)
+			return atomicwrite.Result{}, osErr(op, op, dp, err)
 		}
 		m.parent, created = parent, n
 	}
@@ -205,8 +212,10 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		Parent:      m.parent,
 		Name:        m.name,
 		Content:     content,
-		Perm:        perm,
 		Publication: pub,
+		Durability:  f.cfg.Durability,
+		Owner:       f.cfg.NewOwner,
+		Syncs:       &f.syncs,
 		AfterStage:  f.afterStage,
 	})
 	if res.Residue != nil {
@@ -218,14 +227,24 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 	}
 	if collision, ok := errors.AsType[*atomicwrite.CollisionError](err); ok {
 		if collision.Regular {
-			return res.Stat, notObserved(dp, err)
+			return res, notObserved(dp, err)
 		}
-		return res.Stat, newErr(fs.CodeNotRegularFile, op, dp, err, "cannot write %q: not a regular file", dp)
+		return res, newErr(fs.CodeNotRegularFile, op, dp, err, "cannot write %q: not a regular file", dp)
+	}
+	if denied, ok := errors.AsType[*atomicwrite.DeniedError](err); ok {
+		if denied.Dir != "" {
+			return res, newErr(fs.CodePermissionDenied, op, dp, err,
+				"cannot write %q: permission denied: the directory %q does not allow this process to create or replace files in it", dp, denied.Dir)
+		}
+		return res, newErr(fs.CodePermissionDenied, op, dp, err, "cannot write %q: permission denied: %s", dp, denied.Reason)
 	}
 	if err != nil {
-		return res.Stat, osErr(op, op, dp, err)
+		return res, osErr(op, op, dp, err)
 	}
-	return res.Stat, nil
+	if res.InPlace != atomicwrite.NotInPlace {
+		f.log.Info("rewrote a file in place, not atomically", zap.String("path", dp), zap.Stringer("reason", res.InPlace))
+	}
+	return res, nil
 }
 
 // priorFile is what a write learns of the file it replaces: its conventions

@@ -262,6 +262,7 @@ func expand(msg string, tg fs.Target) string {
 }
 
 func TestWriteTextModes(t *testing.T) {
+	withUmask(t)
 	f, dir := newFS(t, fslocal.Config{})
 	fixture.Build(t, dir, "kept.txt: old")
 	require.NoError(t, os.Chmod(filepath.Join(dir, "kept.txt"), 0o640))
@@ -275,7 +276,7 @@ func TestWriteTextModes(t *testing.T) {
 	require.NoError(t, err)
 	info, err = os.Stat(filepath.Join(dir, "fresh.txt"))
 	require.NoError(t, err)
-	assert.Equal(t, os.FileMode(0o600), info.Mode().Perm(), "L-79 a new file is owner-only")
+	assert.Equal(t, os.FileMode(0o644), info.Mode().Perm(), "spec difference 9: a new file is 0666 under the umask (022), superseding L-79")
 }
 
 func TestWriteTextAborted(t *testing.T) {

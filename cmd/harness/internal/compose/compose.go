@@ -52,6 +52,10 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	if err != nil {
 		return nil, err
 	}
+	owner, err := workspaceOwner(cfg)
+	if err != nil {
+		return nil, err
+	}
 	backend := fssandbox.Module
 	if cfg.FS == "local" {
 		backend = fslocal.Module
@@ -73,7 +77,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			return zl
 		}),
 		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: cfg.WritableRoots}),
-		fx.Supply(fslocal.Config{Cwd: cfg.Workspace}),
+		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(toolfs.Config{
 			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
 			ReadStreamMinSize: cfg.ReadStreamMinSize, ListLimit: cfg.ListLimit, WriteMaxBytes: cfg.WriteMaxBytes,
@@ -137,4 +141,27 @@ func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
 		out = os.Stderr
 	}
 	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(out), level)), nil
+}
+
+// workspaceOwner returns the owner new files and directories take (spec
+// difference 9): with --workspace-owner, the workspace root's (--workspace,
+// else the working directory) when the process runs as root and the root
+// belongs to another user; else nil.
+func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
+	if !cfg.WorkspaceOwner {
+		return nil, nil
+	}
+	root := cfg.Workspace
+	if root == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil, fmt.Errorf("--workspace-owner: the working directory is unknown: %w", err)
+		}
+		root = wd
+	}
+	owner, err := fslocal.RootOwner(root)
+	if err != nil {
+		return nil, fmt.Errorf("--workspace-owner: %w", err)
+	}
+	return owner, nil
 }

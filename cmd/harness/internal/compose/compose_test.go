@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,6 +21,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -390,4 +392,42 @@ func TestLogger(t *testing.T) {
 		assert.NotContains(t, buf.String(), `"logger":"fx"`)
 		assert.NotContains(t, buf.String(), "PROVIDE")
 	})
+}
+
+// --durability and --workspace-owner reach the backend's configuration; as
+// root in a workspace owned by 1000:1000, a file the write tool creates is
+// 1000's (spec difference 9), and root's with --workspace-owner=false.
+func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the workspace owner applies to a server running as root")
+	}
+	d := newDirs(t)
+	require.NoError(t, os.Chown(d.ws, 1000, 1000))
+	for _, c := range []struct {
+		name       string
+		durability string
+		owner      bool
+		want       *fslocal.Owner
+		uid        uint32
+	}{
+		{"atomic, new files take the workspace owner", "atomic", true, &fslocal.Owner{UID: 1000, GID: 1000}, 1000},
+		{"full, the owner switched off", "full", false, nil, 0},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			var backend fslocal.Config
+			tools, app := toolsByName(t, config.Config{
+				FS: "local", Mode: "read-only", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
+				LogLevel: "info", LogFormat: "console",
+			}, fx.Populate(&backend))
+			defer app.RequireStop()
+			assert.Equal(t, fslocal.Durability(c.durability), backend.Durability)
+			assert.Equal(t, c.want, backend.NewOwner)
+			name := c.durability + ".txt"
+			r := call(t, session.New("s-"+c.durability, d.ws), tools["write"], map[string]any{"file_path": name, "content": "x\n"})
+			require.False(t, r.IsError, r.Text)
+			info, err := os.Stat(filepath.Join(d.ws, name))
+			require.NoError(t, err)
+			assert.Equal(t, c.uid, info.Sys().(*syscall.Stat_t).Uid)
+		})
+	}
 }

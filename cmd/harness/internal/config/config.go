@@ -14,6 +14,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -29,6 +30,15 @@ var Permissions = []string{"deny", "allow"}
 // LogLevels are the values of --log-level. trace adds the dependency
 // wiring's own account (fx events) to debug.
 var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
+
+// Durabilities returns the values of --durability.
+func Durabilities() []string {
+	out := make([]string, 0, len(fslocal.Durabilities))
+	for _, d := range fslocal.Durabilities {
+		out = append(out, string(d))
+	}
+	return out
+}
 
 // LogFormats are the values of --log-format.
 var LogFormats = []string{"json", "console"}
@@ -77,6 +87,15 @@ type Config struct {
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
 
+	// Durability is what a write waits for: "full" (file and directory
+	// fsynced, the default; also "") or "atomic" (atomic publication, no
+	// fsync).
+	Durability string `yaml:"durability"`
+	// WorkspaceOwner gives new files and directories the workspace root's
+	// owner when the process runs as root and the root belongs to another
+	// user (on by default).
+	WorkspaceOwner bool `yaml:"workspace-owner"`
+
 	// OneShot composes for a single call with no session history (harness
 	// call): the read-before-write policy is left out, because there is no
 	// earlier read in the same session to rely on. Not a flag.
@@ -89,13 +108,15 @@ type Config struct {
 // Default returns the configuration with nothing set.
 func Default() Config {
 	return Config{
-		FS:          "sandbox",
-		Mode:        string(sandbox.ReadOnly),
-		Exec:        "sandbox",
-		Network:     "deny",
-		UnixSockets: "deny",
-		LogLevel:    "info",
-		LogFormat:   "console",
+		FS:             "sandbox",
+		Mode:           string(sandbox.ReadOnly),
+		Exec:           "sandbox",
+		Network:        "deny",
+		UnixSockets:    "deny",
+		Durability:     string(fslocal.DurabilityFull),
+		WorkspaceOwner: true,
+		LogLevel:       "info",
+		LogFormat:      "console",
 	}
 }
 
@@ -158,6 +179,12 @@ func (c *Config) Validate() error {
 		if f.v < 0 {
 			return fieldErr(f.flag, "must be a positive integer (0 means the default), got %d", f.v)
 		}
+	}
+	if c.Durability == "" {
+		c.Durability = string(fslocal.DurabilityFull)
+	}
+	if err := oneOf("durability", c.Durability, Durabilities()); err != nil {
+		return err
 	}
 	if err := oneOf("log-level", c.LogLevel, LogLevels); err != nil {
 		return err

@@ -47,8 +47,11 @@ func writeYAML(t *testing.T, text string) string {
 }
 
 func TestDefault(t *testing.T) {
-	t.Run("Default is sandbox, read-only, info, console and nothing else", func(t *testing.T) {
-		assert.Equal(t, config.Config{FS: "sandbox", Mode: "read-only", Exec: "sandbox", Network: "deny", UnixSockets: "deny", LogLevel: "info", LogFormat: "console"}, config.Default())
+	t.Run("Default is sandbox, read-only, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
+		assert.Equal(t, config.Config{
+			FS: "sandbox", Mode: "read-only", Exec: "sandbox", Network: "deny", UnixSockets: "deny",
+			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
+		}, config.Default())
 	})
 
 	t.Run("Default validates", func(t *testing.T) {
@@ -66,6 +69,7 @@ func TestDefault(t *testing.T) {
 		for _, name := range []string{
 			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
 			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
+			"DURABILITY", "WORKSPACE_OWNER",
 		} {
 			vars[config.EnvPrefix+name] = ""
 		}
@@ -76,6 +80,7 @@ func TestDefault(t *testing.T) {
 		assert.Equal(t, []string{"sandbox", "local"}, config.Backends)
 		assert.Equal(t, []string{"trace", "debug", "info", "warn", "error"}, config.LogLevels)
 		assert.Equal(t, []string{"json", "console"}, config.LogFormats)
+		assert.Equal(t, []string{"full", "atomic"}, config.Durabilities())
 		assert.Equal(t, "HARNESS_", config.EnvPrefix)
 	})
 }
@@ -173,6 +178,18 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{false, true, false, true},
 		},
 		{
+			name:  "durability",
+			set:   layer{yaml: "durability: atomic", env: [2]string{"DURABILITY", "full"}, args: []string{"--durability", "atomic"}},
+			get:   func(c config.Config) any { return c.Durability },
+			wants: [4]any{"full", "atomic", "full", "atomic"},
+		},
+		{
+			name:  "workspace-owner",
+			set:   layer{yaml: "workspace-owner: false", env: [2]string{"WORKSPACE_OWNER", "true"}, args: []string{"--workspace-owner=false"}},
+			get:   func(c config.Config) any { return c.WorkspaceOwner },
+			wants: [4]any{true, false, true, false},
+		},
+		{
 			name:  "log-level",
 			set:   layer{yaml: "log-level: debug", env: [2]string{"LOG_LEVEL", "warn"}, args: []string{"--log-level", "error"}},
 			get:   func(c config.Config) any { return c.LogLevel },
@@ -254,7 +271,8 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7, LogLevel: "info", LogFormat: "json",
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
+			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
 
@@ -269,13 +287,15 @@ read-max-bytes: 3
 read-stream-min-size: 4
 list-limit: 5
 invariants: true
+durability: atomic
+workspace-owner: false
 log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
 			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
-			Invariants: true, LogLevel: "error", LogFormat: "json",
+			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
 	})
 
@@ -383,6 +403,9 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_READ_STREAM_MIN_SIZE", env: map[string]string{"HARNESS_READ_STREAM_MIN_SIZE": "10MiB"}, wantIn: []string{"HARNESS_READ_STREAM_MIN_SIZE", `"10MiB"`}},
 		{name: "HARNESS_LIST_LIMIT", env: map[string]string{"HARNESS_LIST_LIMIT": "x"}, wantIn: []string{"HARNESS_LIST_LIMIT", `"x"`}},
 		{name: "HARNESS_INVARIANTS", env: map[string]string{"HARNESS_INVARIANTS": "maybe"}, wantIn: []string{"HARNESS_INVARIANTS", `"maybe"`}},
+		{name: "--durability", args: []string{"--durability", "fsync"}, wantIn: []string{"--durability", `"fsync"`, "full, atomic"}},
+		{name: "HARNESS_DURABILITY", env: map[string]string{"HARNESS_DURABILITY": "atomc"}, wantIn: []string{"HARNESS_DURABILITY: ", `did you mean "atomic"?`}, wantNot: []string{"--durability"}},
+		{name: "HARNESS_WORKSPACE_OWNER", env: map[string]string{"HARNESS_WORKSPACE_OWNER": "maybe"}, wantIn: []string{"HARNESS_WORKSPACE_OWNER", `"maybe"`}},
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
@@ -529,6 +552,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env",
+		"durability", "workspace-owner",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -56,6 +56,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		writeMax  = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
 		maxCalls  = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 2x GOMAXPROCS, at least 4)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
+		durable   = fs.String("durability", def.Durability, "durability `level`: full (a write waits for the file and directory fsyncs) or atomic (no fsync: survives a crash of the process, not of the machine)")
+		wsOwner   = fs.Bool("workspace-owner", def.WorkspaceOwner, "running as root, give new files and directories the workspace root's owner when it is another user")
 		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
@@ -98,6 +100,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"write-max-bytes":      func() { cfg.WriteMaxBytes = *writeMax },
 			"max-concurrent-calls": func() { cfg.MaxConcurrentCalls = *maxCalls },
 			"invariants":           func() { cfg.Invariants = *inv },
+			"durability":           func() { cfg.Durability = *durable },
+			"workspace-owner":      func() { cfg.WorkspaceOwner = *wsOwner },
 			"log-level":            func() { cfg.LogLevel = *logLevel },
 			"log-format":           func() { cfg.LogFormat = *logFormat },
 		}
@@ -192,6 +196,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("UNIX_SOCKETS", &cfg.UnixSockets)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
+	str("DURABILITY", &cfg.Durability)
 	for _, l := range []struct {
 		name string
 		dst  *[]string
@@ -233,6 +238,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			return fmt.Errorf("%sINVARIANTS: not a boolean: %q", EnvPrefix, v)
 		}
 		cfg.Invariants = b
+	}
+	if v := lookup("WORKSPACE_OWNER"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%sWORKSPACE_OWNER: not a boolean: %q", EnvPrefix, v)
+		}
+		cfg.WorkspaceOwner = b
 	}
 	return nil
 }
