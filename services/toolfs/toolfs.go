@@ -33,6 +33,7 @@ type Tools struct {
 	deps     Deps
 	confines bool
 	log      *zap.Logger
+	serial   serial // a session's calls on one target, one after another
 }
 
 // New validates cfg and deps and returns the tool set. Errors: an invalid

@@ -26,7 +26,8 @@ import (
 // the Mounter, an empty old string, then the target's type, then the version
 // guard, then the text checks, then matching (L-98, L-103). Errors: the
 // Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for a missing
-// file, guarded or not: L-100, L-102), CodeNotRegularFile, CodeNotText,
+// file, guarded or not: L-100, L-102; a changed version with req.Content's
+// size and content hash is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
@@ -69,7 +70,10 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		return fs.EditOutcome{}, err
 	}
 	defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
-	if req.Version != "" && version(&st) != req.Version {
+	// A changed version is stale unless the size and, below, the hash of
+	// the text are what the session saw (spec difference 14).
+	sameVersion := req.Version == "" || version(&st) == req.Version
+	if !sameVersion && (!req.Content.Known() || st.Size != req.Content.Size) {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
 	if req.MaxBytes > 0 && st.Size > req.MaxBytes {
@@ -81,6 +85,9 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		return fs.EditOutcome{}, osErr(op, op, dp, err)
 	}
 	text, enc, err := textfile.Decode(raw, -1)
+	if !sameVersion && (err != nil || textHash(text) != req.Content.Hash) {
+		return fs.EditOutcome{}, stale(op, dp)
+	}
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
 	}
@@ -131,4 +138,11 @@ func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.St
 		return nil, st, notRegular(op, op, dp)
 	}
 	return file, st, nil
+}
+
+// textHash is the content hash of a whole text (see textfile.TextHash).
+func textHash(text string) fs.ContentHash {
+	h := textfile.NewTextHash()
+	h.Write(text)
+	return fs.ContentHash(h.Sum())
 }
