@@ -213,7 +213,9 @@ func TestSequenceOwnParallelCalls(t *testing.T) {
 				e.mustRead(sess, "a.txt")
 				var wg sync.WaitGroup
 				var edit, write tool.Result
-				wg.Go(func() { edit = e.edit(sess, map[string]any{"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"}) })
+				wg.Go(func() {
+					edit = e.edit(sess, map[string]any{"file_path": "a.txt", "old_string": "alpha", "new_string": "beta"})
+				})
 				wg.Go(func() { write = e.write(sess, map[string]any{"file_path": "a.txt", "content": "gamma\n"}) })
 				wg.Wait()
 				require.False(t, write.IsError, write.Text)
