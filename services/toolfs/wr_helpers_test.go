@@ -37,12 +37,11 @@ type wrRecorder struct {
 
 	stats atomic.Int32
 
-	mu         sync.Mutex
-	writes     []fs.WriteOptions
-	edits      []fs.EditRequest
-	writeErr   error
-	editErr    error
-	beforeEdit func()
+	mu       sync.Mutex
+	writes   []fs.WriteOptions
+	edits    []fs.EditRequest
+	writeErr error
+	editErr  error
 }
 
 func (r *wrRecorder) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
@@ -64,13 +63,10 @@ func (r *wrRecorder) WriteText(ctx context.Context, target fs.Target, content st
 func (r *wrRecorder) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	r.mu.Lock()
 	r.edits = append(r.edits, req)
-	injected, hook := r.editErr, r.beforeEdit
+	injected := r.editErr
 	r.mu.Unlock()
 	if injected != nil {
 		return fs.EditOutcome{}, injected
-	}
-	if hook != nil {
-		hook()
 	}
 	return r.Service.EditText(ctx, target, req)
 }
