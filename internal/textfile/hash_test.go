@@ -29,3 +29,17 @@ func TestTextHash(t *testing.T) {
 	assert.NotEqual(t, hashOf(""), hashOf("\n"))
 	assert.Equal(t, "99aa06d3014798d86001c324468d497f", hashOf(""), "XXH3-128 of the empty input")
 }
+
+// BenchmarkTextHash hashes 16 MiB of text in the 64 KiB chunks of a
+// streamed read: the cost a whole-file read adds for its fingerprint.
+func BenchmarkTextHash(b *testing.B) {
+	text := strings.Repeat("0123456789abcde\n", 1<<20)
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		h := textfile.NewTextHash()
+		for i := 0; i < len(text); i += 64 << 10 {
+			h.Write(text[i : i+64<<10])
+		}
+		_ = h.Sum()
+	}
+}
