@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
@@ -144,6 +145,51 @@ func BenchmarkReadLastWindow1GiB(b *testing.B) {
 		if !ok || v.TotalLines != total || len(v.Lines) != 100 || v.Lines[0].Number != total-99 ||
 			v.Lines[99].Text != wantLast || !strings.Contains(res.Text, wantFooter) {
 			b.Fatalf("unexpected result: total %d, %d lines", v.TotalLines, len(v.Lines))
+		}
+	}
+	peak := sampler.Stop()
+	b.ReportMetric(peak, "peak-heap-MiB")
+	b.ReportMetric(base, "base-heap-MiB")
+}
+
+// rdBenchManyEntries is the size of the directory of the list benchmarks
+// (issue 14, item 11).
+const rdBenchManyEntries = 1_000_000
+
+// BenchmarkListLimit1Of1M lists `limit: 1` of a directory of 1,000,000
+// entries through the list tool on fslocal: the names are read in batches
+// and only the smallest is kept and stat'ed, so the heap stays bounded by the
+// window, not the directory. It reports the peak heap in use during the
+// calls. The directory is made under os.TempDir() and removed at the end.
+func BenchmarkListLimit1Of1M(b *testing.B) {
+	if testing.Short() {
+		b.Skip("creates 1,000,000 files")
+	}
+	dir, err := os.MkdirTemp(os.TempDir(), "toolfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	fixture.Many(b, filepath.Join(dir, "many"), rdBenchManyEntries)
+
+	list := rdTools(b, toolfs.Config{}, rdLocal(b, dir)).List()
+	call := tool.Call{ID: "bench", Arguments: json.RawMessage(`{"path":"many","limit":1}`)}
+	wantFooter := "(Showing entries 1-1 of " + strconv.Itoa(rdBenchManyEntries) + ". Use offset=2 to continue.)"
+	ctx := context.Background()
+
+	runtime.GC()
+	base := float64(rdHeapObjectBytes()) / (1 << 20)
+	sampler := rdStartHeapSampler()
+	b.ReportAllocs()
+	for b.Loop() {
+		res := list.Handler(ctx, call)
+		if res.IsError {
+			b.Fatal(res.Text)
+		}
+		v, ok := res.Value.(toolfs.ListValue)
+		if !ok || v.TotalEntries != rdBenchManyEntries || len(v.Entries) != 1 || v.Entries[0].Name != "f0000000" ||
+			!strings.Contains(res.Text, wantFooter) {
+			b.Fatalf("unexpected result: %s", res.Text)
 		}
 	}
 	peak := sampler.Stop()
