@@ -43,7 +43,7 @@ func TestEditTextResultBound(t *testing.T) {
 		},
 		{
 			name: "replace_all growing to exactly the limit lands", content: "aaaa",
-			req:  fs.EditRequest{OldString: "a", NewString: "bb", ReplaceAll: true, MaxBytes: 8}, want: "bbbbbbbb",
+			req: fs.EditRequest{OldString: "a", NewString: "bb", ReplaceAll: true, MaxBytes: 8}, want: "bbbbbbbb",
 		},
 		{
 			name: "replace_all one byte past the limit is refused", content: "aaaa",
