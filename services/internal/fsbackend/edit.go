@@ -176,5 +176,9 @@ func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.St
 		_ = file.Close()
 		return nil, st, notRegular(op, op, dp)
 	}
+	if consumes(file, &st, m.name) {
+		_ = file.Close()
+		return nil, st, consumingStream(op, op, dp)
+	}
 	return file, st, nil
 }
