@@ -196,3 +196,61 @@ func BenchmarkListLimit1Of1M(b *testing.B) {
 	b.ReportMetric(peak, "peak-heap-MiB")
 	b.ReportMetric(base, "base-heap-MiB")
 }
+
+// BenchmarkReadLimit1Sparse20GiB reads `limit: 1` of a 20 GiB sparse file
+// (20,000 short lines, then a hole) through the read tool on fslocal: the
+// footer's total is counted within the budget (spec decision 17), so the
+// call does not scan the file (issue 14, item 12). It reports the peak heap
+// in use during the calls.
+func BenchmarkReadLimit1Sparse20GiB(b *testing.B) {
+	dir, err := os.MkdirTemp(os.TempDir(), "toolfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	rdSparse(b, dir, "huge.txt", 20_000, 20<<30)
+	read := rdTools(b, toolfs.Config{}, rdLocal(b, dir)).Read()
+	call := tool.Call{ID: "bench", Arguments: json.RawMessage(`{"file_path":"huge.txt","limit":1}`)}
+	ctx := context.Background()
+
+	runtime.GC()
+	sampler := rdStartHeapSampler()
+	b.ReportAllocs()
+	for b.Loop() {
+		res := read.Handler(ctx, call)
+		if res.IsError || !strings.Contains(res.Text, "1: line 1\n\n(Showing lines 1-1; more lines follow.") {
+			b.Fatal(res.Text)
+		}
+	}
+	b.ReportMetric(sampler.Stop(), "peak-heap-MiB")
+}
+
+// BenchmarkReadKernelFiles reads `limit: 1` of /proc/self/pagemap,
+// /proc/kcore and /proc/kmsg through the read tool on fslocal, whatever size
+// procfs reports (issue 14, item 9): each call returns its error at once
+// and reads at most one chunk; /proc/kmsg is refused before any read. A file
+// this process cannot open is skipped. It reports the peak heap in use
+// during the calls.
+func BenchmarkReadKernelFiles(b *testing.B) {
+	read := rdTools(b, toolfs.Config{}, rdLocal(b, "/")).Read()
+	ctx := context.Background()
+	for _, p := range []string{"/proc/self/pagemap", "/proc/kcore", "/proc/kmsg"} {
+		b.Run(filepath.Base(p), func(b *testing.B) {
+			f, err := os.Open(p) //nolint:gosec // a fixed kernel file; opening reads nothing
+			if err != nil {
+				b.Skipf("%s: %v", p, err)
+			}
+			_ = f.Close()
+			call := tool.Call{ID: "bench", Arguments: json.RawMessage(`{"file_path":"` + p + `","limit":1}`)}
+			runtime.GC()
+			sampler := rdStartHeapSampler()
+			b.ReportAllocs()
+			for b.Loop() {
+				if res := read.Handler(ctx, call); !res.IsError {
+					b.Fatalf("%s read: %s", p, res.Text)
+				}
+			}
+			b.ReportMetric(sampler.Stop(), "peak-heap-MiB")
+		})
+	}
+}
