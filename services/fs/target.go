@@ -62,6 +62,9 @@ type ListWindow struct {
 	Offset int
 	// Limit is the most entries returned; zero means all.
 	Limit int
+	// Progress, when set, is called from the calling goroutine with the
+	// number of names read so far, every thousand names or so.
+	Progress func(names int)
 }
 
 // Listing is one window of a directory listing.

@@ -1,6 +1,7 @@
 package toolfs_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
 
@@ -116,4 +118,48 @@ func TestReadKernelFiles(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestProgressReports (issue 14, build: progress on long reads and lists):
+// with a Progress on the call, a streamed read reports the bytes fed so far
+// out of the file's size, increasing, up to the whole file, and a list the
+// names read so far (total unknown); without one nothing is reported and
+// the result is the same.
+func TestProgressReports(t *testing.T) {
+	dir := rdDir(t)
+	content := strings.Repeat("0123456789abcdef\n", 40_000) // 680,000 bytes, 11 chunks
+	rdFile(t, dir, "big.txt", content)
+	for i := range 3000 {
+		rdFile(t, dir, "many/"+strconv.Itoa(i), "")
+	}
+	tools := rdTools(t, toolfs.Config{ReadStreamMinSize: 1}, rdLocal(t, dir))
+	type report struct{ done, total float64 }
+	run := func(tl *tool.Tool, args string, record bool) (tool.Result, []report) {
+		var got []report
+		call := tool.Call{ID: "c", Arguments: json.RawMessage(args)}
+		if record {
+			call.Progress = func(done, total float64) { got = append(got, report{done, total}) }
+		}
+		return tl.Handler(context.Background(), call), got
+	}
+	t.Run("read", func(t *testing.T) {
+		res, got := run(tools.Read(), `{"file_path":"big.txt","offset":39999}`, true)
+		require.False(t, res.IsError, res.Text)
+		plain, none := run(tools.Read(), `{"file_path":"big.txt","offset":39999}`, false)
+		assert.Equal(t, plain.Text, res.Text)
+		assert.Empty(t, none)
+		require.GreaterOrEqual(t, len(got), 10, "one report per 64 KiB chunk")
+		for i, r := range got {
+			assert.Equal(t, float64(len(content)), r.total)
+			if i > 0 {
+				assert.Greater(t, r.done, got[i-1].done)
+			}
+		}
+		assert.Equal(t, float64(len(content)), got[len(got)-1].done)
+	})
+	t.Run("list", func(t *testing.T) {
+		res, got := run(tools.List(), `{"path":"many","limit":1}`, true)
+		require.False(t, res.IsError, res.Text)
+		assert.Equal(t, []report{{1024, 0}, {2048, 0}}, got)
+	})
 }

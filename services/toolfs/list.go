@@ -71,7 +71,12 @@ func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	listing, err := t.deps.FS.ListDir(ctx, target, fs.ListWindow{Offset: offset, Limit: limit})
+	window := fs.ListWindow{Offset: offset, Limit: limit}
+	if call.Progress != nil {
+		// The number of names is unknown until they are all read.
+		window.Progress = func(names int) { call.Progress(float64(names), 0) }
+	}
+	listing, err := t.deps.FS.ListDir(ctx, target, window)
 	if err != nil {
 		return t.failure(err, policy)
 	}

@@ -77,7 +77,7 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
 	}
 	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
-	if err := t.fill(ctx, w, target, info); err != nil {
+	if err := t.fill(ctx, w, target, info, call.Progress); err != nil {
 		return t.failure(err, policy)
 	}
 	if w.outOfRange() {
@@ -101,8 +101,9 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 // fill feeds the file into the window: whole below ReadStreamMinSize, else,
 // or when the size is unknown (0, as procfs reports), in chunks with bounded
 // memory, counting lines past the window within a budget (T-09, T-27, spec
-// decision 17).
-func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info) error {
+// decision 17). A streamed read reports the bytes fed so far to progress,
+// out of the file's size (0 when unknown), when progress is set.
+func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info, progress tool.Progress) error {
 	if info.Size > 0 && info.Size < t.cfg.ReadStreamMinSize {
 		text, err := t.deps.FS.ReadText(ctx, target)
 		if err != nil {
@@ -113,12 +114,16 @@ func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.
 		return nil
 	}
 	w.budget = countBudgetBytes
+	fed := 0
 	for chunk, err := range t.deps.FS.StreamText(ctx, target) {
 		if err != nil {
 			return err
 		}
 		if !w.feed(chunk) {
 			break
+		}
+		if fed += len(chunk); progress != nil {
+			progress(float64(fed), float64(info.Size))
 		}
 	}
 	w.finish()

@@ -52,7 +52,7 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 	if window.Limit > 0 && skip <= math.MaxInt-window.Limit {
 		keep = skip + window.Limit
 	}
-	names, total, err := smallestNames(ctx, dir, keep)
+	names, total, err := smallestNames(ctx, dir, keep, window.Progress)
 	if err != nil {
 		if fe, ok := errors.AsType[*fs.Error](err); ok {
 			return fs.Listing{}, fe
@@ -79,13 +79,17 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 
 // smallestNames reads dir's names and returns the keep smallest in byte
 // order, and how many names it read. It holds at most keep names at a time.
-func smallestNames(ctx context.Context, dir *dirfd.Parent, keep int) ([]string, int, error) {
+// A non-nil progress hears the count every listCheckEvery names.
+func smallestNames(ctx context.Context, dir *dirfd.Parent, keep int, progress func(int)) ([]string, int, error) {
 	var h maxHeap
 	total := 0
 	err := dir.EachName(func(name []byte) error {
 		if total%listCheckEvery == 0 {
 			if err := checkCtx(ctx, "list"); err != nil {
 				return err
+			}
+			if progress != nil && total > 0 {
+				progress(total)
 			}
 		}
 		total++
