@@ -62,6 +62,20 @@ func TestEditTextResultBound(t *testing.T) {
 			req: fs.EditRequest{OldString: "a", NewString: "a\nb", ReplaceAll: true, MaxBytes: 12}, want: "a\r\nb\r\na\r\nb\r\n",
 		},
 		{
+			name: "UTF-16: the limit counts the encoded bytes", content: "\xff\xfea\x00a\x00a\x00a\x00",
+			req: fs.EditRequest{OldString: "a", NewString: "bb", ReplaceAll: true, MaxBytes: 17},
+		},
+		{
+			name: "UTF-16: growing to exactly the limit lands", content: "\xff\xfea\x00a\x00a\x00a\x00",
+			req:  fs.EditRequest{OldString: "a", NewString: "bb", ReplaceAll: true, MaxBytes: 18},
+			want: "\xff\xfe" + strings.Repeat("b\x00", 8),
+		},
+		{
+			name: "UTF-16: a text smaller than its UTF-8 form is not refused by the estimate", content: "\xff\xfea\x00a\x00a\x00",
+			req:  fs.EditRequest{OldString: "a", NewString: "中", ReplaceAll: true, MaxBytes: 8},
+			want: "\xff\xfe" + strings.Repeat("\x2d\x4e", 3),
+		},
+		{
 			name: "a shrinking replace_all of a file at the limit lands", content: "abab",
 			req: fs.EditRequest{OldString: "b", ReplaceAll: true, MaxBytes: 4}, want: "aa",
 		},
