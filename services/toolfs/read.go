@@ -14,7 +14,7 @@ type ReadValue struct {
 	Path       string `json:"path" jsonschema:"the display path of the file"`
 	Offset     int    `json:"offset" jsonschema:"the 1-based first line requested"`
 	Lines      []Line `json:"lines" jsonschema:"the returned lines"`
-	TotalLines int    `json:"totalLines" jsonschema:"the number of lines in the whole file"`
+	TotalLines *int   `json:"totalLines,omitempty" jsonschema:"the number of lines in the whole file; absent when counting them would scan too much of a huge file"`
 }
 
 // Read returns the read tool (T-18..T-51): a line-numbered window of a UTF-8
@@ -77,7 +77,7 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
 	}
 	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
-	if err := t.fill(ctx, w, target, info); err != nil {
+	if err := t.fill(ctx, w, target, info, call.Progress); err != nil {
 		return t.failure(err, policy)
 	}
 	if w.outOfRange() {
@@ -91,17 +91,20 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
 		return t.failure(err, policy)
 	}
-	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.total}
+	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.totalLines()}
 	if value.Lines == nil {
 		value.Lines = []Line{}
 	}
 	return tool.Result{Text: renderRead(dp, w), Value: value}
 }
 
-// fill feeds the file into the window: whole below ReadStreamMinSize, else in
-// chunks with bounded memory (T-09, T-27).
-func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info) error {
-	if info.Size < t.cfg.ReadStreamMinSize {
+// fill feeds the file into the window: whole below ReadStreamMinSize, else,
+// or when the size is unknown (0, as procfs reports), in chunks with bounded
+// memory, counting lines past the window within a budget (T-09, T-27, spec
+// decision 17). A streamed read reports the bytes fed so far to progress,
+// out of the file's size (0 when unknown), when progress is set.
+func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info, progress tool.Progress) error {
+	if info.Size > 0 && info.Size < t.cfg.ReadStreamMinSize {
 		text, err := t.deps.FS.ReadText(ctx, target)
 		if err != nil {
 			return err
@@ -110,11 +113,18 @@ func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.
 		w.finish()
 		return nil
 	}
+	w.budget = countBudgetBytes
+	fed := 0
 	for chunk, err := range t.deps.FS.StreamText(ctx, target) {
 		if err != nil {
 			return err
 		}
-		w.feed(chunk)
+		if !w.feed(chunk) {
+			break
+		}
+		if fed += len(chunk); progress != nil {
+			progress(float64(fed), float64(info.Size))
+		}
 	}
 	w.finish()
 	return nil

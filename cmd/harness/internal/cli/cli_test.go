@@ -43,9 +43,15 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
-// stable replaces the case's paths with placeholders.
+// landlockABI matches the kernel's Landlock ABI in the policy report, which
+// differs from machine to machine.
+var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": )\d+`)
+
+// stable replaces the case's paths and the kernel's Landlock ABI with
+// placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
+	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
 	return strings.ReplaceAll(s, l.base, "$BASE")
 }
 
@@ -454,8 +460,8 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "delete", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "delete"`, "edit, glob, grep, list, read, write"},
+			args:     func(l layout) []string { return ws(l, "call", "frobnicate", "--args", `{}`) },
+			stderrIn: []string{`unknown tool "frobnicate"`, "edit, exec, glob, grep, list, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -652,21 +658,21 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 6)
+				require.Len(t, tools, 7)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"edit", "glob", "grep", "list", "read", "write"}, names)
+				assert.Equal(t, []string{"edit", "exec", "glob", "grep", "list", "read", "write"}, names)
 			},
 		},
 		{
-			name: "tools --fs local has no escalation arguments", code: cli.ExitOK,
-			args: func(l layout) []string { return ws(l, "tools", "--fs", "local") },
+			name: "tools --fs local --exec local has no escalation arguments", code: cli.ExitOK,
+			args: func(l layout) []string { return ws(l, "tools", "--fs", "local", "--exec", "local") },
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 6)
+				require.Len(t, tools, 7)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
@@ -699,6 +705,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, l layout, out string) {
 				var rep cli.PolicyReport
 				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				require.NotNil(t, rep.Exec)
+				assert.Equal(t, cli.ExecReport{
+					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
+					Network: "deny", UnixSockets: "deny",
+				}, *rep.Exec)
+				rep.Exec = nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
@@ -893,7 +905,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"edit", "glob", "grep", "list", "read", "write"}, names)
+	assert.Equal(t, []string{"edit", "exec", "glob", "grep", "list", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)

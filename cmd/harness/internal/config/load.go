@@ -43,6 +43,11 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
 		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
 		temps     stringList
+		writables stringList
+		execEnv   stringList
+		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
+		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
+		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
@@ -57,6 +62,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
+	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
+	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	return func() (Config, error) {
 		cfg := def
 		// source maps a key to where its value came from, for errors.
@@ -80,6 +87,11 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"mode":                 func() { cfg.Mode = *mode },
 			"workspace":            func() { cfg.Workspace = *workspace },
 			"temp-root":            func() { cfg.TempRoots = temps },
+			"writable-root":        func() { cfg.WritableRoots = writables },
+			"exec":                 func() { cfg.Exec = *execBack },
+			"network":              func() { cfg.Network = *network },
+			"unix-sockets":         func() { cfg.UnixSockets = *unixSocks },
+			"exec-env":             func() { cfg.ExecEnv = execEnv },
 			"read-limit":           func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length": func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
@@ -179,11 +191,19 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("FS", &cfg.FS)
 	str("MODE", &cfg.Mode)
 	str("WORKSPACE", &cfg.Workspace)
+	str("EXEC", &cfg.Exec)
+	str("NETWORK", &cfg.Network)
+	str("UNIX_SOCKETS", &cfg.UnixSockets)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
-	if v := lookup("TEMP_ROOT"); v != "" {
-		cfg.TempRoots = filepath.SplitList(v)
+	for _, l := range []struct {
+		name string
+		dst  *[]string
+	}{{"TEMP_ROOT", &cfg.TempRoots}, {"WRITABLE_ROOT", &cfg.WritableRoots}, {"EXEC_ENV", &cfg.ExecEnv}} {
+		if v := lookup(l.name); v != "" {
+			*l.dst = filepath.SplitList(v)
+		}
 	}
 	ints := []struct {
 		name string
