@@ -164,11 +164,11 @@ async function run() {
   // tools/list
   const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['edit', 'glob', 'grep', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
+  assert.deepEqual(names, ['edit', 'exec', 'glob', 'grep', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
   const wantRequired = {
     read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [],
-    glob: ['pattern'], grep: ['pattern'],
+    glob: ['pattern'], grep: ['pattern'], exec: ['command'],
   };
   for (const t of tools) {
     assert.equal(typeof t.description, 'string', `${t.name}: no description`);
