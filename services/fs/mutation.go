@@ -96,8 +96,10 @@ type EditRequest struct {
 	Version    Version
 	Content    Fingerprint
 	Policy     *sandbox.ExecutionPolicy
-	// MaxBytes, when positive, refuses to edit a file larger than this many
-	// bytes (CodeTooLarge): an edit holds the whole file in memory, twice.
+	// MaxBytes, when positive, refuses (CodeTooLarge, nothing written) to
+	// edit a file larger than this many bytes, whatever size it reports, or
+	// one whose edited content would be larger: an edit holds the whole file
+	// in memory, twice, and a replace-all is sized before it is built.
 	MaxBytes int64
 }
 

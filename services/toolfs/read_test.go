@@ -240,7 +240,7 @@ func TestReadEnvelope(t *testing.T) {
 				require.False(t, res.IsError, res.Text)
 				assert.Empty(t, res.Code)
 				assert.Equal(t, rdEnvelope(p, rdBody(tc.lines, tc.footer)), res.Text)
-				assert.Equal(t, toolfs.ReadValue{Path: p, Offset: wantOffset, Lines: tc.lines, TotalLines: tc.total}, res.Value)
+				assert.Equal(t, toolfs.ReadValue{Path: p, Offset: wantOffset, Lines: tc.lines, TotalLines: &tc.total}, res.Value)
 				if mode.stream != 0 && len(tc.content) > 0 {
 					assert.Equal(t, int64(1), counting.streams.Load(), "streamed")
 					assert.Equal(t, int64(0), counting.readTexts.Load())

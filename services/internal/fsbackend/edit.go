@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -80,9 +81,18 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		return fs.EditOutcome{}, newErr(fs.CodeTooLarge, op, dp, nil,
 			"cannot edit %q: %d bytes exceeds the %d-byte limit", dp, st.Size, req.MaxBytes)
 	}
-	raw, err := readAll(ctx, locked, st.Size, -1)
+	// The read is capped whatever size the file reports (procfs reports 0).
+	limit := int64(-1)
+	if req.MaxBytes > 0 {
+		limit = req.MaxBytes + 1
+	}
+	raw, err := readAll(ctx, locked, st.Size, limit)
 	if err != nil {
 		return fs.EditOutcome{}, osErr(op, op, dp, err)
+	}
+	if req.MaxBytes > 0 && int64(len(raw)) > req.MaxBytes {
+		return fs.EditOutcome{}, newErr(fs.CodeTooLarge, op, dp, nil,
+			"cannot edit %q: content exceeds the %d-byte limit", dp, req.MaxBytes)
 	}
 	text, enc, err := textfile.Decode(raw, -1)
 	if !sameVersion && (err != nil || textHash(text) != req.Content.Hash) {
@@ -90,6 +100,9 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	}
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
+	}
+	if req.MaxBytes > 0 && req.ReplaceAll && editedSizeAtLeast(text, enc, req.OldString, req.NewString) > req.MaxBytes {
+		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
 	}
 	edit, err := textfile.ApplyEdit(text, req.OldString, req.NewString, req.ReplaceAll)
 	if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
@@ -110,6 +123,9 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: the new text has no %s form: %v", dp, enc, err)
 	}
+	if req.MaxBytes > 0 && int64(len(output)) > req.MaxBytes {
+		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
+	}
 	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)
 	if err != nil {
 		return fs.EditOutcome{}, err
@@ -118,6 +134,36 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		Version: version(&res.Stat), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
 		InPlace: res.InPlace.String(),
 	}, nil
+}
+
+// editedSizeAtLeast is a lower bound, computed without building it, on the
+// size in bytes of what an edit replacing every occurrence of oldString with
+// newString in text (decoded from enc) writes back. textfile.ApplyEdit keeps
+// every byte outside the replaced spans and writes at least newString's
+// LF-normalized bytes for each of the n spans, each at least oldString's
+// LF-normalized bytes of text. Encoded as UTF-16, a text takes at least two
+// thirds of its UTF-8 bytes. Matching is textfile.ApplyEdit's:
+// non-overlapping, on LF-normalized text.
+func editedSizeAtLeast(text string, enc textfile.Encoding, oldString, newString string) int64 {
+	oldNorm, newNorm := textfile.NormalizeLF(oldString), textfile.NormalizeLF(newString)
+	if oldNorm == "" {
+		return 0
+	}
+	_, rest := textfile.SplitBOM(text)
+	before := textfile.NormalizeLF(rest)
+	n := int64(strings.Count(before, oldNorm))
+	size := int64(len(before)) + n*(int64(len(newNorm))-int64(len(oldNorm)))
+	if enc != textfile.UTF8 {
+		size = size / 3 * 2
+	}
+	return size
+}
+
+// tooLargeResult is the refusal of an edit whose result would pass the
+// write limit; nothing is written.
+func tooLargeResult(dp string, limit int64) error {
+	return newErr(fs.CodeTooLarge, "edit", dp, nil,
+		"cannot edit %q: the edited content would exceed the %d-byte limit", dp, limit)
 }
 
 // lockForEdit locks the target across processes (see guard) and returns
@@ -136,6 +182,10 @@ func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.St
 	if !dirfd.IsRegular(&st) {
 		_ = file.Close()
 		return nil, st, notRegular(op, op, dp)
+	}
+	if consumes(file, &st, m.name) {
+		_ = file.Close()
+		return nil, st, consumingStream(op, op, dp)
 	}
 	return file, st, nil
 }

@@ -273,7 +273,7 @@ func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int
 		return priorFile{}, nil //nolint:nilerr // best effort: nothing known
 	}
 	defer file.Close() //nolint:errcheck // read-only descriptor
-	if !dirfd.IsRegular(&st) {
+	if !dirfd.IsRegular(&st) || consumes(file, &st, name) {
 		return priorFile{}, nil
 	}
 	wantBasis = wantBasis && st.Size < limit
