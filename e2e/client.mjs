@@ -296,7 +296,7 @@ async function run() {
 
   // the same write with sandbox_permissions: approved through elicitation
   const justification = 'The e2e test writes one file outside the workspace.';
-  elicitAnswers.push({ action: 'accept', content: { approve: true } });
+  elicitAnswers.push({ action: 'accept', content: { decision: 'allow-once' } });
   res = await call('write', { file_path: denied, content: 'approved\n', sandbox_permissions: 'danger-full-access', justification });
   expectSuccess(res, 'escalated write (approved)');
   assert.equal(elicitRequests.length, 1, `approved: want 1 elicitation, got ${elicitRequests.length}`);

@@ -143,7 +143,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			w := newE2EWorld(t)
 			answers := []*mcp.ElicitResult{
-				{Action: "accept", Content: map[string]any{"approve": true}},
+				{Action: "accept", Content: map[string]any{"decision": "allow-once"}},
 				{Action: "decline"},
 			}
 			cs, asked := connect(t, p.version, answers, nil,

@@ -2,6 +2,7 @@ package toolfs
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
@@ -69,7 +70,7 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, err := t.mutationTarget(ctx, call, "edit", a, path)
+	policy, target, err := t.mutationTarget(ctx, call, "edit", editOperation(len(oldString), len(newString), replaceAll), a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -113,4 +114,13 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 			Diff: unifiedDiff(dp, &out.Before, out.After, false), Note: out.Note,
 		},
 	}
+}
+
+// editOperation describes an edit for an approval prompt.
+func editOperation(oldBytes, newBytes int, replaceAll bool) string {
+	which := "the one occurrence"
+	if replaceAll {
+		which = "every occurrence"
+	}
+	return fmt.Sprintf("edit the file, replacing %s of a %d-byte string with %d bytes", which, oldBytes, newBytes)
 }

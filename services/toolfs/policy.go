@@ -72,11 +72,20 @@ func (t *Tools) escalationArgs(a args) (escalation, error) {
 }
 
 // escalate resolves the policy of a mutating call of target (T-92..T-96):
-// standing when the call asks for nothing, else the approver's grant for
-// exactly this call, asked with the target's display path. The approver is
-// the call's own when its front end set one, else the composition's.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, esc escalation, standing *sandbox.ExecutionPolicy, target fs.Target) (*sandbox.ExecutionPolicy, error) {
+// standing when the call asks for nothing, or when the standing policy
+// already admits the target (no prompt: a decline can never fail a call the
+// policy allowed, issue 14); else the approver's grant for exactly this
+// call, asked with the canonical target, the path as given, op (what the
+// call does and its size) and the boundary crossed. After a grant, path is
+// resolved again: a target other than the one shown is refused
+// (sandboxpolicy.CodeTargetChanged). The approver is the call's own when its
+// front end set one, else the composition's.
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op, path string, esc escalation, standing *sandbox.ExecutionPolicy, target fs.Target) (*sandbox.ExecutionPolicy, error) {
 	if esc.mode == "" {
+		return standing, nil
+	}
+	boundary := t.deps.Policy.Boundary(*standing, string(target.Key))
+	if boundary == "" && sandboxpolicy.IsWider(esc.mode, standing.Mode) {
 		return standing, nil
 	}
 	approver := call.Approver
@@ -84,13 +93,20 @@ func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, e
 		approver = t.deps.Approver
 	}
 	granted, err := sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{
-		Session: call.Session, Tool: toolName, Mode: esc.mode,
-		Justification: esc.justification, Target: target.DisplayPath,
+		Session: call.Session, Tool: toolName, Mode: esc.mode, Justification: esc.justification,
+		Target: string(target.Key), Given: target.DisplayPath, Operation: op, Boundary: boundary,
 	}, sandbox.SubjectOperation, standing.Mode)
 	if err != nil {
 		return nil, err
 	}
 	escalated := t.deps.Policy.Resolve(call.Session, granted)
+	fresh, err := t.resolve(ctx, call.Session, standing, path)
+	if err != nil {
+		return nil, err
+	}
+	if fresh.Key != target.Key {
+		return nil, sandboxpolicy.TargetChanged(granted, string(target.Key), string(fresh.Key))
+	}
 	return &escalated, nil
 }
 
@@ -129,13 +145,14 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 
 // mutationTarget resolves what a write or edit call needs before its
 // intent: the escalation arguments are read and checked once, the target is
-// resolved under the standing policy, and then, for an escalating call, the
-// user is asked about that target (the workspace root, and so the target, do
-// not change with the mode). It returns the policy the mutation runs under
+// resolved under the standing policy, and then, for an escalating call that
+// needs it, the user is asked about that target, op saying what the call
+// does (the workspace root, and so the target, do not change with the
+// mode). It returns the policy the mutation runs under
 // (nil when the backend does not confine) and the target, or the error that
 // stopped it: an argument error, a resolution *fs.Error, or a
 // *sandboxpolicy.EscalationError.
-func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
+func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName, op string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
 	esc, err := t.escalationArgs(a)
 	if err != nil {
 		return nil, fs.Target{}, err
@@ -148,7 +165,7 @@ func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName str
 	if !t.confines {
 		return nil, target, nil
 	}
-	policy, err := t.escalate(ctx, call, toolName, esc, standing, target)
+	policy, err := t.escalate(ctx, call, toolName, op, path, esc, standing, target)
 	if err != nil {
 		return nil, fs.Target{}, err
 	}
@@ -195,7 +212,14 @@ func (t *Tools) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
 		if policy != nil {
 			mode = policy.Mode
 		}
-		msg = sandbox.DenialMarker(mode) + "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
+		msg = sandbox.DenialMarker(mode)
+		if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
+			msg += "\n" + sandbox.NoWorkspaceMarker
+		}
+		if policy != nil && policy.SessionGrant {
+			msg += "\n" + sandbox.SessionGrantMarker(policy.Mode)
+		}
+		msg += "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
 	case fs.CodeStaleVersion:
 		msg += staleRemedy
 	case fs.CodeNotObserved:

@@ -197,8 +197,8 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// The prompt names the target (its temp path varies): check its two ends.
-	const promptHead = "Allow the write tool on \""
-	const prompt = "/ws/b.txt\" to run once under workspace-write? Justification: The user asked for b.txt. [y/N] "
+	const promptHead = "The agent asks to run the \"write\" tool to write 10 bytes (the whole file) on \""
+	const prompt = "/ws/b.txt\". Under the current read-only mode this is refused: the read-only mode allows no writes. It asks to run under the workspace-write sandbox mode. Its justification: The user asked for b.txt.\nAllow? [y = this call once, s = for the rest of the session, N = deny] "
 	const modes = "read-only, workspace-write, danger-full-access"
 
 	cases := []tcase{
@@ -432,7 +432,7 @@ func TestRun(t *testing.T) {
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
 			},
 			stdin:    "y\n",
-			stderrIn: []string{"Allow the write tool on \"", "/outside/granted.txt\" to run once under danger-full-access? Justification: j [y/N] "},
+			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. Its justification: j\nAllow? [y = this call once"},
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.False(t, parseResult(t, out).IsError)
 			},

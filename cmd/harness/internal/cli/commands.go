@@ -294,20 +294,14 @@ func chooseApprover(choice string, env Env) (sandboxpolicy.Approver, error) {
 	}
 }
 
-// promptApprover asks on stderr and reads the answer from stdin: y or yes
-// allows this one call; anything else rejects; end of input cancels.
+// promptApprover asks on stderr (sandboxpolicy.Prompt) and reads the answer
+// from stdin: y or yes allows this one call; s or session allows the mode
+// for the rest of the session (the rest of this process's calls); anything
+// else rejects; end of input cancels.
 func promptApprover(env Env) sandboxpolicy.Approver {
 	in := bufio.NewReader(env.Stdin)
 	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-		on := ""
-		if req.Target != "" {
-			on = " on " + strconv.Quote(req.Target)
-		}
-		if req.Command != "" {
-			on = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
-		}
-		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool%s to run once under %s? Justification: %s [y/N] ",
-			req.Tool, on, req.Mode, sandboxpolicy.Printable(req.Justification))
+		_, _ = fmt.Fprintf(env.Stderr, "%s\nAllow? [y = this call once, s = for the rest of the session, N = deny] ", sandboxpolicy.Prompt(req))
 		line, err := in.ReadString('\n')
 		if err != nil && line == "" {
 			return sandboxpolicy.Cancelled, nil
@@ -315,6 +309,8 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			return sandboxpolicy.AllowedOnce, nil
+		case "s", "session":
+			return sandboxpolicy.AllowedForSession, nil
 		default:
 			return sandboxpolicy.Rejected, nil
 		}
