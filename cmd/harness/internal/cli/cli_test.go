@@ -731,11 +731,26 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "policy --fs local says it does not confine", code: cli.ExitOK, golden: "policy_local",
-			args: func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "workspace-write") },
+			args: func(l layout) []string { return ws(l, "policy", "--fs", "local") },
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.Contains(t, out, "confines:       no")
 				assert.Contains(t, out, "writable roots: everywhere")
 			},
+		},
+		{
+			name: "--fs local with --mode workspace-write is a start error that says why", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "workspace-write") },
+			stderrIn: []string{`--mode: "workspace-write" conflicts with --fs local: the local backend never confines, so it always runs as danger-full-access`},
+		},
+		{
+			name: "--fs local with HARNESS_MODE=read-only names the variable", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--fs", "local") },
+			env:      map[string]string{"HARNESS_MODE": "read-only"},
+			stderrIn: []string{`HARNESS_MODE: "read-only" conflicts with --fs local`},
+		},
+		{
+			name: "--fs local with --mode danger-full-access is consistent", code: cli.ExitOK, golden: "policy_local",
+			args: func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "danger-full-access") },
 		},
 		{
 			name: "policy --json --fs local", code: cli.ExitOK, golden: "policy_local_json",

@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
@@ -52,18 +53,24 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 }
 
 // startServer parses the flags of command name, which takes no positional
-// argument, and starts the graph with the MCP server.
-func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, config.Config, func(), error) {
+// argument, and starts the graph with the MCP server and the options extra
+// builds from the configuration.
+func startServer(ctx context.Context, name string, args []string, env Env, extra ...func(config.Config) fx.Option) (*mcpserver.Server, config.Config, func(), error) {
 	fset := newFlags(name, env, true)
 	cfg, err := fset.parseFlagsOnly(args)
 	if err != nil {
 		return nil, cfg, nil, err
 	}
+	opts := make([]fx.Option, 0, len(extra))
+	for _, e := range extra {
+		opts = append(opts, e(cfg))
+	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls}),
+		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, RootsTimeout: cfg.RootsTimeout}),
 		mcpserver.Module,
 		fx.Populate(&srv),
+		fx.Options(opts...),
 	)
 	return srv, cfg, stop, err
 }
@@ -80,7 +87,7 @@ func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
 
 // serve runs the MCP server on stdin/stdout until the client disconnects.
 func serve(ctx context.Context, args []string, env Env) error {
-	srv, cfg, stop, err := startServer(ctx, "serve", args, env)
+	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted before serving: a clean shutdown
 	}
@@ -96,6 +103,15 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return nil
+}
+
+// warnUnconfined logs on start, under --fs local, that nothing is confined.
+func warnUnconfined(cfg config.Config) fx.Option {
+	return fx.Invoke(func(log *zap.Logger) {
+		if cfg.FS == "local" {
+			log.Warn("--fs local: nothing is confined; every write and edit runs as danger-full-access and may reach any path this process can write")
+		}
+	})
 }
 
 // explainServe tells a person who ran serve in a terminal what it is
