@@ -1022,3 +1022,26 @@ func TestREADMEInStep(t *testing.T) {
 	assert.Equal(t, []string{"make demo", "make test"},
 		regexp.MustCompile(`(?m)^(make \w+)`).FindAllString(block[1], -1), "exactly two set-up commands")
 }
+
+// TestCallFromSlash (issue 12): `cd / && harness call write --args
+// '{"file_path":"/opt/x",...}' --mode workspace-write` is refused (no
+// workspace is set) and creates nothing; an explicit --workspace / is a
+// start error that points to danger-full-access.
+func TestCallFromSlash(t *testing.T) {
+	target := "/opt/harness-call-from-slash.txt"
+	_, err := os.Lstat(target)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	t.Chdir("/")
+	r := runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write"}, "", false, nil)
+	assert.Equal(t, cli.ExitToolError, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "FS_SANDBOX_DENIED")
+	assert.Contains(t, r.stdout, "no workspace is set")
+	_, err = os.Lstat(target)
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was created")
+
+	r = runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write", "--workspace", "/"}, "", false, nil)
+	assert.Equal(t, cli.ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "use mode danger-full-access")
+	_, err = os.Lstat(target)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
