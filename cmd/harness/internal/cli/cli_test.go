@@ -1045,3 +1045,12 @@ func TestCallFromSlash(t *testing.T) {
 	_, err = os.Lstat(target)
 	assert.ErrorIs(t, err, os.ErrNotExist)
 }
+
+// TestPolicyFromSlash: `harness policy` run from / says no workspace is set.
+func TestPolicyFromSlash(t *testing.T) {
+	t.Chdir("/")
+	r := runCLI(t, []string{"policy", "--mode", "workspace-write", "--temp-root", t.TempDir()}, "", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "workspace root: none (no workspace is set: the working directory is /)\n")
+	assert.NotContains(t, r.stdout, "  /\n", "/ is never a writable root")
+}

@@ -428,7 +428,11 @@ func (rep PolicyReport) String() string {
 		b.WriteString("confines:       no (every write the process can make is allowed)\n")
 	}
 	_, _ = fmt.Fprintf(&b, "mode:           %s\n", rep.Mode)
-	_, _ = fmt.Fprintf(&b, "workspace root: %s\n", rep.WorkspaceRoot)
+	if rep.WorkspaceRoot == "" {
+		b.WriteString("workspace root: none (no workspace is set: the working directory is /)\n")
+	} else {
+		_, _ = fmt.Fprintf(&b, "workspace root: %s\n", rep.WorkspaceRoot)
+	}
 	b.WriteString("writable roots:")
 	switch {
 	case !confines || rep.Mode == string(sandbox.DangerFullAccess):

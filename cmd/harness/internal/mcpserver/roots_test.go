@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
@@ -167,4 +168,45 @@ func TestServeFromSlash(t *testing.T) {
 	require.True(t, res.IsError)
 	assert.Contains(t, res.Content[0].(*mcp.TextContent).Text, sandbox.NoWorkspaceMarker)
 	assert.NoFileExists(t, target)
+}
+
+// cwdTool answers with the session's working directory.
+var cwdTool = &tool.Tool{
+	Name: "cwd", Description: "the session's cwd", InputSchema: object(), OutputSchema: object(),
+	Handler: func(_ context.Context, call tool.Call) tool.Result {
+		return tool.Result{Text: call.Session.Cwd(), Value: map[string]any{}}
+	},
+}
+
+// TestSlowRootsAreWaitedFor (issue 14, item 5): a client slow to answer
+// roots/list is waited for, up to the configured timeout, before any
+// fallback; past it the session falls back to the working directory.
+func TestSlowRootsAreWaitedFor(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	wd, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	t.Chdir(wd)
+	tests := []struct {
+		name    string
+		timeout time.Duration
+		answer  bool
+		want    string
+	}{
+		{name: "an answer after 300 ms within a 10 s timeout gives the root", timeout: 10 * time.Second, answer: true, want: root},
+		{name: "no answer within 200 ms falls back to the working directory", timeout: 200 * time.Millisecond, want: wd},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := startPipe(t, mcpserver.Options{RootsTimeout: tc.timeout}, `{"roots":{"listChanged":true}}`, cwdTool)
+			p.call(t, 1, "cwd")
+			ask := p.await(t, func(m pipeMsg) bool { return m.Method == "roots/list" })
+			if tc.answer {
+				time.Sleep(300 * time.Millisecond)
+				p.send(t, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"roots":[{"uri":"`+fileURI(root)+`"}]}}`)
+			}
+			m := p.await(t, func(m pipeMsg) bool { return string(m.ID) == "1" })
+			assert.Equal(t, tc.want, resultText(m))
+		})
+	}
 }
