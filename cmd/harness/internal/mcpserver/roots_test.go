@@ -64,7 +64,7 @@ func (w rootsWorld) connect(t *testing.T, roots ...string) (*mcp.Client, *mcp.Cl
 	require.NoError(t, err)
 	client := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "v0"}, nil)
 	for _, r := range roots {
-		client.AddRoots(&mcp.Root{URI: r})
+		client.AddRoots(&mcp.Root{URI: r}) //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
 	}
 	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	require.NoError(t, err)
@@ -118,13 +118,13 @@ func TestRootsFollowTheClient(t *testing.T) {
 	assert.Contains(t, refused["file:///tmp/%2e%2e"], "not clean")
 	assert.Contains(t, refused["file:///a/../"], "not clean")
 
-	client.RemoveRoots(fileURI(w.ws2))
+	client.RemoveRoots(fileURI(w.ws2)) //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
 	res = writeCall(t, cs, filepath.Join(w.ws2, "c.txt"), "x")
 	require.True(t, res.IsError, "a removed root is not writable from the next call")
 	assert.Equal(t, "FS_SANDBOX_DENIED", res.Meta[mcpserver.CodeMetaKey])
 	assert.NoFileExists(t, filepath.Join(w.ws2, "c.txt"))
 
-	client.AddRoots(&mcp.Root{URI: fileURI(w.ws2)})
+	client.AddRoots(&mcp.Root{URI: fileURI(w.ws2)}) //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
 	res = writeCall(t, cs, filepath.Join(w.ws2, "d.txt"), "back")
 	require.False(t, res.IsError, "%v", res.Content)
 	assert.Equal(t, "back", disk(t, filepath.Join(w.ws2, "d.txt")))

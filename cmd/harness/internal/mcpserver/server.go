@@ -82,7 +82,9 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
-		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) {
+		// Roots are deprecated from 2026-07-28 (SEP-2577) but are how
+		// 2025-11-25 clients name their workspace; they stay served.
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) { //nolint:staticcheck // SEP-2577: see above
 			s.connFor(req.Session).rootsStale.Store(true)
 		},
 	})
