@@ -423,7 +423,7 @@ func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var backend fslocal.Config
 			tools, app := toolsByName(t, config.Config{
-				FS: "local", Mode: "read-only", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
+				FS: "local", Mode: "danger-full-access", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
 				LogLevel: "info", LogFormat: "console",
 			}, fx.Populate(&backend))
 			defer app.RequireStop()
