@@ -157,7 +157,7 @@ func (p *pins) canonical(announced []string) []string {
 // Boundary returns the boundary a mutation of target (a canonical path)
 // crosses under p, or "" when p admits it: danger-full-access admits
 // everything; workspace-write admits a target beneath one of
-// sandbox.WritableRoots(p, s.TempRoots()), and otherwise names
+// sandbox.WritableRoots(p, s.Roots()), and otherwise names
 // BoundaryNoWorkspace when p has no workspace root, else BoundaryOutside;
 // read-only, and any unknown mode, is BoundaryReadOnly. The fence decides
 // again, at mutation time, on a fresh resolution; this answers whether an
@@ -167,7 +167,7 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 	case sandbox.DangerFullAccess:
 		return ""
 	case sandbox.WorkspaceWrite:
-		for _, root := range sandbox.WritableRoots(p, s.cfg.TempRoots) {
+		for _, root := range sandbox.WritableRoots(p, s.Roots()) {
 			if dirfd.Beneath(root, target) {
 				return ""
 			}
