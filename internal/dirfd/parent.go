@@ -71,6 +71,13 @@ func (p *Parent) mkdirChild(name string) (child *Parent, made bool, err error) {
 			return nil, made, err
 		}
 	case errors.Is(err, unix.EEXIST):
+	case errors.Is(err, unix.EACCES):
+		// A Landlock domain refuses a directory moved out of its root
+		// with EACCES: such a refusal is the escape it stopped.
+		if escaped := p.CheckBeneath(); escaped != nil {
+			return nil, false, escaped
+		}
+		return nil, false, &os.PathError{Op: "mkdir", Path: p.Join(name), Err: err}
 	default:
 		return nil, false, &os.PathError{Op: "mkdir", Path: p.Join(name), Err: err}
 	}

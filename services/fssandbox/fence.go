@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -26,14 +27,49 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 	if err != nil {
 		return fsbackend.Mount{}, err
 	}
-	return fsbackend.Mount{
+	mount := fsbackend.Mount{
 		Root:   fc.root,
 		Target: fc.target,
 		Done: func(err error) error {
 			defer fc.release()
 			return fc.check(err)
 		},
-	}, nil
+	}
+	if fc.root.Confined() && m.f.domains != nil {
+		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, mutate) }
+		mount.Refused = fc.refused
+	}
+	return mount, nil
+}
+
+// runConfined runs the whole mutation in one call on a thread of domains
+// whose Landlock domain allows writes only beneath the fence's root.
+func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, mutate func() error) error {
+	ran := false
+	err := domains.Run(ctx, []string{fc.root.Path()}, func() error {
+		ran = true
+		return mutate()
+	})
+	switch {
+	case ran:
+		return err
+	case ctx.Err() != nil:
+		return &fs.Error{Code: fs.CodeAborted, Op: "write", Message: "write aborted", Err: err}
+	default:
+		// Fail closed: a thread that cannot be confined to the root
+		// (the root vanished, the executor is closed) mutates nothing.
+		return denied(fc.shown, fc.mode, err)
+	}
+}
+
+// refused classifies a failed confined mutation: the Landlock domain's
+// refusal of a parent that has left the root is a denial; any other error,
+// an EACCES with every parent still inside included, is the ordinary one.
+func (fc *fence) refused(err error, parents ...*dirfd.Parent) error {
+	if landlock.Denied(err, parents...) {
+		return denied(fc.shown, fc.mode, err)
+	}
+	return err
 }
 
 // fence is one admitted mutation: the handle it runs beneath, the target it

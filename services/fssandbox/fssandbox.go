@@ -28,6 +28,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
@@ -58,12 +59,37 @@ type FileSystem struct {
 	// mutation is denied.
 	life   sync.RWMutex
 	closed bool
+	// domains runs each workspace-write mutation on a thread whose Landlock
+	// domain allows writes only beneath its writable root; nil when
+	// Landlock is unavailable or turned off, and noLandlock says why.
+	domains    *landlock.Executor
+	noLandlock error
 }
 
+// Landlock settings of Config.Landlock.
+const (
+	// LandlockAuto confines mutations under Landlock where the kernel
+	// allows it, else uses the fallback (the default; "" means it too).
+	LandlockAuto = "auto"
+	// LandlockOff always uses the fallback, as on a kernel without
+	// Landlock.
+	LandlockOff = "off"
+)
+
+// Config is the fence's own configuration. The zero value is the default.
+type Config struct {
+	// Landlock is LandlockAuto ("" too) or LandlockOff.
+	Landlock string
+}
+
+// errLandlockOff is why a fence configured with LandlockOff has no domain.
+var errLandlockOff = errors.New("turned off by configuration (landlock: off)")
+
 // New returns a confining backend configured by cfg (validated as fslocal
-// validates it), its mutations fenced by policy. Roots that do not exist yet
-// are opened when first used. Errors: a nil policy, an invalid cfg.
-func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*FileSystem, error) {
+// validates it) and fence, its mutations fenced by policy. Roots that do not
+// exist yet are opened when first used. Errors: a nil policy, an invalid cfg,
+// a fence.Landlock other than "", LandlockAuto or LandlockOff.
+func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *zap.Logger) (*FileSystem, error) {
 	if policy == nil {
 		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
 	}
@@ -75,6 +101,17 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*F
 		log = zap.NewNop()
 	}
 	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	switch fence.Landlock {
+	case "", LandlockAuto:
+		f.domains, f.noLandlock = landlock.New(landlock.Config{})
+	case LandlockOff:
+		f.noLandlock = errLandlockOff
+	default:
+		return nil, fmt.Errorf("fssandbox: landlock setting %q: want %s or %s", fence.Landlock, LandlockAuto, LandlockOff)
+	}
+	if f.noLandlock != nil {
+		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
+	}
 	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
 	static := append([]string{policy.Default().WorkspaceRoot}, policy.TempRoots()...)
@@ -100,7 +137,30 @@ func (f *FileSystem) Close() error {
 		errs = append(errs, d.Close())
 		delete(f.pinned, root)
 	}
+	if f.domains != nil {
+		errs = append(errs, f.domains.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// Layers are the enforcement layers of a FileSystem under workspace-write,
+// as `harness policy` reports them. The policy check and the confined handle
+// are always active.
+type Layers struct {
+	// LandlockABI is the Landlock ABI of the domains mutations run under;
+	// zero when there is none.
+	LandlockABI int
+	// NoLandlock says why there is no domain ("" when there is one); the
+	// fallback then checks each publication after the fact and undoes it.
+	NoLandlock string
+}
+
+// Layers reports the enforcement layers active in f.
+func (f *FileSystem) Layers() Layers {
+	if f.domains != nil {
+		return Layers{LandlockABI: f.domains.ABI()}
+	}
+	return Layers{NoLandlock: f.noLandlock.Error()}
 }
 
 // SandboxMode reports the deployment default mode and that this backend
@@ -114,11 +174,12 @@ type Params struct {
 	Lifecycle fx.Lifecycle
 	Policy    *sandboxpolicy.Service
 	Config    fslocal.Config `optional:"true"`
+	Fence     Config         `optional:"true"`
 	Logger    *zap.Logger    `optional:"true"`
 }
 
 func newFromParams(p Params) (*FileSystem, error) {
-	f, err := New(p.Policy, p.Config, p.Logger)
+	f, err := New(p.Policy, p.Config, p.Fence, p.Logger)
 	if err != nil {
 		return nil, err
 	}

@@ -39,7 +39,7 @@ func (f *Backend) WriteText(ctx context.Context, target fs.Target, content strin
 	}
 	var out fs.WriteOutcome
 	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
-		out, err = f.write(ctx, mount.Root, mount.Target, content, opts.Intent)
+		out, err = f.write(ctx, mount, content, opts.Intent)
 		return err
 	})
 	if err := mount.done(err); err != nil {
@@ -62,15 +62,19 @@ func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate
 	return mount.run(mutate)
 }
 
-// write is WriteText's mutation beneath root; the caller holds target's lock.
-func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent) (fs.WriteOutcome, error) {
+// write is WriteText's mutation beneath the mount's root; the caller holds
+// the target's lock.
+func (f *Backend) write(ctx context.Context, mount Mount, content string, intent fs.WriteIntent) (_ fs.WriteOutcome, err error) {
 	const op = "write"
-	dp := target.DisplayPath
-	m, err := f.locate(root, target, op)
+	dp := mount.Target.DisplayPath
+	m, err := f.locate(mount.Root, mount.Target, op)
 	if err != nil {
-		return fs.WriteOutcome{}, err
+		return fs.WriteOutcome{}, mount.refused(err, nil)
 	}
-	defer m.close()
+	defer func() {
+		err = mount.refused(err, m)
+		m.close()
+	}()
 	if m.present && !dirfd.IsRegular(&m.st) {
 		return fs.WriteOutcome{}, notRegular(op, op, dp)
 	}
