@@ -35,9 +35,17 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 			return fc.check(err)
 		},
 	}
-	if fc.root.Confined() && m.f.domains != nil {
+	switch {
+	case !fc.root.Confined():
+	case m.f.domains != nil:
 		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, mutate) }
 		mount.Refused = fc.refused
+	default:
+		// No Landlock: a directory moved out between the last check and
+		// the publication takes the file along, so the publication is
+		// checked after the fact and undone (the check's EXDEV is a
+		// denial).
+		mount.Published = (*dirfd.Parent).CheckBeneath
 	}
 	return mount, nil
 }

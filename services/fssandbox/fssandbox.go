@@ -109,7 +109,10 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	default:
 		return nil, fmt.Errorf("fssandbox: landlock setting %q: want %s or %s", fence.Landlock, LandlockAuto, LandlockOff)
 	}
-	if f.noLandlock != nil {
+	switch {
+	case f.noLandlock == errLandlockOff:
+		log.Debug("Landlock turned off: publications are checked after the fact and undone")
+	case f.noLandlock != nil:
 		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
 	}
 	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}

@@ -50,6 +50,8 @@ func TestMoveOutRace(t *testing.T) {
 	}{
 		{"8 writers under Landlock", 8, fssandbox.Config{}},
 		{"6 writers under Landlock", 6, fssandbox.Config{}},
+		{"8 writers, fallback without Landlock", 8, fssandbox.Config{Landlock: fssandbox.LandlockOff}},
+		{"6 writers, fallback without Landlock", 6, fssandbox.Config{Landlock: fssandbox.LandlockOff}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			moveOutRace(t, tc.writers, tc.fence)
@@ -143,7 +145,9 @@ func moveOutRace(t *testing.T, writers int, fence fssandbox.Config) {
 		// is written in any of these cases.
 		assert.Contains(t, []fs.Code{fs.CodeSandboxDenied, fs.CodeNotFound, fs.CodePermissionDenied}, fs.CodeOf(r.err), "%v", r.err)
 	}
-	defer func() { t.Logf("writers=%d writes=%d landed=%d errors=%v moves=%d landed-while-outside=%d", writers, len(landed)+sum(codes), len(landed), codes, moves, len(landedOutside)) }()
+	defer func() {
+		t.Logf("writers=%d writes=%d landed=%d errors=%v moves=%d landed-while-outside=%d", writers, len(landed)+sum(codes), len(landed), codes, moves, len(landedOutside))
+	}()
 	assert.Empty(t, names(t, w.outside), "nothing may remain outside")
 	inWorkspace := map[string]bool{}
 	residue := 0

@@ -106,7 +106,7 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: the new text has no %s form: %v", dp, enc, err)
 	}
-	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)
+	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}

@@ -74,6 +74,13 @@ type Mount struct {
 	// of a directory moved out of its root from an ordinary permission
 	// error (landlock.Denied).
 	Refused func(err error, parents ...*dirfd.Parent) error
+	// Published, when set, is called right after the publication, with
+	// the directory the target was published in; when it fails, the
+	// publication is undone (the replaced file exchanged back, a created
+	// file unlinked: atomicwrite.Request.Verify) and its error is the
+	// mutation's. A Mounter without a Landlock domain checks here that
+	// the directory is still beneath its root.
+	Published func(parent *dirfd.Parent) error
 	// Done, when set, is called exactly once with the mutation's error (nil
 	// on success) after the mutation ends; it releases what Mount acquired
 	// and returns the error the caller sees (the fence turns an escape the

@@ -120,7 +120,7 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 	if intent.Kind == fs.CreateIfAbsent {
 		pub = atomicwrite.CreateOnly
 	}
-	res, err := f.publish(ctx, m, op, dp, disk, pub)
+	res, err := f.publish(ctx, m, op, dp, disk, pub, mount)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -191,8 +191,9 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 }
 
 // publish creates missing parents, then publishes content at the target
-// (spec differences 9, 15, 18: see atomicwrite).
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication) (atomicwrite.Result, error) {
+// (spec differences 9, 15, 18: see atomicwrite); the mount's Published,
+// when set, verifies the publication.
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, mount Mount) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
@@ -212,7 +213,7 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		m.parent, created = parent, n
 	}
 	f.reclaimOnce(m.parent)
-	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
+	req := atomicwrite.Request{
 		Parent:      m.parent,
 		Name:        m.name,
 		Content:     content,
@@ -221,7 +222,12 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		Owner:       f.cfg.NewOwner,
 		Syncs:       &f.syncs,
 		AfterStage:  f.afterStage,
-	})
+	}
+	if mount.Published != nil {
+		parent := m.parent
+		req.Verify = func() error { return mount.Published(parent) }
+	}
+	res, err := atomicwrite.Write(ctx, req)
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
 	}

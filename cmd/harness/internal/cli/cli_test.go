@@ -43,9 +43,13 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
+// landlockABI matches the kernel's Landlock ABI in `policy`'s layers.
+var landlockABI = regexp.MustCompile(`landlock: ABI [0-9]+`)
+
 // stable replaces the case's paths with placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
+	s = landlockABI.ReplaceAllString(s, "landlock: ABI $$N")
 	return strings.ReplaceAll(s, l.base, "$BASE")
 }
 
@@ -699,10 +703,25 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, l layout, out string) {
 				var rep cli.PolicyReport
 				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				require.GreaterOrEqual(t, len(rep.Layers), 3)
+				assert.Contains(t, rep.Layers[0], "policy check")
+				assert.Contains(t, rep.Layers[1], "confined handle")
+				assert.Contains(t, rep.Layers[2], "landlock: ")
+				rep.Layers = nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
 				}, rep)
+			},
+		},
+		{
+			name: "policy --landlock off names the fallback", code: cli.ExitOK, golden: "policy_landlock_off",
+			args: func(l layout) []string {
+				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--temp-root", l.tmp)
+			},
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "landlock: turned off by configuration")
+				assert.Contains(t, out, "fallback: publication by exchange")
 			},
 		},
 		{

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -334,6 +335,9 @@ type PolicyReport struct {
 	Mode          string   `json:"mode"`
 	WorkspaceRoot string   `json:"workspaceRoot"`
 	WritableRoots []string `json:"writableRoots"`
+	// Layers are the fence's enforcement layers active under
+	// workspace-write, in order; empty when the backend does not confine.
+	Layers []string `json:"layers"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -376,7 +380,25 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.TempRoots())...)
 	}
+	rep.Layers = []string{}
+	if fence, ok := fsys.(interface{ Layers() fssandbox.Layers }); ok {
+		rep.Layers = layerNames(fence.Layers())
+	}
 	return rep, nil
+}
+
+// layerNames describes the fence's enforcement layers, one line each.
+func layerNames(l fssandbox.Layers) []string {
+	names := []string{
+		"policy check: the canonical target beneath a writable root",
+		"confined handle: every syscall beneath the root (openat2 RESOLVE_BENEATH)",
+	}
+	if l.LandlockABI > 0 {
+		return append(names, fmt.Sprintf("landlock: ABI %d, writes only beneath the root on the mutating thread", l.LandlockABI))
+	}
+	return append(names,
+		"landlock: "+l.NoLandlock,
+		"fallback: publication by exchange, checked beneath the root after the fact and undone when not")
 }
 
 // String is the report as `harness policy` prints it.
@@ -399,6 +421,12 @@ func (rep PolicyReport) String() string {
 		b.WriteByte('\n')
 		for _, r := range rep.WritableRoots {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	if len(rep.Layers) > 0 {
+		b.WriteString("enforcement under workspace-write:\n")
+		for _, l := range rep.Layers {
+			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
 	return b.String()

@@ -21,6 +21,9 @@ import (
 // Backends are the values of --fs.
 var Backends = []string{"sandbox", "local"}
 
+// LandlockSettings are the values of --landlock.
+var LandlockSettings = []string{"auto", "off"}
+
 // LogLevels are the values of --log-level. trace adds the dependency
 // wiring's own account (fx events) to debug.
 var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -52,6 +55,11 @@ type Config struct {
 	// TempRoots are the temp areas writable under workspace-write; empty
 	// means the platform temp areas.
 	TempRoots []string `yaml:"temp-root"`
+	// Landlock is "auto" (confine each workspace-write mutation under a
+	// Landlock domain where the kernel allows it) or "off" (always the
+	// fallback: publication by exchange, checked and undone); "" is
+	// "auto".
+	Landlock string `yaml:"landlock"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
@@ -90,6 +98,7 @@ func Default() Config {
 	return Config{
 		FS:             "sandbox",
 		Mode:           string(sandbox.ReadOnly),
+		Landlock:       "auto",
 		Durability:     string(fslocal.DurabilityFull),
 		WorkspaceOwner: true,
 		LogLevel:       "info",
@@ -115,6 +124,12 @@ func fieldErr(key, format string, args ...any) error {
 // *FieldError.
 func (c *Config) Validate() error {
 	if err := oneOf("fs", c.FS, Backends); err != nil {
+		return err
+	}
+	if c.Landlock == "" {
+		c.Landlock = "auto"
+	}
+	if err := oneOf("landlock", c.Landlock, LandlockSettings); err != nil {
 		return err
 	}
 	modes := make([]string, 0, 3)

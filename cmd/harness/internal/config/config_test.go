@@ -47,9 +47,9 @@ func writeYAML(t *testing.T, text string) string {
 }
 
 func TestDefault(t *testing.T) {
-	t.Run("Default is sandbox, read-only, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
+	t.Run("Default is sandbox, read-only, Landlock auto, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
-			FS: "sandbox", Mode: "read-only", Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
+			FS: "sandbox", Mode: "read-only", Landlock: "auto", Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
 
@@ -115,6 +115,12 @@ func TestPrecedence(t *testing.T) {
 			set:   layer{yaml: "workspace: /from/yaml", env: [2]string{"WORKSPACE", "/from/env"}, args: []string{"--workspace", "/from/flag"}},
 			get:   func(c config.Config) any { return c.Workspace },
 			wants: [4]any{"", "/from/yaml", "/from/env", "/from/flag"},
+		},
+		{
+			name:  "landlock",
+			set:   layer{yaml: "landlock: \"off\"", env: [2]string{"LANDLOCK", "auto"}, args: []string{"--landlock", "off"}},
+			get:   func(c config.Config) any { return c.Landlock },
+			wants: [4]any{"auto", "off", "auto", "off"},
 		},
 		{
 			name: "temp-root",
@@ -270,7 +276,7 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", ReadLimit: 7, Durability: "full", WorkspaceOwner: true,
+			FS: "local", Mode: "danger-full-access", Landlock: "auto", ReadLimit: 7, Durability: "full", WorkspaceOwner: true,
 			LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
@@ -280,6 +286,7 @@ func TestPrecedence(t *testing.T) {
 mode: danger-full-access
 workspace: /w
 temp-root: [/t1, /t2]
+landlock: "off"
 read-limit: 1
 read-max-line-length: 2
 read-max-bytes: 3
@@ -292,7 +299,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
+			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off",
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -548,7 +555,7 @@ func TestFlagsRegistration(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
-		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
+		"config", "fs", "mode", "workspace", "temp-root", "landlock", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"durability", "workspace-owner",
 	}, names)

@@ -43,6 +43,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
 		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
 		temps     stringList
+		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
@@ -80,6 +81,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"mode":                 func() { cfg.Mode = *mode },
 			"workspace":            func() { cfg.Workspace = *workspace },
 			"temp-root":            func() { cfg.TempRoots = temps },
+			"landlock":             func() { cfg.Landlock = *landlock },
 			"read-limit":           func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length": func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
@@ -179,6 +181,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("FS", &cfg.FS)
 	str("MODE", &cfg.Mode)
 	str("WORKSPACE", &cfg.Workspace)
+	str("LANDLOCK", &cfg.Landlock)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
