@@ -120,8 +120,14 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 // errClosed is the cause of a denial by a closed backend.
 var errClosed = errors.New("the filesystem is closed")
 
-// admit applies the policy's mode to one mutation.
+// admit applies the policy's mode to one mutation, after the kernel's
+// symlink rule (checkSymlinks), which no mode lifts.
 func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
+	if pol.Mode == sandbox.DangerFullAccess || pol.Mode == sandbox.WorkspaceWrite {
+		if err := checkSymlinks(target.DisplayPath); err != nil {
+			return nil, err
+		}
+	}
 	switch pol.Mode {
 	case sandbox.DangerFullAccess:
 		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil
