@@ -17,6 +17,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -63,7 +64,7 @@ func moveOutRace(t *testing.T, writers int, fence fssandbox.Config) {
 	w := newWorld(t)
 	inside, outside := filepath.Join(w.ws, "d"), filepath.Join(w.outside, "d")
 	require.NoError(t, os.Mkdir(inside, 0o755))
-	f := newFence(t, sandboxpolicy.Config{Mode: sandboxpolicy.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}}, w.ws, fence)
+	f := newFence(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}}, w.ws, fence)
 	if fence.Landlock != fssandbox.LandlockOff && f.Layers().LandlockABI == 0 {
 		t.Skipf("Landlock unavailable: %s", f.Layers().NoLandlock)
 	}

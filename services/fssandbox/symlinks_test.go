@@ -11,7 +11,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // otherUID owns the planted links and files: a user that is not the process.
@@ -41,7 +41,7 @@ func TestProtectedSymlinks(t *testing.T) {
 		{"the process's own link is followed", "link", -1, -1, false},
 		{"a link owned by the directory's owner is followed", "link", otherUID, otherUID, false},
 	}
-	for _, mode := range []sandboxpolicy.Mode{sandboxpolicy.WorkspaceWrite, sandboxpolicy.DangerFullAccess} {
+	for _, mode := range []sandbox.Mode{sandbox.WorkspaceWrite, sandbox.DangerFullAccess} {
 		for _, tc := range cases {
 			t.Run(string(mode)+"/"+tc.name, func(t *testing.T) {
 				w := newWorld(t)
