@@ -35,6 +35,9 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 			return fc.check(err)
 		},
 	}
+	if fc.root.Confined() {
+		mount.Admit = fc.admitProtected(m.f)
+	}
 	switch {
 	case !fc.root.Confined():
 	case m.f.domains != nil:
@@ -150,6 +153,12 @@ func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol s
 	for _, root := range sandbox.WritableRoots(pol, f.policy.TempRoots()) {
 		if !dirfd.Beneath(root, string(fresh.Key)) {
 			continue
+		}
+		// The early check, on the fresh canonical path: nothing is made
+		// for a protected target. The decisive one runs on the open
+		// parent (admitProtected).
+		if err := f.checkProtected(root, relTo(root, string(fresh.Key))); err != nil {
+			return nil, denied(target, pol.Mode, err)
 		}
 		if d, ok := f.pinned[root]; ok {
 			return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() {}}, nil

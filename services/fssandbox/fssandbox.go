@@ -64,6 +64,8 @@ type FileSystem struct {
 	// Landlock is unavailable or turned off, and noLandlock says why.
 	domains    *landlock.Executor
 	noLandlock error
+	// protect is the protected paths inside every writable root.
+	protect sandbox.ProtectedPaths
 }
 
 // Landlock settings of Config.Landlock.
@@ -80,6 +82,10 @@ const (
 type Config struct {
 	// Landlock is LandlockAuto ("" too) or LandlockOff.
 	Landlock string
+	// Protect are gitignore-style patterns, relative to each writable
+	// root, of protected paths besides version-control metadata
+	// (sandbox.NewProtectedPaths).
+	Protect []string
 }
 
 // errLandlockOff is why a fence configured with LandlockOff has no domain.
@@ -88,7 +94,8 @@ var errLandlockOff = errors.New("turned off by configuration (landlock: off)")
 // New returns a confining backend configured by cfg (validated as fslocal
 // validates it) and fence, its mutations fenced by policy. Roots that do not
 // exist yet are opened when first used. Errors: a nil policy, an invalid cfg,
-// a fence.Landlock other than "", LandlockAuto or LandlockOff.
+// a fence.Landlock other than "", LandlockAuto or LandlockOff, an invalid
+// fence.Protect pattern.
 func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *zap.Logger) (*FileSystem, error) {
 	if policy == nil {
 		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
@@ -100,7 +107,11 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	protect, err := sandbox.NewProtectedPaths(fence.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("fssandbox: %w", err)
+	}
+	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: protect}
 	switch fence.Landlock {
 	case "", LandlockAuto:
 		f.domains, f.noLandlock = landlock.New(landlock.Config{})
@@ -156,14 +167,20 @@ type Layers struct {
 	// NoLandlock says why there is no domain ("" when there is one); the
 	// fallback then checks each publication after the fact and undoes it.
 	NoLandlock string
+	// Protected are the protected paths inside each writable root
+	// (sandbox.ProtectedPaths.Describe).
+	Protected []string
 }
 
 // Layers reports the enforcement layers active in f.
 func (f *FileSystem) Layers() Layers {
+	l := Layers{Protected: f.protect.Describe()}
 	if f.domains != nil {
-		return Layers{LandlockABI: f.domains.ABI()}
+		l.LandlockABI = f.domains.ABI()
+	} else {
+		l.NoLandlock = f.noLandlock.Error()
 	}
-	return Layers{NoLandlock: f.noLandlock.Error()}
+	return l
 }
 
 // SandboxMode reports the deployment default mode and that this backend

@@ -81,6 +81,13 @@ type Mount struct {
 	// mutation's. A Mounter without a Landlock domain checks here that
 	// the directory is still beneath its root.
 	Published func(parent *dirfd.Parent) error
+	// Admit, when set, is called inside Run right before the publication,
+	// once the parent directory is open (missing parents made), with that
+	// directory and the target's name; an error refuses the mutation
+	// (removing the parents it made) and is the mutation's error. The
+	// fence decides protected paths here, by where the descriptor is, not
+	// by the path the caller sent.
+	Admit func(parent *dirfd.Parent, name string) error
 	// Done, when set, is called exactly once with the mutation's error (nil
 	// on success) after the mutation ends; it releases what Mount acquired
 	// and returns the error the caller sees (the fence turns an escape the

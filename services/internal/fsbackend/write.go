@@ -191,8 +191,8 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 }
 
 // publish creates missing parents, then publishes content at the target
-// (spec differences 9, 15, 18: see atomicwrite); the mount's Published,
-// when set, verifies the publication.
+// (spec differences 9, 15, 18: see atomicwrite); the mount's Admit and
+// Published, when set, run before and after it.
 func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, mount Mount) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
@@ -211,6 +211,12 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 			return atomicwrite.Result{}, osErr(op, op, dp, err)
 		}
 		m.parent, created = parent, n
+	}
+	if mount.Admit != nil {
+		if err := mount.Admit(m.parent, m.name); err != nil {
+			f.undoParents(m, created)
+			return atomicwrite.Result{}, osErr(op, op, dp, err)
+		}
 	}
 	f.reclaimOnce(m.parent)
 	req := atomicwrite.Request{
