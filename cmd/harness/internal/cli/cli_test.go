@@ -707,7 +707,8 @@ func TestRun(t *testing.T) {
 				assert.Contains(t, rep.Layers[0], "policy check")
 				assert.Contains(t, rep.Layers[1], "confined handle")
 				assert.Contains(t, rep.Layers[2], "landlock: ")
-				rep.Layers = nil
+				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
+				rep.Layers, rep.ProtectedPaths = nil, nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
@@ -715,11 +716,13 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
-			name: "policy --landlock off names the fallback", code: cli.ExitOK, golden: "policy_landlock_off",
+			name: "policy --landlock off --protect names the fallback and lists the protected paths", code: cli.ExitOK, golden: "policy_landlock_off",
 			args: func(l layout) []string {
-				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--temp-root", l.tmp)
+				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--protect", "*.pem", "--temp-root", l.tmp)
 			},
 			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "  .git (at any depth)\n")
+				assert.Contains(t, out, "  *.pem (--protect)\n")
 				assert.Contains(t, out, "landlock: turned off by configuration")
 				assert.Contains(t, out, "fallback: publication by exchange")
 			},

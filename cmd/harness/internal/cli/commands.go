@@ -338,6 +338,9 @@ type PolicyReport struct {
 	// Layers are the fence's enforcement layers active under
 	// workspace-write, in order; empty when the backend does not confine.
 	Layers []string `json:"layers"`
+	// ProtectedPaths are read-only inside each writable root under
+	// workspace-write; empty when the backend does not confine.
+	ProtectedPaths []string `json:"protectedPaths"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -380,9 +383,10 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.TempRoots())...)
 	}
-	rep.Layers = []string{}
+	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
 	if fence, ok := fsys.(interface{ Layers() fssandbox.Layers }); ok {
-		rep.Layers = layerNames(fence.Layers())
+		l := fence.Layers()
+		rep.Layers, rep.ProtectedPaths = layerNames(l), l.Protected
 	}
 	return rep, nil
 }
@@ -390,7 +394,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 // layerNames describes the fence's enforcement layers, one line each.
 func layerNames(l fssandbox.Layers) []string {
 	names := []string{
-		"policy check: the canonical target beneath a writable root",
+		"policy check: the canonical target beneath a writable root, not a protected path (decided again on the open parent directory)",
 		"confined handle: every syscall beneath the root (openat2 RESOLVE_BENEATH)",
 	}
 	if l.LandlockABI > 0 {
@@ -421,6 +425,12 @@ func (rep PolicyReport) String() string {
 		b.WriteByte('\n')
 		for _, r := range rep.WritableRoots {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	if len(rep.ProtectedPaths) > 0 {
+		b.WriteString("protected paths (read-only inside each writable root):\n")
+		for _, p := range rep.ProtectedPaths {
+			_, _ = fmt.Fprintf(&b, "  %s\n", p)
 		}
 	}
 	if len(rep.Layers) > 0 {

@@ -60,6 +60,10 @@ type Config struct {
 	// fallback: publication by exchange, checked and undone); "" is
 	// "auto".
 	Landlock string `yaml:"landlock"`
+	// Protect are gitignore-style patterns, relative to each workspace
+	// root, of protected paths under workspace-write besides
+	// version-control metadata.
+	Protect []string `yaml:"protect"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
@@ -145,6 +149,9 @@ func (c *Config) Validate() error {
 			return fieldErr("workspace", "%q: %v", c.Workspace, err)
 		}
 		c.Workspace = abs
+	}
+	if _, err := sandbox.NewProtectedPaths(c.Protect); err != nil {
+		return fieldErr("protect", "%v", err)
 	}
 	c.TempRoots = slices.Clone(c.TempRoots) // never write through the caller's slice
 	for i, r := range c.TempRoots {

@@ -123,6 +123,12 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{"auto", "off", "auto", "off"},
 		},
 		{
+			name:  "protect",
+			set:   layer{yaml: "protect: [a/]", env: [2]string{"PROTECT", "b/\n*.key"}, args: []string{"--protect", "c/", "--protect", "d/"}},
+			get:   func(c config.Config) any { return c.Protect },
+			wants: [4]any{[]string(nil), []string{"a/"}, []string{"b/", "*.key"}, []string{"c/", "d/"}},
+		},
+		{
 			name: "temp-root",
 			set: layer{
 				yaml: "temp-root:\n  - /yaml/t1\n  - /yaml/t2",
@@ -287,6 +293,7 @@ mode: danger-full-access
 workspace: /w
 temp-root: [/t1, /t2]
 landlock: "off"
+protect: ["*.pem", secrets/]
 read-limit: 1
 read-max-line-length: 2
 read-max-bytes: 3
@@ -299,7 +306,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off",
+			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -415,6 +422,9 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
+		{name: "--landlock bogus", args: []string{"--landlock", "on"}, wantIn: []string{"--landlock: ", `"on"`, "auto, off"}},
+		{name: "--protect with a comment", args: []string{"--protect", "#x"}, wantIn: []string{"--protect: ", `"#x"`, "a comment"}},
+		{name: "HARNESS_PROTECT with a bad glob", env: map[string]string{"HARNESS_PROTECT": "ok\n[bad"}, wantIn: []string{"HARNESS_PROTECT: ", `"[bad"`}},
 		{name: "a flag over a bad YAML value names the flag", yaml: "mode: read-only\n", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode: ", `"yolo"`}, wantNot: []string{"harness.yaml"}},
 		{
 			name:   "a bad variable fails even when the flag overrides it",
@@ -555,7 +565,7 @@ func TestFlagsRegistration(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
-		"config", "fs", "mode", "workspace", "temp-root", "landlock", "read-limit", "read-max-line-length",
+		"config", "fs", "mode", "workspace", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"durability", "workspace-owner",
 	}, names)

@@ -43,6 +43,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
 		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
 		temps     stringList
+		protect   stringList
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
@@ -57,6 +58,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
+	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj and .svn (repeatable)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	return func() (Config, error) {
 		cfg := def
@@ -82,6 +84,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"workspace":            func() { cfg.Workspace = *workspace },
 			"temp-root":            func() { cfg.TempRoots = temps },
 			"landlock":             func() { cfg.Landlock = *landlock },
+			"protect":              func() { cfg.Protect = protect },
 			"read-limit":           func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length": func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
@@ -187,6 +190,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("DURABILITY", &cfg.Durability)
 	if v := lookup("TEMP_ROOT"); v != "" {
 		cfg.TempRoots = filepath.SplitList(v)
+	}
+	if v := lookup("PROTECT"); v != "" {
+		cfg.Protect = strings.Split(v, "\n")
 	}
 	ints := []struct {
 		name string
