@@ -6,7 +6,13 @@
 // file, publication, cleanup) runs through a directory handle on the writable
 // root that the kernel confines with openat2 RESOLVE_BENEATH, so a path that
 // leaves the root, at check time or at syscall time, is FS_SANDBOX_DENIED and
-// creates nothing.
+// creates nothing; it runs in one call on an OS thread under a Landlock
+// domain of that root, so a directory moved out of the root mid-write is
+// refused at the syscall (without Landlock: a replace published by exchange,
+// checked after publication and undone). Protected paths inside the root
+// (version-control metadata, Config.Protect) are denied, decided on the open
+// parent directory; and in every mode that writes, another user's symlink in
+// a sticky world-writable directory is not followed.
 //
 // Each mutation is fenced as follows (S-02..S-18): the call's policy, or the
 // deployment default when nil, decides. read-only (and any unknown mode)
