@@ -127,7 +127,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 		return nil, fmt.Errorf("fssandbox: landlock setting %q: want %s or %s", fence.Landlock, LandlockAuto, LandlockOff)
 	}
 	switch {
-	case f.noLandlock == errLandlockOff:
+	case errors.Is(f.noLandlock, errLandlockOff):
 		log.Debug("Landlock turned off: publications are checked after the fact and undone")
 	case f.noLandlock != nil:
 		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))

@@ -21,7 +21,7 @@ func MetadataNames() []string { return []string{".git", ".hg", ".jj", ".svn"} }
 // version-control metadata (MetadataNames) and the patterns the deployment
 // adds (--protect), gitignore-style, relative to the root. The zero value
 // protects the metadata only. It is data plus predicates: deciding where a
-// mutation actually lands, and recognising a repository directory by its
+// mutation actually lands, and recognizing a repository directory by its
 // shape, is the enforcing backend's.
 type ProtectedPaths struct {
 	patterns []string
