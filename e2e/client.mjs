@@ -111,6 +111,7 @@ const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e
 fs.writeFileSync(path.join(ws, 'seed.txt'), 'alpha\nbeta\ngamma\n');
 fs.writeFileSync(path.join(ws, 'other.txt'), 'one\ntwo\n');
 fs.mkdirSync(path.join(ws, 'sub'));
+fs.writeFileSync(path.join(ws, 'sub', 'deep.txt'), 'beta deep\n');
 
 // The elicitation handler answers from this queue, in order; every request
 // it sees is recorded.
@@ -163,16 +164,19 @@ async function run() {
   // tools/list
   const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['edit', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
+  assert.deepEqual(names, ['edit', 'exec', 'glob', 'grep', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-  const wantRequired = { read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [] };
+  const wantRequired = {
+    read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [],
+    glob: ['pattern'], grep: ['pattern'], exec: ['command'],
+  };
   for (const t of tools) {
     assert.equal(typeof t.description, 'string', `${t.name}: no description`);
     assert.equal(t.inputSchema?.type, 'object', `${t.name}: inputSchema.type: ${JSON.stringify(t.inputSchema)}`);
     assert.equal(t.outputSchema?.type, 'object', `${t.name}: outputSchema.type: ${JSON.stringify(t.outputSchema)}`);
     assert.deepEqual([...(t.inputSchema.required ?? [])].sort(), [...wantRequired[t.name]].sort(), `${t.name}: inputSchema.required`);
     const a = t.annotations ?? {};
-    const readOnly = t.name === 'read' || t.name === 'list';
+    const readOnly = ['read', 'list', 'glob', 'grep'].includes(t.name);
     if (readOnly) {
       assert.equal(a.readOnlyHint, true, `${t.name}: readOnlyHint: ${JSON.stringify(a)}`);
     } else {
@@ -184,7 +188,7 @@ async function run() {
     }
     assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
   }
-  ok('tools/list: exactly edit, list, read, write; input/output schemas; read/list readOnlyHint, write/edit destructiveHint, openWorldHint false');
+  ok('tools/list: exactly edit, glob, grep, list, read, write; input/output schemas; read/list/glob/grep readOnlyHint, write/edit destructiveHint, openWorldHint false');
 
   // read a seeded file (structuredContent is validated against outputSchema by the SDK)
   const seed = path.join(ws, 'seed.txt');
@@ -250,6 +254,35 @@ async function run() {
     `<path>${ws}</path>\n<type>directory</type>\n<entries>\nnew.txt (6 bytes)\nother.txt (8 bytes)\nseed.txt (17 bytes)\nsub/\n\n(End of directory - total 4 entries)\n</entries>`,
     'list: envelope text');
   ok('list workspace: new.txt, other.txt, seed.txt, sub/ (text and structuredContent)');
+
+  // glob the workspace, newest first
+  const mtimes = { 'sub/deep.txt': 4000, 'seed.txt': 3000, 'other.txt': 2000, 'new.txt': 1000 };
+  for (const [rel, t] of Object.entries(mtimes)) fs.utimesSync(path.join(ws, rel), t, t);
+  res = await call('glob', { pattern: '**/*.txt' });
+  text = expectSuccess(res, 'glob **/*.txt');
+  assert.equal(text, `<path>${ws}</path>\n<files>\nsub/deep.txt\nseed.txt\nother.txt\nnew.txt\n\n(4 matching files, newest first.)\n</files>`,
+    'glob: text');
+  assert.deepEqual(res.structuredContent.files.map((f) => [f.path, Date.parse(f.modTime) / 1000]),
+    Object.entries(mtimes), `glob: files: ${JSON.stringify(res.structuredContent.files)}`);
+  res = await call('glob', { pattern: '../*' });
+  text = expectToolError(res, 'glob ../*', 'INVALID_ARGUMENT');
+  assert.equal(text, 'Error: invalid glob pattern "../*": the pattern must not contain . or .. elements', 'glob ..: text');
+  ok('glob **/*.txt: four files newest first (text and structuredContent); a ".." pattern is INVALID_ARGUMENT');
+
+  // grep with context
+  res = await call('grep', { pattern: 'beta', ignore_case: true, output_mode: 'content', context: 1 });
+  text = expectSuccess(res, 'grep beta');
+  assert.equal(text,
+    `<path>${ws}</path>\n<matches>\nseed.txt\n1- alpha\n2: BETA\n3- gamma\n\nsub/deep.txt\n1: beta deep\n\n(2 matching lines in 2 files.)\n</matches>`,
+    'grep: text');
+  assert.deepEqual(res.structuredContent.files, [
+    { path: 'seed.txt', count: 1, lines: [{ number: 1, text: 'alpha', match: false }, { number: 2, text: 'BETA', match: true }, { number: 3, text: 'gamma', match: false }] },
+    { path: 'sub/deep.txt', count: 1, lines: [{ number: 1, text: 'beta deep', match: true }] },
+  ], `grep: files: ${JSON.stringify(res.structuredContent.files)}`);
+  res = await call('grep', { pattern: '(' });
+  text = expectToolError(res, 'grep (', 'INVALID_ARGUMENT');
+  assert.ok(text.startsWith('Error: invalid pattern: error parsing regexp: '), `grep (: text ${JSON.stringify(text)}`);
+  ok('grep beta, ignore_case, content, context 1: seed.txt and sub/deep.txt with context lines; a bad expression is INVALID_ARGUMENT');
 
   // write outside: denied
   const denied = path.join(outside, 'denied.txt');

@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
+	"github.com/dsh-go/harness/internal/subproc"
 )
 
 // gcPercent is the garbage collector's target when GOGC is not set. The
@@ -23,6 +24,10 @@ import (
 const gcPercent = 400
 
 func main() {
+	if subproc.IsHelper(os.Args) {
+		// The command helper: confine, run one command, reap its tree.
+		os.Exit(subproc.Main())
+	}
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(gcPercent)
 	}

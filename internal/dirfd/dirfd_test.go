@@ -2,6 +2,7 @@ package dirfd_test
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"os"
 	"path/filepath"
@@ -807,4 +808,47 @@ func TestOpenBeneath_RefusesASymlinkedRootPath(t *testing.T) {
 func TestHostRel_RequiresAnAbsolutePath(t *testing.T) {
 	_, ok := dirfd.Host().Rel("pipe:[1234]")
 	assert.False(t, ok)
+}
+
+// TestEachName: EachName reports the names Names does, across several
+// getdents batches, without "." and "..", and stops at the callback's
+// error.
+func TestEachName(t *testing.T) {
+	root, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	d, err := dirfd.OpenBeneath(root)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, d.Close()) }()
+	// Long names so 5,000 entries span many 64 KiB batches.
+	want := make([]string, 0, 5000)
+	for i := range 5000 {
+		name := fmt.Sprintf("%04d-%s", i, strings.Repeat("n", 100))
+		want = append(want, name)
+		require.NoError(t, os.WriteFile(filepath.Join(root, name), nil, 0o644))
+	}
+	p, _, err := d.OpenParent("", false)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, p.Close()) }()
+
+	var got []string
+	require.NoError(t, p.EachName(func(name []byte) error {
+		got = append(got, string(name))
+		return nil
+	}))
+	assert.ElementsMatch(t, want, got)
+	names, err := p.Names()
+	require.NoError(t, err)
+	assert.ElementsMatch(t, names, got)
+
+	stop := errors.New("stop")
+	calls := 0
+	err = p.EachName(func([]byte) error {
+		calls++
+		if calls == 10 {
+			return stop
+		}
+		return nil
+	})
+	assert.ErrorIs(t, err, stop)
+	assert.Equal(t, 10, calls)
 }

@@ -1,6 +1,8 @@
 package dirfd
 
 import (
+	"bytes"
+	"encoding/binary"
 	"errors"
 	"os"
 	"path"
@@ -187,6 +189,69 @@ func (p *Parent) Names() ([]string, error) {
 	f := os.NewFile(uintptr(fd), p.path)
 	defer f.Close() //nolint:errcheck // read-only descriptor
 	return f.Readdirnames(-1)
+}
+
+// direntBufBytes is the getdents buffer of EachName: about 2,000 entries of
+// a typical name length per call.
+const direntBufBytes = 64 << 10
+
+// EachName calls fn with the name of each of the directory's entries, in the
+// order the filesystem reports them, without "." and "..". The name's bytes
+// are reused after fn returns: copy what you keep. Names are read in batches
+// into one buffer, so memory does not grow with the directory. Each call
+// reads the directory afresh (through a new open of "."); it stops at fn's
+// first error and returns it. Other errors are *os.PathError.
+func (p *Parent) EachName(fn func(name []byte) error) error {
+	fd, err := unix.Openat(p.fd, ".", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: p.path, Err: err}
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	buf := make([]byte, direntBufBytes)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return &os.PathError{Op: "getdents", Path: p.path, Err: err}
+		}
+		if n <= 0 {
+			return nil
+		}
+		if err := eachDirent(buf[:n], fn); err != nil {
+			return err
+		}
+	}
+}
+
+// eachDirent calls fn with the name of each linux_dirent64 record in buf
+// (ino, off, reclen, type, then the NUL-terminated name), skipping ".",
+// ".." and records with inode 0 (deleted entries on some filesystems).
+func eachDirent(buf []byte, fn func(name []byte) error) error {
+	const nameOff = 19 // 8 (ino) + 8 (off) + 2 (reclen) + 1 (type)
+	for len(buf) >= nameOff {
+		reclen := int(binary.NativeEndian.Uint16(buf[16:18]))
+		if reclen < nameOff || reclen > len(buf) {
+			return &os.PathError{Op: "getdents", Err: unix.EIO}
+		}
+		rec := buf[:reclen]
+		buf = buf[reclen:]
+		if binary.NativeEndian.Uint64(rec[0:8]) == 0 {
+			continue
+		}
+		name := rec[nameOff:]
+		if i := bytes.IndexByte(name, 0); i >= 0 {
+			name = name[:i]
+		}
+		if string(name) == "." || string(name) == ".." {
+			continue
+		}
+		if err := fn(name); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // RemoveCreated undoes OpenParent(rel, true) that reported created > 0: it

@@ -6,7 +6,8 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// Code is one of the 13 machine-readable FS_* error codes (spec section 0).
+// Code is one of the machine-readable FS_* error codes: the 13 of spec
+// section 0, and CodeInvalidSearch (search.go).
 type Code string
 
 // The closed set of error codes.
@@ -48,10 +49,10 @@ var (
 // Message, the exact model-facing sentence of the spec (for example
 // `cannot read "/w/a.txt": not found`).
 type Error struct {
-	// Code is one of the 13 codes.
+	// Code is one of the codes.
 	Code Code
 	// Op is the operation that failed: "resolve", "stat", "lstat", "read",
-	// "list", "write" or "edit".
+	// "list", "write", "edit", "glob" or "grep".
 	Op string
 	// Path is the display path of the target, empty when there is none.
 	Path string

@@ -3,8 +3,8 @@
 // that flows through it (targets, versions, write intents, outcomes and the
 // structured *Error with its FS_* codes).
 //
-// A Service reads everywhere and mutates only through WriteText and EditText,
-// which carry the per-call sandbox policy. Cancellation travels on the
+// A Service reads and searches everywhere and mutates only through WriteText
+// and EditText, which carry the per-call sandbox policy. Cancellation travels on the
 // context: a cancelled context yields an *Error with CodeAborted.
 package fs
 
@@ -73,9 +73,13 @@ type Reader interface {
 	// bytes, else CodeTooLarge; it never buffers more than maxBytes+1 bytes
 	// (A-05, L-37..L-41).
 	ReadBytes(ctx context.Context, target Target, maxBytes int64) ([]byte, error)
-	// ListDir returns the directory's entries in byte order of their names,
-	// with metadata but never contents (A-06, L-42..L-52).
-	ListDir(ctx context.Context, target Target) ([]DirEntry, error)
+	// ListDir returns the window of the directory's entries, in byte order
+	// of their names, with metadata but never contents, and the number of
+	// entries in the whole directory (A-06, L-42..L-52). Its work beyond
+	// reading the names is bounded by the window: only the window's entries
+	// are kept and stat'ed. One bad entry never fails the listing (spec
+	// decision 16).
+	ListDir(ctx context.Context, target Target, window ListWindow) (Listing, error)
 }
 
 // Writer mutates files. Each mutation is atomic and durable, serialized per
@@ -105,4 +109,5 @@ type Service interface {
 	Prober
 	Reader
 	Writer
+	Searcher
 }

@@ -39,13 +39,38 @@ type Info struct {
 }
 
 // DirEntry is one entry of a directory listing (A-06, L-42..L-46). Files
-// carry Size and Version, directories only Version; an entry whose metadata
-// cannot be read through a dangling symlink carries neither and has type
-// TypeOther.
+// carry Size and Version, directories only Version. An entry whose metadata
+// cannot be read (a dangling symlink, a symlink loop, a link into a directory
+// the process may not search) carries neither, has type TypeOther and says
+// why in Reason (spec decision 16).
 type DirEntry struct {
 	Name    string   `json:"name"`
 	Type    FileType `json:"type"`
 	Target  Target   `json:"target"`
 	Version Version  `json:"version,omitempty"`
 	Size    *int64   `json:"size,omitempty"`
+	// Reason is a short lowercase phrase (`dangling symlink`, `symlink
+	// loop`, `permission denied`, or the OS's reason) when the entry's
+	// metadata could not be read; empty otherwise.
+	Reason string `json:"reason,omitempty"`
+}
+
+// ListWindow selects the entries ListDir returns, in byte order of their
+// names: entries Offset..Offset+Limit-1 (1-based).
+type ListWindow struct {
+	// Offset is the 1-based first entry; zero means 1.
+	Offset int
+	// Limit is the most entries returned; zero means all.
+	Limit int
+	// Progress, when set, is called from the calling goroutine with the
+	// number of names read so far, every thousand names or so.
+	Progress func(names int)
+}
+
+// Listing is one window of a directory listing.
+type Listing struct {
+	// Entries are the window's entries in byte order of their names.
+	Entries []DirEntry
+	// Total is the number of entries in the whole directory.
+	Total int
 }

@@ -150,7 +150,7 @@ func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol s
 	if err != nil {
 		return nil, err
 	}
-	for _, root := range sandbox.WritableRoots(pol, f.policy.TempRoots()) {
+	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
 		if !dirfd.Beneath(root, string(fresh.Key)) {
 			continue
 		}

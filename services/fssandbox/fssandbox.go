@@ -134,7 +134,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	}
 	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
-	static := append([]string{policy.Default().WorkspaceRoot}, policy.TempRoots()...)
+	static := append([]string{policy.Default().WorkspaceRoot}, policy.Roots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
 			continue

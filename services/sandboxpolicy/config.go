@@ -22,6 +22,11 @@ type Config struct {
 	// allows; nil means "/tmp" and os.TempDir() (X-04). Each must be an
 	// absolute path other than "/".
 	TempRoots []string `yaml:"tempRoots" json:"tempRoots"`
+	// WritableRoots are extra directories that workspace-write also
+	// allows, for the file fence and the command runner alike (build
+	// caches such as the Go build cache; --writable-root). Each must be
+	// an absolute path other than "/"; nil means none.
+	WritableRoots []string `yaml:"writableRoots" json:"writableRoots"`
 }
 
 // defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
@@ -58,19 +63,31 @@ func (cfg Config) validate() (Config, error) {
 	if cfg.TempRoots == nil {
 		cfg.TempRoots = defaultTempRoots()
 	}
-	temps := make([]string, 0, len(cfg.TempRoots))
-	for _, r := range cfg.TempRoots {
+	var err error
+	if cfg.TempRoots, err = canonicalRoots("TempRoots", cfg.TempRoots); err != nil {
+		return cfg, err
+	}
+	if cfg.WritableRoots, err = canonicalRoots("WritableRoots", cfg.WritableRoots); err != nil {
+		return cfg, err
+	}
+	return cfg, nil
+}
+
+// canonicalRoots returns roots canonicalized and deduplicated, or an error
+// naming field when one is not absolute or resolves to "/".
+func canonicalRoots(field string, roots []string) ([]string, error) {
+	out := make([]string, 0, len(roots))
+	for _, r := range roots {
 		if strings.TrimSpace(r) == "" || !filepath.IsAbs(r) || strings.ContainsRune(r, 0) {
-			return cfg, fmt.Errorf("sandboxpolicy: TempRoots entries must be absolute paths, got %q", r)
+			return nil, fmt.Errorf("sandboxpolicy: %s entries must be absolute paths, got %q", field, r)
 		}
 		c := filepath.Clean(CanonicalPath(r))
 		if c == "/" {
-			// Fail closed: a temp root of "/" would make workspace-write
-			// as wide as danger-full-access.
-			return cfg, fmt.Errorf("sandboxpolicy: TempRoots entry %q resolves to \"/\", which would allow writes anywhere; use mode %s for that", r, sandbox.DangerFullAccess)
+			// Fail closed: a root of "/" would make workspace-write as
+			// wide as danger-full-access.
+			return nil, fmt.Errorf("sandboxpolicy: %s entry %q resolves to \"/\", which would allow writes anywhere; use mode %s for that", field, r, sandbox.DangerFullAccess)
 		}
-		temps = append(temps, c)
+		out = append(out, c)
 	}
-	cfg.TempRoots = dedup(temps)
-	return cfg, nil
+	return dedup(out), nil
 }

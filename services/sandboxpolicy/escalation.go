@@ -91,6 +91,10 @@ type ApprovalRequest struct {
 	// Target is the display path the call would mutate, so the user sees
 	// what the approval is for; empty when the caller has none.
 	Target string
+	// Command and Workdir are the shell command an exec call would run
+	// and the directory it would start in; empty for file operations.
+	Command string
+	Workdir string
 }
 
 // Approver asks a human to approve one escalation. It returns one of the four

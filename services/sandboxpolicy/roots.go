@@ -16,9 +16,16 @@ func CanonicalPath(p string) string {
 	return resolved
 }
 
-// TempRoots returns the canonical temp roots pinned at construction: what
-// sandbox.WritableRoots takes beside a policy.
+// TempRoots returns the canonical temp roots pinned at construction.
 func (s *Service) TempRoots() []string { return slices.Clone(s.cfg.TempRoots) }
+
+// Roots returns what sandbox.WritableRoots takes beside a policy: the
+// canonical temp roots, then the extra writable roots (Config.WritableRoots),
+// pinned at construction and deduplicated. The file fence (fssandbox) and the
+// command runner (execsandbox) both pass it, so they share one writable set.
+func (s *Service) Roots() []string {
+	return dedup(append(slices.Clone(s.cfg.TempRoots), s.cfg.WritableRoots...))
+}
 
 func dedup(paths []string) []string {
 	out := paths[:0:0]

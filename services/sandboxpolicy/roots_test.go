@@ -191,3 +191,28 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 		assert.Equal(t, []string{t1}, svc.TempRoots())
 	})
 }
+
+func TestWritableRootsExtraRoots(t *testing.T) {
+	dir := realTempDir(t)
+	ws := mkdir(t, filepath.Join(dir, "ws"))
+	tmp := mkdir(t, filepath.Join(dir, "tmp"))
+	cache := mkdir(t, filepath.Join(dir, "cache"))
+	link := symlink(t, cache, filepath.Join(dir, "cache-link"))
+
+	svc := mustNew(t, sandboxpolicy.Config{TempRoots: []string{tmp}, WritableRoots: []string{link, tmp}})
+	t.Run("extra roots follow the temp roots, canonical and deduplicated", func(t *testing.T) {
+		assert.Equal(t, []string{tmp, cache}, svc.Roots())
+		assert.Equal(t, []string{tmp}, svc.TempRoots())
+		assert.Equal(t, []string{ws, tmp, cache}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.Roots()))
+	})
+	t.Run("extra roots grant nothing in read-only", func(t *testing.T) {
+		assert.Empty(t, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: ws}, svc.Roots()))
+	})
+	for _, bad := range []string{"/", "relative/dir", "", symlink(t, "/", filepath.Join(dir, "root-link"))} {
+		t.Run("fail closed: extra root "+bad+" is refused", func(t *testing.T) {
+			_, err := sandboxpolicy.New(sandboxpolicy.Config{WritableRoots: []string{bad}})
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), "WritableRoots")
+		})
+	}
+}

@@ -33,13 +33,22 @@ type Annotations struct {
 // session; Arguments is the raw JSON object of the arguments. Approver, when
 // set, is the approver of this call's escalations (a front end whose
 // approval channel depends on the call, such as the MCP connection that made
-// it); nil means the composition's approver.
+// it); nil means the composition's approver. Progress, when set, reports
+// how far a long call has got (see Progress).
 type Call struct {
 	Session   *session.Session
 	ID        string
 	Arguments json.RawMessage
 	Approver  sandboxpolicy.Approver
+	Progress  Progress
 }
+
+// Progress reports that a call has done done units of work out of total
+// (total 0: unknown), done increasing from one report to the next. A front
+// end sets it when its client asked to be told (MCP's progressToken) and may
+// drop reports to pace them; a tool calls it as often as it likes, from the
+// call's goroutine, and never when it is nil.
+type Progress func(done, total float64)
 
 // Result is the outcome of a call. Text is what the model reads; Value is the
 // structured result (nil for errors); IsError marks a tool error, whose Code

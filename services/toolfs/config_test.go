@@ -17,7 +17,7 @@ import (
 )
 
 // TestRegistration pins the tool set (T-01: read, write, edit, plus list,
-// an addition of this port) and the execution modes (T-02).
+// glob and grep, additions of this port) and the execution modes (T-02).
 func TestRegistration(t *testing.T) {
 	tools := rdTools(t, toolfs.Config{}, rdLocal(t, rdDir(t)))
 	all := tools.All()
@@ -25,7 +25,7 @@ func TestRegistration(t *testing.T) {
 	for _, tl := range all {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"edit", "list", "read", "write"}, names, "T-01: exactly these, ordered by name")
+	assert.Equal(t, []string{"edit", "glob", "grep", "list", "read", "write"}, names, "T-01: exactly these, ordered by name")
 
 	cases := []struct {
 		name      string
@@ -36,6 +36,8 @@ func TestRegistration(t *testing.T) {
 	}{
 		{name: "T-02 read is parallel", tool: tools.Read(), wantName: "read", readOnly: true},
 		{name: "T-02 list is parallel", tool: tools.List(), wantName: "list", readOnly: true},
+		{name: "glob is parallel", tool: tools.Glob(), wantName: "glob", readOnly: true},
+		{name: "grep is parallel", tool: tools.Grep(), wantName: "grep", readOnly: true},
 		{name: "T-02 write is exclusive", tool: tools.Write(), wantName: "write", exclusive: true},
 		{name: "T-02 edit is exclusive", tool: tools.Edit(), wantName: "edit", exclusive: true},
 	}

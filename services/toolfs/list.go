@@ -14,6 +14,8 @@ type ListEntry struct {
 	Name string `json:"name" jsonschema:"the entry's name"`
 	Type string `json:"type" jsonschema:"file, directory or other"`
 	Size *int64 `json:"size,omitempty" jsonschema:"size in bytes, for files"`
+	// Reason says why an entry of type other has no metadata.
+	Reason string `json:"reason,omitempty" jsonschema:"why the entry's metadata could not be read (type other only)"`
 }
 
 // ListValue is the structured result of list.
@@ -69,23 +71,29 @@ func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
-	all, err := t.deps.FS.ListDir(ctx, target)
+	window := fs.ListWindow{Offset: offset, Limit: limit}
+	if call.Progress != nil {
+		// The number of names is unknown until they are all read.
+		window.Progress = func(names int) { call.Progress(float64(names), 0) }
+	}
+	listing, err := t.deps.FS.ListDir(ctx, target, window)
 	if err != nil {
 		return t.failure(err, policy)
 	}
 	dp := target.DisplayPath
-	if offset > len(all) && (offset != 1 || len(all) != 0) {
+	total := listing.Total
+	if offset > total && (offset != 1 || total != 0) {
 		return t.failure(&fs.Error{
 			Code: fs.CodeNotFound, Op: "list", Path: dp,
-			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(len(all)) + " entries)",
+			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(total) + " entries)",
 		}, policy)
 	}
-	page := all[min(offset-1, len(all)):min(offset-1+limit, len(all))]
-	value := ListValue{Path: dp, Offset: offset, Entries: make([]ListEntry, 0, len(page)), TotalEntries: len(all)}
+	page := listing.Entries
+	value := ListValue{Path: dp, Offset: offset, Entries: make([]ListEntry, 0, len(page)), TotalEntries: total}
 	var b strings.Builder
 	b.WriteString("<path>" + dp + "</path>\n<type>directory</type>\n<entries>\n")
 	for _, e := range page {
-		value.Entries = append(value.Entries, ListEntry{Name: e.Name, Type: string(e.Type), Size: e.Size})
+		value.Entries = append(value.Entries, ListEntry{Name: e.Name, Type: string(e.Type), Size: e.Size, Reason: e.Reason})
 		b.WriteString(entryLine(e))
 		b.WriteByte('\n')
 	}
@@ -93,24 +101,27 @@ func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
 		b.WriteByte('\n')
 	}
 	end := offset - 1 + len(page)
-	if end < len(all) {
-		b.WriteString("(Showing entries " + strconv.Itoa(offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(len(all)) +
+	if end < total {
+		b.WriteString("(Showing entries " + strconv.Itoa(offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(total) +
 			". Use offset=" + strconv.Itoa(end+1) + " to continue.)")
 	} else {
-		b.WriteString("(End of directory - total " + strconv.Itoa(len(all)) + " entries)")
+		b.WriteString("(End of directory - total " + strconv.Itoa(total) + " entries)")
 	}
 	b.WriteString("\n</entries>")
 	return tool.Result{Text: b.String(), Value: value}
 }
 
 // entryLine is one compact line of the listing: "name/" for a directory,
-// "name (N bytes)" for a file, "name (other)" for anything else.
+// "name (N bytes)" for a file, "name (other)" for anything else, or
+// "name (other: <reason>)" when its metadata could not be read.
 func entryLine(e fs.DirEntry) string {
 	switch {
 	case e.Type == fs.TypeDirectory:
 		return e.Name + "/"
 	case e.Type == fs.TypeFile && e.Size != nil:
 		return e.Name + " (" + strconv.FormatInt(*e.Size, 10) + " bytes)"
+	case e.Reason != "":
+		return e.Name + " (other: " + e.Reason + ")"
 	default:
 		return e.Name + " (other)"
 	}

@@ -32,10 +32,10 @@ func rdSize(n int64) *int64 { return &n }
 // the structured value, paging and its errors.
 func TestList(t *testing.T) {
 	alpha := toolfs.ListEntry{Name: "alpha.md", Type: "file", Size: rdSize(5)}
-	broken := toolfs.ListEntry{Name: "broken-link", Type: "other"}
+	broken := toolfs.ListEntry{Name: "broken-link", Type: "other", Reason: "dangling symlink"}
 	skill := toolfs.ListEntry{Name: "dir-skill", Type: "directory"}
 	zeta := toolfs.ListEntry{Name: "zeta.md", Type: "file", Size: rdSize(4)}
-	const allBody = "alpha.md (5 bytes)\nbroken-link (other)\ndir-skill/\nzeta.md (4 bytes)\n\n(End of directory - total 4 entries)"
+	const allBody = "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\ndir-skill/\nzeta.md (4 bytes)\n\n(End of directory - total 4 entries)"
 
 	cases := []struct {
 		name     string
@@ -72,7 +72,7 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "page 1 of 2", args: `{"path":"DIR","limit":2}`, wantDP: "WS",
-			wantBody: "alpha.md (5 bytes)\nbroken-link (other)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
+			wantBody: "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
 			offset:   1, entries: []toolfs.ListEntry{alpha, broken}, total: 4,
 		},
 		{
@@ -82,7 +82,7 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "middle page", args: `{"path":"DIR","offset":2,"limit":2}`, wantDP: "WS",
-			wantBody: "broken-link (other)\ndir-skill/\n\n(Showing entries 2-3 of 4. Use offset=4 to continue.)",
+			wantBody: "broken-link (other: dangling symlink)\ndir-skill/\n\n(Showing entries 2-3 of 4. Use offset=4 to continue.)",
 			offset:   2, entries: []toolfs.ListEntry{broken, skill}, total: 4,
 		},
 		{
@@ -92,7 +92,7 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "ListLimit 2 is the default page", cfg: toolfs.Config{ListLimit: 2}, args: `{"path":"DIR"}`, wantDP: "WS",
-			wantBody: "alpha.md (5 bytes)\nbroken-link (other)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
+			wantBody: "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
 			offset:   1, entries: []toolfs.ListEntry{alpha, broken}, total: 4,
 		},
 		{
@@ -173,7 +173,7 @@ func TestListExactFixtureText(t *testing.T) {
 		"<type>directory</type>\n" +
 		"<entries>\n" +
 		"alpha.md (5 bytes)\n" +
-		"broken-link (other)\n" +
+		"broken-link (other: dangling symlink)\n" +
 		"dir-skill/\n" +
 		"zeta.md (4 bytes)\n" +
 		"\n" +

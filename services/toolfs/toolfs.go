@@ -1,7 +1,7 @@
-// Package toolfs is the model-facing filesystem tools: read, write, edit and
-// list over the mounted fs.Service, with the exact texts the spec pins
-// (T-cases), per-call sandbox policy and escalation when the backend
-// confines, and the read-before-write policy consulted through
+// Package toolfs is the model-facing filesystem tools: read, write, edit,
+// list, glob and grep over the mounted fs.Service, with the exact texts the
+// spec pins (T-cases), per-call sandbox policy and escalation when the
+// backend confines, and the read-before-write policy consulted through
 // fs.IntentPolicy. Each tool is contributed to the fx "tools" group.
 package toolfs
 
@@ -27,12 +27,13 @@ type Deps struct {
 	Logger    *zap.Logger
 }
 
-// Tools builds the four tools over one set of dependencies.
+// Tools builds the tools over one set of dependencies.
 type Tools struct {
 	cfg      Config
 	deps     Deps
 	confines bool
 	log      *zap.Logger
+	serial   serial // a session's calls on one target, one after another
 }
 
 // New validates cfg and deps and returns the tool set. Errors: an invalid
@@ -56,9 +57,9 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 	return &Tools{cfg: cfg, deps: deps, confines: confines, log: log.Named("toolfs")}, nil
 }
 
-// All returns the four tools, ordered by name.
+// All returns the tools, ordered by name.
 func (t *Tools) All() []*tool.Tool {
-	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List()})
+	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Glob(), t.Grep()})
 }
 
 // Params are the fx inputs of Module.
@@ -93,8 +94,9 @@ func provide(p Params) (Result, error) {
 	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes read, write, edit and list to the "tools" group. It
-// needs an fs.Service; under a confining one, a *sandboxpolicy.Service. An
+// Module contributes read, write, edit, list, glob and grep to the "tools"
+// group. It needs an fs.Service; under a confining one, a
+// *sandboxpolicy.Service. An
 // optional sandboxpolicy.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit
 // guards.

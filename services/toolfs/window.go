@@ -14,13 +14,24 @@ type Line struct {
 	Text   string `json:"text" jsonschema:"the line without its line ending, cut to the maximum line length"`
 }
 
+// countBudgetBytes is how many bytes a streamed read feeds the window past
+// its last selected line to count the lines of the whole file (spec decision
+// 17): about 60 ms of work here, so the footer of a window near the start of
+// a huge file says more lines follow instead of scanning it all.
+const countBudgetBytes = 64 << 20
+
 // window selects the lines [offset, offset+limit) of a text fed in chunks,
-// within a byte cap, while counting every line of the text exactly
-// (T-34..T-51). It keeps at most maxLineLen+1 code points of the line being
-// read, and only of a selected line, so memory is bounded by the cap whatever
-// the text's size.
+// within a byte cap, while counting the lines of the text (T-34..T-51). It
+// keeps at most maxLineLen+1 code points of the line being read, and only of
+// a selected line, so memory is bounded by the cap whatever the text's size.
+// With a budget, it counts for at most about budget bytes past the window:
+// feed then reports false and the total is unknown (spec decision 17).
 type window struct {
 	offset, limit, maxLineLen, maxBytes int
+
+	budget  int  // bytes counted past the window before giving up; 0: no limit
+	after   int  // bytes fed past the window
+	stopped bool // the budget ran out: more lines follow, the total is unknown
 
 	lines  []Line
 	total  int  // complete lines seen
@@ -44,8 +55,27 @@ func (w *window) selecting() bool {
 	return !w.capped && n >= w.offset && n < w.offset+w.limit
 }
 
-// feed consumes the next chunk; chunks never split a code point.
-func (w *window) feed(chunk string) {
+// past reports whether the window is complete: the current line lies after
+// it, or the byte cap refused a line.
+func (w *window) past() bool {
+	return w.capped || w.total+1 >= w.offset+w.limit
+}
+
+// feed consumes the next chunk (chunks never split a code point) and reports
+// whether the window wants more: false once the count budget is spent, the
+// chunk then left unread.
+func (w *window) feed(chunk string) bool {
+	if w.stopped {
+		return false
+	}
+	if w.budget > 0 && chunk != "" && w.past() {
+		w.after += len(chunk)
+		if w.after > w.budget {
+			// Bytes follow the window, so at least one line does.
+			w.stopped = true
+			return false
+		}
+	}
 	if !w.firstBOM && chunk != "" {
 		w.firstBOM = true
 		// The read tool does not show a leading byte-order mark as part
@@ -67,6 +97,7 @@ func (w *window) feed(chunk string) {
 			w.endLine()
 		}
 	}
+	return true
 }
 
 // keep appends up to maxLineLen+1 code points of part to the current line.
@@ -113,9 +144,10 @@ func (w *window) endLine() {
 	w.kept, w.seen, w.partial = 0, 0, false
 }
 
-// finish closes a final line without a trailing newline (T-41).
+// finish closes a final line without a trailing newline (T-41); after a
+// stop it changes nothing.
 func (w *window) finish() {
-	if w.partial {
+	if w.partial && !w.stopped {
 		w.endLine()
 	}
 }
@@ -123,7 +155,17 @@ func (w *window) finish() {
 // outOfRange reports whether offset lies past the end: only offset 1 of an
 // empty text is allowed beyond the last line (T-39, T-40).
 func (w *window) outOfRange() bool {
-	return w.offset > w.total && (w.offset != 1 || w.total != 0)
+	return !w.stopped && w.offset > w.total && (w.offset != 1 || w.total != 0)
+}
+
+// totalLines is the number of lines of the text, or nil when the count
+// budget ran out first.
+func (w *window) totalLines() *int {
+	if w.stopped {
+		return nil
+	}
+	total := w.total
+	return &total
 }
 
 // end returns the last returned line number, or offset-1 (at least 0) when
@@ -135,13 +177,17 @@ func (w *window) end() int {
 	return max(w.offset-1, 0)
 }
 
-// footer is the one footer of the read envelope (T-50, T-51).
+// footer is the one footer of the read envelope (T-50, T-51); when the
+// total is unknown it says that more lines follow (spec decision 17).
 func (w *window) footer() string {
 	end := w.end()
 	next := strconv.Itoa(end + 1)
+	more := w.stopped || end < w.total
 	switch {
-	case len(w.lines) < w.limit && end < w.total:
+	case len(w.lines) < w.limit && more:
 		return "(Output capped. Showing lines " + strconv.Itoa(w.offset) + "-" + strconv.Itoa(end) + ". Use offset=" + next + " to continue.)"
+	case w.stopped:
+		return "(Showing lines " + strconv.Itoa(w.offset) + "-" + strconv.Itoa(end) + "; more lines follow. Use offset=" + next + " to continue.)"
 	case end < w.total:
 		return "(Showing lines " + strconv.Itoa(w.offset) + "-" + strconv.Itoa(end) + " of " + strconv.Itoa(w.total) + ". Use offset=" + next + " to continue.)"
 	default:

@@ -433,3 +433,70 @@ func TestWindowBOMAfterAnEmptyChunk(t *testing.T) {
 	require.Len(t, w.lines, 2)
 	assert.Equal(t, "ab", w.lines[0].Text, "an empty first chunk does not use up the byte-order-mark rule")
 }
+
+// TestWindowCountBudget (spec decision 17): past the window the lines are
+// counted for about budget bytes only; then feed reports false, the total is
+// unknown and the footer says more lines follow. Within the budget the total
+// stays exact.
+func TestWindowCountBudget(t *testing.T) {
+	text := strings.Repeat("0123456789\n", 100) // 100 lines of 11 bytes
+	cases := []struct {
+		name                  string
+		offset, limit, budget int
+		maxBytes              int
+		wantStopped           bool
+		wantLines             int
+		footer                string
+	}{
+		{
+			name: "the budget runs out past a window at the start", offset: 1, limit: 2, budget: 50, maxBytes: 1000,
+			wantStopped: true, wantLines: 2, footer: "(Showing lines 1-2; more lines follow. Use offset=3 to continue.)",
+		},
+		{
+			name: "a window capped by bytes keeps its capped footer", offset: 1, limit: 10, budget: 50, maxBytes: 21,
+			wantStopped: true, wantLines: 2, footer: "(Output capped. Showing lines 1-2. Use offset=3 to continue.)",
+		},
+		{
+			name: "the budget starts after the window, however far it is", offset: 90, limit: 2, budget: 50, maxBytes: 1000,
+			wantStopped: true, wantLines: 2, footer: "(Showing lines 90-91; more lines follow. Use offset=92 to continue.)",
+		},
+		{
+			name: "a window near the end counts exactly", offset: 97, limit: 2, budget: 50, maxBytes: 1000,
+			wantLines: 2, footer: "(Showing lines 97-98 of 100. Use offset=99 to continue.)",
+		},
+		{
+			name: "a large enough budget counts exactly", offset: 1, limit: 2, budget: 2000, maxBytes: 1000,
+			wantLines: 2, footer: "(Showing lines 1-2 of 100. Use offset=3 to continue.)",
+		},
+		{
+			name: "no budget counts exactly", offset: 1, limit: 2, maxBytes: 1000,
+			wantLines: 2, footer: "(Showing lines 1-2 of 100. Use offset=3 to continue.)",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWindow(tc.offset, tc.limit, 2000, tc.maxBytes)
+			w.budget = tc.budget
+			fed := 0
+			for _, c := range wChunks(text, 11) {
+				if !w.feed(c) {
+					break
+				}
+				fed += len(c)
+			}
+			w.finish()
+			assert.Equal(t, tc.wantStopped, w.stopped)
+			assert.Len(t, w.lines, tc.wantLines)
+			assert.Equal(t, tc.footer, w.footer())
+			assert.False(t, w.outOfRange())
+			if tc.wantStopped {
+				assert.Nil(t, w.totalLines())
+				assert.Less(t, fed, len(text), "the rest of the text is never fed")
+				assert.False(t, w.feed("more\n"), "a stopped window takes nothing more")
+			} else {
+				require.NotNil(t, w.totalLines())
+				assert.Equal(t, 100, *w.totalLines())
+			}
+		})
+	}
+}

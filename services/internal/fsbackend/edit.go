@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -26,7 +27,8 @@ import (
 // the Mounter, an empty old string, then the target's type, then the version
 // guard, then the text checks, then matching (L-98, L-103). Errors: the
 // Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for a missing
-// file, guarded or not: L-100, L-102), CodeNotRegularFile, CodeNotText,
+// file, guarded or not: L-100, L-102; a changed version with req.Content's
+// size and content hash is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
@@ -72,20 +74,38 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 		return fs.EditOutcome{}, err
 	}
 	defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
-	if req.Version != "" && version(&st) != req.Version {
+	// A changed version is stale unless the size and, below, the hash of
+	// the text are what the session saw (spec difference 14).
+	sameVersion := req.Version == "" || version(&st) == req.Version
+	if !sameVersion && (!req.Content.Known() || st.Size != req.Content.Size) {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
 	if req.MaxBytes > 0 && st.Size > req.MaxBytes {
 		return fs.EditOutcome{}, newErr(fs.CodeTooLarge, op, dp, nil,
 			"cannot edit %q: %d bytes exceeds the %d-byte limit", dp, st.Size, req.MaxBytes)
 	}
-	raw, err := readAll(ctx, locked, st.Size, -1)
+	// The read is capped whatever size the file reports (procfs reports 0).
+	limit := int64(-1)
+	if req.MaxBytes > 0 {
+		limit = req.MaxBytes + 1
+	}
+	raw, err := readAll(ctx, locked, st.Size, limit)
 	if err != nil {
 		return fs.EditOutcome{}, osErr(op, op, dp, err)
 	}
+	if req.MaxBytes > 0 && int64(len(raw)) > req.MaxBytes {
+		return fs.EditOutcome{}, newErr(fs.CodeTooLarge, op, dp, nil,
+			"cannot edit %q: content exceeds the %d-byte limit", dp, req.MaxBytes)
+	}
 	text, enc, err := textfile.Decode(raw, -1)
+	if !sameVersion && (err != nil || textHash(text) != req.Content.Hash) {
+		return fs.EditOutcome{}, stale(op, dp)
+	}
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
+	}
+	if req.MaxBytes > 0 && req.ReplaceAll && editedSizeAtLeast(text, enc, req.OldString, req.NewString) > req.MaxBytes {
+		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
 	}
 	edit, err := textfile.ApplyEdit(text, req.OldString, req.NewString, req.ReplaceAll)
 	if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
@@ -106,6 +126,9 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: the new text has no %s form: %v", dp, enc, err)
 	}
+	if req.MaxBytes > 0 && int64(len(output)) > req.MaxBytes {
+		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
+	}
 	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
 	if err != nil {
 		return fs.EditOutcome{}, err
@@ -114,6 +137,36 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 		Version: version(&res.Stat), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
 		InPlace: res.InPlace.String(),
 	}, nil
+}
+
+// editedSizeAtLeast is a lower bound, computed without building it, on the
+// size in bytes of what an edit replacing every occurrence of oldString with
+// newString in text (decoded from enc) writes back. textfile.ApplyEdit keeps
+// every byte outside the replaced spans and writes at least newString's
+// LF-normalized bytes for each of the n spans, each at least oldString's
+// LF-normalized bytes of text. Encoded as UTF-16, a text takes at least two
+// thirds of its UTF-8 bytes. Matching is textfile.ApplyEdit's:
+// non-overlapping, on LF-normalized text.
+func editedSizeAtLeast(text string, enc textfile.Encoding, oldString, newString string) int64 {
+	oldNorm, newNorm := textfile.NormalizeLF(oldString), textfile.NormalizeLF(newString)
+	if oldNorm == "" {
+		return 0
+	}
+	_, rest := textfile.SplitBOM(text)
+	before := textfile.NormalizeLF(rest)
+	n := int64(strings.Count(before, oldNorm))
+	size := int64(len(before)) + n*(int64(len(newNorm))-int64(len(oldNorm)))
+	if enc != textfile.UTF8 {
+		size = size / 3 * 2
+	}
+	return size
+}
+
+// tooLargeResult is the refusal of an edit whose result would pass the
+// write limit; nothing is written.
+func tooLargeResult(dp string, limit int64) error {
+	return newErr(fs.CodeTooLarge, "edit", dp, nil,
+		"cannot edit %q: the edited content would exceed the %d-byte limit", dp, limit)
 }
 
 // lockForEdit locks the target across processes (see guard) and returns
@@ -133,5 +186,16 @@ func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.St
 		_ = file.Close()
 		return nil, st, notRegular(op, op, dp)
 	}
+	if consumes(file, &st, m.name) {
+		_ = file.Close()
+		return nil, st, consumingStream(op, op, dp)
+	}
 	return file, st, nil
+}
+
+// textHash is the content hash of a whole text (see textfile.TextHash).
+func textHash(text string) fs.ContentHash {
+	h := textfile.NewTextHash()
+	h.Write(text)
+	return fs.ContentHash(h.Sum())
 }

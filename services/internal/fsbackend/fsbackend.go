@@ -1,14 +1,14 @@
 // Package fsbackend is the one implementation of the fs.Service mechanics
 // that both backends mount: resolution by canonical path, stat and lstat,
-// text and byte reads, streaming, listing, the atomic write, the edit's
-// read-match-write critical section, the per-target mutation lock and the
-// cross-process guard. It does not decide where a mutation may run: a
+// text and byte reads, streaming, listing, glob and grep, the atomic write,
+// the edit's read-match-write critical section, the per-target mutation lock
+// and the cross-process guard. It does not decide where a mutation may run: a
 // Mounter does. services/fslocal mounts every mutation on the unconfined host
 // handle; services/fssandbox mounts it on a handle confined beneath the
 // writable root its fence admits, or refuses it.
 //
-// Reads are never mounted: they run through the host handle in every
-// backend (reads are not fenced, by design).
+// Reads and searches are never mounted: they run through the host handle in
+// every backend (reads are not fenced, by design).
 package fsbackend
 
 import (

@@ -6,6 +6,8 @@ import (
 	"io"
 	"iter"
 	"os"
+	"path/filepath"
+	"slices"
 
 	"golang.org/x/sys/unix"
 
@@ -19,8 +21,14 @@ import (
 // section 0, "diff basis read chunk").
 const readChunkBytes = 64 << 10
 
+// readTextMaxBytes caps ReadText whatever size the file reports: a procfs
+// file reports 0 and may hold gigabytes (/proc/self/pagemap). Larger texts
+// are read with StreamText.
+const readTextMaxBytes = 64 << 20
+
 // openRegular opens target for reading without blocking and refuses anything
-// but a regular file by fstat on the descriptor (spec decision 7).
+// but a regular file by fstat on the descriptor (spec decision 7), and a
+// kernel stream whose reads would consume it (see consumes).
 func (f *Backend) openRegular(op, verb string, target fs.Target) (*os.File, unix.Stat_t, error) {
 	rel, _ := f.host.Rel(string(target.Key))
 	file, st, err := f.host.OpenRead(rel)
@@ -31,15 +39,52 @@ func (f *Backend) openRegular(op, verb string, target fs.Target) (*os.File, unix
 		_ = file.Close()
 		return nil, st, notRegular(op, verb, target.DisplayPath)
 	}
+	if consumes(file, &st, string(target.Key)) {
+		_ = file.Close()
+		return nil, st, consumingStream(op, verb, target.DisplayPath)
+	}
 	return file, st, nil
+}
+
+// consumingStreams names, by the magic number of the filesystem they live
+// on, the files that fstat calls regular but whose reads consume what they
+// return and wait when nothing is pending: the kernel log (/proc/kmsg,
+// read through syslog(2)) and the tracing pipes.
+var consumingStreams = map[int64][]string{
+	unix.PROC_SUPER_MAGIC: {"kmsg"},
+	unix.TRACEFS_MAGIC:    {"trace_pipe", "trace_pipe_raw"},
+	unix.DEBUGFS_MAGIC:    {"trace_pipe", "trace_pipe_raw"},
+}
+
+// consumes reports whether the open file, whose fstat is st and whose
+// canonical path is key, is one of consumingStreams. Such files report size
+// 0, so others cost no fstatfs.
+func consumes(file *os.File, st *unix.Stat_t, key string) bool {
+	if st.Size != 0 {
+		return false
+	}
+	var sfs unix.Statfs_t
+	if err := unix.Fstatfs(int(file.Fd()), &sfs); err != nil {
+		return false
+	}
+	return slices.Contains(consumingStreams[int64(sfs.Type)], filepath.Base(key)) //nolint:unconvert // Type is narrower on other architectures
+}
+
+// consumingStream is the refusal of a file consumes reports: CodeNotRegularFile.
+func consumingStream(op, verb, dp string) *fs.Error {
+	return newErr(fs.CodeNotRegularFile, op, dp, nil,
+		"cannot %s %q: not a regular file (a kernel stream that reading would consume)", verb, dp)
 }
 
 // ReadText returns the whole file as text, byte for byte (L-27, L-29..L-35);
 // a file starting with a UTF-16 byte-order mark is converted to UTF-8, the
 // mark kept as U+FEFF (spec difference 10). A NUL in the first 8192 bytes
 // is CodeNotText `binary file`; invalid UTF-8 is CodeNotText `invalid UTF-8
-// text`, invalid UTF-16 `invalid UTF-16 text`. Errors also: CodeNotFound,
-// CodeNotRegularFile, CodePermissionDenied, CodeAborted, CodeIOError.
+// text`, invalid UTF-16 `invalid UTF-16 text`. It reads at most 64 MiB
+// whatever size the file reports; more is CodeTooLarge. Errors also:
+// CodeNotFound, CodeNotRegularFile (also a kernel stream that reading would
+// consume, such as /proc/kmsg), CodePermissionDenied, CodeAborted,
+// CodeIOError.
 func (f *Backend) ReadText(ctx context.Context, target fs.Target) (string, error) {
 	if err := checkCtx(ctx, "read"); err != nil {
 		return "", err
@@ -49,9 +94,13 @@ func (f *Backend) ReadText(ctx context.Context, target fs.Target) (string, error
 		return "", err
 	}
 	defer file.Close() //nolint:errcheck // read-only descriptor
-	b, err := readAll(ctx, file, st.Size, -1)
+	b, err := readAll(ctx, file, min(st.Size, readTextMaxBytes), readTextMaxBytes+1)
 	if err != nil {
 		return "", osErr("read", "read", target.DisplayPath, err)
+	}
+	if len(b) > readTextMaxBytes {
+		return "", newErr(fs.CodeTooLarge, "read", target.DisplayPath, nil,
+			"cannot read %q: content exceeds the %d-byte limit", target.DisplayPath, readTextMaxBytes)
 	}
 	text, _, err := textfile.Decode(b, textfile.BinarySampleBytes)
 	if err != nil {

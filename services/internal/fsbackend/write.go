@@ -29,7 +29,8 @@ import (
 // directory or other entry at the target, also one appearing before a
 // guarded create publishes), CodeNotObserved (CreateIfAbsent and something
 // exists), CodeStaleVersion (ReplaceIfVersion and the file changed or is
-// gone), CodeNotFound (a parent segment is not a directory), CodeNotText
+// gone; a changed version with the intent's known size and content hash is
+// not a change, spec difference 14), CodeNotFound (a parent segment is not a directory), CodeNotText
 // (content that is not valid UTF-8 over a UTF-16 file),
 // CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
@@ -101,7 +102,12 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 		if !dirfd.IsRegular(&st) {
 			return fs.WriteOutcome{}, notRegular(op, op, dp)
 		}
-		if m.st = st; version(&st) != intent.Version {
+		m.st = st
+		ok, err := fresh(ctx, locked, &st, intent.Version, intent.Content)
+		if err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
+		if !ok {
 			return fs.WriteOutcome{}, stale(op, dp)
 		}
 	}
@@ -283,7 +289,7 @@ func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int
 		return priorFile{}, nil //nolint:nilerr // best effort: nothing known
 	}
 	defer file.Close() //nolint:errcheck // read-only descriptor
-	if !dirfd.IsRegular(&st) {
+	if !dirfd.IsRegular(&st) || consumes(file, &st, name) {
 		return priorFile{}, nil
 	}
 	wantBasis = wantBasis && st.Size < limit

@@ -66,9 +66,10 @@ var commands = []command{
 	{
 		name: "serve", synopsis: "[flags]",
 		summary: "serve the tools over MCP on stdin/stdout",
-		about: "Serves the read, list, write and edit tools over MCP (JSON-RPC, one message a line) on\n" +
-			"stdin and stdout; one connection is one session. An MCP client starts it; see the\n" +
-			"README for a client configuration, or run `harness demo` to watch a session.",
+		about: "Serves the read, list, write and edit tools, and exec unless --exec off, over MCP\n" +
+			"(JSON-RPC, one message a line) on stdin and stdout; one connection is one session. An\n" +
+			"MCP client starts it; see the README for a client configuration, or run `harness demo`\n" +
+			"to watch a session.",
 	},
 	{
 		name: "call", synopsis: "TOOL [--args JSON] [--arg k=v]... [--approval deny|prompt] [flags]",

@@ -43,13 +43,16 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
-// landlockABI matches the kernel's Landlock ABI in `policy`'s layers.
-var landlockABI = regexp.MustCompile(`landlock: ABI [0-9]+`)
+// landlockABI matches the kernel's Landlock ABI in the policy report (the
+// commands' line and the fence's layers), which differs from machine to
+// machine.
+var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": |landlock: ABI )\d+`)
 
-// stable replaces the case's paths with placeholders.
+// stable replaces the case's paths and the kernel's Landlock ABI with
+// placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
-	s = landlockABI.ReplaceAllString(s, "landlock: ABI $$N")
+	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
 	return strings.ReplaceAll(s, l.base, "$BASE")
 }
 
@@ -458,8 +461,8 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "delete", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "delete"`, "edit, list, read, write"},
+			args:     func(l layout) []string { return ws(l, "call", "frobnicate", "--args", `{}`) },
+			stderrIn: []string{`unknown tool "frobnicate"`, "edit, exec, glob, grep, list, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -656,21 +659,21 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 4)
+				require.Len(t, tools, 7)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"edit", "list", "read", "write"}, names)
+				assert.Equal(t, []string{"edit", "exec", "glob", "grep", "list", "read", "write"}, names)
 			},
 		},
 		{
-			name: "tools --fs local has no escalation arguments", code: cli.ExitOK,
-			args: func(l layout) []string { return ws(l, "tools", "--fs", "local") },
+			name: "tools --fs local --exec local has no escalation arguments", code: cli.ExitOK,
+			args: func(l layout) []string { return ws(l, "tools", "--fs", "local", "--exec", "local") },
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 4)
+				require.Len(t, tools, 7)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
@@ -709,6 +712,12 @@ func TestRun(t *testing.T) {
 				assert.Contains(t, rep.Layers[2], "landlock: ")
 				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
 				rep.Layers, rep.ProtectedPaths = nil, nil
+				require.NotNil(t, rep.Exec)
+				assert.Equal(t, cli.ExecReport{
+					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
+					Network: "deny", UnixSockets: "deny",
+				}, *rep.Exec)
+				rep.Exec = nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
@@ -915,7 +924,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"edit", "list", "read", "write"}, names)
+	assert.Equal(t, []string{"edit", "exec", "glob", "grep", "list", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)

@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -303,6 +304,9 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 		if req.Target != "" {
 			on = " on " + strconv.Quote(req.Target)
 		}
+		if req.Command != "" {
+			on = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
+		}
 		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool%s to run once under %s? Justification: %s [y/N] ",
 			req.Tool, on, req.Mode, sandboxpolicy.Printable(req.Justification))
 		line, err := in.ReadString('\n')
@@ -341,6 +345,23 @@ type PolicyReport struct {
 	// ProtectedPaths are read-only inside each writable root under
 	// workspace-write; empty when the backend does not confine.
 	ProtectedPaths []string `json:"protectedPaths"`
+	// Exec describes the command runner; nil with --exec off.
+	Exec *ExecReport `json:"exec,omitempty"`
+}
+
+// ExecReport is the command runner's part of the policy report: what this
+// kernel lets it enforce.
+type ExecReport struct {
+	// Runner is "sandbox" or "local" (never confines).
+	Runner   string `json:"runner"`
+	Confines bool   `json:"confines"`
+	// LandlockABI is the kernel's Landlock ABI; 0 means confined commands
+	// are refused.
+	LandlockABI int `json:"landlockABI"`
+	// Seccomp reports whether the socket filter can be installed.
+	Seccomp     bool   `json:"seccomp"`
+	Network     string `json:"network"`
+	UnixSockets string `json:"unixSockets"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -381,7 +402,14 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(sandbox.DangerFullAccess)
 	} else {
 		rep.Mode = string(mode)
-		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.TempRoots())...)
+		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.Roots())...)
+	}
+	if cfg.Exec != "off" {
+		caps := subproc.Probe()
+		rep.Exec = &ExecReport{
+			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
+			Network: cfg.Network, UnixSockets: cfg.UnixSockets,
+		}
 	}
 	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
 	if fence, ok := fsys.(interface{ Layers() fssandbox.Layers }); ok {
@@ -437,6 +465,21 @@ func (rep PolicyReport) String() string {
 		b.WriteString("enforcement under workspace-write:\n")
 		for _, l := range rep.Layers {
 			_, _ = fmt.Fprintf(&b, "  %s\n", l)
+		}
+	}
+	if e := rep.Exec; e != nil {
+		_, _ = fmt.Fprintf(&b, "commands:       %s", e.Runner)
+		switch {
+		case !e.Confines:
+			b.WriteString(" (confines: no; every command runs with the server's rights)\n")
+		case e.LandlockABI < 1:
+			b.WriteString(" (Landlock missing: commands under read-only and workspace-write are refused)\n")
+		default:
+			_, _ = fmt.Fprintf(&b, " (Landlock ABI %d: writes beneath the writable roots only; network %s, Unix sockets %s", e.LandlockABI, e.Network, e.UnixSockets)
+			if !e.Seccomp {
+				b.WriteString("; seccomp missing: commands refused")
+			}
+			b.WriteString("; protected paths are not carved out for commands)\n")
 		}
 	}
 	return b.String()

@@ -17,7 +17,9 @@ import (
 // demo runs a short, real MCP session against `harness serve` (this very
 // binary, as a child process) on a throwaway workspace and prints each call
 // and result: a read, an edit, a write outside that is denied with the
-// marker, and an escalation that the (scripted) user declines.
+// marker, an escalation that the (scripted) user declines, a command in the
+// workspace, and a command writing outside that the kernel refuses, reported
+// with the same marker.
 func demo(ctx context.Context, args []string, env Env) error {
 	fset := newFlags("demo", env, false)
 	if err := fset.parse(args); err != nil {
@@ -107,18 +109,27 @@ func demo(ctx context.Context, args []string, env Env) error {
 			"file_path": filepath.Join(outside, "escape.txt"), "content": "x",
 			"sandbox_permissions": "danger-full-access", "justification": "The demo wants to show the approval prompt.",
 		}},
+		{"run a command in the workspace", "exec", map[string]any{"command": "wc -l notes.txt && echo built > build.log"}},
+		{"run a command that writes outside: the kernel refuses it, the same marker", "exec", map[string]any{
+			"command": "echo x > " + filepath.Join(outside, "from-command.txt"),
+		}},
 	}
 	for _, c := range calls {
-		args, _ := json.Marshal(c.args)
-		p("\n== %s\n-> tools/call %s %s", c.what, c.name, args)
+		var args strings.Builder
+		enc := json.NewEncoder(&args)
+		enc.SetEscapeHTML(false) // show "&&" and ">" as typed
+		_ = enc.Encode(c.args)
+		p("\n== %s\n-> tools/call %s %s", c.what, c.name, strings.TrimSuffix(args.String(), "\n"))
 		res, err := cs.CallTool(cctx, &mcp.CallToolParams{Name: c.name, Arguments: c.args})
 		if err != nil {
 			return err
 		}
 		printResult(out, res)
 	}
-	if _, err := os.Stat(filepath.Join(outside, "escape.txt")); err == nil {
-		return fmt.Errorf("demo: a file appeared outside the writable roots")
+	for _, name := range []string{"escape.txt", "from-command.txt"} {
+		if _, err := os.Stat(filepath.Join(outside, name)); err == nil {
+			return fmt.Errorf("demo: %s appeared outside the writable roots", name)
+		}
 	}
 	p("\nnothing was written outside the writable roots; notes.txt now reads:\n")
 	b, err := os.ReadFile(filepath.Join(ws, "notes.txt"))

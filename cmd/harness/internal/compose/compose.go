@@ -14,6 +14,9 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/invariants"
@@ -21,12 +24,15 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/toolexec"
 	"github.com/dsh-go/harness/services/toolfs"
 )
 
 // Options returns the fx options of the whole graph for cfg (validated
 // first): the logger (on logOut, stderr in the binary), the policy service,
-// the backend chosen by cfg.FS, the read-before-write policy and the tools.
+// the backend chosen by cfg.FS, the read-before-write policy, the file tools,
+// and (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
+// the exec tool.
 // extra options are appended (a server, an approver, fx.Populate).
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
@@ -70,7 +76,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			zl.UseErrorLevel(TraceLevel)
 			return zl
 		}),
-		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps}),
+		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: cfg.WritableRoots}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock, Protect: cfg.Protect}),
 		fx.Supply(toolfs.Config{
@@ -87,6 +93,18 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	}
 	if !cfg.OneShot {
 		opts = append(opts, readbeforewrite.Module)
+	}
+	if cfg.Exec != "off" {
+		runner := execsandbox.Module
+		if cfg.Exec == "local" {
+			runner = execlocal.Module
+		}
+		opts = append(opts,
+			fx.Supply(exec.Config{Env: cfg.ExecEnv}),
+			fx.Supply(execsandbox.Config{Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow"}),
+			runner,
+			toolexec.Module,
+		)
 	}
 	return fx.Options(append(opts, extra...)...), nil
 }

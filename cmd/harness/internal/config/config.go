@@ -24,6 +24,12 @@ var Backends = []string{"sandbox", "local"}
 // LandlockSettings are the values of --landlock.
 var LandlockSettings = []string{"auto", "off"}
 
+// ExecBackends are the values of --exec.
+var ExecBackends = []string{"sandbox", "local", "off"}
+
+// Permissions are the values of --network and --unix-sockets.
+var Permissions = []string{"deny", "allow"}
+
 // LogLevels are the values of --log-level. trace adds the dependency
 // wiring's own account (fx events) to debug.
 var LogLevels = []string{"trace", "debug", "info", "warn", "error"}
@@ -64,6 +70,20 @@ type Config struct {
 	// root, of protected paths under workspace-write besides
 	// version-control metadata.
 	Protect []string `yaml:"protect"`
+	// WritableRoots are extra roots writable under workspace-write, for
+	// the file fence and the command runner alike.
+	WritableRoots []string `yaml:"writable-root"`
+
+	// Exec is the command runner: "sandbox" (execsandbox, the default),
+	// "local" (execlocal, never confines) or "off" (no exec tool).
+	Exec string `yaml:"exec"`
+	// Network and UnixSockets are "deny" (the default) or "allow": whether
+	// confined commands may open network sockets and Unix sockets.
+	Network     string `yaml:"network"`
+	UnixSockets string `yaml:"unix-sockets"`
+	// ExecEnv names server variables passed through to commands besides
+	// PATH, HOME, USER, LANG, TERM and TMPDIR.
+	ExecEnv []string `yaml:"exec-env"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
@@ -103,6 +123,9 @@ func Default() Config {
 		FS:             "sandbox",
 		Mode:           string(sandbox.ReadOnly),
 		Landlock:       "auto",
+		Exec:           "sandbox",
+		Network:        "deny",
+		UnixSockets:    "deny",
 		Durability:     string(fslocal.DurabilityFull),
 		WorkspaceOwner: true,
 		LogLevel:       "info",
@@ -153,16 +176,15 @@ func (c *Config) Validate() error {
 	if _, err := sandbox.NewProtectedPaths(c.Protect); err != nil {
 		return fieldErr("protect", "%v", err)
 	}
-	c.TempRoots = slices.Clone(c.TempRoots) // never write through the caller's slice
-	for i, r := range c.TempRoots {
-		if strings.TrimSpace(r) == "" {
-			return fieldErr("temp-root", "must not be empty")
-		}
-		abs, err := filepath.Abs(r)
-		if err != nil {
-			return fieldErr("temp-root", "%q: %v", r, err)
-		}
-		c.TempRoots[i] = abs
+	var err error
+	if c.TempRoots, err = absPaths("temp-root", c.TempRoots); err != nil {
+		return err
+	}
+	if c.WritableRoots, err = absPaths("writable-root", c.WritableRoots); err != nil {
+		return err
+	}
+	if err := c.validateExec(); err != nil {
+		return err
 	}
 	for _, f := range []struct {
 		flag string
@@ -190,6 +212,52 @@ func (c *Config) Validate() error {
 		return err
 	}
 	return oneOf("log-format", c.LogFormat, LogFormats)
+}
+
+// validateExec checks the command runner's fields. They are newer than
+// many Config literals: empty means the default, which confines.
+func (c *Config) validateExec() error {
+	def := Default()
+	for _, f := range []struct {
+		key  string
+		v    *string
+		d    string
+		vals []string
+	}{
+		{"exec", &c.Exec, def.Exec, ExecBackends},
+		{"network", &c.Network, def.Network, Permissions},
+		{"unix-sockets", &c.UnixSockets, def.UnixSockets, Permissions},
+	} {
+		if *f.v == "" {
+			*f.v = f.d
+		}
+		if err := oneOf(f.key, *f.v, f.vals); err != nil {
+			return err
+		}
+	}
+	for _, n := range c.ExecEnv {
+		if n == "" || strings.ContainsAny(n, "= \x00") {
+			return fieldErr("exec-env", "%q is not a variable name", n)
+		}
+	}
+	return nil
+}
+
+// absPaths returns paths made absolute (a new slice: never written through
+// the caller's), or an error naming key for an empty one.
+func absPaths(key string, paths []string) ([]string, error) {
+	out := slices.Clone(paths)
+	for i, r := range out {
+		if strings.TrimSpace(r) == "" {
+			return nil, fieldErr(key, "must not be empty")
+		}
+		abs, err := filepath.Abs(r)
+		if err != nil {
+			return nil, fieldErr(key, "%q: %v", r, err)
+		}
+		out[i] = abs
+	}
+	return out, nil
 }
 
 func oneOf(key, v string, allowed []string) error {

@@ -47,9 +47,10 @@ func writeYAML(t *testing.T, text string) string {
 }
 
 func TestDefault(t *testing.T) {
-	t.Run("Default is sandbox, read-only, Landlock auto, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
+	t.Run("Default is sandbox, read-only, Landlock auto, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
-			FS: "sandbox", Mode: "read-only", Landlock: "auto", Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
+			FS: "sandbox", Mode: "read-only", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny",
+			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
 
@@ -282,8 +283,8 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Landlock: "auto", ReadLimit: 7, Durability: "full", WorkspaceOwner: true,
-			LogLevel: "info", LogFormat: "json",
+			FS: "local", Mode: "danger-full-access", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
+			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
 
@@ -306,7 +307,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -567,6 +568,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
+		"writable-root", "exec", "network", "unix-sockets", "exec-env",
 		"durability", "workspace-owner",
 	}, names)
 	for _, name := range names {

@@ -45,6 +45,11 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		temps     stringList
 		protect   stringList
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
+		writables stringList
+		execEnv   stringList
+		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
+		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
+		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
@@ -60,6 +65,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	)
 	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj and .svn (repeatable)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
+	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
+	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	return func() (Config, error) {
 		cfg := def
 		// source maps a key to where its value came from, for errors.
@@ -85,6 +92,11 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"temp-root":            func() { cfg.TempRoots = temps },
 			"landlock":             func() { cfg.Landlock = *landlock },
 			"protect":              func() { cfg.Protect = protect },
+			"writable-root":        func() { cfg.WritableRoots = writables },
+			"exec":                 func() { cfg.Exec = *execBack },
+			"network":              func() { cfg.Network = *network },
+			"unix-sockets":         func() { cfg.UnixSockets = *unixSocks },
+			"exec-env":             func() { cfg.ExecEnv = execEnv },
 			"read-limit":           func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length": func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
@@ -185,11 +197,19 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("MODE", &cfg.Mode)
 	str("WORKSPACE", &cfg.Workspace)
 	str("LANDLOCK", &cfg.Landlock)
+	str("EXEC", &cfg.Exec)
+	str("NETWORK", &cfg.Network)
+	str("UNIX_SOCKETS", &cfg.UnixSockets)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
-	if v := lookup("TEMP_ROOT"); v != "" {
-		cfg.TempRoots = filepath.SplitList(v)
+	for _, l := range []struct {
+		name string
+		dst  *[]string
+	}{{"TEMP_ROOT", &cfg.TempRoots}, {"WRITABLE_ROOT", &cfg.WritableRoots}, {"EXEC_ENV", &cfg.ExecEnv}} {
+		if v := lookup(l.name); v != "" {
+			*l.dst = filepath.SplitList(v)
+		}
 	}
 	if v := lookup("PROTECT"); v != "" {
 		cfg.Protect = strings.Split(v, "\n")

@@ -81,6 +81,9 @@ func elicitation(req sandboxpolicy.ApprovalRequest) *mcp.ElicitParams {
 	if req.Target != "" {
 		target = " on " + strconv.Quote(req.Target)
 	}
+	if req.Command != "" {
+		target = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
+	}
 	return &mcp.ElicitParams{
 		Message: fmt.Sprintf("The agent asks to run the %q tool%s once under the %q sandbox mode. Its justification: %s",
 			req.Tool, target, req.Mode, sandboxpolicy.Printable(req.Justification)),

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
@@ -117,6 +118,7 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
+			Progress:  progress(ctx, req),
 		})
 		if ask, ok := errors.AsType[*inputRequired](result.Err); ok {
 			return &mcp.CallToolResult{
@@ -125,6 +127,31 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			}, nil
 		}
 		return toResult(result), nil
+	}
+}
+
+// progressEvery is the least time between two progress notifications of one
+// call: a streamed read reports every chunk, the client needs far fewer.
+const progressEvery = 100 * time.Millisecond
+
+// progress returns the Progress of a call whose client sent a progressToken:
+// the first report and then at most one per progressEvery become
+// notifications/progress on the call's session. Nil without a token.
+func progress(ctx context.Context, req *mcp.CallToolRequest) tool.Progress {
+	token := req.Params.GetProgressToken()
+	if token == nil {
+		return nil
+	}
+	var last time.Time
+	return func(done, total float64) {
+		now := time.Now()
+		if !last.IsZero() && now.Sub(last) < progressEvery {
+			return
+		}
+		last = now
+		// A failed notification (the connection is closing) does not fail
+		// the call.
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: done, Total: total})
 	}
 }
 

@@ -57,6 +57,13 @@ type loadWorld struct {
 
 func newLoadWorld(t testing.TB) loadWorld {
 	t.Helper()
+	return newCappedWorld(t, 0)
+}
+
+// newCappedWorld is newLoadWorld with at most maxCalls tool calls running at
+// once (0: the default cap).
+func newCappedWorld(t testing.TB, maxCalls int) loadWorld {
+	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	fixture.Build(t, base,
@@ -72,7 +79,7 @@ func newLoadWorld(t testing.TB) loadWorld {
 		LogLevel: "error", LogFormat: "json",
 	}
 	opts, err := compose.Options(cfg, io.Discard,
-		fx.Supply(mcpserver.Options{Version: "load", Workspace: w.ws}),
+		fx.Supply(mcpserver.Options{Version: "load", Workspace: w.ws, MaxConcurrentCalls: maxCalls}),
 		mcpserver.Module,
 		fx.Populate(&w.srv),
 	)

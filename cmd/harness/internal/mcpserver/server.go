@@ -67,8 +67,14 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
 		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs,
 	}
+	instructions := "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
+	for _, t := range s.tools {
+		if t.Name == "exec" {
+			instructions += " Shell commands: exec, under the same sandbox mode."
+		}
+	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
-		Instructions: "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it.",
+		Instructions: instructions,
 	})
 	s.mcp.AddReceivingMiddleware(s.validateSetLevel)
 	for _, t := range s.tools {

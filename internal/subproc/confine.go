@@ -1,0 +1,139 @@
+package subproc
+
+import (
+	"errors"
+	"fmt"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/landlock-lsm/go-landlock/landlock"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/sys/unix"
+)
+
+// maxKnownABI is the newest Landlock ABI whose rights this package asks for.
+const maxKnownABI = 11
+
+// writeRights are the Landlock rights that modify the filesystem, all
+// handled by the ruleset and granted only beneath the writable roots. Reads
+// and execution are not handled, so they stay allowed everywhere.
+const writeRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
+	ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo |
+	ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer | ll.AccessFSTruncate)
+
+// deviceRights are the rights granted on DevicePaths.
+const deviceRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSTruncate)
+
+// Capabilities is what this kernel lets the helper enforce.
+type Capabilities struct {
+	// LandlockABI is the kernel's Landlock ABI version; 0 means Landlock
+	// is missing (disabled, or a kernel older than 5.13) and confined
+	// commands are refused.
+	LandlockABI int `json:"landlockABI"`
+	// Seccomp reports whether seccomp filters can be installed, which the
+	// network and Unix-socket restrictions need.
+	Seccomp bool `json:"seccomp"`
+}
+
+// Probe returns the kernel's capabilities.
+func Probe() Capabilities {
+	abi, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		abi = 0
+	}
+	return Capabilities{LandlockABI: abi, Seccomp: seccomp.Supported()}
+}
+
+// ErrNoLandlock says the kernel cannot confine a command's writes.
+var ErrNoLandlock = errors.New("landlock is not available on this kernel (needs Linux 5.13+ with Landlock enabled in the LSM list); confined commands are refused")
+
+// confine restricts the helper, all its threads and everything it starts:
+// a Landlock domain that allows writes only beneath c.WritableRoots (and to
+// DevicePaths), then a seccomp filter for sockets. Order matters: Landlock
+// sets no_new_privs, which an unprivileged seccomp filter needs.
+func confine(c Confinement) error {
+	caps := Probe()
+	if caps.LandlockABI < 1 {
+		return ErrNoLandlock
+	}
+	if err := restrictFS(c, caps.LandlockABI); err != nil {
+		return fmt.Errorf("landlock: %w", err)
+	}
+	if err := filterSockets(c); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	return nil
+}
+
+// presets are go-landlock's configurations by ABI version.
+var presets = []landlock.Config{
+	{},
+	landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
+	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
+}
+
+// restrictFS enforces the Landlock domain for ABI version abi: exactly the
+// rights this ABI knows (never "best effort", which would run unconfined
+// where Landlock is missing).
+func restrictFS(c Confinement, abi int) error {
+	known := presets[min(abi, maxKnownABI)]
+	fsRights := known.HandledAccessFS & writeRights
+	var resolveUnix landlock.AccessFSSet
+	if c.UnixSockets && known.HandledAccessFS&landlock.AccessFSSet(ll.AccessFSResolveUnix) != 0 {
+		// ABI 9+: connecting to a pathname Unix socket is limited to
+		// sockets beneath the writable roots.
+		resolveUnix = landlock.AccessFSSet(ll.AccessFSResolveUnix)
+	}
+	cfg := landlock.Config{HandledAccessFS: fsRights | resolveUnix}
+	if !c.Network {
+		// TCP bind and connect (ABI 4+), on top of the seccomp filter.
+		cfg.HandledAccessNet = known.HandledAccessNet
+	}
+	// Always (ABI 6+): no connecting to abstract Unix sockets and no
+	// signals to processes outside the command's domain (the harness
+	// itself included); --unix-sockets allow is about pathname sockets.
+	cfg.Scoped = known.Scoped
+	rules := []landlock.Rule{
+		landlock.PathAccess(deviceRights&fsRights, DevicePaths...).IgnoreIfMissing(),
+	}
+	if len(c.WritableRoots) > 0 {
+		// A missing root grants nothing: fail closed.
+		rules = append(rules, landlock.PathAccess(fsRights|resolveUnix, c.WritableRoots...).IgnoreIfMissing())
+	}
+	return cfg.Restrict(rules...)
+}
+
+// filterSockets installs the seccomp filter on every thread: with network
+// off, socket(2) of every family but AF_UNIX fails with EPERM; with Unix
+// sockets off, AF_UNIX too (seccomp cannot read the path a connect names, so
+// pathname sockets cannot be told apart); io_uring is refused whenever
+// anything is, since its socket and connect operations bypass the filter.
+// socketpair(2) stays allowed: its two ends reach nothing outside.
+func filterSockets(c Confinement) error {
+	if c.Network && c.UnixSockets {
+		return nil
+	}
+	var socket seccomp.SyscallGroup
+	switch {
+	case !c.Network && !c.UnixSockets:
+		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: []string{"socket"}}
+	case !c.Network:
+		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},
+		}}}
+	default:
+		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}},
+		}}}
+	}
+	return seccomp.LoadFilter(seccomp.Filter{
+		NoNewPrivs: true,
+		Flag:       seccomp.FilterFlagTSync,
+		Policy: seccomp.Policy{
+			DefaultAction: seccomp.ActionAllow,
+			Syscalls: []seccomp.SyscallGroup{
+				socket,
+				{Action: seccomp.ActionErrno, Names: []string{"io_uring_setup"}},
+			},
+		},
+	})
+}

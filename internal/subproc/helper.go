@@ -1,0 +1,280 @@
+package subproc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// The helper's descriptors, set up by Run.
+const (
+	specFD   = 3
+	statusFD = 4
+)
+
+// shell runs every command.
+const shell = "/bin/sh"
+
+// Main is the helper's entry point: the binary calls it first when
+// IsHelper(os.Args), and exits with its result. It reads the Spec from
+// descriptor 3, makes itself a child subreaper, applies the confinement,
+// runs the command and reaps the whole tree, and writes the Status to
+// descriptor 4. It returns 0 when a status was written, 125 otherwise.
+func Main() int {
+	if len(os.Args) > 2 && os.Args[2] == confineStage {
+		return confineAndExec()
+	}
+	status := run()
+	f := os.NewFile(statusFD, "status")
+	if f == nil || json.NewEncoder(f).Encode(status) != nil {
+		return 125
+	}
+	return 0
+}
+
+func run() Status {
+	f := os.NewFile(specFD, "spec")
+	if f == nil {
+		return Status{Error: "the helper was started without its spec"}
+	}
+	var spec Spec
+	err := json.NewDecoder(f).Decode(&spec)
+	_ = f.Close()
+	if err != nil {
+		return Status{Error: "the helper could not read its spec: " + err.Error()}
+	}
+	// Stop requests are caught before anything starts, so none is lost.
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
+	if err := unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0); err != nil {
+		// Fail closed: without it setsid descendants would outlive a kill.
+		return Status{Error: "cannot become a child subreaper: " + err.Error()}
+	}
+	if !filepath.IsAbs(spec.Dir) {
+		return Status{Error: fmt.Sprintf("workdir %q is not absolute", spec.Dir)}
+	}
+	var pid int
+	if spec.Confine != nil {
+		pid, err = startConfined(spec)
+	} else {
+		var proc *os.Process
+		proc, err = os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
+			Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+		})
+		if err == nil {
+			pid = proc.Pid
+		}
+	}
+	if err != nil {
+		return Status{Error: err.Error()}
+	}
+	return reap(pid, stop)
+}
+
+// confineStage is the helper's second argument for the stage that confines
+// itself and execs the shell. The helper itself stays unconfined, outside
+// the command's Landlock domain, so it can signal every descendant (a
+// domain scoped for signals refuses signals from a sibling domain, and
+// restricting a multi-threaded Go process thread by thread makes one domain
+// per thread).
+const confineStage = "confine"
+
+// startConfined starts the confining stage with the spec on its descriptor
+// 3 and an error pipe on 4, and returns its pid once it has exec'd the shell
+// (the error pipe closes on exec) or the error it reported.
+func startConfined(spec Spec) (int, error) {
+	self, err := os.Executable()
+	if err != nil {
+		return 0, err
+	}
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	errR, errW, err := os.Pipe()
+	if err != nil {
+		return 0, err
+	}
+	proc, err := os.StartProcess(self, []string{self, HelperArg, confineStage}, &os.ProcAttr{
+		Dir: "/", Env: []string{}, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW},
+	})
+	_ = specR.Close()
+	_ = errW.Close()
+	if err != nil {
+		_ = specW.Close()
+		_ = errR.Close()
+		return 0, err
+	}
+	_ = json.NewEncoder(specW).Encode(spec)
+	_ = specW.Close()
+	msg, _ := io.ReadAll(errR)
+	_ = errR.Close()
+	if len(msg) > 0 {
+		_, _ = proc.Wait()
+		return 0, errors.New(string(msg))
+	}
+	return proc.Pid, nil
+}
+
+// confineAndExec is the confining stage: it reads the spec, restricts
+// itself and execs the shell; on any failure it writes the reason to its
+// error pipe and exits 126 without running the command (fail closed).
+func confineAndExec() int {
+	errPipe := os.NewFile(statusFD, "error")
+	fail := func(msg string) int {
+		if errPipe != nil {
+			_, _ = errPipe.WriteString(msg)
+		}
+		return 126
+	}
+	if errPipe == nil {
+		return 126
+	}
+	unix.CloseOnExec(statusFD)
+	f := os.NewFile(specFD, "spec")
+	var spec Spec
+	if f == nil || json.NewDecoder(f).Decode(&spec) != nil || spec.Confine == nil {
+		return fail("the confining stage could not read its spec")
+	}
+	_ = f.Close()
+	if err := os.Chdir(spec.Dir); err != nil {
+		return fail("cannot enter the workdir: " + err.Error())
+	}
+	if err := confine(*spec.Confine); err != nil {
+		// Fail closed: a command that cannot be confined never runs.
+		return fail(err.Error())
+	}
+	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
+	return fail("cannot start " + shell + ": " + err.Error())
+}
+
+// reap waits for the shell and every descendant reparented to the helper.
+// When the shell ends, or a stop is asked, every live descendant is killed;
+// the status is the shell's.
+func reap(shellPid int, stop <-chan os.Signal) Status {
+	st := Status{Started: true}
+	shellDone := make(chan unix.WaitStatus, 1)
+	go func() {
+		for {
+			var ws unix.WaitStatus
+			pid, err := unix.Wait4(-1, &ws, 0, nil)
+			if errors.Is(err, unix.EINTR) {
+				continue
+			}
+			if err != nil {
+				return // ECHILD: nothing left to reap
+			}
+			if pid == shellPid {
+				shellDone <- ws
+			}
+		}
+	}()
+	var ws unix.WaitStatus
+	select {
+	case ws = <-shellDone:
+	case <-stop:
+		st.Stopped = true
+		st.Survivors = killDescendants()
+		ws = <-shellDone
+	}
+	// The command's lifetime bounds its tree: background processes left
+	// behind are killed too, so none keeps the output pipes open.
+	if n := killDescendants(); n > st.Survivors {
+		st.Survivors = n
+	}
+	st.ExitCode = ws.ExitStatus()
+	if ws.Signaled() {
+		st.ExitCode = -1
+		st.Signal = unix.SignalName(ws.Signal())
+	}
+	return st
+}
+
+// killDescendants sends SIGKILL to every live descendant of the helper,
+// scanning /proc again after each round (a killed process's children are
+// reparented to the helper, a subreaper, and found by the next scan), and
+// returns how many are still alive after maxKillRounds.
+func killDescendants() int {
+	self := os.Getpid()
+	for range maxKillRounds {
+		live := descendants(self)
+		if len(live) == 0 {
+			return 0
+		}
+		for _, pid := range live {
+			_ = unix.Kill(pid, unix.SIGKILL)
+		}
+		time.Sleep(killRoundPause)
+	}
+	return len(descendants(self))
+}
+
+// descendants returns the pids of root's live (not zombie) descendants, read
+// from /proc.
+func descendants(root int) []int {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	children := map[int][]int{}
+	live := map[int]bool{}
+	for _, e := range entries {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		ppid, state, ok := statOf(pid)
+		if !ok {
+			continue
+		}
+		children[ppid] = append(children[ppid], pid)
+		live[pid] = state != 'Z' && state != 'X'
+	}
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		p := queue[0]
+		queue = queue[1:]
+		for _, c := range children[p] {
+			queue = append(queue, c)
+			if live[c] {
+				out = append(out, c)
+			}
+		}
+	}
+	return out
+}
+
+// statOf returns the parent pid and the state letter of pid from
+// /proc/PID/stat, whose second field (the command name, in parentheses) may
+// itself contain spaces and parentheses.
+func statOf(pid int) (ppid int, state byte, ok bool) {
+	b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return 0, 0, false
+	}
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	if i < 0 {
+		return 0, 0, false
+	}
+	fields := strings.Fields(s[i+1:])
+	if len(fields) < 2 || len(fields[0]) != 1 {
+		return 0, 0, false
+	}
+	ppid, err = strconv.Atoi(fields[1])
+	if err != nil {
+		return 0, 0, false
+	}
+	return ppid, fields[0][0], true
+}

@@ -1,0 +1,125 @@
+package subproc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"syscall"
+	"time"
+)
+
+// Outcome is a finished run as the parent sees it.
+type Outcome struct {
+	Status Status
+	// Duration is the wall time from starting the helper to its exit.
+	Duration time.Duration
+	// TimedOut reports that the timeout stopped the command; Cancelled
+	// that the caller's context did.
+	TimedOut, Cancelled bool
+	// Stdout and Stderr hold the command's output, capped.
+	Stdout, Stderr *Capture
+}
+
+// Run runs spec through the helper at helperPath (the harness binary, or a
+// test binary whose TestMain calls Main), keeping at most outputLimit bytes
+// of each of stdout and stderr (head and tail), until the command ends,
+// timeout passes (0: no timeout) or ctx is done. Then the helper is asked to
+// stop (SIGTERM) and kills the whole tree; if it has not reported within
+// killGrace it is killed itself.
+//
+// Errors: the helper could not be started, or it ended without a report
+// (killed, crashed). A command that could not start inside the helper is not
+// an error: Status.Started is false and Status.Error says why.
+func Run(ctx context.Context, helperPath string, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
+	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
+	runCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	st, d, err := runHelper(runCtx, helperPath, spec, out.Stdout, out.Stderr)
+	out.Status, out.Duration = st, d
+	if st.Stopped {
+		out.Cancelled = ctx.Err() != nil
+		out.TimedOut = !out.Cancelled
+	}
+	return out, err
+}
+
+func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Writer) (Status, time.Duration, error) {
+	var st Status
+	specR, specW, err := os.Pipe()
+	if err != nil {
+		return st, 0, err
+	}
+	defer specR.Close() //nolint:errcheck // read end, closed after the start
+	statusR, statusW, err := os.Pipe()
+	if err != nil {
+		_ = specW.Close()
+		return st, 0, err
+	}
+	defer statusR.Close() //nolint:errcheck // read end
+
+	cmd := exec.Command(helperPath, HelperArg)
+	cmd.Env = []string{} // the helper needs none; the command's is in the spec
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
+	cmd.SysProcAttr = &syscall.SysProcAttr{
+		// Its own process group: a terminal's ^C reaches the parent,
+		// which then stops the tree through the helper.
+		Setpgid: true,
+		// The parent's death asks the helper to kill its tree.
+		Pdeathsig: syscall.SIGTERM,
+	}
+	cmd.WaitDelay = killGrace
+
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		_ = specW.Close()
+		_ = statusW.Close()
+		return st, 0, fmt.Errorf("start the command helper %s: %w", helperPath, err)
+	}
+	_ = statusW.Close() // the helper holds its copy
+	encErr := json.NewEncoder(specW).Encode(spec)
+	_ = specW.Close()
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	var waitErr error
+	stopped := false
+	select {
+	case waitErr = <-done:
+	case <-ctx.Done():
+		stopped = true
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		select {
+		case waitErr = <-done:
+		case <-time.After(killGrace):
+			_ = cmd.Process.Kill()
+			waitErr = <-done
+		}
+	}
+	d := time.Since(started)
+	if encErr != nil {
+		return st, d, fmt.Errorf("send the command to the helper: %w", encErr)
+	}
+	raw, _ := io.ReadAll(statusR)
+	if err := json.Unmarshal(raw, &st); err != nil {
+		var exitErr *exec.ExitError
+		if stopped && errors.As(waitErr, &exitErr) && exitErr.Sys().(syscall.WaitStatus).Signal() == syscall.SIGTERM {
+			// The stop came before the helper could catch it, so before
+			// it started anything: nothing ran, nothing is left.
+			return Status{Stopped: true, ExitCode: -1, Error: "stopped before the command started"}, d, nil
+		}
+		if waitErr == nil {
+			waitErr = errors.New("no status")
+		}
+		return st, d, fmt.Errorf("the command helper ended without a report: %w", waitErr)
+	}
+	return st, d, nil
+}

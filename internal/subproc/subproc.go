@@ -1,0 +1,95 @@
+// Package subproc runs one shell command as a process tree owned by a helper
+// process: the harness binary re-executed with the hidden argument
+// HelperArg. The helper makes itself a child subreaper and starts the
+// command: unconfined, `/bin/sh -c COMMAND` directly; confined, a second
+// stage (the binary again) that restricts itself (Landlock, seccomp) and then
+// execs the shell, so the helper stays outside the command's Landlock domain
+// and can signal all of it. On the command's end, its timeout or its
+// cancellation the helper kills every descendant, including those that
+// called setsid. It is mechanics: which paths are writable is decided
+// by the caller (services/execsandbox) and handed over in a Confinement.
+//
+// What it does not protect: a descendant that escapes the subreaper's
+// descendant scan by exiting its parent and being reparented between two
+// scans is found by the next scan, but a process that keeps forking faster
+// than the scan kills is only bounded by the scan's round limit
+// (maxKillRounds); a cgroup would close that gap. If the helper itself is
+// killed with SIGKILL (the parent's last resort after killGrace), its
+// descendants are reparented to the nearest subreaper above it and survive.
+package subproc
+
+import "time"
+
+// HelperArg is the hidden first argument that turns the harness binary (or a
+// test binary whose TestMain calls Main) into the helper.
+const HelperArg = "__exec-confined"
+
+// Limits of a run.
+const (
+	// killGrace is how long the parent waits for the helper to kill its
+	// descendants and report after asking it to stop, before it kills the
+	// helper itself.
+	killGrace = 5 * time.Second
+	// maxKillRounds bounds the helper's scan-and-kill loop: each round
+	// kills every live descendant found in /proc; a tree that still has
+	// members after this many rounds is reported in the status.
+	maxKillRounds = 100
+	// killRoundPause lets the reaper collect the killed before the next
+	// scan.
+	killRoundPause = 2 * time.Millisecond
+)
+
+// Spec is what the helper runs: Command by `/bin/sh -c` in Dir (absolute)
+// with exactly Env, confined by Confine when it is not nil.
+type Spec struct {
+	Command string       `json:"command"`
+	Dir     string       `json:"dir"`
+	Env     []string     `json:"env"`
+	Confine *Confinement `json:"confine,omitempty"`
+}
+
+// Confinement is what a confined command may do. Every field narrows; the
+// zero value allows writes nowhere (except DevicePaths), no network and no
+// Unix sockets.
+type Confinement struct {
+	// WritableRoots are the directories beneath which the command may
+	// create, modify, rename and remove files (canonical absolute paths).
+	// A root missing at run time grants nothing.
+	WritableRoots []string `json:"writableRoots"`
+	// Network permits new sockets of every family other than AF_UNIX.
+	Network bool `json:"network"`
+	// UnixSockets permits new AF_UNIX sockets (and so connecting to any
+	// pathname Unix socket the process can reach, unless Landlock ABI 9
+	// limits them to WritableRoots).
+	UnixSockets bool `json:"unixSockets"`
+}
+
+// DevicePaths are the character devices a confined command may always
+// write, in every mode: discarding output and terminal I/O are not writes to
+// the filesystem.
+var DevicePaths = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/tty", "/dev/ptmx", "/dev/random", "/dev/urandom"}
+
+// Status is how the command ended, as the helper reports it.
+type Status struct {
+	// Started reports whether `/bin/sh` was started; false means Error
+	// says why not (a confinement that could not be applied, a missing
+	// workdir, or, with Stopped, a stop that came first).
+	Started bool `json:"started"`
+	// ExitCode is the shell's exit code; -1 when it was killed by a signal.
+	ExitCode int `json:"exitCode"`
+	// Signal names the signal that ended the shell ("SIGKILL"), "" when it
+	// exited.
+	Signal string `json:"signal,omitempty"`
+	// Stopped reports that the helper was asked to stop (timeout or
+	// cancellation) and killed the tree.
+	Stopped bool `json:"stopped,omitempty"`
+	// Survivors counts descendants still alive after maxKillRounds.
+	Survivors int `json:"survivors,omitempty"`
+	// Error says why the command did not start.
+	Error string `json:"error,omitempty"`
+}
+
+// IsHelper reports whether args (os.Args) ask for the helper.
+func IsHelper(args []string) bool {
+	return len(args) > 1 && args[1] == HelperArg
+}

@@ -1,0 +1,106 @@
+// Package exec is the command runner's seam: the Runner interface and its
+// small vocabulary (Request, Result, Output, Error, the minimal
+// environment). Backends are execlocal (never confines) and execsandbox
+// (confines every command by the call's sandbox policy); the model-facing
+// tool is toolexec.
+package exec
+
+import (
+	"context"
+	"time"
+
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// Runner runs one shell command.
+type Runner interface {
+	// Run runs req.Command with `/bin/sh -c` in req.Workdir and returns how
+	// it ended. A command that runs and fails is a Result with a non-zero
+	// ExitCode, not an error. Errors: *Error (CodeInvalidRequest: an empty
+	// command, a relative workdir, a confining runner without a policy;
+	// CodeStartFailed: the command could not be started; CodeUnavailable:
+	// the policy's mode cannot be enforced here, e.g. Landlock is missing,
+	// and the command never runs).
+	Run(ctx context.Context, req Request) (Result, error)
+	// Confines reports whether the runner enforces the request's policy.
+	Confines() bool
+}
+
+// Request is one command.
+type Request struct {
+	// Command is the shell command line, run by `/bin/sh -c`.
+	Command string
+	// Workdir is the absolute directory the command starts in.
+	Workdir string
+	// Timeout bounds the command's wall time; 0 means none (the context
+	// still applies). When it passes, the whole process tree is killed.
+	Timeout time.Duration
+	// Policy is the call's sandbox policy; a confining runner requires it,
+	// the plain one ignores it.
+	Policy *sandbox.ExecutionPolicy
+}
+
+// Result is how a command ended.
+type Result struct {
+	// ExitCode is the shell's exit code; -1 when a signal ended it.
+	ExitCode int
+	// Signal names the signal that ended the shell ("SIGKILL"), "" when it
+	// exited.
+	Signal string
+	// TimedOut reports that Timeout passed and the tree was killed;
+	// Cancelled that the context ended first.
+	TimedOut, Cancelled bool
+	// Duration is the command's wall time.
+	Duration time.Duration
+	// Stdout and Stderr are the command's output, capped.
+	Stdout, Stderr Output
+}
+
+// Output is one captured stream.
+type Output struct {
+	// Text is the stream when it fits the cap, else its head, a line
+	// `[... N bytes cut ...]` and its tail.
+	Text string
+	// Bytes is how many bytes the command wrote to the stream.
+	Bytes int64
+	// Truncated reports whether Text is cut.
+	Truncated bool
+}
+
+// DefaultOutputLimit is the default cap, in bytes, on what is kept of each
+// of stdout and stderr: half from the head, half from the tail.
+const DefaultOutputLimit = 64 << 10
+
+// Code is a machine-readable runner error code.
+type Code string
+
+// The runner's error codes.
+const (
+	CodeInvalidRequest Code = "EXEC_INVALID_REQUEST"
+	CodeStartFailed    Code = "EXEC_START_FAILED"
+	// CodeUnavailable: the call's mode cannot be enforced here (no
+	// Landlock); the command never runs (X-19's code).
+	CodeUnavailable Code = "SANDBOX_UNAVAILABLE"
+)
+
+// Error is a runner error that is not a sandbox refusal.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return e.Message }
+
+// Config configures a runner backend. The zero value is valid.
+type Config struct {
+	// Env names the server variables passed through to commands besides
+	// BaseEnv (--exec-env).
+	Env []string `yaml:"env" json:"env"`
+	// OutputLimit caps, in bytes, what is kept of each of stdout and
+	// stderr; 0 means DefaultOutputLimit.
+	OutputLimit int `yaml:"outputLimit" json:"outputLimit"`
+	// Helper is the path of the binary re-executed as the command helper
+	// (the harness binary, whose main dispatches the hidden helper
+	// argument first); "" means the running executable.
+	Helper string `yaml:"helper" json:"helper"`
+}

@@ -1,0 +1,122 @@
+// Package execlocal is the plain command runner: every command runs with the
+// server's own rights, whatever the call's sandbox policy. It still gives
+// each command the minimal environment, kills its whole process tree on
+// timeout or cancellation, and caps its output.
+package execlocal
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"go.uber.org/fx"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+)
+
+// Runner runs commands unconfined. It is safe for concurrent use.
+type Runner struct {
+	cfg exec.Config
+}
+
+// New returns the plain runner for cfg. Errors: a negative OutputLimit; the
+// running executable cannot be found (when cfg.Helper is empty).
+func New(cfg exec.Config) (*Runner, error) {
+	cfg, err := Validate(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg}, nil
+}
+
+// Validate returns cfg with defaults applied: OutputLimit, and Helper as the
+// running executable. Errors name the field.
+func Validate(cfg exec.Config) (exec.Config, error) {
+	if cfg.OutputLimit < 0 {
+		return cfg, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: OutputLimit must be a positive integer"}
+	}
+	if cfg.OutputLimit == 0 {
+		cfg.OutputLimit = exec.DefaultOutputLimit
+	}
+	for _, n := range cfg.Env {
+		if n == "" || strings.ContainsAny(n, "=\x00") {
+			return cfg, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: Env entries must be variable names, got " + strconv.Quote(n)}
+		}
+	}
+	if cfg.Helper == "" {
+		self, err := os.Executable()
+		if err != nil {
+			return cfg, err
+		}
+		cfg.Helper = self
+	}
+	return cfg, nil
+}
+
+// Confines reports false: the plain runner enforces no policy.
+func (r *Runner) Confines() bool { return false }
+
+// Run runs req unconfined (see exec.Runner).
+func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
+	if err := Check(req); err != nil {
+		return exec.Result{}, err
+	}
+	return RunSpec(ctx, r.cfg, req, nil)
+}
+
+// Check validates the parts of req every runner needs: a non-blank command
+// and an absolute workdir.
+func Check(req exec.Request) error {
+	switch {
+	case strings.TrimSpace(req.Command) == "":
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: "command must be a non-empty string"}
+	case strings.ContainsRune(req.Command, 0):
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: "command must not contain a NUL byte"}
+	case !filepath.IsAbs(req.Workdir):
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: "workdir must be an absolute path, got " + strconv.Quote(req.Workdir)}
+	case req.Timeout < 0:
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: "timeout must not be negative"}
+	}
+	return nil
+}
+
+// RunSpec runs req through the helper of cfg (validated) with confine (nil:
+// unconfined) and maps the outcome. It is the one runner core, shared with
+// execsandbox.
+func RunSpec(ctx context.Context, cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
+	out, err := subproc.Run(ctx, cfg.Helper, subproc.Spec{
+		Command: req.Command, Dir: req.Workdir, Env: exec.Environ(cfg.Env, os.Getenv), Confine: confine,
+	}, req.Timeout, cfg.OutputLimit)
+	if err != nil {
+		return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: err.Error()}
+	}
+	if !out.Status.Started && !out.Status.Stopped {
+		return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: "the command did not start: " + out.Status.Error}
+	}
+	return exec.Result{
+		ExitCode: out.Status.ExitCode, Signal: out.Status.Signal,
+		TimedOut: out.TimedOut, Cancelled: out.Cancelled, Duration: out.Duration,
+		Stdout: output(out.Stdout), Stderr: output(out.Stderr),
+	}, nil
+}
+
+func output(c *subproc.Capture) exec.Output {
+	return exec.Output{Text: c.String(), Bytes: c.Total(), Truncated: c.Truncated()}
+}
+
+// Params are the fx inputs of Module; Config is optional.
+type Params struct {
+	fx.In
+
+	Config exec.Config `optional:"true"`
+}
+
+func provide(p Params) (*Runner, error) { return New(p.Config) }
+
+// Module provides the plain runner as exec.Runner.
+var Module = fx.Module("execlocal", fx.Provide(fx.Annotate(provide, fx.As(new(exec.Runner)))))
+
+var _ exec.Runner = (*Runner)(nil)

@@ -1,0 +1,132 @@
+package execsandbox_test
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/fx"
+	"go.uber.org/fx/fxtest"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+func TestMain(m *testing.M) {
+	if subproc.IsHelper(os.Args) {
+		os.Exit(subproc.Main())
+	}
+	os.Exit(m.Run())
+}
+
+// fixture is a workspace, an extra writable root and an outside directory,
+// none of them under a temp root (the temp roots are injected as none).
+type fixture struct{ ws, cache, outside string }
+
+func newFixture(t *testing.T) (fixture, *sandboxpolicy.Service) {
+	t.Helper()
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	f := fixture{filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "outside")}
+	for _, d := range []string{f.ws, f.cache, f.outside} {
+		require.NoError(t, os.Mkdir(d, 0o755))
+	}
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, WritableRoots: []string{f.cache}})
+	require.NoError(t, err)
+	return f, pol
+}
+
+func TestRunFollowsThePolicy(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	f, pol := newFixture(t)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	cases := []struct {
+		name   string
+		mode   sandbox.Mode
+		target string
+		lands  bool
+	}{
+		{"workspace-write: the workspace lands", sandbox.WorkspaceWrite, f.ws + "/a", true},
+		{"workspace-write: an extra writable root lands", sandbox.WorkspaceWrite, f.cache + "/a", true},
+		{"workspace-write: outside is denied", sandbox.WorkspaceWrite, f.outside + "/a", false},
+		{"read-only: the workspace is denied", sandbox.ReadOnly, f.ws + "/b", false},
+		{"danger-full-access: outside lands", sandbox.DangerFullAccess, f.outside + "/c", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.Run(t.Context(), exec.Request{
+				Command: "echo x > " + c.target, Workdir: f.ws, Timeout: time.Minute,
+				Policy: &sandbox.ExecutionPolicy{Mode: c.mode, WorkspaceRoot: f.ws},
+			})
+			require.NoError(t, err)
+			if c.lands {
+				assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+				b, err := os.ReadFile(c.target)
+				require.NoError(t, err)
+				assert.Equal(t, "x\n", string(b))
+			} else {
+				assert.NotEqual(t, 0, res.ExitCode)
+				assert.Contains(t, res.Stderr.Text, "Permission denied")
+				assert.NoFileExists(t, c.target)
+			}
+		})
+	}
+}
+
+func TestRunRefusesWithoutAPolicy(t *testing.T) {
+	f, pol := newFixture(t)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	for _, p := range []*sandbox.ExecutionPolicy{nil, {Mode: "host-root", WorkspaceRoot: f.ws}} {
+		_, err := r.Run(t.Context(), exec.Request{Command: "echo x > " + f.outside + "/a", Workdir: f.ws, Policy: p})
+		var ee *exec.Error
+		require.True(t, errors.As(err, &ee), "%v", err)
+		assert.Equal(t, exec.CodeInvalidRequest, ee.Code)
+	}
+	assert.NoFileExists(t, f.outside+"/a")
+}
+
+func TestNewNeedsThePolicyService(t *testing.T) {
+	_, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, nil)
+	require.Error(t, err)
+}
+
+func TestModule(t *testing.T) {
+	_, pol := newFixture(t)
+	var r exec.Runner
+	app := fxtest.New(t, fx.Supply(pol), execsandbox.Module, fx.Populate(&r))
+	app.RequireStart().RequireStop()
+	assert.True(t, r.Confines())
+}
+
+// BenchmarkRun measures one `true` through the helper: unconfined
+// (danger-full-access: helper, shell) and confined (workspace-write: helper,
+// confining stage, Landlock and seccomp, shell).
+func BenchmarkRun(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	require.NoError(b, err)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: base, TempRoots: []string{}})
+	require.NoError(b, err)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(b, err)
+	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
+		b.Run(string(mode), func(b *testing.B) {
+			for b.Loop() {
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: &sandbox.ExecutionPolicy{Mode: mode, WorkspaceRoot: base}})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res.Stderr.Text)
+				}
+			}
+		})
+	}
+}

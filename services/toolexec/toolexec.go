@@ -1,0 +1,105 @@
+// Package toolexec is the model-facing command tool, exec: a shell command
+// run by the mounted exec.Runner in a working directory beneath the
+// workspace, with a timeout, capped output, a cap on concurrent commands,
+// and, when the runner confines, the sandbox denial marker (inferred from
+// the command's stderr) and the same one-call escalation as the file tools.
+// It is contributed to the fx "tools" group.
+package toolexec
+
+import (
+	"errors"
+	"fmt"
+	"time"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// Limits and defaults of Config and of the timeout_ms argument.
+const (
+	DefaultTimeout       = 120 * time.Second
+	MaxTimeout           = 600 * time.Second
+	DefaultMaxConcurrent = 4
+)
+
+// Config tunes the tool. The zero value is valid.
+type Config struct {
+	// MaxConcurrent is how many commands run at once; a call beyond it
+	// waits for a slot (its context still applies). 0 means
+	// DefaultMaxConcurrent.
+	MaxConcurrent int `yaml:"maxConcurrent" json:"maxConcurrent"`
+}
+
+// Deps are what the tool needs: the runner and the policy service (for the
+// workspace root and, when the runner confines, each call's policy); an
+// Approver enables escalation.
+type Deps struct {
+	Runner   exec.Runner
+	Policy   *sandboxpolicy.Service
+	Approver sandboxpolicy.Approver
+	Logger   *zap.Logger
+}
+
+// Tool is the exec tool over one runner.
+type Tool struct {
+	deps  Deps
+	slots chan struct{}
+	log   *zap.Logger
+}
+
+// New returns the tool. Errors: a nil Runner or Policy; a negative
+// MaxConcurrent.
+func New(cfg Config, deps Deps) (*Tool, error) {
+	if deps.Runner == nil || deps.Policy == nil {
+		return nil, errors.New("toolexec: an exec.Runner and a sandboxpolicy.Service are required")
+	}
+	if cfg.MaxConcurrent < 0 {
+		return nil, fmt.Errorf("toolexec: MaxConcurrent must be a positive integer, got %d", cfg.MaxConcurrent)
+	}
+	if cfg.MaxConcurrent == 0 {
+		cfg.MaxConcurrent = DefaultMaxConcurrent
+	}
+	log := deps.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
+	return &Tool{deps: deps, slots: make(chan struct{}, cfg.MaxConcurrent), log: log.Named("toolexec")}, nil
+}
+
+// Params are the fx inputs of Module.
+type Params struct {
+	fx.In
+
+	Config   Config `optional:"true"`
+	Runner   exec.Runner
+	Policy   *sandboxpolicy.Service
+	Approver sandboxpolicy.Approver `optional:"true"`
+	Logger   *zap.Logger            `optional:"true"`
+}
+
+// Result contributes the tool to the "tools" group.
+type Result struct {
+	fx.Out
+
+	Tool *tool.Tool `group:"tools"`
+}
+
+func provide(p Params) (Result, error) {
+	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Logger: p.Logger})
+	if err != nil {
+		return Result{}, err
+	}
+	return Result{Tool: t.Exec()}, nil
+}
+
+// Module contributes exec to the "tools" group. It needs an exec.Runner
+// (execlocal.Module or execsandbox.Module) and a *sandboxpolicy.Service; an
+// optional sandboxpolicy.Approver enables escalation.
+var Module = fx.Module("toolexec",
+	fx.Provide(provide),
+	fx.Invoke(func(tool.Group) {}),
+)
