@@ -31,7 +31,7 @@ func srBackends(t *testing.T, ws string, cfg toolfs.Config) map[string]*toolfs.T
 	require.NoError(t, err)
 	policy, err := sandboxpolicy.New(*wrSandboxCfg(sandbox.WorkspaceWrite, ws))
 	require.NoError(t, err)
-	sb, err := fssandbox.New(policy, fslocal.Config{Cwd: ws}, nil)
+	sb, err := fssandbox.New(policy, fslocal.Config{Cwd: ws}, fssandbox.Config{}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sb.Close()) })
 	out := map[string]*toolfs.Tools{}

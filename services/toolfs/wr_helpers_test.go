@@ -158,7 +158,7 @@ func wrNew(t *testing.T, s wrSetup) *wrEnv {
 	if s.Sandbox != nil {
 		policy, err := sandboxpolicy.New(*s.Sandbox)
 		require.NoError(t, err)
-		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: s.Cwd}, nil)
+		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: s.Cwd}, fssandbox.Config{}, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, sb.Close()) })
 		backend, e.policy = sb, policy

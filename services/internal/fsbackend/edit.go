@@ -43,7 +43,7 @@ func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditReq
 	}
 	if err == nil {
 		err = f.lockAndRun(ctx, mount, op, func() (err error) {
-			out, err = f.edit(ctx, mount.Root, mount.Target, req)
+			out, err = f.edit(ctx, mount, req)
 			return err
 		})
 	}
@@ -53,16 +53,19 @@ func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditReq
 	return out, nil
 }
 
-// edit is EditText's read and mutation beneath root; the caller holds
-// target's lock.
-func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+// edit is EditText's read and mutation beneath the mount's root; the caller
+// holds the target's lock.
+func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ fs.EditOutcome, err error) {
 	const op = "edit"
-	dp := target.DisplayPath
-	m, err := f.locate(root, target, op)
+	dp := mount.Target.DisplayPath
+	m, err := f.locate(mount.Root, mount.Target, op)
 	if err != nil {
-		return fs.EditOutcome{}, err
+		return fs.EditOutcome{}, mount.refused(err, nil)
 	}
-	defer m.close()
+	defer func() {
+		err = mount.refused(err, m)
+		m.close()
+	}()
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
@@ -126,7 +129,7 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	if req.MaxBytes > 0 && int64(len(output)) > req.MaxBytes {
 		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
 	}
-	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)
+	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}

@@ -43,9 +43,10 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
-// landlockABI matches the kernel's Landlock ABI in the policy report, which
-// differs from machine to machine.
-var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": )\d+`)
+// landlockABI matches the kernel's Landlock ABI in the policy report (the
+// commands' line and the fence's layers), which differs from machine to
+// machine.
+var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": |landlock: ABI )\d+`)
 
 // stable replaces the case's paths and the kernel's Landlock ABI with
 // placeholders.
@@ -705,6 +706,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, l layout, out string) {
 				var rep cli.PolicyReport
 				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				require.GreaterOrEqual(t, len(rep.Layers), 3)
+				assert.Contains(t, rep.Layers[0], "policy check")
+				assert.Contains(t, rep.Layers[1], "confined handle")
+				assert.Contains(t, rep.Layers[2], "landlock: ")
+				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
+				rep.Layers, rep.ProtectedPaths = nil, nil
 				require.NotNil(t, rep.Exec)
 				assert.Equal(t, cli.ExecReport{
 					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
@@ -715,6 +722,18 @@ func TestRun(t *testing.T) {
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
 				}, rep)
+			},
+		},
+		{
+			name: "policy --landlock off --protect names the fallback and lists the protected paths", code: cli.ExitOK, golden: "policy_landlock_off",
+			args: func(l layout) []string {
+				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--protect", "*.pem", "--temp-root", l.tmp)
+			},
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "  .git (at any depth)\n")
+				assert.Contains(t, out, "  *.pem (--protect)\n")
+				assert.Contains(t, out, "landlock: turned off by configuration")
+				assert.Contains(t, out, "fallback: publication by exchange")
 			},
 		},
 		{
