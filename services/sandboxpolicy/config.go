@@ -30,6 +30,12 @@ type Config struct {
 	// caches such as the Go build cache; --writable-root). Each must be
 	// an absolute path other than "/"; nil means none.
 	WritableRoots []string `yaml:"writableRoots" json:"writableRoots"`
+	// Protect are gitignore-style patterns of protected paths inside each
+	// writable root besides version-control metadata (--protect; see
+	// sandbox.NewProtectedPaths, whose errors New returns). Boundary names a
+	// protected path as a boundary of its own, so an escalation for one
+	// asks the approver (deliberate difference 11).
+	Protect []string `yaml:"protect" json:"protect"`
 }
 
 // defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()

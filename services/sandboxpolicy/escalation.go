@@ -86,11 +86,13 @@ const (
 
 // The boundaries a mutation the standing policy denies crosses, as an
 // approval prompt names them (Boundary). A protected path inside a writable
-// root is a boundary of its own once the vocabulary names protected paths.
+// root is a boundary of its own: BoundaryProtected, followed by the rule
+// that protects it.
 const (
 	BoundaryReadOnly    = "the read-only mode allows no writes"
 	BoundaryNoWorkspace = "no workspace is set, so only the temp areas are writable"
 	BoundaryOutside     = "outside the writable roots"
+	BoundaryProtected   = "a protected path inside the writable root"
 )
 
 // ApprovalRequest is what an approver is asked: the session, the tool, the

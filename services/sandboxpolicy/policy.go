@@ -1,6 +1,7 @@
 package sandboxpolicy
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -78,6 +79,9 @@ func overrideOf(s *session.Session) (sandbox.Mode, bool) {
 // concurrent use.
 type Service struct {
 	cfg Config
+	// protect are the protected paths inside each writable root
+	// (cfg.Protect and the version-control metadata).
+	protect sandbox.ProtectedPaths
 	// sessionRoots pins each session's canonical workspace root at its
 	// first resolution: a cwd whose spelling is later made a symlink does
 	// not move the session's fence.
@@ -95,7 +99,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg}, nil
+	protect, err := sandbox.NewProtectedPaths(cfg.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxpolicy: %w", err)
+	}
+	return &Service{cfg: cfg, protect: protect}, nil
 }
 
 // Default returns the policy of a call with no session: the deployment

@@ -157,7 +157,10 @@ func (p *pins) canonical(announced []string) []string {
 // Boundary returns the boundary a mutation of target (a canonical path)
 // crosses under p, or "" when p admits it: danger-full-access admits
 // everything; workspace-write admits a target beneath one of
-// sandbox.WritableRoots(p, s.Roots()), and otherwise names
+// sandbox.WritableRoots(p, s.Roots()) unless it is a protected path there
+// (BoundaryProtected and the rule, by the metadata names and the Protect
+// patterns; the fence also protects a repository directory found by its
+// shape, which needs I/O and is not seen here), and otherwise names
 // BoundaryNoWorkspace when p has no workspace root, else BoundaryOutside;
 // read-only, and any unknown mode, is BoundaryReadOnly. The fence decides
 // again, at mutation time, on a fresh resolution; this answers whether an
@@ -168,9 +171,14 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 		return ""
 	case sandbox.WorkspaceWrite:
 		for _, root := range sandbox.WritableRoots(p, s.Roots()) {
-			if dirfd.Beneath(root, target) {
-				return ""
+			if !dirfd.Beneath(root, target) {
+				continue
 			}
+			rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
+			if rule, ok := s.protect.Protected(rel, false); ok {
+				return BoundaryProtected + " (" + rule + ")"
+			}
+			return ""
 		}
 		if p.WorkspaceRoot == "" {
 			return BoundaryNoWorkspace
