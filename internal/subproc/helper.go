@@ -105,9 +105,17 @@ func startConfined(spec Spec) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	proc, err := os.StartProcess(self, []string{self, HelperArg, confineStage}, &os.ProcAttr{
-		Dir: "/", Env: []string{}, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW},
-	})
+	attr := &os.ProcAttr{Dir: "/", Env: []string{}, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW}}
+	if len(spec.Confine.ReadOnlyPaths) > 0 && MountNamespace() {
+		// The stage carves the protected paths out in a mount namespace
+		// of its own; without one they are left to Landlock's roots.
+		attr.Sys = namespaceAttr()
+	} else {
+		c := *spec.Confine
+		c.ReadOnlyPaths = nil
+		spec.Confine = &c
+	}
+	proc, err := os.StartProcess(self, []string{self, HelperArg, confineStage}, attr)
 	_ = specR.Close()
 	_ = errW.Close()
 	if err != nil {
@@ -127,7 +135,8 @@ func startConfined(spec Spec) (int, error) {
 }
 
 // confineAndExec is the confining stage: it reads the spec, restricts
-// itself and execs the shell; on any failure it writes the reason to its
+// itself (read-only bind mounts of the protected paths in its private mount
+// namespace, then Landlock and seccomp) and execs the shell; on any failure it writes the reason to its
 // error pipe and exits 126 without running the command (fail closed).
 func confineAndExec() int {
 	errPipe := os.NewFile(statusFD, "error")
@@ -149,6 +158,11 @@ func confineAndExec() int {
 	_ = f.Close()
 	if err := os.Chdir(spec.Dir); err != nil {
 		return fail("cannot enter the workdir: " + err.Error())
+	}
+	if len(spec.Confine.ReadOnlyPaths) > 0 {
+		if err := carveOut(spec.Confine.ReadOnlyPaths); err != nil {
+			return fail("cannot make the protected paths read-only: " + err.Error())
+		}
 	}
 	if err := confine(*spec.Confine); err != nil {
 		// Fail closed: a command that cannot be confined never runs.

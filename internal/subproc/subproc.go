@@ -2,8 +2,9 @@
 // process: the harness binary re-executed with the hidden argument
 // HelperArg. The helper makes itself a child subreaper and starts the
 // command: unconfined, `/bin/sh -c COMMAND` directly; confined, a second
-// stage (the binary again) that restricts itself (Landlock, seccomp) and then
-// execs the shell, so the helper stays outside the command's Landlock domain
+// stage (the binary again, in a private mount namespace when it has
+// Confinement.ReadOnlyPaths and the kernel allows one) that restricts itself
+// (read-only bind mounts, Landlock, seccomp) and then execs the shell, so the helper stays outside the command's Landlock domain
 // and can signal all of it. On the command's end, its timeout or its
 // cancellation the helper kills every descendant, including those that
 // called setsid. It is mechanics: which paths are writable is decided
@@ -62,6 +63,13 @@ type Confinement struct {
 	// pathname Unix socket the process can reach, unless Landlock ABI 9
 	// limits them to WritableRoots).
 	UnixSockets bool `json:"unixSockets"`
+	// ReadOnlyPaths are existing paths beneath WritableRoots (canonical
+	// absolute paths: the protected paths found there) that stay
+	// read-only: the confining stage runs in a private mount namespace and
+	// bind-mounts each onto itself read-only before Landlock. Where the
+	// kernel refuses the namespace (MountNamespace false), they are not
+	// carved out and only Landlock's writable roots apply.
+	ReadOnlyPaths []string `json:"readOnlyPaths,omitempty"`
 }
 
 // DevicePaths are the character devices a confined command may always

@@ -2,7 +2,9 @@
 // a helper process that restricts itself by the call's sandbox policy before
 // it starts `/bin/sh -c COMMAND`. Writes are allowed only beneath the
 // policy's writable roots (sandbox.WritableRoots with the policy service's
-// Roots: the same set the file fence uses) by a Landlock domain; new network
+// Roots: the same set the file fence uses) by a Landlock domain, minus the
+// protected paths that exist there (read-only bind mounts in a private
+// mount namespace, where the kernel allows one); new network
 // sockets and Unix sockets are refused by a seccomp filter unless
 // configured; under danger-full-access the command runs unconfined. Where
 // Landlock is missing, confined commands are refused, never run unconfined.
@@ -78,13 +80,17 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 
 // confinement returns what a command under policy is confined to: nil (none)
 // under danger-full-access; else writes beneath WritableRoots(policy) only
-// (none at all in read-only) and the configured network and Unix sockets.
+// (none at all in read-only), minus the protected paths that exist inside
+// them (read-only bind mounts where the kernel allows a mount namespace),
+// and the configured network and Unix sockets.
 func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *subproc.Confinement {
 	if policy.Mode == sandbox.DangerFullAccess {
 		return nil
 	}
+	roots := sandbox.WritableRoots(policy, r.policy.Roots())
 	return &subproc.Confinement{
-		WritableRoots: sandbox.WritableRoots(policy, r.policy.Roots()),
+		WritableRoots: roots,
+		ReadOnlyPaths: existingProtected(r.policy.Protected(), roots),
 		Network:       r.cfg.Network,
 		UnixSockets:   r.cfg.UnixSockets,
 	}

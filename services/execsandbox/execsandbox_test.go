@@ -130,3 +130,73 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// TestRunKeepsProtectedPathsReadOnly: under workspace-write a command
+// cannot write the version-control metadata inside the workspace (a .git
+// directory, a nested repository's, a gitdir a .git file points to) nor a
+// --protect pattern's match; the rest of the workspace stays writable.
+func TestRunKeepsProtectedPathsReadOnly(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	if !subproc.MountNamespace() {
+		t.Skip("this kernel refuses a private mount namespace: protected paths are not carved out for commands")
+	}
+	f, _ := newFixture(t)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, Protect: []string{"*.pem"}})
+	require.NoError(t, err)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	for _, d := range []string{".git/hooks", "sub/.git", "wt", "mod/gitdir"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(f.ws, d), 0o755))
+	}
+	files := map[string]string{
+		".git/config":     "[core]\n",
+		"sub/.git/config": "[core]\n",
+		"wt/.git":         "gitdir: ../mod/gitdir\n",
+		"mod/gitdir/HEAD": "ref: refs/heads/main\n",
+		"key.pem":         "secret\n",
+		"notes.txt":       "old\n",
+	}
+	for name, body := range files {
+		require.NoError(t, os.WriteFile(filepath.Join(f.ws, name), []byte(body), 0o644))
+	}
+	cases := []struct {
+		name, command, path string
+		lands               bool
+	}{
+		{"appending to .git/config is refused", "echo x >> .git/config", ".git/config", false},
+		{"a new hook is refused", "touch .git/hooks/new", ".git/hooks/new", false},
+		{"a nested repository's .git is refused", "echo x >> sub/.git/config", "sub/.git/config", false},
+		{"replacing a .git file is refused", "echo 'gitdir: /tmp' > wt/.git", "wt/.git", false},
+		{"the gitdir a .git file points to is refused", "echo x >> mod/gitdir/HEAD", "mod/gitdir/HEAD", false},
+		{"a --protect match is refused", "echo x >> key.pem", "key.pem", false},
+		{"removing .git/config is refused", "rm -f .git/config", ".git/config", false},
+		{"a write elsewhere lands", "echo new >> notes.txt", "notes.txt", true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			before, statErr := os.ReadFile(filepath.Join(f.ws, c.path))
+			res, err := r.Run(t.Context(), exec.Request{
+				Command: c.command, Workdir: f.ws, Timeout: time.Minute,
+				Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.ws},
+			})
+			require.NoError(t, err)
+			after, afterErr := os.ReadFile(filepath.Join(f.ws, c.path))
+			if c.lands {
+				assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+				require.NoError(t, afterErr)
+				assert.Equal(t, string(before)+"new\n", string(after))
+				return
+			}
+			assert.NotEqual(t, 0, res.ExitCode)
+			assert.Contains(t, res.Stderr.Text, "Read-only file system")
+			if statErr != nil {
+				assert.NoFileExists(t, filepath.Join(f.ws, c.path))
+			} else {
+				require.NoError(t, afterErr)
+				assert.Equal(t, string(before), string(after))
+			}
+		})
+	}
+}

@@ -37,6 +37,11 @@ func (s *Service) Roots() []string {
 	return dedup(append(slices.Clone(s.cfg.TempRoots), s.cfg.WritableRoots...))
 }
 
+// Protected returns the protected paths inside each writable root
+// (Config.Protect and the version-control metadata), the set the file fence
+// refuses; the command runner (execsandbox) carves the same set out.
+func (s *Service) Protected() sandbox.ProtectedPaths { return s.protect }
+
 func dedup(paths []string) []string {
 	out := paths[:0:0]
 	for _, p := range paths {

@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/internal/subproc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -48,11 +49,21 @@ func newLayout(t *testing.T) layout {
 // machine.
 var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": |landlock: ABI )\d+`)
 
-// stable replaces the case's paths and the kernel's Landlock ABI with
-// placeholders.
+// carvedOut matches whether the kernel lets commands run in a mount
+// namespace (protected paths carved out), which differs too.
+var carvedOut = regexp.MustCompile(`"protectedCarvedOut": (true|false)|existing protected paths read-only by bind mounts, ones created later are not|no mount namespace: protected paths are not carved out for commands`)
+
+// stable replaces the case's paths, the kernel's Landlock ABI and whether
+// it allows a mount namespace with placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
 	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
+	s = carvedOut.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, `"`) {
+			return `"protectedCarvedOut": $CARVED`
+		}
+		return "$CARVED"
+	})
 	return strings.ReplaceAll(s, l.base, "$BASE")
 }
 
@@ -715,7 +726,7 @@ func TestRun(t *testing.T) {
 				require.NotNil(t, rep.Exec)
 				assert.Equal(t, cli.ExecReport{
 					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
-					Network: "deny", UnixSockets: "deny",
+					Network: "deny", UnixSockets: "deny", ProtectedCarvedOut: subproc.MountNamespace(),
 				}, *rep.Exec)
 				rep.Exec = nil
 				assert.Equal(t, cli.PolicyReport{

@@ -374,6 +374,10 @@ type ExecReport struct {
 	Seccomp     bool   `json:"seccomp"`
 	Network     string `json:"network"`
 	UnixSockets string `json:"unixSockets"`
+	// ProtectedCarvedOut reports whether the protected paths that exist
+	// inside the writable roots are read-only for commands (a private mount
+	// namespace with read-only bind mounts: subproc.MountNamespace).
+	ProtectedCarvedOut bool `json:"protectedCarvedOut"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -420,7 +424,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		caps := subproc.Probe()
 		rep.Exec = &ExecReport{
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
-			Network: cfg.Network, UnixSockets: cfg.UnixSockets,
+			Network: cfg.Network, UnixSockets: cfg.UnixSockets, ProtectedCarvedOut: cfg.Exec == "sandbox" && subproc.MountNamespace(),
 		}
 	}
 	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
@@ -495,7 +499,11 @@ func (rep PolicyReport) String() string {
 			if !e.Seccomp {
 				b.WriteString("; seccomp missing: commands refused")
 			}
-			b.WriteString("; protected paths are not carved out for commands)\n")
+			if e.ProtectedCarvedOut {
+				b.WriteString("; existing protected paths read-only by bind mounts, ones created later are not)\n")
+			} else {
+				b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
+			}
 		}
 	}
 	return b.String()

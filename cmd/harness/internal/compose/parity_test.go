@@ -51,18 +51,24 @@ var parityTable = []parityRow{
 		name: "a hard link inside to an outside file", target: "ws/hard", lands: notRO,
 		differs: map[sandbox.Mode]string{ww: hardLinkDiff, dfa: hardLinkDiff},
 	},
+	{name: "a repository's .git/config", target: "ws/.git/config", lands: onlyFull},
+	{name: "a new hook in .git/hooks", target: "ws/.git/hooks/new", lands: onlyFull},
+	{name: "a nested repository's .git", target: "ws/sub/.git/config", lands: onlyFull},
+	{name: "a --protect match", target: "ws/key.pem", lands: onlyFull},
 	{name: "/dev/null", target: "/dev/null", lands: never},
 	{name: "a Unix socket outside", target: "outside/sock", lands: never},
 }
 
 // parityFixture builds the tree every row starts from, under base: a
-// workspace, a temp root and an outside directory, a symlink out, a hard
-// link to an outside file, and a listening Unix socket outside.
+// workspace holding a repository (and a nested one) and a file --protect
+// names, a temp root and an outside directory, a symlink out, a hard link
+// to an outside file, and a listening Unix socket outside.
 func parityFixture(t *testing.T) (base string, cfgFor func(sandbox.Mode) config.Config) {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
-	fixture.Build(t, base, "ws/old.txt: old\n", "temp/", "outside/victim: old\n", "outside/target: old\n",
+	fixture.Build(t, base, "ws/old.txt: old\n", "ws/.git/config: [core]\n", "ws/.git/hooks/", "ws/sub/.git/config: [core]\n",
+		"ws/key.pem: secret\n", "temp/", "outside/victim: old\n", "outside/target: old\n",
 		"ws/link-out => ../outside", "ws/file-link => ../outside/target")
 	require.NoError(t, os.Link(filepath.Join(base, "outside/victim"), filepath.Join(base, "ws/hard")))
 	l, err := net.Listen("unix", filepath.Join(base, "outside/sock"))
@@ -71,7 +77,7 @@ func parityFixture(t *testing.T) (base string, cfgFor func(sandbox.Mode) config.
 	return base, func(m sandbox.Mode) config.Config {
 		return config.Config{
 			FS: "sandbox", Exec: "sandbox", Mode: string(m), Workspace: filepath.Join(base, "ws"),
-			TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
+			TempRoots: []string{filepath.Join(base, "temp")}, Protect: []string{"*.pem"}, OneShot: true, LogLevel: "error", LogFormat: "json",
 		}
 	}
 }
