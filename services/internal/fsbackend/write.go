@@ -31,7 +31,8 @@ import (
 // exists), CodeStaleVersion (ReplaceIfVersion and the file changed or is
 // gone), CodeNotFound (a parent segment is not a directory), CodeNotText
 // (content that is not valid UTF-8 over a UTF-16 file),
-// CodePermissionDenied, CodeAborted, CodeIOError.
+// CodePermissionDenied, CodeAborted, CodeIOError. With opts.DryRun the
+// same checks run and nothing is written.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
 	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
 	if err != nil {
@@ -39,7 +40,7 @@ func (f *Backend) WriteText(ctx context.Context, target fs.Target, content strin
 	}
 	var out fs.WriteOutcome
 	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
-		out, err = f.write(ctx, mount.Root, mount.Target, content, opts.Intent)
+		out, err = f.write(ctx, mount.Root, mount.Target, content, opts.Intent, opts.DryRun)
 		return err
 	})
 	if err := mount.done(err); err != nil {
@@ -63,7 +64,7 @@ func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate
 }
 
 // write is WriteText's mutation beneath root; the caller holds target's lock.
-func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent) (fs.WriteOutcome, error) {
+func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent, dryRun bool) (fs.WriteOutcome, error) {
 	const op = "write"
 	dp := target.DisplayPath
 	m, err := f.locate(root, target, op)
@@ -115,6 +116,13 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 	pub := atomicwrite.Replace
 	if intent.Kind == fs.CreateIfAbsent {
 		pub = atomicwrite.CreateOnly
+	}
+	if dryRun {
+		out := fs.WriteOutcome{Operation: fs.OpCreate, Before: prior.basis, After: displayText(content), Note: note}
+		if m.present {
+			out.Operation, out.Version = fs.OpUpdate, version(&m.st)
+		}
+		return out, nil
 	}
 	res, err := f.publish(ctx, m, op, dp, disk, pub)
 	if err != nil {
