@@ -6,7 +6,8 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// Code is one of the 13 machine-readable FS_* error codes (spec section 0).
+// Code is one of the 16 machine-readable FS_* error codes: the 13 of spec
+// section 0 and the three of the entry operations (Manager).
 type Code string
 
 // The closed set of error codes.
@@ -24,6 +25,13 @@ const (
 	CodeAmbiguousEdit    Code = "FS_AMBIGUOUS_EDIT"
 	CodeEditNotFound     Code = "FS_EDIT_NOT_FOUND"
 	CodeAborted          Code = "FS_ABORTED"
+	// CodeAlreadyExists: an entry is at a Mkdir or Move destination.
+	CodeAlreadyExists Code = "FS_ALREADY_EXISTS"
+	// CodeNotEmpty: a directory to remove, or to move over, has entries.
+	CodeNotEmpty Code = "FS_NOT_EMPTY"
+	// CodeCrossDevice: a move between two filesystems of something that
+	// cannot be copied (a directory, a symlink, a special file).
+	CodeCrossDevice Code = "FS_CROSS_DEVICE"
 )
 
 // Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
@@ -42,16 +50,19 @@ var (
 	ErrAmbiguousEdit    = &Error{Code: CodeAmbiguousEdit}
 	ErrEditNotFound     = &Error{Code: CodeEditNotFound}
 	ErrAborted          = &Error{Code: CodeAborted}
+	ErrAlreadyExists    = &Error{Code: CodeAlreadyExists}
+	ErrNotEmpty         = &Error{Code: CodeNotEmpty}
+	ErrCrossDevice      = &Error{Code: CodeCrossDevice}
 )
 
 // Error is the structured error of every fs.Service method (A-09). Its text is
 // Message, the exact model-facing sentence of the spec (for example
 // `cannot read "/w/a.txt": not found`).
 type Error struct {
-	// Code is one of the 13 codes.
+	// Code is one of the 16 codes.
 	Code Code
 	// Op is the operation that failed: "resolve", "stat", "lstat", "read",
-	// "list", "write" or "edit".
+	// "list", "write", "edit", "mkdir", "move" or "delete".
 	Op string
 	// Path is the display path of the target, empty when there is none.
 	Path string

@@ -3,8 +3,8 @@
 // that flows through it (targets, versions, write intents, outcomes and the
 // structured *Error with its FS_* codes).
 //
-// A Service reads everywhere and mutates only through WriteText and EditText,
-// which carry the per-call sandbox policy. Cancellation travels on the
+// A Service reads everywhere and mutates only through WriteText, EditText,
+// Mkdir, Move and Remove, which carry the per-call sandbox policy. Cancellation travels on the
 // context: a cancelled context yields an *Error with CodeAborted.
 package fs
 
@@ -109,4 +109,5 @@ type Service interface {
 	Prober
 	Reader
 	Writer
+	Manager
 }

@@ -54,21 +54,23 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 	if policy != nil {
 		pol = *policy
 	}
-	f.life.RLock()
+	f.life.Lock()
 	if f.closed {
-		f.life.RUnlock()
+		f.life.Unlock()
 		// Fail closed: a closed backend mutates nothing.
 		return nil, denied(target, pol.Mode, errClosed)
 	}
+	f.inflight.Add(1)
+	f.life.Unlock()
 	fc, err := f.admit(ctx, target, pol)
 	if err != nil {
-		f.life.RUnlock()
+		f.inflight.Done()
 		return nil, err
 	}
 	release := fc.release
 	fc.release = func() {
 		release()
-		f.life.RUnlock()
+		f.inflight.Done()
 	}
 	return fc, nil
 }
