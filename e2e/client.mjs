@@ -163,9 +163,14 @@ async function run() {
   // tools/list
   const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['edit', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
+  assert.deepEqual(names, ['delete', 'edit', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
-  const wantRequired = { read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [] };
+  const wantRequired = {
+    read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path'], list: [],
+    mkdir: ['path'], delete: ['path'], move: ['source', 'destination'],
+  };
+  // What each mutating tool may do: mkdir only adds, the others may destroy.
+  const wantDestructive = { write: true, edit: true, delete: true, move: true, mkdir: false };
   for (const t of tools) {
     assert.equal(typeof t.description, 'string', `${t.name}: no description`);
     assert.equal(t.inputSchema?.type, 'object', `${t.name}: inputSchema.type: ${JSON.stringify(t.inputSchema)}`);
@@ -176,7 +181,7 @@ async function run() {
     if (readOnly) {
       assert.equal(a.readOnlyHint, true, `${t.name}: readOnlyHint: ${JSON.stringify(a)}`);
     } else {
-      assert.equal(a.destructiveHint, true, `${t.name}: destructiveHint: ${JSON.stringify(a)}`);
+      assert.equal(a.destructiveHint, wantDestructive[t.name], `${t.name}: destructiveHint: ${JSON.stringify(a)}`);
       assert.notEqual(a.readOnlyHint, true, `${t.name}: readOnlyHint on a writing tool: ${JSON.stringify(a)}`);
       const sp = t.inputSchema.properties?.sandbox_permissions;
       assert.ok(sp?.enum?.includes('danger-full-access'), `${t.name}: sandbox_permissions not advertised: ${JSON.stringify(sp)}`);
@@ -184,7 +189,7 @@ async function run() {
     }
     assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
   }
-  ok('tools/list: exactly edit, list, read, write; input/output schemas; read/list readOnlyHint, write/edit destructiveHint, openWorldHint false');
+  ok('tools/list: exactly delete, edit, list, mkdir, move, read, write; input/output schemas; read/list readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
 
   // read a seeded file (structuredContent is validated against outputSchema by the SDK)
   const seed = path.join(ws, 'seed.txt');
@@ -250,6 +255,41 @@ async function run() {
     `<path>${ws}</path>\n<type>directory</type>\n<entries>\nnew.txt (6 bytes)\nother.txt (8 bytes)\nseed.txt (17 bytes)\nsub/\n\n(End of directory - total 4 entries)\n</entries>`,
     'list: envelope text');
   ok('list workspace: new.txt, other.txt, seed.txt, sub/ (text and structuredContent)');
+
+  // several edits in a dry run: the diff, nothing written
+  res = await call('edit', { file_path: 'seed.txt', edits: [{ old_string: 'alpha', new_string: 'ALPHA' }, { old_string: 'gamma', new_string: 'GAMMA' }], dry_run: true });
+  expectSuccess(res, 'edit seed.txt edits dry_run');
+  assert.equal(res.structuredContent.dryRun, true, 'edit dry_run: structuredContent.dryRun');
+  assert.equal(res.structuredContent.replacements, 2, 'edit dry_run: replacements');
+  assert.match(res.structuredContent.diff, /^\+GAMMA$/m, 'edit dry_run: diff has +GAMMA');
+  assert.equal(fs.readFileSync(seed, 'utf8'), 'alpha\nBETA\ngamma\n', 'edit dry_run: the file changed on disk');
+  ok('edit with two edits and dry_run: the diff of both, nothing written');
+
+  // mkdir, move, delete inside the workspace
+  res = await call('mkdir', { path: 'made/deeper' });
+  expectSuccess(res, 'mkdir made/deeper');
+  assert.equal(res.structuredContent.created, 2, 'mkdir: created');
+  assert.ok(fs.statSync(path.join(ws, 'made', 'deeper')).isDirectory(), 'mkdir: no directory on disk');
+  res = await call('move', { source: 'new.txt', destination: 'made/deeper/moved.txt' });
+  expectSuccess(res, 'move new.txt');
+  assert.equal(res.structuredContent.type, 'file', 'move: type');
+  assert.ok(!exists(created), 'move: the source is still there');
+  assert.equal(fs.readFileSync(path.join(ws, 'made', 'deeper', 'moved.txt'), 'utf8'), 'fresh\n', 'move: destination on disk');
+  res = await call('move', { source: 'other.txt', destination: 'seed.txt' });
+  expectToolError(res, 'move over an existing file', 'FS_ALREADY_EXISTS');
+  res = await call('delete', { path: 'made' });
+  expectToolError(res, 'delete a non-empty directory', 'FS_NOT_EMPTY');
+  res = await call('delete', { path: 'made', recursive: true });
+  expectSuccess(res, 'delete made recursive');
+  assert.deepEqual(res.structuredContent, { path: path.join(ws, 'made'), type: 'directory', files: 1, directories: 2, others: 0 }, 'delete: counts');
+  assert.ok(!exists(path.join(ws, 'made')), 'delete: the directory is still there');
+  res = await call('mkdir', { path: path.join(outside, 'nope') });
+  expectToolError(res, 'mkdir outside', 'FS_SANDBOX_DENIED');
+  assert.ok(!exists(path.join(outside, 'nope')), 'mkdir outside: the directory exists after a denial');
+  res = await call('delete', { path: ws, recursive: true });
+  expectToolError(res, 'delete the workspace', 'FS_PERMISSION_DENIED');
+  assert.ok(exists(seed), 'delete the workspace: seed.txt is gone');
+  ok('mkdir made/deeper, move new.txt into it (never over seed.txt), delete it recursively with counts; mkdir outside denied; the workspace itself never deleted');
 
   // write outside: denied
   const denied = path.join(outside, 'denied.txt');

@@ -136,23 +136,11 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 // stopped it: an argument error, a resolution *fs.Error, or a
 // *sandboxpolicy.EscalationError.
 func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
-	esc, err := t.escalationArgs(a)
+	policy, targets, err := t.mutationTargets(ctx, call, toolName, a, path)
 	if err != nil {
 		return nil, fs.Target{}, err
 	}
-	standing := t.standing(call.Session)
-	target, err := t.resolve(ctx, call.Session, standing, path)
-	if err != nil {
-		return nil, fs.Target{}, err
-	}
-	if !t.confines {
-		return nil, target, nil
-	}
-	policy, err := t.escalate(ctx, call, toolName, esc, standing, target)
-	if err != nil {
-		return nil, fs.Target{}, err
-	}
-	return policy, target, nil
+	return policy, targets[0], nil
 }
 
 // observe tells every observer what the call saw.

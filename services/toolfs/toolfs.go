@@ -1,5 +1,5 @@
-// Package toolfs is the model-facing filesystem tools: read, write, edit and
-// list over the mounted fs.Service, with the exact texts the spec pins
+// Package toolfs is the model-facing filesystem tools: read, write, edit,
+// list, mkdir, delete and move over the mounted fs.Service, with the exact texts the spec pins
 // (T-cases), per-call sandbox policy and escalation when the backend
 // confines, and the read-before-write policy consulted through
 // fs.IntentPolicy. Each tool is contributed to the fx "tools" group.
@@ -27,7 +27,7 @@ type Deps struct {
 	Logger    *zap.Logger
 }
 
-// Tools builds the four tools over one set of dependencies.
+// Tools builds the tools over one set of dependencies.
 type Tools struct {
 	cfg      Config
 	deps     Deps
@@ -56,9 +56,9 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 	return &Tools{cfg: cfg, deps: deps, confines: confines, log: log.Named("toolfs")}, nil
 }
 
-// All returns the four tools, ordered by name.
+// All returns every tool, ordered by name.
 func (t *Tools) All() []*tool.Tool {
-	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List()})
+	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Mkdir(), t.Delete(), t.Move()})
 }
 
 // Params are the fx inputs of Module.
@@ -93,7 +93,8 @@ func provide(p Params) (Result, error) {
 	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes read, write, edit and list to the "tools" group. It
+// Module contributes read, write, edit, list, mkdir, delete and move to the
+// "tools" group. It
 // needs an fs.Service; under a confining one, a *sandboxpolicy.Service. An
 // optional sandboxpolicy.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit

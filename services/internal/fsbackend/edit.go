@@ -149,6 +149,9 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 	}
 	out := fs.EditOutcome{Version: version(&st), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note}
 	if req.DryRun {
+		if err := m.checkBeneath(); err != nil {
+			return fs.EditOutcome{}, osErr(op, op, dp, err)
+		}
 		return out, nil
 	}
 	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)

@@ -118,6 +118,9 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 		pub = atomicwrite.CreateOnly
 	}
 	if dryRun {
+		if err := m.checkBeneath(); err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
 		out := fs.WriteOutcome{Operation: fs.OpCreate, Before: prior.basis, After: displayText(content), Note: note}
 		if m.present {
 			out.Operation, out.Version = fs.OpUpdate, version(&m.st)
@@ -153,6 +156,22 @@ func (m *mutation) close() {
 	if m.parent != nil {
 		_ = m.parent.Close()
 	}
+}
+
+// checkBeneath checks, for a dry run that publishes nothing, what a
+// publication would check: that the directory it would write in (the
+// parent, or the root when the parent is still missing) is beneath the
+// mount's root now, so a dry run is refused where the mutation would be.
+func (m *mutation) checkBeneath() error {
+	if m.parent != nil {
+		return m.parent.CheckBeneath()
+	}
+	root, _, err := m.root.OpenParent("", false)
+	if err != nil {
+		return err
+	}
+	defer root.Close() //nolint:errcheck // directory descriptor
+	return root.CheckBeneath()
 }
 
 // locate opens the target's parent beneath root (if it exists) and probes

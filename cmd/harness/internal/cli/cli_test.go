@@ -460,8 +460,8 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "delete", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "delete"`, "edit, exec, list, read, write"},
+			args:     func(l layout) []string { return ws(l, "call", "remove", "--args", `{}`) },
+			stderrIn: []string{`unknown tool "remove"`, "delete, edit, exec, list, mkdir, move, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -658,12 +658,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 5)
+				require.Len(t, tools, 8)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"edit", "exec", "list", "read", "write"}, names)
+				assert.Equal(t, []string{"delete", "edit", "exec", "list", "mkdir", "move", "read", "write"}, names)
 			},
 		},
 		{
@@ -672,7 +672,7 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 5)
+				require.Len(t, tools, 8)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
@@ -905,7 +905,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"edit", "exec", "list", "read", "write"}, names)
+	assert.Equal(t, []string{"delete", "edit", "exec", "list", "mkdir", "move", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)
