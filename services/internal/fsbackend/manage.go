@@ -412,7 +412,8 @@ func (f *Backend) copyAcross(ctx context.Context, sp *dirfd.Parent, name string,
 		return err
 	}
 	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
-		Parent: dp, Name: newName, Content: string(content), Perm: os.FileMode(fst.Mode & 0o777), Publication: pub,
+		Parent: dp, Name: newName, Content: string(content), Publication: pub,
+		Durability: f.cfg.Durability, Owner: f.cfg.NewOwner, Syncs: &f.syncs,
 	})
 	if collision, ok := errors.AsType[*atomicwrite.CollisionError](err); ok {
 		return alreadyExists(sdp, ddp, collision)
@@ -421,6 +422,9 @@ func (f *Backend) copyAcross(ctx context.Context, sp *dirfd.Parent, name string,
 		f.log.Warn("staging cleanup failed after a copy between filesystems", zap.Error(res.Residue))
 	}
 	if err != nil {
+		return err
+	}
+	if err := keepMode(dp, newName, fst.Mode&0o7777); err != nil {
 		return err
 	}
 	return sp.Unlink(name, false)
@@ -450,4 +454,19 @@ func moveErr(err error, sdp, ddp string) error {
 		return newErr(fs.CodeNotDirectory, op, ddp, err, "cannot move %q into itself (%q)", sdp, ddp)
 	}
 	return osErr(op, op, sdp, err)
+}
+
+// keepMode gives the file name in dir the permission bits mode, through a
+// descriptor opened without following a symlink (the copy's mode is the
+// source's, not the new-file default).
+func keepMode(dir *dirfd.Parent, name string, mode uint32) error {
+	fd, err := unix.Openat(dir.FD(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir.Join(name), Err: err}
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return &os.PathError{Op: "chmod", Path: dir.Join(name), Err: err}
+	}
+	return nil
 }
