@@ -154,10 +154,11 @@ func TestConfigValidate_T10_NegativeFailsZeroDefaults(t *testing.T) {
 			ReadStreamMinSize: 10485760,
 			ListLimit:         1000,
 			WriteMaxBytes:     16 << 20,
+			ReadImageMaxBytes: 5 << 20,
 		}, got)
 	})
 	t.Run("T-10 positive values are kept", func(t *testing.T) {
-		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6}
+		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6, ReadImageMaxBytes: 7}
 		got, err := in.Validate()
 		require.NoError(t, err)
 		assert.Equal(t, in, got)
