@@ -4,8 +4,9 @@
 // structured *Error with its FS_* codes).
 //
 // A Service reads everywhere and mutates only through WriteText, EditText,
-// Mkdir, Move and Remove, which carry the per-call sandbox policy. Cancellation travels on the
-// context: a cancelled context yields an *Error with CodeAborted.
+// Mkdir, Move and Remove, which carry the per-call sandbox policy.
+// Cancellation travels on the context: a cancelled context yields an *Error
+// with CodeAborted.
 package fs
 
 import (
