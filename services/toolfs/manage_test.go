@@ -32,40 +32,70 @@ type manageCase struct {
 
 func TestManageTools(t *testing.T) {
 	cases := []manageCase{
-		{name: "mkdir makes missing parents by default", tool: "mkdir", args: map[string]any{"path": "a/b"},
-			text: "Created directory <ws>/a/b (2 directories created)", exists: []string{"a/b"}},
-		{name: "mkdir of an existing directory says so", files: []string{"d/"}, tool: "mkdir", args: map[string]any{"path": "d"},
-			text: "Directory <ws>/d already exists"},
-		{name: "mkdir without parents needs the parent", tool: "mkdir", args: map[string]any{"path": "a/b", "parents": false},
-			code: string(fs.CodeNotFound)},
-		{name: "mkdir over a file already exists", files: []string{"f: x"}, tool: "mkdir", args: map[string]any{"path": "f"},
-			code: string(fs.CodeAlreadyExists)},
+		{
+			name: "mkdir makes missing parents by default", tool: "mkdir", args: map[string]any{"path": "a/b"},
+			text: "Created directory <ws>/a/b (2 directories created)", exists: []string{"a/b"},
+		},
+		{
+			name: "mkdir of an existing directory says so", files: []string{"d/"}, tool: "mkdir", args: map[string]any{"path": "d"},
+			text: "Directory <ws>/d already exists",
+		},
+		{
+			name: "mkdir without parents needs the parent", tool: "mkdir", args: map[string]any{"path": "a/b", "parents": false},
+			code: string(fs.CodeNotFound),
+		},
+		{
+			name: "mkdir over a file already exists", files: []string{"f: x"}, tool: "mkdir", args: map[string]any{"path": "f"},
+			code: string(fs.CodeAlreadyExists),
+		},
 		{name: "mkdir needs a path", tool: "mkdir", args: map[string]any{}, code: toolfs.CodeInvalidArgument},
 
-		{name: "delete removes a file", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f"},
-			text: "Deleted file <ws>/f", absent: []string{"f"}},
-		{name: "delete removes a symlink, not its destination", files: []string{"t: T", "l => t"}, tool: "delete", args: map[string]any{"path": "l"},
-			text: "Deleted symlink <ws>/l", absent: []string{"l"}, disk: map[string]string{"t": "T"}},
-		{name: "delete of a non-empty directory needs recursive", files: []string{"d/f: x"}, tool: "delete", args: map[string]any{"path": "d"},
-			code: string(fs.CodeNotEmpty)},
-		{name: "delete recursive counts what it removed", files: []string{"d/f: x", "d/e/g: y", "d/l => f"}, tool: "delete", args: map[string]any{"path": "d", "recursive": true},
-			text: "Deleted directory <ws>/d (2 files, 2 directories, 1 others)", absent: []string{"d"}},
-		{name: "delete of the workspace root is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": ".", "recursive": true},
-			code: string(fs.CodePermissionDenied)},
+		{
+			name: "delete removes a file", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f"},
+			text: "Deleted file <ws>/f", absent: []string{"f"},
+		},
+		{
+			name: "delete removes a symlink, not its destination", files: []string{"t: T", "l => t"}, tool: "delete", args: map[string]any{"path": "l"},
+			text: "Deleted symlink <ws>/l", absent: []string{"l"}, disk: map[string]string{"t": "T"},
+		},
+		{
+			name: "delete of a non-empty directory needs recursive", files: []string{"d/f: x"}, tool: "delete", args: map[string]any{"path": "d"},
+			code: string(fs.CodeNotEmpty),
+		},
+		{
+			name: "delete recursive counts what it removed", files: []string{"d/f: x", "d/e/g: y", "d/l => f"}, tool: "delete", args: map[string]any{"path": "d", "recursive": true},
+			text: "Deleted directory <ws>/d (2 files, 2 directories, 1 others)", absent: []string{"d"},
+		},
+		{
+			name: "delete of the workspace root is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": ".", "recursive": true},
+			code: string(fs.CodePermissionDenied),
+		},
 		{name: "delete of a missing path is not found", tool: "delete", args: map[string]any{"path": "nope"}, code: string(fs.CodeNotFound)},
-		{name: "delete with a bad recursive is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f", "recursive": "yes"},
-			code: toolfs.CodeInvalidArgument},
+		{
+			name: "delete with a bad recursive is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f", "recursive": "yes"},
+			code: toolfs.CodeInvalidArgument,
+		},
 
-		{name: "move renames across directories", files: []string{"a: A", "d/"}, tool: "move", args: map[string]any{"source": "a", "destination": "d/b"},
-			text: "Moved file <ws>/a to <ws>/d/b", absent: []string{"a"}, disk: map[string]string{"d/b": "A"}},
-		{name: "move never replaces without overwrite", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b"},
-			code: string(fs.CodeAlreadyExists)},
-		{name: "move with overwrite replaces", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b", "overwrite": true},
-			text: "Moved file <ws>/a to <ws>/b (replacing what was there)", absent: []string{"a"}, disk: map[string]string{"b": "A"}},
-		{name: "move of a directory moves its contents", files: []string{"d/f: F"}, tool: "move", args: map[string]any{"source": "d", "destination": "e"},
-			text: "Moved directory <ws>/d to <ws>/e", absent: []string{"d"}, disk: map[string]string{"e/f": "F"}},
-		{name: "move of the workspace root is refused", files: []string{"f: x"}, tool: "move", args: map[string]any{"source": ".", "destination": "../elsewhere"},
-			code: string(fs.CodePermissionDenied)},
+		{
+			name: "move renames across directories", files: []string{"a: A", "d/"}, tool: "move", args: map[string]any{"source": "a", "destination": "d/b"},
+			text: "Moved file <ws>/a to <ws>/d/b", absent: []string{"a"}, disk: map[string]string{"d/b": "A"},
+		},
+		{
+			name: "move never replaces without overwrite", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b"},
+			code: string(fs.CodeAlreadyExists),
+		},
+		{
+			name: "move with overwrite replaces", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b", "overwrite": true},
+			text: "Moved file <ws>/a to <ws>/b (replacing what was there)", absent: []string{"a"}, disk: map[string]string{"b": "A"},
+		},
+		{
+			name: "move of a directory moves its contents", files: []string{"d/f: F"}, tool: "move", args: map[string]any{"source": "d", "destination": "e"},
+			text: "Moved directory <ws>/d to <ws>/e", absent: []string{"d"}, disk: map[string]string{"e/f": "F"},
+		},
+		{
+			name: "move of the workspace root is refused", files: []string{"f: x"}, tool: "move", args: map[string]any{"source": ".", "destination": "../elsewhere"},
+			code: string(fs.CodePermissionDenied),
+		},
 		{name: "move needs a destination", files: []string{"a: A"}, tool: "move", args: map[string]any{"source": "a"}, code: toolfs.CodeInvalidArgument},
 	}
 	for _, tc := range cases {
