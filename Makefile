@@ -80,10 +80,11 @@ fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' ./scripts/fuzz.sh
 
 ## soak: the long variants: load (8 MCP clients x 10,000 calls), crash safety
-## (1,000 SIGKILLs) and the cross-process guarded edits, race-enabled.
+## (1,000 SIGKILLs), the cross-process guarded edits and the move race (30 s
+## per variant of a directory moved out and back every 0.5 ms), race-enabled.
 .PHONY: soak
 soak:
-	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess|TestMoveOutRace' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).

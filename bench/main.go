@@ -27,6 +27,9 @@
 // changes); -wrap-harness and -wrap-reference run a server under a command
 // such as perf or strace; -protocol and -harness-env vary the protocol
 // version and harness's environment (GOGC, ...).
+//
+// With -glob DIR it measures only the glob workload of issue 16 (glob.go):
+// harness's glob of **/*.go over DIR against the reference's search_files.
 package main
 
 import (
@@ -95,6 +98,8 @@ func main() {
 	flag.StringVar(&cfg.protocol, "protocol", "", "MCP protocol version the client asks for (empty: the go-sdk's latest; each server may negotiate down)")
 	flag.StringVar(&cfg.harnessEnv, "harness-env", "", "comma-separated KEY=VALUE pairs added to harness serve's environment (experiments, e.g. GOGC=400)")
 	flag.BoolVar(&cfg.floor, "floor", true, "also measure the floor server: a minimal JSON-RPC loop without an SDK doing one os call per tool call (a ceiling for this client and machine)")
+	globDir := flag.String("glob", "", "directory: instead of the workloads, time harness's glob of **/*.go over it against the reference's search_files and print a table (issue 16)")
+	globRuns := flag.Int("glob-runs", 3, "timed calls of each glob contender (with -glob)")
 	serveFloorFlag := flag.Bool("serve-floor", false, "run as the floor server on stdin/stdout (used by -floor)")
 	flag.StringVar(&cfg.wrapRef, "wrap-reference", "", "space-separated command that runs the reference server (like -wrap-harness)")
 	flag.StringVar(&cfg.wrap, "wrap-harness", "", "space-separated command that runs harness serve, e.g. \"perf record -g -o /tmp/perf.data --\" (profiling)")
@@ -109,6 +114,17 @@ func main() {
 	if flag.NArg() > 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
 		flag.Usage()
 		os.Exit(2)
+	}
+
+	if *globDir != "" {
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		err := runGlob(ctx, cfg, *globDir, max(*globRuns, 1))
+		stop()
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			os.Exit(1)
+		}
+		return
 	}
 
 	cfg.createRuns = min(cfg.createRuns, cfg.runs)

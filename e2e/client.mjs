@@ -111,6 +111,7 @@ const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e
 fs.writeFileSync(path.join(ws, 'seed.txt'), 'alpha\nbeta\ngamma\n');
 fs.writeFileSync(path.join(ws, 'other.txt'), 'one\ntwo\n');
 fs.mkdirSync(path.join(ws, 'sub'));
+fs.writeFileSync(path.join(ws, 'sub', 'deep.txt'), 'beta deep\n');
 
 // The elicitation handler answers from this queue, in order; every request
 // it sees is recorded.
@@ -161,13 +162,17 @@ async function run() {
   ok(`initialize: server ${info.name} ${info.version}, protocol ${negotiatedVersion}, capabilities ${JSON.stringify(client.getServerCapabilities())}`);
 
   // tools/list
-  // The filesystem tools; exec, the command runner, has its own checks.
-  const tools = (await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools.filter((t) => t.name !== 'exec');
+  // The filesystem tools; exec, the command runner, is listed with its
+  // required command and otherwise has its own checks.
+  const listed = (await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools;
+  const execTool = listed.find((t) => t.name === 'exec');
+  assert.deepEqual(execTool?.inputSchema?.required, ['command'], `exec: inputSchema.required: ${JSON.stringify(execTool?.inputSchema)}`);
+  const tools = listed.filter((t) => t.name !== 'exec');
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['delete', 'edit', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
-  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  assert.deepEqual(names, ['delete', 'edit', 'glob', 'grep', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const wantRequired = {
     read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path'], list: [],
+    glob: ['pattern'], grep: ['pattern'],
     mkdir: ['path'], delete: ['path'], move: ['source', 'destination'],
   };
   // What each mutating tool may do: mkdir only adds, the others may destroy.
@@ -178,7 +183,7 @@ async function run() {
     assert.equal(t.outputSchema?.type, 'object', `${t.name}: outputSchema.type: ${JSON.stringify(t.outputSchema)}`);
     assert.deepEqual([...(t.inputSchema.required ?? [])].sort(), [...wantRequired[t.name]].sort(), `${t.name}: inputSchema.required`);
     const a = t.annotations ?? {};
-    const readOnly = t.name === 'read' || t.name === 'list';
+    const readOnly = ['read', 'list', 'glob', 'grep'].includes(t.name);
     if (readOnly) {
       assert.equal(a.readOnlyHint, true, `${t.name}: readOnlyHint: ${JSON.stringify(a)}`);
     } else {
@@ -190,7 +195,7 @@ async function run() {
     }
     assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
   }
-  ok('tools/list: exactly delete, edit, list, mkdir, move, read, write; input/output schemas; read/list readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
+  ok('tools/list: exec with its required command, and exactly delete, edit, glob, grep, list, mkdir, move, read, write; input/output schemas; read/list/glob/grep readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
 
   // read a seeded file (structuredContent is validated against outputSchema by the SDK)
   const seed = path.join(ws, 'seed.txt');
@@ -266,11 +271,43 @@ async function run() {
   assert.equal(fs.readFileSync(seed, 'utf8'), 'alpha\nBETA\ngamma\n', 'edit dry_run: the file changed on disk');
   ok('edit with two edits and dry_run: the diff of both, nothing written');
 
+  // glob the workspace, newest first
+  const mtimes = { 'sub/deep.txt': 4000, 'seed.txt': 3000, 'other.txt': 2000, 'new.txt': 1000 };
+  for (const [rel, t] of Object.entries(mtimes)) fs.utimesSync(path.join(ws, rel), t, t);
+  res = await call('glob', { pattern: '**/*.txt' });
+  text = expectSuccess(res, 'glob **/*.txt');
+  assert.equal(text, `<path>${ws}</path>\n<files>\nsub/deep.txt\nseed.txt\nother.txt\nnew.txt\n\n(4 matching files, newest first.)\n</files>`,
+    'glob: text');
+  assert.deepEqual(res.structuredContent.files.map((f) => [f.path, Date.parse(f.modTime) / 1000]),
+    Object.entries(mtimes), `glob: files: ${JSON.stringify(res.structuredContent.files)}`);
+  res = await call('glob', { pattern: '../*' });
+  text = expectToolError(res, 'glob ../*', 'INVALID_ARGUMENT');
+  assert.equal(text, 'Error: invalid glob pattern "../*": the pattern must not contain . or .. elements', 'glob ..: text');
+  ok('glob **/*.txt: four files newest first (text and structuredContent); a ".." pattern is INVALID_ARGUMENT');
+
+  // grep with context
+  res = await call('grep', { pattern: 'beta', ignore_case: true, output_mode: 'content', context: 1 });
+  text = expectSuccess(res, 'grep beta');
+  assert.equal(text,
+    `<path>${ws}</path>\n<matches>\nseed.txt\n1- alpha\n2: BETA\n3- gamma\n\nsub/deep.txt\n1: beta deep\n\n(2 matching lines in 2 files.)\n</matches>`,
+    'grep: text');
+  assert.deepEqual(res.structuredContent.files, [
+    { path: 'seed.txt', count: 1, lines: [{ number: 1, text: 'alpha', match: false }, { number: 2, text: 'BETA', match: true }, { number: 3, text: 'gamma', match: false }] },
+    { path: 'sub/deep.txt', count: 1, lines: [{ number: 1, text: 'beta deep', match: true }] },
+  ], `grep: files: ${JSON.stringify(res.structuredContent.files)}`);
+  res = await call('grep', { pattern: '(' });
+  text = expectToolError(res, 'grep (', 'INVALID_ARGUMENT');
+  assert.ok(text.startsWith('Error: invalid pattern: error parsing regexp: '), `grep (: text ${JSON.stringify(text)}`);
+  ok('grep beta, ignore_case, content, context 1: seed.txt and sub/deep.txt with context lines; a bad expression is INVALID_ARGUMENT');
+
   // mkdir, move, delete inside the workspace
   res = await call('mkdir', { path: 'made/deeper' });
   expectSuccess(res, 'mkdir made/deeper');
   assert.equal(res.structuredContent.created, 2, 'mkdir: created');
   assert.ok(fs.statSync(path.join(ws, 'made', 'deeper')).isDirectory(), 'mkdir: no directory on disk');
+  // The glob step set new.txt's mtime, so its version changed since it was
+  // written: read it again before moving it (a move guards on the version).
+  expectSuccess(await call('read', { file_path: 'new.txt' }), 'read new.txt before the move');
   res = await call('move', { source: 'new.txt', destination: 'made/deeper/moved.txt' });
   expectSuccess(res, 'move new.txt');
   assert.equal(res.structuredContent.type, 'file', 'move: type');

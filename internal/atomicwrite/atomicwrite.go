@@ -94,6 +94,15 @@ type Request struct {
 	// into the same directory at once; nil fsyncs the parent alone.
 	Syncs *DirSyncs
 
+	// Verify, when set, runs right after publication; when it fails, the
+	// publication is undone and Write returns its error. With Verify set,
+	// a Replace onto an existing entry publishes by
+	// renameat2(RENAME_EXCHANGE), so the replaced file stays linked (at
+	// the temp name, removed by the cleanup) and an undo exchanges it back;
+	// a publication that created the entry (CreateOnly, or a Replace that
+	// found nothing) is undone by unlinking the entry when it is still the
+	// written file. An undo that fails is joined to Verify's error.
+	Verify func() error
 	// AfterStage, when set, runs after the temp file is written and fsynced
 	// and before publication, with the staging directory's and the temp
 	// file's absolute paths; both are empty for an unnamed temp file. Tests

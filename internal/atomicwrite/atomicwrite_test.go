@@ -648,3 +648,79 @@ func TestWrite_UnnamedPublicationMakesNoEntryUntilPublished(t *testing.T) {
 		})
 	}
 }
+
+// TestWrite_VerifyUndoes checks the publication of a fence without Landlock:
+// a replace is published by exchange, so a refused publication puts the
+// replaced file (same inode, same content) back; a create is unlinked; a
+// passing check publishes as usual. Nothing is left behind, unnamed or
+// staged.
+func TestWrite_VerifyUndoes(t *testing.T) {
+	refused := errors.New("the directory left its root")
+	cases := []struct {
+		name    string
+		specs   []string
+		pub     Publication
+		verify  error
+		want    string // content at the target afterwards; "" for absent
+		wantIno bool   // the target keeps its original inode
+	}{
+		{"a refused replace puts the replaced file back", []string{"a.txt: old"}, Replace, refused, "old", true},
+		{"a refused replace onto nothing leaves nothing", nil, Replace, refused, "", false},
+		{"a refused create leaves nothing", nil, CreateOnly, refused, "", false},
+		{"a passing replace publishes", []string{"a.txt: old"}, Replace, nil, "new", false},
+		{"a passing replace onto nothing publishes", nil, Replace, nil, "new", false},
+		{"a passing create publishes", nil, CreateOnly, nil, "new", false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			forEachParent(t, tc.specs, func(t *testing.T, e env) {
+				var before unix.Stat_t
+				hadOld := unix.Lstat(e.target(), &before) == nil
+				calls := 0
+				_, err := Write(context.Background(), Request{
+					Parent: e.p, Name: "a.txt", Content: "new", noUnnamed: e.staged, Publication: tc.pub,
+					Verify: func() error {
+						calls++
+						b, rerr := os.ReadFile(e.target())
+						require.NoError(t, rerr)
+						assert.Equal(t, "new", string(b), "Verify runs after publication")
+						return tc.verify
+					},
+				})
+				assert.Equal(t, 1, calls)
+				if tc.verify != nil {
+					require.ErrorIs(t, err, refused)
+				} else {
+					require.NoError(t, err)
+				}
+				if tc.want == "" {
+					assertAbsent(t, e.target())
+				} else {
+					b, rerr := os.ReadFile(e.target())
+					require.NoError(t, rerr)
+					assert.Equal(t, tc.want, string(b))
+				}
+				if tc.wantIno {
+					var after unix.Stat_t
+					require.NoError(t, unix.Lstat(e.target(), &after))
+					assert.True(t, hadOld)
+					assert.Equal(t, before.Ino, after.Ino, "the replaced file itself is back")
+				}
+				noResidue(t, e)
+			})
+		})
+	}
+}
+
+func TestWrite_VerifyNeverReplacesADirectory(t *testing.T) {
+	forEachParent(t, []string{"a.txt/inner: kept"}, func(t *testing.T, e env) {
+		before := fixture.Snapshot(t, e.dir)
+		_, err := Write(context.Background(), Request{
+			Parent: e.p, Name: "a.txt", Content: "x", noUnnamed: e.staged, Publication: Replace,
+			Verify: func() error { return nil },
+		})
+		require.ErrorIs(t, err, unix.EISDIR)
+		assert.Equal(t, before, fixture.Snapshot(t, e.dir), "directory preserved")
+		noResidue(t, e)
+	})
+}

@@ -34,6 +34,9 @@ type writer struct {
 	// linked is the temporary name an unnamed file is linked to before its
 	// rename over the target; "" when there is none.
 	linked string
+	// exchanged says a verified replace swapped the temp file with the
+	// replaced file, which is now at the temp name (see Request.Verify).
+	exchanged bool
 }
 
 func (w *writer) close() {
@@ -76,6 +79,11 @@ func (w *writer) run(ctx context.Context) (Result, error) {
 	}
 	if dirDenied(err) {
 		return w.discardAndRewrite(ctx, InPlaceDirDenied, err)
+	}
+	if err == nil && w.req.Verify != nil {
+		if verr := w.req.Verify(); verr != nil {
+			err = errors.Join(verr, w.undo())
+		}
 	}
 	if err == nil {
 		err = w.verify()
@@ -186,6 +194,13 @@ func writeAll(fd int, content string) error {
 
 // publish makes the temp file the target.
 func (w *writer) publish() error {
+	if w.st != nil && w.req.Verify != nil && w.req.Publication == Replace {
+		created, err := w.exchange(w.st.dir, w.st.temp)
+		if created {
+			w.st.tempSet = false
+		}
+		return err
+	}
 	if w.st != nil {
 		return w.st.publish(w.req)
 	}
@@ -213,10 +228,74 @@ func (w *writer) publish() error {
 		return &os.LinkError{Op: "link", Old: self, New: w.p.Join(name), Err: err}
 	}
 	w.linked = name
+	if w.req.Verify != nil {
+		kept, err := w.exchange(w.p, name)
+		if kept {
+			w.linked = "" // the new file is the target now
+		}
+		return err
+	}
 	if err := unix.Renameat(w.p.FD(), name, w.p.FD(), w.req.Name); err != nil {
 		return &os.LinkError{Op: "rename", Old: w.p.Join(name), New: target, Err: err}
 	}
 	w.linked = ""
+	return nil
+}
+
+// exchange publishes the temp file at name inside dir for a verified
+// replace: renameat2(RENAME_EXCHANGE) with the target, so the replaced file
+// stays linked at name until the cleanup (and can be put back: undo); with
+// nothing at the target, a rename that never replaces. created reports that
+// the target entry is new (name is gone); otherwise, after a successful
+// exchange, w.exchanged is set. A directory at the target is never replaced
+// (EISDIR, exchanged back).
+func (w *writer) exchange(dir *dirfd.Parent, name string) (created bool, err error) {
+	target := w.p.Join(w.req.Name)
+	err = unix.Renameat2(dir.FD(), name, w.p.FD(), w.req.Name, unix.RENAME_EXCHANGE)
+	if errors.Is(err, unix.ENOENT) {
+		if err := unix.Renameat2(dir.FD(), name, w.p.FD(), w.req.Name, unix.RENAME_NOREPLACE); err != nil {
+			return false, &os.LinkError{Op: "rename", Old: dir.Join(name), New: target, Err: err}
+		}
+		return true, nil
+	}
+	if err != nil {
+		return false, &os.LinkError{Op: "exchange", Old: dir.Join(name), New: target, Err: err}
+	}
+	w.exchanged = true
+	if st, err := dir.Stat(name, false); err == nil && dirfd.IsDir(&st) {
+		// A rename never replaces a directory with a file: nor does this.
+		return false, errors.Join(&os.LinkError{Op: "rename", Old: dir.Join(name), New: target, Err: unix.EISDIR}, w.undo())
+	}
+	return false, nil
+}
+
+// undo takes back a publication that Request.Verify refused: it exchanges
+// the replaced file back (the written file returns to the temp name, which
+// the cleanup removes), or unlinks a created target if it is still the file
+// written.
+func (w *writer) undo() error {
+	if w.exchanged {
+		dir, name := w.p, w.linked
+		if w.st != nil {
+			dir, name = w.st.dir, w.st.temp
+		}
+		if err := unix.Renameat2(w.p.FD(), w.req.Name, dir.FD(), name, unix.RENAME_EXCHANGE); err != nil {
+			return &os.LinkError{Op: "exchange back", Old: w.p.Join(w.req.Name), New: dir.Join(name), Err: err}
+		}
+		w.exchanged = false
+		return nil
+	}
+	var mine unix.Stat_t
+	if err := unix.Fstat(w.fd, &mine); err != nil {
+		return &os.PathError{Op: "fstat", Path: w.tempPath(), Err: err}
+	}
+	there, err := w.p.Stat(w.req.Name, false)
+	if err != nil || there.Dev != mine.Dev || there.Ino != mine.Ino {
+		return nil // not the written file: someone else's entry stays
+	}
+	if err := unix.Unlinkat(w.p.FD(), w.req.Name, 0); err != nil {
+		return &os.PathError{Op: "unlink", Path: w.p.Join(w.req.Name), Err: err}
+	}
 	return nil
 }
 

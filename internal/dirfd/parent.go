@@ -73,6 +73,13 @@ func (p *Parent) mkdirChild(name string) (child *Parent, made bool, err error) {
 			return nil, made, err
 		}
 	case errors.Is(err, unix.EEXIST):
+	case errors.Is(err, unix.EACCES):
+		// A Landlock domain refuses a directory moved out of its root
+		// with EACCES: such a refusal is the escape it stopped.
+		if escaped := p.CheckBeneath(); escaped != nil {
+			return nil, false, escaped
+		}
+		return nil, false, &os.PathError{Op: "mkdir", Path: p.Join(name), Err: err}
 	default:
 		return nil, false, &os.PathError{Op: "mkdir", Path: p.Join(name), Err: err}
 	}
@@ -284,12 +291,10 @@ func (p *Parent) CheckBeneath() error {
 	if p.root == "" {
 		return nil
 	}
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(p.fd), buf)
+	now, err := p.Where()
 	if err != nil {
-		return &os.PathError{Op: "readlink", Path: p.path, Err: err}
+		return err
 	}
-	now := string(buf[:n])
 	if Beneath(p.root, now) {
 		return nil
 	}
@@ -332,4 +337,16 @@ func (d *Dir) ChownCreated(rel string, created, uid, gid int) error {
 		rel = dir
 	}
 	return nil
+}
+
+// Where returns the kernel's current absolute path of the directory (from
+// /proc/self/fd), which follows it when it is renamed: the directory a
+// mutation addresses, whatever spelling opened it. Errors: *os.PathError.
+func (p *Parent) Where() (string, error) {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink("/proc/self/fd/"+strconv.Itoa(p.fd), buf)
+	if err != nil {
+		return "", &os.PathError{Op: "readlink", Path: p.path, Err: err}
+	}
+	return string(buf[:n]), nil
 }

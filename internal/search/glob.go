@@ -45,6 +45,8 @@ type GlobResult struct {
 	// Files are the matching regular files, newest first (ties in byte order
 	// of Path), at most Limit of them.
 	Files []GlobFile
+	// Matched is the number of files that matched (of those the walk saw).
+	Matched int
 	// Truncated reports whether more files matched than Files holds, or the
 	// walk stopped at its entry cap.
 	Truncated bool
@@ -93,7 +95,7 @@ func Glob(ctx context.Context, root string, opts GlobOptions) (GlobResult, error
 	slices.SortFunc(files, func(a, b GlobFile) int {
 		return cmp.Or(b.ModTime.Compare(a.ModTime), strings.Compare(a.Path, b.Path))
 	})
-	res := GlobResult{Files: files, Truncated: stats.Truncated, Stats: stats}
+	res := GlobResult{Files: files, Matched: len(files), Truncated: stats.Truncated, Stats: stats}
 	if len(files) > limit {
 		res.Files, res.Truncated = files[:limit], true
 	}

@@ -32,6 +32,7 @@ func TestGlob(t *testing.T) {
 		pattern string
 		opts    search.GlobOptions
 		want    []string // newest first: the fixture's mtimes descend in specs order
+		matched int      // when trunc: the files that matched
 		trunc   bool
 	}{
 		{name: "doublestar at any depth, newest first", pattern: "**/*.go", want: []string{"main.go", "a/x.go", "a/b/y.go", "a/b/y_test.go", "cmd/tool/main.go"}},
@@ -43,7 +44,7 @@ func TestGlob(t *testing.T) {
 		{name: "hidden on request", pattern: "**/h.go", opts: search.GlobOptions{Walk: search.WalkOptions{Hidden: true}}, want: []string{".hidden/h.go"}},
 		{name: "ignored on request", pattern: "**/v.go", opts: search.GlobOptions{Walk: search.WalkOptions{NoIgnore: true}}, want: []string{"vendor/v.go"}},
 		{name: "an explicit prefix walks an ignored directory", pattern: "vendor/*.go", want: []string{"vendor/v.go"}},
-		{name: "capped", pattern: "**/*.go", opts: search.GlobOptions{Limit: 2}, want: []string{"main.go", "a/x.go"}, trunc: true},
+		{name: "capped", pattern: "**/*.go", opts: search.GlobOptions{Limit: 2}, want: []string{"main.go", "a/x.go"}, matched: 5, trunc: true},
 		{name: "exactly at the cap", pattern: "cmd/**", opts: search.GlobOptions{Limit: 2}, want: []string{"cmd/tool/main.go", "cmd/tool/doc.txt"}},
 	}
 	root := t.TempDir()
@@ -64,6 +65,11 @@ func TestGlob(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tt.want, globPaths(res))
 			assert.Equal(t, tt.trunc, res.Truncated)
+			if tt.trunc {
+				assert.Equal(t, tt.matched, res.Matched)
+			} else {
+				assert.Equal(t, len(tt.want), res.Matched)
+			}
 			for _, f := range res.Files {
 				st, err := os.Stat(filepath.Join(root, f.Path))
 				require.NoError(t, err)

@@ -6,8 +6,9 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// Code is one of the 16 machine-readable FS_* error codes: the 13 of spec
-// section 0 and the three of the entry operations (Manager).
+// Code is one of the machine-readable FS_* error codes: the 13 of spec
+// section 0, the three of the entry operations (Manager) and
+// CodeInvalidSearch (search.go).
 type Code string
 
 // The closed set of error codes.
@@ -59,10 +60,10 @@ var (
 // Message, the exact model-facing sentence of the spec (for example
 // `cannot read "/w/a.txt": not found`).
 type Error struct {
-	// Code is one of the 16 codes.
+	// Code is one of the codes.
 	Code Code
 	// Op is the operation that failed: "resolve", "stat", "lstat", "read",
-	// "list", "write", "edit", "mkdir", "move" or "delete".
+	// "list", "write", "edit", "mkdir", "move", "delete", "glob" or "grep".
 	Op string
 	// Path is the display path of the target, empty when there is none.
 	Path string

@@ -3,10 +3,10 @@
 // that flows through it (targets, versions, write intents, outcomes and the
 // structured *Error with its FS_* codes).
 //
-// A Service reads everywhere and mutates only through WriteText, EditText,
-// Mkdir, Move and Remove, which carry the per-call sandbox policy.
-// Cancellation travels on the context: a cancelled context yields an *Error
-// with CodeAborted.
+// A Service reads and searches everywhere and mutates only through
+// WriteText, EditText, Mkdir, Move and Remove, which carry the per-call
+// sandbox policy. Cancellation travels on the context: a cancelled context
+// yields an *Error with CodeAborted.
 package fs
 
 import (
@@ -111,4 +111,5 @@ type Service interface {
 	Reader
 	Writer
 	Manager
+	Searcher
 }

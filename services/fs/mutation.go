@@ -11,8 +11,10 @@ const (
 	// CreateIfAbsent creates the file and fails with CodeNotObserved when
 	// anything already exists at the target; publication never replaces.
 	CreateIfAbsent
-	// ReplaceIfVersion replaces the file only while it is still at Version;
-	// otherwise, or when it is gone, CodeStaleVersion.
+	// ReplaceIfVersion replaces the file only while it is still at Version,
+	// or, when Content is known, still has that size and content hash
+	// (spec difference 14); otherwise, or when it is gone,
+	// CodeStaleVersion.
 	ReplaceIfVersion
 )
 
@@ -23,6 +25,9 @@ type WriteIntent struct {
 	// Version is the version the file must still have; only for
 	// ReplaceIfVersion.
 	Version Version
+	// Content, when known, is the content that stands for Version when the
+	// version differs (a metadata-only change); only for ReplaceIfVersion.
+	Content Fingerprint
 }
 
 // UnconditionalWrite returns the intent that creates or overwrites.
@@ -34,6 +39,12 @@ func CreateOnly() WriteIntent { return WriteIntent{Kind: CreateIfAbsent} }
 // ReplaceVersion returns the intent that replaces only version v.
 func ReplaceVersion(v Version) WriteIntent {
 	return WriteIntent{Kind: ReplaceIfVersion, Version: v}
+}
+
+// ReplaceSeen returns the intent that replaces only what obs saw: version
+// obs.Version, or the same content when obs.Content is known.
+func ReplaceSeen(obs Observation) WriteIntent {
+	return WriteIntent{Kind: ReplaceIfVersion, Version: obs.Version, Content: obs.Content}
 }
 
 // WriteOptions carries a write's intent and the per-call sandbox policy. A nil
@@ -89,14 +100,16 @@ type Replacement struct {
 // Edits is non-empty, to apply each of Edits in order, each to the text the
 // previous one left, all or none (OldString, NewString and ReplaceAll must
 // then be zero). A non-empty Version guards the edit: the file must still be
-// at that version. A nil Policy means the backend's deployment
-// default.
+// at that version, or, when Content is known, have that size and
+// content hash (spec difference 14). A nil Policy means the backend's
+// deployment default.
 type EditRequest struct {
 	OldString  string
 	NewString  string
 	ReplaceAll bool
 	Edits      []Replacement
 	Version    Version
+	Content    Fingerprint
 	Policy     *sandbox.ExecutionPolicy
 	// DryRun computes the outcome, fence and guard included, without
 	// writing: the outcome's Version is the file's current version.

@@ -25,13 +25,34 @@ const (
 // Observation is what the tool layer reports having seen of a target after a
 // read (present with the whole-file version, or absent), a write or an edit
 // (present with the new version) (spec A, "Events"; O-14), a delete
-// (absent) or a move (moved, on the destination).
+// (absent) or a move (moved, on the destination). A read that covered the
+// whole file as text also reports its Content; a windowed or refused read, a
+// write and an edit leave it zero (spec difference 14).
 type Observation struct {
 	Kind    ObservationKind
-	Version Version   // set when Kind is Present or Moved
-	From    TargetKey // set when Kind is Moved
-	Prior   Version   // set when Kind is Moved
+	Version Version     // set when Kind is Present or Moved
+	Content Fingerprint // set when a read saw the whole text
+	From    TargetKey   // set when Kind is Moved
+	Prior   Version     // set when Kind is Moved
 }
+
+// Fingerprint identifies a file's content as a whole-file read saw it, so
+// that a version mismatch with the same content (a touch, a copy away and
+// back) is not stale (spec difference 14). Size is the file's size in bytes;
+// Hash is the ContentHash of its text. The zero value is unknown: staleness
+// is then decided by version alone.
+type Fingerprint struct {
+	Size int64
+	Hash ContentHash
+}
+
+// ContentHash is the 128-bit XXH3 of a file's text as ReadText returns it
+// (for a UTF-8 file, its bytes), as 32 lowercase hex digits; see
+// textfile.TextHash. Consumers compare hashes for equality.
+type ContentHash string
+
+// Known reports whether fp carries a hash.
+func (fp Fingerprint) Known() bool { return fp.Hash != "" }
 
 // Check reports whether obs of target is well formed: the
 // target has a non-empty key and display path, the kind is Present, Absent
@@ -57,14 +78,19 @@ func (obs Observation) Check(target Target) error {
 
 // IntentPolicy decides the precondition of a tool's mutation (the spec's
 // "fs/write-intent" and "fs/edit-intent"). A composition mounts at most one;
-// with none, writes are unconditional and edits unguarded.
+// with none, writes are unconditional and edits unguarded. The tool layer
+// runs a session's calls on one target one after another (intent, mutation,
+// observation), so the precondition is always decided on the session's
+// latest observation, its own writes' and edits' included; the backend then
+// checks it under the target's lock (issue 13, item 11).
 type IntentPolicy interface {
 	// WriteIntent returns the intent of a write of target by owner's
 	// session (a nil owner is a call with no session).
 	WriteIntent(ctx context.Context, owner *sandbox.Owner, target Target) (WriteIntent, error)
-	// EditGuard returns the version an edit of target by owner's session
-	// must find, or an *Error refusing the edit.
-	EditGuard(ctx context.Context, owner *sandbox.Owner, target Target) (Version, error)
+	// EditGuard returns the present observation an edit of target by
+	// owner's session is checked against (its Version and Content), or an
+	// *Error refusing the edit.
+	EditGuard(ctx context.Context, owner *sandbox.Owner, target Target) (Observation, error)
 }
 
 // Observer is told, synchronously, of every observation the tool layer makes

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // escapeCase is one spelling of a path that reaches (or tries to reach)
@@ -30,6 +31,8 @@ type escapeCase struct {
 	allowed bool
 	// code, when set, is the error expected instead of a denial.
 	code fs.Code
+	// root marks a case whose fixture needs root (another user's link).
+	root bool
 }
 
 var escapeCases = []escapeCase{
@@ -63,6 +66,19 @@ var escapeCases = []escapeCase{
 	{name: "a component over NAME_MAX is an error", path: strings.Repeat("n", 300), code: fs.CodeIOError},
 	{name: "a path over PATH_MAX is an error", path: strings.Repeat("d/", 2100) + "x", code: fs.CodeIOError},
 	{name: "a hard link to an outside file is replaced, the outside file kept", path: "hard.txt", allowed: true},
+	{name: ".git/config is a protected path", path: ".git/config"},
+	{name: "a new hook in .git/hooks is a protected path", path: ".git/hooks/pre-commit"},
+	{name: "a nested repository's .git is a protected path", path: "sub/repo/.git/config"},
+	{name: "a .git not yet created is a protected path", path: "fresh/.git/config"},
+	{name: "a link inside the workspace to .git is a protected path", path: "gitlink/config"},
+	{name: "dot-dot into .git is a protected path", path: "d/../.git/config"},
+	{name: "the gitdir a .git file points to is a protected path", path: "store/wt.git/config"},
+	{name: "the .git file itself is a protected path", path: "wt/.git"},
+	{name: "an .hg directory is a protected path", path: "m/.hg/hgrc"},
+	{name: "a .jj directory is a protected path", path: ".jj/repo/config.toml"},
+	{name: "an .svn directory is a protected path", path: ".svn/wc.db"},
+	{name: "another user's link in a sticky world-writable directory is not followed", path: "shared/theirs", code: fs.CodePermissionDenied, root: true},
+	{name: "another user's directory link in a sticky directory is not followed", path: "shared/theirdir/inner.txt", code: fs.CodePermissionDenied, root: true},
 }
 
 // buildEscapeWorld lays out the fixtures every escape case needs and returns
@@ -83,7 +99,31 @@ func buildEscapeWorld(t *testing.T, w world) *strings.Replacer {
 		"chain3 => "+w.outside+"/new2.txt",
 		"loop => loop",
 		"procroot => /proc/self/root",
+		".git/HEAD: ref: refs/heads/main",
+		".git/config: [core] secret",
+		".git/hooks/",
+		".git/objects/",
+		".git/refs/",
+		"sub/repo/.git/config: [core] secret",
+		"gitlink => .git",
+		"wt/.git: gitdir: ../store/wt.git",
+		"store/wt.git/HEAD: ref: refs/heads/main",
+		"store/wt.git/config: [core] secret",
+		"store/wt.git/objects/",
+		"store/wt.git/refs/",
+		"shared/",
+		"shared/theirs => ../inner.txt",
+		"shared/theirdir => ..",
 	)
+	shared := filepath.Join(w.ws, "shared")
+	require.NoError(t, os.Chmod(shared, 0o777|os.ModeSticky))
+	if os.Geteuid() == 0 {
+		// Another user's links, in a sticky world-writable directory of
+		// this process's user.
+		for _, l := range []string{"theirs", "theirdir"} {
+			require.NoError(t, os.Lchown(filepath.Join(shared, l), otherUID, otherUID))
+		}
+	}
 	require.NoError(t, os.Link(filepath.Join(w.outside, "secret.txt"), filepath.Join(w.ws, "hard.txt")))
 	dir, err := os.Open(w.outside)
 	require.NoError(t, err)
@@ -130,50 +170,73 @@ func TestEscapeMatrix(t *testing.T) {
 		for _, m := range mutations {
 			for _, tc := range escapeCases {
 				t.Run(string(mode)+"/"+m.name+"/"+tc.name, func(t *testing.T) {
-					if mode == sandbox.DangerFullAccess && strings.HasPrefix(tc.path, "/proc/self/cwd") {
-						t.Skip("danger-full-access would write into the test's working directory, the package source")
-					}
-					w := newWorld(t)
-					expand := buildEscapeWorld(t, w)
-					f := w.sandbox(t, mode)
-					outsideBefore := fixture.Snapshot(t, w.outside)
-					siblingsBefore := siblings(t, w)
-					wsBefore := fixture.Snapshot(t, w.ws)
-
-					err := withinSecond(t, func() error {
-						tg, err := f.Resolve(context.Background(), expand.Replace(tc.path), fs.ResolveOptions{})
-						if err != nil {
-							return err
-						}
-						return m.run(context.Background(), f, tg)
-					})
-
-					assert.Empty(t, fixture.Residue(t, w.base), "no staging residue anywhere")
-					switch mode {
-					case sandbox.DangerFullAccess:
-						return // like the OS: any outcome but a hang or a panic
-					case sandbox.ReadOnly:
-						require.Error(t, err)
-						if tc.code == "" || fs.CodeOf(err) == fs.CodeSandboxDenied {
-							assertDenied(t, err, mode)
-						}
-						assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "read-only changed the workspace")
-					case sandbox.WorkspaceWrite:
-						switch {
-						case tc.code != "":
-							require.Error(t, err)
-							assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
-						case !tc.allowed:
-							assertDenied(t, err, mode)
-							assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a denied mutation changed the workspace")
-						}
-					}
-					assert.Equal(t, outsideBefore, fixture.Snapshot(t, w.outside), "the outside directory changed")
-					assert.Equal(t, siblingsBefore, siblings(t, w), "a sibling directory changed")
+					escapeCheck(t, mode, m, tc, fssandbox.Config{})
 				})
 			}
 		}
 	}
+}
+
+// TestEscapeMatrixFallback runs the matrix's workspace-write cases on the
+// fallback without Landlock (--landlock off), which must hold them alike.
+func TestEscapeMatrixFallback(t *testing.T) {
+	for _, m := range mutations {
+		for _, tc := range escapeCases {
+			t.Run(m.name+"/"+tc.name, func(t *testing.T) {
+				escapeCheck(t, sandbox.WorkspaceWrite, m, tc, fssandbox.Config{Landlock: fssandbox.LandlockOff})
+			})
+		}
+	}
+}
+
+// escapeCheck runs one escape case through one mutation under mode and
+// checks the disk.
+func escapeCheck(t *testing.T, mode sandbox.Mode, m mutation, tc escapeCase, fence fssandbox.Config) {
+	t.Helper()
+	if mode == sandbox.DangerFullAccess && strings.HasPrefix(tc.path, "/proc/self/cwd") {
+		t.Skip("danger-full-access would write into the test's working directory, the package source")
+	}
+	if tc.root && os.Geteuid() != 0 {
+		t.Skip("planting another user's link needs root (chown)")
+	}
+	w := newWorld(t)
+	expand := buildEscapeWorld(t, w)
+	f := newFence(t, sandboxpolicy.Config{Mode: mode, WorkspaceRoot: w.ws, TempRoots: []string{}}, w.ws, fence)
+	outsideBefore := fixture.Snapshot(t, w.outside)
+	siblingsBefore := siblings(t, w)
+	wsBefore := fixture.Snapshot(t, w.ws)
+
+	err := withinSecond(t, func() error {
+		tg, err := f.Resolve(context.Background(), expand.Replace(tc.path), fs.ResolveOptions{})
+		if err != nil {
+			return err
+		}
+		return m.run(context.Background(), f, tg)
+	})
+
+	assert.Empty(t, fixture.Residue(t, w.base), "no staging residue anywhere")
+	switch mode {
+	case sandbox.DangerFullAccess:
+		return // like the OS: any outcome but a hang or a panic
+	case sandbox.ReadOnly:
+		require.Error(t, err)
+		if tc.code == "" || fs.CodeOf(err) == fs.CodeSandboxDenied {
+			assertDenied(t, err, mode)
+		}
+		assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "read-only changed the workspace")
+	case sandbox.WorkspaceWrite:
+		switch {
+		case tc.code != "":
+			require.Error(t, err)
+			assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+			assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a failed mutation changed the workspace")
+		case !tc.allowed:
+			assertDenied(t, err, mode)
+			assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a denied mutation changed the workspace")
+		}
+	}
+	assert.Equal(t, outsideBefore, fixture.Snapshot(t, w.outside), "the outside directory changed")
+	assert.Equal(t, siblingsBefore, siblings(t, w), "a sibling directory changed")
 }
 
 // TestEscapeMatrixAllowedLandsInside checks where the allowed cases land.

@@ -7,5 +7,5 @@ import (
 )
 
 func fssandboxNew(policy *sandboxpolicy.Service, cwd string) (*fssandbox.FileSystem, error) {
-	return fssandbox.New(policy, fslocal.Config{Cwd: cwd}, nil)
+	return fssandbox.New(policy, fslocal.Config{Cwd: cwd}, fssandbox.Config{}, nil)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -26,14 +27,65 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 	if err != nil {
 		return fsbackend.Mount{}, err
 	}
-	return fsbackend.Mount{
+	mount := fsbackend.Mount{
 		Root:   fc.root,
 		Target: fc.target,
 		Done: func(err error) error {
 			defer fc.release()
 			return fc.check(err)
 		},
-	}, nil
+	}
+	if fc.root.Confined() {
+		mount.Admit = fc.admitProtected(m.f)
+	}
+	switch {
+	case !fc.root.Confined():
+	case m.f.domains != nil:
+		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, nil, mutate) }
+		mount.Roots = []string{fc.root.Path()}
+		mount.RunWithin = func(extra []string, mutate func() error) error {
+			return fc.runConfined(ctx, m.f.domains, extra, mutate)
+		}
+		mount.Refused = fc.refused
+	default:
+		// No Landlock: a directory moved out between the last check and
+		// the publication takes the file along, so the publication is
+		// checked after the fact and undone (the check's EXDEV is a
+		// denial).
+		mount.Published = (*dirfd.Parent).CheckBeneath
+	}
+	return mount, nil
+}
+
+// runConfined runs the whole mutation in one call on a thread of domains
+// whose Landlock domain allows writes only beneath the fence's root and
+// extra (the other writable root of a move, itself admitted by the fence).
+func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, extra []string, mutate func() error) error {
+	ran := false
+	err := domains.Run(ctx, append([]string{fc.root.Path()}, extra...), func() error {
+		ran = true
+		return mutate()
+	})
+	switch {
+	case ran:
+		return err
+	case ctx.Err() != nil:
+		return &fs.Error{Code: fs.CodeAborted, Op: "write", Message: "write aborted", Err: err}
+	default:
+		// Fail closed: a thread that cannot be confined to the root
+		// (the root vanished, the executor is closed) mutates nothing.
+		return denied(fc.shown, fc.mode, err)
+	}
+}
+
+// refused classifies a failed confined mutation: the Landlock domain's
+// refusal of a parent that has left the root is a denial; any other error,
+// an EACCES with every parent still inside included, is the ordinary one.
+func (fc *fence) refused(err error, parents ...*dirfd.Parent) error {
+	if landlock.Denied(err, parents...) {
+		return denied(fc.shown, fc.mode, err)
+	}
+	return err
 }
 
 // fence is one admitted mutation: the handle it runs beneath, the target it
@@ -78,8 +130,14 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 // errClosed is the cause of a denial by a closed backend.
 var errClosed = errors.New("the filesystem is closed")
 
-// admit applies the policy's mode to one mutation.
+// admit applies the policy's mode to one mutation, after the kernel's
+// symlink rule (checkSymlinks), which no mode lifts.
 func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
+	if pol.Mode == sandbox.DangerFullAccess || pol.Mode == sandbox.WorkspaceWrite {
+		if err := checkSymlinks(target.DisplayPath); err != nil {
+			return nil, err
+		}
+	}
 	switch pol.Mode {
 	case sandbox.DangerFullAccess:
 		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil
@@ -102,6 +160,12 @@ func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol s
 	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
 		if !dirfd.Beneath(root, string(fresh.Key)) {
 			continue
+		}
+		// The early check, on the fresh canonical path: nothing is made
+		// for a protected target. The decisive one runs on the open
+		// parent (admitProtected).
+		if err := f.checkProtected(root, relTo(root, string(fresh.Key))); err != nil {
+			return nil, denied(target, pol.Mode, err)
 		}
 		if d, ok := f.pinned[root]; ok {
 			return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() {}}, nil

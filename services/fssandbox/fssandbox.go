@@ -6,7 +6,13 @@
 // file, publication, cleanup) runs through a directory handle on the writable
 // root that the kernel confines with openat2 RESOLVE_BENEATH, so a path that
 // leaves the root, at check time or at syscall time, is FS_SANDBOX_DENIED and
-// creates nothing.
+// creates nothing; it runs in one call on an OS thread under a Landlock
+// domain of that root, so a directory moved out of the root mid-write is
+// refused at the syscall (without Landlock: a replace published by exchange,
+// checked after publication and undone). Protected paths inside the root
+// (version-control metadata, Config.Protect) are denied, decided on the open
+// parent directory; and in every mode that writes, another user's symlink in
+// a sticky world-writable directory is not followed.
 //
 // Each mutation is fenced as follows (S-02..S-18): the call's policy, or the
 // deployment default when nil, decides. read-only (and any unknown mode)
@@ -28,6 +34,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
@@ -61,12 +68,44 @@ type FileSystem struct {
 	life     sync.Mutex
 	inflight sync.WaitGroup
 	closed   bool
+	// domains runs each workspace-write mutation on a thread whose Landlock
+	// domain allows writes only beneath its writable root; nil when
+	// Landlock is unavailable or turned off, and noLandlock says why.
+	domains    *landlock.Executor
+	noLandlock error
+	// protect is the protected paths inside every writable root.
+	protect sandbox.ProtectedPaths
 }
 
+// Landlock settings of Config.Landlock.
+const (
+	// LandlockAuto confines mutations under Landlock where the kernel
+	// allows it, else uses the fallback (the default; "" means it too).
+	LandlockAuto = "auto"
+	// LandlockOff always uses the fallback, as on a kernel without
+	// Landlock.
+	LandlockOff = "off"
+)
+
+// Config is the fence's own configuration. The zero value is the default.
+type Config struct {
+	// Landlock is LandlockAuto ("" too) or LandlockOff.
+	Landlock string
+	// Protect are gitignore-style patterns, relative to each writable
+	// root, of protected paths besides version-control metadata
+	// (sandbox.NewProtectedPaths).
+	Protect []string
+}
+
+// errLandlockOff is why a fence configured with LandlockOff has no domain.
+var errLandlockOff = errors.New("turned off by configuration (landlock: off)")
+
 // New returns a confining backend configured by cfg (validated as fslocal
-// validates it), its mutations fenced by policy. Roots that do not exist yet
-// are opened when first used. Errors: a nil policy, an invalid cfg.
-func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*FileSystem, error) {
+// validates it) and fence, its mutations fenced by policy. Roots that do not
+// exist yet are opened when first used. Errors: a nil policy, an invalid cfg,
+// a fence.Landlock other than "", LandlockAuto or LandlockOff, an invalid
+// fence.Protect pattern.
+func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *zap.Logger) (*FileSystem, error) {
 	if policy == nil {
 		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
 	}
@@ -77,7 +116,25 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, log *zap.Logger) (*F
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}}
+	protect, err := sandbox.NewProtectedPaths(fence.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("fssandbox: %w", err)
+	}
+	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: protect}
+	switch fence.Landlock {
+	case "", LandlockAuto:
+		f.domains, f.noLandlock = landlock.New(landlock.Config{})
+	case LandlockOff:
+		f.noLandlock = errLandlockOff
+	default:
+		return nil, fmt.Errorf("fssandbox: landlock setting %q: want %s or %s", fence.Landlock, LandlockAuto, LandlockOff)
+	}
+	switch {
+	case errors.Is(f.noLandlock, errLandlockOff):
+		log.Debug("Landlock turned off: publications are checked after the fact and undone")
+	case f.noLandlock != nil:
+		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
+	}
 	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
 	static := append([]string{policy.Default().WorkspaceRoot}, policy.Roots()...)
@@ -104,7 +161,36 @@ func (f *FileSystem) Close() error {
 		errs = append(errs, d.Close())
 		delete(f.pinned, root)
 	}
+	if f.domains != nil {
+		errs = append(errs, f.domains.Close())
+	}
 	return errors.Join(errs...)
+}
+
+// Layers are the enforcement layers of a FileSystem under workspace-write,
+// as `harness policy` reports them. The policy check and the confined handle
+// are always active.
+type Layers struct {
+	// LandlockABI is the Landlock ABI of the domains mutations run under;
+	// zero when there is none.
+	LandlockABI int
+	// NoLandlock says why there is no domain ("" when there is one); the
+	// fallback then checks each publication after the fact and undoes it.
+	NoLandlock string
+	// Protected are the protected paths inside each writable root
+	// (sandbox.ProtectedPaths.Describe).
+	Protected []string
+}
+
+// Layers reports the enforcement layers active in f.
+func (f *FileSystem) Layers() Layers {
+	l := Layers{Protected: f.protect.Describe()}
+	if f.domains != nil {
+		l.LandlockABI = f.domains.ABI()
+	} else {
+		l.NoLandlock = f.noLandlock.Error()
+	}
+	return l
 }
 
 // SandboxMode reports the deployment default mode and that this backend
@@ -118,11 +204,12 @@ type Params struct {
 	Lifecycle fx.Lifecycle
 	Policy    *sandboxpolicy.Service
 	Config    fslocal.Config `optional:"true"`
+	Fence     Config         `optional:"true"`
 	Logger    *zap.Logger    `optional:"true"`
 }
 
 func newFromParams(p Params) (*FileSystem, error) {
-	f, err := New(p.Policy, p.Config, p.Logger)
+	f, err := New(p.Policy, p.Config, p.Fence, p.Logger)
 	if err != nil {
 		return nil, err
 	}

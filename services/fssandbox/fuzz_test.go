@@ -48,7 +48,7 @@ func FuzzFence(f *testing.F) {
 
 		policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: e.ws, TempRoots: []string{}})
 		require.NoError(t, err)
-		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: e.ws}, nil)
+		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: e.ws}, fssandbox.Config{}, nil)
 		require.NoError(t, err)
 		defer func() { require.NoError(t, sb.Close()) }()
 

@@ -41,9 +41,15 @@ func (w world) sandbox(t *testing.T, mode sandbox.Mode) *fssandbox.FileSystem {
 
 func newSandbox(t *testing.T, cfg sandboxpolicy.Config, cwd string) *fssandbox.FileSystem {
 	t.Helper()
+	return newFence(t, cfg, cwd, fssandbox.Config{})
+}
+
+// newFence is newSandbox with the fence's own configuration.
+func newFence(t *testing.T, cfg sandboxpolicy.Config, cwd string, fence fssandbox.Config) *fssandbox.FileSystem {
+	t.Helper()
 	policy, err := sandboxpolicy.New(cfg)
 	require.NoError(t, err)
-	f, err := fssandbox.New(policy, fslocal.Config{Cwd: cwd}, nil)
+	f, err := fssandbox.New(policy, fslocal.Config{Cwd: cwd}, fence, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { require.NoError(t, f.Close()) })
 	return f

@@ -35,28 +35,30 @@ type record struct {
 func New() *Policy { return &Policy{} }
 
 // WriteIntent decides a write (O-02, O-03, O-16): present at v ->
-// ReplaceIfVersion v; unseen, absent, or no session -> CreateIfAbsent, so a
+// ReplaceIfVersion v, with the content a whole-file read saw (spec
+// difference 14); unseen, absent, or no session -> CreateIfAbsent, so a
 // caller without a session can never overwrite an existing file.
 func (p *Policy) WriteIntent(_ context.Context, owner *sandbox.Owner, target fs.Target) (fs.WriteIntent, error) {
 	if obs, ok := p.lookup(owner, target.Key); ok && obs.Kind == fs.Present {
-		return fs.ReplaceVersion(obs.Version), nil
+		return fs.ReplaceSeen(obs), nil
 	}
 	return fs.CreateOnly(), nil
 }
 
-// EditGuard decides an edit (O-04, O-05): present at v -> v; absent ->
+// EditGuard decides an edit (O-04, O-05): present at v -> that observation
+// (version v, and the content a whole-file read saw); absent ->
 // FS_NOT_FOUND `cannot edit "<dp>": not found`; unseen or no session ->
 // FS_NOT_OBSERVED `edit requires reading "<dp>" first`.
-func (p *Policy) EditGuard(_ context.Context, owner *sandbox.Owner, target fs.Target) (fs.Version, error) {
+func (p *Policy) EditGuard(_ context.Context, owner *sandbox.Owner, target fs.Target) (fs.Observation, error) {
 	dp := target.DisplayPath
 	obs, ok := p.lookup(owner, target.Key)
 	switch {
 	case !ok:
-		return "", &fs.Error{Code: fs.CodeNotObserved, Op: "edit", Path: dp, Message: fmt.Sprintf("edit requires reading %q first", dp)}
+		return fs.Observation{}, &fs.Error{Code: fs.CodeNotObserved, Op: "edit", Path: dp, Message: fmt.Sprintf("edit requires reading %q first", dp)}
 	case obs.Kind == fs.Absent:
-		return "", &fs.Error{Code: fs.CodeNotFound, Op: "edit", Path: dp, Message: fmt.Sprintf("cannot edit %q: not found", dp)}
+		return fs.Observation{}, &fs.Error{Code: fs.CodeNotFound, Op: "edit", Path: dp, Message: fmt.Sprintf("cannot edit %q: not found", dp)}
 	default:
-		return obs.Version, nil
+		return obs, nil
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxtest"
 
+	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/readbeforewrite"
@@ -36,7 +37,7 @@ var absent = fs.Observation{Kind: fs.Absent}
 // want is what the policy answers for one session and target.
 type want struct {
 	intent  fs.WriteIntent
-	guard   fs.Version
+	guard   fs.Observation
 	code    fs.Code // the edit refusal's code, "" for none
 	message string  // the edit refusal's exact message
 }
@@ -49,7 +50,15 @@ func gone(dp string) want {
 	return want{intent: fs.CreateOnly(), code: fs.CodeNotFound, message: `cannot edit "` + dp + `": not found`}
 }
 
-func at(v fs.Version) want { return want{intent: fs.ReplaceVersion(v), guard: v} }
+func at(v fs.Version) want { return want{intent: fs.ReplaceVersion(v), guard: present(v)} }
+
+// seen is the answer after obs, a present observation.
+func seen(obs fs.Observation) want { return want{intent: fs.ReplaceSeen(obs), guard: obs} }
+
+// read is a whole-file read's observation of version v: with content.
+func read(v fs.Version) fs.Observation {
+	return fs.Observation{Kind: fs.Present, Version: v, Content: fs.Fingerprint{Size: 6, Hash: "h-" + fs.ContentHash(v)}}
+}
 
 // expect asserts both intent slots of p for sess and target.
 func expect(t *testing.T, p *readbeforewrite.Policy, sess *session.Session, target fs.Target, w want) {
@@ -69,7 +78,7 @@ func expect(t *testing.T, p *readbeforewrite.Policy, sess *session.Session, targ
 	assert.Equal(t, w.code, fe.Code)
 	assert.Equal(t, w.message, fe.Error())
 	assert.Equal(t, target.DisplayPath, fe.Path)
-	assert.Empty(t, guard)
+	assert.Zero(t, guard)
 }
 
 // TestPolicy covers O-02..O-09, O-13, O-15 and O-16 directly on the policy:
@@ -103,6 +112,16 @@ func TestPolicy(t *testing.T) {
 			name: "O-03 present(v7): replaceIfVersion v7; O-05 guard v7", sessions: 1,
 			steps:  []step{{0, tgtA, present("v7")}},
 			checks: []check{{0, tgtA, at("v7")}},
+		},
+		{
+			name: "difference 14 a whole-file read's content goes to both slots with its version", sessions: 1,
+			steps:  []step{{0, tgtA, read("v7")}},
+			checks: []check{{0, tgtA, seen(read("v7"))}},
+		},
+		{
+			name: "difference 14 a later write's observation (a version, no content) replaces the read's", sessions: 1,
+			steps:  []step{{0, tgtA, read("v1")}, {0, tgtA, present("v2")}},
+			checks: []check{{0, tgtA, at("v2")}},
 		},
 		{
 			name: "O-03 absent: createIfAbsent; O-05 edit is FS_NOT_FOUND", sessions: 1,
@@ -255,7 +274,7 @@ func TestPolicyBookkeeping(t *testing.T) {
 		for _, s := range sessions {
 			guard, err := p.EditGuard(bg, s.Owner(), tgtA)
 			require.NoError(t, err)
-			assert.Equal(t, fs.Version("v9"), guard)
+			assert.Equal(t, fs.Version("v9"), guard.Version)
 		}
 	})
 }
@@ -329,7 +348,7 @@ func TestModule(t *testing.T) {
 		require.NoError(t, c.observers[0].Observe(s.Owner(), tgtA, present("v1")))
 		guard, err := c.intents.EditGuard(bg, s.Owner(), tgtA)
 		require.NoError(t, err)
-		assert.Equal(t, fs.Version("v1"), guard)
+		assert.Equal(t, fs.Version("v1"), guard.Version)
 	})
 
 	t.Run("O-10 (JS first-wins waterfall) Go: a composition holds one IntentPolicy; a second one fails the app", func(t *testing.T) {
@@ -351,7 +370,7 @@ func TestModule(t *testing.T) {
 				require.NoError(t, err)
 				assert.NotEqual(t, fs.Unconditional, intent.Kind)
 				guard, err := c.intents.EditGuard(bg, sess.Owner(), tgtA)
-				assert.True(t, err != nil || guard != "", "an edit is refused or guarded")
+				assert.True(t, err != nil || guard.Version != "", "an edit is refused or guarded")
 			}
 		}
 	})
@@ -404,7 +423,15 @@ func TestThroughTools(t *testing.T) {
 		require.NoError(t, err)
 		guard, err := policy.EditGuard(bg, sess.Owner(), target)
 		require.NoError(t, err)
-		assert.Equal(t, info.Version, guard)
+		assert.Equal(t, info.Version, guard.Version)
+		if guard.Content.Known() {
+			raw, err := os.ReadFile(p)
+			require.NoError(t, err)
+			h := textfile.NewTextHash()
+			h.Write(string(raw))
+			assert.Equal(t, fs.Fingerprint{Size: info.Size, Hash: fs.ContentHash(h.Sum())}, guard.Content,
+				"a window's fingerprint, when it has one, is its whole file's (spec difference 14)")
+		}
 	})
 
 	t.Run("O-16 a non-agent caller cannot overwrite an existing file through the gate, even after its own read", func(t *testing.T) {
@@ -486,7 +513,7 @@ func TestPolicyFollowsMoves(t *testing.T) {
 		require.NoError(t, p.Observe(owner, fs.Target{Key: "/w/e", DisplayPath: "/w/e"}, fs.Observation{Kind: fs.Moved, From: "/w/d", Prior: "d1", Version: "d2"}))
 		v, err := p.EditGuard(context.Background(), owner, fs.Target{Key: "/w/e/n.txt", DisplayPath: "/w/e/n.txt"})
 		require.NoError(t, err)
-		assert.Equal(t, fs.Version("n1"), v)
+		assert.Equal(t, fs.Version("n1"), v.Version)
 		_, err = p.EditGuard(context.Background(), owner, fs.Target{Key: "/w/d/n.txt", DisplayPath: "/w/d/n.txt"})
 		assert.Equal(t, fs.CodeNotObserved, fs.CodeOf(err), "nothing is left under the old directory")
 	})

@@ -17,7 +17,7 @@ import (
 )
 
 // TestRegistration pins the tool set (T-01: read, write, edit, plus list,
-// an addition of this port) and the execution modes (T-02).
+// glob and grep, additions of this port) and the execution modes (T-02).
 func TestRegistration(t *testing.T) {
 	tools := rdTools(t, toolfs.Config{}, rdLocal(t, rdDir(t)))
 	all := tools.All()
@@ -25,7 +25,7 @@ func TestRegistration(t *testing.T) {
 	for _, tl := range all {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"delete", "edit", "list", "mkdir", "move", "read", "write"}, names, "T-01: exactly these, ordered by name")
+	assert.Equal(t, []string{"delete", "edit", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names, "T-01: exactly these, ordered by name")
 
 	cases := []struct {
 		name      string
@@ -39,6 +39,8 @@ func TestRegistration(t *testing.T) {
 	}{
 		{name: "T-02 read is parallel and read-only", tool: tools.Read(), wantName: "read", readOnly: true, idempotent: true},
 		{name: "T-02 list is parallel and read-only", tool: tools.List(), wantName: "list", readOnly: true, idempotent: true},
+		{name: "glob is parallel and read-only", tool: tools.Glob(), wantName: "glob", readOnly: true, idempotent: true},
+		{name: "grep is parallel and read-only", tool: tools.Grep(), wantName: "grep", readOnly: true, idempotent: true},
 		{name: "T-02 write is exclusive, replaces, the same content twice is one", tool: tools.Write(), wantName: "write", exclusive: true, destructive: true, idempotent: true},
 		{name: "T-02 edit is exclusive, replaces, a repeat edits again", tool: tools.Edit(), wantName: "edit", exclusive: true, destructive: true},
 		{name: "mkdir is exclusive, only adds, a repeat finds it there", tool: tools.Mkdir(), wantName: "mkdir", exclusive: true, idempotent: true},

@@ -138,6 +138,11 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
+	done, err := t.serial.acquire(ctx, "edit", call.Session.Owner(), target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	req := fs.EditRequest{Policy: policy, MaxBytes: int64(t.cfg.WriteMaxBytes), DryRun: dryRun}
 	if a.present("edits") {
 		req.Edits = edits
@@ -147,9 +152,11 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	// The edit guard is decided inside the error mapping, so the policy's
 	// own FS_NOT_OBSERVED gets the remedy too.
 	if t.deps.Intents != nil {
-		if req.Version, err = t.deps.Intents.EditGuard(ctx, call.Session.Owner(), target); err != nil {
+		seen, err := t.deps.Intents.EditGuard(ctx, call.Session.Owner(), target)
+		if err != nil {
 			return t.failure(err, policy)
 		}
+		req.Version, req.Content = seen.Version, seen.Content
 	}
 	out, err := t.deps.FS.EditText(ctx, target, req)
 	if err != nil {

@@ -25,6 +25,7 @@ func TestEdit(t *testing.T) {
 			prep: func(t *testing.T, x *env) {
 				x.e.mustRead(x.sess, "a.txt")
 				x.v = x.e.version(filepath.Join(x.ws, "a.txt"))
+				x.fp = wrFingerprint(t, filepath.Join(x.ws, "a.txt"))
 			},
 			args: map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b"},
 			check: func(t *testing.T, x *env, res tool.Result) {
@@ -35,7 +36,7 @@ func TestEdit(t *testing.T) {
 					Path: dp, Before: "a", After: "b", Replacements: 1,
 					Diff: "--- a" + dp + "\n+++ b" + dp + "\n@@ -1 +1 @@\n-a\n\\ No newline at end of file\n+b\n\\ No newline at end of file\n",
 				}, res.Value)
-				assert.Equal(t, []fs.EditRequest{{OldString: "a", NewString: "b", Version: x.v, MaxBytes: toolfs.DefaultWriteMaxBytes}}, x.e.fs.editCalls())
+				assert.Equal(t, []fs.EditRequest{{OldString: "a", NewString: "b", Version: x.v, Content: x.fp, MaxBytes: toolfs.DefaultWriteMaxBytes}}, x.e.fs.editCalls())
 				assert.Equal(t, "b", wrDisk(t, dp))
 			},
 		},

@@ -148,7 +148,7 @@ func TestEscalationComposition(t *testing.T) {
 	w := wrNewWorld(t)
 	policy, err := sandboxpolicy.New(*wrSandboxCfg(wrWW, w.ws))
 	require.NoError(t, err)
-	sb, err := fssandbox.New(policy, fslocal.Config{Cwd: w.ws}, nil)
+	sb, err := fssandbox.New(policy, fslocal.Config{Cwd: w.ws}, fssandbox.Config{}, nil)
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, sb.Close()) })
 	local, err := fslocal.New(fslocal.Config{Cwd: w.ws}, nil)

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -62,6 +63,11 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(err, policy)
 	}
 	dp := target.DisplayPath
+	done, err := t.serial.acquire(ctx, "read", call.Session.Owner(), target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	// Exactly one stat per read (T-33).
 	info, err := t.deps.FS.Stat(ctx, target)
 	if err != nil {
@@ -78,12 +84,18 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
 	}
 	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
-	if err := t.fill(ctx, w, target, info, call.Progress); err != nil {
-		if fs.CodeOf(err) == fs.CodeNotText {
-			if res, ok := t.readImage(ctx, call, target, info); ok {
-				return res
-			}
+	content, err := t.fill(ctx, w, target, info, call.Progress)
+	if fs.CodeOf(err) == fs.CodeNotText {
+		if res, ok := t.readImage(ctx, call, target, info); ok {
+			return res
 		}
+		// A file that is not text was still seen, by version: a
+		// deliberate whole-file write may replace it (issue 13, item 10).
+		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
+			return t.failure(err, policy)
+		}
+	}
+	if err != nil {
 		return t.failure(err, policy)
 	}
 	if w.outOfRange() {
@@ -93,8 +105,9 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(w.total) + " lines)",
 		}, policy)
 	}
-	// A windowed read observes the whole-file version (O-14, T-31).
-	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
+	// A windowed read observes the whole-file version (O-14, T-31), and
+	// the content it streamed (spec difference 14).
+	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version, Content: content}); err != nil {
 		return t.failure(err, policy)
 	}
 	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.totalLines()}
@@ -108,32 +121,39 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 // or when the size is unknown (0, as procfs reports), in chunks with bounded
 // memory, counting lines past the window within a budget (T-09, T-27, spec
 // decision 17). A streamed read reports the bytes fed so far to progress,
-// out of the file's size (0 when unknown), when progress is set.
-func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info, progress tool.Progress) error {
+// out of the file's size (0 when unknown), when progress is set. It hashes
+// the text as it goes and returns the fingerprint of the whole file, size
+// from info, only when it saw all of it (spec difference 14); a read that
+// stops early returns the zero fingerprint.
+func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.Info, progress tool.Progress) (fs.Fingerprint, error) {
+	hash := textfile.NewTextHash()
 	if info.Size > 0 && info.Size < t.cfg.ReadStreamMinSize {
 		text, err := t.deps.FS.ReadText(ctx, target)
 		if err != nil {
-			return err
+			return fs.Fingerprint{}, err
 		}
+		hash.Write(text)
 		w.feed(text)
 		w.finish()
-		return nil
+		return fs.Fingerprint{Size: info.Size, Hash: fs.ContentHash(hash.Sum())}, nil
 	}
 	w.budget = countBudgetBytes
 	fed := 0
 	for chunk, err := range t.deps.FS.StreamText(ctx, target) {
 		if err != nil {
-			return err
+			return fs.Fingerprint{}, err
 		}
+		hash.Write(chunk)
 		if !w.feed(chunk) {
-			break
+			w.finish()
+			return fs.Fingerprint{}, nil
 		}
 		if fed += len(chunk); progress != nil {
 			progress(float64(fed), float64(info.Size))
 		}
 	}
 	w.finish()
-	return nil
+	return fs.Fingerprint{Size: info.Size, Hash: fs.ContentHash(hash.Sum())}, nil
 }
 
 // renderRead is the exact read envelope (spec section 1).

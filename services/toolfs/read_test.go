@@ -416,22 +416,22 @@ func TestReadErrorsAndObservations(t *testing.T) {
 		{
 			name:  "T-28 binary file",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\x00i") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText, wantObs: fs.Present,
 		},
 		{
 			name: "T-28 binary file streamed", cfg: toolfs.Config{ReadStreamMinSize: 1},
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\x00i") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": binary file — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText, wantObs: fs.Present,
 		},
 		{
 			name:  "T-28 invalid UTF-8",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\xffi") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText, wantObs: fs.Present,
 		},
 		{
 			name: "T-28 invalid UTF-8 streamed", cfg: toolfs.Config{ReadStreamMinSize: 1},
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "h\xffi") },
-			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText,
+			args:  `{"file_path":"a.txt"}`, wantText: `Error: cannot read "DP": invalid UTF-8 text — it cannot be shown as text; a whole-file write may replace it`, wantCode: fs.CodeNotText, wantObs: fs.Present,
 		},
 		{
 			name:  "T-31 success records presence",
@@ -493,6 +493,11 @@ func TestReadErrorsAndObservations(t *testing.T) {
 				info, err := local.Stat(t.Context(), target)
 				require.NoError(t, err)
 				assert.Equal(t, info.Version, obs[0].Obs.Version, "the Stat version")
+				if tc.wantCode == fs.CodeNotText {
+					assert.Zero(t, obs[0].Obs.Content, "issue 13 item 10: seen by version only")
+				} else {
+					assert.Equal(t, wrFingerprint(t, dp), obs[0].Obs.Content, "spec difference 14: the whole file's content")
+				}
 			} else {
 				assert.Empty(t, obs[0].Obs.Version)
 			}

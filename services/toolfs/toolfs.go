@@ -1,7 +1,8 @@
 // Package toolfs is the model-facing filesystem tools: read, write, edit,
-// list, mkdir, delete and move over the mounted fs.Service, with the exact texts the spec pins
-// (T-cases), per-call sandbox policy and escalation when the backend
-// confines, and the read-before-write policy consulted through
+// list, glob, grep, mkdir, delete and move over the mounted fs.Service, with
+// the exact texts the spec pins (T-cases), per-call sandbox policy and
+// escalation when the backend confines, and the read-before-write policy
+// consulted through
 // fs.IntentPolicy. Each tool is contributed to the fx "tools" group.
 package toolfs
 
@@ -33,6 +34,7 @@ type Tools struct {
 	deps     Deps
 	confines bool
 	log      *zap.Logger
+	serial   serial // a session's calls on one target, one after another
 }
 
 // New validates cfg and deps and returns the tool set. Errors: an invalid
@@ -58,7 +60,7 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 
 // All returns every tool, ordered by name.
 func (t *Tools) All() []*tool.Tool {
-	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Mkdir(), t.Delete(), t.Move()})
+	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Glob(), t.Grep(), t.Mkdir(), t.Delete(), t.Move()})
 }
 
 // Params are the fx inputs of Module.
@@ -93,9 +95,9 @@ func provide(p Params) (Result, error) {
 	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes read, write, edit, list, mkdir, delete and move to the
-// "tools" group. It
-// needs an fs.Service; under a confining one, a *sandboxpolicy.Service. An
+// Module contributes read, write, edit, list, glob, grep, mkdir, delete and
+// move to the "tools" group. It needs an fs.Service; under a confining one, a
+// *sandboxpolicy.Service. An
 // optional sandboxpolicy.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit
 // guards.

@@ -15,6 +15,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
@@ -36,12 +37,11 @@ type wrRecorder struct {
 
 	stats atomic.Int32
 
-	mu         sync.Mutex
-	writes     []fs.WriteOptions
-	edits      []fs.EditRequest
-	writeErr   error
-	editErr    error
-	beforeEdit func()
+	mu       sync.Mutex
+	writes   []fs.WriteOptions
+	edits    []fs.EditRequest
+	writeErr error
+	editErr  error
 }
 
 func (r *wrRecorder) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
@@ -63,13 +63,10 @@ func (r *wrRecorder) WriteText(ctx context.Context, target fs.Target, content st
 func (r *wrRecorder) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	r.mu.Lock()
 	r.edits = append(r.edits, req)
-	injected, hook := r.editErr, r.beforeEdit
+	injected := r.editErr
 	r.mu.Unlock()
 	if injected != nil {
 		return fs.EditOutcome{}, injected
-	}
-	if hook != nil {
-		hook()
 	}
 	return r.Service.EditText(ctx, target, req)
 }
@@ -141,6 +138,8 @@ type wrSetup struct {
 	Approver sandboxpolicy.Approver
 	// Observers are extra observers, told before readbeforewrite.
 	Observers []fs.Observer
+	// Config is the tools' configuration (zero: the defaults).
+	Config toolfs.Config
 }
 
 // wrEnv is a composed tool set over a recorded backend.
@@ -159,7 +158,7 @@ func wrNew(t *testing.T, s wrSetup) *wrEnv {
 	if s.Sandbox != nil {
 		policy, err := sandboxpolicy.New(*s.Sandbox)
 		require.NoError(t, err)
-		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: s.Cwd}, nil)
+		sb, err := fssandbox.New(policy, fslocal.Config{Cwd: s.Cwd}, fssandbox.Config{}, nil)
 		require.NoError(t, err)
 		t.Cleanup(func() { assert.NoError(t, sb.Close()) })
 		backend, e.policy = sb, policy
@@ -175,7 +174,7 @@ func wrNew(t *testing.T, s wrSetup) *wrEnv {
 		deps.Intents = e.rbw
 		deps.Observers = append(append([]fs.Observer(nil), s.Observers...), e.rbw)
 	}
-	tools, err := toolfs.New(toolfs.Config{}, deps)
+	tools, err := toolfs.New(s.Config, deps)
 	require.NoError(t, err)
 	e.tools = tools
 	return e
@@ -216,6 +215,17 @@ func (e *wrEnv) mustRead(sess *session.Session, path string) tool.Result {
 	res := e.read(sess, map[string]any{"file_path": path})
 	require.False(e.t, res.IsError, res.Text)
 	return res
+}
+
+// wrFingerprint is the fingerprint a whole-file read of the UTF-8 file p
+// records: its size and the hash of its bytes (spec difference 14).
+func wrFingerprint(t *testing.T, p string) fs.Fingerprint {
+	t.Helper()
+	raw, err := os.ReadFile(p)
+	require.NoError(t, err)
+	h := textfile.NewTextHash()
+	h.Write(string(raw))
+	return fs.Fingerprint{Size: int64(len(raw)), Hash: fs.ContentHash(h.Sum())}
 }
 
 // version is the backend's current version of the absolute path p.
@@ -345,7 +355,8 @@ type wrCaseEnv struct {
 	e    *wrEnv
 	ws   string
 	sess *session.Session
-	v    fs.Version // the version recorded by prep, if any
+	v    fs.Version     // the version recorded by prep, if any
+	fp   fs.Fingerprint // the content recorded by prep, if any
 }
 
 // wrCase is one write or edit table case.

@@ -64,6 +64,11 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
+	done, err := t.serial.acquire(ctx, "write", call.Session.Owner(), target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	intent := fs.UnconditionalWrite()
 	if t.deps.Intents != nil {
 		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session.Owner(), target); err != nil {

@@ -174,6 +174,7 @@ func TestWrite(t *testing.T) {
 			prep: func(t *testing.T, x *env) {
 				x.e.mustRead(x.sess, "a.txt")
 				x.v = x.e.version(filepath.Join(x.ws, "a.txt"))
+				x.fp = wrFingerprint(t, filepath.Join(x.ws, "a.txt"))
 			},
 			args: map[string]any{"file_path": "a.txt", "content": "one\nTWO\nthree\n"},
 			check: func(t *testing.T, x *env, res tool.Result) {
@@ -184,7 +185,7 @@ func TestWrite(t *testing.T) {
 					Path: dp, Operation: "update", Before: wrStr("one\ntwo\nthree\n"), After: "one\nTWO\nthree\n",
 					Diff: "--- a" + dp + "\n+++ b" + dp + "\n@@ -1,3 +1,3 @@\n one\n-two\n+TWO\n three\n",
 				}, res.Value)
-				assert.Equal(t, []fs.WriteOptions{{Intent: fs.ReplaceVersion(x.v)}}, x.e.fs.writeCalls())
+				assert.Equal(t, []fs.WriteOptions{{Intent: fs.ReplaceSeen(fs.Observation{Version: x.v, Content: x.fp})}}, x.e.fs.writeCalls())
 				assert.Equal(t, "one\nTWO\nthree\n", wrDisk(t, dp))
 			},
 		},

@@ -30,8 +30,9 @@ import (
 // the Mounter, an empty old string, then the target's type, then the version
 // guard, then the text checks, then matching (L-98, L-103). Errors: the
 // Mounter's refusal; CodeEditNotFound (also a request carrying both Edits
-// and OldString), CodeStaleVersion (also for a missing
-// file, guarded or not: L-100, L-102), CodeNotRegularFile, CodeNotText,
+// and OldString), CodeStaleVersion (also for a missing file, guarded or not:
+// L-100, L-102; a changed version with req.Content's size and content hash
+// is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
@@ -46,7 +47,7 @@ func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditReq
 	}
 	if err == nil {
 		err = f.lockAndRun(ctx, mount, op, func() (err error) {
-			out, err = f.edit(ctx, mount.Root, mount.Target, req)
+			out, err = f.edit(ctx, mount, req)
 			return err
 		})
 	}
@@ -87,16 +88,19 @@ func editPrefix(req fs.EditRequest, i int) string {
 	return fmt.Sprintf("edits[%d]: ", i)
 }
 
-// edit is EditText's read and mutation beneath root; the caller holds
-// target's lock.
-func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
+// edit is EditText's read and mutation beneath the mount's root; the caller
+// holds the target's lock.
+func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ fs.EditOutcome, err error) {
 	const op = "edit"
-	dp := target.DisplayPath
-	m, err := f.locate(root, target, op)
+	dp := mount.Target.DisplayPath
+	m, err := f.locate(mount.Root, mount.Target, op)
 	if err != nil {
-		return fs.EditOutcome{}, err
+		return fs.EditOutcome{}, mount.refused(err, nil)
 	}
-	defer m.close()
+	defer func() {
+		err = mount.refused(err, m)
+		m.close()
+	}()
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
@@ -105,7 +109,10 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		return fs.EditOutcome{}, err
 	}
 	defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
-	if req.Version != "" && version(&st) != req.Version {
+	// A changed version is stale unless the size and, below, the hash of
+	// the text are what the session saw (spec difference 14).
+	sameVersion := req.Version == "" || version(&st) == req.Version
+	if !sameVersion && (!req.Content.Known() || st.Size != req.Content.Size) {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
 	if req.MaxBytes > 0 && st.Size > req.MaxBytes {
@@ -126,6 +133,9 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 			"cannot edit %q: content exceeds the %d-byte limit", dp, req.MaxBytes)
 	}
 	text, enc, err := textfile.Decode(raw, -1)
+	if !sameVersion && (err != nil || textHash(text) != req.Content.Hash) {
+		return fs.EditOutcome{}, stale(op, dp)
+	}
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
 	}
@@ -154,7 +164,7 @@ func (f *Backend) edit(ctx context.Context, root *dirfd.Dir, target fs.Target, r
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace)
+	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
@@ -253,4 +263,11 @@ func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.St
 		return nil, st, consumingStream(op, op, dp)
 	}
 	return file, st, nil
+}
+
+// textHash is the content hash of a whole text (see textfile.TextHash).
+func textHash(text string) fs.ContentHash {
+	h := textfile.NewTextHash()
+	h.Write(text)
+	return fs.ContentHash(h.Sum())
 }

@@ -1,14 +1,14 @@
 // Package fsbackend is the one implementation of the fs.Service mechanics
 // that both backends mount: resolution by canonical path, stat and lstat,
-// text and byte reads, streaming, listing, the atomic write, the edit's
-// read-match-write critical section, the per-target mutation lock and the
-// cross-process guard. It does not decide where a mutation may run: a
+// text and byte reads, streaming, listing, glob and grep, the atomic write,
+// the edit's read-match-write critical section, the per-target mutation lock
+// and the cross-process guard. It does not decide where a mutation may run: a
 // Mounter does. services/fslocal mounts every mutation on the unconfined host
 // handle; services/fssandbox mounts it on a handle confined beneath the
 // writable root its fence admits, or refuses it.
 //
-// Reads are never mounted: they run through the host handle in every
-// backend (reads are not fenced, by design).
+// Reads and searches are never mounted: they run through the host handle in
+// every backend (reads are not fenced, by design).
 package fsbackend
 
 import (
@@ -66,6 +66,36 @@ type Mount struct {
 	// restricted to Root (a Landlock domain), so the kernel confines the
 	// mutation a second time, independently of the handle.
 	Run func(mutate func() error) error
+	// Roots are the writable roots of Run's Landlock domain, set when Run
+	// confines the mutation under one. RunWithin, set with them, runs
+	// mutate as Run does but under a domain that also allows writes beneath
+	// extra: a move, which spans two mounts (a workspace and a temp root,
+	// say), runs once under the union of both mounts' Roots, since a
+	// domain of one root refuses a rename out of it.
+	Roots     []string
+	RunWithin func(extra []string, mutate func() error) error
+	// Refused, when set, is called inside Run when the mutation fails,
+	// with its error and the directory it addressed its entries in (none
+	// when that directory was never opened), while that directory is still
+	// open; it returns the error to pass on. A Mounter whose Run confines
+	// the mutation under a Landlock domain tells here the domain's refusal
+	// of a directory moved out of its root from an ordinary permission
+	// error (landlock.Denied).
+	Refused func(err error, parents ...*dirfd.Parent) error
+	// Published, when set, is called right after the publication, with
+	// the directory the target was published in; when it fails, the
+	// publication is undone (the replaced file exchanged back, a created
+	// file unlinked: atomicwrite.Request.Verify) and its error is the
+	// mutation's. A Mounter without a Landlock domain checks here that
+	// the directory is still beneath its root.
+	Published func(parent *dirfd.Parent) error
+	// Admit, when set, is called inside Run right before the publication,
+	// once the parent directory is open (missing parents made), with that
+	// directory and the target's name; an error refuses the mutation
+	// (removing the parents it made) and is the mutation's error. The
+	// fence decides protected paths here, by where the descriptor is, not
+	// by the path the caller sent.
+	Admit func(parent *dirfd.Parent, name string) error
 	// Done, when set, is called exactly once with the mutation's error (nil
 	// on success) after the mutation ends; it releases what Mount acquired
 	// and returns the error the caller sees (the fence turns an escape the
@@ -79,6 +109,18 @@ func (m Mount) run(mutate func() error) error {
 		return mutate()
 	}
 	return m.Run(mutate)
+}
+
+// refused passes a failed mutation's error, with its open parent, to
+// m.Refused.
+func (m Mount) refused(err error, mu *mutation) error {
+	if err == nil || m.Refused == nil {
+		return err
+	}
+	if mu == nil || mu.parent == nil {
+		return m.Refused(err)
+	}
+	return m.Refused(err, mu.parent)
 }
 
 // done ends the mount with err and returns the caller's error.

@@ -3,12 +3,16 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"io"
+	"math"
 	"os"
 	"time"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/fs"
 )
 
 // Limits of the cross-process guard.
@@ -100,3 +104,49 @@ func lockFile(ctx context.Context, file *os.File) error {
 
 // errLockHeld says another holder kept the file's lock past guardWait.
 var errLockHeld = errors.New("another process has held the file's lock for too long")
+
+// fresh reports whether the file locked by guard, at st, is still what the
+// session saw: at version v, or, when fp is known, of fp's size with fp's
+// content hash, so a metadata-only change (a touch, a copy away and back) is
+// not stale (spec difference 14). The text is hashed only when the version
+// differs and the size matches; a file that is not text is not fresh. Errors:
+// an ended context, or a failed read (*os.PathError).
+func fresh(ctx context.Context, file *os.File, st *unix.Stat_t, v fs.Version, fp fs.Fingerprint) (bool, error) {
+	if version(st) == v {
+		return true, nil
+	}
+	if !fp.Known() || st.Size != fp.Size {
+		return false, nil
+	}
+	hash, err := hashText(ctx, io.NewSectionReader(file, 0, math.MaxInt64))
+	return err == nil && hash == fp.Hash, err
+}
+
+// hashText streams r through the decoder of a read and returns the hash of
+// its text (see textfile.TextHash), or "" when it is not text. Errors: an
+// ended context, or r's error.
+func hashText(ctx context.Context, r io.Reader) (fs.ContentHash, error) {
+	var dec textfile.Decoder
+	h := textfile.NewTextHash()
+	buf := make([]byte, readChunkBytes)
+	for {
+		if err := ctx.Err(); err != nil {
+			return "", err
+		}
+		n, rerr := r.Read(buf)
+		chunk, err := dec.Feed(buf[:n])
+		if err == nil && errors.Is(rerr, io.EOF) {
+			err = dec.Close()
+		}
+		if err != nil {
+			return "", nil //nolint:nilerr // not text: no hash, not an error
+		}
+		if rerr != nil && !errors.Is(rerr, io.EOF) {
+			return "", rerr
+		}
+		h.Write(chunk)
+		if rerr != nil {
+			return fs.ContentHash(h.Sum()), nil
+		}
+	}
+}

@@ -293,8 +293,9 @@ func (f *Backend) lockKeys(ctx context.Context, op string, keys []fs.TargetKey, 
 }
 
 // Move renames the entry at source to dest where the Mounter mounts each
-// parent (see fs.Manager.Move). The mutation runs through both mounts' Run,
-// the source's outermost.
+// parent (see fs.Manager.Move). The mutation runs once under a Landlock
+// domain of both mounts' roots when both confine one (runBoth), else through
+// both mounts' Run, the source's outermost.
 func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.MoveOptions) (fs.MoveOutcome, error) {
 	const op = "move"
 	src, err := f.mountEntry(ctx, source, opts.Policy, op, op)
@@ -309,11 +310,9 @@ func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.Move
 	err = checkCtx(ctx, op)
 	if err == nil {
 		err = f.lockKeys(ctx, op, []fs.TargetKey{src.key(), dst.key()}, func() error {
-			return src.mount.run(func() error {
-				return dst.mount.run(func() (err error) {
-					out, err = f.move(ctx, src, dst, opts)
-					return err
-				})
+			return runBoth(src.mount, dst.mount, func() (err error) {
+				out, err = f.move(ctx, src, dst, opts)
+				return err
 			})
 		})
 	}
@@ -322,6 +321,17 @@ func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.Move
 		return fs.MoveOutcome{}, err
 	}
 	return out, nil
+}
+
+// runBoth runs mutate through both mounts: in one call of src's RunWithin
+// with dst's Roots added when both confine the mutation under a Landlock
+// domain (a domain of one root refuses the rename, and a confined Run must
+// not nest another), else through each Run, src's outermost.
+func runBoth(src, dst Mount, mutate func() error) error {
+	if src.RunWithin != nil && dst.RunWithin != nil {
+		return src.RunWithin(dst.Roots, mutate)
+	}
+	return src.run(func() error { return dst.run(mutate) })
 }
 
 func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions) (fs.MoveOutcome, error) {

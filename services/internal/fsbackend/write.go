@@ -29,7 +29,8 @@ import (
 // directory or other entry at the target, also one appearing before a
 // guarded create publishes), CodeNotObserved (CreateIfAbsent and something
 // exists), CodeStaleVersion (ReplaceIfVersion and the file changed or is
-// gone), CodeNotFound (a parent segment is not a directory), CodeNotText
+// gone; a changed version with the intent's known size and content hash is
+// not a change, spec difference 14), CodeNotFound (a parent segment is not a directory), CodeNotText
 // (content that is not valid UTF-8 over a UTF-16 file),
 // CodePermissionDenied, CodeAborted, CodeIOError. With opts.DryRun the
 // same checks run and nothing is written.
@@ -40,7 +41,7 @@ func (f *Backend) WriteText(ctx context.Context, target fs.Target, content strin
 	}
 	var out fs.WriteOutcome
 	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
-		out, err = f.write(ctx, mount.Root, mount.Target, content, opts.Intent, opts.DryRun)
+		out, err = f.write(ctx, mount, content, opts.Intent, opts.DryRun)
 		return err
 	})
 	if err := mount.done(err); err != nil {
@@ -63,15 +64,19 @@ func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate
 	return mount.run(mutate)
 }
 
-// write is WriteText's mutation beneath root; the caller holds target's lock.
-func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, content string, intent fs.WriteIntent, dryRun bool) (fs.WriteOutcome, error) {
+// write is WriteText's mutation beneath the mount's root; the caller holds
+// the target's lock.
+func (f *Backend) write(ctx context.Context, mount Mount, content string, intent fs.WriteIntent, dryRun bool) (_ fs.WriteOutcome, err error) {
 	const op = "write"
-	dp := target.DisplayPath
-	m, err := f.locate(root, target, op)
+	dp := mount.Target.DisplayPath
+	m, err := f.locate(mount.Root, mount.Target, op)
 	if err != nil {
-		return fs.WriteOutcome{}, err
+		return fs.WriteOutcome{}, mount.refused(err, nil)
 	}
-	defer m.close()
+	defer func() {
+		err = mount.refused(err, m)
+		m.close()
+	}()
 	if m.present && !dirfd.IsRegular(&m.st) {
 		return fs.WriteOutcome{}, notRegular(op, op, dp)
 	}
@@ -98,7 +103,12 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 		if !dirfd.IsRegular(&st) {
 			return fs.WriteOutcome{}, notRegular(op, op, dp)
 		}
-		if m.st = st; version(&st) != intent.Version {
+		m.st = st
+		ok, err := fresh(ctx, locked, &st, intent.Version, intent.Content)
+		if err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
+		if !ok {
 			return fs.WriteOutcome{}, stale(op, dp)
 		}
 	}
@@ -127,7 +137,7 @@ func (f *Backend) write(ctx context.Context, root *dirfd.Dir, target fs.Target, 
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, disk, pub)
+	res, err := f.publish(ctx, m, op, dp, disk, pub, mount)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -214,8 +224,9 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 }
 
 // publish creates missing parents, then publishes content at the target
-// (spec differences 9, 15, 18: see atomicwrite).
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication) (atomicwrite.Result, error) {
+// (spec differences 9, 15, 18: see atomicwrite); the mount's Admit and
+// Published, when set, run before and after it.
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, mount Mount) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
@@ -234,8 +245,14 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		}
 		m.parent, created = parent, n
 	}
+	if mount.Admit != nil {
+		if err := mount.Admit(m.parent, m.name); err != nil {
+			f.undoParents(m, created)
+			return atomicwrite.Result{}, osErr(op, op, dp, err)
+		}
+	}
 	f.reclaimOnce(m.parent)
-	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
+	req := atomicwrite.Request{
 		Parent:      m.parent,
 		Name:        m.name,
 		Content:     content,
@@ -244,7 +261,12 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		Owner:       f.cfg.NewOwner,
 		Syncs:       &f.syncs,
 		AfterStage:  f.afterStage,
-	})
+	}
+	if mount.Published != nil {
+		parent := m.parent
+		req.Verify = func() error { return mount.Published(parent) }
+	}
+	res, err := atomicwrite.Write(ctx, req)
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
 	}

@@ -90,7 +90,7 @@ var commands = []command{
 	{
 		name: "policy", synopsis: "[--json] [flags]",
 		summary: "print the backend, mode and writable roots",
-		about:   "Prints the backend, the default sandbox mode, the workspace root and the writable roots\nthe configuration resolves to.",
+		about:   "Prints the backend, the default sandbox mode, the workspace root, the writable roots, the\nprotected paths inside them and the enforcement layers the configuration resolves to.",
 	},
 	{
 		name: "demo", synopsis: "",

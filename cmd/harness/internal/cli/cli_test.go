@@ -43,9 +43,10 @@ func newLayout(t *testing.T) layout {
 	}
 }
 
-// landlockABI matches the kernel's Landlock ABI in the policy report, which
-// differs from machine to machine.
-var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": )\d+`)
+// landlockABI matches the kernel's Landlock ABI in the policy report (the
+// commands' line and the fence's layers), which differs from machine to
+// machine.
+var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": |landlock: ABI )\d+`)
 
 // stable replaces the case's paths and the kernel's Landlock ABI with
 // placeholders.
@@ -460,8 +461,8 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
-			args:     func(l layout) []string { return ws(l, "call", "remove", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "remove"`, "delete, edit, exec, list, mkdir, move, read, write"},
+			args:     func(l layout) []string { return ws(l, "call", "frobnicate", "--args", `{}`) },
+			stderrIn: []string{`unknown tool "frobnicate"`, "delete, edit, exec, glob, grep, list, mkdir, move, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -658,12 +659,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 8)
+				require.Len(t, tools, 10)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"delete", "edit", "exec", "list", "mkdir", "move", "read", "write"}, names)
+				assert.Equal(t, []string{"delete", "edit", "exec", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 			},
 		},
 		{
@@ -672,7 +673,7 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 8)
+				require.Len(t, tools, 10)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
@@ -705,6 +706,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, l layout, out string) {
 				var rep cli.PolicyReport
 				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				require.GreaterOrEqual(t, len(rep.Layers), 3)
+				assert.Contains(t, rep.Layers[0], "policy check")
+				assert.Contains(t, rep.Layers[1], "confined handle")
+				assert.Contains(t, rep.Layers[2], "landlock: ")
+				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
+				rep.Layers, rep.ProtectedPaths = nil, nil
 				require.NotNil(t, rep.Exec)
 				assert.Equal(t, cli.ExecReport{
 					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
@@ -715,6 +722,18 @@ func TestRun(t *testing.T) {
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
 					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
 				}, rep)
+			},
+		},
+		{
+			name: "policy --landlock off --protect names the fallback and lists the protected paths", code: cli.ExitOK, golden: "policy_landlock_off",
+			args: func(l layout) []string {
+				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--protect", "*.pem", "--temp-root", l.tmp)
+			},
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.Contains(t, out, "  .git (at any depth)\n")
+				assert.Contains(t, out, "  *.pem (--protect)\n")
+				assert.Contains(t, out, "landlock: turned off by configuration")
+				assert.Contains(t, out, "fallback: publication by exchange")
 			},
 		},
 		{
@@ -905,7 +924,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"delete", "edit", "exec", "list", "mkdir", "move", "read", "write"}, names)
+	assert.Equal(t, []string{"delete", "edit", "exec", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)

@@ -23,6 +23,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -338,6 +339,12 @@ type PolicyReport struct {
 	Mode          string   `json:"mode"`
 	WorkspaceRoot string   `json:"workspaceRoot"`
 	WritableRoots []string `json:"writableRoots"`
+	// Layers are the fence's enforcement layers active under
+	// workspace-write, in order; empty when the backend does not confine.
+	Layers []string `json:"layers"`
+	// ProtectedPaths are read-only inside each writable root under
+	// workspace-write; empty when the backend does not confine.
+	ProtectedPaths []string `json:"protectedPaths"`
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
 }
@@ -404,7 +411,26 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Network: cfg.Network, UnixSockets: cfg.UnixSockets,
 		}
 	}
+	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
+	if fence, ok := fsys.(interface{ Layers() fssandbox.Layers }); ok {
+		l := fence.Layers()
+		rep.Layers, rep.ProtectedPaths = layerNames(l), l.Protected
+	}
 	return rep, nil
+}
+
+// layerNames describes the fence's enforcement layers, one line each.
+func layerNames(l fssandbox.Layers) []string {
+	names := []string{
+		"policy check: the canonical target beneath a writable root, not a protected path (decided again on the open parent directory)",
+		"confined handle: every syscall beneath the root (openat2 RESOLVE_BENEATH)",
+	}
+	if l.LandlockABI > 0 {
+		return append(names, fmt.Sprintf("landlock: ABI %d, writes only beneath the root on the mutating thread", l.LandlockABI))
+	}
+	return append(names,
+		"landlock: "+l.NoLandlock,
+		"fallback: publication by exchange, checked beneath the root after the fact and undone when not")
 }
 
 // String is the report as `harness policy` prints it.
@@ -427,6 +453,18 @@ func (rep PolicyReport) String() string {
 		b.WriteByte('\n')
 		for _, r := range rep.WritableRoots {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	if len(rep.ProtectedPaths) > 0 {
+		b.WriteString("protected paths (read-only inside each writable root):\n")
+		for _, p := range rep.ProtectedPaths {
+			_, _ = fmt.Fprintf(&b, "  %s\n", p)
+		}
+	}
+	if len(rep.Layers) > 0 {
+		b.WriteString("enforcement under workspace-write:\n")
+		for _, l := range rep.Layers {
+			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
 	if e := rep.Exec; e != nil {

@@ -21,6 +21,9 @@ import (
 // Backends are the values of --fs.
 var Backends = []string{"sandbox", "local"}
 
+// LandlockSettings are the values of --landlock.
+var LandlockSettings = []string{"auto", "off"}
+
 // ExecBackends are the values of --exec.
 var ExecBackends = []string{"sandbox", "local", "off"}
 
@@ -58,6 +61,15 @@ type Config struct {
 	// TempRoots are the temp areas writable under workspace-write; empty
 	// means the platform temp areas.
 	TempRoots []string `yaml:"temp-root"`
+	// Landlock is "auto" (confine each workspace-write mutation under a
+	// Landlock domain where the kernel allows it) or "off" (always the
+	// fallback: publication by exchange, checked and undone); "" is
+	// "auto".
+	Landlock string `yaml:"landlock"`
+	// Protect are gitignore-style patterns, relative to each workspace
+	// root, of protected paths under workspace-write besides
+	// version-control metadata.
+	Protect []string `yaml:"protect"`
 	// WritableRoots are extra roots writable under workspace-write, for
 	// the file fence and the command runner alike.
 	WritableRoots []string `yaml:"writable-root"`
@@ -110,6 +122,7 @@ func Default() Config {
 	return Config{
 		FS:             "sandbox",
 		Mode:           string(sandbox.ReadOnly),
+		Landlock:       "auto",
 		Exec:           "sandbox",
 		Network:        "deny",
 		UnixSockets:    "deny",
@@ -140,6 +153,12 @@ func (c *Config) Validate() error {
 	if err := oneOf("fs", c.FS, Backends); err != nil {
 		return err
 	}
+	if c.Landlock == "" {
+		c.Landlock = "auto"
+	}
+	if err := oneOf("landlock", c.Landlock, LandlockSettings); err != nil {
+		return err
+	}
 	modes := make([]string, 0, 3)
 	for _, m := range sandbox.Modes() {
 		modes = append(modes, string(m))
@@ -153,6 +172,9 @@ func (c *Config) Validate() error {
 			return fieldErr("workspace", "%q: %v", c.Workspace, err)
 		}
 		c.Workspace = abs
+	}
+	if _, err := sandbox.NewProtectedPaths(c.Protect); err != nil {
+		return fieldErr("protect", "%v", err)
 	}
 	var err error
 	if c.TempRoots, err = absPaths("temp-root", c.TempRoots); err != nil {

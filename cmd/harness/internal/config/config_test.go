@@ -47,9 +47,9 @@ func writeYAML(t *testing.T, text string) string {
 }
 
 func TestDefault(t *testing.T) {
-	t.Run("Default is sandbox, read-only, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
+	t.Run("Default is sandbox, read-only, Landlock auto, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
-			FS: "sandbox", Mode: "read-only", Exec: "sandbox", Network: "deny", UnixSockets: "deny",
+			FS: "sandbox", Mode: "read-only", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny",
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
@@ -116,6 +116,18 @@ func TestPrecedence(t *testing.T) {
 			set:   layer{yaml: "workspace: /from/yaml", env: [2]string{"WORKSPACE", "/from/env"}, args: []string{"--workspace", "/from/flag"}},
 			get:   func(c config.Config) any { return c.Workspace },
 			wants: [4]any{"", "/from/yaml", "/from/env", "/from/flag"},
+		},
+		{
+			name:  "landlock",
+			set:   layer{yaml: "landlock: \"off\"", env: [2]string{"LANDLOCK", "auto"}, args: []string{"--landlock", "off"}},
+			get:   func(c config.Config) any { return c.Landlock },
+			wants: [4]any{"auto", "off", "auto", "off"},
+		},
+		{
+			name:  "protect",
+			set:   layer{yaml: "protect: [a/]", env: [2]string{"PROTECT", "b/\n*.key"}, args: []string{"--protect", "c/", "--protect", "d/"}},
+			get:   func(c config.Config) any { return c.Protect },
+			wants: [4]any{[]string(nil), []string{"a/"}, []string{"b/", "*.key"}, []string{"c/", "d/"}},
 		},
 		{
 			name: "temp-root",
@@ -271,7 +283,7 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
+			FS: "local", Mode: "danger-full-access", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
@@ -281,6 +293,8 @@ func TestPrecedence(t *testing.T) {
 mode: danger-full-access
 workspace: /w
 temp-root: [/t1, /t2]
+landlock: "off"
+protect: ["*.pem", secrets/]
 read-limit: 1
 read-max-line-length: 2
 read-max-bytes: 3
@@ -293,7 +307,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"},
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -409,6 +423,9 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
+		{name: "--landlock bogus", args: []string{"--landlock", "on"}, wantIn: []string{"--landlock: ", `"on"`, "auto, off"}},
+		{name: "--protect with a comment", args: []string{"--protect", "#x"}, wantIn: []string{"--protect: ", `"#x"`, "a comment"}},
+		{name: "HARNESS_PROTECT with a bad glob", env: map[string]string{"HARNESS_PROTECT": "ok\n[bad"}, wantIn: []string{"HARNESS_PROTECT: ", `"[bad"`}},
 		{name: "a flag over a bad YAML value names the flag", yaml: "mode: read-only\n", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode: ", `"yolo"`}, wantNot: []string{"harness.yaml"}},
 		{
 			name:   "a bad variable fails even when the flag overrides it",
@@ -549,7 +566,7 @@ func TestFlagsRegistration(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
-		"config", "fs", "mode", "workspace", "temp-root", "read-limit", "read-max-line-length",
+		"config", "fs", "mode", "workspace", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env",
 		"durability", "workspace-owner",

@@ -43,6 +43,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
 		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
 		temps     stringList
+		protect   stringList
+		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
@@ -61,6 +63,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
+	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj and .svn (repeatable)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
@@ -87,6 +90,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"mode":                 func() { cfg.Mode = *mode },
 			"workspace":            func() { cfg.Workspace = *workspace },
 			"temp-root":            func() { cfg.TempRoots = temps },
+			"landlock":             func() { cfg.Landlock = *landlock },
+			"protect":              func() { cfg.Protect = protect },
 			"writable-root":        func() { cfg.WritableRoots = writables },
 			"exec":                 func() { cfg.Exec = *execBack },
 			"network":              func() { cfg.Network = *network },
@@ -191,6 +196,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("FS", &cfg.FS)
 	str("MODE", &cfg.Mode)
 	str("WORKSPACE", &cfg.Workspace)
+	str("LANDLOCK", &cfg.Landlock)
 	str("EXEC", &cfg.Exec)
 	str("NETWORK", &cfg.Network)
 	str("UNIX_SOCKETS", &cfg.UnixSockets)
@@ -204,6 +210,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		if v := lookup(l.name); v != "" {
 			*l.dst = filepath.SplitList(v)
 		}
+	}
+	if v := lookup("PROTECT"); v != "" {
+		cfg.Protect = strings.Split(v, "\n")
 	}
 	ints := []struct {
 		name string

@@ -1,0 +1,68 @@
+package sandbox_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+func TestProtectedPaths(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths([]string{"*.pem", "secrets/", "/deploy/**", "!public.pem"})
+	require.NoError(t, err)
+	tests := []struct {
+		name  string
+		rel   string
+		isDir bool
+		rule  string // "" when not protected
+	}{
+		{name: "the root itself is never protected", rel: ""},
+		{name: "a plain file is not protected", rel: "src/main.go"},
+		{name: ".git/config is protected", rel: ".git/config", rule: ".git"},
+		{name: "a hook is protected", rel: ".git/hooks/pre-commit", rule: ".git"},
+		{name: "a nested repository's .git is protected", rel: "vendor/lib/.git/HEAD", rule: ".git"},
+		{name: "a .git file itself is protected", rel: "sub/.git", rule: ".git"},
+		{name: "a .git directory not yet created is protected", rel: "new/.git", isDir: true, rule: ".git"},
+		{name: ".hg is protected", rel: ".hg/hgrc", rule: ".hg"},
+		{name: ".jj is protected", rel: "a/.jj/repo/store", rule: ".jj"},
+		{name: ".svn is protected", rel: ".svn/wc.db", rule: ".svn"},
+		{name: "a name that only starts with .git is not", rel: ".gitignore"},
+		{name: ".github is not metadata", rel: ".github/workflows/ci.yml"},
+		{name: "a pattern protects a file at any depth", rel: "a/b/key.pem", rule: "*.pem"},
+		{name: "an exemption after the pattern lets a file through", rel: "public.pem"},
+		{name: "a directory pattern protects what is beneath", rel: "secrets/x/y.txt", rule: "secrets/"},
+		{name: "a directory pattern does not protect a file of that name", rel: "secrets"},
+		{name: "an anchored pattern protects beneath the root", rel: "deploy/prod/env", rule: "/deploy/**"},
+		{name: "an anchored pattern does not protect deeper", rel: "x/deploy/prod/env"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			rule, ok := p.Protected(tc.rel, tc.isDir)
+			assert.Equal(t, tc.rule != "", ok)
+			assert.Equal(t, tc.rule, rule)
+		})
+	}
+	t.Run("the zero value protects the metadata only", func(t *testing.T) {
+		var zero sandbox.ProtectedPaths
+		_, ok := zero.Protected(".git/config", false)
+		assert.True(t, ok)
+		_, ok = zero.Protected("key.pem", false)
+		assert.False(t, ok)
+	})
+	t.Run("Describe lists the metadata, then the patterns", func(t *testing.T) {
+		assert.Equal(t, []string{
+			".git (at any depth)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)",
+			"*.pem (--protect)", "secrets/ (--protect)", "/deploy/** (--protect)", "!public.pem (--protect)",
+		}, p.Describe())
+	})
+}
+
+func TestNewProtectedPathsRefuses(t *testing.T) {
+	for _, bad := range []string{"", "  ", "#comment", "a\x00b", "[unclosed"} {
+		_, err := sandbox.NewProtectedPaths([]string{"ok", bad})
+		require.Error(t, err, "%q", bad)
+		assert.Contains(t, err.Error(), "protected path pattern")
+	}
+}
