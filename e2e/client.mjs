@@ -5,7 +5,9 @@
 // and checks what such a host sees: the tool declarations, the structured
 // results (validated by the SDK against each tool's outputSchema), the
 // FS_* codes in _meta, the sandbox denial, escalation through elicitation
-// (approved, then declined), argument errors and protocol errors.
+// (approved, then declined), argument errors and protocol errors; then, on a
+// second server without --workspace, multiple client roots and
+// notifications/roots/list_changed.
 //
 // Usage: node e2e/client.mjs   (or `make e2e` from the module root)
 //
@@ -23,11 +25,11 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
+import { fileURLToPath, pathToFileURL } from 'node:url';
 
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
-import { ElicitRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
+import { ElicitRequestSchema, ListRootsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const harnessBin = path.resolve(process.env.HARNESS_BIN || path.join(here, '..', 'bin', 'harness'));
@@ -117,6 +119,8 @@ fs.writeFileSync(path.join(ws, 'sub', 'deep.txt'), 'beta deep\n');
 // it sees is recorded.
 const elicitAnswers = [];
 const elicitRequests = [];
+// Directories made by later steps, removed at the end.
+const extraDirs = [];
 
 const serverArgs = ['serve', '--workspace', ws, '--mode', 'workspace-write', '--temp-root', ws, '--log-level', logLevel];
 const transport = new StdioClientTransport({
@@ -341,7 +345,7 @@ async function run() {
 
   // the same write with sandbox_permissions: approved through elicitation
   const justification = 'The e2e test writes one file outside the workspace.';
-  elicitAnswers.push({ action: 'accept', content: { approve: true } });
+  elicitAnswers.push({ action: 'accept', content: { decision: 'allow-once' } });
   res = await call('write', { file_path: denied, content: 'approved\n', sandbox_permissions: 'danger-full-access', justification });
   expectSuccess(res, 'escalated write (approved)');
   assert.equal(elicitRequests.length, 1, `approved: want 1 elicitation, got ${elicitRequests.length}`);
@@ -350,7 +354,10 @@ async function run() {
   assert.ok(ask.message.includes(justification), `approved: prompt lacks the justification: ${JSON.stringify(ask.message)}`);
   assert.ok(ask.message.includes('danger-full-access'), `approved: prompt lacks the mode: ${JSON.stringify(ask.message)}`);
   assert.equal(ask.requestedSchema?.type, 'object', `approved: requestedSchema: ${JSON.stringify(ask.requestedSchema)}`);
-  assert.equal(ask.requestedSchema?.properties?.approve?.type, 'boolean', `approved: requestedSchema: ${JSON.stringify(ask.requestedSchema)}`);
+  assert.deepEqual(ask.requestedSchema?.properties?.decision?.enum, ['allow-once', 'allow-session', 'deny'],
+    `approved: requestedSchema offers once, for the session, or deny: ${JSON.stringify(ask.requestedSchema)}`);
+  assert.ok(ask.message.includes(`on ${JSON.stringify(denied)}`), `approved: prompt lacks the canonical target: ${JSON.stringify(ask.message)}`);
+  assert.ok(ask.message.includes('outside the writable roots'), `approved: prompt lacks the boundary: ${JSON.stringify(ask.message)}`);
   assert.equal(res.structuredContent.operation, 'create', 'approved: operation');
   assert.equal(fs.readFileSync(denied, 'utf8'), 'approved\n', 'approved: file on disk');
   ok(`write outside with sandbox_permissions danger-full-access: elicitation ${JSON.stringify(ask.message)} accepted, file written`);
@@ -401,6 +408,70 @@ async function run() {
   ok('the server keeps serving: read seed.txt offset 2 limit 1 -> "2: BETA"');
 
   assert.equal(elicitAnswers.length, 0, `unused elicitation answers: ${JSON.stringify(elicitAnswers)}`);
+
+  await runRoots();
+}
+
+// runRoots drives a second server, started without --workspace, whose
+// workspace roots are the client's roots: every file:// root is writable,
+// relative paths resolve against the first, a root of / grants nothing, and
+// after notifications/roots/list_changed a removed root is no longer
+// writable.
+async function runRoots() {
+  const ws1 = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-root1-')));
+  const ws2 = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-root2-')));
+  const tmp = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-tmp-')));
+  extraDirs.push(ws1, ws2, tmp);
+  let roots = [
+    { uri: pathToFileURL(ws1).href, name: 'one' },
+    { uri: pathToFileURL(ws2).href, name: 'two' },
+    { uri: 'file:///', name: 'everything' },
+  ];
+  const rootsTransport = new StdioClientTransport({
+    command: harnessBin,
+    args: ['serve', '--mode', 'workspace-write', '--temp-root', tmp, '--log-level', logLevel],
+    env: getDefaultEnvironment(),
+    cwd: outside,
+    stderr: 'pipe',
+  });
+  rootsTransport.stderr.on('data', (chunk) => {
+    serverStderr += chunk.toString();
+    if (verbose) process.stderr.write(`[harness roots] ${chunk}`);
+  });
+  const rc = new Client({ name: 'harness-e2e-roots', version: '0.0.0' }, { capabilities: { roots: { listChanged: true } } });
+  let listed = 0;
+  rc.setRequestHandler(ListRootsRequestSchema, async () => {
+    listed += 1;
+    return { roots };
+  });
+  const rcall = (name, args) => rc.callTool({ name, arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
+  await rc.connect(rootsTransport, { timeout: REQUEST_TIMEOUT_MS });
+  try {
+    let res = await rcall('write', { file_path: 'rel.txt', content: 'first root\n' });
+    expectSuccess(res, 'roots: relative write');
+    assert.equal(fs.readFileSync(path.join(ws1, 'rel.txt'), 'utf8'), 'first root\n', 'roots: a relative path resolves against the first root');
+    res = await rcall('write', { file_path: path.join(ws2, 'two.txt'), content: 'second root\n' });
+    expectSuccess(res, 'roots: write in the second root');
+    assert.equal(fs.readFileSync(path.join(ws2, 'two.txt'), 'utf8'), 'second root\n', 'roots: the second root is writable');
+    const far = path.join(outside, 'far.txt');
+    res = await rcall('write', { file_path: far, content: 'x\n' });
+    expectToolError(res, 'roots: write outside every root', 'FS_SANDBOX_DENIED');
+    assert.ok(!exists(far), 'roots: a root of file:/// granted a write outside');
+    ok(`roots: ${roots.length} announced; relative -> first root, the second root writable, file:/// grants nothing (roots/list asked ${listed}x)`);
+
+    roots = [roots[0]];
+    await rc.sendRootsListChanged();
+    const gone = path.join(ws2, 'gone.txt');
+    res = await rcall('write', { file_path: gone, content: 'x\n' });
+    expectToolError(res, 'roots: write in a removed root', 'FS_SANDBOX_DENIED');
+    assert.ok(!exists(gone), 'roots: a removed root is still writable');
+    assert.ok(listed >= 2, `roots: roots/list was not asked again after list_changed (${listed}x)`);
+    res = await rcall('write', { file_path: path.join(ws1, 'still.txt'), content: 'x\n' });
+    expectSuccess(res, 'roots: write in the remaining root');
+    ok('roots/list_changed: the roots are read again; the removed root is denied, the remaining one writable');
+  } finally {
+    await rc.close();
+  }
 }
 
 // ---------------------------------------------------------------- main
@@ -413,7 +484,7 @@ const watchdog = setTimeout(() => {
 watchdog.unref();
 
 function cleanup() {
-  for (const dir of [ws, outside]) {
+  for (const dir of [ws, outside, ...extraDirs]) {
     try {
       fs.rmSync(dir, { recursive: true, force: true });
     } catch (err) {

@@ -143,7 +143,7 @@ func TestServeEndToEnd(t *testing.T) {
 		t.Run(p.name, func(t *testing.T) {
 			w := newE2EWorld(t)
 			answers := []*mcp.ElicitResult{
-				{Action: "accept", Content: map[string]any{"approve": true}},
+				{Action: "accept", Content: map[string]any{"decision": "allow-once"}},
 				{Action: "decline"},
 			}
 			cs, asked := connect(t, p.version, answers, nil,
@@ -184,7 +184,7 @@ func TestServeEndToEnd(t *testing.T) {
 			assert.Equal(t, "granted", readFile(t, outside), "the approved escalation lands")
 			require.Len(t, *asked, 1)
 			assert.Contains(t, (*asked)[0], `"write"`)
-			assert.Contains(t, (*asked)[0], `"danger-full-access"`)
+			assert.Contains(t, (*asked)[0], `under the danger-full-access sandbox mode`)
 			assert.Contains(t, (*asked)[0], "The user asked for it.")
 
 			declined := filepath.Join(w.outside, "declined.txt")

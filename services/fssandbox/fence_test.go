@@ -106,12 +106,22 @@ func TestStaleKeyIsNeverWritten(t *testing.T) {
 	assert.Equal(t, "safe", readFile(t, filepath.Join(w.outside, "victim.txt")), "S-13 the stale key is never written")
 }
 
+// Deliberate difference 12 supersedes S-15: a root of "/" grants nothing
+// under workspace-write.
 func TestFilesystemRootAsWorkspace(t *testing.T) {
 	w := newWorld(t)
-	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/", TempRoots: []string{}}, w.ws)
-	_, err := write(t, f, filepath.Join(w.outside, "anywhere.txt"), "x", nil)
-	require.NoError(t, err, "S-15 a root of / allows the whole volume")
-	assert.Equal(t, "x", readFile(t, filepath.Join(w.outside, "anywhere.txt")))
+	_, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/", TempRoots: []string{}})
+	require.ErrorContains(t, err, "use mode danger-full-access", "a configured root of / is a start error")
+
+	f := newSandbox(t, sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/", TempRoots: []string{}}, w.ws)
+	for _, pol := range []*sandbox.ExecutionPolicy{
+		{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/"},
+		{Mode: sandbox.WorkspaceWrite, OtherRoots: []string{"//", "/./"}},
+	} {
+		_, err = write(t, f, filepath.Join(w.outside, "anywhere.txt"), "x", pol)
+		assertDenied(t, err, sandbox.WorkspaceWrite)
+		assert.NoFileExists(t, filepath.Join(w.outside, "anywhere.txt"))
+	}
 }
 
 func TestDangerFullAccess(t *testing.T) {

@@ -40,41 +40,57 @@ func (m Mode) Valid() bool { return slices.Contains(Modes(), m) }
 func (m Mode) String() string { return string(m) }
 
 // ExecutionPolicy is the policy stamped on one mutation call: the effective
-// mode and the workspace root it applies to (spec T-93, S-17). WorkspaceRoot
-// is an absolute path; it matters only under WorkspaceWrite. SessionID names
-// the session the policy was resolved for, empty when there is none (P-03).
+// mode and the workspace roots it applies to (spec T-93, S-17, deliberate
+// difference 12). WorkspaceRoot is the first workspace root, the directory
+// relative paths resolve against; OtherRoots are the session's further
+// workspace roots (every root the client announced after the first). All are
+// absolute canonical paths and matter only under WorkspaceWrite. An empty
+// WorkspaceRoot means no workspace is set: no workspace root is writable.
+// SessionID names the session the policy was resolved for, empty when there
+// is none (P-03).
+//
+// SessionGrant is true when Mode is the session's standing mode that the
+// user allowed, at an approval, for the rest of the session.
 type ExecutionPolicy struct {
 	Mode          Mode
 	WorkspaceRoot string
+	OtherRoots    []string
 	SessionID     string
+	SessionGrant  bool
 }
 
 // WritableRoots returns the directories a mutation under policy may reach,
-// deduplicated, in order: the policy's workspace root, then tempRoots (the
-// platform temp areas, canonicalized and pinned by whoever configured them)
-// (X-03, X-04). It is empty unless the mode is WorkspaceWrite
+// deduplicated, in order: the policy's workspace roots (WorkspaceRoot, then
+// OtherRoots), then tempRoots (the platform temp areas, canonicalized and
+// pinned by whoever configured them) (X-03, X-04). It is empty unless the mode is WorkspaceWrite
 // (danger-full-access needs no list; read-only allows none). It is the only
 // definition of the writable set.
 //
 // The workspace root is taken as the policy carries it, cleaned but not
 // resolved again: the policy service canonicalized it when the policy was
 // made, and resolving it anew would let a root later replaced by a symlink
-// move the fence. Fail closed: a root that is not absolute or contains a NUL
-// byte grants nothing.
+// move the fence. Fail closed: a root that is not absolute, contains a NUL
+// byte, or is "/" (which would make workspace-write as wide as
+// danger-full-access, deliberate difference 12) grants nothing.
 func WritableRoots(policy ExecutionPolicy, tempRoots []string) []string {
 	if policy.Mode != WorkspaceWrite {
 		return nil
 	}
-	roots := make([]string, 0, 1+len(tempRoots))
-	if r := policy.WorkspaceRoot; filepath.IsAbs(r) && !strings.ContainsRune(r, 0) {
-		roots = append(roots, filepath.Clean(r))
-	}
-	for _, r := range tempRoots {
-		if filepath.IsAbs(r) && !strings.ContainsRune(r, 0) && !slices.Contains(roots, filepath.Clean(r)) {
-			roots = append(roots, filepath.Clean(r))
+	roots := make([]string, 0, 1+len(policy.OtherRoots)+len(tempRoots))
+	for _, group := range [][]string{{policy.WorkspaceRoot}, policy.OtherRoots, tempRoots} {
+		for _, r := range group {
+			if GrantableRoot(r) && !slices.Contains(roots, filepath.Clean(r)) {
+				roots = append(roots, filepath.Clean(r))
+			}
 		}
 	}
 	return roots
+}
+
+// GrantableRoot reports whether r may be a writable root: an absolute path
+// without a NUL byte that is not "/" once cleaned (deliberate difference 12).
+func GrantableRoot(r string) bool {
+	return filepath.IsAbs(r) && !strings.ContainsRune(r, 0) && filepath.Clean(r) != "/"
 }
 
 // Subjects of the escalation hint (X-12).
@@ -87,6 +103,18 @@ const (
 // `[sandbox: file access denied under <mode> mode]`.
 func DenialMarker(m Mode) string {
 	return "[sandbox: file access denied under " + string(m) + " mode]"
+}
+
+// NoWorkspaceMarker is the model-facing line of a call denied under
+// workspace-write when the policy has no workspace root (the process ran
+// from "/", the client announced no usable root, or the only root was "/").
+const NoWorkspaceMarker = "[sandbox: no workspace is set: workspace-write allows writes only in the temp areas; the server needs --workspace DIR, or the client a file:// root other than /]"
+
+// SessionGrantMarker is the model-facing line of a call denied under a mode
+// the user allowed for the rest of the session (so asking again is
+// pointless below that mode).
+func SessionGrantMarker(m Mode) string {
+	return "[sandbox: this session already runs under " + string(m) + ", which the user allowed for the session]"
 }
 
 // EscalationHint is the model-facing line that says how to escalate (X-12);

@@ -16,7 +16,10 @@ type Config struct {
 	Mode sandbox.Mode `yaml:"mode" json:"mode"`
 	// WorkspaceRoot is the fallback workspace root for calls whose session
 	// has no working directory; empty means the process working directory.
-	// It is canonicalized, then resolved lexically (P-02).
+	// It is canonicalized, then resolved lexically (P-02). Under
+	// workspace-write a root that canonicalizes to "/" is an error; the
+	// process working directory never becomes "/": there is then no
+	// workspace (deliberate difference 12).
 	WorkspaceRoot string `yaml:"workspaceRoot" json:"workspaceRoot"`
 	// TempRoots are the platform temp areas that workspace-write also
 	// allows; nil means "/tmp" and os.TempDir() (X-04). Each must be an
@@ -27,6 +30,12 @@ type Config struct {
 	// caches such as the Go build cache; --writable-root). Each must be
 	// an absolute path other than "/"; nil means none.
 	WritableRoots []string `yaml:"writableRoots" json:"writableRoots"`
+	// Protect are gitignore-style patterns of protected paths inside each
+	// writable root besides version-control metadata (--protect; see
+	// sandbox.NewProtectedPaths, whose errors New returns). Boundary names a
+	// protected path as a boundary of its own, so an escalation for one
+	// asks the approver (deliberate difference 11).
+	Protect []string `yaml:"protect" json:"protect"`
 }
 
 // defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
@@ -49,7 +58,8 @@ func (cfg Config) validate() (Config, error) {
 	if !cfg.Mode.Valid() {
 		return cfg, fmt.Errorf("sandboxpolicy: unknown mode %q: allowed values are %s", string(cfg.Mode), allowed())
 	}
-	if cfg.WorkspaceRoot == "" {
+	fallback := cfg.WorkspaceRoot == ""
+	if fallback {
 		wd, err := os.Getwd()
 		if err != nil {
 			return cfg, fmt.Errorf("sandboxpolicy: WorkspaceRoot is empty and the working directory is unknown: %w", err)
@@ -59,7 +69,17 @@ func (cfg Config) validate() (Config, error) {
 	if !filepath.IsAbs(cfg.WorkspaceRoot) || strings.ContainsRune(cfg.WorkspaceRoot, 0) {
 		return cfg, fmt.Errorf("sandboxpolicy: WorkspaceRoot must be an absolute path, got %q", cfg.WorkspaceRoot)
 	}
+	given := cfg.WorkspaceRoot
 	cfg.WorkspaceRoot = filepath.Clean(CanonicalPath(cfg.WorkspaceRoot))
+	switch {
+	case cfg.WorkspaceRoot != "/":
+	case fallback:
+		// The process working directory is "/": no workspace, never the
+		// whole volume.
+		cfg.WorkspaceRoot = ""
+	case cfg.Mode == sandbox.WorkspaceWrite:
+		return cfg, fmt.Errorf("sandboxpolicy: WorkspaceRoot %q resolves to \"/\", which would let workspace-write write anywhere; use mode %s for that", given, sandbox.DangerFullAccess)
+	}
 	if cfg.TempRoots == nil {
 		cfg.TempRoots = defaultTempRoots()
 	}

@@ -5,8 +5,10 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
@@ -32,8 +34,8 @@ func wider(m sandbox.Mode) []sandbox.Mode {
 	}
 }
 
-// isWider reports whether requested is strictly wider than current.
-func isWider(requested, current sandbox.Mode) bool {
+// IsWider reports whether requested is strictly wider than current (X-05).
+func IsWider(requested, current sandbox.Mode) bool {
 	return slices.Contains(wider(current), requested)
 }
 
@@ -71,30 +73,61 @@ func CheckEscalationArgs(permissions, justification string) error {
 // Outcome is an approver's answer.
 type Outcome string
 
-// The approver outcomes (X-17).
+// The approver outcomes (X-17). AllowedForSession grants the requested mode
+// to this call and, as the session's mode, to every later call of the
+// session until it ends (issue 12, "Allow for this session").
 const (
-	AllowedOnce Outcome = "allowed-once"
-	Rejected    Outcome = "rejected"
-	Cancelled   Outcome = "cancelled"
-	Unavailable Outcome = "unavailable"
+	AllowedOnce       Outcome = "allowed-once"
+	AllowedForSession Outcome = "allowed-for-session"
+	Rejected          Outcome = "rejected"
+	Cancelled         Outcome = "cancelled"
+	Unavailable       Outcome = "unavailable"
+)
+
+// The boundaries a mutation the standing policy denies crosses, as an
+// approval prompt names them (Boundary). A protected path inside a writable
+// root is a boundary of its own: BoundaryProtected, followed by the rule
+// that protects it.
+const (
+	BoundaryReadOnly    = "the read-only mode allows no writes"
+	BoundaryNoWorkspace = "no workspace is set, so only the temp areas are writable"
+	BoundaryOutside     = "outside the writable roots"
+	BoundaryProtected   = "a protected path inside the writable root"
 )
 
 // ApprovalRequest is what an approver is asked: the session, the tool, the
 // requested mode, the model's justification, and Reason, the sentence
-// `escalate sandbox to <mode>: <justification>` (X-13).
+// `escalate sandbox to <mode>: <justification>` (X-13), plus what the call
+// would do, so the prompt shows the truth (issue 12): the canonical target,
+// the path as given, the operation and the boundary crossed.
 type ApprovalRequest struct {
 	Session       *session.Session
 	Tool          string
 	Mode          sandbox.Mode
 	Justification string
 	Reason        string
-	// Target is the display path the call would mutate, so the user sees
-	// what the approval is for; empty when the caller has none.
+	// Target is the canonical path the call would mutate (symlinks
+	// resolved), so the user sees where the write lands; empty when the
+	// caller has none.
 	Target string
 	// Command and Workdir are the shell command an exec call would run
 	// and the directory it would start in; empty for file operations.
 	Command string
 	Workdir string
+	// Given is the path as the call gave it, resolved lexically (its
+	// display path); shown when it differs from Target.
+	Given string
+	// Operation says what the call would do and its size, e.g.
+	// "write 12 bytes (the whole file)"; empty when the caller has none.
+	Operation string
+	// Boundary is the boundary the call crosses under the standing policy
+	// (one of the Boundary* texts); empty when the caller has none.
+	Boundary string
+	// Standing is the mode the call runs under without the escalation.
+	Standing sandbox.Mode
+	// SessionGrant is the mode an earlier "allow for this session" answer
+	// gave the session, "" when none did; Escalate fills it in.
+	SessionGrant sandbox.Mode
 }
 
 // Approver asks a human to approve one escalation. It returns one of the four
@@ -123,7 +156,18 @@ const (
 	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
 	// CodeApprovalFailed: the approver returned no answer; Err says why.
 	CodeApprovalFailed = "SANDBOX_APPROVAL_FAILED"
+	// CodeTargetChanged: after the approval the call's path resolved to
+	// another target than the one the prompt showed; nothing was mutated.
+	CodeTargetChanged = "SANDBOX_TARGET_CHANGED"
 )
+
+// TargetChanged returns the error of an approved call whose path, resolved
+// again after the approval, lands on now instead of the shown target.
+func TargetChanged(m sandbox.Mode, shown, now string) error {
+	return &EscalationError{Code: CodeTargetChanged, Mode: m, Message: fmt.Sprintf(
+		"the approved call was refused: its target changed after the approval (shown %s, now %s); nothing was written",
+		strconv.Quote(shown), strconv.Quote(now))}
+}
 
 // EscalationError is every failure of Escalate: Code is CodeEscalationRefused
 // or CodeApprovalFailed, Mode the requested mode, Message the exact
@@ -152,19 +196,22 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 
 // Escalate runs the escalation ladder for one call and returns the granted
 // mode (X-13..X-18). req.Mode is the requested mode, req.Target (optional)
-// the path the call would mutate; Reason is filled in. In order, failing
+// the path the call would mutate; Reason, Standing and SessionGrant are
+// filled in. In order, failing
 // closed at each step: the requested mode must be strictly wider than
 // effective (else the approver is never asked); an approver must be composed
 // (nil is "no approval service"); the call must have a session to route
 // through; then the approver is asked and its outcome mapped: allowed-once
 // grants the requested mode; rejected, cancelled and unavailable are
-// refusals with the exact texts. Every failure is an *EscalationError: a
+// refusals with the exact texts; allowed-for-session grants it and also
+// records it as the session's mode (SetMode), marked as the user's grant,
+// so later calls of the session run under it. Every failure is an *EscalationError: a
 // refusal has CodeEscalationRefused; an approver error or an unknown outcome
 // has CodeApprovalFailed. subject is sandbox.SubjectOperation or
 // sandbox.SubjectCommand.
 func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subject string, effective sandbox.Mode) (sandbox.Mode, error) {
 	sess, requested := req.Session, req.Mode
-	if !isWider(requested, effective) {
+	if !IsWider(requested, effective) {
 		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)
 	}
 	if approver == nil {
@@ -174,12 +221,19 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subje
 		return "", refused(requested, "sandbox escalation to %q requires approval, but the call has no agent to route it through", requested)
 	}
 	req.Reason = "escalate sandbox to " + string(requested) + ": " + req.Justification
+	req.Standing = effective
+	req.SessionGrant, _ = SessionGrant(sess)
 	out, err := approver.Approve(ctx, req)
 	if err != nil {
 		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: approval failed", requested), Err: err}
 	}
 	switch out {
 	case AllowedOnce:
+		return requested, nil
+	case AllowedForSession:
+		if err := sess.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: requested, Granted: true}}); err != nil {
+			return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: the session grant was not recorded", requested), Err: err}
+		}
 		return requested, nil
 	case Rejected:
 		return "", refused(requested, "the user rejected escalating this %s to %q", subject, requested)
@@ -192,14 +246,74 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subje
 	}
 }
 
-// Printable returns s with control characters (terminal escapes, carriage
-// returns, newlines) replaced by spaces, for showing a model-written
-// justification to a user.
-func Printable(s string) string {
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return ' '
+// JustificationMax is the number of characters of a justification a prompt
+// shows; the rest is cut and the cut marked.
+const JustificationMax = 300
+
+// CleanJustification returns the model's justification as a prompt may show
+// it (issue 12): every Unicode control (Cc), format (Cf: bidirectional
+// overrides and isolates, zero-width characters), line separator (Zl) and
+// paragraph separator (Zp) character becomes a space, runs of spaces
+// collapse, and past JustificationMax characters the text is cut and ends
+// with "… [N more characters cut]".
+func CleanJustification(s string) string {
+	var b strings.Builder
+	n, cut, space := 0, 0, false
+	for _, r := range s {
+		if r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || unicode.IsSpace(r) {
+			r = ' '
 		}
-		return r
-	}, s)
+		if r == ' ' {
+			if space {
+				continue
+			}
+			space = true
+		} else {
+			space = false
+		}
+		if n >= JustificationMax {
+			cut++
+			continue
+		}
+		b.WriteRune(r)
+		n++
+	}
+	out := strings.TrimSpace(b.String())
+	if cut > 0 {
+		out += fmt.Sprintf("… [%d more characters cut]", cut)
+	}
+	return out
+}
+
+// Prompt returns the question an approver shows a person for req, in one
+// paragraph: what the call would do (Operation) to which canonical target,
+// the path as given when it differs, the command and its directory, the boundary it crosses under the
+// standing mode, the requested mode, the session's earlier grant if any, and
+// the cleaned justification. Paths are quoted with every control or
+// non-printing character escaped.
+func Prompt(req ApprovalRequest) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "The agent asks to run the %s tool", strconv.Quote(req.Tool))
+	if req.Operation != "" {
+		fmt.Fprintf(&b, " to %s", req.Operation)
+	}
+	if req.Target != "" {
+		fmt.Fprintf(&b, " on %s", strconv.Quote(req.Target))
+		if req.Given != "" && req.Given != req.Target {
+			fmt.Fprintf(&b, " (given as %s)", strconv.Quote(req.Given))
+		}
+	}
+	if req.Command != "" {
+		fmt.Fprintf(&b, " with the command %s in %s", strconv.Quote(req.Command), strconv.Quote(req.Workdir))
+	}
+	b.WriteString(".")
+	if req.Boundary != "" {
+		fmt.Fprintf(&b, " Under the current %s mode this is refused: %s.", req.Standing, req.Boundary)
+	}
+	fmt.Fprintf(&b, " It asks to run under the %s sandbox mode.", req.Mode)
+	if req.SessionGrant != "" {
+		fmt.Fprintf(&b, " This session already runs under %s, which you allowed for the session.", req.SessionGrant)
+	}
+	fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))
+	return b.String()
 }

@@ -3,7 +3,6 @@ package sandboxpolicy
 // Test-only views of unexported names.
 var (
 	Wider                = wider
-	IsWider              = isWider
 	ErrInvalidEscalation = errInvalidEscalation
 	DefaultTempRoots     = defaultTempRoots
 	OverrideOf           = overrideOf

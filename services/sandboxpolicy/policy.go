@@ -1,6 +1,7 @@
 package sandboxpolicy
 
 import (
+	"fmt"
 	"path/filepath"
 	"strings"
 
@@ -15,9 +16,11 @@ import (
 // sandbox mode; its Data is a modeEvent (P-19).
 const eventMode = "sandbox/mode"
 
-// modeEvent is the payload of a "sandbox/mode" event.
+// modeEvent is the payload of a "sandbox/mode" event; Granted marks a mode
+// the user allowed for the rest of the session (AllowedForSession).
 type modeEvent struct {
-	Mode sandbox.Mode `json:"mode"`
+	Mode    sandbox.Mode `json:"mode"`
+	Granted bool         `json:"granted,omitempty"`
 }
 
 // SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19).
@@ -26,6 +29,25 @@ type modeEvent struct {
 // event is recorded either way, and resolving fails closed on it).
 func SetMode(s *session.Session, m sandbox.Mode) error {
 	return s.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: m}})
+}
+
+// SessionGrant returns the session's standing mode when the user set it by
+// answering "allow for this session", and true; "" and false when the
+// session's last "sandbox/mode" event is not such a grant, or there is none.
+func SessionGrant(s *session.Session) (sandbox.Mode, bool) {
+	if s == nil {
+		return "", false
+	}
+	events := s.Events()
+	for i := len(events) - 1; i >= 0; i-- {
+		if e, ok := events[i].Data.(modeEvent); ok && events[i].Type == eventMode {
+			if !e.Granted {
+				return "", false
+			}
+			return e.Mode, true
+		}
+	}
+	return "", false
 }
 
 // overrideOf folds the session's log: the mode of its last "sandbox/mode"
@@ -52,49 +74,71 @@ func overrideOf(s *session.Session) (sandbox.Mode, bool) {
 }
 
 // Service resolves the execution policy of each call. Its configuration is
-// fixed at construction; the only state it keeps is each session's workspace
-// root, pinned at the session's first resolution. It is safe for concurrent
-// use.
+// fixed at construction; the only state it keeps is each session's
+// workspace roots, pinned at their first resolution. It is safe for
+// concurrent use.
 type Service struct {
 	cfg Config
+	// protect are the protected paths inside each writable root
+	// (cfg.Protect and the version-control metadata).
+	protect sandbox.ProtectedPaths
 	// sessionRoots pins each session's canonical workspace root at its
 	// first resolution: a cwd whose spelling is later made a symlink does
 	// not move the session's fence.
 	sessionRoots weakmap.Map[session.Session, string]
+	// announced pins each announced root of a session (SetRoots) at its
+	// first resolution, for as long as it stays announced.
+	announced weakmap.Map[session.Session, *pins]
 }
 
 // New returns the policy service for cfg; an unknown mode, a relative
-// workspace root or a temp root of "/" is an error (P-09).
+// workspace root, a workspace root of "/" under workspace-write or a temp
+// root of "/" is an error (P-09, deliberate difference 12).
 func New(cfg Config) (*Service, error) {
 	cfg, err := cfg.validate()
 	if err != nil {
 		return nil, err
 	}
-	return &Service{cfg: cfg}, nil
+	protect, err := sandbox.NewProtectedPaths(cfg.Protect)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxpolicy: %w", err)
+	}
+	return &Service{cfg: cfg, protect: protect}, nil
 }
 
 // Default returns the policy of a call with no session: the deployment
 // default mode (S-01) and the fallback workspace root, with no session id
-// (P-03).
+// (P-03). The workspace root is "" when there is none (the process ran
+// from "/", or a configured "/" under a mode other than workspace-write).
 func (s *Service) Default() sandbox.ExecutionPolicy {
-	return sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
+	return granted(sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot})
 }
 
 // Resolve returns the policy of one call (P-03..P-08): approved (a granted
 // escalation, "" for none) outranks the session's last "sandbox/mode" event,
-// which outranks the deployment default. The workspace root is the session's
-// working directory, canonicalized and then resolved lexically (P-06) once,
-// at the session's first resolution, and pinned for the session's life; else
-// (no working directory, or a relative one) the configured fallback (P-08). A nil session gives Default, plus the
-// approved mode when one is given.
+// which outranks the deployment default. The workspace roots are, in order
+// of precedence: the session's announced roots (its last SetRoots), each
+// canonicalized once when first resolved and pinned while it stays
+// announced; else the session's working directory, canonicalized and then
+// resolved lexically (P-06) once, at the session's first resolution, and
+// pinned for the session's life; else (no working directory, or a relative
+// one) the configured fallback (P-08). A nil session gives Default, plus the
+// approved mode when one is given. Under the resulting mode the roots are
+// checked again: under workspace-write a root of "/" is dropped, so an
+// escalation never turns a read-only deployment on "/" into an unlimited one
+// (deliberate difference 12); WorkspaceRoot is "" when no root is left.
 func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.ExecutionPolicy {
-	p := s.Default()
+	p := sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
 	if sess != nil {
 		p.SessionID = sess.ID()
 		if m, ok := overrideOf(sess); ok {
 			p.Mode = m
+			_, p.SessionGrant = SessionGrant(sess)
 		}
-		if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
+		if announced, ok := rootsOf(sess); ok {
+			pinned, _ := s.announced.LoadOrStore(sess, &pins{})
+			p.WorkspaceRoot, p.OtherRoots = split(pinned.canonical(announced))
+		} else if cwd := sess.Cwd(); cwd != "" && filepath.IsAbs(cwd) && !strings.ContainsRune(cwd, 0) {
 			root, ok := s.sessionRoots.Load(sess)
 			if !ok {
 				// Canonicalize only at the first resolution; later calls
@@ -104,10 +148,39 @@ func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.
 			p.WorkspaceRoot = root
 		}
 	}
-	if approved != "" {
-		p.Mode = approved
+	if approved != "" && approved != p.Mode {
+		p.Mode, p.SessionGrant = approved, false
 	}
+	return granted(p)
+}
+
+// granted drops the roots p may not grant under its mode: under
+// workspace-write, "/" (and anything not absolute); the first root left is
+// the workspace root.
+func granted(p sandbox.ExecutionPolicy) sandbox.ExecutionPolicy {
+	if p.Mode != sandbox.WorkspaceWrite {
+		return p
+	}
+	var roots []string
+	for _, r := range append([]string{p.WorkspaceRoot}, p.OtherRoots...) {
+		if sandbox.GrantableRoot(r) {
+			roots = append(roots, r)
+		}
+	}
+	p.WorkspaceRoot, p.OtherRoots = split(roots)
 	return p
+}
+
+// split returns the first root ("" when there is none) and the others (nil
+// when there are none).
+func split(roots []string) (first string, others []string) {
+	if len(roots) == 0 {
+		return "", nil
+	}
+	if len(roots) > 1 {
+		others = roots[1:]
+	}
+	return roots[0], others
 }
 
 // params are the fx inputs of Module; Config is optional.

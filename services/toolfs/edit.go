@@ -3,6 +3,7 @@ package toolfs
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -134,7 +135,7 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, err := t.mutationTarget(ctx, call, "edit", a, path)
+	policy, target, err := t.mutationTarget(ctx, call, "edit", editOperation(edits), a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -194,4 +195,18 @@ func dryRunText(dp, verb, diff string) string {
 		return text + "\n(no textual change)"
 	}
 	return text + "\n" + diff
+}
+
+// editOperation describes an edit (one replacement or several) for an
+// approval prompt.
+func editOperation(edits []fs.Replacement) string {
+	if len(edits) > 1 {
+		return fmt.Sprintf("edit the file, applying %d replacements in order", len(edits))
+	}
+	e := edits[0]
+	which := "the one occurrence"
+	if e.ReplaceAll {
+		which = "every occurrence"
+	}
+	return fmt.Sprintf("edit the file, replacing %s of a %d-byte string with %d bytes", which, len(e.OldString), len(e.NewString))
 }

@@ -2,8 +2,12 @@ package toolfs
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 	"strings"
+	"unicode"
+	"unicode/utf16"
+	"unicode/utf8"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
@@ -113,16 +117,61 @@ func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
 
 // entryLine is one compact line of the listing: "name/" for a directory,
 // "name (N bytes)" for a file, "name (other)" for anything else, or
-// "name (other: <reason>)" when its metadata could not be read.
+// "name (other: <reason>)" when its metadata could not be read, the name
+// rendered by displayName.
 func entryLine(e fs.DirEntry) string {
+	name := displayName(e.Name)
 	switch {
 	case e.Type == fs.TypeDirectory:
-		return e.Name + "/"
+		return name + "/"
 	case e.Type == fs.TypeFile && e.Size != nil:
-		return e.Name + " (" + strconv.FormatInt(*e.Size, 10) + " bytes)"
+		return name + " (" + strconv.FormatInt(*e.Size, 10) + " bytes)"
 	case e.Reason != "":
-		return e.Name + " (other: " + e.Reason + ")"
+		return name + " (other: " + e.Reason + ")"
 	default:
-		return e.Name + " (other)"
+		return name + " (other)"
 	}
+}
+
+// displayName is how the listing text shows a name (issue 12): as it is,
+// unless it holds a character that could forge or hide output (a control
+// character such as a newline, a Unicode format character such as a bidi
+// override, a line or paragraph separator, invalid UTF-8) or starts with a
+// double quote; then as a JSON string literal with those characters
+// escaped, which the model can pass back as a path argument as is. The
+// structured output keeps the raw name.
+func displayName(name string) string {
+	if !strings.HasPrefix(name, `"`) && strings.IndexFunc(name, unsafeInName) < 0 && utf8.ValidString(name) {
+		return name
+	}
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range name {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\\')
+			b.WriteRune(r)
+		case r == '\n':
+			b.WriteString(`\n`)
+		case r == '\r':
+			b.WriteString(`\r`)
+		case r == '\t':
+			b.WriteString(`\t`)
+		case unsafeInName(r):
+			for _, u := range utf16.Encode([]rune{r}) {
+				fmt.Fprintf(&b, `\u%04x`, u)
+			}
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+// unsafeInName reports a rune the listing text never shows raw: Unicode
+// control (Cc), format (Cf), line and paragraph separators (Zl, Zp), and the
+// replacement of an invalid byte.
+func unsafeInName(r rune) bool {
+	return r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp)
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"path/filepath"
 	"strconv"
-	"strings"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -67,7 +66,7 @@ func (t *Tools) mkdir(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "mkdir", a, path)
+	policy, targets, err := t.mutationTargets(ctx, call, "mkdir", "make the directory (and missing parents)", a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -119,7 +118,7 @@ func (t *Tools) delete(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "delete", a, path)
+	policy, targets, err := t.mutationTargets(ctx, call, "delete", "delete the entry (a directory only with recursive)", a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -184,7 +183,7 @@ func (t *Tools) move(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "move", a, from, to)
+	policy, targets, err := t.mutationTargets(ctx, call, "move", "move the entry to the destination", a, from, to)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -265,27 +264,25 @@ func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *s
 // mutationTargets is mutationTarget for a call with several paths: each is
 // resolved under the standing policy, and an escalating call asks once,
 // naming every target.
-func (t *Tools) mutationTargets(ctx context.Context, call tool.Call, toolName string, a args, paths ...string) (*sandbox.ExecutionPolicy, []fs.Target, error) {
+func (t *Tools) mutationTargets(ctx context.Context, call tool.Call, toolName, op string, a args, paths ...string) (*sandbox.ExecutionPolicy, []fs.Target, error) {
 	esc, err := t.escalationArgs(a)
 	if err != nil {
 		return nil, nil, err
 	}
 	standing := t.standing(call.Session)
 	targets := make([]fs.Target, 0, len(paths))
-	shown := make([]string, 0, len(paths))
 	for _, p := range paths {
 		target, err := t.resolve(ctx, call.Session, standing, p)
 		if err != nil {
 			return nil, nil, err
 		}
 		targets = append(targets, target)
-		shown = append(shown, target.DisplayPath)
 	}
 	if !t.confines {
 		return nil, targets, nil
 	}
 	// The workspace root, and so the targets, do not change with the mode.
-	policy, err := t.escalate(ctx, call, toolName, esc, standing, fs.Target{DisplayPath: strings.Join(shown, " -> ")})
+	policy, err := t.escalate(ctx, call, toolName, op, paths, esc, standing, targets)
 	if err != nil {
 		return nil, nil, err
 	}

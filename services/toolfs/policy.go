@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
@@ -72,11 +73,31 @@ func (t *Tools) escalationArgs(a args) (escalation, error) {
 }
 
 // escalate resolves the policy of a mutating call of target (T-92..T-96):
-// standing when the call asks for nothing, else the approver's grant for
-// exactly this call, asked with the target's display path. The approver is
-// the call's own when its front end set one, else the composition's.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, esc escalation, standing *sandbox.ExecutionPolicy, target fs.Target) (*sandbox.ExecutionPolicy, error) {
+// standing when the call asks for nothing, or when the standing policy
+// already admits the target (no prompt: a decline can never fail a call the
+// policy allowed, issue 14); else the approver's grant for exactly this
+// call, asked with the canonical target, the path as given, op (what the
+// call does and its size) and the boundary crossed. After a grant, path is
+// resolved again: a target other than the one shown is refused
+// (sandboxpolicy.CodeTargetChanged). The approver is the call's own when its
+// front end set one, else the composition's.
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op string, paths []string, esc escalation, standing *sandbox.ExecutionPolicy, targets []fs.Target) (*sandbox.ExecutionPolicy, error) {
 	if esc.mode == "" {
+		return standing, nil
+	}
+	// A call with several targets (a move) crosses the first boundary any
+	// of them crosses.
+	boundary := ""
+	keys := make([]string, 0, len(targets))
+	shown := make([]string, 0, len(targets))
+	for _, target := range targets {
+		if boundary == "" {
+			boundary = t.deps.Policy.Boundary(*standing, string(target.Key))
+		}
+		keys = append(keys, string(target.Key))
+		shown = append(shown, target.DisplayPath)
+	}
+	if boundary == "" && sandboxpolicy.IsWider(esc.mode, standing.Mode) {
 		return standing, nil
 	}
 	approver := call.Approver
@@ -84,13 +105,22 @@ func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName string, e
 		approver = t.deps.Approver
 	}
 	granted, err := sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{
-		Session: call.Session, Tool: toolName, Mode: esc.mode,
-		Justification: esc.justification, Target: target.DisplayPath,
+		Session: call.Session, Tool: toolName, Mode: esc.mode, Justification: esc.justification,
+		Target: strings.Join(keys, " -> "), Given: strings.Join(shown, " -> "), Operation: op, Boundary: boundary,
 	}, sandbox.SubjectOperation, standing.Mode)
 	if err != nil {
 		return nil, err
 	}
 	escalated := t.deps.Policy.Resolve(call.Session, granted)
+	for i, path := range paths {
+		fresh, err := t.resolve(ctx, call.Session, standing, path)
+		if err != nil {
+			return nil, err
+		}
+		if fresh.Key != targets[i].Key {
+			return nil, sandboxpolicy.TargetChanged(granted, string(targets[i].Key), string(fresh.Key))
+		}
+	}
 	return &escalated, nil
 }
 
@@ -129,14 +159,15 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 
 // mutationTarget resolves what a write or edit call needs before its
 // intent: the escalation arguments are read and checked once, the target is
-// resolved under the standing policy, and then, for an escalating call, the
-// user is asked about that target (the workspace root, and so the target, do
-// not change with the mode). It returns the policy the mutation runs under
+// resolved under the standing policy, and then, for an escalating call that
+// needs it, the user is asked about that target, op saying what the call
+// does (the workspace root, and so the target, do not change with the
+// mode). It returns the policy the mutation runs under
 // (nil when the backend does not confine) and the target, or the error that
 // stopped it: an argument error, a resolution *fs.Error, or a
 // *sandboxpolicy.EscalationError.
-func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
-	policy, targets, err := t.mutationTargets(ctx, call, toolName, a, path)
+func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName, op string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
+	policy, targets, err := t.mutationTargets(ctx, call, toolName, op, a, path)
 	if err != nil {
 		return nil, fs.Target{}, err
 	}
@@ -183,7 +214,14 @@ func (t *Tools) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
 		if policy != nil {
 			mode = policy.Mode
 		}
-		msg = sandbox.DenialMarker(mode) + "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
+		msg = sandbox.DenialMarker(mode)
+		if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
+			msg += "\n" + sandbox.NoWorkspaceMarker
+		}
+		if policy != nil && policy.SessionGrant {
+			msg += "\n" + sandbox.SessionGrantMarker(policy.Mode)
+		}
+		msg += "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
 	case fs.CodeStaleVersion:
 		msg += staleRemedy
 	case fs.CodeNotObserved:

@@ -2,6 +2,7 @@ package toolfs
 
 import (
 	"context"
+	"fmt"
 	"strconv"
 
 	"github.com/dsh-go/harness/services/fs"
@@ -60,7 +61,7 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	policy, target, err := t.mutationTarget(ctx, call, "write", a, path)
+	policy, target, err := t.mutationTarget(ctx, call, "write", fmt.Sprintf("write %d bytes (the whole file)", len(content)), a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}

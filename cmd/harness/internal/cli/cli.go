@@ -323,7 +323,7 @@ func (fs *flagSet) printFlags(b *strings.Builder, keep func(*flag.Flag) bool) {
 			line += " " + typ
 		}
 		switch f.DefValue {
-		case "", "0", "false":
+		case "", "0", "0s", "false":
 		default:
 			usage += fmt.Sprintf(" (default %s)", f.DefValue)
 		}

@@ -198,8 +198,8 @@ func TestRun(t *testing.T) {
 		}
 	}
 	// The prompt names the target (its temp path varies): check its two ends.
-	const promptHead = "Allow the write tool on \""
-	const prompt = "/ws/b.txt\" to run once under workspace-write? Justification: The user asked for b.txt. [y/N] "
+	const promptHead = "The agent asks to run the \"write\" tool to write 10 bytes (the whole file) on \""
+	const prompt = "/ws/b.txt\". Under the current read-only mode this is refused: the read-only mode allows no writes. It asks to run under the workspace-write sandbox mode. Its justification: The user asked for b.txt.\nAllow? [y = this call once, s = for the rest of the session, N = deny] "
 	const modes = "read-only, workspace-write, danger-full-access"
 
 	cases := []tcase{
@@ -433,7 +433,7 @@ func TestRun(t *testing.T) {
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
 			},
 			stdin:    "y\n",
-			stderrIn: []string{"Allow the write tool on \"", "/outside/granted.txt\" to run once under danger-full-access? Justification: j [y/N] "},
+			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. Its justification: j\nAllow? [y = this call once"},
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.False(t, parseResult(t, out).IsError)
 			},
@@ -750,11 +750,26 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "policy --fs local says it does not confine", code: cli.ExitOK, golden: "policy_local",
-			args: func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "workspace-write") },
+			args: func(l layout) []string { return ws(l, "policy", "--fs", "local") },
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.Contains(t, out, "confines:       no")
 				assert.Contains(t, out, "writable roots: everywhere")
 			},
+		},
+		{
+			name: "--fs local with --mode workspace-write is a start error that says why", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "workspace-write") },
+			stderrIn: []string{`--mode: "workspace-write" conflicts with --fs local: the local backend never confines, so it always runs as danger-full-access`},
+		},
+		{
+			name: "--fs local with HARNESS_MODE=read-only names the variable", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "policy", "--fs", "local") },
+			env:      map[string]string{"HARNESS_MODE": "read-only"},
+			stderrIn: []string{`HARNESS_MODE: "read-only" conflicts with --fs local`},
+		},
+		{
+			name: "--fs local with --mode danger-full-access is consistent", code: cli.ExitOK, golden: "policy_local",
+			args: func(l layout) []string { return ws(l, "policy", "--fs", "local", "--mode", "danger-full-access") },
 		},
 		{
 			name: "policy --json --fs local", code: cli.ExitOK, golden: "policy_local_json",
@@ -1025,4 +1040,36 @@ func TestREADMEInStep(t *testing.T) {
 	require.NotNil(t, block, "the first screen has a set-up block")
 	assert.Equal(t, []string{"make demo", "make test"},
 		regexp.MustCompile(`(?m)^(make \w+)`).FindAllString(block[1], -1), "exactly two set-up commands")
+}
+
+// TestCallFromSlash (issue 12): `cd / && harness call write --args
+// '{"file_path":"/opt/x",...}' --mode workspace-write` is refused (no
+// workspace is set) and creates nothing; an explicit --workspace / is a
+// start error that points to danger-full-access.
+func TestCallFromSlash(t *testing.T) {
+	target := "/opt/harness-call-from-slash.txt"
+	_, err := os.Lstat(target)
+	require.ErrorIs(t, err, os.ErrNotExist)
+	t.Chdir("/")
+	r := runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write"}, "", false, nil)
+	assert.Equal(t, cli.ExitToolError, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "FS_SANDBOX_DENIED")
+	assert.Contains(t, r.stdout, "no workspace is set")
+	_, err = os.Lstat(target)
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was created")
+
+	r = runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write", "--workspace", "/"}, "", false, nil)
+	assert.Equal(t, cli.ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "use mode danger-full-access")
+	_, err = os.Lstat(target)
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestPolicyFromSlash: `harness policy` run from / says no workspace is set.
+func TestPolicyFromSlash(t *testing.T) {
+	t.Chdir("/")
+	r := runCLI(t, []string{"policy", "--mode", "workspace-write", "--temp-root", t.TempDir()}, "", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "workspace root: none (no workspace is set: the working directory is /)\n")
+	assert.NotContains(t, r.stdout, "  /\n", "/ is never a writable root")
 }

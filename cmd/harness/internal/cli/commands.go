@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
@@ -53,18 +54,24 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 }
 
 // startServer parses the flags of command name, which takes no positional
-// argument, and starts the graph with the MCP server.
-func startServer(ctx context.Context, name string, args []string, env Env) (*mcpserver.Server, config.Config, func(), error) {
+// argument, and starts the graph with the MCP server and the options extra
+// builds from the configuration.
+func startServer(ctx context.Context, name string, args []string, env Env, extra ...func(config.Config) fx.Option) (*mcpserver.Server, config.Config, func(), error) {
 	fset := newFlags(name, env, true)
 	cfg, err := fset.parseFlagsOnly(args)
 	if err != nil {
 		return nil, cfg, nil, err
 	}
+	opts := make([]fx.Option, 0, len(extra))
+	for _, e := range extra {
+		opts = append(opts, e(cfg))
+	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls}),
+		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, RootsTimeout: cfg.RootsTimeout}),
 		mcpserver.Module,
 		fx.Populate(&srv),
+		fx.Options(opts...),
 	)
 	return srv, cfg, stop, err
 }
@@ -81,7 +88,7 @@ func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
 
 // serve runs the MCP server on stdin/stdout until the client disconnects.
 func serve(ctx context.Context, args []string, env Env) error {
-	srv, cfg, stop, err := startServer(ctx, "serve", args, env)
+	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined)
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted before serving: a clean shutdown
 	}
@@ -97,6 +104,15 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return nil
+}
+
+// warnUnconfined logs on start, under --fs local, that nothing is confined.
+func warnUnconfined(cfg config.Config) fx.Option {
+	return fx.Invoke(func(log *zap.Logger) {
+		if cfg.FS == "local" {
+			log.Warn("--fs local: nothing is confined; every write and edit runs as danger-full-access and may reach any path this process can write")
+		}
+	})
 }
 
 // explainServe tells a person who ran serve in a terminal what it is
@@ -295,20 +311,14 @@ func chooseApprover(choice string, env Env) (sandboxpolicy.Approver, error) {
 	}
 }
 
-// promptApprover asks on stderr and reads the answer from stdin: y or yes
-// allows this one call; anything else rejects; end of input cancels.
+// promptApprover asks on stderr (sandboxpolicy.Prompt) and reads the answer
+// from stdin: y or yes allows this one call; s or session allows the mode
+// for the rest of the session (the rest of this process's calls); anything
+// else rejects; end of input cancels.
 func promptApprover(env Env) sandboxpolicy.Approver {
 	in := bufio.NewReader(env.Stdin)
 	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-		on := ""
-		if req.Target != "" {
-			on = " on " + strconv.Quote(req.Target)
-		}
-		if req.Command != "" {
-			on = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
-		}
-		_, _ = fmt.Fprintf(env.Stderr, "Allow the %s tool%s to run once under %s? Justification: %s [y/N] ",
-			req.Tool, on, req.Mode, sandboxpolicy.Printable(req.Justification))
+		_, _ = fmt.Fprintf(env.Stderr, "%s\nAllow? [y = this call once, s = for the rest of the session, N = deny] ", sandboxpolicy.Prompt(req))
 		line, err := in.ReadString('\n')
 		if err != nil && line == "" {
 			return sandboxpolicy.Cancelled, nil
@@ -316,6 +326,8 @@ func promptApprover(env Env) sandboxpolicy.Approver {
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
 			return sandboxpolicy.AllowedOnce, nil
+		case "s", "session":
+			return sandboxpolicy.AllowedForSession, nil
 		default:
 			return sandboxpolicy.Rejected, nil
 		}
@@ -442,7 +454,11 @@ func (rep PolicyReport) String() string {
 		b.WriteString("confines:       no (every write the process can make is allowed)\n")
 	}
 	_, _ = fmt.Fprintf(&b, "mode:           %s\n", rep.Mode)
-	_, _ = fmt.Fprintf(&b, "workspace root: %s\n", rep.WorkspaceRoot)
+	if rep.WorkspaceRoot == "" {
+		b.WriteString("workspace root: none (no workspace is set: the working directory is /)\n")
+	} else {
+		_, _ = fmt.Fprintf(&b, "workspace root: %s\n", rep.WorkspaceRoot)
+	}
 	b.WriteString("writable roots:")
 	switch {
 	case !confines || rep.Mode == string(sandbox.DangerFullAccess):

@@ -67,6 +67,15 @@ func call(t *testing.T, sess *session.Session, tl *tool.Tool, args any) tool.Res
 	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: "1", Arguments: raw})
 }
 
+// TestLocalWithAnotherModeIsRefused (issue 12): --fs local never confines,
+// so a configuration naming another mode does not compose.
+func TestLocalWithAnotherModeIsRefused(t *testing.T) {
+	for _, mode := range []string{"read-only", "workspace-write"} {
+		_, err := compose.Options(config.Config{FS: "local", Mode: mode, LogLevel: "info", LogFormat: "console"}, io.Discard)
+		require.ErrorContains(t, err, "conflicts with --fs local", mode)
+	}
+}
+
 func TestGraph(t *testing.T) {
 	type outcome struct{ inside, outside bool }
 	tests := []struct {
@@ -76,8 +85,6 @@ func TestGraph(t *testing.T) {
 		{fs: "sandbox", mode: "read-only", want: outcome{inside: false, outside: false}},
 		{fs: "sandbox", mode: "workspace-write", want: outcome{inside: true, outside: false}},
 		{fs: "sandbox", mode: "danger-full-access", want: outcome{inside: true, outside: true}},
-		{fs: "local", mode: "read-only", want: outcome{inside: true, outside: true}},
-		{fs: "local", mode: "workspace-write", want: outcome{inside: true, outside: true}},
 		{fs: "local", mode: "danger-full-access", want: outcome{inside: true, outside: true}},
 	}
 	for _, tc := range tests {
@@ -214,7 +221,7 @@ func TestGraphEscalation(t *testing.T) {
 func TestGraphLocalRefusesEscalationArgs(t *testing.T) {
 	d := newDirs(t)
 	tools, app := toolsByName(t, config.Config{
-		FS: "local", Mode: "read-only", Workspace: d.ws, LogLevel: "info", LogFormat: "console",
+		FS: "local", Mode: "danger-full-access", Workspace: d.ws, LogLevel: "info", LogFormat: "console",
 	})
 	defer app.RequireStop()
 	sess := session.New("s-1", d.ws)
@@ -416,7 +423,7 @@ func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var backend fslocal.Config
 			tools, app := toolsByName(t, config.Config{
-				FS: "local", Mode: "read-only", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
+				FS: "local", Mode: "danger-full-access", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
 				LogLevel: "info", LogFormat: "console",
 			}, fx.Populate(&backend))
 			defer app.RequireStop()

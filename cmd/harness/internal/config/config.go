@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/agnivade/levenshtein"
 
@@ -50,14 +51,18 @@ var LogFormats = []string{"json", "console"}
 // the flag names.
 type Config struct {
 	// FS is the backend: "sandbox" (fssandbox, the default) or "local"
-	// (fslocal, never confines).
+	// (fslocal, never confines: it implies danger-full-access).
 	FS string `yaml:"fs"`
-	// Mode is the deployment default sandbox mode.
+	// Mode is the deployment default sandbox mode. Under FS "local" it must
+	// be danger-full-access (the loader sets it when no mode was given).
 	Mode string `yaml:"mode"`
-	// Workspace, when set, is every session's working directory and the
-	// fallback workspace root; else a session takes the client's first root,
-	// else the process working directory.
+	// Workspace, when set, is every session's working directory and only
+	// workspace root; else a session's roots are the client's file:// roots,
+	// else the process working directory (never "/").
 	Workspace string `yaml:"workspace"`
+	// RootsTimeout bounds the wait for a client's roots (roots/list); 0
+	// means 30 s.
+	RootsTimeout time.Duration `yaml:"roots-timeout"`
 	// TempRoots are the temp areas writable under workspace-write; empty
 	// means the platform temp areas.
 	TempRoots []string `yaml:"temp-root"`
@@ -165,6 +170,12 @@ func (c *Config) Validate() error {
 	}
 	if err := oneOf("mode", c.Mode, modes); err != nil {
 		return err
+	}
+	if c.FS == "local" && c.Mode != string(sandbox.DangerFullAccess) {
+		return &FieldError{Key: "mode", Msg: fmt.Sprintf("%q conflicts with --fs local: the local backend never confines, so it always runs as %s; drop the mode or use --fs sandbox", c.Mode, sandbox.DangerFullAccess)}
+	}
+	if c.RootsTimeout < 0 {
+		return fieldErr("roots-timeout", "must not be negative, got %s", c.RootsTimeout)
 	}
 	if c.Workspace != "" {
 		abs, err := filepath.Abs(c.Workspace)

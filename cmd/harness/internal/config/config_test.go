@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -566,7 +567,7 @@ func TestFlagsRegistration(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
-		"config", "fs", "mode", "workspace", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
+		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env",
 		"durability", "workspace-owner",
@@ -588,4 +589,40 @@ func TestFlagsRegistration(t *testing.T) {
 		assert.Equal(t, "workspace-write", cfg.Mode)
 		assert.Equal(t, []string{"/a", "/b"}, cfg.TempRoots)
 	})
+}
+
+// TestLocalNeverPretendsToConfine (issue 12): --fs local implies
+// danger-full-access; a mode naming another, from any source, is an error
+// saying why and naming the source.
+func TestLocalNeverPretendsToConfine(t *testing.T) {
+	assert.Equal(t, "danger-full-access", mustLoad(t, []string{"--fs", "local"}, nil).Mode)
+	assert.Equal(t, "danger-full-access", mustLoad(t, nil, map[string]string{"HARNESS_FS": "local", "HARNESS_MODE": "danger-full-access"}).Mode)
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{name: "flag", args: []string{"--fs", "local", "--mode", "read-only"}, want: `--mode: "read-only" conflicts with --fs local`},
+		{name: "variable", vars: map[string]string{"HARNESS_FS": "local", "HARNESS_MODE": "read-only"}, want: `HARNESS_MODE: "read-only" conflicts with --fs local`},
+		{name: "file", args: []string{"--config", writeYAML(t, "fs: local\nmode: workspace-write\n")}, want: `key mode (line 2): "workspace-write" conflicts with --fs local: the local backend never confines`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.vars)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+	cfg := config.Default()
+	cfg.FS = "local"
+	require.ErrorContains(t, cfg.Validate(), "conflicts with --fs local", "a built config is checked too")
+}
+
+func TestRootsTimeout(t *testing.T) {
+	assert.Equal(t, 2*time.Second, mustLoad(t, []string{"--roots-timeout", "2s"}, nil).RootsTimeout)
+	assert.Equal(t, time.Minute, mustLoad(t, nil, map[string]string{"HARNESS_ROOTS_TIMEOUT": "1m"}).RootsTimeout)
+	_, err := load(t, nil, map[string]string{"HARNESS_ROOTS_TIMEOUT": "soon"})
+	require.ErrorContains(t, err, "HARNESS_ROOTS_TIMEOUT: not a duration")
+	_, err = load(t, []string{"--roots-timeout", "-1s"}, nil)
+	require.ErrorContains(t, err, "--roots-timeout: must not be negative")
 }

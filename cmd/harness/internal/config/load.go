@@ -11,8 +11,11 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
+
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // EnvPrefix prefixes every environment variable: HARNESS_MODE for --mode,
@@ -41,7 +44,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		file      = fs.String("config", "", "a YAML `FILE` whose keys are the flag names")
 		backend   = fs.String("fs", def.FS, "filesystem `backend`: sandbox or local (never confines)")
 		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
-		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's first root, else the working directory)")
+		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's file:// roots, else the working directory; never /)")
+		rootsWait = fs.Duration("roots-timeout", 0, "how long a session waits for the client's roots (`duration`) before falling back to the working directory (0: 30s)")
 		temps     stringList
 		protect   stringList
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
@@ -89,6 +93,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"fs":                   func() { cfg.FS = *backend },
 			"mode":                 func() { cfg.Mode = *mode },
 			"workspace":            func() { cfg.Workspace = *workspace },
+			"roots-timeout":        func() { cfg.RootsTimeout = *rootsWait },
 			"temp-root":            func() { cfg.TempRoots = temps },
 			"landlock":             func() { cfg.Landlock = *landlock },
 			"protect":              func() { cfg.Protect = protect },
@@ -115,6 +120,10 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 				f()
 				source[name] = "--" + name
 			}
+		}
+		if cfg.FS == "local" && source["mode"] == "" {
+			// The local backend never confines: say so in the mode.
+			cfg.Mode = string(sandbox.DangerFullAccess)
 		}
 		err := cfg.Validate()
 		if fe, ok := errors.AsType[*FieldError](err); ok && source[fe.Key] != "" {
@@ -233,6 +242,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			}
 			*i.dst = n
 		}
+	}
+	if v := lookup("ROOTS_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%sROOTS_TIMEOUT: not a duration (such as 10s): %q", EnvPrefix, v)
+		}
+		cfg.RootsTimeout = d
 	}
 	if v := lookup("READ_STREAM_MIN_SIZE"); v != "" {
 		n, err := strconv.ParseInt(v, 10, 64)

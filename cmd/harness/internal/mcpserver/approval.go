@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strconv"
@@ -47,12 +48,12 @@ func (a approver) Approve(ctx context.Context, ar sandboxpolicy.ApprovalRequest)
 		if err != nil {
 			return "", err
 		}
-		return outcome(res), nil
+		return outcome(res)
 	}
 	binding := approvalBinding(a.tool, a.req.Params.Arguments, ar)
 	if res, ok := a.req.Params.InputResponses[approvalKey].(*mcp.ElicitResult); ok &&
 		a.c.issued.redeem(a.s.key, a.req.Params.RequestState, binding) {
-		return outcome(res), nil
+		return outcome(res)
 	}
 	// No answer, or one not issued for exactly this call (forged, replayed,
 	// or for other arguments): ask.
@@ -73,46 +74,64 @@ func (e *inputRequired) Error() string { return "the approval is asked with an i
 // approvalKey is the input request id of an approval elicitation.
 const approvalKey = "sandbox_approval"
 
-// elicitation returns the elicitation that asks for req: a message naming
-// the tool, the requested mode and the justification, and a boolean
-// "approve" field.
+// The choices of the approval form's "decision" field.
+const (
+	decisionOnce    = "allow-once"
+	decisionSession = "allow-session"
+	decisionDeny    = "deny"
+)
+
+// elicitation returns the elicitation that asks for req: the prompt
+// (sandboxpolicy.Prompt: the canonical target, the path as given, the
+// operation and its size, the boundary crossed, the cleaned justification)
+// and a "decision" field whose enum offers allowing this one call, allowing
+// the mode for the rest of the session, or denying.
 func elicitation(req sandboxpolicy.ApprovalRequest) *mcp.ElicitParams {
-	target := ""
-	if req.Target != "" {
-		target = " on " + strconv.Quote(req.Target)
-	}
-	if req.Command != "" {
-		target = " with the command " + strconv.Quote(req.Command) + " in " + strconv.Quote(req.Workdir)
-	}
 	return &mcp.ElicitParams{
-		Message: fmt.Sprintf("The agent asks to run the %q tool%s once under the %q sandbox mode. Its justification: %s",
-			req.Tool, target, req.Mode, sandboxpolicy.Printable(req.Justification)),
+		Message: sandboxpolicy.Prompt(req),
 		RequestedSchema: &jsonschema.Schema{
 			Type: "object",
 			Properties: map[string]*jsonschema.Schema{
-				"approve": {Type: "boolean", Title: "Approve", Description: "Allow exactly this one call under the wider mode."},
+				"decision": {
+					Type:        "string",
+					Title:       "Decision",
+					Description: fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny),
+					Enum:        []any{decisionOnce, decisionSession, decisionDeny},
+					Default:     json.RawMessage(strconv.Quote(decisionDeny)),
+				},
 			},
-			Required: []string{"approve"},
+			Required: []string{"decision"},
 		},
 	}
 }
 
-// outcome maps the user's answer: accept with approve -> allowed-once;
-// accept without it, or decline -> rejected; cancel (or anything else) ->
-// cancelled.
-func outcome(res *mcp.ElicitResult) sandboxpolicy.Outcome {
+// errBadAnswer is an accepted elicitation whose content does not fit the
+// approval form.
+var errBadAnswer = errors.New(`the approval answer does not match its form: "decision" must be one of ` +
+	decisionOnce + ", " + decisionSession + ", " + decisionDeny)
+
+// outcome maps the user's answer: accept with decision allow-once ->
+// allowed-once, allow-session -> allowed-for-session, deny -> rejected;
+// decline -> rejected; cancel -> cancelled. An accepted answer without a
+// valid decision is errBadAnswer (the call fails with a code, never runs).
+func outcome(res *mcp.ElicitResult) (sandboxpolicy.Outcome, error) {
 	if res == nil {
-		return sandboxpolicy.Cancelled
+		return sandboxpolicy.Cancelled, nil
 	}
 	switch res.Action {
 	case "accept":
-		if approve, ok := res.Content["approve"].(bool); ok && approve {
-			return sandboxpolicy.AllowedOnce
+		switch res.Content["decision"] {
+		case decisionOnce:
+			return sandboxpolicy.AllowedOnce, nil
+		case decisionSession:
+			return sandboxpolicy.AllowedForSession, nil
+		case decisionDeny:
+			return sandboxpolicy.Rejected, nil
 		}
-		return sandboxpolicy.Rejected
+		return "", errBadAnswer
 	case "decline":
-		return sandboxpolicy.Rejected
+		return sandboxpolicy.Rejected, nil
 	default:
-		return sandboxpolicy.Cancelled
+		return sandboxpolicy.Cancelled, nil
 	}
 }

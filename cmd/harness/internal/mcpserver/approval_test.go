@@ -28,7 +28,7 @@ func TestApprovalStateCannotBeForgedOrReplayed(t *testing.T) {
 	client := mcp.NewClient(&mcp.Implementation{Name: "t", Version: "v0"}, &mcp.ClientOptions{
 		MultiRoundTrip: &mcp.MultiRoundTripOptions{Disabled: true}, // the test answers by hand
 		ElicitationHandler: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}, nil
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}, nil
 		},
 	})
 	cs, err := client.Connect(ctx, ct, nil)
@@ -37,7 +37,7 @@ func TestApprovalStateCannotBeForgedOrReplayed(t *testing.T) {
 
 	target := filepath.Join(w.outside, "x.txt")
 	args := map[string]any{"file_path": target, "content": "x", "sandbox_permissions": "danger-full-access", "justification": "why"}
-	yes := mcp.InputResponseMap{"sandbox_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": true}}}
+	yes := mcp.InputResponseMap{"sandbox_approval": &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}}
 	call := func(a map[string]any, state string, responses mcp.InputResponseMap) *mcp.CallToolResult {
 		res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "write", Arguments: a, RequestState: state, InputResponses: responses})
 		require.NoError(t, err)
@@ -81,7 +81,7 @@ func TestApprovalFailuresCarryACode(t *testing.T) {
 		{
 			name: "an answer that does not match the schema",
 			answer: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
-				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"approve": "yes"}}, nil
+				return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "yes"}}, nil
 			},
 			want: "does not match requested schema",
 		},

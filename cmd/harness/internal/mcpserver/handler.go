@@ -38,6 +38,10 @@ type conn struct {
 	sess *session.Session
 	seq  atomic.Int64
 
+	// rootsStale is set by notifications/roots/list_changed: the next call
+	// asks the client for its roots again.
+	rootsStale atomic.Bool
+
 	// issued holds the nonces of approval requests sent on this connection
 	// and not yet answered: an answer is accepted once, for the call it was
 	// asked for (see approvals).

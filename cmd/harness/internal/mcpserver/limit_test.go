@@ -220,7 +220,7 @@ func TestApprovalWaitHoldsNoSlot(t *testing.T) {
 	assert.Equal(t, "2", string(m.ID), "the other call is answered while the first waits for the user")
 	assert.Equal(t, "done", resultText(m))
 
-	p.send(t, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{"approve":true}}}`)
+	p.send(t, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{"decision":"allow-once"}}}`)
 	m = p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
 	assert.Equal(t, "1", string(m.ID))
 	assert.Equal(t, string(sandboxpolicy.AllowedOnce), resultText(m))

@@ -2,7 +2,7 @@ package mcpserver
 
 import (
 	"context"
-	"net/url"
+	"errors"
 	"os"
 	"path/filepath"
 	"time"
@@ -18,73 +18,146 @@ import (
 // rootsKey is the input request id of a roots request.
 const rootsKey = "roots"
 
-// rootsTimeout bounds the wait for a client's roots: a client that
-// advertises roots but never answers falls back to the working directory.
-const rootsTimeout = 5 * time.Second
+// DefaultRootsTimeout is how long a session waits for the client's answer to
+// roots/list when Options.RootsTimeout is zero.
+const DefaultRootsTimeout = 30 * time.Second
 
-// session returns the connection's session, creating it on the first call:
-// its cwd is the configured workspace, else the client's first file:// root
-// that is an existing directory, else the process working directory,
-// canonicalized once so the fence root it defines is pinned. For a
-// 2026-07-28 client that offers roots, the first call returns an
-// input-required result asking for them; ask is then non-nil.
+// session returns the connection's session, creating it on the first call,
+// and keeps its workspace roots in step with the client (issue 14, deliberate
+// difference 12). With Options.Workspace, that directory is the session's
+// cwd and only root, and the client's roots are never asked for. Otherwise,
+// for a client that declares roots, every usable file:// root it announces is
+// a workspace root (sandboxpolicy.SetRoots; the first is the cwd), asked at
+// the first call and again at the first call after each
+// notifications/roots/list_changed; an unusable root is logged with the
+// reason and grants nothing. A client that declares no roots, or does not
+// answer roots/list within Options.RootsTimeout (logged), gets the process
+// working directory, never "/". For a 2026-07-28 client that offers roots,
+// the roots travel as an input-required result; ask is then non-nil.
 func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest, newProto bool) (sess *session.Session, ask *mcp.CallToolResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if c.sess != nil {
+	stale := c.rootsStale.Load()
+	if c.sess != nil && (!stale || s.opts.Workspace != "") {
 		return c.sess, nil
 	}
-	cwd := s.opts.Workspace
-	if cwd == "" {
-		var roots *mcp.ListRootsResult
-		if newProto {
-			if _, offers := requestCaps(req)["roots"]; offers {
-				r, ok := req.Params.InputResponses[rootsKey].(*mcp.ListRootsResult)
-				if !ok {
-					return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsKey: &mcp.ListRootsParams{}}}
-				}
-				roots = r
-			}
-		} else {
-			rctx, cancel := context.WithTimeout(ctx, rootsTimeout)
-			r, err := req.Session.ListRoots(rctx, nil)
-			cancel()
-			if err != nil {
-				s.log.Debug("client offers no roots", zap.Error(err))
-			}
-			roots = r
+	var (
+		roots     []string
+		announced bool
+	)
+	if s.opts.Workspace == "" {
+		uris, ok, err := s.clientRoots(ctx, req, newProto)
+		switch {
+		case errors.Is(err, errAskRoots):
+			return nil, &mcp.CallToolResult{InputRequests: mcp.InputRequestMap{rootsKey: &mcp.ListRootsParams{}}}
+		case err != nil && c.sess != nil:
+			// The roots changed and the new ones are unknown: fail closed,
+			// no root of the old list stays writable.
+			s.log.Warn("the client's roots changed but roots/list failed: no workspace until it answers", zap.Error(err))
+			announced = true
+		case err != nil:
+			s.log.Warn("the client's roots are unknown: falling back to the working directory", zap.Error(err))
+		case ok:
+			roots, announced = s.usableRoots(uris), true
 		}
-		cwd = firstRoot(roots)
 	}
-	if cwd == "" {
-		cwd = processCwd()
+	c.rootsStale.Store(false)
+	if c.sess == nil {
+		cwd := s.opts.Workspace
+		if cwd == "" && len(roots) > 0 {
+			cwd = roots[0]
+		}
+		if cwd == "" && !announced {
+			cwd = processCwd()
+		}
+		if cwd != "" {
+			cwd = sandboxpolicy.CanonicalPath(cwd)
+		}
+		if s.tracker != nil {
+			c.sess = s.tracker.Start(uuid.NewString(), cwd)
+		} else {
+			c.sess = session.New(uuid.NewString(), cwd)
+		}
+		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd))
 	}
-	if cwd != "" {
-		cwd = sandboxpolicy.CanonicalPath(cwd)
+	if announced {
+		if err := sandboxpolicy.SetRoots(c.sess, roots); err != nil {
+			s.log.Error("the session's roots were not recorded", zap.Error(err))
+		}
+		s.log.Info("workspace roots", zap.String("session", c.sess.ID()), zap.Strings("roots", roots))
 	}
-	if s.tracker != nil {
-		c.sess = s.tracker.Start(uuid.NewString(), cwd)
-	} else {
-		c.sess = session.New(uuid.NewString(), cwd)
-	}
-	s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd))
 	return c.sess, nil
 }
 
-// firstRoot returns the path of the first file:// root that is an existing
-// directory, "" when there is none.
-func firstRoot(r *mcp.ListRootsResult) string {
-	if r == nil {
-		return ""
+// errAskRoots says a 2026-07-28 call must ask the client for its roots.
+var errAskRoots = errors.New("the roots are asked with an input-required result")
+
+// clientRoots returns the root URIs the client announces and true; false
+// when the client declares no roots. On a 2025-11-25 (or earlier)
+// connection it sends roots/list and waits up to the roots timeout; on a
+// 2026-07-28 one the answer arrives with the retried call (errAskRoots
+// until it does).
+func (s *Server) clientRoots(ctx context.Context, req *mcp.CallToolRequest, newProto bool) ([]string, bool, error) {
+	var res *mcp.ListRootsResult
+	if newProto {
+		if _, offers := requestCaps(req)["roots"]; !offers {
+			return nil, false, nil
+		}
+		r, ok := req.Params.InputResponses[rootsKey].(*mcp.ListRootsResult)
+		if !ok {
+			return nil, false, errAskRoots
+		}
+		res = r
+	} else {
+		ip := req.Session.InitializeParams()
+		if ip == nil || ip.Capabilities == nil || ip.Capabilities.RootsV2 == nil {
+			return nil, false, nil
+		}
+		timeout := s.opts.RootsTimeout
+		if timeout <= 0 {
+			timeout = DefaultRootsTimeout
+		}
+		s.log.Debug("asking the client for its roots", zap.Duration("timeout", timeout))
+		rctx, cancel := context.WithTimeout(ctx, timeout)
+		r, err := req.Session.ListRoots(rctx, nil)
+		cancel()
+		if err != nil {
+			return nil, false, err
+		}
+		res = r
 	}
-	for _, root := range r.Roots {
-		u, err := url.Parse(root.URI)
-		if err != nil || u.Scheme != "file" || (u.Host != "" && u.Host != "localhost") || !filepath.IsAbs(u.Path) {
+	var uris []string
+	if res != nil {
+		for _, r := range res.Roots {
+			if r != nil {
+				uris = append(uris, r.URI)
+			}
+		}
+	}
+	return uris, true, nil
+}
+
+// usableRoots returns the local paths of the root URIs that may be
+// workspace roots, in order: parsed strictly (sandboxpolicy.RootPath), not
+// "/" once canonical, an existing directory. Each refused root is logged
+// with the reason and grants nothing.
+func (s *Server) usableRoots(uris []string) []string {
+	var out []string
+	for _, uri := range uris {
+		p, err := sandboxpolicy.RootPath(uri)
+		if err == nil && sandboxpolicy.CanonicalPath(p) == "/" {
+			err = errors.New(`it is "/", which would make workspace-write unlimited`)
+		}
+		if err == nil {
+			if info, serr := os.Stat(p); serr != nil || !info.IsDir() {
+				err = errors.New("not an existing directory")
+			}
+		}
+		if err != nil {
+			s.log.Warn("client root refused", zap.String("uri", uri), zap.String("reason", err.Error()))
 			continue
 		}
-		if info, err := os.Stat(u.Path); err == nil && info.IsDir() {
-			return filepath.Clean(u.Path)
-		}
+		out = append(out, filepath.Clean(p))
 	}
-	return ""
+	return out
 }

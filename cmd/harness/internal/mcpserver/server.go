@@ -1,8 +1,8 @@
 // Package mcpserver serves the tools of the fx "tools" group over MCP with
 // the official Go SDK. One connection is one session: its working directory
 // is fixed when the session is first used (the configured workspace, else
-// the client's first file:// root, else the process working directory) and
-// never changes. The approver of the tools is MCP elicitation, in both
+// the client's first file:// root, else the process working directory), and
+// its workspace roots follow the client's roots (see Server.session). The approver of the tools is MCP elicitation, in both
 // protocol generations the SDK speaks: an in-handler elicitation request for
 // clients that negotiated 2025-11-25 or earlier, and an input-required
 // result the client answers by retrying the call for 2026-07-28 sessions.
@@ -14,11 +14,13 @@ import (
 	"crypto/rand"
 	"os"
 	"sync"
+	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -30,8 +32,13 @@ const Name = "harness"
 type Options struct {
 	// Version is reported to clients.
 	Version string
-	// Workspace, when set, is every session's working directory.
+	// Workspace, when set, is every session's working directory and only
+	// workspace root; the client's roots are then never asked for.
 	Workspace string
+	// RootsTimeout bounds the wait for a client's answer to roots/list;
+	// zero means DefaultRootsTimeout. Past it the session falls back to
+	// the process working directory (logged).
+	RootsTimeout time.Duration
 	// MaxConcurrentCalls caps the tool calls running at once in the
 	// process, over all connections; zero or less means twice GOMAXPROCS,
 	// at least 4. Beyond it calls wait in a queue of four per slot, and
@@ -75,6 +82,11 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
+		// Roots are deprecated from 2026-07-28 (SEP-2577) but are how
+		// 2025-11-25 clients name their workspace; they stay served.
+		RootsListChangedHandler: func(_ context.Context, req *mcp.RootsListChangedRequest) { //nolint:staticcheck // SEP-2577: see above
+			s.connFor(req.Session).rootsStale.Store(true)
+		},
 	})
 	s.mcp.AddReceivingMiddleware(s.validateSetLevel)
 	for _, t := range s.tools {
@@ -153,12 +165,12 @@ var Module = fx.Options(
 )
 
 // processCwd is the fallback working directory of a session, "" when it
-// cannot be known: the session then has no cwd and the configured fallback
-// workspace root applies (never "/", which would make workspace-write as
-// wide as the whole volume).
+// cannot be known or is "/": the session then has no cwd and the configured
+// fallback workspace root applies (never "/", which would make
+// workspace-write as wide as the whole volume).
 func processCwd() string {
 	wd, err := os.Getwd()
-	if err != nil {
+	if err != nil || sandboxpolicy.CanonicalPath(wd) == "/" {
 		return ""
 	}
 	return wd

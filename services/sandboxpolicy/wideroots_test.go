@@ -1,0 +1,200 @@
+package sandboxpolicy_test
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"unicode"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// chdir runs the rest of the test from dir.
+func chdir(t *testing.T, dir string) {
+	t.Helper()
+	t.Chdir(dir)
+}
+
+// TestRootOfSlash (deliberate difference 12): a workspace that is "/" is a
+// start error under workspace-write, a process cwd of "/" is no workspace,
+// and a read-only deployment on "/" escalated to workspace-write grants no
+// workspace root.
+func TestRootOfSlash(t *testing.T) {
+	_, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/"})
+	require.ErrorContains(t, err, `resolves to "/"`)
+	require.ErrorContains(t, err, "use mode danger-full-access")
+
+	dir := realTempDir(t)
+	up := symlink(t, "/", filepath.Join(dir, "up"))
+	_, err = sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: up})
+	require.ErrorContains(t, err, `resolves to "/"`, "a symlink to / is / once canonical")
+
+	chdir(t, "/")
+	svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
+	assert.Empty(t, svc.Default().WorkspaceRoot, "the process cwd / is never the workspace")
+	p := svc.Resolve(session.New("s", "/"), "")
+	assert.Empty(t, p.WorkspaceRoot, "a session cwd of / is no workspace under workspace-write")
+	assert.Equal(t, sandboxpolicy.BoundaryNoWorkspace, svc.Boundary(p, "/opt/x"))
+	assert.NotContains(t, sandbox.WritableRoots(p, svc.TempRoots()), "/")
+
+	ro := mustNew(t, sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/"})
+	assert.Equal(t, "/", ro.Default().WorkspaceRoot, "read-only may name / (it writes nothing)")
+	esc := ro.Resolve(session.New("s", "/"), sandbox.WorkspaceWrite)
+	assert.Equal(t, sandbox.WorkspaceWrite, esc.Mode)
+	assert.Empty(t, esc.WorkspaceRoot, "escalated to workspace-write, / is refused again")
+	assert.Equal(t, sandboxpolicy.BoundaryNoWorkspace, ro.Boundary(esc, "/opt/x"))
+}
+
+// TestRootPath: client root URIs are parsed strictly (RFC 8089).
+func TestRootPath(t *testing.T) {
+	tests := []struct {
+		uri, want, err string
+	}{
+		{uri: "file:///home/u/ws", want: "/home/u/ws"},
+		{uri: "file://localhost/home/u/ws", want: "/home/u/ws"},
+		{uri: "file:///home/u/my%20ws", want: "/home/u/my ws"},
+		{uri: "file:///", want: "/"},
+		{uri: "file:///tmp/%2e%2e", err: "not clean"},
+		{uri: "file:///a/../", err: "not clean"},
+		{uri: "file:///a/./b", err: "not clean"},
+		{uri: "file:///a//b", err: "not clean"},
+		{uri: "file:///a/", err: "not clean"},
+		{uri: "file:///a%2Fb", err: "separator"},
+		{uri: "file:///a%5cb", err: "separator"},
+		{uri: "file:///a%00b", err: "NUL"},
+		{uri: "file://host/a", err: "not local"},
+		{uri: "file://user@localhost/a", err: "no user"},
+		{uri: "file://localhost:80/a", err: "no user or port"},
+		{uri: "file:///a?x=1", err: "no query"},
+		{uri: "file:///a#f", err: "no query or fragment"},
+		{uri: "file:a/b", err: "absolute path"},
+		{uri: "https://example.com/a", err: "not file"},
+		{uri: "file://%zz", err: "not a URI"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.uri, func(t *testing.T) {
+			got, err := sandboxpolicy.RootPath(tc.uri)
+			if tc.err != "" {
+				require.ErrorContains(t, err, tc.err)
+				assert.Empty(t, got)
+				return
+			}
+			require.NoError(t, err)
+			assert.Equal(t, tc.want, got)
+		})
+	}
+}
+
+// TestAnnouncedRoots (issue 14, "Multiple roots that follow the client"):
+// every announced root is a workspace root, the first the workspace root;
+// a root is pinned when first resolved and kept while announced; a removed
+// root stops being writable at the next resolution; / is dropped.
+func TestAnnouncedRoots(t *testing.T) {
+	dir := realTempDir(t)
+	a, b := mkdir(t, filepath.Join(dir, "a")), mkdir(t, filepath.Join(dir, "b"))
+	elsewhere := mkdir(t, filepath.Join(dir, "elsewhere"))
+	link := symlink(t, b, filepath.Join(dir, "link"))
+	svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: dir, TempRoots: []string{}})
+	sess := session.New("s", a)
+
+	require.NoError(t, sandboxpolicy.SetRoots(sess, []string{a, link, "/"}))
+	p := svc.Resolve(sess, "")
+	assert.Equal(t, a, p.WorkspaceRoot)
+	assert.Equal(t, []string{b}, p.OtherRoots, "a root is canonical; / is dropped")
+	assert.Empty(t, svc.Boundary(p, filepath.Join(b, "x")), "the second root is writable")
+
+	// Retargeting the link does not move a root that stays announced.
+	require.NoError(t, os.Remove(link))
+	symlink(t, elsewhere, link)
+	require.NoError(t, sandboxpolicy.SetRoots(sess, []string{link, a}))
+	p = svc.Resolve(sess, "")
+	assert.Equal(t, b, p.WorkspaceRoot, "pinned while announced; the first announced is the workspace root")
+	assert.Equal(t, []string{a}, p.OtherRoots)
+
+	require.NoError(t, sandboxpolicy.SetRoots(sess, []string{a}))
+	p = svc.Resolve(sess, "")
+	assert.Equal(t, sandboxpolicy.BoundaryOutside, svc.Boundary(p, filepath.Join(b, "x")), "a removed root grants nothing")
+
+	// Announced again, it is pinned anew: now to where the link points.
+	require.NoError(t, sandboxpolicy.SetRoots(sess, []string{link}))
+	assert.Equal(t, elsewhere, svc.Resolve(sess, "").WorkspaceRoot)
+
+	require.NoError(t, sandboxpolicy.SetRoots(sess, nil))
+	p = svc.Resolve(sess, "")
+	assert.Empty(t, p.WorkspaceRoot, "no announced root: no workspace, not the fallback")
+	assert.Equal(t, sandboxpolicy.BoundaryNoWorkspace, svc.Boundary(p, filepath.Join(a, "x")))
+}
+
+// TestAllowForSession: allowed-for-session grants the call and widens the
+// session's mode until it ends; the policy and the next prompt say so.
+func TestAllowForSession(t *testing.T) {
+	dir := realTempDir(t)
+	svc := mustNew(t, sandboxpolicy.Config{WorkspaceRoot: dir, TempRoots: []string{}})
+	sess := session.New("s", dir)
+	rec := &recorder{outcome: sandboxpolicy.AllowedForSession}
+	got, err := approveEscalation(context.Background(), rec.approver(), sess, "write", sandbox.SubjectOperation, sandbox.WorkspaceWrite, sandbox.ReadOnly, "why")
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.WorkspaceWrite, got)
+	p := svc.Resolve(sess, "")
+	assert.Equal(t, sandbox.WorkspaceWrite, p.Mode, "later calls of the session run under the grant")
+	assert.True(t, p.SessionGrant)
+	assert.False(t, svc.Resolve(session.New("other", dir), "").SessionGrant)
+	assert.Equal(t, sandbox.ReadOnly, svc.Resolve(session.New("other", dir), "").Mode, "another session keeps the default")
+
+	_, err = approveEscalation(context.Background(), rec.approver(), sess, "write", sandbox.SubjectOperation, sandbox.DangerFullAccess, sandbox.WorkspaceWrite, "why")
+	require.NoError(t, err)
+	require.Len(t, rec.requests, 2)
+	assert.Equal(t, sandbox.WorkspaceWrite, rec.requests[1].SessionGrant)
+	assert.Contains(t, sandboxpolicy.Prompt(rec.requests[1]), "This session already runs under workspace-write, which you allowed for the session.")
+
+	require.NoError(t, sandboxpolicy.SetMode(sess, sandbox.ReadOnly))
+	_, granted := sandboxpolicy.SessionGrant(sess)
+	assert.False(t, granted, "a plain mode switch is not the user's grant")
+}
+
+// TestPromptShowsTheTruth: the prompt names the canonical target, the path
+// as given, the operation and the boundary, with paths escaped.
+func TestPromptShowsTheTruth(t *testing.T) {
+	msg := sandboxpolicy.Prompt(sandboxpolicy.ApprovalRequest{
+		Tool: "write", Mode: sandbox.DangerFullAccess, Standing: sandbox.WorkspaceWrite,
+		Target: "/outside/secret\x1b[2J.md", Given: "/ws/notes.md",
+		Operation: "write 5 bytes (the whole file)", Boundary: sandboxpolicy.BoundaryOutside,
+		Justification: "fix\u202enotes",
+	})
+	assert.Equal(t, `The agent asks to run the "write" tool to write 5 bytes (the whole file) on "/outside/secret\x1b[2J.md" (given as "/ws/notes.md"). `+
+		`Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. `+
+		`Its justification: fix notes`, msg)
+	for _, r := range msg {
+		assert.False(t, unicode.IsControl(r), "no raw control character in %q", msg)
+	}
+}
+
+// TestCleanJustification (issue 12): control, format, bidi and separator
+// characters become spaces; the text is capped and the cut marked.
+func TestCleanJustification(t *testing.T) {
+	tests := []struct{ name, in, want string }{
+		{name: "plain", in: "Update the notes.", want: "Update the notes."},
+		{name: "terminal escape and newlines", in: "a\x1b[31mb\r\nc\x00d", want: "a [31mb c d"},
+		{name: "bidi override and isolate", in: "ok\u202eevil\u2066x\u2069", want: "ok evil x"},
+		{name: "zero width and BOM", in: "a\u200bb\ufeffc", want: "a b c"},
+		{name: "line and paragraph separators", in: "a\u2028b\u2029c\u0085d", want: "a b c d"},
+		{name: "invalid UTF-8", in: "a\xffb", want: "a b"},
+		{name: "exactly the cap", in: strings.Repeat("x", sandboxpolicy.JustificationMax), want: strings.Repeat("x", sandboxpolicy.JustificationMax)},
+		{name: "past the cap", in: strings.Repeat("é", sandboxpolicy.JustificationMax+5), want: strings.Repeat("é", sandboxpolicy.JustificationMax) + "… [5 more characters cut]"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			assert.Equal(t, tc.want, sandboxpolicy.CleanJustification(tc.in))
+		})
+	}
+	huge := sandboxpolicy.Prompt(sandboxpolicy.ApprovalRequest{Tool: "write", Mode: sandbox.DangerFullAccess, Justification: strings.Repeat("a", 8<<20)})
+	assert.Less(t, len(huge), 600, "an 8 MiB justification gives a short prompt")
+	assert.Contains(t, huge, "… [8388308 more characters cut]")
+}
