@@ -166,14 +166,21 @@ async function run() {
   ok(`initialize: server ${info.name} ${info.version}, protocol ${negotiatedVersion}, capabilities ${JSON.stringify(client.getServerCapabilities())}`);
 
   // tools/list
-  const { tools } = await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS });
+  // The filesystem tools; exec, the command runner, is listed with its
+  // required command and otherwise has its own checks.
+  const listed = (await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools;
+  const execTool = listed.find((t) => t.name === 'exec');
+  assert.deepEqual(execTool?.inputSchema?.required, ['command'], `exec: inputSchema.required: ${JSON.stringify(execTool?.inputSchema)}`);
+  const tools = listed.filter((t) => t.name !== 'exec');
   const names = tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['edit', 'exec', 'glob', 'grep', 'list', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
-  const byName = Object.fromEntries(tools.map((t) => [t.name, t]));
+  assert.deepEqual(names, ['delete', 'edit', 'glob', 'grep', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const wantRequired = {
-    read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path', 'old_string', 'new_string'], list: [],
-    glob: ['pattern'], grep: ['pattern'], exec: ['command'],
+    read: ['file_path'], write: ['file_path', 'content'], edit: ['file_path'], list: [],
+    glob: ['pattern'], grep: ['pattern'],
+    mkdir: ['path'], delete: ['path'], move: ['source', 'destination'],
   };
+  // What each mutating tool may do: mkdir only adds, the others may destroy.
+  const wantDestructive = { write: true, edit: true, delete: true, move: true, mkdir: false };
   for (const t of tools) {
     assert.equal(typeof t.description, 'string', `${t.name}: no description`);
     assert.equal(t.inputSchema?.type, 'object', `${t.name}: inputSchema.type: ${JSON.stringify(t.inputSchema)}`);
@@ -184,7 +191,7 @@ async function run() {
     if (readOnly) {
       assert.equal(a.readOnlyHint, true, `${t.name}: readOnlyHint: ${JSON.stringify(a)}`);
     } else {
-      assert.equal(a.destructiveHint, true, `${t.name}: destructiveHint: ${JSON.stringify(a)}`);
+      assert.equal(a.destructiveHint, wantDestructive[t.name], `${t.name}: destructiveHint: ${JSON.stringify(a)}`);
       assert.notEqual(a.readOnlyHint, true, `${t.name}: readOnlyHint on a writing tool: ${JSON.stringify(a)}`);
       const sp = t.inputSchema.properties?.sandbox_permissions;
       assert.ok(sp?.enum?.includes('danger-full-access'), `${t.name}: sandbox_permissions not advertised: ${JSON.stringify(sp)}`);
@@ -192,7 +199,7 @@ async function run() {
     }
     assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
   }
-  ok('tools/list: exactly edit, glob, grep, list, read, write; input/output schemas; read/list/glob/grep readOnlyHint, write/edit destructiveHint, openWorldHint false');
+  ok('tools/list: exec with its required command, and exactly delete, edit, glob, grep, list, mkdir, move, read, write; input/output schemas; read/list/glob/grep readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
 
   // read a seeded file (structuredContent is validated against outputSchema by the SDK)
   const seed = path.join(ws, 'seed.txt');
@@ -259,6 +266,15 @@ async function run() {
     'list: envelope text');
   ok('list workspace: new.txt, other.txt, seed.txt, sub/ (text and structuredContent)');
 
+  // several edits in a dry run: the diff, nothing written
+  res = await call('edit', { file_path: 'seed.txt', edits: [{ old_string: 'alpha', new_string: 'ALPHA' }, { old_string: 'gamma', new_string: 'GAMMA' }], dry_run: true });
+  expectSuccess(res, 'edit seed.txt edits dry_run');
+  assert.equal(res.structuredContent.dryRun, true, 'edit dry_run: structuredContent.dryRun');
+  assert.equal(res.structuredContent.replacements, 2, 'edit dry_run: replacements');
+  assert.match(res.structuredContent.diff, /^\+GAMMA$/m, 'edit dry_run: diff has +GAMMA');
+  assert.equal(fs.readFileSync(seed, 'utf8'), 'alpha\nBETA\ngamma\n', 'edit dry_run: the file changed on disk');
+  ok('edit with two edits and dry_run: the diff of both, nothing written');
+
   // glob the workspace, newest first
   const mtimes = { 'sub/deep.txt': 4000, 'seed.txt': 3000, 'other.txt': 2000, 'new.txt': 1000 };
   for (const [rel, t] of Object.entries(mtimes)) fs.utimesSync(path.join(ws, rel), t, t);
@@ -287,6 +303,35 @@ async function run() {
   text = expectToolError(res, 'grep (', 'INVALID_ARGUMENT');
   assert.ok(text.startsWith('Error: invalid pattern: error parsing regexp: '), `grep (: text ${JSON.stringify(text)}`);
   ok('grep beta, ignore_case, content, context 1: seed.txt and sub/deep.txt with context lines; a bad expression is INVALID_ARGUMENT');
+
+  // mkdir, move, delete inside the workspace
+  res = await call('mkdir', { path: 'made/deeper' });
+  expectSuccess(res, 'mkdir made/deeper');
+  assert.equal(res.structuredContent.created, 2, 'mkdir: created');
+  assert.ok(fs.statSync(path.join(ws, 'made', 'deeper')).isDirectory(), 'mkdir: no directory on disk');
+  // The glob step set new.txt's mtime, so its version changed since it was
+  // written: read it again before moving it (a move guards on the version).
+  expectSuccess(await call('read', { file_path: 'new.txt' }), 'read new.txt before the move');
+  res = await call('move', { source: 'new.txt', destination: 'made/deeper/moved.txt' });
+  expectSuccess(res, 'move new.txt');
+  assert.equal(res.structuredContent.type, 'file', 'move: type');
+  assert.ok(!exists(created), 'move: the source is still there');
+  assert.equal(fs.readFileSync(path.join(ws, 'made', 'deeper', 'moved.txt'), 'utf8'), 'fresh\n', 'move: destination on disk');
+  res = await call('move', { source: 'other.txt', destination: 'seed.txt' });
+  expectToolError(res, 'move over an existing file', 'FS_ALREADY_EXISTS');
+  res = await call('delete', { path: 'made' });
+  expectToolError(res, 'delete a non-empty directory', 'FS_NOT_EMPTY');
+  res = await call('delete', { path: 'made', recursive: true });
+  expectSuccess(res, 'delete made recursive');
+  assert.deepEqual(res.structuredContent, { path: path.join(ws, 'made'), type: 'directory', files: 1, directories: 2, others: 0 }, 'delete: counts');
+  assert.ok(!exists(path.join(ws, 'made')), 'delete: the directory is still there');
+  res = await call('mkdir', { path: path.join(outside, 'nope') });
+  expectToolError(res, 'mkdir outside', 'FS_SANDBOX_DENIED');
+  assert.ok(!exists(path.join(outside, 'nope')), 'mkdir outside: the directory exists after a denial');
+  res = await call('delete', { path: ws, recursive: true });
+  expectToolError(res, 'delete the workspace', 'FS_PERMISSION_DENIED');
+  assert.ok(exists(seed), 'delete the workspace: seed.txt is gone');
+  ok('mkdir made/deeper, move new.txt into it (never over seed.txt), delete it recursively with counts; mkdir outside denied; the workspace itself never deleted');
 
   // write outside: denied
   const denied = path.join(outside, 'denied.txt');

@@ -7,7 +7,8 @@ import (
 )
 
 // Code is one of the machine-readable FS_* error codes: the 13 of spec
-// section 0, and CodeInvalidSearch (search.go).
+// section 0, the three of the entry operations (Manager) and
+// CodeInvalidSearch (search.go).
 type Code string
 
 // The closed set of error codes.
@@ -25,6 +26,13 @@ const (
 	CodeAmbiguousEdit    Code = "FS_AMBIGUOUS_EDIT"
 	CodeEditNotFound     Code = "FS_EDIT_NOT_FOUND"
 	CodeAborted          Code = "FS_ABORTED"
+	// CodeAlreadyExists: an entry is at a Mkdir or Move destination.
+	CodeAlreadyExists Code = "FS_ALREADY_EXISTS"
+	// CodeNotEmpty: a directory to remove, or to move over, has entries.
+	CodeNotEmpty Code = "FS_NOT_EMPTY"
+	// CodeCrossDevice: a move between two filesystems of something that
+	// cannot be copied (a directory, a symlink, a special file).
+	CodeCrossDevice Code = "FS_CROSS_DEVICE"
 )
 
 // Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
@@ -43,6 +51,9 @@ var (
 	ErrAmbiguousEdit    = &Error{Code: CodeAmbiguousEdit}
 	ErrEditNotFound     = &Error{Code: CodeEditNotFound}
 	ErrAborted          = &Error{Code: CodeAborted}
+	ErrAlreadyExists    = &Error{Code: CodeAlreadyExists}
+	ErrNotEmpty         = &Error{Code: CodeNotEmpty}
+	ErrCrossDevice      = &Error{Code: CodeCrossDevice}
 )
 
 // Error is the structured error of every fs.Service method. Its text is
@@ -52,7 +63,7 @@ type Error struct {
 	// Code is one of the codes.
 	Code Code
 	// Op is the operation that failed: "resolve", "stat", "lstat", "read",
-	// "list", "write", "edit", "glob" or "grep".
+	// "list", "write", "edit", "mkdir", "move", "delete", "glob" or "grep".
 	Op string
 	// Path is the display path of the target, empty when there is none.
 	Path string

@@ -3,9 +3,10 @@
 // that flows through it (targets, versions, write intents, outcomes and the
 // structured *Error with its FS_* codes).
 //
-// A Service reads and searches everywhere and mutates only through WriteText
-// and EditText, which carry the per-call sandbox policy. Cancellation travels on the
-// context: a cancelled context yields an *Error with CodeAborted.
+// A Service reads and searches everywhere and mutates only through
+// WriteText, EditText, Mkdir, Move and Remove, which carry the per-call
+// sandbox policy. Cancellation travels on the context: a cancelled context
+// yields an *Error with CodeAborted.
 package fs
 
 import (
@@ -109,5 +110,6 @@ type Service interface {
 	Prober
 	Reader
 	Writer
+	Manager
 	Searcher
 }

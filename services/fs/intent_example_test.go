@@ -15,7 +15,7 @@ import (
 // FS_STALE_VERSION and the file keeps the other change.
 func ExampleReplaceVersion() {
 	dir, _ := os.MkdirTemp("", "harness-example-")
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	path := filepath.Join(dir, "notes.txt")
 	_ = os.WriteFile(path, []byte("one\n"), 0o644)
 

@@ -52,6 +52,10 @@ func ReplaceSeen(obs Observation) WriteIntent {
 type WriteOptions struct {
 	Intent WriteIntent
 	Policy *sandbox.ExecutionPolicy
+	// DryRun computes the outcome (the fence, the intent and the text
+	// conventions included) without writing anything: the outcome's
+	// Version is the file's current version, "" when it is absent.
+	DryRun bool
 }
 
 // Operation says whether a write created or replaced the file.
@@ -83,19 +87,33 @@ type WriteOutcome struct {
 	InPlace   string
 }
 
-// EditRequest asks EditText to replace OldString with NewString. Both are
-// LF-normalized before matching; OldString must be non-empty and, unless
-// ReplaceAll, occur exactly once. A non-empty Version guards the edit: the
-// file must still be at that version, or, when Content is known, have
-// that size and content hash (spec difference 14). A nil Policy means the
-// backend's deployment default.
+// Replacement is one literal replacement of an edit: OldString replaced by
+// NewString, LF-normalized before matching; OldString must be non-empty and,
+// unless ReplaceAll, occur exactly once in the text the replacement meets.
+type Replacement struct {
+	OldString  string
+	NewString  string
+	ReplaceAll bool
+}
+
+// EditRequest asks EditText to replace OldString with NewString, or, when
+// Edits is non-empty, to apply each of Edits in order, each to the text the
+// previous one left, all or none (OldString, NewString and ReplaceAll must
+// then be zero). A non-empty Version guards the edit: the file must still be
+// at that version, or, when Content is known, have that size and
+// content hash (spec difference 14). A nil Policy means the backend's
+// deployment default.
 type EditRequest struct {
 	OldString  string
 	NewString  string
 	ReplaceAll bool
+	Edits      []Replacement
 	Version    Version
 	Content    Fingerprint
 	Policy     *sandbox.ExecutionPolicy
+	// DryRun computes the outcome, fence and guard included, without
+	// writing: the outcome's Version is the file's current version.
+	DryRun bool
 	// MaxBytes, when positive, refuses (CodeTooLarge, nothing written) to
 	// edit a file larger than this many bytes, whatever size it reports, or
 	// one whose edited content would be larger: an edit holds the whole file
@@ -105,7 +123,8 @@ type EditRequest struct {
 
 // EditOutcome is the result of a successful edit: the new Version, the
 // LF-normalized texts Before and After (without a byte-order mark), the
-// number of Replacements made, and a Note and InPlace like WriteOutcome's.
+// number of Replacements made (over all edits), and a Note and InPlace like
+// WriteOutcome's.
 type EditOutcome struct {
 	Version      Version
 	Before       string

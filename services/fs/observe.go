@@ -15,17 +15,25 @@ const (
 	Present ObservationKind = "present"
 	// Absent means the target did not exist.
 	Absent ObservationKind = "absent"
+	// Moved means the entry at From was moved to the target, where it is
+	// now at Version; it was at Prior just before the move. What the
+	// session saw of From (and, for a directory, of everything beneath
+	// it) follows the entry; From is then absent.
+	Moved ObservationKind = "moved"
 )
 
 // Observation is what the tool layer reports having seen of a target after a
 // read (present with the whole-file version, or absent), a write or an edit
-// (present with the new version) (spec A, "Events"; O-14). A read that
-// covered the whole file as text also reports its Content; a windowed or
-// refused read, a write and an edit leave it zero (spec difference 14).
+// (present with the new version) (spec A, "Events"; O-14), a delete
+// (absent) or a move (moved, on the destination). A read that covered the
+// whole file as text also reports its Content; a windowed or refused read, a
+// write and an edit leave it zero (spec difference 14).
 type Observation struct {
 	Kind    ObservationKind
-	Version Version     // set when Kind is Present
+	Version Version     // set when Kind is Present or Moved
 	Content Fingerprint // set when a read saw the whole text
+	From    TargetKey   // set when Kind is Moved
+	Prior   Version     // set when Kind is Moved
 }
 
 // Fingerprint identifies a file's content as a whole-file read saw it, so
@@ -47,8 +55,9 @@ type ContentHash string
 func (fp Fingerprint) Known() bool { return fp.Hash != "" }
 
 // Check reports whether obs of target is well formed: the
-// target has a non-empty key and display path, the kind is Present or
-// Absent, and a Present observation has a non-empty version. The error is
+// target has a non-empty key and display path, the kind is Present, Absent
+// or Moved, a Present or Moved observation has a non-empty version, and a
+// Moved one a non-empty From and Prior. The error is
 // the first violation's sentence, for example
 // "fs/observed present version must be non-empty"; nil when well formed.
 func (obs Observation) Check(target Target) error {
@@ -57,10 +66,12 @@ func (obs Observation) Check(target Target) error {
 		return errors.New("filesystem event targetKey must be non-empty")
 	case target.DisplayPath == "":
 		return errors.New("filesystem event displayPath must be non-empty")
-	case obs.Kind != Present && obs.Kind != Absent:
-		return errors.New("fs/observed kind must be present or absent")
+	case obs.Kind != Present && obs.Kind != Absent && obs.Kind != Moved:
+		return errors.New("fs/observed kind must be present or absent, or moved")
 	case obs.Kind == Present && obs.Version == "":
 		return errors.New("fs/observed present version must be non-empty")
+	case obs.Kind == Moved && (obs.Version == "" || obs.Prior == "" || obs.From == ""):
+		return errors.New("fs/observed moved version, prior and from must be non-empty")
 	}
 	return nil
 }

@@ -150,6 +150,14 @@ var mutations = []mutation{
 		_, err := f.EditText(ctx, tg, fs.EditRequest{OldString: "secret", NewString: "pwned", ReplaceAll: true})
 		return err
 	}},
+	{"dry-run write", func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error {
+		_, err := f.WriteText(ctx, tg, "pwned", fs.WriteOptions{DryRun: true})
+		return err
+	}},
+	{"dry-run multi-edit", func(ctx context.Context, f *fssandbox.FileSystem, tg fs.Target) error {
+		_, err := f.EditText(ctx, tg, fs.EditRequest{DryRun: true, Edits: []fs.Replacement{{OldString: "secret", NewString: "pwned", ReplaceAll: true}, {OldString: "pwned", NewString: "owned"}}})
+		return err
+	}},
 }
 
 // TestEscapeMatrix runs every escape case through every mutation under each

@@ -41,7 +41,11 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 	switch {
 	case !fc.root.Confined():
 	case m.f.domains != nil:
-		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, mutate) }
+		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, nil, mutate) }
+		mount.Roots = []string{fc.root.Path()}
+		mount.RunWithin = func(extra []string, mutate func() error) error {
+			return fc.runConfined(ctx, m.f.domains, extra, mutate)
+		}
 		mount.Refused = fc.refused
 	default:
 		// No Landlock: a directory moved out between the last check and
@@ -54,10 +58,11 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 }
 
 // runConfined runs the whole mutation in one call on a thread of domains
-// whose Landlock domain allows writes only beneath the fence's root.
-func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, mutate func() error) error {
+// whose Landlock domain allows writes only beneath the fence's root and
+// extra (the other writable root of a move, itself admitted by the fence).
+func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, extra []string, mutate func() error) error {
 	ran := false
-	err := domains.Run(ctx, []string{fc.root.Path()}, func() error {
+	err := domains.Run(ctx, append([]string{fc.root.Path()}, extra...), func() error {
 		ran = true
 		return mutate()
 	})
@@ -101,21 +106,23 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 	if policy != nil {
 		pol = *policy
 	}
-	f.life.RLock()
+	f.life.Lock()
 	if f.closed {
-		f.life.RUnlock()
+		f.life.Unlock()
 		// Fail closed: a closed backend mutates nothing.
 		return nil, denied(target, pol.Mode, errClosed)
 	}
+	f.inflight.Add(1)
+	f.life.Unlock()
 	fc, err := f.admit(ctx, target, pol)
 	if err != nil {
-		f.life.RUnlock()
+		f.inflight.Done()
 		return nil, err
 	}
 	release := fc.release
 	fc.release = func() {
 		release()
-		f.life.RUnlock()
+		f.inflight.Done()
 	}
 	return fc, nil
 }

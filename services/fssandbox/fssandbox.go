@@ -59,12 +59,15 @@ type FileSystem struct {
 	// retargeting a symlink in a configured root's spelling later does not
 	// move the fence.
 	pinned map[string]*dirfd.Dir
-	// life is held shared by every mutation in flight and exclusively by
-	// Close, so no handle is closed under a running call (a closed
-	// descriptor number can be reused by another open); after Close every
-	// mutation is denied.
-	life   sync.RWMutex
-	closed bool
+	// life guards closed; inflight counts the mutations in flight, so
+	// Close closes no handle under a running call (a closed descriptor
+	// number can be reused by another open). A move enters the fence twice
+	// (source and destination): a counter, unlike a read lock, never blocks
+	// the second entry behind a waiting Close. After Close every mutation is
+	// denied.
+	life     sync.Mutex
+	inflight sync.WaitGroup
+	closed   bool
 	// domains runs each workspace-write mutation on a thread whose Landlock
 	// domain allows writes only beneath its writable root; nil when
 	// Landlock is unavailable or turned off, and noLandlock says why.
@@ -150,8 +153,9 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 // handles; later mutations are denied.
 func (f *FileSystem) Close() error {
 	f.life.Lock()
-	defer f.life.Unlock()
 	f.closed = true
+	f.life.Unlock()
+	f.inflight.Wait()
 	var errs []error
 	for root, d := range f.pinned {
 		errs = append(errs, d.Close())

@@ -39,8 +39,10 @@ func moveRaceDuration() time.Duration {
 //
 // The mover lists the moved directory right after moving it out and again
 // right before moving it back: a name that appears between the two listings
-// landed while the directory was outside. No such name may belong to a write
-// reported as a success; every reported success must be inside at the end,
+// landed while the directory was outside. Under Landlock no such name may
+// belong to a write reported as a success (on the fallback, one moved back
+// before its check may: it is counted); every reported success must be
+// inside at the end,
 // with its content; nothing may remain outside; and every failed write must
 // be a denial, or not found when a fresh ws/d replaced the one it opened.
 func TestMoveOutRace(t *testing.T) {
@@ -182,7 +184,16 @@ func moveOutRace(t *testing.T, writers int, fence fssandbox.Config) {
 			lost = append(lost, name)
 		}
 	}
-	assert.Empty(t, escaped, "writes reported as successes that landed while the directory was outside")
+	if fence.Landlock == fssandbox.LandlockOff {
+		// The fallback checks after publication: a directory moved back
+		// between the publication and the check leaves the write inside and
+		// reported as a success (README, "What is not guaranteed"). Nothing
+		// remains outside (asserted above), and every success is inside
+		// (asserted below).
+		t.Logf("successes published while the directory was outside and moved back before the check: %d", len(escaped))
+	} else {
+		assert.Empty(t, escaped, "writes reported as successes that landed while the directory was outside")
+	}
 	assert.Empty(t, lost, "writes reported as successes that are not in the workspace")
 	assert.Positive(t, len(landed), "some writes landed")
 	assert.Positive(t, moves, "the directory moved")

@@ -8,6 +8,7 @@ package readbeforewrite
 import (
 	"context"
 	"fmt"
+	"strings"
 	"sync"
 
 	"go.uber.org/fx"
@@ -62,8 +63,12 @@ func (p *Policy) EditGuard(_ context.Context, owner *sandbox.Owner, target fs.Ta
 }
 
 // Observe records obs as the session's latest view of target; the last
-// recorded observation wins (O-06, O-13). Without a session it records
-// nothing (O-07).
+// recorded observation wins (O-06, O-13). A move (fs.Moved) carries the
+// records over: what the session saw of the source is now its view of the
+// target (the new version when the session had seen the version that moved,
+// so an edit needs no new read; a stale one stays stale), the records
+// beneath a moved directory are re-keyed beneath the target, and the source
+// is absent. Without a session it records nothing (O-07).
 func (p *Policy) Observe(owner *sandbox.Owner, target fs.Target, obs fs.Observation) error {
 	if owner == nil {
 		return nil
@@ -71,7 +76,27 @@ func (p *Policy) Observe(owner *sandbox.Owner, target fs.Target, obs fs.Observat
 	r, _ := p.owners.LoadOrStore(owner, &record{seen: map[fs.TargetKey]fs.Observation{}})
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	r.seen[target.Key] = obs
+	if obs.Kind != fs.Moved {
+		r.seen[target.Key] = obs
+		return nil
+	}
+	from, had := r.seen[obs.From]
+	switch {
+	case had && from.Kind == fs.Present && from.Version == obs.Prior:
+		r.seen[target.Key] = fs.Observation{Kind: fs.Present, Version: obs.Version}
+	case had && from.Kind == fs.Present:
+		r.seen[target.Key] = from // seen at an older version: still stale
+	default:
+		delete(r.seen, target.Key)
+	}
+	r.seen[obs.From] = fs.Observation{Kind: fs.Absent}
+	prefix := string(obs.From) + "/"
+	for key, seen := range r.seen {
+		if rest, ok := strings.CutPrefix(string(key), prefix); ok {
+			r.seen[fs.TargetKey(string(target.Key)+"/"+rest)] = seen
+			delete(r.seen, key)
+		}
+	}
 	return nil
 }
 

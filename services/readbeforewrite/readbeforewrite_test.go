@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/readbeforewrite"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -460,5 +461,60 @@ func TestThroughTools(t *testing.T) {
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
 		assert.Equal(t, "two", string(b))
+	})
+}
+
+// TestPolicyFollowsMoves checks what a fs.Moved observation does to the
+// records: a record at the version that moved becomes the destination's at
+// its new version; an older one stays stale; an unseen source leaves the
+// destination unseen; records beneath a moved directory follow it; the
+// source is absent afterwards.
+func TestPolicyFollowsMoves(t *testing.T) {
+	owner := sandbox.NewOwner("s1", "/w")
+	dst := fs.Target{Key: "/w/b.txt", DisplayPath: "/w/b.txt"}
+	cases := []struct {
+		name    string
+		seen    map[fs.TargetKey]fs.Version // present records before the move
+		from    fs.TargetKey
+		to      fs.Target
+		wantOut fs.WriteIntent // the destination's write intent afterwards
+	}{
+		{
+			name: "a record at the moved version follows at the new version", seen: map[fs.TargetKey]fs.Version{"/w/a.txt": "v1"},
+			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceVersion("v2"),
+		},
+		{
+			name: "a record older than the moved version stays stale", seen: map[fs.TargetKey]fs.Version{"/w/a.txt": "v0"},
+			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceVersion("v0"),
+		},
+		{
+			name: "an unseen source leaves the destination unseen", seen: map[fs.TargetKey]fs.Version{"/w/b.txt": "old"},
+			from: "/w/a.txt", to: dst, wantOut: fs.CreateOnly(),
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := readbeforewrite.New()
+			for k, v := range tc.seen {
+				require.NoError(t, p.Observe(owner, fs.Target{Key: k, DisplayPath: string(k)}, fs.Observation{Kind: fs.Present, Version: v}))
+			}
+			require.NoError(t, p.Observe(owner, tc.to, fs.Observation{Kind: fs.Moved, From: tc.from, Prior: "v1", Version: "v2"}))
+			got, err := p.WriteIntent(context.Background(), owner, tc.to)
+			require.NoError(t, err)
+			assert.Equal(t, tc.wantOut, got)
+			_, err = p.EditGuard(context.Background(), owner, fs.Target{Key: tc.from, DisplayPath: string(tc.from)})
+			assert.Equal(t, fs.CodeNotFound, fs.CodeOf(err), "the source is absent after the move")
+		})
+	}
+
+	t.Run("records beneath a moved directory follow it", func(t *testing.T) {
+		p := readbeforewrite.New()
+		require.NoError(t, p.Observe(owner, fs.Target{Key: "/w/d/n.txt", DisplayPath: "/w/d/n.txt"}, fs.Observation{Kind: fs.Present, Version: "n1"}))
+		require.NoError(t, p.Observe(owner, fs.Target{Key: "/w/e", DisplayPath: "/w/e"}, fs.Observation{Kind: fs.Moved, From: "/w/d", Prior: "d1", Version: "d2"}))
+		v, err := p.EditGuard(context.Background(), owner, fs.Target{Key: "/w/e/n.txt", DisplayPath: "/w/e/n.txt"})
+		require.NoError(t, err)
+		assert.Equal(t, fs.Version("n1"), v.Version)
+		_, err = p.EditGuard(context.Background(), owner, fs.Target{Key: "/w/d/n.txt", DisplayPath: "/w/d/n.txt"})
+		assert.Equal(t, fs.CodeNotObserved, fs.CodeOf(err), "nothing is left under the old directory")
 	})
 }

@@ -3,7 +3,7 @@
 // annotations, exclusivity), what a call carries (session, call id,
 // arguments, the front end's approver) and what a result carries
 // (model-facing text, structured value, error flag, code and the error it
-// was rendered from). Packages contribute tools to the fx value group
+// was rendered from, and images). Packages contribute tools to the fx value group
 // "tools" through an fx.Out result (`group:"tools"`); any server collects them with
 // Group, without knowing them.
 package tool
@@ -62,6 +62,17 @@ type Result struct {
 	IsError bool
 	Code    string
 	Err     error
+	// Images are shown to the model after Text (MCP image content), in
+	// order; nil for most tools.
+	Images []Image
+}
+
+// Image is one image of a result: its MIME type ("image/png", "image/jpeg",
+// "image/gif", "image/webp") and its raw bytes (a front end encodes them,
+// MCP as base64).
+type Image struct {
+	MIMEType string
+	Data     []byte
 }
 
 // Handler runs a call. A tool's failure is a Result with IsError, never a Go

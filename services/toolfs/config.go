@@ -10,6 +10,7 @@ const (
 	DefaultReadStreamMinSize = 10 << 20
 	DefaultListLimit         = 1000
 	DefaultWriteMaxBytes     = 16 << 20
+	DefaultReadImageMaxBytes = 5 << 20
 )
 
 // Config tunes the tools. A zero field means its default; a negative one
@@ -35,6 +36,9 @@ type Config struct {
 	// new_string of one edit; larger ones fail with FS_TOO_LARGE before
 	// anything is written.
 	WriteMaxBytes int `yaml:"writeMaxBytes" json:"writeMaxBytes"`
+	// ReadImageMaxBytes caps, in bytes, the PNG, JPEG, GIF or WebP file a
+	// read returns as image content; a larger one is FS_TOO_LARGE.
+	ReadImageMaxBytes int `yaml:"readImageMaxBytes" json:"readImageMaxBytes"`
 }
 
 // Validate returns cfg with defaults applied, or an error naming the first
@@ -50,6 +54,7 @@ func (cfg Config) Validate() (Config, error) {
 		{"ReadMaxBytes", &cfg.ReadMaxBytes, DefaultReadMaxBytes},
 		{"ListLimit", &cfg.ListLimit, DefaultListLimit},
 		{"WriteMaxBytes", &cfg.WriteMaxBytes, DefaultWriteMaxBytes},
+		{"ReadImageMaxBytes", &cfg.ReadImageMaxBytes, DefaultReadImageMaxBytes},
 	}
 	for _, f := range fields {
 		if *f.v < 0 {

@@ -25,27 +25,33 @@ func TestRegistration(t *testing.T) {
 	for _, tl := range all {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"edit", "glob", "grep", "list", "read", "write"}, names, "T-01: exactly these, ordered by name")
+	assert.Equal(t, []string{"delete", "edit", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names, "T-01: exactly these, ordered by name")
 
 	cases := []struct {
 		name      string
 		tool      *tool.Tool
 		wantName  string
 		exclusive bool
-		readOnly  bool
+		// The annotations: readOnlyHint, destructiveHint (may replace or
+		// remove what is there), idempotentHint (a repeat changes nothing
+		// more).
+		readOnly, destructive, idempotent bool
 	}{
-		{name: "T-02 read is parallel", tool: tools.Read(), wantName: "read", readOnly: true},
-		{name: "T-02 list is parallel", tool: tools.List(), wantName: "list", readOnly: true},
-		{name: "glob is parallel", tool: tools.Glob(), wantName: "glob", readOnly: true},
-		{name: "grep is parallel", tool: tools.Grep(), wantName: "grep", readOnly: true},
-		{name: "T-02 write is exclusive", tool: tools.Write(), wantName: "write", exclusive: true},
-		{name: "T-02 edit is exclusive", tool: tools.Edit(), wantName: "edit", exclusive: true},
+		{name: "T-02 read is parallel and read-only", tool: tools.Read(), wantName: "read", readOnly: true, idempotent: true},
+		{name: "T-02 list is parallel and read-only", tool: tools.List(), wantName: "list", readOnly: true, idempotent: true},
+		{name: "glob is parallel and read-only", tool: tools.Glob(), wantName: "glob", readOnly: true, idempotent: true},
+		{name: "grep is parallel and read-only", tool: tools.Grep(), wantName: "grep", readOnly: true, idempotent: true},
+		{name: "T-02 write is exclusive, replaces, the same content twice is one", tool: tools.Write(), wantName: "write", exclusive: true, destructive: true, idempotent: true},
+		{name: "T-02 edit is exclusive, replaces, a repeat edits again", tool: tools.Edit(), wantName: "edit", exclusive: true, destructive: true},
+		{name: "mkdir is exclusive, only adds, a repeat finds it there", tool: tools.Mkdir(), wantName: "mkdir", exclusive: true, idempotent: true},
+		{name: "delete is exclusive, removes, a repeat removes nothing more", tool: tools.Delete(), wantName: "delete", exclusive: true, destructive: true, idempotent: true},
+		{name: "move is exclusive, may replace with overwrite, a repeat is another move", tool: tools.Move(), wantName: "move", exclusive: true, destructive: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.wantName, tc.tool.Name)
 			assert.Equal(t, tc.exclusive, tc.tool.Exclusive)
-			assert.Equal(t, tc.readOnly, tc.tool.Annotations.ReadOnly)
+			assert.Equal(t, tool.Annotations{ReadOnly: tc.readOnly, Destructive: tc.destructive, Idempotent: tc.idempotent}, tc.tool.Annotations)
 			assert.NotNil(t, tc.tool.Handler)
 			assert.NotNil(t, tc.tool.InputSchema)
 			assert.NotNil(t, tc.tool.OutputSchema)
@@ -150,10 +156,11 @@ func TestConfigValidate_T10_NegativeFailsZeroDefaults(t *testing.T) {
 			ReadStreamMinSize: 10485760,
 			ListLimit:         1000,
 			WriteMaxBytes:     16 << 20,
+			ReadImageMaxBytes: 5 << 20,
 		}, got)
 	})
 	t.Run("T-10 positive values are kept", func(t *testing.T) {
-		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6}
+		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6, ReadImageMaxBytes: 7}
 		got, err := in.Validate()
 		require.NoError(t, err)
 		assert.Equal(t, in, got)

@@ -2,7 +2,11 @@ package toolfs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"strconv"
+
+	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
@@ -17,16 +21,28 @@ type EditValue struct {
 	Diff         string `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
 	Replacements int    `json:"replacements" jsonschema:"how many matches were replaced"`
 	Note         string `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark), if anything"`
+	DryRun       bool   `json:"dryRun,omitempty" jsonschema:"true when nothing was written (dry_run)"`
 }
 
-// Edit returns the edit tool (T-62..T-79): replace a literal in a file. It
-// runs exclusively.
+// Edit returns the edit tool (T-62..T-79): replace a literal in a file, or
+// apply several replacements in order, all or none; with dry_run it returns
+// the diff without writing. It runs exclusively.
 func (t *Tools) Edit() *tool.Tool {
+	replacement := object(
+		prop{name: "old_string", schema: str("Literal text to replace, in the text the previous edits left. Must match exactly."), required: true},
+		prop{name: "new_string", schema: str("Literal replacement text. Use an empty string to delete the match."), required: true},
+		prop{name: "replace_all", schema: boolean("Replace all matches. Defaults to false; when false, old_string must appear exactly once.")},
+	)
 	props := []prop{
 		{name: "file_path", schema: str("Path to edit, resolved by the filesystem backend."), required: true},
-		{name: "old_string", schema: str("Literal text to replace. Must match exactly."), required: true},
-		{name: "new_string", schema: str("Literal replacement text. Use an empty string to delete the match."), required: true},
+		{name: "old_string", schema: str("Literal text to replace. Must match exactly.")},
+		{name: "new_string", schema: str("Literal replacement text. Use an empty string to delete the match.")},
 		{name: "replace_all", schema: boolean("Replace all matches. Defaults to false; when false, old_string must appear exactly once.")},
+		{name: "edits", schema: &jsonschema.Schema{
+			Type: "array", Items: replacement, MinItems: jsonschema.Ptr(1),
+			Description: "Several replacements applied in order, each to the text the previous one left, all or none. Instead of old_string, new_string and replace_all, never with them.",
+		}},
+		{name: "dry_run", schema: boolean("Return the diff without writing. Defaults to false.")},
 	}
 	return &tool.Tool{
 		Name:         "edit",
@@ -39,38 +55,87 @@ func (t *Tools) Edit() *tool.Tool {
 	}
 }
 
+// editArgs reads the replacements of an edit call: edits, or the top-level
+// old_string, new_string and replace_all, never both (T-65 for each
+// replacement: old_string empty, then equality, then the size cap).
+func (t *Tools) editArgs(a args) ([]fs.Replacement, error) {
+	if !a.present("edits") {
+		r, err := t.replacementArgs(a, "")
+		return []fs.Replacement{r}, err
+	}
+	if a.present("old_string") || a.present("new_string") || a.present("replace_all") {
+		return nil, badArg("provide either edits or old_string and new_string, not both")
+	}
+	var items []json.RawMessage
+	if json.Unmarshal(a["edits"], &items) != nil || len(items) == 0 {
+		return nil, badArg("edits must be a non-empty array of objects")
+	}
+	out := make([]fs.Replacement, 0, len(items))
+	total := 0
+	for i, raw := range items {
+		var item args
+		prefix := "edits[" + strconv.Itoa(i) + "]."
+		if json.Unmarshal(raw, &item) != nil || item == nil {
+			return nil, badArg("edits[" + strconv.Itoa(i) + "] must be an object")
+		}
+		r, err := t.replacementArgs(item, prefix)
+		if err != nil {
+			return nil, err
+		}
+		total += len(r.NewString)
+		out = append(out, r)
+	}
+	if err := t.checkSize("edits' new_string", total); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// replacementArgs reads one replacement; prefix names it within edits.
+func (t *Tools) replacementArgs(a args, prefix string) (fs.Replacement, error) {
+	oldString, err := a.text("old_string")
+	if err != nil {
+		return fs.Replacement{}, badArg(prefix + err.Error())
+	}
+	if oldString == "" {
+		return fs.Replacement{}, badArg(prefix + "old_string must be a non-empty string")
+	}
+	newString, err := a.text("new_string")
+	if err != nil {
+		return fs.Replacement{}, badArg(prefix + err.Error())
+	}
+	if oldString == newString {
+		return fs.Replacement{}, badArg(prefix + "old_string and new_string must differ")
+	}
+	if err := t.checkSize(prefix+"new_string", len(newString)); err != nil {
+		return fs.Replacement{}, err
+	}
+	replaceAll, err := a.optBool("replace_all", false)
+	if err != nil {
+		return fs.Replacement{}, badArg(prefix + err.Error())
+	}
+	return fs.Replacement{OldString: oldString, NewString: newString, ReplaceAll: replaceAll}, nil
+}
+
 func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	a, err := parseArgs(call.Arguments)
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	// Validation order: file_path, old_string empty, equality (T-65).
+	// Validation order: file_path, the replacements, dry_run (T-65).
 	path, err := a.path("file_path")
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	oldString, err := a.text("old_string")
+	edits, err := t.editArgs(a)
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	if oldString == "" {
-		return t.failure(badArg("old_string must be a non-empty string"), nil)
-	}
-	newString, err := a.text("new_string")
+	dryRun, err := a.optBool("dry_run", false)
 	if err != nil {
 		return t.failure(err, nil)
 	}
-	if oldString == newString {
-		return t.failure(badArg("old_string and new_string must differ"), nil)
-	}
-	if err := t.checkSize("new_string", len(newString)); err != nil {
-		return t.failure(err, nil)
-	}
-	replaceAll, err := a.optBool("replace_all", false)
-	if err != nil {
-		return t.failure(err, nil)
-	}
-	policy, target, err := t.mutationTarget(ctx, call, "edit", editOperation(len(oldString), len(newString), replaceAll), a, path)
+	policy, target, err := t.mutationTarget(ctx, call, "edit", editOperation(edits), a, path)
 	if err != nil {
 		return t.failure(err, nil)
 	}
@@ -79,9 +144,11 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(err, policy)
 	}
 	defer done()
-	req := fs.EditRequest{
-		OldString: oldString, NewString: newString, ReplaceAll: replaceAll, Policy: policy,
-		MaxBytes: int64(t.cfg.WriteMaxBytes),
+	req := fs.EditRequest{Policy: policy, MaxBytes: int64(t.cfg.WriteMaxBytes), DryRun: dryRun}
+	if a.present("edits") {
+		req.Edits = edits
+	} else {
+		req.OldString, req.NewString, req.ReplaceAll = edits[0].OldString, edits[0].NewString, edits[0].ReplaceAll
 	}
 	// The edit guard is decided inside the error mapping, so the policy's
 	// own FS_NOT_OBSERVED gets the remedy too.
@@ -96,31 +163,50 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if err != nil {
 		return t.failure(err, policy)
 	}
+	dp := target.DisplayPath
+	diff := unifiedDiff(dp, &out.Before, out.After, false)
+	value := EditValue{
+		Path: dp, Before: out.Before, After: out.After, Replacements: out.Replacements,
+		Diff: diff, Note: out.Note, DryRun: dryRun,
+	}
+	if dryRun {
+		return tool.Result{Text: dryRunText(dp, "updated", diff), Value: value}
+	}
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
 		return t.failure(err, policy)
 	}
-	dp := target.DisplayPath
 	text := "The file " + dp + " has been updated successfully."
-	if replaceAll {
+	if req.ReplaceAll {
 		text = "The file " + dp + " has been updated. All occurrences were successfully replaced."
 	}
-	text += inPlaceNote(out.InPlace)
-	return tool.Result{
-		Text: withNote(text, out.Note),
-		Value: EditValue{
-			Path: dp, Before: out.Before, After: out.After, Replacements: out.Replacements,
-			Diff: unifiedDiff(dp, &out.Before, out.After, false), Note: out.Note,
-		},
+	if len(req.Edits) > 0 {
+		text = "The file " + dp + " has been updated: " + strconv.Itoa(len(req.Edits)) + " edits applied (" + strconv.Itoa(out.Replacements) + " replacements)."
 	}
+	text += inPlaceNote(out.InPlace)
+	return tool.Result{Text: withNote(text, out.Note), Value: value}
 }
 
-// editOperation describes an edit for an approval prompt.
-func editOperation(oldBytes, newBytes int, replaceAll bool) string {
+// dryRunText is the text of a dry run: what would happen, and the diff.
+func dryRunText(dp, verb, diff string) string {
+	text := "Dry run: " + dp + " would be " + verb + "; nothing was written."
+	if diff == "" {
+		return text + "\n(no textual change)"
+	}
+	return text + "\n" + diff
+}
+
+// editOperation describes an edit (one replacement or several) for an
+// approval prompt.
+func editOperation(edits []fs.Replacement) string {
+	if len(edits) > 1 {
+		return fmt.Sprintf("edit the file, applying %d replacements in order", len(edits))
+	}
+	e := edits[0]
 	which := "the one occurrence"
-	if replaceAll {
+	if e.ReplaceAll {
 		which = "every occurrence"
 	}
-	return fmt.Sprintf("edit the file, replacing %s of a %d-byte string with %d bytes", which, oldBytes, newBytes)
+	return fmt.Sprintf("edit the file, replacing %s of a %d-byte string with %d bytes", which, len(e.OldString), len(e.NewString))
 }

@@ -76,7 +76,7 @@ func TestEscalationSchemas(t *testing.T) {
 		},
 		{
 			name: "T-92 fslocal: edit has no escalation properties", tool: local.tools.Edit(),
-			required: []string{"file_path", "old_string", "new_string"},
+			required: []string{"file_path"}, // old_string and new_string, or edits
 			descs: map[string]string{
 				"file_path":   "Path to edit, resolved by the filesystem backend.",
 				"old_string":  "Literal text to replace. Must match exactly.",
@@ -94,7 +94,7 @@ func TestEscalationSchemas(t *testing.T) {
 		},
 		{
 			name: "T-92 fssandbox: edit has sandbox_permissions and justification", tool: sandboxed.tools.Edit(), escalate: true,
-			required: []string{"file_path", "old_string", "new_string"},
+			required: []string{"file_path"}, // old_string and new_string, or edits
 			descs: map[string]string{
 				"file_path":   "Path to edit, resolved by the filesystem backend.",
 				"old_string":  "Literal text to replace. Must match exactly.",

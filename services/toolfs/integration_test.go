@@ -61,7 +61,7 @@ func TestAgentSession(t *testing.T) {
 	for _, tl := range tool.Sorted(group.Tools) {
 		tools[tl.Name] = tl
 	}
-	require.Len(t, tools, 6)
+	require.Len(t, tools, 9)
 	sess := session.New("agent-1", ws)
 	call := func(name, args string) tool.Result {
 		t.Helper()

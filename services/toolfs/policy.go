@@ -5,6 +5,7 @@ import (
 	"errors"
 	"path/filepath"
 	"regexp"
+	"strings"
 
 	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
@@ -80,11 +81,22 @@ func (t *Tools) escalationArgs(a args) (escalation, error) {
 // resolved again: a target other than the one shown is refused
 // (sandboxpolicy.CodeTargetChanged). The approver is the call's own when its
 // front end set one, else the composition's.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op, path string, esc escalation, standing *sandbox.ExecutionPolicy, target fs.Target) (*sandbox.ExecutionPolicy, error) {
+func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op string, paths []string, esc escalation, standing *sandbox.ExecutionPolicy, targets []fs.Target) (*sandbox.ExecutionPolicy, error) {
 	if esc.mode == "" {
 		return standing, nil
 	}
-	boundary := t.deps.Policy.Boundary(*standing, string(target.Key))
+	// A call with several targets (a move) crosses the first boundary any
+	// of them crosses.
+	boundary := ""
+	keys := make([]string, 0, len(targets))
+	shown := make([]string, 0, len(targets))
+	for _, target := range targets {
+		if boundary == "" {
+			boundary = t.deps.Policy.Boundary(*standing, string(target.Key))
+		}
+		keys = append(keys, string(target.Key))
+		shown = append(shown, target.DisplayPath)
+	}
 	if boundary == "" && sandboxpolicy.IsWider(esc.mode, standing.Mode) {
 		return standing, nil
 	}
@@ -94,18 +106,20 @@ func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op, path
 	}
 	granted, err := sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{
 		Session: call.Session, Tool: toolName, Mode: esc.mode, Justification: esc.justification,
-		Target: string(target.Key), Given: target.DisplayPath, Operation: op, Boundary: boundary,
+		Target: strings.Join(keys, " -> "), Given: strings.Join(shown, " -> "), Operation: op, Boundary: boundary,
 	}, sandbox.SubjectOperation, standing.Mode)
 	if err != nil {
 		return nil, err
 	}
 	escalated := t.deps.Policy.Resolve(call.Session, granted)
-	fresh, err := t.resolve(ctx, call.Session, standing, path)
-	if err != nil {
-		return nil, err
-	}
-	if fresh.Key != target.Key {
-		return nil, sandboxpolicy.TargetChanged(granted, string(target.Key), string(fresh.Key))
+	for i, path := range paths {
+		fresh, err := t.resolve(ctx, call.Session, standing, path)
+		if err != nil {
+			return nil, err
+		}
+		if fresh.Key != targets[i].Key {
+			return nil, sandboxpolicy.TargetChanged(granted, string(targets[i].Key), string(fresh.Key))
+		}
 	}
 	return &escalated, nil
 }
@@ -153,23 +167,11 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 // stopped it: an argument error, a resolution *fs.Error, or a
 // *sandboxpolicy.EscalationError.
 func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName, op string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
-	esc, err := t.escalationArgs(a)
+	policy, targets, err := t.mutationTargets(ctx, call, toolName, op, a, path)
 	if err != nil {
 		return nil, fs.Target{}, err
 	}
-	standing := t.standing(call.Session)
-	target, err := t.resolve(ctx, call.Session, standing, path)
-	if err != nil {
-		return nil, fs.Target{}, err
-	}
-	if !t.confines {
-		return nil, target, nil
-	}
-	policy, err := t.escalate(ctx, call, toolName, op, path, esc, standing, target)
-	if err != nil {
-		return nil, fs.Target{}, err
-	}
-	return policy, target, nil
+	return policy, targets[0], nil
 }
 
 // observe tells every observer what the call saw.

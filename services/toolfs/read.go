@@ -12,10 +12,11 @@ import (
 
 // ReadValue is the structured result of read (spec section 1).
 type ReadValue struct {
-	Path       string `json:"path" jsonschema:"the display path of the file"`
-	Offset     int    `json:"offset" jsonschema:"the 1-based first line requested"`
-	Lines      []Line `json:"lines" jsonschema:"the returned lines"`
-	TotalLines *int   `json:"totalLines,omitempty" jsonschema:"the number of lines in the whole file; absent when counting them would scan too much of a huge file"`
+	Path       string      `json:"path" jsonschema:"the display path of the file"`
+	Offset     int         `json:"offset" jsonschema:"the 1-based first line requested"`
+	Lines      []Line      `json:"lines" jsonschema:"the returned lines"`
+	TotalLines *int        `json:"totalLines,omitempty" jsonschema:"the number of lines in the whole file; absent when counting them would scan too much of a huge file"`
+	Image      *ImageValue `json:"image,omitempty" jsonschema:"the image shown as image content instead of lines, for a PNG, JPEG, GIF or WebP file"`
 }
 
 // Read returns the read tool (T-18..T-51): a line-numbered window of a UTF-8
@@ -85,6 +86,9 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
 	content, err := t.fill(ctx, w, target, info, call.Progress)
 	if fs.CodeOf(err) == fs.CodeNotText {
+		if res, ok := t.readImage(ctx, call, target, info); ok {
+			return res
+		}
 		// A file that is not text was still seen, by version: a
 		// deliberate whole-file write may replace it (issue 13, item 10).
 		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {

@@ -1,7 +1,8 @@
 // Package toolfs is the model-facing filesystem tools: read, write, edit,
-// list, glob and grep over the mounted fs.Service, with the exact texts the
-// spec pins (T-cases), per-call sandbox policy and escalation when the
-// backend confines, and the read-before-write policy consulted through
+// list, glob, grep, mkdir, delete and move over the mounted fs.Service, with
+// the exact texts the spec pins (T-cases), per-call sandbox policy and
+// escalation when the backend confines, and the read-before-write policy
+// consulted through
 // fs.IntentPolicy. Each tool is contributed to the fx "tools" group.
 package toolfs
 
@@ -57,9 +58,9 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 	return &Tools{cfg: cfg, deps: deps, confines: confines, log: log.Named("toolfs")}, nil
 }
 
-// All returns the tools, ordered by name.
+// All returns every tool, ordered by name.
 func (t *Tools) All() []*tool.Tool {
-	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Glob(), t.Grep()})
+	return tool.Sorted([]*tool.Tool{t.Read(), t.Write(), t.Edit(), t.List(), t.Glob(), t.Grep(), t.Mkdir(), t.Delete(), t.Move()})
 }
 
 // Params are the fx inputs of Module.
@@ -94,8 +95,8 @@ func provide(p Params) (Result, error) {
 	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes read, write, edit, list, glob and grep to the "tools"
-// group. It needs an fs.Service; under a confining one, a
+// Module contributes read, write, edit, list, glob, grep, mkdir, delete and
+// move to the "tools" group. It needs an fs.Service; under a confining one, a
 // *sandboxpolicy.Service. An
 // optional sandboxpolicy.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit

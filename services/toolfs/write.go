@@ -19,6 +19,7 @@ type WriteValue struct {
 	After     string  `json:"after" jsonschema:"the written text, LF-normalized"`
 	Diff      string  `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
 	Note      string  `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark, line endings), if anything"`
+	DryRun    bool    `json:"dryRun,omitempty" jsonschema:"true when nothing was written (dry_run)"`
 }
 
 // Write returns the write tool (T-52..T-61): create or fully replace a file.
@@ -27,6 +28,7 @@ func (t *Tools) Write() *tool.Tool {
 	props := []prop{
 		{name: "file_path", schema: str("Path to write, resolved by the filesystem backend."), required: true},
 		{name: "content", schema: str("Full UTF-8 text content to write."), required: true},
+		{name: "dry_run", schema: boolean("Return the diff without writing. Defaults to false.")},
 	}
 	return &tool.Tool{
 		Name:         "write",
@@ -55,6 +57,10 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.checkSize("content", len(content)); err != nil {
 		return t.failure(err, nil)
 	}
+	dryRun, err := a.optBool("dry_run", false)
+	if err != nil {
+		return t.failure(err, nil)
+	}
 	policy, target, err := t.mutationTarget(ctx, call, "write", fmt.Sprintf("write %d bytes (the whole file)", len(content)), a, path)
 	if err != nil {
 		return t.failure(err, nil)
@@ -70,28 +76,36 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 			return t.failure(err, policy)
 		}
 	}
-	out, err := t.deps.FS.WriteText(ctx, target, content, fs.WriteOptions{Intent: intent, Policy: policy})
+	out, err := t.deps.FS.WriteText(ctx, target, content, fs.WriteOptions{Intent: intent, Policy: policy, DryRun: dryRun})
 	if err != nil {
 		return t.failure(err, policy)
+	}
+	dp := target.DisplayPath
+	created := out.Operation == fs.OpCreate
+	value := WriteValue{
+		Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
+		Diff: unifiedDiff(dp, out.Before, out.After, created), Note: out.Note, DryRun: dryRun,
+	}
+	if dryRun {
+		verb := "updated"
+		if created {
+			verb = "created"
+		}
+		return tool.Result{Text: dryRunText(dp, verb, value.Diff), Value: value}
 	}
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
 		return t.failure(err, policy)
 	}
-	dp := target.DisplayPath
-	created := out.Operation == fs.OpCreate
 	verb := "Updated file"
 	if created {
 		verb = "Created file"
 	}
 	verb += inPlaceNote(out.InPlace)
 	return tool.Result{
-		Text: "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + withNote(verb, out.Note) + "\n</content>",
-		Value: WriteValue{
-			Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
-			Diff: unifiedDiff(dp, out.Before, out.After, created), Note: out.Note,
-		},
+		Text:  "<path>" + dp + "</path>\n<type>file</type>\n<content>\n" + withNote(verb, out.Note) + "\n</content>",
+		Value: value,
 	}
 }
 

@@ -15,20 +15,24 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 )
 
-// EditText replaces req.OldString with req.NewString in the file's
-// LF-normalized text and writes it back atomically, keeping its mode, its
+// EditText replaces req.OldString with req.NewString (or applies each of
+// req.Edits in order, all or none) in the file's LF-normalized text and
+// writes it back atomically, keeping its mode, its
 // encoding (UTF-8, or UTF-16 with a byte-order mark) and every byte outside
 // the replaced spans: untouched line endings and a leading byte-order mark
 // stay as they were, replaced lines keep their endings and added lines take
 // the file's dominant one (L-96..L-118, spec difference 10). A miss that
 // matches once under Unicode normalization, ignored whitespace or line
-// endings, or ASCII punctuation names that line in its message. It runs
-// where the Mounter mounts it: req.Policy is the Mounter's to read. Order:
+// endings, or ASCII punctuation names that line in its message; with several
+// edits the message starts with the failing one, "edits[i]: ". It runs
+// where the Mounter mounts it: req.Policy is the Mounter's to read. With
+// req.DryRun nothing is written. Order:
 // the Mounter, an empty old string, then the target's type, then the version
 // guard, then the text checks, then matching (L-98, L-103). Errors: the
-// Mounter's refusal; CodeEditNotFound, CodeStaleVersion (also for a missing
-// file, guarded or not: L-100, L-102; a changed version with req.Content's
-// size and content hash is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
+// Mounter's refusal; CodeEditNotFound (also a request carrying both Edits
+// and OldString), CodeStaleVersion (also for a missing file, guarded or not:
+// L-100, L-102; a changed version with req.Content's size and content hash
+// is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
@@ -38,8 +42,8 @@ func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditReq
 	}
 	var out fs.EditOutcome
 	err = checkCtx(ctx, op)
-	if err == nil && req.OldString == "" {
-		err = newErr(fs.CodeEditNotFound, op, mount.Target.DisplayPath, textfile.ErrEmptyOld, "%s", textfile.ErrEmptyOld.Error())
+	if err == nil {
+		err = checkReplacements(mount.Target.DisplayPath, req)
 	}
 	if err == nil {
 		err = f.lockAndRun(ctx, mount, op, func() (err error) {
@@ -51,6 +55,37 @@ func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditReq
 		return fs.EditOutcome{}, err
 	}
 	return out, nil
+}
+
+// replacements returns the edits of req in order: req.Edits, or the single
+// replacement of its top-level fields.
+func replacements(req fs.EditRequest) []fs.Replacement {
+	if len(req.Edits) > 0 {
+		return req.Edits
+	}
+	return []fs.Replacement{{OldString: req.OldString, NewString: req.NewString, ReplaceAll: req.ReplaceAll}}
+}
+
+// checkReplacements refuses a request with both forms, or an empty old
+// string, before anything is read.
+func checkReplacements(dp string, req fs.EditRequest) error {
+	if len(req.Edits) > 0 && (req.OldString != "" || req.NewString != "" || req.ReplaceAll) {
+		return newErr(fs.CodeEditNotFound, "edit", dp, nil, "an edit carries either edits or old_string and new_string, not both")
+	}
+	for i, r := range replacements(req) {
+		if r.OldString == "" {
+			return newErr(fs.CodeEditNotFound, "edit", dp, textfile.ErrEmptyOld, "%s%s", editPrefix(req, i), textfile.ErrEmptyOld.Error())
+		}
+	}
+	return nil
+}
+
+// editPrefix names the i-th edit of a request with several, "" otherwise.
+func editPrefix(req fs.EditRequest, i int) string {
+	if len(req.Edits) == 0 {
+		return ""
+	}
+	return fmt.Sprintf("edits[%d]: ", i)
 }
 
 // edit is EditText's read and mutation beneath the mount's root; the caller
@@ -104,23 +139,16 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 	if err != nil {
 		return fs.EditOutcome{}, newErr(fs.CodeNotText, op, dp, err, "cannot edit %q: %v", dp, err)
 	}
-	if req.MaxBytes > 0 && req.ReplaceAll && editedSizeAtLeast(text, enc, req.OldString, req.NewString) > req.MaxBytes {
-		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
-	}
-	edit, err := textfile.ApplyEdit(text, req.OldString, req.NewString, req.ReplaceAll)
-	if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
-		return fs.EditOutcome{}, newErr(fs.CodeAmbiguousEdit, op, dp, err,
-			"old_string matched %d times in %q; provide a more specific old_string or set replace_all to true", ambiguous.Count, dp)
-	}
-	if notFound, ok := errors.AsType[*textfile.NotFoundError](err); ok {
-		msg := fmt.Sprintf("old_string was not found in %q", dp)
-		if hint := notFound.Hint(); hint != "" {
-			msg += "; " + hint
+	for _, r := range replacements(req) {
+		// A replace-all is sized before it is built (each against the
+		// file's text; the output is checked again below).
+		if req.MaxBytes > 0 && r.ReplaceAll && editedSizeAtLeast(text, enc, r.OldString, r.NewString) > req.MaxBytes {
+			return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
 		}
-		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, err, "%s", msg)
 	}
+	edit, err := applyAll(text, req, dp)
 	if err != nil {
-		return fs.EditOutcome{}, newErr(fs.CodeEditNotFound, op, dp, err, "old_string was not found in %q", dp)
+		return fs.EditOutcome{}, err
 	}
 	output, err := textfile.Encode(edit.Output, enc)
 	if err != nil {
@@ -129,14 +157,58 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 	if req.MaxBytes > 0 && int64(len(output)) > req.MaxBytes {
 		return fs.EditOutcome{}, tooLargeResult(dp, req.MaxBytes)
 	}
+	out := fs.EditOutcome{Version: version(&st), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note}
+	if req.DryRun {
+		if err := m.checkBeneath(); err != nil {
+			return fs.EditOutcome{}, osErr(op, op, dp, err)
+		}
+		return out, nil
+	}
 	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
-	return fs.EditOutcome{
-		Version: version(&res.Stat), Before: edit.Before, After: edit.After, Replacements: edit.Replacements, Note: edit.Note,
-		InPlace: res.InPlace.String(),
-	}, nil
+	out.Version, out.InPlace = version(&res.Stat), res.InPlace.String()
+	return out, nil
+}
+
+// applyAll applies the request's replacements in order, each to the text the
+// previous one left, and returns their combined edit: Before of the first,
+// After and Output of the last, every replacement counted, every note kept.
+// The first failure fails the whole edit.
+func applyAll(text string, req fs.EditRequest, dp string) (textfile.Edit, error) {
+	const op = "edit"
+	var all textfile.Edit
+	var notes []string
+	for i, r := range replacements(req) {
+		prefix := editPrefix(req, i)
+		edit, err := textfile.ApplyEdit(text, r.OldString, r.NewString, r.ReplaceAll)
+		if ambiguous, ok := errors.AsType[*textfile.AmbiguousError](err); ok {
+			return all, newErr(fs.CodeAmbiguousEdit, op, dp, err,
+				"%sold_string matched %d times in %q; provide a more specific old_string or set replace_all to true", prefix, ambiguous.Count, dp)
+		}
+		if notFound, ok := errors.AsType[*textfile.NotFoundError](err); ok {
+			msg := fmt.Sprintf("%sold_string was not found in %q", prefix, dp)
+			if hint := notFound.Hint(); hint != "" {
+				msg += "; " + hint
+			}
+			return all, newErr(fs.CodeEditNotFound, op, dp, err, "%s", msg)
+		}
+		if err != nil {
+			return all, newErr(fs.CodeEditNotFound, op, dp, err, "%sold_string was not found in %q", prefix, dp)
+		}
+		if i == 0 {
+			all.Before = edit.Before
+		}
+		all.After, all.Output, all.Style, all.HasBOM = edit.After, edit.Output, edit.Style, edit.HasBOM
+		all.Replacements += edit.Replacements
+		if edit.Note != "" {
+			notes = append(notes, edit.Note)
+		}
+		text = edit.Output
+	}
+	all.Note = strings.Join(notes, " ")
+	return all, nil
 }
 
 // editedSizeAtLeast is a lower bound, computed without building it, on the

@@ -146,6 +146,44 @@ func TestEditText(t *testing.T) {
 			disk: "aBc", replaced: 1, before: "abc", after: "aBc", keepMode: 0o640, checkModes: true,
 		},
 		{
+			name: "several edits apply in order, each to the text the previous left", fixture: []string{"a.txt: one two three"},
+			path: "a.txt", req: fs.EditRequest{Edits: []fs.Replacement{{OldString: "one", NewString: "1"}, {OldString: "1 two", NewString: "12"}, {OldString: "e", NewString: "E", ReplaceAll: true}}},
+			disk: "12 thrEE", before: "one two three", after: "12 thrEE", replaced: 4,
+		},
+		{
+			name: "a failing later edit writes nothing (all or none)", fixture: []string{"a.txt: one two"},
+			path: "a.txt", req: fs.EditRequest{Edits: []fs.Replacement{{OldString: "one", NewString: "1"}, {OldString: "one", NewString: "x"}}},
+			code: fs.CodeEditNotFound, message: `edits[1]: old_string was not found in "<dp>"`, disk: "one two",
+		},
+		{
+			name: "an ambiguous later edit names it and writes nothing", fixture: []string{"a.txt: a b"},
+			path: "a.txt", req: fs.EditRequest{Edits: []fs.Replacement{{OldString: "b", NewString: "a"}, {OldString: "a", NewString: "c"}}},
+			code: fs.CodeAmbiguousEdit, disk: "a b",
+		},
+		{
+			name: "an empty old string among edits is refused before reading", fixture: []string{"a.txt: abc"},
+			path: "a.txt", req: fs.EditRequest{Edits: []fs.Replacement{{OldString: "a", NewString: "b"}, {NewString: "x"}}},
+			code: fs.CodeEditNotFound, message: "edits[1]: old_string must be a non-empty string", disk: "abc",
+		},
+		{
+			name: "edits and old_string together are refused", fixture: []string{"a.txt: abc"},
+			path: "a.txt", req: fs.EditRequest{OldString: "a", NewString: "b", Edits: []fs.Replacement{{OldString: "b", NewString: "c"}}},
+			code: fs.CodeEditNotFound, disk: "abc",
+		},
+		{
+			name: "a dry run returns the edit and writes nothing", fixture: []string{"a.txt: a\r\nOLD\r\n"},
+			path: "a.txt", req: fs.EditRequest{OldString: "OLD", NewString: "NEW", DryRun: true},
+			disk: "a\r\nOLD\r\n", before: "a\nOLD\n", after: "a\nNEW\n", replaced: 1,
+		},
+		{
+			name: "a dry run is still guarded", fixture: []string{"a.txt: hello world"},
+			path: "a.txt", req: fs.EditRequest{OldString: "world", NewString: "x", DryRun: true}, guard: "stale",
+			prepare: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), []byte("hello mars"), 0o644))
+			},
+			code: fs.CodeStaleVersion, disk: "hello mars",
+		},
+		{
 			name: "deleting a match with an empty new string", fixture: []string{"a.txt: keep drop keep"},
 			path: "a.txt", req: fs.EditRequest{OldString: " drop", NewString: ""},
 			disk: "keep keep", replaced: 1, before: "keep drop keep", after: "keep keep",

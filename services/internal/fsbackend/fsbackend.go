@@ -66,6 +66,14 @@ type Mount struct {
 	// restricted to Root (a Landlock domain), so the kernel confines the
 	// mutation a second time, independently of the handle.
 	Run func(mutate func() error) error
+	// Roots are the writable roots of Run's Landlock domain, set when Run
+	// confines the mutation under one. RunWithin, set with them, runs
+	// mutate as Run does but under a domain that also allows writes beneath
+	// extra: a move, which spans two mounts (a workspace and a temp root,
+	// say), runs once under the union of both mounts' Roots, since a
+	// domain of one root refuses a rename out of it.
+	Roots     []string
+	RunWithin func(extra []string, mutate func() error) error
 	// Refused, when set, is called inside Run when the mutation fails,
 	// with its error and the directory it addressed its entries in (none
 	// when that directory was never opened), while that directory is still

@@ -32,7 +32,8 @@ import (
 // gone; a changed version with the intent's known size and content hash is
 // not a change, spec difference 14), CodeNotFound (a parent segment is not a directory), CodeNotText
 // (content that is not valid UTF-8 over a UTF-16 file),
-// CodePermissionDenied, CodeAborted, CodeIOError.
+// CodePermissionDenied, CodeAborted, CodeIOError. With opts.DryRun the
+// same checks run and nothing is written.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
 	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
 	if err != nil {
@@ -40,7 +41,7 @@ func (f *Backend) WriteText(ctx context.Context, target fs.Target, content strin
 	}
 	var out fs.WriteOutcome
 	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
-		out, err = f.write(ctx, mount, content, opts.Intent)
+		out, err = f.write(ctx, mount, content, opts.Intent, opts.DryRun)
 		return err
 	})
 	if err := mount.done(err); err != nil {
@@ -65,7 +66,7 @@ func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate
 
 // write is WriteText's mutation beneath the mount's root; the caller holds
 // the target's lock.
-func (f *Backend) write(ctx context.Context, mount Mount, content string, intent fs.WriteIntent) (_ fs.WriteOutcome, err error) {
+func (f *Backend) write(ctx context.Context, mount Mount, content string, intent fs.WriteIntent, dryRun bool) (_ fs.WriteOutcome, err error) {
 	const op = "write"
 	dp := mount.Target.DisplayPath
 	m, err := f.locate(mount.Root, mount.Target, op)
@@ -126,6 +127,16 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 	if intent.Kind == fs.CreateIfAbsent {
 		pub = atomicwrite.CreateOnly
 	}
+	if dryRun {
+		if err := m.checkBeneath(); err != nil {
+			return fs.WriteOutcome{}, osErr(op, op, dp, err)
+		}
+		out := fs.WriteOutcome{Operation: fs.OpCreate, Before: prior.basis, After: displayText(content), Note: note}
+		if m.present {
+			out.Operation, out.Version = fs.OpUpdate, version(&m.st)
+		}
+		return out, nil
+	}
 	res, err := f.publish(ctx, m, op, dp, disk, pub, mount)
 	if err != nil {
 		return fs.WriteOutcome{}, err
@@ -155,6 +166,22 @@ func (m *mutation) close() {
 	if m.parent != nil {
 		_ = m.parent.Close()
 	}
+}
+
+// checkBeneath checks, for a dry run that publishes nothing, what a
+// publication would check: that the directory it would write in (the
+// parent, or the root when the parent is still missing) is beneath the
+// mount's root now, so a dry run is refused where the mutation would be.
+func (m *mutation) checkBeneath() error {
+	if m.parent != nil {
+		return m.parent.CheckBeneath()
+	}
+	root, _, err := m.root.OpenParent("", false)
+	if err != nil {
+		return err
+	}
+	defer root.Close() //nolint:errcheck // directory descriptor
+	return root.CheckBeneath()
 }
 
 // locate opens the target's parent beneath root (if it exists) and probes

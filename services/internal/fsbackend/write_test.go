@@ -449,3 +449,36 @@ func TestWriteTextFailureLeavesNoParents(t *testing.T) {
 		assert.Equal(t, "competitor", readFile(t, filepath.Join(dir, "made/deep/a.txt")), "non-empty parents stay")
 	})
 }
+
+// TestWriteTextDryRun checks that a dry run reports the write it would make,
+// conventions included, and leaves the disk as it was.
+func TestWriteTextDryRun(t *testing.T) {
+	cases := []struct {
+		name    string
+		fixture []string
+		path    string
+		content string
+		op      fs.Operation
+		before  *string
+	}{
+		{name: "a new file in a new directory is not created", path: "new/a.txt", content: "x\n", op: fs.OpCreate},
+		{name: "an existing CRLF file is not replaced", fixture: []string{"a.txt: a\r\nb\r\n"}, path: "a.txt", content: "a\nc\n", op: fs.OpUpdate, before: strp("a\nb\n")},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			f, dir := newFS(t, fslocal.Config{})
+			fixture.Build(t, dir, tc.fixture...)
+			before := fixture.Snapshot(t, dir)
+			tg := resolve(t, f, tc.path)
+			out, err := f.WriteText(context.Background(), tg, tc.content, fs.WriteOptions{DryRun: true})
+			require.NoError(t, err)
+			assert.Equal(t, tc.op, out.Operation)
+			assert.Equal(t, tc.before, out.Before)
+			assert.Equal(t, tc.content, out.After)
+			assert.Equal(t, before, fixture.Snapshot(t, dir), "a dry run changed the disk")
+			if tc.op == fs.OpUpdate {
+				assert.Equal(t, versionOf(t, f, tg), out.Version)
+			}
+		})
+	}
+}

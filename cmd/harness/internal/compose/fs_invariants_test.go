@@ -97,7 +97,7 @@ func TestFSCompanionRejectsMalformedObservations(t *testing.T) {
 		emptyKey     = "filesystem event targetKey must be non-empty"
 		emptyDisplay = "filesystem event displayPath must be non-empty"
 		emptyVersion = "fs/observed present version must be non-empty"
-		unknownKind  = "fs/observed kind must be present or absent"
+		unknownKind  = "fs/observed kind must be present or absent, or moved"
 	)
 	tests := []struct {
 		name   string

@@ -170,11 +170,14 @@ func approvalBinding(toolName string, args json.RawMessage, ar sandboxpolicy.App
 	return h.Sum(nil)
 }
 
-// toResult renders a tool result as MCP: the text as one text block, the
-// structured value for successes, and for errors isError with the FS_* code
-// in _meta.
+// toResult renders a tool result as MCP: the text as one text block, then
+// each image as an image block, the structured value for successes, and for
+// errors isError with the FS_* code in _meta.
 func toResult(r tool.Result) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
+	for _, img := range r.Images {
+		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
+	}
 	switch {
 	case !r.IsError:
 		res.StructuredContent = r.Value

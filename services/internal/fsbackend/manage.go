@@ -1,0 +1,482 @@
+package fsbackend
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path"
+	"path/filepath"
+	"slices"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/atomicwrite"
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// Limits of the entry operations.
+const (
+	// maxRemoveDepth bounds how deep a recursive removal descends: it holds
+	// one directory descriptor per level (Linux's default limit of open
+	// descriptors is 1024).
+	maxRemoveDepth = 256
+	// maxCopyBytes bounds the file a move between filesystems copies: the
+	// copy is published through the atomic write, which holds it in
+	// memory.
+	maxCopyBytes = 256 << 20
+)
+
+// Mkdir creates the directory at target where the Mounter mounts it (see
+// fs.Manager.Mkdir): every directory is made by mkdirat on a descriptor
+// opened beneath the mount's root.
+func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOptions) (fs.MkdirOutcome, error) {
+	const op = "mkdir"
+	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
+	if err != nil {
+		return fs.MkdirOutcome{}, err
+	}
+	var out fs.MkdirOutcome
+	err = f.lockAndRun(ctx, mount, op, func() (err error) {
+		out, err = f.mkdir(mount.Root, mount.Target, opts.Parents)
+		return err
+	})
+	if err := mount.done(err); err != nil {
+		return fs.MkdirOutcome{}, err
+	}
+	return out, nil
+}
+
+func (f *Backend) mkdir(root *dirfd.Dir, target fs.Target, parents bool) (fs.MkdirOutcome, error) {
+	const op, verb = "mkdir", "create directory"
+	dp := target.DisplayPath
+	exists := newErr(fs.CodeAlreadyExists, op, dp, nil, "cannot create directory %q: it already exists", dp)
+	rel, ok := root.Rel(string(target.Key))
+	if !ok {
+		// Fail closed: a target outside the handle is never mutated.
+		return fs.MkdirOutcome{}, osErr(op, verb, dp, &os.PathError{Op: op, Path: string(target.Key), Err: unix.EXDEV})
+	}
+	if rel == "" {
+		// The handle's own directory: a writable root, or "/".
+		if parents {
+			return fs.MkdirOutcome{}, nil
+		}
+		return fs.MkdirOutcome{}, exists
+	}
+	dir, name := path.Split(rel)
+	dir = path.Clean(dir + ".")
+	if err := checkNames(dir, name); err != nil {
+		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
+	}
+	parent, created, err := root.OpenParent(dir, parents)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return fs.MkdirOutcome{}, newErr(fs.CodeNotFound, op, dp, err, "cannot create directory %q: the parent directory does not exist (set parents to create it)", dp)
+		}
+		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
+	}
+	defer parent.Close() //nolint:errcheck // directory descriptor; nothing written through it
+	err = parent.Mkdir(name)
+	if errors.Is(err, unix.EEXIST) {
+		if st, serr := parent.Stat(name, false); parents && serr == nil && dirfd.IsDir(&st) {
+			return fs.MkdirOutcome{Created: created}, nil
+		}
+		return fs.MkdirOutcome{}, exists
+	}
+	if err != nil {
+		if created > 0 {
+			_ = root.RemoveCreated(dir, created)
+		}
+		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
+	}
+	return fs.MkdirOutcome{Created: created + 1}, nil
+}
+
+// entry is an entry mutation mounted on its parent directory: the entry is
+// addressed by name inside the parent, so a final symlink is never followed.
+type entry struct {
+	mount Mount
+	name  string
+	shown string // the entry's display path
+}
+
+// key is the entry's identity for the lock table: its canonical parent
+// joined with its name.
+func (e entry) key() fs.TargetKey {
+	return fs.TargetKey(path.Join(string(e.mount.Target.Key), e.name))
+}
+
+// mountEntry mounts the parent of target's display path, so the fence admits
+// the directory the entry lives in (a writable root's own entry lies in a
+// directory outside it, so it is never admitted).
+func (f *Backend) mountEntry(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy, op, verb string) (entry, error) {
+	dp := target.DisplayPath
+	dir, name := filepath.Split(dp)
+	if name == "" || name == "." || name == ".." {
+		return entry{}, newErr(fs.CodePermissionDenied, op, dp, nil, "cannot %s %q: it is the root directory", verb, dp)
+	}
+	parent, err := f.Resolve(ctx, filepath.Clean(dir), fs.ResolveOptions{})
+	if err != nil {
+		return entry{}, err
+	}
+	mount, err := f.mounter.Mount(ctx, parent, policy)
+	if err != nil {
+		return entry{}, err
+	}
+	return entry{mount: mount, name: name, shown: dp}, nil
+}
+
+// openParent opens the entry's parent directory beneath the mount's root.
+func (e entry) openParent() (*dirfd.Parent, error) {
+	rel, ok := e.mount.Root.Rel(string(e.mount.Target.Key))
+	if !ok {
+		// Fail closed: a parent outside the handle is never mutated.
+		return nil, &os.PathError{Op: "open", Path: string(e.mount.Target.Key), Err: unix.EXDEV}
+	}
+	p, _, err := e.mount.Root.OpenParent(rel, false)
+	return p, err
+}
+
+// Remove deletes the entry at target where the Mounter mounts its parent
+// (see fs.Manager.Remove).
+func (f *Backend) Remove(ctx context.Context, target fs.Target, opts fs.RemoveOptions) (fs.RemoveOutcome, error) {
+	const op = "delete"
+	e, err := f.mountEntry(ctx, target, opts.Policy, op, op)
+	if err != nil {
+		return fs.RemoveOutcome{}, err
+	}
+	var out fs.RemoveOutcome
+	err = checkCtx(ctx, op)
+	if err == nil {
+		err = f.lockKeys(ctx, op, []fs.TargetKey{e.key()}, func() error {
+			return e.mount.run(func() (err error) {
+				out, err = f.remove(ctx, e, opts)
+				return err
+			})
+		})
+	}
+	if err := e.mount.done(err); err != nil {
+		return fs.RemoveOutcome{}, err
+	}
+	return out, nil
+}
+
+func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (fs.RemoveOutcome, error) {
+	const op = "delete"
+	dp := e.shown
+	parent, err := e.openParent()
+	if err != nil {
+		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
+	}
+	defer parent.Close() //nolint:errcheck // directory descriptor
+	st, err := parent.Stat(e.name, false)
+	if err != nil {
+		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
+	}
+	out := fs.RemoveOutcome{Type: fileType(&st)}
+	if opts.Version != "" && dirfd.IsRegular(&st) && version(&st) != opts.Version {
+		return fs.RemoveOutcome{}, stale(op, dp)
+	}
+	if !dirfd.IsDir(&st) {
+		if err := parent.Unlink(e.name, false); err != nil {
+			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
+		}
+		return out, syncOrErr(parent, op, dp)
+	}
+	if opts.Recursive {
+		err = removeTree(ctx, parent, e.name, 0, &out)
+	} else {
+		err = parent.Unlink(e.name, true)
+	}
+	out.Directories += boolInt(err == nil)
+	switch {
+	case errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST):
+		msg := fmt.Sprintf("cannot delete %q: the directory is not empty (set recursive to delete it and everything in it)", dp)
+		if opts.Recursive {
+			msg = fmt.Sprintf("cannot delete %q: entries appeared while it was being deleted", dp)
+		}
+		return out, newErr(fs.CodeNotEmpty, op, dp, err, "%s%s", msg, removed(out))
+	case err != nil:
+		fe := osErr(op, op, dp, err)
+		fe.Message += removed(out)
+		return out, fe
+	}
+	return out, syncOrErr(parent, op, dp)
+}
+
+// removeTree removes the directory name inside parent and everything beneath
+// it, entry by entry: each directory is opened beneath the fence without
+// following a symlink, and each entry is unlinked by name from its opened
+// directory, so nothing outside the tree is ever reached. Counts go to out.
+func removeTree(ctx context.Context, parent *dirfd.Parent, name string, depth int, out *fs.RemoveOutcome) error {
+	if depth >= maxRemoveDepth {
+		return &os.PathError{Op: "remove", Path: parent.Join(name), Err: fmt.Errorf("deeper than %d directories", maxRemoveDepth)}
+	}
+	dir, err := parent.OpenDirNoFollow(name)
+	if err != nil {
+		return err
+	}
+	defer dir.Close() //nolint:errcheck // directory descriptor
+	names, err := dir.Names()
+	if err != nil {
+		return err
+	}
+	for _, n := range names {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		st, err := dir.Stat(n, false)
+		if isAbsent(err) {
+			continue // removed by someone else meanwhile
+		}
+		if err != nil {
+			return err
+		}
+		if dirfd.IsDir(&st) {
+			if err := removeTree(ctx, dir, n, depth+1, out); err != nil {
+				return err
+			}
+			out.Directories++
+			continue
+		}
+		if err := dir.Unlink(n, false); err != nil && !isAbsent(err) {
+			return err
+		}
+		if dirfd.IsRegular(&st) {
+			out.Files++
+		} else {
+			out.Others++
+		}
+	}
+	return parent.Unlink(name, true)
+}
+
+// removed is the message suffix saying what a failed removal already
+// deleted, "" when nothing.
+func removed(out fs.RemoveOutcome) string {
+	if out.Files+out.Directories+out.Others == 0 {
+		return ""
+	}
+	return fmt.Sprintf(" (already deleted: %d files, %d directories, %d others)", out.Files, out.Directories, out.Others)
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+// syncOrErr makes the parent's changed entries durable.
+func syncOrErr(parent *dirfd.Parent, op, dp string) error {
+	if err := parent.Sync(); err != nil {
+		return osErr(op, op, dp, err)
+	}
+	return nil
+}
+
+// lockKeys takes the locks of keys in sorted order (two moves in opposite
+// directions never deadlock), unless ctx has ended, and runs mutate.
+func (f *Backend) lockKeys(ctx context.Context, op string, keys []fs.TargetKey, mutate func() error) error {
+	keys = slices.Compact(slices.Sorted(slices.Values(keys)))
+	for _, k := range keys {
+		unlock, err := f.locks.lock(ctx, k)
+		if err != nil {
+			return aborted(op, err)
+		}
+		defer unlock()
+	}
+	return mutate()
+}
+
+// Move renames the entry at source to dest where the Mounter mounts each
+// parent (see fs.Manager.Move). The mutation runs once under a Landlock
+// domain of both mounts' roots when both confine one (runBoth), else through
+// both mounts' Run, the source's outermost.
+func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.MoveOptions) (fs.MoveOutcome, error) {
+	const op = "move"
+	src, err := f.mountEntry(ctx, source, opts.Policy, op, op)
+	if err != nil {
+		return fs.MoveOutcome{}, err
+	}
+	dst, err := f.mountEntry(ctx, dest, opts.Policy, op, op)
+	if err != nil {
+		return fs.MoveOutcome{}, src.mount.done(err)
+	}
+	var out fs.MoveOutcome
+	err = checkCtx(ctx, op)
+	if err == nil {
+		err = f.lockKeys(ctx, op, []fs.TargetKey{src.key(), dst.key()}, func() error {
+			return runBoth(src.mount, dst.mount, func() (err error) {
+				out, err = f.move(ctx, src, dst, opts)
+				return err
+			})
+		})
+	}
+	err = dst.mount.done(err)
+	if err := src.mount.done(err); err != nil {
+		return fs.MoveOutcome{}, err
+	}
+	return out, nil
+}
+
+// runBoth runs mutate through both mounts: in one call of src's RunWithin
+// with dst's Roots added when both confine the mutation under a Landlock
+// domain (a domain of one root refuses the rename, and a confined Run must
+// not nest another), else through each Run, src's outermost.
+func runBoth(src, dst Mount, mutate func() error) error {
+	if src.RunWithin != nil && dst.RunWithin != nil {
+		return src.RunWithin(dst.Roots, mutate)
+	}
+	return src.run(func() error { return dst.run(mutate) })
+}
+
+func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions) (fs.MoveOutcome, error) {
+	const op = "move"
+	sdp, ddp := src.shown, dst.shown
+	sp, err := src.openParent()
+	if err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
+	}
+	defer sp.Close() //nolint:errcheck // directory descriptor
+	dp, err := dst.openParent()
+	if errors.Is(err, unix.ENOENT) {
+		return fs.MoveOutcome{}, newErr(fs.CodeNotFound, op, ddp, err, "cannot move %q to %q: the destination directory does not exist", sdp, ddp)
+	}
+	if err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
+	}
+	defer dp.Close() //nolint:errcheck // directory descriptor
+	st, err := sp.Stat(src.name, false)
+	if err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
+	}
+	if opts.Version != "" && dirfd.IsRegular(&st) && version(&st) != opts.Version {
+		return fs.MoveOutcome{}, stale(op, sdp)
+	}
+	out := fs.MoveOutcome{Type: fileType(&st), Prior: version(&st)}
+	if _, err := dp.Stat(dst.name, false); err == nil {
+		if !opts.Overwrite {
+			return fs.MoveOutcome{}, alreadyExists(sdp, ddp, nil)
+		}
+		out.Replaced = true
+	}
+	err = sp.Rename(src.name, dp, dst.name, opts.Overwrite)
+	if errors.Is(err, unix.EXDEV) && !dirfd.IsEscape(checkBoth(sp, dp)) {
+		// Both parents are still beneath their roots: EXDEV came from the
+		// rename between two mounts, not from the fence.
+		if out.Copied = true; !dirfd.IsRegular(&st) {
+			return fs.MoveOutcome{}, newErr(fs.CodeCrossDevice, op, sdp, nil,
+				"cannot move %q to %q: they are on different filesystems, and only a regular file is copied across", sdp, ddp)
+		}
+		err = f.copyAcross(ctx, sp, src.name, dp, dst.name, &st, opts.Overwrite, sdp, ddp)
+	}
+	if err != nil {
+		return fs.MoveOutcome{}, moveErr(err, sdp, ddp)
+	}
+	if err := sp.Sync(); err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
+	}
+	if err := dp.Sync(); err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
+	}
+	if now, err := dp.Stat(dst.name, false); err == nil {
+		out.Version = version(&now)
+	}
+	return out, nil
+}
+
+// checkBoth re-checks both parents beneath their roots.
+func checkBoth(a, b *dirfd.Parent) error {
+	return errors.Join(a.CheckBeneath(), b.CheckBeneath())
+}
+
+// copyAcross copies the regular file name in sp to newName in dp through
+// the atomic write (never replacing unless replace), then removes the
+// source.
+func (f *Backend) copyAcross(ctx context.Context, sp *dirfd.Parent, name string, dp *dirfd.Parent, newName string, st *unix.Stat_t, replace bool, sdp, ddp string) error {
+	const op = "move"
+	if st.Size > maxCopyBytes {
+		return newErr(fs.CodeTooLarge, op, sdp, nil, "cannot move %q to %q: a copy between filesystems is limited to %d bytes", sdp, ddp, maxCopyBytes)
+	}
+	file, fst, err := sp.OpenRead(name)
+	if err != nil {
+		return err
+	}
+	defer file.Close() //nolint:errcheck // read-only descriptor
+	if fst.Dev != st.Dev || fst.Ino != st.Ino {
+		return stale(op, sdp)
+	}
+	content, err := readAll(ctx, file, fst.Size, maxCopyBytes+1)
+	if err != nil {
+		return err
+	}
+	pub := atomicwrite.CreateOnly
+	if replace {
+		pub = atomicwrite.Replace
+	}
+	if err := dp.CheckBeneath(); err != nil {
+		return err
+	}
+	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
+		Parent: dp, Name: newName, Content: string(content), Publication: pub,
+		Durability: f.cfg.Durability, Owner: f.cfg.NewOwner, Syncs: &f.syncs,
+	})
+	if collision, ok := errors.AsType[*atomicwrite.CollisionError](err); ok {
+		return alreadyExists(sdp, ddp, collision)
+	}
+	if res.Residue != nil {
+		f.log.Warn("staging cleanup failed after a copy between filesystems", zap.Error(res.Residue))
+	}
+	if err != nil {
+		return err
+	}
+	if err := keepMode(dp, newName, fst.Mode&0o7777); err != nil {
+		return err
+	}
+	return sp.Unlink(name, false)
+}
+
+func alreadyExists(sdp, ddp string, cause error) *fs.Error {
+	return newErr(fs.CodeAlreadyExists, "move", ddp, cause, "cannot move %q to %q: the destination already exists (set overwrite to replace it)", sdp, ddp)
+}
+
+// moveErr maps a failed rename to the move's structured error.
+func moveErr(err error, sdp, ddp string) error {
+	const op = "move"
+	var errno unix.Errno
+	if !errors.As(err, &errno) {
+		return osErr(op, op, sdp, err)
+	}
+	switch errno {
+	case unix.EEXIST:
+		return alreadyExists(sdp, ddp, err)
+	case unix.ENOTEMPTY:
+		return newErr(fs.CodeNotEmpty, op, ddp, err, "cannot move %q to %q: the destination is a directory that is not empty", sdp, ddp)
+	case unix.ENOTDIR:
+		return newErr(fs.CodeNotDirectory, op, ddp, err, "cannot move directory %q over %q: the destination is not a directory", sdp, ddp)
+	case unix.EISDIR:
+		return newErr(fs.CodeNotRegularFile, op, ddp, err, "cannot move %q over %q: the destination is a directory", sdp, ddp)
+	case unix.EINVAL:
+		return newErr(fs.CodeNotDirectory, op, ddp, err, "cannot move %q into itself (%q)", sdp, ddp)
+	}
+	return osErr(op, op, sdp, err)
+}
+
+// keepMode gives the file name in dir the permission bits mode, through a
+// descriptor opened without following a symlink (the copy's mode is the
+// source's, not the new-file default).
+func keepMode(dir *dirfd.Parent, name string, mode uint32) error {
+	fd, err := unix.Openat(dir.FD(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: dir.Join(name), Err: err}
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	if err := unix.Fchmod(fd, mode); err != nil {
+		return &os.PathError{Op: "chmod", Path: dir.Join(name), Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,290 @@
+package toolfs
+
+import (
+	"context"
+	"path/filepath"
+	"strconv"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// MkdirValue is the structured result of mkdir.
+type MkdirValue struct {
+	Path    string `json:"path" jsonschema:"the display path of the directory"`
+	Created int    `json:"created" jsonschema:"how many directories were created (0: it already existed)"`
+}
+
+// DeleteValue is the structured result of delete.
+type DeleteValue struct {
+	Path        string `json:"path" jsonschema:"the display path of what was deleted"`
+	Type        string `json:"type" jsonschema:"file, directory, symlink or other"`
+	Files       int    `json:"files" jsonschema:"regular files deleted beneath a directory"`
+	Directories int    `json:"directories" jsonschema:"directories deleted, the target included"`
+	Others      int    `json:"others" jsonschema:"symlinks and special files deleted beneath a directory"`
+}
+
+// MoveValue is the structured result of move.
+type MoveValue struct {
+	Source      string `json:"source" jsonschema:"the display path moved from"`
+	Destination string `json:"destination" jsonschema:"the display path moved to"`
+	Type        string `json:"type" jsonschema:"file, directory, symlink or other"`
+	Replaced    bool   `json:"replaced" jsonschema:"true when an entry at the destination was replaced (overwrite)"`
+	Copied      bool   `json:"copied" jsonschema:"true when the file was copied between filesystems and the source removed"`
+}
+
+// Mkdir returns the mkdir tool: create a directory, with its missing
+// parents unless parents is false. It runs exclusively.
+func (t *Tools) Mkdir() *tool.Tool {
+	props := []prop{
+		{name: "path", schema: str("Directory to create, resolved by the filesystem backend."), required: true},
+		{name: "parents", schema: boolean("Create missing parent directories too, and accept an existing directory. Defaults to true.")},
+	}
+	return &tool.Tool{
+		Name:         "mkdir",
+		Description:  "Create a directory, and its missing parents.",
+		InputSchema:  object(append(props, t.escalationProps()...)...),
+		OutputSchema: outputSchema[MkdirValue](),
+		Annotations:  tool.Annotations{Idempotent: true},
+		Exclusive:    true,
+		Handler:      t.mkdir,
+	}
+}
+
+func (t *Tools) mkdir(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	path, err := a.path("path")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	parents, err := a.optBool("parents", true)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, "mkdir", "make the directory (and missing parents)", a, path)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	target := targets[0]
+	out, err := t.deps.FS.Mkdir(ctx, target, fs.MkdirOptions{Parents: parents, Policy: policy})
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	dp := target.DisplayPath
+	text := "Created directory " + dp
+	switch {
+	case out.Created == 0:
+		text = "Directory " + dp + " already exists"
+	case out.Created > 1:
+		text += " (" + strconv.Itoa(out.Created) + " directories created)"
+	}
+	return tool.Result{Text: text, Value: MkdirValue{Path: dp, Created: out.Created}}
+}
+
+// Delete returns the delete tool: delete a file, a symlink (never what it
+// points to) or, with recursive, a directory and everything in it. It runs
+// exclusively.
+func (t *Tools) Delete() *tool.Tool {
+	props := []prop{
+		{name: "path", schema: str("File, symlink or directory to delete, resolved by the filesystem backend. A symlink is deleted itself."), required: true},
+		{name: "recursive", schema: boolean("Delete a directory and everything in it. Defaults to false: only an empty directory is deleted.")},
+	}
+	return &tool.Tool{
+		Name:         "delete",
+		Description:  "Delete a file, a symlink, or a directory (recursive for a non-empty one).",
+		InputSchema:  object(append(props, t.escalationProps()...)...),
+		OutputSchema: outputSchema[DeleteValue](),
+		Annotations:  tool.Annotations{Destructive: true, Idempotent: true},
+		Exclusive:    true,
+		Handler:      t.delete,
+	}
+}
+
+func (t *Tools) delete(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	path, err := a.path("path")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	recursive, err := a.optBool("recursive", false)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, "delete", "delete the entry (a directory only with recursive)", a, path)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	target := targets[0]
+	if err := t.refuseRoot(ctx, call.Session, policy, target, "delete"); err != nil {
+		return t.failure(err, policy)
+	}
+	opts := fs.RemoveOptions{Recursive: recursive, Policy: policy, Version: t.guard(ctx, call.Session, target)}
+	out, err := t.deps.FS.Remove(ctx, target, opts)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	if out.Type != fs.TypeSymlink {
+		// A deleted symlink says nothing of the file it pointed to.
+		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Absent}); err != nil {
+			return t.failure(err, policy)
+		}
+	}
+	dp := target.DisplayPath
+	text := "Deleted " + string(out.Type) + " " + dp
+	if out.Type == fs.TypeDirectory {
+		text += " (" + strconv.Itoa(out.Files) + " files, " + strconv.Itoa(out.Directories) + " directories, " + strconv.Itoa(out.Others) + " others)"
+	}
+	return tool.Result{Text: text, Value: DeleteValue{
+		Path: dp, Type: string(out.Type), Files: out.Files, Directories: out.Directories, Others: out.Others,
+	}}
+}
+
+// Move returns the move tool: rename a file, symlink or directory, across
+// directories, never replacing unless overwrite. It runs exclusively.
+func (t *Tools) Move() *tool.Tool {
+	props := []prop{
+		{name: "source", schema: str("File, symlink or directory to move, resolved by the filesystem backend. A symlink is moved itself."), required: true},
+		{name: "destination", schema: str("Its new path, including the new name."), required: true},
+		{name: "overwrite", schema: boolean("Replace an entry at the destination. Defaults to false.")},
+	}
+	return &tool.Tool{
+		Name:         "move",
+		Description:  "Move or rename a file, a symlink or a directory.",
+		InputSchema:  object(append(props, t.escalationProps()...)...),
+		OutputSchema: outputSchema[MoveValue](),
+		Annotations:  tool.Annotations{Destructive: true},
+		Exclusive:    true,
+		Handler:      t.move,
+	}
+}
+
+func (t *Tools) move(ctx context.Context, call tool.Call) tool.Result {
+	a, err := parseArgs(call.Arguments)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	from, err := a.path("source")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	to, err := a.path("destination")
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	overwrite, err := a.optBool("overwrite", false)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, "move", "move the entry to the destination", a, from, to)
+	if err != nil {
+		return t.failure(err, nil)
+	}
+	source, dest := targets[0], targets[1]
+	for _, tg := range targets {
+		if err := t.refuseRoot(ctx, call.Session, policy, tg, "move"); err != nil {
+			return t.failure(err, policy)
+		}
+	}
+	opts := fs.MoveOptions{Overwrite: overwrite, Policy: policy, Version: t.guard(ctx, call.Session, source)}
+	out, err := t.deps.FS.Move(ctx, source, dest, opts)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	if out.Type != fs.TypeSymlink {
+		// The records of what the session read follow the entry.
+		obs := fs.Observation{Kind: fs.Moved, From: source.Key, Prior: out.Prior, Version: out.Version}
+		if err := t.observe(call.Session, dest, obs); err != nil {
+			return t.failure(err, policy)
+		}
+	}
+	text := "Moved " + string(out.Type) + " " + source.DisplayPath + " to " + dest.DisplayPath
+	switch {
+	case out.Copied:
+		text += " (copied between filesystems, the source removed)"
+	case out.Replaced:
+		text += " (replacing what was there)"
+	}
+	return tool.Result{Text: text, Value: MoveValue{
+		Source: source.DisplayPath, Destination: dest.DisplayPath, Type: string(out.Type), Replaced: out.Replaced, Copied: out.Copied,
+	}}
+}
+
+// guard returns the version the session last saw of target when it has
+// one, so a delete or move of a file that changed since is refused; ""
+// (no guard) otherwise.
+func (t *Tools) guard(ctx context.Context, sess *session.Session, target fs.Target) fs.Version {
+	if t.deps.Intents == nil {
+		return ""
+	}
+	intent, err := t.deps.Intents.WriteIntent(ctx, sess.Owner(), target)
+	if err != nil || intent.Kind != fs.ReplaceIfVersion {
+		return ""
+	}
+	return intent.Version
+}
+
+// refuseRoot refuses to delete or move a writable root itself, or the
+// session's working directory, whatever the mode: the entry named by the
+// display path (its canonical parent joined with its name, a final symlink
+// not followed) is compared with each.
+func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *sandbox.ExecutionPolicy, target fs.Target, verb string) error {
+	dp := target.DisplayPath
+	parent, err := t.deps.FS.Resolve(ctx, filepath.Dir(dp), fs.ResolveOptions{})
+	if err != nil {
+		return err
+	}
+	entry := filepath.Join(string(parent.Key), filepath.Base(dp))
+	var roots []string
+	if policy != nil {
+		ws := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: policy.WorkspaceRoot}
+		roots = sandbox.WritableRoots(ws, t.deps.Policy.TempRoots())
+	}
+	if cwd := t.cwd(sess, policy, ""); cwd != "" {
+		roots = append(roots, filepath.Clean(cwd))
+	}
+	for _, r := range roots {
+		if r == entry {
+			return &fs.Error{
+				Code: fs.CodePermissionDenied, Op: verb, Path: dp,
+				Message: "cannot " + verb + " " + strconv.Quote(dp) + ": it is a writable root or the working directory",
+			}
+		}
+	}
+	return nil
+}
+
+// mutationTargets is mutationTarget for a call with several paths: each is
+// resolved under the standing policy, and an escalating call asks once,
+// naming every target.
+func (t *Tools) mutationTargets(ctx context.Context, call tool.Call, toolName, op string, a args, paths ...string) (*sandbox.ExecutionPolicy, []fs.Target, error) {
+	esc, err := t.escalationArgs(a)
+	if err != nil {
+		return nil, nil, err
+	}
+	standing := t.standing(call.Session)
+	targets := make([]fs.Target, 0, len(paths))
+	for _, p := range paths {
+		target, err := t.resolve(ctx, call.Session, standing, p)
+		if err != nil {
+			return nil, nil, err
+		}
+		targets = append(targets, target)
+	}
+	if !t.confines {
+		return nil, targets, nil
+	}
+	// The workspace root, and so the targets, do not change with the mode.
+	policy, err := t.escalate(ctx, call, toolName, op, paths, esc, standing, targets)
+	if err != nil {
+		return nil, nil, err
+	}
+	return policy, targets, nil
+}
