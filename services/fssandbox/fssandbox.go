@@ -10,7 +10,7 @@
 // domain of that root, so a directory moved out of the root mid-write is
 // refused at the syscall (without Landlock: a replace published by exchange,
 // checked after publication and undone). Protected paths inside the root
-// (version-control metadata, Config.Protect) are denied, decided on the open
+// (version-control metadata, the policy's Protect patterns) are denied, decided on the open
 // parent directory; and in every mode that writes, another user's symlink in
 // a sticky world-writable directory is not followed.
 //
@@ -91,10 +91,6 @@ const (
 type Config struct {
 	// Landlock is LandlockAuto ("" too) or LandlockOff.
 	Landlock string
-	// Protect are gitignore-style patterns, relative to each writable
-	// root, of protected paths besides version-control metadata
-	// (sandbox.NewProtectedPaths).
-	Protect []string
 }
 
 // errLandlockOff is why a fence configured with LandlockOff has no domain.
@@ -103,8 +99,9 @@ var errLandlockOff = errors.New("turned off by configuration (landlock: off)")
 // New returns a confining backend configured by cfg (validated as fslocal
 // validates it) and fence, its mutations fenced by policy. Roots that do not
 // exist yet are opened when first used. Errors: a nil policy, an invalid cfg,
-// a fence.Landlock other than "", LandlockAuto or LandlockOff, an invalid
-// fence.Protect pattern.
+// a fence.Landlock other than "", LandlockAuto or LandlockOff. The protected
+// paths are the policy's (sandboxpolicy.Config.Protect), the same set its
+// approval prompts and the command runner use.
 func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *zap.Logger) (*FileSystem, error) {
 	if policy == nil {
 		return nil, errors.New("fssandbox: a sandboxpolicy.Service is required")
@@ -116,11 +113,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	if log == nil {
 		log = zap.NewNop()
 	}
-	protect, err := sandbox.NewProtectedPaths(fence.Protect)
-	if err != nil {
-		return nil, fmt.Errorf("fssandbox: %w", err)
-	}
-	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: protect}
+	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: policy.Protected()}
 	switch fence.Landlock {
 	case "", LandlockAuto:
 		f.domains, f.noLandlock = landlock.New(landlock.Config{})

@@ -49,7 +49,7 @@ var repoSpecs = []string{
 // points to, and --protect patterns are read-only; escalated to
 // danger-full-access the write lands.
 func TestProtectedPaths(t *testing.T) {
-	fence := fssandbox.Config{Protect: []string{"secrets/"}}
+	var fence fssandbox.Config
 	cases := []struct {
 		name, path string
 		edit       bool // an edit adding core.fsmonitor, else a write
@@ -76,7 +76,7 @@ func TestProtectedPaths(t *testing.T) {
 				w := newWorld(t)
 				fixture.Build(t, w.ws, repoSpecs...)
 				fence.Landlock = landlock
-				f := newFence(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}}, w.ws, fence)
+				f := newFence(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}, Protect: []string{"secrets/"}}, w.ws, fence)
 				before := fixture.Snapshot(t, w.base)
 				err := protectedMutation(f, filepath.Join(w.ws, tc.path), tc.edit, nil)
 				if tc.allowed {

@@ -78,7 +78,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		}),
 		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: cfg.WritableRoots, Protect: cfg.Protect}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
-		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock, Protect: cfg.Protect}),
+		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),
 		fx.Supply(toolfs.Config{
 			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
 			ReadStreamMinSize: cfg.ReadStreamMinSize, ListLimit: cfg.ListLimit, WriteMaxBytes: cfg.WriteMaxBytes,
