@@ -33,6 +33,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
@@ -128,8 +129,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	case f.noLandlock != nil:
 		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
 	}
-	settings := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
-	f.backend = fsbackend.New(settings, log.Named("fssandbox"), fenced{f})
+	f.backend = fsbackend.New(settingsOf(cfg), log.Named("fssandbox"), fenced{f})
 	static := append([]string{policy.Default().WorkspaceRoot}, policy.Roots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
@@ -140,6 +140,20 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 		}
 	}
 	return f, nil
+}
+
+// settingsOf returns the core's settings of the validated cfg: the same
+// conversion as fslocal's, so --durability and --workspace-owner mean the
+// same under the fence (spec differences 9, 18).
+func settingsOf(cfg fslocal.Config) fsbackend.Settings {
+	s := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
+	if cfg.Durability == fslocal.DurabilityAtomic {
+		s.Durability = atomicwrite.Atomic
+	}
+	if o := cfg.NewOwner; o != nil {
+		s.NewOwner = &atomicwrite.Owner{UID: o.UID, GID: o.GID}
+	}
+	return s
 }
 
 // Close waits for the mutations in flight, then releases the pinned root

@@ -412,24 +412,27 @@ func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
 	require.NoError(t, os.Chown(d.ws, 1000, 1000))
 	for _, c := range []struct {
 		name       string
+		fs, mode   string
 		durability string
 		owner      bool
 		want       *fslocal.Owner
 		uid        uint32
 	}{
-		{"atomic, new files take the workspace owner", "atomic", true, &fslocal.Owner{UID: 1000, GID: 1000}, 1000},
-		{"full, the owner switched off", "full", false, nil, 0},
+		{"local, atomic, new files take the workspace owner", "local", "danger-full-access", "atomic", true, &fslocal.Owner{UID: 1000, GID: 1000}, 1000},
+		{"local, full, the owner switched off", "local", "danger-full-access", "full", false, nil, 0},
+		{"sandbox, atomic, new files take the workspace owner", "sandbox", "workspace-write", "atomic", true, &fslocal.Owner{UID: 1000, GID: 1000}, 1000},
+		{"sandbox, full, the owner switched off", "sandbox", "workspace-write", "full", false, nil, 0},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var backend fslocal.Config
 			tools, app := toolsByName(t, config.Config{
-				FS: "local", Mode: "danger-full-access", Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
+				FS: c.fs, Mode: c.mode, Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
 				LogLevel: "info", LogFormat: "console",
 			}, fx.Populate(&backend))
 			defer app.RequireStop()
 			assert.Equal(t, fslocal.Durability(c.durability), backend.Durability)
 			assert.Equal(t, c.want, backend.NewOwner)
-			name := c.durability + ".txt"
+			name := c.fs + "-" + c.durability + ".txt"
 			r := call(t, session.New("s-"+c.durability, d.ws), tools["write"], map[string]any{"file_path": name, "content": "x\n"})
 			require.False(t, r.IsError, r.Text)
 			info, err := os.Stat(filepath.Join(d.ws, name))
