@@ -319,7 +319,7 @@ func runEscapeCase(t *testing.T, tr tree, c escapeCase, h *dirfd.Dir, want outco
 	if rd != "" {
 		t.Run("OpenRead", func(t *testing.T) {
 			var (
-				f   *os.File
+				f   *dirfd.File
 				st  unix.Stat_t
 				err error
 			)
@@ -495,7 +495,7 @@ func TestOpenRead_FIFOWithoutWriterDoesNotBlock(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			var (
-				f   *os.File
+				f   *dirfd.File
 				st  unix.Stat_t
 				err error
 			)

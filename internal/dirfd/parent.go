@@ -174,7 +174,7 @@ func (p *Parent) Stat(name string, follow bool) (unix.Stat_t, error) {
 
 // OpenRead opens the entry name for reading with p's confinement; see
 // OpenRead.
-func (p *Parent) OpenRead(name string) (*os.File, unix.Stat_t, error) {
+func (p *Parent) OpenRead(name string) (*File, unix.Stat_t, error) {
 	return openRead(p.fd, name, p.resolve, p.Join(name))
 }
 

@@ -1,8 +1,6 @@
 package dirfd
 
 import (
-	"os"
-
 	"golang.org/x/sys/unix"
 )
 
@@ -10,16 +8,16 @@ import (
 // file with the fstat of the opened descriptor. It never hangs on a FIFO or a
 // device: the open is non-blocking and the caller decides from the returned
 // Stat_t (IsRegular) whether to read. Errors are *os.PathError.
-func (d *Dir) OpenRead(rel string) (*os.File, unix.Stat_t, error) {
+func (d *Dir) OpenRead(rel string) (*File, unix.Stat_t, error) {
 	return openRead(d.fd, d.name(rel), d.resolve, d.full(rel))
 }
 
-func openRead(dirfd int, name string, resolve uint64, display string) (*os.File, unix.Stat_t, error) {
+func openRead(dirfd int, name string, resolve uint64, display string) (*File, unix.Stat_t, error) {
 	fd, st, err := openReadFD(dirfd, name, resolve, display)
 	if err != nil {
 		return nil, st, err
 	}
-	return os.NewFile(uintptr(fd), display), st, nil
+	return newFile(fd, display), st, nil
 }
 
 // IsRegular reports whether st describes a regular file.

@@ -167,11 +167,13 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	f, st, err := w.root.OpenRead(rel)
+	fd, st, err := w.root.OpenReadFD(rel)
 	if err != nil {
 		w.problem(rel, err)
 		return nil
 	}
+	// An *os.File for its ReadDir; the poller refuses a directory.
+	f := os.NewFile(uintptr(fd), path.Join(w.root.Path(), rel))
 	defer func() { _ = f.Close() }()
 	if !dirfd.IsDir(&st) {
 		w.problem(rel, &os.PathError{Op: "walk", Path: f.Name(), Err: ErrNotDirectory})

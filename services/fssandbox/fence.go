@@ -149,13 +149,25 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 	}
 }
 
-// enterWorkspace re-resolves the display path now and picks the writable
-// root that contains the fresh canonical target (S-13): the caller's key may
-// be stale, so it is never used.
+// enterWorkspace picks the writable root that contains the fresh canonical
+// target (S-13): the caller's key may be stale, so it is never trusted. A
+// key that differs from the display path (a symlink on the way, or a stale
+// key) is resolved again from the display path now. A key equal to the
+// display path is used as it is, without resolving it a second time in user
+// space (issue 15: one resolution per call): every component of it is then
+// addressed beneath the root's handle, where the kernel resolves it at the
+// syscall: a parent replaced since by a relative symlink that stays beneath
+// the root is followed, one that leaves it or any absolute symlink is
+// refused (fail closed), a final symlink planted since is replaced by the
+// publication, never followed; and the protected-path decision is taken
+// again on the open parent (admitProtected).
 func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
-	fresh, err := f.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{})
-	if err != nil {
-		return nil, err
+	fresh := target
+	if string(target.Key) != target.DisplayPath {
+		var err error
+		if fresh, err = f.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{}); err != nil {
+			return nil, err
+		}
 	}
 	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
 		if !dirfd.Beneath(root, string(fresh.Key)) {

@@ -245,3 +245,79 @@ func TestDeniedWriteCreatesNoParents(t *testing.T) {
 	assertDenied(t, err, sandbox.WorkspaceWrite)
 	assert.NoDirExists(t, filepath.Join(w.outside, "newdir"), "S-10 Z-5")
 }
+
+// A target whose key equals its display path is not resolved again in user
+// space (issue 15: one resolution per call): the kernel resolves it beneath
+// the root's handle at the syscall, with the outcome of a fresh resolution.
+// The key here was right when it was made; the tree changed after.
+func TestKeyEqualToDisplayPathIsResolvedByTheKernel(t *testing.T) {
+	for _, c := range []struct {
+		name   string
+		change func(t *testing.T, w world)
+		denied bool
+		landed string // where the content lands, relative to w.base
+	}{
+		{
+			name:   "a parent replaced by a symlink leaving the root",
+			change: func(t *testing.T, w world) { swapForLink(t, filepath.Join(w.ws, "sub"), w.outside) },
+			denied: true,
+		},
+		{
+			name: "a parent replaced by a relative symlink beneath the root",
+			change: func(t *testing.T, w world) {
+				require.NoError(t, os.Mkdir(filepath.Join(w.ws, "real"), 0o755))
+				swapForLink(t, filepath.Join(w.ws, "sub"), "real")
+			},
+			landed: "ws/real/f.txt",
+		},
+		{
+			// RESOLVE_BENEATH refuses every absolute symlink: the race
+			// fails closed where a fresh resolution would have admitted.
+			name: "a parent replaced by an absolute symlink beneath the root",
+			change: func(t *testing.T, w world) {
+				require.NoError(t, os.Mkdir(filepath.Join(w.ws, "real"), 0o755))
+				swapForLink(t, filepath.Join(w.ws, "sub"), filepath.Join(w.ws, "real"))
+			},
+			denied: true,
+		},
+		{
+			// The publication replaces the planted link itself, inside the
+			// root; the file it points to is never opened for writing.
+			name: "the file replaced by a symlink leaving the root",
+			change: func(t *testing.T, w world) {
+				require.NoError(t, os.Remove(filepath.Join(w.ws, "sub", "f.txt")))
+				require.NoError(t, os.Symlink(filepath.Join(w.outside, "f.txt"), filepath.Join(w.ws, "sub", "f.txt")))
+			},
+			landed: "ws/sub/f.txt",
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newWorld(t)
+			fixture.Build(t, w.ws, "sub/f.txt: before")
+			fixture.Build(t, w.outside, "f.txt: outside")
+			f := w.sandbox(t, sandbox.WorkspaceWrite)
+			target, err := f.Resolve(context.Background(), filepath.Join(w.ws, "sub", "f.txt"), fs.ResolveOptions{})
+			require.NoError(t, err)
+			require.Equal(t, target.DisplayPath, string(target.Key))
+			c.change(t, w)
+			_, err = f.WriteText(context.Background(), target, "after", fs.WriteOptions{})
+			if c.denied {
+				assertDenied(t, err, sandbox.WorkspaceWrite)
+			} else {
+				require.NoError(t, err)
+				assert.Equal(t, "after", readFile(t, filepath.Join(w.base, c.landed)))
+			}
+			assert.Equal(t, "outside", readFile(t, filepath.Join(w.outside, "f.txt")), "nothing outside the root changes")
+			entries, err := os.ReadDir(w.outside)
+			require.NoError(t, err)
+			assert.Len(t, entries, 1, "nothing is created outside the root")
+		})
+	}
+}
+
+// swapForLink replaces the directory dir by a symlink to dest.
+func swapForLink(t *testing.T, dir, dest string) {
+	t.Helper()
+	require.NoError(t, os.RemoveAll(dir))
+	require.NoError(t, os.Symlink(dest, dir))
+}

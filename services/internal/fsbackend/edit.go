@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -245,7 +244,7 @@ func tooLargeResult(dp string, limit int64) error {
 // the locked descriptor, open for reading, with its fstat. A missing file is
 // stale (L-100); anything but a regular file is refused before the version
 // is compared (L-103). Closing the returned file releases the lock.
-func lockForEdit(ctx context.Context, m *mutation, dp string) (*os.File, unix.Stat_t, error) {
+func lockForEdit(ctx context.Context, m *mutation, dp string) (*dirfd.File, unix.Stat_t, error) {
 	const op = "edit"
 	file, st, err := guard(ctx, m)
 	if errors.Is(err, errGone) {

@@ -44,7 +44,7 @@ var errGone = errors.New("the target no longer exists")
 // reading; closing it releases the lock. Errors: errGone (wrapping ENOENT)
 // when the target is absent; a non-regular target is reported by the caller
 // from the returned Stat_t; other errors are *os.PathError.
-func guard(ctx context.Context, m *mutation) (*os.File, unix.Stat_t, error) {
+func guard(ctx context.Context, m *mutation) (*dirfd.File, unix.Stat_t, error) {
 	for range guardRetries {
 		file, st, err := m.parent.OpenRead(m.name)
 		if isAbsent(err) {
@@ -64,7 +64,7 @@ func guard(ctx context.Context, m *mutation) (*os.File, unix.Stat_t, error) {
 		// version must be read now, not before the wait.
 		now, err := m.parent.Stat(m.name, true)
 		if err == nil && now.Dev == st.Dev && now.Ino == st.Ino {
-			if err := unix.Fstat(int(file.Fd()), &st); err != nil {
+			if err := unix.Fstat(file.Fd(), &st); err != nil {
 				_ = file.Close()
 				return nil, st, &os.PathError{Op: "fstat", Path: m.parent.Join(m.name), Err: err}
 			}
@@ -80,8 +80,8 @@ func guard(ctx context.Context, m *mutation) (*os.File, unix.Stat_t, error) {
 
 // lockFile takes an exclusive flock on file, polling while another holder
 // has it, until ctx ends.
-func lockFile(ctx context.Context, file *os.File) error {
-	fd := int(file.Fd())
+func lockFile(ctx context.Context, file *dirfd.File) error {
+	fd := file.Fd()
 	deadline := time.Now().Add(guardWait)
 	for pause := guardPollFirst; ; pause = min(2*pause, guardPollLongest) {
 		err := unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB)
@@ -111,7 +111,7 @@ var errLockHeld = errors.New("another process has held the file's lock for too l
 // not stale (spec difference 14). The text is hashed only when the version
 // differs and the size matches; a file that is not text is not fresh. Errors:
 // an ended context, or a failed read (*os.PathError).
-func fresh(ctx context.Context, file *os.File, st *unix.Stat_t, v fs.Version, fp fs.Fingerprint) (bool, error) {
+func fresh(ctx context.Context, file *dirfd.File, st *unix.Stat_t, v fs.Version, fp fs.Fingerprint) (bool, error) {
 	if version(st) == v {
 		return true, nil
 	}

@@ -5,7 +5,6 @@ import (
 	"errors"
 	"io"
 	"iter"
-	"os"
 	"path/filepath"
 	"slices"
 
@@ -29,7 +28,7 @@ const readTextMaxBytes = 64 << 20
 // openRegular opens target for reading without blocking and refuses anything
 // but a regular file by fstat on the descriptor (spec decision 7), and a
 // kernel stream whose reads would consume it (see consumes).
-func (f *Backend) openRegular(op, verb string, target fs.Target) (*os.File, unix.Stat_t, error) {
+func (f *Backend) openRegular(op, verb string, target fs.Target) (*dirfd.File, unix.Stat_t, error) {
 	rel, _ := f.host.Rel(string(target.Key))
 	file, st, err := f.host.OpenRead(rel)
 	if err != nil {
@@ -59,12 +58,12 @@ var consumingStreams = map[int64][]string{
 // consumes reports whether the open file, whose fstat is st and whose
 // canonical path is key, is one of consumingStreams. Such files report size
 // 0, so others cost no fstatfs.
-func consumes(file *os.File, st *unix.Stat_t, key string) bool {
+func consumes(file *dirfd.File, st *unix.Stat_t, key string) bool {
 	if st.Size != 0 {
 		return false
 	}
 	var sfs unix.Statfs_t
-	if err := unix.Fstatfs(int(file.Fd()), &sfs); err != nil {
+	if err := unix.Fstatfs(file.Fd(), &sfs); err != nil {
 		return false
 	}
 	return slices.Contains(consumingStreams[int64(sfs.Type)], filepath.Base(key)) //nolint:unconvert // Type is narrower on other architectures
@@ -193,7 +192,7 @@ func (f *Backend) ReadBytes(ctx context.Context, target fs.Target, maxBytes int6
 
 // readAll reads file to EOF in chunks, checking ctx between them; a
 // non-negative limit stops after limit bytes. sizeHint sizes the buffer.
-func readAll(ctx context.Context, file *os.File, sizeHint, limit int64) ([]byte, error) {
+func readAll(ctx context.Context, file *dirfd.File, sizeHint, limit int64) ([]byte, error) {
 	want := sizeHint + 1 // one more byte detects growth without a realloc
 	if limit >= 0 && want > limit {
 		want = limit

@@ -80,6 +80,9 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 	if m.present && !dirfd.IsRegular(&m.st) {
 		return fs.WriteOutcome{}, notRegular(op, op, dp)
 	}
+	// held is the target opened and locked by the guard, read again for
+	// the prior content rather than opened a second time.
+	var held *dirfd.File
 	switch intent.Kind {
 	case fs.CreateIfAbsent:
 		if m.present {
@@ -100,6 +103,7 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 			return fs.WriteOutcome{}, osErr(op, op, dp, err)
 		}
 		defer locked.Close() //nolint:errcheck // closing releases the lock; nothing was written through it
+		held = locked
 		if !dirfd.IsRegular(&st) {
 			return fs.WriteOutcome{}, notRegular(op, op, dp)
 		}
@@ -115,7 +119,7 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 	var prior priorFile
 	if m.present {
 		limit := f.cfg.DiffBasisMaxBytes
-		if prior, err = scanPrior(ctx, m.parent, m.name, limit, int64(len(content)) < limit); err != nil {
+		if prior, err = scanPrior(ctx, m.parent, m.name, held, m.st, limit, int64(len(content)) < limit); err != nil {
 			return fs.WriteOutcome{}, osErr(op, op, dp, err)
 		}
 	}
@@ -303,19 +307,24 @@ type priorFile struct {
 	basis *string
 }
 
-// scanPrior streams the file name once. Its conventions (encoding,
+// scanPrior streams the file name once (through held, at st, read from its
+// start, when the caller has it open already). Its conventions (encoding,
 // byte-order mark, line endings over the whole file) are returned when it is
 // a regular text file by the rules of a read. When wantBasis, its text,
 // LF-normalized and without a byte-order mark, is returned as the diff basis
 // if the file has no NUL at all and its size, measured on the opened
 // descriptor, is below limit and did not change while reading (L-89..L-95).
 // Any other case is empty without error; only an ended context is an error.
-func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int64, wantBasis bool) (priorFile, error) {
-	file, st, err := parent.OpenRead(name)
-	if err != nil {
-		return priorFile{}, nil //nolint:nilerr // best effort: nothing known
+func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, held *dirfd.File, st unix.Stat_t, limit int64, wantBasis bool) (priorFile, error) {
+	file := held
+	if held == nil {
+		opened, ost, err := parent.OpenRead(name)
+		if err != nil {
+			return priorFile{}, nil //nolint:nilerr // best effort: nothing known
+		}
+		defer opened.Close() //nolint:errcheck // read-only descriptor
+		file, st = opened, ost
 	}
-	defer file.Close() //nolint:errcheck // read-only descriptor
 	if !dirfd.IsRegular(&st) || consumes(file, &st, name) {
 		return priorFile{}, nil
 	}
@@ -335,7 +344,7 @@ func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, limit int
 		if err := ctx.Err(); err != nil {
 			return priorFile{}, err
 		}
-		n, rerr := file.Read(buf)
+		n, rerr := file.ReadAt(buf, total)
 		total += int64(n)
 		chunk, err := dec.Feed(buf[:n])
 		if err == nil && errors.Is(rerr, io.EOF) {
