@@ -93,6 +93,14 @@ type Request struct {
 	// Syncs, when set, shares the parent's fsync with the writes publishing
 	// into the same directory at once; nil fsyncs the parent alone.
 	Syncs *DirSyncs
+	// Confined says the caller runs Write on a thread under a Landlock
+	// domain of Parent's writable root, which refuses at the syscall every
+	// creation, link and rename in a directory that has left that root: the
+	// checks of Parent's descriptor path before staging and before
+	// publication (dirfd.Parent.CheckBeneath, one readlink each) are then
+	// skipped. Without it, those checks narrow the window of a directory
+	// moved out mid-write.
+	Confined bool
 
 	// Verify, when set, runs right after publication; when it fails, the
 	// publication is undone and Write returns its error. With Verify set,
@@ -219,7 +227,7 @@ func Write(ctx context.Context, req Request) (Result, error) {
 		return res, &os.PathError{Op: "write", Path: req.Name, Err: unix.EINVAL}
 	}
 	p := req.Parent
-	if err := p.CheckBeneath(); err != nil {
+	if err := req.checkBeneath(p); err != nil {
 		return res, err
 	}
 	w := &writer{req: &req, p: p, fd: -1}
@@ -235,6 +243,15 @@ func Write(ctx context.Context, req Request) (Result, error) {
 		}
 	}
 	return w.run(ctx)
+}
+
+// checkBeneath checks that p is still beneath its handle's directory, unless
+// the write is Confined.
+func (req *Request) checkBeneath(p *dirfd.Parent) error {
+	if req.Confined {
+		return nil
+	}
+	return p.CheckBeneath()
 }
 
 // singleName reports whether name is one path component: not empty, not "."

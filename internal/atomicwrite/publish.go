@@ -69,10 +69,10 @@ func (w *writer) run(ctx context.Context) (Result, error) {
 		err = ctx.Err()
 	}
 	if err == nil {
-		err = w.p.CheckBeneath()
+		err = w.req.checkBeneath(w.p)
 	}
 	if err == nil && w.st != nil {
-		err = w.st.dir.CheckBeneath()
+		err = w.req.checkBeneath(w.st.dir)
 	}
 	if err == nil {
 		err = w.publish()

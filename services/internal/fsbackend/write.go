@@ -264,6 +264,7 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		Durability:  f.cfg.Durability,
 		Owner:       f.cfg.NewOwner,
 		Syncs:       &f.syncs,
+		Confined:    len(mount.Roots) > 0,
 		AfterStage:  f.afterStage,
 	}
 	if mount.Published != nil {
