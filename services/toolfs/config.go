@@ -11,6 +11,7 @@ const (
 	DefaultListLimit         = 1000
 	DefaultWriteMaxBytes     = 16 << 20
 	DefaultReadImageMaxBytes = 5 << 20
+	DefaultResultTextMaxBytes = 512
 )
 
 // Config tunes the tools. A zero field means its default; a negative one
@@ -39,6 +40,11 @@ type Config struct {
 	// ReadImageMaxBytes caps, in bytes, the PNG, JPEG, GIF or WebP file a
 	// read returns as image content; a larger one is FS_TOO_LARGE.
 	ReadImageMaxBytes int `yaml:"readImageMaxBytes" json:"readImageMaxBytes"`
+	// ResultTextMaxBytes is the largest before or after text, in bytes,
+	// that the structured value of a write or edit result carries: when
+	// either text is larger, both are left out and textsOmitted is true;
+	// the diff is always there (issue 15: a result sized to its use).
+	ResultTextMaxBytes int `yaml:"resultTextMaxBytes" json:"resultTextMaxBytes"`
 }
 
 // Validate returns cfg with defaults applied, or an error naming the first
@@ -55,6 +61,7 @@ func (cfg Config) Validate() (Config, error) {
 		{"ListLimit", &cfg.ListLimit, DefaultListLimit},
 		{"WriteMaxBytes", &cfg.WriteMaxBytes, DefaultWriteMaxBytes},
 		{"ReadImageMaxBytes", &cfg.ReadImageMaxBytes, DefaultReadImageMaxBytes},
+		{"ResultTextMaxBytes", &cfg.ResultTextMaxBytes, DefaultResultTextMaxBytes},
 	}
 	for _, f := range fields {
 		if *f.v < 0 {

@@ -130,6 +130,7 @@ func TestConfigValidate_T10_NegativeFailsZeroDefaults(t *testing.T) {
 		{name: "T-10 ReadMaxBytes -1", cfg: toolfs.Config{ReadMaxBytes: -1}, field: "ReadMaxBytes"},
 		{name: "T-10 ReadStreamMinSize -1", cfg: toolfs.Config{ReadStreamMinSize: -1}, field: "ReadStreamMinSize"},
 		{name: "T-10 ListLimit -1", cfg: toolfs.Config{ListLimit: -1}, field: "ListLimit"},
+		{name: "ResultTextMaxBytes -1", cfg: toolfs.Config{ResultTextMaxBytes: -1}, field: "ResultTextMaxBytes"},
 		{name: "T-10 ReadLimit very negative", cfg: toolfs.Config{ReadLimit: -1 << 40}, field: "ReadLimit"},
 		{name: "T-10 first bad field is named", cfg: toolfs.Config{ReadMaxBytes: -2, ListLimit: -3}, field: "ReadMaxBytes"},
 	}
@@ -150,17 +151,18 @@ func TestConfigValidate_T10_NegativeFailsZeroDefaults(t *testing.T) {
 		got, err := toolfs.Config{}.Validate()
 		require.NoError(t, err)
 		assert.Equal(t, toolfs.Config{
-			ReadLimit:         2000,
-			ReadMaxLineLength: 2000,
-			ReadMaxBytes:      51200,
-			ReadStreamMinSize: 10485760,
-			ListLimit:         1000,
-			WriteMaxBytes:     16 << 20,
-			ReadImageMaxBytes: 5 << 20,
+			ReadLimit:          2000,
+			ReadMaxLineLength:  2000,
+			ReadMaxBytes:       51200,
+			ReadStreamMinSize:  10485760,
+			ListLimit:          1000,
+			WriteMaxBytes:      16 << 20,
+			ReadImageMaxBytes:  5 << 20,
+			ResultTextMaxBytes: 512,
 		}, got)
 	})
 	t.Run("T-10 positive values are kept", func(t *testing.T) {
-		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6, ReadImageMaxBytes: 7}
+		in := toolfs.Config{ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5, WriteMaxBytes: 6, ReadImageMaxBytes: 7, ResultTextMaxBytes: 8}
 		got, err := in.Validate()
 		require.NoError(t, err)
 		assert.Equal(t, in, got)

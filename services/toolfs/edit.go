@@ -13,15 +13,36 @@ import (
 )
 
 // EditValue is the structured result of edit: spec section 1 plus Diff and
-// Replacements.
+// Replacements. Before and After are carried only when neither is longer
+// than Config.ResultTextMaxBytes; otherwise both are left out of the JSON
+// and TextsOmitted is true (issue 15).
 type EditValue struct {
 	Path         string `json:"path" jsonschema:"the display path of the file"`
-	Before       string `json:"before" jsonschema:"the prior text, LF-normalized"`
-	After        string `json:"after" jsonschema:"the new text, LF-normalized"`
+	Before       string `json:"before,omitempty" jsonschema:"the prior text, LF-normalized; absent when textsOmitted"`
+	After        string `json:"after,omitempty" jsonschema:"the new text, LF-normalized; absent when textsOmitted"`
+	TextsOmitted bool   `json:"textsOmitted,omitempty" jsonschema:"true when before and after are left out because one exceeds the result text limit (the diff shows the change)"`
 	Diff         string `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
 	Replacements int    `json:"replacements" jsonschema:"how many matches were replaced"`
 	Note         string `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark), if anything"`
 	DryRun       bool   `json:"dryRun,omitempty" jsonschema:"true when nothing was written (dry_run)"`
+}
+
+// MarshalJSON sends before and after whenever they are carried, even empty.
+func (v EditValue) MarshalJSON() ([]byte, error) {
+	type wire EditValue
+	if v.TextsOmitted {
+		v.Before, v.After = "", ""
+		return json.Marshal(wire(v))
+	}
+	return json.Marshal(struct {
+		Path         string `json:"path"`
+		Before       string `json:"before"`
+		After        string `json:"after"`
+		Diff         string `json:"diff"`
+		Replacements int    `json:"replacements"`
+		Note         string `json:"note,omitempty"`
+		DryRun       bool   `json:"dryRun,omitempty"`
+	}{v.Path, v.Before, v.After, v.Diff, v.Replacements, v.Note, v.DryRun})
 }
 
 // Edit returns the edit tool (T-62..T-79): replace a literal in a file, or
@@ -168,6 +189,9 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	value := EditValue{
 		Path: dp, Before: out.Before, After: out.After, Replacements: out.Replacements,
 		Diff: diff, Note: out.Note, DryRun: dryRun,
+	}
+	if !t.carriesTexts(&out.Before, out.After) {
+		value.Before, value.After, value.TextsOmitted = "", "", true
 	}
 	if dryRun {
 		return tool.Result{Text: dryRunText(dp, "updated", diff), Value: value}

@@ -2,6 +2,7 @@ package toolfs
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strconv"
 
@@ -11,15 +12,38 @@ import (
 
 // WriteValue is the structured result of write: spec section 1 plus Diff,
 // the unified diff of the applied change ("" when the prior content is
-// unknown or unchanged).
+// unknown or unchanged). Before and After are carried only when neither
+// is longer than Config.ResultTextMaxBytes; otherwise both are left out of
+// the JSON and TextsOmitted is true (issue 15). When carried, a nil Before
+// is sent as null (a create).
 type WriteValue struct {
-	Path      string  `json:"path" jsonschema:"the display path of the file"`
-	Operation string  `json:"operation" jsonschema:"create or update"`
-	Before    *string `json:"before" jsonschema:"the prior text, LF-normalized, or null"`
-	After     string  `json:"after" jsonschema:"the written text, LF-normalized"`
-	Diff      string  `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
-	Note      string  `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark, line endings), if anything"`
-	DryRun    bool    `json:"dryRun,omitempty" jsonschema:"true when nothing was written (dry_run)"`
+	Path         string  `json:"path" jsonschema:"the display path of the file"`
+	Operation    string  `json:"operation" jsonschema:"create or update"`
+	Before       *string `json:"before,omitempty" jsonschema:"the prior text, LF-normalized, or null on a create; absent when textsOmitted"`
+	After        string  `json:"after,omitempty" jsonschema:"the written text, LF-normalized; absent when textsOmitted"`
+	TextsOmitted bool    `json:"textsOmitted,omitempty" jsonschema:"true when before and after are left out because one exceeds the result text limit (the diff shows the change)"`
+	Diff         string  `json:"diff" jsonschema:"unified diff of the change with 3 lines of context"`
+	Note         string  `json:"note,omitempty" jsonschema:"what changed in the file's bytes beyond its text (byte-order mark, line endings), if anything"`
+	DryRun       bool    `json:"dryRun,omitempty" jsonschema:"true when nothing was written (dry_run)"`
+}
+
+// MarshalJSON sends before (null on a create) and after whenever they are
+// carried, even empty.
+func (v WriteValue) MarshalJSON() ([]byte, error) {
+	type wire WriteValue
+	if v.TextsOmitted {
+		v.Before, v.After = nil, ""
+		return json.Marshal(wire(v))
+	}
+	return json.Marshal(struct {
+		Path      string  `json:"path"`
+		Operation string  `json:"operation"`
+		Before    *string `json:"before"`
+		After     string  `json:"after"`
+		Diff      string  `json:"diff"`
+		Note      string  `json:"note,omitempty"`
+		DryRun    bool    `json:"dryRun,omitempty"`
+	}{v.Path, v.Operation, v.Before, v.After, v.Diff, v.Note, v.DryRun})
 }
 
 // Write returns the write tool (T-52..T-61): create or fully replace a file.
@@ -86,6 +110,9 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 		Path: dp, Operation: string(out.Operation), Before: out.Before, After: out.After,
 		Diff: unifiedDiff(dp, out.Before, out.After, created), Note: out.Note, DryRun: dryRun,
 	}
+	if !t.carriesTexts(out.Before, out.After) {
+		value.Before, value.After, value.TextsOmitted = nil, "", true
+	}
 	if dryRun {
 		verb := "updated"
 		if created {
@@ -119,6 +146,12 @@ func (t *Tools) checkSize(name string, n int) error {
 		Code: fs.CodeTooLarge, Op: "write",
 		Message: name + " of " + strconv.Itoa(n) + " bytes exceeds the " + strconv.Itoa(t.cfg.WriteMaxBytes) + "-byte limit",
 	}
+}
+
+// carriesTexts reports whether a result's structured value carries the
+// before and after texts: each at most Config.ResultTextMaxBytes bytes.
+func (t *Tools) carriesTexts(before *string, after string) bool {
+	return (before == nil || len(*before) <= t.cfg.ResultTextMaxBytes) && len(after) <= t.cfg.ResultTextMaxBytes
 }
 
 // withNote appends the outcome's note on what changed beyond the text, as

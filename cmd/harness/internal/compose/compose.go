@@ -82,6 +82,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		fx.Supply(toolfs.Config{
 			ReadLimit: cfg.ReadLimit, ReadMaxLineLength: cfg.ReadMaxLineLength, ReadMaxBytes: cfg.ReadMaxBytes,
 			ReadStreamMinSize: cfg.ReadStreamMinSize, ListLimit: cfg.ListLimit, WriteMaxBytes: cfg.WriteMaxBytes,
+			ResultTextMaxBytes: cfg.ResultTextMaxBytes,
 		}),
 		fx.Supply(invariants.Config{Enabled: cfg.Invariants}),
 		invariants.Module,

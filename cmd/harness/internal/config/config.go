@@ -96,6 +96,9 @@ type Config struct {
 	ReadStreamMinSize int64 `yaml:"read-stream-min-size"`
 	ListLimit         int   `yaml:"list-limit"`
 	WriteMaxBytes     int   `yaml:"write-max-bytes"`
+	// ResultTextMaxBytes is the largest before or after text a write or
+	// edit result carries in its structured value; 0 means 512.
+	ResultTextMaxBytes int `yaml:"result-text-max-bytes"`
 
 	// MaxConcurrentCalls caps the tool calls serve runs at once; 0 means
 	// twice GOMAXPROCS, at least 4 (see mcpserver.Options).
@@ -207,6 +210,7 @@ func (c *Config) Validate() error {
 		{"read-stream-min-size", c.ReadStreamMinSize},
 		{"list-limit", int64(c.ListLimit)},
 		{"write-max-bytes", int64(c.WriteMaxBytes)},
+		{"result-text-max-bytes", int64(c.ResultTextMaxBytes)},
 		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
 	} {
 		if f.v < 0 {

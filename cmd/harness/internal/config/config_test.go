@@ -568,7 +568,7 @@ func TestFlagsRegistration(t *testing.T) {
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
-		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
+		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env",
 		"durability", "workspace-owner",
 	}, names)

@@ -60,6 +60,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		streamMin = fs.Int64("read-stream-min-size", 0, "file size in `bytes` from which reads stream (0: 10 MiB)")
 		listLimit = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
 		writeMax  = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
+		resultMax = fs.Int("result-text-max-bytes", 0, "`bytes` of the before and after texts a write or edit result carries at most; larger ones are left out, the diff stays (0: 512)")
 		maxCalls  = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 2x GOMAXPROCS, at least 4)")
 		inv       = fs.Bool("invariants", false, "check runtime invariants")
 		durable   = fs.String("durability", def.Durability, "durability `level`: full (a write waits for the file and directory fsyncs) or atomic (no fsync: survives a crash of the process, not of the machine)")
@@ -90,30 +91,31 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		set := map[string]bool{}
 		fs.Visit(func(f *flag.Flag) { set[f.Name] = true })
 		apply := map[string]func(){
-			"fs":                   func() { cfg.FS = *backend },
-			"mode":                 func() { cfg.Mode = *mode },
-			"workspace":            func() { cfg.Workspace = *workspace },
-			"roots-timeout":        func() { cfg.RootsTimeout = *rootsWait },
-			"temp-root":            func() { cfg.TempRoots = temps },
-			"landlock":             func() { cfg.Landlock = *landlock },
-			"protect":              func() { cfg.Protect = protect },
-			"writable-root":        func() { cfg.WritableRoots = writables },
-			"exec":                 func() { cfg.Exec = *execBack },
-			"network":              func() { cfg.Network = *network },
-			"unix-sockets":         func() { cfg.UnixSockets = *unixSocks },
-			"exec-env":             func() { cfg.ExecEnv = execEnv },
-			"read-limit":           func() { cfg.ReadLimit = *readLimit },
-			"read-max-line-length": func() { cfg.ReadMaxLineLength = *lineLen },
-			"read-max-bytes":       func() { cfg.ReadMaxBytes = *readBytes },
-			"read-stream-min-size": func() { cfg.ReadStreamMinSize = *streamMin },
-			"list-limit":           func() { cfg.ListLimit = *listLimit },
-			"write-max-bytes":      func() { cfg.WriteMaxBytes = *writeMax },
-			"max-concurrent-calls": func() { cfg.MaxConcurrentCalls = *maxCalls },
-			"invariants":           func() { cfg.Invariants = *inv },
-			"durability":           func() { cfg.Durability = *durable },
-			"workspace-owner":      func() { cfg.WorkspaceOwner = *wsOwner },
-			"log-level":            func() { cfg.LogLevel = *logLevel },
-			"log-format":           func() { cfg.LogFormat = *logFormat },
+			"fs":                    func() { cfg.FS = *backend },
+			"mode":                  func() { cfg.Mode = *mode },
+			"workspace":             func() { cfg.Workspace = *workspace },
+			"roots-timeout":         func() { cfg.RootsTimeout = *rootsWait },
+			"temp-root":             func() { cfg.TempRoots = temps },
+			"landlock":              func() { cfg.Landlock = *landlock },
+			"protect":               func() { cfg.Protect = protect },
+			"writable-root":         func() { cfg.WritableRoots = writables },
+			"exec":                  func() { cfg.Exec = *execBack },
+			"network":               func() { cfg.Network = *network },
+			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
+			"exec-env":              func() { cfg.ExecEnv = execEnv },
+			"read-limit":            func() { cfg.ReadLimit = *readLimit },
+			"read-max-line-length":  func() { cfg.ReadMaxLineLength = *lineLen },
+			"read-max-bytes":        func() { cfg.ReadMaxBytes = *readBytes },
+			"read-stream-min-size":  func() { cfg.ReadStreamMinSize = *streamMin },
+			"list-limit":            func() { cfg.ListLimit = *listLimit },
+			"write-max-bytes":       func() { cfg.WriteMaxBytes = *writeMax },
+			"result-text-max-bytes": func() { cfg.ResultTextMaxBytes = *resultMax },
+			"max-concurrent-calls":  func() { cfg.MaxConcurrentCalls = *maxCalls },
+			"invariants":            func() { cfg.Invariants = *inv },
+			"durability":            func() { cfg.Durability = *durable },
+			"workspace-owner":       func() { cfg.WorkspaceOwner = *wsOwner },
+			"log-level":             func() { cfg.LogLevel = *logLevel },
+			"log-format":            func() { cfg.LogFormat = *logFormat },
 		}
 		for name, f := range apply {
 			if set[name] {
@@ -232,6 +234,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		{"READ_MAX_BYTES", &cfg.ReadMaxBytes},
 		{"LIST_LIMIT", &cfg.ListLimit},
 		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
+		{"RESULT_TEXT_MAX_BYTES", &cfg.ResultTextMaxBytes},
 		{"MAX_CONCURRENT_CALLS", &cfg.MaxConcurrentCalls},
 	}
 	for _, i := range ints {
