@@ -15,11 +15,13 @@ import (
 
 const (
 	// defaultThreadsPerSet bounds the mutations of one root set that run at
-	// once; a mutation is a few syscalls and an fsync, so a handful of threads
-	// keep a disk busy and more would only queue in the kernel.
-	defaultThreadsPerSet = 4
+	// once. A durable mutation spends most of its time blocked in fsync, and
+	// writes into one directory share the directory's fsync only when they
+	// are in flight together (atomicwrite.DirSyncs), so the pool is sized
+	// for eight concurrent writers, not for the cores (issue 15).
+	defaultThreadsPerSet = 8
 	// defaultMaxSets bounds the distinct root sets with threads at once (a set
-	// per session workspace, in practice), so at most 4 x 32 restricted threads
+	// per session workspace, in practice), so at most 8 x 32 restricted threads
 	// exist.
 	defaultMaxSets = 32
 	// defaultIdleTimeout is how long a thread waits for work before it exits:
@@ -39,7 +41,7 @@ var errGoexit = errors.New("landlock: the confined function called runtime.Goexi
 // an error.
 type Config struct {
 	// ThreadsPerSet caps the threads serving one root set, so the calls on
-	// one set that run at once (default 4).
+	// one set that run at once (default 8).
 	ThreadsPerSet int
 	// MaxSets caps the distinct root sets holding threads (default 32). A
 	// call on a new set evicts the least recently used idle set when the cap
