@@ -46,10 +46,14 @@ test: lint
 	@echo "test: the race-enabled test suite (builds with cgo: needs gcc)" >&2
 	$(GO) test -race -count=1 ./...
 
-## bench: build bin/harness; compare `harness serve` with the reference MCP
-## filesystem server over stdio (bench/, its own module; needs node >= 20 and
-## npm), which rewrites the issue-7 section of docs/benchmarks.md and
-## docs/bench-calls.svg; then run the in-process benchmarks documented in
+## bench: build bin/harness; compare `harness serve` at both durability levels
+## (--durability full and atomic, two series taking turns) with the reference
+## MCP filesystem server over stdio (bench/, its own module; needs node >= 20
+## and npm): cold start (spawn to tools/list answered, median of 10 spawns),
+## idle and peak memory, then calls/s of read, overwrite, edit and creation,
+## checked against issue 15's targets; it rewrites the generated section of
+## docs/benchmarks.md and docs/bench-calls.svg (about 7-10 minutes alone on
+## 2 cores); then run the in-process benchmarks documented in
 ## docs/benchmarks.md into bench.out. Progress goes to stderr.
 bench:
 	@echo "bench: building $(BIN)" >&2

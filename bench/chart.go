@@ -15,11 +15,12 @@ import (
 	"gonum.org/v1/plot/vg/vgsvg"
 )
 
-// Colors of the two servers in the chart.
+// Colors of the series in the chart.
 var serverColors = map[string]color.Color{
-	"harness":   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
-	"reference": color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
-	"floor":     color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff},
+	keyHarness:   color.RGBA{R: 0x1f, G: 0x77, B: 0xb4, A: 0xff},
+	keyAtomic:    color.RGBA{R: 0x8e, G: 0xc1, B: 0xe6, A: 0xff},
+	keyReference: color.RGBA{R: 0xff, G: 0x7f, B: 0x0e, A: 0xff},
+	keyFloor:     color.RGBA{R: 0xbb, G: 0xbb, B: 0xbb, A: 0xff},
 }
 
 // panel is one tile of the chart: grouped bars, one group per point.
@@ -30,7 +31,7 @@ type panel struct {
 	names  []string
 }
 
-// drawChart draws calls/s (median of the runs) of both servers per
+// drawChart draws calls/s (median of the runs) of every series per
 // workload as grouped bars, one panel per workload, to path (.svg or .png).
 func drawChart(r *results, path string) error {
 	c8 := fmt.Sprintf("c=%d", maxConc)
@@ -58,10 +59,10 @@ func drawChart(r *results, path string) error {
 		grid[i/cols][i%cols] = p
 	}
 
-	w, h := 24*vg.Centimeter, vg.Length(rows)*9*vg.Centimeter+2.6*vg.Centimeter
+	w, h := 24*vg.Centimeter, vg.Length(rows)*9*vg.Centimeter+3.6*vg.Centimeter
 	tiles := draw.Tiles{
 		Rows: rows, Cols: cols, PadX: vg.Centimeter, PadY: vg.Centimeter,
-		PadTop: 2.6 * vg.Centimeter, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 6,
+		PadTop: 3.6 * vg.Centimeter, PadBottom: vg.Millimeter * 3, PadLeft: vg.Millimeter * 3, PadRight: vg.Millimeter * 6,
 	}
 
 	var write func(f *os.File) error
@@ -89,9 +90,9 @@ func drawChart(r *results, path string) error {
 
 	// One legend for all panels, under the title.
 	legend := plot.NewLegend()
-	legend.Top = true
-	legend.YOffs = -3 * vg.Millimeter
-	legend.XOffs = -8 * vg.Millimeter
+	legend.Top, legend.Left = true, true
+	legend.YOffs = -15 * vg.Millimeter
+	legend.XOffs = vg.Centimeter
 	for _, sp := range r.specs {
 		bars, err := plotter.NewBarChart(plotter.Values{1}, 1)
 		if err != nil {
@@ -127,7 +128,8 @@ func panelPlot(r *results, pn panel) (*plot.Plot, error) {
 	p.Title.Text = pn.title
 	p.Y.Label.Text = pn.unit
 	p.Y.Min = 0
-	barW := vg.Points(22)
+	// Bars of one group fit in 56 points whatever the number of series.
+	barW := vg.Points(56 / float64(max(len(r.specs), 3)))
 	top := 0.0
 	for k, s := range r.specs {
 		vals := make(plotter.Values, len(pn.points))
@@ -150,7 +152,7 @@ func panelPlot(r *results, pn panel) (*plot.Plot, error) {
 		p.Add(bars)
 
 		style := plot.New().Title.TextStyle
-		style.Font.Size = vg.Points(7)
+		style.Font.Size = vg.Points(min(7, barW.Points()/2.6))
 		style.XAlign = draw.XCenter
 		style.YAlign = draw.YBottom
 		for range labels.XYs {

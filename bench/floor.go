@@ -20,7 +20,7 @@ import (
 // with one os call each (os.ReadFile, os.WriteFile; no fsync, no temp file,
 // no checks), calls handled one at a time. Driven by the same client, it
 // shows how fast the client and the pipes let any server go on this
-// machine: a ceiling for both contenders, not a contender.
+// machine: a ceiling for every contender, not a contender.
 
 // floorSpec is the floor server: this program re-executed with -serve-floor.
 func floorSpec() (serverSpec, error) {

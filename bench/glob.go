@@ -49,12 +49,12 @@ func runGlob(ctx context.Context, cfg config, dir string, runs int) error {
 	if err != nil {
 		return fmt.Errorf("installing the reference server: %w", err)
 	}
-	h, err := startServer(ctx, harnessSpec(harnessBin, nil), dir, cfg.protocol)
+	h, err := startServer(ctx, harnessSpec(harnessBin, nil, durabilityFull), dir, cfg.protocol, false)
 	if err != nil {
 		return err
 	}
 	defer func() { _ = h.close() }()
-	ref, err := startServer(ctx, referenceSpec(refMain, nil), dir, cfg.protocol)
+	ref, err := startServer(ctx, referenceSpec(refMain, nil), dir, cfg.protocol, false)
 	if err != nil {
 		return err
 	}

@@ -1,7 +1,9 @@
-// Command bench compares `harness serve` with the reference MCP filesystem
-// server (@modelcontextprotocol/server-filesystem, pinned with its
-// dependencies in reference/package-lock.json) over stdio, with the same Go
-// MCP client (the official go-sdk) and the same workloads, and writes the
+// Command bench compares `harness serve`, at both durability levels
+// (--durability full and atomic, two series taking turns like the other
+// servers), with the reference MCP filesystem server
+// (@modelcontextprotocol/server-filesystem, pinned with its dependencies in
+// reference/package-lock.json) over stdio, with the same Go MCP client (the
+// official go-sdk) and the same workloads, and writes the
 // figures into docs/benchmarks.md (between the markers <!-- bench:begin -->
 // and <!-- bench:end -->, leaving the rest of the file alone) and a chart.
 //
@@ -16,7 +18,10 @@
 // directory and into one holding 10,000 files) at concurrency 1 and 8, the
 // servers taking turns slice by slice, several runs each; it reports medians
 // of calls/s, the ratio harness over reference, and the CPU time per call of
-// server and client. With -floor (the default) it also measures a floor
+// server and client. Before the runs it measures each server's cold start
+// (spawn to the answer of tools/list, median of -cold-starts spawns) and
+// idle resident set; each run records each server's peak resident set
+// (startup.go). With -floor (the default) it also measures a floor
 // server (floor.go: no SDK, one os call per tool call) and a durable floor
 // (plain os calls, no MCP), which bound what any server could reach on the
 // machine. Progress goes to stderr.
@@ -66,12 +71,13 @@ type config struct {
 	only       string        // comma-separated workloads to measure (empty: all)
 	wrap       string        // command prefix for harness serve, e.g. perf record (profiling)
 	wrapRef    string        // command prefix for the reference server
-	servers    string        // comma-separated servers to run (empty: both)
+	servers    string        // comma-separated servers to run (empty: all)
 	profile    string        // directory for CPU and allocation profiles of harness serve
 	module     string        // root of the harness module (for -profile)
 	protocol   string        // MCP protocol version the client asks for (empty: the SDK's latest)
 	harnessEnv string        // comma-separated KEY=VALUE added to harness serve's environment
 	floor      bool          // also measure the floor server
+	coldStarts int           // spawns per server measuring the cold start
 }
 
 func main() {
@@ -92,7 +98,8 @@ func main() {
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directories under os.TempDir()")
 	flag.BoolVar(&cfg.noInstall, "no-install", false, "do not run npm: the scratch directory must already hold the reference server")
 	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full (empty: all; the markdown and chart need all)")
-	flag.StringVar(&cfg.servers, "servers", "", "comma-separated servers to run: harness, reference (empty: both; the markdown and chart need both)")
+	flag.StringVar(&cfg.servers, "servers", "", "comma-separated servers to run: harness (--durability full), harness-atomic (--durability atomic), reference (empty: all three; the markdown and chart need all)")
+	flag.IntVar(&cfg.coldStarts, "cold-starts", 10, "spawns of each server timing its cold start (spawn to the answer of tools/list) and idle memory, before the runs (0: none)")
 	flag.StringVar(&cfg.profile, "profile", "", "directory: build cmd/harness with a CPU-profile hook (go build -overlay) and write each run's CPU and allocation profiles of harness serve there")
 	flag.StringVar(&cfg.module, "module", "..", "root of the harness module (for -profile)")
 	flag.StringVar(&cfg.protocol, "protocol", "", "MCP protocol version the client asks for (empty: the go-sdk's latest; each server may negotiate down)")
@@ -111,7 +118,7 @@ func main() {
 		}
 		return
 	}
-	if flag.NArg() > 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
+	if flag.NArg() > 0 || cfg.coldStarts < 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -191,7 +198,12 @@ func run(ctx context.Context, cfg config) error {
 	}
 
 	var servers []serverSpec
-	for _, s := range []serverSpec{harnessSpec(harnessBin, strings.Fields(cfg.wrap)), referenceSpec(refMain, strings.Fields(cfg.wrapRef))} {
+	all := []serverSpec{
+		harnessSpec(harnessBin, strings.Fields(cfg.wrap), durabilityFull),
+		harnessSpec(harnessBin, strings.Fields(cfg.wrap), durabilityAtomic),
+		referenceSpec(refMain, strings.Fields(cfg.wrapRef)),
+	}
+	for _, s := range all {
 		if cfg.servers == "" || slices.Contains(strings.Split(cfg.servers, ","), s.key) {
 			servers = append(servers, s)
 		}

@@ -225,20 +225,63 @@ func writeAtomic(path string, data []byte) error {
 	return os.Rename(f.Name(), path)
 }
 
-// printSummary prints the medians and targets on stderr.
+// printSummary prints the medians, cold starts, memory and targets on
+// stderr.
 func printSummary(r *results) {
-	progress("medians of %d runs (calls/s):", r.cfg.runs)
-	for _, p := range r.points {
-		fmt.Fprintf(os.Stderr, "  %-16s harness %9s  reference %9s  ratio %.2fx", p, fmtRate(r.med(p, "harness")), fmtRate(r.med(p, "reference")), r.ratio(p))
-		if _, ok := r.byPoint[p]["floor"]; ok {
-			fmt.Fprintf(os.Stderr, "  floor %9s", fmtRate(r.med(p, "floor")))
+	var keys []string // the measured contenders, floor left out
+	for _, sp := range r.specs {
+		if sp.key != keyFloor {
+			keys = append(keys, sp.key)
 		}
-		fmt.Fprintf(os.Stderr, "  (server CPU µs/call: harness %.0f, reference %.0f; client %.0f, %.0f)\n",
-			r.cpuMed(p, "harness"), r.cpuMed(p, "reference"), median(r.clientByPoint[p]["harness"]), median(r.clientByPoint[p]["reference"]))
 	}
+	if len(keys) == 0 {
+		return
+	}
+	progress("medians of %d runs (calls/s; ratios over the reference):", r.cfg.runs)
+	for _, p := range r.points {
+		fmt.Fprintf(os.Stderr, "  %-16s", p)
+		for _, k := range keys {
+			fmt.Fprintf(os.Stderr, " %s %s", k, fmtRate(r.med(p, k)))
+			if k != keyReference {
+				fmt.Fprintf(os.Stderr, " (%s)", fmtRatio(r.ratioOf(p, k)))
+			}
+		}
+		if _, ok := r.byPoint[p][keyFloor]; ok {
+			fmt.Fprintf(os.Stderr, "  floor %s", fmtRate(r.med(p, keyFloor)))
+		}
+		fmt.Fprintf(os.Stderr, "  (CPU µs/call, server+client:")
+		for _, k := range keys {
+			fmt.Fprintf(os.Stderr, " %s %.0f+%.0f", k, r.cpuMed(p, k), r.clientMed(p, k))
+		}
+		fmt.Fprintln(os.Stderr, ")")
+	}
+	startupLine := func(name string, cell func(k string) (string, float64)) {
+		fmt.Fprintf(os.Stderr, "  %s:", name)
+		vals := map[string]float64{}
+		for _, k := range keys {
+			text, v := cell(k)
+			vals[k] = v
+			fmt.Fprintf(os.Stderr, " %s %s", k, text)
+		}
+		fmt.Fprintf(os.Stderr, "; reference / harness %s, reference / harness-atomic %s\n",
+			fmtRatio(vals[keyReference]/vals[keyHarness]), fmtRatio(vals[keyReference]/vals[keyAtomic]))
+	}
+	if n := len(r.startup[keys[0]].walls()); n > 0 {
+		startupLine(fmt.Sprintf("cold start (spawn to tools/list answered, go-sdk client), median of %d", n), func(k string) (string, float64) {
+			v := median(r.startup[k].walls())
+			return fmtMs(v), v
+		})
+		startupLine(fmt.Sprintf("idle RSS after tools/list, median of %d", n), func(k string) (string, float64) {
+			v := median(r.startup[k].idles())
+			return fmtMB(v), v
+		})
+	}
+	startupLine(fmt.Sprintf("peak RSS over a run (VmHWM), median of %d runs", r.cfg.runs), func(k string) (string, float64) {
+		v := median(r.peakRSS[k])
+		return fmtMB(v), v
+	})
 	for _, t := range targets {
-		v1, v8 := t.ratio(r, 1), t.ratio(r, maxConc)
-		fmt.Fprintf(os.Stderr, "  target %-52s >= %.2g: c=1 %.2f (%s), c=%d %.2f (%s)\n", t.name, t.min, v1, strings.Trim(status(v1, t.min), "*"), maxConc, v8, strings.Trim(status(v8, t.min), "*"))
+		fmt.Fprintf(os.Stderr, "  target %s\n", t.line(r))
 	}
 }
 

@@ -99,8 +99,11 @@ func checkInstalledVersion(scratch string) error {
 // serverSpec is one contender: how to start it on a directory, and its
 // tools' names and arguments for the workloads.
 type serverSpec struct {
-	key   string // "harness" or "reference"
+	key   string // "harness", "harness-atomic", "reference" or "floor"
 	label string // for tables and the chart
+	// durability is harness serve's --durability level ("" for the other
+	// servers).
+	durability string
 	// command returns the command serving the directory dir over stdio.
 	command func(dir string) *exec.Cmd
 	read    func(path string) *mcp.CallToolParams
@@ -110,14 +113,35 @@ type serverSpec struct {
 	wrapped bool     // the command is a wrapper (a profiler) around the server
 }
 
-// harnessSpec is `harness serve` in workspace-write mode on dir.
-// wrap, when not empty, is a command prefix (a profiler) that runs it.
-func harnessSpec(bin string, wrap []string) serverSpec {
+// isHarness reports whether spec is harness serve (at either durability).
+func (spec serverSpec) isHarness() bool { return spec.durability != "" }
+
+// Durability levels of harness serve (--durability) and the series keys
+// that measure them.
+const (
+	durabilityFull   = "full"
+	durabilityAtomic = "atomic"
+	keyHarness       = "harness"        // --durability full
+	keyAtomic        = "harness-atomic" // --durability atomic
+	keyReference     = "reference"
+	keyFloor         = "floor"
+)
+
+// harnessSpec is `harness serve` in workspace-write mode on dir with the
+// given --durability level (full: series "harness"; atomic:
+// "harness-atomic"). wrap, when not empty, is a command prefix (a profiler)
+// that runs it.
+func harnessSpec(bin string, wrap []string, durability string) serverSpec {
+	key, label := keyHarness, "harness (durability full)"
+	if durability == durabilityAtomic {
+		key, label = keyAtomic, "harness (durability atomic)"
+	}
 	return serverSpec{
-		key:   "harness",
-		label: "harness",
+		key:        key,
+		label:      label,
+		durability: durability,
 		command: func(dir string) *exec.Cmd {
-			argv := append(slices.Clone(wrap), bin, "serve", "--workspace", dir, "--mode", "workspace-write", "--temp-root", dir, "--log-level", "warn")
+			argv := append(slices.Clone(wrap), bin, "serve", "--workspace", dir, "--mode", "workspace-write", "--temp-root", dir, "--durability", durability, "--log-level", "warn")
 			cmd := exec.Command(argv[0], argv[1:]...)
 			cmd.Env = withoutHarnessEnv(os.Environ()) // HARNESS_* would change the configuration
 			return cmd
@@ -140,7 +164,7 @@ func harnessSpec(bin string, wrap []string) serverSpec {
 // directory; wrap, when not empty, is a command prefix that runs it.
 func referenceSpec(main string, wrap []string) serverSpec {
 	return serverSpec{
-		key:   "reference",
+		key:   keyReference,
 		label: "reference",
 		command: func(dir string) *exec.Cmd {
 			argv := append(slices.Clone(wrap), "node", main, dir)
@@ -177,6 +201,12 @@ type server struct {
 	pid   int          // the server process, 0 when it runs under a wrapper
 	calls atomic.Int64 // tool calls made
 	proto string       // negotiated protocol version
+	// startup is the wall time from spawning the process to the answer of
+	// tools/list (initialize, initialized, tools/list).
+	startup time.Duration
+	// idleRSS is the process's resident set right after tools/list, bytes
+	// (0 when unknown).
+	idleRSS int64
 	// capture makes the next call record the size of its result, JSON
 	// encoded, in captured (outside the timed part: encoding costs).
 	capture  atomic.Bool
@@ -186,12 +216,12 @@ type server struct {
 }
 
 // startServer starts spec on dir and connects the shared client code to it.
-// Both servers get the same client: no roots capability (each server is
+// All servers get the same client: no roots capability (each server is
 // given its directory on the command line), default protocol negotiation.
 // extraEnv is added to the server's environment.
 // protocol is the protocol version the client asks for ("" for the SDK's
-// latest).
-func startServer(ctx context.Context, spec serverSpec, dir, protocol string, extraEnv ...string) (*server, error) {
+// latest). quiet leaves out the progress line.
+func startServer(ctx context.Context, spec serverSpec, dir, protocol string, quiet bool, extraEnv ...string) (*server, error) {
 	cmd := spec.command(dir)
 	cmd.Dir = dir
 	if len(extraEnv) > 0 {
@@ -205,22 +235,31 @@ func startServer(ctx context.Context, spec serverSpec, dir, protocol string, ext
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness-bench", Version: "1"}, &mcp.ClientOptions{
 		Capabilities: &mcp.ClientCapabilities{},
 	})
+	began := time.Now() // CommandTransport starts the process in Connect
 	sess, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd, TerminateDuration: 2 * time.Second}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
 	if err != nil {
 		return nil, fmt.Errorf("%s: connect: %w\n%s", spec.key, err, stderr)
 	}
 	s := &server{spec: spec, dir: dir, sess: sess, stderr: stderr}
-	if cmd.Process != nil && !spec.wrapped {
-		s.pid = cmd.Process.Pid
-	}
-	if ir := sess.InitializeResult(); ir != nil && ir.ServerInfo != nil {
-		s.proto = ir.ProtocolVersion
-		progress("started %s (%s %s, protocol %s) on %s", spec.key, ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion, dir)
-	}
 	tools, err := sess.ListTools(ctx, nil)
+	s.startup = time.Since(began)
 	if err != nil {
 		_ = s.close()
 		return nil, fmt.Errorf("%s: tools/list: %w\n%s", spec.key, err, stderr)
+	}
+	if cmd.Process != nil && !spec.wrapped {
+		if err := checkServerProcess(cmd, cmd.Process.Pid); err != nil {
+			progress("%s: %v", spec.key, err)
+		} else {
+			s.pid = cmd.Process.Pid
+			s.idleRSS, _ = procStatusBytes(s.pid, "VmRSS")
+		}
+	}
+	if ir := sess.InitializeResult(); ir != nil && ir.ServerInfo != nil {
+		s.proto = ir.ProtocolVersion
+		if !quiet {
+			progress("started %s (%s %s, protocol %s, pid %d) on %s in %.1f ms, %s resident", spec.key, ir.ServerInfo.Name, ir.ServerInfo.Version, ir.ProtocolVersion, s.pid, dir, float64(s.startup.Microseconds())/1e3, fmtMB(float64(s.idleRSS)))
+		}
 	}
 	have := map[string]bool{}
 	for _, t := range tools.Tools {
@@ -263,6 +302,19 @@ func (s *server) cpu() time.Duration {
 		return -1
 	}
 	return d
+}
+
+// peakRSS is the process's resident high-water mark so far, bytes (0 when
+// unknown).
+func (s *server) peakRSS() int64 {
+	if s == nil || s.pid == 0 {
+		return 0
+	}
+	b, err := procStatusBytes(s.pid, "VmHWM")
+	if err != nil {
+		return 0
+	}
+	return b
 }
 
 func (s *server) close() error {

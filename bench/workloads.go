@@ -74,10 +74,15 @@ type results struct {
 	// server key (read, overwrite and edit).
 	resultBytes map[point]map[string]int64
 	protocols   map[string]string // negotiated protocol version by server key
-	loadEnd     string            // load average after the measurements
-	machine     machine
-	cfg         config
-	elapsed     time.Duration // measurement time, npm install excluded
+	// startup holds the cold starts and idle resident sets by server key.
+	startup map[string]*startupStats
+	// peakRSS is each server process's resident high-water mark at the end
+	// of each run, bytes, by server key.
+	peakRSS map[string][]float64
+	loadEnd string // load average after the measurements
+	machine machine
+	cfg     config
+	elapsed time.Duration // measurement time, npm install excluded
 }
 
 // fixture is the state of one server's directory during a run.
@@ -91,12 +96,14 @@ type fixture struct {
 }
 
 // measureAll runs every point on each server, cfg.runs times (creation
-// points cfg.createRuns times). Each run starts both servers on fresh
+// points cfg.createRuns times). Each run starts every server on fresh
 // directories; within a run the points are measured in order, and for each
 // point the servers are interleaved in slices (chunks for creation) whose
-// order alternates, so both meet the same disk and CPU weather.
+// order alternates, so all meet the same disk and CPU weather. Before the
+// runs it measures the cold starts (measureColdStarts); each run records
+// each server's peak resident set as its session closes.
 func measureAll(ctx context.Context, cfg config, root string, specs []serverSpec) (*results, error) {
-	res := &results{specs: specs, points: points(cfg.only), byPoint: map[point]map[string][]float64{}, cpuByPoint: map[point]map[string][]float64{}, clientByPoint: map[point]map[string][]float64{}, resultBytes: map[point]map[string]int64{}, protocols: map[string]string{}}
+	res := &results{specs: specs, points: points(cfg.only), byPoint: map[point]map[string][]float64{}, cpuByPoint: map[point]map[string][]float64{}, clientByPoint: map[point]map[string][]float64{}, resultBytes: map[point]map[string]int64{}, protocols: map[string]string{}, peakRSS: map[string][]float64{}}
 	for _, p := range res.points {
 		res.byPoint[p] = map[string][]float64{}
 		res.cpuByPoint[p] = map[string][]float64{}
@@ -104,6 +111,10 @@ func measureAll(ctx context.Context, cfg config, root string, specs []serverSpec
 		res.resultBytes[p] = map[string]int64{}
 	}
 	began := time.Now()
+	var err error
+	if res.startup, err = measureColdStarts(ctx, cfg, root, specs, cfg.coldStarts); err != nil {
+		return nil, fmt.Errorf("cold start: %w", err)
+	}
 	for run := range cfg.runs {
 		if err := measureRun(ctx, cfg, root, specs, run, res); err != nil {
 			return nil, err
@@ -120,11 +131,16 @@ func measureRun(ctx context.Context, cfg config, root string, specs []serverSpec
 	defer func() {
 		for _, s := range servers {
 			if s != nil {
-				if cfg.profile != "" && s.spec.key == "harness" {
-					if err := stopProfile(s, profilePath(cfg, run)); err != nil {
+				if peak := s.peakRSS(); peak > 0 {
+					res.peakRSS[s.spec.key] = append(res.peakRSS[s.spec.key], float64(peak))
+					progress("run %d/%d  %-14s peak RSS %s", run+1, cfg.runs, s.spec.key, fmtMB(float64(peak)))
+				}
+				if cfg.profile != "" && s.spec.isHarness() {
+					path := profilePath(cfg, run, s.spec.key)
+					if err := stopProfile(s, path); err != nil {
 						progress("profile: %v", err)
 					} else {
-						progress("profile: wrote %s and %s.allocs, covering %d tool calls", profilePath(cfg, run), profilePath(cfg, run), s.calls.Load())
+						progress("profile: wrote %s and %s.allocs, covering %d tool calls", path, path, s.calls.Load())
 					}
 				}
 				if cfg.only != "" || cfg.servers != "" {
@@ -147,13 +163,13 @@ func measureRun(ctx context.Context, cfg config, root string, specs []serverSpec
 			return err
 		}
 		var env []string
-		if cfg.harnessEnv != "" && spec.key == "harness" {
+		if cfg.harnessEnv != "" && spec.isHarness() {
 			env = append(env, strings.Split(cfg.harnessEnv, ",")...)
 		}
-		if cfg.profile != "" && spec.key == "harness" {
-			env = append(env, "BENCH_CPUPROFILE="+profilePath(cfg, run))
+		if cfg.profile != "" && spec.isHarness() {
+			env = append(env, "BENCH_CPUPROFILE="+profilePath(cfg, run, spec.key))
 		}
-		s, err := startServer(ctx, spec, dir, cfg.protocol, env...)
+		s, err := startServer(ctx, spec, dir, cfg.protocol, false, env...)
 		if err != nil {
 			return err
 		}
@@ -205,7 +221,7 @@ func measureRun(ctx context.Context, cfg config, root string, specs []serverSpec
 				if v.resultBytes > 0 {
 					res.resultBytes[q][k] = v.resultBytes
 				}
-				progress("run %d/%d  %-16s %-9s %7.0f calls/s  CPU per call: server %5.0f µs, client %4.0f µs", run+1, cfg.runs, q, k, v.rate, v.cpuPerCall, v.clientCPU)
+				progress("run %d/%d  %-16s %-14s %7.0f calls/s  CPU per call: server %5.0f µs, client %4.0f µs", run+1, cfg.runs, q, k, v.rate, v.cpuPerCall, v.clientCPU)
 			}
 		}
 	}
@@ -236,7 +252,7 @@ func makeFixture(dir string, size int) (*fixture, error) {
 // setup reads every target once through the server (untimed): harness's
 // read-before-write policy wants a read of a file in the same connection
 // before it is overwritten or edited. The reference needs none; it gets the
-// same calls so that both run the same client code.
+// same calls so that all run the same client code.
 func setup(ctx context.Context, s *server, fx *fixture) error {
 	res, err := s.call(ctx, s.spec.read(fx.readPath))
 	if err != nil {
@@ -255,8 +271,8 @@ func setup(ctx context.Context, s *server, fx *fixture) error {
 	return nil
 }
 
-func profilePath(cfg config, run int) string {
-	return filepath.Join(cfg.profile, fmt.Sprintf("harness-run%d.pprof", run+1))
+func profilePath(cfg config, run int, key string) string {
+	return filepath.Join(cfg.profile, fmt.Sprintf("%s-run%d.pprof", key, run+1))
 }
 
 // sample is one measurement: calls per second, and the server process's CPU
