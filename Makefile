@@ -52,7 +52,7 @@ test: lint
 ## and npm): cold start (spawn to tools/list answered, median of 10 spawns),
 ## idle and peak memory, then calls/s of read, overwrite, edit and creation,
 ## checked against issue 15's targets; it rewrites the generated section of
-## docs/benchmarks.md and docs/bench-calls.svg (about 7-10 minutes alone on
+## docs/benchmarks.md and docs/bench-calls.svg (about 8 minutes alone on
 ## 2 cores); then run the in-process benchmarks documented in
 ## docs/benchmarks.md into bench.out. Progress goes to stderr.
 bench:
