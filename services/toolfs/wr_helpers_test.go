@@ -187,7 +187,7 @@ func wrLocal(t *testing.T, cwd string, bare bool) *wrEnv {
 	return wrNew(t, wrSetup{Cwd: cwd, Bare: bare})
 }
 
-func wrCall(t *testing.T, tl *tool.Tool, sess *session.Session, args map[string]any) tool.Result {
+func wrCall(t testing.TB, tl *tool.Tool, sess *session.Session, args map[string]any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
@@ -261,7 +261,7 @@ func wrMkdir(t *testing.T, p string) string {
 	return p
 }
 
-func wrPut(t *testing.T, p, content string) string {
+func wrPut(t testing.TB, p, content string) string {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
 	require.NoError(t, os.WriteFile(p, []byte(content), 0o644))
