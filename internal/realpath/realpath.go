@@ -49,6 +49,14 @@ func once(abs string) (string, error) {
 		return filepath.EvalSymlinks(abs)
 	}
 	resolved := string(buf[:n])
+	if resolved == abs {
+		// The kernel names the opened file by the very path that opened
+		// it: no component was a link and the file was not renamed before
+		// the readlink (a renamed or unlinked file reads back another
+		// path, or this one with " (deleted)"), so the check below has
+		// nothing to catch.
+		return resolved, nil
+	}
 	if !filepath.IsAbs(resolved) {
 		// A descriptor with no path in the tree (an anonymous pipe or
 		// socket reached through /proc/self/fd reads back "pipe:[N]"):
