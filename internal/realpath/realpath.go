@@ -33,8 +33,9 @@ func Of(abs string) (string, error) {
 const maxAttempts = 8
 
 // errMoved says the opened file is no longer at the path the kernel gave
-// for it: it was renamed over or unlinked between the open and the readlink
-// (the kernel then appends " (deleted)"), so the answer must not be used.
+// for it, or no longer at the path asked for: it was renamed over, renamed
+// away or unlinked between the open and the readlink (the kernel then
+// appends " (deleted)"), so the answer must not be used.
 var errMoved = errors.New("the file moved while it was resolved")
 
 func once(abs string) (string, error) {
@@ -63,10 +64,12 @@ func once(abs string) (string, error) {
 		// it names no file, so there is nothing to resolve to.
 		return "", unix.ENOENT
 	}
-	// The answer is only good if it still names the file we opened.
-	var opened, named unix.Stat_t
-	if unix.Fstat(fd, &opened) != nil || unix.Lstat(resolved, &named) != nil ||
-		opened.Dev != named.Dev || opened.Ino != named.Ino {
+	// The answer is only good if it still names the file we opened, and
+	// abs still names it too: a file renamed away between the open and the
+	// readlink reads back under its new name, which is not abs's.
+	var opened, named, asked unix.Stat_t
+	if unix.Fstat(fd, &opened) != nil || unix.Lstat(resolved, &named) != nil || unix.Stat(abs, &asked) != nil ||
+		opened.Dev != named.Dev || opened.Ino != named.Ino || opened.Dev != asked.Dev || opened.Ino != asked.Ino {
 		return "", errMoved
 	}
 	return resolved, nil
