@@ -36,7 +36,8 @@ type MoveValue struct {
 }
 
 // Mkdir returns the mkdir tool: create a directory, with its missing
-// parents unless parents is false. It runs exclusively.
+// parents unless parents is false. It runs exclusively, holding the
+// session's turn on the target (serial).
 func (t *Tools) Mkdir() *tool.Tool {
 	props := []prop{
 		{name: "path", schema: str("Directory to create, resolved by the filesystem backend."), required: true},
@@ -71,6 +72,11 @@ func (t *Tools) mkdir(ctx context.Context, call tool.Call) tool.Result {
 		return t.failure(err, nil)
 	}
 	target := targets[0]
+	done, err := t.serial.acquire(ctx, "mkdir", call.Session.Owner(), target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	out, err := t.deps.FS.Mkdir(ctx, target, fs.MkdirOptions{Parents: parents, Policy: policy})
 	if err != nil {
 		return t.failure(err, policy)
@@ -88,7 +94,8 @@ func (t *Tools) mkdir(ctx context.Context, call tool.Call) tool.Result {
 
 // Delete returns the delete tool: delete a file, a symlink (never what it
 // points to) or, with recursive, a directory and everything in it. It runs
-// exclusively.
+// exclusively, holding the session's turn on the target (serial): on a
+// directory, the directory's own turn.
 func (t *Tools) Delete() *tool.Tool {
 	props := []prop{
 		{name: "path", schema: str("File, symlink or directory to delete, resolved by the filesystem backend. A symlink is deleted itself."), required: true},
@@ -126,6 +133,11 @@ func (t *Tools) delete(ctx context.Context, call tool.Call) tool.Result {
 	if err := t.refuseRoot(ctx, call.Session, policy, target, "delete"); err != nil {
 		return t.failure(err, policy)
 	}
+	done, err := t.serial.acquire(ctx, "delete", call.Session.Owner(), target)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	opts := fs.RemoveOptions{Recursive: recursive, Policy: policy, Version: t.guard(ctx, call.Session, target)}
 	out, err := t.deps.FS.Remove(ctx, target, opts)
 	if err != nil {
@@ -148,7 +160,8 @@ func (t *Tools) delete(ctx context.Context, call tool.Call) tool.Result {
 }
 
 // Move returns the move tool: rename a file, symlink or directory, across
-// directories, never replacing unless overwrite. It runs exclusively.
+// directories, never replacing unless overwrite. It runs exclusively,
+// holding the session's turns on both source and destination (serial).
 func (t *Tools) Move() *tool.Tool {
 	props := []prop{
 		{name: "source", schema: str("File, symlink or directory to move, resolved by the filesystem backend. A symlink is moved itself."), required: true},
@@ -193,6 +206,11 @@ func (t *Tools) move(ctx context.Context, call tool.Call) tool.Result {
 			return t.failure(err, policy)
 		}
 	}
+	done, err := t.serial.acquireAll(ctx, "move", call.Session.Owner(), source, dest)
+	if err != nil {
+		return t.failure(err, policy)
+	}
+	defer done()
 	opts := fs.MoveOptions{Overwrite: overwrite, Policy: policy, Version: t.guard(ctx, call.Session, source)}
 	out, err := t.deps.FS.Move(ctx, source, dest, opts)
 	if err != nil {

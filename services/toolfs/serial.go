@@ -2,6 +2,8 @@ package toolfs
 
 import (
 	"context"
+	"slices"
+	"strings"
 	"sync"
 
 	"github.com/dsh-go/harness/services/fs"
@@ -9,7 +11,8 @@ import (
 )
 
 // serial runs a session's calls on one target one after another: a read,
-// write or edit holds its (session, target) turn from before its intent is
+// write, edit, mkdir, delete or move holds its (session, target) turn (a
+// move both its source's and its destination's) from before its intent is
 // decided until its observation is recorded. So a session's parallel calls
 // on one file never go stale on each other, each deciding on the
 // observation the previous one recorded, while the backend still checks
@@ -69,4 +72,30 @@ func (s *serial) release(k serialKey, e *serialEntry) {
 	if e.refs--; e.refs == 0 {
 		delete(s.m, k)
 	}
+}
+
+// acquireAll takes owner's turns on every target in a fixed order, by key
+// (a key given twice is taken once), so two calls that need the same turns
+// never wait on each other in a cycle; it returns the func that ends them
+// all. On ctx's end the turns taken are given back and the error is
+// acquire's.
+func (s *serial) acquireAll(ctx context.Context, op string, owner *sandbox.Owner, targets ...fs.Target) (func(), error) {
+	sorted := slices.Clone(targets)
+	slices.SortFunc(sorted, func(a, b fs.Target) int { return strings.Compare(string(a.Key), string(b.Key)) })
+	sorted = slices.CompactFunc(sorted, func(a, b fs.Target) bool { return a.Key == b.Key })
+	dones := make([]func(), 0, len(sorted))
+	release := func() {
+		for _, done := range slices.Backward(dones) {
+			done()
+		}
+	}
+	for _, target := range sorted {
+		done, err := s.acquire(ctx, op, owner, target)
+		if err != nil {
+			release()
+			return nil, err
+		}
+		dones = append(dones, done)
+	}
+	return release, nil
 }
