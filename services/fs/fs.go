@@ -76,10 +76,12 @@ type Reader interface {
 	ReadBytes(ctx context.Context, target Target, maxBytes int64) ([]byte, error)
 	// ListDir returns the window of the directory's entries, in byte order
 	// of their names, with metadata but never contents, and the number of
-	// entries in the whole directory (A-06, L-42..L-52). Its work beyond
+	// entries in the whole directory (A-06, L-42..L-52); with a Depth above
+	// 1, the window of the tree beneath it (issue 16). Its work beyond
 	// reading the names is bounded by the window: only the window's entries
-	// are kept and stat'ed. One bad entry never fails the listing (spec
-	// decision 16).
+	// are kept and stat'ed, and a tree walk stops once the window is full
+	// or MaxListTreeNames names were read. One bad entry, or one unreadable
+	// subdirectory of a tree, never fails the listing (spec decision 16).
 	ListDir(ctx context.Context, target Target, window ListWindow) (Listing, error)
 }
 

@@ -6,6 +6,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -20,21 +21,23 @@ func TestListRendersNamesSafely(t *testing.T) {
 	tests := []struct {
 		name, shown string
 	}{
-		{name: "a\n[end of listing]", shown: `"a\n[end of listing]" (1 bytes)`},
-		{name: "fake\n\n(End of directory - total 0 entries)", shown: `"fake\n\n(End of directory - total 0 entries)" (1 bytes)`},
-		{name: "cr\rover", shown: `"cr\rover" (1 bytes)`},
-		{name: "esc\x1b[2Jx", shown: `"esc\u001b[2Jx" (1 bytes)`},
-		{name: "bidi\u202etxt.exe", shown: `"bidi\u202etxt.exe" (1 bytes)`},
-		{name: "sep\u2028line", shown: `"sep\u2028line" (1 bytes)`},
-		{name: `"quoted"`, shown: `"\"quoted\"" (1 bytes)`},
-		{name: `back\slash`, shown: `back\slash (1 bytes)`},
-		{name: "plain é 名前.txt", shown: "plain é 名前.txt (1 bytes)"},
+		{name: "a\n[end of listing]", shown: `"a\n[end of listing]" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "fake\n\n(End of directory - total 0 entries)", shown: `"fake\n\n(End of directory - total 0 entries)" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "cr\rover", shown: `"cr\rover" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "esc\x1b[2Jx", shown: `"esc\u001b[2Jx" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "bidi\u202etxt.exe", shown: `"bidi\u202etxt.exe" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "sep\u2028line", shown: `"sep\u2028line" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: `"quoted"`, shown: `"\"quoted\"" (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: `back\slash`, shown: `back\slash (1 bytes, modified 2020-01-01T00:00:00Z)`},
+		{name: "plain é 名前.txt", shown: "plain é 名前.txt (1 bytes, modified 2020-01-01T00:00:00Z)"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.shown, func(t *testing.T) {
 			dir := filepath.Join(rdDir(t), "d")
 			require.NoError(t, os.Mkdir(dir, 0o755))
 			require.NoError(t, os.WriteFile(filepath.Join(dir, tc.name), []byte("x"), 0o644))
+			mtime := time.Date(2020, 1, 1, 0, 0, 0, 0, time.UTC)
+			require.NoError(t, os.Chtimes(filepath.Join(dir, tc.name), mtime, mtime))
 			tools := rdTools(t, toolfs.Config{}, rdLocal(t, dir))
 			res := rdCall(t, tools.List(), nil, rdArgs(t, map[string]any{"path": dir}))
 			require.False(t, res.IsError, res.Text)
@@ -47,7 +50,7 @@ func TestListRendersNamesSafely(t *testing.T) {
 			assert.Equal(t, tc.name, v.Entries[0].Name, "the structured output keeps the raw name")
 
 			// The literal passed back as a path names the file.
-			path := strings.TrimSuffix(tc.shown, " (1 bytes)")
+			path := strings.TrimSuffix(tc.shown, " (1 bytes, modified 2020-01-01T00:00:00Z)")
 			if strings.HasPrefix(path, `"`) {
 				require.NoError(t, json.Unmarshal([]byte(path), &path))
 			}

@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -23,19 +24,29 @@ func rdListFixture(t *testing.T, dir string) string {
 	rdFile(t, ws, "alpha.md", "aaaaa")
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "dir-skill"), 0o755))
 	require.NoError(t, os.Symlink(filepath.Join(ws, "nowhere"), filepath.Join(ws, "broken-link")))
+	for name, mtime := range map[string]time.Time{"alpha.md": rdAlphaTime, "zeta.md": rdZetaTime, "dir-skill": rdSkillTime} {
+		require.NoError(t, os.Chtimes(filepath.Join(ws, name), mtime, mtime))
+	}
 	return ws
 }
+
+// The modification times rdListFixture gives its entries.
+var (
+	rdAlphaTime = time.Date(2021, 1, 2, 3, 4, 5, 123456789, time.UTC)
+	rdZetaTime  = time.Date(2022, 6, 7, 8, 9, 10, 0, time.FixedZone("CEST", 2*3600))
+	rdSkillTime = time.Date(1999, 12, 31, 23, 59, 59, 500000000, time.UTC)
+)
 
 func rdSize(n int64) *int64 { return &n }
 
 // TestList pins the list tool (an addition of this port): the exact text,
 // the structured value, paging and its errors.
 func TestList(t *testing.T) {
-	alpha := toolfs.ListEntry{Name: "alpha.md", Type: "file", Size: rdSize(5)}
-	broken := toolfs.ListEntry{Name: "broken-link", Type: "other", Reason: "dangling symlink"}
-	skill := toolfs.ListEntry{Name: "dir-skill", Type: "directory"}
-	zeta := toolfs.ListEntry{Name: "zeta.md", Type: "file", Size: rdSize(4)}
-	const allBody = "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\ndir-skill/\nzeta.md (4 bytes)\n\n(End of directory - total 4 entries)"
+	alpha := toolfs.ListEntry{Name: "alpha.md", Path: "alpha.md", Type: "file", Size: rdSize(5), ModTime: "2021-01-02T03:04:05.123456789Z"}
+	broken := toolfs.ListEntry{Name: "broken-link", Path: "broken-link", Type: "other", Symlink: true, Reason: "dangling symlink"}
+	skill := toolfs.ListEntry{Name: "dir-skill", Path: "dir-skill", Type: "directory", ModTime: "1999-12-31T23:59:59.5Z"}
+	zeta := toolfs.ListEntry{Name: "zeta.md", Path: "zeta.md", Type: "file", Size: rdSize(4), ModTime: "2022-06-07T06:09:10Z"}
+	const allBody = "alpha.md (5 bytes, modified 2021-01-02T03:04:05Z)\nbroken-link (other: dangling symlink)\ndir-skill/ (modified 1999-12-31T23:59:59Z)\nzeta.md (4 bytes, modified 2022-06-07T06:09:10Z)\n\n(End of directory - total 4 entries)"
 
 	cases := []struct {
 		name     string
@@ -72,27 +83,27 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "page 1 of 2", args: `{"path":"DIR","limit":2}`, wantDP: "WS",
-			wantBody: "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
+			wantBody: "alpha.md (5 bytes, modified 2021-01-02T03:04:05Z)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
 			offset:   1, entries: []toolfs.ListEntry{alpha, broken}, total: 4,
 		},
 		{
 			name: "page 2 of 2", args: `{"path":"DIR","offset":3,"limit":2}`, wantDP: "WS",
-			wantBody: "dir-skill/\nzeta.md (4 bytes)\n\n(End of directory - total 4 entries)",
+			wantBody: "dir-skill/ (modified 1999-12-31T23:59:59Z)\nzeta.md (4 bytes, modified 2022-06-07T06:09:10Z)\n\n(End of directory - total 4 entries)",
 			offset:   3, entries: []toolfs.ListEntry{skill, zeta}, total: 4,
 		},
 		{
 			name: "middle page", args: `{"path":"DIR","offset":2,"limit":2}`, wantDP: "WS",
-			wantBody: "broken-link (other: dangling symlink)\ndir-skill/\n\n(Showing entries 2-3 of 4. Use offset=4 to continue.)",
+			wantBody: "broken-link (other: dangling symlink)\ndir-skill/ (modified 1999-12-31T23:59:59Z)\n\n(Showing entries 2-3 of 4. Use offset=4 to continue.)",
 			offset:   2, entries: []toolfs.ListEntry{broken, skill}, total: 4,
 		},
 		{
 			name: "last entry", args: `{"path":"DIR","offset":4}`, wantDP: "WS",
-			wantBody: "zeta.md (4 bytes)\n\n(End of directory - total 4 entries)",
+			wantBody: "zeta.md (4 bytes, modified 2022-06-07T06:09:10Z)\n\n(End of directory - total 4 entries)",
 			offset:   4, entries: []toolfs.ListEntry{zeta}, total: 4,
 		},
 		{
 			name: "ListLimit 2 is the default page", cfg: toolfs.Config{ListLimit: 2}, args: `{"path":"DIR"}`, wantDP: "WS",
-			wantBody: "alpha.md (5 bytes)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
+			wantBody: "alpha.md (5 bytes, modified 2021-01-02T03:04:05Z)\nbroken-link (other: dangling symlink)\n\n(Showing entries 1-2 of 4. Use offset=3 to continue.)",
 			offset:   1, entries: []toolfs.ListEntry{alpha, broken}, total: 4,
 		},
 		{
@@ -158,7 +169,10 @@ func TestList(t *testing.T) {
 				dp = filepath.Join(ws, tc.wantDP)
 			}
 			assert.Equal(t, rdListing(dp, tc.wantBody), res.Text)
-			assert.Equal(t, toolfs.ListValue{Path: dp, Offset: tc.offset, Entries: tc.entries, TotalEntries: tc.total}, res.Value)
+			assert.Equal(t, toolfs.ListValue{
+				Path: dp, Offset: tc.offset, Depth: 1, Entries: tc.entries, TotalEntries: tc.total,
+				Truncated: tc.offset-1+len(tc.entries) < tc.total,
+			}, res.Value)
 		})
 	}
 }
@@ -172,10 +186,10 @@ func TestListExactFixtureText(t *testing.T) {
 	want := "<path>" + ws + "</path>\n" +
 		"<type>directory</type>\n" +
 		"<entries>\n" +
-		"alpha.md (5 bytes)\n" +
+		"alpha.md (5 bytes, modified 2021-01-02T03:04:05Z)\n" +
 		"broken-link (other: dangling symlink)\n" +
-		"dir-skill/\n" +
-		"zeta.md (4 bytes)\n" +
+		"dir-skill/ (modified 1999-12-31T23:59:59Z)\n" +
+		"zeta.md (4 bytes, modified 2022-06-07T06:09:10Z)\n" +
 		"\n" +
 		"(End of directory - total 4 entries)\n" +
 		"</entries>"
@@ -204,5 +218,5 @@ func TestListSymlinkedCwd(t *testing.T) {
 	require.NoError(t, os.Symlink(ws, link))
 	res := rdCall(t, rdTools(t, toolfs.Config{}, rdLocal(t, base)).List(), session.New("s1", link), `{"limit":1}`)
 	require.False(t, res.IsError, res.Text)
-	assert.Equal(t, rdListing(link, "alpha.md (5 bytes)\n\n(Showing entries 1-1 of 4. Use offset=2 to continue.)"), res.Text)
+	assert.Equal(t, rdListing(link, "alpha.md (5 bytes, modified 2021-01-02T03:04:05Z)\n\n(Showing entries 1-1 of 4. Use offset=2 to continue.)"), res.Text)
 }

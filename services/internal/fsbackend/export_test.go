@@ -20,3 +20,9 @@ func LockTableSize(svc mounted) int {
 func SetAfterStage(svc mounted, hook func(stagingDir, tempFile string)) {
 	svc.core().afterStage = hook
 }
+
+// SetMaxTreeNames lowers, on the core svc embeds, the names a tree listing
+// reads before it stops opening subdirectories (fs.MaxListTreeNames).
+func SetMaxTreeNames(svc mounted, n int) {
+	svc.core().treeNames = n
+}

@@ -151,6 +151,9 @@ type Backend struct {
 
 	// afterStage, when set by tests, runs between staging and publication.
 	afterStage func(stagingDir, tempFile string)
+	// treeNames is the names a tree listing reads before it opens no
+	// further subdirectory: fs.MaxListTreeNames, lowered by tests.
+	treeNames int
 }
 
 // New returns a Backend with the validated settings cfg whose mutations run
@@ -165,5 +168,7 @@ func New(cfg Settings, log *zap.Logger, mounter Mounter) *Backend {
 		host:    dirfd.Host(),
 		mounter: mounter,
 		locks:   lockTable{m: map[fs.TargetKey]*lockEntry{}},
+
+		treeNames: fs.MaxListTreeNames,
 	}
 }

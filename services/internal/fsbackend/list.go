@@ -7,6 +7,7 @@ import (
 	"math"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -19,20 +20,38 @@ import (
 // listCheckEvery is how many names ListDir reads between context checks.
 const listCheckEvery = 1024
 
+// errWalkCapped stops a tree walk at fs.MaxListTreeNames names; ListDir reports it
+// as Listing.WalkCapped, never as an error.
+var errWalkCapped = errors.New("list: the walk read fs.MaxListTreeNames names")
+
 // ListDir returns the window of the directory target's entries, sorted by
 // byte-wise name comparison (spec decision 3), with metadata but never
 // contents, and the number of entries in the whole directory (A-06,
 // L-42..L-52). Children resolve from the directory's canonical path captured
 // in target.Key (L-46). A child that is a symlink reports its destination's
-// type and canonical key; one whose metadata cannot be read (dangling, a
-// loop, a link into a directory the process may not search) is TypeOther
-// without version or size, with a Reason (spec decision 16).
+// type, modification time and canonical key with Symlink set; one whose
+// metadata cannot be read (dangling, a loop, a link into a directory the
+// process may not search) is TypeOther without version or size, with a
+// Reason (spec decision 16).
+//
+// With window.Depth above 1 (at most fs.MaxListDepth; more is taken as
+// fs.MaxListDepth) the window is over the tree, depth first: each
+// subdirectory, then its own entries, down to Depth levels (issue 16).
+// Subdirectories are opened beneath their parent's descriptor without
+// following a symlink, so a symlink is listed, never descended; one that
+// cannot be read keeps its entry, with the reason, and the walk goes on.
+// Nothing is skipped: dot-names and ".git" are listed like any entry.
 //
 // Work is bounded by the window, not the directory: the names are read in
-// batches, only the Offset-1+Limit smallest are kept (a max-heap), and only
-// the window's entries are stat'ed. With Limit zero every name is kept.
-// Errors, all about the directory itself: CodeNotFound, CodeNotDirectory,
-// CodePermissionDenied, CodeIOError (a loop), CodeAborted.
+// batches, only the smallest Offset-1+Limit (less what was walked before)
+// of each directory are kept (a max-heap), and only the window's entries
+// are stat'ed; entries before the window are only lstat'ed, to know whether
+// to descend. A tree walk stops once the window is full (Partial: the
+// entries after it were not counted) and opens no further subdirectory
+// once fs.MaxListTreeNames names were read (WalkCapped). With Limit zero
+// every name is kept. Errors, all about the directory itself: CodeNotFound,
+// CodeNotDirectory, CodePermissionDenied, CodeIOError (a loop),
+// CodeAborted.
 func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListWindow) (fs.Listing, error) {
 	if err := checkCtx(ctx, "list"); err != nil {
 		return fs.Listing{}, err
@@ -47,51 +66,143 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 		return fs.Listing{}, osErr("list", "list", dp, err)
 	}
 	defer dir.Close() //nolint:errcheck // read-only descriptor
-	skip := max(window.Offset-1, 0)
-	keep := math.MaxInt
-	if window.Limit > 0 && skip <= math.MaxInt-window.Limit {
-		keep = skip + window.Limit
+	l := lister{
+		ctx:      ctx,
+		skip:     max(window.Offset-1, 0),
+		keep:     math.MaxInt,
+		depth:    min(max(window.Depth, 1), fs.MaxListDepth),
+		maxNames: f.treeNames,
+		progress: window.Progress,
+		entries:  []fs.DirEntry{},
 	}
-	names, total, err := smallestNames(ctx, dir, keep, window.Progress)
+	if window.Limit > 0 && l.skip <= math.MaxInt-window.Limit {
+		l.keep = l.skip + window.Limit
+	}
+	err = l.walk(dir, string(target.Key), dp, "", 1)
+	if errors.Is(err, errWalkCapped) {
+		l.capped, l.partial, err = true, true, nil
+	}
 	if err != nil {
 		if fe, ok := errors.AsType[*fs.Error](err); ok {
 			return fs.Listing{}, fe
 		}
 		return fs.Listing{}, osErr("list", "list", dp, err)
 	}
-	if skip >= len(names) {
-		return fs.Listing{Entries: []fs.DirEntry{}, Total: total}, nil
-	}
-	entries := make([]fs.DirEntry, 0, len(names)-skip)
-	for i, name := range names[skip:] {
-		if i%listCheckEvery == 0 {
-			if err := checkCtx(ctx, "list"); err != nil {
-				return fs.Listing{}, err
-			}
-		}
-		entries = append(entries, child(dir, string(target.Key), dp, name))
-	}
 	if err := checkCtx(ctx, "list"); err != nil {
 		return fs.Listing{}, err
 	}
-	return fs.Listing{Entries: entries, Total: total}, nil
+	return fs.Listing{Entries: l.entries, Total: l.total, Partial: l.partial, WalkCapped: l.capped}, nil
+}
+
+// lister is one ListDir walk: its window (skip entries, then keep up to
+// position keep), its depth, and what it has walked and kept so far.
+type lister struct {
+	ctx        context.Context //nolint:containedctx // one walk's context
+	skip, keep int
+	depth      int
+	maxNames   int // fs.MaxListTreeNames
+	progress   func(names int)
+
+	names   int // names read, every directory
+	pos     int // entries walked, in window order
+	total   int
+	entries []fs.DirEntry
+	partial bool
+	capped  bool
+}
+
+// walk lists dir, whose canonical path is key and display path dp, at
+// level (1 for the listed directory), prefix being its path relative to the
+// listed directory with a trailing slash ("" for it). Only an error reading
+// dir's own names, the context's end and errWalkCapped are returned; a
+// subdirectory that cannot be read is marked on its entry.
+func (l *lister) walk(dir *dirfd.Parent, key, dp, prefix string, level int) error {
+	names, n, err := l.smallestNames(dir, l.keep-l.pos)
+	if err != nil {
+		return err
+	}
+	l.total += n
+	for i, name := range names {
+		if l.pos >= l.keep {
+			// Names left at a level that descends may hold uncounted
+			// entries.
+			l.partial = l.partial || level < l.depth
+			return nil
+		}
+		if i%listCheckEvery == 0 {
+			if err := checkCtx(l.ctx, "list"); err != nil {
+				return err
+			}
+		}
+		l.pos++
+		descend := level < l.depth
+		at := -1
+		if l.pos > l.skip {
+			e := child(dir, key, dp, name)
+			e.Path = prefix + name
+			descend = descend && e.Type == fs.TypeDirectory && !e.Symlink
+			at = len(l.entries)
+			l.entries = append(l.entries, e)
+		} else if descend {
+			// Before the window: only whether to descend matters.
+			st, err := dir.Stat(name, false)
+			descend = err == nil && dirfd.IsDir(&st)
+		}
+		if !descend {
+			continue
+		}
+		if l.pos >= l.keep {
+			// The window is full: the subdirectory's entries are not
+			// counted.
+			l.partial = true
+			return nil
+		}
+		if l.names >= l.maxNames {
+			return errWalkCapped
+		}
+		if err := l.descend(dir, key, dp, prefix, name, level); err != nil {
+			if _, ok := errors.AsType[*fs.Error](err); ok || errors.Is(err, errWalkCapped) {
+				return err
+			}
+			if at >= 0 {
+				l.entries[at].Reason = reason(err, "removed while listing")
+			}
+		}
+	}
+	if len(names) < n && level < l.depth {
+		// Names past the window were counted, not descended.
+		l.partial = true
+	}
+	return nil
+}
+
+// descend walks the subdirectory name of dir, opened without following a
+// symlink (a directory swapped for one since it was stat'ed is not entered).
+func (l *lister) descend(dir *dirfd.Parent, key, dp, prefix, name string, level int) error {
+	sub, err := dir.OpenDirNoFollow(name)
+	if err != nil {
+		return err
+	}
+	defer sub.Close() //nolint:errcheck // read-only descriptor
+	return l.walk(sub, filepath.Join(key, name), filepath.Join(dp, name), prefix+name+"/", level+1)
 }
 
 // smallestNames reads dir's names and returns the keep smallest in byte
 // order, and how many names it read. It holds at most keep names at a time.
-// A non-nil progress hears the count every listCheckEvery names.
-func smallestNames(ctx context.Context, dir *dirfd.Parent, keep int, progress func(int)) ([]string, int, error) {
+// A non-nil progress hears the walk's count every listCheckEvery names.
+func (l *lister) smallestNames(dir *dirfd.Parent, keep int) ([]string, int, error) {
 	var h maxHeap
 	total := 0
 	err := dir.EachName(func(name []byte) error {
-		if total%listCheckEvery == 0 {
-			if err := checkCtx(ctx, "list"); err != nil {
+		if l.names%listCheckEvery == 0 {
+			if err := checkCtx(l.ctx, "list"); err != nil {
 				return err
 			}
-			if progress != nil && total > 0 {
-				progress(total)
+			if l.progress != nil && l.names > 0 {
+				l.progress(l.names)
 			}
 		}
+		l.names++
 		total++
 		switch {
 		case len(h) < keep:
@@ -129,6 +240,7 @@ func (h *maxHeap) Pop() any {
 func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 	e := fs.DirEntry{
 		Name:   name,
+		Path:   name,
 		Type:   fs.TypeOther,
 		Target: fs.Target{Key: fs.TargetKey(filepath.Join(key, name)), DisplayPath: filepath.Join(dp, name)},
 	}
@@ -139,6 +251,7 @@ func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 		return e
 	}
 	if dirfd.IsSymlink(&st) {
+		e.Symlink = true
 		st, err = dir.Stat(name, true)
 		if err == nil {
 			var canonical string
@@ -154,6 +267,7 @@ func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 	}
 	e.Type = fileType(&st)
 	e.Version = version(&st)
+	e.ModTime = time.Unix(st.Mtim.Unix()).UTC()
 	if e.Type == fs.TypeFile {
 		size := st.Size
 		e.Size = &size

@@ -60,6 +60,9 @@ func newLoadWorld(t testing.TB) loadWorld {
 	return newCappedWorld(t, 0)
 }
 
+// loadMtime is the modification time of the listed fixture entries.
+var loadMtime = time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
+
 // newCappedWorld is newLoadWorld with at most maxCalls tool calls running at
 // once (0: the default cap).
 func newCappedWorld(t testing.TB, maxCalls int) loadWorld {
@@ -73,6 +76,9 @@ func newCappedWorld(t testing.TB, maxCalls int) loadWorld {
 		"ws/dir/sub/",
 		"outside/",
 	)
+	for _, p := range []string{"ws/dir/a.txt", "ws/dir/b.txt", "ws/dir/sub"} {
+		require.NoError(t, os.Chtimes(filepath.Join(base, p), loadMtime, loadMtime), "a known time for the list's text")
+	}
 	w := loadWorld{ws: filepath.Join(base, "ws"), outside: filepath.Join(base, "outside")}
 	cfg := config.Config{
 		FS: "sandbox", Mode: "workspace-write", Workspace: w.ws, TempRoots: []string{w.ws},
@@ -213,7 +219,7 @@ func (c *loadClient) step(ctx context.Context, k int) {
 		}
 	case 1: // list
 		want := "<path>" + filepath.Join(c.w.ws, "dir") + "</path>\n<type>directory</type>\n<entries>\n" +
-			"a.txt (2 bytes)\nb.txt (3 bytes)\nsub/\n\n(End of directory - total 3 entries)\n</entries>"
+			"a.txt (2 bytes, modified 2001-02-03T04:05:06Z)\nb.txt (3 bytes, modified 2001-02-03T04:05:06Z)\nsub/ (modified 2001-02-03T04:05:06Z)\n\n(End of directory - total 3 entries)\n</entries>"
 		if res, ok := c.call(ctx, "list", map[string]any{"path": "dir"}); ok {
 			c.expectOK(res, "list dir", want)
 		}
