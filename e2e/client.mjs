@@ -248,23 +248,33 @@ async function run() {
   assert.equal(fs.readFileSync(created, 'utf8'), 'fresh\n', 'write new.txt: file on disk');
   ok('write new.txt inside the workspace: created on disk, operation "create", before null');
 
-  // list the workspace
-  res = await call('list', { path: ws });
+  // list the workspace as a tree two levels deep, with modification times
+  res = await call('list', { path: ws, depth: 2 });
   text = expectSuccess(res, 'list workspace');
   const sc = res.structuredContent;
   assert.equal(sc.path, ws, 'list: structuredContent.path');
   assert.equal(sc.offset, 1, 'list: structuredContent.offset');
-  assert.equal(sc.totalEntries, 4, `list: totalEntries: ${JSON.stringify(sc)}`);
-  assert.deepEqual(sc.entries, [
-    { name: 'new.txt', type: 'file', size: 6 },
-    { name: 'other.txt', type: 'file', size: 8 },
-    { name: 'seed.txt', type: 'file', size: 17 },
-    { name: 'sub', type: 'directory' },
+  assert.equal(sc.depth, 2, 'list: structuredContent.depth');
+  assert.equal(sc.totalEntries, 5, `list: totalEntries: ${JSON.stringify(sc)}`);
+  assert.equal(sc.truncated, false, 'list: structuredContent.truncated');
+  const mtimeRe = /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/;
+  for (const e of sc.entries) {
+    assert.match(e.modTime, mtimeRe, `list: ${e.path} has an RFC 3339 modTime: ${JSON.stringify(e)}`);
+    const diskMs = fs.statSync(path.join(ws, e.path)).mtimeMs;
+    assert.ok(Math.abs(Date.parse(e.modTime) - diskMs) <= 1, `list: ${e.path} modTime ${e.modTime} is the disk's (${diskMs} ms)`);
+  }
+  assert.deepEqual(sc.entries.map(({ modTime, ...rest }) => rest), [
+    { name: 'new.txt', path: 'new.txt', type: 'file', size: 6 },
+    { name: 'other.txt', path: 'other.txt', type: 'file', size: 8 },
+    { name: 'seed.txt', path: 'seed.txt', type: 'file', size: 17 },
+    { name: 'sub', path: 'sub', type: 'directory' },
+    { name: 'deep.txt', path: 'sub/deep.txt', type: 'file', size: 10 },
   ], `list: entries: ${JSON.stringify(sc.entries)}`);
+  const m = (p) => 'modified ' + sc.entries.find((e) => e.path === p).modTime.replace(/\.\d+Z$/, 'Z');
   assert.equal(text,
-    `<path>${ws}</path>\n<type>directory</type>\n<entries>\nnew.txt (6 bytes)\nother.txt (8 bytes)\nseed.txt (17 bytes)\nsub/\n\n(End of directory - total 4 entries)\n</entries>`,
+    `<path>${ws}</path>\n<type>directory</type>\n<entries>\nnew.txt (6 bytes, ${m('new.txt')})\nother.txt (8 bytes, ${m('other.txt')})\nseed.txt (17 bytes, ${m('seed.txt')})\nsub/ (${m('sub')})\nsub/deep.txt (10 bytes, ${m('sub/deep.txt')})\n\n(End of tree - total 5 entries)\n</entries>`,
     'list: envelope text');
-  ok('list workspace: new.txt, other.txt, seed.txt, sub/ (text and structuredContent)');
+  ok('list workspace, depth 2: new.txt, other.txt, seed.txt, sub/, sub/deep.txt with sizes and modification times (text and structuredContent)');
 
   // several edits in a dry run: the diff, nothing written
   res = await call('edit', { file_path: 'seed.txt', edits: [{ old_string: 'alpha', new_string: 'ALPHA' }, { old_string: 'gamma', new_string: 'GAMMA' }], dry_run: true });

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -195,6 +196,60 @@ func BenchmarkListLimit1Of1M(b *testing.B) {
 	peak := sampler.Stop()
 	b.ReportMetric(peak, "peak-heap-MiB")
 	b.ReportMetric(base, "base-heap-MiB")
+}
+
+// BenchmarkListTreeOf1M lists a tree of 1,000 directories of 1,000 empty
+// files each through the list tool on fslocal: the first window of 1,000
+// entries at depth 10 (the walk stops once the window is full), and the
+// window at offset 500,001 (the walk reads half the tree's names but keeps
+// only the window's smallest names of each directory and stats only the
+// window). It reports the peak heap in use during the calls; the tree is
+// made under os.TempDir() and removed at the end.
+func BenchmarkListTreeOf1M(b *testing.B) {
+	if testing.Short() {
+		b.Skip("creates 1,000,000 files")
+	}
+	const dirs, perDir = 1000, 1000
+	dir, err := os.MkdirTemp(os.TempDir(), "toolfs-bench-")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = os.RemoveAll(dir) })
+	for d := range dirs {
+		fixture.Many(b, filepath.Join(dir, "tree", fmt.Sprintf("d%03d", d)), perDir)
+	}
+	list := rdTools(b, toolfs.Config{}, rdLocal(b, dir)).List()
+	for _, bc := range []struct {
+		name, args, first, footer string
+	}{
+		{
+			name: "depth10-first1000", args: `{"path":"tree","depth":10}`, first: "d000",
+			footer: "(Showing entries 1-1000 of at least 2000. Use offset=1001 to continue.)",
+		},
+		{
+			name: "depth2-offset500001", args: `{"path":"tree","depth":2,"offset":500001}`, first: "d499/f0000500",
+			footer: "(Showing entries 500001-501000 of at least 502000. Use offset=501001 to continue.)",
+		},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			call := tool.Call{ID: "bench", Arguments: json.RawMessage(bc.args)}
+			ctx := context.Background()
+			runtime.GC()
+			sampler := rdStartHeapSampler()
+			b.ReportAllocs()
+			for b.Loop() {
+				res := list.Handler(ctx, call)
+				if res.IsError {
+					b.Fatal(res.Text)
+				}
+				v, ok := res.Value.(toolfs.ListValue)
+				if !ok || len(v.Entries) != 1000 || v.Entries[0].Path != bc.first || !strings.Contains(res.Text, bc.footer) {
+					b.Fatalf("unexpected result: %.300s ... %s", res.Text, res.Text[max(0, len(res.Text)-200):])
+				}
+			}
+			b.ReportMetric(sampler.Stop(), "peak-heap-MiB")
+		})
+	}
 }
 
 // BenchmarkReadLimit1Sparse20GiB reads `limit: 1` of a 20 GiB sparse file
