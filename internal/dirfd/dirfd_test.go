@@ -332,7 +332,7 @@ func runEscapeCase(t *testing.T, tr tree, c escapeCase, h *dirfd.Dir, want outco
 			require.NotNil(t, f)
 			defer func() { assert.NoError(t, f.Close()) }()
 			assert.True(t, dirfd.IsRegular(&st))
-			assertSameFile(t, int(f.Fd()), tr.osPath(rd))
+			assertSameFile(t, f.Fd(), tr.osPath(rd))
 			got, err := io.ReadAll(f)
 			require.NoError(t, err)
 			wantText, err := os.ReadFile(tr.osPath(rd))

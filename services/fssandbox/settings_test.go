@@ -22,8 +22,11 @@ func TestSettingsFollowTheBackendConfig(t *testing.T) {
 	}{
 		{"zero value: full, the process's owner", fslocal.Config{Cwd: "/w"}, atomicwrite.Full, nil},
 		{"full", fslocal.Config{Cwd: "/w", Durability: fslocal.DurabilityFull}, atomicwrite.Full, nil},
-		{"atomic with a workspace owner", fslocal.Config{Cwd: "/w", Durability: fslocal.DurabilityAtomic, NewOwner: &fslocal.Owner{UID: 1000, GID: 1001}},
-			atomicwrite.Atomic, &atomicwrite.Owner{UID: 1000, GID: 1001}},
+		{
+			"atomic with a workspace owner",
+			fslocal.Config{Cwd: "/w", Durability: fslocal.DurabilityAtomic, NewOwner: &fslocal.Owner{UID: 1000, GID: 1001}},
+			atomicwrite.Atomic, &atomicwrite.Owner{UID: 1000, GID: 1001},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s := settingsOf(c.cfg)

@@ -4,13 +4,13 @@ import "fmt"
 
 // Defaults of Config (spec section 0).
 const (
-	DefaultReadLimit         = 2000
-	DefaultReadMaxLineLength = 2000
-	DefaultReadMaxBytes      = 51200
-	DefaultReadStreamMinSize = 10 << 20
-	DefaultListLimit         = 1000
-	DefaultWriteMaxBytes     = 16 << 20
-	DefaultReadImageMaxBytes = 5 << 20
+	DefaultReadLimit          = 2000
+	DefaultReadMaxLineLength  = 2000
+	DefaultReadMaxBytes       = 51200
+	DefaultReadStreamMinSize  = 10 << 20
+	DefaultListLimit          = 1000
+	DefaultWriteMaxBytes      = 16 << 20
+	DefaultReadImageMaxBytes  = 5 << 20
 	DefaultResultTextMaxBytes = 512
 )
 
