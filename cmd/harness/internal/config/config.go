@@ -101,7 +101,7 @@ type Config struct {
 	ResultTextMaxBytes int `yaml:"result-text-max-bytes"`
 
 	// MaxConcurrentCalls caps the tool calls serve runs at once; 0 means
-	// twice GOMAXPROCS, at least 4 (see mcpserver.Options).
+	// four times GOMAXPROCS, at least 8 (see mcpserver.Options).
 	MaxConcurrentCalls int `yaml:"max-concurrent-calls"`
 
 	// Invariants turns on the runtime contract checks.

@@ -17,10 +17,12 @@ const CodeServerBusy = "SERVER_BUSY"
 // flood is not turned into unbounded waiting goroutines.
 const queuePerSlot = 4
 
-// defaultMaxConcurrentCalls is the cap when none is configured: twice
-// GOMAXPROCS, at least 4. A call is mostly file I/O and memory (a list holds
-// its entries), so the cap bounds both by the machine's size.
-func defaultMaxConcurrentCalls() int { return max(4, 2*runtime.GOMAXPROCS(0)) }
+// defaultMaxConcurrentCalls is the cap when none is configured: four times
+// GOMAXPROCS, at least 8. A call is mostly file I/O and memory (a list holds
+// its entries), so the cap bounds both by the machine's size; a durable write
+// spends most of its time blocked in fsync, and eight of them in flight share
+// their directory's fsync (issue 15), so the cap is not the core count.
+func defaultMaxConcurrentCalls() int { return max(8, 4*runtime.GOMAXPROCS(0)) }
 
 // errBusy says every slot is taken and the queue is full.
 var errBusy = errors.New("the server is busy: every call slot is taken and the queue of waiting calls is full; retry later")

@@ -401,7 +401,7 @@ func TestLoad(t *testing.T) {
 	// The fence's Landlock executor keeps the threads of a writable-root
 	// set for up to 30 s of idleness (internal/landlock): the pre-run warmed
 	// one, the concurrent run up to landlockPool.
-	const landlockPool = 4
+	const landlockPool = 8 // internal/landlock defaultThreadsPerSet
 	assert.LessOrEqual(t, goroutinesAfter, goroutinesBefore+2+landlockPool-1, "no goroutine leak")
 	assert.LessOrEqual(t, fdsAfter, fdsBefore+2, "no file descriptor leak")
 

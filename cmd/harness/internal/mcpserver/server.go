@@ -40,8 +40,8 @@ type Options struct {
 	// the process working directory (logged).
 	RootsTimeout time.Duration
 	// MaxConcurrentCalls caps the tool calls running at once in the
-	// process, over all connections; zero or less means twice GOMAXPROCS,
-	// at least 4. Beyond it calls wait in a queue of four per slot, and
+	// process, over all connections; zero or less means four times
+	// GOMAXPROCS, at least 8. Beyond it calls wait in a queue of four per slot, and
 	// beyond that they fail with CodeServerBusy. A call waiting for the
 	// user's approval holds no slot.
 	MaxConcurrentCalls int
