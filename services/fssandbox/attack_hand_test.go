@@ -21,8 +21,9 @@ import (
 // by a library caller whose display path (and key) is not clean: a ".." after
 // a regular file or a missing directory. The kernel's walk of such a path
 // stops (ENOTDIR, ENOENT) before the ".."; the write cleans it lexically and
-// reaches another user's link in the sticky directory. The victim's file
-// must never change.
+// reaches another user's link in the sticky directory. A relative display
+// path is checked from the process's working directory but resolved from the
+// backend's. The victim's file must never change.
 func TestHandBuiltDotDotTargetKeepsTheSymlinkRule(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("planting another user's link and file needs root (chown)")
@@ -33,11 +34,8 @@ func TestHandBuiltDotDotTargetKeepsTheSymlinkRule(t *testing.T) {
 			"missing/../dirlink/victim.txt", // ENOENT at missing
 			"dirlink/victim.txt",            // the clean spelling, refused today
 		} {
-			for _, keyEqual := range []bool{true, false} {
-				name := string(mode) + "/" + spelling
-				if !keyEqual {
-					name += "/stale-key"
-				}
+			for _, variant := range []string{"key-equal", "stale-key", "relative"} {
+				name := string(mode) + "/" + spelling + "/" + variant
 				t.Run(name, func(t *testing.T) {
 					w := newWorld(t)
 					sticky := filepath.Join(w.ws, "shared")
@@ -52,7 +50,12 @@ func TestHandBuiltDotDotTargetKeepsTheSymlinkRule(t *testing.T) {
 
 					dp := sticky + "/" + spelling
 					key := fs.TargetKey(dp)
-					if !keyEqual {
+					switch variant {
+					case "stale-key":
+						key = fs.TargetKey(filepath.Join(w.ws, "stale"))
+					case "relative":
+						// Relative to the backend's working directory, the workspace.
+						dp = "shared/" + spelling
 						key = fs.TargetKey(filepath.Join(w.ws, "stale"))
 					}
 					tg := fs.Target{Key: key, DisplayPath: dp}
