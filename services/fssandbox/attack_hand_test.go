@@ -166,7 +166,10 @@ func TestHandBuiltKeyEqualToDisplayPath(t *testing.T) {
 				assert.NoFileExists(t, filepath.Join(w.base, "outside-abs.txt"))
 				assert.NoDirExists(t, filepath.Join(w.ws, "secrets"), "the protected path /secrets was created")
 				assert.NoFileExists(t, filepath.Join(w.ws, "secrets"), "the protected path /secrets was created")
-				assert.Equal(t, "secret", readFile(t, filepath.Join(w.ws, "sub", "f.txt")), "%s", "sub/f.txt")
+				if filepath.Clean(p) != filepath.Join(w.ws, "sub", "f.txt") {
+					// Only a spelling of sub/f.txt itself may write it.
+					assert.Equal(t, "secret", readFile(t, filepath.Join(w.ws, "sub", "f.txt")), "sub/f.txt")
+				}
 			})
 		}
 	}
