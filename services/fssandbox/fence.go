@@ -3,6 +3,7 @@ package fssandbox
 import (
 	"context"
 	"errors"
+	"path"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/landlock"
@@ -131,9 +132,20 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 var errClosed = errors.New("the filesystem is closed")
 
 // admit applies the policy's mode to one mutation, after the kernel's
-// symlink rule (checkSymlinks), which no mode lifts.
+// symlink rule (checkSymlinks), which no mode lifts. A target whose display
+// path is relative or not clean (hand-built: Resolve makes none) is resolved
+// again first, so the rule and the fence judge the clean absolute path the
+// mutation reaches, not a ".." the kernel's walk never gets to or a path
+// relative to the process's working directory.
 func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	if pol.Mode == sandbox.DangerFullAccess || pol.Mode == sandbox.WorkspaceWrite {
+		if dp := target.DisplayPath; !path.IsAbs(dp) || path.Clean(dp) != dp {
+			fresh, err := f.Resolve(ctx, dp, fs.ResolveOptions{})
+			if err != nil {
+				return nil, err
+			}
+			target = fresh
+		}
 		if err := checkSymlinks(target.DisplayPath); err != nil {
 			return nil, err
 		}
