@@ -57,6 +57,10 @@ func TestEntryOperationsOnProtectedPaths(t *testing.T) {
 			_, err := f.Move(ctx, tg("evil"), tg(".git"), fs.MoveOptions{})
 			return err
 		}},
+		{"move a crafted directory to a new nested .git", func(f *fssandbox.FileSystem, tg func(string) fs.Target) error {
+			_, err := f.Move(ctx, tg("evil"), tg("wt/sub/.git"), fs.MoveOptions{})
+			return err
+		}},
 		{"move a protected directory away", func(f *fssandbox.FileSystem, tg func(string) fs.Target) error {
 			_, err := f.Move(ctx, tg("secrets"), tg("open"), fs.MoveOptions{})
 			return err
@@ -73,6 +77,7 @@ func TestEntryOperationsOnProtectedPaths(t *testing.T) {
 				"wt/.git: gitdir: ../.git",
 				"secrets/key: secret",
 				"evil/config: [core]\n\tfsmonitor = evil\n",
+				"wt/sub/",
 			)
 			f := newFence(t, sandboxpolicy.Config{
 				Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}, Protect: []string{"/secrets"},
@@ -89,6 +94,7 @@ func TestEntryOperationsOnProtectedPaths(t *testing.T) {
 			assert.Equal(t, git, fixture.Snapshot(t, filepath.Join(w.ws, ".git")), ".git changed")
 			assert.Equal(t, secrets, fixture.Snapshot(t, filepath.Join(w.ws, "secrets")), "secrets changed")
 			assert.Equal(t, "gitdir: ../.git", readFile(t, filepath.Join(w.ws, "wt", ".git")), "wt/.git changed")
+			assert.NoDirExists(t, filepath.Join(w.ws, "wt", "sub", ".git"), "a new .git was made")
 		})
 	}
 }
