@@ -89,8 +89,7 @@ func TestEntryOperationsOnProtectedPaths(t *testing.T) {
 			}
 			git := fixture.Snapshot(t, filepath.Join(w.ws, ".git"))
 			secrets := fixture.Snapshot(t, filepath.Join(w.ws, "secrets"))
-			err := c.run(f, tg)
-			assert.Error(t, err)
+			assertDenied(t, c.run(f, tg), sandbox.WorkspaceWrite)
 			assert.Equal(t, git, fixture.Snapshot(t, filepath.Join(w.ws, ".git")), ".git changed")
 			assert.Equal(t, secrets, fixture.Snapshot(t, filepath.Join(w.ws, "secrets")), "secrets changed")
 			assert.Equal(t, "gitdir: ../.git", readFile(t, filepath.Join(w.ws, "wt", ".git")), "wt/.git changed")

@@ -140,6 +140,16 @@ func (e entry) openParent() (*dirfd.Parent, error) {
 	return p, err
 }
 
+// admit runs the mount's Admit on the entry itself in its open parent: the
+// Mounter admitted the parent, which may lie outside a protected path the
+// entry is (a .git directory, a --protect pattern).
+func (e entry) admit(parent *dirfd.Parent) error {
+	if e.mount.Admit == nil {
+		return nil
+	}
+	return e.mount.Admit(parent, e.name)
+}
+
 // Remove deletes the entry at target where the Mounter mounts its parent
 // (see fs.Manager.Remove).
 func (f *Backend) Remove(ctx context.Context, target fs.Target, opts fs.RemoveOptions) (fs.RemoveOutcome, error) {
@@ -172,6 +182,9 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 	}
 	defer parent.Close() //nolint:errcheck // directory descriptor
+	if err := e.admit(parent); err != nil {
+		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
+	}
 	st, err := parent.Stat(e.name, false)
 	if err != nil {
 		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
@@ -350,6 +363,12 @@ func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions)
 		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
 	}
 	defer dp.Close() //nolint:errcheck // directory descriptor
+	if err := src.admit(sp); err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
+	}
+	if err := dst.admit(dp); err != nil {
+		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
+	}
 	st, err := sp.Stat(src.name, false)
 	if err != nil {
 		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
