@@ -97,3 +97,27 @@ func TestEntryOperationsOnProtectedPaths(t *testing.T) {
 		})
 	}
 }
+
+// TestRecursiveDeleteKeepsANestedRepository deletes, recursively, a
+// directory that holds a nested repository's .git under workspace-write:
+// the directory itself is not protected, the .git beneath it is, and a
+// deletion of its contents is a mutation inside a protected path.
+func TestRecursiveDeleteKeepsANestedRepository(t *testing.T) {
+	ctx := context.Background()
+	w := newWorld(t)
+	fixture.Build(t, w.ws,
+		"vendor/lib/.git/config: [core]\n",
+		"vendor/lib/.git/HEAD: ref: refs/heads/main",
+		"vendor/lib/.git/objects/",
+		"vendor/lib/.git/refs/",
+		"vendor/lib/code.go: package lib",
+	)
+	f := w.sandbox(t, sandbox.WorkspaceWrite)
+	tg, err := f.Resolve(ctx, filepath.Join(w.ws, "vendor"), fs.ResolveOptions{})
+	require.NoError(t, err)
+	git := fixture.Snapshot(t, filepath.Join(w.ws, "vendor", "lib", ".git"))
+	_, err = f.Remove(ctx, tg, fs.RemoveOptions{Recursive: true})
+	assert.Error(t, err)
+	require.DirExists(t, filepath.Join(w.ws, "vendor", "lib", ".git"), "the nested repository was deleted")
+	assert.Equal(t, git, fixture.Snapshot(t, filepath.Join(w.ws, "vendor", "lib", ".git")))
+}
