@@ -115,9 +115,9 @@ func TestRecursiveDeleteKeepsANestedRepository(t *testing.T) {
 	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	tg, err := f.Resolve(ctx, filepath.Join(w.ws, "vendor"), fs.ResolveOptions{})
 	require.NoError(t, err)
-	git := fixture.Snapshot(t, filepath.Join(w.ws, "vendor", "lib", ".git"))
+	vendor := fixture.Snapshot(t, filepath.Join(w.ws, "vendor"))
 	_, err = f.Remove(ctx, tg, fs.RemoveOptions{Recursive: true})
-	assert.Error(t, err)
+	assertDenied(t, err, sandbox.WorkspaceWrite)
 	require.DirExists(t, filepath.Join(w.ws, "vendor", "lib", ".git"), "the nested repository was deleted")
-	assert.Equal(t, git, fixture.Snapshot(t, filepath.Join(w.ws, "vendor", "lib", ".git")))
+	assert.Equal(t, vendor, fixture.Snapshot(t, filepath.Join(w.ws, "vendor")), "a refused recursive delete deletes nothing")
 }
