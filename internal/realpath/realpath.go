@@ -9,6 +9,7 @@ import (
 	"errors"
 	"path/filepath"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 )
@@ -32,6 +33,9 @@ func Of(abs string) (string, error) {
 // replaced (an atomic rename by a writer) before the kernel names it.
 const maxAttempts = 8
 
+// deletedSuffix is what the kernel appends to the path of an unlinked file.
+const deletedSuffix = " (deleted)"
+
 // errMoved says the opened file is no longer at the path the kernel gave
 // for it, or no longer at the path asked for: it was renamed over, renamed
 // away or unlinked between the open and the readlink (the kernel then
@@ -50,12 +54,14 @@ func once(abs string) (string, error) {
 		return filepath.EvalSymlinks(abs)
 	}
 	resolved := string(buf[:n])
-	if resolved == abs {
+	if resolved == abs && !strings.HasSuffix(abs, deletedSuffix) {
 		// The kernel names the opened file by the very path that opened
 		// it: no component was a link and the file was not renamed before
 		// the readlink (a renamed or unlinked file reads back another
 		// path, or this one with " (deleted)"), so the check below has
-		// nothing to catch.
+		// nothing to catch. A name that itself ends in " (deleted)" could
+		// be the kernel's answer for another, unlinked file: it takes the
+		// check.
 		return resolved, nil
 	}
 	if !filepath.IsAbs(resolved) {
