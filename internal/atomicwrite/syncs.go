@@ -1,10 +1,7 @@
 package atomicwrite
 
 import (
-	"os"
 	"sync"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 )
@@ -44,11 +41,10 @@ func (s *DirSyncs) Sync(p *dirfd.Parent) error {
 	if s == nil {
 		return p.Sync()
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(p.FD(), &st); err != nil {
-		return &os.PathError{Op: "fstat", Path: p.Path(), Err: err}
+	key, err := p.Identity()
+	if err != nil {
+		return err
 	}
-	key := [2]uint64{st.Dev, st.Ino}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.dirs == nil {
@@ -80,7 +76,7 @@ func (s *DirSyncs) Sync(p *dirfd.Parent) error {
 	// write leads it. Its members all joined before this point.
 	d.running, d.next = true, nil
 	s.mu.Unlock()
-	err := s.syncDir(p)
+	err = s.syncDir(p)
 	s.mu.Lock()
 	b.done, b.err = true, err
 	d.running = false

@@ -9,6 +9,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 )
@@ -49,4 +50,26 @@ func TestFileReads(t *testing.T) {
 	_, err = f.Read(make([]byte, 1))
 	var pe *os.PathError
 	assert.True(t, errors.As(err, &pe), "a read after Close is an *os.PathError: %v", err)
+}
+
+// A Parent's Identity is its directory's device and inode, read once and
+// still right after the directory is renamed.
+func TestParentIdentity(t *testing.T) {
+	root := t.TempDir()
+	require.NoError(t, os.Mkdir(filepath.Join(root, "d"), 0o755))
+	d, err := dirfd.OpenBeneath(root)
+	require.NoError(t, err)
+	defer d.Close() //nolint:errcheck // test handle
+	p, _, err := d.OpenParent("d", false)
+	require.NoError(t, err)
+	defer p.Close() //nolint:errcheck // test handle
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(filepath.Join(root, "d"), &st))
+	id, err := p.Identity()
+	require.NoError(t, err)
+	assert.Equal(t, [2]uint64{st.Dev, st.Ino}, id)
+	require.NoError(t, os.Rename(filepath.Join(root, "d"), filepath.Join(root, "e")))
+	again, err := p.Identity()
+	require.NoError(t, err)
+	assert.Equal(t, id, again)
 }

@@ -22,7 +22,9 @@ type Parent struct {
 	fd      int
 	resolve uint64
 	path    string
-	root    string // a confined handle's directory; "" for the host
+	root    string    // a confined handle's directory; "" for the host
+	id      [2]uint64 // device and inode, once Identity has read them
+	idRead  bool
 }
 
 // OpenParent opens the directory rel beneath d for reading, fsync and *at
@@ -137,6 +139,20 @@ func (p *Parent) Close() error {
 
 // FD returns the directory descriptor for *at calls on single names.
 func (p *Parent) FD() int { return p.fd }
+
+// Identity returns the directory's device and inode numbers, which name it
+// whatever path reaches it: read with fstat on the first call and kept, since
+// an open descriptor never changes directory. Errors are *os.PathError.
+func (p *Parent) Identity() ([2]uint64, error) {
+	if !p.idRead {
+		var st unix.Stat_t
+		if err := unix.Fstat(p.fd, &st); err != nil {
+			return [2]uint64{}, &os.PathError{Op: "fstat", Path: p.path, Err: err}
+		}
+		p.id, p.idRead = [2]uint64{st.Dev, st.Ino}, true
+	}
+	return p.id, nil
+}
 
 // Path returns the absolute path of the directory, for messages.
 func (p *Parent) Path() string { return p.path }

@@ -441,11 +441,10 @@ func checkNames(rel, name string) error {
 // atomicwrite.Reclaim). Once per directory keeps a write into a large
 // directory from scanning it every time.
 func (f *Backend) reclaimOnce(parent *dirfd.Parent) {
-	var st unix.Stat_t
-	if unix.Fstat(parent.FD(), &st) != nil {
+	key, err := parent.Identity()
+	if err != nil {
 		return
 	}
-	key := [2]uint64{st.Dev, st.Ino}
 	if _, seen := f.reclaimed.LoadOrStore(key, struct{}{}); seen {
 		return
 	}
