@@ -203,7 +203,7 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 		// Every entry beneath is decided against the protected paths
 		// first (a nested repository's .git), so a refusal deletes
 		// nothing; the removal decides each entry again as it goes.
-		if err := checkTree(ctx, parent, e.name, 0, e.mount.Admit); err != nil {
+		if err := removeTree(ctx, parent, e.name, 0, nil, e.mount.Admit); err != nil {
 			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 		}
 		err = removeTree(ctx, parent, e.name, 0, &out, e.mount.Admit)
@@ -226,55 +226,18 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 	return out, syncOrErr(parent, op, dp)
 }
 
-// checkTree runs admit (the mount's Admit; nil admits everything) on every
-// entry beneath the directory name inside parent, depth first, opening each
-// directory without following a symlink, and returns the first refusal:
-// what a recursive delete would remove is decided before anything is.
-func checkTree(ctx context.Context, parent *dirfd.Parent, name string, depth int, admit func(*dirfd.Parent, string) error) error {
-	if admit == nil {
-		return nil
-	}
-	if depth >= maxRemoveDepth {
-		return &os.PathError{Op: "remove", Path: parent.Join(name), Err: fmt.Errorf("deeper than %d directories", maxRemoveDepth)}
-	}
-	dir, err := parent.OpenDirNoFollow(name)
-	if err != nil {
-		return err
-	}
-	defer dir.Close() //nolint:errcheck // directory descriptor
-	names, err := dir.Names()
-	if err != nil {
-		return err
-	}
-	for _, n := range names {
-		if err := ctx.Err(); err != nil {
-			return err
-		}
-		if err := admit(dir, n); err != nil {
-			return err
-		}
-		st, err := dir.Stat(n, false)
-		if isAbsent(err) {
-			continue
-		}
-		if err != nil {
-			return err
-		}
-		if dirfd.IsDir(&st) {
-			if err := checkTree(ctx, dir, n, depth+1, admit); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
-}
-
 // removeTree removes the directory name inside parent and everything beneath
 // it, entry by entry: each directory is opened beneath the fence without
-// following a symlink, each entry is decided by admit (nil admits all) and
-// unlinked by name from its opened directory, so nothing outside the tree,
-// and no protected path inside it, is ever reached. Counts go to out.
+// following a symlink, each entry is decided by admit (the mount's Admit;
+// nil admits all) and unlinked by name from its opened directory, so
+// nothing outside the tree, and no protected path inside it, is ever
+// reached. Counts go to out. With out nil it removes nothing: the same walk
+// only runs admit on every entry and returns the first refusal, so what a
+// recursive delete would remove is decided before anything is.
 func removeTree(ctx context.Context, parent *dirfd.Parent, name string, depth int, out *fs.RemoveOutcome, admit func(*dirfd.Parent, string) error) error {
+	if out == nil && admit == nil {
+		return nil
+	}
 	if depth >= maxRemoveDepth {
 		return &os.PathError{Op: "remove", Path: parent.Join(name), Err: fmt.Errorf("deeper than %d directories", maxRemoveDepth)}
 	}
@@ -307,7 +270,12 @@ func removeTree(ctx context.Context, parent *dirfd.Parent, name string, depth in
 			if err := removeTree(ctx, dir, n, depth+1, out, admit); err != nil {
 				return err
 			}
-			out.Directories++
+			if out != nil {
+				out.Directories++
+			}
+			continue
+		}
+		if out == nil {
 			continue
 		}
 		if err := dir.Unlink(n, false); err != nil && !isAbsent(err) {
@@ -318,6 +286,9 @@ func removeTree(ctx context.Context, parent *dirfd.Parent, name string, depth in
 		} else {
 			out.Others++
 		}
+	}
+	if out == nil {
+		return nil
 	}
 	return parent.Unlink(name, true)
 }
