@@ -151,12 +151,16 @@ func New(cfg Config, log *zap.Logger) (*FileSystem, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	core := fsbackend.New(cfg.settings(), log.Named("fslocal"), host{dirfd.Host()})
+	core := fsbackend.New(cfg.CoreSettings(), log.Named("fslocal"), host{dirfd.Host()})
 	return &FileSystem{backend: core, cfg: cfg}, nil
 }
 
-// settings are the core's settings of the validated cfg.
-func (cfg Config) settings() fsbackend.Settings {
+// CoreSettings returns the settings of the backend core that every backend
+// mounts (services/internal/fsbackend) for the validated cfg: fslocal and
+// fssandbox build their cores from this one conversion, so --durability
+// (spec difference 18) and --workspace-owner (spec difference 9) mean the
+// same under both.
+func (cfg Config) CoreSettings() fsbackend.Settings {
 	s := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
 	if cfg.Durability == DurabilityAtomic {
 		s.Durability = atomicwrite.Atomic

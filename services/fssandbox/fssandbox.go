@@ -33,7 +33,6 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
-	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/landlock"
 	"github.com/dsh-go/harness/services/fs"
@@ -129,7 +128,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	case f.noLandlock != nil:
 		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
 	}
-	f.backend = fsbackend.New(settingsOf(cfg), log.Named("fssandbox"), fenced{f})
+	f.backend = fsbackend.New(cfg.CoreSettings(), log.Named("fssandbox"), fenced{f})
 	static := append([]string{policy.Default().WorkspaceRoot}, policy.Roots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
@@ -140,20 +139,6 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 		}
 	}
 	return f, nil
-}
-
-// settingsOf returns the core's settings of the validated cfg: the same
-// conversion as fslocal's, so --durability and --workspace-owner mean the
-// same under the fence (spec differences 9, 18).
-func settingsOf(cfg fslocal.Config) fsbackend.Settings {
-	s := fsbackend.Settings{Cwd: cfg.Cwd, DiffBasisMaxBytes: cfg.DiffBasisMaxBytes}
-	if cfg.Durability == fslocal.DurabilityAtomic {
-		s.Durability = atomicwrite.Atomic
-	}
-	if o := cfg.NewOwner; o != nil {
-		s.NewOwner = &atomicwrite.Owner{UID: o.UID, GID: o.GID}
-	}
-	return s
 }
 
 // Close waits for the mutations in flight, then releases the pinned root

@@ -1,4 +1,4 @@
-package fssandbox
+package fslocal_test
 
 import (
 	"testing"
@@ -9,11 +9,12 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 )
 
-// The fence's core takes --durability and --workspace-owner from the same
-// fslocal.Config as the bare backend (spec differences 9, 18): before, it
-// kept only Cwd and the diff bound, so `--durability atomic` still fsynced
-// and a root-run server gave new files root's owner under the fence.
-func TestSettingsFollowTheBackendConfig(t *testing.T) {
+// CoreSettings carries --durability and --workspace-owner into the core both
+// backends mount (spec differences 9, 18): before, fssandbox converted the
+// configuration itself and kept only Cwd and the diff bound, so
+// `--durability atomic` still fsynced under the fence and a root-run server
+// gave new files root's owner.
+func TestCoreSettingsFollowTheConfig(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  fslocal.Config
@@ -29,7 +30,7 @@ func TestSettingsFollowTheBackendConfig(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			s := settingsOf(c.cfg)
+			s := c.cfg.CoreSettings()
 			assert.Equal(t, c.want, s.Durability)
 			assert.Equal(t, c.own, s.NewOwner)
 			assert.Equal(t, "/w", s.Cwd)
