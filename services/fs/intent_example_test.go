@@ -10,10 +10,10 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 )
 
-// ReplaceVersion guards a write: it lands only while the file is still at
+// ReplaceSeen guards a write: it lands only while the file is still at
 // the version the caller saw; after anyone else's change it is
 // FS_STALE_VERSION and the file keeps the other change.
-func ExampleReplaceVersion() {
+func ExampleReplaceSeen() {
 	dir, _ := os.MkdirTemp("", "harness-example-")
 	defer func() { _ = os.RemoveAll(dir) }()
 	path := filepath.Join(dir, "notes.txt")
@@ -24,10 +24,10 @@ func ExampleReplaceVersion() {
 	target, _ := svc.Resolve(ctx, "notes.txt", fs.ResolveOptions{})
 	seen, _ := svc.Stat(ctx, target)
 
-	_, err := svc.WriteText(ctx, target, "two\n", fs.WriteOptions{Intent: fs.ReplaceVersion(seen.Version)})
+	_, err := svc.WriteText(ctx, target, "two\n", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: seen.Version})})
 	fmt.Println("first write:", err == nil)
 
-	_, err = svc.WriteText(ctx, target, "three\n", fs.WriteOptions{Intent: fs.ReplaceVersion(seen.Version)})
+	_, err = svc.WriteText(ctx, target, "three\n", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: seen.Version})})
 	fmt.Println("second write:", fs.CodeOf(err))
 	data, _ := os.ReadFile(path)
 	fmt.Printf("on disk: %q\n", data)

@@ -36,11 +36,6 @@ func UnconditionalWrite() WriteIntent { return WriteIntent{} }
 // CreateOnly returns the intent that creates and never replaces.
 func CreateOnly() WriteIntent { return WriteIntent{Kind: CreateIfAbsent} }
 
-// ReplaceVersion returns the intent that replaces only version v.
-func ReplaceVersion(v Version) WriteIntent {
-	return WriteIntent{Kind: ReplaceIfVersion, Version: v}
-}
-
 // ReplaceSeen returns the intent that replaces only what obs saw: version
 // obs.Version, or the same content when obs.Content is known.
 func ReplaceSeen(obs Observation) WriteIntent {

@@ -34,9 +34,9 @@ func TestWritePathsCloseEveryDescriptor(t *testing.T) {
 	round := func() {
 		info, err := f.Stat(ctx, target("f.txt"))
 		require.NoError(t, err)
-		_, err = f.WriteText(ctx, target("f.txt"), "secret\n", fs.WriteOptions{Intent: fs.ReplaceVersion(info.Version)})
+		_, err = f.WriteText(ctx, target("f.txt"), "secret\n", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: info.Version})})
 		require.NoError(t, err)
-		_, err = f.WriteText(ctx, target("f.txt"), "x", fs.WriteOptions{Intent: fs.ReplaceVersion("stale")})
+		_, err = f.WriteText(ctx, target("f.txt"), "x", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: "stale"})})
 		require.ErrorIs(t, err, fs.ErrStaleVersion)
 		_, err = f.WriteText(ctx, target("f.txt"), "x", fs.WriteOptions{Intent: fs.CreateOnly()})
 		require.Error(t, err)
@@ -48,7 +48,7 @@ func TestWritePathsCloseEveryDescriptor(t *testing.T) {
 		for _, name := range []string{"fifo", "dir"} {
 			_, err = f.WriteText(ctx, target(name), "x", fs.WriteOptions{})
 			require.ErrorIs(t, err, fs.ErrNotRegularFile, name)
-			_, err = f.WriteText(ctx, target(name), "x", fs.WriteOptions{Intent: fs.ReplaceVersion("v")})
+			_, err = f.WriteText(ctx, target(name), "x", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: "v"})})
 			require.Error(t, err, name)
 			_, err = f.EditText(ctx, target(name), fs.EditRequest{OldString: "a", NewString: "b"})
 			require.Error(t, err, name)

@@ -50,7 +50,9 @@ func gone(dp string) want {
 	return want{intent: fs.CreateOnly(), code: fs.CodeNotFound, message: `cannot edit "` + dp + `": not found`}
 }
 
-func at(v fs.Version) want { return want{intent: fs.ReplaceVersion(v), guard: present(v)} }
+func at(v fs.Version) want {
+	return want{intent: fs.ReplaceSeen(fs.Observation{Version: v}), guard: present(v)}
+}
 
 // seen is the answer after obs, a present observation.
 func seen(obs fs.Observation) want { return want{intent: fs.ReplaceSeen(obs), guard: obs} }
@@ -481,11 +483,11 @@ func TestPolicyFollowsMoves(t *testing.T) {
 	}{
 		{
 			name: "a record at the moved version follows at the new version", seen: map[fs.TargetKey]fs.Version{"/w/a.txt": "v1"},
-			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceVersion("v2"),
+			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceSeen(fs.Observation{Version: "v2"}),
 		},
 		{
 			name: "a record older than the moved version stays stale", seen: map[fs.TargetKey]fs.Version{"/w/a.txt": "v0"},
-			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceVersion("v0"),
+			from: "/w/a.txt", to: dst, wantOut: fs.ReplaceSeen(fs.Observation{Version: "v0"}),
 		},
 		{
 			name: "an unseen source leaves the destination unseen", seen: map[fs.TargetKey]fs.Version{"/w/b.txt": "old"},

@@ -295,7 +295,7 @@ func TestSequenceOutOfOrderObservation(t *testing.T) {
 			} else {
 				res = e.write(sess, map[string]any{"file_path": "a.txt", "content": "mine\n"})
 				require.Len(t, e.fs.writeCalls(), 1)
-				assert.Equal(t, fs.ReplaceVersion(v1), e.fs.writeCalls()[0].Intent, "the last recorded observation wins")
+				assert.Equal(t, fs.ReplaceSeen(fs.Observation{Version: v1}), e.fs.writeCalls()[0].Intent, "the last recorded observation wins")
 				wrFail(t, res, fs.CodeStaleVersion, `Error: cannot write "`+p+`": file changed since it was read — re-read the file, then retry`)
 			}
 			assert.Equal(t, "hello version two\n", wrDisk(t, p), "the provider's check fails closed")

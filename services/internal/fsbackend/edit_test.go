@@ -295,7 +295,7 @@ func TestEditTextConcurrentGuards(t *testing.T) {
 			})
 			wg.Go(func() {
 				if mixed {
-					_, errs[1] = f.WriteText(context.Background(), tg, "write", fs.WriteOptions{Intent: fs.ReplaceVersion(v)})
+					_, errs[1] = f.WriteText(context.Background(), tg, "write", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: v})})
 					return
 				}
 				_, errs[1] = f.EditText(context.Background(), tg, fs.EditRequest{OldString: "base", NewString: "other", Version: v})

@@ -73,7 +73,7 @@ func mutate(f *fslocal.FileSystem, rng *rand.Rand, tg fs.Target, i int) error {
 		_, err := f.WriteText(ctx, tg, "alpha created\n", fs.WriteOptions{Intent: fs.CreateOnly()})
 		return err
 	case 2:
-		_, err := f.WriteText(ctx, tg, fmt.Sprintf("alpha %d\r\n", i), fs.WriteOptions{Intent: fs.ReplaceVersion(v)})
+		_, err := f.WriteText(ctx, tg, fmt.Sprintf("alpha %d\r\n", i), fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: v})})
 		return err
 	case 3:
 		_, err := f.EditText(ctx, tg, fs.EditRequest{OldString: "alpha", NewString: "alpha", Version: v})

@@ -53,7 +53,7 @@ func TestModuleRestart(t *testing.T) {
 		text, err := svc2.ReadText(ctx, tg2)
 		require.NoError(t, err)
 		assert.Equal(t, "first", text)
-		_, err = svc2.WriteText(ctx, tg2, "second", fs.WriteOptions{Intent: fs.ReplaceVersion(versionOf(t, svc2.(*fslocal.FileSystem), tg2))})
+		_, err = svc2.WriteText(ctx, tg2, "second", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: versionOf(t, svc2.(*fslocal.FileSystem), tg2)})})
 		require.NoError(t, err)
 		assert.Equal(t, "second", readFile(t, filepath.Join(dir, "a.txt")))
 		assert.Zero(t, fsbackend.LockTableSize(svc2.(*fslocal.FileSystem)))

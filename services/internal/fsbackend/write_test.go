@@ -55,7 +55,7 @@ func TestWriteText(t *testing.T) {
 			name: "L-59 replaceIfVersion at the current version updates", fixture: []string{"a.txt: old"},
 			path: "a.txt", content: "new",
 			intent: func(t *testing.T, f *fslocal.FileSystem, tg fs.Target) fs.WriteIntent {
-				return fs.ReplaceVersion(versionOf(t, f, tg))
+				return fs.ReplaceSeen(fs.Observation{Version: versionOf(t, f, tg)})
 			},
 			check: func(t *testing.T, dir string, out fs.WriteOutcome) {
 				assert.Equal(t, fs.OpUpdate, out.Operation)
@@ -68,7 +68,7 @@ func TestWriteText(t *testing.T) {
 			intent: func(t *testing.T, f *fslocal.FileSystem, tg fs.Target) fs.WriteIntent {
 				v := versionOf(t, f, tg)
 				require.NoError(t, os.WriteFile(string(tg.Key), []byte("changed"), 0o644))
-				return fs.ReplaceVersion(v)
+				return fs.ReplaceSeen(fs.Observation{Version: v})
 			},
 			code: fs.CodeStaleVersion, message: `cannot write "<dp>": file changed since it was read`,
 		},
@@ -78,7 +78,7 @@ func TestWriteText(t *testing.T) {
 			intent: func(t *testing.T, f *fslocal.FileSystem, tg fs.Target) fs.WriteIntent {
 				v := versionOf(t, f, tg)
 				require.NoError(t, os.Remove(string(tg.Key)))
-				return fs.ReplaceVersion(v)
+				return fs.ReplaceSeen(fs.Observation{Version: v})
 			},
 			code: fs.CodeStaleVersion, message: `cannot write "<dp>": file no longer exists`,
 		},
@@ -378,7 +378,7 @@ func TestWriteTextConcurrentGuardedWriters(t *testing.T) {
 		for i := range errs {
 			wg.Go(func() {
 				_, errs[i] = f.WriteText(context.Background(), tg, []string{"one", "two"}[i],
-					fs.WriteOptions{Intent: fs.ReplaceVersion(v)})
+					fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: v})})
 			})
 		}
 		wg.Wait()
