@@ -240,7 +240,6 @@ func (h *maxHeap) Pop() any {
 func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 	e := fs.DirEntry{
 		Name:   name,
-		Path:   name,
 		Type:   fs.TypeOther,
 		Target: fs.Target{Key: fs.TargetKey(filepath.Join(key, name)), DisplayPath: filepath.Join(dp, name)},
 	}
