@@ -75,7 +75,7 @@ func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, ex
 	default:
 		// Fail closed: a thread that cannot be confined to the root
 		// (the root vanished, the executor is closed) mutates nothing.
-		return denied(fc.shown, fc.mode, err)
+		return denied(fc.target, fc.mode, err)
 	}
 }
 
@@ -84,7 +84,7 @@ func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, ex
 // an EACCES with every parent still inside included, is the ordinary one.
 func (fc *fence) refused(err error, parents ...*dirfd.Parent) error {
 	if landlock.Denied(err, parents...) {
-		return denied(fc.shown, fc.mode, err)
+		return denied(fc.target, fc.mode, err)
 	}
 	return err
 }
@@ -94,7 +94,6 @@ func (fc *fence) refused(err error, parents ...*dirfd.Parent) error {
 type fence struct {
 	root    *dirfd.Dir
 	target  fs.Target
-	shown   fs.Target // the caller's target, for denial messages
 	mode    sandbox.Mode
 	release func()
 }
@@ -132,14 +131,18 @@ func (f *FileSystem) enter(ctx context.Context, target fs.Target, policy *sandbo
 var errClosed = errors.New("the filesystem is closed")
 
 // admit applies the policy's mode to one mutation, after the kernel's
-// symlink rule (checkSymlinks), which no mode lifts. A target whose display
-// path is relative or not clean (hand-built: Resolve makes none) is resolved
-// again first, so the rule and the fence judge the clean absolute path the
-// mutation reaches, not a ".." the kernel's walk never gets to or a path
-// relative to the process's working directory.
+// symlink rule (checkSymlinks), which no mode lifts. The target is resolved
+// again first when its display path is relative or not clean (hand-built:
+// Resolve makes none), so the rule and the fence judge the clean absolute
+// path the mutation reaches, not a ".." the kernel's walk never gets to or a
+// path relative to the process's working directory; and under
+// workspace-write also when its key differs from its display path (see
+// enterWorkspace).
 func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	if pol.Mode == sandbox.DangerFullAccess || pol.Mode == sandbox.WorkspaceWrite {
-		if dp := target.DisplayPath; !path.IsAbs(dp) || path.Clean(dp) != dp {
+		dp := target.DisplayPath
+		stale := pol.Mode == sandbox.WorkspaceWrite && string(target.Key) != dp
+		if stale || !path.IsAbs(dp) || path.Clean(dp) != dp {
 			fresh, err := f.Resolve(ctx, dp, fs.ResolveOptions{})
 			if err != nil {
 				return nil, err
@@ -152,9 +155,9 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 	}
 	switch pol.Mode {
 	case sandbox.DangerFullAccess:
-		return &fence{root: f.host, target: target, shown: target, mode: pol.Mode, release: func() {}}, nil
+		return &fence{root: f.host, target: target, mode: pol.Mode, release: func() {}}, nil
 	case sandbox.WorkspaceWrite:
-		return f.enterWorkspace(ctx, target, pol)
+		return f.enterWorkspace(target, pol)
 	default:
 		// Fail closed: read-only, and any mode this build does not know.
 		return nil, denied(target, pol.Mode, nil)
@@ -162,44 +165,37 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 }
 
 // enterWorkspace picks the writable root that contains the fresh canonical
-// target (S-13): the caller's key may be stale, so it is never trusted. A
-// key that differs from the display path (a symlink on the way, or a stale
-// key) is resolved again from the display path now. A key equal to the
-// display path is used as it is, without resolving it a second time in user
-// space (issue 15: one resolution per call): every component of it is then
+// target (S-13): the caller's key may be stale, so it is never trusted. A key that differs from
+// the display path (a symlink on the way, or a stale key) was resolved again
+// from the display path by admit. A key equal to the display path is used as
+// it is, without resolving it a second time in user space (issue 15: one
+// resolution per call): every component of it is then
 // addressed beneath the root's handle, where the kernel resolves it at the
 // syscall: a parent replaced since by a relative symlink that stays beneath
 // the root is followed, one that leaves it or any absolute symlink is
 // refused (fail closed), a final symlink planted since is replaced by the
 // publication, never followed; and the protected-path decision is taken
 // again on the open parent (admitProtected).
-func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
-	fresh := target
-	if string(target.Key) != target.DisplayPath {
-		var err error
-		if fresh, err = f.Resolve(ctx, target.DisplayPath, fs.ResolveOptions{}); err != nil {
-			return nil, err
-		}
-	}
+func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
-		if !dirfd.Beneath(root, string(fresh.Key)) {
+		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
 		// parent (admitProtected).
-		if err := f.checkProtected(root, relTo(root, string(fresh.Key))); err != nil {
+		if err := f.checkProtected(root, relTo(root, string(target.Key))); err != nil {
 			return nil, denied(target, pol.Mode, err)
 		}
 		if d, ok := f.pinned[root]; ok {
-			return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() {}}, nil
+			return &fence{root: d, target: target, mode: pol.Mode, release: func() {}}, nil
 		}
 		d, err := dirfd.OpenBeneath(root)
 		if err != nil {
 			// Fail closed: an unopenable root grants nothing.
 			return nil, denied(target, pol.Mode, err)
 		}
-		return &fence{root: d, target: fresh, shown: target, mode: pol.Mode, release: func() { _ = d.Close() }}, nil
+		return &fence{root: d, target: target, mode: pol.Mode, release: func() { _ = d.Close() }}, nil
 	}
 	return nil, denied(target, pol.Mode, errOutsideRoots)
 }
@@ -207,7 +203,7 @@ func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol s
 // check turns an escape the kernel refused at syscall time into a denial.
 func (fc *fence) check(err error) error {
 	if err != nil && fc.root.Confined() && dirfd.IsEscape(err) {
-		return denied(fc.shown, fc.mode, err)
+		return denied(fc.target, fc.mode, err)
 	}
 	return err
 }

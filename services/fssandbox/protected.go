@@ -52,7 +52,7 @@ func (fc *fence) admitProtected(f *FileSystem) func(parent *dirfd.Parent, name s
 			return fmt.Errorf("%s has left the writable root: %w", where, unix.EXDEV)
 		}
 		if err := f.checkProtected(fc.root.Path(), path.Join(dir, name)); err != nil {
-			return denied(fc.shown, fc.mode, err)
+			return denied(fc.target, fc.mode, err)
 		}
 		return nil
 	}
