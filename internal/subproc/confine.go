@@ -58,7 +58,7 @@ func confine(c Confinement) error {
 	if err := restrictFS(c, caps.LandlockABI); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
-	if err := filterSockets(c); err != nil {
+	if err := filterSyscalls(c); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
 	return nil
@@ -102,38 +102,37 @@ func restrictFS(c Confinement, abi int) error {
 	return cfg.Restrict(rules...)
 }
 
-// filterSockets installs the seccomp filter on every thread: with network
+// filterSyscalls installs the seccomp filter on every thread: with network
 // off, socket(2) of every family but AF_UNIX fails with EPERM; with Unix
 // sockets off, AF_UNIX too (seccomp cannot read the path a connect names, so
-// pathname sockets cannot be told apart); io_uring is refused whenever
-// anything is, since its socket and connect operations bypass the filter.
-// socketpair(2) stays allowed: its two ends reach nothing outside.
-func filterSockets(c Confinement) error {
-	if c.Network && c.UnixSockets {
-		return nil
-	}
-	var socket seccomp.SyscallGroup
+// pathname sockets cannot be told apart); socketpair(2) stays allowed (its
+// two ends reach nothing outside). Always: io_uring_setup (its socket and
+// connect operations bypass the filter), the mount API (mount, umount2,
+// pivot_root, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
+// mount_setattr), open_by_handle_at and bpf fail with EPERM, so nothing
+// reshapes the view the command was given, even with capabilities of a
+// namespace of its own.
+func filterSyscalls(c Confinement) error {
+	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{
+		"io_uring_setup", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
+		"fsmount", "fspick", "mount_setattr", "open_by_handle_at", "bpf",
+	}}}
 	switch {
+	case c.Network && c.UnixSockets:
 	case !c.Network && !c.UnixSockets:
-		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: []string{"socket"}}
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: []string{"socket"}})
 	case !c.Network:
-		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
 			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX}},
-		}}}
+		}}})
 	default:
-		socket = seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
 			Name: "socket", Conditions: seccomp.ArgumentConditions{{Argument: 0, Operation: seccomp.Equal, Value: unix.AF_UNIX}},
-		}}}
+		}}})
 	}
 	return seccomp.LoadFilter(seccomp.Filter{
 		NoNewPrivs: true,
 		Flag:       seccomp.FilterFlagTSync,
-		Policy: seccomp.Policy{
-			DefaultAction: seccomp.ActionAllow,
-			Syscalls: []seccomp.SyscallGroup{
-				socket,
-				{Action: seccomp.ActionErrno, Names: []string{"io_uring_setup"}},
-			},
-		},
+		Policy:     seccomp.Policy{DefaultAction: seccomp.ActionAllow, Syscalls: groups},
 	})
 }

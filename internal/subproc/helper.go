@@ -16,10 +16,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The helper's descriptors, set up by Run.
+// The helper's descriptors, set up by Run: the spec, the status pipe, and
+// the helper's own program, which starts the confining stage by descriptor.
 const (
 	specFD   = 3
 	statusFD = 4
+	helperFD = 5
 )
 
 // shell runs every command.
@@ -31,8 +33,13 @@ const shell = "/bin/sh"
 // runs the command and reaps the whole tree, and writes the Status to
 // descriptor 4. It returns 0 when a status was written, 125 otherwise.
 func Main() int {
-	if len(os.Args) > 2 && os.Args[2] == confineStage {
-		return confineAndExec()
+	if len(os.Args) > 2 {
+		switch os.Args[2] {
+		case confineStage:
+			return confineAndExec()
+		case bwrapStage:
+			return stageMain()
+		}
 	}
 	status := run()
 	f := os.NewFile(statusFD, "status")
@@ -43,6 +50,9 @@ func Main() int {
 }
 
 func run() Status {
+	// The status pipe and the helper's program never reach the command.
+	unix.CloseOnExec(statusFD)
+	unix.CloseOnExec(helperFD)
 	f := os.NewFile(specFD, "spec")
 	if f == nil {
 		return Status{Error: "the helper was started without its spec"}
@@ -93,10 +103,10 @@ const confineStage = "confine"
 // 3 and an error pipe on 4, and returns its pid once it has exec'd the shell
 // (the error pipe closes on exec) or the error it reported.
 func startConfined(spec Spec) (int, error) {
-	self, err := os.Executable()
-	if err != nil {
-		return 0, err
-	}
+	// Never the path the helper came from: only the program it was run
+	// from (close-on-exec, yet open when execve reads the path), which a
+	// command cannot replace.
+	self := execPath(helperFD)
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return 0, err

@@ -24,8 +24,9 @@ type Outcome struct {
 	Stdout, Stderr *Capture
 }
 
-// Run runs spec through the helper at helperPath (the harness binary, or a
-// test binary whose TestMain calls Main), keeping at most outputLimit bytes
+// Run runs spec through the helper program (the harness binary, or a test
+// binary whose TestMain calls Main; run by descriptor, as is the confining
+// stage it starts), keeping at most outputLimit bytes
 // of each of stdout and stderr (head and tail), until the command ends,
 // timeout passes (0: no timeout) or ctx is done. Then the helper is asked to
 // stop (SIGTERM) and kills the whole tree; if it has not reported within
@@ -34,7 +35,7 @@ type Outcome struct {
 // Errors: the helper could not be started, or it ended without a report
 // (killed, crashed). A command that could not start inside the helper is not
 // an error: Status.Started is false and Status.Error says why.
-func Run(ctx context.Context, helperPath string, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
+func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
 	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
 	runCtx := ctx
 	if timeout > 0 {
@@ -42,7 +43,7 @@ func Run(ctx context.Context, helperPath string, spec Spec, timeout time.Duratio
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	st, d, err := runHelper(runCtx, helperPath, spec, out.Stdout, out.Stderr)
+	st, d, err := runHelper(runCtx, helper, spec, out.Stdout, out.Stderr)
 	out.Status, out.Duration = st, d
 	if st.Stopped {
 		out.Cancelled = ctx.Err() != nil
@@ -51,7 +52,7 @@ func Run(ctx context.Context, helperPath string, spec Spec, timeout time.Duratio
 	return out, err
 }
 
-func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr io.Writer) (Status, time.Duration, error) {
+func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr io.Writer) (Status, time.Duration, error) {
 	var st Status
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -65,10 +66,10 @@ func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr
 	}
 	defer statusR.Close() //nolint:errcheck // read end
 
-	cmd := exec.Command(helperPath, HelperArg)
+	cmd := &exec.Cmd{Path: execPath(helperFD), Args: []string{"harness", HelperArg}}
 	cmd.Env = []string{} // the helper needs none; the command's is in the spec
 	cmd.Stdout, cmd.Stderr = stdout, stderr
-	cmd.ExtraFiles = []*os.File{specR, statusW} // fds 3 and 4
+	cmd.ExtraFiles = []*os.File{specR, statusW, helper.f} // fds 3, 4 and helperFD
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// Its own process group: a terminal's ^C reaches the parent,
 		// which then stops the tree through the helper.
@@ -82,7 +83,7 @@ func runHelper(ctx context.Context, helperPath string, spec Spec, stdout, stderr
 	if err := cmd.Start(); err != nil {
 		_ = specW.Close()
 		_ = statusW.Close()
-		return st, 0, fmt.Errorf("start the command helper %s: %w", helperPath, err)
+		return st, 0, fmt.Errorf("start the command helper %s: %w", helper.Path(), err)
 	}
 	_ = statusW.Close() // the helper holds its copy
 	encErr := json.NewEncoder(specW).Encode(spec)

@@ -70,6 +70,39 @@ type Confinement struct {
 	// kernel refuses the namespace (MountNamespace false), they are not
 	// carved out and only Landlock's writable roots apply.
 	ReadOnlyPaths []string `json:"readOnlyPaths,omitempty"`
+	// Protected are the protected paths that exist beneath WritableRoots,
+	// with their identity at discovery. The bubblewrap isolation binds each
+	// read-only in the command's view, and its inner stage checks, before
+	// anything runs, that each path is still that file and is read-only
+	// there (fail closed).
+	Protected []Protected `json:"protected,omitempty"`
+	// Reserved are missing paths (the top-level `.git` of a workspace
+	// root) that the bubblewrap isolation masks with an empty read-only
+	// tmpfs, so the command cannot create them; the mount point bubblewrap
+	// makes on disk is removed after the command (see RunBwrap).
+	Reserved []string `json:"reserved,omitempty"`
+	// Limits are the resource caps the inner stage applies as rlimits
+	// (where no cgroup carries them).
+	Limits RLimits `json:"limits"`
+}
+
+// Protected is one protected path and its identity (lstat) when found.
+type Protected struct {
+	Path string `json:"path"`
+	Dev  uint64 `json:"dev"`
+	Ino  uint64 `json:"ino"`
+}
+
+// RLimits are per-process resource limits set by the inner stage before it
+// starts the shell; 0 leaves a limit as inherited.
+type RLimits struct {
+	// Data caps each process's data segment and private writable
+	// mappings (RLIMIT_DATA), in bytes.
+	Data uint64 `json:"data,omitempty"`
+	// Procs caps the processes of the command's user in its own user
+	// namespace (RLIMIT_NPROC): its whole tree, since each command gets a
+	// fresh namespace. The kernel never applies it to uid 0.
+	Procs uint64 `json:"procs,omitempty"`
 }
 
 // DevicePaths are the character devices a confined command may always

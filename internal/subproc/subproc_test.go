@@ -46,7 +46,7 @@ func run(ctx context.Context, t *testing.T, spec subproc.Spec) (subproc.Outcome,
 	if spec.Env == nil {
 		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	}
-	out, err := subproc.Run(ctx, self(t), spec, 0, 1<<20)
+	out, err := subproc.Run(ctx, helperProgram(t), spec, 0, 1<<20)
 	require.NoError(t, err)
 	return out, out.Stdout.String(), out.Stderr.String()
 }
@@ -135,7 +135,7 @@ func TestStopBeforeTheHelperIsReady(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // the stop reaches the helper at once, most likely before it can catch it
-	out, err := subproc.Run(ctx, self(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100)
+	out, err := subproc.Run(ctx, helperProgram(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100)
 	require.NoError(t, err)
 	assert.True(t, out.Status.Stopped)
 	assert.True(t, out.Cancelled)
@@ -289,4 +289,12 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 		_, _ = c2.Write([]byte{b})
 	}
 	assert.Equal(t, "01234\n[... 6 bytes cut ...]\nBCDEF", c2.String())
+}
+
+// helperProgram is the test binary opened as the helper program.
+func helperProgram(t *testing.T) *subproc.Program {
+	t.Helper()
+	p, err := subproc.OpenProgram(self(t))
+	require.NoError(t, err)
+	return p
 }

@@ -19,17 +19,34 @@ import (
 
 // Runner runs commands unconfined. It is safe for concurrent use.
 type Runner struct {
-	cfg exec.Config
+	cfg    exec.Config
+	helper *subproc.Program
 }
 
 // New returns the plain runner for cfg. Errors: a negative OutputLimit; the
-// running executable cannot be found (when cfg.Helper is empty).
+// running executable cannot be found or opened (when cfg.Helper is empty),
+// or cfg.Helper is not an executable file. The helper is opened once, here,
+// and run by descriptor from then on.
 func New(cfg exec.Config) (*Runner, error) {
 	cfg, err := Validate(cfg)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg}, nil
+	helper, err := OpenHelper(cfg)
+	if err != nil {
+		return nil, err
+	}
+	return &Runner{cfg: cfg, helper: helper}, nil
+}
+
+// OpenHelper opens the helper program of cfg (validated) for execution by
+// descriptor. Errors: *exec.Error with CodeInvalidRequest naming the file.
+func OpenHelper(cfg exec.Config) (*subproc.Program, error) {
+	p, err := subproc.OpenProgram(cfg.Helper)
+	if err != nil {
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: the command helper: " + err.Error()}
+	}
+	return p, nil
 }
 
 // Validate returns cfg with defaults applied: OutputLimit, and Helper as the
@@ -64,7 +81,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if err := Check(req); err != nil {
 		return exec.Result{}, err
 	}
-	return RunSpec(ctx, r.cfg, req, nil)
+	return RunSpec(ctx, r.helper, r.cfg, req, nil)
 }
 
 // Check validates the parts of req every runner needs: a non-blank command
@@ -83,13 +100,20 @@ func Check(req exec.Request) error {
 	return nil
 }
 
-// RunSpec runs req through the helper of cfg (validated) with confine (nil:
-// unconfined) and maps the outcome. It is the one runner core, shared with
-// execsandbox.
-func RunSpec(ctx context.Context, cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
-	out, err := subproc.Run(ctx, cfg.Helper, subproc.Spec{
+// RunSpec runs req through helper with the options of cfg (validated) and
+// confine (nil: unconfined) and maps the outcome. It is the helper-based
+// runner core, shared with execsandbox's Landlock isolation.
+func RunSpec(ctx context.Context, helper *subproc.Program, cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
+	out, err := subproc.Run(ctx, helper, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: exec.Environ(cfg.Env, os.Getenv), Confine: confine,
 	}, req.Timeout, cfg.OutputLimit)
+	return Result(out, err)
+}
+
+// Result maps a subproc outcome to the runner's result: an error starting
+// the run, or a command that did not start, is an *exec.Error with
+// CodeStartFailed.
+func Result(out subproc.Outcome, err error) (exec.Result, error) {
 	if err != nil {
 		return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: err.Error()}
 	}

@@ -1,14 +1,17 @@
-// Package execsandbox is the confining command runner: every command runs in
-// a helper process that restricts itself by the call's sandbox policy before
-// it starts `/bin/sh -c COMMAND`. Writes are allowed only beneath the
-// policy's writable roots (sandbox.WritableRoots with the policy service's
-// Roots: the same set the file fence uses) by a Landlock domain, minus the
-// protected paths that exist there (read-only bind mounts in a private
-// mount namespace, where the kernel allows one); new network
-// sockets and Unix sockets are refused by a seccomp filter unless
-// configured; under danger-full-access the command runs unconfined. Where
-// Landlock is missing, confined commands are refused, never run unconfined.
-// See README.md for what it does not confine.
+// Package execsandbox is the confining command runner. Under read-only and
+// workspace-write every command runs in a world built by bubblewrap (the
+// default isolation): `/` read-only, the policy's writable roots
+// (sandbox.WritableRoots with the policy service's Roots: the set the file
+// fence uses) read-write, the protected paths that exist there read-only, a
+// missing top-level `.git` of each workspace root reserved, a fresh /dev and
+// /proc in its own PID namespace, private IPC and UTS, loopback-only
+// networking unless allowed, a new session and no capabilities; beneath it
+// the inner stage adds Landlock, seccomp and resource limits. A root server
+// runs commands as the workspace owner. Under danger-full-access a command
+// runs unconfined. Where bubblewrap is missing or cannot start, confined
+// commands are refused, never run unconfined; IsolationLandlock keeps the
+// older Landlock-and-seccomp runner for such hosts. See README.md for the
+// threat model.
 package execsandbox
 
 import (
@@ -24,14 +27,44 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
+// Isolations (Config.Isolation).
+const (
+	// IsolationBwrap builds each command's world with bubblewrap, with
+	// Landlock and seccomp beneath (the default).
+	IsolationBwrap = "bwrap"
+	// IsolationLandlock runs commands under Landlock and seccomp only,
+	// for hosts without bubblewrap; see README.md for what it does not
+	// cover.
+	IsolationLandlock = "landlock"
+)
+
+// Default per-command limits (Config.Memory, Config.Pids).
+const (
+	// DefaultMemory is the default memory cap of a command, in bytes: the
+	// whole tree's under a cgroup, each process's data under rlimits.
+	DefaultMemory = 2 << 30
+	// DefaultPids is the default cap on a command's processes.
+	DefaultPids = 512
+)
+
 // Config is what the confinement permits beyond the writable roots.
 type Config struct {
 	// Network permits new non-Unix sockets (TCP, UDP, ...) in read-only
-	// and workspace-write (--network allow).
+	// and workspace-write (--network allow); without it a command has a
+	// network namespace of its own with loopback only.
 	Network bool `yaml:"network" json:"network"`
 	// UnixSockets permits new Unix sockets, and so connecting to any
 	// pathname Unix socket the process can reach (--unix-sockets allow).
 	UnixSockets bool `yaml:"unixSockets" json:"unixSockets"`
+	// Isolation is IsolationBwrap ("" means it) or IsolationLandlock
+	// (--exec-isolation).
+	Isolation string `yaml:"isolation" json:"isolation"`
+	// Memory caps a command's memory in bytes (--exec-memory); 0 means
+	// DefaultMemory, -1 no cap.
+	Memory int64 `yaml:"memory" json:"memory"`
+	// Pids caps a command's processes (--exec-pids); 0 means DefaultPids,
+	// -1 no cap.
+	Pids int64 `yaml:"pids" json:"pids"`
 }
 
 // Runner confines each command by its request's policy. It is safe for
@@ -40,19 +73,44 @@ type Runner struct {
 	cfg    Config
 	run    exec.Config
 	policy *sandboxpolicy.Service
+	// helper is the harness binary, opened once: the helper of the
+	// unconfined and Landlock runs, and bubblewrap's inner stage.
+	helper *subproc.Program
+	// bwrap is the bubblewrap isolation's state (nil under
+	// IsolationLandlock).
+	bwrap *bwrapIsolation
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
-// runner config (see execlocal.Validate).
+// runner config (see execlocal.Validate); an unknown isolation; a memory or
+// process cap below -1. A missing bubblewrap is not an error here: confined
+// commands are refused with the reason (see Run).
 func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, error) {
 	if policy == nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: a sandboxpolicy.Service is required"}
+	}
+	switch {
+	case cfg.Isolation != "" && cfg.Isolation != IsolationBwrap && cfg.Isolation != IsolationLandlock:
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf("execsandbox: isolation %q is not %s or %s", cfg.Isolation, IsolationBwrap, IsolationLandlock)}
+	case cfg.Memory < -1 || cfg.Pids < -1:
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: memory and pids caps are positive, 0 for the default or -1 for none"}
+	}
+	if cfg.Isolation == "" {
+		cfg.Isolation = IsolationBwrap
 	}
 	run, err := execlocal.Validate(run)
 	if err != nil {
 		return nil, err
 	}
-	return &Runner{cfg: cfg, run: run, policy: policy}, nil
+	helper, err := execlocal.OpenHelper(run)
+	if err != nil {
+		return nil, err
+	}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper}
+	if cfg.Isolation == IsolationBwrap {
+		r.bwrap = newBwrapIsolation(helper, policy)
+	}
+	return r, nil
 }
 
 // Confines reports true.
@@ -60,8 +118,12 @@ func (r *Runner) Confines() bool { return true }
 
 // Run runs req confined by req.Policy (see exec.Runner). A request without a
 // policy, or with an unknown mode, is refused (fail closed); under read-only
-// and workspace-write a kernel without Landlock refuses the command with
-// exec.CodeUnavailable.
+// and workspace-write, a host where the isolation cannot work (bubblewrap
+// missing or unable to start; Landlock missing) refuses the command with
+// exec.CodeUnavailable and the remedy; a workdir at or beneath a protected
+// path is refused with exec.CodeInvalidRequest; protected paths that cannot
+// all be found within the call's deadline and budget refuse the command
+// with exec.CodeUnavailable naming where.
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
@@ -70,23 +132,25 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		// Fail closed: no policy, no command.
 		return exec.Result{}, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: the command has no valid sandbox policy"}
 	}
-	conf := r.confinement(*req.Policy)
-	if conf != nil && subproc.Probe().LandlockABI < 1 {
+	if req.Policy.Mode == sandbox.DangerFullAccess {
+		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+	}
+	if subproc.Probe().LandlockABI < 1 {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable here: %v; only %s runs commands without the sandbox", req.Policy.Mode, subproc.ErrNoLandlock, sandbox.DangerFullAccess)}
 	}
-	return execlocal.RunSpec(ctx, r.run, req, conf)
+	if r.bwrap != nil {
+		return r.bwrap.run(ctx, r.cfg, r.run, req)
+	}
+	return execlocal.RunSpec(ctx, r.helper, r.run, req, r.landlockConfinement(*req.Policy))
 }
 
-// confinement returns what a command under policy is confined to: nil (none)
-// under danger-full-access; else writes beneath WritableRoots(policy) only
-// (none at all in read-only), minus the protected paths that exist inside
-// them (read-only bind mounts where the kernel allows a mount namespace),
-// and the configured network and Unix sockets.
-func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *subproc.Confinement {
-	if policy.Mode == sandbox.DangerFullAccess {
-		return nil
-	}
+// landlockConfinement is what a command is confined to under
+// IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
+// in read-only), minus the protected paths that exist inside them
+// (read-only bind mounts where the kernel allows a mount namespace), and
+// the configured network and Unix sockets.
+func (r *Runner) landlockConfinement(policy sandbox.ExecutionPolicy) *subproc.Confinement {
 	roots := sandbox.WritableRoots(policy, r.policy.Roots())
 	return &subproc.Confinement{
 		WritableRoots: roots,

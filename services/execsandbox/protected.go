@@ -6,7 +6,9 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -100,4 +102,19 @@ func gitdirOf(file, root string) (string, bool) {
 		return "", false
 	}
 	return target, true
+}
+
+// protectedIn returns the protected paths that exist inside roots with
+// their identity, for the bubblewrap isolation.
+func protectedIn(protect sandbox.ProtectedPaths, roots []string) ([]subproc.Protected, error) {
+	paths := existingProtected(protect, roots)
+	out := make([]subproc.Protected, 0, len(paths))
+	for _, p := range paths {
+		var st syscall.Stat_t
+		if err := syscall.Lstat(p, &st); err != nil {
+			continue
+		}
+		out = append(out, subproc.Protected{Path: p, Dev: st.Dev, Ino: st.Ino})
+	}
+	return out, nil
 }

@@ -3,6 +3,7 @@ package toolexec_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -145,34 +146,49 @@ func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 
 func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
 	w := newWorld(t, sandbox.WorkspaceWrite)
-	for _, confined := range []bool{true, false} {
+	for i, confined := range []bool{true, false} {
 		if confined && subproc.Probe().LandlockABI < 1 {
 			continue
 		}
 		t.Run("confined="+strconv.FormatBool(confined), func(t *testing.T) {
-			pids := filepath.Join(w.ws, "pids-"+strconv.FormatBool(confined))
+			// A duration no other process uses names the sleepers on the
+			// host, whatever PID namespace they ran in.
+			token := fmt.Sprintf("300.%d%d", os.Getpid(), i)
+			started := filepath.Join(w.ws, "started-"+strconv.FormatBool(confined))
 			start := time.Now()
 			res := call(t, w.tool(t, confined, sandboxpolicy.Rejected), w.sess, map[string]any{
-				"command":    `setsid sh -c 'echo $$ >> ` + pids + `; exec sleep 300' & sh -c 'echo $$ >> ` + pids + `; exec sleep 300' & sleep 300`,
+				"command": `setsid sh -c 'echo a >> ` + started + `; exec sleep ` + token + `' & sh -c 'echo b >> ` + started +
+					`; exec sleep ` + token + `' & sleep 300`,
 				"timeout_ms": 4000,
 			})
 			assert.Less(t, time.Since(start), time.Minute)
 			require.True(t, res.IsError)
 			assert.Equal(t, toolexec.CodeTimedOut, res.Code)
 			assert.True(t, res.Value.(toolexec.Value).TimedOut)
-			b, err := os.ReadFile(pids)
+			b, err := os.ReadFile(started)
 			require.NoError(t, err)
-			fields := strings.Fields(string(b))
-			require.Len(t, fields, 2, "both sleepers started before the timeout")
-			for _, f := range fields {
-				_, err := os.Stat("/proc/" + f)
-				if err == nil {
-					stat, _ := os.ReadFile("/proc/" + f + "/stat")
-					assert.Contains(t, string(stat), ") Z", "pid %s survived the timeout", f)
-				}
-			}
+			require.Len(t, strings.Fields(string(b)), 2, "both sleepers started before the timeout")
+			assert.Empty(t, processesWith("sleep\x00"+token), "a sleeper survived the timeout")
 		})
 	}
+}
+
+// processesWith returns the live, non-zombie host pids whose command line
+// contains arg (NUL-separated arguments, written with \x00).
+func processesWith(arg string) []string {
+	want := strings.ReplaceAll(arg, "\\x00", "\x00")
+	entries, _ := os.ReadDir("/proc")
+	var out []string
+	for _, e := range entries {
+		cmdline, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err != nil || !strings.Contains(string(cmdline), want) {
+			continue
+		}
+		if stat, err := os.ReadFile("/proc/" + e.Name() + "/stat"); err == nil && !strings.Contains(string(stat), ") Z") {
+			out = append(out, e.Name())
+		}
+	}
+	return out
 }
 
 func TestArguments(t *testing.T) {

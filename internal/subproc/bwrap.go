@@ -1,0 +1,418 @@
+package subproc
+
+import (
+	"cmp"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// Bwrap is the bubblewrap isolation: each command runs in a world built by
+// bubblewrap (a read-only view of `/` with the writable roots bound
+// read-write and the protected paths read-only, a fresh /dev and /proc, its
+// own user, PID, IPC and UTS namespaces, loopback-only networking unless
+// allowed, a new session, no capabilities), where the inner stage (the
+// harness binary again) adds Landlock, seccomp and rlimits and runs
+// `/bin/sh -c`. Both executables are held open and run by descriptor.
+type Bwrap struct {
+	// Exe is the bwrap executable.
+	Exe *Program
+	// Stage is the binary run as the inner stage inside the view: one
+	// whose main calls Main first when IsHelper(os.Args).
+	Stage *Program
+	// Credential, when set, is the user bwrap runs as (a root server runs
+	// commands as the workspace owner); nil runs it as the server's user.
+	Credential *syscall.Credential
+}
+
+// bwrapStage is the helper's second argument for the inner stage of the
+// bubblewrap isolation.
+const bwrapStage = "stage"
+
+// Descriptors of bwrap and the inner stage, set up by RunBwrap: the spec
+// and the status pipe are the stage's (specFD, statusFD); bwrap writes its
+// info document to bwrapInfoFD; the two programs sit above.
+const (
+	bwrapInfoFD  = 5
+	bwrapStageFD = 6
+	bwrapExeFD   = 7
+)
+
+// bwrapArgs returns bwrap's arguments for confinement c: the view, then the
+// inner stage as the command. Writable roots missing at run time grant
+// nothing (--bind-try); roots at or beneath /dev or /proc are not bound
+// (the fresh ones stand).
+func bwrapArgs(c *Confinement) []string {
+	args := []string{
+		"--die-with-parent", "--new-session",
+		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
+		"--cap-drop", "ALL",
+		"--ro-bind", "/", "/",
+		"--dev", "/dev",
+		"--proc", "/proc",
+		"--tmpfs", "/dev/shm",
+	}
+	if !c.Network {
+		args = append(args, "--unshare-net")
+	}
+	roots := slices.Clone(c.WritableRoots)
+	// Parents before what they hold, so a nested root's bind is not
+	// hidden by its parent's.
+	slices.SortFunc(roots, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	for _, r := range roots {
+		if beneath(r, "/dev") || beneath(r, "/proc") {
+			continue
+		}
+		args = append(args, "--bind-try", r, r)
+	}
+	for _, p := range c.Protected {
+		args = append(args, "--ro-bind", p.Path, p.Path)
+	}
+	for _, p := range c.Reserved {
+		args = append(args, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
+	}
+	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD),
+		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
+}
+
+// beneath reports whether p is dir or lies beneath it.
+func beneath(p, dir string) bool {
+	return p == dir || strings.HasPrefix(p, dir+"/")
+}
+
+// reservations counts the commands running with each reserved path, so the
+// mount point bubblewrap made for it is removed only after the last one.
+var reservations = struct {
+	sync.Mutex
+	n map[string]int
+}{n: map[string]int{}}
+
+func reserve(paths []string) {
+	reservations.Lock()
+	defer reservations.Unlock()
+	for _, p := range paths {
+		reservations.n[p]++
+	}
+}
+
+// release drops this command's reservations and removes each mount point
+// no other command holds, when it is still an empty directory (what
+// bubblewrap made; anything else someone put there is left alone).
+func release(paths []string) {
+	reservations.Lock()
+	defer reservations.Unlock()
+	for _, p := range paths {
+		reservations.n[p]--
+		if reservations.n[p] > 0 {
+			continue
+		}
+		delete(reservations.n, p)
+		_ = unix.Rmdir(p) // ENOTEMPTY, ENOENT: not ours to remove
+	}
+}
+
+// RunBwrap runs spec (spec.Confine required) in bubblewrap with at most
+// outputLimit bytes kept of each of stdout and stderr, until the command
+// ends, timeout passes (0: none) or ctx is done. Before the inner stage gets
+// its spec (so before anything of the command runs), placed, when not nil,
+// is called with the host pid of the sandbox's init (a cgroup takes it
+// there); an error from it stops the run. On a stop the sandbox's init is
+// killed, which ends its whole PID namespace, and RunBwrap returns once
+// bwrap has seen it end; Status.Survivors is 1 when that could not be
+// confirmed within killGrace.
+//
+// Errors: bwrap could not be started, or ended without a status from the
+// stage for a reason other than a stop (Status.Error then says why, from
+// bwrap's own message).
+func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error) (Outcome, error) {
+	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
+	if spec.Confine == nil {
+		return out, errors.New("the bubblewrap isolation needs a confinement")
+	}
+	runCtx := ctx
+	if timeout > 0 {
+		var cancel context.CancelFunc
+		runCtx, cancel = context.WithTimeout(ctx, timeout)
+		defer cancel()
+	}
+	reserve(spec.Confine.Reserved)
+	defer release(spec.Confine.Reserved)
+	st, d, err := runBwrap(runCtx, b, spec, out.Stdout, out.Stderr, placed)
+	out.Status, out.Duration = st, d
+	if st.Stopped {
+		out.Cancelled = ctx.Err() != nil
+		out.TimedOut = !out.Cancelled
+	}
+	return out, err
+}
+
+// pipes are the descriptors RunBwrap hands to bwrap, its ends closed after
+// the start.
+type pipes struct {
+	specR, specW, statusR, statusW, infoR, infoW *os.File
+}
+
+func newPipes() (*pipes, error) {
+	var p pipes
+	var err error
+	if p.specR, p.specW, err = os.Pipe(); err != nil {
+		return nil, err
+	}
+	if p.statusR, p.statusW, err = os.Pipe(); err != nil {
+		p.close()
+		return nil, err
+	}
+	if p.infoR, p.infoW, err = os.Pipe(); err != nil {
+		p.close()
+		return nil, err
+	}
+	return &p, nil
+}
+
+func (p *pipes) close() {
+	for _, f := range []*os.File{p.specR, p.specW, p.statusR, p.statusW, p.infoR, p.infoW} {
+		if f != nil {
+			_ = f.Close()
+		}
+	}
+}
+
+func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, placed func(int) error) (Status, time.Duration, error) {
+	p, err := newPipes()
+	if err != nil {
+		return Status{}, 0, err
+	}
+	defer p.close()
+	cmd := &exec.Cmd{
+		Path:   execPath(bwrapExeFD),
+		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine)...),
+		Env:    []string{},
+		Dir:    "/",
+		Stdout: stdout, Stderr: stderr,
+		// fds 3..7, in the order of the constants above.
+		ExtraFiles: []*os.File{p.specR, p.statusW, p.infoW, b.Stage.f, b.Exe.f},
+		SysProcAttr: &syscall.SysProcAttr{
+			Setpgid:    true,
+			Pdeathsig:  syscall.SIGKILL,
+			Credential: b.Credential,
+		},
+		WaitDelay: killGrace,
+	}
+	started := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Status{}, 0, fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
+	}
+	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
+		_ = f.Close()
+	}
+	p.specR, p.statusW, p.infoW = nil, nil, nil
+
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	info := make(chan int, 1)
+	go func() { info <- readChildPid(p.infoR) }()
+
+	var (
+		waitErr error
+		exited  bool
+		init    *initProcess
+	)
+	// The sandbox's init, before the stage may start anything.
+	select {
+	case pid := <-info:
+		if pid > 0 {
+			init = openInit(pid)
+		} else {
+			// bwrap ended (or is ending) without making the sandbox.
+			waitErr, exited = <-done, true
+		}
+	case waitErr = <-done:
+		exited = true
+	case <-ctx.Done():
+	}
+	var startErr error
+	switch {
+	case exited:
+	case ctx.Err() != nil:
+	case init == nil:
+		startErr = errors.New("bubblewrap did not report its sandbox")
+	case placed != nil:
+		startErr = placed(init.pid)
+	}
+	if !exited && ctx.Err() == nil && startErr == nil {
+		encErr := json.NewEncoder(p.specW).Encode(spec)
+		_ = p.specW.Close()
+		p.specW = nil
+		if encErr != nil {
+			startErr = fmt.Errorf("send the command to the sandbox: %w", encErr)
+		}
+	}
+	stopped := false
+	if !exited {
+		if startErr == nil {
+			select {
+			case waitErr = <-done:
+				exited = true
+			case <-ctx.Done():
+			}
+		}
+		if !exited {
+			stopped = startErr == nil
+			if !stopConfirmed(init, cmd, done, &waitErr) {
+				init.close()
+				return Status{Stopped: stopped, ExitCode: -1, Signal: "SIGKILL", Survivors: 1,
+					Error: "the sandbox did not end within " + killGrace.String() + " of being killed"}, time.Since(started), startErr
+			}
+		}
+	}
+	init.close()
+	d := time.Since(started)
+	if startErr != nil {
+		return Status{Error: startErr.Error()}, d, nil
+	}
+	if st, ok := lastStatus(p.statusR); ok {
+		if stopped {
+			st.Stopped = true
+		}
+		return st, d, nil
+	}
+	if stopped {
+		// Killed before the stage could report: its whole namespace is
+		// gone (bwrap saw the init end).
+		return Status{Stopped: true, ExitCode: -1, Signal: "SIGKILL"}, d, nil
+	}
+	// bwrap failed before the stage ran: its message is on stderr.
+	msg := strings.TrimSpace(stderr.String())
+	if msg == "" && waitErr != nil {
+		msg = waitErr.Error()
+	}
+	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
+}
+
+// stopConfirmed kills the sandbox (its init, which ends the PID namespace,
+// and bwrap) and waits for bwrap to exit, which it does only once the init,
+// and so every process of the namespace, is gone. It reports false when
+// bwrap had not exited within killGrace.
+func stopConfirmed(init *initProcess, cmd *exec.Cmd, done <-chan error, waitErr *error) bool {
+	if init != nil {
+		init.kill()
+	} else {
+		// No init yet: bwrap has not made the sandbox, or failed to.
+		_ = cmd.Process.Kill()
+	}
+	select {
+	case *waitErr = <-done:
+		return true
+	case <-time.After(killGrace):
+		_ = cmd.Process.Kill()
+		*waitErr = <-done
+		return false
+	}
+}
+
+// lastStatus decodes the stage's status documents (one when the shell
+// started, one when it ended) and returns the last.
+func lastStatus(r io.Reader) (Status, bool) {
+	dec := json.NewDecoder(r)
+	var last Status
+	ok := false
+	for {
+		var st Status
+		if dec.Decode(&st) != nil {
+			return last, ok
+		}
+		last, ok = st, true
+	}
+}
+
+// readChildPid reads bwrap's info document ({"child-pid": N}) and returns
+// N, or 0 when bwrap ended without one.
+func readChildPid(r io.Reader) int {
+	var doc struct {
+		ChildPid int `json:"child-pid"`
+	}
+	if err := json.NewDecoder(r).Decode(&doc); err != nil {
+		return 0
+	}
+	return doc.ChildPid
+}
+
+// initProcess is the sandbox's init, held by a pidfd so a kill never
+// reaches a process that reused its pid.
+type initProcess struct {
+	pid   int
+	pidfd int
+}
+
+func openInit(pid int) *initProcess {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		fd = -1
+	}
+	return &initProcess{pid: pid, pidfd: fd}
+}
+
+func (p *initProcess) kill() {
+	if p.pidfd >= 0 {
+		_ = unix.PidfdSendSignal(p.pidfd, unix.SIGKILL, nil, 0)
+		return
+	}
+	_ = unix.Kill(p.pid, unix.SIGKILL)
+}
+
+func (p *initProcess) close() {
+	if p != nil && p.pidfd >= 0 {
+		_ = unix.Close(p.pidfd)
+		p.pidfd = -1
+	}
+}
+
+// SandboxNotStarted begins Status.Error when bwrap failed before the inner
+// stage ran (its own message follows).
+const SandboxNotStarted = "the sandbox did not start"
+
+// ProbeBwrap starts exe once with the namespaces RunBwrap asks for, running
+// `true`, and returns its error output when it fails (no unprivileged user
+// namespaces, an AppArmor rule for bwrap, ...).
+func ProbeBwrap(exe *Program) error {
+	cmd := &exec.Cmd{
+		Path: execPath(3),
+		Args: []string{"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+			"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"},
+		Env: []string{}, Dir: "/",
+		ExtraFiles:  []*os.File{exe.f},
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
+	}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		if msg := strings.TrimSpace(string(out)); msg != "" {
+			return errors.New(msg)
+		}
+		return err
+	}
+	return nil
+}
+
+// ReservedGit returns the path of root's top-level `.git` when none exists
+// (lstat), so a command cannot create one (Confinement.Reserved); "" when
+// something is there.
+func ReservedGit(root string) string {
+	p := filepath.Join(root, ".git")
+	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
+		return p
+	}
+	return ""
+}

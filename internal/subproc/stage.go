@@ -1,0 +1,131 @@
+package subproc
+
+import (
+	"encoding/json"
+	"fmt"
+	"math"
+	"os"
+
+	"golang.org/x/sys/unix"
+)
+
+// stageMain is the inner stage of the bubblewrap isolation, run by bwrap as
+// the sandbox's command with the spec on descriptor 3 and the status pipe on
+// 4. It checks the view, restricts itself (rlimits, Landlock, seccomp),
+// starts `/bin/sh -c` in the workdir and waits for it, writing a first
+// status when the shell has started and the final one when it has ended. It
+// returns 0 when the final status was written, 125 otherwise.
+func stageMain() int {
+	// Everything bwrap passed on (the programs, the info pipe) closes at
+	// the next exec; the stage keeps only what it reads and writes.
+	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
+	f := os.NewFile(statusFD, "status")
+	if f == nil {
+		return 125
+	}
+	enc := json.NewEncoder(f)
+	st := stage(func(started Status) { _ = enc.Encode(started) })
+	if enc.Encode(st) != nil {
+		return 125
+	}
+	return 0
+}
+
+// stage runs the command and returns its status; started is called once the
+// shell runs.
+func stage(started func(Status)) Status {
+	f := os.NewFile(specFD, "spec")
+	var spec Spec
+	if f == nil || json.NewDecoder(f).Decode(&spec) != nil || spec.Confine == nil {
+		return Status{Error: "the sandbox's stage could not read its spec"}
+	}
+	_ = f.Close()
+	if err := checkView(spec.Confine); err != nil {
+		// Fail closed: a view that is not what was asked for runs nothing.
+		return Status{Error: err.Error()}
+	}
+	if err := setLimits(spec.Confine.Limits); err != nil {
+		return Status{Error: err.Error()}
+	}
+	if err := confine(*spec.Confine); err != nil {
+		return Status{Error: err.Error()}
+	}
+	// Entered inside the finished view, so a workdir cannot be a way
+	// around it.
+	if err := os.Chdir(spec.Dir); err != nil {
+		return Status{Error: "cannot enter the workdir: " + err.Error()}
+	}
+	proc, err := os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
+		Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+	})
+	if err != nil {
+		return Status{Error: "cannot start " + shell + ": " + err.Error()}
+	}
+	started(Status{Started: true, ExitCode: -1, Signal: "SIGKILL", Error: "the command's stage was killed before the command ended"})
+	ps, err := proc.Wait()
+	if err != nil {
+		return Status{Started: true, ExitCode: -1, Error: "waiting for the command: " + err.Error()}
+	}
+	st := Status{Started: true, ExitCode: ps.ExitCode()}
+	if ws, ok := ps.Sys().(unix.WaitStatus); ok && ws.Signaled() {
+		st.ExitCode, st.Signal = -1, unix.SignalName(ws.Signal())
+	}
+	return st
+}
+
+// checkView verifies, inside the finished view, that every protected path
+// is still the file that was found (device and inode, without following a
+// final symlink) and lies on a read-only mount, and that every reserved
+// path is a read-only mount.
+func checkView(c *Confinement) error {
+	for _, p := range c.Protected {
+		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
+			return uint64(st.Dev) == p.Dev && st.Ino == p.Ino //nolint:unconvert // Dev is uint64 on most arches only
+		}); err != nil {
+			return err
+		}
+	}
+	for _, p := range c.Reserved {
+		if err := checkReadOnly(p, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func checkReadOnly(path string, same func(*unix.Stat_t) bool) error {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return fmt.Errorf("the protected path %s changed before the command started: %w", path, err)
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil || !same(&st) {
+		return fmt.Errorf("the protected path %s changed before the command started; the command was not run", path)
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return fmt.Errorf("cannot check the protected path %s: %w", path, err)
+	}
+	if fs.Flags&unix.ST_RDONLY == 0 {
+		return fmt.Errorf("the protected path %s is not read-only in the command's view; the command was not run", path)
+	}
+	return nil
+}
+
+// setLimits applies l as rlimits (soft and hard).
+func setLimits(l RLimits) error {
+	for _, r := range []struct {
+		res  int
+		v    uint64
+		name string
+	}{{unix.RLIMIT_DATA, l.Data, "memory"}, {unix.RLIMIT_NPROC, l.Procs, "process"}} {
+		if r.v == 0 {
+			continue
+		}
+		if err := unix.Setrlimit(r.res, &unix.Rlimit{Cur: r.v, Max: r.v}); err != nil {
+			return fmt.Errorf("cannot set the %s limit: %w", r.name, err)
+		}
+	}
+	return nil
+}

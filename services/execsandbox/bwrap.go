@@ -1,0 +1,202 @@
+package execsandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// bwrapRemedy is what a user does when bubblewrap is missing or cannot
+// start.
+const bwrapRemedy = "install Debian's or Ubuntu's bubblewrap package (apt-get install bubblewrap; other distributions ship it under the same name) and allow unprivileged user namespaces, " +
+	"or run with --exec-isolation landlock (weaker: see `harness policy`); file tools work without it"
+
+// bwrapIsolation runs commands in bubblewrap. bwrap is found, opened and
+// tried once, at the first confined command.
+type bwrapIsolation struct {
+	stage  *subproc.Program
+	policy *sandboxpolicy.Service
+	exe    func() (*subproc.Program, error)
+}
+
+func newBwrapIsolation(stage *subproc.Program, policy *sandboxpolicy.Service) *bwrapIsolation {
+	b := &bwrapIsolation{stage: stage, policy: policy}
+	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
+		exe, err := findBwrap(os.Getenv("PATH"), policy.Roots())
+		if err != nil {
+			return nil, err
+		}
+		if err := subproc.ProbeBwrap(exe); err != nil {
+			return nil, fmt.Errorf("bubblewrap (%s) cannot start a sandbox here: %w", exe.Path(), err)
+		}
+		return exe, nil
+	})
+	return b
+}
+
+// findBwrap returns bwrap from the first directory of path (a PATH value)
+// that holds it and lies outside every writable root, opened for execution
+// by descriptor: a bwrap inside a writable root, or writable by anyone but
+// its owner, or owned by neither root nor this user, is never run.
+func findBwrap(path string, roots []string) (*subproc.Program, error) {
+	for dir := range strings.SplitSeq(path, ":") {
+		if dir == "" || !filepath.IsAbs(dir) {
+			continue
+		}
+		cand, err := filepath.EvalSymlinks(filepath.Join(dir, "bwrap"))
+		if err != nil {
+			continue
+		}
+		if under(cand, roots) || under(filepath.Join(dir, "bwrap"), roots) {
+			continue
+		}
+		exe, err := subproc.OpenProgram(cand)
+		if err != nil {
+			continue
+		}
+		uid, othersWrite, err := exe.Owner()
+		if err != nil || othersWrite || (uid != 0 && uid != os.Geteuid()) {
+			continue
+		}
+		return exe, nil
+	}
+	return nil, errors.New("bubblewrap (bwrap) is not installed, or only inside a writable root or writable by others")
+}
+
+// under reports whether p is one of roots or lies beneath one.
+func under(p string, roots []string) bool {
+	for _, r := range roots {
+		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (exec.Result, error) {
+	exe, err := b.exe()
+	if err != nil {
+		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
+	}
+	policy := *req.Policy
+	roots := sandbox.WritableRoots(policy, b.policy.Roots())
+	cred, env := commandUser(policy, run.Env)
+	conf := &subproc.Confinement{
+		WritableRoots: roots,
+		Network:       cfg.Network,
+		UnixSockets:   cfg.UnixSockets,
+		Limits:        rlimits(cfg),
+	}
+	if policy.Mode == sandbox.WorkspaceWrite {
+		if conf.Protected, err = protectedIn(b.policy.Protected(), roots); err != nil {
+			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error()}
+		}
+		conf.Reserved = reservedIn(policy)
+	}
+	if err := checkWorkdir(req.Workdir, conf); err != nil {
+		return exec.Result{}, err
+	}
+	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: b.stage, Credential: cred}, subproc.Spec{
+		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
+	}, req.Timeout, run.OutputLimit, nil)
+	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
+		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
+	}
+	return execlocal.Result(out, err)
+}
+
+// rlimits are the per-process caps of cfg.
+func rlimits(cfg Config) subproc.RLimits {
+	var l subproc.RLimits
+	switch {
+	case cfg.Memory == 0:
+		l.Data = DefaultMemory
+	case cfg.Memory > 0:
+		l.Data = uint64(cfg.Memory)
+	}
+	switch {
+	case cfg.Pids == 0:
+		l.Procs = DefaultPids
+	case cfg.Pids > 0:
+		l.Procs = uint64(cfg.Pids)
+	}
+	return l
+}
+
+// reservedIn returns the missing top-level `.git` of each workspace root of
+// policy: not of the temp roots, where a reserved `.git` would sit above
+// every other user's work.
+func reservedIn(policy sandbox.ExecutionPolicy) []string {
+	var out []string
+	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
+		if !sandbox.GrantableRoot(r) {
+			continue
+		}
+		if p := subproc.ReservedGit(filepath.Clean(r)); p != "" {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// checkWorkdir refuses a workdir at or beneath a protected or reserved
+// path: a command must not start inside what it may not change.
+func checkWorkdir(workdir string, c *subproc.Confinement) error {
+	wd := sandboxpolicy.CanonicalPath(workdir)
+	paths := append([]string{}, c.Reserved...)
+	for _, p := range c.Protected {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range paths {
+		if wd == p || strings.HasPrefix(wd, p+"/") {
+			return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
+				"workdir %s is at or beneath the protected path %s; commands do not start there under %s", workdir, p, sandbox.WorkspaceWrite)}
+		}
+	}
+	return nil
+}
+
+// commandUser returns the user a command runs as and its environment. A
+// server running as root runs commands as the owner of the policy's
+// workspace root (its uid and gid, no supplementary groups, HOME and USER
+// from the user database), so nothing they make belongs to root; when that
+// owner is root itself, as root inside a user namespace of its own with no
+// capability. Otherwise the server's own user.
+func commandUser(policy sandbox.ExecutionPolicy, passthrough []string) (*syscall.Credential, []string) {
+	getenv := os.Getenv
+	var cred *syscall.Credential
+	if os.Geteuid() == 0 {
+		var st syscall.Stat_t
+		if policy.WorkspaceRoot != "" && syscall.Stat(policy.WorkspaceRoot, &st) == nil && st.Uid != 0 {
+			cred = &syscall.Credential{Uid: st.Uid, Gid: st.Gid, Groups: []uint32{}}
+			home, name := "", ""
+			if u, err := user.LookupId(strconv.FormatUint(uint64(st.Uid), 10)); err == nil {
+				home, name = u.HomeDir, u.Username
+			}
+			getenv = func(n string) string {
+				switch n {
+				case "HOME":
+					return home
+				case "USER":
+					return name
+				}
+				return os.Getenv(n)
+			}
+		}
+	}
+	return cred, exec.Environ(passthrough, getenv)
+}
