@@ -22,7 +22,6 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/fixture"
-	"github.com/dsh-go/harness/internal/subproc"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -724,9 +723,15 @@ func TestRun(t *testing.T) {
 				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
 				rep.Layers, rep.ProtectedPaths = nil, nil
 				require.NotNil(t, rep.Exec)
+				require.NotNil(t, rep.Exec.Isolation)
+				iso := rep.Exec.Isolation
+				assert.Equal(t, "bwrap", iso.Kind)
+				assert.Contains(t, iso.Limits, "512 processes")
+				assert.NotEmpty(t, iso.NotCovered)
+				rep.Exec.Isolation = nil
 				assert.Equal(t, cli.ExecReport{
 					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
-					Network: "deny", UnixSockets: "deny", ProtectedCarvedOut: subproc.MountNamespace(),
+					Network: "deny", UnixSockets: "deny", ProtectedCarvedOut: iso.Unavailable == "",
 				}, *rep.Exec)
 				rep.Exec = nil
 				assert.Equal(t, cli.PolicyReport{

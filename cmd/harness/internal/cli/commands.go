@@ -23,6 +23,8 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -375,9 +377,13 @@ type ExecReport struct {
 	Network     string `json:"network"`
 	UnixSockets string `json:"unixSockets"`
 	// ProtectedCarvedOut reports whether the protected paths that exist
-	// inside the writable roots are read-only for commands (a private mount
-	// namespace with read-only bind mounts: subproc.MountNamespace).
+	// inside the writable roots are read-only for commands (bubblewrap's
+	// read-only binds, or under the Landlock isolation a private mount
+	// namespace: subproc.MountNamespace).
 	ProtectedCarvedOut bool `json:"protectedCarvedOut"`
+	// Isolation is how confined commands run (execsandbox.Runner's
+	// report); nil for the plain runner.
+	Isolation *execsandbox.Isolation `json:"isolation,omitempty"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -402,10 +408,14 @@ func policy(ctx context.Context, args []string, env Env) error {
 // resolvePolicy builds the graph of cfg and reports its policy.
 func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyReport, error) {
 	var (
-		pol  *sandboxpolicy.Service
-		fsys fs.Service
+		pol    *sandboxpolicy.Service
+		fsys   fs.Service
+		runner struct {
+			fx.In
+			Runner exec.Runner `optional:"true"`
+		}
 	)
-	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys))
+	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &runner))
 	if err != nil {
 		return PolicyReport{}, err
 	}
@@ -424,7 +434,12 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		caps := subproc.Probe()
 		rep.Exec = &ExecReport{
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
-			Network: cfg.Network, UnixSockets: cfg.UnixSockets, ProtectedCarvedOut: cfg.Exec == "sandbox" && subproc.MountNamespace(),
+			Network: cfg.Network, UnixSockets: cfg.UnixSockets,
+		}
+		if r, ok := runner.Runner.(*execsandbox.Runner); ok {
+			iso := r.Isolation()
+			rep.Exec.Isolation = &iso
+			rep.Exec.ProtectedCarvedOut = iso.Unavailable == "" && (iso.Kind == execsandbox.IsolationBwrap || subproc.MountNamespace())
 		}
 	}
 	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
@@ -488,25 +503,42 @@ func (rep PolicyReport) String() string {
 		}
 	}
 	if e := rep.Exec; e != nil {
-		_, _ = fmt.Fprintf(&b, "commands:       %s", e.Runner)
-		switch {
-		case !e.Confines:
-			b.WriteString(" (confines: no; every command runs with the server's rights)\n")
-		case e.LandlockABI < 1:
-			b.WriteString(" (Landlock missing: commands under read-only and workspace-write are refused)\n")
-		default:
-			_, _ = fmt.Fprintf(&b, " (Landlock ABI %d: writes beneath the writable roots only; network %s, Unix sockets %s", e.LandlockABI, e.Network, e.UnixSockets)
-			if !e.Seccomp {
-				b.WriteString("; seccomp missing: commands refused")
-			}
-			if e.ProtectedCarvedOut {
-				b.WriteString("; existing protected paths read-only by bind mounts, ones created later are not)\n")
-			} else {
-				b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
-			}
-		}
+		writeExec(&b, e)
 	}
 	return b.String()
+}
+
+// writeExec writes the commands: part of the policy report.
+func writeExec(b *strings.Builder, e *ExecReport) {
+	_, _ = fmt.Fprintf(b, "commands:       %s", e.Runner)
+	iso := e.Isolation
+	switch {
+	case !e.Confines:
+		b.WriteString(" (confines: no; every command runs with the server's rights)\n")
+		return
+	case iso == nil:
+		b.WriteByte('\n')
+		return
+	case iso.Unavailable != "":
+		_, _ = fmt.Fprintf(b, " (%s isolation unavailable: commands under read-only and workspace-write are refused: %s)\n", iso.Kind, iso.Unavailable)
+		return
+	case iso.Kind == execsandbox.IsolationBwrap:
+		_, _ = fmt.Fprintf(b, " (bubblewrap %s: / read-only, writable roots bound read-write, existing protected paths read-only, "+
+			"own user, PID, IPC and UTS namespaces, fresh /dev and /proc, new session, no capabilities; "+
+			"Landlock ABI %d and seccomp beneath; network %s, Unix sockets %s)\n", iso.Bwrap, e.LandlockABI, e.Network, e.UnixSockets)
+	default:
+		_, _ = fmt.Fprintf(b, " (Landlock ABI %d and seccomp only: writes beneath the writable roots only; network %s, Unix sockets %s", e.LandlockABI, e.Network, e.UnixSockets)
+		if e.ProtectedCarvedOut {
+			b.WriteString("; existing protected paths read-only by bind mounts)\n")
+		} else {
+			b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
+		}
+	}
+	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
+	b.WriteString("not confined for commands:\n")
+	for _, n := range iso.NotCovered {
+		_, _ = fmt.Fprintf(b, "  %s\n", n)
+	}
 }
 
 // writeJSON prints v as indented JSON without HTML escaping, so tool texts

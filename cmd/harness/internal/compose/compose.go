@@ -102,7 +102,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		}
 		opts = append(opts,
 			fx.Supply(exec.Config{Env: cfg.ExecEnv}),
-			fx.Supply(execsandbox.Config{Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow"}),
+			fx.Supply(execsandboxConfig(cfg)),
 			runner,
 			toolexec.Module,
 		)
@@ -166,4 +166,13 @@ func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
 		return nil, fmt.Errorf("--workspace-owner: %w", err)
 	}
 	return owner, nil
+}
+
+// execsandboxConfig is the confining runner's part of cfg (validated).
+func execsandboxConfig(cfg config.Config) execsandbox.Config {
+	mem, _ := config.ParseSize(cfg.ExecMemory) // validated
+	return execsandbox.Config{
+		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow",
+		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
+	}
 }

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -27,6 +28,9 @@ var LandlockSettings = []string{"auto", "off"}
 
 // ExecBackends are the values of --exec.
 var ExecBackends = []string{"sandbox", "local", "off"}
+
+// ExecIsolations are the values of --exec-isolation.
+var ExecIsolations = []string{"bwrap", "landlock"}
 
 // Permissions are the values of --network and --unix-sockets.
 var Permissions = []string{"deny", "allow"}
@@ -89,6 +93,16 @@ type Config struct {
 	// ExecEnv names server variables passed through to commands besides
 	// PATH, HOME, USER, LANG, TERM and TMPDIR.
 	ExecEnv []string `yaml:"exec-env"`
+	// ExecIsolation is how confined commands are isolated: "bwrap" (a
+	// bubblewrap world with Landlock and seccomp beneath, the default) or
+	// "landlock" (Landlock and seccomp only, for hosts without bubblewrap).
+	ExecIsolation string `yaml:"exec-isolation"`
+	// ExecMemory caps a command's memory: a size such as 512MiB, 2GiB or
+	// 4G (binary units), "none", or "" for the default (2GiB).
+	ExecMemory string `yaml:"exec-memory"`
+	// ExecPids caps a command's processes; 0 means the default (512), -1
+	// none.
+	ExecPids int `yaml:"exec-pids"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
@@ -132,6 +146,7 @@ func Default() Config {
 		Mode:           string(sandbox.ReadOnly),
 		Landlock:       "auto",
 		Exec:           "sandbox",
+		ExecIsolation:  "bwrap",
 		Network:        "deny",
 		UnixSockets:    "deny",
 		Durability:     string(fslocal.DurabilityFull),
@@ -242,6 +257,7 @@ func (c *Config) validateExec() error {
 		{"exec", &c.Exec, def.Exec, ExecBackends},
 		{"network", &c.Network, def.Network, Permissions},
 		{"unix-sockets", &c.UnixSockets, def.UnixSockets, Permissions},
+		{"exec-isolation", &c.ExecIsolation, def.ExecIsolation, ExecIsolations},
 	} {
 		if *f.v == "" {
 			*f.v = f.d
@@ -255,7 +271,37 @@ func (c *Config) validateExec() error {
 			return fieldErr("exec-env", "%q is not a variable name", n)
 		}
 	}
+	if _, err := ParseSize(c.ExecMemory); err != nil {
+		return fieldErr("exec-memory", "%v", err)
+	}
+	if c.ExecPids < -1 {
+		return fieldErr("exec-pids", "must be a positive number of processes, 0 for the default (512) or -1 for none")
+	}
 	return nil
+}
+
+// ParseSize returns the bytes a --exec-memory value names: "" is 0 (the
+// default), "none" is -1, else a positive integer with an optional unit K,
+// M, G or T (KiB, MiB, GiB, TiB; binary units either way) or B. Errors say
+// what is wanted.
+func ParseSize(s string) (int64, error) {
+	switch strings.TrimSpace(s) {
+	case "":
+		return 0, nil
+	case "none":
+		return -1, nil
+	}
+	v := strings.TrimSpace(s)
+	num := strings.TrimRight(v, "KMGTiBkmgtb")
+	unit := strings.ToUpper(strings.TrimSuffix(strings.TrimSuffix(v[len(num):], "B"), "b"))
+	unit = strings.TrimSuffix(strings.TrimSuffix(unit, "I"), "i")
+	n, err := strconv.ParseInt(strings.TrimSpace(num), 10, 64)
+	shift := map[string]uint{"": 0, "K": 10, "M": 20, "G": 30, "T": 40}
+	sh, ok := shift[unit]
+	if err != nil || n <= 0 || !ok || n > (1<<62)>>sh {
+		return 0, fmt.Errorf("%q is not a size: want a positive number with K, M, G or T (binary units), such as 2G or 512MiB, or none", s)
+	}
+	return n << sh, nil
 }
 
 // absPaths returns paths made absolute (a new slice: never written through

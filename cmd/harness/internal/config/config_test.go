@@ -50,7 +50,7 @@ func writeYAML(t *testing.T, text string) string {
 func TestDefault(t *testing.T) {
 	t.Run("Default is sandbox, read-only, Landlock auto, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
-			FS: "sandbox", Mode: "read-only", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny",
+			FS: "sandbox", Mode: "read-only", Landlock: "auto", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny",
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
@@ -284,7 +284,7 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Landlock: "auto", Exec: "sandbox", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
+			FS: "local", Mode: "danger-full-access", Landlock: "auto", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
@@ -308,7 +308,7 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Exec: "sandbox", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
+			FS: "local", Mode: "danger-full-access", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
@@ -569,7 +569,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
-		"writable-root", "exec", "network", "unix-sockets", "exec-env",
+		"writable-root", "exec", "network", "unix-sockets", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
 	}, names)
 	for _, name := range names {
@@ -625,4 +625,40 @@ func TestRootsTimeout(t *testing.T) {
 	require.ErrorContains(t, err, "HARNESS_ROOTS_TIMEOUT: not a duration")
 	_, err = load(t, []string{"--roots-timeout", "-1s"}, nil)
 	require.ErrorContains(t, err, "--roots-timeout: must not be negative")
+}
+
+// TestExecIsolationAndLimits (issue 22): --exec-isolation, --exec-memory and
+// --exec-pids load from flags and the environment, and a bad value is an
+// error naming the flag and what is wanted.
+func TestExecIsolationAndLimits(t *testing.T) {
+	cfg := mustLoad(t, []string{"--exec-isolation", "landlock", "--exec-memory", "512MiB", "--exec-pids", "64"}, nil)
+	assert.Equal(t, "landlock", cfg.ExecIsolation)
+	assert.Equal(t, "512MiB", cfg.ExecMemory)
+	assert.Equal(t, 64, cfg.ExecPids)
+	cfg = mustLoad(t, nil, map[string]string{"HARNESS_EXEC_MEMORY": "none", "HARNESS_EXEC_PIDS": "-1"})
+	assert.Equal(t, "none", cfg.ExecMemory)
+	assert.Equal(t, -1, cfg.ExecPids)
+
+	sizes := []struct {
+		in   string
+		want int64
+	}{{"", 0}, {"none", -1}, {"1024", 1024}, {"4K", 4 << 10}, {"512M", 512 << 20}, {"512MiB", 512 << 20}, {"2G", 2 << 30}, {"2GB", 2 << 30}, {"1T", 1 << 40}}
+	for _, c := range sizes {
+		got, err := config.ParseSize(c.in)
+		require.NoError(t, err, c.in)
+		assert.Equal(t, c.want, got, c.in)
+	}
+	for _, bad := range []string{"0", "-5", "2X", "G", "lots", "99999999999T"} {
+		_, err := config.ParseSize(bad)
+		assert.Error(t, err, bad)
+	}
+	for _, args := range [][]string{{"--exec-isolation", "docker"}, {"--exec-memory", "2X"}, {"--exec-pids", "-2"}} {
+		fs := flag.NewFlagSet("test", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		loader := config.Flags(fs, envOf(nil))
+		require.NoError(t, fs.Parse(args))
+		_, err := loader()
+		require.Error(t, err, args)
+		assert.Contains(t, err.Error(), strings.TrimPrefix(args[0], "--"))
+	}
 }

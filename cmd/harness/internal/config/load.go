@@ -54,6 +54,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
 		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
 		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
+		isolation = fs.String("exec-isolation", def.ExecIsolation, "how confined commands are isolated (`kind`): bwrap (a bubblewrap world, Landlock and seccomp beneath) or landlock (Landlock and seccomp only, for hosts without bubblewrap)")
+		execMem   = fs.String("exec-memory", "", "a confined command's memory cap (`size`, such as 512M or 4G; none: no cap; default 2G)")
+		execPids  = fs.Int("exec-pids", 0, "a confined command's process cap (`count`; -1: no cap; 0: 512)")
 		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read returns at most (0: 51200)")
@@ -103,6 +106,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
 			"exec-env":              func() { cfg.ExecEnv = execEnv },
+			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
+			"exec-memory":           func() { cfg.ExecMemory = *execMem },
+			"exec-pids":             func() { cfg.ExecPids = *execPids },
 			"read-limit":            func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length":  func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":        func() { cfg.ReadMaxBytes = *readBytes },
@@ -211,6 +217,8 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("EXEC", &cfg.Exec)
 	str("NETWORK", &cfg.Network)
 	str("UNIX_SOCKETS", &cfg.UnixSockets)
+	str("EXEC_ISOLATION", &cfg.ExecIsolation)
+	str("EXEC_MEMORY", &cfg.ExecMemory)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
@@ -236,6 +244,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
 		{"RESULT_TEXT_MAX_BYTES", &cfg.ResultTextMaxBytes},
 		{"MAX_CONCURRENT_CALLS", &cfg.MaxConcurrentCalls},
+		{"EXEC_PIDS", &cfg.ExecPids},
 	}
 	for _, i := range ints {
 		if v := lookup(i.name); v != "" {
