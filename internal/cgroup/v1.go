@@ -88,6 +88,8 @@ func openV1() (backend, error) {
 		return nil
 	}
 	memDir, pidsDir := mem.Path(memPath), pids.Path(pidsPath)
+	removeStale(memDir)
+	removeStale(pidsDir)
 	parent, err := cgroup1.New(path, &specs.LinuxResources{}, cgroup1.WithHierarchy(hierarchy), requireAll)
 	if err != nil {
 		// Best effort: a directory made before the failure, if still empty.

@@ -52,6 +52,7 @@ func openV2(mount string, need []string) (backend, error) {
 	// The parent holds no process, so it may enable controllers for the
 	// leaf groups beneath it (New enables them on the way down).
 	parentGroup := filepath.Join(cur, parentName())
+	removeStale(filepath.Join(mount, parentGroup))
 	parent, err := cgroup2.NewManager(mount, parentGroup, &cgroup2.Resources{})
 	if err != nil {
 		return nil, fmt.Errorf("cgroup v2: creating %s: %w%s", filepath.Join(mount, parentGroup), err, permissionHint(err))

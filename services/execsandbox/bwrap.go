@@ -30,10 +30,11 @@ type bwrapIsolation struct {
 	stage  *subproc.Program
 	policy *sandboxpolicy.Service
 	exe    func() (*subproc.Program, error)
+	limits *limiter
 }
 
 func newBwrapIsolation(stage *subproc.Program, policy *sandboxpolicy.Service) *bwrapIsolation {
-	b := &bwrapIsolation{stage: stage, policy: policy}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter()}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findBwrap(os.Getenv("PATH"), policy.Roots())
 		if err != nil {
@@ -99,7 +100,6 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		WritableRoots: roots,
 		Network:       cfg.Network,
 		UnixSockets:   cfg.UnixSockets,
-		Limits:        rlimits(cfg),
 	}
 	if policy.Mode == sandbox.WorkspaceWrite {
 		if conf.Protected, err = protectedIn(b.policy.Protected(), roots); err != nil {
@@ -110,9 +110,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
 		return exec.Result{}, err
 	}
+	c := b.limits.forCommand(cfg)
+	defer c.done()
+	conf.Limits = c.rlimits
 	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: b.stage, Credential: cred}, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
-	}, req.Timeout, run.OutputLimit, nil)
+	}, req.Timeout, run.OutputLimit, c.placed)
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}

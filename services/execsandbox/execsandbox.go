@@ -164,12 +164,30 @@ func (r *Runner) landlockConfinement(policy sandbox.ExecutionPolicy) *subproc.Co
 type Params struct {
 	fx.In
 
-	Config Config      `optional:"true"`
-	Run    exec.Config `optional:"true"`
-	Policy *sandboxpolicy.Service
+	Config    Config      `optional:"true"`
+	Run       exec.Config `optional:"true"`
+	Policy    *sandboxpolicy.Service
+	Lifecycle fx.Lifecycle
 }
 
-func provide(p Params) (*Runner, error) { return New(p.Config, p.Run, p.Policy) }
+func provide(p Params) (*Runner, error) {
+	r, err := New(p.Config, p.Run, p.Policy)
+	if err != nil {
+		return nil, err
+	}
+	p.Lifecycle.Append(fx.StopHook(r.Close))
+	return r, nil
+}
+
+// Close releases what the runner made for its commands (the parent cgroup
+// of their groups, where cgroups carry the caps). Commands still running
+// keep running under their own caps; call it after the last one.
+func (r *Runner) Close() error {
+	if r.bwrap == nil {
+		return nil
+	}
+	return r.bwrap.limits.close()
+}
 
 // Module provides the confining runner as exec.Runner, in place of
 // execlocal.Module. It needs a *sandboxpolicy.Service.

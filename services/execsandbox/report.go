@@ -42,6 +42,7 @@ func (r *Runner) Isolation() Isolation {
 		iso.Limits = "none"
 		return iso
 	}
+	iso.Limits = r.bwrap.limits.describe(r.cfg)
 	exe, err := r.bwrap.exe()
 	if err != nil {
 		iso.Unavailable = err.Error() + ". Remedy: " + bwrapRemedy
@@ -52,6 +53,7 @@ func (r *Runner) Isolation() Isolation {
 		"reads: a command reads everything the user it runs as can",
 		"protected paths created while a command runs (other than a workspace root's top-level .git, which is reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
+		"CPU time and disk space are not limited",
 	}
 	return iso
 }
