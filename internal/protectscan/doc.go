@@ -1,0 +1,45 @@
+// Package protectscan finds the protected paths that exist inside the
+// writable roots of a command, so the command runner can bind-mount each one
+// read-only for that command: the version-control metadata (`.git`, `.hg`,
+// `.jj`, `.svn`) at any depth, whatever else the caller's Match protects, and
+// the gitdir (and its commondir) that a `.git` file names.
+//
+// The scan is built to be run on directories an adversary filled:
+//
+//   - It never follows a symlink. Every directory is opened relative to its
+//     parent's descriptor with O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK; the root is
+//     opened once by its canonical path with openat2 RESOLVE_NO_SYMLINKS; a
+//     gitdir is opened one component at a time the same way. A symlink is
+//     never returned (a bind mount onto it would follow it).
+//   - It never opens what could block: a `.git` or `commondir` file is read
+//     (at most 4 KiB) only when fstat of its non-blocking open says it is a
+//     regular file, and it is opened only when lstat said so first.
+//   - Memory does not grow with a directory's size: directories are read with
+//     getdents into one 32 KiB buffer, and nothing is allocated for an entry
+//     that is neither a directory nor protected.
+//   - It fails closed: a scan that runs out of entries or depth (*BudgetError),
+//     out of time (the context's error) or into an unreadable directory
+//     returns an error and no entries, never a partial list, so the command
+//     is refused rather than run with a protected path left writable.
+//   - In a Shared root (a temp area other users write to) only the entries of
+//     Root.Owner count: another user's directories are not entered and their
+//     entries are ignored, and only Owner's count against the budget, so what
+//     another user plants there (a `.git -> /` symlink, a FIFO, a directory of
+//     a million files) neither changes the result nor makes the scan fail.
+//
+// A Scanner caches each directory it read (by device, inode, path and owner
+// rule, validated by mtime and ctime), so a later scan reads again only the
+// directories that changed and costs an open and an fstat for each other
+// directory; a directory modified within 2 s of its reading is always read
+// again (an entry added in the same clock tick as the reading would leave its
+// mtime unchanged).
+//
+// What it does not cover: entries created, or moved into place, during or
+// after the scan (the caller verifies each entry's identity when it mounts it,
+// and a directory that vanishes mid-scan is skipped); a tree larger than the
+// budget (refused, not scanned); a gitdir reached through a symlink (never
+// followed, so not found). Another user can still slow the scan of a Shared
+// root by filling it with entries (each costs its getdents share, a directory
+// one fstatat more), bounded by the filesystem's inode limits and by the
+// caller's deadline.
+package protectscan

@@ -1,0 +1,146 @@
+package protectscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"time"
+)
+
+// Defaults of Options.
+const (
+	// DefaultMaxEntries is the entry budget of a scan when
+	// Options.MaxEntries is 0.
+	DefaultMaxEntries = 2_000_000
+	// DefaultMaxDepth is the depth limit when Options.MaxDepth is 0.
+	DefaultMaxDepth = 64
+)
+
+// Root is one writable root to search.
+type Root struct {
+	// Path is the root's canonical absolute directory (no symlink in it).
+	Path string
+	// Shared marks a temp area other users write to (/tmp): directories not
+	// owned by Owner are not entered, and entries not owned by Owner are
+	// ignored. Only Owner's entries count against the budget: its
+	// directories and protected entries, and every entry of its
+	// directories.
+	Shared bool
+	// Owner is the uid whose entries count in a Shared root (the uid
+	// commands run as). It is unused outside a Shared root.
+	Owner int
+}
+
+// Entry is one protected path found.
+type Entry struct {
+	// Path is the entry's absolute path, the root's path joined with the
+	// names read on the way down.
+	Path string
+	// Dev and Ino are the entry's identity when the scan found it (lstat),
+	// so the command's stage can verify a bind mount covers exactly it.
+	Dev, Ino uint64
+	// Dir tells a directory; any other entry is a regular file, a FIFO, a
+	// socket or a device (a symlink is never an entry).
+	Dir bool
+}
+
+// Match reports whether rel, a clean slash-separated path relative to its
+// root (never "" or "."), is protected; isDir tells a directory. rel is only
+// valid during the call: its bytes are reused afterwards, so a Match that
+// keeps it must copy it (strings.Clone). Match must be safe for concurrent
+// use when Scans run concurrently, and must answer the same for the same
+// arguments: the cache remembers its answers.
+type Match func(rel string, isDir bool) bool
+
+// Options bound a Scanner's scans.
+type Options struct {
+	// MaxEntries is how many entries a scan may read from directories not
+	// answered from the cache (in a Shared root, only Owner's count; see
+	// Root.Shared); 0 means DefaultMaxEntries. It bounds the work of one
+	// call, not the size of the tree: a tree refused once may be accepted
+	// by a later call that finds part of it cached (what it returns is then
+	// complete all the same).
+	MaxEntries int
+	// MaxDepth is how many directory levels below a root a scan reads; a
+	// deeper directory makes the scan fail. 0 means DefaultMaxDepth.
+	MaxDepth int
+}
+
+// Scanner finds protected paths and caches the directories it read. It is
+// safe for concurrent use. Its cache holds Match's answers, so a Scanner
+// serves one predicate: give each distinct Match its own Scanner.
+type Scanner struct {
+	maxEntries int
+	maxDepth   int
+	cache      *dirCache
+	seq        atomic.Uint64
+}
+
+// New returns a Scanner bounded by o, with an empty cache.
+func New(o Options) *Scanner {
+	s := &Scanner{maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, cache: newDirCache()}
+	if s.maxEntries <= 0 {
+		s.maxEntries = DefaultMaxEntries
+	}
+	if s.maxDepth <= 0 {
+		s.maxDepth = DefaultMaxDepth
+	}
+	return s
+}
+
+// Scan returns the protected entries that exist inside roots, sorted by path
+// and each listed once: every entry match protects (topmost only: a
+// protected directory is not searched), and for a `.git` regular file the
+// directory its "gitdir:" line names and that gitdir's commondir, each when
+// it is a real directory inside one of roots. Match must protect the
+// version-control metadata names itself; Scan recognizes `.git` files only
+// among the entries match protected.
+//
+// Scan fails closed: on any error it returns no entries. Errors are
+// *BudgetError, ctx's error wrapped with the directory being read, or
+// another error naming the directory or file that could not be read. An
+// entry or directory that vanishes or turns into a symlink during the scan
+// is skipped.
+func (s *Scanner) Scan(ctx context.Context, roots []Root, match Match) ([]Entry, error) {
+	out, _, err := s.scan(ctx, roots, match)
+	return out, err
+}
+
+// scan is Scan that also returns how many entries it read from uncached
+// directories.
+func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry, int, error) {
+	if match == nil {
+		return nil, 0, errors.New("protected-path scan: no match predicate")
+	}
+	for _, r := range roots {
+		if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
+			return nil, 0, fmt.Errorf("protected-path scan: root %q is not a clean absolute path", r.Path)
+		}
+	}
+	w := &walk{
+		s:      s,
+		ctx:    ctx,
+		match:  match,
+		seq:    s.seq.Add(1),
+		readAt: time.Now().UnixNano(),
+		buf:    make([]byte, direntBufBytes),
+		found:  map[string]Entry{},
+	}
+	defer w.close()
+	if err := w.run(roots); err != nil {
+		if be, ok := errors.AsType[*BudgetError](err); ok {
+			return nil, w.entries, be
+		}
+		return nil, w.entries, fmt.Errorf("protected-path scan: %w", err)
+	}
+	out := make([]Entry, 0, len(w.found))
+	for _, e := range w.found {
+		out = append(out, e)
+	}
+	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
+	return out, w.entries, nil
+}

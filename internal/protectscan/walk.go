@@ -1,0 +1,308 @@
+package protectscan
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// dirFlags opens a directory for reading without following a symlink and
+// without blocking.
+const dirFlags = unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+
+// openedRoot is a root of the scan with its descriptor.
+type openedRoot struct {
+	Root
+	fd    int
+	owner int // Owner in a Shared root, -1 elsewhere (the cache's owner rule)
+}
+
+// walk is the state of one Scan.
+type walk struct {
+	s       *Scanner
+	ctx     context.Context
+	match   Match
+	seq     uint64 // this scan's number, for the cache's eviction
+	readAt  int64  // wall clock at the scan's start, Unix nanoseconds
+	buf     []byte // the getdents buffer
+	rel     []byte // the path given to match, reused for every entry
+	entries int    // entries read from uncached directories
+	found   map[string]Entry
+	roots   []*openedRoot
+	gitdirs []string // clean absolute paths named by `.git` files
+}
+
+// close releases the roots' descriptors.
+func (w *walk) close() {
+	for _, r := range w.roots {
+		_ = unix.Close(r.fd)
+	}
+}
+
+// run opens every root, searches each, then follows the gitdirs found.
+func (w *walk) run(roots []Root) error {
+	for _, r := range roots {
+		fd, err := openRoot(r.Path)
+		if err != nil {
+			return err
+		}
+		or := &openedRoot{Root: r, fd: fd, owner: -1}
+		if r.Shared {
+			or.owner = r.Owner
+		}
+		w.roots = append(w.roots, or)
+	}
+	for _, r := range w.roots {
+		var st unix.Stat_t
+		if err := unix.Fstat(r.fd, &st); err != nil {
+			return &os.PathError{Op: "fstat", Path: r.Path, Err: err}
+		}
+		if err := w.visit(r, r.fd, &st, r.Path, "", 0); err != nil {
+			return err
+		}
+	}
+	return w.followGitdirs()
+}
+
+// openRoot opens the canonical directory path, refusing a symlink anywhere
+// in it.
+func openRoot(path string) (int, error) {
+	how := &unix.OpenHow{Flags: dirFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	for range 64 { // EAGAIN: a concurrent rename; the kernel documents a retry
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
+			continue
+		}
+		if err != nil {
+			return -1, &os.PathError{Op: "open root", Path: path, Err: err}
+		}
+		return fd, nil
+	}
+	return -1, &os.PathError{Op: "open root", Path: path, Err: unix.EAGAIN}
+}
+
+// visit searches the directory fd (stat st) at path, rel below root r, at
+// depth levels below it: from the cache when fresh, else by reading it.
+func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, depth int) error {
+	if err := w.ctx.Err(); err != nil {
+		return fmt.Errorf("reading %s: %w", path, err)
+	}
+	key := dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}
+	l, ok := w.s.cache.get(key, st, w.seq)
+	if !ok {
+		var err error
+		if l, err = w.read(r, fd, st, path, rel); err != nil {
+			return err
+		}
+		w.s.cache.put(key, l, w.seq)
+	}
+	for i := range l.protected {
+		if err := w.protect(r, fd, path, &l.protected[i]); err != nil {
+			return err
+		}
+	}
+	if len(l.subdirs) > 0 && depth >= w.s.maxDepth {
+		return &BudgetError{Dir: filepath.Join(path, l.subdirs[0]), Entries: w.entries, Depth: w.s.maxDepth}
+	}
+	for _, name := range l.subdirs {
+		if err := w.descend(r, fd, path, rel, name, depth+1); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// descend opens the subdirectory name of dirfd (at parent, parentRel below
+// root r) and visits it. A name that vanished or is no longer a directory is
+// skipped, as is, in a Shared root, a directory of another owner.
+func (w *walk) descend(r *openedRoot, dirfd int, parent, parentRel, name string, depth int) error {
+	path := filepath.Join(parent, name)
+	fd, err := openat(dirfd, name, dirFlags)
+	if err != nil {
+		if vanished(err) || (r.Shared && !ownedDir(dirfd, name, r.Owner)) {
+			return nil
+		}
+		return &os.PathError{Op: "open", Path: path, Err: err}
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: path, Err: err}
+	}
+	if r.Shared && int(st.Uid) != r.Owner {
+		return nil
+	}
+	rel := name
+	if parentRel != "" {
+		rel = parentRel + "/" + name
+	}
+	return w.visit(r, fd, &st, path, rel, depth)
+}
+
+// ownedDir reports whether name in dirfd is, by lstat, a directory of owner.
+func ownedDir(dirfd int, name string, owner int) bool {
+	var st unix.Stat_t
+	err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+	return err == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR && int(st.Uid) == owner
+}
+
+// read reads the directory fd (stat st) at path, rel below root r, in
+// batches of the scan's buffer, and returns what it holds.
+func (w *walk) read(r *openedRoot, fd int, st *unix.Stat_t, path, rel string) (*listing, error) {
+	l := &listing{mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), readAt: w.readAt}
+	w.rel = append(w.rel[:0], rel...)
+	if rel != "" {
+		w.rel = append(w.rel, '/')
+	}
+	base := len(w.rel)
+	ownDir := !r.Shared || int(st.Uid) == r.Owner
+	for {
+		if err := w.ctx.Err(); err != nil {
+			return nil, fmt.Errorf("reading %s: %w", path, err)
+		}
+		n, err := getdents(fd, w.buf)
+		if err != nil {
+			return nil, &os.PathError{Op: "getdents", Path: path, Err: err}
+		}
+		if n <= 0 {
+			return l, nil
+		}
+		rest := w.buf[:n]
+		for {
+			d, next, ok, err := nextDirent(rest, path)
+			if err != nil {
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			rest = next
+			if skipDirent(&d) {
+				continue
+			}
+			if err := w.entry(r, fd, path, l, &d, base, ownDir); err != nil {
+				return nil, err
+			}
+		}
+	}
+}
+
+// entry takes one record d of the directory dirfd at path into l: a
+// protected entry (not a symlink) with its identity, a subdirectory by name,
+// anything else only counted. In a Shared root an entry of another owner is
+// neither taken nor counted, and an entry whose owner is not looked up (one
+// neither protected nor a directory) is counted only in a directory of Owner
+// (ownDir). w.rel[:base] is the directory's rel and a slash.
+func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *dirent, base int, ownDir bool) error {
+	var st unix.Stat_t
+	typ, stated := d.typ, false
+	if typ == unix.DT_UNKNOWN {
+		if err := unix.Fstatat(dirfd, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if vanished(err) {
+				return nil
+			}
+			return &os.PathError{Op: "lstat", Path: filepath.Join(path, string(d.name)), Err: err}
+		}
+		typ, stated = direntType(&st), true
+	}
+	w.rel = append(w.rel[:base], d.name...)
+	isDir := typ == unix.DT_DIR
+	// rel aliases w.rel, reused for the next entry: Match's contract.
+	protected := w.match(unsafe.String(&w.rel[0], len(w.rel)), isDir)
+	if !protected && !isDir {
+		if r.Shared && !ownDir { // maybe another user's: not counted
+			return nil
+		}
+		return w.count(path)
+	}
+	name := string(d.name)
+	if !protected && !r.Shared {
+		l.subdirs = append(l.subdirs, name)
+		return w.count(path)
+	}
+	// A protected entry, or a directory in a Shared root: its identity or
+	// its owner counts.
+	if !stated {
+		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if vanished(err) {
+				return nil
+			}
+			return &os.PathError{Op: "lstat", Path: filepath.Join(path, name), Err: err}
+		}
+		typ = direntType(&st)
+	}
+	if r.Shared && int(st.Uid) != r.Owner {
+		return nil
+	}
+	if err := w.count(path); err != nil {
+		return err
+	}
+	switch {
+	case protected && typ != unix.DT_LNK:
+		l.protected = append(l.protected, found{name: name, dev: st.Dev, ino: st.Ino, uid: st.Uid, typ: typ})
+	case !protected && typ == unix.DT_DIR:
+		l.subdirs = append(l.subdirs, name)
+	}
+	return nil
+}
+
+// count counts one entry read from the directory at path against the
+// budget.
+func (w *walk) count(path string) error {
+	w.entries++
+	if w.entries > w.s.maxEntries {
+		return &BudgetError{Dir: path, Entries: w.entries}
+	}
+	return nil
+}
+
+// protect records the protected entry f of the directory dirfd at path,
+// and for a `.git` regular file the gitdir its first line names.
+func (w *walk) protect(r *openedRoot, dirfd int, path string, f *found) error {
+	p := filepath.Join(path, f.name)
+	w.found[p] = Entry{Path: p, Dev: f.dev, Ino: f.ino, Dir: f.typ == unix.DT_DIR}
+	if f.name != ".git" || f.typ != unix.DT_REG {
+		return nil
+	}
+	target, ok, err := readPointer(dirfd, f.name, p, "gitdir:", r.owner)
+	if err != nil || !ok {
+		return err
+	}
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(path, target)
+	}
+	w.gitdirs = append(w.gitdirs, filepath.Clean(target))
+	return nil
+}
+
+// getdents reads the next batch of records of fd into buf, retrying EINTR.
+func getdents(fd int, buf []byte) (int, error) {
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if !errors.Is(err, unix.EINTR) {
+			return n, err
+		}
+	}
+}
+
+// openat opens name in dirfd with flags, retrying EINTR.
+func openat(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags, 0)
+		if !errors.Is(err, unix.EINTR) {
+			return fd, err
+		}
+	}
+}
+
+// vanished reports whether err says an entry is gone or changed kind since
+// it was listed: removed or renamed (ENOENT), or replaced by something that
+// is not a directory (ENOTDIR) or by a symlink (ELOOP).
+func vanished(err error) bool {
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP)
+}
