@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"syscall"
+	"time"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -31,10 +32,11 @@ type bwrapIsolation struct {
 	policy *sandboxpolicy.Service
 	exe    func() (*subproc.Program, error)
 	limits *limiter
+	finder *finder
 }
 
-func newBwrapIsolation(stage *subproc.Program, policy *sandboxpolicy.Service) *bwrapIsolation {
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter()}
+func newBwrapIsolation(stage *subproc.Program, policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findBwrap(os.Getenv("PATH"), policy.Roots())
 		if err != nil {
@@ -102,8 +104,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		UnixSockets:   cfg.UnixSockets,
 	}
 	if policy.Mode == sandbox.WorkspaceWrite {
-		if conf.Protected, err = protectedIn(b.policy.Protected(), roots); err != nil {
-			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error()}
+		uid := os.Geteuid()
+		if cred != nil {
+			uid = int(cred.Uid)
+		}
+		if conf.Protected, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uid); err != nil {
+			return exec.Result{}, err
 		}
 		conf.Reserved = reservedIn(policy)
 	}
@@ -120,6 +126,17 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}
 	return execlocal.Result(out, err)
+}
+
+// searchContext bounds the protected-path search by the call's context and
+// the command's own timeout.
+func searchContext(ctx context.Context, timeout time.Duration) context.Context {
+	if timeout <= 0 {
+		return ctx
+	}
+	c, cancel := context.WithTimeout(ctx, timeout)
+	context.AfterFunc(c, cancel)
+	return c
 }
 
 // rlimits are the per-process caps of cfg.

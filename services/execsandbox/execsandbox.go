@@ -17,6 +17,7 @@ package execsandbox
 import (
 	"context"
 	"fmt"
+	"os"
 
 	"go.uber.org/fx"
 
@@ -79,6 +80,8 @@ type Runner struct {
 	// bwrap is the bubblewrap isolation's state (nil under
 	// IsolationLandlock).
 	bwrap *bwrapIsolation
+	// finder finds the protected paths, for both isolations.
+	finder *finder
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -106,9 +109,9 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy)}
 	if cfg.Isolation == IsolationBwrap {
-		r.bwrap = newBwrapIsolation(helper, policy)
+		r.bwrap = newBwrapIsolation(helper, policy, r.finder)
 	}
 	return r, nil
 }
@@ -142,22 +145,30 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if r.bwrap != nil {
 		return r.bwrap.run(ctx, r.cfg, r.run, req)
 	}
-	return execlocal.RunSpec(ctx, r.helper, r.run, req, r.landlockConfinement(*req.Policy))
+	conf, err := r.landlockConfinement(ctx, req)
+	if err != nil {
+		return exec.Result{}, err
+	}
+	return execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
 }
 
 // landlockConfinement is what a command is confined to under
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets.
-func (r *Runner) landlockConfinement(policy sandbox.ExecutionPolicy) *subproc.Confinement {
-	roots := sandbox.WritableRoots(policy, r.policy.Roots())
-	return &subproc.Confinement{
-		WritableRoots: roots,
-		ReadOnlyPaths: existingProtected(r.policy.Protected(), roots),
-		Network:       r.cfg.Network,
-		UnixSockets:   r.cfg.UnixSockets,
+// the configured network and Unix sockets. Errors: the protected-path
+// search did not finish (see finder.find).
+func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
+	roots := sandbox.WritableRoots(*req.Policy, r.policy.Roots())
+	conf := &subproc.Confinement{WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets}
+	if req.Policy.Mode == sandbox.WorkspaceWrite {
+		found, err := r.finder.find(searchContext(ctx, req.Timeout), roots, os.Geteuid())
+		if err != nil {
+			return nil, err
+		}
+		conf.ReadOnlyPaths = paths(found)
 	}
+	return conf, nil
 }
 
 // Params are the fx inputs of Module.

@@ -103,6 +103,24 @@ func (p ProtectedPaths) Protected(rel string, isDir bool) (rule string, ok bool)
 	return "", false
 }
 
+// ProtectedEntry reports whether the entry at rel is protected when none of
+// its ancestors is: what a walk that never enters a protected directory
+// asks of each entry it meets. It decides as Protected does, and allocates
+// only when there are patterns to match.
+func (p ProtectedPaths) ProtectedEntry(rel string, isDir bool) bool {
+	if rel == "" || rel == "." {
+		return false
+	}
+	if slices.Contains(MetadataNames(), rel[strings.LastIndexByte(rel, '/')+1:]) {
+		return true
+	}
+	if len(p.parsed) == 0 {
+		return false
+	}
+	_, ok := p.match(strings.Split(rel, "/"), isDir)
+	return ok
+}
+
 // match returns the pattern that decides path, the last one that matches
 // it, when that pattern protects rather than exempts.
 func (p ProtectedPaths) match(path []string, isDir bool) (string, bool) {

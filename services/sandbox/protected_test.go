@@ -66,3 +66,25 @@ func TestNewProtectedPathsRefuses(t *testing.T) {
 		assert.Contains(t, err.Error(), "protected path pattern")
 	}
 }
+
+// TestProtectedEntryAgreesWithProtected: for an entry whose ancestors are
+// not protected, ProtectedEntry answers what Protected does.
+func TestProtectedEntryAgreesWithProtected(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths([]string{"*.pem", "secrets/", "!keep.pem", "/deploy/**"})
+	require.NoError(t, err)
+	for _, c := range []struct {
+		rel   string
+		isDir bool
+	}{
+		{".git", true}, {".git", false}, {"a/b/.hg", true}, {"x/.jj", true}, {"x/.svn", false}, {"a/key.pem", false},
+		{"keep.pem", false}, {"secrets", true}, {"secrets", false}, {"deploy/x", false}, {"src/main.go", false},
+		{"gitx", true}, {"a/.gitignore", false}, {"", true}, {".", true},
+	} {
+		_, want := p.Protected(c.rel, c.isDir)
+		assert.Equal(t, want, p.ProtectedEntry(c.rel, c.isDir), "%q dir=%v", c.rel, c.isDir)
+	}
+	none, err := sandbox.NewProtectedPaths(nil)
+	require.NoError(t, err)
+	assert.True(t, none.ProtectedEntry("a/.git", true))
+	assert.False(t, none.ProtectedEntry("a/b", true))
+}
