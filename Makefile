@@ -16,15 +16,21 @@ SHELL       := bash
 
 .DEFAULT_GOAL := build
 
-.PHONY: build lint fmt test bench fuzz clean demo e2e
+.PHONY: build lint fmt test bench fuzz clean demo e2e need-bwrap test-unprivileged
 
 ## build: compile every package; also bin/harness once cmd/harness exists.
 build:
 	$(GO) build ./...
 	if [ -d cmd/harness ]; then $(GO) build -o $(BIN) ./cmd/harness; fi
 
+## need-bwrap: install bubblewrap (bwrap, which confines commands) when it is
+## missing and make runs as root with apt-get; otherwise say in one line what
+## runs without it. Never fails.
+need-bwrap:
+	@./scripts/need-bwrap.sh
+
 ## demo: build bin/harness and run a short, real MCP session against `harness serve`.
-demo:
+demo: need-bwrap
 	$(GO) build -o $(BIN) ./cmd/harness
 	$(BIN) demo
 
@@ -40,11 +46,19 @@ fmt:
 	$(LINT) fmt ./...
 
 ## test: lint, vet, then the race-enabled test suite, uncached.
-test: lint
+test: need-bwrap lint
 	@echo "test: go vet" >&2
 	$(GO) vet ./...
 	@echo "test: the race-enabled test suite (builds with cgo: needs gcc)" >&2
 	$(GO) test -race -count=1 ./...
+
+## test-unprivileged: (root only) the runner's, the fence's and the file tools'
+## tests again, race-enabled and uncached, as an ordinary user (created when
+## missing, default harness-ci) on a copy of the working tree in its home, with
+## its own Go caches; see scripts/test-unprivileged.sh.
+test-unprivileged:
+	@echo "test-unprivileged: the runner's, the fence's and the tools' tests as the unprivileged user $${HARNESS_TEST_USER:-harness-ci}, on a copy of this tree in its home (root only)" >&2
+	GO='$(GO)' ./scripts/test-unprivileged.sh
 
 ## bench: build bin/harness; compare `harness serve` at both durability levels
 ## (--durability full and atomic, two series taking turns) with the reference

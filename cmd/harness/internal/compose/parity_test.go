@@ -1,6 +1,7 @@
 package compose_test
 
 import (
+	"fmt"
 	"net"
 	"os"
 	"path/filepath"
@@ -71,7 +72,14 @@ func parityFixture(t *testing.T) (base string, cfgFor func(sandbox.Mode) config.
 		"ws/key.pem: secret\n", "temp/", "outside/victim: old\n", "outside/target: old\n",
 		"ws/link-out => ../outside", "ws/file-link => ../outside/target")
 	require.NoError(t, os.Link(filepath.Join(base, "outside/victim"), filepath.Join(base, "ws/hard")))
-	l, err := net.Listen("unix", filepath.Join(base, "outside/sock"))
+	// Bind through a descriptor of the directory: a socket's path may hold
+	// 107 bytes, and base (t.TempDir: GOTMPDIR or TMPDIR, then up to 74 bytes
+	// of test name) makes base/outside/sock longer under a temp dir of more
+	// than 15 bytes, such as a GOTMPDIR in the user's home.
+	outside, err := os.Open(filepath.Join(base, "outside"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = outside.Close() })
+	l, err := net.Listen("unix", fmt.Sprintf("/proc/self/fd/%d/sock", outside.Fd()))
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = l.Close() })
 	return base, func(m sandbox.Mode) config.Config {
