@@ -273,8 +273,10 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 			stopped = startErr == nil
 			if !stopConfirmed(init, cmd, done, &waitErr) {
 				init.close()
-				return Status{Stopped: stopped, ExitCode: -1, Signal: "SIGKILL", Survivors: 1,
-					Error: "the sandbox did not end within " + killGrace.String() + " of being killed"}, time.Since(started), startErr
+				return Status{
+					Stopped: stopped, ExitCode: -1, Signal: "SIGKILL", Survivors: 1,
+					Error: "the sandbox did not end within " + killGrace.String() + " of being killed",
+				}, time.Since(started), startErr
 			}
 		}
 	}
@@ -390,8 +392,10 @@ const SandboxNotStarted = "the sandbox did not start"
 func ProbeBwrap(exe *Program) error {
 	cmd := &exec.Cmd{
 		Path: execPath(3),
-		Args: []string{"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
-			"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true"},
+		Args: []string{
+			"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+			"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true",
+		},
 		Env: []string{}, Dir: "/",
 		ExtraFiles:  []*os.File{exe.f},
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},

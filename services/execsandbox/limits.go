@@ -84,7 +84,7 @@ func (l *limiter) describe(cfg Config) string {
 		}
 		return mem + ", " + procs + " (" + m.Kind() + ", a group per command)"
 	} else if err != nil && (rl.Data > 0 || rl.Procs > 0) {
-		return describeLimits(rl) + " (no cgroup: " + err.Error() + ")"
+		return describeLimits(rl) + " (rlimits: this server may not create cgroups)"
 	}
 	return describeLimits(rl)
 }

@@ -76,9 +76,21 @@ func TestProtectedEntryAgreesWithProtected(t *testing.T) {
 		rel   string
 		isDir bool
 	}{
-		{".git", true}, {".git", false}, {"a/b/.hg", true}, {"x/.jj", true}, {"x/.svn", false}, {"a/key.pem", false},
-		{"keep.pem", false}, {"secrets", true}, {"secrets", false}, {"deploy/x", false}, {"src/main.go", false},
-		{"gitx", true}, {"a/.gitignore", false}, {"", true}, {".", true},
+		{".git", true},
+		{".git", false},
+		{"a/b/.hg", true},
+		{"x/.jj", true},
+		{"x/.svn", false},
+		{"a/key.pem", false},
+		{"keep.pem", false},
+		{"secrets", true},
+		{"secrets", false},
+		{"deploy/x", false},
+		{"src/main.go", false},
+		{"gitx", true},
+		{"a/.gitignore", false},
+		{"", true},
+		{".", true},
 	} {
 		_, want := p.Protected(c.rel, c.isDir)
 		assert.Equal(t, want, p.ProtectedEntry(c.rel, c.isDir), "%q dir=%v", c.rel, c.isDir)

@@ -52,11 +52,22 @@ var landlockABI = regexp.MustCompile(`(Landlock ABI |"landlockABI": |landlock: A
 // namespace (protected paths carved out), which differs too.
 var carvedOut = regexp.MustCompile(`"protectedCarvedOut": (true|false)|existing protected paths read-only by bind mounts, ones created later are not|no mount namespace: protected paths are not carved out for commands`)
 
+// limitsHow matches how the command caps apply (a cgroup where the server
+// may make one, else rlimits), which differs between root and other users
+// and between hosts.
+var limitsHow = regexp.MustCompile(`"limits": "[^"]*"|command limits: .*`)
+
 // stable replaces the case's paths, the kernel's Landlock ABI and whether
 // it allows a mount namespace with placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
 	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
+	s = limitsHow.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, `"`) {
+			return `"limits": "$LIMITS"`
+		}
+		return "command limits: $LIMITS"
+	})
 	s = carvedOut.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasPrefix(m, `"`) {
 			return `"protectedCarvedOut": $CARVED`
