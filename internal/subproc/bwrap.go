@@ -78,8 +78,17 @@ func bwrapArgs(c *Confinement) []string {
 		}
 		args = append(args, "--bind-try", r, r)
 	}
+	// Every directory between a root and a protected path becomes a mount
+	// point of its own (bound onto itself, still writable), so renaming
+	// it away, which would carry the read-only bind along and leave a
+	// fresh directory in its place, fails with EBUSY.
+	for _, a := range ancestors(c.Protected, roots) {
+		args = append(args, "--bind-try", a, a)
+	}
+	// A protected path that vanished since it was found is skipped here
+	// and refused by the stage's check.
 	for _, p := range c.Protected {
-		args = append(args, "--ro-bind", p.Path, p.Path)
+		args = append(args, "--ro-bind-try", p.Path, p.Path)
 	}
 	for _, p := range c.Reserved {
 		args = append(args, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
@@ -88,30 +97,70 @@ func bwrapArgs(c *Confinement) []string {
 		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
 }
 
+// ancestors returns the directories strictly between each protected path
+// and the deepest root holding it, parents first, leaving out any at or
+// beneath a protected path (a gitdir inside a protected .git).
+func ancestors(protected []Protected, roots []string) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range protected {
+		root := ""
+		for _, r := range roots {
+			if strings.HasPrefix(p.Path, r+"/") && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for a := filepath.Dir(p.Path); a != root && strings.HasPrefix(a, root+"/"); a = filepath.Dir(a) {
+			if seen[a] || slices.ContainsFunc(protected, func(q Protected) bool { return beneath(a, q.Path) }) {
+				continue
+			}
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	return out
+}
+
 // beneath reports whether p is dir or lies beneath it.
 func beneath(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// reservations counts the commands running with each reserved path, so the
-// mount point bubblewrap made for it is removed only after the last one.
+// reservations counts the commands of this process running with each
+// reserved path, so one that another command's bubblewrap made on disk
+// stays reserved for the next, and is removed only after the last.
 var reservations = struct {
 	sync.Mutex
 	n map[string]int
 }{n: map[string]int{}}
 
-func reserve(paths []string) {
+// ReserveGit reserves root's top-level `.git` for one command when it is
+// missing (lstat) or already reserved by a running command of this process,
+// and returns its path, else "" (something real is there). Each reserved
+// path is released with ReleaseReserved once the command has ended; take
+// it before searching the protected paths, so a mount point another
+// command makes meanwhile is never taken for a real `.git`.
+func ReserveGit(root string) string {
+	p := filepath.Join(root, ".git")
 	reservations.Lock()
 	defer reservations.Unlock()
-	for _, p := range paths {
-		reservations.n[p]++
+	if reservations.n[p] == 0 {
+		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
+			return ""
+		}
 	}
+	reservations.n[p]++
+	return p
 }
 
-// release drops this command's reservations and removes each mount point
-// no other command holds, when it is still an empty directory (what
+// ReleaseReserved drops one command's reservations and removes each mount
+// point no other command holds, when it is still an empty directory (what
 // bubblewrap made; anything else someone put there is left alone).
-func release(paths []string) {
+func ReleaseReserved(paths []string) {
 	reservations.Lock()
 	defer reservations.Unlock()
 	for _, p := range paths {
@@ -148,8 +197,6 @@ func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, ou
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	reserve(spec.Confine.Reserved)
-	defer release(spec.Confine.Reserved)
 	st, d, err := runBwrap(runCtx, b, spec, out.Stdout, out.Stderr, placed)
 	out.Status, out.Duration = st, d
 	if st.Stopped {
@@ -408,15 +455,4 @@ func ProbeBwrap(exe *Program) error {
 		return err
 	}
 	return nil
-}
-
-// ReservedGit returns the path of root's top-level `.git` when none exists
-// (lstat), so a command cannot create one (Confinement.Reserved); "" when
-// something is there.
-func ReservedGit(root string) string {
-	p := filepath.Join(root, ".git")
-	if _, err := os.Lstat(p); errors.Is(err, os.ErrNotExist) {
-		return p
-	}
-	return ""
 }

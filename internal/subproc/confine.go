@@ -84,7 +84,7 @@ func restrictFS(c Confinement, abi int) error {
 		resolveUnix = landlock.AccessFSSet(ll.AccessFSResolveUnix)
 	}
 	cfg := landlock.Config{HandledAccessFS: fsRights | resolveUnix}
-	if !c.Network {
+	if !c.Network && !c.LoopbackOnly {
 		// TCP bind and connect (ABI 4+), on top of the seccomp filter.
 		cfg.HandledAccessNet = known.HandledAccessNet
 	}
@@ -119,6 +119,22 @@ func filterSyscalls(c Confinement) error {
 	}}}
 	switch {
 	case c.Network && c.UnixSockets:
+	case c.LoopbackOnly && !c.Network:
+		// The command's own network namespace holds only loopback: the
+		// namespaced families work inside it; every other family (vsock,
+		// which reaches the host of a virtual machine, and the rest) and,
+		// unless allowed, AF_UNIX fail with EPERM.
+		conds := seccomp.ArgumentConditions{
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},
+			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_NETLINK},
+		}
+		if c.UnixSockets {
+			conds = append(conds, seccomp.Condition{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_UNIX})
+		}
+		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{{
+			Name: "socket", Conditions: conds,
+		}}})
 	case !c.Network && !c.UnixSockets:
 		groups = append(groups, seccomp.SyscallGroup{Action: seccomp.ActionErrno, Names: []string{"socket"}})
 	case !c.Network:

@@ -1,7 +1,9 @@
 package subproc
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -36,6 +38,43 @@ func OpenProgram(path string) (*Program, error) {
 		return nil, fmt.Errorf("%s is not an executable regular file", path)
 	}
 	return &Program{f: f, path: filepath.Clean(path)}, nil
+}
+
+// SealedProgram returns a copy of the executable at path in a sealed
+// memory file (memfd, no write, grow or shrink ever again), run by
+// descriptor: neither replacing nor rewriting the file at path afterwards
+// (a binary inside a writable root, overwritten in place by a command)
+// changes what runs. It costs the binary's size in memory. Errors: as
+// OpenProgram, or the kernel refuses a memfd.
+func SealedProgram(path string) (*Program, error) {
+	src, err := OpenProgram(path)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = src.f.Close() }()
+	fd, err := unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
+	if errors.Is(err, unix.EINVAL) {
+		// Before Linux 6.3 there is no MFD_EXEC: memory files are
+		// executable.
+		fd, err = unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", path, err)
+	}
+	dst := os.NewFile(uintptr(fd), "harness")
+	if _, err := io.Copy(dst, src.f); err != nil {
+		_ = dst.Close()
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", path, err)
+	}
+	if err := unix.Fchmod(fd, 0o555); err != nil {
+		_ = dst.Close()
+		return nil, err
+	}
+	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+		_ = dst.Close()
+		return nil, fmt.Errorf("seal the copy of %s: %w", path, err)
+	}
+	return &Program{f: dst, path: src.path}, nil
 }
 
 // Path is the path the program was opened from, for messages only.

@@ -47,7 +47,14 @@ func stage(started func(Status)) Status {
 	if err := setLimits(spec.Confine.Limits); err != nil {
 		return Status{Error: err.Error()}
 	}
-	if err := confine(*spec.Confine); err != nil {
+	c := *spec.Confine
+	// The view's /dev/shm is a tmpfs private to the command.
+	c.WritableRoots = append(c.WritableRoots, "/dev/shm")
+	if !c.Network {
+		// bwrap gave the command a network namespace of its own.
+		c.LoopbackOnly = true
+	}
+	if err := confine(c); err != nil {
 		return Status{Error: err.Error()}
 	}
 	// Entered inside the finished view, so a workdir cannot be a way

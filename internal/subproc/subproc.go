@@ -59,6 +59,11 @@ type Confinement struct {
 	WritableRoots []string `json:"writableRoots"`
 	// Network permits new sockets of every family other than AF_UNIX.
 	Network bool `json:"network"`
+	// LoopbackOnly says the command has a network namespace of its own
+	// with loopback only (the bubblewrap isolation without Network): the
+	// namespaced families (inet, inet6, netlink) are permitted inside it,
+	// every other family is refused.
+	LoopbackOnly bool `json:"loopbackOnly,omitempty"`
 	// UnixSockets permits new AF_UNIX sockets (and so connecting to any
 	// pathname Unix socket the process can reach, unless Landlock ABI 9
 	// limits them to WritableRoots).

@@ -39,10 +39,13 @@ func New(cfg exec.Config) (*Runner, error) {
 	return &Runner{cfg: cfg, helper: helper}, nil
 }
 
-// OpenHelper opens the helper program of cfg (validated) for execution by
-// descriptor. Errors: *exec.Error with CodeInvalidRequest naming the file.
+// OpenHelper copies the helper program of cfg (validated) into a sealed
+// memory file run by descriptor, so a command that can write the binary
+// (built inside a writable root) cannot change what the next command's
+// helper or inner stage runs. Errors: *exec.Error with CodeInvalidRequest
+// naming the file.
 func OpenHelper(cfg exec.Config) (*subproc.Program, error) {
-	p, err := subproc.OpenProgram(cfg.Helper)
+	p, err := subproc.SealedProgram(cfg.Helper)
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: the command helper: " + err.Error()}
 	}

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -108,10 +109,15 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		if cred != nil {
 			uid = int(cred.Uid)
 		}
-		if conf.Protected, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uid); err != nil {
+		// Reserved first: a mount point another command's bubblewrap
+		// makes during the search is then known for what it is.
+		conf.Reserved = reservedIn(policy)
+		defer subproc.ReleaseReserved(conf.Reserved)
+		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uid)
+		if err != nil {
 			return exec.Result{}, err
 		}
-		conf.Reserved = reservedIn(policy)
+		conf.Protected = slices.DeleteFunc(found, func(p subproc.Protected) bool { return slices.Contains(conf.Reserved, p.Path) })
 	}
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
 		return exec.Result{}, err
@@ -157,16 +163,16 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn returns the missing top-level `.git` of each workspace root of
-// policy: not of the temp roots, where a reserved `.git` would sit above
-// every other user's work.
+// reservedIn reserves the missing top-level `.git` of each workspace root
+// of policy (subproc.ReserveGit; the caller releases them): not of the temp
+// roots, where a reserved `.git` would sit above every other user's work.
 func reservedIn(policy sandbox.ExecutionPolicy) []string {
 	var out []string
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
 			continue
 		}
-		if p := subproc.ReservedGit(filepath.Clean(r)); p != "" {
+		if p := subproc.ReserveGit(filepath.Clean(r)); p != "" {
 			out = append(out, p)
 		}
 	}

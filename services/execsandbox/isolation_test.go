@@ -27,14 +27,14 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel")
 	}
-	real, err := exec.LookPath("bwrap")
+	installed, err := exec.LookPath("bwrap")
 	if err != nil {
 		t.Skip("bubblewrap is not installed: nothing to hide")
 	}
 	f, pol := newFixture(t)
 	planted := filepath.Join(f.cache, "bin")
 	require.NoError(t, os.Mkdir(planted, 0o755))
-	body, err := os.ReadFile(real)
+	body, err := os.ReadFile(installed)
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(planted, "bwrap"), body, 0o755))
 

@@ -48,12 +48,17 @@ func (l *limiter) forCommand(cfg Config) caps {
 		return caps{rlimits: rl, done: func() {}}
 	}
 	return caps{
+		// The rlimits stay as a second layer beneath the group.
+		rlimits: rl,
 		placed: func(pid int) error {
 			// The init first: what it forks from now on is born in the
-			// group; then what it forked already (the stage, waiting for
-			// its spec).
-			for _, p := range append([]int{pid}, childrenOf(pid)...) {
-				if err := g.Add(p); err != nil {
+			// group; then, read only after that, what it forked already
+			// (the stage, waiting for its spec).
+			if err := g.Add(pid); err != nil {
+				return fmt.Errorf("cannot place the command in its cgroup: %w", err)
+			}
+			for _, c := range childrenOf(pid) {
+				if err := g.Add(c); err != nil {
 					return fmt.Errorf("cannot place the command in its cgroup: %w", err)
 				}
 			}
