@@ -186,8 +186,38 @@ func provide(p Params) (*Runner, error) {
 	if err != nil {
 		return nil, err
 	}
-	p.Lifecycle.Append(fx.StopHook(r.Close))
+	warm, stopWarm := context.WithCancel(context.Background())
+	p.Lifecycle.Append(fx.Hook{
+		OnStart: func(context.Context) error {
+			go r.Warm(warm)
+			return nil
+		},
+		OnStop: func(context.Context) error {
+			stopWarm()
+			return r.Close()
+		},
+	})
 	return r, nil
+}
+
+// Warm searches the protected paths of the default policy's writable roots
+// once (workspace-write's, whatever the default mode), so the first command
+// finds the search's cache filled: a workspace holding a directory of a
+// million entries costs that command an fstat per directory, not the
+// reading of them all. It returns when the search ends or ctx is done; its
+// result is only the cache.
+func (r *Runner) Warm(ctx context.Context) {
+	policy := r.policy.Default()
+	if policy.WorkspaceRoot == "" {
+		return
+	}
+	policy.Mode = sandbox.WorkspaceWrite
+	cred, _ := commandUser(policy, nil)
+	uid := os.Geteuid()
+	if cred != nil {
+		uid = int(cred.Uid)
+	}
+	_, _ = r.finder.find(ctx, sandbox.WritableRoots(policy, r.policy.Roots()), uid)
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

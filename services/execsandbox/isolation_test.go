@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 	"time"
 
@@ -98,4 +99,34 @@ func TestNewRefusesBadIsolationAndCaps(t *testing.T) {
 		require.True(t, errors.As(err, &ee), "%+v", cfg)
 		assert.Equal(t, hexec.CodeInvalidRequest, ee.Code)
 	}
+}
+
+// TestWarmThenChange: Warm fills the search's cache (its speed is in
+// docs/benchmarks.md); what changes after it is still found: a .git made
+// after the warm-up, in a directory the warm-up read, is read-only to the
+// next command.
+func TestWarmThenChange(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	f, pol := newFixture(t)
+	big := filepath.Join(f.ws, "big")
+	require.NoError(t, os.Mkdir(big, 0o755))
+	for i := range 2000 {
+		fd, err := os.Create(filepath.Join(big, "f"+strconv.Itoa(i)))
+		require.NoError(t, err)
+		require.NoError(t, fd.Close())
+	}
+	r, err := execsandbox.New(execsandbox.Config{}, hexec.Config{}, pol)
+	require.NoError(t, err)
+	r.Warm(t.Context())
+	require.NoError(t, os.MkdirAll(filepath.Join(big, "nested", ".git"), 0o755))
+	res, err := r.Run(t.Context(), hexec.Request{
+		Command: "echo x > big/nested/.git/config", Workdir: f.ws, Timeout: time.Minute,
+		Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.ws},
+	})
+	require.NoError(t, err)
+	assert.NotEqual(t, 0, res.ExitCode)
+	assert.Contains(t, res.Stderr.Text, "Read-only file system")
+	assert.NoFileExists(t, filepath.Join(big, "nested", ".git", "config"))
 }
