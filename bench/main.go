@@ -33,6 +33,16 @@
 // such as perf or strace; -protocol and -harness-env vary the protocol
 // version and harness's environment (GOGC, ...).
 //
+// After the runs it measures the exec round trip of issue 22 (execrt.go):
+// the MCP call of exec with {"command":"true"} against harness serve
+// --mode workspace-write on a throwaway workspace under -exec-dir (default
+// isolation, bubblewrap), a bare bwrap with the same namespaces and binds
+// running /bin/true, and /bin/sh -c true, taking turns sample by sample,
+// checked against A's median (at most 12 ms) and A over B (at most 2.5x).
+// -only exec measures that alone in seconds and, with -out, rewrites only
+// its part of the section (between <!-- bench-exec:begin --> and
+// <!-- bench-exec:end -->); `make bench-exec` runs it so.
+//
 // With -glob DIR it measures only the glob workload of issue 16 (glob.go):
 // harness's glob of **/*.go over DIR against the reference's search_files.
 package main
@@ -78,6 +88,10 @@ type config struct {
 	harnessEnv string        // comma-separated KEY=VALUE added to harness serve's environment
 	floor      bool          // also measure the floor server
 	coldStarts int           // spawns per server measuring the cold start
+	// The exec round trip (execrt.go).
+	execSamples int    // timed samples of each contender
+	execWarmups int    // untimed rounds before them
+	execDir     string // parent of the throwaway workspaces (outside /tmp)
 }
 
 func main() {
@@ -97,7 +111,10 @@ func main() {
 	flag.IntVar(&cfg.fileSize, "size", 1024, "bytes of the read, overwrite and edit target files")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directories under os.TempDir()")
 	flag.BoolVar(&cfg.noInstall, "no-install", false, "do not run npm: the scratch directory must already hold the reference server")
-	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full (empty: all; the markdown and chart need all)")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full, exec (empty: all; the markdown and chart need all, except -only exec alone, which rewrites only the exec round trip's part of -out)")
+	flag.IntVar(&cfg.execSamples, "exec-samples", 60, "timed samples of each exec round-trip contender (A: exec over MCP, B: bare bwrap, C: sh -c true), taking turns")
+	flag.IntVar(&cfg.execWarmups, "exec-warmups", 5, "untimed rounds of A, B and C before the exec round trip's samples")
+	flag.StringVar(&cfg.execDir, "exec-dir", "/var/tmp", "directory holding the exec round trip's throwaway workspaces (outside the temp roots harness makes writable, /tmp and $TMPDIR)")
 	flag.StringVar(&cfg.servers, "servers", "", "comma-separated servers to run: harness (--durability full), harness-atomic (--durability atomic), reference (empty: all three; the markdown and chart need all)")
 	flag.IntVar(&cfg.coldStarts, "cold-starts", 10, "spawns of each server timing its cold start (spawn to the answer of tools/list) and idle memory, before the runs (0: none)")
 	flag.StringVar(&cfg.profile, "profile", "", "directory: build cmd/harness with a CPU-profile hook (go build -overlay) and write each run's CPU and allocation profiles of harness serve there")
@@ -118,7 +135,7 @@ func main() {
 		}
 		return
 	}
-	if flag.NArg() > 0 || cfg.coldStarts < 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
+	if flag.NArg() > 0 || cfg.execSamples < 1 || cfg.execWarmups < 0 || cfg.coldStarts < 0 || cfg.runs < 1 || cfg.creates < 8 || cfg.createRuns < 1 || cfg.slices < 1 || cfg.chunk < 1 || cfg.prefill < 0 || cfg.fileSize < 256 {
 		flag.Usage()
 		os.Exit(2)
 	}
@@ -135,13 +152,23 @@ func main() {
 	}
 
 	cfg.createRuns = min(cfg.createRuns, cfg.runs)
-	if (cfg.only != "" || cfg.servers != "") && (cfg.out != "" || cfg.chart != "") {
-		fmt.Fprintln(os.Stderr, "bench: -only and -servers measure a subset: they cannot be combined with -out or -chart")
+	if cfg.only == onlyExec {
+		if cfg.chart != "" || cfg.servers != "" {
+			fmt.Fprintln(os.Stderr, "bench: -only exec measures the exec round trip alone: it cannot be combined with -chart or -servers")
+			os.Exit(2)
+		}
+	} else if (cfg.only != "" || cfg.servers != "") && (cfg.out != "" || cfg.chart != "") {
+		fmt.Fprintln(os.Stderr, "bench: -only and -servers measure a subset: they cannot be combined with -out or -chart (except -only exec alone)")
 		os.Exit(2)
 	}
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, cfg)
+	var err error
+	if cfg.only == onlyExec {
+		err = runExecOnly(ctx, cfg)
+	} else {
+		err = run(ctx, cfg)
+	}
 	stop()
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -184,6 +211,21 @@ func run(ctx context.Context, cfg config) error {
 	}
 	progress("machine: %s", machine.line())
 
+	// The exec round trip first, before the work directories fill the temp
+	// dir, which harness's protected-path search walks on every command.
+	var execRes *execStats
+	if cfg.only == "" || slices.Contains(strings.Split(cfg.only, ","), onlyExec) {
+		if execRes, err = measureExec(ctx, cfg, harnessBin); err != nil {
+			if ctx.Err() != nil {
+				return err
+			}
+			progress("exec round trip: %v", err)
+			execRes = &execStats{err: err}
+		} else {
+			printExec(execRes)
+		}
+	}
+
 	root, err := os.MkdirTemp("", "harness-bench-")
 	if err != nil {
 		return err
@@ -224,6 +266,7 @@ func run(ctx context.Context, cfg config) error {
 	}
 	res.machine = machine
 	res.cfg = cfg
+	res.exec = execRes
 
 	if cfg.only != "" || cfg.servers != "" {
 		printSummary(res)
@@ -248,6 +291,35 @@ func run(ctx context.Context, cfg config) error {
 	if ctx.Err() != nil {
 		return errors.New("interrupted")
 	}
+	return nil
+}
+
+// onlyExec is the -only value that measures the exec round trip alone.
+const onlyExec = "exec"
+
+// runExecOnly measures the exec round trip alone, prints it and, with -out,
+// rewrites only its part of the generated section.
+func runExecOnly(ctx context.Context, cfg config) error {
+	harnessBin, err := filepath.Abs(cfg.harness)
+	if err != nil {
+		return err
+	}
+	if _, err := os.Stat(harnessBin); err != nil {
+		return fmt.Errorf("harness binary: %w (build it: go build -o bin/harness ./cmd/harness)", err)
+	}
+	st, err := measureExec(ctx, cfg, harnessBin)
+	if err != nil {
+		return err
+	}
+	printExec(st)
+	if cfg.out == "" {
+		fmt.Print(renderExec(st))
+		return nil
+	}
+	if err := updateExecMarked(cfg.out, renderExec(st)); err != nil {
+		return err
+	}
+	progress("wrote the exec round trip into %s", cfg.out)
 	return nil
 }
 

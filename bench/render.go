@@ -177,8 +177,8 @@ func renderSection(r *results) string {
 	pf("It builds `bin/harness`, runs `cd bench && go run . -harness ../bin/harness -out ../docs/benchmarks.md ")
 	pf("-chart ../docs/bench-calls.svg` (the `bench/` module: it installs the pinned reference server with npm, ")
 	pf("drives harness at both durability levels and the reference and rewrites this section, between the ")
-	pf("`bench:begin`/`bench:end` markers, and the chart), then runs the in-process benchmarks of the sections ")
-	pf("below into `bench.out`.\n\n")
+	pf("`bench:begin`/`bench:end` markers, and the chart; it also measures the exec round trip of issue 22, last in ")
+	pf("this section), then runs the in-process benchmarks of the sections below into `bench.out`.\n\n")
 	pf("Machine: %s. Load average (1 min) %s at the start and %s at the end: the machine is shared, and ",
 		r.machine.line(), r.machine.load, r.loadEnd)
 	pf("other work running at the same time slows every server. %d runs (creation: the first %d); the ", cfg.runs, cfg.createRuns)
@@ -346,6 +346,10 @@ func renderSection(r *results) string {
 	pf("but decodes their different responses), over the calls, medians of the runs. Client and server share the ")
 	pf("machine's cores, so at concurrency %d every server is bound by the CPU it uses together with the client.\n\n", c8)
 	pf("Every run's figures are printed on stderr by `make bench`.\n")
+	if r.exec != nil {
+		// Last, where `-only exec -out` puts it when the section has none.
+		pf("\n%s\n", renderExec(r.exec))
+	}
 	pf("%s\n", endMarker)
 	return b.String()
 }

@@ -283,6 +283,9 @@ func printSummary(r *results) {
 	for _, t := range targets {
 		fmt.Fprintf(os.Stderr, "  target %s\n", t.line(r))
 	}
+	if r.exec != nil && r.exec.err == nil {
+		printExec(r.exec)
+	}
 }
 
 // fmtRate formats calls/s: thousands separated, no decimals from 100 on.

@@ -80,6 +80,8 @@ type results struct {
 	// of each run, bytes, by server key.
 	peakRSS map[string][]float64
 	loadEnd string // load average after the measurements
+	// exec is the exec round trip (execrt.go), nil when not measured.
+	exec    *execStats
 	machine machine
 	cfg     config
 	elapsed time.Duration // measurement time, npm install excluded
