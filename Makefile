@@ -65,7 +65,8 @@ test-unprivileged:
 ## MCP filesystem server over stdio (bench/, its own module; needs node >= 20
 ## and npm): cold start (spawn to tools/list answered, median of 10 spawns),
 ## idle and peak memory, then calls/s of read, overwrite, edit and creation,
-## checked against issue 15's targets; it rewrites the generated section of
+## checked against issue 15's targets, and the exec round trip of issue 22
+## (see bench-exec); it rewrites the generated section of
 ## docs/benchmarks.md and docs/bench-calls.svg (about 8 minutes alone on
 ## 2 cores); then run the in-process benchmarks documented in
 ## docs/benchmarks.md into bench.out. Progress goes to stderr.
@@ -82,6 +83,21 @@ bench:
 	@echo "bench: in-process benchmarks (Landlock hand-off)" >&2
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
+
+## bench-exec: build bin/harness and measure only the exec round trip of
+## issue 22 (bench/execrt.go): A, the MCP call of exec with {"command":"true"}
+## against `harness serve --mode workspace-write` (bubblewrap isolation) on a
+## throwaway workspace under /var/tmp; B, a bare bwrap with the same
+## namespaces and binds running /bin/true; C, /bin/sh -c true; 60 samples of
+## each after 5 warm-up rounds, taking turns (a few seconds). It prints the
+## medians, p90 and the targets (A's median <= 12 ms, A <= 2.5x B) to stderr
+## and rewrites only the exec round trip's part of docs/benchmarks.md's
+## generated section. Needs bwrap (make need-bwrap installs it).
+.PHONY: bench-exec
+bench-exec:
+	@echo "bench-exec: building $(BIN)" >&2
+	$(GO) build -o $(BIN) ./cmd/harness
+	cd bench && $(GO) run . -harness ../$(BIN) -only exec -out ../docs/benchmarks.md
 
 ## bench-search: build the search fixture outside the repository (copies of
 ## GOROOT and the module cache, >= 50,000 files; HARNESS_SEARCH_FIXTURE, default

@@ -1,12 +1,14 @@
 package execsandbox
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 
 	"github.com/dsh-go/harness/internal/cgroup"
 	"github.com/dsh-go/harness/internal/subproc"
@@ -19,11 +21,51 @@ import (
 type limiter struct {
 	manager func() (*cgroup.Manager, error)
 	next    atomic.Uint64
+	// spare is a group made ahead for the next command, with the caps it
+	// was made with, so making one is off the command's path.
+	mu    sync.Mutex
+	spare *cgroup.Group
+	caps  cgroup.Limits
 }
 
 func newLimiter() *limiter {
 	return &limiter{manager: sync.OnceValues(cgroup.Open)}
 }
+
+// group returns a group with limits l: the spare one when it has them,
+// else a new one; then makes the next spare in the background.
+func (l *limiter) group(m *cgroup.Manager, lim cgroup.Limits) (*cgroup.Group, error) {
+	l.mu.Lock()
+	g := l.spare
+	if g != nil && l.caps != lim {
+		go func(g *cgroup.Group) { _ = g.Delete() }(g)
+		g = nil
+	}
+	l.spare = nil
+	l.mu.Unlock()
+	if g == nil {
+		var err error
+		if g, err = m.New(l.name(), lim); err != nil {
+			return nil, err
+		}
+	}
+	go func() {
+		next, err := m.New(l.name(), lim)
+		if err != nil {
+			return
+		}
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		if l.spare != nil {
+			go func() { _ = next.Delete() }()
+			return
+		}
+		l.spare, l.caps = next, lim
+	}()
+	return g, nil
+}
+
+func (l *limiter) name() string { return "cmd-" + strconv.FormatUint(l.next.Add(1), 10) }
 
 // caps are one command's limits as applied: the rlimits for the stage, and
 // when a cgroup carries them, the hook that places the sandbox in it and the
@@ -43,7 +85,7 @@ func (l *limiter) forCommand(cfg Config) caps {
 	if err != nil || (rl.Data == 0 && rl.Procs == 0) {
 		return caps{rlimits: rl, done: func() {}}
 	}
-	g, err := m.New("cmd-"+strconv.FormatUint(l.next.Add(1), 10), cgroup.Limits{MemoryBytes: int64(rl.Data), Pids: int64(rl.Procs)})
+	g, err := l.group(m, cgroup.Limits{MemoryBytes: int64(rl.Data), Pids: int64(rl.Procs)})
 	if err != nil {
 		return caps{rlimits: rl, done: func() {}}
 	}
@@ -58,17 +100,20 @@ func (l *limiter) forCommand(cfg Config) caps {
 				return fmt.Errorf("cannot place the command in its cgroup: %w", err)
 			}
 			for _, c := range childrenOf(pid) {
-				if err := g.Add(c); err != nil {
+				if err := g.Add(c); err != nil && !errors.Is(err, syscall.ESRCH) {
 					return fmt.Errorf("cannot place the command in its cgroup: %w", err)
 				}
 			}
 			return nil
 		},
-		done: func() { _ = g.Delete() },
+		// Every process of the group has ended with the sandbox's PID
+		// namespace: removing the group needs no waiting by the caller.
+		done: func() { go func() { _ = g.Delete() }() },
 	}
 }
 
-// close closes the cgroup manager when one was opened.
+// close closes the cgroup manager when one was opened (its Close deletes
+// the groups still open, the spare among them).
 func (l *limiter) close() error {
 	if m, err := l.manager(); err == nil {
 		return m.Close()
