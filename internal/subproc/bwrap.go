@@ -333,8 +333,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 		return Status{Error: startErr.Error()}, d, nil
 	}
 	if st, ok := lastStatus(p.statusR); ok {
-		if stopped {
-			st.Stopped = true
+		switch {
+		case stopped:
+			st.Stopped, st.ExitCode, st.Signal = true, -1, "SIGKILL"
+		case st.Started:
+			// The shell was the sandbox's command: bwrap exits with its
+			// code, and with 128+N when a signal N ended it (as a shell
+			// reports it; bwrap does not say which it was).
+			st.ExitCode = exitCode(waitErr)
 		}
 		return st, d, nil
 	}
@@ -372,8 +378,21 @@ func stopConfirmed(init *initProcess, cmd *exec.Cmd, done <-chan error, waitErr 
 	}
 }
 
-// lastStatus decodes the stage's status documents (one when the shell
-// started, one when it ended) and returns the last.
+// exitCode is the exit code in a Wait error (0 for none, -1 when bwrap
+// itself was killed).
+func exitCode(waitErr error) int {
+	var ee *exec.ExitError
+	if errors.As(waitErr, &ee) {
+		return ee.ExitCode()
+	}
+	if waitErr != nil {
+		return -1
+	}
+	return 0
+}
+
+// lastStatus decodes the stage's status documents (Started just before
+// its exec, or why nothing started) and returns the last.
 func lastStatus(r io.Reader) (Status, bool) {
 	dec := json.NewDecoder(r)
 	var last Status

@@ -73,3 +73,29 @@ func statOf(t *testing.T, p string) ident {
 	require.NoError(t, unix.Lstat(p, &st))
 	return ident{Dev: uint64(st.Dev), Ino: st.Ino} //nolint:unconvert // Dev is uint64 on most arches only
 }
+
+// TestBwrapExitStatus: the shell is the sandbox's command, so its exit code
+// is the result's; a shell ended by signal N reads 128+N, as a shell
+// reports it; a stage that cannot start the command says why.
+func TestBwrapExitStatus(t *testing.T) {
+	requireLandlock(t)
+	ws := t.TempDir()
+	for _, c := range []struct {
+		command string
+		code    int
+	}{{"exit 3", 3}, {"true", 0}, {"kill -TERM $$", 128 + 15}, {"echo x >&2; exit 255", 255}} {
+		out, _, _ := runBwrap(t.Context(), t, subproc.Spec{Command: c.command, Dir: ws, Confine: &subproc.Confinement{}}, time.Minute)
+		assert.True(t, out.Status.Started, c.command)
+		assert.Equal(t, c.code, out.Status.ExitCode, c.command)
+		assert.Empty(t, out.Status.Signal, c.command)
+	}
+	out, _, _ := runBwrap(t.Context(), t, subproc.Spec{Command: "true", Dir: filepath.Join(ws, "missing"), Confine: &subproc.Confinement{}}, time.Minute)
+	assert.False(t, out.Status.Started)
+	assert.Contains(t, out.Status.Error, "cannot enter the workdir")
+	start := time.Now()
+	out, _, _ = runBwrap(t.Context(), t, subproc.Spec{Command: "sleep 100", Dir: ws, Confine: &subproc.Confinement{}}, 500*time.Millisecond)
+	assert.Less(t, time.Since(start), 10*time.Second)
+	assert.True(t, out.Status.Stopped)
+	assert.True(t, out.TimedOut)
+	assert.Equal(t, "SIGKILL", out.Status.Signal)
+}

@@ -12,28 +12,28 @@ import (
 // stageMain is the inner stage of the bubblewrap isolation, run by bwrap as
 // the sandbox's command with the spec on descriptor 3 and the status pipe on
 // 4. It checks the view, restricts itself (rlimits, Landlock, seccomp),
-// starts `/bin/sh -c` in the workdir and waits for it, writing a first
-// status when the shell has started and the final one when it has ended. It
-// returns 0 when the final status was written, 125 otherwise.
+// enters the workdir and execs `/bin/sh -c`, so the shell is the sandbox's
+// command and bwrap's exit status is the shell's. On the status pipe it
+// writes one status: Started just before the exec (the pipe then closes),
+// or why nothing was started. It returns 125 when it could not exec.
 func stageMain() int {
-	// Everything bwrap passed on (the programs, the info pipe) closes at
-	// the next exec; the stage keeps only what it reads and writes.
+	// Everything bwrap passed on (the programs, the info pipe, the status
+	// pipe) closes at the exec; the stage keeps only what it reads and
+	// writes until then.
 	_ = unix.CloseRange(3, math.MaxUint32, unix.CLOSE_RANGE_CLOEXEC)
 	f := os.NewFile(statusFD, "status")
 	if f == nil {
 		return 125
 	}
-	enc := json.NewEncoder(f)
-	st := stage(func(started Status) { _ = enc.Encode(started) })
-	if enc.Encode(st) != nil {
-		return 125
-	}
-	return 0
+	_ = json.NewEncoder(f).Encode(stage(func() {
+		_ = json.NewEncoder(f).Encode(Status{Started: true})
+	}))
+	return 125
 }
 
-// stage runs the command and returns its status; started is called once the
-// shell runs.
-func stage(started func(Status)) Status {
+// stage confines itself and execs the command's shell, calling started just
+// before; it returns only when the command could not be started, with why.
+func stage(started func()) Status {
 	f := os.NewFile(specFD, "spec")
 	var spec Spec
 	if f == nil || json.NewDecoder(f).Decode(&spec) != nil || spec.Confine == nil {
@@ -62,22 +62,9 @@ func stage(started func(Status)) Status {
 	if err := os.Chdir(spec.Dir); err != nil {
 		return Status{Error: "cannot enter the workdir: " + err.Error()}
 	}
-	proc, err := os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
-		Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
-	})
-	if err != nil {
-		return Status{Error: "cannot start " + shell + ": " + err.Error()}
-	}
-	started(Status{Started: true, ExitCode: -1, Signal: "SIGKILL", Error: "the command's stage was killed before the command ended"})
-	ps, err := proc.Wait()
-	if err != nil {
-		return Status{Started: true, ExitCode: -1, Error: "waiting for the command: " + err.Error()}
-	}
-	st := Status{Started: true, ExitCode: ps.ExitCode()}
-	if ws, ok := ps.Sys().(unix.WaitStatus); ok && ws.Signaled() {
-		st.ExitCode, st.Signal = -1, unix.SignalName(ws.Signal())
-	}
-	return st
+	started()
+	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
+	return Status{Error: "cannot start " + shell + ": " + err.Error()}
 }
 
 // checkView verifies, inside the finished view, that every protected path
