@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -40,18 +41,15 @@ func OpenProgram(path string) (*Program, error) {
 	return &Program{f: f, path: filepath.Clean(path)}, nil
 }
 
-// SealedProgram returns a copy of the executable at path in a sealed
-// memory file (memfd, no write, grow or shrink ever again), run by
-// descriptor: neither replacing nor rewriting the file at path afterwards
-// (a binary inside a writable root, overwritten in place by a command)
-// changes what runs. It costs the binary's size in memory. Errors: as
-// OpenProgram, or the kernel refuses a memfd.
-func SealedProgram(path string) (*Program, error) {
-	src, err := OpenProgram(path)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = src.f.Close() }()
+// Sealed returns a copy of p in a sealed memory file (memfd: no write,
+// grow or shrink ever again), run by descriptor: rewriting the file p was
+// opened from in place afterwards (a binary inside a writable root,
+// overwritten by a command) changes nothing about what the copy runs. The
+// copy is read through p's descriptor, so replacing the file by rename
+// (as the file tools do) before the copy is made changes nothing either. It
+// costs the binary's size in memory. Errors: the kernel refuses a memfd, or
+// reading p fails.
+func (p *Program) Sealed() (*Program, error) {
 	fd, err := unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.3 there is no MFD_EXEC: memory files are
@@ -59,22 +57,23 @@ func SealedProgram(path string) (*Program, error) {
 		fd, err = unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", path, err)
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", p.path, err)
 	}
 	dst := os.NewFile(uintptr(fd), "harness")
-	if _, err := io.Copy(dst, src.f); err != nil {
+	fail := func(err error) (*Program, error) {
 		_ = dst.Close()
-		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", path, err)
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", p.path, err)
+	}
+	if _, err := io.Copy(dst, io.NewSectionReader(p.f, 0, math.MaxInt64)); err != nil {
+		return fail(err)
 	}
 	if err := unix.Fchmod(fd, 0o555); err != nil {
-		_ = dst.Close()
-		return nil, err
+		return fail(err)
 	}
 	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
-		_ = dst.Close()
-		return nil, fmt.Errorf("seal the copy of %s: %w", path, err)
+		return fail(err)
 	}
-	return &Program{f: dst, path: src.path}, nil
+	return &Program{f: dst, path: p.path}, nil
 }
 
 // Path is the path the program was opened from, for messages only.

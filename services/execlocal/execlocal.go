@@ -7,6 +7,7 @@ package execlocal
 import (
 	"context"
 	"os"
+	"sync"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -20,7 +21,7 @@ import (
 // Runner runs commands unconfined. It is safe for concurrent use.
 type Runner struct {
 	cfg    exec.Config
-	helper *subproc.Program
+	helper func() (*subproc.Program, error)
 }
 
 // New returns the plain runner for cfg. Errors: a negative OutputLimit; the
@@ -39,17 +40,25 @@ func New(cfg exec.Config) (*Runner, error) {
 	return &Runner{cfg: cfg, helper: helper}, nil
 }
 
-// OpenHelper copies the helper program of cfg (validated) into a sealed
-// memory file run by descriptor, so a command that can write the binary
-// (built inside a writable root) cannot change what the next command's
-// helper or inner stage runs. Errors: *exec.Error with CodeInvalidRequest
-// naming the file.
-func OpenHelper(cfg exec.Config) (*subproc.Program, error) {
-	p, err := subproc.SealedProgram(cfg.Helper)
+// OpenHelper opens the helper program of cfg (validated) now and returns
+// its sealed copy (subproc.Program.Sealed), made from that descriptor at
+// the first call: a command that can write the binary (built inside a
+// writable root) cannot change what the next command's helper or inner
+// stage runs, and the server's start does not wait for the copy. Errors:
+// *exec.Error with CodeInvalidRequest naming the file (now), CodeStartFailed
+// (from the returned function).
+func OpenHelper(cfg exec.Config) (func() (*subproc.Program, error), error) {
+	p, err := subproc.OpenProgram(cfg.Helper)
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: the command helper: " + err.Error()}
 	}
-	return p, nil
+	return sync.OnceValues(func() (*subproc.Program, error) {
+		sealed, err := p.Sealed()
+		if err != nil {
+			return nil, &exec.Error{Code: exec.CodeStartFailed, Message: "exec: the command helper: " + err.Error()}
+		}
+		return sealed, nil
+	}), nil
 }
 
 // Validate returns cfg with defaults applied: OutputLimit, and Helper as the
@@ -106,8 +115,12 @@ func Check(req exec.Request) error {
 // RunSpec runs req through helper with the options of cfg (validated) and
 // confine (nil: unconfined) and maps the outcome. It is the helper-based
 // runner core, shared with execsandbox's Landlock isolation.
-func RunSpec(ctx context.Context, helper *subproc.Program, cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
-	out, err := subproc.Run(ctx, helper, subproc.Spec{
+func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
+	prog, err := helper()
+	if err != nil {
+		return exec.Result{}, err
+	}
+	out, err := subproc.Run(ctx, prog, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: exec.Environ(cfg.Env, os.Getenv), Confine: confine,
 	}, req.Timeout, cfg.OutputLimit)
 	return Result(out, err)

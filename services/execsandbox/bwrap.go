@@ -29,14 +29,14 @@ const bwrapRemedy = "install Debian's or Ubuntu's bubblewrap package (apt-get in
 // bwrapIsolation runs commands in bubblewrap. bwrap is found, opened and
 // tried once, at the first confined command.
 type bwrapIsolation struct {
-	stage  *subproc.Program
+	stage  func() (*subproc.Program, error)
 	policy *sandboxpolicy.Service
 	exe    func() (*subproc.Program, error)
 	limits *limiter
 	finder *finder
 }
 
-func newBwrapIsolation(stage *subproc.Program, policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
 	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findBwrap(os.Getenv("PATH"), policy.Roots())
@@ -122,10 +122,14 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
 		return exec.Result{}, err
 	}
+	stage, err := b.stage()
+	if err != nil {
+		return exec.Result{}, err
+	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
 	conf.Limits = c.rlimits
-	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: b.stage, Credential: cred}, subproc.Spec{
+	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
 	}, req.Timeout, run.OutputLimit, c.placed)
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {

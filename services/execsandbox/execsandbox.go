@@ -76,7 +76,7 @@ type Runner struct {
 	policy *sandboxpolicy.Service
 	// helper is the harness binary, opened once: the helper of the
 	// unconfined and Landlock runs, and bubblewrap's inner stage.
-	helper *subproc.Program
+	helper func() (*subproc.Program, error)
 	// bwrap is the bubblewrap isolation's state (nil under
 	// IsolationLandlock).
 	bwrap *bwrapIsolation

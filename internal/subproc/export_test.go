@@ -1,0 +1,6 @@
+package subproc
+
+import "os"
+
+// ProgramFile is the descriptor p runs from, for tests.
+func ProgramFile(p *Program) *os.File { return p.f }

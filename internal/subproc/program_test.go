@@ -1,0 +1,55 @@
+package subproc_test
+
+import (
+	"io"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/subproc"
+)
+
+// TestSealedIsTheOpenedFile (issue 22): the sealed copy holds the file as
+// it was opened, whatever later replaces it by rename or rewrites it in
+// place, and nothing can write, grow or shrink the copy.
+func TestSealedIsTheOpenedFile(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "prog")
+	original := []byte("\x7fELF original program bytes")
+	require.NoError(t, os.WriteFile(path, original, 0o755))
+	p, err := subproc.OpenProgram(path)
+	require.NoError(t, err)
+
+	// Replaced by rename (as the file tools publish) before the copy...
+	require.NoError(t, os.WriteFile(path+".new", []byte("replacement"), 0o755))
+	require.NoError(t, os.Rename(path+".new", path))
+	sealed, err := p.Sealed()
+	require.NoError(t, err)
+	// ...and rewritten in place after it.
+	require.NoError(t, os.WriteFile(path, []byte("rewritten in place"), 0o755))
+
+	f := subproc.ProgramFile(sealed)
+	got, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	require.NoError(t, err)
+	assert.Equal(t, original, got)
+	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+	require.NoError(t, err)
+	assert.Equal(t, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE, seals)
+	if w, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_WRONLY, 0); err == nil {
+		_, err = w.Write([]byte("x"))
+		assert.Error(t, err, "a sealed copy takes a write")
+		_ = w.Close()
+	}
+	assert.Error(t, unix.Ftruncate(int(f.Fd()), 0))
+
+	_, err = subproc.OpenProgram(filepath.Join(dir, "missing"))
+	assert.Error(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "data"), nil, 0o644))
+	_, err = subproc.OpenProgram(filepath.Join(dir, "data"))
+	assert.ErrorContains(t, err, "not an executable regular file")
+}
