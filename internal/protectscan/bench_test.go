@@ -104,3 +104,78 @@ func BenchmarkScan1MEntries(b *testing.B) {
 		})
 	})
 }
+
+// manyDirsTree creates beneath base the tree of BenchmarkScanManyDirs: 250
+// directories in the root, 3 below each of the first 150, 3 below the first
+// of those of the first 100 (1,000 directories in all, the deepest 3 levels
+// down), a file in each leaf, and five `.git` directories among them. Its
+// directories' mtimes are set an hour back. It returns the `.git` count.
+func manyDirsTree(b *testing.B, base string) int {
+	b.Helper()
+	dirs := 0
+	mk := func(p string) {
+		require.NoError(b, os.Mkdir(p, 0o755))
+		dirs++
+	}
+	gits := []string{"t000", "t010/c1", "t020/c0/g2", "t140/c2", "t200"}
+	for i := range 250 {
+		top := filepath.Join(base, "t"+padded(i)[4:])
+		mk(top)
+		for j := range 3 {
+			if i >= 150 {
+				break
+			}
+			c := filepath.Join(top, "c"+padded(j)[6:])
+			mk(c)
+			for k := range 3 {
+				if i >= 100 || j != 0 {
+					break
+				}
+				mk(filepath.Join(c, "g"+padded(k)[6:]))
+			}
+		}
+	}
+	require.Equal(b, 1000, dirs)
+	require.NoError(b, filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() || p == base {
+			return err
+		}
+		ents, err := os.ReadDir(p)
+		if err == nil && len(ents) == 0 {
+			err = os.WriteFile(filepath.Join(p, "file"), nil, 0o644)
+		}
+		return err
+	}))
+	for _, g := range gits {
+		require.NoError(b, os.Mkdir(filepath.Join(base, g, ".git"), 0o755))
+	}
+	old := time.Now().Add(-time.Hour)
+	require.NoError(b, filepath.WalkDir(base, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, old, old)
+	}))
+	return len(gits)
+}
+
+// BenchmarkScanManyDirs is the cached scan of a root of 1,000 directories
+// (manyDirsTree) with a warm Scanner: what every command pays for a temp
+// area like a `go test ./...` work directory.
+func BenchmarkScanManyDirs(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	require.NoError(b, err)
+	want := manyDirsTree(b, base)
+	roots := []protectscan.Root{{Path: base}}
+	s := protectscan.New(protectscan.Options{})
+	if _, err := s.Scan(b.Context(), roots, protectMeta); err != nil {
+		b.Fatal(err)
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		entries, read, err := s.ScanCounted(b.Context(), roots, protectMeta)
+		if err != nil || len(entries) != want || read != 0 {
+			b.Fatalf("scan: %d entries, %d read, error %v", len(entries), read, err)
+		}
+	}
+}

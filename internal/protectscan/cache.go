@@ -37,18 +37,42 @@ type found struct {
 	typ      uint8 // unix.DT_*
 }
 
+// subdir is one subdirectory of a directory: its name, and the inode its
+// directory record gave (only a hint of which cached listing is its: see
+// dirCache.needsFD).
+type subdir struct {
+	name string
+	ino  uint64
+}
+
 // listing is what a reading of a directory found. It is never modified once
 // cached, except seen (under the cache's lock).
 type listing struct {
 	mtime, ctime int64 // nanoseconds, from the fstat before the reading
 	readAt       int64 // wall clock (Unix nanoseconds) at or before the reading
-	subdirs      []string
+	subdirs      []subdir
 	protected    []found
 	seen         uint64 // the last scan that used it
 }
 
 // names is how many names l holds.
 func (l *listing) names() int { return len(l.subdirs) + len(l.protected) }
+
+// needsFD reports whether using l takes a descriptor of its directory: to
+// descend into a subdirectory, or to read a `.git` file. A directory whose
+// fresh listing does not is revalidated by one lstat from its parent and
+// never opened.
+func (l *listing) needsFD() bool {
+	if len(l.subdirs) > 0 {
+		return true
+	}
+	for i := range l.protected {
+		if l.protected[i].name == ".git" && l.protected[i].typ == unix.DT_REG {
+			return true
+		}
+	}
+	return false
+}
 
 // fresh reports whether l still describes the directory st describes (the
 // caller matched the identity): neither mtime nor ctime moved, and the mtime
@@ -81,6 +105,17 @@ func (c *dirCache) get(k dirKey, st *unix.Stat_t, seq uint64) (*listing, bool) {
 	}
 	l.seen = seq
 	return l, true
+}
+
+// cachedLeaf reports whether a listing is cached for k, fresh or not, and
+// needs no descriptor of its directory (listing.needsFD). It is a hint that
+// spares the lstat of a directory that will be opened anyway; it marks
+// nothing used.
+func (c *dirCache) cachedLeaf(k dirKey) bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	l, ok := c.dirs[k]
+	return ok && !l.needsFD()
 }
 
 // put caches l for k, used by scan seq. When the cache is full it first

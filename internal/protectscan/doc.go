@@ -7,10 +7,12 @@
 // The scan is built to be run on directories an adversary filled:
 //
 //   - It never follows a symlink. Every directory is opened relative to its
-//     parent's descriptor with O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK; the root is
-//     opened once by its canonical path with openat2 RESOLVE_NO_SYMLINKS; a
-//     gitdir is opened one component at a time the same way. A symlink is
-//     never returned (a bind mount onto it would follow it).
+//     parent's descriptor with O_NOFOLLOW|O_DIRECTORY|O_NONBLOCK, or, when
+//     the cache answers for it without opening it, lstat-ed relative to its
+//     parent's descriptor (fstatat AT_SYMLINK_NOFOLLOW); the root is opened
+//     once by its canonical path with openat2 RESOLVE_NO_SYMLINKS; a gitdir
+//     is opened one component at a time the same way. A symlink is never
+//     returned (a bind mount onto it would follow it).
 //   - It never opens what could block: a `.git` or `commondir` file is read
 //     (at most 4 KiB) only when fstat of its non-blocking open says it is a
 //     regular file, and it is opened only when lstat said so first.
@@ -29,10 +31,13 @@
 //
 // A Scanner caches each directory it read (by device, inode, path and owner
 // rule, validated by mtime and ctime), so a later scan reads again only the
-// directories that changed and costs an open and an fstat for each other
-// directory; a directory modified within 2 s of its reading is always read
-// again (an entry added in the same clock tick as the reading would leave its
-// mtime unchanged).
+// directories that changed. Each other directory costs an open, an fstat and
+// a close when it has a subdirectory or a `.git` file (its descriptor is
+// needed to go on), else one lstat from its parent's descriptor, which must
+// show a directory (of Owner, in a Shared root) of the cached identity and
+// times. A directory modified within 2 s of its reading is always read again
+// (an entry added in the same clock tick as the reading would leave its mtime
+// unchanged).
 //
 // What it does not cover: entries created, or moved into place, during or
 // after the scan (the caller verifies each entry's identity when it mounts it,

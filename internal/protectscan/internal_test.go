@@ -41,7 +41,7 @@ func TestDirCache_Bounds(t *testing.T) {
 	t.Run("full: what the current scan has not used is dropped", func(t *testing.T) {
 		c := newDirCache()
 		for i := range cacheMaxDirs {
-			c.put(dirKey{ino: uint64(i)}, &listing{subdirs: []string{"d"}}, 1)
+			c.put(dirKey{ino: uint64(i)}, &listing{subdirs: []subdir{{name: "d"}}}, 1)
 		}
 		require.Equal(t, cacheMaxDirs, c.len())
 		require.Equal(t, cacheMaxDirs, c.names)
@@ -64,10 +64,10 @@ func TestDirCache_Bounds(t *testing.T) {
 	})
 	t.Run("names are bounded", func(t *testing.T) {
 		c := newDirCache()
-		big := make([]string, cacheMaxNames/4+1)
+		big := make([]subdir, cacheMaxNames/4+1)
 		c.put(dirKey{ino: 1}, &listing{subdirs: big}, 1)
 		assert.Zero(t, c.len(), "a directory of over a quarter of the names is not cached")
-		quarter := make([]string, cacheMaxNames/4)
+		quarter := make([]subdir, cacheMaxNames/4)
 		for i := range 5 {
 			c.put(dirKey{ino: uint64(i)}, &listing{subdirs: quarter}, 1)
 		}
@@ -76,8 +76,8 @@ func TestDirCache_Bounds(t *testing.T) {
 	})
 	t.Run("a directory read again replaces its listing", func(t *testing.T) {
 		c := newDirCache()
-		c.put(dirKey{ino: 1}, &listing{subdirs: []string{"a", "b"}}, 1)
-		c.put(dirKey{ino: 1}, &listing{subdirs: []string{"a"}}, 2)
+		c.put(dirKey{ino: 1}, &listing{subdirs: []subdir{{name: "a"}, {name: "b"}}}, 1)
+		c.put(dirKey{ino: 1}, &listing{subdirs: []subdir{{name: "a"}}}, 2)
 		assert.Equal(t, 1, c.len())
 		assert.Equal(t, 1, c.names)
 	})

@@ -101,30 +101,47 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 		}
 		w.s.cache.put(key, l, w.seq)
 	}
+	return w.use(r, fd, st.Dev, path, rel, depth, l)
+}
+
+// use takes the listing l of the directory fd (on device dev) at path, rel
+// below root r, at depth levels below it: it records l's protected entries
+// and searches its subdirectories. fd may be -1 when l does not need it
+// (listing.needsFD).
+func (w *walk) use(r *openedRoot, fd int, dev uint64, path, rel string, depth int, l *listing) error {
 	for i := range l.protected {
 		if err := w.protect(r, fd, path, &l.protected[i]); err != nil {
 			return err
 		}
 	}
 	if len(l.subdirs) > 0 && depth >= w.s.maxDepth {
-		return &BudgetError{Dir: filepath.Join(path, l.subdirs[0]), Entries: w.entries, Depth: w.s.maxDepth}
+		return &BudgetError{Dir: filepath.Join(path, l.subdirs[0].name), Entries: w.entries, Depth: w.s.maxDepth}
 	}
-	for _, name := range l.subdirs {
-		if err := w.descend(r, fd, path, rel, name, depth+1); err != nil {
+	for i := range l.subdirs {
+		if err := w.descend(r, fd, dev, path, rel, &l.subdirs[i], depth+1); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// descend opens the subdirectory name of dirfd (at parent, parentRel below
-// root r) and visits it. A name that vanished or is no longer a directory is
-// skipped, as is, in a Shared root, a directory of another owner.
-func (w *walk) descend(r *openedRoot, dirfd int, parent, parentRel, name string, depth int) error {
-	path := filepath.Join(parent, name)
-	fd, err := openat(dirfd, name, dirFlags)
+// descend searches the subdirectory sd of dirfd (on device dev, at parent,
+// parentRel below root r): answered by one lstat when it can be
+// (revalidate), else opened and visited. A name that vanished or is no
+// longer a directory is skipped, as is, in a Shared root, a directory of
+// another owner.
+func (w *walk) descend(r *openedRoot, dirfd int, dev uint64, parent, parentRel string, sd *subdir, depth int) error {
+	rel := sd.name
+	if parentRel != "" {
+		rel = parentRel + "/" + sd.name
+	}
+	if done, err := w.revalidate(r, dirfd, dev, parent, rel, sd, depth); done || err != nil {
+		return err
+	}
+	path := filepath.Join(parent, sd.name)
+	fd, err := openat(dirfd, sd.name, dirFlags)
 	if err != nil {
-		if vanished(err) || (r.Shared && !ownedDir(dirfd, name, r.Owner)) {
+		if vanished(err) || (r.Shared && !ownedDir(dirfd, sd.name, r.Owner)) {
 			return nil
 		}
 		return &os.PathError{Op: "open", Path: path, Err: err}
@@ -137,11 +154,46 @@ func (w *walk) descend(r *openedRoot, dirfd int, parent, parentRel, name string,
 	if r.Shared && int(st.Uid) != r.Owner {
 		return nil
 	}
-	rel := name
-	if parentRel != "" {
-		rel = parentRel + "/" + name
-	}
 	return w.visit(r, fd, &st, path, rel, depth)
+}
+
+// revalidate tries to answer the subdirectory sd of dirfd (on device dev, at
+// parent, rel below root r) without opening it: by one lstat relative to
+// dirfd (never following a symlink), which must show a directory (of Owner,
+// in a Shared root) whose cached listing is fresh for that identity and
+// those times and needs no descriptor (listing.needsFD). done is true when
+// it was so answered, or when the lstat shows the name is gone or is no
+// longer such a directory (skipped, as descend would). Otherwise the caller
+// opens the directory and visits it, which stats it again from its
+// descriptor: nothing the lstat saw is trusted then. The lstat is tried
+// only when such a listing is cached for the inode the parent's reading
+// listed (dirCache.cachedLeaf), a hint only: otherwise the directory is most
+// likely opened anyway.
+func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel string, sd *subdir, depth int) (bool, error) {
+	if !w.s.cache.cachedLeaf(dirKey{dev: dev, ino: sd.ino, rel: rel, owner: r.owner}) {
+		return false, nil
+	}
+	if err := w.ctx.Err(); err != nil {
+		return false, fmt.Errorf("reading %s: %w", filepath.Join(parent, sd.name), err)
+	}
+	var st unix.Stat_t
+	if err := fstatat(dirfd, sd.name, &st); err != nil {
+		// Anything but a vanished name: the open decides, as for an
+		// uncached directory.
+		return vanished(err), nil
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
+		return true, nil
+	}
+	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
+	if !ok || l.needsFD() {
+		return false, nil
+	}
+	path := parent // only l's protected entries use the path
+	if len(l.protected) > 0 {
+		path = filepath.Join(parent, sd.name)
+	}
+	return true, w.use(r, -1, st.Dev, path, rel, depth, l)
 }
 
 // ownedDir reports whether name in dirfd is, by lstat, a directory of owner.
@@ -222,7 +274,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	}
 	name := string(d.name)
 	if !protected && !r.Shared {
-		l.subdirs = append(l.subdirs, name)
+		l.subdirs = append(l.subdirs, subdir{name: name, ino: d.ino})
 		return w.count(path)
 	}
 	// A protected entry, or a directory in a Shared root: its identity or
@@ -246,7 +298,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	case protected && typ != unix.DT_LNK:
 		l.protected = append(l.protected, found{name: name, dev: st.Dev, ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:
-		l.subdirs = append(l.subdirs, name)
+		l.subdirs = append(l.subdirs, subdir{name: name, ino: st.Ino})
 	}
 	return nil
 }
@@ -296,6 +348,16 @@ func openat(dirfd int, name string, flags int) (int, error) {
 		fd, err := unix.Openat(dirfd, name, flags, 0)
 		if !errors.Is(err, unix.EINTR) {
 			return fd, err
+		}
+	}
+}
+
+// fstatat lstats name in dirfd into st, retrying EINTR.
+func fstatat(dirfd int, name string, st *unix.Stat_t) error {
+	for {
+		err := unix.Fstatat(dirfd, name, st, unix.AT_SYMLINK_NOFOLLOW)
+		if !errors.Is(err, unix.EINTR) {
+			return err
 		}
 	}
 }
