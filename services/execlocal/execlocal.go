@@ -7,10 +7,10 @@ package execlocal
 import (
 	"context"
 	"os"
-	"sync"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 
 	"go.uber.org/fx"
 
