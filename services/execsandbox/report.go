@@ -2,8 +2,12 @@ package execsandbox
 
 import (
 	"fmt"
+	"os"
+	"os/user"
+	"strconv"
 
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Isolation describes how confined commands run here, for `harness policy`.
@@ -18,6 +22,8 @@ type Isolation struct {
 	Unavailable string `json:"unavailable,omitempty"`
 	// Limits says how the memory and process caps are applied.
 	Limits string `json:"limits"`
+	// RunAs says which user commands run as under the default policy.
+	RunAs string `json:"runAs"`
 	// NotCovered lists what this isolation does not confine, one line each.
 	NotCovered []string `json:"notCovered"`
 }
@@ -40,9 +46,11 @@ func (r *Runner) Isolation() Isolation {
 			"protected paths are carved out only where the kernel allows a private mount namespace",
 		}
 		iso.Limits = "none"
+		iso.RunAs = fmt.Sprintf("uid %d, the server's own user, with its capabilities", os.Geteuid())
 		return iso
 	}
 	iso.Limits = r.bwrap.limits.describe(r.cfg)
+	iso.RunAs = runAs(r.policy.Default())
 	exe, err := r.bwrap.exe()
 	if err != nil {
 		iso.Unavailable = err.Error() + ". Remedy: " + bwrapRemedy
@@ -64,7 +72,24 @@ func describeLimits(l subproc.RLimits) string {
 		mem = fmt.Sprintf("memory %d MiB per process (RLIMIT_DATA)", l.Data>>20)
 	}
 	if l.Procs > 0 {
-		procs = fmt.Sprintf("%d processes (RLIMIT_NPROC in the command's user namespace; not applied to uid 0)", l.Procs)
+		procs = fmt.Sprintf("%d processes (RLIMIT_NPROC in the command's user namespace; the kernel does not apply it to commands running as uid 0)", l.Procs)
 	}
 	return mem + ", " + procs
+}
+
+// runAs says which user the commands of policy run as (commandUser).
+func runAs(policy sandbox.ExecutionPolicy) string {
+	cred, _ := commandUser(policy, nil)
+	switch {
+	case cred != nil:
+		name := ""
+		if u, err := user.LookupId(strconv.FormatUint(uint64(cred.Uid), 10)); err == nil {
+			name = " (" + u.Username + ")"
+		}
+		return fmt.Sprintf("uid %d%s, the workspace root's owner, without any capability", cred.Uid, name)
+	case os.Geteuid() == 0:
+		return "uid 0 in a user namespace of its own, without any capability (the workspace root belongs to root)"
+	default:
+		return fmt.Sprintf("uid %d, the server's own user, without any capability", os.Geteuid())
+	}
 }

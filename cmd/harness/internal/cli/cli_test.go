@@ -57,11 +57,21 @@ var carvedOut = regexp.MustCompile(`"protectedCarvedOut": (true|false)|existing 
 // and between hosts.
 var limitsHow = regexp.MustCompile(`"limits": "[^"]*"|command limits: .*`)
 
+// runAs matches which user commands run as, which differs between root and
+// other users.
+var runAs = regexp.MustCompile(`"runAs": "[^"]*"|commands run as: .*`)
+
 // stable replaces the case's paths, the kernel's Landlock ABI and whether
 // it allows a mount namespace with placeholders.
 func (l layout) stable(s string) string {
 	s = strings.ReplaceAll(s, l.ws, "$WS")
 	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
+	s = runAs.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, `"`) {
+			return `"runAs": "$RUNAS"`
+		}
+		return "commands run as: $RUNAS"
+	})
 	s = limitsHow.ReplaceAllStringFunc(s, func(m string) string {
 		if strings.HasPrefix(m, `"`) {
 			return `"limits": "$LIMITS"`
@@ -738,6 +748,7 @@ func TestRun(t *testing.T) {
 				iso := rep.Exec.Isolation
 				assert.Equal(t, "bwrap", iso.Kind)
 				assert.Contains(t, iso.Limits, "512 processes")
+				assert.Contains(t, iso.RunAs, "uid ")
 				assert.NotEmpty(t, iso.NotCovered)
 				rep.Exec.Isolation = nil
 				assert.Equal(t, cli.ExecReport{

@@ -534,6 +534,7 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 			b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
 		}
 	}
+	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
 	b.WriteString("not confined for commands:\n")
 	for _, n := range iso.NotCovered {
