@@ -31,6 +31,7 @@ need-bwrap:
 
 ## demo: build bin/harness and run a short, real MCP session against `harness serve`.
 demo: need-bwrap
+	@echo "demo: building $(BIN) (the first build downloads modules and compiles for a minute or two, silently)" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
 	$(BIN) demo
 

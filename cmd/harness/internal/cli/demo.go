@@ -11,6 +11,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-go/harness/services/execsandbox"
+
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
@@ -66,10 +68,26 @@ func demo(ctx context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
+	// Without a usable bubblewrap the demo still shows a confined command,
+	// under the weaker isolation, and says so.
+	fallback := ""
+	if e := rep.Exec; e != nil && e.Isolation != nil && e.Isolation.Kind == execsandbox.IsolationBwrap && e.Isolation.Unavailable != "" {
+		fallback = e.Isolation.Unavailable
+		serveArgs = append(serveArgs, "--exec-isolation", execsandbox.IsolationLandlock)
+		if cfg, err = newFlags("policy", env, true).parseFlagsOnly(serveArgs); err != nil {
+			return err
+		}
+		if rep, err = resolvePolicy(ctx, cfg, env); err != nil {
+			return err
+		}
+	}
 	p("harness demo: a real MCP session with `harness serve` over stdio\n")
 	p("server: harness serve %s\n", strings.Join(serveArgs, " "))
 	p("its policy, as `harness policy` with the same flags prints it:\n%s", indent(strings.TrimSuffix(rep.String(), "\n"))+"\n")
 	p("(--temp-root is the workspace itself: /tmp and $TMPDIR, writable under workspace-write by default, are not here)\n")
+	if fallback != "" {
+		p("(bubblewrap is unavailable, so this demo runs commands with --exec-isolation landlock, which confines less (see \"not confined\" above); %s)\n", fallback)
+	}
 
 	client := mcp.NewClient(&mcp.Implementation{Name: "harness-demo", Version: version()}, &mcp.ClientOptions{
 		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
