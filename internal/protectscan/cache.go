@@ -53,6 +53,25 @@ type listing struct {
 	subdirs      []subdir
 	protected    []found
 	seen         uint64 // the last scan that used it
+	// ino is the directory's inode; marks the repository markers seen in
+	// it (repoHEAD, ...): a directory shaped like a repository (bare, or
+	// a gitdir) is protected whole.
+	ino   uint64
+	marks uint8
+}
+
+// The repository markers of a listing: what git's is_git_directory looks
+// for (a HEAD file, and a commondir file or objects and refs directories).
+const (
+	repoHEAD uint8 = 1 << iota
+	repoCommondir
+	repoObjects
+	repoRefs
+)
+
+// repo reports whether l's directory is shaped like a git repository.
+func (l *listing) repo() bool {
+	return l.marks&repoHEAD != 0 && (l.marks&repoCommondir != 0 || l.marks&(repoObjects|repoRefs) == repoObjects|repoRefs)
 }
 
 // names is how many names l holds.

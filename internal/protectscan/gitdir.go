@@ -75,11 +75,14 @@ func (w *walk) resolve(target string) (*openedRoot, int, bool, error) {
 	return nil, -1, false, nil
 }
 
-// below returns target's path relative to root when target lies strictly
-// inside root (both clean and absolute).
+// below returns target's path relative to root ("" for root itself) when
+// target is root or lies inside it (both clean and absolute).
 func below(root, target string) (string, bool) {
+	if target == root {
+		return "", true
+	}
 	if root == "/" {
-		return target[1:], len(target) > 1
+		return target[1:], true
 	}
 	rel, ok := strings.CutPrefix(target, root+"/")
 	return rel, ok && rel != ""
@@ -92,6 +95,26 @@ func below(root, target string) (string, bool) {
 // or another owner's.
 func openBeneath(r *openedRoot, rel, target string) (int, unix.Stat_t, bool, error) {
 	var st unix.Stat_t
+	if rel == "" {
+		// The gitdir is the root itself (git init --separate-git-dir
+		// into an extra writable root): protected whole, when it holds a
+		// HEAD file, so a stray pointer cannot make a whole root
+		// read-only.
+		var head unix.Stat_t
+		if err := unix.Fstatat(r.fd, "HEAD", &head, unix.AT_SYMLINK_NOFOLLOW); err != nil || head.Mode&unix.S_IFMT != unix.S_IFREG {
+			return -1, st, false, nil
+		}
+		fd, err := unix.Dup(r.fd)
+		if err != nil {
+			return -1, st, false, &os.PathError{Op: "dup", Path: target, Err: err}
+		}
+		unix.CloseOnExec(fd)
+		if err := unix.Fstat(fd, &st); err != nil {
+			_ = unix.Close(fd)
+			return -1, st, false, &os.PathError{Op: "fstat", Path: target, Err: err}
+		}
+		return fd, st, true, nil
+	}
 	cur := r.fd
 	for comp := range strings.SplitSeq(rel, "/") {
 		fd, err := openat(cur, comp, unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
@@ -117,8 +140,9 @@ func openBeneath(r *openedRoot, rel, target string) (int, unix.Stat_t, bool, err
 	return cur, st, true, nil
 }
 
-// readPointer returns the first line of the file name in dirfd (at path),
-// trimmed, with prefix cut from it. The file is opened only when lstat says
+// readPointer returns the content of the file name in dirfd (at path)
+// with trailing CR and LF cut and prefix cut from its start, as git reads a
+// `.git` file ("gitdir: ") and a commondir file. The file is opened only when lstat says
 // it is a regular file, without following a symlink and without blocking,
 // and read only when fstat of the open still says so (and, when owner is not
 // -1, that owner has it); at most maxPointerBytes are read. ok is false when
@@ -163,8 +187,11 @@ func readPointer(dirfd int, name, path, prefix string, owner int) (string, bool,
 		}
 		n += m
 	}
-	line, _, _ := strings.Cut(string(buf[:n]), "\n")
-	line, ok := strings.CutPrefix(strings.TrimSpace(line), prefix)
-	line = strings.TrimSpace(line)
+	if n == len(buf) {
+		return "", false, nil // longer than any path git would take
+	}
+	// As git reads a gitfile and a commondir file: the whole content,
+	// only trailing CR and LF cut (a path may end in a space).
+	line, ok := strings.CutPrefix(strings.TrimRight(string(buf[:n]), "\r\n"), prefix)
 	return line, ok && line != "", nil
 }

@@ -115,6 +115,24 @@ var findCases = []struct {
 		want:  []string{"ws/.git", "ws/sub/.git"},
 	},
 	{
+		name:  "a bare repository and a gitdir kept apart are protected whole by their shape; a lookalike is not",
+		tree:  []string{"ws/remote.git/HEAD=ref: refs/heads/main\n", "ws/remote.git/objects/", "ws/remote.git/refs/", "ws/remote.git/hooks/x=y", "ws/wtdir/HEAD=x", "ws/wtdir/commondir=..\n", "ws/look/HEAD=x", "ws/look/refs/", "ws/src/a.go=x"},
+		roots: []string{"ws"},
+		want:  []string{"ws/remote.git/", "ws/wtdir/"},
+	},
+	{
+		name:  "a gitdir that is another root itself (git init --separate-git-dir) is protected whole",
+		tree:  []string{"ws/.git=gitdir: {base}/cache\n", "cache/HEAD=ref: refs/heads/main\n", "cache/objects/", "cache/refs/"},
+		roots: []string{"ws", "cache"},
+		want:  []string{"cache/", "ws/.git"},
+	},
+	{
+		name:  "a gitdir path is read as git reads it: only trailing CR and LF cut",
+		tree:  []string{"ws/wt/.git=gitdir: {base}/cache/gd \r\n", "cache/gd /HEAD=x", "cache/gd/HEAD=x"},
+		roots: []string{"ws", "cache"},
+		want:  []string{"cache/gd /", "ws/wt/.git"},
+	},
+	{
 		name:  "nested roots list an entry once",
 		tree:  []string{"ws/sub/.git/"},
 		roots: []string{"ws", "ws/sub"},

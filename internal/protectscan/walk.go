@@ -109,6 +109,12 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 // and searches its subdirectories. fd may be -1 when l does not need it
 // (listing.needsFD).
 func (w *walk) use(r *openedRoot, fd int, dev uint64, path, rel string, depth int, l *listing) error {
+	if l.repo() && rel != "" {
+		// A repository by its shape (a bare one, a gitdir kept apart):
+		// protected whole, as the file fence decides, and not searched.
+		w.found[path] = Entry{Path: path, Dev: dev, Ino: l.ino, Dir: true}
+		return nil
+	}
 	for i := range l.protected {
 		if err := w.protect(r, fd, path, &l.protected[i]); err != nil {
 			return err
@@ -206,7 +212,7 @@ func ownedDir(dirfd int, name string, owner int) bool {
 // read reads the directory fd (stat st) at path, rel below root r, in
 // batches of the scan's buffer, and returns what it holds.
 func (w *walk) read(r *openedRoot, fd int, st *unix.Stat_t, path, rel string) (*listing, error) {
-	l := &listing{mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), readAt: w.readAt}
+	l := &listing{mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), readAt: w.readAt, ino: st.Ino}
 	w.rel = append(w.rel[:0], rel...)
 	if rel != "" {
 		w.rel = append(w.rel, '/')
@@ -262,6 +268,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 		}
 		typ, stated = direntType(&st), true
 	}
+	mark(l, d.name, typ)
 	w.rel = append(w.rel[:base], d.name...)
 	isDir := typ == unix.DT_DIR
 	// rel aliases w.rel, reused for the next entry: Match's contract.
@@ -303,6 +310,28 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	return nil
 }
 
+// mark notes in l a repository marker among its entries (name of type typ).
+func mark(l *listing, name []byte, typ uint8) {
+	switch string(name) {
+	case "HEAD":
+		if typ == unix.DT_REG {
+			l.marks |= repoHEAD
+		}
+	case "commondir":
+		if typ == unix.DT_REG {
+			l.marks |= repoCommondir
+		}
+	case "objects":
+		if typ == unix.DT_DIR {
+			l.marks |= repoObjects
+		}
+	case "refs":
+		if typ == unix.DT_DIR {
+			l.marks |= repoRefs
+		}
+	}
+}
+
 // count counts one entry read from the directory at path against the
 // budget.
 func (w *walk) count(path string) error {
@@ -321,7 +350,7 @@ func (w *walk) protect(r *openedRoot, dirfd int, path string, f *found) error {
 	if f.name != ".git" || f.typ != unix.DT_REG {
 		return nil
 	}
-	target, ok, err := readPointer(dirfd, f.name, p, "gitdir:", r.owner)
+	target, ok, err := readPointer(dirfd, f.name, p, "gitdir: ", r.owner)
 	if err != nil || !ok {
 		return err
 	}

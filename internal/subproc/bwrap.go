@@ -13,7 +13,6 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
 	"syscall"
 	"time"
 
@@ -130,46 +129,107 @@ func beneath(p, dir string) bool {
 	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
-// reservations counts the commands of this process running with each
-// reserved path, so one that another command's bubblewrap made on disk
-// stays reserved for the next, and is removed only after the last.
-var reservations = struct {
-	sync.Mutex
-	n map[string]int
-}{n: map[string]int{}}
-
-// ReserveGit reserves root's top-level `.git` for one command when it is
-// missing (lstat) or already reserved by a running command of this process,
-// and returns its path, else "" (something real is there). Each reserved
-// path is released with ReleaseReserved once the command has ended; take
-// it before searching the protected paths, so a mount point another
-// command makes meanwhile is never taken for a real `.git`.
-func ReserveGit(root string) string {
-	p := filepath.Join(root, ".git")
-	reservations.Lock()
-	defer reservations.Unlock()
-	if reservations.n[p] == 0 {
-		if _, err := os.Lstat(p); !errors.Is(err, os.ErrNotExist) {
-			return ""
-		}
-	}
-	reservations.n[p]++
-	return p
+// Reservation is one command's hold on a workspace root's reserved `.git`:
+// an empty directory, the mount point of the command's read-only tmpfs,
+// held with a shared flock for as long as the command runs, by every
+// command of every harness process that reserves it.
+type Reservation struct {
+	// Path is the reserved `.git`.
+	Path string
+	fd   int
+	ino  uint64
 }
 
-// ReleaseReserved drops one command's reservations and removes each mount
-// point no other command holds, when it is still an empty directory (what
-// bubblewrap made; anything else someone put there is left alone).
-func ReleaseReserved(paths []string) {
-	reservations.Lock()
-	defer reservations.Unlock()
-	for _, p := range paths {
-		reservations.n[p]--
-		if reservations.n[p] > 0 {
-			continue
+// ReserveGit reserves root's top-level `.git` for one command when it is
+// missing (it makes the empty directory) or an empty directory (another
+// command's reservation, or one left by a server that died), and returns
+// the reservation, else nil (a real `.git` is there, or root cannot be
+// written, so neither can the command). Take it before searching the
+// protected paths, and Release it once the command has ended.
+func ReserveGit(root string) *Reservation {
+	p := filepath.Join(root, ".git")
+	for range 8 {
+		if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
+			return nil
 		}
-		delete(reservations.n, p)
-		_ = unix.Rmdir(p) // ENOTEMPTY, ENOENT: not ours to remove
+		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		if err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // removed by a release meanwhile: again
+			}
+			return nil // a file, a symlink: something real
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || !emptyDir(fd) {
+			_ = unix.Close(fd)
+			return nil
+		}
+		if err := flockShared(fd); err != nil {
+			_ = unix.Close(fd)
+			return nil
+		}
+		// Still the directory at p (a release may have removed it
+		// between the open and the lock): else again.
+		var now unix.Stat_t
+		if unix.Lstat(p, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
+			return &Reservation{Path: p, fd: fd, ino: st.Ino}
+		}
+		_ = unix.Close(fd)
+	}
+	return nil
+}
+
+// Release ends the hold; when no other command of any process holds the
+// reservation (an exclusive flock succeeds) and the directory is still
+// the empty one reserved, it is removed. Removing it only then matters: a
+// directory removed while it is another command's mount point takes that
+// command's mount with it.
+func (r *Reservation) Release() {
+	if r == nil {
+		return
+	}
+	defer func() { _ = unix.Close(r.fd) }()
+	if unix.Flock(r.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // another command holds it: the last one removes it
+	}
+	var now unix.Stat_t
+	if unix.Lstat(r.Path, &now) == nil && now.Ino == r.ino && emptyDir(r.fd) {
+		_ = unix.Rmdir(r.Path)
+	}
+}
+
+// flockShared takes a shared flock on fd, waiting up to a second for an
+// exclusive holder (a release, which holds it only to remove the
+// directory).
+func flockShared(fd int) error {
+	var err error
+	for range 100 {
+		if err = unix.Flock(fd, unix.LOCK_SH|unix.LOCK_NB); !errors.Is(err, unix.EWOULDBLOCK) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return err
+}
+
+// emptyDir reports whether the directory fd holds nothing but "." and "..".
+func emptyDir(fd int) bool {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return false
+	}
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		// ParseDirent leaves "." and ".." out.
+		if _, _, names := unix.ParseDirent(buf[:n], -1, nil); len(names) > 0 {
+			return false
+		}
 	}
 }
 

@@ -111,8 +111,15 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		conf.Reserved = reservedIn(policy)
-		defer subproc.ReleaseReserved(conf.Reserved)
+		held := reservedIn(policy)
+		defer func() {
+			for _, h := range held {
+				h.Release()
+			}
+		}()
+		for _, h := range held {
+			conf.Reserved = append(conf.Reserved, h.Path)
+		}
 		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uid)
 		if err != nil {
 			return exec.Result{}, err
@@ -167,17 +174,18 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves the missing top-level `.git` of each workspace root
-// of policy (subproc.ReserveGit; the caller releases them): not of the temp
-// roots, where a reserved `.git` would sit above every other user's work.
-func reservedIn(policy sandbox.ExecutionPolicy) []string {
-	var out []string
+// reservedIn reserves the top-level `.git` of each workspace root of
+// policy that has none (subproc.ReserveGit; the caller releases them): not
+// of the temp roots, where a reserved `.git` would sit above every other
+// user's work.
+func reservedIn(policy sandbox.ExecutionPolicy) []*subproc.Reservation {
+	var out []*subproc.Reservation
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
 			continue
 		}
-		if p := subproc.ReserveGit(filepath.Clean(r)); p != "" {
-			out = append(out, p)
+		if h := subproc.ReserveGit(filepath.Clean(r)); h != nil {
+			out = append(out, h)
 		}
 	}
 	return out
