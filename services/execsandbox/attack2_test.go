@@ -517,7 +517,9 @@ func TestAttack2Sockets(t *testing.T) {
 	require.NoError(t, err)
 	defer ln.Close() //nolint:errcheck // test listener
 	accepted := make(chan string, 16)
+	var serving sync.WaitGroup
 	serve := func(l net.Listener) {
+		defer serving.Done()
 		for {
 			c, err := l.Accept()
 			if err != nil {
@@ -529,6 +531,7 @@ func TestAttack2Sockets(t *testing.T) {
 			_ = c.Close()
 		}
 	}
+	serving.Add(1)
 	go serve(ln)
 	dir, err := os.MkdirTemp("/var/tmp", "attack2-")
 	require.NoError(t, err)
@@ -539,6 +542,7 @@ func TestAttack2Sockets(t *testing.T) {
 	require.NoError(t, err)
 	defer pl.Close() //nolint:errcheck // test listener
 	require.NoError(t, os.Chmod(pathSock, 0o777))
+	serving.Add(1)
 	go serve(pl)
 
 	script := pySyscalls + `import socket
@@ -609,6 +613,10 @@ print("interfaces", sorted(os.listdir("/sys/class/net")))
 			}
 		})
 	}
+	// Both servers end before the channel closes: no send races it.
+	_ = ln.Close()
+	_ = pl.Close()
+	serving.Wait()
 	close(accepted)
 	for a := range accepted {
 		assert.NotContains(t, a, "harness-test", "the host's abstract socket was reached: %q", a)
