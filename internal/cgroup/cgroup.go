@@ -103,8 +103,6 @@ type backend interface {
 	newGroup(name string, l Limits) (groupBackend, error)
 	// remove removes the parent group; it fails while groups remain.
 	remove() error
-	// dirs are the parent's directories, one per hierarchy.
-	dirs() []string
 }
 
 // groupBackend is one cgroup version's per-command group.

@@ -137,7 +137,6 @@ func (b *v1Backend) remove() error {
 	return b.parent.Delete()
 }
 
-func (b *v1Backend) dirs() []string { return []string{b.memDir, b.pidsDir} }
 
 // v1Group is a group in the memory and pids hierarchies.
 type v1Group struct {

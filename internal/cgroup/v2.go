@@ -138,7 +138,6 @@ func (b *v2Backend) remove() error {
 	return b.parent.Delete()
 }
 
-func (b *v2Backend) dirs() []string { return []string{b.dir} }
 
 // v2Group is a group in the unified hierarchy.
 type v2Group struct {

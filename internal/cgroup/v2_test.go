@@ -42,7 +42,7 @@ func TestV2OnHybridUnifiedMount(t *testing.T) {
 	}
 	t.Cleanup(func() { _ = m.Close() }) // on failure; a second Close is a no-op
 	assert.Equal(t, "cgroup v2", m.Kind())
-	parent := m.b.dirs()
+	parent := backendDirs(m.b)
 	_, err = m.New("capped", Limits{Pids: 5})
 	assert.ErrorContains(t, err, "no pids controller")
 	assert.NoDirExists(t, filepath.Join(parent[0], "capped"), "a group New could not finish is removed")

@@ -172,10 +172,3 @@ func (c *dirCache) prune(seq uint64) {
 		c.names = 0
 	}
 }
-
-// len returns how many directories are cached.
-func (c *dirCache) len() int {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return len(c.dirs)
-}

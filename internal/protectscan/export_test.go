@@ -8,5 +8,12 @@ func (s *Scanner) ScanCounted(ctx context.Context, roots []Root, match Match) ([
 	return s.scan(ctx, roots, match)
 }
 
+// len returns how many directories are cached.
+func (c *dirCache) len() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return len(c.dirs)
+}
+
 // CachedDirs returns how many directories s's cache holds.
 func (s *Scanner) CachedDirs() int { return s.cache.len() }
