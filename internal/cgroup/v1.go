@@ -137,7 +137,6 @@ func (b *v1Backend) remove() error {
 	return b.parent.Delete()
 }
 
-
 // v1Group is a group in the memory and pids hierarchies.
 type v1Group struct {
 	cg      cgroup1.Cgroup

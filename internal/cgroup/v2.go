@@ -138,7 +138,6 @@ func (b *v2Backend) remove() error {
 	return b.parent.Delete()
 }
 
-
 // v2Group is a group in the unified hierarchy.
 type v2Group struct {
 	m   *cgroup2.Manager
