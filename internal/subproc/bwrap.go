@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // Bwrap is the bubblewrap isolation: each command runs in a world built by
@@ -72,7 +74,7 @@ func bwrapArgs(c *Confinement) []string {
 	// hidden by its parent's.
 	slices.SortFunc(roots, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	for _, r := range roots {
-		if beneath(r, "/dev") || beneath(r, "/proc") {
+		if dirfd.Beneath("/dev", r) || dirfd.Beneath("/proc", r) {
 			continue
 		}
 		args = append(args, "--bind-try", r, r)
@@ -105,15 +107,15 @@ func ancestors(protected []Protected, roots []string) []string {
 	for _, p := range protected {
 		root := ""
 		for _, r := range roots {
-			if strings.HasPrefix(p.Path, r+"/") && len(r) > len(root) {
+			if r != p.Path && dirfd.Beneath(r, p.Path) && len(r) > len(root) {
 				root = r
 			}
 		}
 		if root == "" {
 			continue
 		}
-		for a := filepath.Dir(p.Path); a != root && strings.HasPrefix(a, root+"/"); a = filepath.Dir(a) {
-			if seen[a] || slices.ContainsFunc(protected, func(q Protected) bool { return beneath(a, q.Path) }) {
+		for a := filepath.Dir(p.Path); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
+			if seen[a] || slices.ContainsFunc(protected, func(q Protected) bool { return dirfd.Beneath(q.Path, a) }) {
 				continue
 			}
 			seen[a] = true
@@ -122,11 +124,6 @@ func ancestors(protected []Protected, roots []string) []string {
 	}
 	slices.SortFunc(out, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	return out
-}
-
-// beneath reports whether p is dir or lies beneath it.
-func beneath(p, dir string) bool {
-	return p == dir || strings.HasPrefix(p, dir+"/")
 }
 
 // Reservation is one command's hold on a workspace root's reserved `.git`:
@@ -247,23 +244,12 @@ func emptyDir(fd int) bool {
 // stage for a reason other than a stop (Status.Error then says why, from
 // bwrap's own message).
 func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error) (Outcome, error) {
-	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
 	if spec.Confine == nil {
-		return out, errors.New("the bubblewrap isolation needs a confinement")
+		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("the bubblewrap isolation needs a confinement")
 	}
-	runCtx := ctx
-	if timeout > 0 {
-		var cancel context.CancelFunc
-		runCtx, cancel = context.WithTimeout(ctx, timeout)
-		defer cancel()
-	}
-	st, d, err := runBwrap(runCtx, b, spec, out.Stdout, out.Stderr, placed)
-	out.Status, out.Duration = st, d
-	if st.Stopped {
-		out.Cancelled = ctx.Err() != nil
-		out.TimedOut = !out.Cancelled
-	}
-	return out, err
+	return outcome(ctx, timeout, outputLimit, func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error) {
+		return runBwrap(ctx, b, spec, stdout, stderr, placed)
+	})
 }
 
 // pipes are the descriptors RunBwrap hands to bwrap, its ends closed after

@@ -36,6 +36,17 @@ type Outcome struct {
 // (killed, crashed). A command that could not start inside the helper is not
 // an error: Status.Started is false and Status.Error says why.
 func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
+	return outcome(ctx, timeout, outputLimit, func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error) {
+		return runHelper(ctx, helper, spec, stdout, stderr)
+	})
+}
+
+// outcome runs one command through run with ctx bounded by timeout (0: no
+// timeout) and captures of outputLimit bytes, and says whether a stop was
+// the timeout's or the caller's.
+func outcome(ctx context.Context, timeout time.Duration, outputLimit int,
+	run func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error),
+) (Outcome, error) {
 	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
 	runCtx := ctx
 	if timeout > 0 {
@@ -43,7 +54,7 @@ func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration,
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	st, d, err := runHelper(runCtx, helper, spec, out.Stdout, out.Stderr)
+	st, d, err := run(runCtx, out.Stdout, out.Stderr)
 	out.Status, out.Duration = st, d
 	if st.Stopped {
 		out.Cancelled = ctx.Err() != nil

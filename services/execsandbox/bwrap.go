@@ -14,6 +14,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
@@ -64,7 +65,9 @@ func findBwrap(path string, roots []string) (*subproc.Program, error) {
 		if err != nil {
 			continue
 		}
-		if under(cand, roots) || under(filepath.Join(dir, "bwrap"), roots) {
+		if slices.ContainsFunc(roots, func(r string) bool {
+			return dirfd.Beneath(r, cand) || dirfd.Beneath(r, filepath.Join(dir, "bwrap"))
+		}) {
 			continue
 		}
 		exe, err := subproc.OpenProgram(cand)
@@ -78,16 +81,6 @@ func findBwrap(path string, roots []string) (*subproc.Program, error) {
 		return exe, nil
 	}
 	return nil, errors.New("bubblewrap (bwrap) is not installed, or only inside a writable root or writable by others")
-}
-
-// under reports whether p is one of roots or lies beneath one.
-func under(p string, roots []string) bool {
-	for _, r := range roots {
-		if p == r || strings.HasPrefix(p, strings.TrimSuffix(r, "/")+"/") {
-			return true
-		}
-	}
-	return false
 }
 
 func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (exec.Result, error) {
@@ -105,10 +98,6 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		UnixSockets:   cfg.UnixSockets,
 	}
 	if policy.Mode == sandbox.WorkspaceWrite {
-		uid := os.Geteuid()
-		if cred != nil {
-			uid = int(cred.Uid)
-		}
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
 		held := reservedIn(policy)
@@ -120,7 +109,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		for _, h := range held {
 			conf.Reserved = append(conf.Reserved, h.Path)
 		}
-		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uid)
+		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred))
 		if err != nil {
 			return exec.Result{}, err
 		}
@@ -200,12 +189,20 @@ func checkWorkdir(workdir string, c *subproc.Confinement) error {
 		paths = append(paths, p.Path)
 	}
 	for _, p := range paths {
-		if wd == p || strings.HasPrefix(wd, p+"/") {
+		if dirfd.Beneath(p, wd) {
 			return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
 				"workdir %s is at or beneath the protected path %s; commands do not start there under %s", workdir, p, sandbox.WorkspaceWrite)}
 		}
 	}
 	return nil
+}
+
+// uidOf is the uid a command runs as under cred (commandUser's).
+func uidOf(cred *syscall.Credential) int {
+	if cred != nil {
+		return int(cred.Uid)
+	}
+	return os.Geteuid()
 }
 
 // commandUser returns the user a command runs as and its environment. A

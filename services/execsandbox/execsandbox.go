@@ -204,8 +204,9 @@ func provide(p Params) (*Runner, error) {
 // once (workspace-write's, whatever the default mode), so the first command
 // finds the search's cache filled: a workspace holding a directory of a
 // million entries costs that command an fstat per directory, not the
-// reading of them all. It returns when the search ends or ctx is done; its
-// result is only the cache.
+// reading of them all, and a command started during it waits for it
+// instead of reading the same directories again. It returns when the
+// search ends or ctx is done; its result is only the cache.
 func (r *Runner) Warm(ctx context.Context) {
 	policy := r.policy.Default()
 	if policy.WorkspaceRoot == "" {
@@ -213,11 +214,7 @@ func (r *Runner) Warm(ctx context.Context) {
 	}
 	policy.Mode = sandbox.WorkspaceWrite
 	cred, _ := commandUser(policy, nil)
-	uid := os.Geteuid()
-	if cred != nil {
-		uid = int(cred.Uid)
-	}
-	_, _ = r.finder.find(ctx, sandbox.WritableRoots(policy, r.policy.Roots()), uid)
+	r.finder.warm(ctx, sandbox.WritableRoots(policy, r.policy.Roots()), uidOf(cred))
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

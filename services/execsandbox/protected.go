@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync/atomic"
 
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
@@ -22,6 +23,10 @@ import (
 type finder struct {
 	policy  *sandboxpolicy.Service
 	scanner *protectscan.Scanner
+	// warming is closed when the warm-up search ends; nil when none was
+	// started. A search waits for it rather than read the same
+	// directories a second time.
+	warming atomic.Pointer[chan struct{}]
 }
 
 func newFinder(policy *sandboxpolicy.Service) *finder {
@@ -34,6 +39,26 @@ func newFinder(policy *sandboxpolicy.Service) *finder {
 // command runs. Errors: *exec.Error with CodeUnavailable naming where the
 // search stopped.
 func (f *finder) find(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
+	if w := f.warming.Load(); w != nil {
+		select {
+		case <-*w:
+		case <-ctx.Done():
+		}
+	}
+	return f.search(ctx, roots, uid)
+}
+
+// warm runs one search for the cache alone; searches started meanwhile
+// wait for it to end (or their own deadline) and then read the cache.
+func (f *finder) warm(ctx context.Context, roots []string, uid int) {
+	done := make(chan struct{})
+	f.warming.Store(&done)
+	defer close(done)
+	_, _ = f.search(ctx, roots, uid)
+}
+
+// search is find without waiting for the warm-up.
+func (f *finder) search(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
 	temps := f.policy.TempRoots()
 	scan := make([]protectscan.Root, 0, len(roots))
 	for _, r := range roots {
