@@ -140,40 +140,52 @@ type Reservation struct {
 // ReserveGit reserves root's top-level `.git` for one command when it is
 // missing (it makes the empty directory) or an empty directory (another
 // command's reservation, or one left by a server that died), and returns
-// the reservation, else nil (a real `.git` is there, or root cannot be
-// written, so neither can the command). Take it before searching the
-// protected paths, and Release it once the command has ended.
-func ReserveGit(root string) *Reservation {
+// the reservation; nil without an error when a real `.git` is there, or
+// root cannot be written (so neither can the command). An error (contention
+// that did not settle, an unexpected failure) means the command must not
+// run: it fails closed. Take it before searching the protected paths, and
+// Release it once the command has ended.
+func ReserveGit(root string) (*Reservation, error) {
 	p := filepath.Join(root, ".git")
-	for range 8 {
+	for range 100 {
 		if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-			return nil
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+				return nil, nil
+			}
+			return nil, fmt.Errorf("reserving %s: %w", p, err)
 		}
 		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // removed by a release meanwhile: again
 			}
-			return nil // a file, a symlink: something real
+			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				return nil, nil // a file, a symlink: something real
+			}
+			return nil, fmt.Errorf("reserving %s: %w", p, err)
 		}
 		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil || !emptyDir(fd) {
+		if err := unix.Fstat(fd, &st); err != nil {
 			_ = unix.Close(fd)
-			return nil
+			return nil, fmt.Errorf("reserving %s: %w", p, err)
+		}
+		if !emptyDir(fd) {
+			_ = unix.Close(fd)
+			return nil, nil // a real repository: the search protects it
 		}
 		if err := flockShared(fd); err != nil {
 			_ = unix.Close(fd)
-			return nil
+			return nil, fmt.Errorf("reserving %s: %w", p, err)
 		}
 		// Still the directory at p (a release may have removed it
 		// between the open and the lock): else again.
 		var now unix.Stat_t
 		if unix.Lstat(p, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-			return &Reservation{Path: p, fd: fd, ino: st.Ino}
+			return &Reservation{Path: p, fd: fd, ino: st.Ino}, nil
 		}
 		_ = unix.Close(fd)
 	}
-	return nil
+	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", p)
 }
 
 // Release ends the hold; when no other command of any process holds the

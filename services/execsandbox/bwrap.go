@@ -100,12 +100,16 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if policy.Mode == sandbox.WorkspaceWrite {
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		held := reservedIn(policy)
+		held, err := reservedIn(policy)
 		defer func() {
 			for _, h := range held {
 				h.Release()
 			}
 		}()
+		if err != nil {
+			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+				"; the command was not run rather than run able to create the workspace's .git"}
+		}
 		for _, h := range held {
 			conf.Reserved = append(conf.Reserved, h.Path)
 		}
@@ -167,17 +171,21 @@ func rlimits(cfg Config) subproc.RLimits {
 // policy that has none (subproc.ReserveGit; the caller releases them): not
 // of the temp roots, where a reserved `.git` would sit above every other
 // user's work.
-func reservedIn(policy sandbox.ExecutionPolicy) []*subproc.Reservation {
+func reservedIn(policy sandbox.ExecutionPolicy) ([]*subproc.Reservation, error) {
 	var out []*subproc.Reservation
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
 			continue
 		}
-		if h := subproc.ReserveGit(filepath.Clean(r)); h != nil {
+		h, err := subproc.ReserveGit(filepath.Clean(r))
+		if err != nil {
+			return out, err
+		}
+		if h != nil {
 			out = append(out, h)
 		}
 	}
-	return out
+	return out, nil
 }
 
 // checkWorkdir refuses a workdir at or beneath a protected or reserved
