@@ -101,7 +101,10 @@ const (
 // would do, so the prompt shows the truth (issue 12): the canonical target,
 // the path as given, the operation and the boundary crossed.
 type ApprovalRequest struct {
-	Session       *session.Session
+	Session *session.Session
+	// Family is what the call is (file tools or commands), and so what an
+	// "allow for the session" answer covers.
+	Family        Family
 	Tool          string
 	Mode          sandbox.Mode
 	Justification string
@@ -126,7 +129,8 @@ type ApprovalRequest struct {
 	// Standing is the mode the call runs under without the escalation.
 	Standing sandbox.Mode
 	// SessionGrant is the mode an earlier "allow for this session" answer
-	// gave the session, "" when none did; Escalate fills it in.
+	// gave the session's calls of Family, "" when none did; Escalate fills
+	// it in.
 	SessionGrant sandbox.Mode
 }
 
@@ -204,12 +208,11 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 // through; then the approver is asked and its outcome mapped: allowed-once
 // grants the requested mode; rejected, cancelled and unavailable are
 // refusals with the exact texts; allowed-for-session grants it and also
-// records it as the session's mode (SetMode), marked as the user's grant,
-// so later calls of the session run under it. Every failure is an *EscalationError: a
-// refusal has CodeEscalationRefused; an approver error or an unknown outcome
-// has CodeApprovalFailed. subject is sandbox.SubjectOperation or
-// sandbox.SubjectCommand.
-func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subject string, effective sandbox.Mode) (sandbox.Mode, error) {
+// records it as the session's mode for req.Family, marked as the user's
+// grant, so later calls of that family (only) run under it (issue 21).
+// Every failure is an *EscalationError: a refusal has CodeEscalationRefused;
+// an approver error or an unknown outcome has CodeApprovalFailed.
+func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, effective sandbox.Mode) (sandbox.Mode, error) {
 	sess, requested := req.Session, req.Mode
 	if !IsWider(requested, effective) {
 		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)
@@ -222,7 +225,7 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subje
 	}
 	req.Reason = "escalate sandbox to " + string(requested) + ": " + req.Justification
 	req.Standing = effective
-	req.SessionGrant, _ = SessionGrant(sess)
+	req.SessionGrant, _ = SessionGrant(sess, req.Family)
 	out, err := approver.Approve(ctx, req)
 	if err != nil {
 		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: approval failed", requested), Err: err}
@@ -231,12 +234,12 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subje
 	case AllowedOnce:
 		return requested, nil
 	case AllowedForSession:
-		if err := sess.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: requested, Granted: true}}); err != nil {
+		if err := sess.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: requested, Granted: true, Family: req.Family}}); err != nil {
 			return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: the session grant was not recorded", requested), Err: err}
 		}
 		return requested, nil
 	case Rejected:
-		return "", refused(requested, "the user rejected escalating this %s to %q", subject, requested)
+		return "", refused(requested, "the user rejected escalating this %s to %q", req.Family.Subject(), requested)
 	case Cancelled:
 		return "", refused(requested, "approval for escalating to %q was cancelled", requested)
 	case Unavailable:
@@ -250,6 +253,10 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, subje
 // shows; the rest is cut and the cut marked.
 const JustificationMax = 300
 
+// CommandMax is the number of characters of a command a prompt shows; the
+// rest is cut, and the cut says how long the whole command is (issue 21).
+const CommandMax = 500
+
 // CleanJustification returns the model's justification as a prompt may show
 // it (issue 12): every Unicode control (Cc), format (Cf: bidirectional
 // overrides and isolates, zero-width characters), line separator (Zl) and
@@ -257,8 +264,34 @@ const JustificationMax = 300
 // collapse, and past JustificationMax characters the text is cut and ends
 // with "… [N more characters cut]".
 func CleanJustification(s string) string {
+	out, cut := collapse(s, JustificationMax)
+	if cut > 0 {
+		out += fmt.Sprintf("… [%d more characters cut]", cut)
+	}
+	return out
+}
+
+// CleanCommand returns a shell command as a prompt may show it (issue 21):
+// cleaned as CleanJustification cleans (so 5,000 spaces cannot push the
+// rest of a command out of view, and no control character reaches the
+// terminal), and past CommandMax characters cut, the cut ending with
+// "… [cut: the command is N characters long]", N counting the command as
+// given.
+func CleanCommand(s string) string {
+	out, cut := collapse(s, CommandMax)
+	if cut > 0 {
+		out += fmt.Sprintf("… [cut: the command is %d characters long]", utf8.RuneCountInString(s))
+	}
+	return out
+}
+
+// collapse turns every control, format, line or paragraph separator and
+// space character of s into one space per run, trims the ends, and keeps at
+// most limit characters; cut is how many non-space characters and runs were
+// left out.
+func collapse(s string, limit int) (out string, cut int) {
 	var b strings.Builder
-	n, cut, space := 0, 0, false
+	n, space := 0, false
 	for _, r := range s {
 		if r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || unicode.IsSpace(r) {
 			r = ' '
@@ -271,26 +304,24 @@ func CleanJustification(s string) string {
 		} else {
 			space = false
 		}
-		if n >= JustificationMax {
+		if n >= limit {
 			cut++
 			continue
 		}
 		b.WriteRune(r)
 		n++
 	}
-	out := strings.TrimSpace(b.String())
-	if cut > 0 {
-		out += fmt.Sprintf("… [%d more characters cut]", cut)
-	}
-	return out
+	return strings.TrimSpace(b.String()), cut
 }
 
 // Prompt returns the question an approver shows a person for req, in one
 // paragraph: what the call would do (Operation) to which canonical target,
-// the path as given when it differs, the command and its directory, the boundary it crosses under the
-// standing mode, the requested mode, the session's earlier grant if any, and
-// the cleaned justification. Paths are quoted with every control or
-// non-printing character escaped.
+// the path as given when it differs, the command (CleanCommand) and its
+// directory, the boundary it crosses under the standing mode, the requested
+// mode and what it means for a command, the session's earlier grant if
+// any, what "allow for the session" would cover (issue 21), and the cleaned
+// justification. Paths are quoted with every control or non-printing
+// character escaped.
 func Prompt(req ApprovalRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent asks to run the %s tool", strconv.Quote(req.Tool))
@@ -304,15 +335,30 @@ func Prompt(req ApprovalRequest) string {
 		}
 	}
 	if req.Command != "" {
-		fmt.Fprintf(&b, " with the command %s in %s", strconv.Quote(req.Command), strconv.Quote(req.Workdir))
+		fmt.Fprintf(&b, " with the command %s in %s", strconv.Quote(CleanCommand(req.Command)), strconv.Quote(req.Workdir))
 	}
 	b.WriteString(".")
 	if req.Boundary != "" {
 		fmt.Fprintf(&b, " Under the current %s mode this is refused: %s.", req.Standing, req.Boundary)
 	}
-	fmt.Fprintf(&b, " It asks to run under the %s sandbox mode.", req.Mode)
+	fmt.Fprintf(&b, " It asks to run under the %s sandbox mode", req.Mode)
+	switch {
+	case req.Family == Commands && req.Mode == sandbox.DangerFullAccess:
+		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network.")
+	case req.Family == Commands:
+		b.WriteString(", which lets the command write in the workspace; its network access stays as configured.")
+	default:
+		b.WriteString(".")
+	}
 	if req.SessionGrant != "" {
-		fmt.Fprintf(&b, " This session already runs under %s, which you allowed for the session.", req.SessionGrant)
+		fmt.Fprintf(&b, " This session's %s already run under %s, which you allowed for the session.", req.Family, req.SessionGrant)
+	}
+	if req.Family != "" {
+		other := Commands
+		if req.Family == Commands {
+			other = FileTools
+		}
+		fmt.Fprintf(&b, " Allowing it for the session lets every later call of the %s in this session run under %s without asking; %s are not covered.", req.Family, req.Mode, other)
 	}
 	fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))
 	return b.String()

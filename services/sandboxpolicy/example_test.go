@@ -20,15 +20,15 @@ func ExampleSetMode() {
 		return
 	}
 	s := session.New("s1", "/srv/project")
-	fmt.Println(svc.Resolve(s, "").Mode)
+	fmt.Println(svc.Resolve(s, sandboxpolicy.FileTools, "").Mode)
 
 	if err := sandboxpolicy.SetMode(s, sandbox.WorkspaceWrite); err != nil {
 		fmt.Println(err)
 		return
 	}
-	p := svc.Resolve(s, "")
+	p := svc.Resolve(s, sandboxpolicy.FileTools, "")
 	fmt.Println(p.Mode, sandbox.WritableRoots(p, svc.TempRoots()))
-	fmt.Println(svc.Resolve(session.New("s2", "/srv/other"), "").Mode)
+	fmt.Println(svc.Resolve(session.New("s2", "/srv/other"), sandboxpolicy.FileTools, "").Mode)
 	// Output:
 	// read-only
 	// workspace-write [/srv/project]
@@ -46,7 +46,7 @@ func ExampleEscalate() {
 		Session: session.New("s1", "/srv/project"), Tool: "write",
 		Mode: sandbox.DangerFullAccess, Justification: "update /etc/hosts", Target: "/etc/hosts",
 	}
-	_, err := sandboxpolicy.Escalate(context.Background(), approver, req, sandbox.SubjectOperation, sandbox.WorkspaceWrite)
+	_, err := sandboxpolicy.Escalate(context.Background(), approver, req, sandbox.WorkspaceWrite)
 	var ee *sandboxpolicy.EscalationError
 	if errors.As(err, &ee) {
 		fmt.Println(ee.Code)

@@ -1,11 +1,21 @@
 package sandboxpolicy
 
+import (
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// OverrideOf is the standing mode the session's log gives the file tools.
+func OverrideOf(s *session.Session) (sandbox.Mode, bool) {
+	e, ok := lastMode(s, FileTools)
+	return e.Mode, ok
+}
+
 // Test-only views of unexported names.
 var (
 	Wider                = wider
 	ErrInvalidEscalation = errInvalidEscalation
 	DefaultTempRoots     = defaultTempRoots
-	OverrideOf           = overrideOf
 )
 
 // EventMode is the type of a "sandbox/mode" event.

@@ -53,11 +53,11 @@ func TestSessionRootIsPinnedAtFirstResolution(t *testing.T) {
 	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: dir})
 	require.NoError(t, err)
 	s := session.New("s", link)
-	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot)
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandboxpolicy.FileTools, "").WorkspaceRoot)
 	require.NoError(t, os.Remove(link))
 	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), link))
-	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
-	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), "").WorkspaceRoot, "a new session sees the link as it is now")
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandboxpolicy.FileTools, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
+	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), sandboxpolicy.FileTools, "").WorkspaceRoot, "a new session sees the link as it is now")
 }
 
 func TestResumedSessionIsChecked(t *testing.T) {

@@ -97,7 +97,7 @@ func (r *recorder) calls() int {
 // approveEscalation asks Escalate for requested from effective on behalf of
 // sess's call of tool.
 func approveEscalation(ctx context.Context, approver sandboxpolicy.Approver, sess *session.Session, tool, subject string, requested, effective sandbox.Mode, justification string) (sandbox.Mode, error) {
-	return sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification}, subject, effective)
+	return sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification, Family: familyOf(subject)}, effective)
 }
 
 // escalationCode is the code of the *EscalationError in err's chain, "" when
@@ -107,4 +107,12 @@ func escalationCode(err error) string {
 		return e.Code
 	}
 	return ""
+}
+
+// familyOf is the family whose escalation hint has subject.
+func familyOf(subject string) sandboxpolicy.Family {
+	if subject == sandbox.SubjectCommand {
+		return sandboxpolicy.Commands
+	}
+	return sandboxpolicy.FileTools
 }

@@ -17,13 +17,42 @@ import (
 const eventMode = "sandbox/mode"
 
 // modeEvent is the payload of a "sandbox/mode" event; Granted marks a mode
-// the user allowed for the rest of the session (AllowedForSession).
+// the user allowed for the rest of the session (AllowedForSession), and
+// Family what that answer covers ("" for a mode set for every family, as
+// SetMode does).
 type modeEvent struct {
 	Mode    sandbox.Mode `json:"mode"`
 	Granted bool         `json:"granted,omitempty"`
+	Family  Family       `json:"family,omitempty"`
 }
 
-// SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19).
+// Family is what a session grant covers (issue 21): the file tools, or
+// commands. A grant never reaches across: answering "allow for the session"
+// to a file tool's prompt leaves how commands run unchanged, and the other
+// way round.
+type Family string
+
+// The tool families.
+const (
+	FileTools Family = "file tools"
+	Commands  Family = "commands"
+)
+
+// Subject returns the escalation hint's subject for f
+// (sandbox.SubjectCommand or sandbox.SubjectOperation).
+func (f Family) Subject() string {
+	if f == Commands {
+		return sandbox.SubjectCommand
+	}
+	return sandbox.SubjectOperation
+}
+
+// covers reports whether e applies to calls of family f: a mode set for
+// every family, or a grant made for f.
+func (e modeEvent) covers(f Family) bool { return e.Family == "" || e.Family == f }
+
+// SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19):
+// the session's standing mode for every family.
 // It does not validate m itself: with invariants enabled, the package's
 // companion reports an unknown mode as the returned *invariants.Error (the
 // event is recorded either way, and resolving fails closed on it).
@@ -31,30 +60,23 @@ func SetMode(s *session.Session, m sandbox.Mode) error {
 	return s.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: m}})
 }
 
-// SessionGrant returns the session's standing mode when the user set it by
-// answering "allow for this session", and true; "" and false when the
-// session's last "sandbox/mode" event is not such a grant, or there is none.
-func SessionGrant(s *session.Session) (sandbox.Mode, bool) {
-	if s == nil {
+// SessionGrant returns the standing mode of family f's calls in s when the
+// user set it by answering "allow for this session" to a prompt of f, and
+// true; "" and false when the last "sandbox/mode" event covering f is not
+// such a grant, or there is none.
+func SessionGrant(s *session.Session, f Family) (sandbox.Mode, bool) {
+	e, ok := lastMode(s, f)
+	if !ok || !e.Granted {
 		return "", false
 	}
-	events := s.Events()
-	for i := len(events) - 1; i >= 0; i-- {
-		if e, ok := events[i].Data.(modeEvent); ok && events[i].Type == eventMode {
-			if !e.Granted {
-				return "", false
-			}
-			return e.Mode, true
-		}
-	}
-	return "", false
+	return e.Mode, true
 }
 
-// overrideOf folds the session's log: the mode of its last "sandbox/mode"
-// event, and false when there is none (P-05, P-18).
-func overrideOf(s *session.Session) (sandbox.Mode, bool) {
+// lastMode folds the session's log: its last "sandbox/mode" event covering
+// family f, and false when there is none (P-05, P-18).
+func lastMode(s *session.Session, f Family) (modeEvent, bool) {
 	if s == nil {
-		return "", false
+		return modeEvent{}, false
 	}
 	events := s.Events()
 	for i := len(events) - 1; i >= 0; i-- {
@@ -63,14 +85,16 @@ func overrideOf(s *session.Session) (sandbox.Mode, bool) {
 		}
 		switch e := events[i].Data.(type) {
 		case modeEvent:
-			return e.Mode, true
+			if e.covers(f) {
+				return e, true
+			}
 		case *modeEvent:
-			if e != nil {
-				return e.Mode, true
+			if e != nil && e.covers(f) {
+				return *e, true
 			}
 		}
 	}
-	return "", false
+	return modeEvent{}, false
 }
 
 // Service resolves the execution policy of each call. Its configuration is
@@ -114,9 +138,10 @@ func (s *Service) Default() sandbox.ExecutionPolicy {
 	return granted(sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot})
 }
 
-// Resolve returns the policy of one call (P-03..P-08): approved (a granted
-// escalation, "" for none) outranks the session's last "sandbox/mode" event,
-// which outranks the deployment default. The workspace roots are, in order
+// Resolve returns the policy of one call of family f (P-03..P-08): approved
+// (a granted escalation, "" for none) outranks the session's last
+// "sandbox/mode" event covering f (a grant made for the other family does
+// not count, issue 21), which outranks the deployment default. The workspace roots are, in order
 // of precedence: the session's announced roots (its last SetRoots), each
 // canonicalized once when first resolved and pinned while it stays
 // announced; else the session's working directory, canonicalized and then
@@ -127,13 +152,12 @@ func (s *Service) Default() sandbox.ExecutionPolicy {
 // checked again: under workspace-write a root of "/" is dropped, so an
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
-func (s *Service) Resolve(sess *session.Session, approved sandbox.Mode) sandbox.ExecutionPolicy {
+func (s *Service) Resolve(sess *session.Session, f Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
 	p := sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
 	if sess != nil {
 		p.SessionID = sess.ID()
-		if m, ok := overrideOf(sess); ok {
-			p.Mode = m
-			_, p.SessionGrant = SessionGrant(sess)
+		if e, ok := lastMode(sess, f); ok {
+			p.Mode, p.SessionGrant = e.Mode, e.Granted
 		}
 		if announced, ok := rootsOf(sess); ok {
 			pinned, _ := s.announced.LoadOrStore(sess, &pins{})

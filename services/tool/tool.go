@@ -86,11 +86,7 @@ type Tool struct {
 	InputSchema  *jsonschema.Schema
 	OutputSchema *jsonschema.Schema
 	Annotations  Annotations
-	// Exclusive marks a tool that mutates (T-02): a runtime that schedules
-	// calls itself runs it alone. The MCP server does not: it relies on the
-	// backend serializing mutations per target.
-	Exclusive bool
-	Handler   Handler
+	Handler      Handler
 }
 
 // ErrorResult returns the error result of message with code, its text

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -47,6 +48,7 @@ type Deps struct {
 // Tool is the exec tool over one runner.
 type Tool struct {
 	deps  Deps
+	g     *guard.Guard
 	slots chan struct{}
 	log   *zap.Logger
 }
@@ -67,7 +69,14 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Tool{deps: deps, slots: make(chan struct{}, cfg.MaxConcurrent), log: log.Named("toolexec")}, nil
+	g, err := guard.New(guard.Config{
+		Family: sandboxpolicy.Commands, Policy: deps.Policy, Confines: deps.Runner.Confines(), Approver: deps.Approver,
+		Unconfined: "the command runner does not confine",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Tool{deps: deps, g: g, slots: make(chan struct{}, cfg.MaxConcurrent), log: log.Named("toolexec")}, nil
 }
 
 // Params are the fx inputs of Module.

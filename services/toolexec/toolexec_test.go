@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -211,7 +212,7 @@ func TestArguments(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			res := call(t, tl, w.sess, c.args)
 			require.True(t, res.IsError)
-			assert.Equal(t, toolexec.CodeInvalidArgument, res.Code)
+			assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 			assert.Contains(t, res.Text, c.want)
 		})
 	}

@@ -4,31 +4,14 @@ import (
 	"encoding/json"
 	"math"
 	"strings"
+
+	"github.com/dsh-go/harness/services/guard"
 )
 
 // args is a call's arguments, decoded lazily field by field so that each
 // field gets the spec's own message when it is missing or ill-typed.
-// Unknown fields are ignored (spec section 1: no additionalProperties).
+// The guard has refused every key the tool's schema does not declare.
 type args map[string]json.RawMessage
-
-// argError is a tool-argument error: its text is the model-facing message and
-// it carries no FS_* code.
-type argError struct{ msg string }
-
-func (e *argError) Error() string { return e.msg }
-
-func badArg(msg string) error { return &argError{msg: msg} }
-
-func parseArgs(raw json.RawMessage) (args, error) {
-	if len(raw) == 0 || string(raw) == "null" {
-		return args{}, nil
-	}
-	var a args
-	if err := json.Unmarshal(raw, &a); err != nil {
-		return nil, badArg("tool arguments must be a JSON object")
-	}
-	return a, nil
-}
 
 // present reports whether name was given (a JSON null counts as absent).
 func (a args) present(name string) bool {
@@ -41,7 +24,7 @@ func (a args) present(name string) bool {
 func (a args) path(name string) (string, error) {
 	var s string
 	if !a.present(name) || json.Unmarshal(a[name], &s) != nil || strings.TrimSpace(s) == "" {
-		return "", badArg(name + " must be a non-empty string")
+		return "", guard.BadArg(name + " must be a non-empty string")
 	}
 	return expandHome(name, s)
 }
@@ -51,7 +34,7 @@ func (a args) path(name string) (string, error) {
 func (a args) text(name string) (string, error) {
 	var s string
 	if !a.present(name) || json.Unmarshal(a[name], &s) != nil {
-		return "", badArg(name + " must be a string")
+		return "", guard.BadArg(name + " must be a string")
 	}
 	return s, nil
 }
@@ -63,7 +46,7 @@ func (a args) optText(name string) (string, error) {
 	}
 	var s string
 	if json.Unmarshal(a[name], &s) != nil {
-		return "", badArg(name + " must be a string")
+		return "", guard.BadArg(name + " must be a string")
 	}
 	return s, nil
 }
@@ -75,7 +58,7 @@ func (a args) optBool(name string, def bool) (bool, error) {
 	}
 	var b bool
 	if json.Unmarshal(a[name], &b) != nil {
-		return false, badArg(name + " must be a boolean")
+		return false, guard.BadArg(name + " must be a boolean")
 	}
 	return b, nil
 }
@@ -88,7 +71,7 @@ func (a args) optPositive(name string, def int) (int, error) {
 	}
 	var f float64
 	if json.Unmarshal(a[name], &f) != nil || f < 1 || f != math.Trunc(f) {
-		return 0, badArg(name + " must be a positive integer")
+		return 0, guard.BadArg(name + " must be a positive integer")
 	}
 	// A whole number beyond int's range is still a positive integer: cap
 	// it, so the caller's range checks say what is wrong with it.

@@ -6,11 +6,13 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -28,10 +30,9 @@ func TestRegistration(t *testing.T) {
 	assert.Equal(t, []string{"delete", "edit", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names, "T-01: exactly these, ordered by name")
 
 	cases := []struct {
-		name      string
-		tool      *tool.Tool
-		wantName  string
-		exclusive bool
+		name     string
+		tool     *tool.Tool
+		wantName string
 		// The annotations: readOnlyHint, destructiveHint (may replace or
 		// remove what is there), idempotentHint (a repeat changes nothing
 		// more).
@@ -41,16 +42,15 @@ func TestRegistration(t *testing.T) {
 		{name: "T-02 list is parallel and read-only", tool: tools.List(), wantName: "list", readOnly: true, idempotent: true},
 		{name: "glob is parallel and read-only", tool: tools.Glob(), wantName: "glob", readOnly: true, idempotent: true},
 		{name: "grep is parallel and read-only", tool: tools.Grep(), wantName: "grep", readOnly: true, idempotent: true},
-		{name: "T-02 write is exclusive, replaces, the same content twice is one", tool: tools.Write(), wantName: "write", exclusive: true, destructive: true, idempotent: true},
-		{name: "T-02 edit is exclusive, replaces, a repeat edits again", tool: tools.Edit(), wantName: "edit", exclusive: true, destructive: true},
-		{name: "mkdir is exclusive, only adds, a repeat finds it there", tool: tools.Mkdir(), wantName: "mkdir", exclusive: true, idempotent: true},
-		{name: "delete is exclusive, removes, a repeat removes nothing more", tool: tools.Delete(), wantName: "delete", exclusive: true, destructive: true, idempotent: true},
-		{name: "move is exclusive, may replace with overwrite, a repeat is another move", tool: tools.Move(), wantName: "move", exclusive: true, destructive: true},
+		{name: "T-02 write mutates, replaces, the same content twice is one", tool: tools.Write(), wantName: "write", destructive: true, idempotent: true},
+		{name: "T-02 edit mutates, replaces, a repeat edits again", tool: tools.Edit(), wantName: "edit", destructive: true},
+		{name: "mkdir mutates, only adds, a repeat finds it there", tool: tools.Mkdir(), wantName: "mkdir", idempotent: true},
+		{name: "delete mutates, removes, a repeat removes nothing more", tool: tools.Delete(), wantName: "delete", destructive: true, idempotent: true},
+		{name: "move mutates, may replace with overwrite, a repeat is another move", tool: tools.Move(), wantName: "move", destructive: true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			assert.Equal(t, tc.wantName, tc.tool.Name)
-			assert.Equal(t, tc.exclusive, tc.tool.Exclusive)
 			assert.Equal(t, tool.Annotations{ReadOnly: tc.readOnly, Destructive: tc.destructive, Idempotent: tc.idempotent}, tc.tool.Annotations)
 			assert.NotNil(t, tc.tool.Handler)
 			assert.NotNil(t, tc.tool.InputSchema)
@@ -66,9 +66,10 @@ func TestReadSchema(t *testing.T) {
 		name      string
 		cfg       toolfs.Config
 		wantLimit string
+		wantMax   int
 	}{
-		{name: "section 1 default limit", wantLimit: "Maximum number of lines to return. Defaults to 2000."},
-		{name: "T-06 ReadLimit 2", cfg: toolfs.Config{ReadLimit: 2}, wantLimit: "Maximum number of lines to return. Defaults to 2."},
+		{name: "section 1 default limit", wantLimit: "Maximum number of lines to return. Defaults to 2000.", wantMax: 2000},
+		{name: "T-06 ReadLimit 2", cfg: toolfs.Config{ReadLimit: 2}, wantLimit: "Maximum number of lines to return. Defaults to 2.", wantMax: 2},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -77,7 +78,7 @@ func TestReadSchema(t *testing.T) {
 			s := read.InputSchema
 			assert.Equal(t, "object", s.Type)
 			assert.Equal(t, []string{"file_path"}, s.Required)
-			assert.Nil(t, s.AdditionalProperties, "no additionalProperties:false")
+			assert.Equal(t, &jsonschema.Schema{Not: &jsonschema.Schema{}}, s.AdditionalProperties, "issue 21: additionalProperties is false")
 			require.Len(t, s.Properties, 3)
 			assert.Equal(t, "string", s.Properties["file_path"].Type)
 			assert.Equal(t, "Path to read, resolved by the filesystem backend.", s.Properties["file_path"].Description)
@@ -85,6 +86,7 @@ func TestReadSchema(t *testing.T) {
 			assert.Equal(t, "1-based first line to return. Defaults to 1.", s.Properties["offset"].Description)
 			assert.Equal(t, "integer", s.Properties["limit"].Type)
 			assert.Equal(t, tc.wantLimit, s.Properties["limit"].Description)
+			assert.Equal(t, jsonschema.Ptr(float64(tc.wantMax)), s.Properties["limit"].Maximum, "issue 21: the enforced bound is declared")
 
 			raw, err := json.Marshal(s)
 			require.NoError(t, err)
@@ -264,7 +266,7 @@ func TestWholeNumberArguments(t *testing.T) {
 			}
 			assert.True(t, res.IsError)
 			assert.Equal(t, tc.wantErr, res.Text)
-			assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+			assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 		})
 	}
 }

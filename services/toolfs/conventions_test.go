@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -122,13 +123,13 @@ func TestHomeExpansion(t *testing.T) {
 
 	res = call(tools.Write(), map[string]any{"file_path": "~root/x", "content": "no"})
 	assert.True(t, res.IsError)
-	assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+	assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 	assert.Equal(t, `Error: file_path "~root/x" names the home directory of user "root", which is not expanded; give an absolute path, or ./~root/x for a file of that name in the working directory`, res.Text)
 
 	t.Setenv("HOME", "")
 	res = call(tools.Write(), map[string]any{"file_path": "~/x", "content": "no"})
 	assert.True(t, res.IsError)
-	assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+	assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 	assert.Contains(t, res.Text, "HOME is not set")
 
 	res = call(tools.Write(), map[string]any{"file_path": "./~root/x", "content": "yes"})

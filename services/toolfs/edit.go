@@ -9,6 +9,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -65,15 +66,13 @@ func (t *Tools) Edit() *tool.Tool {
 		}},
 		{name: "dry_run", schema: boolean("Return the diff without writing. Defaults to false.")},
 	}
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "edit",
 		Description:  "Edit an existing UTF-8 text file by replacing literal text.",
-		InputSchema:  object(append(props, t.escalationProps()...)...),
+		InputSchema:  object(props...),
 		OutputSchema: outputSchema[EditValue](),
 		Annotations:  tool.Annotations{Destructive: true},
-		Exclusive:    true,
-		Handler:      t.edit,
-	}
+	}, true, t.edit)
 }
 
 // editArgs reads the replacements of an edit call: edits, or the top-level
@@ -85,11 +84,11 @@ func (t *Tools) editArgs(a args) ([]fs.Replacement, error) {
 		return []fs.Replacement{r}, err
 	}
 	if a.present("old_string") || a.present("new_string") || a.present("replace_all") {
-		return nil, badArg("provide either edits or old_string and new_string, not both")
+		return nil, guard.BadArg("provide either edits or old_string and new_string, not both")
 	}
 	var items []json.RawMessage
 	if json.Unmarshal(a["edits"], &items) != nil || len(items) == 0 {
-		return nil, badArg("edits must be a non-empty array of objects")
+		return nil, guard.BadArg("edits must be a non-empty array of objects")
 	}
 	out := make([]fs.Replacement, 0, len(items))
 	total := 0
@@ -97,7 +96,7 @@ func (t *Tools) editArgs(a args) ([]fs.Replacement, error) {
 		var item args
 		prefix := "edits[" + strconv.Itoa(i) + "]."
 		if json.Unmarshal(raw, &item) != nil || item == nil {
-			return nil, badArg("edits[" + strconv.Itoa(i) + "] must be an object")
+			return nil, guard.BadArg("edits[" + strconv.Itoa(i) + "] must be an object")
 		}
 		r, err := t.replacementArgs(item, prefix)
 		if err != nil {
@@ -116,53 +115,50 @@ func (t *Tools) editArgs(a args) ([]fs.Replacement, error) {
 func (t *Tools) replacementArgs(a args, prefix string) (fs.Replacement, error) {
 	oldString, err := a.text("old_string")
 	if err != nil {
-		return fs.Replacement{}, badArg(prefix + err.Error())
+		return fs.Replacement{}, guard.BadArg(prefix + err.Error())
 	}
 	if oldString == "" {
-		return fs.Replacement{}, badArg(prefix + "old_string must be a non-empty string")
+		return fs.Replacement{}, guard.BadArg(prefix + "old_string must be a non-empty string")
 	}
 	newString, err := a.text("new_string")
 	if err != nil {
-		return fs.Replacement{}, badArg(prefix + err.Error())
+		return fs.Replacement{}, guard.BadArg(prefix + err.Error())
 	}
 	if oldString == newString {
-		return fs.Replacement{}, badArg(prefix + "old_string and new_string must differ")
+		return fs.Replacement{}, guard.BadArg(prefix + "old_string and new_string must differ")
 	}
 	if err := t.checkSize(prefix+"new_string", len(newString)); err != nil {
 		return fs.Replacement{}, err
 	}
 	replaceAll, err := a.optBool("replace_all", false)
 	if err != nil {
-		return fs.Replacement{}, badArg(prefix + err.Error())
+		return fs.Replacement{}, guard.BadArg(prefix + err.Error())
 	}
 	return fs.Replacement{OldString: oldString, NewString: newString, ReplaceAll: replaceAll}, nil
 }
 
-func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) edit(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	// Validation order: file_path, the replacements, dry_run (T-65).
 	path, err := a.path("file_path")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	edits, err := t.editArgs(a)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	dryRun, err := a.optBool("dry_run", false)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	policy, target, err := t.mutationTarget(ctx, call, "edit", editOperation(edits), a, path)
+	policy, target, err := t.mutationTarget(ctx, call, editOperation(edits), path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	done, err := t.serial.acquire(ctx, "edit", call.Session.Owner(), target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	req := fs.EditRequest{Policy: policy, MaxBytes: int64(t.cfg.WriteMaxBytes), DryRun: dryRun}
@@ -176,13 +172,13 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	if t.deps.Intents != nil {
 		seen, err := t.deps.Intents.EditGuard(ctx, call.Session.Owner(), target)
 		if err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 		req.Version, req.Content = seen.Version, seen.Content
 	}
 	out, err := t.deps.FS.EditText(ctx, target, req)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	dp := target.DisplayPath
 	diff := unifiedDiff(dp, &out.Before, out.After, false)
@@ -199,7 +195,7 @@ func (t *Tools) edit(ctx context.Context, call tool.Call) tool.Result {
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	text := "The file " + dp + " has been updated successfully."
 	if req.ReplaceAll {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
@@ -64,7 +65,7 @@ func TestEdit(t *testing.T) {
 			prep:  func(t *testing.T, x *env) { x.e.mustRead(x.sess, "a.txt") },
 			args:  map[string]any{"file_path": "a.txt", "old_string": "same", "new_string": "same"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: old_string and new_string must differ")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string and new_string must differ")
 				assert.Empty(t, x.e.fs.editCalls())
 			},
 		},
@@ -74,7 +75,7 @@ func TestEdit(t *testing.T) {
 			prep:  func(t *testing.T, x *env) { x.e.mustRead(x.sess, "a.txt") },
 			args:  map[string]any{"file_path": "a.txt", "old_string": "", "new_string": "y"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: old_string must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string must be a non-empty string")
 				assert.Empty(t, x.e.fs.editCalls())
 			},
 		},
@@ -82,21 +83,21 @@ func TestEdit(t *testing.T) {
 			name: "T-65 a blank file_path is refused",
 			args: map[string]any{"file_path": " \t", "old_string": "a", "new_string": "b"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-65 order: file_path before an empty old_string",
 			args: map[string]any{"file_path": "", "old_string": "", "new_string": ""},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-65 order: an empty old_string before equality",
 			args: map[string]any{"file_path": "a.txt", "old_string": "", "new_string": ""},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: old_string must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string must be a non-empty string")
 			},
 		},
 		{
@@ -106,7 +107,7 @@ func TestEdit(t *testing.T) {
 			args:  map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				assert.True(t, res.IsError)
-				assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+				assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 				assert.Contains(t, res.Text, "replace_all")
 				assert.Empty(t, x.e.fs.editCalls())
 			},

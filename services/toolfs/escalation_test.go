@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -113,7 +114,7 @@ func TestEscalationSchemas(t *testing.T) {
 			require.NotNil(t, s)
 			assert.Equal(t, "object", s.Type)
 			assert.Equal(t, tc.required, s.Required)
-			assert.Nil(t, s.AdditionalProperties, "section 1: no additionalProperties:false")
+			assert.Equal(t, &jsonschema.Schema{Not: &jsonschema.Schema{}}, s.AdditionalProperties, "issue 21: additionalProperties is false")
 			for name, desc := range tc.descs {
 				require.Contains(t, s.Properties, name)
 				assert.Equal(t, desc, s.Properties[name].Description, name)
@@ -132,10 +133,8 @@ func TestEscalationSchemas(t *testing.T) {
 			assert.NotEmpty(t, s.Properties["justification"].Description)
 		})
 	}
-	t.Run("section 1 write and edit are exclusive; their descriptions are exact", func(t *testing.T) {
+	t.Run("section 1 write and edit descriptions are exact", func(t *testing.T) {
 		for _, e := range []*wrEnv{local, sandboxed} {
-			assert.True(t, e.tools.Write().Exclusive)
-			assert.True(t, e.tools.Edit().Exclusive)
 			assert.Equal(t, "Create or fully replace a UTF-8 text file.", e.tools.Write().Description)
 			assert.Equal(t, "Edit an existing UTF-8 text file by replacing literal text.", e.tools.Edit().Description)
 		}
@@ -765,7 +764,7 @@ func TestEscalationArgumentOrder(t *testing.T) {
 			for k, v := range esc {
 				tc.args[k] = v
 			}
-			wrFail(t, wrCall(t, tc.tool, sess, tc.args), toolfs.CodeInvalidArgument, tc.text)
+			wrFail(t, wrCall(t, tc.tool, sess, tc.args), guard.CodeInvalidArgument, tc.text)
 			assert.Empty(t, approvals.asked())
 		})
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -130,7 +131,7 @@ func rdListing(dp, body string) string {
 // one, else INVALID_ARGUMENT (argument errors).
 func rdWantCode(code fs.Code) string {
 	if code == "" {
-		return toolfs.CodeInvalidArgument
+		return guard.CodeInvalidArgument
 	}
 	return string(code)
 }

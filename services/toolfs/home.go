@@ -5,6 +5,8 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/dsh-go/harness/services/guard"
 )
 
 // expandHome replaces a leading "~" or "~/" in the path argument name with
@@ -20,12 +22,12 @@ func expandHome(name, path string) (string, error) {
 	}
 	if rest != "" && rest[0] != '/' {
 		user, _, _ := strings.Cut(rest, "/")
-		return "", badArg(name + " " + strconv.Quote(path) + " names the home directory of user " + strconv.Quote(user) +
+		return "", guard.BadArg(name + " " + strconv.Quote(path) + " names the home directory of user " + strconv.Quote(user) +
 			", which is not expanded; give an absolute path, or ./" + path + " for a file of that name in the working directory")
 	}
 	home, err := os.UserHomeDir()
 	if err != nil || !filepath.IsAbs(home) {
-		return "", badArg(name + " " + strconv.Quote(path) +
+		return "", guard.BadArg(name + " " + strconv.Quote(path) +
 			" starts with ~ but the server has no home directory (HOME is not set to an absolute path); give an absolute path")
 	}
 	if expanded := strings.TrimRight(home, "/") + rest; expanded != "" {

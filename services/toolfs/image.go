@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -52,13 +53,13 @@ func sniffImage(b []byte) string {
 // present like a text read; a file named like an image but over the cap is
 // FS_TOO_LARGE; anything else, or a read failing, returns ok false and the
 // caller reports its not-text error.
-func (t *Tools) readImage(ctx context.Context, call tool.Call, target fs.Target, info *fs.Info) (tool.Result, bool) {
+func (t *Tools) readImage(ctx context.Context, call *guard.Call, target fs.Target, info *fs.Info) (tool.Result, bool) {
 	data, err := t.deps.FS.ReadBytes(ctx, target, int64(t.cfg.ReadImageMaxBytes))
 	dp := target.DisplayPath
 	if fs.CodeOf(err) == fs.CodeTooLarge && imageExt[strings.ToLower(path.Ext(dp))] {
 		// Too large to sniff within the cap: the name says it is an
 		// image, so the cap is the reason it cannot be shown.
-		return t.failure(&fs.Error{
+		return t.g.Fail(&fs.Error{
 			Code: fs.CodeTooLarge, Op: "read", Path: dp,
 			Message: "cannot read " + strconv.Quote(dp) + ": not text, and " + strconv.FormatInt(info.Size, 10) +
 				" bytes exceeds the " + strconv.Itoa(t.cfg.ReadImageMaxBytes) + "-byte cap on images",
@@ -72,7 +73,7 @@ func (t *Tools) readImage(ctx context.Context, call tool.Call, target fs.Target,
 		return tool.Result{}, false
 	}
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
-		return t.failure(err, nil), true
+		return t.g.Fail(err, nil), true
 	}
 	return tool.Result{
 		Text:   "<path>" + dp + "</path>\n<type>image</type>\n<content>\n" + mime + ", " + strconv.Itoa(len(data)) + " bytes (shown as an image)\n</content>",

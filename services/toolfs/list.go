@@ -13,6 +13,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -48,7 +49,7 @@ type ListValue struct {
 // listing tool; an MCP client without a shell needs one. It runs in
 // parallel with other calls.
 func (t *Tools) List() *tool.Tool {
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name: "list",
 		Description: "List a directory's entries with their type, size and modification time; " +
 			"with depth above 1, the tree beneath it (symlinks are listed, never followed).",
@@ -56,47 +57,44 @@ func (t *Tools) List() *tool.Tool {
 			prop{name: "path", schema: str("Directory to list, resolved by the filesystem backend. Defaults to the session's working directory.")},
 			prop{name: "depth", schema: depthSchema()},
 			prop{name: "offset", schema: positive("1-based first entry to return (of the tree, depth first, when depth is above 1). Defaults to 1.")},
-			prop{name: "limit", schema: positive("Maximum number of entries to return. Defaults to " + strconv.Itoa(t.cfg.ListLimit) + ".")},
+			prop{name: "limit", schema: atMost(positive("Maximum number of entries to return. Defaults to "+strconv.Itoa(t.cfg.ListLimit)+"."), t.cfg.ListLimit)},
 		),
 		OutputSchema: outputSchema[ListValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:      t.list,
-	}
+	}, false, t.list)
 }
 
-func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) list(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
+	var err error
 	path := "."
 	if a.present("path") {
 		if path, err = a.path("path"); err != nil {
-			return t.failure(err, nil)
+			return t.g.Fail(err, nil)
 		}
 	}
 	depth, err := a.optPositive("depth", 1)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if depth > fs.MaxListDepth {
-		return t.failure(badArg("depth must be less than or equal to "+strconv.Itoa(fs.MaxListDepth)), nil)
+		return t.g.Fail(guard.BadArg("depth must be less than or equal to "+strconv.Itoa(fs.MaxListDepth)), nil)
 	}
 	offset, err := a.optPositive("offset", 1)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	limit, err := a.optPositive("limit", t.cfg.ListLimit)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if limit > t.cfg.ListLimit {
-		return t.failure(badArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ListLimit)), nil)
+		return t.g.Fail(guard.BadArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ListLimit)), nil)
 	}
-	policy := t.standing(call.Session)
+	policy := call.Standing()
 	target, err := t.resolve(ctx, call.Session, policy, path)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	window := fs.ListWindow{Offset: offset, Limit: limit, Depth: depth}
 	if call.Progress != nil {
@@ -105,13 +103,13 @@ func (t *Tools) list(ctx context.Context, call tool.Call) tool.Result {
 	}
 	listing, err := t.deps.FS.ListDir(ctx, target, window)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	dp := target.DisplayPath
 	total := listing.Total
 	page := listing.Entries
 	if len(page) == 0 && (offset > total || listing.Partial) && (offset != 1 || total != 0) {
-		return t.failure(&fs.Error{
+		return t.g.Fail(&fs.Error{
 			Code: fs.CodeNotFound, Op: "list", Path: dp,
 			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + countText(total, listing.Partial) + " entries)",
 		}, policy)

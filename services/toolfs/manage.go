@@ -6,6 +6,7 @@ import (
 	"strconv"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -43,43 +44,38 @@ func (t *Tools) Mkdir() *tool.Tool {
 		{name: "path", schema: str("Directory to create, resolved by the filesystem backend."), required: true},
 		{name: "parents", schema: boolean("Create missing parent directories too, and accept an existing directory. Defaults to true.")},
 	}
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "mkdir",
 		Description:  "Create a directory, and its missing parents.",
-		InputSchema:  object(append(props, t.escalationProps()...)...),
+		InputSchema:  object(props...),
 		OutputSchema: outputSchema[MkdirValue](),
 		Annotations:  tool.Annotations{Idempotent: true},
-		Exclusive:    true,
-		Handler:      t.mkdir,
-	}
+	}, true, t.mkdir)
 }
 
-func (t *Tools) mkdir(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) mkdir(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	path, err := a.path("path")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	parents, err := a.optBool("parents", true)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "mkdir", "make the directory (and missing parents)", a, path)
+	policy, targets, err := t.mutationTargets(ctx, call, "make the directory (and missing parents)", path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	target := targets[0]
 	done, err := t.serial.acquire(ctx, "mkdir", call.Session.Owner(), target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	out, err := t.deps.FS.Mkdir(ctx, target, fs.MkdirOptions{Parents: parents, Policy: policy})
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	dp := target.DisplayPath
 	text := "Created directory " + dp
@@ -101,52 +97,47 @@ func (t *Tools) Delete() *tool.Tool {
 		{name: "path", schema: str("File, symlink or directory to delete, resolved by the filesystem backend. A symlink is deleted itself."), required: true},
 		{name: "recursive", schema: boolean("Delete a directory and everything in it. Defaults to false: only an empty directory is deleted.")},
 	}
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "delete",
 		Description:  "Delete a file, a symlink, or a directory (recursive for a non-empty one).",
-		InputSchema:  object(append(props, t.escalationProps()...)...),
+		InputSchema:  object(props...),
 		OutputSchema: outputSchema[DeleteValue](),
 		Annotations:  tool.Annotations{Destructive: true, Idempotent: true},
-		Exclusive:    true,
-		Handler:      t.delete,
-	}
+	}, true, t.delete)
 }
 
-func (t *Tools) delete(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) delete(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	path, err := a.path("path")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	recursive, err := a.optBool("recursive", false)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "delete", "delete the entry (a directory only with recursive)", a, path)
+	policy, targets, err := t.mutationTargets(ctx, call, "delete the entry (a directory only with recursive)", path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	target := targets[0]
 	if err := t.refuseRoot(ctx, call.Session, policy, target, "delete"); err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	done, err := t.serial.acquire(ctx, "delete", call.Session.Owner(), target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	opts := fs.RemoveOptions{Recursive: recursive, Policy: policy, Version: t.guard(ctx, call.Session, target)}
 	out, err := t.deps.FS.Remove(ctx, target, opts)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	if out.Type != fs.TypeSymlink {
 		// A deleted symlink says nothing of the file it pointed to.
 		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Absent}); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 	}
 	dp := target.DisplayPath
@@ -168,59 +159,54 @@ func (t *Tools) Move() *tool.Tool {
 		{name: "destination", schema: str("Its new path, including the new name."), required: true},
 		{name: "overwrite", schema: boolean("Replace an entry at the destination. Defaults to false.")},
 	}
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "move",
 		Description:  "Move or rename a file, a symlink or a directory.",
-		InputSchema:  object(append(props, t.escalationProps()...)...),
+		InputSchema:  object(props...),
 		OutputSchema: outputSchema[MoveValue](),
 		Annotations:  tool.Annotations{Destructive: true},
-		Exclusive:    true,
-		Handler:      t.move,
-	}
+	}, true, t.move)
 }
 
-func (t *Tools) move(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) move(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	from, err := a.path("source")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	to, err := a.path("destination")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	overwrite, err := a.optBool("overwrite", false)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "move", "move the entry to the destination", a, from, to)
+	policy, targets, err := t.mutationTargets(ctx, call, "move the entry to the destination", from, to)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	source, dest := targets[0], targets[1]
 	for _, tg := range targets {
 		if err := t.refuseRoot(ctx, call.Session, policy, tg, "move"); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 	}
 	done, err := t.serial.acquireAll(ctx, "move", call.Session.Owner(), source, dest)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	opts := fs.MoveOptions{Overwrite: overwrite, Policy: policy, Version: t.guard(ctx, call.Session, source)}
 	out, err := t.deps.FS.Move(ctx, source, dest, opts)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	if out.Type != fs.TypeSymlink {
 		// The records of what the session read follow the entry.
 		obs := fs.Observation{Kind: fs.Moved, From: source.Key, Prior: out.Prior, Version: out.Version}
 		if err := t.observe(call.Session, dest, obs); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 	}
 	text := "Moved " + string(out.Type) + " " + source.DisplayPath + " to " + dest.DisplayPath
@@ -262,8 +248,13 @@ func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *s
 	entry := filepath.Join(string(parent.Key), filepath.Base(dp))
 	var roots []string
 	if policy != nil {
-		ws := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: policy.WorkspaceRoot}
-		roots = sandbox.WritableRoots(ws, t.deps.Policy.TempRoots())
+		// Every root the policy may grant, whatever its mode: the
+		// workspace roots, the temp areas and the extra writable roots
+		// (issue 21: deleting a --writable-root is refused as deleting a
+		// temp root is, in every mode).
+		ws := *policy
+		ws.Mode = sandbox.WorkspaceWrite
+		roots = sandbox.WritableRoots(ws, t.deps.Policy.Roots())
 	}
 	if cwd := t.cwd(sess, policy, ""); cwd != "" {
 		roots = append(roots, filepath.Clean(cwd))
@@ -282,12 +273,12 @@ func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *s
 // mutationTargets is mutationTarget for a call with several paths: each is
 // resolved under the standing policy, and an escalating call asks once,
 // naming every target.
-func (t *Tools) mutationTargets(ctx context.Context, call tool.Call, toolName, op string, a args, paths ...string) (*sandbox.ExecutionPolicy, []fs.Target, error) {
-	esc, err := t.escalationArgs(a)
+func (t *Tools) mutationTargets(ctx context.Context, call *guard.Call, op string, paths ...string) (*sandbox.ExecutionPolicy, []fs.Target, error) {
+	esc, err := call.Escalation()
 	if err != nil {
 		return nil, nil, err
 	}
-	standing := t.standing(call.Session)
+	standing := call.Standing()
 	targets := make([]fs.Target, 0, len(paths))
 	for _, p := range paths {
 		target, err := t.resolve(ctx, call.Session, standing, p)
@@ -300,7 +291,7 @@ func (t *Tools) mutationTargets(ctx context.Context, call tool.Call, toolName, o
 		return nil, targets, nil
 	}
 	// The workspace root, and so the targets, do not change with the mode.
-	policy, err := t.escalate(ctx, call, toolName, op, paths, esc, standing, targets)
+	policy, err := t.escalate(ctx, call, op, paths, esc, standing, targets)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -10,10 +10,10 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
-	"github.com/dsh-go/harness/services/toolfs"
 )
 
 // manageCase is one call of mkdir, delete or move on a fresh workspace.
@@ -48,7 +48,7 @@ func TestManageTools(t *testing.T) {
 			name: "mkdir over a file already exists", files: []string{"f: x"}, tool: "mkdir", args: map[string]any{"path": "f"},
 			code: string(fs.CodeAlreadyExists),
 		},
-		{name: "mkdir needs a path", tool: "mkdir", args: map[string]any{}, code: toolfs.CodeInvalidArgument},
+		{name: "mkdir needs a path", tool: "mkdir", args: map[string]any{}, code: guard.CodeInvalidArgument},
 
 		{
 			name: "delete removes a file", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f"},
@@ -73,7 +73,7 @@ func TestManageTools(t *testing.T) {
 		{name: "delete of a missing path is not found", tool: "delete", args: map[string]any{"path": "nope"}, code: string(fs.CodeNotFound)},
 		{
 			name: "delete with a bad recursive is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f", "recursive": "yes"},
-			code: toolfs.CodeInvalidArgument,
+			code: guard.CodeInvalidArgument,
 		},
 
 		{
@@ -96,7 +96,7 @@ func TestManageTools(t *testing.T) {
 			name: "move of the workspace root is refused", files: []string{"f: x"}, tool: "move", args: map[string]any{"source": ".", "destination": "../elsewhere"},
 			code: string(fs.CodePermissionDenied),
 		},
-		{name: "move needs a destination", files: []string{"a: A"}, tool: "move", args: map[string]any{"source": "a"}, code: toolfs.CodeInvalidArgument},
+		{name: "move needs a destination", files: []string{"a: A"}, tool: "move", args: map[string]any{"source": "a"}, code: guard.CodeInvalidArgument},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -63,27 +64,27 @@ func TestEditSeveralAndDryRun(t *testing.T) {
 		{
 			name: "edits with old_string is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b", "edits": []any{map[string]any{"old_string": "a", "new_string": "b"}}},
-			check: fails(toolfs.CodeInvalidArgument, "provide either edits or old_string and new_string, not both"),
+			check: fails(guard.CodeInvalidArgument, "provide either edits or old_string and new_string, not both"),
 		},
 		{
 			name: "an empty edits array is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{}},
-			check: fails(toolfs.CodeInvalidArgument, "edits must be a non-empty array of objects"),
+			check: fails(guard.CodeInvalidArgument, "edits must be a non-empty array of objects"),
 		},
 		{
 			name: "an edit that is not an object is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{"a"}},
-			check: fails(toolfs.CodeInvalidArgument, "edits[0] must be an object"),
+			check: fails(guard.CodeInvalidArgument, "edits[0] must be an object"),
 		},
 		{
 			name: "an edit with equal strings is refused, named", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{map[string]any{"old_string": "a", "new_string": "b"}, map[string]any{"old_string": "b", "new_string": "b"}}},
-			check: fails(toolfs.CodeInvalidArgument, "edits[1].old_string and new_string must differ"),
+			check: fails(guard.CodeInvalidArgument, "edits[1].old_string and new_string must differ"),
 		},
 		{
 			name: "an edit without new_string is refused, named", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{map[string]any{"old_string": "a"}}},
-			check: fails(toolfs.CodeInvalidArgument, "edits[0].new_string must be a string"),
+			check: fails(guard.CodeInvalidArgument, "edits[0].new_string must be a string"),
 		},
 		{
 			name: "a dry run returns the diff and writes nothing, nor observes", files: []string{"a.txt: a\r\nb\r\n"}, prep: read,

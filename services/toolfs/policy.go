@@ -9,80 +9,22 @@ import (
 
 	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
-	"github.com/dsh-go/harness/services/tool"
 )
-
-// CodeInvalidArgument is the code of an argument the tool refused before
-// doing anything (a missing path, a bad offset, an escalation pairing
-// error). Escalation failures carry sandboxpolicy's codes; filesystem
-// errors their FS_* code.
-const CodeInvalidArgument = "INVALID_ARGUMENT"
-
-// Remedy suffixes (spec "T-remedies").
-const (
-	staleRemedy       = " — re-read the file, then retry"
-	notObservedRemedy = " — read the file, then retry"
-	// notTextRemedy follows a read refused as not text (neither UTF-8 nor
-	// UTF-16 with a byte-order mark): the file cannot be shown, but a
-	// whole-file write may replace it.
-	notTextRemedy = " — it cannot be shown as text; a whole-file write may replace it"
-)
-
-// standing returns the call's policy without escalation, or nil when the
-// backend does not confine.
-func (t *Tools) standing(sess *session.Session) *sandbox.ExecutionPolicy {
-	if !t.confines {
-		return nil
-	}
-	p := t.deps.Policy.Resolve(sess, "")
-	return &p
-}
-
-// escalation is a call's escalation request: the requested mode and the
-// model's justification; the zero value asks for nothing.
-type escalation struct {
-	mode          sandbox.Mode
-	justification string
-}
-
-// escalationArgs reads and checks the escalation arguments before anything
-// is resolved: their pairing (X-07..X-10), and that a non-confining backend
-// has nothing to escalate (T-96).
-func (t *Tools) escalationArgs(a args) (escalation, error) {
-	perm, err := a.optText("sandbox_permissions")
-	if err != nil {
-		return escalation{}, err
-	}
-	just, err := a.optText("justification")
-	if err != nil {
-		return escalation{}, err
-	}
-	if !t.confines {
-		if perm != "" || just != "" {
-			return escalation{}, badArg("sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)")
-		}
-		return escalation{}, nil
-	}
-	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
-		return escalation{}, badArg(err.Error())
-	}
-	return escalation{mode: sandbox.Mode(perm), justification: just}, nil
-}
 
 // escalate resolves the policy of a mutating call of target (T-92..T-96):
 // standing when the call asks for nothing, or when the standing policy
 // already admits the target (no prompt: a decline can never fail a call the
-// policy allowed, issue 14); else the approver's grant for exactly this
-// call, asked with the canonical target, the path as given, op (what the
-// call does and its size) and the boundary crossed. After a grant, path is
-// resolved again: a target other than the one shown is refused
-// (sandboxpolicy.CodeTargetChanged). The approver is the call's own when its
-// front end set one, else the composition's.
-func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op string, paths []string, esc escalation, standing *sandbox.ExecutionPolicy, targets []fs.Target) (*sandbox.ExecutionPolicy, error) {
-	if esc.mode == "" {
+// policy allowed, issue 14); else the policy of the guard's grant for
+// exactly this call, asked with the canonical target, the path as given, op
+// (what the call does and its size) and the boundary crossed. After a
+// grant, path is resolved again: a target other than the one shown is
+// refused (sandboxpolicy.CodeTargetChanged).
+func (t *Tools) escalate(ctx context.Context, call *guard.Call, op string, paths []string, esc guard.Escalation, standing *sandbox.ExecutionPolicy, targets []fs.Target) (*sandbox.ExecutionPolicy, error) {
+	if esc.Mode == "" {
 		return standing, nil
 	}
 	// A call with several targets (a move) crosses the first boundary any
@@ -97,28 +39,22 @@ func (t *Tools) escalate(ctx context.Context, call tool.Call, toolName, op strin
 		keys = append(keys, string(target.Key))
 		shown = append(shown, target.DisplayPath)
 	}
-	if boundary == "" && sandboxpolicy.IsWider(esc.mode, standing.Mode) {
+	if boundary == "" && sandboxpolicy.IsWider(esc.Mode, standing.Mode) {
 		return standing, nil
 	}
-	approver := call.Approver
-	if approver == nil {
-		approver = t.deps.Approver
-	}
-	granted, err := sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{
-		Session: call.Session, Tool: toolName, Mode: esc.mode, Justification: esc.justification,
+	escalated, err := call.Escalate(ctx, *standing, esc, sandboxpolicy.ApprovalRequest{
 		Target: strings.Join(keys, " -> "), Given: strings.Join(shown, " -> "), Operation: op, Boundary: boundary,
-	}, sandbox.SubjectOperation, standing.Mode)
+	})
 	if err != nil {
 		return nil, err
 	}
-	escalated := t.deps.Policy.Resolve(call.Session, granted)
 	for i, path := range paths {
 		fresh, err := t.resolve(ctx, call.Session, standing, path)
 		if err != nil {
 			return nil, err
 		}
 		if fresh.Key != targets[i].Key {
-			return nil, sandboxpolicy.TargetChanged(granted, string(targets[i].Key), string(fresh.Key))
+			return nil, sandboxpolicy.TargetChanged(escalated.Mode, string(targets[i].Key), string(fresh.Key))
 		}
 	}
 	return &escalated, nil
@@ -166,8 +102,8 @@ func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sand
 // (nil when the backend does not confine) and the target, or the error that
 // stopped it: an argument error, a resolution *fs.Error, or a
 // *sandboxpolicy.EscalationError.
-func (t *Tools) mutationTarget(ctx context.Context, call tool.Call, toolName, op string, a args, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
-	policy, targets, err := t.mutationTargets(ctx, call, toolName, op, a, path)
+func (t *Tools) mutationTarget(ctx context.Context, call *guard.Call, op, path string) (*sandbox.ExecutionPolicy, fs.Target, error) {
+	policy, targets, err := t.mutationTargets(ctx, call, op, path)
 	if err != nil {
 		return nil, fs.Target{}, err
 	}
@@ -181,55 +117,4 @@ func (t *Tools) observe(sess *session.Session, target fs.Target, obs fs.Observat
 		errs = append(errs, o.Observe(sess.Owner(), target, obs))
 	}
 	return errors.Join(errs...)
-}
-
-// failure renders a failed call (T-54, T-94, remedies): a sandbox denial
-// becomes the marker of the call's mode and the escalation hint; a stale or
-// not-observed error, or a read refused as not text, gets its remedy;
-// everything else keeps its message.
-// The code is the error's own: the FS_* code of an *fs.Error, the code of a
-// *sandboxpolicy.EscalationError, CodeInvalidArgument for an argument error.
-// The result keeps err for the front end.
-func (t *Tools) failure(err error, policy *sandbox.ExecutionPolicy) tool.Result {
-	res := t.render(err, policy)
-	res.Err = err
-	return res
-}
-
-func (t *Tools) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
-	var fe *fs.Error
-	if !errors.As(err, &fe) {
-		code := ""
-		if ee, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
-			code = ee.Code
-		} else if errors.As(err, new(*argError)) {
-			code = CodeInvalidArgument
-		}
-		return tool.ErrorResult(err.Error(), code)
-	}
-	msg := fe.Error()
-	switch fe.Code {
-	case fs.CodeSandboxDenied:
-		mode := fe.Mode
-		if policy != nil {
-			mode = policy.Mode
-		}
-		msg = sandbox.DenialMarker(mode)
-		if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
-			msg += "\n" + sandbox.NoWorkspaceMarker
-		}
-		if policy != nil && policy.SessionGrant {
-			msg += "\n" + sandbox.SessionGrantMarker(policy.Mode)
-		}
-		msg += "\n" + sandbox.EscalationHint(sandbox.SubjectOperation)
-	case fs.CodeStaleVersion:
-		msg += staleRemedy
-	case fs.CodeNotObserved:
-		msg += notObservedRemedy
-	case fs.CodeNotText:
-		if fe.Op == "read" {
-			msg += notTextRemedy
-		}
-	}
-	return tool.ErrorResult(msg, string(fe.Code))
 }

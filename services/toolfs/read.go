@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -22,66 +23,62 @@ type ReadValue struct {
 // Read returns the read tool (T-18..T-51): a line-numbered window of a UTF-8
 // text file. It runs in parallel with other calls.
 func (t *Tools) Read() *tool.Tool {
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:        "read",
 		Description: "Read a UTF-8 text file and return line-numbered content.",
 		InputSchema: object(
 			prop{name: "file_path", schema: str("Path to read, resolved by the filesystem backend."), required: true},
 			prop{name: "offset", schema: positive("1-based first line to return. Defaults to 1.")},
-			prop{name: "limit", schema: positive("Maximum number of lines to return. Defaults to " + strconv.Itoa(t.cfg.ReadLimit) + ".")},
+			prop{name: "limit", schema: atMost(positive("Maximum number of lines to return. Defaults to "+strconv.Itoa(t.cfg.ReadLimit)+"."), t.cfg.ReadLimit)},
 		),
 		OutputSchema: outputSchema[ReadValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:      t.read,
-	}
+	}, false, t.read)
 }
 
-func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) read(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	// Validation order: file_path, offset, limit, the limit cap (T-24).
 	path, err := a.path("file_path")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	offset, err := a.optPositive("offset", 1)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	limit, err := a.optPositive("limit", t.cfg.ReadLimit)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if limit > t.cfg.ReadLimit {
-		return t.failure(badArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ReadLimit)), nil)
+		return t.g.Fail(guard.BadArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ReadLimit)), nil)
 	}
-	policy := t.standing(call.Session)
+	policy := call.Standing()
 	target, err := t.resolve(ctx, call.Session, policy, path)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	dp := target.DisplayPath
 	done, err := t.serial.acquire(ctx, "read", call.Session.Owner(), target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	// Exactly one stat per read (T-33).
 	info, err := t.deps.FS.Stat(ctx, target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	if info == nil {
 		// A failed read records absence first (T-25).
 		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Absent}); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
-		return t.failure(&fs.Error{Code: fs.CodeNotFound, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not found"}, policy)
+		return t.g.Fail(&fs.Error{Code: fs.CodeNotFound, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not found"}, policy)
 	}
 	if info.Type != fs.TypeFile {
-		return t.failure(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
+		return t.g.Fail(&fs.Error{Code: fs.CodeNotRegularFile, Op: "read", Path: dp, Message: "cannot read " + strconv.Quote(dp) + ": not a regular file"}, policy)
 	}
 	w := newWindow(offset, limit, t.cfg.ReadMaxLineLength, t.cfg.ReadMaxBytes)
 	content, err := t.fill(ctx, w, target, info, call.Progress)
@@ -92,15 +89,15 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 		// A file that is not text was still seen, by version: a
 		// deliberate whole-file write may replace it (issue 13, item 10).
 		if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 	}
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	if w.outOfRange() {
 		// Out of range records nothing (T-32).
-		return t.failure(&fs.Error{
+		return t.g.Fail(&fs.Error{
 			Code: fs.CodeNotFound, Op: "read", Path: dp,
 			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(w.total) + " lines)",
 		}, policy)
@@ -108,7 +105,7 @@ func (t *Tools) read(ctx context.Context, call tool.Call) tool.Result {
 	// A windowed read observes the whole-file version (O-14, T-31), and
 	// the content it streamed (spec difference 14).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version, Content: content}); err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.totalLines()}
 	if value.Lines == nil {

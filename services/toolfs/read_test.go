@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -311,7 +312,7 @@ func TestReadArgumentValidation(t *testing.T) {
 			res := rdCall(t, rdTools(t, tc.cfg, counting, rec).Read(), session.New("s1", dir), tc.args)
 			assert.True(t, res.IsError)
 			assert.Equal(t, "Error: "+tc.want, res.Text)
-			assert.Equal(t, toolfs.CodeInvalidArgument, res.Code, "argument errors carry INVALID_ARGUMENT, no FS_* code")
+			assert.Equal(t, guard.CodeInvalidArgument, res.Code, "argument errors carry INVALID_ARGUMENT, no FS_* code")
 			assert.Nil(t, res.Value)
 			assert.Zero(t, counting.stats.Load()+counting.readTexts.Load()+counting.streams.Load(), "no backend call")
 			assert.Empty(t, rec.all())
@@ -320,12 +321,12 @@ func TestReadArgumentValidation(t *testing.T) {
 }
 
 // TestReadArgumentsWholeNumbers: a whole JSON number such as 2.0 or 1e0 is a
-// positive integer, and extra arguments are ignored (spec section 1).
+// positive integer (spec section 1).
 func TestReadArgumentsWholeNumbers(t *testing.T) {
 	dir := rdDir(t)
 	p := rdFile(t, dir, "a.txt", "one\ntwo\nthree")
 	res := rdCall(t, rdTools(t, toolfs.Config{}, rdLocal(t, dir)).Read(), nil,
-		`{"file_path":"a.txt","offset":2.0,"limit":1e0,"unadvertised":true}`)
+		`{"file_path":"a.txt","offset":2.0,"limit":1e0}`)
 	require.False(t, res.IsError, res.Text)
 	assert.Equal(t, rdEnvelope(p, "2: two\n\n(Showing lines 2-2 of 3. Use offset=3 to continue.)"), res.Text)
 }

@@ -4,8 +4,6 @@ import (
 	"fmt"
 
 	"github.com/google/jsonschema-go/jsonschema"
-
-	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // prop is one input property.
@@ -26,6 +24,12 @@ func positive(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "integer", Minimum: jsonschema.Ptr(1.0), Description: desc}
 }
 
+// atMost returns s with the maximum the server enforces declared (issue 21).
+func atMost(s *jsonschema.Schema, maxValue int) *jsonschema.Schema {
+	s.Maximum = jsonschema.Ptr(float64(maxValue))
+	return s
+}
+
 func boolean(desc string) *jsonschema.Schema {
 	return &jsonschema.Schema{Type: "boolean", Description: desc}
 }
@@ -43,25 +47,6 @@ func object(props ...prop) *jsonschema.Schema {
 		}
 	}
 	return s
-}
-
-// escalationProps are the escalation arguments, advertised only when the
-// backend confines (T-92).
-func (t *Tools) escalationProps() []prop {
-	if !t.confines {
-		return nil
-	}
-	targets := make([]any, 0, 2)
-	for _, m := range sandboxpolicy.EscalationTargets() {
-		targets = append(targets, string(m))
-	}
-	return []prop{
-		{name: "sandbox_permissions", schema: &jsonschema.Schema{
-			Type: "string", Enum: targets,
-			Description: "Ask the user to run exactly this call once under a wider sandbox mode. Use only after a sandbox denial, with the narrowest wider mode that suffices.",
-		}},
-		{name: "justification", schema: str("One sentence telling the user why this call needs the wider mode. Required with sandbox_permissions.")},
-	}
 }
 
 // outputSchema infers the schema of a tool's structured result.

@@ -15,6 +15,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -74,10 +75,8 @@ func scopeProps() []prop {
 }
 
 func searchLimitProp(what string) prop {
-	s := positive("Maximum number of " + what + " to return. Defaults to " +
-		strconv.Itoa(defaultSearchLimit) + ", at most " + strconv.Itoa(maxSearchLimit) + ".")
-	s.Maximum = jsonschema.Ptr(float64(maxSearchLimit))
-	return prop{name: "limit", schema: s}
+	return prop{name: "limit", schema: atMost(positive("Maximum number of "+what+" to return. Defaults to "+
+		strconv.Itoa(defaultSearchLimit)+", at most "+strconv.Itoa(maxSearchLimit)+"."), maxSearchLimit)}
 }
 
 // Glob returns the glob tool: files by doublestar pattern, newest first
@@ -89,14 +88,13 @@ func (t *Tools) Glob() *tool.Tool {
 	}
 	props = append(props, scopeProps()...)
 	props = append(props, searchLimitProp("files"))
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "glob",
 		Description:  "Find files by name pattern, newest first; .gitignore-aware.",
 		InputSchema:  object(props...),
 		OutputSchema: outputSchema[GlobValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:      t.glob,
-	}
+	}, false, t.glob)
 }
 
 // searchArgs reads the arguments glob and grep share: the base path, the
@@ -118,7 +116,7 @@ func searchArgs(a args) (path string, scope fs.SearchScope, limit int, err error
 		return "", scope, 0, err
 	}
 	if limit > maxSearchLimit {
-		return "", scope, 0, badArg("limit must be less than or equal to " + strconv.Itoa(maxSearchLimit))
+		return "", scope, 0, guard.BadArg("limit must be less than or equal to " + strconv.Itoa(maxSearchLimit))
 	}
 	return path, scope, limit, nil
 }
@@ -127,7 +125,7 @@ func searchArgs(a args) (path string, scope fs.SearchScope, limit int, err error
 func (a args) pattern(name string) (string, error) {
 	var s string
 	if !a.present(name) || json.Unmarshal(a[name], &s) != nil || s == "" {
-		return "", badArg(name + " must be a non-empty string")
+		return "", guard.BadArg(name + " must be a non-empty string")
 	}
 	return s, nil
 }
@@ -140,7 +138,7 @@ func (a args) optNonNegative(name string, def, maxValue int) (int, error) {
 	}
 	var f float64
 	if json.Unmarshal(a[name], &f) != nil || f < 0 || f > float64(maxValue) || f != math.Trunc(f) {
-		return 0, badArg(name + " must be an integer between 0 and " + strconv.Itoa(maxValue))
+		return 0, guard.BadArg(name + " must be an integer between 0 and " + strconv.Itoa(maxValue))
 	}
 	return int(f), nil
 }
@@ -149,27 +147,24 @@ func (a args) optNonNegative(name string, def, maxValue int) (int, error) {
 // refuses is an argument error like any other.
 func (t *Tools) searchFailure(err error) tool.Result {
 	if fe, ok := errors.AsType[*fs.Error](err); ok && fe.Code == fs.CodeInvalidSearch {
-		return t.failure(badArg(fe.Message), nil)
+		return t.g.Fail(guard.BadArg(fe.Message), nil)
 	}
-	return t.failure(err, nil)
+	return t.g.Fail(err, nil)
 }
 
-func (t *Tools) glob(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) glob(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	pattern, err := a.pattern("pattern")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	path, scope, limit, err := searchArgs(a)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	base, err := t.resolve(ctx, call.Session, t.standing(call.Session), path)
+	base, err := t.resolve(ctx, call.Session, call.Standing(), path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	res, err := t.deps.FS.Glob(ctx, base, fs.GlobOptions{Pattern: pattern, SearchScope: scope, Limit: limit})
 	if err != nil {
@@ -224,56 +219,53 @@ func (t *Tools) Grep() *tool.Tool {
 	}
 	props = append(props, scopeProps()...)
 	props = append(props, searchLimitProp("results (files, or matching lines in content mode)"))
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "grep",
 		Description:  "Search file contents for a regular expression or a literal; .gitignore-aware, binary files skipped.",
 		InputSchema:  object(props...),
 		OutputSchema: outputSchema[GrepValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-		Handler:      t.grep,
-	}
+	}, false, t.grep)
 }
 
-func (t *Tools) grep(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) grep(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
+	var err error
 	opts := fs.GrepOptions{MaxLineLength: t.cfg.ReadMaxLineLength}
 	if opts.Pattern, err = a.pattern("pattern"); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if opts.Literal, err = a.optBool("literal", false); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if opts.IgnoreCase, err = a.optBool("ignore_case", false); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if opts.Glob, err = a.optText("glob"); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	mode, err := a.optText("output_mode")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	switch opts.Mode = fs.GrepMode(mode); opts.Mode {
 	case "":
 		opts.Mode = fs.GrepFiles
 	case fs.GrepFiles, fs.GrepCount, fs.GrepContent:
 	default:
-		return t.failure(badArg("output_mode must be files_with_matches, count or content"), nil)
+		return t.g.Fail(guard.BadArg("output_mode must be files_with_matches, count or content"), nil)
 	}
 	if opts.Context, err = a.optNonNegative("context", 0, fs.MaxGrepContext); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	path, scope, limit, err := searchArgs(a)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	opts.SearchScope, opts.Limit = scope, limit
-	base, err := t.resolve(ctx, call.Session, t.standing(call.Session), path)
+	base, err := t.resolve(ctx, call.Session, call.Standing(), path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	res, err := t.deps.FS.Grep(ctx, base, opts)
 	if err != nil {

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
@@ -141,24 +142,24 @@ func TestGlob(t *testing.T) {
 		},
 		{
 			name: "a .. element is refused", args: `{"pattern":"../*"}`,
-			text: `Error: invalid glob pattern "../*": the pattern must not contain . or .. elements`, code: toolfs.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "../*": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
 		},
 		{
 			name: "a .. element inside is refused", args: `{"pattern":"a/../../etc/*"}`,
-			text: `Error: invalid glob pattern "a/../../etc/*": the pattern must not contain . or .. elements`, code: toolfs.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "a/../../etc/*": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
 		},
 		{
 			name: "an absolute pattern is refused", args: `{"pattern":"/etc/*"}`,
-			text: `Error: invalid glob pattern "/etc/*": the pattern must be a non-empty relative path`, code: toolfs.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "/etc/*": the pattern must be a non-empty relative path`, code: guard.CodeInvalidArgument,
 		},
 		{
 			name: "a malformed pattern is refused", args: `{"pattern":"a/{b"}`,
-			text: `Error: invalid glob pattern "a/{b": syntax error in pattern`, code: toolfs.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "a/{b": syntax error in pattern`, code: guard.CodeInvalidArgument,
 		},
-		{name: "pattern is required", args: `{}`, text: "Error: pattern must be a non-empty string", code: toolfs.CodeInvalidArgument},
-		{name: "limit is capped", args: `{"pattern":"*","limit":1001}`, text: "Error: limit must be less than or equal to 1000", code: toolfs.CodeInvalidArgument},
-		{name: "limit is a positive integer", args: `{"pattern":"*","limit":0}`, text: "Error: limit must be a positive integer", code: toolfs.CodeInvalidArgument},
-		{name: "include_hidden is a boolean", args: `{"pattern":"*","include_hidden":"yes"}`, text: "Error: include_hidden must be a boolean", code: toolfs.CodeInvalidArgument},
+		{name: "pattern is required", args: `{}`, text: "Error: pattern must be a non-empty string", code: guard.CodeInvalidArgument},
+		{name: "limit is capped", args: `{"pattern":"*","limit":1001}`, text: "Error: limit must be less than or equal to 1000", code: guard.CodeInvalidArgument},
+		{name: "limit is a positive integer", args: `{"pattern":"*","limit":0}`, text: "Error: limit must be a positive integer", code: guard.CodeInvalidArgument},
+		{name: "include_hidden is a boolean", args: `{"pattern":"*","include_hidden":"yes"}`, text: "Error: include_hidden must be a boolean", code: guard.CodeInvalidArgument},
 		{name: "the base is a file", args: `{"pattern":"*","path":"main.go"}`, text: `Error: cannot search "WS/main.go": not a directory`, code: string(fs.CodeNotDirectory)},
 		{name: "the base is missing", args: `{"pattern":"*","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: string(fs.CodeNotFound)},
 	}
@@ -268,21 +269,21 @@ func TestGrep(t *testing.T) {
 		},
 		{
 			name: "a .. element in the glob is refused", args: `{"pattern":"x","glob":"../*.go"}`,
-			text: `Error: invalid glob pattern "../*.go": the pattern must not contain . or .. elements`, code: toolfs.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "../*.go": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
 		},
 		{
 			name: "an invalid regular expression is refused", args: `{"pattern":"("}`,
-			text: "Error: invalid pattern: error parsing regexp: missing closing ): `(`", code: toolfs.CodeInvalidArgument,
+			text: "Error: invalid pattern: error parsing regexp: missing closing ): `(`", code: guard.CodeInvalidArgument,
 		},
 		{
 			name: "a pattern matching a line break is refused", args: `{"pattern":"a\\nb"}`,
-			text: "Error: invalid pattern: the pattern must not match a line break", code: toolfs.CodeInvalidArgument,
+			text: "Error: invalid pattern: the pattern must not match a line break", code: guard.CodeInvalidArgument,
 		},
-		{name: "an unknown mode is refused", args: `{"pattern":"a","output_mode":"lines"}`, text: "Error: output_mode must be files_with_matches, count or content", code: toolfs.CodeInvalidArgument},
-		{name: "context is bounded", args: `{"pattern":"a","context":101}`, text: "Error: context must be an integer between 0 and 100", code: toolfs.CodeInvalidArgument},
-		{name: "context is not negative", args: `{"pattern":"a","context":-1}`, text: "Error: context must be an integer between 0 and 100", code: toolfs.CodeInvalidArgument},
-		{name: "pattern is required", args: `{"pattern":""}`, text: "Error: pattern must be a non-empty string", code: toolfs.CodeInvalidArgument},
-		{name: "literal is a boolean", args: `{"pattern":"a","literal":"yes"}`, text: "Error: literal must be a boolean", code: toolfs.CodeInvalidArgument},
+		{name: "an unknown mode is refused", args: `{"pattern":"a","output_mode":"lines"}`, text: "Error: output_mode must be files_with_matches, count or content", code: guard.CodeInvalidArgument},
+		{name: "context is bounded", args: `{"pattern":"a","context":101}`, text: "Error: context must be an integer between 0 and 100", code: guard.CodeInvalidArgument},
+		{name: "context is not negative", args: `{"pattern":"a","context":-1}`, text: "Error: context must be an integer between 0 and 100", code: guard.CodeInvalidArgument},
+		{name: "pattern is required", args: `{"pattern":""}`, text: "Error: pattern must be a non-empty string", code: guard.CodeInvalidArgument},
+		{name: "literal is a boolean", args: `{"pattern":"a","literal":"yes"}`, text: "Error: literal must be a boolean", code: guard.CodeInvalidArgument},
 		{name: "the path is missing", args: `{"pattern":"a","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: string(fs.CodeNotFound)},
 	}
 	for backend, tools := range srBackends(t, ws, toolfs.Config{ReadMaxLineLength: 20}) {

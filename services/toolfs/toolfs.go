@@ -13,6 +13,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -33,6 +34,7 @@ type Tools struct {
 	cfg      Config
 	deps     Deps
 	confines bool
+	g        *guard.Guard // strict arguments, escalation, rendering
 	log      *zap.Logger
 	serial   serial // a session's calls on one target, one after another
 }
@@ -55,7 +57,14 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Tools{cfg: cfg, deps: deps, confines: confines, log: log.Named("toolfs")}, nil
+	g, err := guard.New(guard.Config{
+		Family: sandboxpolicy.FileTools, Policy: deps.Policy, Confines: confines, Approver: deps.Approver,
+		Unconfined: "no sandboxing filesystem to escalate",
+	})
+	if err != nil {
+		return nil, err
+	}
+	return &Tools{cfg: cfg, deps: deps, confines: confines, g: g, log: log.Named("toolfs")}, nil
 }
 
 // All returns every tool, ordered by name.

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -344,7 +345,7 @@ func wrEscalationCode(code fs.Code, text string) fs.Code {
 		return code
 	case strings.HasPrefix(text, "Error: invalid escalation"), strings.HasPrefix(text, "Error: invalid justification"),
 		strings.Contains(text, "is not available in this composition"):
-		return toolfs.CodeInvalidArgument
+		return guard.CodeInvalidArgument
 	default:
 		return sandboxpolicy.CodeEscalationRefused
 	}

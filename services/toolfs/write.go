@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -54,55 +55,50 @@ func (t *Tools) Write() *tool.Tool {
 		{name: "content", schema: str("Full UTF-8 text content to write."), required: true},
 		{name: "dry_run", schema: boolean("Return the diff without writing. Defaults to false.")},
 	}
-	return &tool.Tool{
+	return t.g.Tool(tool.Tool{
 		Name:         "write",
 		Description:  "Create or fully replace a UTF-8 text file.",
-		InputSchema:  object(append(props, t.escalationProps()...)...),
+		InputSchema:  object(props...),
 		OutputSchema: outputSchema[WriteValue](),
 		Annotations:  tool.Annotations{Destructive: true, Idempotent: true},
-		Exclusive:    true,
-		Handler:      t.write,
-	}
+	}, true, t.write)
 }
 
-func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
-	a, err := parseArgs(call.Arguments)
-	if err != nil {
-		return t.failure(err, nil)
-	}
+func (t *Tools) write(ctx context.Context, call *guard.Call) tool.Result {
+	a := args(call.Args)
 	path, err := a.path("file_path")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	content, err := a.text("content")
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	if err := t.checkSize("content", len(content)); err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	dryRun, err := a.optBool("dry_run", false)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
-	policy, target, err := t.mutationTarget(ctx, call, "write", fmt.Sprintf("write %d bytes (the whole file)", len(content)), a, path)
+	policy, target, err := t.mutationTarget(ctx, call, fmt.Sprintf("write %d bytes (the whole file)", len(content)), path)
 	if err != nil {
-		return t.failure(err, nil)
+		return t.g.Fail(err, nil)
 	}
 	done, err := t.serial.acquire(ctx, "write", call.Session.Owner(), target)
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	defer done()
 	intent := fs.UnconditionalWrite()
 	if t.deps.Intents != nil {
 		if intent, err = t.deps.Intents.WriteIntent(ctx, call.Session.Owner(), target); err != nil {
-			return t.failure(err, policy)
+			return t.g.Fail(err, policy)
 		}
 	}
 	out, err := t.deps.FS.WriteText(ctx, target, content, fs.WriteOptions{Intent: intent, Policy: policy, DryRun: dryRun})
 	if err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	dp := target.DisplayPath
 	created := out.Operation == fs.OpCreate
@@ -123,7 +119,7 @@ func (t *Tools) write(ctx context.Context, call tool.Call) tool.Result {
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {
-		return t.failure(err, policy)
+		return t.g.Fail(err, policy)
 	}
 	verb := "Updated file"
 	if created {

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -64,7 +65,7 @@ func TestWrite(t *testing.T) {
 			name: "T-53 a blank file_path is refused before the backend",
 			args: map[string]any{"file_path": "   ", "content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
 				assert.Empty(t, x.e.fs.writeCalls())
 			},
 		},
@@ -72,14 +73,14 @@ func TestWrite(t *testing.T) {
 			name: "T-53 a missing file_path is refused",
 			args: map[string]any{"content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-53 a non-string file_path is refused",
 			args: map[string]any{"file_path": 7, "content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, toolfs.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
@@ -87,7 +88,7 @@ func TestWrite(t *testing.T) {
 			args: map[string]any{"file_path": "a.txt"},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				assert.True(t, res.IsError)
-				assert.Equal(t, toolfs.CodeInvalidArgument, res.Code)
+				assert.Equal(t, guard.CodeInvalidArgument, res.Code)
 				assert.Contains(t, res.Text, "content")
 				assert.Empty(t, x.e.fs.writeCalls())
 			},
@@ -490,19 +491,19 @@ func TestWriteEditSessionCwd(t *testing.T) {
 			},
 		},
 		{
-			name: "T-12..T-17 no argument chooses the cwd: extra cwd and workspace_root are ignored by write",
+			name: "T-12..T-17 no argument chooses the cwd: write refuses cwd and workspace_root (issue 21) and writes nothing",
 			run: func(t *testing.T, l layout) {
 				e := wrLocal(t, l.backend, false)
 				res := e.write(session.New("s", l.other), map[string]any{
 					"file_path": "a.txt", "content": "x", "cwd": l.backend, "workspace_root": l.backend,
 				})
-				wrOK(t, res)
-				assert.Equal(t, "x", wrDisk(t, filepath.Join(l.other, "a.txt")))
+				wrFail(t, res, guard.CodeInvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, content, dry_run`)
+				assert.NoFileExists(t, filepath.Join(l.other, "a.txt"))
 				assert.NoFileExists(t, filepath.Join(l.backend, "a.txt"))
 			},
 		},
 		{
-			name: "T-12..T-17 no argument chooses the cwd: extra cwd and workspace_root are ignored by edit",
+			name: "T-12..T-17 no argument chooses the cwd: edit refuses cwd and workspace_root (issue 21) and edits nothing",
 			run: func(t *testing.T, l layout) {
 				wrPut(t, filepath.Join(l.other, "a.txt"), "one")
 				wrPut(t, filepath.Join(l.backend, "a.txt"), "one")
@@ -510,8 +511,8 @@ func TestWriteEditSessionCwd(t *testing.T) {
 				res := e.edit(session.New("s", l.other), map[string]any{
 					"file_path": "a.txt", "old_string": "one", "new_string": "two", "cwd": l.backend, "workspace_root": l.backend,
 				})
-				wrOK(t, res)
-				assert.Equal(t, "two", wrDisk(t, filepath.Join(l.other, "a.txt")))
+				wrFail(t, res, guard.CodeInvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, old_string, new_string, replace_all, edits, dry_run`)
+				assert.Equal(t, "one", wrDisk(t, filepath.Join(l.other, "a.txt")))
 				assert.Equal(t, "one", wrDisk(t, filepath.Join(l.backend, "a.txt")))
 			},
 		},
@@ -547,15 +548,16 @@ func TestWriteEditSessionCwd(t *testing.T) {
 			},
 		},
 		{
-			name: "T-15 under fssandbox an extra workspace_root argument neither moves the cwd nor widens the fence",
+			name: "T-15 under fssandbox an extra workspace_root argument is refused: it neither moves the cwd nor widens the fence",
 			run: func(t *testing.T, l layout) {
 				e := wrNew(t, wrSetup{Cwd: l.backend, Sandbox: wrSandboxCfg("workspace-write", l.other)})
 				sess := session.New("s", l.other)
 				res := e.write(sess, map[string]any{"file_path": "a.txt", "content": "x", "workspace_root": l.backend, "cwd": l.backend})
-				wrOK(t, res)
-				assert.Equal(t, "x", wrDisk(t, filepath.Join(l.other, "a.txt")))
+				assert.Equal(t, guard.CodeInvalidArgument, res.Code, res.Text)
+				assert.NoFileExists(t, filepath.Join(l.other, "a.txt"))
+				assert.NoFileExists(t, filepath.Join(l.backend, "a.txt"))
 				outside := filepath.Join(l.backend, "b.txt")
-				res = e.write(sess, map[string]any{"file_path": outside, "content": "x", "workspace_root": l.backend})
+				res = e.write(sess, map[string]any{"file_path": outside, "content": "x"})
 				wrFail(t, res, fs.CodeSandboxDenied, wrDenial("workspace-write"))
 				assert.NoFileExists(t, outside)
 			},

@@ -230,7 +230,7 @@ func TestRun(t *testing.T) {
 	}
 	// The prompt names the target (its temp path varies): check its two ends.
 	const promptHead = "The agent asks to run the \"write\" tool to write 10 bytes (the whole file) on \""
-	const prompt = "/ws/b.txt\". Under the current read-only mode this is refused: the read-only mode allows no writes. It asks to run under the workspace-write sandbox mode. Its justification: The user asked for b.txt.\nAllow? [y = this call once, s = for the rest of the session, N = deny] "
+	const prompt = "/ws/b.txt\". Under the current read-only mode this is refused: the read-only mode allows no writes. It asks to run under the workspace-write sandbox mode. Allowing it for the session lets every later call of the file tools in this session run under workspace-write without asking; commands are not covered. Its justification: The user asked for b.txt.\nAllow? [y = this call once, s = for the rest of the session, N = deny] "
 	const modes = "read-only, workspace-write, danger-full-access"
 
 	cases := []tcase{
@@ -464,7 +464,7 @@ func TestRun(t *testing.T) {
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
 			},
 			stdin:    "y\n",
-			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. Its justification: j\nAllow? [y = this call once"},
+			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. Allowing it for the session lets every later call of the file tools in this session run under danger-full-access without asking; commands are not covered. Its justification: j\nAllow? [y = this call once"},
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.False(t, parseResult(t, out).IsError)
 			},
@@ -651,9 +651,9 @@ func TestRun(t *testing.T) {
 			stderrIn: []string{"--arg replace_all=yes: replace_all takes true or false"},
 		},
 		{
-			name: "an --arg the schema does not declare is JSON when it parses", code: cli.ExitOK, golden: "call_read",
+			name: "an --arg the schema does not declare is refused by name (issue 21)", code: cli.ExitToolError, golden: "call_unknown_arg",
 			args: func(l layout) []string {
-				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "extra=[1,2]")
+				return ws(l, "call", "read", "--arg", "file_path=a.txt", "--arg", "fle_path=b.txt")
 			},
 		},
 		{

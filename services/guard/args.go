@@ -1,0 +1,94 @@
+package guard
+
+import (
+	"encoding/json"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/agnivade/levenshtein"
+)
+
+// The escalation arguments every escalating tool takes (X-07..X-10).
+const (
+	argPermissions   = "sandbox_permissions"
+	argJustification = "justification"
+)
+
+// ArgError is an argument the guard or a tool body refused before doing
+// anything; its text is the model-facing message, its code
+// CodeInvalidArgument.
+type ArgError struct{ Message string }
+
+func (e *ArgError) Error() string { return e.Message }
+
+// BadArg returns an *ArgError with msg.
+func BadArg(msg string) error { return &ArgError{Message: msg} }
+
+// decode returns raw as an object of arguments (issue 21): JSON null or
+// nothing is the empty object; anything else but an object is refused; a
+// key the schema does not declare (known) is refused, naming it and, when
+// one is close, the declared key meant; the escalation arguments of a
+// family that cannot escalate are refused saying why. order is the schema's
+// property order, used to list the declared keys.
+func (g *Guard) decode(raw json.RawMessage, known map[string]bool, order []string, escalates bool) (map[string]json.RawMessage, error) {
+	args := map[string]json.RawMessage{}
+	if len(raw) == 0 || string(raw) == "null" {
+		return args, nil
+	}
+	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+		return nil, BadArg("tool arguments must be a JSON object")
+	}
+	var unknown []string
+	for name := range args {
+		if known[name] {
+			continue
+		}
+		if escalates && !g.Confines() && (name == argPermissions || name == argJustification) {
+			return nil, BadArg("sandbox_permissions is not available in this composition (" + g.unconfined + ")")
+		}
+		unknown = append(unknown, name)
+	}
+	if len(unknown) == 0 {
+		return args, nil
+	}
+	slices.Sort(unknown)
+	declared := slices.Clone(order)
+	for name := range known {
+		if !slices.Contains(declared, name) {
+			declared = append(declared, name)
+		}
+	}
+	parts := make([]string, 0, len(unknown))
+	for _, name := range unknown {
+		part := "unknown argument " + strconv.Quote(name)
+		if near := nearest(name, declared); near != "" {
+			part += " (did you mean " + strconv.Quote(near) + "?)"
+		}
+		parts = append(parts, part)
+	}
+	msg := strings.Join(parts, "; ") + "; nothing was done"
+	if len(declared) > 0 {
+		msg += "; this tool takes: " + strings.Join(declared, ", ")
+	}
+	return nil, BadArg(msg)
+}
+
+// nearest returns the declared key name most likely meant: one equal to it
+// but for case, "_" and "-" (dryRun for dry_run), else the closest within
+// an edit distance of 2; "" when none is.
+func nearest(name string, declared []string) string {
+	fold := func(s string) string {
+		return strings.ToLower(strings.NewReplacer("_", "", "-", "").Replace(s))
+	}
+	best, bestDist := "", 3
+	for _, d := range declared {
+		if fold(d) == fold(name) {
+			return d
+		}
+		if dist := levenshtein.ComputeDistance(name, d); dist < bestDist {
+			best, bestDist = d, dist
+		}
+	}
+	return best
+}

@@ -1,0 +1,153 @@
+// Package guard runs every guarded call of every tool family the same way
+// (issue 21): it decodes the arguments strictly against the tool's own
+// schema, reads and pairs the escalation arguments, resolves the call's
+// standing policy for the tool's family, asks the call's own approver (the
+// MCP elicitation of this call; the composed approver only as a fallback)
+// and records a session grant for that family alone, and renders every
+// failure (the sandbox denial marker, the escalation hint, remedies, the
+// result code). A tool family keeps only its schemas and the bodies of its
+// calls; a new family gets all of this by building its tools with
+// Guard.Tool.
+package guard
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// Guard guards the calls of one tool family. It is safe for concurrent use.
+type Guard struct {
+	family sandboxpolicy.Family
+	// policy resolves each call's policy; nil when none is composed.
+	policy *sandboxpolicy.Service
+	// confines is set when the family's calls run under the policy (its
+	// backend or runner confines); only then may a call escalate.
+	confines bool
+	// approver is the composed approver, asked only when the call carries
+	// none of its own.
+	approver sandboxpolicy.Approver
+	// unconfined says why escalation is not available when the family does
+	// not confine, e.g. "no sandboxing filesystem to escalate".
+	unconfined string
+}
+
+// Config is what a family's guard needs: its family, the policy service
+// (optional unless Confines), whether the family's calls run confined
+// under it (else Unconfined says why escalation is not available, in a few
+// words), and the composed approver (optional).
+type Config struct {
+	Family     sandboxpolicy.Family
+	Policy     *sandboxpolicy.Service
+	Confines   bool
+	Approver   sandboxpolicy.Approver
+	Unconfined string
+}
+
+// New returns the guard of cfg.Family. Errors: Confines without a Policy.
+func New(cfg Config) (*Guard, error) {
+	if cfg.Confines && cfg.Policy == nil {
+		return nil, errors.New("guard: the " + string(cfg.Family) + " confine but no sandboxpolicy.Service is composed")
+	}
+	return &Guard{
+		family: cfg.Family, policy: cfg.Policy, confines: cfg.Confines,
+		approver: cfg.Approver, unconfined: cfg.Unconfined,
+	}, nil
+}
+
+// Confines reports whether the family's calls run under the policy (and so
+// may escalate).
+func (g *Guard) Confines() bool { return g.confines }
+
+// Body is the body of one guarded call: what the tool does once its
+// arguments are an object of known keys.
+type Body func(ctx context.Context, c *Call) tool.Result
+
+// Call is one guarded call: the front end's call, its arguments decoded as
+// an object whose every key the tool's schema declares, and the guard.
+type Call struct {
+	tool.Call
+	// Args maps each argument the call gave to its raw JSON value.
+	Args map[string]json.RawMessage
+	tool string
+	g    *Guard
+}
+
+// Standing returns the call's policy without escalation for the guard's
+// family (its session's mode and grants for this family only), or nil when
+// the family does not confine.
+func (c *Call) Standing() *sandbox.ExecutionPolicy {
+	if !c.g.confines {
+		return nil
+	}
+	p := c.g.policy.Resolve(c.Session, c.g.family, "")
+	return &p
+}
+
+// Workspace returns the call's workspace root as the policy resolves it
+// (whether or not the family confines), "" when there is none or no policy
+// service is composed.
+func (c *Call) Workspace() string {
+	if c.g.policy == nil {
+		return ""
+	}
+	return c.g.policy.Resolve(c.Session, c.g.family, "").WorkspaceRoot
+}
+
+// Tool returns t guarded: its input schema is closed (additionalProperties
+// false), declares sandbox_permissions and justification when escalates is
+// set and the family confines, and its handler decodes the arguments
+// strictly (Decode) before running body; a refused argument is an
+// INVALID_ARGUMENT result naming it, and body is not run. t's own Handler
+// is ignored.
+func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
+	in := t.InputSchema
+	if in == nil {
+		in = &jsonschema.Schema{Type: "object"}
+	}
+	in = in.CloneSchemas()
+	if in.Properties == nil {
+		in.Properties = map[string]*jsonschema.Schema{}
+	}
+	if escalates && g.Confines() {
+		g.addEscalationProps(in)
+	}
+	in.AdditionalProperties = &jsonschema.Schema{Not: &jsonschema.Schema{}}
+	t.InputSchema = in
+	known := make(map[string]bool, len(in.Properties))
+	for name := range in.Properties {
+		known[name] = true
+	}
+	order := in.PropertyOrder
+	t.Handler = func(ctx context.Context, call tool.Call) tool.Result {
+		args, err := g.decode(call.Arguments, known, order, escalates)
+		if err != nil {
+			return g.Fail(err, nil)
+		}
+		return body(ctx, &Call{Call: call, Args: args, tool: t.Name, g: g})
+	}
+	return &t
+}
+
+// addEscalationProps declares the escalation arguments in s.
+func (g *Guard) addEscalationProps(s *jsonschema.Schema) {
+	targets := make([]any, 0, 2)
+	for _, m := range sandboxpolicy.EscalationTargets() {
+		targets = append(targets, string(m))
+	}
+	s.Properties[argPermissions] = &jsonschema.Schema{
+		Type: "string", Enum: targets,
+		Description: "Ask the user to run exactly this " + g.family.Subject() + " once under a wider sandbox mode. Use only after a sandbox denial, with the narrowest wider mode that suffices.",
+	}
+	s.Properties[argJustification] = &jsonschema.Schema{
+		Type:        "string",
+		Description: "One sentence telling the user why this " + g.family.Subject() + " needs the wider mode. Required with sandbox_permissions.",
+	}
+	s.PropertyOrder = append(s.PropertyOrder, argPermissions, argJustification)
+}

@@ -1,0 +1,107 @@
+package guard
+
+import (
+	"errors"
+
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// CodeInvalidArgument is the code of an argument refused before anything
+// was done (*ArgError).
+const CodeInvalidArgument = "INVALID_ARGUMENT"
+
+// Remedy suffixes (spec "T-remedies").
+const (
+	staleRemedy       = " — re-read the file, then retry"
+	notObservedRemedy = " — read the file, then retry"
+	// notTextRemedy follows a read refused as not text (neither UTF-8 nor
+	// UTF-16 with a byte-order mark): the file cannot be shown, but a
+	// whole-file write may replace it.
+	notTextRemedy = " — it cannot be shown as text; a whole-file write may replace it"
+)
+
+// Fail renders a failed call (T-54, T-94, remedies) under policy (nil when
+// the call had none yet): a sandbox denial (*fs.Error with
+// fs.CodeSandboxDenied) becomes Denied's lines; a stale or not-observed
+// error, or a read refused as not text, gets its remedy; everything else
+// keeps its message. The code is the error's own: the code of an *fs.Error
+// or an *exec.Error, of a *sandboxpolicy.EscalationError,
+// CodeInvalidArgument for an *ArgError, none otherwise. The result keeps
+// err for the front end (an approval asked in the 2026-07-28 era travels in
+// it).
+func (g *Guard) Fail(err error, policy *sandbox.ExecutionPolicy) tool.Result {
+	res := g.render(err, policy)
+	res.Err = err
+	return res
+}
+
+func (g *Guard) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
+	if fe, ok := errors.AsType[*fs.Error](err); ok {
+		return g.renderFS(fe, policy)
+	}
+	if ee, ok := errors.AsType[*exec.Error](err); ok {
+		return tool.ErrorResult(ee.Message, string(ee.Code))
+	}
+	code := ""
+	if ee, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
+		code = ee.Code
+	} else if _, ok := errors.AsType[*ArgError](err); ok {
+		code = CodeInvalidArgument
+	}
+	return tool.ErrorResult(err.Error(), code)
+}
+
+func (g *Guard) renderFS(fe *fs.Error, policy *sandbox.ExecutionPolicy) tool.Result {
+	msg := fe.Error()
+	switch fe.Code {
+	case fs.CodeSandboxDenied:
+		mode := fe.Mode
+		if policy != nil {
+			mode = policy.Mode
+		}
+		return tool.ErrorResult(g.denial(mode, policy, ""), string(fe.Code))
+	case fs.CodeStaleVersion:
+		msg += staleRemedy
+	case fs.CodeNotObserved:
+		msg += notObservedRemedy
+	case fs.CodeNotText:
+		if fe.Op == "read" {
+			msg += notTextRemedy
+		}
+	}
+	return tool.ErrorResult(msg, string(fe.Code))
+}
+
+// Denied returns the result of a call the sandbox refused under policy,
+// with fs.CodeSandboxDenied: the denial marker of its mode, the
+// no-workspace line when workspace-write has no workspace root, the
+// session-grant line when the mode is the user's grant for this family,
+// detail (what the refusal was, "" for none), and the escalation hint of
+// the family's subject; then text, the call's own output, when there
+// is any.
+func (g *Guard) Denied(policy sandbox.ExecutionPolicy, detail, text string) tool.Result {
+	msg := g.denial(policy.Mode, &policy, detail)
+	if text != "" {
+		msg += "\n" + text
+	}
+	return tool.ErrorResult(msg, string(fs.CodeSandboxDenied))
+}
+
+func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detail string) string {
+	msg := sandbox.DenialMarker(mode)
+	if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
+		msg += "\n" + sandbox.NoWorkspaceMarker
+	}
+	if detail != "" {
+		msg += "\n" + detail
+	}
+	if policy != nil && policy.SessionGrant {
+		msg += "\n" + sandbox.SessionGrantMarker(policy.Mode)
+	}
+	msg += "\n" + sandbox.EscalationHint(g.family.Subject())
+	return msg
+}
