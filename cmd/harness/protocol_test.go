@@ -128,7 +128,7 @@ func TestServeAnswersEverythingBeforeEOF(t *testing.T) {
 					assert.Equal(t, readWant, text)
 				} else {
 					assert.True(t, isError, callAns.raw)
-					assert.Equal(t, tc.wantCode, code, callAns.raw)
+					assert.EqualValues(t, tc.wantCode, code, callAns.raw)
 					assert.NoFileExists(t, outside)
 				}
 				answered++
@@ -224,7 +224,7 @@ func TestServeLogging(t *testing.T) {
 			a := srv.await(wireByID(bogus), wireWait)
 			require.Equal(t, "answered", a.state)
 			if assert.NotNil(t, a.msg.Error, a.msg.raw) {
-				assert.Equal(t, -32602, a.msg.Error.Code, a.msg.raw)
+				assert.EqualValues(t, -32602, a.msg.Error.Code, a.msg.raw)
 			}
 
 			if tc.level != "" {

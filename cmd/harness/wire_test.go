@@ -438,7 +438,7 @@ func TestServeBadInput(t *testing.T) {
 				t.Errorf("%s: %s after %s, want an answer; server exit: %v; stderr: %s", tc.name, a.state, a.elapsed.Round(time.Millisecond), srv.exit(), wireLastLines(srv.stderr.String(), 5))
 			case w.rpcError != 0:
 				if assert.NotNil(t, a.msg.Error, "a JSON-RPC error response is due: %s", a.msg.raw) {
-					assert.Equal(t, w.rpcError, a.msg.Error.Code, a.msg.raw)
+					assert.EqualValues(t, w.rpcError, a.msg.Error.Code, a.msg.raw)
 				}
 				if w.nullID {
 					assert.Equal(t, "null", a.msg.id(), "an error about an unreadable id has id null: %s", a.msg.raw)
@@ -612,7 +612,7 @@ func TestServeWriteCap(t *testing.T) {
 			big := filepath.Join(ws, "big.txt")
 			if tc.want != "" {
 				assert.True(t, isError, text)
-				assert.Equal(t, tc.want, code, text)
+				assert.EqualValues(t, tc.want, code, text)
 				assert.NoFileExists(t, big, "nothing is written")
 			} else {
 				assert.False(t, isError, text)

@@ -9,6 +9,7 @@ import (
 	"context"
 	"time"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -71,8 +72,9 @@ type Output struct {
 // of stdout and stderr: half from the head, half from the tail.
 const DefaultOutputLimit = 64 << 10
 
-// Code is a machine-readable runner error code.
-type Code string
+// Code is a machine-readable runner error code: the one code type,
+// errcode.Code.
+type Code = errcode.Code
 
 // The runner's error codes.
 const (

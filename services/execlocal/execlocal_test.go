@@ -38,7 +38,7 @@ func TestRun(t *testing.T) {
 			Command: `echo "[$HARNESS_TEST_SECRET][$HARNESS_TEST_PASS]" > out; env | cut -d= -f1 | sort | tr '\n' ' '`, Workdir: dir, Timeout: time.Minute,
 		})
 		require.NoError(t, err)
-		assert.Equal(t, 0, res.ExitCode)
+		assert.EqualValues(t, 0, res.ExitCode)
 		b, err := os.ReadFile(filepath.Join(dir, "out"))
 		require.NoError(t, err)
 		assert.Equal(t, "[][passed]\n", string(b))
@@ -60,14 +60,14 @@ func TestRun(t *testing.T) {
 		res, err := r.Run(t.Context(), exec.Request{Command: `sleep 300`, Workdir: dir, Timeout: 3 * time.Second})
 		require.NoError(t, err)
 		assert.True(t, res.TimedOut)
-		assert.Equal(t, -1, res.ExitCode)
+		assert.EqualValues(t, -1, res.ExitCode)
 		assert.Less(t, time.Since(start), time.Minute)
 	})
 	for _, bad := range []exec.Request{{Command: " ", Workdir: dir}, {Command: "true", Workdir: "rel"}, {Command: "true", Workdir: dir, Timeout: -1}} {
 		_, err := r.Run(t.Context(), bad)
 		var ee *exec.Error
 		require.True(t, errors.As(err, &ee))
-		assert.Equal(t, exec.CodeInvalidRequest, ee.Code)
+		assert.EqualValues(t, exec.CodeInvalidRequest, ee.Code)
 	}
 }
 

@@ -828,7 +828,7 @@ func TestAttack2Search(t *testing.T) {
 		var ee *exec.Error
 		if assert.ErrorAs(t, err, &ee) {
 			t.Logf("refusal: %s", ee.Message)
-			assert.Equal(t, exec.CodeUnavailable, ee.Code)
+			assert.EqualValues(t, exec.CodeUnavailable, ee.Code)
 			assert.Contains(t, ee.Message, locked, "the refusal names the directory")
 		}
 	})

@@ -47,7 +47,7 @@ func TestAttackCommandUser(t *testing.T) {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, nil)
 			res := w.run(t, sandbox.WorkspaceWrite, "id -u; touch made; grep '^Cap' /proc/self/status")
-			require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+			require.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 			lines := strings.Split(strings.TrimSpace(res.Stdout.Text), "\n")
 			require.NotEmpty(t, lines)
 			assert.Equal(t, strconv.Itoa(o.uid), lines[0], "the command's uid")
@@ -349,7 +349,7 @@ except OSError as e:
     print("devtty FAIL", e.errno)
 print("pts", ",".join(sorted(os.listdir("/dev/pts"))))
 `))
-	require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+	require.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 	for _, fd := range []string{"0", "1", "2"} {
 		assert.Contains(t, res.Stdout.Text, "tiocsti "+fd+" FAIL")
 	}
@@ -383,7 +383,7 @@ func TestAttackWorkdirInGit(t *testing.T) {
 					})
 					var ee *exec.Error
 					require.ErrorAs(t, err, &ee)
-					assert.Equal(t, exec.CodeInvalidRequest, ee.Code, ee.Message)
+					assert.EqualValues(t, exec.CodeInvalidRequest, ee.Code, ee.Message)
 				})
 			}
 			assert.Equal(t, before, readTree(w.ws, gitFiles))
@@ -445,7 +445,7 @@ for i in range(2000000):
 					for _, mode := range []sandbox.Mode{sandbox.WorkspaceWrite, sandbox.DangerFullAccess, sandbox.ReadOnly} {
 						res, err := w.try(t.Context(), mode, "echo ok", time.Minute)
 						if assert.NoError(t, err, "the next command under %s", mode) {
-							assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+							assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 							assert.Equal(t, "ok\n", res.Stdout.Text)
 						}
 					}
@@ -489,7 +489,7 @@ func TestAttackProtectedSearch(t *testing.T) {
 		res, err := w.try(ctx, sandbox.WorkspaceWrite, "echo x > f", 10*time.Second)
 		require.NoError(t, err)
 		assert.Less(t, time.Since(start), 10*time.Second)
-		assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+		assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		assert.FileExists(t, filepath.Join(w.ws, "f"))
 	})
 	t.Run(".git swapped between a file and a FIFO during the search", func(t *testing.T) {
@@ -501,24 +501,24 @@ func TestAttackProtectedSearch(t *testing.T) {
 		})
 		res, err := w.try(t.Context(), sandbox.WorkspaceWrite, "echo x > f", time.Minute)
 		if assert.NoError(t, err) {
-			assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+			assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		}
 		assert.FileExists(t, filepath.Join(w.ws, "f"))
 	})
 	t.Run("a symlink sub/.git -> / planted by a command", func(t *testing.T) {
 		w := newWorld(t, o, exec.Config{}, nil)
 		res := w.run(t, sandbox.WorkspaceWrite, "mkdir sub && ln -s / sub/.git")
-		require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+		require.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		res, err := w.try(t.Context(), sandbox.WorkspaceWrite, "echo x > f", time.Minute)
 		if assert.NoError(t, err) {
-			assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+			assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		}
 		assert.FileExists(t, filepath.Join(w.ws, "f"))
 	})
 	t.Run("a sparse 128 MiB sub/.git file planted by a command", func(t *testing.T) {
 		w := newWorld(t, o, exec.Config{}, nil)
 		res := w.run(t, sandbox.WorkspaceWrite, "mkdir big && truncate -s 128M big/.git")
-		require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+		require.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		var m0, m1 runtime.MemStats
 		runtime.ReadMemStats(&m0)
 		start := time.Now()
@@ -526,7 +526,7 @@ func TestAttackProtectedSearch(t *testing.T) {
 		took := time.Since(start)
 		runtime.ReadMemStats(&m1)
 		require.NoError(t, err)
-		assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+		assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 		alloc := m1.TotalAlloc - m0.TotalAlloc
 		t.Logf("the server allocated %d MiB and took %v for one command", alloc>>20, took)
 		assert.Less(t, alloc, uint64(32<<20), "the server read the planted .git file into memory")

@@ -70,7 +70,7 @@ func TestRunFollowsThePolicy(t *testing.T) {
 			})
 			require.NoError(t, err)
 			if c.lands {
-				assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+				assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 				b, err := os.ReadFile(c.target)
 				require.NoError(t, err)
 				assert.Equal(t, "x\n", string(b))
@@ -93,7 +93,7 @@ func TestRunRefusesWithoutAPolicy(t *testing.T) {
 		_, err := r.Run(t.Context(), exec.Request{Command: "echo x > " + f.outside + "/a", Workdir: f.ws, Policy: p})
 		var ee *exec.Error
 		require.True(t, errors.As(err, &ee), "%v", err)
-		assert.Equal(t, exec.CodeInvalidRequest, ee.Code)
+		assert.EqualValues(t, exec.CodeInvalidRequest, ee.Code)
 	}
 	assert.NoFileExists(t, f.outside+"/a")
 }
@@ -186,7 +186,7 @@ func TestRunKeepsProtectedPathsReadOnly(t *testing.T) {
 			require.NoError(t, err)
 			after, afterErr := os.ReadFile(filepath.Join(f.ws, c.path))
 			if c.lands {
-				assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+				assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 				require.NoError(t, afterErr)
 				assert.Equal(t, string(before)+"new\n", string(after))
 				return

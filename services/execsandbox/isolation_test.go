@@ -55,7 +55,7 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 				})
 				var ee *hexec.Error
 				require.True(t, errors.As(err, &ee), "want a runner error, got %v", err)
-				assert.Equal(t, hexec.CodeUnavailable, ee.Code)
+				assert.EqualValues(t, hexec.CodeUnavailable, ee.Code)
 				assert.Contains(t, ee.Message, "bubblewrap")
 				assert.Contains(t, ee.Message, "apt-get install bubblewrap")
 				assert.Contains(t, ee.Message, "--exec-isolation landlock")
@@ -69,7 +69,7 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 				Policy: &sandbox.ExecutionPolicy{Mode: sandbox.DangerFullAccess, WorkspaceRoot: f.ws},
 			})
 			require.NoError(t, err)
-			assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+			assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
 			assert.FileExists(t, filepath.Join(f.outside, "danger"))
 			require.NoError(t, os.Remove(filepath.Join(f.outside, "danger")))
 
@@ -97,7 +97,7 @@ func TestNewRefusesBadIsolationAndCaps(t *testing.T) {
 		_, err := execsandbox.New(cfg, hexec.Config{}, pol)
 		var ee *hexec.Error
 		require.True(t, errors.As(err, &ee), "%+v", cfg)
-		assert.Equal(t, hexec.CodeInvalidRequest, ee.Code)
+		assert.EqualValues(t, hexec.CodeInvalidRequest, ee.Code)
 	}
 }
 

@@ -3,13 +3,15 @@ package fs
 import (
 	"errors"
 
+	"github.com/dsh-go/harness/services/errcode"
+
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Code is one of the machine-readable FS_* error codes: the 13 of spec
 // section 0, the three of the entry operations (Manager) and
-// CodeInvalidSearch (search.go).
-type Code string
+// CodeInvalidSearch (search.go). It is the one code type, errcode.Code.
+type Code = errcode.Code
 
 // The closed set of error codes.
 const (

@@ -64,7 +64,7 @@ func TestMoveAcrossWritableRoots(t *testing.T) {
 			dst, err := f.Resolve(ctx, filepath.Join(w.outside, "a.txt"), fs.ResolveOptions{})
 			require.NoError(t, err)
 			_, err = f.Move(ctx, src, dst, fs.MoveOptions{})
-			assert.Equal(t, fs.CodeSandboxDenied, fs.CodeOf(err))
+			assert.EqualValues(t, fs.CodeSandboxDenied, fs.CodeOf(err))
 			assert.Equal(t, "alpha\n", readFile(t, filepath.Join(tmpRoot, "a.txt")))
 			assert.NoFileExists(t, filepath.Join(w.outside, "a.txt"))
 		})

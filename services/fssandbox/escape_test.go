@@ -228,7 +228,7 @@ func escapeCheck(t *testing.T, mode sandbox.Mode, m mutation, tc escapeCase, fen
 		switch {
 		case tc.code != "":
 			require.Error(t, err)
-			assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+			assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 			assert.Equal(t, wsBefore, fixture.Snapshot(t, w.ws), "a failed mutation changed the workspace")
 		case !tc.allowed:
 			assertDenied(t, err, mode)

@@ -165,7 +165,7 @@ func TestDenialIsDistinctFromHostPermission(t *testing.T) {
 	_, err := write(t, f, "a.txt", "x", nil)
 	require.ErrorIs(t, err, fs.ErrSandboxDenied, "S-20")
 	assert.NotErrorIs(t, err, fs.ErrPermissionDenied)
-	assert.Equal(t, fs.CodeSandboxDenied, fs.CodeOf(err))
+	assert.EqualValues(t, fs.CodeSandboxDenied, fs.CodeOf(err))
 }
 
 func TestContainment(t *testing.T) {

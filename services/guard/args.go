@@ -17,7 +17,7 @@ const (
 
 // ArgError is an argument the guard or a tool body refused before doing
 // anything; its text is the model-facing message, its code
-// CodeInvalidArgument.
+// errcode.InvalidArgument.
 type ArgError struct{ Message string }
 
 func (e *ArgError) Error() string { return e.Message }

@@ -3,16 +3,13 @@ package guard
 import (
 	"errors"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
-
-// CodeInvalidArgument is the code of an argument refused before anything
-// was done (*ArgError).
-const CodeInvalidArgument = "INVALID_ARGUMENT"
 
 // Remedy suffixes (spec "T-remedies").
 const (
@@ -30,7 +27,7 @@ const (
 // error, or a read refused as not text, gets its remedy; everything else
 // keeps its message. The code is the error's own: the code of an *fs.Error
 // or an *exec.Error, of a *sandboxpolicy.EscalationError,
-// CodeInvalidArgument for an *ArgError, none otherwise. The result keeps
+// errcode.InvalidArgument for an *ArgError, none otherwise. The result keeps
 // err for the front end (an approval asked in the 2026-07-28 era travels in
 // it).
 func (g *Guard) Fail(err error, policy *sandbox.ExecutionPolicy) tool.Result {
@@ -44,13 +41,13 @@ func (g *Guard) render(err error, policy *sandbox.ExecutionPolicy) tool.Result {
 		return g.renderFS(fe, policy)
 	}
 	if ee, ok := errors.AsType[*exec.Error](err); ok {
-		return tool.ErrorResult(ee.Message, string(ee.Code))
+		return tool.ErrorResult(ee.Message, ee.Code)
 	}
-	code := ""
+	var code errcode.Code
 	if ee, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
 		code = ee.Code
 	} else if _, ok := errors.AsType[*ArgError](err); ok {
-		code = CodeInvalidArgument
+		code = errcode.InvalidArgument
 	}
 	return tool.ErrorResult(err.Error(), code)
 }
@@ -63,7 +60,7 @@ func (g *Guard) renderFS(fe *fs.Error, policy *sandbox.ExecutionPolicy) tool.Res
 		if policy != nil {
 			mode = policy.Mode
 		}
-		return tool.ErrorResult(g.denial(mode, policy, ""), string(fe.Code))
+		return tool.ErrorResult(g.denial(mode, policy, ""), fe.Code)
 	case fs.CodeStaleVersion:
 		msg += staleRemedy
 	case fs.CodeNotObserved:
@@ -73,7 +70,7 @@ func (g *Guard) renderFS(fe *fs.Error, policy *sandbox.ExecutionPolicy) tool.Res
 			msg += notTextRemedy
 		}
 	}
-	return tool.ErrorResult(msg, string(fe.Code))
+	return tool.ErrorResult(msg, fe.Code)
 }
 
 // Denied returns the result of a call the sandbox refused under policy,
@@ -88,7 +85,7 @@ func (g *Guard) Denied(policy sandbox.ExecutionPolicy, detail, text string) tool
 	if text != "" {
 		msg += "\n" + text
 	}
-	return tool.ErrorResult(msg, string(fs.CodeSandboxDenied))
+	return tool.ErrorResult(msg, fs.CodeSandboxDenied)
 }
 
 func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detail string) string {

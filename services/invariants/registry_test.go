@@ -289,7 +289,7 @@ func TestConfigValidation(t *testing.T) {
 		_, err := invariants.New(invariants.Config{Allow: []string{"("}})
 		var syn *syntax.Error
 		require.ErrorAs(t, err, &syn)
-		assert.Equal(t, syntax.ErrMissingParen, syn.Code)
+		assert.EqualValues(t, syntax.ErrMissingParen, syn.Code)
 	})
 
 	t.Run("I-06 the same entry in both lists is valid", func(t *testing.T) {
@@ -420,8 +420,8 @@ func TestFail(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code)
-		assert.Equal(t, invariants.Code, ie.Code)
+		assert.EqualValues(t, "INVARIANT", ie.Code)
+		assert.EqualValues(t, invariants.Code, ie.Code)
 		assert.Equal(t, fakePkg, ie.Package)
 		assert.Equal(t, "widget count must be positive", ie.Message)
 	})
@@ -437,7 +437,7 @@ func TestFail(t *testing.T) {
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
 		assert.Equal(t, fakePkg, ie.Package)
-		assert.Equal(t, "INVARIANT", ie.Code)
+		assert.EqualValues(t, "INVARIANT", ie.Code)
 	})
 
 	t.Run("I-10 ErrInvariant matches only invariant violations", func(t *testing.T) {
@@ -857,7 +857,7 @@ func TestModuleAndCompanion(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code)
+		assert.EqualValues(t, "INVARIANT", ie.Code)
 		assert.Equal(t, fakePkg, ie.Package)
 		assert.Equal(t, "the widget store is already corrupt", ie.Message)
 		assert.Contains(t, err.Error(), `invariant violated by "example.com/fake/widgets": the widget store is already corrupt`)

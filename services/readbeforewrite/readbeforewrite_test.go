@@ -77,7 +77,7 @@ func expect(t *testing.T, p *readbeforewrite.Policy, sess *session.Session, targ
 	require.Error(t, err)
 	var fe *fs.Error
 	require.ErrorAs(t, err, &fe)
-	assert.Equal(t, w.code, fe.Code)
+	assert.EqualValues(t, w.code, fe.Code)
 	assert.Equal(t, w.message, fe.Error())
 	assert.Equal(t, target.DisplayPath, fe.Path)
 	assert.Zero(t, guard)
@@ -249,7 +249,7 @@ func TestPolicyBookkeeping(t *testing.T) {
 		cancel()
 		assert.NotPanics(t, func() {
 			_, err := p.EditGuard(ctx, nil, tgtA)
-			assert.Equal(t, fs.CodeNotObserved, fs.CodeOf(err))
+			assert.EqualValues(t, fs.CodeNotObserved, fs.CodeOf(err))
 			intent, err := p.WriteIntent(ctx, nil, tgtA)
 			assert.NoError(t, err)
 			assert.Equal(t, fs.CreateOnly(), intent)
@@ -445,7 +445,7 @@ func TestThroughTools(t *testing.T) {
 		require.False(t, call(t, tools.Read(), nil, `{"file_path":"guarded.txt"}`).IsError)
 		res := call(t, tools.Write(), nil, `{"file_path":"guarded.txt","content":"clobber"}`)
 		assert.True(t, res.IsError)
-		assert.Equal(t, string(fs.CodeNotObserved), res.Code)
+		assert.EqualValues(t, fs.CodeNotObserved, res.Code)
 		b, err := os.ReadFile(p)
 		require.NoError(t, err)
 		assert.Equal(t, "keep", string(b))
@@ -505,7 +505,7 @@ func TestPolicyFollowsMoves(t *testing.T) {
 			require.NoError(t, err)
 			assert.Equal(t, tc.wantOut, got)
 			_, err = p.EditGuard(context.Background(), owner, fs.Target{Key: tc.from, DisplayPath: string(tc.from)})
-			assert.Equal(t, fs.CodeNotFound, fs.CodeOf(err), "the source is absent after the move")
+			assert.EqualValues(t, fs.CodeNotFound, fs.CodeOf(err), "the source is absent after the move")
 		})
 	}
 
@@ -517,6 +517,6 @@ func TestPolicyFollowsMoves(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, fs.Version("n1"), v.Version)
 		_, err = p.EditGuard(context.Background(), owner, fs.Target{Key: "/w/d/n.txt", DisplayPath: "/w/d/n.txt"})
-		assert.Equal(t, fs.CodeNotObserved, fs.CodeOf(err), "nothing is left under the old directory")
+		assert.EqualValues(t, fs.CodeNotObserved, fs.CodeOf(err), "nothing is left under the old directory")
 	})
 }

@@ -10,6 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -157,12 +158,12 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome
 const (
 	// CodeEscalationRefused: the escalation was not granted: not wider, no
 	// approver or session, rejected, cancelled or unavailable (X-14..X-17).
-	CodeEscalationRefused = "SANDBOX_ESCALATION_REFUSED"
+	CodeEscalationRefused errcode.Code = "SANDBOX_ESCALATION_REFUSED"
 	// CodeApprovalFailed: the approver returned no answer; Err says why.
-	CodeApprovalFailed = "SANDBOX_APPROVAL_FAILED"
+	CodeApprovalFailed errcode.Code = "SANDBOX_APPROVAL_FAILED"
 	// CodeTargetChanged: after the approval the call's path resolved to
 	// another target than the one the prompt showed; nothing was mutated.
-	CodeTargetChanged = "SANDBOX_TARGET_CHANGED"
+	CodeTargetChanged errcode.Code = "SANDBOX_TARGET_CHANGED"
 )
 
 // TargetChanged returns the error of an approved call whose path, resolved
@@ -177,7 +178,7 @@ func TargetChanged(m sandbox.Mode, shown, now string) error {
 // or CodeApprovalFailed, Mode the requested mode, Message the exact
 // model-facing sentence, Err the approver's error (CodeApprovalFailed only).
 type EscalationError struct {
-	Code    string
+	Code    errcode.Code
 	Mode    sandbox.Mode
 	Message string
 	Err     error

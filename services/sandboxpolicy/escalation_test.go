@@ -230,7 +230,7 @@ func TestApproveEscalationNotWider(t *testing.T) {
 			require.Error(t, err)
 			assert.Empty(t, got)
 			assert.EqualError(t, err, fmt.Sprintf(`sandbox escalation to %q is not strictly wider than this call's current %q mode`, tc.requested, tc.effective))
-			assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
+			assert.EqualValues(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			assert.Equal(t, 0, rec.calls(), "the approver is never asked for a non-widening request")
 		})
 	}
@@ -296,7 +296,7 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 				assert.EqualError(t, err, tc.wantErr)
 			}
 			if tc.refusal {
-				assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
+				assert.EqualValues(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			} else {
 				assert.NotEqual(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			}
@@ -349,7 +349,7 @@ func TestApproveEscalationOrder(t *testing.T) {
 			require.Error(t, err)
 			assert.Empty(t, got)
 			assert.EqualError(t, err, tc.wantErr)
-			assert.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
+			assert.EqualValues(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 			assert.Equal(t, 0, rec.calls(), "the approver is not asked before every check passes")
 		})
 	}

@@ -22,7 +22,7 @@ func TestFailClosedEdges(t *testing.T) {
 		var approver sandboxpolicy.ApproverFunc
 		mode, err := approveEscalation(context.Background(), approver, session.New("s", "/ws"),
 			"write", sandbox.SubjectOperation, sandbox.DangerFullAccess, sandbox.ReadOnly, "because")
-		require.Equal(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
+		require.EqualValues(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
 		assert.Empty(t, mode)
 		assert.Contains(t, err.Error(), "no approval channel is available")
 	})

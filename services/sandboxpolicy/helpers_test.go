@@ -104,7 +104,7 @@ func approveEscalation(ctx context.Context, approver sandboxpolicy.Approver, ses
 // there is none.
 func escalationCode(err error) string {
 	if e, ok := errors.AsType[*sandboxpolicy.EscalationError](err); ok {
-		return e.Code
+		return string(e.Code)
 	}
 	return ""
 }

@@ -64,7 +64,7 @@ func requireModeViolation(t *testing.T, err error, message string) {
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, policyPkg, ie.Package)
 	assert.Equal(t, sandboxpolicyPkg, ie.Package)
-	assert.Equal(t, "INVARIANT", ie.Code)
+	assert.EqualValues(t, "INVARIANT", ie.Code)
 	assert.Equal(t, message, ie.Message)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/sandboxpolicy": `+message, err.Error())
 }
@@ -182,7 +182,7 @@ func TestInvariantsChecksLiveSessionsAtStart(t *testing.T) {
 		require.ErrorIs(t, err, invariants.ErrInvariant)
 		var ie *invariants.Error
 		require.ErrorAs(t, err, &ie)
-		assert.Equal(t, "INVARIANT", ie.Code)
+		assert.EqualValues(t, "INVARIANT", ie.Code)
 		assert.Equal(t, policyPkg, ie.Package)
 		assert.Equal(t, hostRootMsg, ie.Message)
 		assert.NotContains(t, registry.Registered(), policyPkg, "the rejected registration releases the name")

@@ -17,6 +17,7 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -60,7 +61,7 @@ type Result struct {
 	Text    string
 	Value   any
 	IsError bool
-	Code    string
+	Code    errcode.Code
 	Err     error
 	// Images are shown to the model after Text (MCP image content), in
 	// order; nil for most tools.
@@ -91,7 +92,7 @@ type Tool struct {
 
 // ErrorResult returns the error result of message with code, its text
 // rendered as `Error: <message>` (spec section 1).
-func ErrorResult(message, code string) Result {
+func ErrorResult(message string, code errcode.Code) Result {
 	return Result{Text: "Error: " + message, IsError: true, Code: code}
 }
 

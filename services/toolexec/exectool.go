@@ -14,6 +14,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -23,9 +24,9 @@ import (
 // Codes of exec results that are not the runner's own.
 const (
 	// CodeTimedOut marks a command killed at its timeout.
-	CodeTimedOut = "EXEC_TIMED_OUT"
+	CodeTimedOut errcode.Code = "EXEC_TIMED_OUT"
 	// CodeCancelled marks a command killed because the call was cancelled.
-	CodeCancelled = "EXEC_CANCELLED"
+	CodeCancelled errcode.Code = "EXEC_CANCELLED"
 )
 
 // Value is the structured result of exec.

@@ -11,12 +11,12 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -72,7 +72,7 @@ func TestExecEscalationReachesTheCallsApprover(t *testing.T) {
 	for _, tc := range []struct {
 		answer sandboxpolicy.Outcome
 		lands  bool
-		code   string
+		code   errcode.Code
 	}{
 		{sandboxpolicy.AllowedOnce, true, ""},
 		{sandboxpolicy.AllowedForSession, true, ""},
@@ -90,7 +90,7 @@ func TestExecEscalationReachesTheCallsApprover(t *testing.T) {
 			assert.Equal(t, sandboxpolicy.Commands, f.asked[0].Family)
 			assert.Equal(t, "exec", f.asked[0].Tool)
 			assert.Equal(t, "printf granted > "+target, f.asked[0].Command)
-			assert.Equal(t, tc.code, res.Code, res.Text)
+			assert.EqualValues(t, tc.code, res.Code, res.Text)
 			if tc.lands {
 				assert.False(t, res.IsError, res.Text)
 				got, err := os.ReadFile(target)
@@ -121,7 +121,7 @@ func TestAGrantCoversItsFamilyOnly(t *testing.T) {
 		byCmd := filepath.Join(f.outside, "by-command.txt")
 		res = callWith(t, f.exec, f.sess, f.answering(sandboxpolicy.AllowedOnce), map[string]any{"command": "printf c > " + byCmd})
 		assert.True(t, res.IsError, res.Text)
-		assert.Equal(t, string(fs.CodeSandboxDenied), res.Code, res.Text)
+		assert.EqualValues(t, fs.CodeSandboxDenied, res.Code, res.Text)
 		assert.NoFileExists(t, byCmd)
 		assert.Len(t, f.asked, 1, "the command was not asked about: it ran under the deployment's mode")
 		res = callWith(t, f.write, f.sess, nil, map[string]any{"file_path": filepath.Join(f.outside, "again.txt"), "content": "w"})
@@ -137,7 +137,7 @@ func TestAGrantCoversItsFamilyOnly(t *testing.T) {
 		require.FileExists(t, byCmd)
 		byWrite := filepath.Join(f.outside, "by-write.txt")
 		res = callWith(t, f.write, f.sess, nil, map[string]any{"file_path": byWrite, "content": "w"})
-		assert.Equal(t, string(fs.CodeSandboxDenied), res.Code, res.Text)
+		assert.EqualValues(t, fs.CodeSandboxDenied, res.Code, res.Text)
 		assert.NoFileExists(t, byWrite)
 		again := filepath.Join(f.outside, "again.txt")
 		res = callWith(t, f.exec, f.sess, nil, map[string]any{"command": "printf c > " + again})
@@ -158,7 +158,7 @@ func TestExecRefusesUnknownArguments(t *testing.T) {
 		{"command": "touch ran", "workDir": "build"},
 	} {
 		res := callWith(t, f.exec, f.sess, nil, args)
-		assert.Equal(t, guard.CodeInvalidArgument, res.Code, res.Text)
+		assert.EqualValues(t, errcode.InvalidArgument, res.Code, res.Text)
 		assert.Contains(t, res.Text, "unknown argument")
 		assert.NoFileExists(t, filepath.Join(f.ws, "ran"))
 		assert.NoFileExists(t, filepath.Join(f.ws, "build", "ran"))

@@ -16,10 +16,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/execsandbox"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -100,7 +100,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 
 	res := call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": cmd})
 	require.True(t, res.IsError, res.Text)
-	assert.Equal(t, "FS_SANDBOX_DENIED", res.Code)
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code)
 	assert.True(t, strings.HasPrefix(res.Text, "Error: [sandbox: file access denied under workspace-write mode]\n(inferred: "), res.Text)
 	assert.Contains(t, res.Text, strconv.Quote(target))
 	assert.Contains(t, res.Text, sandbox.EscalationHint(sandbox.SubjectCommand))
@@ -121,7 +121,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	// The grant was for that one call: the next one is confined again.
 	again := filepath.Join(w.outside, "y")
 	res = call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": "touch " + again})
-	assert.Equal(t, "FS_SANDBOX_DENIED", res.Code)
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code)
 	assert.NoFileExists(t, again)
 }
 
@@ -132,7 +132,7 @@ func TestRejectedEscalationRunsNothing(t *testing.T) {
 	res := call(t, w.tool(t, true, sandboxpolicy.Rejected), w.sess, map[string]any{
 		"command": "touch " + target, "sandbox_permissions": "danger-full-access", "justification": "Because.",
 	})
-	assert.Equal(t, sandboxpolicy.CodeEscalationRefused, res.Code)
+	assert.EqualValues(t, sandboxpolicy.CodeEscalationRefused, res.Code)
 	assert.NoFileExists(t, target)
 }
 
@@ -140,7 +140,7 @@ func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 	requireLandlock(t)
 	w := newWorld(t, sandbox.ReadOnly)
 	res := call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": "echo x > made", "workdir": "sub"})
-	assert.Equal(t, "FS_SANDBOX_DENIED", res.Code, res.Text)
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code, res.Text)
 	assert.Contains(t, res.Text, "[sandbox: file access denied under read-only mode]")
 	assert.NoFileExists(t, filepath.Join(w.ws, "sub", "made"))
 }
@@ -164,7 +164,7 @@ func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
 			})
 			assert.Less(t, time.Since(start), time.Minute)
 			require.True(t, res.IsError)
-			assert.Equal(t, toolexec.CodeTimedOut, res.Code)
+			assert.EqualValues(t, toolexec.CodeTimedOut, res.Code)
 			assert.True(t, res.Value.(toolexec.Value).TimedOut)
 			b, err := os.ReadFile(started)
 			require.NoError(t, err)
@@ -212,7 +212,7 @@ func TestArguments(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			res := call(t, tl, w.sess, c.args)
 			require.True(t, res.IsError)
-			assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+			assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 			assert.Contains(t, res.Text, c.want)
 		})
 	}
@@ -220,7 +220,7 @@ func TestArguments(t *testing.T) {
 		res := call(t, tl, w.sess, map[string]any{"command": "pwd; exit 4", "workdir": "sub"})
 		require.False(t, res.IsError, res.Text)
 		v := res.Value.(toolexec.Value)
-		assert.Equal(t, 4, v.ExitCode)
+		assert.EqualValues(t, 4, v.ExitCode)
 		assert.Equal(t, filepath.Join(w.ws, "sub")+"\n", v.Stdout)
 		assert.True(t, strings.HasPrefix(res.Text, "exit code 4 ("), res.Text)
 	})
@@ -243,7 +243,7 @@ func TestConcurrentCommandsAreCapped(t *testing.T) {
 	for range 2 {
 		res := <-results
 		assert.False(t, res.IsError, res.Text)
-		assert.Equal(t, 0, res.Value.(toolexec.Value).ExitCode, res.Text)
+		assert.EqualValues(t, 0, res.Value.(toolexec.Value).ExitCode, res.Text)
 	}
 }
 

@@ -62,7 +62,7 @@ func TestApprovalNamesTheLandingTarget(t *testing.T) {
 			assert.Contains(t, sandboxpolicy.Prompt(req), `on "`+secret+`" (given as "`+link+`")`)
 			if tc.swap {
 				require.True(t, res.IsError)
-				assert.Equal(t, sandboxpolicy.CodeTargetChanged, res.Code)
+				assert.EqualValues(t, sandboxpolicy.CodeTargetChanged, res.Code)
 				assert.Contains(t, res.Text, "its target changed after the approval")
 				assert.Equal(t, "secret\n", wrDisk(t, secret))
 				assert.Equal(t, "other\n", wrDisk(t, other), "the new link target is not written")
@@ -132,7 +132,7 @@ func TestNoWorkspaceIsSet(t *testing.T) {
 	e := wrNew(t, wrSetup{Cwd: "/", Sandbox: &sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{}}, Bare: true})
 	res := e.write(session.New("s", "/"), map[string]any{"file_path": target, "content": "x"})
 	require.True(t, res.IsError)
-	assert.Equal(t, string(fs.CodeSandboxDenied), res.Code)
+	assert.EqualValues(t, fs.CodeSandboxDenied, res.Code)
 	assert.Contains(t, res.Text, sandbox.NoWorkspaceMarker)
 	_, err = os.Lstat(target)
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was created")

@@ -14,6 +14,7 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -75,12 +76,13 @@ func TestReadFooterWithinBudget(t *testing.T) {
 func TestReadKernelFiles(t *testing.T) {
 	read := rdTools(t, toolfs.Config{}, rdLocal(t, "/")).Read()
 	cases := []struct {
-		path, code, text string // text: what the result starts with
+		path, text string // text: what the result starts with
+		code       errcode.Code
 	}{
-		{path: "/proc/self/pagemap", code: string(fs.CodeNotText), text: `Error: cannot read "/proc/self/pagemap": binary file`},
-		{path: "/proc/kcore", code: string(fs.CodeNotText), text: `Error: cannot read "/proc/kcore": binary file`},
+		{path: "/proc/self/pagemap", code: fs.CodeNotText, text: `Error: cannot read "/proc/self/pagemap": binary file`},
+		{path: "/proc/kcore", code: fs.CodeNotText, text: `Error: cannot read "/proc/kcore": binary file`},
 		{
-			path: "/proc/kmsg", code: string(fs.CodeNotRegularFile),
+			path: "/proc/kmsg", code: fs.CodeNotRegularFile,
 			text: `Error: cannot read "/proc/kmsg": not a regular file (a kernel stream that reading would consume)`,
 		},
 		{path: "/proc/self/status", text: "1: Name:"},
@@ -109,7 +111,7 @@ func TestReadKernelFiles(t *testing.T) {
 				return
 			}
 			require.True(t, res.IsError, res.Text)
-			assert.Equal(t, tc.code, res.Code)
+			assert.EqualValues(t, tc.code, res.Code)
 			assert.True(t, strings.HasPrefix(res.Text, tc.text), "%q starts with %q", res.Text, tc.text)
 			if filepath.Base(tc.path) == "kmsg" && klogErr == nil {
 				unreadAfter, err := unix.Klogctl(unix.SYSLOG_ACTION_SIZE_UNREAD, nil)

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fslocal"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -266,7 +266,7 @@ func TestWholeNumberArguments(t *testing.T) {
 			}
 			assert.True(t, res.IsError)
 			assert.Equal(t, tc.wantErr, res.Text)
-			assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+			assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 		})
 	}
 }

@@ -11,8 +11,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fslocal"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -77,7 +77,7 @@ func TestEditMissHint(t *testing.T) {
 	fixture.Build(t, dir, "menu.txt: cafe\u0301 menu\n")
 	res := call(tools.Edit(), map[string]any{"file_path": "menu.txt", "old_string": "café menu", "new_string": "tea menu"})
 	assert.True(t, res.IsError)
-	assert.Equal(t, "FS_EDIT_NOT_FOUND", res.Code)
+	assert.EqualValues(t, "FS_EDIT_NOT_FOUND", res.Code)
 	assert.Contains(t, res.Text, "line 1 matches only under Unicode normalization (NFC)")
 	assert.Equal(t, "cafe\u0301 menu\n", diskOf(t, filepath.Join(dir, "menu.txt")), "no fuzzy application")
 }
@@ -123,13 +123,13 @@ func TestHomeExpansion(t *testing.T) {
 
 	res = call(tools.Write(), map[string]any{"file_path": "~root/x", "content": "no"})
 	assert.True(t, res.IsError)
-	assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+	assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 	assert.Equal(t, `Error: file_path "~root/x" names the home directory of user "root", which is not expanded; give an absolute path, or ./~root/x for a file of that name in the working directory`, res.Text)
 
 	t.Setenv("HOME", "")
 	res = call(tools.Write(), map[string]any{"file_path": "~/x", "content": "no"})
 	assert.True(t, res.IsError)
-	assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+	assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 	assert.Contains(t, res.Text, "HOME is not set")
 
 	res = call(tools.Write(), map[string]any{"file_path": "./~root/x", "content": "yes"})

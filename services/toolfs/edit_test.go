@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
 )
@@ -65,7 +65,7 @@ func TestEdit(t *testing.T) {
 			prep:  func(t *testing.T, x *env) { x.e.mustRead(x.sess, "a.txt") },
 			args:  map[string]any{"file_path": "a.txt", "old_string": "same", "new_string": "same"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string and new_string must differ")
+				wrFail(t, res, errcode.InvalidArgument, "Error: old_string and new_string must differ")
 				assert.Empty(t, x.e.fs.editCalls())
 			},
 		},
@@ -75,7 +75,7 @@ func TestEdit(t *testing.T) {
 			prep:  func(t *testing.T, x *env) { x.e.mustRead(x.sess, "a.txt") },
 			args:  map[string]any{"file_path": "a.txt", "old_string": "", "new_string": "y"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: old_string must be a non-empty string")
 				assert.Empty(t, x.e.fs.editCalls())
 			},
 		},
@@ -83,21 +83,21 @@ func TestEdit(t *testing.T) {
 			name: "T-65 a blank file_path is refused",
 			args: map[string]any{"file_path": " \t", "old_string": "a", "new_string": "b"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-65 order: file_path before an empty old_string",
 			args: map[string]any{"file_path": "", "old_string": "", "new_string": ""},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-65 order: an empty old_string before equality",
 			args: map[string]any{"file_path": "a.txt", "old_string": "", "new_string": ""},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: old_string must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: old_string must be a non-empty string")
 			},
 		},
 		{
@@ -107,7 +107,7 @@ func TestEdit(t *testing.T) {
 			args:  map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b", "replace_all": "yes"},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				assert.True(t, res.IsError)
-				assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+				assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 				assert.Contains(t, res.Text, "replace_all")
 				assert.Empty(t, x.e.fs.editCalls())
 			},
@@ -179,7 +179,7 @@ func TestEdit(t *testing.T) {
 				x.e.mustRead(x.sess, "a.txt")
 				wrPut(t, filepath.Join(x.ws, "a.txt"), "hello brave world")
 				res := x.e.edit(x.sess, map[string]any{"file_path": "a.txt", "old_string": "world", "new_string": "there"})
-				require.Equal(t, string(fs.CodeStaleVersion), res.Code, res.Text)
+				require.EqualValues(t, fs.CodeStaleVersion, res.Code, res.Text)
 				require.Equal(t, "hello brave world", wrDisk(t, filepath.Join(x.ws, "a.txt")))
 				x.e.mustRead(x.sess, "a.txt")
 			},

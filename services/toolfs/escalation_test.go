@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -764,7 +764,7 @@ func TestEscalationArgumentOrder(t *testing.T) {
 			for k, v := range esc {
 				tc.args[k] = v
 			}
-			wrFail(t, wrCall(t, tc.tool, sess, tc.args), guard.CodeInvalidArgument, tc.text)
+			wrFail(t, wrCall(t, tc.tool, sess, tc.args), errcode.InvalidArgument, tc.text)
 			assert.Empty(t, approvals.asked())
 		})
 	}

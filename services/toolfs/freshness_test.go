@@ -74,19 +74,19 @@ func TestStalenessByContent(t *testing.T) {
 			var code, verb string
 			if tc.edit {
 				res := e.edit(sess, map[string]any{"file_path": "a.txt", "old_string": "alpha", "new_string": "ALPHA"})
-				code, verb = res.Code, "edit"
+				code, verb = string(res.Code), "edit"
 				if tc.want != "" {
 					wrOK(t, res)
 				}
 			} else {
 				res := e.write(sess, map[string]any{"file_path": "a.txt", "content": "new\ncontent\n"})
-				code, verb = res.Code, "write"
+				code, verb = string(res.Code), "write"
 				if tc.want != "" {
 					wrOK(t, res)
 				}
 			}
 			if tc.want == "" {
-				assert.Equal(t, string(fs.CodeStaleVersion), code, verb)
+				assert.EqualValues(t, fs.CodeStaleVersion, code, verb)
 				assert.Equal(t, changed, wrDisk(t, p), "nothing written")
 				return
 			}
@@ -122,7 +122,7 @@ func TestNotTextObserved(t *testing.T) {
 		later := time.Now().Add(time.Hour)
 		require.NoError(t, os.Chtimes(p, later, later))
 		res := e.write(sess, map[string]any{"file_path": "menu.txt", "content": "café crème\n"})
-		assert.Equal(t, string(fs.CodeStaleVersion), res.Code, "seen by version only: %s", res.Text)
+		assert.EqualValues(t, fs.CodeStaleVersion, res.Code, "seen by version only: %s", res.Text)
 		assert.Equal(t, latin1, wrDisk(t, p))
 	})
 }

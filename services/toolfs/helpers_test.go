@@ -12,9 +12,9 @@ import (
 
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -129,9 +129,9 @@ func rdListing(dp, body string) string {
 
 // rdWantCode is the code a failed call carries: the FS_* code when there is
 // one, else INVALID_ARGUMENT (argument errors).
-func rdWantCode(code fs.Code) string {
+func rdWantCode(code fs.Code) errcode.Code {
 	if code == "" {
-		return guard.CodeInvalidArgument
+		return errcode.InvalidArgument
 	}
-	return string(code)
+	return code
 }

@@ -65,7 +65,7 @@ func TestReadImages(t *testing.T) {
 			res := wrCall(t, tools.Read(), sess, map[string]any{"file_path": tc.file})
 			if tc.code != "" {
 				require.True(t, res.IsError, res.Text)
-				assert.Equal(t, string(tc.code), res.Code, res.Text)
+				assert.EqualValues(t, string(tc.code), res.Code, res.Text)
 				assert.Empty(t, res.Images)
 				return
 			}

@@ -85,7 +85,7 @@ func TestAgentSession(t *testing.T) {
 	require.NoError(t, os.WriteFile(notes, []byte("hello brave new world\n"), 0o644), "an external change")
 	r = call("edit", `{"file_path":"notes.txt","old_string":"brave","new_string":"bold"}`)
 	require.True(t, r.IsError)
-	assert.Equal(t, "FS_STALE_VERSION", r.Code)
+	assert.EqualValues(t, "FS_STALE_VERSION", r.Code)
 	assert.Equal(t, `Error: cannot edit "`+notes+`": file changed since it was read — re-read the file, then retry`, r.Text)
 	assert.Equal(t, "hello brave new world\n", disk(notes), "the stale edit changed nothing")
 
@@ -98,7 +98,7 @@ func TestAgentSession(t *testing.T) {
 	escaped := filepath.Join(outside, "escaped.txt")
 	r = call("write", `{"file_path":"`+escaped+`","content":"x"}`)
 	require.True(t, r.IsError)
-	assert.Equal(t, "FS_SANDBOX_DENIED", r.Code)
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", r.Code)
 	assert.Equal(t, "Error: "+sandbox.DenialMarker(sandbox.WorkspaceWrite)+"\n"+
 		sandbox.EscalationHint(sandbox.SubjectOperation), r.Text)
 	assert.NoFileExists(t, escaped)
@@ -118,6 +118,6 @@ func TestAgentSession(t *testing.T) {
 	assert.NoFileExists(t, rejected, "the rejected escalation changes nothing")
 
 	r = call("write", `{"file_path":"`+filepath.Join(outside, "again.txt")+`","content":"x"}`)
-	assert.Equal(t, "FS_SANDBOX_DENIED", r.Code, "a grant covers exactly one call")
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", r.Code, "a grant covers exactly one call")
 	assert.Empty(t, fixture.Residue(t, base))
 }

@@ -158,7 +158,7 @@ func TestList(t *testing.T) {
 			if tc.wantErr != "" {
 				assert.True(t, res.IsError)
 				assert.Equal(t, strings.ReplaceAll(tc.wantErr, "DP", ws), res.Text)
-				assert.Equal(t, rdWantCode(tc.wantCode), res.Code)
+				assert.EqualValues(t, rdWantCode(tc.wantCode), res.Code)
 				assert.Nil(t, res.Value)
 				return
 			}

@@ -127,9 +127,9 @@ func TestSequenceOwnManageCalls(t *testing.T) {
 					})
 					wg.Wait()
 					for _, r := range []tool.Result{ab, ba} {
-						require.NotEqual(t, string(fs.CodeAborted), r.Code, "round %d: a move waited until the deadline: %s", i, r.Text)
+						require.NotEqual(t, fs.CodeAborted, r.Code, "round %d: a move waited until the deadline: %s", i, r.Text)
 						if r.IsError {
-							assert.Equal(t, string(fs.CodeNotFound), r.Code, "round %d: the other move had not run yet: %s", i, r.Text)
+							assert.EqualValues(t, fs.CodeNotFound, r.Code, "round %d: the other move had not run yet: %s", i, r.Text)
 						}
 					}
 					assert.NotEqual(t, msExists(t, a), msExists(t, b), "round %d: exactly one of the two exists", i)

@@ -9,8 +9,8 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -23,7 +23,7 @@ type manageCase struct {
 	tool  string
 	args  map[string]any
 	// code, when set, is the failure expected; the disk must not change.
-	code string
+	code errcode.Code
 	text string // expected text ("<ws>" expands to the workspace)
 	// exists and absent are workspace paths checked after a success.
 	exists, absent []string
@@ -42,13 +42,13 @@ func TestManageTools(t *testing.T) {
 		},
 		{
 			name: "mkdir without parents needs the parent", tool: "mkdir", args: map[string]any{"path": "a/b", "parents": false},
-			code: string(fs.CodeNotFound),
+			code: fs.CodeNotFound,
 		},
 		{
 			name: "mkdir over a file already exists", files: []string{"f: x"}, tool: "mkdir", args: map[string]any{"path": "f"},
-			code: string(fs.CodeAlreadyExists),
+			code: fs.CodeAlreadyExists,
 		},
-		{name: "mkdir needs a path", tool: "mkdir", args: map[string]any{}, code: guard.CodeInvalidArgument},
+		{name: "mkdir needs a path", tool: "mkdir", args: map[string]any{}, code: errcode.InvalidArgument},
 
 		{
 			name: "delete removes a file", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f"},
@@ -60,7 +60,7 @@ func TestManageTools(t *testing.T) {
 		},
 		{
 			name: "delete of a non-empty directory needs recursive", files: []string{"d/f: x"}, tool: "delete", args: map[string]any{"path": "d"},
-			code: string(fs.CodeNotEmpty),
+			code: fs.CodeNotEmpty,
 		},
 		{
 			name: "delete recursive counts what it removed", files: []string{"d/f: x", "d/e/g: y", "d/l => f"}, tool: "delete", args: map[string]any{"path": "d", "recursive": true},
@@ -68,12 +68,12 @@ func TestManageTools(t *testing.T) {
 		},
 		{
 			name: "delete of the workspace root is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": ".", "recursive": true},
-			code: string(fs.CodePermissionDenied),
+			code: fs.CodePermissionDenied,
 		},
-		{name: "delete of a missing path is not found", tool: "delete", args: map[string]any{"path": "nope"}, code: string(fs.CodeNotFound)},
+		{name: "delete of a missing path is not found", tool: "delete", args: map[string]any{"path": "nope"}, code: fs.CodeNotFound},
 		{
 			name: "delete with a bad recursive is refused", files: []string{"f: x"}, tool: "delete", args: map[string]any{"path": "f", "recursive": "yes"},
-			code: guard.CodeInvalidArgument,
+			code: errcode.InvalidArgument,
 		},
 
 		{
@@ -82,7 +82,7 @@ func TestManageTools(t *testing.T) {
 		},
 		{
 			name: "move never replaces without overwrite", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b"},
-			code: string(fs.CodeAlreadyExists),
+			code: fs.CodeAlreadyExists,
 		},
 		{
 			name: "move with overwrite replaces", files: []string{"a: A", "b: B"}, tool: "move", args: map[string]any{"source": "a", "destination": "b", "overwrite": true},
@@ -94,9 +94,9 @@ func TestManageTools(t *testing.T) {
 		},
 		{
 			name: "move of the workspace root is refused", files: []string{"f: x"}, tool: "move", args: map[string]any{"source": ".", "destination": "../elsewhere"},
-			code: string(fs.CodePermissionDenied),
+			code: fs.CodePermissionDenied,
 		},
-		{name: "move needs a destination", files: []string{"a: A"}, tool: "move", args: map[string]any{"source": "a"}, code: guard.CodeInvalidArgument},
+		{name: "move needs a destination", files: []string{"a: A"}, tool: "move", args: map[string]any{"source": "a"}, code: errcode.InvalidArgument},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -109,7 +109,7 @@ func TestManageTools(t *testing.T) {
 			res := wrCall(t, tl, session.New("s1", ws), tc.args)
 			if tc.code != "" {
 				require.True(t, res.IsError, res.Text)
-				assert.Equal(t, tc.code, res.Code, res.Text)
+				assert.EqualValues(t, tc.code, res.Code, res.Text)
 				assert.Equal(t, before, fixture.Snapshot(t, base), "a failed %s changed the disk", tc.tool)
 				return
 			}
@@ -172,7 +172,7 @@ func TestMoveCarriesReadRecords(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "c.txt"), []byte("changed"), 0o644))
 	res = wrCall(t, e.tools.Move(), sess, map[string]any{"source": "c.txt", "destination": "c2.txt"})
 	require.True(t, res.IsError, "a file changed since the read is not moved: %s", res.Text)
-	assert.Equal(t, string(fs.CodeStaleVersion), res.Code)
+	assert.EqualValues(t, fs.CodeStaleVersion, res.Code)
 	assert.Equal(t, "changed", wrDisk(t, filepath.Join(ws, "c.txt")))
 }
 

@@ -8,8 +8,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -21,10 +21,10 @@ import (
 func TestEditSeveralAndDryRun(t *testing.T) {
 	type env = wrCaseEnv
 	read := func(t *testing.T, x *env) { x.e.mustRead(x.sess, "a.txt") }
-	fails := func(code, text string) func(t *testing.T, x *env, res tool.Result) {
+	fails := func(code errcode.Code, text string) func(t *testing.T, x *env, res tool.Result) {
 		return func(t *testing.T, x *env, res tool.Result) {
 			require.True(t, res.IsError, res.Text)
-			assert.Equal(t, code, res.Code)
+			assert.EqualValues(t, code, res.Code)
 			assert.Contains(t, res.Text, text)
 			assert.Empty(t, x.e.fs.editCalls(), "refused before the backend")
 		}
@@ -56,7 +56,7 @@ func TestEditSeveralAndDryRun(t *testing.T) {
 			}},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				require.True(t, res.IsError)
-				assert.Equal(t, string(fs.CodeEditNotFound), res.Code)
+				assert.EqualValues(t, fs.CodeEditNotFound, res.Code)
 				assert.Contains(t, res.Text, "edits[1]: old_string was not found")
 				assert.Equal(t, "one two", wrDisk(t, filepath.Join(x.ws, "a.txt")))
 			},
@@ -64,27 +64,27 @@ func TestEditSeveralAndDryRun(t *testing.T) {
 		{
 			name: "edits with old_string is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b", "edits": []any{map[string]any{"old_string": "a", "new_string": "b"}}},
-			check: fails(guard.CodeInvalidArgument, "provide either edits or old_string and new_string, not both"),
+			check: fails(errcode.InvalidArgument, "provide either edits or old_string and new_string, not both"),
 		},
 		{
 			name: "an empty edits array is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{}},
-			check: fails(guard.CodeInvalidArgument, "edits must be a non-empty array of objects"),
+			check: fails(errcode.InvalidArgument, "edits must be a non-empty array of objects"),
 		},
 		{
 			name: "an edit that is not an object is refused", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{"a"}},
-			check: fails(guard.CodeInvalidArgument, "edits[0] must be an object"),
+			check: fails(errcode.InvalidArgument, "edits[0] must be an object"),
 		},
 		{
 			name: "an edit with equal strings is refused, named", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{map[string]any{"old_string": "a", "new_string": "b"}, map[string]any{"old_string": "b", "new_string": "b"}}},
-			check: fails(guard.CodeInvalidArgument, "edits[1].old_string and new_string must differ"),
+			check: fails(errcode.InvalidArgument, "edits[1].old_string and new_string must differ"),
 		},
 		{
 			name: "an edit without new_string is refused, named", files: []string{"a.txt: a"}, prep: read,
 			args:  map[string]any{"file_path": "a.txt", "edits": []any{map[string]any{"old_string": "a"}}},
-			check: fails(guard.CodeInvalidArgument, "edits[0].new_string must be a string"),
+			check: fails(errcode.InvalidArgument, "edits[0].new_string must be a string"),
 		},
 		{
 			name: "a dry run returns the diff and writes nothing, nor observes", files: []string{"a.txt: a\r\nb\r\n"}, prep: read,
@@ -109,7 +109,7 @@ func TestEditSeveralAndDryRun(t *testing.T) {
 			args: map[string]any{"file_path": "a.txt", "old_string": "a", "new_string": "b", "dry_run": true},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				require.True(t, res.IsError)
-				assert.Equal(t, string(fs.CodeNotObserved), res.Code)
+				assert.EqualValues(t, fs.CodeNotObserved, res.Code)
 			},
 		},
 	}
@@ -146,7 +146,7 @@ func TestWriteDryRun(t *testing.T) {
 			args: map[string]any{"file_path": "a.txt", "content": "b\n", "dry_run": true},
 			check: func(t *testing.T, _ *env, res tool.Result) {
 				require.True(t, res.IsError)
-				assert.Equal(t, string(fs.CodeNotObserved), res.Code)
+				assert.EqualValues(t, fs.CodeNotObserved, res.Code)
 			},
 		},
 	}
@@ -157,7 +157,7 @@ func TestWriteDryRun(t *testing.T) {
 		e := wrNew(t, wrSetup{Cwd: ws, Sandbox: wrSandboxCfg(sandbox.ReadOnly, ws)})
 		res := e.write(session.New("s1", ws), map[string]any{"file_path": "a.txt", "content": "x", "dry_run": true})
 		require.True(t, res.IsError)
-		assert.Equal(t, string(fs.CodeSandboxDenied), res.Code)
+		assert.EqualValues(t, fs.CodeSandboxDenied, res.Code)
 		assert.Equal(t, wrDenial(sandbox.ReadOnly), res.Text)
 		assert.NoFileExists(t, filepath.Join(ws, "a.txt"))
 	})

@@ -13,8 +13,8 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -312,7 +312,7 @@ func TestReadArgumentValidation(t *testing.T) {
 			res := rdCall(t, rdTools(t, tc.cfg, counting, rec).Read(), session.New("s1", dir), tc.args)
 			assert.True(t, res.IsError)
 			assert.Equal(t, "Error: "+tc.want, res.Text)
-			assert.Equal(t, guard.CodeInvalidArgument, res.Code, "argument errors carry INVALID_ARGUMENT, no FS_* code")
+			assert.EqualValues(t, errcode.InvalidArgument, res.Code, "argument errors carry INVALID_ARGUMENT, no FS_* code")
 			assert.Nil(t, res.Value)
 			assert.Zero(t, counting.stats.Load()+counting.readTexts.Load()+counting.streams.Load(), "no backend call")
 			assert.Empty(t, rec.all())
@@ -339,7 +339,7 @@ func TestReadLargeIntegerArguments(t *testing.T) {
 		name     string
 		args     string
 		wantText string
-		wantCode string
+		wantCode errcode.Code
 	}{
 		{
 			name:     "T-23 limit 4294967296 fails the cap",
@@ -350,7 +350,7 @@ func TestReadLargeIntegerArguments(t *testing.T) {
 			name:     "T-40 offset 4294967296 is out of range",
 			args:     `{"file_path":"a.txt","offset":4294967296}`,
 			wantText: `Error: offset 4294967296 is out of range for "DP" (2 lines)`,
-			wantCode: string(fs.CodeNotFound),
+			wantCode: fs.CodeNotFound,
 		},
 	}
 	for _, tc := range cases {
@@ -360,7 +360,7 @@ func TestReadLargeIntegerArguments(t *testing.T) {
 			res := rdCall(t, rdTools(t, toolfs.Config{}, rdLocal(t, dir)).Read(), nil, tc.args)
 			assert.True(t, res.IsError)
 			assert.Equal(t, strings.ReplaceAll(tc.wantText, "DP", p), res.Text)
-			assert.Equal(t, rdWantCode(fs.Code(tc.wantCode)), res.Code)
+			assert.EqualValues(t, rdWantCode(tc.wantCode), res.Code)
 		})
 	}
 }
@@ -471,7 +471,7 @@ func TestReadErrorsAndObservations(t *testing.T) {
 			if tc.wantCode != "" {
 				assert.True(t, res.IsError)
 				assert.Equal(t, strings.ReplaceAll(tc.wantText, "DP", dp), res.Text)
-				assert.Equal(t, rdWantCode(tc.wantCode), res.Code)
+				assert.EqualValues(t, rdWantCode(tc.wantCode), res.Code)
 				assert.Nil(t, res.Value)
 			} else {
 				require.False(t, res.IsError, res.Text)
@@ -538,10 +538,10 @@ func TestReadObservationAuthorizesEdit(t *testing.T) {
 		require.NoError(t, err)
 		sess := session.New("s1", dir)
 		res := rdCall(t, tools.Read(), sess, `{"file_path":"gone.txt"}`)
-		assert.Equal(t, string(fs.CodeNotFound), res.Code)
+		assert.EqualValues(t, fs.CodeNotFound, res.Code)
 		res = rdCall(t, tools.Edit(), sess, `{"file_path":"gone.txt","old_string":"a","new_string":"b"}`)
 		assert.True(t, res.IsError)
-		assert.Equal(t, string(fs.CodeNotFound), res.Code)
+		assert.EqualValues(t, fs.CodeNotFound, res.Code)
 		assert.Equal(t, `Error: cannot edit "`+filepath.Join(dir, "gone.txt")+`": not found`, res.Text)
 	})
 }
@@ -682,6 +682,6 @@ func TestReadCancelled(t *testing.T) {
 	cancel()
 	res := tools.Read().Handler(ctx, tool.Call{Session: session.New("s1", dir), Arguments: json.RawMessage(`{"file_path":"a.txt"}`)})
 	assert.True(t, res.IsError)
-	assert.Equal(t, string(fs.CodeAborted), res.Code)
+	assert.EqualValues(t, fs.CodeAborted, res.Code)
 	assert.Empty(t, rec.all())
 }

@@ -13,10 +13,10 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
@@ -68,12 +68,12 @@ func srTouch(t *testing.T, root string, specs []string) {
 // srResult checks a search call: on success its text (WS replaced by the
 // workspace) and that its value conforms to the tool's output schema; on
 // failure its text and code.
-func srResult(t *testing.T, tl *tool.Tool, res tool.Result, ws, wantText string, wantCode string) {
+func srResult(t *testing.T, tl *tool.Tool, res tool.Result, ws, wantText string, wantCode errcode.Code) {
 	t.Helper()
 	assert.Equal(t, strings.ReplaceAll(wantText, "WS", ws), res.Text)
 	if wantCode != "" {
 		assert.True(t, res.IsError)
-		assert.Equal(t, wantCode, res.Code)
+		assert.EqualValues(t, wantCode, res.Code)
 		return
 	}
 	require.False(t, res.IsError, res.Text)
@@ -103,9 +103,9 @@ func TestGlob(t *testing.T) {
 	cases := []struct {
 		name  string
 		args  string
-		files []string // the value's paths, newest first
-		text  string   // the whole text, WS for the workspace
-		code  string   // the code of a failure
+		files []string     // the value's paths, newest first
+		text  string       // the whole text, WS for the workspace
+		code  errcode.Code // the code of a failure
 	}{
 		{
 			name: "newest first; ignored, hidden and symlinked files left out", args: `{"pattern":"**/*.go"}`,
@@ -142,26 +142,26 @@ func TestGlob(t *testing.T) {
 		},
 		{
 			name: "a .. element is refused", args: `{"pattern":"../*"}`,
-			text: `Error: invalid glob pattern "../*": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "../*": the pattern must not contain . or .. elements`, code: errcode.InvalidArgument,
 		},
 		{
 			name: "a .. element inside is refused", args: `{"pattern":"a/../../etc/*"}`,
-			text: `Error: invalid glob pattern "a/../../etc/*": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "a/../../etc/*": the pattern must not contain . or .. elements`, code: errcode.InvalidArgument,
 		},
 		{
 			name: "an absolute pattern is refused", args: `{"pattern":"/etc/*"}`,
-			text: `Error: invalid glob pattern "/etc/*": the pattern must be a non-empty relative path`, code: guard.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "/etc/*": the pattern must be a non-empty relative path`, code: errcode.InvalidArgument,
 		},
 		{
 			name: "a malformed pattern is refused", args: `{"pattern":"a/{b"}`,
-			text: `Error: invalid glob pattern "a/{b": syntax error in pattern`, code: guard.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "a/{b": syntax error in pattern`, code: errcode.InvalidArgument,
 		},
-		{name: "pattern is required", args: `{}`, text: "Error: pattern must be a non-empty string", code: guard.CodeInvalidArgument},
-		{name: "limit is capped", args: `{"pattern":"*","limit":1001}`, text: "Error: limit must be less than or equal to 1000", code: guard.CodeInvalidArgument},
-		{name: "limit is a positive integer", args: `{"pattern":"*","limit":0}`, text: "Error: limit must be a positive integer", code: guard.CodeInvalidArgument},
-		{name: "include_hidden is a boolean", args: `{"pattern":"*","include_hidden":"yes"}`, text: "Error: include_hidden must be a boolean", code: guard.CodeInvalidArgument},
-		{name: "the base is a file", args: `{"pattern":"*","path":"main.go"}`, text: `Error: cannot search "WS/main.go": not a directory`, code: string(fs.CodeNotDirectory)},
-		{name: "the base is missing", args: `{"pattern":"*","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: string(fs.CodeNotFound)},
+		{name: "pattern is required", args: `{}`, text: "Error: pattern must be a non-empty string", code: errcode.InvalidArgument},
+		{name: "limit is capped", args: `{"pattern":"*","limit":1001}`, text: "Error: limit must be less than or equal to 1000", code: errcode.InvalidArgument},
+		{name: "limit is a positive integer", args: `{"pattern":"*","limit":0}`, text: "Error: limit must be a positive integer", code: errcode.InvalidArgument},
+		{name: "include_hidden is a boolean", args: `{"pattern":"*","include_hidden":"yes"}`, text: "Error: include_hidden must be a boolean", code: errcode.InvalidArgument},
+		{name: "the base is a file", args: `{"pattern":"*","path":"main.go"}`, text: `Error: cannot search "WS/main.go": not a directory`, code: fs.CodeNotDirectory},
+		{name: "the base is missing", args: `{"pattern":"*","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: fs.CodeNotFound},
 	}
 	for backend, tools := range srBackends(t, ws, toolfs.Config{}) {
 		tl := tools.Glob()
@@ -216,8 +216,8 @@ func TestGrep(t *testing.T) {
 	cases := []struct {
 		name string
 		args string
-		text string // the whole text, WS for the workspace
-		code string // the code of a failure
+		text string       // the whole text, WS for the workspace
+		code errcode.Code // the code of a failure
 	}{
 		{
 			name: "files with matches by default; binary, ignored, hidden and linked files left out", args: `{"pattern":"func [A-Z]"}`,
@@ -269,22 +269,22 @@ func TestGrep(t *testing.T) {
 		},
 		{
 			name: "a .. element in the glob is refused", args: `{"pattern":"x","glob":"../*.go"}`,
-			text: `Error: invalid glob pattern "../*.go": the pattern must not contain . or .. elements`, code: guard.CodeInvalidArgument,
+			text: `Error: invalid glob pattern "../*.go": the pattern must not contain . or .. elements`, code: errcode.InvalidArgument,
 		},
 		{
 			name: "an invalid regular expression is refused", args: `{"pattern":"("}`,
-			text: "Error: invalid pattern: error parsing regexp: missing closing ): `(`", code: guard.CodeInvalidArgument,
+			text: "Error: invalid pattern: error parsing regexp: missing closing ): `(`", code: errcode.InvalidArgument,
 		},
 		{
 			name: "a pattern matching a line break is refused", args: `{"pattern":"a\\nb"}`,
-			text: "Error: invalid pattern: the pattern must not match a line break", code: guard.CodeInvalidArgument,
+			text: "Error: invalid pattern: the pattern must not match a line break", code: errcode.InvalidArgument,
 		},
-		{name: "an unknown mode is refused", args: `{"pattern":"a","output_mode":"lines"}`, text: "Error: output_mode must be files_with_matches, count or content", code: guard.CodeInvalidArgument},
-		{name: "context is bounded", args: `{"pattern":"a","context":101}`, text: "Error: context must be an integer between 0 and 100", code: guard.CodeInvalidArgument},
-		{name: "context is not negative", args: `{"pattern":"a","context":-1}`, text: "Error: context must be an integer between 0 and 100", code: guard.CodeInvalidArgument},
-		{name: "pattern is required", args: `{"pattern":""}`, text: "Error: pattern must be a non-empty string", code: guard.CodeInvalidArgument},
-		{name: "literal is a boolean", args: `{"pattern":"a","literal":"yes"}`, text: "Error: literal must be a boolean", code: guard.CodeInvalidArgument},
-		{name: "the path is missing", args: `{"pattern":"a","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: string(fs.CodeNotFound)},
+		{name: "an unknown mode is refused", args: `{"pattern":"a","output_mode":"lines"}`, text: "Error: output_mode must be files_with_matches, count or content", code: errcode.InvalidArgument},
+		{name: "context is bounded", args: `{"pattern":"a","context":101}`, text: "Error: context must be an integer between 0 and 100", code: errcode.InvalidArgument},
+		{name: "context is not negative", args: `{"pattern":"a","context":-1}`, text: "Error: context must be an integer between 0 and 100", code: errcode.InvalidArgument},
+		{name: "pattern is required", args: `{"pattern":""}`, text: "Error: pattern must be a non-empty string", code: errcode.InvalidArgument},
+		{name: "literal is a boolean", args: `{"pattern":"a","literal":"yes"}`, text: "Error: literal must be a boolean", code: errcode.InvalidArgument},
+		{name: "the path is missing", args: `{"pattern":"a","path":"nope"}`, text: `Error: cannot search "WS/nope": not found`, code: fs.CodeNotFound},
 	}
 	for backend, tools := range srBackends(t, ws, toolfs.Config{ReadMaxLineLength: 20}) {
 		tl := tools.Grep()
@@ -337,7 +337,7 @@ func TestSearchCancelled(t *testing.T) {
 	} {
 		res := c.tl.Handler(ctx, tool.Call{Arguments: json.RawMessage(`{"pattern":"*"}`)})
 		assert.True(t, res.IsError)
-		assert.Equal(t, string(fs.CodeAborted), res.Code, c.tl.Name)
+		assert.EqualValues(t, fs.CodeAborted, res.Code, c.tl.Name)
 		assert.Equal(t, c.text, res.Text)
 	}
 }

@@ -59,7 +59,7 @@ func TestSequenceDeletedTarget(t *testing.T) {
 					res := e.read(sess, map[string]any{"file_path": "a.txt"})
 					wrFail(t, res, fs.CodeNotFound, `Error: cannot read "`+p+`": not found`)
 					_, err := e.rbw.EditGuard(context.Background(), sess.Owner(), e.target(p))
-					assert.Equal(t, fs.CodeNotFound, fs.CodeOf(err), "the policy now knows the file is absent")
+					assert.EqualValues(t, fs.CodeNotFound, fs.CodeOf(err), "the policy now knows the file is absent")
 					intent, err := e.rbw.WriteIntent(context.Background(), sess.Owner(), e.target(p))
 					require.NoError(t, err)
 					assert.Equal(t, fs.CreateOnly(), intent)
@@ -221,7 +221,7 @@ func TestSequenceOwnParallelCalls(t *testing.T) {
 				require.False(t, write.IsError, write.Text)
 				if edit.IsError {
 					// The write came first: the edit then finds no "alpha".
-					assert.Equal(t, string(fs.CodeEditNotFound), edit.Code, edit.Text)
+					assert.EqualValues(t, fs.CodeEditNotFound, edit.Code, edit.Text)
 					assert.Equal(t, "gamma\n", wrDisk(t, p))
 				} else {
 					assert.Equal(t, "gamma\n", wrDisk(t, p), "the edit came first, the write replaced it")

@@ -8,8 +8,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -54,7 +54,7 @@ func TestUnknownArgumentsChangeNothing(t *testing.T) {
 			} {
 				res := wrCall(t, tc.tool, sess, tc.args)
 				assert.True(t, res.IsError, "%s %v: %s", tc.tool.Name, tc.args, res.Text)
-				assert.Equal(t, guard.CodeInvalidArgument, res.Code, res.Text)
+				assert.EqualValues(t, errcode.InvalidArgument, res.Code, res.Text)
 				assert.Contains(t, res.Text, tc.want)
 				assert.Contains(t, res.Text, "nothing was done")
 			}

@@ -16,10 +16,10 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -304,7 +304,7 @@ func wrOK(t *testing.T, res tool.Result) {
 func wrFail(t *testing.T, res tool.Result, code fs.Code, text string) {
 	t.Helper()
 	assert.True(t, res.IsError, "want an error, got %q", res.Text)
-	assert.Equal(t, string(code), res.Code)
+	assert.EqualValues(t, string(code), res.Code)
 	assert.Equal(t, text, res.Text)
 	assert.Nil(t, res.Value, "an error carries no value")
 }
@@ -345,7 +345,7 @@ func wrEscalationCode(code fs.Code, text string) fs.Code {
 		return code
 	case strings.HasPrefix(text, "Error: invalid escalation"), strings.HasPrefix(text, "Error: invalid justification"),
 		strings.Contains(text, "is not available in this composition"):
-		return guard.CodeInvalidArgument
+		return errcode.InvalidArgument
 	default:
 		return sandboxpolicy.CodeEscalationRefused
 	}

@@ -14,9 +14,9 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
-	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -65,7 +65,7 @@ func TestWrite(t *testing.T) {
 			name: "T-53 a blank file_path is refused before the backend",
 			args: map[string]any{"file_path": "   ", "content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: file_path must be a non-empty string")
 				assert.Empty(t, x.e.fs.writeCalls())
 			},
 		},
@@ -73,14 +73,14 @@ func TestWrite(t *testing.T) {
 			name: "T-53 a missing file_path is refused",
 			args: map[string]any{"content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
 			name: "T-53 a non-string file_path is refused",
 			args: map[string]any{"file_path": 7, "content": "x"},
 			check: func(t *testing.T, x *env, res tool.Result) {
-				wrFail(t, res, guard.CodeInvalidArgument, "Error: file_path must be a non-empty string")
+				wrFail(t, res, errcode.InvalidArgument, "Error: file_path must be a non-empty string")
 			},
 		},
 		{
@@ -88,7 +88,7 @@ func TestWrite(t *testing.T) {
 			args: map[string]any{"file_path": "a.txt"},
 			check: func(t *testing.T, x *env, res tool.Result) {
 				assert.True(t, res.IsError)
-				assert.Equal(t, guard.CodeInvalidArgument, res.Code)
+				assert.EqualValues(t, errcode.InvalidArgument, res.Code)
 				assert.Contains(t, res.Text, "content")
 				assert.Empty(t, x.e.fs.writeCalls())
 			},
@@ -211,7 +211,7 @@ func TestWrite(t *testing.T) {
 				x.e.mustRead(x.sess, "a.txt")
 				wrPut(t, filepath.Join(x.ws, "a.txt"), "external v2\n")
 				stale := x.e.write(x.sess, map[string]any{"file_path": "a.txt", "content": "mine\n"})
-				require.Equal(t, string(fs.CodeStaleVersion), stale.Code, stale.Text)
+				require.EqualValues(t, fs.CodeStaleVersion, stale.Code, stale.Text)
 				x.e.mustRead(x.sess, "a.txt")
 			},
 			args: map[string]any{"file_path": "a.txt", "content": "mine\n"},
@@ -497,7 +497,7 @@ func TestWriteEditSessionCwd(t *testing.T) {
 				res := e.write(session.New("s", l.other), map[string]any{
 					"file_path": "a.txt", "content": "x", "cwd": l.backend, "workspace_root": l.backend,
 				})
-				wrFail(t, res, guard.CodeInvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, content, dry_run`)
+				wrFail(t, res, errcode.InvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, content, dry_run`)
 				assert.NoFileExists(t, filepath.Join(l.other, "a.txt"))
 				assert.NoFileExists(t, filepath.Join(l.backend, "a.txt"))
 			},
@@ -511,7 +511,7 @@ func TestWriteEditSessionCwd(t *testing.T) {
 				res := e.edit(session.New("s", l.other), map[string]any{
 					"file_path": "a.txt", "old_string": "one", "new_string": "two", "cwd": l.backend, "workspace_root": l.backend,
 				})
-				wrFail(t, res, guard.CodeInvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, old_string, new_string, replace_all, edits, dry_run`)
+				wrFail(t, res, errcode.InvalidArgument, `Error: unknown argument "cwd"; unknown argument "workspace_root"; nothing was done; this tool takes: file_path, old_string, new_string, replace_all, edits, dry_run`)
 				assert.Equal(t, "one", wrDisk(t, filepath.Join(l.other, "a.txt")))
 				assert.Equal(t, "one", wrDisk(t, filepath.Join(l.backend, "a.txt")))
 			},
@@ -553,7 +553,7 @@ func TestWriteEditSessionCwd(t *testing.T) {
 				e := wrNew(t, wrSetup{Cwd: l.backend, Sandbox: wrSandboxCfg("workspace-write", l.other)})
 				sess := session.New("s", l.other)
 				res := e.write(sess, map[string]any{"file_path": "a.txt", "content": "x", "workspace_root": l.backend, "cwd": l.backend})
-				assert.Equal(t, guard.CodeInvalidArgument, res.Code, res.Text)
+				assert.EqualValues(t, errcode.InvalidArgument, res.Code, res.Text)
 				assert.NoFileExists(t, filepath.Join(l.other, "a.txt"))
 				assert.NoFileExists(t, filepath.Join(l.backend, "a.txt"))
 				outside := filepath.Join(l.backend, "b.txt")
@@ -597,7 +597,7 @@ func TestWriteEditCancelled(t *testing.T) {
 			require.NoError(t, err)
 			res := tc.tool(e).Handler(ctx, tool.Call{Session: session.New("s1", ws), Arguments: raw})
 			assert.True(t, res.IsError)
-			assert.Equal(t, string(fs.CodeAborted), res.Code, res.Text)
+			assert.EqualValues(t, fs.CodeAborted, res.Code, res.Text)
 			assert.Equal(t, before, fixture.Snapshot(t, ws))
 		})
 	}
@@ -615,13 +615,13 @@ func TestWriteContentLimit(t *testing.T) {
 	}
 	res := call(tools.Write(), `{"file_path":"a.txt","content":"123456789"}`)
 	assert.True(t, res.IsError)
-	assert.Equal(t, "FS_TOO_LARGE", res.Code)
+	assert.EqualValues(t, "FS_TOO_LARGE", res.Code)
 	assert.Equal(t, "Error: content of 9 bytes exceeds the 8-byte limit", res.Text)
 	assert.NoFileExists(t, filepath.Join(dir, "a.txt"), "nothing is written")
 	res = call(tools.Write(), `{"file_path":"a.txt","content":"12345678"}`)
 	require.False(t, res.IsError, res.Text)
 	res = call(tools.Edit(), `{"file_path":"a.txt","old_string":"1","new_string":"abcdefghi"}`)
-	assert.Equal(t, "FS_TOO_LARGE", res.Code)
+	assert.EqualValues(t, "FS_TOO_LARGE", res.Code)
 	b, err := os.ReadFile(filepath.Join(dir, "a.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "12345678", string(b))

@@ -144,7 +144,7 @@ func TestEditTextRefusals(t *testing.T) {
 			tg := resolve(t, f, "a.txt")
 			_, err := f.EditText(context.Background(), tg, fs.EditRequest{OldString: tc.old, NewString: "new"})
 			require.Error(t, err)
-			assert.Equal(t, tc.code, fs.CodeOf(err))
+			assert.EqualValues(t, tc.code, fs.CodeOf(err))
 			assert.Equal(t, expand(tc.message, tg), err.Error())
 			assert.Equal(t, tc.prior, readFile(t, filepath.Join(dir, "a.txt")), "nothing changed")
 		})
@@ -165,5 +165,5 @@ func TestReadTextUTF16(t *testing.T) {
 	assert.Equal(t, text, streamed.String())
 
 	_, err = f.ReadText(context.Background(), resolve(t, f, "latin1.txt"))
-	assert.Equal(t, fs.CodeNotText, fs.CodeOf(err))
+	assert.EqualValues(t, fs.CodeNotText, fs.CodeOf(err))
 }

@@ -210,7 +210,7 @@ func TestEditText(t *testing.T) {
 			assert.Zero(t, fsbackend.LockTableSize(f))
 			if tc.code != "" {
 				require.Error(t, err)
-				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+				assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 				if tc.message != "" {
 					assert.Equal(t, expand(tc.message, tg), err.Error())
 				}

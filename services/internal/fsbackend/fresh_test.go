@@ -94,7 +94,7 @@ func TestGuardByContent(t *testing.T) {
 				_, err = f.WriteText(ctx, tg, "new\n", fs.WriteOptions{Intent: fs.ReplaceSeen(fs.Observation{Version: v, Content: fp})})
 			}
 			if tc.want == "" {
-				assert.Equal(t, fs.CodeStaleVersion, fs.CodeOf(err), "%v", err)
+				assert.EqualValues(t, fs.CodeStaleVersion, fs.CodeOf(err), "%v", err)
 				assert.Equal(t, changed, readFile(t, p), "nothing written")
 				return
 			}

@@ -39,7 +39,7 @@ func TestMkdir(t *testing.T) {
 			before := fixture.Snapshot(t, dir)
 			out, err := f.Mkdir(context.Background(), resolve(t, f, tc.path), fs.MkdirOptions{Parents: tc.parents})
 			if tc.code != "" {
-				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+				assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 				assert.Equal(t, before, fixture.Snapshot(t, dir), "a failed mkdir changed the disk")
 				return
 			}
@@ -87,7 +87,7 @@ func TestRemove(t *testing.T) {
 			before := fixture.Snapshot(t, dir)
 			out, err := f.Remove(context.Background(), resolve(t, f, tc.path), fs.RemoveOptions{Recursive: tc.recursive})
 			if tc.code != "" {
-				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+				assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 				assert.Equal(t, before, fixture.Snapshot(t, dir), "a failed delete changed the disk")
 				return
 			}
@@ -109,7 +109,7 @@ func TestRemoveVersionGuard(t *testing.T) {
 	v := versionOf(t, f, tg)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "f"), []byte("changed"), 0o644))
 	_, err := f.Remove(context.Background(), tg, fs.RemoveOptions{Version: v})
-	assert.Equal(t, fs.CodeStaleVersion, fs.CodeOf(err), "error: %v", err)
+	assert.EqualValues(t, fs.CodeStaleVersion, fs.CodeOf(err), "error: %v", err)
 	assert.Equal(t, "changed", readFile(t, filepath.Join(dir, "f")))
 }
 
@@ -141,7 +141,7 @@ func TestMove(t *testing.T) {
 			before := fixture.Snapshot(t, dir)
 			out, err := f.Move(context.Background(), resolve(t, f, tc.from), resolve(t, f, tc.to), fs.MoveOptions{Overwrite: tc.overwrite})
 			if tc.code != "" {
-				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+				assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 				assert.Equal(t, before, fixture.Snapshot(t, dir), "a failed move changed the disk")
 				return
 			}
@@ -189,7 +189,7 @@ func TestMoveAcrossFilesystems(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(dir, "a.txt"))
 
 	_, err = f.Move(context.Background(), resolve(t, f, "d"), resolve(t, f, other+"/d"), fs.MoveOptions{})
-	assert.Equal(t, fs.CodeCrossDevice, fs.CodeOf(err), "error: %v", err)
+	assert.EqualValues(t, fs.CodeCrossDevice, fs.CodeOf(err), "error: %v", err)
 	assert.Equal(t, "F", readFile(t, filepath.Join(dir, "d/f")))
 	assert.NoDirExists(t, filepath.Join(other, "d"))
 }

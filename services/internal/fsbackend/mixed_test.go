@@ -55,7 +55,7 @@ func TestMixedMutationsLeaveNoResidue(t *testing.T) {
 	assert.Greater(t, outcomes[""], total/10, "a fair share succeeded")
 	assert.Greater(t, total-outcomes[""], total/10, "a fair share failed")
 	for code := range outcomes {
-		assert.NotEqual(t, string(fs.CodeIOError), code, "no I/O errors")
+		assert.NotEqual(t, fs.CodeIOError, code, "no I/O errors")
 	}
 }
 

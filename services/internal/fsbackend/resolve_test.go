@@ -28,7 +28,7 @@ func expectFSErr(t testing.TB, err error, want *fs.Error, msg string) {
 	fe, ok := errors.AsType[*fs.Error](err)
 	require.Truef(t, ok, "want a structured *fs.Error, got %T: %v", err, err)
 	assert.Truef(t, errors.Is(err, want), "want code %s, got %s (%v)", want.Code, fs.CodeOf(err), err)
-	assert.Equal(t, want.Code, fe.Code)
+	assert.EqualValues(t, want.Code, fe.Code)
 	if msg != "" {
 		assert.EqualError(t, err, msg)
 	}

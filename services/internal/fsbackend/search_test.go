@@ -54,7 +54,7 @@ func TestSearchErrors(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			fe, ok := errors.AsType[*fs.Error](c.err)
 			require.True(t, ok, "%v", c.err)
-			assert.Equal(t, c.code, fe.Code)
+			assert.EqualValues(t, c.code, fe.Code)
 			assert.Equal(t, c.op, fe.Op)
 			assert.Equal(t, c.msg, fe.Error())
 		})

@@ -216,7 +216,7 @@ func TestWriteText(t *testing.T) {
 			tg, err := f.Resolve(context.Background(), tc.path, fs.ResolveOptions{})
 			if err != nil {
 				require.NotEmpty(t, tc.code, "resolve failed: %v", err)
-				assert.Equal(t, tc.code, fs.CodeOf(err))
+				assert.EqualValues(t, tc.code, fs.CodeOf(err))
 				return
 			}
 			intent := fs.UnconditionalWrite()
@@ -229,7 +229,7 @@ func TestWriteText(t *testing.T) {
 			assert.Zero(t, fsbackend.LockTableSize(f))
 			if tc.code != "" {
 				require.Error(t, err)
-				assert.Equal(t, tc.code, fs.CodeOf(err), "error: %v", err)
+				assert.EqualValues(t, tc.code, fs.CodeOf(err), "error: %v", err)
 				if tc.message != "" {
 					assert.Equal(t, expand(tc.message, tg), err.Error())
 				}
@@ -352,7 +352,7 @@ func TestWriteTextGuardedCreateRaces(t *testing.T) {
 			fsbackend.SetAfterStage(f, func(string, string) { require.NoError(t, tc.compete(inReal)) })
 			_, err := f.WriteText(context.Background(), tg, "mine", fs.WriteOptions{Intent: fs.CreateOnly()})
 			require.Error(t, err)
-			assert.Equal(t, tc.code, fs.CodeOf(err))
+			assert.EqualValues(t, tc.code, fs.CodeOf(err))
 			if tc.code == fs.CodeNotObserved {
 				assert.Equal(t, `cannot overwrite existing "`+tg.DisplayPath+`" without reading it first`, err.Error())
 			} else {
@@ -425,7 +425,7 @@ func TestWriteTextFailureLeavesNoParents(t *testing.T) {
 				_, err = f.WriteText(context.Background(), tg, "x", fs.WriteOptions{})
 			}
 			require.Error(t, err)
-			assert.Equal(t, fs.CodeIOError, fs.CodeOf(err), "error: %v", err)
+			assert.EqualValues(t, fs.CodeIOError, fs.CodeOf(err), "error: %v", err)
 			assert.Equal(t, before, fixture.Snapshot(t, dir), "nothing created")
 		})
 	}

@@ -220,7 +220,7 @@ func TestRun(t *testing.T) {
 			r := parseResult(t, out)
 			assert.True(t, r.IsError)
 			if code != "" {
-				assert.Equal(t, code, r.code())
+				assert.EqualValues(t, code, r.code())
 			}
 			assert.Nil(t, r.StructuredContent)
 			for _, s := range textIn {
@@ -875,7 +875,7 @@ func TestRun(t *testing.T) {
 				"ws": fixture.Snapshot(t, l.ws), "outside": fixture.Snapshot(t, l.outside), "tmp": fixture.Snapshot(t, l.tmp),
 			}
 			r := runCLI(t, args, tc.stdin, tc.terminal, tc.env)
-			assert.Equal(t, tc.code, r.code, "exit code\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
+			assert.EqualValues(t, tc.code, r.code, "exit code\nstdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)
 			out := l.stable(r.stdout)
 			switch {
 			case tc.golden != "":
@@ -918,7 +918,7 @@ func TestRun(t *testing.T) {
 func TestCallPrintsReadableText(t *testing.T) {
 	l := newLayout(t)
 	r := runCLI(t, []string{"call", "read", "--workspace", l.ws, "--arg", "file_path=a.txt"}, "", false, nil)
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.EqualValues(t, cli.ExitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, `"text": "<path>`+l.ws+`/a.txt</path>`)
 	assert.NotContains(t, r.stdout, `\u003c`)
 }
@@ -929,7 +929,7 @@ func TestRunWritesOnlyWhatItSays(t *testing.T) {
 	l := newLayout(t)
 	before := fixture.Snapshot(t, l.base)
 	r := runCLI(t, []string{"call", "write", "--workspace", l.ws, "--approval", "prompt", "--args", escalate}, "y\n", false, nil)
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.EqualValues(t, cli.ExitOK, r.code, r.stderr)
 	after := fixture.Snapshot(t, l.base)
 	added := map[string]string{}
 	for k, v := range after {
@@ -988,7 +988,7 @@ func TestServe(t *testing.T) {
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "missing.txt"}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Equal(t, "FS_NOT_FOUND", res.Meta[mcpserver.CodeMetaKey])
+	assert.EqualValues(t, "FS_NOT_FOUND", res.Meta[mcpserver.CodeMetaKey])
 
 	// One session per connection: the read authorizes the edit.
 	res, err = cs.CallTool(ctx, &mcp.CallToolParams{Name: "edit", Arguments: map[string]any{
@@ -1005,13 +1005,13 @@ func TestServe(t *testing.T) {
 	}})
 	require.NoError(t, err)
 	assert.True(t, res.IsError)
-	assert.Equal(t, "FS_SANDBOX_DENIED", res.Meta[mcpserver.CodeMetaKey])
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Meta[mcpserver.CodeMetaKey])
 	assert.NoFileExists(t, filepath.Join(l.outside, "escape.txt"))
 
 	require.NoError(t, cs.Close())
 	select {
 	case code := <-done:
-		assert.Equal(t, cli.ExitOK, code, "stderr:\n%s", stderr.String())
+		assert.EqualValues(t, cli.ExitOK, code, "stderr:\n%s", stderr.String())
 	case <-ctx.Done():
 		t.Fatalf("serve did not return after the client closed; stderr:\n%s", stderr.String())
 	}
@@ -1033,7 +1033,7 @@ func TestServeEndsWithContext(t *testing.T) {
 	cancel()
 	select {
 	case code := <-done:
-		assert.Equal(t, cli.ExitOK, code, "a cancelled serve is a clean shutdown")
+		assert.EqualValues(t, cli.ExitOK, code, "a cancelled serve is a clean shutdown")
 	case <-time.After(30 * time.Second):
 		t.Fatal("serve did not return after its context was cancelled")
 	}
@@ -1049,14 +1049,14 @@ func TestREADMEInStep(t *testing.T) {
 	readme := string(b)
 
 	overview := runCLI(t, []string{"help"}, "", false, nil)
-	require.Equal(t, cli.ExitOK, overview.code)
+	require.EqualValues(t, cli.ExitOK, overview.code)
 	commands := regexp.MustCompile(`(?m)^  harness (\S+) `).FindAllStringSubmatch(overview.stdout, -1)
 	require.Len(t, commands, 7)
 	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
 	for _, c := range commands {
 		assert.Contains(t, readme, "`harness "+c[1], "the README's commands table names %s", c[1])
 		h := runCLI(t, []string{"help", c[1]}, "", false, nil)
-		require.Equal(t, cli.ExitOK, h.code, h.stderr)
+		require.EqualValues(t, cli.ExitOK, h.code, h.stderr)
 		for _, f := range flagRE.FindAllStringSubmatch(h.stdout, -1) {
 			assert.Regexp(t, regexp.MustCompile(`--`+regexp.QuoteMeta(f[1])+`([^a-z-]|$)`), readme,
 				"the README names %s's flag --%s", c[1], f[1])
@@ -1065,7 +1065,7 @@ func TestREADMEInStep(t *testing.T) {
 
 	l := newLayout(t)
 	tools := runCLI(t, []string{"tools", "--workspace", l.ws}, "", false, nil)
-	require.Equal(t, cli.ExitOK, tools.code)
+	require.EqualValues(t, cli.ExitOK, tools.code)
 	var decls []struct{ Name string }
 	require.NoError(t, json.Unmarshal([]byte(tools.stdout), &decls))
 	require.NotEmpty(t, decls)
@@ -1090,14 +1090,14 @@ func TestCallFromSlash(t *testing.T) {
 	require.ErrorIs(t, err, os.ErrNotExist)
 	t.Chdir("/")
 	r := runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write"}, "", false, nil)
-	assert.Equal(t, cli.ExitToolError, r.code, r.stderr)
+	assert.EqualValues(t, cli.ExitToolError, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "FS_SANDBOX_DENIED")
 	assert.Contains(t, r.stdout, "no workspace is set")
 	_, err = os.Lstat(target)
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was created")
 
 	r = runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write", "--workspace", "/"}, "", false, nil)
-	assert.Equal(t, cli.ExitUsage, r.code)
+	assert.EqualValues(t, cli.ExitUsage, r.code)
 	assert.Contains(t, r.stderr, "use mode danger-full-access")
 	_, err = os.Lstat(target)
 	assert.ErrorIs(t, err, os.ErrNotExist)
@@ -1107,7 +1107,7 @@ func TestCallFromSlash(t *testing.T) {
 func TestPolicyFromSlash(t *testing.T) {
 	t.Chdir("/")
 	r := runCLI(t, []string{"policy", "--mode", "workspace-write", "--temp-root", t.TempDir()}, "", false, nil)
-	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	require.EqualValues(t, cli.ExitOK, r.code, r.stderr)
 	assert.Contains(t, r.stdout, "workspace root: none (no workspace is set: the working directory is /)\n")
 	assert.NotContains(t, r.stdout, "  /\n", "/ is never a writable root")
 }

@@ -142,7 +142,7 @@ func TestGraph(t *testing.T) {
 			} else {
 				r = call(t, sess, tools["edit"], map[string]any{"file_path": "hello.txt", "old_string": "hi", "new_string": "HI"})
 				require.True(t, r.IsError, r.Text)
-				assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
+				assert.EqualValues(t, fs.CodeSandboxDenied, r.Code)
 				assert.Equal(t, "hi\n", readFile(t, filepath.Join(d.ws, "hello.txt")))
 			}
 			assert.Empty(t, fixture.Residue(t, filepath.Dir(d.ws)))
@@ -158,7 +158,7 @@ func checkWrite(t *testing.T, r tool.Result, path, content string, allowed bool,
 		return
 	}
 	require.True(t, r.IsError, "the write must be denied: %s", r.Text)
-	assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
+	assert.EqualValues(t, fs.CodeSandboxDenied, r.Code)
 	assert.Equal(t, "Error: "+sandbox.DenialMarker(sandbox.Mode(mode))+"\n"+
 		sandbox.EscalationHint(sandbox.SubjectOperation), r.Text)
 	assert.NoFileExists(t, path)

@@ -65,7 +65,7 @@ func requireViolation(t *testing.T, err error, message string) {
 	var ie *invariants.Error
 	require.ErrorAs(t, err, &ie)
 	assert.Equal(t, fsPkg, ie.Package)
-	assert.Equal(t, "INVARIANT", ie.Code)
+	assert.EqualValues(t, "INVARIANT", ie.Code)
 	assert.Equal(t, message, ie.Message)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/fs": `+message, err.Error())
 }

@@ -99,7 +99,7 @@ func TestInvariantsComposition(t *testing.T) {
 	require.Error(t, err)
 	var inv *invariants.Error
 	require.True(t, errors.As(err, &inv))
-	assert.Equal(t, invariants.Code, inv.Code)
+	assert.EqualValues(t, invariants.Code, inv.Code)
 	assert.Equal(t, "github.com/dsh-go/harness/services/sandboxpolicy", inv.Package)
 	assert.Equal(t, `invariant violated by "github.com/dsh-go/harness/services/sandboxpolicy": sandbox/mode carries unknown mode "host-root"`, err.Error())
 

@@ -172,6 +172,6 @@ func TestWritableRootIsSharedByTheFenceAndTheRunner(t *testing.T) {
 	assert.Equal(t, "w", readFile(t, filepath.Join(cache, "by-write")))
 	assert.Equal(t, "c\n", readFile(t, filepath.Join(cache, "by-exec")))
 	r = call(t, sess, tools["exec"], map[string]any{"command": "echo c > " + filepath.Join(d.outside, "by-exec")})
-	assert.Equal(t, "FS_SANDBOX_DENIED", r.Code, r.Text)
+	assert.EqualValues(t, "FS_SANDBOX_DENIED", r.Code, r.Text)
 	assert.NoFileExists(t, filepath.Join(d.outside, "by-exec"))
 }

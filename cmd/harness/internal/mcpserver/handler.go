@@ -114,7 +114,7 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			if errors.Is(err, errBusy) {
 				return toResult(tool.ErrorResult(err.Error(), CodeServerBusy)), nil
 			}
-			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", string(fs.CodeAborted))), nil
+			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)), nil
 		}
 		defer call.release()
 		result := t.Handler(ctx, tool.Call{

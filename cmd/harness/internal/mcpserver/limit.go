@@ -5,12 +5,14 @@ import (
 	"errors"
 	"runtime"
 	"sync/atomic"
+
+	"github.com/dsh-go/harness/services/errcode"
 )
 
 // CodeServerBusy is the code (in _meta, see CodeMetaKey) of the tool error a
 // call gets when every call slot of the process is taken and the queue of
 // calls waiting for one is full. The client may retry later.
-const CodeServerBusy = "SERVER_BUSY"
+const CodeServerBusy errcode.Code = "SERVER_BUSY"
 
 // queuePerSlot is how many calls may wait per call slot before a call is
 // refused as busy: a burst a little larger than the cap is absorbed, a

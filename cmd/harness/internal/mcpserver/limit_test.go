@@ -185,7 +185,7 @@ func TestConcurrentCallCap(t *testing.T) {
 	busy := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
 	require.Nil(t, busy.Error)
 	assert.True(t, busy.Result.IsError)
-	assert.Equal(t, mcpserver.CodeServerBusy, busy.Result.Meta[mcpserver.CodeMetaKey])
+	assert.EqualValues(t, mcpserver.CodeServerBusy, busy.Result.Meta[mcpserver.CodeMetaKey])
 	assert.Contains(t, resultText(busy), "busy")
 	select {
 	case <-b.started:
