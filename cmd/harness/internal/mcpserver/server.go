@@ -12,6 +12,7 @@ import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -62,9 +63,28 @@ type Server struct {
 	logs    *clientLogs      // the sessions that asked for log records
 }
 
-// build builds the MCP server over tools (sorted by name), its log
-// already forwarding to logs.
-func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) *Server {
+// New builds the MCP server over tools (served sorted by name) without fx;
+// Module builds it the same way. opts.Version "" reports "dev". log is the
+// server's own logger (nil: none); its records also reach the clients that
+// set a log level (with Module, every record of the process does). tracker,
+// when non-nil, starts each connection's session and ends it when the
+// connection ends; nil makes untracked sessions (session.New).
+//
+// Serve a connection with Run (or connect MCP() to any mcp.Transport). The
+// error is non-nil, and no server is built, when a tool cannot be served: a
+// nil tool or handler, an empty or repeated name, a nil input schema or one
+// whose type is not "object".
+func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tracker) (*Server, error) {
+	logs := newClientLogs()
+	return build(opts, tools, logs.tee(cmp.Or(log, zap.NewNop())), logs, tracker)
+}
+
+// build is New with log already forwarding to logs (Module's logger is
+// decorated for the whole application).
+func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs, tracker *session.Tracker) (*Server, error) {
+	if err := servable(tools); err != nil {
+		return nil, err
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -72,7 +92,7 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	_, _ = rand.Read(key) // crypto/rand never fails on Linux
 	s := &Server{
 		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
-		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs,
+		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs, tracker: tracker,
 	}
 	instructions := "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
 	for _, t := range s.tools {
@@ -92,7 +112,29 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	for _, t := range s.tools {
 		s.mcp.AddTool(mcpTool(t), s.handler(t))
 	}
-	return s
+	return s, nil
+}
+
+// servable returns why tools cannot be served, nil when they can: what the
+// SDK's AddTool would panic on, and what would make one name two tools.
+func servable(tools []*tool.Tool) error {
+	seen := make(map[string]bool, len(tools))
+	for i, t := range tools {
+		switch {
+		case t == nil:
+			return fmt.Errorf("mcpserver: tool %d is nil", i)
+		case t.Name == "":
+			return fmt.Errorf("mcpserver: tool %d has no name", i)
+		case seen[t.Name]:
+			return fmt.Errorf("mcpserver: two tools are named %q", t.Name)
+		case t.Handler == nil:
+			return fmt.Errorf("mcpserver: tool %q has no handler", t.Name)
+		case t.InputSchema == nil || t.InputSchema.Type != "object":
+			return fmt.Errorf(`mcpserver: tool %q: its input schema must have type "object"`, t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
 }
 
 // MCP returns the underlying SDK server (for other transports and tests).
@@ -103,15 +145,15 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
-// mcpTool is the MCP declaration of t: schemas, and annotations (readOnlyHint
-// on read-only tools, destructiveHint on the others, openWorldHint false).
+// mcpTool is the MCP declaration of t: schemas (no outputSchema when t has
+// none), and annotations (readOnlyHint on read-only tools, destructiveHint
+// on the others, openWorldHint false).
 func mcpTool(t *tool.Tool) *mcp.Tool {
 	destructive, openWorld := t.Annotations.Destructive, false
-	return &mcp.Tool{
-		Name:         t.Name,
-		Description:  t.Description,
-		InputSchema:  t.InputSchema,
-		OutputSchema: t.OutputSchema,
+	d := &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Annotations.ReadOnly,
 			DestructiveHint: &destructive,
@@ -119,6 +161,12 @@ func mcpTool(t *tool.Tool) *mcp.Tool {
 			OpenWorldHint:   &openWorld,
 		},
 	}
+	if t.OutputSchema != nil {
+		// A nil *jsonschema.Schema in the interface would be a schema the
+		// SDK refuses; a tool without one declares none.
+		d.OutputSchema = t.OutputSchema
+	}
+	return d
 }
 
 // Tools returns the MCP declarations of the served tools, sorted by name
@@ -153,10 +201,8 @@ type Params struct {
 var Module = fx.Options(
 	fx.Module("mcpserver",
 		fx.Provide(
-			func(p Params) *Server {
-				s := build(p.Options, p.Tools.Tools, cmp.Or(p.Logger, zap.NewNop()), p.Logs)
-				s.tracker = p.Tracker
-				return s
+			func(p Params) (*Server, error) {
+				return build(p.Options, p.Tools.Tools, cmp.Or(p.Logger, zap.NewNop()), p.Logs, p.Tracker)
 			},
 			newClientLogs,
 		),
