@@ -63,25 +63,25 @@ type Server struct {
 	logs    *clientLogs      // the sessions that asked for log records
 }
 
-// New builds the MCP server over tools (served sorted by name) without fx;
-// Module builds it the same way. opts.Version "" reports "dev". log is the
+// New builds the MCP server over tools (served sorted by name); Module
+// builds it with New too. opts.Version "" reports "dev". log is the
 // server's own logger (nil: none); its records also reach the clients that
-// set a log level (with Module, every record of the process does). tracker,
-// when non-nil, starts each connection's session and ends it when the
-// connection ends; nil makes untracked sessions (session.New).
+// set a log level, and when log is Module's decorated logger, every record
+// of the process does. tracker, when non-nil, starts each connection's
+// session and ends it when the connection ends; nil makes untracked
+// sessions (session.New).
 //
 // Serve a connection with Run (or connect MCP() to any mcp.Transport). The
 // error is non-nil, and no server is built, when a tool cannot be served: a
 // nil tool or handler, an empty or repeated name, a nil input schema or one
 // whose type is not "object".
 func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tracker) (*Server, error) {
-	logs := newClientLogs()
-	return build(opts, tools, logs.tee(cmp.Or(log, zap.NewNop())), logs, tracker)
-}
-
-// build is New with log already forwarding to logs (Module's logger is
-// decorated for the whole application).
-func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs, tracker *session.Tracker) (*Server, error) {
+	log = cmp.Or(log, zap.NewNop())
+	logs := forwardedTo(log)
+	if logs == nil {
+		logs = newClientLogs()
+		log = logs.tee(log)
+	}
 	if err := servable(tools); err != nil {
 		return nil, err
 	}
@@ -186,10 +186,9 @@ type Params struct {
 	Options Options
 	Tools   tool.Group
 	Tracker *session.Tracker `optional:"true"`
-	Logger  *zap.Logger      `optional:"true"`
-	// Logs is the module's own: the sessions the decorated logger forwards
-	// to.
-	Logs *clientLogs
+	// Logger is the application's, decorated by Module: New finds in it the
+	// sessions it forwards to.
+	Logger *zap.Logger `optional:"true"`
 }
 
 // Module provides the *Server over the "tools" group (each call it serves
@@ -202,7 +201,7 @@ var Module = fx.Options(
 	fx.Module("mcpserver",
 		fx.Provide(
 			func(p Params) (*Server, error) {
-				return build(p.Options, p.Tools.Tools, cmp.Or(p.Logger, zap.NewNop()), p.Logs, p.Tracker)
+				return New(p.Options, p.Tools.Tools, p.Logger, p.Tracker)
 			},
 			newClientLogs,
 		),
