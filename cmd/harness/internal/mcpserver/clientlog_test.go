@@ -32,7 +32,7 @@ func logClient(t *testing.T, srv *mcpserver.Server) (*mcp.ClientSession, func() 
 		msgs []string
 	)
 	client := mcp.NewClient(&mcp.Implementation{Name: "logs", Version: "v0"}, &mcp.ClientOptions{
-		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) {
+		LoggingMessageHandler: func(_ context.Context, req *mcp.LoggingMessageRequest) { //nolint:staticcheck // SEP-2577: logging is served to 2025-11-25 clients
 			data, _ := req.Params.Data.(map[string]any)
 			msg, _ := data["msg"].(string)
 			mu.Lock()
@@ -43,7 +43,7 @@ func logClient(t *testing.T, srv *mcpserver.Server) (*mcp.ClientSession, func() 
 	cs, err := client.Connect(ctx, ct, &mcp.ClientSessionOptions{ProtocolVersion: "2025-11-25"})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = cs.Close(); _ = ss.Wait() })
-	require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"}))
+	require.NoError(t, cs.SetLoggingLevel(ctx, &mcp.SetLoggingLevelParams{Level: "info"})) //nolint:staticcheck // SEP-2577: see above
 	return cs, func() []string {
 		mu.Lock()
 		defer mu.Unlock()
