@@ -6,6 +6,10 @@
 // protocol generations the SDK speaks: an in-handler elicitation request for
 // clients that negotiated 2025-11-25 or earlier, and an input-required
 // result the client answers by retrying the call for 2026-07-28 sessions.
+//
+// Build a Server with New (Module does, in an fx application) and serve each
+// connection with Run: over StdioTransport for `harness serve`, or any
+// mcp.Transport.
 package mcpserver
 
 import (
