@@ -7,10 +7,12 @@
 // FS_* codes in _meta, the sandbox denial, escalation through elicitation
 // (approved, then declined), argument errors and protocol errors; then, on a
 // second server without --workspace, multiple client roots and
-// notifications/roots/list_changed; then, on two servers under --mode
-// read-only, `write` and `exec` escalated and answered allow-once, deny,
-// decline, cancel and allow-session, a session grant widening only its own
-// tool family; and last exec escalated out of workspace-write.
+// notifications/roots/list_changed; then, on servers under --mode read-only,
+// `write` and `exec` escalated and answered allow-once, deny, decline,
+// cancel and allow-session, a session grant widening only its own tool
+// family, in both protocol generations (2025-11-25 through the SDK's
+// elicitation handler, 2026-07-28 through input-required results and a
+// client written here); and last exec escalated out of workspace-write.
 //
 // Usage: node e2e/client.mjs   (or `make e2e` from the module root)
 //
@@ -25,6 +27,7 @@
 // the reason (and the server's stderr) and exits 1.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -490,9 +493,9 @@ async function runRoots() {
 
 // startServer spawns `harness serve` with args and connects a 2025-11-25
 // client declaring elicitation, whose handler answers from the returned
-// answers queue, in order, recording every request in asked (an unexpected
-// prompt is cancelled, and the step's assertions fail). label names the
-// server's stderr lines.
+// answers queue, in order, recording every request's params in asked (an
+// unexpected prompt is cancelled, and the step's assertions fail). label
+// names the server's stderr lines.
 async function startServer(label, args, cwd) {
   const t = new StdioClientTransport({ command: harnessBin, args, env: getDefaultEnvironment(), cwd, stderr: 'pipe' });
   t.stderr.on('data', (chunk) => {
@@ -507,8 +510,76 @@ async function startServer(label, args, cwd) {
     return answers.shift() ?? { action: 'cancel' };
   });
   await c.connect(t, { timeout: REQUEST_TIMEOUT_MS });
-  const callTool = (name, args) => c.callTool({ name, arguments: args }, undefined, { timeout: REQUEST_TIMEOUT_MS });
-  return { client: c, call: callTool, answers, asked };
+  const callTool = (name, a) => c.callTool({ name, arguments: a }, undefined, { timeout: REQUEST_TIMEOUT_MS });
+  return { call: callTool, answers, asked, close: () => c.close() };
+}
+
+// startRawServer is startServer for protocol 2026-07-28, which the
+// TypeScript SDK does not speak: a client written here in JSON lines. Each
+// request carries the protocol version, the client's info and its
+// capabilities (elicitation) in _meta, with no initialize. A call the
+// server answers with an input-required result asking for
+// "sandbox_approval" is recorded in asked and sent again with the next
+// answer of the queue and the request state the server issued, as a
+// 2026-07-28 client does after asking its user.
+async function startRawServer(label, args, cwd) {
+  const child = spawn(harnessBin, args, { cwd, env: getDefaultEnvironment(), stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stderr.on('data', (chunk) => {
+    serverStderr += chunk.toString();
+    if (verbose) process.stderr.write(`[harness ${label}] ${chunk}`);
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const waiting = new Map();
+  let buf = '';
+  child.stdout.on('data', (chunk) => {
+    buf += chunk.toString();
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim() === '') continue;
+      const msg = JSON.parse(line);
+      waiting.get(msg.id)?.(msg);
+      waiting.delete(msg.id);
+    }
+  });
+  let lastID = 0;
+  const request = (method, params) => new Promise((resolve, reject) => {
+    const id = ++lastID;
+    const timer = setTimeout(() => reject(new Error(`${label}: no answer to ${method} within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+    waiting.set(id, (msg) => {
+      clearTimeout(timer);
+      if (msg.error) reject(new Error(`${label}: ${method}: JSON-RPC error ${JSON.stringify(msg.error)}`));
+      else resolve(msg.result);
+    });
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+  });
+  const _meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: `harness-e2e-${label}`, version: '0.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+  };
+  const answers = [];
+  const asked = [];
+  const callTool = async (name, a) => {
+    let res = await request('tools/call', { _meta, name, arguments: a });
+    for (let round = 0; res.resultType === 'input_required'; round++) {
+      const ask = res.inputRequests?.sandbox_approval;
+      assert.ok(round < 2 && ask?.method === 'elicitation/create' && Object.keys(res.inputRequests).length === 1,
+        `${label}: ${name}: want one sandbox_approval elicitation, got ${JSON.stringify(res)}`);
+      assert.ok(typeof res.requestState === 'string' && res.requestState !== '', `${label}: ${name}: no requestState: ${JSON.stringify(res)}`);
+      asked.push(ask.params);
+      const answer = answers.shift() ?? { action: 'cancel' };
+      res = await request('tools/call', { _meta, name, arguments: a, requestState: res.requestState, inputResponses: { sandbox_approval: answer } });
+    }
+    return res;
+  };
+  const close = async () => {
+    child.stdin.end();
+    const timer = setTimeout(() => child.kill(), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return { call: callTool, answers, asked, close };
 }
 
 // The client's answers to an approval prompt, and what each maps to
@@ -530,9 +601,10 @@ function refusalText(answer, subject, mode) {
   return `Error: the user rejected escalating this ${subject} to ${JSON.stringify(mode)}`;
 }
 
-// runEscalation drives two servers under --mode read-only (nothing is
-// writable until the user grants workspace-write), each a fresh session: on
-// the first the `write` tool, on the second the `exec` tool asks for
+// runEscalation drives four servers under --mode read-only (nothing is
+// writable until the user grants workspace-write), each a fresh session, two
+// per protocol generation: on the first the `write` tool, on the second the
+// `exec` tool asks for
 // workspace-write with sandbox_permissions + justification, and the client
 // answers allow-once, deny, decline, cancel, then allow-session. After each
 // call the disk says whether the bytes landed. A session grant covers the
@@ -543,12 +615,12 @@ function refusalText(answer, subject, mode) {
 async function runEscalation() {
   const mode = 'workspace-write';
   const justification = 'The e2e test writes one file in the workspace.';
-  for (const family of ['write', 'exec']) {
+  for (const [era, start] of [['2025-11-25', startServer], ['2026-07-28', startRawServer]]) for (const family of ['write', 'exec']) {
     const other = family === 'write' ? 'exec' : 'write';
     const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `harness-e2e-ro-${family}-`)));
     extraDirs.push(dir);
     const args = ['serve', '--workspace', dir, '--mode', 'read-only', '--temp-root', dir, '--log-level', logLevel];
-    const srv = await startServer(`read-only ${family}`, args, dir);
+    const srv = await start(`${era} read-only ${family}`, args, dir);
     // put asks tool to create dir/name holding bytes, escalated when perm is
     // set: write with content, exec with `printf <bytes> > <file>`.
     const put = (tool, name, bytes, perm) => {
@@ -590,7 +662,7 @@ async function runEscalation() {
     };
     try {
       let n = 0;
-      const tag = `read-only, ${family}`;
+      const tag = `${era}, read-only, ${family}`;
 
       srv.answers.push(ANSWER.once);
       let res = await put(family, 'once.txt', 'once', mode);
@@ -631,7 +703,7 @@ async function runEscalation() {
       ok(`${tag}: the ${family} grant does not widen ${other}: a plain ${other} writing the workspace is FS_SANDBOX_DENIED with no prompt and no file; an escalated one is asked again (declined, no file)`);
       assert.equal(srv.answers.length, 0, `${tag}: unused answers: ${JSON.stringify(srv.answers)}`);
     } finally {
-      await srv.client.close();
+      await srv.close();
     }
   }
 
