@@ -7,7 +7,12 @@
 // FS_* codes in _meta, the sandbox denial, escalation through elicitation
 // (approved, then declined), argument errors and protocol errors; then, on a
 // second server without --workspace, multiple client roots and
-// notifications/roots/list_changed.
+// notifications/roots/list_changed; then, on servers under --mode read-only,
+// `write` and `exec` escalated and answered allow-once, deny, decline,
+// cancel and allow-session, a session grant widening only its own tool
+// family, in both protocol generations (2025-11-25 through the SDK's
+// elicitation handler, 2026-07-28 through input-required results and a
+// client written here); and last exec escalated out of workspace-write.
 //
 // Usage: node e2e/client.mjs   (or `make e2e` from the module root)
 //
@@ -22,6 +27,7 @@
 // the reason (and the server's stderr) and exits 1.
 
 import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
@@ -420,6 +426,7 @@ async function run() {
   assert.equal(elicitAnswers.length, 0, `unused elicitation answers: ${JSON.stringify(elicitAnswers)}`);
 
   await runRoots();
+  await runEscalation();
 }
 
 // runRoots drives a second server, started without --workspace, whose
@@ -482,6 +489,243 @@ async function runRoots() {
   } finally {
     await rc.close();
   }
+}
+
+// startServer spawns `harness serve` with args and connects a 2025-11-25
+// client declaring elicitation, whose handler answers from the returned
+// answers queue, in order, recording every request's params in asked (an
+// unexpected prompt is cancelled, and the step's assertions fail). label
+// names the server's stderr lines.
+async function startServer(label, args, cwd) {
+  const t = new StdioClientTransport({ command: harnessBin, args, env: getDefaultEnvironment(), cwd, stderr: 'pipe' });
+  t.stderr.on('data', (chunk) => {
+    serverStderr += chunk.toString();
+    if (verbose) process.stderr.write(`[harness ${label}] ${chunk}`);
+  });
+  const c = new Client({ name: `harness-e2e-${label}`, version: '0.0.0' }, { capabilities: { elicitation: {} } });
+  const answers = [];
+  const asked = [];
+  c.setRequestHandler(ElicitRequestSchema, async (request) => {
+    asked.push(request.params);
+    return answers.shift() ?? { action: 'cancel' };
+  });
+  await c.connect(t, { timeout: REQUEST_TIMEOUT_MS });
+  const callTool = (name, a) => c.callTool({ name, arguments: a }, undefined, { timeout: REQUEST_TIMEOUT_MS });
+  return { call: callTool, answers, asked, close: () => c.close() };
+}
+
+// startRawServer is startServer for protocol 2026-07-28, which the
+// TypeScript SDK does not speak: a client written here in JSON lines. Each
+// request carries the protocol version, the client's info and its
+// capabilities (elicitation) in _meta, with no initialize. A call the
+// server answers with an input-required result asking for
+// "sandbox_approval" is recorded in asked and sent again with the next
+// answer of the queue and the request state the server issued, as a
+// 2026-07-28 client does after asking its user.
+async function startRawServer(label, args, cwd) {
+  const child = spawn(harnessBin, args, { cwd, env: getDefaultEnvironment(), stdio: ['pipe', 'pipe', 'pipe'] });
+  child.stderr.on('data', (chunk) => {
+    serverStderr += chunk.toString();
+    if (verbose) process.stderr.write(`[harness ${label}] ${chunk}`);
+  });
+  const exited = new Promise((resolve) => child.on('exit', resolve));
+  const waiting = new Map();
+  let buf = '';
+  child.stdout.on('data', (chunk) => {
+    buf += chunk.toString();
+    for (let i = buf.indexOf('\n'); i >= 0; i = buf.indexOf('\n')) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (line.trim() === '') continue;
+      const msg = JSON.parse(line);
+      waiting.get(msg.id)?.(msg);
+      waiting.delete(msg.id);
+    }
+  });
+  let lastID = 0;
+  const request = (method, params) => new Promise((resolve, reject) => {
+    const id = ++lastID;
+    const timer = setTimeout(() => reject(new Error(`${label}: no answer to ${method} within ${REQUEST_TIMEOUT_MS} ms`)), REQUEST_TIMEOUT_MS);
+    waiting.set(id, (msg) => {
+      clearTimeout(timer);
+      if (msg.error) reject(new Error(`${label}: ${method}: JSON-RPC error ${JSON.stringify(msg.error)}`));
+      else resolve(msg.result);
+    });
+    child.stdin.write(JSON.stringify({ jsonrpc: '2.0', id, method, params }) + '\n');
+  });
+  const _meta = {
+    'io.modelcontextprotocol/protocolVersion': '2026-07-28',
+    'io.modelcontextprotocol/clientInfo': { name: `harness-e2e-${label}`, version: '0.0.0' },
+    'io.modelcontextprotocol/clientCapabilities': { elicitation: {} },
+  };
+  const answers = [];
+  const asked = [];
+  const callTool = async (name, a) => {
+    let res = await request('tools/call', { _meta, name, arguments: a });
+    for (let round = 0; res.resultType === 'input_required'; round++) {
+      const ask = res.inputRequests?.sandbox_approval;
+      assert.ok(round < 2 && ask?.method === 'elicitation/create' && Object.keys(res.inputRequests).length === 1,
+        `${label}: ${name}: want one sandbox_approval elicitation, got ${JSON.stringify(res)}`);
+      assert.ok(typeof res.requestState === 'string' && res.requestState !== '', `${label}: ${name}: no requestState: ${JSON.stringify(res)}`);
+      asked.push(ask.params);
+      const answer = answers.shift() ?? { action: 'cancel' };
+      res = await request('tools/call', { _meta, name, arguments: a, requestState: res.requestState, inputResponses: { sandbox_approval: answer } });
+    }
+    return res;
+  };
+  const close = async () => {
+    child.stdin.end();
+    const timer = setTimeout(() => child.kill(), 5_000);
+    await exited;
+    clearTimeout(timer);
+  };
+  return { call: callTool, answers, asked, close };
+}
+
+// The client's answers to an approval prompt, and what each maps to
+// (cmd/harness/internal/mcpserver/approval.go): accept with decision
+// allow-once -> allowed-once, allow-session -> allowed-for-session, deny ->
+// rejected; decline -> rejected; cancel -> cancelled.
+const ANSWER = {
+  once: { action: 'accept', content: { decision: 'allow-once' } },
+  session: { action: 'accept', content: { decision: 'allow-session' } },
+  deny: { action: 'accept', content: { decision: 'deny' } },
+  decline: { action: 'decline' },
+  cancel: { action: 'cancel' },
+};
+
+// The refusal texts of an escalation the user did not grant, by answer;
+// subject is "operation" (a file tool) or "command" (exec).
+function refusalText(answer, subject, mode) {
+  if (answer === 'cancel') return `Error: approval for escalating to ${JSON.stringify(mode)} was cancelled`;
+  return `Error: the user rejected escalating this ${subject} to ${JSON.stringify(mode)}`;
+}
+
+// runEscalation drives four servers under --mode read-only (nothing is
+// writable until the user grants workspace-write), each a fresh session, two
+// per protocol generation: on the first the `write` tool, on the second the
+// `exec` tool asks for
+// workspace-write with sandbox_permissions + justification, and the client
+// answers allow-once, deny, decline, cancel, then allow-session. After each
+// call the disk says whether the bytes landed. A session grant covers the
+// family it was asked for: after `write` was allowed for the session a later
+// plain write lands without a prompt while a plain `exec` writing the
+// workspace is still denied, and an escalated one is asked again; the same
+// the other way round.
+async function runEscalation() {
+  const mode = 'workspace-write';
+  const justification = 'The e2e test writes one file in the workspace.';
+  for (const [era, start] of [['2025-11-25', startServer], ['2026-07-28', startRawServer]]) for (const family of ['write', 'exec']) {
+    const other = family === 'write' ? 'exec' : 'write';
+    const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), `harness-e2e-ro-${family}-`)));
+    extraDirs.push(dir);
+    const args = ['serve', '--workspace', dir, '--mode', 'read-only', '--temp-root', dir, '--log-level', logLevel];
+    const srv = await start(`${era} read-only ${family}`, args, dir);
+    // put asks tool to create dir/name holding bytes, escalated when perm is
+    // set: write with content, exec with `printf <bytes> > <file>`.
+    const put = (tool, name, bytes, perm) => {
+      const file = path.join(dir, name);
+      const a = tool === 'write' ? { file_path: file, content: bytes } : { command: `printf ${bytes} > ${file}` };
+      if (perm) Object.assign(a, { sandbox_permissions: perm, justification });
+      return srv.call(tool, a);
+    };
+    const subject = (tool) => (tool === 'write' ? 'operation' : 'command');
+    // landed checks a call that must have run: a success, the bytes on disk.
+    const landed = (res, tool, name, bytes, what) => {
+      expectSuccess(res, what);
+      if (tool === 'exec') assert.equal(res.structuredContent.exit_code, 0, `${what}: exit code: ${JSON.stringify(res.structuredContent)}`);
+      const file = path.join(dir, name);
+      assert.ok(exists(file), `${what}: ${file} is not on disk`);
+      assert.equal(fs.readFileSync(file, 'utf8'), bytes, `${what}: ${file} on disk`);
+    };
+    // absent checks that nothing was written.
+    const absent = (name, what) => {
+      const file = path.join(dir, name);
+      assert.ok(!exists(file), `${what}: ${file} exists (${JSON.stringify(exists(file) ? fs.readFileSync(file, 'utf8') : '')})`);
+    };
+    // prompted checks that exactly n prompts were shown in all, the last
+    // about tool and name; res is the call's result, shown when it was not.
+    const prompted = (n, tool, name, what, res) => {
+      assert.equal(srv.asked.length, n, `${what}: want ${n} prompts in all, got ${srv.asked.length}: ${JSON.stringify(srv.asked.map((a) => a.message))}; the call's result: ${JSON.stringify(res)}`);
+      const ask = srv.asked[n - 1];
+      assert.deepEqual(ask.requestedSchema?.properties?.decision?.enum, ['allow-once', 'allow-session', 'deny'], `${what}: the prompt's decision field: ${JSON.stringify(ask.requestedSchema)}`);
+      assert.ok(ask.message.includes(JSON.stringify(tool)), `${what}: the prompt does not name the ${tool} tool: ${JSON.stringify(ask.message)}`);
+      assert.ok(ask.message.includes(path.join(dir, name)), `${what}: the prompt does not name ${name}: ${JSON.stringify(ask.message)}`);
+      assert.ok(ask.message.includes(mode), `${what}: the prompt does not name ${mode}: ${JSON.stringify(ask.message)}`);
+      assert.ok(ask.message.includes(justification), `${what}: the prompt lacks the justification: ${JSON.stringify(ask.message)}`);
+    };
+    // denied checks a plain call the read-only mode refuses, with no prompt.
+    const denied = (res, name, n, what) => {
+      expectToolError(res, what, 'FS_SANDBOX_DENIED');
+      absent(name, what);
+      assert.equal(srv.asked.length, n, `${what}: a plain call prompted: ${JSON.stringify(srv.asked.slice(n).map((a) => a.message))}`);
+    };
+    try {
+      let n = 0;
+      const tag = `${era}, read-only, ${family}`;
+
+      srv.answers.push(ANSWER.once);
+      let res = await put(family, 'once.txt', 'once', mode);
+      prompted(++n, family, 'once.txt', `${tag} allow-once`, res);
+      landed(res, family, 'once.txt', 'once', `${tag} allow-once`);
+      res = await put(family, 'after-once.txt', 'x');
+      denied(res, 'after-once.txt', n, `${tag}: a plain call after allow-once`);
+      ok(`${tag}: escalated to ${mode}, answered allow-once: prompted once, "once" on disk; a later plain ${family} is FS_SANDBOX_DENIED, no file, no prompt`);
+
+      for (const answer of ['deny', 'decline', 'cancel']) {
+        srv.answers.push(ANSWER[answer]);
+        const name = `${answer}.txt`;
+        res = await put(family, name, answer, mode);
+        prompted(++n, family, name, `${tag} ${answer}`, res);
+        const text = expectToolError(res, `${tag} ${answer}`, 'SANDBOX_ESCALATION_REFUSED');
+        assert.equal(text, refusalText(answer, subject(family), mode), `${tag} ${answer}: text`);
+        absent(name, `${tag} ${answer}`);
+        ok(`${tag}: answered ${answer === 'deny' ? 'accept + deny' : answer}: ${JSON.stringify(text)}, no file`);
+      }
+
+      srv.answers.push(ANSWER.session);
+      res = await put(family, 'session.txt', 'session', mode);
+      prompted(++n, family, 'session.txt', `${tag} allow-session`, res);
+      landed(res, family, 'session.txt', 'session', `${tag} allow-session`);
+      res = await put(family, 'same-family.txt', 'same');
+      landed(res, family, 'same-family.txt', 'same', `${tag}: a plain ${family} after allow-session`);
+      assert.equal(srv.asked.length, n, `${tag}: a plain ${family} after allow-session prompted`);
+      ok(`${tag}: answered allow-session: "session" on disk; a later plain ${family} lands without a prompt`);
+
+      res = await put(other, 'other-family.txt', 'other');
+      denied(res, 'other-family.txt', n, `${tag}: a plain ${other} after ${family} was allowed for the session`);
+      srv.answers.push(ANSWER.decline);
+      res = await put(other, 'other-escalated.txt', 'other', mode);
+      prompted(++n, other, 'other-escalated.txt', `${tag}: an escalated ${other} after ${family} was allowed for the session`, res);
+      const text = expectToolError(res, `${tag}: an escalated ${other}, declined`, 'SANDBOX_ESCALATION_REFUSED');
+      assert.equal(text, refusalText('decline', subject(other), mode), `${tag}: an escalated ${other}, declined: text`);
+      absent('other-escalated.txt', `${tag}: an escalated ${other}, declined`);
+      ok(`${tag}: the ${family} grant does not widen ${other}: a plain ${other} writing the workspace is FS_SANDBOX_DENIED with no prompt and no file; an escalated one is asked again (declined, no file)`);
+      assert.equal(srv.answers.length, 0, `${tag}: unused answers: ${JSON.stringify(srv.answers)}`);
+    } finally {
+      await srv.close();
+    }
+  }
+
+  // On the first server (workspace-write), exec writing outside the
+  // workspace: denied without a prompt, then escalated to
+  // danger-full-access and allowed once.
+  const before = elicitRequests.length;
+  const far = path.join(outside, 'exec-far.txt');
+  let res = await call('exec', { command: `printf far > ${far}` });
+  expectToolError(res, 'workspace-write: exec writing outside', 'FS_SANDBOX_DENIED');
+  assert.ok(!exists(far), `workspace-write: exec writing outside: ${far} exists`);
+  assert.equal(elicitRequests.length, before, 'workspace-write: a plain exec prompted');
+  elicitAnswers.push(ANSWER.once);
+  res = await call('exec', { command: `printf far > ${far}`, sandbox_permissions: 'danger-full-access', justification });
+  assert.equal(elicitRequests.length, before + 1, `workspace-write: escalated exec: want one prompt, got ${elicitRequests.length - before}; the call's result: ${JSON.stringify(res)}`);
+  const ask = elicitRequests[before];
+  assert.ok(ask.message.includes(far) && ask.message.includes('danger-full-access') && ask.message.includes(justification),
+    `workspace-write: escalated exec: the prompt: ${JSON.stringify(ask.message)}`);
+  expectSuccess(res, 'workspace-write: escalated exec, allow-once');
+  assert.equal(res.structuredContent.exit_code, 0, `workspace-write: escalated exec: ${JSON.stringify(res.structuredContent)}`);
+  assert.equal(exists(far) && fs.readFileSync(far, 'utf8'), 'far', `workspace-write: escalated exec: ${far} on disk`);
+  ok('workspace-write, exec writing outside: FS_SANDBOX_DENIED with no prompt and no file; escalated to danger-full-access and allowed once, "far" on disk');
 }
 
 // ---------------------------------------------------------------- main

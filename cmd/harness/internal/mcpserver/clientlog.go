@@ -116,7 +116,30 @@ func (l *clientLogs) core() zapcore.Core { return &clientCore{logs: l} }
 
 // tee returns log with its records also forwarded to the sessions.
 func (l *clientLogs) tee(log *zap.Logger) *zap.Logger {
-	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core { return zapcore.NewTee(c, l.core()) }))
+	return log.WithOptions(zap.WrapCore(func(c zapcore.Core) zapcore.Core {
+		return teeCore{Core: zapcore.NewTee(c, l.core()), logs: l}
+	}))
+}
+
+// forwardedTo returns the clientLogs log's records are forwarded to (log is,
+// or is derived by Named or With from, a logger tee returned), nil when
+// there are none.
+func forwardedTo(log *zap.Logger) *clientLogs {
+	if t, ok := log.Core().(teeCore); ok {
+		return t.logs
+	}
+	return nil
+}
+
+// teeCore is the core of a logger tee returned: the original core and the
+// sessions' together, remembering which sessions.
+type teeCore struct {
+	zapcore.Core
+	logs *clientLogs
+}
+
+func (t teeCore) With(fields []zapcore.Field) zapcore.Core {
+	return teeCore{Core: t.Core.With(fields), logs: t.logs}
 }
 
 // clientCore is the zapcore.Core of clientLogs.

@@ -51,7 +51,8 @@ type pipeServer struct {
 // connection (protocol 2025-11-25) with a client declaring caps.
 func startPipe(t *testing.T, opts mcpserver.Options, caps string, tools ...*tool.Tool) *pipeServer {
 	t.Helper()
-	srv := mcpserver.New(opts, tools, nil)
+	srv, err := mcpserver.New(opts, tools, nil, nil)
+	require.NoError(t, err)
 	inR, inW := io.Pipe()
 	outR, outW := io.Pipe()
 	p := &pipeServer{in: inW, msgs: make(chan pipeMsg, 64), done: make(chan error, 1)}

@@ -39,7 +39,8 @@ func TestProgressNotifications(t *testing.T) {
 			return tool.Result{Text: "done", Value: map[string]any{}}
 		},
 	}
-	srv := mcpserver.New(mcpserver.Options{Version: "test"}, []*tool.Tool{reporting}, nil)
+	srv, err := mcpserver.New(mcpserver.Options{Version: "test"}, []*tool.Tool{reporting}, nil, nil)
+	require.NoError(t, err)
 	ctx := context.Background()
 	st, ct := mcp.NewInMemoryTransports()
 	ss, err := srv.MCP().Connect(ctx, st, nil)

@@ -51,7 +51,8 @@ func newRootsWorld(t *testing.T) rootsWorld {
 	app := fxtest.New(t, opts)
 	app.RequireStart()
 	t.Cleanup(app.RequireStop)
-	w.srv = mcpserver.New(mcpserver.Options{Version: "roots"}, tools, zap.New(core))
+	w.srv, err = mcpserver.New(mcpserver.Options{Version: "roots"}, tools, zap.New(core), nil)
+	require.NoError(t, err)
 	return w
 }
 

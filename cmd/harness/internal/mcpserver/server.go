@@ -6,12 +6,17 @@
 // protocol generations the SDK speaks: an in-handler elicitation request for
 // clients that negotiated 2025-11-25 or earlier, and an input-required
 // result the client answers by retrying the call for 2026-07-28 sessions.
+//
+// Build a Server with New (Module does, in an fx application) and serve each
+// connection with Run: over StdioTransport for `harness serve`, or any
+// mcp.Transport.
 package mcpserver
 
 import (
 	"cmp"
 	"context"
 	"crypto/rand"
+	"fmt"
 	"os"
 	"sync"
 	"time"
@@ -62,9 +67,28 @@ type Server struct {
 	logs    *clientLogs      // the sessions that asked for log records
 }
 
-// build builds the MCP server over tools (sorted by name), its log
-// already forwarding to logs.
-func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) *Server {
+// New builds the MCP server over tools (served sorted by name); Module
+// builds it with New too. opts.Version "" reports "dev". log is the
+// server's own logger (nil: none); its records also reach the clients that
+// set a log level, and when log is Module's decorated logger, every record
+// of the process does. tracker, when non-nil, starts each connection's
+// session and ends it when the connection ends; nil makes untracked
+// sessions (session.New).
+//
+// Serve a connection with Run (or connect MCP() to any mcp.Transport). The
+// error is non-nil, and no server is built, when a tool cannot be served: a
+// nil tool or handler, an empty or repeated name, a nil input schema or one
+// whose type is not "object".
+func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tracker) (*Server, error) {
+	log = cmp.Or(log, zap.NewNop())
+	logs := forwardedTo(log)
+	if logs == nil {
+		logs = newClientLogs()
+		log = logs.tee(log)
+	}
+	if err := servable(tools); err != nil {
+		return nil, err
+	}
 	if opts.Version == "" {
 		opts.Version = "dev"
 	}
@@ -72,7 +96,7 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	_, _ = rand.Read(key) // crypto/rand never fails on Linux
 	s := &Server{
 		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
-		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs,
+		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs, tracker: tracker,
 	}
 	instructions := "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
 	for _, t := range s.tools {
@@ -92,7 +116,29 @@ func build(opts Options, tools []*tool.Tool, log *zap.Logger, logs *clientLogs) 
 	for _, t := range s.tools {
 		s.mcp.AddTool(mcpTool(t), s.handler(t))
 	}
-	return s
+	return s, nil
+}
+
+// servable returns why tools cannot be served, nil when they can: what the
+// SDK's AddTool would panic on, and what would make one name two tools.
+func servable(tools []*tool.Tool) error {
+	seen := make(map[string]bool, len(tools))
+	for i, t := range tools {
+		switch {
+		case t == nil:
+			return fmt.Errorf("mcpserver: tool %d is nil", i)
+		case t.Name == "":
+			return fmt.Errorf("mcpserver: tool %d has no name", i)
+		case seen[t.Name]:
+			return fmt.Errorf("mcpserver: two tools are named %q", t.Name)
+		case t.Handler == nil:
+			return fmt.Errorf("mcpserver: tool %q has no handler", t.Name)
+		case t.InputSchema == nil || t.InputSchema.Type != "object":
+			return fmt.Errorf(`mcpserver: tool %q: its input schema must have type "object"`, t.Name)
+		}
+		seen[t.Name] = true
+	}
+	return nil
 }
 
 // MCP returns the underlying SDK server (for other transports and tests).
@@ -103,15 +149,15 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	return s.mcp.Run(ctx, t)
 }
 
-// mcpTool is the MCP declaration of t: schemas, and annotations (readOnlyHint
-// on read-only tools, destructiveHint on the others, openWorldHint false).
+// mcpTool is the MCP declaration of t: schemas (no outputSchema when t has
+// none), and annotations (readOnlyHint on read-only tools, destructiveHint
+// on the others, openWorldHint false).
 func mcpTool(t *tool.Tool) *mcp.Tool {
 	destructive, openWorld := t.Annotations.Destructive, false
-	return &mcp.Tool{
-		Name:         t.Name,
-		Description:  t.Description,
-		InputSchema:  t.InputSchema,
-		OutputSchema: t.OutputSchema,
+	d := &mcp.Tool{
+		Name:        t.Name,
+		Description: t.Description,
+		InputSchema: t.InputSchema,
 		Annotations: &mcp.ToolAnnotations{
 			ReadOnlyHint:    t.Annotations.ReadOnly,
 			DestructiveHint: &destructive,
@@ -119,6 +165,12 @@ func mcpTool(t *tool.Tool) *mcp.Tool {
 			OpenWorldHint:   &openWorld,
 		},
 	}
+	if t.OutputSchema != nil {
+		// A nil *jsonschema.Schema in the interface would be a schema the
+		// SDK refuses; a tool without one declares none.
+		d.OutputSchema = t.OutputSchema
+	}
+	return d
 }
 
 // Tools returns the MCP declarations of the served tools, sorted by name
@@ -138,10 +190,9 @@ type Params struct {
 	Options Options
 	Tools   tool.Group
 	Tracker *session.Tracker `optional:"true"`
-	Logger  *zap.Logger      `optional:"true"`
-	// Logs is the module's own: the sessions the decorated logger forwards
-	// to.
-	Logs *clientLogs
+	// Logger is the application's, decorated by Module: New finds in it the
+	// sessions it forwards to.
+	Logger *zap.Logger `optional:"true"`
 }
 
 // Module provides the *Server over the "tools" group (each call it serves
@@ -153,10 +204,8 @@ type Params struct {
 var Module = fx.Options(
 	fx.Module("mcpserver",
 		fx.Provide(
-			func(p Params) *Server {
-				s := build(p.Options, p.Tools.Tools, cmp.Or(p.Logger, zap.NewNop()), p.Logs)
-				s.tracker = p.Tracker
-				return s
+			func(p Params) (*Server, error) {
+				return New(p.Options, p.Tools.Tools, p.Logger, p.Tracker)
 			},
 			newClientLogs,
 		),
