@@ -81,7 +81,7 @@ func TestAttackWorkspaceRootReplacedBySymlink(t *testing.T) {
 		"session policy": func(t *testing.T, w world) *sandbox.ExecutionPolicy {
 			svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws, TempRoots: []string{}})
 			require.NoError(t, err)
-			p := svc.Resolve(session.New("s", sandboxpolicy.CanonicalPath(w.ws)), sandboxpolicy.FileTools, "")
+			p := svc.Resolve(session.New("s", sandboxpolicy.CanonicalPath(w.ws)), sandbox.FileTools, "")
 			return &p
 		},
 	}

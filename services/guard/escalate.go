@@ -55,14 +55,14 @@ func (c *Call) optString(name string) (string, error) {
 // of this very call), else the composed one; an "allow for the session"
 // answer is recorded for the guard's family only, so it never changes how
 // the other family's calls run. Errors: *sandboxpolicy.EscalationError.
-func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandboxpolicy.ApprovalRequest) (sandbox.ExecutionPolicy, error) {
+func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandbox.ApprovalRequest) (sandbox.ExecutionPolicy, error) {
 	approver := c.Approver
 	if approver == nil {
 		approver = c.g.approver
 	}
-	req.Session, req.Family, req.Tool = c.Session, c.g.family, c.tool
+	req.Family, req.Tool = c.g.family, c.tool
 	req.Mode, req.Justification = esc.Mode, esc.Justification
-	granted, err := sandboxpolicy.Escalate(ctx, approver, req, standing.Mode)
+	granted, err := sandboxpolicy.Escalate(ctx, approver, c.Session, req, standing.Mode)
 	if err != nil {
 		return sandbox.ExecutionPolicy{}, err
 	}

@@ -19,12 +19,13 @@ import (
 
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
 
 // Guard guards the calls of one tool family. It is safe for concurrent use.
 type Guard struct {
-	family sandboxpolicy.Family
+	family sandbox.Family
 	// policy resolves each call's policy; nil when none is composed.
 	policy *sandboxpolicy.Service
 	// confines is set when the family's calls run under the policy (its
@@ -32,7 +33,7 @@ type Guard struct {
 	confines bool
 	// approver is the composed approver, asked only when the call carries
 	// none of its own.
-	approver sandboxpolicy.Approver
+	approver sandbox.Approver
 	// unconfined says why escalation is not available when the family does
 	// not confine, e.g. "no sandboxing filesystem to escalate".
 	unconfined string
@@ -43,10 +44,10 @@ type Guard struct {
 // under it (else Unconfined says why escalation is not available, in a few
 // words), and the composed approver (optional).
 type Config struct {
-	Family     sandboxpolicy.Family
+	Family     sandbox.Family
 	Policy     *sandboxpolicy.Service
 	Confines   bool
-	Approver   sandboxpolicy.Approver
+	Approver   sandbox.Approver
 	Unconfined string
 }
 
@@ -73,6 +74,9 @@ type Body func(ctx context.Context, c *Call) tool.Result
 // an object whose every key the tool's schema declares, and the guard.
 type Call struct {
 	tool.Call
+	// Session is the session the call runs in (session.FromContext of the
+	// handler's context), nil for a call with none.
+	Session *session.Session
 	// Args maps each argument the call gave to its raw JSON value.
 	Args map[string]json.RawMessage
 	tool string
@@ -130,7 +134,7 @@ func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
 		if err != nil {
 			return g.Fail(err, nil)
 		}
-		return body(ctx, &Call{Call: call, Args: args, tool: t.Name, g: g})
+		return body(ctx, &Call{Call: call, Session: session.FromContext(ctx), Args: args, tool: t.Name, g: g})
 	}
 	return &t
 }

@@ -406,7 +406,7 @@ func TestThroughTools(t *testing.T) {
 	}
 	call := func(t *testing.T, tl *tool.Tool, sess *session.Session, args string) tool.Result {
 		t.Helper()
-		return tl.Handler(bg, tool.Call{Session: sess, Arguments: []byte(args)})
+		return tl.Handler(session.NewContext(bg, sess), tool.Call{Arguments: []byte(args)})
 	}
 
 	t.Run("O-14 a windowed read observes the whole-file version", func(t *testing.T) {

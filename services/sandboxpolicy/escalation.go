@@ -71,20 +71,6 @@ func CheckEscalationArgs(permissions, justification string) error {
 	return nil
 }
 
-// Outcome is an approver's answer.
-type Outcome string
-
-// The approver outcomes (X-17). AllowedForSession grants the requested mode
-// to this call and, as the session's mode, to every later call of the
-// session until it ends (issue 12, "Allow for this session").
-const (
-	AllowedOnce       Outcome = "allowed-once"
-	AllowedForSession Outcome = "allowed-for-session"
-	Rejected          Outcome = "rejected"
-	Cancelled         Outcome = "cancelled"
-	Unavailable       Outcome = "unavailable"
-)
-
 // The boundaries a mutation the standing policy denies crosses, as an
 // approval prompt names them (Boundary). A protected path inside a writable
 // root is a boundary of its own: BoundaryProtected, followed by the rule
@@ -95,64 +81,6 @@ const (
 	BoundaryOutside     = "outside the writable roots"
 	BoundaryProtected   = "a protected path inside the writable root"
 )
-
-// ApprovalRequest is what an approver is asked: the session, the tool, the
-// requested mode, the model's justification, and Reason, the sentence
-// `escalate sandbox to <mode>: <justification>` (X-13), plus what the call
-// would do, so the prompt shows the truth (issue 12): the canonical target,
-// the path as given, the operation and the boundary crossed.
-type ApprovalRequest struct {
-	Session *session.Session
-	// Family is what the call is (file tools or commands), and so what an
-	// "allow for the session" answer covers.
-	Family        Family
-	Tool          string
-	Mode          sandbox.Mode
-	Justification string
-	Reason        string
-	// Target is the canonical path the call would mutate (symlinks
-	// resolved), so the user sees where the write lands; empty when the
-	// caller has none.
-	Target string
-	// Command and Workdir are the shell command an exec call would run
-	// and the directory it would start in; empty for file operations.
-	Command string
-	Workdir string
-	// Given is the path as the call gave it, resolved lexically (its
-	// display path); shown when it differs from Target.
-	Given string
-	// Operation says what the call would do and its size, e.g.
-	// "write 12 bytes (the whole file)"; empty when the caller has none.
-	Operation string
-	// Boundary is the boundary the call crosses under the standing policy
-	// (one of the Boundary* texts); empty when the caller has none.
-	Boundary string
-	// Standing is the mode the call runs under without the escalation.
-	Standing sandbox.Mode
-	// SessionGrant is the mode an earlier "allow for this session" answer
-	// gave the session's calls of Family, "" when none did; Escalate fills
-	// it in.
-	SessionGrant sandbox.Mode
-}
-
-// Approver asks a human to approve one escalation. It returns one of the four
-// outcomes; an error means no answer was had (a timed-out prompt, a client
-// that cannot show it, an answer that does not fit it) and fails the call,
-// never approves it.
-type Approver interface {
-	Approve(ctx context.Context, req ApprovalRequest) (Outcome, error)
-}
-
-// ApproverFunc adapts a function to Approver.
-type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Outcome, error)
-
-// Approve calls f; a nil f answers Unavailable (fail closed).
-func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome, error) {
-	if f == nil {
-		return Unavailable, nil
-	}
-	return f(ctx, req)
-}
 
 // Codes of an EscalationError.
 const (
@@ -199,8 +127,8 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 	return &EscalationError{Code: CodeEscalationRefused, Mode: m, Message: fmt.Sprintf(format, args...)}
 }
 
-// Escalate runs the escalation ladder for one call and returns the granted
-// mode (X-13..X-18). req.Mode is the requested mode, req.Target (optional)
+// Escalate runs the escalation ladder for one call of sess and returns the
+// granted mode (X-13..X-18). req.Mode is the requested mode, req.Target (optional)
 // the path the call would mutate; Reason, Standing and SessionGrant are
 // filled in. In order, failing
 // closed at each step: the requested mode must be strictly wider than
@@ -213,8 +141,8 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 // grant, so later calls of that family (only) run under it (issue 21).
 // Every failure is an *EscalationError: a refusal has CodeEscalationRefused;
 // an approver error or an unknown outcome has CodeApprovalFailed.
-func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, effective sandbox.Mode) (sandbox.Mode, error) {
-	sess, requested := req.Session, req.Mode
+func Escalate(ctx context.Context, approver sandbox.Approver, sess *session.Session, req sandbox.ApprovalRequest, effective sandbox.Mode) (sandbox.Mode, error) {
+	requested := req.Mode
 	if !IsWider(requested, effective) {
 		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)
 	}
@@ -232,18 +160,18 @@ func Escalate(ctx context.Context, approver Approver, req ApprovalRequest, effec
 		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: approval failed", requested), Err: err}
 	}
 	switch out {
-	case AllowedOnce:
+	case sandbox.AllowedOnce:
 		return requested, nil
-	case AllowedForSession:
+	case sandbox.AllowedForSession:
 		if err := sess.Append(session.Event{Type: eventMode, Data: modeEvent{Mode: requested, Granted: true, Family: req.Family}}); err != nil {
 			return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: the session grant was not recorded", requested), Err: err}
 		}
 		return requested, nil
-	case Rejected:
+	case sandbox.Rejected:
 		return "", refused(requested, "the user rejected escalating this %s to %q", req.Family.Subject(), requested)
-	case Cancelled:
+	case sandbox.Cancelled:
 		return "", refused(requested, "approval for escalating to %q was cancelled", requested)
-	case Unavailable:
+	case sandbox.Unavailable:
 		return "", refused(requested, "sandbox escalation to %q requires approval, but no approval channel is available", requested)
 	default:
 		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf("sandbox escalation to %q: unknown approval outcome %q", requested, out)}
@@ -323,7 +251,7 @@ func collapse(s string, limit int) (out string, cut int) {
 // any, what "allow for the session" would cover (issue 21), and the cleaned
 // justification. Paths are quoted with every control or non-printing
 // character escaped.
-func Prompt(req ApprovalRequest) string {
+func Prompt(req sandbox.ApprovalRequest) string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent asks to run the %s tool", strconv.Quote(req.Tool))
 	if req.Operation != "" {
@@ -344,9 +272,9 @@ func Prompt(req ApprovalRequest) string {
 	}
 	fmt.Fprintf(&b, " It asks to run under the %s sandbox mode", req.Mode)
 	switch {
-	case req.Family == Commands && req.Mode == sandbox.DangerFullAccess:
+	case req.Family == sandbox.Commands && req.Mode == sandbox.DangerFullAccess:
 		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network.")
-	case req.Family == Commands:
+	case req.Family == sandbox.Commands:
 		b.WriteString(", which lets the command write in the workspace; its network access stays as configured.")
 	default:
 		b.WriteString(".")
@@ -355,9 +283,9 @@ func Prompt(req ApprovalRequest) string {
 		fmt.Fprintf(&b, " This session's %s already run under %s, which you allowed for the session.", req.Family, req.SessionGrant)
 	}
 	if req.Family != "" {
-		other := Commands
-		if req.Family == Commands {
-			other = FileTools
+		other := sandbox.Commands
+		if req.Family == sandbox.Commands {
+			other = sandbox.FileTools
 		}
 		fmt.Fprintf(&b, " Allowing it for the session lets every later call of the %s in this session run under %s without asking; %s are not covered.", req.Family, req.Mode, other)
 	}

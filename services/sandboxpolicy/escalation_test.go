@@ -179,7 +179,7 @@ func TestApproveEscalationGrants(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
+			rec := &recorder{outcome: sandbox.AllowedOnce}
 			sess := session.New("sess-1", "/work")
 			ctx := context.WithValue(context.Background(), ctxKey{}, "call-ctx")
 
@@ -189,7 +189,6 @@ func TestApproveEscalationGrants(t *testing.T) {
 
 			require.Equal(t, 1, rec.calls(), "the approver is asked exactly once")
 			req := rec.requests[0]
-			assert.Same(t, sess, req.Session)
 			assert.Equal(t, "write", req.Tool)
 			assert.Equal(t, tc.requested, req.Mode)
 			assert.Equal(t, "write the report", req.Justification)
@@ -199,7 +198,7 @@ func TestApproveEscalationGrants(t *testing.T) {
 	}
 
 	t.Run("X-13 the reason carries the justification verbatim", func(t *testing.T) {
-		rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
+		rec := &recorder{outcome: sandbox.AllowedOnce}
 		_, err := approveEscalation(context.Background(), rec.approver(), session.New("s", ""), "edit", sandbox.SubjectOperation, danger, ro, `fix "/etc/hosts": it's broken`)
 		require.NoError(t, err)
 		require.Equal(t, 1, rec.calls())
@@ -225,7 +224,7 @@ func TestApproveEscalationNotWider(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
+			rec := &recorder{outcome: sandbox.AllowedOnce}
 			got, err := approveEscalation(context.Background(), rec.approver(), session.New("s", "/w"), "write", sandbox.SubjectOperation, tc.requested, tc.effective, "why")
 			require.Error(t, err)
 			assert.Empty(t, got)
@@ -240,7 +239,7 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 	approverErr := errors.New("elicitation transport closed")
 	tests := []struct {
 		name      string
-		outcome   sandboxpolicy.Outcome
+		outcome   sandbox.Outcome
 		err       error
 		subject   string
 		requested sandbox.Mode
@@ -249,22 +248,22 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 		wantIs    error
 	}{
 		{
-			name: "X-17 rejected names the operation and the mode", outcome: sandboxpolicy.Rejected,
+			name: "X-17 rejected names the operation and the mode", outcome: sandbox.Rejected,
 			subject: sandbox.SubjectOperation, requested: danger, refusal: true,
 			wantErr: `the user rejected escalating this operation to "danger-full-access"`,
 		},
 		{
-			name: "X-17 rejected names the command subject", outcome: sandboxpolicy.Rejected,
+			name: "X-17 rejected names the command subject", outcome: sandbox.Rejected,
 			subject: sandbox.SubjectCommand, requested: ww, refusal: true,
 			wantErr: `the user rejected escalating this command to "workspace-write"`,
 		},
 		{
-			name: "X-17 cancelled", outcome: sandboxpolicy.Cancelled,
+			name: "X-17 cancelled", outcome: sandbox.Cancelled,
 			subject: sandbox.SubjectOperation, requested: danger, refusal: true,
 			wantErr: `approval for escalating to "danger-full-access" was cancelled`,
 		},
 		{
-			name: "X-17 unavailable says no approval channel is available", outcome: sandboxpolicy.Unavailable,
+			name: "X-17 unavailable says no approval channel is available", outcome: sandbox.Unavailable,
 			subject: sandbox.SubjectOperation, requested: ww, refusal: true,
 			wantErr: `sandbox escalation to "workspace-write" requires approval, but no approval channel is available`,
 		},
@@ -281,7 +280,7 @@ func TestApproveEscalationOutcomes(t *testing.T) {
 			subject: sandbox.SubjectOperation, requested: danger, wantIs: approverErr,
 		},
 		{
-			name: "X-17 an approver error beside allowed-once is still never a grant", outcome: sandboxpolicy.AllowedOnce, err: approverErr,
+			name: "X-17 an approver error beside allowed-once is still never a grant", outcome: sandbox.AllowedOnce, err: approverErr,
 			subject: sandbox.SubjectOperation, requested: danger, wantIs: approverErr,
 		},
 	}
@@ -340,8 +339,8 @@ func TestApproveEscalationOrder(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			rec := &recorder{outcome: sandboxpolicy.AllowedOnce}
-			var approver sandboxpolicy.Approver
+			rec := &recorder{outcome: sandbox.AllowedOnce}
+			var approver sandbox.Approver
 			if tc.approver {
 				approver = rec.approver()
 			}

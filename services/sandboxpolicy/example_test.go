@@ -20,15 +20,15 @@ func ExampleSetMode() {
 		return
 	}
 	s := session.New("s1", "/srv/project")
-	fmt.Println(svc.Resolve(s, sandboxpolicy.FileTools, "").Mode)
+	fmt.Println(svc.Resolve(s, sandbox.FileTools, "").Mode)
 
 	if err := sandboxpolicy.SetMode(s, sandbox.WorkspaceWrite); err != nil {
 		fmt.Println(err)
 		return
 	}
-	p := svc.Resolve(s, sandboxpolicy.FileTools, "")
+	p := svc.Resolve(s, sandbox.FileTools, "")
 	fmt.Println(p.Mode, sandbox.WritableRoots(p, svc.TempRoots()))
-	fmt.Println(svc.Resolve(session.New("s2", "/srv/other"), sandboxpolicy.FileTools, "").Mode)
+	fmt.Println(svc.Resolve(session.New("s2", "/srv/other"), sandbox.FileTools, "").Mode)
 	// Output:
 	// read-only
 	// workspace-write [/srv/project]
@@ -38,15 +38,15 @@ func ExampleSetMode() {
 // Escalate asks the approver only for a mode strictly wider than the call's;
 // a refusal is an *EscalationError whose Code says what happened.
 func ExampleEscalate() {
-	approver := sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+	approver := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		fmt.Println("asked:", req.Reason)
-		return sandboxpolicy.Rejected, nil
+		return sandbox.Rejected, nil
 	})
-	req := sandboxpolicy.ApprovalRequest{
-		Session: session.New("s1", "/srv/project"), Tool: "write",
+	req := sandbox.ApprovalRequest{
+		Family: sandbox.FileTools, Tool: "write",
 		Mode: sandbox.DangerFullAccess, Justification: "update /etc/hosts", Target: "/etc/hosts",
 	}
-	_, err := sandboxpolicy.Escalate(context.Background(), approver, req, sandbox.WorkspaceWrite)
+	_, err := sandboxpolicy.Escalate(context.Background(), approver, session.New("s1", "/srv/project"), req, sandbox.WorkspaceWrite)
 	var ee *sandboxpolicy.EscalationError
 	if errors.As(err, &ee) {
 		fmt.Println(ee.Code)

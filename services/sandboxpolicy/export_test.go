@@ -7,7 +7,7 @@ import (
 
 // OverrideOf is the standing mode the session's log gives the file tools.
 func OverrideOf(s *session.Session) (sandbox.Mode, bool) {
-	e, ok := lastMode(s, FileTools)
+	e, ok := lastMode(s, sandbox.FileTools)
 	return e.Mode, ok
 }
 

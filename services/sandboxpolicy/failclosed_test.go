@@ -19,7 +19,7 @@ import (
 
 func TestFailClosedEdges(t *testing.T) {
 	t.Run("a nil ApproverFunc answers unavailable, never grants or panics", func(t *testing.T) {
-		var approver sandboxpolicy.ApproverFunc
+		var approver sandbox.ApproverFunc
 		mode, err := approveEscalation(context.Background(), approver, session.New("s", "/ws"),
 			"write", sandbox.SubjectOperation, sandbox.DangerFullAccess, sandbox.ReadOnly, "because")
 		require.EqualValues(t, sandboxpolicy.CodeEscalationRefused, escalationCode(err))
@@ -53,11 +53,11 @@ func TestSessionRootIsPinnedAtFirstResolution(t *testing.T) {
 	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: dir})
 	require.NoError(t, err)
 	s := session.New("s", link)
-	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandboxpolicy.FileTools, "").WorkspaceRoot)
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandbox.FileTools, "").WorkspaceRoot)
 	require.NoError(t, os.Remove(link))
 	require.NoError(t, os.Symlink(filepath.Join(dir, "elsewhere"), link))
-	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandboxpolicy.FileTools, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
-	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), sandboxpolicy.FileTools, "").WorkspaceRoot, "a new session sees the link as it is now")
+	assert.Equal(t, filepath.Join(dir, "ws"), svc.Resolve(s, sandbox.FileTools, "").WorkspaceRoot, "retargeting the cwd's link does not move the session's root")
+	assert.Equal(t, filepath.Join(dir, "elsewhere"), svc.Resolve(session.New("t", link), sandbox.FileTools, "").WorkspaceRoot, "a new session sees the link as it is now")
 }
 
 func TestResumedSessionIsChecked(t *testing.T) {

@@ -69,16 +69,16 @@ func mustNew(t *testing.T, cfg sandboxpolicy.Config) *sandboxpolicy.Service {
 // recorder records every approval request and answers with a fixed outcome
 // and error; approver adapts it with ApproverFunc.
 type recorder struct {
-	outcome sandboxpolicy.Outcome
+	outcome sandbox.Outcome
 	err     error
 
 	mu       sync.Mutex
-	requests []sandboxpolicy.ApprovalRequest
+	requests []sandbox.ApprovalRequest
 	contexts []context.Context
 }
 
-func (r *recorder) approver() sandboxpolicy.Approver {
-	return sandboxpolicy.ApproverFunc(func(ctx context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+func (r *recorder) approver() sandbox.Approver {
+	return sandbox.ApproverFunc(func(ctx context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		r.mu.Lock()
 		defer r.mu.Unlock()
 		r.requests = append(r.requests, req)
@@ -96,8 +96,8 @@ func (r *recorder) calls() int {
 
 // approveEscalation asks Escalate for requested from effective on behalf of
 // sess's call of tool.
-func approveEscalation(ctx context.Context, approver sandboxpolicy.Approver, sess *session.Session, tool, subject string, requested, effective sandbox.Mode, justification string) (sandbox.Mode, error) {
-	return sandboxpolicy.Escalate(ctx, approver, sandboxpolicy.ApprovalRequest{Session: sess, Tool: tool, Mode: requested, Justification: justification, Family: familyOf(subject)}, effective)
+func approveEscalation(ctx context.Context, approver sandbox.Approver, sess *session.Session, tool, subject string, requested, effective sandbox.Mode, justification string) (sandbox.Mode, error) {
+	return sandboxpolicy.Escalate(ctx, approver, sess, sandbox.ApprovalRequest{Tool: tool, Mode: requested, Justification: justification, Family: familyOf(subject)}, effective)
 }
 
 // escalationCode is the code of the *EscalationError in err's chain, "" when
@@ -110,9 +110,9 @@ func escalationCode(err error) string {
 }
 
 // familyOf is the family whose escalation hint has subject.
-func familyOf(subject string) sandboxpolicy.Family {
+func familyOf(subject string) sandbox.Family {
 	if subject == sandbox.SubjectCommand {
-		return sandboxpolicy.Commands
+		return sandbox.Commands
 	}
-	return sandboxpolicy.FileTools
+	return sandbox.FileTools
 }

@@ -2,7 +2,7 @@
 // the sandbox vocabulary: it resolves the execution policy of each call per
 // session (an approved escalation, else the session's "sandbox/mode"
 // override, else the deployment default), pins each session's canonical
-// workspace root, and runs the escalation ladder through an Approver. It is
+// workspace root, and runs the escalation ladder through a sandbox.Approver. It is
 // data plus predicates: enforcement lives in fssandbox.
 package sandboxpolicy
 

@@ -51,14 +51,14 @@ func TestModule(t *testing.T) {
 		first, app1 := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: danger, WorkspaceRoot: ws}))
 		s := session.New("s", ws)
 		require.NoError(t, sandboxpolicy.SetMode(s, ww))
-		assert.Equal(t, ww, first.Resolve(s, sandboxpolicy.FileTools, "").Mode)
+		assert.Equal(t, ww, first.Resolve(s, sandbox.FileTools, "").Mode)
 		app1.RequireStop()
 
 		second, app2 := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: ro, WorkspaceRoot: tmp}))
 		defer app2.RequireStop()
 		assert.NotSame(t, first, second)
 		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: tmp}, second.Default())
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second.Resolve(s, sandboxpolicy.FileTools, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second.Resolve(s, sandbox.FileTools, ""))
 	})
 
 	t.Run("P-10 the app starts and stops cleanly", func(t *testing.T) {

@@ -17,39 +17,18 @@ import (
 const eventMode = "sandbox/mode"
 
 // modeEvent is the payload of a "sandbox/mode" event; Granted marks a mode
-// the user allowed for the rest of the session (AllowedForSession), and
+// the user allowed for the rest of the session (sandbox.AllowedForSession), and
 // Family what that answer covers ("" for a mode set for every family, as
 // SetMode does).
 type modeEvent struct {
-	Mode    sandbox.Mode `json:"mode"`
-	Granted bool         `json:"granted,omitempty"`
-	Family  Family       `json:"family,omitempty"`
-}
-
-// Family is what a session grant covers (issue 21): the file tools, or
-// commands. A grant never reaches across: answering "allow for the session"
-// to a file tool's prompt leaves how commands run unchanged, and the other
-// way round.
-type Family string
-
-// The tool families.
-const (
-	FileTools Family = "file tools"
-	Commands  Family = "commands"
-)
-
-// Subject returns the escalation hint's subject for f
-// (sandbox.SubjectCommand or sandbox.SubjectOperation).
-func (f Family) Subject() string {
-	if f == Commands {
-		return sandbox.SubjectCommand
-	}
-	return sandbox.SubjectOperation
+	Mode    sandbox.Mode   `json:"mode"`
+	Granted bool           `json:"granted,omitempty"`
+	Family  sandbox.Family `json:"family,omitempty"`
 }
 
 // covers reports whether e applies to calls of family f: a mode set for
 // every family, or a grant made for f.
-func (e modeEvent) covers(f Family) bool { return e.Family == "" || e.Family == f }
+func (e modeEvent) covers(f sandbox.Family) bool { return e.Family == "" || e.Family == f }
 
 // SetMode appends exactly one "sandbox/mode" event carrying m to s (P-19):
 // the session's standing mode for every family.
@@ -64,7 +43,7 @@ func SetMode(s *session.Session, m sandbox.Mode) error {
 // user set it by answering "allow for this session" to a prompt of f, and
 // true; "" and false when the last "sandbox/mode" event covering f is not
 // such a grant, or there is none.
-func SessionGrant(s *session.Session, f Family) (sandbox.Mode, bool) {
+func SessionGrant(s *session.Session, f sandbox.Family) (sandbox.Mode, bool) {
 	e, ok := lastMode(s, f)
 	if !ok || !e.Granted {
 		return "", false
@@ -74,7 +53,7 @@ func SessionGrant(s *session.Session, f Family) (sandbox.Mode, bool) {
 
 // lastMode folds the session's log: its last "sandbox/mode" event covering
 // family f, and false when there is none (P-05, P-18).
-func lastMode(s *session.Session, f Family) (modeEvent, bool) {
+func lastMode(s *session.Session, f sandbox.Family) (modeEvent, bool) {
 	if s == nil {
 		return modeEvent{}, false
 	}
@@ -152,7 +131,7 @@ func (s *Service) Default() sandbox.ExecutionPolicy {
 // checked again: under workspace-write a root of "/" is dropped, so an
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
-func (s *Service) Resolve(sess *session.Session, f Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
+func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
 	p := sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
 	if sess != nil {
 		p.SessionID = sess.ID()

@@ -106,13 +106,13 @@ func TestResolve(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := mustNew(t, sandboxpolicy.Config{Mode: tc.def, WorkspaceRoot: fallback})
-			assert.Equal(t, tc.want, svc.Resolve(tc.sess, sandboxpolicy.FileTools, tc.approved))
+			assert.Equal(t, tc.want, svc.Resolve(tc.sess, sandbox.FileTools, tc.approved))
 		})
 	}
 
 	t.Run("P-03 Default equals the policy of a call with no session", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ww, WorkspaceRoot: fallback})
-		assert.Equal(t, svc.Default(), svc.Resolve(nil, sandboxpolicy.FileTools, ""))
+		assert.Equal(t, svc.Default(), svc.Resolve(nil, sandbox.FileTools, ""))
 		assert.Empty(t, svc.Default().SessionID)
 	})
 
@@ -120,11 +120,11 @@ func TestResolve(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		a := withMode("s-a", wsA, ww)
 		b := withMode("s-b", wsB, danger)
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandboxpolicy.FileTools, ""))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandboxpolicy.FileTools, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandbox.FileTools, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandbox.FileTools, ""))
 		require.NoError(t, sandboxpolicy.SetMode(a, ro))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandboxpolicy.FileTools, ""))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandboxpolicy.FileTools, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandbox.FileTools, ""))
+		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandbox.FileTools, ""))
 		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc.Default())
 	})
 
@@ -133,8 +133,8 @@ func TestResolve(t *testing.T) {
 		s := session.New("s-switch", wsA)
 		for _, m := range []sandbox.Mode{ww, danger, ro, ww, ww, ro} {
 			require.NoError(t, sandboxpolicy.SetMode(s, m))
-			assert.Equal(t, m, svc.Resolve(s, sandboxpolicy.FileTools, "").Mode)
-			assert.Equal(t, svc.Resolve(s, sandboxpolicy.FileTools, ""), svc.Resolve(s, sandboxpolicy.FileTools, ""), "repeated resolution without a switch is stable")
+			assert.Equal(t, m, svc.Resolve(s, sandbox.FileTools, "").Mode)
+			assert.Equal(t, svc.Resolve(s, sandbox.FileTools, ""), svc.Resolve(s, sandbox.FileTools, ""), "repeated resolution without a switch is stable")
 		}
 	})
 
@@ -150,7 +150,7 @@ func TestResolve(t *testing.T) {
 		m, ok := sandboxpolicy.OverrideOf(resumed)
 		require.True(t, ok)
 		assert.Equal(t, ww, m)
-		assert.Equal(t, svc.Resolve(orig, sandboxpolicy.FileTools, ""), svc.Resolve(resumed, sandboxpolicy.FileTools, ""))
+		assert.Equal(t, svc.Resolve(orig, sandbox.FileTools, ""), svc.Resolve(resumed, sandbox.FileTools, ""))
 	})
 }
 

@@ -178,7 +178,7 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 
 	t.Run("X-04 the writable roots of a resolved session policy are its canonical cwd and the temp roots", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{t1}})
-		p := svc.Resolve(session.New("s", wsLink), sandboxpolicy.FileTools, "")
+		p := svc.Resolve(session.New("s", wsLink), sandbox.FileTools, "")
 		assert.Equal(t, []string{ws, t1}, sandbox.WritableRoots(p, svc.TempRoots()))
 	})
 

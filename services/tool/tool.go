@@ -18,8 +18,7 @@ import (
 	"go.uber.org/fx"
 
 	"github.com/dsh-go/harness/services/errcode"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
-	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Annotations are hints about a tool's behavior for clients (they map to
@@ -30,17 +29,17 @@ type Annotations struct {
 	Idempotent  bool
 }
 
-// Call is one invocation of a tool. Session is nil for a call with no
-// session; Arguments is the raw JSON object of the arguments. Approver, when
+// Call is one invocation of a tool. The session it runs in travels in the
+// handler's context (session.NewContext; none: a call with no session);
+// Arguments is the raw JSON object of the arguments. Approver, when
 // set, is the approver of this call's escalations (a front end whose
 // approval channel depends on the call, such as the MCP connection that made
 // it); nil means the composition's approver. Progress, when set, reports
 // how far a long call has got (see Progress).
 type Call struct {
-	Session   *session.Session
 	ID        string
 	Arguments json.RawMessage
-	Approver  sandboxpolicy.Approver
+	Approver  sandbox.Approver
 	Progress  Progress
 }
 

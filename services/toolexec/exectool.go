@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -89,7 +90,7 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	if standing := c.Standing(); standing != nil {
 		policy := *standing
 		if args.esc.Mode != "" {
-			if policy, err = c.Escalate(ctx, policy, args.esc, sandboxpolicy.ApprovalRequest{Command: args.command, Workdir: workdir}); err != nil {
+			if policy, err = c.Escalate(ctx, policy, args.esc, sandbox.ApprovalRequest{Command: args.command, Workdir: workdir}); err != nil {
 				return t.g.Fail(err, standing)
 			}
 		}

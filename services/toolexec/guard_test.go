@@ -50,18 +50,18 @@ func newFamilies(t *testing.T, mode sandbox.Mode) *families {
 
 // answering returns the approver of one call: it records the request and
 // answers out.
-func (w *world) answering(out sandboxpolicy.Outcome) sandboxpolicy.Approver {
-	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+func (w *world) answering(out sandbox.Outcome) sandbox.Approver {
+	return sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		w.asked = append(w.asked, req)
 		return out, nil
 	})
 }
 
-func callWith(t *testing.T, tl *tool.Tool, sess *session.Session, approver sandboxpolicy.Approver, args map[string]any) tool.Result {
+func callWith(t *testing.T, tl *tool.Tool, sess *session.Session, approver sandbox.Approver, args map[string]any) tool.Result {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: "c", Arguments: raw, Approver: approver})
+	return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{ID: "c", Arguments: raw, Approver: approver})
 }
 
 // TestExecEscalationReachesTheCallsApprover (issue 21): with no composed
@@ -70,15 +70,15 @@ func callWith(t *testing.T, tl *tool.Tool, sess *session.Session, approver sandb
 func TestExecEscalationReachesTheCallsApprover(t *testing.T) {
 	requireLandlock(t)
 	for _, tc := range []struct {
-		answer sandboxpolicy.Outcome
+		answer sandbox.Outcome
 		lands  bool
 		code   errcode.Code
 	}{
-		{sandboxpolicy.AllowedOnce, true, ""},
-		{sandboxpolicy.AllowedForSession, true, ""},
-		{sandboxpolicy.Rejected, false, sandboxpolicy.CodeEscalationRefused},
-		{sandboxpolicy.Cancelled, false, sandboxpolicy.CodeEscalationRefused},
-		{sandboxpolicy.Unavailable, false, sandboxpolicy.CodeEscalationRefused},
+		{sandbox.AllowedOnce, true, ""},
+		{sandbox.AllowedForSession, true, ""},
+		{sandbox.Rejected, false, sandboxpolicy.CodeEscalationRefused},
+		{sandbox.Cancelled, false, sandboxpolicy.CodeEscalationRefused},
+		{sandbox.Unavailable, false, sandboxpolicy.CodeEscalationRefused},
 	} {
 		t.Run(string(tc.answer), func(t *testing.T) {
 			f := newFamilies(t, sandbox.WorkspaceWrite)
@@ -87,7 +87,7 @@ func TestExecEscalationReachesTheCallsApprover(t *testing.T) {
 				"command": "printf granted > " + target, "sandbox_permissions": "danger-full-access", "justification": "the user asked",
 			})
 			require.Len(t, f.asked, 1, "the call's approver is asked")
-			assert.Equal(t, sandboxpolicy.Commands, f.asked[0].Family)
+			assert.Equal(t, sandbox.Commands, f.asked[0].Family)
 			assert.Equal(t, "exec", f.asked[0].Tool)
 			assert.Equal(t, "printf granted > "+target, f.asked[0].Command)
 			assert.EqualValues(t, tc.code, res.Code, res.Text)
@@ -113,13 +113,13 @@ func TestAGrantCoversItsFamilyOnly(t *testing.T) {
 	t.Run("a file grant does not widen commands", func(t *testing.T) {
 		f := newFamilies(t, sandbox.WorkspaceWrite)
 		byWrite := filepath.Join(f.outside, "by-write.txt")
-		res := callWith(t, f.write, f.sess, f.answering(sandboxpolicy.AllowedForSession), map[string]any{
+		res := callWith(t, f.write, f.sess, f.answering(sandbox.AllowedForSession), map[string]any{
 			"file_path": byWrite, "content": "w", "sandbox_permissions": "danger-full-access", "justification": "j",
 		})
 		require.False(t, res.IsError, res.Text)
 		require.FileExists(t, byWrite)
 		byCmd := filepath.Join(f.outside, "by-command.txt")
-		res = callWith(t, f.exec, f.sess, f.answering(sandboxpolicy.AllowedOnce), map[string]any{"command": "printf c > " + byCmd})
+		res = callWith(t, f.exec, f.sess, f.answering(sandbox.AllowedOnce), map[string]any{"command": "printf c > " + byCmd})
 		assert.True(t, res.IsError, res.Text)
 		assert.EqualValues(t, fs.CodeSandboxDenied, res.Code, res.Text)
 		assert.NoFileExists(t, byCmd)
@@ -130,7 +130,7 @@ func TestAGrantCoversItsFamilyOnly(t *testing.T) {
 	t.Run("a command grant does not widen the file tools", func(t *testing.T) {
 		f := newFamilies(t, sandbox.WorkspaceWrite)
 		byCmd := filepath.Join(f.outside, "by-command.txt")
-		res := callWith(t, f.exec, f.sess, f.answering(sandboxpolicy.AllowedForSession), map[string]any{
+		res := callWith(t, f.exec, f.sess, f.answering(sandbox.AllowedForSession), map[string]any{
 			"command": "printf c > " + byCmd, "sandbox_permissions": "danger-full-access", "justification": "j",
 		})
 		require.False(t, res.IsError, res.Text)

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -41,7 +42,7 @@ type Config struct {
 type Deps struct {
 	Runner   exec.Runner
 	Policy   *sandboxpolicy.Service
-	Approver sandboxpolicy.Approver
+	Approver sandbox.Approver
 	Logger   *zap.Logger
 }
 
@@ -70,7 +71,7 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 		log = zap.NewNop()
 	}
 	g, err := guard.New(guard.Config{
-		Family: sandboxpolicy.Commands, Policy: deps.Policy, Confines: deps.Runner.Confines(), Approver: deps.Approver,
+		Family: sandbox.Commands, Policy: deps.Policy, Confines: deps.Runner.Confines(), Approver: deps.Approver,
 		Unconfined: "the command runner does not confine",
 	})
 	if err != nil {
@@ -86,8 +87,8 @@ type Params struct {
 	Config   Config `optional:"true"`
 	Runner   exec.Runner
 	Policy   *sandboxpolicy.Service
-	Approver sandboxpolicy.Approver `optional:"true"`
-	Logger   *zap.Logger            `optional:"true"`
+	Approver sandbox.Approver `optional:"true"`
+	Logger   *zap.Logger      `optional:"true"`
 }
 
 // Result contributes the tool to the "tools" group.
@@ -107,7 +108,7 @@ func provide(p Params) (Result, error) {
 
 // Module contributes exec to the "tools" group. It needs an exec.Runner
 // (execlocal.Module or execsandbox.Module) and a *sandboxpolicy.Service; an
-// optional sandboxpolicy.Approver enables escalation.
+// optional sandbox.Approver enables escalation.
 var Module = fx.Module("toolexec",
 	fx.Provide(provide),
 	fx.Invoke(func(tool.Group) {}),

@@ -38,7 +38,7 @@ type world struct {
 	ws, outside string
 	pol         *sandboxpolicy.Service
 	sess        *session.Session
-	asked       []sandboxpolicy.ApprovalRequest
+	asked       []sandbox.ApprovalRequest
 }
 
 // newWorld is a workspace and an outside directory, with no temp roots (so
@@ -57,7 +57,7 @@ func newWorld(t *testing.T, mode sandbox.Mode) *world {
 	return w
 }
 
-func (w *world) tool(t *testing.T, confined bool, answer sandboxpolicy.Outcome) *tool.Tool {
+func (w *world) tool(t *testing.T, confined bool, answer sandbox.Outcome) *tool.Tool {
 	t.Helper()
 	var r exec.Runner
 	var err error
@@ -69,7 +69,7 @@ func (w *world) tool(t *testing.T, confined bool, answer sandboxpolicy.Outcome) 
 	require.NoError(t, err)
 	tl, err := toolexec.New(toolexec.Config{}, toolexec.Deps{
 		Runner: r, Policy: w.pol,
-		Approver: sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+		Approver: sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 			w.asked = append(w.asked, req)
 			return answer, nil
 		}),
@@ -82,7 +82,7 @@ func call(t *testing.T, tl *tool.Tool, sess *session.Session, args map[string]an
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	return tl.Handler(t.Context(), tool.Call{Session: sess, ID: "1", Arguments: raw})
+	return tl.Handler(session.NewContext(t.Context(), sess), tool.Call{ID: "1", Arguments: raw})
 }
 
 func requireLandlock(t *testing.T) {
@@ -98,7 +98,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	target := filepath.Join(w.outside, "x")
 	cmd := "touch " + target
 
-	res := call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": cmd})
+	res := call(t, w.tool(t, true, sandbox.AllowedOnce), w.sess, map[string]any{"command": cmd})
 	require.True(t, res.IsError, res.Text)
 	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code)
 	assert.True(t, strings.HasPrefix(res.Text, "Error: [sandbox: file access denied under workspace-write mode]\n(inferred: "), res.Text)
@@ -107,7 +107,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 	assert.NoFileExists(t, target)
 	assert.Empty(t, w.asked, "no approver is asked without sandbox_permissions")
 
-	res = call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{
+	res = call(t, w.tool(t, true, sandbox.AllowedOnce), w.sess, map[string]any{
 		"command": cmd, "sandbox_permissions": "danger-full-access", "justification": "The test needs a file outside.",
 	})
 	require.False(t, res.IsError, res.Text)
@@ -120,7 +120,7 @@ func TestTouchOutsideIsDeniedThenLandsAfterApproval(t *testing.T) {
 
 	// The grant was for that one call: the next one is confined again.
 	again := filepath.Join(w.outside, "y")
-	res = call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": "touch " + again})
+	res = call(t, w.tool(t, true, sandbox.AllowedOnce), w.sess, map[string]any{"command": "touch " + again})
 	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code)
 	assert.NoFileExists(t, again)
 }
@@ -129,7 +129,7 @@ func TestRejectedEscalationRunsNothing(t *testing.T) {
 	requireLandlock(t)
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	target := filepath.Join(w.outside, "x")
-	res := call(t, w.tool(t, true, sandboxpolicy.Rejected), w.sess, map[string]any{
+	res := call(t, w.tool(t, true, sandbox.Rejected), w.sess, map[string]any{
 		"command": "touch " + target, "sandbox_permissions": "danger-full-access", "justification": "Because.",
 	})
 	assert.EqualValues(t, sandboxpolicy.CodeEscalationRefused, res.Code)
@@ -139,7 +139,7 @@ func TestRejectedEscalationRunsNothing(t *testing.T) {
 func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 	requireLandlock(t)
 	w := newWorld(t, sandbox.ReadOnly)
-	res := call(t, w.tool(t, true, sandboxpolicy.AllowedOnce), w.sess, map[string]any{"command": "echo x > made", "workdir": "sub"})
+	res := call(t, w.tool(t, true, sandbox.AllowedOnce), w.sess, map[string]any{"command": "echo x > made", "workdir": "sub"})
 	assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code, res.Text)
 	assert.Contains(t, res.Text, "[sandbox: file access denied under read-only mode]")
 	assert.NoFileExists(t, filepath.Join(w.ws, "sub", "made"))
@@ -157,7 +157,7 @@ func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
 			token := fmt.Sprintf("300.%d%d", os.Getpid(), i)
 			started := filepath.Join(w.ws, "started-"+strconv.FormatBool(confined))
 			start := time.Now()
-			res := call(t, w.tool(t, confined, sandboxpolicy.Rejected), w.sess, map[string]any{
+			res := call(t, w.tool(t, confined, sandbox.Rejected), w.sess, map[string]any{
 				"command": `setsid sh -c 'echo a >> ` + started + `; exec sleep ` + token + `' & sh -c 'echo b >> ` + started +
 					`; exec sleep ` + token + `' & sleep 300`,
 				"timeout_ms": 4000,
@@ -194,7 +194,7 @@ func processesWith(arg string) []string {
 
 func TestArguments(t *testing.T) {
 	w := newWorld(t, sandbox.WorkspaceWrite)
-	tl := w.tool(t, false, sandboxpolicy.AllowedOnce)
+	tl := w.tool(t, false, sandbox.AllowedOnce)
 	cases := []struct {
 		name string
 		args map[string]any
@@ -258,7 +258,7 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 	l, err := net.Listen("unix", sock)
 	require.NoError(t, err)
 	defer l.Close() //nolint:errcheck // test listener
-	res := call(t, w.tool(t, true, sandboxpolicy.Rejected), w.sess, map[string]any{
+	res := call(t, w.tool(t, true, sandbox.Rejected), w.sess, map[string]any{
 		"command": py + ` -c 'import socket,sys; s=socket.socket(socket.AF_UNIX); s.connect(sys.argv[1]); print("connected")' ` + sock,
 	})
 	v := res.Value.(toolexec.Value)

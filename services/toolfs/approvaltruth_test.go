@@ -37,14 +37,14 @@ func TestApprovalNamesTheLandingTarget(t *testing.T) {
 			other := wrPut(t, filepath.Join(outside, "other.md"), "other\n")
 			link := filepath.Join(ws, "notes.md")
 			require.NoError(t, os.Symlink(secret, link))
-			var asked []sandboxpolicy.ApprovalRequest
-			approver := sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+			var asked []sandbox.ApprovalRequest
+			approver := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 				asked = append(asked, req)
 				if tc.swap {
 					require.NoError(t, os.Remove(link))
 					require.NoError(t, os.Symlink(other, link))
 				}
-				return sandboxpolicy.AllowedOnce, nil
+				return sandbox.AllowedOnce, nil
 			})
 			e := wrNew(t, wrSetup{Cwd: ws, Sandbox: wrSandboxCfg(sandbox.WorkspaceWrite, ws), Bare: true, Approver: approver})
 			sess := session.New("s", ws)
@@ -80,7 +80,7 @@ func TestApprovalNamesTheLandingTarget(t *testing.T) {
 func TestEscalationNotNeededAsksNobody(t *testing.T) {
 	base := wrBase(t)
 	ws := wrMkdir(t, filepath.Join(base, "ws"))
-	approvals := &wrApprovals{outcome: sandboxpolicy.Rejected}
+	approvals := &wrApprovals{outcome: sandbox.Rejected}
 	e := wrNew(t, wrSetup{Cwd: ws, Sandbox: wrSandboxCfg(sandbox.WorkspaceWrite, ws), Bare: true, Approver: approvals.approver()})
 	sess := session.New("s", ws)
 	res := e.write(sess, map[string]any{"file_path": "in.txt", "content": "x", "sandbox_permissions": "danger-full-access", "justification": "just in case"})
@@ -102,7 +102,7 @@ func TestEscalationNotNeededAsksNobody(t *testing.T) {
 func TestAllowForSessionWidensLaterCalls(t *testing.T) {
 	base := wrBase(t)
 	ws := wrMkdir(t, filepath.Join(base, "ws"))
-	approvals := &wrApprovals{outcome: sandboxpolicy.AllowedForSession}
+	approvals := &wrApprovals{outcome: sandbox.AllowedForSession}
 	e := wrNew(t, wrSetup{Cwd: ws, Sandbox: wrSandboxCfg(sandbox.ReadOnly, ws), Bare: true, Approver: approvals.approver()})
 	sess := session.New("s", ws)
 	wrOK(t, e.write(sess, map[string]any{"file_path": "a.txt", "content": "a", "sandbox_permissions": "workspace-write", "justification": "notes"}))

@@ -32,7 +32,7 @@ func bareTools(t *testing.T) (*toolfs.Tools, string, func(*tool.Tool, map[string
 	call := func(tl *tool.Tool, args map[string]any) tool.Result {
 		raw, err := json.Marshal(args)
 		require.NoError(t, err)
-		return tl.Handler(context.Background(), tool.Call{Session: sess, Arguments: raw})
+		return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{Arguments: raw})
 	}
 	return tools, dir, call
 }

@@ -47,7 +47,7 @@ func wrNewWorld(t *testing.T) wrWorld {
 
 // sandboxed composes the tools over fssandbox with default mode, backend
 // cwd ws, and readbeforewrite unless bare.
-func (w wrWorld) sandboxed(t *testing.T, mode sandbox.Mode, approver sandboxpolicy.Approver, bare bool) *wrEnv {
+func (w wrWorld) sandboxed(t *testing.T, mode sandbox.Mode, approver sandbox.Approver, bare bool) *wrEnv {
 	t.Helper()
 	return wrNew(t, wrSetup{Cwd: w.ws, Sandbox: wrSandboxCfg(mode, w.ws), Approver: approver, Bare: bare})
 }
@@ -421,7 +421,7 @@ func TestEscalationApproval(t *testing.T) {
 		local      bool // fslocal instead of fssandbox
 		mode       sandbox.Mode
 		override   sandbox.Mode
-		approver   *sandboxpolicy.Outcome // nil: no approver composed
+		approver   *sandbox.Outcome // nil: no approver composed
 		noSess     bool
 		edit       bool
 		outside    bool // target the outside dir instead of the workspace
@@ -434,52 +434,52 @@ func TestEscalationApproval(t *testing.T) {
 	}{
 		{
 			name: "T-95 allowed-once: a write outside lands under danger-full-access",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), outside: true,
 			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantAsked: 1, wantCalled: true, wantStamp: wrDanger,
 		},
 		{
 			name: "T-95 allowed-once: an edit outside lands under danger-full-access",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true, edit: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), outside: true, edit: true,
 			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantAsked: 1, wantCalled: true, wantStamp: wrDanger,
 		},
 		{
 			name: "T-95 allowed-once from read-only to workspace-write: a write in the workspace lands",
-			mode: wrRO, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrRO, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:       map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantAsked: 1, wantCalled: true, wantStamp: wrWW,
 		},
 		{
 			name: "T-95 a granted workspace-write still does not reach outside: denied under the granted mode",
-			mode: wrRO, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true,
+			mode: wrRO, approver: wrOutcome(sandbox.AllowedOnce), outside: true,
 			esc:      map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText: wrDenial(wrWW), wantCode: fs.CodeSandboxDenied, wantAsked: 1, wantCalled: true, wantStamp: wrWW,
 		},
 		{
 			name: "T-95 rejected: exact text, the backend is never called",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.Rejected), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.Rejected), outside: true,
 			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantText:  `Error: the user rejected escalating this operation to "danger-full-access"`,
 			wantAsked: 1,
 		},
 		{
 			name: "T-95 rejected edit: exact text, the backend is never called",
-			mode: wrRO, approver: wrOutcome(sandboxpolicy.Rejected), edit: true,
+			mode: wrRO, approver: wrOutcome(sandbox.Rejected), edit: true,
 			esc:       map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText:  `Error: the user rejected escalating this operation to "workspace-write"`,
 			wantAsked: 1,
 		},
 		{
 			name: "X-17 cancelled: exact text",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.Cancelled), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.Cancelled), outside: true,
 			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantText:  `Error: approval for escalating to "danger-full-access" was cancelled`,
 			wantAsked: 1,
 		},
 		{
 			name: "X-17 unavailable: exact text",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.Unavailable), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.Unavailable), outside: true,
 			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantText:  `Error: sandbox escalation to "danger-full-access" requires approval, but no approval channel is available`,
 			wantAsked: 1,
@@ -492,49 +492,49 @@ func TestEscalationApproval(t *testing.T) {
 		},
 		{
 			name: "T-95 an approver but no agent: never asked",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), noSess: true, outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), noSess: true, outside: true,
 			esc:      map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantText: `Error: sandbox escalation to "danger-full-access" requires approval, but the call has no agent to route it through`,
 		},
 		{
 			name: "T-95 only sandbox_permissions: a justification is required",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), outside: true,
 			esc:      map[string]any{"sandbox_permissions": "danger-full-access"},
 			wantText: "Error: invalid escalation: sandbox_permissions requires a justification",
 		},
 		{
 			name: "X-09 only justification is refused",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), outside: true,
 			esc:      map[string]any{"justification": just},
 			wantText: "Error: invalid escalation: justification is only valid together with sandbox_permissions",
 		},
 		{
 			name: "X-10 a whitespace-only justification is refused",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce), outside: true,
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce), outside: true,
 			esc:      map[string]any{"sandbox_permissions": "danger-full-access", "justification": "  \t "},
 			wantText: "Error: invalid justification: expected a non-empty sentence",
 		},
 		{
 			name: "T-95 non-widening: danger-full-access from danger-full-access; the approver is never asked",
-			mode: wrDanger, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrDanger, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantText: `Error: sandbox escalation to "danger-full-access" is not strictly wider than this call's current "danger-full-access" mode`,
 		},
 		{
 			name: "T-95 non-widening: workspace-write from workspace-write",
-			mode: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText: `Error: sandbox escalation to "workspace-write" is not strictly wider than this call's current "workspace-write" mode`,
 		},
 		{
 			name: "T-95 non-widening: workspace-write from danger-full-access is narrower",
-			mode: wrDanger, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrDanger, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText: `Error: sandbox escalation to "workspace-write" is not strictly wider than this call's current "danger-full-access" mode`,
 		},
 		{
 			name: "T-95 non-widening is judged against the session override",
-			mode: wrRO, override: wrWW, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrRO, override: wrWW, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText: `Error: sandbox escalation to "workspace-write" is not strictly wider than this call's current "workspace-write" mode`,
 		},
@@ -546,7 +546,7 @@ func TestEscalationApproval(t *testing.T) {
 		},
 		{
 			name: "X-06 read-only is never an escalation target; the approver is never asked",
-			mode: wrRO, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			mode: wrRO, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "read-only", "justification": just},
 			wantText: `Error: invalid escalation: sandbox_permissions must be one of workspace-write, danger-full-access, got "read-only"`,
 		},
@@ -564,7 +564,7 @@ func TestEscalationApproval(t *testing.T) {
 		},
 		{
 			name:  "T-96 fslocal: an approver composed changes nothing",
-			local: true, approver: wrOutcome(sandboxpolicy.AllowedOnce),
+			local: true, approver: wrOutcome(sandbox.AllowedOnce),
 			esc:      map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantText: "Error: sandbox_permissions is not available in this composition (no sandboxing filesystem to escalate)",
 		},
@@ -629,7 +629,6 @@ func TestEscalationApproval(t *testing.T) {
 			asked := approvals.asked()
 			assert.Len(t, asked, tc.wantAsked, "approval requests")
 			for _, req := range asked {
-				assert.Same(t, sess, req.Session)
 				assert.Equal(t, map[bool]string{true: "edit", false: "write"}[tc.edit], req.Tool)
 				assert.Equal(t, sandbox.Mode(tc.esc["sandbox_permissions"].(string)), req.Mode)
 				assert.Equal(t, just, req.Justification)
@@ -658,7 +657,7 @@ func TestEscalationApproval(t *testing.T) {
 	}
 }
 
-func wrOutcome(o sandboxpolicy.Outcome) *sandboxpolicy.Outcome { return &o }
+func wrOutcome(o sandbox.Outcome) *sandbox.Outcome { return &o }
 
 // TestEscalationOnce covers T-95's "exactly one call": after a granted
 // escalation, the next plain call is back to the standing mode.
@@ -668,7 +667,7 @@ func TestEscalationOnce(t *testing.T) {
 		t.Run("T-95 "+name+": a grant covers one call; the next plain call is denied again", func(t *testing.T) {
 			w := wrNewWorld(t)
 			fixture.Build(t, w.base, "outside/a.txt: hello", "outside/b.txt: hello")
-			approvals := &wrApprovals{outcome: sandboxpolicy.AllowedOnce}
+			approvals := &wrApprovals{outcome: sandbox.AllowedOnce}
 			e := w.sandboxed(t, wrWW, approvals.approver(), false)
 			sess := session.New("s1", w.ws)
 			first, second := filepath.Join(w.outside, "a.txt"), filepath.Join(w.outside, "b.txt")
@@ -715,17 +714,17 @@ func TestEscalationOnce(t *testing.T) {
 func TestEscalationApproverError(t *testing.T) {
 	tests := []struct {
 		name    string
-		outcome sandboxpolicy.Outcome
+		outcome sandbox.Outcome
 		err     error
 		text    string
 	}{
-		{name: "X-17 an approver error fails closed", outcome: sandboxpolicy.AllowedOnce, err: errors.New("channel broke"), text: "channel broke"},
+		{name: "X-17 an approver error fails closed", outcome: sandbox.AllowedOnce, err: errors.New("channel broke"), text: "channel broke"},
 		{name: "X-17 an unknown outcome fails closed", outcome: "maybe", text: `unknown approval outcome "maybe"`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			w := wrNewWorld(t)
-			approver := sandboxpolicy.ApproverFunc(func(context.Context, sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+			approver := sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 				return tc.outcome, tc.err
 			})
 			e := w.sandboxed(t, wrWW, approver, false)
@@ -745,7 +744,7 @@ func TestEscalationApproverError(t *testing.T) {
 // an invalid call never asks the user.
 func TestEscalationArgumentOrder(t *testing.T) {
 	w := wrNewWorld(t)
-	approvals := &wrApprovals{outcome: sandboxpolicy.AllowedOnce}
+	approvals := &wrApprovals{outcome: sandbox.AllowedOnce}
 	e := w.sandboxed(t, wrRO, approvals.approver(), false)
 	sess := session.New("s1", w.ws)
 	esc := map[string]any{"sandbox_permissions": "workspace-write", "justification": "Needed."}

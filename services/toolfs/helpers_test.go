@@ -106,7 +106,7 @@ func rdTools(t testing.TB, cfg toolfs.Config, fsys fs.Service, observers ...fs.O
 func rdCall(t testing.TB, tl *tool.Tool, sess *session.Session, args string) tool.Result {
 	t.Helper()
 	require.True(t, json.Valid([]byte(args)), "test arguments must be valid JSON: %s", args)
-	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: "call-1", Arguments: json.RawMessage(args)})
+	return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{ID: "call-1", Arguments: json.RawMessage(args)})
 }
 
 // rdArgs marshals args to JSON.

@@ -34,9 +34,9 @@ func TestAgentSession(t *testing.T) {
 	ws, outside := filepath.Join(base, "ws"), filepath.Join(base, "outside")
 	fixture.Build(t, base, "ws/notes.txt: hello world\n", "outside/")
 
-	answers := []sandboxpolicy.Outcome{sandboxpolicy.AllowedOnce, sandboxpolicy.Rejected}
-	var asked []sandboxpolicy.ApprovalRequest
-	approver := sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+	answers := []sandbox.Outcome{sandbox.AllowedOnce, sandbox.Rejected}
+	var asked []sandbox.ApprovalRequest
+	approver := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		asked = append(asked, req)
 		out := answers[0]
 		answers = answers[1:]
@@ -47,7 +47,7 @@ func TestAgentSession(t *testing.T) {
 	app := fxtest.New(t,
 		fx.Supply(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}}),
 		fx.Supply(fslocal.Config{Cwd: ws}),
-		fx.Provide(func() sandboxpolicy.Approver { return approver }),
+		fx.Provide(func() sandbox.Approver { return approver }),
 		sandboxpolicy.Module,
 		fssandbox.Module,
 		readbeforewrite.Module,
@@ -65,7 +65,7 @@ func TestAgentSession(t *testing.T) {
 	sess := session.New("agent-1", ws)
 	call := func(name, args string) tool.Result {
 		t.Helper()
-		return tools[name].Handler(context.Background(), tool.Call{Session: sess, ID: name, Arguments: json.RawMessage(args)})
+		return tools[name].Handler(session.NewContext(context.Background(), sess), tool.Call{ID: name, Arguments: json.RawMessage(args)})
 	}
 	notes := filepath.Join(ws, "notes.txt")
 	disk := func(p string) string {

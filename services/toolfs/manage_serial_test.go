@@ -24,7 +24,7 @@ func msCall(ctx context.Context, t *testing.T, tl *tool.Tool, sess *session.Sess
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	return tl.Handler(ctx, tool.Call{Session: sess, ID: tl.Name, Arguments: raw})
+	return tl.Handler(session.NewContext(ctx, sess), tool.Call{ID: tl.Name, Arguments: raw})
 }
 
 func msExists(t *testing.T, p string) bool {

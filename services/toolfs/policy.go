@@ -42,7 +42,7 @@ func (t *Tools) escalate(ctx context.Context, call *guard.Call, op string, paths
 	if boundary == "" && sandboxpolicy.IsWider(esc.Mode, standing.Mode) {
 		return standing, nil
 	}
-	escalated, err := call.Escalate(ctx, *standing, esc, sandboxpolicy.ApprovalRequest{
+	escalated, err := call.Escalate(ctx, *standing, esc, sandbox.ApprovalRequest{
 		Target: strings.Join(keys, " -> "), Given: strings.Join(shown, " -> "), Operation: op, Boundary: boundary,
 	})
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -20,7 +21,7 @@ import (
 func TestEscalationProtectedPath(t *testing.T) {
 	w := wrNewWorld(t)
 	fixture.Build(t, w.ws, ".git/config: [core]\n")
-	approvals := &wrApprovals{outcome: sandboxpolicy.AllowedOnce}
+	approvals := &wrApprovals{outcome: sandbox.AllowedOnce}
 	e := w.sandboxed(t, wrWW, approvals.approver(), false)
 	sess := session.New("s1", w.ws)
 	target := filepath.Join(w.ws, ".git", "hooks", "pre-commit")

@@ -680,7 +680,7 @@ func TestReadCancelled(t *testing.T) {
 	tools := rdTools(t, toolfs.Config{}, rdLocal(t, dir), rec)
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	res := tools.Read().Handler(ctx, tool.Call{Session: session.New("s1", dir), Arguments: json.RawMessage(`{"file_path":"a.txt"}`)})
+	res := tools.Read().Handler(session.NewContext(ctx, session.New("s1", dir)), tool.Call{Arguments: json.RawMessage(`{"file_path":"a.txt"}`)})
 	assert.True(t, res.IsError)
 	assert.EqualValues(t, fs.CodeAborted, res.Code)
 	assert.Empty(t, rec.all())

@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -23,7 +24,7 @@ import (
 type Deps struct {
 	FS        fs.Service
 	Policy    *sandboxpolicy.Service
-	Approver  sandboxpolicy.Approver
+	Approver  sandbox.Approver
 	Intents   fs.IntentPolicy
 	Observers []fs.Observer
 	Logger    *zap.Logger
@@ -58,7 +59,7 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 		log = zap.NewNop()
 	}
 	g, err := guard.New(guard.Config{
-		Family: sandboxpolicy.FileTools, Policy: deps.Policy, Confines: confines, Approver: deps.Approver,
+		Family: sandbox.FileTools, Policy: deps.Policy, Confines: confines, Approver: deps.Approver,
 		Unconfined: "no sandboxing filesystem to escalate",
 	})
 	if err != nil {
@@ -79,7 +80,7 @@ type Params struct {
 	Config    Config `optional:"true"`
 	FS        fs.Service
 	Policy    *sandboxpolicy.Service `optional:"true"`
-	Approver  sandboxpolicy.Approver `optional:"true"`
+	Approver  sandbox.Approver       `optional:"true"`
 	Intents   fs.IntentPolicy        `optional:"true"`
 	Observers []fs.Observer          `group:"fs.observers"`
 	Logger    *zap.Logger            `optional:"true"`
@@ -107,7 +108,7 @@ func provide(p Params) (Result, error) {
 // Module contributes read, write, edit, list, glob, grep, mkdir, delete and
 // move to the "tools" group. It needs an fs.Service; under a confining one, a
 // *sandboxpolicy.Service. An
-// optional sandboxpolicy.Approver enables escalation; an optional
+// optional sandbox.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit
 // guards.
 var Module = fx.Module("toolfs",

@@ -107,12 +107,12 @@ func (r *wrRecorder) injectEdit(err error) {
 // outcome.
 type wrApprovals struct {
 	mu      sync.Mutex
-	outcome sandboxpolicy.Outcome
-	reqs    []sandboxpolicy.ApprovalRequest
+	outcome sandbox.Outcome
+	reqs    []sandbox.ApprovalRequest
 }
 
-func (a *wrApprovals) approver() sandboxpolicy.Approver {
-	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+func (a *wrApprovals) approver() sandbox.Approver {
+	return sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		a.mu.Lock()
 		defer a.mu.Unlock()
 		a.reqs = append(a.reqs, req)
@@ -120,10 +120,10 @@ func (a *wrApprovals) approver() sandboxpolicy.Approver {
 	})
 }
 
-func (a *wrApprovals) asked() []sandboxpolicy.ApprovalRequest {
+func (a *wrApprovals) asked() []sandbox.ApprovalRequest {
 	a.mu.Lock()
 	defer a.mu.Unlock()
-	return append([]sandboxpolicy.ApprovalRequest(nil), a.reqs...)
+	return append([]sandbox.ApprovalRequest(nil), a.reqs...)
 }
 
 // wrSetup describes one composition of the tools.
@@ -136,7 +136,7 @@ type wrSetup struct {
 	// Bare leaves out readbeforewrite (no Intents, no Observers).
 	Bare bool
 	// Approver is the escalation approver, nil for none.
-	Approver sandboxpolicy.Approver
+	Approver sandbox.Approver
 	// Observers are extra observers, told before readbeforewrite.
 	Observers []fs.Observer
 	// Config is the tools' configuration (zero: the defaults).
@@ -192,7 +192,7 @@ func wrCall(t testing.TB, tl *tool.Tool, sess *session.Session, args map[string]
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: tl.Name, Arguments: raw})
+	return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{ID: tl.Name, Arguments: raw})
 }
 
 func (e *wrEnv) write(sess *session.Session, args map[string]any) tool.Result {

@@ -595,7 +595,7 @@ func TestWriteEditCancelled(t *testing.T) {
 			before := fixture.Snapshot(t, ws)
 			raw, err := json.Marshal(tc.args)
 			require.NoError(t, err)
-			res := tc.tool(e).Handler(ctx, tool.Call{Session: session.New("s1", ws), Arguments: raw})
+			res := tc.tool(e).Handler(session.NewContext(ctx, session.New("s1", ws)), tool.Call{Arguments: raw})
 			assert.True(t, res.IsError)
 			assert.EqualValues(t, fs.CodeAborted, res.Code, res.Text)
 			assert.Equal(t, before, fixture.Snapshot(t, ws))
@@ -611,7 +611,7 @@ func TestWriteContentLimit(t *testing.T) {
 	require.NoError(t, err)
 	sess := session.New("s", dir)
 	call := func(tl *tool.Tool, args string) tool.Result {
-		return tl.Handler(context.Background(), tool.Call{Session: sess, Arguments: json.RawMessage(args)})
+		return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{Arguments: json.RawMessage(args)})
 	}
 	res := call(tools.Write(), `{"file_path":"a.txt","content":"123456789"}`)
 	assert.True(t, res.IsError)

@@ -167,7 +167,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 		tracker *session.Tracker
 	)
 	stop, err := start(ctx, cfg, env,
-		fx.Provide(func() sandboxpolicy.Approver { return approver }),
+		fx.Provide(func() sandbox.Approver { return approver }),
 		fx.Populate(&group, &tracker),
 	)
 	if err != nil {
@@ -200,7 +200,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
 	defer tracker.End(sess)
-	res := target.Handler(ctx, tool.Call{Session: sess, ID: "1", Arguments: arguments})
+	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Arguments: arguments})
 	if err := writeJSON(env.Stdout, mcpserver.ToResult(res)); err != nil {
 		return ExitToolError, err
 	}
@@ -293,20 +293,20 @@ func errOrNull(err error) error {
 
 // chooseApprover returns the call command's approver: prompt on the
 // terminal, deny, or (no choice and no terminal) unavailable.
-func chooseApprover(choice string, env Env) (sandboxpolicy.Approver, error) {
+func chooseApprover(choice string, env Env) (sandbox.Approver, error) {
 	switch choice {
 	case "prompt":
 		return promptApprover(env), nil
 	case "deny":
-		return sandboxpolicy.ApproverFunc(func(context.Context, sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-			return sandboxpolicy.Rejected, nil
+		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
+			return sandbox.Rejected, nil
 		}), nil
 	case "":
 		if env.StdinIsTerminal {
 			return promptApprover(env), nil
 		}
-		return sandboxpolicy.ApproverFunc(func(context.Context, sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
-			return sandboxpolicy.Unavailable, nil
+		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
+			return sandbox.Unavailable, nil
 		}), nil
 	default:
 		return nil, usagef("--approval: unknown value %q: allowed values are deny, prompt", choice)
@@ -317,21 +317,21 @@ func chooseApprover(choice string, env Env) (sandboxpolicy.Approver, error) {
 // from stdin: y or yes allows this one call; s or session allows the mode
 // for the rest of the session (the rest of this process's calls); anything
 // else rejects; end of input cancels.
-func promptApprover(env Env) sandboxpolicy.Approver {
+func promptApprover(env Env) sandbox.Approver {
 	in := bufio.NewReader(env.Stdin)
-	return sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+	return sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		_, _ = fmt.Fprintf(env.Stderr, "%s\nAllow? [y = this call once, s = for the rest of the session, N = deny] ", sandboxpolicy.Prompt(req))
 		line, err := in.ReadString('\n')
 		if err != nil && line == "" {
-			return sandboxpolicy.Cancelled, nil
+			return sandbox.Cancelled, nil
 		}
 		switch strings.ToLower(strings.TrimSpace(line)) {
 		case "y", "yes":
-			return sandboxpolicy.AllowedOnce, nil
+			return sandbox.AllowedOnce, nil
 		case "s", "session":
-			return sandboxpolicy.AllowedForSession, nil
+			return sandbox.AllowedForSession, nil
 		default:
-			return sandboxpolicy.Rejected, nil
+			return sandbox.Rejected, nil
 		}
 	})
 }

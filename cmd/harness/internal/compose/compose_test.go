@@ -23,7 +23,6 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/sandbox"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -64,7 +63,7 @@ func call(t *testing.T, sess *session.Session, tl *tool.Tool, args any) tool.Res
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	return tl.Handler(context.Background(), tool.Call{Session: sess, ID: "1", Arguments: raw})
+	return tl.Handler(session.NewContext(context.Background(), sess), tool.Call{ID: "1", Arguments: raw})
 }
 
 // TestLocalWithAnotherModeIsRefused (issue 12): --fs local never confines,
@@ -195,15 +194,15 @@ func TestGraphTempRoot(t *testing.T) {
 
 func TestGraphEscalation(t *testing.T) {
 	d := newDirs(t)
-	var asked []sandboxpolicy.ApprovalRequest
-	approver := sandboxpolicy.ApproverFunc(func(_ context.Context, req sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+	var asked []sandbox.ApprovalRequest
+	approver := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 		asked = append(asked, req)
-		return sandboxpolicy.AllowedOnce, nil
+		return sandbox.AllowedOnce, nil
 	})
 	tools, app := toolsByName(t, config.Config{
 		FS: "sandbox", Mode: "read-only", Workspace: d.ws, TempRoots: []string{d.temp},
 		LogLevel: "info", LogFormat: "console",
-	}, fx.Provide(func() sandboxpolicy.Approver { return approver }))
+	}, fx.Provide(func() sandbox.Approver { return approver }))
 	defer app.RequireStop()
 	sess := session.New("s-1", d.ws)
 

@@ -10,10 +10,11 @@ import (
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// approver is the sandboxpolicy.Approver of one MCP call: it asks the user
+// approver is the sandbox.Approver of one MCP call: it asks the user
 // of the connection that made the call, through elicitation. A client that
 // declared no elicitation answers Unavailable. On a 2025-11-25 (or earlier)
 // connection it sends an elicitation request and waits for the answer; on a
@@ -30,9 +31,9 @@ type approver struct {
 }
 
 // Approve asks the calling connection's user about ar.
-func (a approver) Approve(ctx context.Context, ar sandboxpolicy.ApprovalRequest) (sandboxpolicy.Outcome, error) {
+func (a approver) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 	if !canElicit(a.req, a.newProto) {
-		return sandboxpolicy.Unavailable, nil
+		return sandbox.Unavailable, nil
 	}
 	if !a.newProto {
 		// Waiting for the user holds no call slot.
@@ -43,7 +44,7 @@ func (a approver) Approve(ctx context.Context, ar sandboxpolicy.ApprovalRequest)
 		}
 		if errors.Is(err, errInputClosed) {
 			// The client can no longer answer (its stream ended).
-			return sandboxpolicy.Unavailable, nil
+			return sandbox.Unavailable, nil
 		}
 		if err != nil {
 			return "", err
@@ -86,7 +87,7 @@ const (
 // operation and its size, the boundary crossed, the cleaned justification)
 // and a "decision" field whose enum offers allowing this one call, allowing
 // the mode for the rest of the session, or denying.
-func elicitation(req sandboxpolicy.ApprovalRequest) *mcp.ElicitParams {
+func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 	return &mcp.ElicitParams{
 		Message: sandboxpolicy.Prompt(req),
 		RequestedSchema: &jsonschema.Schema{
@@ -114,24 +115,24 @@ var errBadAnswer = errors.New(`the approval answer does not match its form: "dec
 // allowed-once, allow-session -> allowed-for-session, deny -> rejected;
 // decline -> rejected; cancel -> cancelled. An accepted answer without a
 // valid decision is errBadAnswer (the call fails with a code, never runs).
-func outcome(res *mcp.ElicitResult) (sandboxpolicy.Outcome, error) {
+func outcome(res *mcp.ElicitResult) (sandbox.Outcome, error) {
 	if res == nil {
-		return sandboxpolicy.Cancelled, nil
+		return sandbox.Cancelled, nil
 	}
 	switch res.Action {
 	case "accept":
 		switch res.Content["decision"] {
 		case decisionOnce:
-			return sandboxpolicy.AllowedOnce, nil
+			return sandbox.AllowedOnce, nil
 		case decisionSession:
-			return sandboxpolicy.AllowedForSession, nil
+			return sandbox.AllowedForSession, nil
 		case decisionDeny:
-			return sandboxpolicy.Rejected, nil
+			return sandbox.Rejected, nil
 		}
 		return "", errBadAnswer
 	case "decline":
-		return sandboxpolicy.Rejected, nil
+		return sandbox.Rejected, nil
 	default:
-		return sandboxpolicy.Cancelled, nil
+		return sandbox.Cancelled, nil
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -22,8 +23,9 @@ func ExampleNew() {
 		InputSchema:  &jsonschema.Schema{Type: "object"},
 		OutputSchema: &jsonschema.Schema{Type: "object"},
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-		Handler: func(_ context.Context, call tool.Call) tool.Result {
-			return tool.Result{Text: call.Session.Cwd(), Value: map[string]any{"cwd": call.Session.Cwd()}}
+		Handler: func(ctx context.Context, _ tool.Call) tool.Result {
+			cwd := session.FromContext(ctx).Cwd()
+			return tool.Result{Text: cwd, Value: map[string]any{"cwd": cwd}}
 		},
 	}
 	srv, err := mcpserver.New(mcpserver.Options{Version: "v1", Workspace: "/srv/project"}, []*tool.Tool{cwd}, nil, nil)

@@ -13,7 +13,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -117,8 +117,7 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)), nil
 		}
 		defer call.release()
-		result := t.Handler(ctx, tool.Call{
-			Session:   sess,
+		result := t.Handler(session.NewContext(ctx, sess), tool.Call{
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
@@ -161,7 +160,7 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) tool.Progress {
 
 // approvalBinding is what an approval answer is bound to: the tool, its
 // exact arguments, the requested mode and the justification.
-func approvalBinding(toolName string, args json.RawMessage, ar sandboxpolicy.ApprovalRequest) []byte {
+func approvalBinding(toolName string, args json.RawMessage, ar sandbox.ApprovalRequest) []byte {
 	h := sha256.New()
 	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification, ar.Target} {
 		h.Write([]byte(part))

@@ -15,7 +15,6 @@ import (
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/services/sandbox"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -155,8 +154,8 @@ var quick = &tool.Tool{
 var asking = &tool.Tool{
 	Name: "ask", Description: "asks for approval", InputSchema: object(), OutputSchema: object(),
 	Handler: func(ctx context.Context, call tool.Call) tool.Result {
-		out, err := call.Approver.Approve(ctx, sandboxpolicy.ApprovalRequest{
-			Session: call.Session, Tool: "ask", Mode: sandbox.DangerFullAccess, Justification: "test",
+		out, err := call.Approver.Approve(ctx, sandbox.ApprovalRequest{
+			Tool: "ask", Mode: sandbox.DangerFullAccess, Justification: "test",
 		})
 		if err != nil {
 			return tool.ErrorResult(err.Error(), "")
@@ -224,7 +223,7 @@ func TestApprovalWaitHoldsNoSlot(t *testing.T) {
 	p.send(t, `{"jsonrpc":"2.0","id":`+string(ask.ID)+`,"result":{"action":"accept","content":{"decision":"allow-once"}}}`)
 	m = p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
 	assert.Equal(t, "1", string(m.ID))
-	assert.Equal(t, string(sandboxpolicy.AllowedOnce), resultText(m))
+	assert.Equal(t, string(sandbox.AllowedOnce), resultText(m))
 }
 
 // TestCancelledCallStopsWithoutAnswer (issue 14, item 2): a running call

@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -174,8 +175,8 @@ func TestServeFromSlash(t *testing.T) {
 // cwdTool answers with the session's working directory.
 var cwdTool = &tool.Tool{
 	Name: "cwd", Description: "the session's cwd", InputSchema: object(), OutputSchema: object(),
-	Handler: func(_ context.Context, call tool.Call) tool.Result {
-		return tool.Result{Text: call.Session.Cwd(), Value: map[string]any{}}
+	Handler: func(ctx context.Context, _ tool.Call) tool.Result {
+		return tool.Result{Text: session.FromContext(ctx).Cwd(), Value: map[string]any{}}
 	},
 }
 

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // TestEndOfInputWaitsForAnswers (issue 14, item 1): the input ends while a
@@ -48,5 +48,5 @@ func TestEndOfInputRefusesRequestsToClient(t *testing.T) {
 	require.NoError(t, p.in.Close())
 	m := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
 	assert.Equal(t, "1", string(m.ID))
-	assert.Equal(t, string(sandboxpolicy.Unavailable), resultText(m))
+	assert.Equal(t, string(sandbox.Unavailable), resultText(m))
 }

@@ -1,0 +1,100 @@
+package sandbox
+
+import "context"
+
+// The approval vocabulary: what an approver is asked about an escalation,
+// and its answers. The policy service (sandboxpolicy.Escalate) asks; a front
+// end implements Approver (the MCP server through elicitation, the CLI on a
+// terminal).
+
+// Family is what a session grant covers (issue 21): the file tools, or
+// commands. A grant never reaches across: answering "allow for the session"
+// to a file tool's prompt leaves how commands run unchanged, and the other
+// way round.
+type Family string
+
+// The tool families.
+const (
+	FileTools Family = "file tools"
+	Commands  Family = "commands"
+)
+
+// Subject returns the escalation hint's subject for f
+// (SubjectCommand or SubjectOperation).
+func (f Family) Subject() string {
+	if f == Commands {
+		return SubjectCommand
+	}
+	return SubjectOperation
+}
+
+// Outcome is an approver's answer.
+type Outcome string
+
+// The approver outcomes (X-17). AllowedForSession grants the requested mode
+// to this call and, as the session's mode, to every later call of the
+// session until it ends (issue 12, "Allow for this session").
+const (
+	AllowedOnce       Outcome = "allowed-once"
+	AllowedForSession Outcome = "allowed-for-session"
+	Rejected          Outcome = "rejected"
+	Cancelled         Outcome = "cancelled"
+	Unavailable       Outcome = "unavailable"
+)
+
+// ApprovalRequest is what an approver is asked: the tool, the
+// requested mode, the model's justification, and Reason, the sentence
+// `escalate sandbox to <mode>: <justification>` (X-13), plus what the call
+// would do, so the prompt shows the truth (issue 12): the canonical target,
+// the path as given, the operation and the boundary crossed.
+type ApprovalRequest struct {
+	// Family is what the call is (file tools or commands), and so what an
+	// "allow for the session" answer covers.
+	Family        Family
+	Tool          string
+	Mode          Mode
+	Justification string
+	Reason        string
+	// Target is the canonical path the call would mutate (symlinks
+	// resolved), so the user sees where the write lands; empty when the
+	// caller has none.
+	Target string
+	// Command and Workdir are the shell command an exec call would run
+	// and the directory it would start in; empty for file operations.
+	Command string
+	Workdir string
+	// Given is the path as the call gave it, resolved lexically (its
+	// display path); shown when it differs from Target.
+	Given string
+	// Operation says what the call would do and its size, e.g.
+	// "write 12 bytes (the whole file)"; empty when the caller has none.
+	Operation string
+	// Boundary is the boundary the call crosses under the standing policy
+	// (one of the Boundary* texts); empty when the caller has none.
+	Boundary string
+	// Standing is the mode the call runs under without the escalation.
+	Standing Mode
+	// SessionGrant is the mode an earlier "allow for this session" answer
+	// gave the session's calls of Family, "" when none did; sandboxpolicy.Escalate
+	// fills it in.
+	SessionGrant Mode
+}
+
+// Approver asks a human to approve one escalation. It returns one of the four
+// outcomes; an error means no answer was had (a timed-out prompt, a client
+// that cannot show it, an answer that does not fit it) and fails the call,
+// never approves it.
+type Approver interface {
+	Approve(ctx context.Context, req ApprovalRequest) (Outcome, error)
+}
+
+// ApproverFunc adapts a function to Approver.
+type ApproverFunc func(ctx context.Context, req ApprovalRequest) (Outcome, error)
+
+// Approve calls f; a nil f answers Unavailable (fail closed).
+func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome, error) {
+	if f == nil {
+		return Unavailable, nil
+	}
+	return f(ctx, req)
+}
