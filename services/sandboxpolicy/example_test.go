@@ -10,9 +10,10 @@ import (
 	"github.com/dsh-go/harness/services/session"
 )
 
-// SetMode switches a session's standing mode for the rest of the session
-// (an "allow for this session" answer): every later call of that session
-// resolves to it, while other sessions keep the deployment default.
+// SetMode switches a session's standing mode for the rest of the session,
+// for every tool family: every later call of that session resolves to it,
+// while other sessions keep the deployment default. (An "allow for the
+// session" answer records a grant for one family only.)
 func ExampleSetMode() {
 	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/srv/fallback", TempRoots: []string{}})
 	if err != nil {

@@ -1,9 +1,14 @@
-// Package sandboxpolicy is the policy service of the write fence, on top of
-// the sandbox vocabulary: it resolves the execution policy of each call per
-// session (an approved escalation, else the session's "sandbox/mode"
-// override, else the deployment default), pins each session's canonical
-// workspace root, and runs the escalation ladder through a sandbox.Approver. It is
-// data plus predicates: enforcement lives in fssandbox.
+// Package sandboxpolicy is the one policy of harness, on top of the sandbox
+// vocabulary, for the file tools and commands alike: it resolves the
+// execution policy of each call per session and tool family (an approved
+// escalation, else the session's last "sandbox/mode" event covering the
+// family, else the deployment default), pins each session's canonical
+// workspace roots, owns the writable roots (workspace, temp areas,
+// --writable-root) and the protected paths inside them, answers which
+// boundary a mutation crosses, and runs the escalation ladder through a
+// sandbox.Approver, recording a session grant for the asking family only.
+// It decides; enforcement lives in fssandbox (files) and execsandbox
+// (commands), which ask it and never compute roots of their own.
 package sandboxpolicy
 
 import (

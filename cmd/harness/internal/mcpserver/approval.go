@@ -30,6 +30,8 @@ type approver struct {
 	slot     *slot // the call's slot, released while waiting for the user
 }
 
+var _ sandbox.Approver = approver{}
+
 // Approve asks the calling connection's user about ar.
 func (a approver) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 	if !canElicit(a.req, a.newProto) {
