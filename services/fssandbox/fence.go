@@ -91,8 +91,6 @@ func (m fenced) Change(at fsbackend.Site, parent *dirfd.Parent, name string, cha
 	return err
 }
 
-var _ fsbackend.Fence = (*fenced)(nil)
-
 // runConfined runs fn in one call on a thread of domains whose Landlock
 // domain allows writes only beneath roots (the fences' writable roots, each
 // admitted). A thread that cannot be had because ctx ended returns ctx's
@@ -236,3 +234,5 @@ func (fc *fence) check(err error) error {
 	}
 	return err
 }
+
+var _ fsbackend.Fence = (*fenced)(nil)
