@@ -49,15 +49,23 @@
 // Landlock ABI 1 (Linux 5.13 to 5.18) refuses every link or rename across
 // directories, which the publication of a write needs; the package requires
 // ABI 2 and reports an older kernel as unavailable.
+//
+// The package is harness's one Landlock binding: the write rights
+// (WriteRights), the per-ABI presets (Preset) and the kernel's ABI (ABI,
+// KernelABI) are defined here, on github.com/landlock-lsm/go-landlock, and the
+// command runner's helper (internal/subproc) builds its process-wide domain
+// from them.
 package landlock
 
 import (
 	"bufio"
 	"bytes"
+	"errors"
 	"fmt"
 	"os"
 	"sync"
 
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
 )
 
@@ -158,16 +166,28 @@ func ABI() (int, error) { return probeOnce() }
 
 var probeOnce = sync.OnceValues(probeABI)
 
-// probeABI asks the kernel for its Landlock ABI on the calling thread.
+// KernelABI returns the running kernel's Landlock ABI version whatever it is
+// (1 included, which ABI refuses), or 0 when Landlock cannot be used at all
+// (ABI says why). The command runner, which needs no cross-directory link,
+// asks this; the kernel is asked once per process, by the same probe as ABI.
+func KernelABI() int {
+	abi, _ := probeOnce()
+	return abi
+}
+
+// probeABI asks the kernel for its Landlock ABI on the calling thread. It
+// returns the version for an ABI older than minABI, with the error.
 func probeABI() (int, error) {
-	v, _, errno := unix.Syscall(unix.SYS_LANDLOCK_CREATE_RULESET, 0, 0, unix.LANDLOCK_CREATE_RULESET_VERSION)
-	if errno != 0 {
+	v, err := ll.LandlockGetABIVersion()
+	if err != nil {
+		var errno unix.Errno // go-landlock returns the bare errno
+		_ = errors.As(err, &errno)
 		return 0, unavailable(errno, seccompFiltered())
 	}
-	if int(v) < minABI {
-		return int(v), &UnavailableError{Reason: OldABI, ABI: int(v)}
+	if v < minABI {
+		return v, &UnavailableError{Reason: OldABI, ABI: v}
 	}
-	return int(v), nil
+	return v, nil
 }
 
 // unavailable classifies a failed version query. Landlock answers it with
@@ -201,29 +221,4 @@ func seccompFiltered() bool {
 		}
 	}
 	return false
-}
-
-// handledAccess returns the filesystem accesses a domain of ABI abi handles:
-// every write-ish access that ABI knows, no read or execute access.
-func handledAccess(abi int) uint64 {
-	a := uint64(unix.LANDLOCK_ACCESS_FS_WRITE_FILE |
-		unix.LANDLOCK_ACCESS_FS_REMOVE_DIR |
-		unix.LANDLOCK_ACCESS_FS_REMOVE_FILE |
-		unix.LANDLOCK_ACCESS_FS_MAKE_CHAR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_DIR |
-		unix.LANDLOCK_ACCESS_FS_MAKE_REG |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_FIFO |
-		unix.LANDLOCK_ACCESS_FS_MAKE_BLOCK |
-		unix.LANDLOCK_ACCESS_FS_MAKE_SYM)
-	if abi >= 2 {
-		a |= unix.LANDLOCK_ACCESS_FS_REFER
-	}
-	if abi >= 3 {
-		a |= unix.LANDLOCK_ACCESS_FS_TRUNCATE
-	}
-	if abi >= 5 {
-		a |= unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
-	}
-	return a
 }

@@ -144,3 +144,25 @@ func TestHandledAccess(t *testing.T) {
 		assert.Zero(t, got&reads, "ABI %d handles a read access", tc.abi)
 	}
 }
+
+func TestWriteRights(t *testing.T) {
+	const (
+		ioctl  = unix.LANDLOCK_ACCESS_FS_IOCTL_DEV
+		reads  = unix.LANDLOCK_ACCESS_FS_READ_FILE | unix.LANDLOCK_ACCESS_FS_READ_DIR | unix.LANDLOCK_ACCESS_FS_EXECUTE
+		refer  = unix.LANDLOCK_ACCESS_FS_REFER
+		trunc  = unix.LANDLOCK_ACCESS_FS_TRUNCATE
+		newest = 1 << 20 // an ABI no go-landlock release knows yet
+	)
+	assert.Zero(t, landlock.WriteRights(0), "no Landlock, no rights")
+	assert.Zero(t, uint64(landlock.WriteRights(1))&refer, "ABI 1 has no refer")
+	for _, abi := range []int{1, 2, 3, 5, 11, newest} {
+		w := uint64(landlock.WriteRights(abi))
+		assert.NotZero(t, w&unix.LANDLOCK_ACCESS_FS_WRITE_FILE, "ABI %d", abi)
+		assert.Zero(t, w&(reads|ioctl), "ABI %d: a command's reads, runs and terminal ioctls stay allowed", abi)
+		assert.Equal(t, w, uint64(landlock.Preset(abi).HandledAccessFS)&w, "ABI %d: only rights the ABI knows", abi)
+		if abi >= 3 {
+			assert.Equal(t, uint64(refer|trunc), w&(refer|trunc), "ABI %d", abi)
+		}
+	}
+	assert.Equal(t, landlock.Preset(11), landlock.Preset(newest), "a newer kernel is asked for the newest known rights")
+}

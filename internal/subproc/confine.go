@@ -8,17 +8,9 @@ import (
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 	"golang.org/x/sys/unix"
+
+	hlandlock "github.com/dsh-go/harness/internal/landlock"
 )
-
-// maxKnownABI is the newest Landlock ABI whose rights this package asks for.
-const maxKnownABI = 11
-
-// writeRights are the Landlock rights that modify the filesystem, all
-// handled by the ruleset and granted only beneath the writable roots. Reads
-// and execution are not handled, so they stay allowed everywhere.
-const writeRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSRemoveDir | ll.AccessFSRemoveFile |
-	ll.AccessFSMakeChar | ll.AccessFSMakeDir | ll.AccessFSMakeReg | ll.AccessFSMakeSock | ll.AccessFSMakeFifo |
-	ll.AccessFSMakeBlock | ll.AccessFSMakeSym | ll.AccessFSRefer | ll.AccessFSTruncate)
 
 // deviceRights are the rights granted on DevicePaths.
 const deviceRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSTruncate)
@@ -34,13 +26,10 @@ type Capabilities struct {
 	Seccomp bool `json:"seccomp"`
 }
 
-// Probe returns the kernel's capabilities.
+// Probe returns the kernel's capabilities. The Landlock ABI is
+// internal/landlock's probe (KernelABI), asked once per process.
 func Probe() Capabilities {
-	abi, err := ll.LandlockGetABIVersion()
-	if err != nil {
-		abi = 0
-	}
-	return Capabilities{LandlockABI: abi, Seccomp: seccomp.Supported()}
+	return Capabilities{LandlockABI: hlandlock.KernelABI(), Seccomp: seccomp.Supported()}
 }
 
 // ErrNoLandlock says the kernel cannot confine a command's writes.
@@ -64,19 +53,15 @@ func confine(c Confinement) error {
 	return nil
 }
 
-// presets are go-landlock's configurations by ABI version.
-var presets = []landlock.Config{
-	{},
-	landlock.V1, landlock.V2, landlock.V3, landlock.V4, landlock.V5, landlock.V6,
-	landlock.V7, landlock.V8, landlock.V9, landlock.V10, landlock.V11,
-}
-
 // restrictFS enforces the Landlock domain for ABI version abi: exactly the
 // rights this ABI knows (never "best effort", which would run unconfined
-// where Landlock is missing).
+// where Landlock is missing). The rights that modify the filesystem are
+// internal/landlock's WriteRights, handled and granted only beneath the
+// writable roots; reads and execution are not handled, so they stay allowed
+// everywhere.
 func restrictFS(c Confinement, abi int) error {
-	known := presets[min(abi, maxKnownABI)]
-	fsRights := known.HandledAccessFS & writeRights
+	known := hlandlock.Preset(abi)
+	fsRights := hlandlock.WriteRights(abi)
 	var resolveUnix landlock.AccessFSSet
 	if c.UnixSockets && known.HandledAccessFS&landlock.AccessFSSet(ll.AccessFSResolveUnix) != 0 {
 		// ABI 9+: connecting to a pathname Unix socket is limited to

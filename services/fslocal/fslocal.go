@@ -196,13 +196,28 @@ var Module = fx.Module("fslocal",
 	fx.Invoke(func(fs.Service) {}),
 )
 
-// host mounts every mutation on the unconfined host handle, on the caller's
-// target and the calling goroutine; it ignores the policy and refuses
-// nothing.
+// host is the trivial fsbackend.Fence: every mutation runs on the
+// unconfined host handle, on the caller's targets and the calling goroutine;
+// it ignores the policy, refuses nothing and decides no entry.
 type host struct{ dir *dirfd.Dir }
 
-func (h host) Mount(_ context.Context, target fs.Target, _ *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
-	return fsbackend.Mount{Root: h.dir, Target: target}, nil
+// Mutate runs op on the host handle with the caller's targets.
+func (h host) Mutate(_ context.Context, _ *sandbox.ExecutionPolicy, targets []fs.Target, op func([]fsbackend.Site) error) error {
+	at := make([]fsbackend.Site, len(targets))
+	for i, t := range targets {
+		at[i] = fsbackend.Site{Root: h.dir, Target: t}
+	}
+	return op(at)
 }
+
+// Change runs change with no check after publication.
+func (host) Change(_ fsbackend.Site, _ *dirfd.Parent, _ string, change func(verify func() error) error) error {
+	if change == nil {
+		return nil
+	}
+	return change(nil)
+}
+
+var _ fsbackend.Fence = (*host)(nil)
 
 var _ fs.Service = (*FileSystem)(nil)

@@ -16,77 +16,104 @@ import (
 // canonical target is beneath no writable root.
 var errOutsideRoots = errors.New("target is outside every writable root")
 
-// fenced is the fence as the core's Mounter: every write and edit enters the
-// fence before anything else happens.
+// fenced is the fence as the core's fsbackend.Fence: every mutation enters
+// the fence before anything else happens, and every entry it changes passes
+// the fence's decision right before it does.
 type fenced struct{ f *FileSystem }
 
-// Mount admits or denies one mutation of target under policy (see enter);
-// an admitted mutation runs beneath the fence's root, on the calling
-// goroutine, and its error passes check before the fence is released.
-func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
-	fc, err := m.f.enter(ctx, target, policy)
-	if err != nil {
-		return fsbackend.Mount{}, err
-	}
-	mount := fsbackend.Mount{
-		Root:   fc.root,
-		Target: fc.target,
-		Done: func(err error) error {
-			defer fc.release()
-			return fc.check(err)
-		},
-	}
-	if fc.root.Confined() {
-		mount.Admit = fc.admitProtected(m.f)
-	}
-	switch {
-	case !fc.root.Confined():
-	case m.f.domains != nil:
-		mount.Run = func(mutate func() error) error { return fc.runConfined(ctx, m.f.domains, nil, mutate) }
-		mount.Roots = []string{fc.root.Path()}
-		mount.RunWithin = func(extra []string, mutate func() error) error {
-			return fc.runConfined(ctx, m.f.domains, extra, mutate)
+// Mutate admits or denies a mutation of each target under policy (see
+// enter), in order; the admitted mutation then runs beneath the fences'
+// roots, in one call on a thread of the Landlock domain of every confined
+// root among them (a move spans two writable roots, and a domain of one
+// refuses a rename out of it), or on the calling goroutine without Landlock
+// or under danger-full-access. Its error passes each fence's check, the last
+// entered first, before that fence is released.
+func (m fenced) Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, targets []fs.Target, op func(at []fsbackend.Site) error) (err error) {
+	fences := make([]*fence, 0, len(targets))
+	defer func() {
+		for i := len(fences) - 1; i >= 0; i-- {
+			err = fences[i].check(err)
+			fences[i].release()
 		}
-		mount.Refused = fc.refused
-	default:
-		// No Landlock: a directory moved out between the last check and
-		// the publication takes the file along, so the publication is
-		// checked after the fact and undone (the check's EXDEV is a
-		// denial).
-		mount.Published = (*dirfd.Parent).CheckBeneath
+	}()
+	for _, target := range targets {
+		fc, err := m.f.enter(ctx, target, policy)
+		if err != nil {
+			return err
+		}
+		fences = append(fences, fc)
 	}
-	return mount, nil
+	at := make([]fsbackend.Site, len(fences))
+	var roots []string
+	for i, fc := range fences {
+		confined := fc.root.Confined()
+		at[i] = fsbackend.Site{
+			Root: fc.root, Target: fc.target, Mode: fc.mode,
+			Domain: confined && m.f.domains != nil, Decides: confined,
+		}
+		if confined {
+			roots = append(roots, fc.root.Path())
+		}
+	}
+	if m.f.domains == nil || len(roots) == 0 {
+		// No Landlock (the publication is checked after the fact: see
+		// Change), or danger-full-access on the host handle.
+		return op(at)
+	}
+	return fences[0].runConfined(ctx, m.f.domains, roots, func() error { return op(at) })
 }
 
-// runConfined runs the whole mutation in one call on a thread of domains
-// whose Landlock domain allows writes only beneath the fence's root and
-// extra (the other writable root of a move, itself admitted by the fence).
-func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, extra []string, mutate func() error) error {
+// Change decides the entry name in the open directory parent beneath a
+// confined root (admitEntry) and runs change. Under a Landlock domain, the
+// domain's refusal of a parent that has left the root is a denial, any other
+// error (an EACCES with the parent still inside included) the ordinary one.
+// Without a domain, a directory moved out between the last check and the
+// publication takes the file along, so change gets the check to run after
+// the publication, which undoes it when the parent has left the root (the
+// check's EXDEV is a denial: see check).
+func (m fenced) Change(at fsbackend.Site, parent *dirfd.Parent, name string, change func(verify func() error) error) error {
+	if at.Decides {
+		if err := m.f.admitEntry(at, parent, name); err != nil {
+			return err
+		}
+	}
+	if change == nil {
+		return nil
+	}
+	var verify func() error
+	if at.Decides && !at.Domain {
+		verify = parent.CheckBeneath
+	}
+	err := change(verify)
+	if at.Domain && landlock.Denied(err, parent) {
+		return denied(at.Target, at.Mode, err)
+	}
+	return err
+}
+
+// runConfined runs fn in one call on a thread of domains whose Landlock
+// domain allows writes only beneath roots (the fences' writable roots, each
+// admitted). A thread that cannot be had because ctx ended returns ctx's
+// error, which the core reports as its operation's abort.
+func (fc *fence) runConfined(ctx context.Context, domains *landlock.Executor, roots []string, fn func() error) error {
 	ran := false
-	err := domains.Run(ctx, append([]string{fc.root.Path()}, extra...), func() error {
+	err := domains.Run(ctx, roots, func() error {
 		ran = true
-		return mutate()
+		return fn()
 	})
 	switch {
 	case ran:
 		return err
 	case ctx.Err() != nil:
-		return &fs.Error{Code: fs.CodeAborted, Op: "write", Message: "write aborted", Err: err}
+		if errors.Is(err, ctx.Err()) {
+			return err
+		}
+		return errors.Join(ctx.Err(), err)
 	default:
 		// Fail closed: a thread that cannot be confined to the root
 		// (the root vanished, the executor is closed) mutates nothing.
 		return denied(fc.target, fc.mode, err)
 	}
-}
-
-// refused classifies a failed confined mutation: the Landlock domain's
-// refusal of a parent that has left the root is a denial; any other error,
-// an EACCES with every parent still inside included, is the ordinary one.
-func (fc *fence) refused(err error, parents ...*dirfd.Parent) error {
-	if landlock.Denied(err, parents...) {
-		return denied(fc.target, fc.mode, err)
-	}
-	return err
 }
 
 // fence is one admitted mutation: the handle it runs beneath, the target it
@@ -175,7 +202,7 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 // the root is followed, one that leaves it or any absolute symlink is
 // refused (fail closed), a final symlink planted since is replaced by the
 // publication, never followed; and the protected-path decision is taken
-// again on the open parent (admitProtected).
+// again on the open parent (admitEntry).
 func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
 		if !dirfd.Beneath(root, string(target.Key)) {
@@ -183,7 +210,7 @@ func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolic
 		}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
-		// parent (admitProtected).
+		// parent (admitEntry).
 		if err := f.checkProtected(root, relTo(root, string(target.Key))); err != nil {
 			return nil, denied(target, pol.Mode, err)
 		}
@@ -207,3 +234,5 @@ func (fc *fence) check(err error) error {
 	}
 	return err
 }
+
+var _ fsbackend.Fence = (*fenced)(nil)

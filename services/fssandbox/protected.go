@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/internal/fsbackend"
 )
 
 // protectedError is the cause of a denial of a protected path.
@@ -37,25 +38,23 @@ func (f *FileSystem) checkProtected(root, rel string) error {
 	return nil
 }
 
-// admitProtected is the fence's Mount.Admit: it decides by where the open
-// parent directory is now (its descriptor's path), so a directory swapped for
-// a link into .git after the check is caught. A parent that has left the
-// root is an escape (EXDEV).
-func (fc *fence) admitProtected(f *FileSystem) func(parent *dirfd.Parent, name string) error {
-	return func(parent *dirfd.Parent, name string) error {
-		where, err := parent.Where()
-		if err != nil {
-			return err
-		}
-		dir, ok := fc.root.Rel(where)
-		if !ok {
-			return fmt.Errorf("%s has left the writable root: %w", where, unix.EXDEV)
-		}
-		if err := f.checkProtected(fc.root.Path(), path.Join(dir, name)); err != nil {
-			return denied(fc.target, fc.mode, err)
-		}
-		return nil
+// admitEntry is the fence's decision on one entry about to change: it
+// decides protected paths by where the open parent directory is now (its
+// descriptor's path), so a directory swapped for a link into .git after the
+// check is caught. A parent that has left the root is an escape (EXDEV).
+func (f *FileSystem) admitEntry(at fsbackend.Site, parent *dirfd.Parent, name string) error {
+	where, err := parent.Where()
+	if err != nil {
+		return err
 	}
+	dir, ok := at.Root.Rel(where)
+	if !ok {
+		return fmt.Errorf("%s has left the writable root: %w", where, unix.EXDEV)
+	}
+	if err := f.checkProtected(at.Root.Path(), path.Join(dir, name)); err != nil {
+		return denied(at.Target, at.Mode, err)
+	}
+	return nil
 }
 
 // relTo returns p relative to root ("" for root itself); p lies beneath

@@ -24,33 +24,28 @@ import (
 // matches once under Unicode normalization, ignored whitespace or line
 // endings, or ASCII punctuation names that line in its message; with several
 // edits the message starts with the failing one, "edits[i]: ". It runs
-// where the Mounter mounts it: req.Policy is the Mounter's to read. With
+// through the Fence: req.Policy is the Fence's to read. With
 // req.DryRun nothing is written. Order:
-// the Mounter, an empty old string, then the target's type, then the version
+// the Fence, an empty old string, then the target's type, then the version
 // guard, then the text checks, then matching (L-98, L-103). Errors: the
-// Mounter's refusal; CodeEditNotFound (also a request carrying both Edits
+// Fence's refusal; CodeEditNotFound (also a request carrying both Edits
 // and OldString), CodeStaleVersion (also for a missing file, guarded or not:
 // L-100, L-102; a changed version with req.Content's size and content hash
 // is not a change, spec difference 14), CodeNotRegularFile, CodeNotText,
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
-	mount, err := f.mounter.Mount(ctx, target, req.Policy)
-	if err != nil {
-		return fs.EditOutcome{}, err
-	}
 	var out fs.EditOutcome
-	err = checkCtx(ctx, op)
-	if err == nil {
-		err = checkReplacements(mount.Target.DisplayPath, req)
-	}
-	if err == nil {
-		err = f.lockAndRun(ctx, mount, op, func() (err error) {
-			out, err = f.edit(ctx, mount, req)
+	err := f.mutate(ctx, req.Policy, []fs.Target{target}, op, func(at []Site) error {
+		if err := checkReplacements(at[0].Target.DisplayPath, req); err != nil {
+			return err
+		}
+		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
+			out, err = f.edit(ctx, at[0], req)
 			return err
 		})
-	}
-	if err := mount.done(err); err != nil {
+	})
+	if err != nil {
 		return fs.EditOutcome{}, err
 	}
 	return out, nil
@@ -87,19 +82,16 @@ func editPrefix(req fs.EditRequest, i int) string {
 	return fmt.Sprintf("edits[%d]: ", i)
 }
 
-// edit is EditText's read and mutation beneath the mount's root; the caller
+// edit is EditText's read and mutation beneath the site's root; the caller
 // holds the target's lock.
-func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ fs.EditOutcome, err error) {
+func (f *Backend) edit(ctx context.Context, at Site, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
-	dp := mount.Target.DisplayPath
-	m, err := f.locate(mount.Root, mount.Target, op)
+	dp := at.Target.DisplayPath
+	m, err := f.locate(at.Root, at.Target, op)
 	if err != nil {
-		return fs.EditOutcome{}, mount.refused(err, nil)
+		return fs.EditOutcome{}, err
 	}
-	defer func() {
-		err = mount.refused(err, m)
-		m.close()
-	}()
+	defer m.close()
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
@@ -163,7 +155,7 @@ func (f *Backend) edit(ctx context.Context, mount Mount, req fs.EditRequest) (_ 
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, mount)
+	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, at)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}

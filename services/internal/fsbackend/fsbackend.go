@@ -3,16 +3,19 @@
 // text and byte reads, streaming, listing, glob and grep, the atomic write,
 // the edit's read-match-write critical section, the per-target mutation lock
 // and the cross-process guard. It does not decide where a mutation may run: a
-// Mounter does. services/fslocal mounts every mutation on the unconfined host
-// handle; services/fssandbox mounts it on a handle confined beneath the
-// writable root its fence admits, or refuses it.
+// Fence does, through one call per mutation (Mutate) and one per entry
+// changed (Change). services/fslocal's fence runs every mutation on the
+// unconfined host handle; services/fssandbox's runs it on a handle confined
+// beneath the writable root it admits, under a Landlock domain of that root,
+// or refuses it.
 //
-// Reads and searches are never mounted: they run through the host handle in
-// every backend (reads are not fenced, by design).
+// Reads and searches never pass the fence: they run through the host handle
+// in every backend (reads are not fenced, by design).
 package fsbackend
 
 import (
 	"context"
+	"errors"
 	"sync"
 
 	"go.uber.org/zap"
@@ -38,17 +41,37 @@ type Settings struct {
 	NewOwner *atomicwrite.Owner
 }
 
-// Mounter decides where one mutation runs. Mount is called first by
-// WriteText and EditText, before any lock, stat or mkdir (Z-5), with the
-// caller's target and the policy carried by the call (nil: the deployment
-// default). It returns the Mount the mutation runs on, or the error that
-// refuses it; a refusal is returned to the caller as is and nothing happens.
-type Mounter interface {
-	Mount(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy) (Mount, error)
+// Fence confines a Backend's mutations: whether each may run, beneath which
+// root handle, on which thread, and what each change of an entry must pass.
+// It is the one seam between the core and the backend that mounts it, in the
+// shape of os.Root's doInRoot: the core hands the fence its mutation as a
+// function, and the fence runs it. services/fslocal's fence is the host, which
+// refuses nothing; services/fssandbox's is the sandbox's.
+type Fence interface {
+	// Mutate admits a mutation of each of targets under policy (nil: the
+	// deployment default), before any lock, stat or mkdir (Z-5), and runs op
+	// once with their Sites, in order, on a thread under the fence's domain
+	// when it has one (a single domain covering every site's root). It
+	// returns op's error as the caller should see it (a path the kernel
+	// refused to leave a confined root by becomes the fence's denial), or a
+	// refusal, in which case op never ran and nothing happened. The sites are
+	// valid only while op runs; op must not call Mutate.
+	Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, targets []fs.Target, op func(at []Site) error) error
+	// Change decides the entry name in the open directory parent (opened
+	// beneath at.Root), by where that directory is now, right before it is
+	// changed, and then runs change: an error refuses the entry and change
+	// does not run. change gets verify, the check to run right after a
+	// publication (atomicwrite.Request.Verify: a failure undoes it), or nil
+	// when the fence needs none. Change returns change's error as the caller
+	// should see it (the domain's refusal of a directory moved out of its
+	// root becomes the fence's denial). With change nil, Change only decides
+	// the entry.
+	Change(at Site, parent *dirfd.Parent, name string, change func(verify func() error) error) error
 }
 
-// Mount is one admitted mutation.
-type Mount struct {
+// Site is one admitted target of a mutation, as the Fence hands it to the
+// mutation: plain data, valid while the mutation runs.
+type Site struct {
 	// Root is the handle every syscall of the mutation (missing parents,
 	// staging, temp file, publication, cleanup) resolves beneath. A confined
 	// Root makes the kernel refuse any path that leaves it; such an error
@@ -58,77 +81,36 @@ type Mount struct {
 	// Target is the target mutated: the caller's, or a fresher resolution
 	// of its display path (the fence never trusts the caller's key).
 	Target fs.Target
-	// Run executes the mutation's syscalls, from opening the parent to the
-	// publication and its cleanup, and returns what the function returned;
-	// the per-target lock is taken before Run is called and released after
-	// it returns. Nil runs on the calling goroutine. This is the seam for a
-	// confined executor: a Mounter may run the function on an OS thread
-	// restricted to Root (a Landlock domain), so the kernel confines the
-	// mutation a second time, independently of the handle.
-	Run func(mutate func() error) error
-	// Roots are the writable roots of Run's Landlock domain, set when Run
-	// confines the mutation under one. RunWithin, set with them, runs
-	// mutate as Run does but under a domain that also allows writes beneath
-	// extra: a move, which spans two mounts (a workspace and a temp root,
-	// say), runs once under the union of both mounts' Roots, since a
-	// domain of one root refuses a rename out of it.
-	Roots     []string
-	RunWithin func(extra []string, mutate func() error) error
-	// Refused, when set, is called inside Run when the mutation fails,
-	// with its error and the directory it addressed its entries in (none
-	// when that directory was never opened), while that directory is still
-	// open; it returns the error to pass on. A Mounter whose Run confines
-	// the mutation under a Landlock domain tells here the domain's refusal
-	// of a directory moved out of its root from an ordinary permission
-	// error (landlock.Denied).
-	Refused func(err error, parents ...*dirfd.Parent) error
-	// Published, when set, is called right after the publication, with
-	// the directory the target was published in; when it fails, the
-	// publication is undone (the replaced file exchanged back, a created
-	// file unlinked: atomicwrite.Request.Verify) and its error is the
-	// mutation's. A Mounter without a Landlock domain checks here that
-	// the directory is still beneath its root.
-	Published func(parent *dirfd.Parent) error
-	// Admit, when set, is called inside Run right before the publication,
-	// once the parent directory is open (missing parents made), with that
-	// directory and the target's name; an error refuses the mutation
-	// (removing the parents it made) and is the mutation's error. The
-	// fence decides protected paths here, by where the descriptor is, not
-	// by the path the caller sent.
-	Admit func(parent *dirfd.Parent, name string) error
-	// Done, when set, is called exactly once with the mutation's error (nil
-	// on success) after the mutation ends; it releases what Mount acquired
-	// and returns the error the caller sees (the fence turns an escape the
-	// kernel refused into a denial).
-	Done func(err error) error
+	// Mode is the sandbox mode that admitted the mutation ("" for a fence
+	// that has none); the fence's denials name it.
+	Mode sandbox.Mode
+	// Domain reports whether the mutation runs on a thread under a Landlock
+	// domain of Root, which refuses at the syscall every change in a
+	// directory that has left Root (atomicwrite.Request.Confined).
+	Domain bool
+	// Decides reports whether the fence decides the entries the mutation
+	// changes (Change may refuse one). When false Change refuses nothing,
+	// and the core does not walk a tree to ask about each of its entries
+	// before it removes any.
+	Decides bool
 }
 
-// run executes mutate through m.Run, or directly when m.Run is nil.
-func (m Mount) run(mutate func() error) error {
-	if m.Run == nil {
-		return mutate()
+// mutate runs fn through the fence on targets, once ctx is checked and
+// still live; an end of ctx before fn ran (while waiting for the fence's
+// thread, say) is op's abort, as it is when fn checks it.
+func (f *Backend) mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, targets []fs.Target, op string, fn func(at []Site) error) error {
+	ran := false
+	err := f.fence.Mutate(ctx, policy, targets, func(at []Site) error {
+		ran = true
+		if err := checkCtx(ctx, op); err != nil {
+			return err
+		}
+		return fn(at)
+	})
+	if _, ok := errors.AsType[*fs.Error](err); !ran && !ok && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
+		return aborted(op, err)
 	}
-	return m.Run(mutate)
-}
-
-// refused passes a failed mutation's error, with its open parent, to
-// m.Refused.
-func (m Mount) refused(err error, mu *mutation) error {
-	if err == nil || m.Refused == nil {
-		return err
-	}
-	if mu == nil || mu.parent == nil {
-		return m.Refused(err)
-	}
-	return m.Refused(err, mu.parent)
-}
-
-// done ends the mount with err and returns the caller's error.
-func (m Mount) done(err error) error {
-	if m.Done == nil {
-		return err
-	}
-	return m.Done(err)
+	return err
 }
 
 // Backend implements every fs.Service method but SandboxMode, which the
@@ -137,11 +119,11 @@ func (m Mount) done(err error) error {
 // only; other processes are excluded by the guard's flock on edits and
 // guarded writes.
 type Backend struct {
-	cfg     Settings
-	log     *zap.Logger
-	host    *dirfd.Dir
-	mounter Mounter
-	locks   lockTable
+	cfg   Settings
+	log   *zap.Logger
+	host  *dirfd.Dir
+	fence Fence
+	locks lockTable
 
 	// reclaimed holds the [dev, ino] of every directory already scanned for
 	// abandoned staging directories.
@@ -157,17 +139,17 @@ type Backend struct {
 }
 
 // New returns a Backend with the validated settings cfg whose mutations run
-// where mounter says. A nil log discards logs.
-func New(cfg Settings, log *zap.Logger, mounter Mounter) *Backend {
+// through fence. A nil log discards logs.
+func New(cfg Settings, log *zap.Logger, fence Fence) *Backend {
 	if log == nil {
 		log = zap.NewNop()
 	}
 	return &Backend{
-		cfg:     cfg,
-		log:     log,
-		host:    dirfd.Host(),
-		mounter: mounter,
-		locks:   lockTable{m: map[fs.TargetKey]*lockEntry{}},
+		cfg:   cfg,
+		log:   log,
+		host:  dirfd.Host(),
+		fence: fence,
+		locks: lockTable{m: map[fs.TargetKey]*lockEntry{}},
 
 		treeNames: fs.MaxListTreeNames,
 	}

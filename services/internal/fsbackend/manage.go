@@ -15,7 +15,6 @@ import (
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // Limits of the entry operations.
@@ -30,21 +29,19 @@ const (
 	maxCopyBytes = 256 << 20
 )
 
-// Mkdir creates the directory at target where the Mounter mounts it (see
+// Mkdir creates the directory at target through the Fence (see
 // fs.Manager.Mkdir): every directory is made by mkdirat on a descriptor
-// opened beneath the mount's root.
+// opened beneath the site's root.
 func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOptions) (fs.MkdirOutcome, error) {
 	const op = "mkdir"
-	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
-	if err != nil {
-		return fs.MkdirOutcome{}, err
-	}
 	var out fs.MkdirOutcome
-	err = f.lockAndRun(ctx, mount, op, func() (err error) {
-		out, err = f.mkdir(mount.Root, mount.Target, opts.Parents)
-		return err
+	err := f.mutate(ctx, opts.Policy, []fs.Target{target}, op, func(at []Site) error {
+		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
+			out, err = f.mkdir(at[0].Root, at[0].Target, opts.Parents)
+			return err
+		})
 	})
-	if err := mount.done(err); err != nil {
+	if err != nil {
 		return fs.MkdirOutcome{}, err
 	}
 	return out, nil
@@ -95,10 +92,11 @@ func (f *Backend) mkdir(root *dirfd.Dir, target fs.Target, parents bool) (fs.Mkd
 	return fs.MkdirOutcome{Created: created + 1}, nil
 }
 
-// entry is an entry mutation mounted on its parent directory: the entry is
-// addressed by name inside the parent, so a final symlink is never followed.
+// entry is an entry mutation on its parent directory, the site the fence
+// admitted: the entry is addressed by name inside the parent, so a final
+// symlink is never followed.
 type entry struct {
-	mount Mount
+	at    Site
 	name  string
 	shown string // the entry's display path
 }
@@ -106,69 +104,70 @@ type entry struct {
 // key is the entry's identity for the lock table: its canonical parent
 // joined with its name.
 func (e entry) key() fs.TargetKey {
-	return fs.TargetKey(path.Join(string(e.mount.Target.Key), e.name))
+	return fs.TargetKey(path.Join(string(e.at.Target.Key), e.name))
 }
 
-// mountEntry mounts the parent of target's display path, so the fence admits
-// the directory the entry lives in (a writable root's own entry lies in a
-// directory outside it, so it is never admitted).
-func (f *Backend) mountEntry(ctx context.Context, target fs.Target, policy *sandbox.ExecutionPolicy, op, verb string) (entry, error) {
+// entryParent returns the parent directory of target's display path,
+// resolved, and the entry's name: the fence admits the directory the entry
+// lives in (a writable root's own entry lies in a directory outside it, so it
+// is never admitted).
+func (f *Backend) entryParent(ctx context.Context, target fs.Target, op, verb string) (fs.Target, string, error) {
 	dp := target.DisplayPath
 	dir, name := filepath.Split(dp)
 	if name == "" || name == "." || name == ".." {
-		return entry{}, newErr(fs.CodePermissionDenied, op, dp, nil, "cannot %s %q: it is the root directory", verb, dp)
+		return fs.Target{}, "", newErr(fs.CodePermissionDenied, op, dp, nil, "cannot %s %q: it is the root directory", verb, dp)
 	}
 	parent, err := f.Resolve(ctx, filepath.Clean(dir), fs.ResolveOptions{})
 	if err != nil {
-		return entry{}, err
+		return fs.Target{}, "", err
 	}
-	mount, err := f.mounter.Mount(ctx, parent, policy)
-	if err != nil {
-		return entry{}, err
-	}
-	return entry{mount: mount, name: name, shown: dp}, nil
+	return parent, name, nil
 }
 
-// openParent opens the entry's parent directory beneath the mount's root.
+// openParent opens the entry's parent directory beneath the site's root.
 func (e entry) openParent() (*dirfd.Parent, error) {
-	rel, ok := e.mount.Root.Rel(string(e.mount.Target.Key))
+	rel, ok := e.at.Root.Rel(string(e.at.Target.Key))
 	if !ok {
 		// Fail closed: a parent outside the handle is never mutated.
-		return nil, &os.PathError{Op: "open", Path: string(e.mount.Target.Key), Err: unix.EXDEV}
+		return nil, &os.PathError{Op: "open", Path: string(e.at.Target.Key), Err: unix.EXDEV}
 	}
-	p, _, err := e.mount.Root.OpenParent(rel, false)
+	p, _, err := e.at.Root.OpenParent(rel, false)
 	return p, err
 }
 
-// admit runs the mount's Admit on the entry itself in its open parent: the
-// Mounter admitted the parent, which may lie outside a protected path the
+// admit asks the fence to decide the entry itself in its open parent: the
+// fence admitted the parent, which may lie outside a protected path the
 // entry is (a .git directory, a --protect pattern).
-func (e entry) admit(parent *dirfd.Parent) error {
-	if e.mount.Admit == nil {
-		return nil
-	}
-	return e.mount.Admit(parent, e.name)
+func (f *Backend) admit(e entry, parent *dirfd.Parent) error {
+	return f.fence.Change(e.at, parent, e.name, nil)
 }
 
-// Remove deletes the entry at target where the Mounter mounts its parent
-// (see fs.Manager.Remove).
+// admitAll is the fence's decision on every entry of a tree e's removal
+// walks (removeTree's admit); nil when the fence decides no entry.
+func (f *Backend) admitAll(e entry) func(*dirfd.Parent, string) error {
+	if !e.at.Decides {
+		return nil
+	}
+	return func(parent *dirfd.Parent, name string) error { return f.fence.Change(e.at, parent, name, nil) }
+}
+
+// Remove deletes the entry at target through the Fence, which admits its
+// parent (see fs.Manager.Remove).
 func (f *Backend) Remove(ctx context.Context, target fs.Target, opts fs.RemoveOptions) (fs.RemoveOutcome, error) {
 	const op = "delete"
-	e, err := f.mountEntry(ctx, target, opts.Policy, op, op)
+	parent, name, err := f.entryParent(ctx, target, op, op)
 	if err != nil {
 		return fs.RemoveOutcome{}, err
 	}
 	var out fs.RemoveOutcome
-	err = checkCtx(ctx, op)
-	if err == nil {
-		err = f.lockKeys(ctx, op, []fs.TargetKey{e.key()}, func() error {
-			return e.mount.run(func() (err error) {
-				out, err = f.remove(ctx, e, opts)
-				return err
-			})
+	err = f.mutate(ctx, opts.Policy, []fs.Target{parent}, op, func(at []Site) error {
+		e := entry{at: at[0], name: name, shown: target.DisplayPath}
+		return f.lockKeys(ctx, op, []fs.TargetKey{e.key()}, func() (err error) {
+			out, err = f.remove(ctx, e, opts)
+			return err
 		})
-	}
-	if err := e.mount.done(err); err != nil {
+	})
+	if err != nil {
 		return fs.RemoveOutcome{}, err
 	}
 	return out, nil
@@ -182,7 +181,7 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 	}
 	defer parent.Close() //nolint:errcheck // directory descriptor
-	if err := e.admit(parent); err != nil {
+	if err := f.admit(e, parent); err != nil {
 		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 	}
 	st, err := parent.Stat(e.name, false)
@@ -203,10 +202,11 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 		// Every entry beneath is decided against the protected paths
 		// first (a nested repository's .git), so a refusal deletes
 		// nothing; the removal decides each entry again as it goes.
-		if err := removeTree(ctx, parent, e.name, 0, nil, e.mount.Admit); err != nil {
+		admit := f.admitAll(e)
+		if err := removeTree(ctx, parent, e.name, 0, nil, admit); err != nil {
 			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 		}
-		err = removeTree(ctx, parent, e.name, 0, &out, e.mount.Admit)
+		err = removeTree(ctx, parent, e.name, 0, &out, admit)
 	} else {
 		err = parent.Unlink(e.name, true)
 	}
@@ -228,7 +228,7 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 
 // removeTree removes the directory name inside parent and everything beneath
 // it, entry by entry: each directory is opened beneath the fence without
-// following a symlink, each entry is decided by admit (the mount's Admit;
+// following a symlink, each entry is decided by admit (the fence's Change;
 // nil admits all) and unlinked by name from its opened directory, so
 // nothing outside the tree, and no protected path inside it, is ever
 // reached. Counts go to out. With out nil it removes nothing: the same walk
@@ -331,46 +331,32 @@ func (f *Backend) lockKeys(ctx context.Context, op string, keys []fs.TargetKey, 
 	return mutate()
 }
 
-// Move renames the entry at source to dest where the Mounter mounts each
-// parent (see fs.Manager.Move). The mutation runs once under a Landlock
-// domain of both mounts' roots when both confine one (runBoth), else through
-// both mounts' Run, the source's outermost.
+// Move renames the entry at source to dest through the Fence, which admits
+// both parents and runs the rename once, under a single domain covering both
+// roots when it has one (see fs.Manager.Move).
 func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.MoveOptions) (fs.MoveOutcome, error) {
 	const op = "move"
-	src, err := f.mountEntry(ctx, source, opts.Policy, op, op)
+	sparent, sname, err := f.entryParent(ctx, source, op, op)
 	if err != nil {
 		return fs.MoveOutcome{}, err
 	}
-	dst, err := f.mountEntry(ctx, dest, opts.Policy, op, op)
+	dparent, dname, err := f.entryParent(ctx, dest, op, op)
 	if err != nil {
-		return fs.MoveOutcome{}, src.mount.done(err)
+		return fs.MoveOutcome{}, err
 	}
 	var out fs.MoveOutcome
-	err = checkCtx(ctx, op)
-	if err == nil {
-		err = f.lockKeys(ctx, op, []fs.TargetKey{src.key(), dst.key()}, func() error {
-			return runBoth(src.mount, dst.mount, func() (err error) {
-				out, err = f.move(ctx, src, dst, opts)
-				return err
-			})
+	err = f.mutate(ctx, opts.Policy, []fs.Target{sparent, dparent}, op, func(at []Site) error {
+		src := entry{at: at[0], name: sname, shown: source.DisplayPath}
+		dst := entry{at: at[1], name: dname, shown: dest.DisplayPath}
+		return f.lockKeys(ctx, op, []fs.TargetKey{src.key(), dst.key()}, func() (err error) {
+			out, err = f.move(ctx, src, dst, opts)
+			return err
 		})
-	}
-	err = dst.mount.done(err)
-	if err := src.mount.done(err); err != nil {
+	})
+	if err != nil {
 		return fs.MoveOutcome{}, err
 	}
 	return out, nil
-}
-
-// runBoth runs mutate through both mounts: in one call of src's RunWithin
-// with dst's Roots added when both confine the mutation under a Landlock
-// domain (a domain of one root refuses the rename, and a confined Run must
-// not nest another), else through each Run, src's outermost.
-func runBoth(src, dst Mount, mutate func() error) error {
-	if src.RunWithin != nil && dst.RunWithin != nil {
-		return src.RunWithin(dst.Roots, mutate)
-	}
-	return src.run(func() error { return dst.run(mutate) })
 }
 
 func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions) (fs.MoveOutcome, error) {
@@ -389,10 +375,10 @@ func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions)
 		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
 	}
 	defer dp.Close() //nolint:errcheck // directory descriptor
-	if err := src.admit(sp); err != nil {
+	if err := f.admit(src, sp); err != nil {
 		return fs.MoveOutcome{}, osErr(op, op, sdp, err)
 	}
-	if err := dst.admit(dp); err != nil {
+	if err := f.admit(dst, dp); err != nil {
 		return fs.MoveOutcome{}, osErr(op, op, ddp, err)
 	}
 	st, err := sp.Stat(src.name, false)

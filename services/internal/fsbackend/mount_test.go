@@ -17,50 +17,54 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// threadMounter mounts every mutation beneath root and runs it on a fresh,
-// locked OS thread, as a confined executor would; it counts what it saw.
-type threadMounter struct {
-	root        *dirfd.Dir
-	refuse      error
-	runs, dones int
-	lastErr     error
+// threadFence runs every mutation beneath root on a fresh, locked OS
+// thread, as a confined executor would; it counts what it saw.
+type threadFence struct {
+	root          *dirfd.Dir
+	refuse        error
+	runs, changes int
+	lastErr       error
 }
 
-func (m *threadMounter) Mount(_ context.Context, target fs.Target, _ *sandbox.ExecutionPolicy) (fsbackend.Mount, error) {
+func (m *threadFence) Mutate(_ context.Context, _ *sandbox.ExecutionPolicy, targets []fs.Target, op func([]fsbackend.Site) error) error {
 	if m.refuse != nil {
-		return fsbackend.Mount{}, m.refuse
+		return m.refuse
 	}
-	return fsbackend.Mount{
-		Root:   m.root,
-		Target: target,
-		Run: func(mutate func() error) error {
-			m.runs++
-			done := make(chan error)
-			go func() {
-				runtime.LockOSThread()
-				defer runtime.UnlockOSThread()
-				done <- mutate()
-			}()
-			return <-done
-		},
-		Done: func(err error) error {
-			m.dones++
-			m.lastErr = err
-			return err
-		},
-	}, nil
+	at := make([]fsbackend.Site, len(targets))
+	for i, t := range targets {
+		at[i] = fsbackend.Site{Root: m.root, Target: t}
+	}
+	m.runs++
+	done := make(chan error)
+	go func() {
+		runtime.LockOSThread()
+		defer runtime.UnlockOSThread()
+		done <- op(at)
+	}()
+	m.lastErr = <-done
+	return m.lastErr
 }
 
-func TestMounterDecidesWhereMutationsRun(t *testing.T) {
+func (m *threadFence) Change(_ fsbackend.Site, _ *dirfd.Parent, _ string, change func(func() error) error) error {
+	m.changes++
+	if change == nil {
+		return nil
+	}
+	return change(nil)
+}
+
+var _ fsbackend.Fence = (*threadFence)(nil)
+
+func TestFenceDecidesWhereMutationsRun(t *testing.T) {
 	dir := realTempDir(t)
 	ctx := context.Background()
 	root, err := dirfd.OpenBeneath(dir)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = root.Close() })
-	m := &threadMounter{root: root}
+	m := &threadFence{root: root}
 	b := fsbackend.New(fsbackend.Settings{Cwd: dir, DiffBasisMaxBytes: 1 << 20}, nil, m)
 
-	t.Run("a write and an edit run through the mount's executor, once each, and land on disk", func(t *testing.T) {
+	t.Run("a write and an edit run through the fence's executor, once each, and land on disk", func(t *testing.T) {
 		tg, err := b.Resolve(ctx, "sub/a.txt", fs.ResolveOptions{})
 		require.NoError(t, err)
 		_, err = b.WriteText(ctx, tg, "one\n", fs.WriteOptions{})
@@ -69,11 +73,11 @@ func TestMounterDecidesWhereMutationsRun(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, "two\n", readFile(t, filepath.Join(dir, "sub", "a.txt")))
 		assert.Equal(t, 2, m.runs)
-		assert.Equal(t, 2, m.dones)
+		assert.Equal(t, 2, m.changes, "each publication passes the fence's Change once")
 		assert.NoError(t, m.lastErr)
 	})
 
-	t.Run("Done sees the mutation's error: a target outside the mount's root escapes", func(t *testing.T) {
+	t.Run("the fence sees the mutation's error: a target outside the site's root escapes", func(t *testing.T) {
 		outside := realTempDir(t)
 		tg, err := b.Resolve(ctx, filepath.Join(outside, "x.txt"), fs.ResolveOptions{})
 		require.NoError(t, err)
@@ -84,9 +88,9 @@ func TestMounterDecidesWhereMutationsRun(t *testing.T) {
 		assert.ErrorIs(t, statErr, os.ErrNotExist)
 	})
 
-	t.Run("a refused mount returns its error as is and creates nothing", func(t *testing.T) {
+	t.Run("a refusal is returned as is and creates nothing", func(t *testing.T) {
 		refusal := errors.New("refused")
-		m.refuse, m.runs, m.dones = refusal, 0, 0
+		m.refuse, m.runs, m.changes = refusal, 0, 0
 		defer func() { m.refuse = nil }()
 		tg, err := b.Resolve(ctx, "new/b.txt", fs.ResolveOptions{})
 		require.NoError(t, err)
@@ -94,7 +98,7 @@ func TestMounterDecidesWhereMutationsRun(t *testing.T) {
 		assert.Same(t, refusal, err)
 		_, err = b.EditText(ctx, tg, fs.EditRequest{OldString: "b", NewString: "c"})
 		assert.Same(t, refusal, err)
-		assert.Zero(t, m.runs+m.dones)
+		assert.Zero(t, m.runs+m.changes)
 		_, statErr := os.Lstat(filepath.Join(dir, "new"))
 		assert.ErrorIs(t, statErr, os.ErrNotExist)
 	})

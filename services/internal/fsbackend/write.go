@@ -19,13 +19,13 @@ import (
 
 // WriteText creates or replaces the file at target.Key with content,
 // atomically and durably, under opts.Intent (A-10, L-53..L-88), where the
-// Mounter mounts it: opts.Policy is the Mounter's to read. Over an existing
+// Fence runs it: opts.Policy is the Fence's to read. Over an existing
 // text file the file's conventions survive (spec difference 10, superseding
 // Z-4): content without a byte-order mark gets the file's back, content
 // without "\r" takes the file's dominant line ending, and a UTF-16 file
 // stays UTF-16; the outcome's Note names any other change of the file's
 // bytes beyond its text. A new file, or one that is not text, gets content
-// exactly as given. Errors: the Mounter's refusal; CodeNotRegularFile (a
+// exactly as given. Errors: the Fence's refusal; CodeNotRegularFile (a
 // directory or other entry at the target, also one appearing before a
 // guarded create publishes), CodeNotObserved (CreateIfAbsent and something
 // exists), CodeStaleVersion (ReplaceIfVersion and the file changed or is
@@ -35,48 +35,40 @@ import (
 // CodePermissionDenied, CodeAborted, CodeIOError. With opts.DryRun the
 // same checks run and nothing is written.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
-	mount, err := f.mounter.Mount(ctx, target, opts.Policy)
-	if err != nil {
-		return fs.WriteOutcome{}, err
-	}
+	const op = "write"
 	var out fs.WriteOutcome
-	err = f.lockAndRun(ctx, mount, "write", func() (err error) {
-		out, err = f.write(ctx, mount, content, opts.Intent, opts.DryRun)
-		return err
+	err := f.mutate(ctx, opts.Policy, []fs.Target{target}, op, func(at []Site) error {
+		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
+			out, err = f.write(ctx, at[0], content, opts.Intent, opts.DryRun)
+			return err
+		})
 	})
-	if err := mount.done(err); err != nil {
+	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
 	return out, nil
 }
 
-// lockAndRun takes the lock of the mounted target, unless ctx has ended, and
-// runs mutate on the mount while holding it.
-func (f *Backend) lockAndRun(ctx context.Context, mount Mount, op string, mutate func() error) error {
-	if err := checkCtx(ctx, op); err != nil {
-		return err
-	}
-	unlock, err := f.locks.lock(ctx, mount.Target.Key)
+// locked takes the lock of key and runs mutate while holding it.
+func (f *Backend) locked(ctx context.Context, key fs.TargetKey, op string, mutate func() error) error {
+	unlock, err := f.locks.lock(ctx, key)
 	if err != nil {
 		return aborted(op, err)
 	}
 	defer unlock()
-	return mount.run(mutate)
+	return mutate()
 }
 
-// write is WriteText's mutation beneath the mount's root; the caller holds
+// write is WriteText's mutation beneath the site's root; the caller holds
 // the target's lock.
-func (f *Backend) write(ctx context.Context, mount Mount, content string, intent fs.WriteIntent, dryRun bool) (_ fs.WriteOutcome, err error) {
+func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.WriteIntent, dryRun bool) (_ fs.WriteOutcome, err error) {
 	const op = "write"
-	dp := mount.Target.DisplayPath
-	m, err := f.locate(mount.Root, mount.Target, op)
+	dp := at.Target.DisplayPath
+	m, err := f.locate(at.Root, at.Target, op)
 	if err != nil {
-		return fs.WriteOutcome{}, mount.refused(err, nil)
+		return fs.WriteOutcome{}, err
 	}
-	defer func() {
-		err = mount.refused(err, m)
-		m.close()
-	}()
+	defer m.close()
 	if m.present && !dirfd.IsRegular(&m.st) {
 		return fs.WriteOutcome{}, notRegular(op, op, dp)
 	}
@@ -141,7 +133,7 @@ func (f *Backend) write(ctx context.Context, mount Mount, content string, intent
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, disk, pub, mount)
+	res, err := f.publish(ctx, m, op, dp, disk, pub, at)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -175,7 +167,7 @@ func (m *mutation) close() {
 // checkBeneath checks, for a dry run that publishes nothing, what a
 // publication would check: that the directory it would write in (the
 // parent, or the root when the parent is still missing) is beneath the
-// mount's root now, so a dry run is refused where the mutation would be.
+// site's root now, so a dry run is refused where the mutation would be.
 func (m *mutation) checkBeneath() error {
 	if m.parent != nil {
 		return m.parent.CheckBeneath()
@@ -228,9 +220,10 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 }
 
 // publish creates missing parents, then publishes content at the target
-// (spec differences 9, 15, 18: see atomicwrite); the mount's Admit and
-// Published, when set, run before and after it.
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, mount Mount) (atomicwrite.Result, error) {
+// (spec differences 9, 15, 18: see atomicwrite) through the fence's Change,
+// which decides the entry first and checks the publication after. A refusal
+// removes the parents it made.
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
@@ -249,14 +242,26 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		}
 		m.parent, created = parent, n
 	}
-	if mount.Admit != nil {
-		if err := mount.Admit(m.parent, m.name); err != nil {
-			f.undoParents(m, created)
-			return atomicwrite.Result{}, osErr(op, op, dp, err)
-		}
+	var res atomicwrite.Result
+	ran := false
+	err := f.fence.Change(at, m.parent, m.name, func(verify func() error) (err error) {
+		ran = true
+		res, err = f.publishIn(ctx, m, op, dp, content, pub, at.Domain, verify, created)
+		return err
+	})
+	if err != nil && !ran {
+		f.undoParents(m, created)
+		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
+	return res, err
+}
+
+// publishIn publishes content at the target in its open parent, with verify
+// (the fence's check) right after the publication; confined says it runs
+// under a Landlock domain. A failure removes the created parents it made.
+func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, confined bool, verify func() error, created int) (atomicwrite.Result, error) {
 	f.reclaimOnce(m.parent)
-	req := atomicwrite.Request{
+	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
 		Parent:      m.parent,
 		Name:        m.name,
 		Content:     content,
@@ -264,14 +269,10 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 		Durability:  f.cfg.Durability,
 		Owner:       f.cfg.NewOwner,
 		Syncs:       &f.syncs,
-		Confined:    len(mount.Roots) > 0,
+		Confined:    confined,
+		Verify:      verify,
 		AfterStage:  f.afterStage,
-	}
-	if mount.Published != nil {
-		parent := m.parent
-		req.Verify = func() error { return mount.Published(parent) }
-	}
-	res, err := atomicwrite.Write(ctx, req)
+	})
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
 	}
