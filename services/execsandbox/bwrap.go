@@ -40,7 +40,7 @@ type bwrapIsolation struct {
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
 	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
-		exe, err := findBwrap(os.Getenv("PATH"), policy.Roots())
+		exe, err := findBwrap(os.Getenv("PATH"), policy.Default().Roots())
 		if err != nil {
 			return nil, err
 		}
@@ -90,7 +90,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
 	}
 	policy := *req.Policy
-	roots := sandbox.WritableRoots(policy, b.policy.Roots())
+	roots := policy.WritableRoots()
 	cred, env := commandUser(policy, run.Env)
 	conf := &subproc.Confinement{
 		WritableRoots: roots,

@@ -159,7 +159,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // the configured network and Unix sockets. Errors: the protected-path
 // search did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
-	roots := sandbox.WritableRoots(*req.Policy, r.policy.Roots())
+	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets}
 	if req.Policy.Mode == sandbox.WorkspaceWrite {
 		found, err := r.finder.find(searchContext(ctx, req.Timeout), roots, os.Geteuid())
@@ -214,7 +214,7 @@ func (r *Runner) Warm(ctx context.Context) {
 	}
 	policy.Mode = sandbox.WorkspaceWrite
 	cred, _ := commandUser(policy, nil)
-	r.finder.warm(ctx, sandbox.WritableRoots(policy, r.policy.Roots()), uidOf(cred))
+	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

@@ -59,7 +59,7 @@ func (f *finder) warm(ctx context.Context, roots []string, uid int) {
 
 // search is find without waiting for the warm-up.
 func (f *finder) search(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
-	temps := f.policy.TempRoots()
+	temps := f.policy.Default().TempRoots
 	scan := make([]protectscan.Root, 0, len(roots))
 	for _, r := range roots {
 		if _, err := os.Lstat(r); err != nil {

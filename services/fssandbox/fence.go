@@ -204,7 +204,7 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 // publication, never followed; and the protected-path decision is taken
 // again on the open parent (admitEntry).
 func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
-	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
+	for _, root := range pol.WritableRoots() {
 		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}

@@ -129,7 +129,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 		log.Info("mutations are not confined by Landlock; publications are checked after the fact and undone", zap.Error(f.noLandlock))
 	}
 	f.backend = fsbackend.New(cfg.CoreSettings(), log.Named("fssandbox"), fenced{f})
-	static := append([]string{policy.Default().WorkspaceRoot}, policy.Roots()...)
+	static := append([]string{policy.Default().WorkspaceRoot}, policy.Default().Roots()...)
 	for _, root := range static {
 		if _, ok := f.pinned[root]; ok {
 			continue

@@ -39,15 +39,21 @@ func (m Mode) Valid() bool { return slices.Contains(Modes(), m) }
 // String returns the mode's wire spelling, e.g. "workspace-write".
 func (m Mode) String() string { return string(m) }
 
-// ExecutionPolicy is the policy stamped on one mutation call: the effective
-// mode and the workspace roots it applies to (spec T-93, S-17, deliberate
-// difference 12). WorkspaceRoot is the first workspace root, the directory
-// relative paths resolve against; OtherRoots are the session's further
-// workspace roots (every root the client announced after the first). All are
-// absolute canonical paths and matter only under WorkspaceWrite. An empty
-// WorkspaceRoot means no workspace is set: no workspace root is writable.
-// SessionID names the session the policy was resolved for, empty when there
-// is none (P-03).
+// ExecutionPolicy is the policy one call runs under, with every root it
+// names (issue 21: the policy carries its roots, so the file fence, the
+// command runner, the tools and the approval prompt read one value and no
+// caller passes a root list of its own): the effective mode and the
+// workspace roots it applies to (spec T-93, S-17, deliberate difference 12).
+// WorkspaceRoot is the first workspace root, the directory relative paths
+// resolve against; OtherRoots are the session's further workspace roots
+// (every root the client announced after the first). TempRoots are the
+// platform temp areas (shared with other users) and ExtraRoots the
+// deployment's further writable roots (--writable-root); the policy service
+// sets both, canonical and pinned at its construction, on every policy it
+// resolves. All are absolute canonical paths and grant writes only under
+// WorkspaceWrite. An empty WorkspaceRoot means no workspace is set: no
+// workspace root is writable. SessionID names the session the policy was
+// resolved for, empty when there is none (P-03).
 //
 // SessionGrant is true when Mode is the session's standing mode that the
 // user allowed, at an approval, for the rest of the session.
@@ -55,29 +61,37 @@ type ExecutionPolicy struct {
 	Mode          Mode
 	WorkspaceRoot string
 	OtherRoots    []string
+	TempRoots     []string
+	ExtraRoots    []string
 	SessionID     string
 	SessionGrant  bool
 }
 
-// WritableRoots returns the directories a mutation under policy may reach,
-// deduplicated, in order: the policy's workspace roots (WorkspaceRoot, then
-// OtherRoots), then tempRoots (the platform temp areas, canonicalized and
-// pinned by whoever configured them). It is empty unless the mode is WorkspaceWrite
-// (danger-full-access needs no list; read-only allows none). It is the only
-// definition of the writable set.
+// WritableRoots returns the directories a mutation under p may reach,
+// deduplicated, in order: the workspace roots (WorkspaceRoot, then
+// OtherRoots), then TempRoots, then ExtraRoots. It is empty
+// unless the mode is WorkspaceWrite (danger-full-access needs no list;
+// read-only allows none). It is the only definition of the writable set.
 //
-// The workspace root is taken as the policy carries it, cleaned but not
-// resolved again: the policy service canonicalized it when the policy was
-// made, and resolving it anew would let a root later replaced by a symlink
-// move the fence. Fail closed: a root that is not absolute, contains a NUL
-// byte, or is "/" (which would make workspace-write as wide as
-// danger-full-access, deliberate difference 12) grants nothing.
-func WritableRoots(policy ExecutionPolicy, tempRoots []string) []string {
-	if policy.Mode != WorkspaceWrite {
+// The roots are taken as the policy carries them, cleaned but not resolved
+// again: the policy service canonicalized them when the policy was made, and
+// resolving them anew would let a root later replaced by a symlink move the
+// fence. Fail closed: a root that is not absolute, contains a NUL byte, or
+// is "/" (which would make workspace-write as wide as danger-full-access,
+// deliberate difference 12) grants nothing.
+func (p ExecutionPolicy) WritableRoots() []string {
+	if p.Mode != WorkspaceWrite {
 		return nil
 	}
-	roots := make([]string, 0, 1+len(policy.OtherRoots)+len(tempRoots))
-	for _, group := range [][]string{{policy.WorkspaceRoot}, policy.OtherRoots, tempRoots} {
+	return p.Roots()
+}
+
+// Roots returns every root p names, in WritableRoots' order, whatever its
+// mode: what may be writable under workspace-write, so a call may not
+// delete or move one away in any mode.
+func (p ExecutionPolicy) Roots() []string {
+	roots := make([]string, 0, 1+len(p.OtherRoots)+len(p.TempRoots)+len(p.ExtraRoots))
+	for _, group := range [][]string{{p.WorkspaceRoot}, p.OtherRoots, p.TempRoots, p.ExtraRoots} {
 		for _, r := range group {
 			if GrantableRoot(r) && !slices.Contains(roots, filepath.Clean(r)) {
 				roots = append(roots, filepath.Clean(r))
@@ -85,6 +99,12 @@ func WritableRoots(policy ExecutionPolicy, tempRoots []string) []string {
 		}
 	}
 	return roots
+}
+
+// Shared reports whether root is one of p's temp areas, which other users
+// write to as well.
+func (p ExecutionPolicy) Shared(root string) bool {
+	return slices.Contains(p.TempRoots, filepath.Clean(root))
 }
 
 // GrantableRoot reports whether r may be a writable root: an absolute path

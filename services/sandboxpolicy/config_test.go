@@ -110,7 +110,7 @@ func TestNewAppliesDefaults(t *testing.T) {
 		assert.Equal(t, sandbox.ReadOnly, svc.Default().Mode)
 		assert.Equal(t, canonical(t, wd), svc.Default().WorkspaceRoot)
 		assert.True(t, filepath.IsAbs(svc.Default().WorkspaceRoot))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: canonical(t, wd)}, svc.Default())
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: canonical(t, wd)}, svc), svc.Default())
 	})
 
 	t.Run("X-04 the zero Config pins the canonical default temp roots", func(t *testing.T) {
@@ -119,8 +119,8 @@ func TestNewAppliesDefaults(t *testing.T) {
 		if c := canonical(t, os.TempDir()); c != want[0] {
 			want = append(want, c)
 		}
-		assert.Equal(t, want, svc.TempRoots())
-		assert.Equal(t, want, svc.TempRoots())
+		assert.Equal(t, want, svc.Default().TempRoots)
+		assert.Equal(t, want, svc.Default().TempRoots)
 	})
 
 	t.Run("DefaultTempRoots is /tmp then os.TempDir()", func(t *testing.T) {
@@ -131,7 +131,7 @@ func TestNewAppliesDefaults(t *testing.T) {
 		requireMissing(t, "/ws")
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/ws/../ws/./sub"})
 		assert.Equal(t, "/ws/sub", svc.Default().WorkspaceRoot)
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/ws/sub"}, svc.Default())
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/ws/sub"}, svc), svc.Default())
 	})
 
 	t.Run("P-02 an existing WorkspaceRoot reached through a symlink is canonicalized first", func(t *testing.T) {
@@ -171,7 +171,7 @@ func TestNewTempRoots(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := mustNew(t, sandboxpolicy.Config{TempRoots: tc.in})
-			assert.Equal(t, tc.want, svc.TempRoots())
+			assert.ElementsMatch(t, tc.want, svc.Default().TempRoots)
 		})
 	}
 
@@ -179,13 +179,13 @@ func TestNewTempRoots(t *testing.T) {
 		in := []string{t1, t2}
 		svc := mustNew(t, sandboxpolicy.Config{TempRoots: in})
 		in[0] = "/"
-		assert.Equal(t, []string{t1, t2}, svc.TempRoots())
+		assert.Equal(t, []string{t1, t2}, svc.Default().TempRoots)
 	})
 
 	t.Run("TempRoots returns a copy: changing it changes nothing", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{TempRoots: []string{t1, t2}})
-		got := svc.TempRoots()
+		got := svc.Default().TempRoots
 		got[0] = "/"
-		assert.Equal(t, []string{t1, t2}, svc.TempRoots())
+		assert.Equal(t, []string{t1, t2}, svc.Default().TempRoots)
 	})
 }

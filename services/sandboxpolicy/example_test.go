@@ -28,7 +28,7 @@ func ExampleSetMode() {
 		return
 	}
 	p := svc.Resolve(s, sandbox.FileTools, "")
-	fmt.Println(p.Mode, sandbox.WritableRoots(p, svc.TempRoots()))
+	fmt.Println(p.Mode, p.WritableRoots())
 	fmt.Println(svc.Resolve(session.New("s2", "/srv/other"), sandbox.FileTools, "").Mode)
 	// Output:
 	// read-only

@@ -30,7 +30,7 @@ func TestFailClosedEdges(t *testing.T) {
 		t.Setenv("TMPDIR", "relative/tmp")
 		svc, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: "/ws"})
 		require.NoError(t, err)
-		assert.Equal(t, []string{sandboxpolicy.CanonicalPath("/tmp")}, svc.TempRoots())
+		assert.Equal(t, []string{sandboxpolicy.CanonicalPath("/tmp")}, svc.Default().TempRoots)
 	})
 	t.Run("a sandbox/mode event carrying a pointer still folds", func(t *testing.T) {
 		s := session.New("s", "")

@@ -116,3 +116,11 @@ func familyOf(subject string) sandbox.Family {
 	}
 	return sandbox.FileTools
 }
+
+// stamped is p with the roots svc pins on every policy it resolves (its
+// temp and extra writable roots), as the policy carries them.
+func stamped(p sandbox.ExecutionPolicy, svc *sandboxpolicy.Service) sandbox.ExecutionPolicy {
+	d := svc.Default()
+	p.TempRoots, p.ExtraRoots = d.TempRoots, d.ExtraRoots
+	return p
+}

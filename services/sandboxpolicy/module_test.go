@@ -35,8 +35,8 @@ func TestModule(t *testing.T) {
 		svc, app := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: ww, WorkspaceRoot: ws, TempRoots: []string{tmp}}))
 		defer app.RequireStop()
 		assert.Equal(t, ww, svc.Default().Mode)
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws}, svc.Default())
-		assert.Equal(t, []string{ws, tmp}, sandbox.WritableRoots(svc.Default(), svc.TempRoots()))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws}, svc), svc.Default())
+		assert.Equal(t, []string{ws, tmp}, stamped(svc.Default(), svc).WritableRoots())
 	})
 
 	t.Run("P-01 without a supplied Config the module uses the defaults", func(t *testing.T) {
@@ -44,7 +44,7 @@ func TestModule(t *testing.T) {
 		require.NoError(t, err)
 		svc, app := startModule(t)
 		defer app.RequireStop()
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: canonical(t, wd)}, svc.Default())
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: canonical(t, wd)}, svc), svc.Default())
 	})
 
 	t.Run("P-10 stopping the app and starting a second one in the same process leaves nothing behind", func(t *testing.T) {
@@ -57,8 +57,8 @@ func TestModule(t *testing.T) {
 		second, app2 := startModule(t, fx.Supply(sandboxpolicy.Config{Mode: ro, WorkspaceRoot: tmp}))
 		defer app2.RequireStop()
 		assert.NotSame(t, first, second)
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: tmp}, second.Default())
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second.Resolve(s, sandbox.FileTools, ""))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: tmp}, second), second.Default())
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: ws, SessionID: "s"}, second), second.Resolve(s, sandbox.FileTools, ""))
 	})
 
 	t.Run("P-10 the app starts and stops cleanly", func(t *testing.T) {

@@ -3,6 +3,7 @@ package sandboxpolicy
 import (
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"go.uber.org/fx"
@@ -114,7 +115,25 @@ func New(cfg Config) (*Service, error) {
 // (P-03). The workspace root is "" when there is none (the process ran
 // from "/", or a configured "/" under a mode other than workspace-write).
 func (s *Service) Default() sandbox.ExecutionPolicy {
-	return granted(sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot})
+	return granted(s.base())
+}
+
+// base is the deployment's policy before any session: its default mode, the
+// fallback workspace root, and the temp and extra writable roots pinned at
+// construction (each policy gets its own copies).
+func (s *Service) base() sandbox.ExecutionPolicy {
+	return sandbox.ExecutionPolicy{
+		Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot,
+		TempRoots: cloned(s.cfg.TempRoots), ExtraRoots: cloned(s.cfg.WritableRoots),
+	}
+}
+
+// cloned returns a copy of roots, nil when there are none.
+func cloned(roots []string) []string {
+	if len(roots) == 0 {
+		return nil
+	}
+	return slices.Clone(roots)
 }
 
 // Resolve returns the policy of one call of family f (P-03..P-08): approved
@@ -132,7 +151,7 @@ func (s *Service) Default() sandbox.ExecutionPolicy {
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
 func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
-	p := sandbox.ExecutionPolicy{Mode: s.cfg.Mode, WorkspaceRoot: s.cfg.WorkspaceRoot}
+	p := s.base()
 	if sess != nil {
 		p.SessionID = sess.ID()
 		if e, ok := lastMode(sess, f); ok {

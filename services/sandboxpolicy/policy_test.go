@@ -106,7 +106,7 @@ func TestResolve(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := mustNew(t, sandboxpolicy.Config{Mode: tc.def, WorkspaceRoot: fallback})
-			assert.Equal(t, tc.want, svc.Resolve(tc.sess, sandbox.FileTools, tc.approved))
+			assert.Equal(t, stamped(tc.want, svc), svc.Resolve(tc.sess, sandbox.FileTools, tc.approved))
 		})
 	}
 
@@ -120,12 +120,12 @@ func TestResolve(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: ro, WorkspaceRoot: fallback})
 		a := withMode("s-a", wsA, ww)
 		b := withMode("s-b", wsB, danger)
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandbox.FileTools, ""))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandbox.FileTools, ""))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ww, WorkspaceRoot: wsA, SessionID: "s-a"}, svc), svc.Resolve(a, sandbox.FileTools, ""))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc), svc.Resolve(b, sandbox.FileTools, ""))
 		require.NoError(t, sandboxpolicy.SetMode(a, ro))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc.Resolve(a, sandbox.FileTools, ""))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc.Resolve(b, sandbox.FileTools, ""))
-		assert.Equal(t, sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc.Default())
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: wsA, SessionID: "s-a"}, svc), svc.Resolve(a, sandbox.FileTools, ""))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: danger, WorkspaceRoot: wsB, SessionID: "s-b"}, svc), svc.Resolve(b, sandbox.FileTools, ""))
+		assert.Equal(t, stamped(sandbox.ExecutionPolicy{Mode: ro, WorkspaceRoot: fallback}, svc), svc.Default())
 	})
 
 	t.Run("P-15 after each mode switch the next resolution reflects the latest switch", func(t *testing.T) {

@@ -26,17 +26,6 @@ func CanonicalPath(p string) string {
 	return resolved
 }
 
-// TempRoots returns the canonical temp roots pinned at construction.
-func (s *Service) TempRoots() []string { return slices.Clone(s.cfg.TempRoots) }
-
-// Roots returns what sandbox.WritableRoots takes beside a policy: the
-// canonical temp roots, then the extra writable roots (Config.WritableRoots),
-// pinned at construction and deduplicated. The file fence (fssandbox) and the
-// command runner (execsandbox) both pass it, so they share one writable set.
-func (s *Service) Roots() []string {
-	return dedup(append(slices.Clone(s.cfg.TempRoots), s.cfg.WritableRoots...))
-}
-
 // Protected returns the protected paths inside each writable root
 // (Config.Protect and the version-control metadata), the set the file fence
 // refuses; the command runner (execsandbox) carves the same set out.
@@ -162,7 +151,7 @@ func (p *pins) canonical(announced []string) []string {
 // Boundary returns the boundary a mutation of target (a canonical path)
 // crosses under p, or "" when p admits it: danger-full-access admits
 // everything; workspace-write admits a target beneath one of
-// sandbox.WritableRoots(p, s.Roots()) unless it is a protected path there
+// p.WritableRoots() unless it is a protected path there
 // (BoundaryProtected and the rule, by the metadata names and the Protect
 // patterns; the fence also protects a repository directory found by its
 // shape, which needs I/O and is not seen here), and otherwise names
@@ -175,7 +164,7 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 	case sandbox.DangerFullAccess:
 		return ""
 	case sandbox.WorkspaceWrite:
-		for _, root := range sandbox.WritableRoots(p, s.Roots()) {
+		for _, root := range p.WritableRoots() {
 			if !dirfd.Beneath(root, target) {
 				continue
 			}

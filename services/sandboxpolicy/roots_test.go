@@ -62,7 +62,7 @@ func TestWritableRootsOutsideWorkspaceWrite(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			assert.Empty(t, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: tc.mode, WorkspaceRoot: ws}, svc.TempRoots()))
+			assert.Empty(t, stamped(sandbox.ExecutionPolicy{Mode: tc.mode, WorkspaceRoot: ws}, svc).WritableRoots())
 		})
 	}
 }
@@ -76,16 +76,16 @@ func TestWritableRootsDefaultTempRoots(t *testing.T) {
 		t.Setenv("TMPDIR", symlink(t, "/tmp", filepath.Join(dir, "tmp-link")))
 		require.NotEqual(t, "/tmp", os.TempDir(), "fixture precondition: os.TempDir() is spelled differently")
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
-		assert.Equal(t, []string{tmp}, svc.TempRoots())
-		assert.Equal(t, []string{ws, tmp}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
+		assert.Equal(t, []string{tmp}, svc.Default().TempRoots)
+		assert.Equal(t, []string{ws, tmp}, stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc).WritableRoots())
 	})
 
 	t.Run("X-04 with TMPDIR another directory reached through a symlink both temp roots are canonical", func(t *testing.T) {
 		other := mkdir(t, filepath.Join(dir, "other-tmp"))
 		t.Setenv("TMPDIR", symlink(t, other, filepath.Join(dir, "other-tmp-link")))
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
-		assert.Equal(t, []string{tmp, other}, svc.TempRoots())
-		assert.Equal(t, []string{ws, tmp, other}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
+		assert.Equal(t, []string{tmp, other}, svc.Default().TempRoots)
+		assert.Equal(t, []string{ws, tmp, other}, stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc).WritableRoots())
 	})
 
 	t.Run("X-04 temp roots are pinned at construction: a later TMPDIR change does not move them", func(t *testing.T) {
@@ -93,7 +93,7 @@ func TestWritableRootsDefaultTempRoots(t *testing.T) {
 		t.Setenv("TMPDIR", other)
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite})
 		t.Setenv("TMPDIR", mkdir(t, filepath.Join(dir, "later-tmp")))
-		assert.Equal(t, []string{ws, tmp, other}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.TempRoots()))
+		assert.Equal(t, []string{ws, tmp, other}, stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc).WritableRoots())
 	})
 }
 
@@ -171,7 +171,7 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: tc.tempRoots})
-			got := sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: tc.root}, svc.TempRoots())
+			got := stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: tc.root}, svc).WritableRoots()
 			assert.Equal(t, tc.want, got)
 		})
 	}
@@ -179,16 +179,16 @@ func TestWritableRootsWorkspaceWrite(t *testing.T) {
 	t.Run("X-04 the writable roots of a resolved session policy are its canonical cwd and the temp roots", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{t1}})
 		p := svc.Resolve(session.New("s", wsLink), sandbox.FileTools, "")
-		assert.Equal(t, []string{ws, t1}, sandbox.WritableRoots(p, svc.TempRoots()))
+		assert.Equal(t, []string{ws, t1}, stamped(p, svc).WritableRoots())
 	})
 
 	t.Run("WritableRoots returns a fresh slice: changing it changes nothing", func(t *testing.T) {
 		svc := mustNew(t, sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, TempRoots: []string{t1}})
 		p := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
-		got := sandbox.WritableRoots(p, svc.TempRoots())
+		got := stamped(p, svc).WritableRoots()
 		got[1] = "/"
-		assert.Equal(t, []string{ws, t1}, sandbox.WritableRoots(p, svc.TempRoots()))
-		assert.Equal(t, []string{t1}, svc.TempRoots())
+		assert.Equal(t, []string{ws, t1}, stamped(p, svc).WritableRoots())
+		assert.Equal(t, []string{t1}, svc.Default().TempRoots)
 	})
 }
 
@@ -201,12 +201,12 @@ func TestWritableRootsExtraRoots(t *testing.T) {
 
 	svc := mustNew(t, sandboxpolicy.Config{TempRoots: []string{tmp}, WritableRoots: []string{link, tmp}})
 	t.Run("extra roots follow the temp roots, canonical and deduplicated", func(t *testing.T) {
-		assert.Equal(t, []string{tmp, cache}, svc.Roots())
-		assert.Equal(t, []string{tmp}, svc.TempRoots())
-		assert.Equal(t, []string{ws, tmp, cache}, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc.Roots()))
+		assert.Equal(t, []string{tmp}, svc.Default().TempRoots)
+		assert.Equal(t, []string{cache, tmp}, svc.Default().ExtraRoots)
+		assert.Equal(t, []string{ws, tmp, cache}, stamped(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, svc).WritableRoots())
 	})
 	t.Run("extra roots grant nothing in read-only", func(t *testing.T) {
-		assert.Empty(t, sandbox.WritableRoots(sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: ws}, svc.Roots()))
+		assert.Empty(t, stamped(sandbox.ExecutionPolicy{Mode: sandbox.ReadOnly, WorkspaceRoot: ws}, svc).WritableRoots())
 	})
 	for _, bad := range []string{"/", "relative/dir", "", symlink(t, "/", filepath.Join(dir, "root-link"))} {
 		t.Run("fail closed: extra root "+bad+" is refused", func(t *testing.T) {

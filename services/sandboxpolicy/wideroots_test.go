@@ -42,7 +42,7 @@ func TestRootOfSlash(t *testing.T) {
 	p := svc.Resolve(session.New("s", "/"), sandbox.FileTools, "")
 	assert.Empty(t, p.WorkspaceRoot, "a session cwd of / is no workspace under workspace-write")
 	assert.Equal(t, sandboxpolicy.BoundaryNoWorkspace, svc.Boundary(p, "/opt/x"))
-	assert.NotContains(t, sandbox.WritableRoots(p, svc.TempRoots()), "/")
+	assert.NotContains(t, stamped(p, svc).WritableRoots(), "/")
 
 	ro := mustNew(t, sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/"})
 	assert.Equal(t, "/", ro.Default().WorkspaceRoot, "read-only may name / (it writes nothing)")

@@ -32,7 +32,7 @@ func (t *Tool) inferDenial(policy sandbox.ExecutionPolicy, workdir, stderr strin
 	if policy.Mode == sandbox.DangerFullAccess {
 		return denial{}, false
 	}
-	roots := sandbox.WritableRoots(policy, t.deps.Policy.Roots())
+	roots := policy.WritableRoots()
 	for line := range strings.SplitSeq(stderr, "\n") {
 		for _, r := range refusals {
 			i := strings.Index(line, r)

@@ -252,9 +252,7 @@ func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *s
 		// workspace roots, the temp areas and the extra writable roots
 		// (issue 21: deleting a --writable-root is refused as deleting a
 		// temp root is, in every mode).
-		ws := *policy
-		ws.Mode = sandbox.WorkspaceWrite
-		roots = sandbox.WritableRoots(ws, t.deps.Policy.Roots())
+		roots = policy.Roots()
 	}
 	if cwd := t.cwd(sess, policy, ""); cwd != "" {
 		roots = append(roots, filepath.Clean(cwd))

@@ -428,7 +428,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(sandbox.DangerFullAccess)
 	} else {
 		rep.Mode = string(mode)
-		rep.WritableRoots = append(rep.WritableRoots, sandbox.WritableRoots(p, pol.Roots())...)
+		rep.WritableRoots = append(rep.WritableRoots, p.WritableRoots()...)
 	}
 	if cfg.Exec != "off" {
 		caps := subproc.Probe()
