@@ -154,6 +154,6 @@ flags=(${TESTFLAGS:-})
 say "go test -race -count=1${flags[*]:+ ${flags[*]}} as $user (uid $uid): ${pkgs[*]}"
 start=$SECONDS
 rc=0
-as_user go test -race -count=1 "${flags[@]}" "${pkgs[@]}" || rc=$?
+as_user go test -race -count=1 -timeout 30m "${flags[@]}" "${pkgs[@]}" || rc=$?
 say "done in $((SECONDS - start))s (exit $rc)"
 exit "$rc"
