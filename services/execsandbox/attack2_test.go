@@ -260,7 +260,7 @@ func TestAttack2Reserved(t *testing.T) {
 				time.Sleep(500 * time.Millisecond)
 				res, err := r2.Run(t.Context(), exec.Request{
 					Command: "sleep 2.5; mkdir -p .git && " + evilConfig + " > .git/config && echo WROTE", Workdir: w.ws, Timeout: time.Minute,
-					Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws},
+					Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws),
 				})
 				wg.Wait()
 				require.NoError(t, err)
@@ -372,7 +372,7 @@ func TestAttack2Peer(t *testing.T) {
 	for range n {
 		res, err := r.Run(context.Background(), exec.Request{
 			Command: os.Getenv(peerCmdEnv), Workdir: ws, Timeout: time.Minute,
-			Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws},
+			Policy: carried(pol, sandbox.WorkspaceWrite, ws),
 		})
 		fmt.Printf("PEER exit=%d stdout=%q stderr=%.200q err=%v\n", res.ExitCode, res.Stdout.Text, res.Stderr.Text, err)
 	}
@@ -896,7 +896,7 @@ func TestAttack2Escape(t *testing.T) {
 		before := protectedStates(t, []string{filepath.Join(w.ws, "r/.git/config")})
 		res, err := w.r.Run(t.Context(), exec.Request{
 			Command: evilConfig + " >> config", Workdir: filepath.Join(w.ws, "wd"), Timeout: time.Minute,
-			Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: w.ws},
+			Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws),
 		})
 		t.Logf("err %v exit %d", err, res.ExitCode)
 		assertUnchanged(t, before, "workdir through a symlink into .git")

@@ -379,7 +379,7 @@ func TestAttackWorkdirInGit(t *testing.T) {
 				t.Run(c.name, func(t *testing.T) {
 					_, err := c.w.r.Run(t.Context(), exec.Request{
 						Command: evilConfig + " >> config; touch pre-commit", Workdir: c.workdir, Timeout: time.Minute,
-						Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: c.w.ws},
+						Policy: carried(c.w.pol, sandbox.WorkspaceWrite, c.w.ws),
 					})
 					var ee *exec.Error
 					require.ErrorAs(t, err, &ee)

@@ -105,7 +105,7 @@ func chownTree(root string, uid int) error {
 func (w world) try(ctx context.Context, mode sandbox.Mode, command string, timeout time.Duration) (exec.Result, error) {
 	return w.r.Run(ctx, exec.Request{
 		Command: command, Workdir: w.ws, Timeout: timeout,
-		Policy: &sandbox.ExecutionPolicy{Mode: mode, WorkspaceRoot: w.ws},
+		Policy: carried(w.pol, mode, w.ws),
 	})
 }
 
@@ -263,4 +263,13 @@ func readTree(root string, names []string) map[string]string {
 		out[n] = string(b)
 	}
 	return out
+}
+
+// carried is the policy of a call under mode with workspace root ws, with
+// the roots pol pins on every policy (its temp and extra writable roots), as
+// a resolved policy carries them.
+func carried(pol *sandboxpolicy.Service, mode sandbox.Mode, ws string) *sandbox.ExecutionPolicy {
+	p := pol.Default()
+	p.Mode, p.WorkspaceRoot = mode, ws
+	return &p
 }

@@ -66,7 +66,7 @@ func TestRunFollowsThePolicy(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			res, err := r.Run(t.Context(), exec.Request{
 				Command: "echo x > " + c.target, Workdir: f.ws, Timeout: time.Minute,
-				Policy: &sandbox.ExecutionPolicy{Mode: c.mode, WorkspaceRoot: f.ws},
+				Policy: carried(pol, c.mode, f.ws),
 			})
 			require.NoError(t, err)
 			if c.lands {
@@ -124,7 +124,7 @@ func BenchmarkRun(b *testing.B) {
 	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
 		b.Run(string(mode), func(b *testing.B) {
 			for b.Loop() {
-				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: &sandbox.ExecutionPolicy{Mode: mode, WorkspaceRoot: base}})
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: carried(pol, mode, base)})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatal(err, res.Stderr.Text)
 				}
@@ -181,7 +181,7 @@ func TestRunKeepsProtectedPathsReadOnly(t *testing.T) {
 			before, statErr := os.ReadFile(filepath.Join(f.ws, c.path))
 			res, err := r.Run(t.Context(), exec.Request{
 				Command: c.command, Workdir: f.ws, Timeout: time.Minute,
-				Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.ws},
+				Policy: carried(pol, sandbox.WorkspaceWrite, f.ws),
 			})
 			require.NoError(t, err)
 			after, afterErr := os.ReadFile(filepath.Join(f.ws, c.path))

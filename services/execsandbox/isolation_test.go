@@ -51,7 +51,7 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 				marker := filepath.Join(f.ws, "ran-"+string(mode))
 				_, err := r.Run(t.Context(), hexec.Request{
 					Command: "/bin/touch " + marker, Workdir: f.ws, Timeout: time.Minute,
-					Policy: &sandbox.ExecutionPolicy{Mode: mode, WorkspaceRoot: f.ws},
+					Policy: carried(pol, mode, f.ws),
 				})
 				var ee *hexec.Error
 				require.True(t, errors.As(err, &ee), "want a runner error, got %v", err)
@@ -66,7 +66,7 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 
 			res, err := r.Run(t.Context(), hexec.Request{
 				Command: "/bin/touch " + filepath.Join(f.outside, "danger"), Workdir: f.ws, Timeout: time.Minute,
-				Policy: &sandbox.ExecutionPolicy{Mode: sandbox.DangerFullAccess, WorkspaceRoot: f.ws},
+				Policy: carried(pol, sandbox.DangerFullAccess, f.ws),
 			})
 			require.NoError(t, err)
 			assert.EqualValues(t, 0, res.ExitCode, res.Stderr.Text)
@@ -77,7 +77,7 @@ func TestBwrapMissingRefusesConfinedCommands(t *testing.T) {
 			require.NoError(t, err)
 			res, err = ll.Run(t.Context(), hexec.Request{
 				Command: "/bin/touch landlock-ran; /bin/touch " + filepath.Join(f.outside, "escape"), Workdir: f.ws, Timeout: time.Minute,
-				Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.ws},
+				Policy: carried(pol, sandbox.WorkspaceWrite, f.ws),
 			})
 			require.NoError(t, err)
 			assert.NotEqual(t, 0, res.ExitCode)
@@ -123,7 +123,7 @@ func TestWarmThenChange(t *testing.T) {
 	require.NoError(t, os.MkdirAll(filepath.Join(big, "nested", ".git"), 0o755))
 	res, err := r.Run(t.Context(), hexec.Request{
 		Command: "echo x > big/nested/.git/config", Workdir: f.ws, Timeout: time.Minute,
-		Policy: &sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.ws},
+		Policy: carried(pol, sandbox.WorkspaceWrite, f.ws),
 	})
 	require.NoError(t, err)
 	assert.NotEqual(t, 0, res.ExitCode)
