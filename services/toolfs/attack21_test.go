@@ -81,3 +81,31 @@ func TestAttack21DuplicateKeysAreRefused(t *testing.T) {
 	assert.NoFileExists(t, filepath.Join(base, "new.txt"), "dry_run:true,dry_run:false wrote")
 	assert.NoFileExists(t, filepath.Join(base, "other.txt"), "file_path given twice wrote the second")
 }
+
+// TestAttack21PromptSaysWhatTheDeleteDoes: the approval prompt of delete
+// is the same whether recursive is false (only an empty directory goes) or
+// true (the whole tree goes): "to delete the entry (a directory only with
+// recursive)". The user approving danger-full-access for a path outside
+// the roots cannot tell that this call erases everything beneath it; the
+// same holds for move's overwrite and mkdir's parents. FAILS on the
+// reviewed tree.
+func TestAttack21PromptSaysWhatTheDeleteDoes(t *testing.T) {
+	w := wrNewWorld(t)
+	tree := wrMkdir(t, filepath.Join(w.outside, "tree"))
+	wrPut(t, filepath.Join(tree, "f"), "kept")
+	var prompts []string
+	deny := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
+		prompts = append(prompts, sandboxpolicy.Prompt(req))
+		return sandbox.Rejected, nil
+	})
+	e := w.sandboxed(t, wrWW, deny, true)
+	sess := session.New("s", w.ws)
+	for _, recursive := range []bool{false, true} {
+		wrCall(t, e.tools.Delete(), sess, map[string]any{
+			"path": tree, "recursive": recursive, "sandbox_permissions": "danger-full-access", "justification": "tidy up",
+		})
+	}
+	if assert.Len(t, prompts, 2) {
+		assert.NotEqual(t, prompts[0], prompts[1], "the prompt does not say whether the delete is recursive:\n%s", prompts[1])
+	}
+}
