@@ -3,6 +3,7 @@ package toolexec_test
 // Attack round on issue 21. FAILS on the reviewed tree where noted.
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -60,4 +61,42 @@ func TestAttack21CommandCannotMoveTheWorkspaceAway(t *testing.T) {
 	res := call(t, et.Exec(), sess, map[string]any{"command": "mv " + filepath.Join(base, "proj") + " " + filepath.Join(base, "gone")})
 	t.Log(res.Text)
 	assert.FileExists(t, filepath.Join(ws, "keep"), "a confined command moved the workspace root away")
+}
+
+// TestAttack21ApprovedCommandRunsWhereThePromptSaid: the prompt of an exec
+// escalation names the canonical workdir, but the command then starts in
+// that path as a string: nothing checks after the approval that it still
+// is the directory shown (the file tools refuse with
+// SANDBOX_TARGET_CHANGED). While the user reads the prompt, another call of
+// the same connection (calls run concurrently; a command under the standing
+// workspace-write may make symlinks) swaps the workdir for a symlink to a
+// directory outside the workspace, and the approved danger-full-access
+// command ("rm -rf ./*" in "<ws>/sub", as shown) runs there. Reproduced
+// end to end over `harness serve`. Here the approver does the swap, as the
+// concurrent call did. FAILS on the reviewed tree.
+func TestAttack21ApprovedCommandRunsWhereThePromptSaid(t *testing.T) {
+	requireLandlock(t)
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	sub := filepath.Join(w.ws, "sub")
+	victim := filepath.Join(w.outside, "victim")
+	require.NoError(t, os.Mkdir(victim, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(victim, "data"), []byte("precious"), 0o644))
+	var shown string
+	swap := sandbox.ApproverFunc(func(_ context.Context, req sandbox.ApprovalRequest) (sandbox.Outcome, error) {
+		shown = req.Workdir
+		require.NoError(t, os.Rename(sub, sub+"_old"))
+		require.NoError(t, os.Symlink(victim, sub))
+		return sandbox.AllowedOnce, nil
+	})
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, w.pol)
+	require.NoError(t, err)
+	et, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: w.pol, Approver: swap})
+	require.NoError(t, err)
+	res := call(t, et.Exec(), w.sess, map[string]any{
+		"command": "rm -rf ./*", "workdir": "sub",
+		"sandbox_permissions": "danger-full-access", "justification": "Empty the sub directory.",
+	})
+	t.Log(res.Text)
+	assert.Equal(t, sub, shown, "the prompt showed the workdir")
+	assert.FileExists(t, filepath.Join(victim, "data"), "the approved command ran outside the workspace, not in the workdir the prompt showed")
 }
