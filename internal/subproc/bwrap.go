@@ -83,6 +83,9 @@ func bwrapArgs(c *Confinement) []string {
 	// point of its own (bound onto itself, still writable), so renaming
 	// it away, which would carry the read-only bind along and leave a
 	// fresh directory in its place, fails with EBUSY.
+	// So does every directory between a root and a root nested in it (a
+	// workspace under a temp area): renaming it would carry the nested
+	// root away from its path.
 	for _, a := range ancestors(c.Protected, roots) {
 		args = append(args, "--bind-try", a, a)
 	}
@@ -98,23 +101,29 @@ func bwrapArgs(c *Confinement) []string {
 		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
 }
 
-// ancestors returns the directories strictly between each protected path
-// and the deepest root holding it, parents first, leaving out any at or
-// beneath a protected path (a gitdir inside a protected .git).
+// ancestors returns the directories strictly between each protected path,
+// or each root nested in another root, and the deepest other root holding
+// it, parents first, leaving out any at or beneath a protected path (a
+// gitdir inside a protected .git).
 func ancestors(protected []Protected, roots []string) []string {
 	seen := map[string]bool{}
 	var out []string
+	held := make([]string, 0, len(protected)+len(roots))
 	for _, p := range protected {
+		held = append(held, p.Path)
+	}
+	held = append(held, roots...)
+	for _, p := range held {
 		root := ""
 		for _, r := range roots {
-			if r != p.Path && dirfd.Beneath(r, p.Path) && len(r) > len(root) {
+			if r != p && dirfd.Beneath(r, p) && len(r) > len(root) {
 				root = r
 			}
 		}
 		if root == "" {
 			continue
 		}
-		for a := filepath.Dir(p.Path); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
+		for a := filepath.Dir(p); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
 			if seen[a] || slices.ContainsFunc(protected, func(q Protected) bool { return dirfd.Beneath(q.Path, a) }) {
 				continue
 			}

@@ -1,10 +1,12 @@
 package guard
 
 import (
+	"bytes"
 	"encoding/json"
 	"slices"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/agnivade/levenshtein"
 )
@@ -39,6 +41,9 @@ func (g *Guard) decode(raw json.RawMessage, known map[string]bool, order []strin
 	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
 		return nil, BadArg("tool arguments must be a JSON object")
 	}
+	if dup, ok := duplicateKey(raw); ok {
+		return nil, BadArg("argument " + shown(dup) + " is given more than once; nothing was done")
+	}
 	var unknown []string
 	for name := range args {
 		if known[name] {
@@ -53,6 +58,8 @@ func (g *Guard) decode(raw json.RawMessage, known map[string]bool, order []strin
 		return args, nil
 	}
 	slices.Sort(unknown)
+	more := len(unknown) - maxListed
+	unknown = unknown[:min(len(unknown), maxListed)]
 	declared := slices.Clone(order)
 	for name := range known {
 		if !slices.Contains(declared, name) {
@@ -61,11 +68,14 @@ func (g *Guard) decode(raw json.RawMessage, known map[string]bool, order []strin
 	}
 	parts := make([]string, 0, len(unknown))
 	for _, name := range unknown {
-		part := "unknown argument " + strconv.Quote(name)
+		part := "unknown argument " + shown(name)
 		if near := nearest(name, declared); near != "" {
 			part += " (did you mean " + strconv.Quote(near) + "?)"
 		}
 		parts = append(parts, part)
+	}
+	if more > 0 {
+		parts = append(parts, strconv.Itoa(more)+" more unknown arguments")
 	}
 	msg := strings.Join(parts, "; ") + "; nothing was done"
 	if len(declared) > 0 {
@@ -91,4 +101,50 @@ func nearest(name string, declared []string) string {
 		}
 	}
 	return best
+}
+
+// maxListed is how many unknown arguments a refusal names; maxShown how many
+// bytes of one argument name it quotes.
+const (
+	maxListed = 10
+	maxShown  = 64
+)
+
+// shown quotes an argument name for a message, cut past maxShown bytes.
+func shown(name string) string {
+	if len(name) <= maxShown {
+		return strconv.Quote(name)
+	}
+	cut := name[:maxShown]
+	for !utf8.ValidString(cut) {
+		cut = cut[:len(cut)-1]
+	}
+	return strconv.Quote(cut) + "… (" + strconv.Itoa(len(name)) + " bytes)"
+}
+
+// duplicateKey returns a key the top-level object raw gives more than once
+// (encoding/json would keep the last, so a reader of the first sees another
+// call than the one that runs), and true; raw is a valid JSON object.
+func duplicateKey(raw json.RawMessage) (string, bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if _, err := dec.Token(); err != nil { // {
+		return "", false
+	}
+	seen := map[string]bool{}
+	for dec.More() {
+		tok, err := dec.Token()
+		if err != nil {
+			return "", false
+		}
+		key, _ := tok.(string)
+		if seen[key] {
+			return key, true
+		}
+		seen[key] = true
+		var skip json.RawMessage
+		if err := dec.Decode(&skip); err != nil {
+			return "", false
+		}
+	}
+	return "", false
 }

@@ -1,6 +1,6 @@
 package guard_test
 
-// Attack round on issue 21. FAILS on the reviewed tree where noted.
+// Attack round on issue 21. Each case failed before its fix.
 
 import (
 	"context"
@@ -22,8 +22,7 @@ import (
 // family"). So a new tool family built on the guard that forgets its
 // Family (the package doc invites new families) turns a grant answered to
 // its prompt into a grant for exec as well: fail open. Either New refuses
-// an empty family or Escalate refuses to record one. FAILS on the reviewed
-// tree.
+// an empty family or Escalate refuses to record one. failed before its fix.
 func TestAttack21AFamilylessGrantCoversNoFamily(t *testing.T) {
 	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/srv/ws", TempRoots: []string{}})
 	require.NoError(t, err)

@@ -14,6 +14,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
@@ -51,8 +52,13 @@ type Config struct {
 	Unconfined string
 }
 
-// New returns the guard of cfg.Family. Errors: Confines without a Policy.
+// New returns the guard of cfg.Family. Errors: a Family that is not one of
+// sandbox.FileTools and sandbox.Commands (a grant must say what it covers);
+// Confines without a Policy.
 func New(cfg Config) (*Guard, error) {
+	if !cfg.Family.Valid() {
+		return nil, errors.New("guard: unknown tool family " + strconv.Quote(string(cfg.Family)) + " (a session grant must say what it covers)")
+	}
 	if cfg.Confines && cfg.Policy == nil {
 		return nil, errors.New("guard: the " + string(cfg.Family) + " confine but no sandboxpolicy.Service is composed")
 	}

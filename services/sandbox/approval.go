@@ -19,6 +19,9 @@ const (
 	Commands  Family = "commands"
 )
 
+// Valid reports whether f is one of the families.
+func (f Family) Valid() bool { return f == FileTools || f == Commands }
+
 // Subject returns the escalation hint's subject for f
 // (SubjectCommand or SubjectOperation).
 func (f Family) Subject() string {

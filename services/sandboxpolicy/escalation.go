@@ -102,6 +102,15 @@ func TargetChanged(m sandbox.Mode, shown, now string) error {
 		strconv.Quote(shown), strconv.Quote(now))}
 }
 
+// WorkdirChanged returns the error of an approved command whose working
+// directory, checked again after the approval, is no longer the directory
+// the prompt showed (shown); now says what it is instead.
+func WorkdirChanged(m sandbox.Mode, shown, now string) error {
+	return &EscalationError{Code: CodeTargetChanged, Mode: m, Message: fmt.Sprintf(
+		"the approved command was refused: its working directory changed after the approval (shown %s, now %s); nothing was run",
+		strconv.Quote(shown), now)}
+}
+
 // EscalationError is every failure of Escalate: Code is CodeEscalationRefused
 // or CodeApprovalFailed, Mode the requested mode, Message the exact
 // model-facing sentence, Err the approver's error (CodeApprovalFailed only).
@@ -140,9 +149,14 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 // records it as the session's mode for req.Family, marked as the user's
 // grant, so later calls of that family (only) run under it (issue 21).
 // Every failure is an *EscalationError: a refusal has CodeEscalationRefused;
-// an approver error or an unknown outcome has CodeApprovalFailed.
+// a request without a valid Family, an approver error or an unknown outcome
+// has CodeApprovalFailed.
 func Escalate(ctx context.Context, approver sandbox.Approver, sess *session.Session, req sandbox.ApprovalRequest, effective sandbox.Mode) (sandbox.Mode, error) {
 	requested := req.Mode
+	if !req.Family.Valid() {
+		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf(
+			"sandbox escalation to %q: the request names no tool family (%q), so a session grant could not say what it covers", requested, req.Family)}
+	}
 	if !IsWider(requested, effective) {
 		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)
 	}
@@ -187,9 +201,9 @@ const JustificationMax = 300
 const CommandMax = 500
 
 // CleanJustification returns the model's justification as a prompt may show
-// it (issue 12): every Unicode control (Cc), format (Cf: bidirectional
-// overrides and isolates, zero-width characters), line separator (Zl) and
-// paragraph separator (Zp) character becomes a space, runs of spaces
+// it (issue 12): every blank character (blank: controls, formats such as
+// bidirectional overrides and zero-width characters, separators, combining
+// marks, default ignorable code points) becomes a space, runs of spaces
 // collapse, and past JustificationMax characters the text is cut and ends
 // with "… [N more characters cut]".
 func CleanJustification(s string) string {
@@ -214,15 +228,27 @@ func CleanCommand(s string) string {
 	return out
 }
 
-// collapse turns every control, format, line or paragraph separator and
-// space character of s into one space per run, trims the ends, and keeps at
+// blank reports whether r shows as nothing, or as a blank, on a terminal or
+// in a client's dialog: an invalid byte, a control (Cc), format (Cf: bidi
+// overrides, zero-width characters), line or paragraph separator, a space,
+// a combining mark (Mn, Me: U+034F, variation selectors), a default
+// ignorable code point (the Hangul fillers U+115F, U+1160, U+3164, U+FFA0)
+// or the blank braille pattern U+2800 (issue 21: 500 invisible characters
+// must not push the rest of a command past the cut).
+func blank(r rune) bool {
+	return r == utf8.RuneError || r == '\u2800' || unicode.IsSpace(r) ||
+		unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp, unicode.Mn, unicode.Me,
+			unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
+}
+
+// collapse turns every blank character of s (blank) into one space per run, trims the ends, and keeps at
 // most limit characters; cut is how many non-space characters and runs were
 // left out.
 func collapse(s string, limit int) (out string, cut int) {
 	var b strings.Builder
 	n, space := 0, false
 	for _, r := range s {
-		if r == utf8.RuneError || unicode.In(r, unicode.Cc, unicode.Cf, unicode.Zl, unicode.Zp) || unicode.IsSpace(r) {
+		if blank(r) {
 			r = ' '
 		}
 		if r == ' ' {

@@ -3,6 +3,7 @@ package toolexec
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"math"
 	"os"
 	"path/filepath"
@@ -82,7 +83,8 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
-	workdir, err := workdirOf(c.Workspace(), args.workdir)
+	workspace := c.Workspace()
+	workdir, err := workdirOf(workspace, args.workdir)
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
@@ -90,8 +92,17 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	if standing := c.Standing(); standing != nil {
 		policy := *standing
 		if args.esc.Mode != "" {
+			before, err := os.Stat(workdir)
+			if err != nil {
+				return t.g.Fail(guard.BadArg("workdir "+strconv.Quote(workdir)+" is not an existing directory"), standing)
+			}
 			if policy, err = c.Escalate(ctx, policy, args.esc, sandbox.ApprovalRequest{Command: args.command, Workdir: workdir}); err != nil {
 				return t.g.Fail(err, standing)
+			}
+			// The user approved this command in the directory shown:
+			// after the wait, it must still be that directory (issue 21).
+			if err := sameWorkdir(workspace, args.workdir, workdir, before); err != nil {
+				return t.g.Fail(sandboxpolicy.WorkdirChanged(policy.Mode, workdir, err.Error()), standing)
 			}
 		}
 		req.Policy = &policy
@@ -182,6 +193,24 @@ func workdirOf(root, arg string) (string, error) {
 		return "", guard.BadArg("workdir " + strconv.Quote(dir) + " is not an existing directory")
 	}
 	return dir, nil
+}
+
+// sameWorkdir checks that the workdir argument arg still resolves to shown,
+// the directory before (os.Stat) was: the same canonical path and the same
+// directory (device and inode). The error says what it is now.
+func sameWorkdir(workspace, arg, shown string, before os.FileInfo) error {
+	now, err := workdirOf(workspace, arg)
+	if err != nil {
+		return err
+	}
+	if now != shown {
+		return errors.New(strconv.Quote(now))
+	}
+	after, err := os.Stat(now)
+	if err != nil || !os.SameFile(before, after) {
+		return errors.New("another directory at " + strconv.Quote(now))
+	}
+	return nil
 }
 
 // parse checks the arguments. Errors: *guard.ArgError.

@@ -24,7 +24,7 @@ import (
 // the workspace beneath a temp area (a workspace under /tmp with the
 // default temp roots), workspace-write deletes the whole workspace and the
 // session is left without one; under danger-full-access any root goes the
-// same way. FAILS on the reviewed tree.
+// same way. It failed before its fix.
 func TestAttack21AncestorOfWritableRootIsKept(t *testing.T) {
 	for _, mode := range []sandbox.Mode{sandbox.WorkspaceWrite, sandbox.DangerFullAccess} {
 		t.Run(string(mode), func(t *testing.T) {
@@ -57,8 +57,7 @@ func TestAttack21AncestorOfWritableRootIsKept(t *testing.T) {
 // directory. Anything that reads the first occurrence (a proxy or an
 // approval UI built on a first-match parser such as gjson) shows a
 // different call from the one run. A strict decoder refuses duplicates
-// (INVALID_ARGUMENT, nothing done), as it refuses unknown keys. FAILS on
-// the reviewed tree.
+// (INVALID_ARGUMENT, nothing done), as it refuses unknown keys. failed before its fix.
 func TestAttack21DuplicateKeysAreRefused(t *testing.T) {
 	base := wrBase(t)
 	e := wrNew(t, wrSetup{Cwd: base, Bare: true, Sandbox: wrSandboxCfg("workspace-write", base)})
@@ -87,8 +86,7 @@ func TestAttack21DuplicateKeysAreRefused(t *testing.T) {
 // true (the whole tree goes): "to delete the entry (a directory only with
 // recursive)". The user approving danger-full-access for a path outside
 // the roots cannot tell that this call erases everything beneath it; the
-// same holds for move's overwrite and mkdir's parents. FAILS on the
-// reviewed tree.
+// same holds for move's overwrite and mkdir's parents. failed before its fix.
 func TestAttack21PromptSaysWhatTheDeleteDoes(t *testing.T) {
 	w := wrNewWorld(t)
 	tree := wrMkdir(t, filepath.Join(w.outside, "tree"))

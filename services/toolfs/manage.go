@@ -5,6 +5,7 @@ import (
 	"path/filepath"
 	"strconv"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -63,7 +64,11 @@ func (t *Tools) mkdir(ctx context.Context, call *guard.Call) tool.Result {
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "make the directory (and missing parents)", path)
+	op := "make the directory (its parent must exist; an existing one is refused)"
+	if parents {
+		op = "make the directory and any missing parents"
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, op, path)
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
@@ -116,7 +121,11 @@ func (t *Tools) delete(ctx context.Context, call *guard.Call) tool.Result {
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "delete the entry (a directory only with recursive)", path)
+	op := "delete the entry (a file, a symlink, or an empty directory)"
+	if recursive {
+		op = "delete the entry and, for a directory, everything in it (recursive)"
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, op, path)
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
@@ -182,7 +191,11 @@ func (t *Tools) move(ctx context.Context, call *guard.Call) tool.Result {
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
-	policy, targets, err := t.mutationTargets(ctx, call, "move the entry to the destination", from, to)
+	op := "move the entry to the destination (an entry there is refused)"
+	if overwrite {
+		op = "move the entry to the destination, replacing what is there (overwrite)"
+	}
+	policy, targets, err := t.mutationTargets(ctx, call, op, from, to)
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
@@ -235,10 +248,10 @@ func (t *Tools) guard(ctx context.Context, sess *session.Session, target fs.Targ
 	return intent.Version
 }
 
-// refuseRoot refuses to delete or move a writable root itself, or the
-// session's working directory, whatever the mode: the entry named by the
-// display path (its canonical parent joined with its name, a final symlink
-// not followed) is compared with each.
+// refuseRoot refuses to delete or move a writable root, the session's
+// working directory, or a directory that holds one, whatever the mode: the
+// entry named by the display path (its canonical parent joined with its
+// name, a final symlink not followed) is compared with each.
 func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *sandbox.ExecutionPolicy, target fs.Target, verb string) error {
 	dp := target.DisplayPath
 	parent, err := t.deps.FS.Resolve(ctx, filepath.Dir(dp), fs.ResolveOptions{})
@@ -258,10 +271,16 @@ func (t *Tools) refuseRoot(ctx context.Context, sess *session.Session, policy *s
 		roots = append(roots, filepath.Clean(cwd))
 	}
 	for _, r := range roots {
-		if r == entry {
+		switch {
+		case r == entry:
 			return &fs.Error{
 				Code: fs.CodePermissionDenied, Op: verb, Path: dp,
 				Message: "cannot " + verb + " " + strconv.Quote(dp) + ": it is a writable root or the working directory",
+			}
+		case dirfd.Beneath(entry, r):
+			return &fs.Error{
+				Code: fs.CodePermissionDenied, Op: verb, Path: dp,
+				Message: "cannot " + verb + " " + strconv.Quote(dp) + ": it holds the writable root or working directory " + strconv.Quote(r),
 			}
 		}
 	}

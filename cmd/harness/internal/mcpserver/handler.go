@@ -162,7 +162,7 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) tool.Progress {
 // exact arguments, the requested mode and the justification.
 func approvalBinding(toolName string, args json.RawMessage, ar sandbox.ApprovalRequest) []byte {
 	h := sha256.New()
-	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification, ar.Target} {
+	for _, part := range []string{toolName, string(args), string(ar.Mode), ar.Justification, ar.Target, ar.Command, ar.Workdir, ar.Operation, ar.Boundary} {
 		h.Write([]byte(part))
 		h.Write([]byte{0})
 	}
