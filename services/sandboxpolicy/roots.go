@@ -163,27 +163,29 @@ func (p *pins) canonical(announced []string) []string {
 // crosses under p, or "" when p admits it: danger-full-access admits
 // everything; workspace-write admits a target beneath one of
 // sandbox.WritableRoots(p, s.Roots()) unless it is a protected path there
-// (BoundaryProtected and the rule, by the metadata names and the Protect
-// patterns; the fence also protects a repository directory found by its
-// shape, which needs I/O and is not seen here), and otherwise names
-// BoundaryNoWorkspace when p has no workspace root, else BoundaryOutside;
-// read-only, and any unknown mode, is BoundaryReadOnly. The fence decides
-// again, at mutation time, on a fresh resolution; this answers whether an
-// escalation is needed at all and what its prompt says.
+// (BoundaryProtected and the rule, decided as the fence decides, by
+// ProtectedAt's rule, searching p's roots besides those ProtectedAt
+// searches; a search that cannot finish is BoundaryProtected too), and
+// otherwise names BoundaryNoWorkspace when p has no workspace root, else
+// BoundaryOutside; read-only, and any unknown mode, is BoundaryReadOnly. The
+// fence decides again, at mutation time, on a fresh resolution; this
+// answers whether an escalation is needed at all and what its prompt
+// says.
 func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 	switch p.Mode {
 	case sandbox.DangerFullAccess:
 		return ""
 	case sandbox.WorkspaceWrite:
-		for _, root := range sandbox.WritableRoots(p, s.Roots()) {
+		roots := sandbox.WritableRoots(p, s.Roots())
+		for _, root := range roots {
 			if !dirfd.Beneath(root, target) {
 				continue
 			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
-			if rule, ok := s.protect.Protected(rel, false); ok {
-				return BoundaryProtected + " (" + rule + ")"
+			search := slices.Clone(roots)
+			if w := s.cfg.WorkspaceRoot; sandbox.GrantableRoot(w) && !slices.Contains(search, w) {
+				search = append(search, w)
 			}
-			return ""
+			return s.protectedBoundary(search, root, target)
 		}
 		if p.WorkspaceRoot == "" {
 			return BoundaryNoWorkspace

@@ -1,0 +1,146 @@
+package sandboxpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// protectedSearchTimeout bounds the search of one mutation's decision
+// (ProtectedAt) when its caller gives no deadline of its own: a scan of
+// trees within the entry budget (protectscan.DefaultMaxEntries) ends well
+// before it, so reaching it means the search is stuck, and the mutation is
+// refused.
+const protectedSearchTimeout = 30 * time.Second
+
+// ProtectedEntry is one protected path that exists inside a writable root:
+// version-control metadata (`.git`, `.hg`, `.jj`, `.svn`) at any depth, a
+// --protect match, a directory shaped like a git repository (a bare one, a
+// gitdir kept apart), or a gitdir a `.git` file in a writable root names
+// and that gitdir's commondir.
+type ProtectedEntry struct {
+	// Path is the entry's absolute path, its root joined with the names
+	// read on the way down (no symlink in it).
+	Path string
+	// Dev and Ino are the entry's identity when the search found it
+	// (lstat), so an enforcer can check it covers exactly it.
+	Dev, Ino uint64
+	// Dir tells a directory (protected with everything beneath it).
+	Dir bool
+}
+
+// ProtectedEntries returns the protected entries that exist inside roots
+// (canonical writable roots, as sandbox.WritableRoots gives them; one that
+// does not exist is skipped: it holds nothing), sorted by path, each listed
+// once: what is protected by name or --protect pattern (the topmost entry
+// only), every directory shaped like a git repository (setup.c
+// is_git_directory: a HEAD file, and a commondir file or objects and refs
+// directories), and the gitdir a `.git` file names and its commondir, each
+// when it is a real directory inside one of roots (any of them: a `.git`
+// file in the workspace protects a gitdir in another writable root). In a
+// temp root (TempRoots), shared with other users, only the entries of owner
+// (a uid) count. No symlink is followed and nothing that could block is
+// opened (internal/protectscan); unchanged directories are answered from
+// the service's cache.
+//
+// It fails closed: a search it cannot finish (more entries or depth than
+// its budget, ctx's deadline, a directory it cannot read) returns an error
+// saying where it stopped and no entries, never a partial list.
+func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner int) ([]ProtectedEntry, error) {
+	scan := make([]protectscan.Root, 0, len(roots))
+	for _, r := range roots {
+		if _, err := os.Lstat(r); err != nil {
+			continue // a missing root grants nothing and holds nothing
+		}
+		scan = append(scan, protectscan.Root{Path: r, Shared: slices.Contains(s.cfg.TempRoots, r), Owner: owner})
+	}
+	entries, err := s.scanner.Scan(ctx, scan, s.protect.ProtectedEntry)
+	if err != nil {
+		if _, ok := errors.AsType[*protectscan.BudgetError](err); ok ||
+			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("the search for protected paths did not finish: %w", err)
+		}
+		return nil, err
+	}
+	out := make([]ProtectedEntry, len(entries))
+	for i, e := range entries {
+		out[i] = ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir}
+	}
+	return out, nil
+}
+
+// ProtectedAt decides whether the entry rel (a clean slash-separated path
+// relative to the writable root root, "" for the root itself, existing or
+// not) is a protected path under workspace-write, and returns the rule that
+// protects it ("" when none does). It is the one rule the file fence
+// (fssandbox) and the command runner (execsandbox, through
+// ProtectedEntries) share:
+//   - by name and pattern (sandbox.ProtectedPaths.Protected): `.git`,
+//     `.hg`, `.jj`, `.svn` at any depth and --protect matches, existing or
+//     not, so a match created after the start is protected too;
+//   - by what exists (ProtectedEntries, searched now): rel lies in a
+//     directory shaped like a git repository, or in a gitdir or commondir
+//     that a `.git` file names, the file in any of the roots searched.
+//
+// The roots searched are root, the deployment's workspace root
+// (Config.WorkspaceRoot) and Roots(); in the fence's own temp roots, only
+// the entries of the process's effective uid count. Errors: the search's
+// (see ProtectedEntries), under ctx or, when ctx has no deadline,
+// protectedSearchTimeout; the caller refuses the mutation then.
+func (s *Service) ProtectedAt(ctx context.Context, root, rel string) (string, error) {
+	roots := []string{root}
+	for _, r := range append([]string{s.cfg.WorkspaceRoot}, s.Roots()...) {
+		if sandbox.GrantableRoot(r) && !slices.Contains(roots, r) {
+			roots = append(roots, r)
+		}
+	}
+	return s.protectedIn(ctx, roots, root, rel)
+}
+
+// protectedIn is ProtectedAt searching roots (root among them).
+func (s *Service) protectedIn(ctx context.Context, roots []string, root, rel string) (string, error) {
+	if rule, ok := s.protect.Protected(rel, false); ok {
+		return rule, nil
+	}
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, protectedSearchTimeout)
+		defer cancel()
+	}
+	entries, err := s.ProtectedEntries(ctx, roots, os.Geteuid())
+	if err != nil {
+		return "", err
+	}
+	target := filepath.Join(root, filepath.FromSlash(rel))
+	for _, e := range entries {
+		if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
+			return "a git repository directory: " + e.Path, nil
+		}
+	}
+	return "", nil
+}
+
+// protectedBoundary is Boundary's answer for target beneath root, one of
+// roots: BoundaryProtected and the rule when ProtectedAt's rule protects
+// it (a search that cannot finish protects it: fail closed), else "".
+func (s *Service) protectedBoundary(roots []string, root, target string) string {
+	rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
+	rule, err := s.protectedIn(context.Background(), roots, root, rel)
+	switch {
+	case err != nil:
+		// Fail closed: what cannot be searched is not admitted.
+		return BoundaryProtected + " (" + err.Error() + ")"
+	case rule != "":
+		return BoundaryProtected + " (" + rule + ")"
+	}
+	return ""
+}
