@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // errOutsideRoots is the cause of a denial at check time: the fresh
@@ -37,7 +38,7 @@ func (m fenced) Mount(ctx context.Context, target fs.Target, policy *sandbox.Exe
 		},
 	}
 	if fc.root.Confined() {
-		mount.Admit = fc.admitProtected(m.f)
+		mount.Admit = fc.admitProtected()
 	}
 	switch {
 	case !fc.root.Confined():
@@ -96,6 +97,11 @@ type fence struct {
 	target  fs.Target
 	mode    sandbox.Mode
 	release func()
+	// policy is the call's resolved policy and policySvc the service that
+	// decides its protected paths (checkProtected); set under
+	// workspace-write only.
+	policy    sandbox.ExecutionPolicy
+	policySvc *sandboxpolicy.Service
 }
 
 // enter decides whether a mutation of target may run under policy (nil: the
@@ -181,21 +187,24 @@ func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolic
 		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}
+		fc := &fence{target: target, mode: pol.Mode, release: func() {}, policy: pol, policySvc: f.policy}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
 		// parent (admitProtected).
-		if err := f.checkProtected(root, relTo(root, string(target.Key))); err != nil {
+		if err := fc.checkProtected(root, relTo(root, string(target.Key))); err != nil {
 			return nil, denied(target, pol.Mode, err)
 		}
 		if d, ok := f.pinned[root]; ok {
-			return &fence{root: d, target: target, mode: pol.Mode, release: func() {}}, nil
+			fc.root = d
+			return fc, nil
 		}
 		d, err := dirfd.OpenBeneath(root)
 		if err != nil {
 			// Fail closed: an unopenable root grants nothing.
 			return nil, denied(target, pol.Mode, err)
 		}
-		return &fence{root: d, target: target, mode: pol.Mode, release: func() { _ = d.Close() }}, nil
+		fc.root, fc.release = d, func() { _ = d.Close() }
+		return fc, nil
 	}
 	return nil, denied(target, pol.Mode, errOutsideRoots)
 }

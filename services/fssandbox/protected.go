@@ -21,14 +21,14 @@ func (e *protectedError) Error() string {
 }
 
 // checkProtected decides whether the entry rel (a clean path relative to
-// root, "" for the root) is a protected path under workspace-write. The
+// root, "" for the root) is a protected path under the fence's policy. The
 // policy decides (sandboxpolicy.Service.ProtectedAt), by the one rule the
 // command runner shares: version-control metadata and --protect patterns by
 // name, existing or not; a directory shaped like a git repository; a gitdir
-// or commondir a `.git` file names, in this or another writable root. A
-// search that cannot finish is a denial too (fail closed).
-func (f *FileSystem) checkProtected(root, rel string) error {
-	rule, err := f.policy.ProtectedAt(context.Background(), root, rel)
+// or commondir a `.git` file names, in this or another writable root of the
+// call. A search that cannot finish is a denial too (fail closed).
+func (fc *fence) checkProtected(root, rel string) error {
+	rule, err := fc.policySvc.ProtectedAt(context.Background(), fc.policy, path.Join(root, rel))
 	switch {
 	case err != nil:
 		// Fail closed: what cannot be searched is not admitted.
@@ -43,7 +43,7 @@ func (f *FileSystem) checkProtected(root, rel string) error {
 // parent directory is now (its descriptor's path), so a directory swapped for
 // a link into .git after the check is caught. A parent that has left the
 // root is an escape (EXDEV).
-func (fc *fence) admitProtected(f *FileSystem) func(parent *dirfd.Parent, name string) error {
+func (fc *fence) admitProtected() func(parent *dirfd.Parent, name string) error {
 	return func(parent *dirfd.Parent, name string) error {
 		where, err := parent.Where()
 		if err != nil {
@@ -53,7 +53,7 @@ func (fc *fence) admitProtected(f *FileSystem) func(parent *dirfd.Parent, name s
 		if !ok {
 			return fmt.Errorf("%s has left the writable root: %w", where, unix.EXDEV)
 		}
-		if err := f.checkProtected(fc.root.Path(), path.Join(dir, name)); err != nil {
+		if err := fc.checkProtected(fc.root.Path(), path.Join(dir, name)); err != nil {
 			return denied(fc.target, fc.mode, err)
 		}
 		return nil

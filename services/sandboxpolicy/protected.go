@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"time"
@@ -78,36 +77,38 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	return out, nil
 }
 
-// ProtectedAt decides whether the entry rel (a clean slash-separated path
-// relative to the writable root root, "" for the root itself, existing or
-// not) is a protected path under workspace-write, and returns the rule that
-// protects it ("" when none does). It is the one rule the file fence
-// (fssandbox) and the command runner (execsandbox, through
-// ProtectedEntries) share:
-//   - by name and pattern (sandbox.ProtectedPaths.Protected): `.git`,
-//     `.hg`, `.jj`, `.svn` at any depth and --protect matches, existing or
-//     not, so a match created after the start is protected too;
-//   - by what exists (ProtectedEntries, searched now): rel lies in a
-//     directory shaped like a git repository, or in a gitdir or commondir
-//     that a `.git` file names, the file in any of the roots searched.
+// ProtectedAt decides whether a mutation of target (a clean absolute path,
+// existing or not) under p is refused as a protected path, and returns the
+// rule that protects it ("" when none does, or when target lies beneath
+// none of p's writable roots: that is Boundary's question, not this one).
+// It is the one rule the file fence (fssandbox) and the command runner
+// (execsandbox, through ProtectedEntries) share:
+//   - by name and pattern (sandbox.ProtectedPaths.Protected, relative to the
+//     writable root target lies beneath): `.git`, `.hg`, `.jj`, `.svn` at
+//     any depth and --protect matches, existing or not, so a match created
+//     after the start is protected too;
+//   - by what exists (ProtectedEntries over every writable root of p,
+//     searched now): target lies in a directory shaped like a git
+//     repository, or in a gitdir or commondir that a `.git` file names, the
+//     file in any writable root of p.
 //
-// The roots searched are root, the deployment's workspace root
-// (Config.WorkspaceRoot) and Roots(); in the fence's own temp roots, only
-// the entries of the process's effective uid count. Errors: the search's
-// (see ProtectedEntries), under ctx or, when ctx has no deadline,
+// Only workspace-write has protected paths. In a temp root only the entries
+// of the process's effective uid count. Errors: the search's (see
+// ProtectedEntries), under ctx or, when ctx has no deadline,
 // protectedSearchTimeout; the caller refuses the mutation then.
-func (s *Service) ProtectedAt(ctx context.Context, root, rel string) (string, error) {
-	roots := []string{root}
-	for _, r := range append([]string{s.cfg.WorkspaceRoot}, s.Roots()...) {
-		if sandbox.GrantableRoot(r) && !slices.Contains(roots, r) {
-			roots = append(roots, r)
+func (s *Service) ProtectedAt(ctx context.Context, p sandbox.ExecutionPolicy, target string) (string, error) {
+	roots := sandbox.WritableRoots(p, s.Roots())
+	for _, root := range roots {
+		if dirfd.Beneath(root, target) {
+			return s.protectedIn(ctx, roots, root, target)
 		}
 	}
-	return s.protectedIn(ctx, roots, root, rel)
+	return "", nil
 }
 
-// protectedIn is ProtectedAt searching roots (root among them).
-func (s *Service) protectedIn(ctx context.Context, roots []string, root, rel string) (string, error) {
+// protectedIn is ProtectedAt for target beneath root, one of roots.
+func (s *Service) protectedIn(ctx context.Context, roots []string, root, target string) (string, error) {
+	rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 	if rule, ok := s.protect.Protected(rel, false); ok {
 		return rule, nil
 	}
@@ -120,7 +121,6 @@ func (s *Service) protectedIn(ctx context.Context, roots []string, root, rel str
 	if err != nil {
 		return "", err
 	}
-	target := filepath.Join(root, filepath.FromSlash(rel))
 	for _, e := range entries {
 		if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
 			return "a git repository directory: " + e.Path, nil
@@ -133,8 +133,7 @@ func (s *Service) protectedIn(ctx context.Context, roots []string, root, rel str
 // roots: BoundaryProtected and the rule when ProtectedAt's rule protects
 // it (a search that cannot finish protects it: fail closed), else "".
 func (s *Service) protectedBoundary(roots []string, root, target string) string {
-	rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
-	rule, err := s.protectedIn(context.Background(), roots, root, rel)
+	rule, err := s.protectedIn(context.Background(), roots, root, target)
 	switch {
 	case err != nil:
 		// Fail closed: what cannot be searched is not admitted.

@@ -164,8 +164,7 @@ func (p *pins) canonical(announced []string) []string {
 // everything; workspace-write admits a target beneath one of
 // sandbox.WritableRoots(p, s.Roots()) unless it is a protected path there
 // (BoundaryProtected and the rule, decided as the fence decides, by
-// ProtectedAt's rule, searching p's roots besides those ProtectedAt
-// searches; a search that cannot finish is BoundaryProtected too), and
+// ProtectedAt; a search that cannot finish is BoundaryProtected too), and
 // otherwise names BoundaryNoWorkspace when p has no workspace root, else
 // BoundaryOutside; read-only, and any unknown mode, is BoundaryReadOnly. The
 // fence decides again, at mutation time, on a fresh resolution; this
@@ -181,11 +180,7 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 			if !dirfd.Beneath(root, target) {
 				continue
 			}
-			search := slices.Clone(roots)
-			if w := s.cfg.WorkspaceRoot; sandbox.GrantableRoot(w) && !slices.Contains(search, w) {
-				search = append(search, w)
-			}
-			return s.protectedBoundary(search, root, target)
+			return s.protectedBoundary(roots, root, target)
 		}
 		if p.WorkspaceRoot == "" {
 			return BoundaryNoWorkspace
