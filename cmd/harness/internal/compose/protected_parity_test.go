@@ -173,6 +173,7 @@ func TestProtectedParity(t *testing.T) {
 			}
 			for _, mode := range sandbox.Modes() {
 				t.Run(row.name+"/"+op.name+"/"+string(mode), func(t *testing.T) {
+					t.Parallel() // each case has its own tree and its own graph
 					byTool := runProtected(t, row, op, mode, false)
 					byExec := runProtected(t, row, op, mode, true)
 					if why, ok := row.differs[mode]; ok {
