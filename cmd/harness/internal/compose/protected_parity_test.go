@@ -1,7 +1,9 @@
 package compose_test
 
 import (
+	"fmt"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -234,4 +236,87 @@ func runProtected(t *testing.T, row protectedRow, op protectedOp, mode sandbox.M
 	}
 	_ = os.Remove(src)
 	return after
+}
+
+// TestProtectedGitPayload (issue 21) plants a core.fsmonitor command in the
+// config of a bare repository (in the extra writable root) whose linked
+// worktree is the workspace (headless: with the bare repository's HEAD
+// removed, a common directory git still uses though it is not shaped like a
+// repository), through the edit tool and through exec, then
+// runs the user's next `git status` in the worktree, outside any sandbox:
+// under workspace-write neither family plants it, so git runs nothing;
+// under danger-full-access both do and git runs it (the check that the
+// payload is real).
+func TestProtectedGitPayload(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	gitPath, err := osexec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, headless := range []bool{false, true} {
+		for _, mode := range []sandbox.Mode{ww, dfa} {
+			for _, viaExec := range []bool{false, true} {
+				t.Run(fmt.Sprintf("headless=%v/%s/exec=%v", headless, mode, viaExec), func(t *testing.T) {
+					t.Parallel()
+					base, err := filepath.EvalSymlinks(t.TempDir())
+					require.NoError(t, err)
+					fixture.Build(t, base, "temp/", "extra/")
+					ws, bare := filepath.Join(base, "ws"), filepath.Join(base, "extra", "proj.git")
+					gitEnv := append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
+						"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+base)
+					runGit := func(args ...string) string {
+						cmd := osexec.Command(gitPath, args...)
+						cmd.Env = gitEnv
+						out, err := cmd.CombinedOutput()
+						require.NoError(t, err, "git %v: %s", args, out)
+						return strings.TrimSpace(string(out))
+					}
+					runGit("init", "-q", "--bare", bare)
+					tree := runGit("--git-dir="+bare, "mktree")
+					commit := runGit("--git-dir="+bare, "commit-tree", "-m", "init", tree)
+					runGit("--git-dir="+bare, "update-ref", "refs/heads/main", commit)
+					runGit("--git-dir="+bare, "worktree", "add", "-q", ws, "main")
+					if headless {
+						// A common directory git still takes from the
+						// worktree's commondir, though not shaped like a
+						// repository of its own.
+						require.NoError(t, os.Remove(filepath.Join(bare, "HEAD")))
+					}
+
+					tools, app := toolsByName(t, config.Config{
+						FS: "sandbox", Exec: "sandbox", Mode: string(mode), Workspace: ws,
+						TempRoots: []string{filepath.Join(base, "temp")}, WritableRoots: []string{filepath.Join(base, "extra")},
+						OneShot: true, LogLevel: "error", LogFormat: "json",
+					})
+					defer app.RequireStop()
+					sess := session.New("s", ws)
+					cfgFile := filepath.Join(bare, "config")
+					pwned := filepath.Join(base, "pwned")
+					payload := "\tfsmonitor = touch " + pwned + "\n"
+					var r string
+					if viaExec {
+						r = call(t, sess, tools["exec"], map[string]any{"command": "printf '[core]\\n" + strings.ReplaceAll(payload, "\t", "\\t") + "' >> " + quote(cfgFile)}).Text
+					} else {
+						old := readFile(t, cfgFile)
+						r = call(t, sess, tools["write"], map[string]any{"file_path": cfgFile, "content": old + "[core]\n" + payload}).Text
+					}
+					planted := strings.Contains(readFile(t, cfgFile), "fsmonitor")
+					cmd := osexec.Command(gitPath, "-C", ws, "status", "--porcelain")
+					cmd.Env = gitEnv
+					_, _ = cmd.CombinedOutput()
+					_, statErr := os.Stat(pwned)
+					ran := statErr == nil
+					if mode == dfa {
+						assert.True(t, planted, "danger-full-access plants the payload (%s)", r)
+						assert.True(t, ran, "git status runs the payload planted under danger-full-access")
+						return
+					}
+					assert.False(t, planted, "workspace-write must not plant the payload (%s)", r)
+					assert.False(t, ran, "git status ran a payload planted under workspace-write")
+				})
+			}
+		}
+	}
 }
