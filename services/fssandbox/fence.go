@@ -97,11 +97,10 @@ type fence struct {
 	target  fs.Target
 	mode    sandbox.Mode
 	release func()
-	// policy is the call's resolved policy and policySvc the service that
-	// decides its protected paths (checkProtected); set under
-	// workspace-write only.
-	policy    sandbox.ExecutionPolicy
-	policySvc *sandboxpolicy.Service
+	// protection decides the protected paths of the mutation
+	// (checkProtected), from one search of the call's writable roots; set
+	// under workspace-write only.
+	protection *sandboxpolicy.Protection
 }
 
 // enter decides whether a mutation of target may run under policy (nil: the
@@ -187,7 +186,7 @@ func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolic
 		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}
-		fc := &fence{target: target, mode: pol.Mode, release: func() {}, policy: pol, policySvc: f.policy}
+		fc := &fence{target: target, mode: pol.Mode, release: func() {}, protection: f.policy.Protection(context.Background(), pol)}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
 		// parent (admitProtected).

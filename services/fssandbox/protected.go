@@ -1,7 +1,6 @@
 package fssandbox
 
 import (
-	"context"
 	"fmt"
 	"path"
 
@@ -22,13 +21,15 @@ func (e *protectedError) Error() string {
 
 // checkProtected decides whether the entry rel (a clean path relative to
 // root, "" for the root) is a protected path under the fence's policy. The
-// policy decides (sandboxpolicy.Service.ProtectedAt), by the one rule the
+// policy decides (sandboxpolicy.Protection.Rule), by the one rule the
 // command runner shares: version-control metadata and --protect patterns by
 // name, existing or not; a directory shaped like a git repository; a gitdir
 // or commondir a `.git` file names, in this or another writable root of the
-// call. A search that cannot finish is a denial too (fail closed).
+// call. The writable roots are searched once per mutation, at the first
+// decision that needs it. A search that cannot finish is a denial too (fail
+// closed).
 func (fc *fence) checkProtected(root, rel string) error {
-	rule, err := fc.policySvc.ProtectedAt(context.Background(), fc.policy, path.Join(root, rel))
+	rule, err := fc.protection.Rule(path.Join(root, rel))
 	switch {
 	case err != nil:
 		// Fail closed: what cannot be searched is not admitted.

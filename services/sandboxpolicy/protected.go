@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/dsh-go/harness/internal/dirfd"
@@ -15,7 +16,7 @@ import (
 )
 
 // protectedSearchTimeout bounds the search of one mutation's decision
-// (ProtectedAt) when its caller gives no deadline of its own: a scan of
+// (Protection) when its caller gives no deadline of its own: a scan of
 // trees within the entry budget (protectscan.DefaultMaxEntries) ends well
 // before it, so reaching it means the search is stuck, and the mutation is
 // refused.
@@ -77,69 +78,73 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	return out, nil
 }
 
-// ProtectedAt decides whether a mutation of target (a clean absolute path,
-// existing or not) under p is refused as a protected path, and returns the
-// rule that protects it ("" when none does, or when target lies beneath
-// none of p's writable roots: that is Boundary's question, not this one).
+// Protection is the protected-path rule of one mutation under one policy:
+// it answers for every entry the mutation reaches (a recursive delete asks
+// for each entry beneath its target, twice) from one search of the
+// writable roots, taken at its first need. It is safe for concurrent use.
+type Protection struct {
+	s      *Service
+	roots  []string // sandbox.WritableRoots of the policy
+	search func() ([]ProtectedEntry, error)
+}
+
+// Protection returns the protected-path rule of a mutation under p (see
+// Rule). Nothing is searched until a Rule needs it; the search runs under
+// ctx or, when ctx has no deadline, protectedSearchTimeout.
+func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Protection {
+	roots := sandbox.WritableRoots(p, s.Roots())
+	return &Protection{s: s, roots: roots, search: sync.OnceValues(func() ([]ProtectedEntry, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, protectedSearchTimeout)
+			defer cancel()
+		}
+		return s.ProtectedEntries(ctx, roots, os.Geteuid())
+	})}
+}
+
+// Rule decides whether a mutation of target (a clean absolute path,
+// existing or not) is refused as a protected path, and returns the rule
+// that protects it ("" when none does, or when target lies beneath none of
+// the policy's writable roots: that is Boundary's question, not this one).
 // It is the one rule the file fence (fssandbox) and the command runner
 // (execsandbox, through ProtectedEntries) share:
 //   - by name and pattern (sandbox.ProtectedPaths.Protected, relative to the
 //     writable root target lies beneath): `.git`, `.hg`, `.jj`, `.svn` at
 //     any depth and --protect matches, existing or not, so a match created
 //     after the start is protected too;
-//   - by what exists (ProtectedEntries over every writable root of p,
-//     searched now): target lies in a directory shaped like a git
-//     repository, or in a gitdir or commondir that a `.git` file names, the
-//     file in any writable root of p.
+//   - by what exists (ProtectedEntries over every writable root of the
+//     policy, searched once per Protection): target lies in a directory
+//     shaped like a git repository, or in a gitdir or commondir that a
+//     `.git` file names, the file in any writable root of the policy.
 //
 // Only workspace-write has protected paths. In a temp root only the entries
 // of the process's effective uid count. Errors: the search's (see
-// ProtectedEntries), under ctx or, when ctx has no deadline,
-// protectedSearchTimeout; the caller refuses the mutation then.
+// ProtectedEntries); the caller refuses the mutation then.
+func (pr *Protection) Rule(target string) (string, error) {
+	for _, root := range pr.roots {
+		if !dirfd.Beneath(root, target) {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
+		if rule, ok := pr.s.protect.Protected(rel, false); ok {
+			return rule, nil
+		}
+		entries, err := pr.search()
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
+				return "a git repository directory: " + e.Path, nil
+			}
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+// ProtectedAt is Protection(ctx, p).Rule(target): one decision, one search.
 func (s *Service) ProtectedAt(ctx context.Context, p sandbox.ExecutionPolicy, target string) (string, error) {
-	roots := sandbox.WritableRoots(p, s.Roots())
-	for _, root := range roots {
-		if dirfd.Beneath(root, target) {
-			return s.protectedIn(ctx, roots, root, target)
-		}
-	}
-	return "", nil
-}
-
-// protectedIn is ProtectedAt for target beneath root, one of roots.
-func (s *Service) protectedIn(ctx context.Context, roots []string, root, target string) (string, error) {
-	rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
-	if rule, ok := s.protect.Protected(rel, false); ok {
-		return rule, nil
-	}
-	if _, ok := ctx.Deadline(); !ok {
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithTimeout(ctx, protectedSearchTimeout)
-		defer cancel()
-	}
-	entries, err := s.ProtectedEntries(ctx, roots, os.Geteuid())
-	if err != nil {
-		return "", err
-	}
-	for _, e := range entries {
-		if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
-			return "a git repository directory: " + e.Path, nil
-		}
-	}
-	return "", nil
-}
-
-// protectedBoundary is Boundary's answer for target beneath root, one of
-// roots: BoundaryProtected and the rule when ProtectedAt's rule protects
-// it (a search that cannot finish protects it: fail closed), else "".
-func (s *Service) protectedBoundary(roots []string, root, target string) string {
-	rule, err := s.protectedIn(context.Background(), roots, root, target)
-	switch {
-	case err != nil:
-		// Fail closed: what cannot be searched is not admitted.
-		return BoundaryProtected + " (" + err.Error() + ")"
-	case rule != "":
-		return BoundaryProtected + " (" + rule + ")"
-	}
-	return ""
+	return s.Protection(ctx, p).Rule(target)
 }

@@ -166,3 +166,25 @@ func TestProtectedAtFollowsTheCallsRoots(t *testing.T) {
 	require.NoError(t, err)
 	assert.Empty(t, rule)
 }
+
+// TestProtectionSearchesOnce: one Protection (one mutation, however many
+// entries it decides) searches the roots once, at its first need; a new
+// one sees what changed since.
+func TestProtectionSearchesOnce(t *testing.T) {
+	svc, ws, extra := protectedService(t)
+	target := filepath.Join(extra, "late.git/config")
+	pr := svc.Protection(context.Background(), svc.Default())
+	rule, err := pr.Rule(target)
+	require.NoError(t, err)
+	require.Empty(t, rule)
+	fixture.Build(t, filepath.Dir(ws), "ws/late/.git: gitdir: ../../extra/late.git\n", "extra/late.git/")
+	rule, err = pr.Rule(target)
+	require.NoError(t, err)
+	assert.Empty(t, rule, "the same Protection answers from its one search")
+	rule, err = pr.Rule(filepath.Join(ws, "late/.git"))
+	require.NoError(t, err)
+	assert.Equal(t, ".git", rule, "names and patterns are decided at each call")
+	rule, err = svc.Protection(context.Background(), svc.Default()).Rule(target)
+	require.NoError(t, err)
+	assert.Contains(t, rule, "late.git")
+}

@@ -1,6 +1,7 @@
 package sandboxpolicy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -175,12 +176,19 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 	case sandbox.DangerFullAccess:
 		return ""
 	case sandbox.WorkspaceWrite:
-		roots := sandbox.WritableRoots(p, s.Roots())
-		for _, root := range roots {
+		for _, root := range sandbox.WritableRoots(p, s.Roots()) {
 			if !dirfd.Beneath(root, target) {
 				continue
 			}
-			return s.protectedBoundary(roots, root, target)
+			rule, err := s.ProtectedAt(context.Background(), p, target)
+			switch {
+			case err != nil:
+				// Fail closed: what cannot be searched is not admitted.
+				return BoundaryProtected + " (" + err.Error() + ")"
+			case rule != "":
+				return BoundaryProtected + " (" + rule + ")"
+			}
+			return ""
 		}
 		if p.WorkspaceRoot == "" {
 			return BoundaryNoWorkspace
