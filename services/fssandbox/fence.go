@@ -162,7 +162,7 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 	case sandbox.DangerFullAccess:
 		return &fence{root: f.host, target: target, mode: pol.Mode, release: func() {}}, nil
 	case sandbox.WorkspaceWrite:
-		return f.enterWorkspace(target, pol)
+		return f.enterWorkspace(ctx, target, pol)
 	default:
 		// Fail closed: read-only, and any mode this build does not know.
 		return nil, denied(target, pol.Mode, nil)
@@ -181,12 +181,12 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 // refused (fail closed), a final symlink planted since is replaced by the
 // publication, never followed; and the protected-path decision is taken
 // again on the open parent (admitProtected).
-func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
+func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	for _, root := range sandbox.WritableRoots(pol, f.policy.Roots()) {
 		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}
-		fc := &fence{target: target, mode: pol.Mode, release: func() {}, protection: f.policy.Protection(context.Background(), pol)}
+		fc := &fence{target: target, mode: pol.Mode, release: func() {}, protection: f.policy.Protection(ctx, pol)}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
 		// parent (admitProtected).
