@@ -1,8 +1,11 @@
 // Package protectscan finds the protected paths that exist inside the
-// writable roots of a command, so the command runner can bind-mount each one
-// read-only for that command: the version-control metadata (`.git`, `.hg`,
-// `.jj`, `.svn`) at any depth, whatever else the caller's Match protects, and
-// the gitdir (and its commondir) that a `.git` file names.
+// writable roots: the version-control metadata (`.git`, `.hg`, `.jj`,
+// `.svn`) at any depth, whatever else the caller's Match protects, a
+// directory shaped like a git repository, and the gitdir (and its commondir)
+// that a `.git` file names. Its one user is the policy service
+// (sandboxpolicy.Service.ProtectedEntries and ProtectedAt), which both the
+// command runner (binding each entry read-only for a command) and the file
+// fence (refusing a mutation inside one) ask.
 //
 // The scan is built to be run on directories an adversary filled:
 //

@@ -279,3 +279,48 @@ func TestRevalidate_SharedRootOwnerChange(t *testing.T) {
 	assert.Equal(t, want, got)
 	assert.True(t, slices.ContainsFunc(got, func(p string) bool { return strings.HasPrefix(p, "tmp/mine/") }))
 }
+
+// TestRevalidate_RepositoryLeafKeepsItsPath: a directory shaped like a
+// repository with no subdirectory (a linked worktree's gitdir: HEAD,
+// commondir, gitdir) answered from the cache by one lstat is reported at
+// its own path with its own identity, not at its parent's path (which
+// would protect the parent, the whole root when the gitdir lies at its top,
+// and make a bind mount of it fail its identity check).
+func TestRevalidate_RepositoryLeafKeepsItsPath(t *testing.T) {
+	base := canonicalTemp(t)
+	ws := filepath.Join(base, "ws")
+	mkTree(t, base, "ws/gd", "ws/common/objects", "ws/common/refs", "ws/sub")
+	for name, text := range map[string]string{
+		"ws/gd/HEAD": "ref: refs/heads/wt\n", "ws/gd/commondir": "../common\n", "ws/gd/gitdir": "x\n",
+		"ws/common/HEAD": "ref: refs/heads/main\n", "ws/sub/plain": "",
+	} {
+		require.NoError(t, os.WriteFile(filepath.Join(base, name), []byte(text), 0o644))
+	}
+	age(t, base)
+	roots := []Root{{Path: ws}}
+	s := New(Options{})
+	want := []string{"ws/common", "ws/gd"}
+	got, _ := scanRel(t, s, base, roots, metaOnly)
+	require.Equal(t, want, got)
+	entries, read, err := s.scan(t.Context(), roots, metaOnly)
+	require.NoError(t, err)
+	assert.Zero(t, read, "the second scan answers from the cache")
+	dev, ino := identityOf(t, filepath.Join(ws, "gd"))
+	var gd *Entry
+	for i := range entries {
+		if entries[i].Path == filepath.Join(ws, "gd") {
+			gd = &entries[i]
+		}
+		assert.NotEqual(t, ws, entries[i].Path, "the root is not a repository")
+	}
+	require.NotNil(t, gd, "the gitdir answered from the cache is reported at its path")
+	assert.Equal(t, [2]uint64{dev, ino}, [2]uint64{gd.Dev, gd.Ino})
+}
+
+// identityOf returns p's device and inode (lstat).
+func identityOf(t *testing.T, p string) (dev, ino uint64) {
+	t.Helper()
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(p, &st))
+	return st.Dev, st.Ino
+}

@@ -195,8 +195,8 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if !ok || l.needsFD() {
 		return false, nil
 	}
-	path := parent // only l's protected entries use the path
-	if len(l.protected) > 0 {
+	path := parent // only l's protected entries, and l itself when shaped like a repository, use the path
+	if len(l.protected) > 0 || l.repo() {
 		path = filepath.Join(parent, sd.name)
 	}
 	return true, w.use(r, -1, st.Dev, path, rel, depth, l)

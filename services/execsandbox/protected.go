@@ -2,27 +2,23 @@ package execsandbox
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"os"
-	"slices"
 	"sync/atomic"
 
-	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// finder finds the protected paths that exist inside the writable roots
-// (internal/protectscan: never following a symlink, never opening anything
-// that could block, in bounded batches, under the call's deadline, with a
-// cache of unchanged directories). It fails closed: a search it cannot
-// finish refuses the command.
+// finder asks the policy for the protected paths that exist inside the
+// writable roots (sandboxpolicy.Service.ProtectedEntries, the rule the file
+// fence shares: never following a symlink, never opening anything that
+// could block, in bounded batches, under the call's deadline, with a cache
+// of unchanged directories). It fails closed: a search that cannot finish
+// refuses the command.
 type finder struct {
-	policy  *sandboxpolicy.Service
-	scanner *protectscan.Scanner
+	policy *sandboxpolicy.Service
 	// warming is closed when the warm-up search ends; nil when none was
 	// started. A search waits for it rather than read the same
 	// directories a second time.
@@ -30,7 +26,7 @@ type finder struct {
 }
 
 func newFinder(policy *sandboxpolicy.Service) *finder {
-	return &finder{policy: policy, scanner: protectscan.New(protectscan.Options{})}
+	return &finder{policy: policy}
 }
 
 // find returns the protected paths inside roots as the command running as
@@ -59,25 +55,11 @@ func (f *finder) warm(ctx context.Context, roots []string, uid int) {
 
 // search is find without waiting for the warm-up.
 func (f *finder) search(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
-	temps := f.policy.Default().TempRoots
-	scan := make([]protectscan.Root, 0, len(roots))
-	for _, r := range roots {
-		if _, err := os.Lstat(r); err != nil {
-			continue // a missing root grants nothing and holds nothing
-		}
-		scan = append(scan, protectscan.Root{Path: r, Shared: slices.Contains(temps, r), Owner: uid})
-	}
-	protect := f.policy.Protected()
-	entries, err := f.scanner.Scan(ctx, scan, protect.ProtectedEntry)
+	entries, err := f.policy.ProtectedEntries(ctx, roots, uid)
 	if err != nil {
-		var budget *protectscan.BudgetError
-		reason := err.Error()
-		if errors.As(err, &budget) || errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			reason = "the search for protected paths did not finish: " + reason
-		}
 		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"%s; the command was not run rather than run with protected paths writable (under %s, .git, .hg, .jj, .svn and --protect matches are read-only for commands)",
-			reason, sandbox.WorkspaceWrite)}
+			"%s; the command was not run rather than run with protected paths writable (under %s, .git, .hg, .jj, .svn, the repositories they name and --protect matches are read-only for commands)",
+			err, sandbox.WorkspaceWrite)}
 	}
 	out := make([]subproc.Protected, 0, len(entries))
 	for _, e := range entries {

@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // errOutsideRoots is the cause of a denial at check time: the fresh
@@ -49,7 +50,7 @@ func (m fenced) Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, tar
 		confined := fc.root.Confined()
 		at[i] = fsbackend.Site{
 			Root: fc.root, Target: fc.target, Mode: fc.mode,
-			Domain: confined && m.f.domains != nil, Decides: confined,
+			Domain: confined && m.f.domains != nil, Decides: confined, State: fc,
 		}
 		if confined {
 			roots = append(roots, fc.root.Path())
@@ -73,7 +74,12 @@ func (m fenced) Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, tar
 // check's EXDEV is a denial: see check).
 func (m fenced) Change(at fsbackend.Site, parent *dirfd.Parent, name string, change func(verify func() error) error) error {
 	if at.Decides {
-		if err := m.f.admitEntry(at, parent, name); err != nil {
+		fc, ok := at.State.(*fence)
+		if !ok {
+			// Fail closed: a site this fence did not make decides nothing.
+			return denied(at.Target, at.Mode, errors.New("the mutation did not enter the fence"))
+		}
+		if err := fc.admitEntry(at, parent, name); err != nil {
 			return err
 		}
 	}
@@ -123,6 +129,10 @@ type fence struct {
 	target  fs.Target
 	mode    sandbox.Mode
 	release func()
+	// protection decides the protected paths of the mutation
+	// (checkProtected), from one search of the call's writable roots; set
+	// under workspace-write only.
+	protection *sandboxpolicy.Protection
 }
 
 // enter decides whether a mutation of target may run under policy (nil: the
@@ -184,7 +194,7 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 	case sandbox.DangerFullAccess:
 		return &fence{root: f.host, target: target, mode: pol.Mode, release: func() {}}, nil
 	case sandbox.WorkspaceWrite:
-		return f.enterWorkspace(target, pol)
+		return f.enterWorkspace(ctx, target, pol)
 	default:
 		// Fail closed: read-only, and any mode this build does not know.
 		return nil, denied(target, pol.Mode, nil)
@@ -203,26 +213,29 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 // refused (fail closed), a final symlink planted since is replaced by the
 // publication, never followed; and the protected-path decision is taken
 // again on the open parent (admitEntry).
-func (f *FileSystem) enterWorkspace(target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
+func (f *FileSystem) enterWorkspace(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
 	for _, root := range pol.WritableRoots() {
 		if !dirfd.Beneath(root, string(target.Key)) {
 			continue
 		}
+		fc := &fence{target: target, mode: pol.Mode, release: func() {}, protection: f.policy.Protection(ctx, pol)}
 		// The early check, on the fresh canonical path: nothing is made
 		// for a protected target. The decisive one runs on the open
 		// parent (admitEntry).
-		if err := f.checkProtected(root, relTo(root, string(target.Key))); err != nil {
+		if err := fc.checkProtected(root, relTo(root, string(target.Key))); err != nil {
 			return nil, denied(target, pol.Mode, err)
 		}
 		if d, ok := f.pinned[root]; ok {
-			return &fence{root: d, target: target, mode: pol.Mode, release: func() {}}, nil
+			fc.root = d
+			return fc, nil
 		}
 		d, err := dirfd.OpenBeneath(root)
 		if err != nil {
 			// Fail closed: an unopenable root grants nothing.
 			return nil, denied(target, pol.Mode, err)
 		}
-		return &fence{root: d, target: target, mode: pol.Mode, release: func() { _ = d.Close() }}, nil
+		fc.root, fc.release = d, func() { _ = d.Close() }
+		return fc, nil
 	}
 	return nil, denied(target, pol.Mode, errOutsideRoots)
 }

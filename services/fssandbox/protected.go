@@ -21,19 +21,22 @@ func (e *protectedError) Error() string {
 }
 
 // checkProtected decides whether the entry rel (a clean path relative to
-// root, "" for the root) is a protected path under workspace-write: by the
-// vocabulary's rule (version-control metadata, --protect patterns), or
-// because it lies in a directory beneath root that git takes for a
-// repository directory (the directory a `.git` file points to, a bare
-// repository), found by its shape.
-func (f *FileSystem) checkProtected(root, rel string) error {
-	if rule, ok := f.protect.Protected(rel, false); ok {
+// root, "" for the root) is a protected path under the fence's policy. The
+// policy decides (sandboxpolicy.Protection.Rule), by the one rule the
+// command runner shares: version-control metadata and --protect patterns by
+// name, existing or not; a directory shaped like a git repository; a gitdir
+// or commondir a `.git` file names, in this or another writable root of the
+// call. The writable roots are searched once per mutation, at the first
+// decision that needs it. A search that cannot finish is a denial too (fail
+// closed).
+func (fc *fence) checkProtected(root, rel string) error {
+	rule, err := fc.protection.Rule(path.Join(root, rel))
+	switch {
+	case err != nil:
+		// Fail closed: what cannot be searched is not admitted.
+		return &protectedError{rel: rel, rule: "the search for protected paths failed: " + err.Error()}
+	case rule != "":
 		return &protectedError{rel: rel, rule: rule}
-	}
-	for dir := path.Dir(rel); dir != "." && dir != "/"; dir = path.Dir(dir) {
-		if isGitDir(path.Join(root, dir)) {
-			return &protectedError{rel: rel, rule: "a git repository directory: " + dir}
-		}
 	}
 	return nil
 }
@@ -42,7 +45,7 @@ func (f *FileSystem) checkProtected(root, rel string) error {
 // decides protected paths by where the open parent directory is now (its
 // descriptor's path), so a directory swapped for a link into .git after the
 // check is caught. A parent that has left the root is an escape (EXDEV).
-func (f *FileSystem) admitEntry(at fsbackend.Site, parent *dirfd.Parent, name string) error {
+func (fc *fence) admitEntry(at fsbackend.Site, parent *dirfd.Parent, name string) error {
 	where, err := parent.Where()
 	if err != nil {
 		return err
@@ -51,7 +54,7 @@ func (f *FileSystem) admitEntry(at fsbackend.Site, parent *dirfd.Parent, name st
 	if !ok {
 		return fmt.Errorf("%s has left the writable root: %w", where, unix.EXDEV)
 	}
-	if err := f.checkProtected(at.Root.Path(), path.Join(dir, name)); err != nil {
+	if err := fc.checkProtected(at.Root.Path(), path.Join(dir, name)); err != nil {
 		return denied(at.Target, at.Mode, err)
 	}
 	return nil
@@ -67,19 +70,4 @@ func relTo(root, p string) string {
 		return p[1:]
 	}
 	return p[len(root)+1:]
-}
-
-// isGitDir reports whether dir has the shape git requires of a repository
-// directory (setup.c is_git_directory): a HEAD file, and objects and refs
-// directories, or a commondir file in their place (a linked worktree's).
-func isGitDir(dir string) bool {
-	var st unix.Stat_t
-	if unix.Stat(path.Join(dir, "HEAD"), &st) != nil || !dirfd.IsRegular(&st) {
-		return false
-	}
-	if unix.Stat(path.Join(dir, "commondir"), &st) == nil && dirfd.IsRegular(&st) {
-		return true
-	}
-	return unix.Stat(path.Join(dir, "objects"), &st) == nil && dirfd.IsDir(&st) &&
-		unix.Stat(path.Join(dir, "refs"), &st) == nil && dirfd.IsDir(&st)
 }

@@ -21,8 +21,10 @@ func MetadataNames() []string { return []string{".git", ".hg", ".jj", ".svn"} }
 // version-control metadata (MetadataNames) and the patterns the deployment
 // adds (--protect), gitignore-style, relative to the root. The zero value
 // protects the metadata only. It is data plus predicates: deciding where a
-// mutation actually lands, and recognizing a repository directory by its
-// shape, is the enforcing backend's.
+// mutation actually lands is the enforcing backend's; finding the
+// repositories that exist (a directory shaped like one, the gitdir a `.git`
+// file names) is the policy service's (sandboxpolicy.Service.ProtectedAt
+// and ProtectedEntries), which both tool families ask.
 type ProtectedPaths struct {
 	patterns []string
 	parsed   []gitignore.Pattern

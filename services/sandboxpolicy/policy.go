@@ -8,6 +8,7 @@ import (
 
 	"go.uber.org/fx"
 
+	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/weakmap"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
@@ -86,6 +87,10 @@ type Service struct {
 	// protect are the protected paths inside each writable root
 	// (cfg.Protect and the version-control metadata).
 	protect sandbox.ProtectedPaths
+	// scanner searches the writable roots for the protected entries that
+	// exist there (ProtectedEntries), caching the directories it read; its
+	// one predicate is protect.ProtectedEntry.
+	scanner *protectscan.Scanner
 	// sessionRoots pins each session's canonical workspace root at its
 	// first resolution: a cwd whose spelling is later made a symlink does
 	// not move the session's fence.
@@ -107,7 +112,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}
-	return &Service{cfg: cfg, protect: protect}, nil
+	return &Service{cfg: cfg, protect: protect, scanner: protectscan.New(protectscan.Options{})}, nil
 }
 
 // Default returns the policy of a call with no session: the deployment

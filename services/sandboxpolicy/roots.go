@@ -1,6 +1,7 @@
 package sandboxpolicy
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"net/url"
@@ -152,13 +153,13 @@ func (p *pins) canonical(announced []string) []string {
 // crosses under p, or "" when p admits it: danger-full-access admits
 // everything; workspace-write admits a target beneath one of
 // p.WritableRoots() unless it is a protected path there
-// (BoundaryProtected and the rule, by the metadata names and the Protect
-// patterns; the fence also protects a repository directory found by its
-// shape, which needs I/O and is not seen here), and otherwise names
-// BoundaryNoWorkspace when p has no workspace root, else BoundaryOutside;
-// read-only, and any unknown mode, is BoundaryReadOnly. The fence decides
-// again, at mutation time, on a fresh resolution; this answers whether an
-// escalation is needed at all and what its prompt says.
+// (BoundaryProtected and the rule, decided as the fence decides, by
+// ProtectedAt; a search that cannot finish is BoundaryProtected too), and
+// otherwise names BoundaryNoWorkspace when p has no workspace root, else
+// BoundaryOutside; read-only, and any unknown mode, is BoundaryReadOnly. The
+// fence decides again, at mutation time, on a fresh resolution; this
+// answers whether an escalation is needed at all and what its prompt
+// says.
 func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 	switch p.Mode {
 	case sandbox.DangerFullAccess:
@@ -168,8 +169,12 @@ func (s *Service) Boundary(p sandbox.ExecutionPolicy, target string) string {
 			if !dirfd.Beneath(root, target) {
 				continue
 			}
-			rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
-			if rule, ok := s.protect.Protected(rel, false); ok {
+			rule, err := s.ProtectedAt(context.Background(), p, target)
+			switch {
+			case err != nil:
+				// Fail closed: what cannot be searched is not admitted.
+				return BoundaryProtected + " (" + err.Error() + ")"
+			case rule != "":
 				return BoundaryProtected + " (" + rule + ")"
 			}
 			return ""

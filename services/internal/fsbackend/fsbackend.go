@@ -93,6 +93,10 @@ type Site struct {
 	// and the core does not walk a tree to ask about each of its entries
 	// before it removes any.
 	Decides bool
+	// State is the Fence's own state for this site, which Change gets back
+	// untouched (the per-mutation protected-path decision, say); the core
+	// never reads it.
+	State any
 }
 
 // mutate runs fn through the fence on targets, once ctx is checked and

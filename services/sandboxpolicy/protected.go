@@ -1,0 +1,150 @@
+package sandboxpolicy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// protectedSearchTimeout bounds the search of one mutation's decision
+// (Protection) when its caller gives no deadline of its own: a scan of
+// trees within the entry budget (protectscan.DefaultMaxEntries) ends well
+// before it, so reaching it means the search is stuck, and the mutation is
+// refused.
+const protectedSearchTimeout = 30 * time.Second
+
+// ProtectedEntry is one protected path that exists inside a writable root:
+// version-control metadata (`.git`, `.hg`, `.jj`, `.svn`) at any depth, a
+// --protect match, a directory shaped like a git repository (a bare one, a
+// gitdir kept apart), or a gitdir a `.git` file in a writable root names
+// and that gitdir's commondir.
+type ProtectedEntry struct {
+	// Path is the entry's absolute path, its root joined with the names
+	// read on the way down (no symlink in it).
+	Path string
+	// Dev and Ino are the entry's identity when the search found it
+	// (lstat), so an enforcer can check it covers exactly it.
+	Dev, Ino uint64
+	// Dir tells a directory (protected with everything beneath it).
+	Dir bool
+}
+
+// ProtectedEntries returns the protected entries that exist inside roots
+// (canonical writable roots, as ExecutionPolicy.WritableRoots gives them; one that
+// does not exist is skipped: it holds nothing), sorted by path, each listed
+// once: what is protected by name or --protect pattern (the topmost entry
+// only), every directory shaped like a git repository (setup.c
+// is_git_directory: a HEAD file, and a commondir file or objects and refs
+// directories), and the gitdir a `.git` file names and its commondir, each
+// when it is a real directory inside one of roots (any of them: a `.git`
+// file in the workspace protects a gitdir in another writable root). In a
+// temp root (TempRoots), shared with other users, only the entries of owner
+// (a uid) count. No symlink is followed and nothing that could block is
+// opened (internal/protectscan); unchanged directories are answered from
+// the service's cache.
+//
+// It fails closed: a search it cannot finish (more entries or depth than
+// its budget, ctx's deadline, a directory it cannot read) returns an error
+// saying where it stopped and no entries, never a partial list.
+func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner int) ([]ProtectedEntry, error) {
+	scan := make([]protectscan.Root, 0, len(roots))
+	for _, r := range roots {
+		if _, err := os.Lstat(r); err != nil {
+			continue // a missing root grants nothing and holds nothing
+		}
+		scan = append(scan, protectscan.Root{Path: r, Shared: slices.Contains(s.cfg.TempRoots, r), Owner: owner})
+	}
+	entries, err := s.scanner.Scan(ctx, scan, s.protect.ProtectedEntry)
+	if err != nil {
+		if _, ok := errors.AsType[*protectscan.BudgetError](err); ok ||
+			errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return nil, fmt.Errorf("the search for protected paths did not finish: %w", err)
+		}
+		return nil, err
+	}
+	out := make([]ProtectedEntry, len(entries))
+	for i, e := range entries {
+		out[i] = ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir}
+	}
+	return out, nil
+}
+
+// Protection is the protected-path rule of one mutation under one policy:
+// it answers for every entry the mutation reaches (a recursive delete asks
+// for each entry beneath its target, twice) from one search of the
+// writable roots, taken at its first need. It is safe for concurrent use.
+type Protection struct {
+	s      *Service
+	roots  []string // the policy's WritableRoots
+	search func() ([]ProtectedEntry, error)
+}
+
+// Protection returns the protected-path rule of a mutation under p (see
+// Rule). Nothing is searched until a Rule needs it; the search runs under
+// ctx or, when ctx has no deadline, protectedSearchTimeout.
+func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Protection {
+	roots := p.WritableRoots()
+	return &Protection{s: s, roots: roots, search: sync.OnceValues(func() ([]ProtectedEntry, error) {
+		if _, ok := ctx.Deadline(); !ok {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(ctx, protectedSearchTimeout)
+			defer cancel()
+		}
+		return s.ProtectedEntries(ctx, roots, os.Geteuid())
+	})}
+}
+
+// Rule decides whether a mutation of target (a clean absolute path,
+// existing or not) is refused as a protected path, and returns the rule
+// that protects it ("" when none does, or when target lies beneath none of
+// the policy's writable roots: that is Boundary's question, not this one).
+// It is the one rule the file fence (fssandbox) and the command runner
+// (execsandbox, through ProtectedEntries) share:
+//   - by name and pattern (sandbox.ProtectedPaths.Protected, relative to the
+//     writable root target lies beneath): `.git`, `.hg`, `.jj`, `.svn` at
+//     any depth and --protect matches, existing or not, so a match created
+//     after the start is protected too;
+//   - by what exists (ProtectedEntries over every writable root of the
+//     policy, searched once per Protection): target lies in a directory
+//     shaped like a git repository, or in a gitdir or commondir that a
+//     `.git` file names, the file in any writable root of the policy.
+//
+// Only workspace-write has protected paths. In a temp root only the entries
+// of the process's effective uid count. Errors: the search's (see
+// ProtectedEntries); the caller refuses the mutation then.
+func (pr *Protection) Rule(target string) (string, error) {
+	for _, root := range pr.roots {
+		if !dirfd.Beneath(root, target) {
+			continue
+		}
+		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
+		if rule, ok := pr.s.protect.Protected(rel, false); ok {
+			return rule, nil
+		}
+		entries, err := pr.search()
+		if err != nil {
+			return "", err
+		}
+		for _, e := range entries {
+			if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
+				return "a git repository directory: " + e.Path, nil
+			}
+		}
+		return "", nil
+	}
+	return "", nil
+}
+
+// ProtectedAt is Protection(ctx, p).Rule(target): one decision, one search.
+func (s *Service) ProtectedAt(ctx context.Context, p sandbox.ExecutionPolicy, target string) (string, error) {
+	return s.Protection(ctx, p).Rule(target)
+}
