@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
@@ -166,4 +167,23 @@ func TestExecRefusesUnknownArguments(t *testing.T) {
 	res := callWith(t, f.exec, f.sess, nil, map[string]any{"command": "true", "workDir": "build"})
 	assert.Contains(t, res.Text, `unknown argument "workDir" (did you mean "workdir"?)`)
 	assert.Empty(t, f.asked)
+}
+
+// TestExecSchemaDeclaresItsBounds (issue 21): timeout_ms is declared as the
+// integer from 1 to 600000 the tool enforces, and the schema is closed.
+func TestExecSchemaDeclaresItsBounds(t *testing.T) {
+	requireLandlock(t)
+	f := newFamilies(t, sandbox.WorkspaceWrite)
+	s := f.exec.InputSchema
+	tm := s.Properties["timeout_ms"]
+	require.NotNil(t, tm)
+	assert.Equal(t, "integer", tm.Type)
+	assert.Equal(t, 1.0, *tm.Minimum)
+	assert.Equal(t, 600000.0, *tm.Maximum)
+	assert.Equal(t, &jsonschema.Schema{Not: &jsonschema.Schema{}}, s.AdditionalProperties)
+	for _, bad := range []any{0, 600001, 1.5, "10"} {
+		res := callWith(t, f.exec, f.sess, nil, map[string]any{"command": "touch ran", "timeout_ms": bad})
+		assert.EqualValues(t, errcode.InvalidArgument, res.Code, "%v: %s", bad, res.Text)
+	}
+	assert.NoFileExists(t, filepath.Join(f.ws, "ran"))
 }

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"testing"
 
+	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/stretchr/testify/assert"
 
 	"github.com/dsh-go/harness/services/errcode"
@@ -14,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolfs"
 )
 
 // TestUnknownArgumentsChangeNothing (issue 21): a key a tool's schema does
@@ -97,5 +99,23 @@ func TestEveryWritableRootIsKept(t *testing.T) {
 			}
 			assert.NoDirExists(t, filepath.Join(ws, "moved"))
 		})
+	}
+}
+
+// TestSchemasDeclareTheirBounds (issue 21): every bound a tool enforces on
+// an integer argument is declared in its schema, and every schema is
+// closed.
+func TestSchemasDeclareTheirBounds(t *testing.T) {
+	e := wrNew(t, wrSetup{Cwd: wrBase(t), Bare: true, Config: toolfs.Config{ReadLimit: 7, ListLimit: 9}})
+	assert.InDelta(t, 7, *e.tools.Read().InputSchema.Properties["limit"].Maximum, 0)
+	assert.InDelta(t, 9, *e.tools.List().InputSchema.Properties["limit"].Maximum, 0)
+	assert.InDelta(t, fs.MaxListDepth, *e.tools.List().InputSchema.Properties["depth"].Maximum, 0)
+	for _, tl := range e.tools.All() {
+		assert.Equal(t, &jsonschema.Schema{Not: &jsonschema.Schema{}}, tl.InputSchema.AdditionalProperties, tl.Name)
+		for name, p := range tl.InputSchema.Properties {
+			if p.Type == "integer" && name != "offset" {
+				assert.NotNil(t, p.Maximum, "%s.%s declares no maximum", tl.Name, name)
+			}
+		}
 	}
 }
