@@ -302,6 +302,8 @@ func Prompt(req sandbox.ApprovalRequest) string {
 		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network.")
 	case req.Family == sandbox.Commands:
 		b.WriteString(", which lets the command write in the workspace; its network access stays as configured.")
+	case req.Mode == sandbox.DangerFullAccess:
+		b.WriteString(", with no sandbox: the call may change any file the server's user can.")
 	default:
 		b.WriteString(".")
 	}

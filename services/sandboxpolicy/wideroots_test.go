@@ -169,7 +169,7 @@ func TestPromptShowsTheTruth(t *testing.T) {
 		Justification: "fix\u202enotes",
 	})
 	assert.Equal(t, `The agent asks to run the "write" tool to write 5 bytes (the whole file) on "/outside/secret\x1b[2J.md" (given as "/ws/notes.md"). `+
-		`Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. `+
+		`Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode, with no sandbox: the call may change any file the server's user can. `+
 		`Its justification: fix notes`, msg)
 	for _, r := range msg {
 		assert.False(t, unicode.IsControl(r), "no raw control character in %q", msg)

@@ -66,10 +66,10 @@ var commands = []command{
 	{
 		name: "serve", synopsis: "[flags]",
 		summary: "serve the tools over MCP on stdin/stdout",
-		about: "Serves the read, list, write and edit tools, and exec unless --exec off, over MCP\n" +
-			"(JSON-RPC, one message a line) on stdin and stdout; one connection is one session. An\n" +
-			"MCP client starts it; see the README for a client configuration, or run `harness demo`\n" +
-			"to watch a session.",
+		about: "Serves the read, list, glob, grep, write, edit, mkdir, move and delete tools, and exec\n" +
+			"unless --exec off, over MCP (JSON-RPC, one message a line) on stdin and stdout; one\n" +
+			"connection is one session. An MCP client starts it; see the README for a client\n" +
+			"configuration, or run `harness demo` to watch a session.",
 	},
 	{
 		name: "call", synopsis: "TOOL [--args JSON] [--arg k=v]... [--approval deny|prompt] [flags]",
@@ -96,8 +96,9 @@ var commands = []command{
 		name: "demo", synopsis: "",
 		summary: "run a short, real MCP session against harness serve",
 		about: "Starts `harness serve` on a throwaway workspace and prints each call and result: a read,\n" +
-			"an edit, a write outside the writable roots that is denied, and an escalation that the\n" +
-			"(scripted) user declines.",
+			"an edit, a write outside the writable roots that is denied, an escalation that the\n" +
+			"(scripted) user declines, a command in the workspace, and a command writing outside\n" +
+			"that the kernel refuses.",
 	},
 	{
 		name: "version", synopsis: "",

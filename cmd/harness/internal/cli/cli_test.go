@@ -464,7 +464,7 @@ func TestRun(t *testing.T) {
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "granted.txt")+`","content":"g","sandbox_permissions":"danger-full-access","justification":"j"}`)
 			},
 			stdin:    "y\n",
-			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode. Allowing it for the session lets every later call of the file tools in this session run under danger-full-access without asking; commands are not covered. Its justification: j\nAllow? [y = this call once"},
+			stderrIn: []string{"The agent asks to run the \"write\" tool to write 1 bytes (the whole file) on \"", "/outside/granted.txt\". Under the current workspace-write mode this is refused: outside the writable roots. It asks to run under the danger-full-access sandbox mode, with no sandbox: the call may change any file the server's user can. Allowing it for the session lets every later call of the file tools in this session run under danger-full-access without asking; commands are not covered. Its justification: j\nAllow? [y = this call once"},
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.False(t, parseResult(t, out).IsError)
 			},

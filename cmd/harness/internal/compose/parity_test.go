@@ -136,9 +136,9 @@ func runParity(t *testing.T, row parityRow, mode sandbox.Mode, via string) map[s
 }
 
 // withoutPermissions keeps each snapshot entry's type letter and contents
-// but drops its permission bits: a file the fence creates is 0600 (L-79), a
-// file a shell creates follows the umask, and that is not a question of
-// where a write may land.
+// but drops its permission bits: they are not a question of where a write
+// may land (both a file the fence creates and one a shell creates follow the
+// umask).
 func withoutPermissions(snap map[string]string) map[string]string {
 	out := make(map[string]string, len(snap))
 	for k, v := range snap {

@@ -18,6 +18,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -98,11 +99,19 @@ func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tra
 		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
 		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs, tracker: tracker,
 	}
-	instructions := "Filesystem tools: read, list, write and edit. Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
+	// The instructions name the tools served, so they stay true.
+	var files []string
+	hasExec := false
 	for _, t := range s.tools {
 		if t.Name == "exec" {
-			instructions += " Shell commands: exec, under the same sandbox mode."
+			hasExec = true
+			continue
 		}
+		files = append(files, t.Name)
+	}
+	instructions := "Filesystem tools: " + strings.Join(files, ", ") + ". Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
+	if hasExec {
+		instructions += " Shell commands: exec, under the same sandbox mode."
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,
