@@ -394,6 +394,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 			}
 		}
 	}
+	// bwrap exits as soon as its init reports the command's exit code,
+	// before that init has ended and the kernel has killed and reaped
+	// the rest of the namespace: the call returns when nothing the
+	// command started is left.
+	if init != nil && !init.ended(killGrace) {
+		init.kill()
+		init.ended(killGrace)
+	}
 	init.close()
 	d := time.Since(started)
 	if startErr != nil {
@@ -506,6 +514,38 @@ func (p *initProcess) kill() {
 		return
 	}
 	_ = unix.Kill(p.pid, unix.SIGKILL)
+}
+
+// ended waits up to d for the init to end, and reports whether it did. Its
+// end comes after every other process of its PID namespace was killed and
+// reaped (the kernel's zap_pid_ns_processes runs in the exiting init).
+func (p *initProcess) ended(d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	if p.pidfd >= 0 {
+		for {
+			left := time.Until(deadline)
+			if left <= 0 {
+				return false
+			}
+			fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+			n, err := unix.Poll(fds, int(left.Milliseconds())+1)
+			switch {
+			case err == unix.EINTR:
+				continue
+			case err != nil:
+				return false
+			case n > 0:
+				return true
+			}
+		}
+	}
+	for time.Now().Before(deadline) {
+		if unix.Kill(p.pid, 0) == unix.ESRCH {
+			return true
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	return false
 }
 
 func (p *initProcess) close() {
