@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -70,10 +71,27 @@ func (p *Program) Sealed() (*Program, error) {
 	if err := unix.Fchmod(fd, 0o555); err != nil {
 		return fail(err)
 	}
-	if _, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE); err != nil {
+	if err := seal(fd); err != nil {
 		return fail(err)
 	}
 	return &Program{f: dst, path: p.path}, nil
+}
+
+// seal seals the memory file fd against any change. The kernel refuses
+// F_SEAL_WRITE with EBUSY while a page of the file still has a reference
+// it cannot account for, which a page just written can keep for a moment
+// on a busy machine (it waits in another CPU's LRU batch); seal tries again
+// for up to a second before it gives up.
+func seal(fd int) error {
+	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	deadline := time.Now().Add(time.Second)
+	for {
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals)
+		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // Path is the path the program was opened from, for messages only.
