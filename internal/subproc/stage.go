@@ -25,8 +25,12 @@ func stageMain() int {
 	if f == nil {
 		return 125
 	}
+	// Encoded before the limits are set, so reporting the start allocates
+	// nothing under them.
+	startedMsg, _ := json.Marshal(Status{Started: true})
+	startedMsg = append(startedMsg, '\n')
 	_ = json.NewEncoder(f).Encode(stage(func() {
-		_ = json.NewEncoder(f).Encode(Status{Started: true})
+		_, _ = f.Write(startedMsg)
 	}))
 	return 125
 }
@@ -44,9 +48,6 @@ func stage(started func()) Status {
 		// Fail closed: a view that is not what was asked for runs nothing.
 		return Status{Error: err.Error()}
 	}
-	if err := setLimits(spec.Confine.Limits); err != nil {
-		return Status{Error: err.Error()}
-	}
 	c := *spec.Confine
 	// The view's /dev/shm is a tmpfs private to the command.
 	c.WritableRoots = append(c.WritableRoots, "/dev/shm")
@@ -61,6 +62,12 @@ func stage(started func()) Status {
 	// around it.
 	if err := os.Chdir(spec.Dir); err != nil {
 		return Status{Error: "cannot enter the workdir: " + err.Error()}
+	}
+	// The limits come last: under a small memory or process cap the Go
+	// runtime could not map or start what confining needs, and the stage
+	// would fail instead of the command.
+	if err := setLimits(spec.Confine.Limits); err != nil {
+		return Status{Error: err.Error()}
 	}
 	started()
 	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
