@@ -3,6 +3,8 @@ package guard
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -34,14 +36,14 @@ func BadArg(msg string) error { return &ArgError{Message: msg} }
 // family that cannot escalate are refused saying why. order is the schema's
 // property order, used to list the declared keys.
 func (g *Guard) decode(raw json.RawMessage, known map[string]bool, order []string, escalates bool) (map[string]json.RawMessage, error) {
-	args := map[string]json.RawMessage{}
 	if len(raw) == 0 || string(raw) == "null" {
-		return args, nil
+		return map[string]json.RawMessage{}, nil
 	}
-	if err := json.Unmarshal(raw, &args); err != nil || args == nil {
+	args, dup, err := object(raw)
+	if err != nil {
 		return nil, BadArg("tool arguments must be a JSON object")
 	}
-	if dup, ok := duplicateKey(raw); ok {
+	if dup != "" {
 		return nil, BadArg("argument " + shown(dup) + " is given more than once; nothing was done")
 	}
 	var unknown []string
@@ -122,29 +124,37 @@ func shown(name string) string {
 	return strconv.Quote(cut) + "… (" + strconv.Itoa(len(name)) + " bytes)"
 }
 
-// duplicateKey returns a key the top-level object raw gives more than once
-// (encoding/json would keep the last, so a reader of the first sees another
-// call than the one that runs), and true; raw is a valid JSON object.
-func duplicateKey(raw json.RawMessage) (string, bool) {
+// object decodes raw, which must be one JSON object, in one pass: each key
+// to its raw value, and the first key given more than once ("" when none
+// is: encoding/json would keep the last, so a reader of the first sees
+// another call than the one that runs).
+func object(raw json.RawMessage) (map[string]json.RawMessage, string, error) {
 	dec := json.NewDecoder(bytes.NewReader(raw))
-	if _, err := dec.Token(); err != nil { // {
-		return "", false
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return nil, "", errors.New("not an object")
 	}
-	seen := map[string]bool{}
+	args := map[string]json.RawMessage{}
+	dup := ""
 	for dec.More() {
 		tok, err := dec.Token()
 		if err != nil {
-			return "", false
+			return nil, "", err
 		}
 		key, _ := tok.(string)
-		if seen[key] {
-			return key, true
+		var v json.RawMessage
+		if err := dec.Decode(&v); err != nil {
+			return nil, "", err
 		}
-		seen[key] = true
-		var skip json.RawMessage
-		if err := dec.Decode(&skip); err != nil {
-			return "", false
+		if _, seen := args[key]; seen && dup == "" {
+			dup = key
 		}
+		args[key] = v
 	}
-	return "", false
+	if _, err := dec.Token(); err != nil { // }
+		return nil, "", err
+	}
+	if _, err := dec.Token(); !errors.Is(err, io.EOF) {
+		return nil, "", errors.New("data after the object")
+	}
+	return args, dup, nil
 }
