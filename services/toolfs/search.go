@@ -60,7 +60,8 @@ type GrepValue struct {
 	Path       string     `json:"path" jsonschema:"the display path searched"`
 	Mode       string     `json:"mode" jsonschema:"files_with_matches, count or content"`
 	Files      []GrepFile `json:"files" jsonschema:"the files with matches, depth first in byte order of names"`
-	Truncated  bool       `json:"truncated" jsonschema:"whether results were left out (the limit, or the walk's entry cap)"`
+	Truncated  bool       `json:"truncated" jsonschema:"whether results were left out (the limit, the byte cap of content mode, or the walk's entry cap)"`
+	Omitted    int        `json:"omitted,omitempty" jsonschema:"matching lines left out by the byte cap of content mode (read's, 51200 bytes by default)"`
 	Searched   int        `json:"searched" jsonschema:"the files searched"`
 	Binary     int        `json:"binary" jsonschema:"files skipped as binary"`
 	Unreadable int        `json:"unreadable" jsonschema:"entries skipped because they could not be read"`
@@ -271,12 +272,16 @@ func (t *Tools) grep(ctx context.Context, call *guard.Call) tool.Result {
 	if err != nil {
 		return t.searchFailure(err)
 	}
-	return tool.Result{Text: renderGrep(base.DisplayPath, opts, res), Value: grepValue(base.DisplayPath, opts.Mode, res)}
+	var cut grepCut
+	if opts.Mode == fs.GrepContent {
+		res, cut = capGrepBytes(res, t.cfg.ReadMaxBytes)
+	}
+	return tool.Result{Text: renderGrep(base.DisplayPath, opts, res, cut, t.cfg.ReadMaxBytes), Value: grepValue(base.DisplayPath, opts.Mode, res, cut)}
 }
 
-func grepValue(dp string, mode fs.GrepMode, res fs.GrepResult) GrepValue {
+func grepValue(dp string, mode fs.GrepMode, res fs.GrepResult, cut grepCut) GrepValue {
 	v := GrepValue{
-		Path: dp, Mode: string(mode), Files: make([]GrepFile, len(res.Files)),
+		Path: dp, Mode: string(mode), Files: make([]GrepFile, len(res.Files)), Omitted: cut.matches,
 		Truncated: res.Truncated, Searched: res.Searched, Binary: res.Binary, Unreadable: res.Unreadable,
 	}
 	for i, f := range res.Files {
@@ -295,8 +300,9 @@ func grepValue(dp string, mode fs.GrepMode, res fs.GrepResult) GrepValue {
 // renderGrep is grep's text: one path per file (files_with_matches), or
 // "path: N" (count), or each file's path followed by its lines, "N: text"
 // for a match and "N- text" for context, "--" between runs that are not
-// adjacent (content); then a note.
-func renderGrep(dp string, opts fs.GrepOptions, res fs.GrepResult) string {
+// adjacent (content); then a note, which says what a byte cap of maxBytes
+// cut (content).
+func renderGrep(dp string, opts fs.GrepOptions, res fs.GrepResult, cut grepCut, maxBytes int) string {
 	var b strings.Builder
 	b.WriteString("<path>" + dp + "</path>\n<matches>\n")
 	results, lines := 0, 0
@@ -332,6 +338,8 @@ func renderGrep(dp string, opts fs.GrepOptions, res fs.GrepResult) string {
 	}
 	var notes []string
 	switch {
+	case cut.bytes > 0:
+		notes = append(notes, "Showing "+plural(results, "matching line")+" in "+plural(len(res.Files), "file")+". "+cut.note(maxBytes))
 	case len(res.Files) == 0:
 		notes = append(notes, "No matches ("+plural(res.Searched, "file")+" searched).")
 	case res.Truncated && results >= opts.Limit:
