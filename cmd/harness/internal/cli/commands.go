@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolchaincache"
 	"github.com/dsh-go/harness/services/toolfs"
 )
 
@@ -353,6 +354,9 @@ type PolicyReport struct {
 	Mode          string   `json:"mode"`
 	WorkspaceRoot string   `json:"workspaceRoot"`
 	WritableRoots []string `json:"writableRoots"`
+	// ToolchainCaches are the caches --toolchain-caches made writable
+	// (among WritableRoots, canonical there); empty without the flag.
+	ToolchainCaches []toolchaincache.Cache `json:"toolchainCaches,omitempty"`
 	// Layers are the fence's enforcement layers active under
 	// workspace-write, in order; empty when the backend does not confine.
 	Layers []string `json:"layers"`
@@ -429,6 +433,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	} else {
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, p.WritableRoots()...)
+		rep.ToolchainCaches = compose.ToolchainCaches(cfg)
 	}
 	if cfg.Exec != "off" {
 		caps := subproc.Probe()
@@ -488,6 +493,12 @@ func (rep PolicyReport) String() string {
 		b.WriteByte('\n')
 		for _, r := range rep.WritableRoots {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
+		}
+	}
+	if len(rep.ToolchainCaches) > 0 && rep.Mode != string(sandbox.DangerFullAccess) {
+		b.WriteString("toolchain caches (--toolchain-caches; writable under workspace-write):\n")
+		for _, c := range rep.ToolchainCaches {
+			_, _ = fmt.Fprintf(&b, "  %-15s %s\n", c.Tool+":", c.Path)
 		}
 	}
 	if len(rep.ProtectedPaths) > 0 {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -29,8 +30,9 @@ import (
 )
 
 // Options returns the fx options of the whole graph for cfg (validated
-// first): the logger (on logOut, stderr in the binary), the policy service,
-// the backend chosen by cfg.FS, the read-before-write policy, the file tools,
+// first): the logger (on logOut, stderr in the binary), the policy service
+// (whose writable roots add the toolchain caches, ToolchainCaches), the
+// backend chosen by cfg.FS, the read-before-write policy, the file tools,
 // and (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
 // the exec tool.
 // extra options are appended (a server, an approver, fx.Populate).
@@ -64,6 +66,10 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 	if len(cfg.TempRoots) > 0 {
 		temps = cfg.TempRoots
 	}
+	writable := slices.Clone(cfg.WritableRoots)
+	for _, c := range ToolchainCaches(cfg) {
+		writable = append(writable, c.Path)
+	}
 	opts := []fx.Option{
 		fx.Supply(log),
 		fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
@@ -76,7 +82,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			zl.UseErrorLevel(TraceLevel)
 			return zl
 		}),
-		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: cfg.WritableRoots, Protect: cfg.Protect}),
+		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable, Protect: cfg.Protect}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),
 		fx.Supply(toolfs.Config{

@@ -82,6 +82,10 @@ type Config struct {
 	// WritableRoots are extra roots writable under workspace-write, for
 	// the file fence and the command runner alike.
 	WritableRoots []string `yaml:"writable-root"`
+	// ToolchainCaches adds the existing package and build caches of Go,
+	// npm, pip, uv, cargo, Maven and Gradle, as the commands' environment
+	// names them (toolchaincache.Existing), to the writable roots.
+	ToolchainCaches bool `yaml:"toolchain-caches"`
 
 	// Exec is the command runner: "sandbox" (execsandbox, the default),
 	// "local" (execlocal, never confines) or "off" (no exec tool).

@@ -70,7 +70,7 @@ func TestDefault(t *testing.T) {
 		for _, name := range []string{
 			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
 			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
-			"DURABILITY", "WORKSPACE_OWNER",
+			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES",
 		} {
 			vars[config.EnvPrefix+name] = ""
 		}
@@ -195,6 +195,12 @@ func TestPrecedence(t *testing.T) {
 			set:   layer{yaml: "durability: atomic", env: [2]string{"DURABILITY", "full"}, args: []string{"--durability", "atomic"}},
 			get:   func(c config.Config) any { return c.Durability },
 			wants: [4]any{"full", "atomic", "full", "atomic"},
+		},
+		{
+			name:  "toolchain-caches",
+			set:   layer{yaml: "toolchain-caches: true", env: [2]string{"TOOLCHAIN_CACHES", "false"}, args: []string{"--toolchain-caches"}},
+			get:   func(c config.Config) any { return c.ToolchainCaches },
+			wants: [4]any{false, true, false, true},
 		},
 		{
 			name:  "workspace-owner",
@@ -421,6 +427,7 @@ func TestBadValues(t *testing.T) {
 		{name: "--durability", args: []string{"--durability", "fsync"}, wantIn: []string{"--durability", `"fsync"`, "full, atomic"}},
 		{name: "HARNESS_DURABILITY", env: map[string]string{"HARNESS_DURABILITY": "atomc"}, wantIn: []string{"HARNESS_DURABILITY: ", `did you mean "atomic"?`}, wantNot: []string{"--durability"}},
 		{name: "HARNESS_WORKSPACE_OWNER", env: map[string]string{"HARNESS_WORKSPACE_OWNER": "maybe"}, wantIn: []string{"HARNESS_WORKSPACE_OWNER", `"maybe"`}},
+		{name: "HARNESS_TOOLCHAIN_CACHES", env: map[string]string{"HARNESS_TOOLCHAIN_CACHES": "yes"}, wantIn: []string{"HARNESS_TOOLCHAIN_CACHES", "not a boolean", `"yes"`}},
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
@@ -571,6 +578,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
+		"toolchain-caches",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -51,6 +51,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
+		caches    = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
 		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
 		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
@@ -102,6 +103,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"landlock":              func() { cfg.Landlock = *landlock },
 			"protect":               func() { cfg.Protect = protect },
 			"writable-root":         func() { cfg.WritableRoots = writables },
+			"toolchain-caches":      func() { cfg.ToolchainCaches = *caches },
 			"exec":                  func() { cfg.Exec = *execBack },
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
@@ -275,6 +277,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			return fmt.Errorf("%sINVARIANTS: not a boolean: %q", EnvPrefix, v)
 		}
 		cfg.Invariants = b
+	}
+	if v := lookup("TOOLCHAIN_CACHES"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%sTOOLCHAIN_CACHES: not a boolean: %q", EnvPrefix, v)
+		}
+		cfg.ToolchainCaches = b
 	}
 	if v := lookup("WORKSPACE_OWNER"); v != "" {
 		b, err := strconv.ParseBool(v)
