@@ -8,6 +8,7 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/dsh-go/harness/services/sandbox"
@@ -44,7 +45,7 @@ func (a approver) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sand
 		if rerr := a.slot.resume(ctx); rerr != nil {
 			return "", rerr
 		}
-		if errors.Is(err, errInputClosed) {
+		if inputClosed(err) {
 			// The client can no longer answer (its stream ended).
 			return sandbox.Unavailable, nil
 		}
@@ -61,6 +62,16 @@ func (a approver) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sand
 	// No answer, or one not issued for exactly this call (forged, replayed,
 	// or for other arguments): ask.
 	return "", &inputRequired{params: elicitation(ar), state: a.c.issued.issue(a.s.key, binding)}
+}
+
+// inputClosed reports whether err is the made-up answer of a request the
+// client can no longer answer (errInputClosed). errors.Is would not do: the
+// SDK's wire errors compare by code alone, and a client whose elicitation
+// handler fails answers with the same internal-error code; that is the
+// client's error, reported as such.
+func inputClosed(err error) bool {
+	we, ok := errors.AsType[*jsonrpc.Error](err)
+	return ok && we.Code == errInputClosed.Code && we.Message == errInputClosed.Message
 }
 
 // inputRequired says a 2026-07-28 call stopped at its approval, before any

@@ -2,6 +2,7 @@ package mcpserver_test
 
 import (
 	"context"
+	"errors"
 	"path/filepath"
 	"testing"
 	"time"
@@ -103,6 +104,16 @@ func TestApprovalFailuresCarryACode(t *testing.T) {
 			},
 			want: "deadline exceeded",
 		},
+		{
+			// The SDK sends the handler's error as an internal error, the
+			// code a closed stream's refusal has too: it is the client's
+			// error, not a missing approval channel.
+			name: "the client's handler fails",
+			answer: func(context.Context, *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+				return nil, errors.New("the approval dialog crashed")
+			},
+			want: "the approval dialog crashed",
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -130,6 +141,7 @@ func TestApprovalFailuresCarryACode(t *testing.T) {
 			text := res.Content[0].(*mcp.TextContent).Text
 			assert.Contains(t, text, `sandbox escalation to "danger-full-access": approval failed`)
 			assert.Contains(t, text, tc.want)
+			assert.NotContains(t, text, "no approval channel")
 			assert.NoFileExists(t, target)
 		})
 	}

@@ -50,3 +50,18 @@ func TestEndOfInputRefusesRequestsToClient(t *testing.T) {
 	assert.Equal(t, "1", string(m.ID))
 	assert.Equal(t, string(sandbox.Unavailable), resultText(m))
 }
+
+// TestClientElicitationErrorIsTheClients: a client whose elicitation
+// handler fails answers with a JSON-RPC internal error (-32603, the code of
+// the made-up answer a closed input gets too). It is reported as the
+// client's error, with its message, not as a missing approval channel.
+func TestClientElicitationErrorIsTheClients(t *testing.T) {
+	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir()}, `{"elicitation":{}}`, asking)
+	p.call(t, 1, "ask")
+	req := p.await(t, func(m pipeMsg) bool { return m.Method == "elicitation/create" })
+	p.send(t, `{"jsonrpc":"2.0","id":`+string(req.ID)+`,"error":{"code":-32603,"message":"the approval dialog crashed"}}`)
+	m := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
+	assert.Equal(t, "1", string(m.ID))
+	assert.Contains(t, resultText(m), "the approval dialog crashed")
+	assert.NotEqual(t, string(sandbox.Unavailable), resultText(m))
+}
