@@ -13,8 +13,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"regexp"
 	"runtime/debug"
 	"strings"
+	"time"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 )
@@ -185,6 +187,11 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 // help prints the overview, or the help of the command named in args (the
 // command's own --help, so its flags are the ones it parses).
 func help(ctx context.Context, args []string, env Env) error {
+	fs := newFlags("help", env, false)
+	if err := fs.parse(args); err != nil {
+		return err
+	}
+	args = fs.Args()
 	if len(args) == 0 || args[0] == "help" {
 		printOverview(env.Stdout)
 		return nil
@@ -262,10 +269,35 @@ func (fs *flagSet) parse(args []string) error {
 		}
 	} else if name, ok := strings.CutPrefix(msg, "flag needs an argument: -"); ok {
 		msg = fmt.Sprintf("%s: --%s needs a value", fs.name, name)
+	} else if m := badValue.FindStringSubmatch(msg); m != nil && fs.Lookup(m[2]) != nil {
+		msg = fmt.Sprintf("%s: --%s %s: %s", fs.name, m[2], m[1], valueWanted(fs.Lookup(m[2]), m[3]))
 	} else {
 		msg = fs.name + ": " + strings.Replace(msg, "for flag -", "for flag --", 1)
 	}
 	return fs.usageErr(errors.New(msg))
+}
+
+// badValue matches the flag package's error for a value that does not
+// parse: the value (quoted), the flag and the reason.
+var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*") for (?:flag )?-([^:]+): (.*)$`)
+
+// valueWanted says what flag f takes, in words, when the flag package's
+// reason is only "parse error" (a duration, a number, a boolean); else it
+// returns reason.
+func valueWanted(f *flag.Flag, reason string) string {
+	g, ok := f.Value.(flag.Getter)
+	if !ok {
+		return reason
+	}
+	switch g.Get().(type) {
+	case time.Duration:
+		return "want a duration with its unit, such as 30s, 2m or 500ms"
+	case int, int64, uint, uint64:
+		return "want a whole number"
+	case bool:
+		return "want true or false"
+	}
+	return reason
 }
 
 // usageErr is err as a usage error pointing at the command's help.

@@ -270,6 +270,27 @@ func TestRun(t *testing.T) {
 			name: "-h prints the overview on stdout", args: func(layout) []string { return []string{"-h"} }, code: cli.ExitOK,
 			stdout: func(t *testing.T, _ layout, out string) { assert.Contains(t, out, "harness COMMAND --help") },
 		},
+		{
+			name: "help --help prints help's own usage", args: func(layout) []string { return []string{"help", "--help"} }, code: cli.ExitOK,
+			stdout: func(t *testing.T, _ layout, out string) {
+				assert.True(t, strings.HasPrefix(out, "Usage: harness help [COMMAND]\n"), out)
+			},
+		},
+		{
+			name: "a duration flag without a unit says what it wants", code: cli.ExitUsage,
+			args:     func(l layout) []string { return []string{"policy", "--roots-timeout", "5"} },
+			stderrIn: []string{"harness: policy: --roots-timeout \"5\": want a duration with its unit, such as 30s, 2m or 500ms\n"},
+		},
+		{
+			name: "a boolean flag says what it wants", code: cli.ExitUsage,
+			args:     func(l layout) []string { return []string{"tools", "--invariants=maybe"} },
+			stderrIn: []string{"harness: tools: --invariants \"maybe\": want true or false\n"}, stderrNot: []string{"parse error"},
+		},
+		{
+			name: "a bad --arg says what it wants", code: cli.ExitUsage,
+			args:     func(l layout) []string { return []string{"call", "read", "--arg", "file_path"} },
+			stderrIn: []string{"harness: call: --arg \"file_path\": want key=value\n"},
+		},
 		{name: "help call", args: func(layout) []string { return []string{"help", "call"} }, code: cli.ExitOK, golden: "help_call"},
 		{name: "call --help", args: func(layout) []string { return []string{"call", "--help"} }, code: cli.ExitOK, golden: "help_call"},
 		{name: "call read --help", args: func(layout) []string { return []string{"call", "read", "--help"} }, code: cli.ExitOK, golden: "help_call"},
@@ -538,7 +559,7 @@ func TestRun(t *testing.T) {
 				require.NoError(t, os.WriteFile(p, []byte("fs: sandbox\nmode: bogus\n"), 0o600))
 				return ws(l, "policy", "--config", p)
 			},
-			stderrIn:  []string{"harness.yaml: key mode (line 2): unknown value \"bogus\""},
+			stderrIn:  []string{"harness.yaml:2: key \"mode\": unknown value \"bogus\""},
 			stderrNot: []string{"--mode"},
 		},
 		{
@@ -584,7 +605,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "a bad integer flag value names the flag", code: cli.ExitUsage,
 			args:     func(l layout) []string { return ws(l, "policy", "--read-limit", "many") },
-			stderrIn: []string{`harness: policy: invalid value "many" for flag --read-limit`},
+			stderrIn: []string{`harness: policy: --read-limit "many": want a whole number`},
 		},
 		{
 			name: "call write --arg content=42 writes the string 42", code: cli.ExitOK,
@@ -1098,9 +1119,27 @@ func TestCallFromSlash(t *testing.T) {
 
 	r = runCLI(t, []string{"call", "write", "--args", `{"file_path":"` + target + `","content":"x"}`, "--mode", "workspace-write", "--workspace", "/"}, "", false, nil)
 	assert.EqualValues(t, cli.ExitUsage, r.code)
-	assert.Contains(t, r.stderr, "use mode danger-full-access")
+	assert.Equal(t, "harness: --workspace \"/\" is the whole filesystem (/): under workspace-write it would allow writes anywhere; give a project directory, or use --mode danger-full-access to write anywhere\n", r.stderr)
 	_, err = os.Lstat(target)
 	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// TestStartFailureIsItsRootCause: a configuration the graph refuses while
+// it is built is reported as its root cause on one line; the dependency
+// wiring's account (which function, which file) only at --log-level debug.
+func TestStartFailureIsItsRootCause(t *testing.T) {
+	l := newLayout(t)
+	slash := filepath.Join(t.TempDir(), "slash")
+	require.NoError(t, os.Symlink("/", slash))
+	args := []string{"policy", "--mode", "workspace-write", "--workspace", l.ws, "--writable-root", slash}
+	r := runCLI(t, args, "", false, nil)
+	assert.EqualValues(t, cli.ExitUsage, r.code)
+	assert.Equal(t, "harness: sandboxpolicy: WritableRoots entry \""+slash+"\" resolves to \"/\", which would allow writes anywhere; use mode danger-full-access for that\n", r.stderr)
+
+	r = runCLI(t, append(args, "--log-level", "debug"), "", false, nil)
+	assert.EqualValues(t, cli.ExitUsage, r.code)
+	assert.Contains(t, r.stderr, "the application did not start")
+	assert.Contains(t, r.stderr, "could not build arguments for function", "the detail is kept at debug")
 }
 
 // TestPolicyFromSlash: `harness policy` run from / says no workspace is set.

@@ -16,6 +16,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 	"github.com/google/uuid"
+	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
@@ -45,15 +46,26 @@ func start(ctx context.Context, cfg config.Config, env Env, extra ...fx.Option) 
 	}
 	app := fx.New(opts)
 	if err := app.Err(); err != nil {
-		return nil, &usageError{err: err}
+		return nil, &usageError{err: startFailure(cfg, env, err)}
 	}
 	if err := app.Start(ctx); err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err() // interrupted while starting: not a config error
 		}
-		return nil, &usageError{err: err}
+		return nil, &usageError{err: startFailure(cfg, env, err)}
 	}
 	return func() { _ = app.Stop(context.WithoutCancel(ctx)) }, nil
+}
+
+// startFailure returns the root cause of an error building or starting the
+// application: the dependency wiring's account around it (which function
+// could not be built, from which file) is logged at debug (--log-level
+// debug or trace), not shown to every user.
+func startFailure(cfg config.Config, env Env, err error) error {
+	if log, lerr := compose.NewLogger(cfg, env.Stderr); lerr == nil {
+		log.Debug("the application did not start", zap.String("detail", err.Error()))
+	}
+	return dig.RootCause(err)
 }
 
 // startServer parses the flags of command name, which takes no positional
@@ -218,7 +230,7 @@ func (l *kvList) String() string { return strings.Join(*l, " ") }
 
 func (l *kvList) Set(v string) error {
 	if !strings.Contains(v, "=") {
-		return fmt.Errorf("--arg %q: want key=value", v)
+		return errors.New("want key=value")
 	}
 	*l = append(*l, v)
 	return nil

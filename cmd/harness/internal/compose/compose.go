@@ -44,6 +44,9 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		if info, err := os.Stat(cfg.Workspace); err != nil || !info.IsDir() {
 			return nil, fmt.Errorf("--workspace %q: not an existing directory", cfg.Workspace)
 		}
+		if cfg.Mode == string(sandbox.WorkspaceWrite) && sandboxpolicy.CanonicalPath(cfg.Workspace) == "/" {
+			return nil, fmt.Errorf("--workspace %q is the whole filesystem (/): under workspace-write it would allow writes anywhere; give a project directory, or use --mode %s to write anywhere", cfg.Workspace, sandbox.DangerFullAccess)
+		}
 	}
 	for _, r := range cfg.TempRoots {
 		if info, err := os.Stat(r); err != nil || !info.IsDir() {

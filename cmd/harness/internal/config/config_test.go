@@ -335,16 +335,19 @@ func TestStrictYAML(t *testing.T) {
 		yaml   string
 		wantIn []string
 	}{
-		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"harness.yaml: line 2: unknown key \"mdoe\" (did you mean \"mode\"?)", "--config"}},
+		{name: "an unknown key fails naming it", yaml: "mode: read-only\nmdoe: workspace-write\n", wantIn: []string{"harness.yaml:2: unknown key \"mdoe\" (did you mean \"mode\"?)", "--config"}},
 		{name: "an unknown key far from every key has no suggestion", yaml: "frobnicate: blue\n", wantIn: []string{`unknown key "frobnicate"; the keys are the flag names`}},
 		{name: "a Go field name is not a key", yaml: "ReadLimit: 3\n", wantIn: []string{"ReadLimit"}},
 		{name: "a snake_case spelling is not a key", yaml: "read_limit: 3\n", wantIn: []string{"read_limit"}},
 		{name: "the env spelling is not a key", yaml: "temp_root: [/t]\n", wantIn: []string{"temp_root"}},
 		{name: "--config itself is not a key", yaml: "config: other.yaml\n", wantIn: []string{"config"}},
 		{name: "a nested unknown key fails", yaml: "fs: local\nextra:\n  a: 1\n", wantIn: []string{"extra"}},
-		{name: "a wrong type fails naming the file and key", yaml: "fs: local\nread-limit: many\n", wantIn: []string{"--config", "harness.yaml: key read-limit (line 2): ", "many"}},
-		{name: "a scalar temp-root fails (it is a list)", yaml: "temp-root: /t\n", wantIn: []string{"--config"}},
-		{name: "malformed YAML fails", yaml: "mode: [read-only\n", wantIn: []string{"--config"}},
+		{name: "a wrong type fails naming the file and key", yaml: "fs: local\nread-limit: many\n", wantIn: []string{"--config", "harness.yaml:2: key \"read-limit\" wants a whole number, got \"many\""}},
+		{name: "a scalar temp-root fails (it is a list)", yaml: "temp-root: /t\n", wantIn: []string{"harness.yaml:1: key \"temp-root\" wants a list of strings, such as [/a, /b], got \"/t\""}},
+		{name: "a boolean key wants true or false", yaml: "fs: local\n\ninvariants: maybe\n", wantIn: []string{"harness.yaml:3: key \"invariants\" wants true or false, got \"maybe\""}},
+		{name: "a string key does not take a list", yaml: "fs: [a]\n", wantIn: []string{"harness.yaml:1: key \"fs\" wants a string, got a list"}},
+		{name: "a duration wants its unit", yaml: "roots-timeout: 5\n", wantIn: []string{"harness.yaml:1: key \"roots-timeout\" wants a duration with its unit, such as 30s, 2m or 500ms, got \"5\""}},
+		{name: "malformed YAML fails", yaml: "mode: [read-only\n", wantIn: []string{"--config", "harness.yaml:1: not valid YAML: did not find expected"}},
 		{name: "a top-level list fails", yaml: "- fs\n", wantIn: []string{"--config"}},
 	}
 	for _, tc := range tests {
@@ -376,7 +379,7 @@ func TestStrictYAML(t *testing.T) {
 	t.Run("a YAML value is validated like a flag", func(t *testing.T) {
 		_, err := load(t, []string{"--config", writeYAML(t, "mode: yolo\n")}, nil)
 		require.Error(t, err)
-		assert.Contains(t, err.Error(), "harness.yaml: key mode (line 1): ")
+		assert.Contains(t, err.Error(), "harness.yaml:1: key \"mode\": ")
 		assert.NotContains(t, err.Error(), "not found in type")
 		assert.Contains(t, err.Error(), `"yolo"`)
 	})
@@ -429,8 +432,8 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_WORKSPACE_OWNER", env: map[string]string{"HARNESS_WORKSPACE_OWNER": "maybe"}, wantIn: []string{"HARNESS_WORKSPACE_OWNER", `"maybe"`}},
 		{name: "HARNESS_TOOLCHAIN_CACHES", env: map[string]string{"HARNESS_TOOLCHAIN_CACHES": "yes"}, wantIn: []string{"HARNESS_TOOLCHAIN_CACHES", "not a boolean", `"yes"`}},
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
-		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml: key log-format (line 1): ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
-		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml: key list-limit (line 2): ", "-9"}, wantNot: []string{"--list-limit"}},
+		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml:1: key \"log-format\": ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
+		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml:2: key \"list-limit\": ", "-9"}, wantNot: []string{"--list-limit"}},
 		{name: "--landlock bogus", args: []string{"--landlock", "on"}, wantIn: []string{"--landlock: ", `"on"`, "auto, off"}},
 		{name: "--protect with a comment", args: []string{"--protect", "#x"}, wantIn: []string{"--protect: ", `"#x"`, "a comment"}},
 		{name: "HARNESS_PROTECT with a bad glob", env: map[string]string{"HARNESS_PROTECT": "ok\n[bad"}, wantIn: []string{"HARNESS_PROTECT: ", `"[bad"`}},
@@ -613,7 +616,7 @@ func TestLocalNeverPretendsToConfine(t *testing.T) {
 	}{
 		{name: "flag", args: []string{"--fs", "local", "--mode", "read-only"}, want: `--mode: "read-only" conflicts with --fs local`},
 		{name: "variable", vars: map[string]string{"HARNESS_FS": "local", "HARNESS_MODE": "read-only"}, want: `HARNESS_MODE: "read-only" conflicts with --fs local`},
-		{name: "file", args: []string{"--config", writeYAML(t, "fs: local\nmode: workspace-write\n")}, want: `key mode (line 2): "workspace-write" conflicts with --fs local: the local backend never confines`},
+		{name: "file", args: []string{"--config", writeYAML(t, "fs: local\nmode: workspace-write\n")}, want: `:2: key "mode": "workspace-write" conflicts with --fs local: the local backend never confines`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -629,6 +632,7 @@ func TestLocalNeverPretendsToConfine(t *testing.T) {
 func TestRootsTimeout(t *testing.T) {
 	assert.Equal(t, 2*time.Second, mustLoad(t, []string{"--roots-timeout", "2s"}, nil).RootsTimeout)
 	assert.Equal(t, time.Minute, mustLoad(t, nil, map[string]string{"HARNESS_ROOTS_TIMEOUT": "1m"}).RootsTimeout)
+	assert.Equal(t, 90*time.Second, mustLoad(t, []string{"--config", writeYAML(t, "roots-timeout: 1m30s\n")}, nil).RootsTimeout)
 	_, err := load(t, nil, map[string]string{"HARNESS_ROOTS_TIMEOUT": "soon"})
 	require.ErrorContains(t, err, "HARNESS_ROOTS_TIMEOUT: not a duration")
 	_, err = load(t, []string{"--roots-timeout", "-1s"}, nil)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -157,8 +158,9 @@ func yamlKeys() map[string]int {
 
 // loadYAML decodes the file at path into cfg strictly, key by key: an
 // unknown key is an error naming it and the file, with the closest known
-// key; a value of the wrong type names its key. source records
-// "FILE: key K (line N)" for each key set.
+// key; a value of the wrong type names its key, the type wanted and the
+// value given. Every error starts "--config FILE:LINE:"; source records
+// `--config FILE:LINE: key "K"` for each key set.
 func loadYAML(path string, cfg *Config, source map[string]string) error {
 	b, err := os.ReadFile(filepath.Clean(path))
 	if err != nil {
@@ -166,14 +168,14 @@ func loadYAML(path string, cfg *Config, source map[string]string) error {
 	}
 	var doc yaml.Node
 	if err := yaml.Unmarshal(b, &doc); err != nil {
-		return fmt.Errorf("--config %s: %w", path, err)
+		return syntaxError(path, err)
 	}
 	if len(doc.Content) == 0 {
 		return nil // an empty file sets nothing
 	}
 	root := doc.Content[0]
 	if root.Kind != yaml.MappingNode {
-		return fmt.Errorf("--config %s: line %d: want a mapping of flag names to values", path, root.Line)
+		return fmt.Errorf("--config %s:%d: want a mapping of flag names to values", path, root.Line)
 	}
 	keys := yamlKeys()
 	known := slices.Sorted(maps.Keys(keys))
@@ -182,19 +184,87 @@ func loadYAML(path string, cfg *Config, source map[string]string) error {
 		k, val := root.Content[i], root.Content[i+1]
 		idx, ok := keys[k.Value]
 		if !ok {
-			msg := fmt.Sprintf("--config %s: line %d: unknown key %q", path, k.Line, k.Value)
+			msg := fmt.Sprintf("--config %s:%d: unknown key %q", path, k.Line, k.Value)
 			if s := Suggest(k.Value, known); s != "" {
 				msg += fmt.Sprintf(" (did you mean %q?)", s)
 			}
 			return errors.New(msg + "; the keys are the flag names")
 		}
-		where := fmt.Sprintf("--config %s: key %s (line %d)", path, k.Value, k.Line)
-		if err := val.Decode(v.Field(idx).Addr().Interface()); err != nil {
-			return fmt.Errorf("%s: %s", where, strings.TrimPrefix(err.Error(), "yaml: unmarshal errors:\n  "))
+		where := fmt.Sprintf("--config %s:%d: key %q", path, k.Line, k.Value)
+		field := v.Field(idx)
+		if err := decodeValue(val, field); err != nil {
+			return fmt.Errorf("%s:%d: key %q wants %s, got %s", "--config "+path, val.Line, k.Value, err, given(val))
 		}
 		source[k.Value] = where
 	}
 	return nil
+}
+
+// yamlLine finds the line in a YAML error ("yaml: line 3: ...").
+var yamlLine = regexp.MustCompile(`^yaml: line (\d+): `)
+
+// syntaxError is the error of a file that is not YAML: its line and what
+// is wrong, without the parser's prefix.
+func syntaxError(path string, err error) error {
+	msg := err.Error()
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		return fmt.Errorf("--config %s:%s: not valid YAML: %s", path, m[1], msg[len(m[0]):])
+	}
+	return fmt.Errorf("--config %s: not valid YAML: %s", path, strings.TrimPrefix(msg, "yaml: "))
+}
+
+// decodeValue decodes val into field, or returns what field wants, in
+// words ("a whole number"), when val does not fit it. A duration must be
+// written with its unit: a bare number is refused, not taken as
+// nanoseconds.
+func decodeValue(val *yaml.Node, field reflect.Value) error {
+	want := wants(field.Type())
+	if field.Type() == reflect.TypeFor[time.Duration]() {
+		if val.Kind != yaml.ScalarNode || val.Tag != "!!str" {
+			return errors.New(want)
+		}
+		d, err := time.ParseDuration(val.Value)
+		if err != nil {
+			return errors.New(want)
+		}
+		field.SetInt(int64(d))
+		return nil
+	}
+	if err := val.Decode(field.Addr().Interface()); err != nil {
+		return errors.New(want)
+	}
+	return nil
+}
+
+// wants describes the values of a field type.
+func wants(t reflect.Type) string {
+	switch {
+	case t == reflect.TypeFor[time.Duration]():
+		return "a duration with its unit, such as 30s, 2m or 500ms"
+	case t.Kind() == reflect.Bool:
+		return "true or false"
+	case t.Kind() == reflect.Int || t.Kind() == reflect.Int64:
+		return "a whole number"
+	case t.Kind() == reflect.Slice:
+		return "a list of strings, such as [/a, /b]"
+	default:
+		return "a string"
+	}
+}
+
+// given describes the value of a node for an error: a scalar quoted as
+// written, else its kind.
+func given(n *yaml.Node) string {
+	switch n.Kind {
+	case yaml.ScalarNode:
+		return strconv.Quote(n.Value)
+	case yaml.SequenceNode:
+		return "a list"
+	case yaml.MappingNode:
+		return "a mapping"
+	default:
+		return "an alias"
+	}
 }
 
 // applyEnv sets the fields whose HARNESS_* variable is non-empty and
