@@ -111,10 +111,13 @@ func TestToolchainCachesGoBuild(t *testing.T) {
 	home := fakeHome(t, ".cache/go-build", "go/pkg/mod")
 	require.NoError(t, os.WriteFile(filepath.Join(l.ws, "go.mod"), []byte("module example.com/hello\n\ngo 1.21\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(l.ws, "main.go"), []byte("package main\n\nfunc main() { println(\"built\") }\n"), 0o644))
+	// The build's temp area is the case's own: /tmp is shared with other
+	// processes, whose protected paths come and go while the runner looks.
+	t.Setenv("TMPDIR", l.tmp)
 	args := func(extra ...string) []string {
 		return append([]string{
 			"call", "exec", "--args", `{"command":"go build -buildvcs=false -o hello . && ./hello","timeout_ms":300000}`,
-			"--mode", "workspace-write", "--workspace", l.ws,
+			"--mode", "workspace-write", "--workspace", l.ws, "--temp-root", l.tmp,
 		}, extra...)
 	}
 	isolation := []string{}

@@ -371,7 +371,7 @@ func TestRun(t *testing.T) {
 			args: func(l layout) []string {
 				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"x"}`)
 			},
-			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under read-only mode]"),
+			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under read-only mode]\n[sandbox: no escalation here:"),
 			disk:   noFile("ws/new.txt"),
 		},
 		{
@@ -402,7 +402,16 @@ func TestRun(t *testing.T) {
 				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp,
 					"--args", `{"file_path":"`+filepath.Join(l.outside, "escape.txt")+`","content":"x"}`)
 			},
-			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under workspace-write mode]", "sandbox_permissions"),
+			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under workspace-write mode]\n[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; to allow this, run it again with a wider --mode]"),
+			disk:   noFile("outside/escape.txt"),
+		},
+		{
+			name: "call write outside with --approval deny advertises the escalation it can answer", code: cli.ExitToolError,
+			args: func(l layout) []string {
+				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp, "--approval", "deny",
+					"--args", `{"file_path":"`+filepath.Join(l.outside, "escape.txt")+`","content":"x"}`)
+			},
+			stdout: isError("FS_SANDBOX_DENIED", "[sandbox: file access denied under workspace-write mode]\n[sandbox: escalation available", "sandbox_permissions"),
 			disk:   noFile("outside/escape.txt"),
 		},
 		{

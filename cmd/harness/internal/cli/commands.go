@@ -170,7 +170,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
-	approver, err := chooseApprover(*approval, env)
+	approver, asks, err := chooseApprover(*approval, env)
 	if err != nil {
 		return ExitUsage, err
 	}
@@ -214,6 +214,9 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	sess := tracker.Start(uuid.NewString(), cwd)
 	defer tracker.End(sess)
 	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Arguments: arguments})
+	if !asks && res.IsError {
+		res.Text = withoutEscalationHint(res.Text)
+	}
 	if err := writeJSON(env.Stdout, mcpserver.ToResult(res)); err != nil {
 		return ExitToolError, err
 	}
@@ -304,26 +307,42 @@ func errOrNull(err error) error {
 	return err
 }
 
-// chooseApprover returns the call command's approver: prompt on the
-// terminal, deny, or (no choice and no terminal) unavailable.
-func chooseApprover(choice string, env Env) (sandbox.Approver, error) {
+// chooseApprover returns the call command's approver and whether it can
+// answer: prompt on the terminal, deny, or (no choice and no terminal)
+// unavailable, which cannot.
+func chooseApprover(choice string, env Env) (sandbox.Approver, bool, error) {
 	switch choice {
 	case "prompt":
-		return promptApprover(env), nil
+		return promptApprover(env), true, nil
 	case "deny":
 		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 			return sandbox.Rejected, nil
-		}), nil
+		}), true, nil
 	case "":
 		if env.StdinIsTerminal {
-			return promptApprover(env), nil
+			return promptApprover(env), true, nil
 		}
 		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 			return sandbox.Unavailable, nil
-		}), nil
+		}), false, nil
 	default:
-		return nil, usagef("--approval: unknown value %q: allowed values are deny, prompt", choice)
+		return nil, false, usagef("--approval: unknown value %q: allowed values are deny, prompt", choice)
 	}
+}
+
+// noApprovalHint replaces the escalation hint of a denied call when call
+// has no one to ask: retrying with sandbox_permissions would only be
+// refused for want of an approval channel.
+const noApprovalHint = "[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; " +
+	"to allow this, run it again with a wider --mode]"
+
+// withoutEscalationHint returns the text of a denied call with the
+// escalation hint (of either family) replaced by noApprovalHint.
+func withoutEscalationHint(text string) string {
+	for _, subject := range []string{sandbox.SubjectOperation, sandbox.SubjectCommand} {
+		text = strings.Replace(text, sandbox.EscalationHint(subject), noApprovalHint, 1)
+	}
+	return text
 }
 
 // promptApprover asks on stderr (sandboxpolicy.Prompt) and reads the answer
