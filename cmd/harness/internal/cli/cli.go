@@ -61,6 +61,9 @@ type command struct {
 	synopsis string // after "harness NAME"
 	summary  string // one line for the overview
 	about    string // the paragraph of its own help
+	// examples are command lines shown under Examples, each runnable as
+	// written from a project directory holding a README.md.
+	examples []string
 }
 
 // commands are the subcommands, in the order the overview lists them.
@@ -72,6 +75,10 @@ var commands = []command{
 			"unless --exec off, over MCP (JSON-RPC, one message a line) on stdin and stdout; one\n" +
 			"connection is one session. An MCP client starts it; see the README for a client\n" +
 			"configuration, or run `harness demo` to watch a session.",
+		examples: []string{
+			"harness serve --mode workspace-write --workspace .",
+			"harness serve --mode workspace-write --toolchain-caches --exec-env GOFLAGS",
+		},
 	},
 	{
 		name: "call", synopsis: "TOOL [--args JSON] [--arg k=v]... [--approval deny|prompt] [flags]",
@@ -83,16 +90,27 @@ var commands = []command{
 			"or number property parses it (limit=5), a boolean takes true or false; any other key\n" +
 			"takes v as JSON when it parses, else as a string. A one-shot call has no earlier read\n" +
 			"to rely on, so it runs without the read-before-write policy; the fence still applies.",
+		examples: []string{
+			"harness call read --arg file_path=README.md --arg limit=20",
+			"harness call grep --arg pattern=TODO --arg output_mode=content",
+			"harness call write --mode workspace-write --arg file_path=notes.txt --arg content=hello",
+			"harness call exec --mode workspace-write --arg command='ls -l'",
+		},
 	},
 	{
 		name: "tools", synopsis: "[flags]",
-		summary: "print the tools' MCP declarations as JSON",
-		about:   "Prints the tools' MCP declarations (name, description, input and output schemas) as JSON.",
+		summary:  "print the tools' MCP declarations as JSON",
+		about:    "Prints the tools' MCP declarations (name, description, input and output schemas) as JSON.",
+		examples: []string{"harness tools", "harness tools --exec off"},
 	},
 	{
 		name: "policy", synopsis: "[--json] [flags]",
 		summary: "print the backend, mode and writable roots",
 		about:   "Prints the backend, the default sandbox mode, the workspace root, the writable roots, the\nprotected paths inside them and the enforcement layers the configuration resolves to.",
+		examples: []string{
+			"harness policy --mode workspace-write --workspace .",
+			"harness policy --json --mode workspace-write --toolchain-caches",
+		},
 	},
 	{
 		name: "demo", synopsis: "",
@@ -101,16 +119,19 @@ var commands = []command{
 			"an edit, a write outside the writable roots that is denied, an escalation that the\n" +
 			"(scripted) user declines, a command in the workspace, and a command writing outside\n" +
 			"that the kernel refuses.",
+		examples: []string{"harness demo"},
 	},
 	{
 		name: "version", synopsis: "",
-		summary: "print the version (also --version)",
-		about:   "Prints the module version the binary was built from, or \"devel\".",
+		summary:  "print the version (also --version)",
+		about:    "Prints the module version the binary was built from, or \"devel\".",
+		examples: []string{"harness version"},
 	},
 	{
 		name: "help", synopsis: "[COMMAND]",
-		summary: "print this overview, or a command's help (also COMMAND --help)",
-		about:   "Prints the overview, or the help of COMMAND with its flags.",
+		summary:  "print this overview, or a command's help (also COMMAND --help)",
+		about:    "Prints the overview, or the help of COMMAND with its flags.",
+		examples: []string{"harness help", "harness help call"},
 	},
 }
 
@@ -192,7 +213,7 @@ func help(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	args = fs.Args()
-	if len(args) == 0 || args[0] == "help" {
+	if len(args) == 0 {
 		printOverview(env.Stdout)
 		return nil
 	}
@@ -324,6 +345,12 @@ func (fs *flagSet) printHelp(w io.Writer) {
 	c, _ := lookup(fs.name)
 	var b strings.Builder
 	_, _ = fmt.Fprintf(&b, "Usage: harness %s %s\n\n%s\n", c.name, c.synopsis, c.about)
+	if len(c.examples) > 0 {
+		b.WriteString("\nExamples:\n")
+		for _, e := range c.examples {
+			b.WriteString("  " + e + "\n")
+		}
+	}
 	own := func(f *flag.Flag) bool { return !fs.config[f.Name] }
 	if fs.has(own) {
 		b.WriteString("\nFlags:\n")

@@ -1,0 +1,77 @@
+package cli_test
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/cli"
+	"github.com/dsh-go/harness/internal/subproc"
+)
+
+// examples returns the command lines under "Examples:" in help, each split
+// into words as a shell would (single quotes group).
+func examples(t *testing.T, help string) [][]string {
+	t.Helper()
+	_, rest, ok := strings.Cut(help, "\nExamples:\n")
+	require.True(t, ok, "an Examples section")
+	var out [][]string
+	for line := range strings.Lines(rest) {
+		line, ok := strings.CutPrefix(strings.TrimSuffix(line, "\n"), "  harness ")
+		if !ok {
+			break
+		}
+		var words []string
+		for i, part := range strings.Split(line, "'") {
+			if i%2 == 1 {
+				words[len(words)-1] += part
+				continue
+			}
+			for j, w := range strings.Split(part, " ") {
+				if j == 0 && i > 0 && len(words) > 0 {
+					words[len(words)-1] += w
+				} else if w != "" {
+					words = append(words, w)
+				}
+			}
+		}
+		out = append(out, words)
+	}
+	require.NotEmpty(t, out, "at least one example")
+	return out
+}
+
+// TestHelpExamplesRun: every command's help has an Examples section, and
+// each example runs as written from a project directory holding a
+// README.md (serve with no client, so it ends at once; demo is `make
+// demo`'s and runs the built binary).
+func TestHelpExamplesRun(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# project\nTODO: examples\n"), 0o644))
+	t.Chdir(dir)
+	for _, name := range []string{"serve", "call", "tools", "policy", "demo", "version", "help"} {
+		help := runCLI(t, []string{"help", name}, "", false, nil)
+		require.EqualValues(t, cli.ExitOK, help.code, help.stderr)
+		for _, words := range examples(t, help.stdout) {
+			t.Run(strings.Join(words, " "), func(t *testing.T) {
+				assert.Equal(t, name, words[0], "an example of %s runs %s", name, name)
+				switch {
+				case words[0] == "demo":
+					t.Skip("the demo runs the built binary (make demo)")
+				case len(words) > 1 && words[1] == "exec" && subproc.Probe().LandlockABI < 1:
+					t.Skip("Landlock is not available on this kernel")
+				}
+				r := runCLI(t, words, "", false, nil)
+				require.EqualValues(t, cli.ExitOK, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
+			})
+		}
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "hello", string(b), "the write example wrote its file")
+}
