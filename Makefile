@@ -20,6 +20,7 @@ SHELL       := bash
 
 ## build: compile every package; also bin/harness once cmd/harness exists.
 build:
+	@echo "build: compiling every package, then $(BIN) (20-40 s on 2 cores the first time, silently)" >&2
 	$(GO) build ./...
 	if [ -d cmd/harness ]; then $(GO) build -o $(BIN) ./cmd/harness; fi
 
@@ -31,7 +32,7 @@ need-bwrap:
 
 ## demo: build bin/harness and run a short, real MCP session against `harness serve`.
 demo: need-bwrap
-	@echo "demo: building $(BIN) (the first build downloads modules and compiles for a minute or two, silently)" >&2
+	@echo "demo: compiling $(BIN) (20-40 s on 2 cores, silently; the first build also downloads modules), then the session" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
 	$(BIN) demo
 
@@ -39,7 +40,7 @@ demo: need-bwrap
 ## first run builds golangci-lint into the Go cache and prints nothing while
 ## it does, so say so first.
 lint:
-	@echo "lint: golangci-lint (the first run builds it once, a few minutes on 2 cores; later runs start at once)" >&2
+	@echo "lint: golangci-lint over the module (about 2 minutes on 2 cores, silent unless it finds something; the first run also builds golangci-lint, a few minutes more)" >&2
 	$(LINT) run ./...
 
 ## fmt: rewrite files with the configured formatters (gofumpt, goimports).
@@ -48,9 +49,9 @@ fmt:
 
 ## test: lint, vet, then the race-enabled test suite, uncached.
 test: need-bwrap lint
-	@echo "test: go vet" >&2
+	@echo "test: go vet (under a minute)" >&2
 	$(GO) vet ./...
-	@echo "test: the race-enabled test suite (builds with cgo: needs gcc)" >&2
+	@echo "test: the race-enabled test suite (builds with cgo: needs gcc; about a minute to compile on 2 cores before the first package reports, several minutes in all)" >&2
 	$(GO) test -race -count=1 -timeout 30m ./...
 
 ## test-unprivileged: (root only) the runner's, the fence's and the file tools'
@@ -124,6 +125,7 @@ soak:
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).
 e2e:
+	@echo "e2e: compiling $(BIN), then installing the client's npm packages" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
 	cd e2e && npm ci --no-audit --no-fund
 	node e2e/client.mjs

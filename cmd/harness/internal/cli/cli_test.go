@@ -1102,8 +1102,11 @@ func TestREADMEInStep(t *testing.T) {
 	require.NoError(t, json.Unmarshal([]byte(tools.stdout), &decls))
 	require.NotEmpty(t, decls)
 	intro, _, _ := strings.Cut(readme, "\n## ")
+	serveHelp := runCLI(t, []string{"help", "serve"}, "", false, nil)
+	about, _, _ := strings.Cut(serveHelp.stdout, "\nExamples:")
 	for _, d := range decls {
 		assert.Contains(t, intro, "`"+d.Name+"`", "the README's first lines name the %s tool", d.Name)
+		assert.Regexp(t, `\b`+d.Name+`\b`, about, "serve's help names the %s tool", d.Name)
 	}
 
 	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(intro)
