@@ -192,8 +192,8 @@ func loadYAML(path string, cfg *Config, source map[string]string) error {
 		}
 		where := fmt.Sprintf("--config %s:%d: key %q", path, k.Line, k.Value)
 		field := v.Field(idx)
-		if err := decodeValue(val, field); err != nil {
-			return fmt.Errorf("%s:%d: key %q wants %s, got %s", "--config "+path, val.Line, k.Value, err, given(val))
+		if want := decodeValue(val, field); want != "" {
+			return fmt.Errorf("--config %s:%d: key %q wants %s, got %s", path, val.Line, k.Value, want, given(val))
 		}
 		source[k.Value] = where
 	}
@@ -213,27 +213,23 @@ func syntaxError(path string, err error) error {
 	return fmt.Errorf("--config %s: not valid YAML: %s", path, strings.TrimPrefix(msg, "yaml: "))
 }
 
-// decodeValue decodes val into field, or returns what field wants, in
-// words ("a whole number"), when val does not fit it. A duration must be
-// written with its unit: a bare number is refused, not taken as
+// decodeValue decodes val into field and returns "", or returns what field
+// wants, in words ("a whole number"), when val does not fit it. A duration
+// must be written with its unit: a bare number is refused, not taken as
 // nanoseconds.
-func decodeValue(val *yaml.Node, field reflect.Value) error {
-	want := wants(field.Type())
+func decodeValue(val *yaml.Node, field reflect.Value) string {
 	if field.Type() == reflect.TypeFor[time.Duration]() {
-		if val.Kind != yaml.ScalarNode || val.Tag != "!!str" {
-			return errors.New(want)
-		}
 		d, err := time.ParseDuration(val.Value)
-		if err != nil {
-			return errors.New(want)
+		if val.Kind != yaml.ScalarNode || val.Tag != "!!str" || err != nil {
+			return wants(field.Type())
 		}
 		field.SetInt(int64(d))
-		return nil
+		return ""
 	}
-	if err := val.Decode(field.Addr().Interface()); err != nil {
-		return errors.New(want)
+	if val.Decode(field.Addr().Interface()) != nil {
+		return wants(field.Type())
 	}
-	return nil
+	return ""
 }
 
 // wants describes the values of a field type.
