@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -95,6 +96,23 @@ func TestToolchainCachesPolicy(t *testing.T) {
 		"protected paths")
 	assert.NotContains(t, r.stdout, ".cargo/bin", "the host's programs stay read-only")
 	assert.NotContains(t, r.stdout, ".gradle", "a missing cache is no root")
+
+	// A cache variable counts when commands get it (--exec-env), as the
+	// toolchain in a command would see it; otherwise the default stands.
+	gocache := filepath.Join(home, "elsewhere-go-build")
+	require.NoError(t, os.Mkdir(gocache, 0o755))
+	t.Setenv("GOCACHE", gocache)
+	for _, passed := range []bool{false, true} {
+		args := append(slices.Clone(base), "--toolchain-caches")
+		want := filepath.Join(home, ".cache/go-build")
+		if passed {
+			args, want = append(args, "--exec-env", "GOCACHE"), gocache
+		}
+		r := runCLI(t, args, "", false, nil)
+		require.EqualValues(t, cli.ExitOK, r.code, r.stderr)
+		assert.Contains(t, r.stdout, `"path": "`+want+`",
+      "tool": "go build"`, "--exec-env GOCACHE passed: %v", passed)
+	}
 }
 
 // TestToolchainCachesGoBuild runs a real go build through the confined
