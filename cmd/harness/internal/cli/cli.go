@@ -307,7 +307,7 @@ var badValue = regexp.MustCompile(`^invalid (?:boolean )?value ("(?:[^"\\]|\\.)*
 // returns reason.
 func valueWanted(f *flag.Flag, reason string) string {
 	g, ok := f.Value.(flag.Getter)
-	if !ok {
+	if !ok || reason != "parse error" {
 		return reason
 	}
 	switch g.Get().(type) {
