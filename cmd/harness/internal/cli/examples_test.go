@@ -53,6 +53,8 @@ func TestHelpExamplesRun(t *testing.T) {
 	dir, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# project\nTODO: examples\n"), 0o644))
+	tmp, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
 	t.Chdir(dir)
 	for _, name := range []string{"serve", "call", "tools", "policy", "demo", "version", "help"} {
 		help := runCLI(t, []string{"help", name}, "", false, nil)
@@ -66,7 +68,10 @@ func TestHelpExamplesRun(t *testing.T) {
 				case len(words) > 1 && words[1] == "exec" && subproc.Probe().LandlockABI < 1:
 					t.Skip("Landlock is not available on this kernel")
 				}
-				r := runCLI(t, words, "", false, nil)
+				// The temp area is the case's own (HARNESS_TEMP_ROOT): /tmp is
+				// shared with other processes, whose protected paths come and
+				// go while the command runner looks.
+				r := runCLI(t, words, "", false, map[string]string{"HARNESS_TEMP_ROOT": tmp})
 				require.EqualValues(t, cli.ExitOK, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
 			})
 		}
