@@ -493,7 +493,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
 			args:     func(l layout) []string { return ws(l, "call", "frobnicate", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "frobnicate"`, "delete, edit, exec, glob, grep, list, mkdir, move, read, write"},
+			stderrIn: []string{`unknown tool "frobnicate"`, "delete, edit, exec, exec_kill, exec_output, glob, grep, list, mkdir, move, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -695,7 +695,7 @@ func TestRun(t *testing.T) {
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"delete", "edit", "exec", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+				assert.Equal(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 			},
 		},
 		{
@@ -977,7 +977,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"delete", "edit", "exec", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+	assert.Equal(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)
