@@ -4,8 +4,11 @@ import (
 	"context"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
@@ -58,6 +61,10 @@ type job struct {
 	done                 chan struct{} // closed when res and err are set
 	res                  exec.Result
 	err                  error
+	// killedBy names the last signal exec_kill sent ("" for none): the
+	// end it reports, since a sandboxed shell's end by a signal reaches
+	// the runner as an exit code (128+N).
+	killedBy atomic.Value
 }
 
 // ended reports whether the command has ended.
@@ -79,10 +86,16 @@ func (j *job) state() string {
 		return stateFailed
 	case j.res.TimedOut:
 		return stateTimedOut
-	case j.res.Signal != "" || j.res.Cancelled:
+	case j.res.Signal != "" || j.res.Cancelled || j.killer() != "":
 		return stateKilled
 	}
 	return stateExited
+}
+
+// killer is the last signal exec_kill sent to j, "" for none.
+func (j *job) killer() string {
+	s, _ := j.killedBy.Load().(string)
+	return s
 }
 
 // signal sends sig to every process of the command, unless it has ended.
@@ -251,7 +264,11 @@ func (m *jobs) forget(sess *session.Session, j *job) {
 // kill ends j: sig first and, when it is not SIGKILL and j has not ended
 // within grace, the whole tree; it returns once j has ended.
 func (j *job) kill(sig syscall.Signal, grace time.Duration) {
+	if j.ended() {
+		return
+	}
 	if sig != syscall.SIGKILL {
+		j.killedBy.Store(unix.SignalName(sig))
 		j.signal(sig)
 		t := time.NewTimer(grace)
 		defer t.Stop()
@@ -261,6 +278,7 @@ func (j *job) kill(sig syscall.Signal, grace time.Duration) {
 		case <-t.C:
 		}
 	}
+	j.killedBy.Store(unix.SignalName(syscall.SIGKILL))
 	j.cancel()
 	<-j.done
 }

@@ -192,6 +192,9 @@ func describe(j *job) Job {
 	}
 	code := j.res.ExitCode
 	v.ExitCode, v.Signal = &code, j.res.Signal
+	if k := j.killer(); k != "" {
+		v.Signal = k
+	}
 	return v
 }
 
