@@ -50,7 +50,7 @@ type Request struct {
 	// Signals, when not nil, carries signals for the command while it
 	// runs: each is sent to every process of its tree alive then (SIGTERM
 	// asks it to end; a command may ignore it). Ending it for good is the
-	// context's job: cancelling it kills the whole tree.
+	// context's job: ending it kills the whole tree.
 	Signals <-chan syscall.Signal
 }
 

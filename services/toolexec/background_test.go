@@ -344,8 +344,10 @@ func TestExecProgress(t *testing.T) {
 	raw := []byte(`{"command":"printf 'line one\\nhalf'; while [ ! -e go ]; do sleep 0.02; done; echo done"}`)
 	results := make(chan tool.Result, 1)
 	go func() {
-		results <- tl.Handler(session.NewContext(t.Context(), w.sess), tool.Call{ID: "1", Arguments: raw,
-			Progress: func(done, total float64, msg string) { reports <- rep{done, msg} }})
+		results <- tl.Handler(session.NewContext(t.Context(), w.sess), tool.Call{
+			ID: "1", Arguments: raw,
+			Progress: func(done, total float64, msg string) { reports <- rep{done, msg} },
+		})
 	}()
 	var first rep
 	select {
@@ -380,8 +382,10 @@ func TestExecWaitsIdle(t *testing.T) {
 	results := make(chan tool.Result, 3)
 	for range 3 {
 		go func() {
-			results <- tl.Exec().Handler(session.NewContext(t.Context(), w.sess), tool.Call{ID: "1", Arguments: raw,
-				Idle: func(_ context.Context, wait func()) { idle <- 1; wait(); idle <- -1 }})
+			results <- tl.Exec().Handler(session.NewContext(t.Context(), w.sess), tool.Call{
+				ID: "1", Arguments: raw,
+				Idle: func(_ context.Context, wait func()) { idle <- 1; wait(); idle <- -1 },
+			})
 		}()
 	}
 	inside := 0

@@ -16,10 +16,10 @@ func TestRing(t *testing.T) {
 		dropped int64
 	}
 	cases := []struct {
-		name   string
-		limit  int
-		steps  []string // a write, or "<" for a read
-		reads  []read
+		name  string
+		limit int
+		steps []string // a write, or "<" for a read
+		reads []read
 	}{
 		{"nothing written reads empty", 4, []string{"<"}, []read{{"", 0}}},
 		{"reads are incremental", 8, []string{"ab", "<", "cd", "e", "<", "<"}, []read{{"ab", 0}, {"cde", 0}, {"", 0}}},

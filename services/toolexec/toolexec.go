@@ -95,9 +95,9 @@ func (t *Tool) Close(ctx context.Context) error { return t.jobs.close(ctx) }
 type Params struct {
 	fx.In
 
-	Config   Config `optional:"true"`
-	Runner   exec.Runner
-	Policy   *sandboxpolicy.Service
+	Config    Config `optional:"true"`
+	Runner    exec.Runner
+	Policy    *sandboxpolicy.Service
 	Approver  sandbox.Approver `optional:"true"`
 	Logger    *zap.Logger      `optional:"true"`
 	Lifecycle fx.Lifecycle
