@@ -98,14 +98,6 @@ func (j *job) killer() string {
 	return s
 }
 
-// signal sends sig to every process of the command, unless it has ended.
-func (j *job) signal(sig syscall.Signal) {
-	select {
-	case j.signals <- sig:
-	case <-j.done:
-	}
-}
-
 // jobs are the background commands of every session of one tool. Each runs
 // on its own context, which ends when it is killed, when its session ends
 // (session.Done) or when the tool is closed.
@@ -261,18 +253,25 @@ func (m *jobs) forget(sess *session.Session, j *job) {
 	}
 }
 
-// kill ends j: sig first and, when it is not SIGKILL and j has not ended
-// within grace, the whole tree; it returns once j has ended.
+// kill ends j: sig to every process of its tree first and, when sig is
+// not SIGKILL and j has not ended within grace of the call (the runner takes
+// signals once the command has started), the whole tree; it returns once j
+// has ended.
 func (j *job) kill(sig syscall.Signal, grace time.Duration) {
 	if j.ended() {
 		return
 	}
 	if sig != syscall.SIGKILL {
 		j.killedBy.Store(unix.SignalName(sig))
-		j.signal(sig)
 		t := time.NewTimer(grace)
 		defer t.Stop()
 		select {
+		case j.signals <- sig:
+			select {
+			case <-j.done:
+				return
+			case <-t.C:
+			}
 		case <-j.done:
 			return
 		case <-t.C:
