@@ -156,6 +156,11 @@ func outputSchema() *jsonschema.Schema {
 	}
 	// A listing has no single command's fields.
 	s.Required = nil
+	// Absent when empty or unknown, never null: one type each.
+	s.Properties["commands"].Types, s.Properties["commands"].Type = nil, "array"
+	for _, props := range []map[string]*jsonschema.Schema{s.Properties, s.Properties["commands"].Items.Properties} {
+		props["exit_code"].Types, props["exit_code"].Type = nil, "integer"
+	}
 	return s
 }
 

@@ -690,7 +690,7 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 10)
+				require.Len(t, tools, 12)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
@@ -704,7 +704,7 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 10)
+				require.Len(t, tools, 12)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
