@@ -408,3 +408,17 @@ func TestExecWaitsIdle(t *testing.T) {
 		assert.Equal(t, -1, <-idle)
 	}
 }
+
+// TestBackgroundTimeout: a background command runs with no timeout unless
+// timeout_ms is given; with one, its tree is killed when it passes and it
+// reads as timed_out.
+func TestBackgroundTimeout(t *testing.T) {
+	b := newBG(t, execsandbox.Config{})
+	m := marker(60)
+	res := b.call(t, b.sess, "exec", map[string]any{"command": "setsid sleep " + m + " & exec sleep " + m, "background": true, "timeout_ms": 500})
+	require.False(t, res.IsError, res.Text)
+	id := res.Value.(toolexec.Started).ID
+	reads := b.until(t, b.sess, id, func(v toolexec.Output) bool { return v.State != "running" })
+	assert.Equal(t, "timed_out", reads[len(reads)-1].State)
+	assert.Empty(t, processesWith("sleep\x00"+m), "a process outlived the timeout")
+}
