@@ -12,7 +12,10 @@
 // cancel and allow-session, a session grant widening only its own tool
 // family, in both protocol generations (2025-11-25 through the SDK's
 // elicitation handler, 2026-07-28 through input-required results and a
-// client written here); and last exec escalated out of workspace-write.
+// client written here); exec escalated out of workspace-write; an exec of
+// `sleep 65` that outlives the SDK's 60 s request timeout on progress
+// notifications; and last a background server (exec with background,
+// exec_output, a later exec fetching from it, exec_kill).
 //
 // Usage: node e2e/client.mjs   (or `make e2e` from the module root)
 //
@@ -29,6 +32,7 @@
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import fs from 'node:fs';
+import net from 'node:net';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -44,7 +48,7 @@ const verbose = process.env.HARNESS_E2E_VERBOSE === '1';
 const logLevel = process.env.HARNESS_E2E_LOG_LEVEL || 'info';
 const CODE_KEY = 'harness/code';
 const REQUEST_TIMEOUT_MS = 15_000;
-const WATCHDOG_MS = 60_000;
+const WATCHDOG_MS = 240_000;
 
 // ---------------------------------------------------------------- reporting
 
@@ -173,11 +177,20 @@ async function run() {
 
   // tools/list
   // The filesystem tools; exec, the command runner, is listed with its
-  // required command and otherwise has its own checks.
+  // required command and background, exec_output and exec_kill with their
+  // arguments, and otherwise have their own checks.
   const listed = (await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools;
+  const commandTools = ['exec', 'exec_kill', 'exec_output'];
   const execTool = listed.find((t) => t.name === 'exec');
   assert.deepEqual(execTool?.inputSchema?.required, ['command'], `exec: inputSchema.required: ${JSON.stringify(execTool?.inputSchema)}`);
-  const tools = listed.filter((t) => t.name !== 'exec');
+  assert.equal(execTool.inputSchema.properties?.background?.type, 'boolean', `exec: background: ${JSON.stringify(execTool.inputSchema)}`);
+  const killTool = listed.find((t) => t.name === 'exec_kill');
+  assert.deepEqual(killTool?.inputSchema?.required, ['id'], `exec_kill: inputSchema.required: ${JSON.stringify(killTool?.inputSchema)}`);
+  assert.deepEqual(killTool.inputSchema.properties?.signal?.enum, ['SIGTERM', 'SIGINT', 'SIGHUP', 'SIGKILL'], `exec_kill: signal: ${JSON.stringify(killTool.inputSchema)}`);
+  const outputTool = listed.find((t) => t.name === 'exec_output');
+  assert.equal(outputTool?.inputSchema?.properties?.id?.type, 'string', `exec_output: id: ${JSON.stringify(outputTool?.inputSchema)}`);
+  assert.equal(outputTool.annotations?.readOnlyHint, true, `exec_output: readOnlyHint: ${JSON.stringify(outputTool.annotations)}`);
+  const tools = listed.filter((t) => !commandTools.includes(t.name));
   const names = tools.map((t) => t.name).sort();
   assert.deepEqual(names, ['delete', 'edit', 'glob', 'grep', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list names: ${JSON.stringify(names)}`);
   const wantRequired = {
@@ -205,7 +218,7 @@ async function run() {
     }
     assert.equal(a.openWorldHint, false, `${t.name}: openWorldHint: ${JSON.stringify(a)}`);
   }
-  ok('tools/list: exec with its required command, and exactly delete, edit, glob, grep, list, mkdir, move, read, write; input/output schemas; read/list/glob/grep readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
+  ok('tools/list: exec with its required command and background, exec_kill (id, signal), exec_output (id, readOnlyHint), and exactly delete, edit, glob, grep, list, mkdir, move, read, write; input/output schemas; read/list/glob/grep readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
 
   // read a seeded file (structuredContent is validated against outputSchema by the SDK)
   const seed = path.join(ws, 'seed.txt');
@@ -427,6 +440,8 @@ async function run() {
 
   await runRoots();
   await runEscalation();
+  await runLong();
+  await runBackground();
 }
 
 // runRoots drives a second server, started without --workspace, whose
@@ -512,6 +527,102 @@ async function startServer(label, args, cwd) {
   await c.connect(t, { timeout: REQUEST_TIMEOUT_MS });
   const callTool = (name, a) => c.callTool({ name, arguments: a }, undefined, { timeout: REQUEST_TIMEOUT_MS });
   return { call: callTool, answers, asked, close: () => c.close() };
+}
+
+// runLong runs `sleep 65` through exec on the first server with the SDK's
+// default request timeout (60 s): the call lives because the server sends a
+// progress notification every 5 s and the request resets its timeout on
+// each (resetTimeoutOnProgress), each message saying how long it has run
+// and the output so far.
+async function runLong() {
+  const progress = [];
+  const began = Date.now();
+  const res = await client.callTool({ name: 'exec', arguments: { command: 'echo started; sleep 65; echo finished' } }, undefined,
+    { onprogress: (p) => progress.push(p), resetTimeoutOnProgress: true });
+  const secs = Math.round((Date.now() - began) / 1000);
+  expectSuccess(res, 'exec sleep 65');
+  assert.equal(res.structuredContent.exit_code, 0, `exec sleep 65: ${JSON.stringify(res.structuredContent)}`);
+  assert.equal(res.structuredContent.stdout, 'started\nfinished\n', 'exec sleep 65: stdout');
+  assert.ok(secs >= 65, `exec sleep 65: returned after ${secs} s`);
+  assert.ok(progress.length >= 10, `exec sleep 65: want a progress notification every 5 s, got ${progress.length}: ${JSON.stringify(progress)}`);
+  for (let i = 0; i < progress.length; i++) {
+    assert.ok(progress[i].message?.startsWith('running for '), `exec sleep 65: progress message: ${JSON.stringify(progress[i])}`);
+    assert.ok(progress[i].message.endsWith('output so far ends with:\nstarted\n'), `exec sleep 65: the output tail: ${JSON.stringify(progress[i])}`);
+    if (i > 0) assert.ok(progress[i].progress > progress[i - 1].progress, `exec sleep 65: progress increases: ${JSON.stringify(progress)}`);
+  }
+  ok(`exec sleep 65 with the default 60 s request timeout: exit code 0 after ${secs} s, kept alive by ${progress.length} progress notifications (last: ${JSON.stringify(progress.at(-1).message)})`);
+}
+
+// freePort returns a loopback TCP port that was free a moment ago.
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const l = net.createServer();
+    l.once('error', reject);
+    l.listen(0, '127.0.0.1', () => {
+      const { port } = l.address();
+      l.close(() => resolve(port));
+    });
+  });
+}
+
+// runBackground starts an HTTP server (node) in the background on a server
+// under --network allow, reads its output with exec_output until it listens,
+// lists it, fetches from it with a later exec, sees the request in its
+// output, and ends it with exec_kill; then its id is forgotten.
+async function runBackground() {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-bg-')));
+  extraDirs.push(dir);
+  const srv = await startServer('background', ['serve', '--workspace', dir, '--mode', 'workspace-write', '--temp-root', dir,
+    '--network', 'allow', '--log-level', logLevel], dir);
+  try {
+    const port = await freePort();
+    const node = process.execPath;
+    const server = `require("http").createServer((q, s) => { console.log("GET " + q.url); s.end("hello from the background\\n"); })` +
+      `.listen(${port}, "127.0.0.1", () => console.log("listening on ${port}"))`;
+    let res = await srv.call('exec', { command: `exec '${node}' -e '${server}'`, background: true });
+    expectSuccess(res, 'exec background');
+    const { id } = res.structuredContent;
+    assert.equal(res.structuredContent.background, true, `exec background: ${JSON.stringify(res.structuredContent)}`);
+    assert.ok(typeof id === 'string' && id !== '', `exec background: id: ${JSON.stringify(res.structuredContent)}`);
+
+    let out = '';
+    for (let i = 0; !out.includes(`listening on ${port}\n`); i++) {
+      assert.ok(i < 200, `exec_output: the server did not listen; output so far ${JSON.stringify(out)}`);
+      res = await srv.call('exec_output', { id });
+      expectSuccess(res, 'exec_output');
+      assert.equal(res.structuredContent.state, 'running', `exec_output: ${JSON.stringify(res.structuredContent)}`);
+      out += res.structuredContent.stdout ?? '';
+      if (!out.includes('listening')) await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(out, `listening on ${port}\n`, 'exec_output: stdout');
+
+    res = await srv.call('exec_output', {});
+    expectSuccess(res, 'exec_output without id');
+    const listedCmds = res.structuredContent.commands;
+    assert.equal(listedCmds?.length, 1, `exec_output without id: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(listedCmds[0].id, id);
+    assert.equal(listedCmds[0].state, 'running');
+
+    const fetchIt = `fetch("http://127.0.0.1:${port}/hi").then((r) => r.text()).then((t) => process.stdout.write(t))`;
+    res = await srv.call('exec', { command: `'${node}' -e '${fetchIt}'` });
+    expectSuccess(res, 'exec fetching from the background server');
+    assert.equal(res.structuredContent.exit_code, 0, `exec fetching: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.stdout, 'hello from the background\n', 'exec fetching: stdout');
+
+    res = await srv.call('exec_output', { id });
+    expectSuccess(res, 'exec_output after the fetch');
+    assert.equal(res.structuredContent.stdout, 'GET /hi\n', `exec_output after the fetch: ${JSON.stringify(res.structuredContent)}`);
+
+    res = await srv.call('exec_kill', { id });
+    expectSuccess(res, 'exec_kill');
+    assert.equal(res.structuredContent.state, 'killed', `exec_kill: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.signal, 'SIGTERM', `exec_kill: ${JSON.stringify(res.structuredContent)}`);
+    res = await srv.call('exec_output', { id });
+    expectToolError(res, 'exec_output of a killed command read to its end', 'EXEC_UNKNOWN_ID');
+    ok(`background (--network allow): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; its id is then unknown`);
+  } finally {
+    await srv.close();
+  }
 }
 
 // startRawServer is startServer for protocol 2026-07-28, which the

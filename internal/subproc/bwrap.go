@@ -264,13 +264,20 @@ func emptyDir(fd int) bool {
 // Errors: bwrap could not be started, or ended without a status from the
 // stage for a reason other than a stop (Status.Error then says why, from
 // bwrap's own message).
-func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error) (Outcome, error) {
+func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error, w Watch) (Outcome, error) {
 	if spec.Confine == nil {
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("the bubblewrap isolation needs a confinement")
 	}
-	return outcome(ctx, timeout, outputLimit, func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error) {
-		return runBwrap(ctx, b, spec, stdout, stderr, placed)
+	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
+		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr}, placed, w.Signals)
 	})
+}
+
+// stdio are the writers a bubblewrap run's output goes to, and the capture
+// of its stderr, where bubblewrap's own message is read from.
+type stdio struct {
+	stdout, stderr io.Writer
+	errs           *Capture
 }
 
 // pipes are the descriptors RunBwrap hands to bwrap, its ends closed after
@@ -304,7 +311,7 @@ func (p *pipes) close() {
 	}
 }
 
-func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, placed func(int) error) (Status, time.Duration, error) {
+func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(int) error, signals <-chan syscall.Signal) (Status, time.Duration, error) {
 	p, err := newPipes()
 	if err != nil {
 		return Status{}, 0, err
@@ -315,7 +322,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine)...),
 		Env:    []string{},
 		Dir:    "/",
-		Stdout: stdout, Stderr: stderr,
+		Stdout: out.stdout, Stderr: out.stderr,
 		// fds 3..7, in the order of the constants above.
 		ExtraFiles: []*os.File{p.specR, p.statusW, p.infoW, b.Stage.f, b.Exe.f},
 		SysProcAttr: &syscall.SysProcAttr{
@@ -376,10 +383,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 	}
 	stopped := false
 	if !exited {
-		if startErr == nil {
+		for startErr == nil && !exited && ctx.Err() == nil {
 			select {
 			case waitErr = <-done:
 				exited = true
+			case sig := <-signals:
+				// The sandbox's init is the tree's root: every process
+				// of the namespace descends from it.
+				signalTree(init.pid, sig)
 			case <-ctx.Done():
 			}
 		}
@@ -425,7 +436,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 		return Status{Stopped: true, ExitCode: -1, Signal: "SIGKILL"}, d, nil
 	}
 	// bwrap failed before the stage ran: its message is on stderr.
-	msg := strings.TrimSpace(stderr.String())
+	msg := strings.TrimSpace(out.errs.String())
 	if msg == "" && waitErr != nil {
 		msg = waitErr.Error()
 	}

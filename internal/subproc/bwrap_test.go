@@ -35,7 +35,7 @@ func runBwrap(ctx context.Context, t *testing.T, spec subproc.Spec, timeout time
 	if spec.Env == nil {
 		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	}
-	out, err := subproc.RunBwrap(ctx, sandbox(t), spec, timeout, 1<<20, nil)
+	out, err := subproc.RunBwrap(ctx, sandbox(t), spec, timeout, 1<<20, nil, subproc.Watch{})
 	require.NoError(t, err)
 	return out, out.Stdout.String(), out.Stderr.String()
 }

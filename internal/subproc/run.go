@@ -8,6 +8,7 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"runtime"
 	"syscall"
 	"time"
 )
@@ -35,26 +36,38 @@ type Outcome struct {
 // Errors: the helper could not be started, or it ended without a report
 // (killed, crashed). A command that could not start inside the helper is not
 // an error: Status.Started is false and Status.Error says why.
-func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int) (Outcome, error) {
-	return outcome(ctx, timeout, outputLimit, func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error) {
-		return runHelper(ctx, helper, spec, stdout, stderr)
+//
+// w, when not zero, follows the run: its writers get the output as it
+// comes, its signals reach every process of the command (see Watch).
+func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int, w Watch) (Outcome, error) {
+	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, _ *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
+		return runHelper(ctx, helper, spec, stdout, stderr, w.Signals)
 	})
 }
 
 // outcome runs one command through run with ctx bounded by timeout (0: no
-// timeout) and captures of outputLimit bytes, and says whether a stop was
-// the timeout's or the caller's.
-func outcome(ctx context.Context, timeout time.Duration, outputLimit int,
-	run func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error),
+// timeout) and captures of outputLimit bytes (teed to w's writers), and says
+// whether a stop was the timeout's or the caller's.
+//
+// The calling goroutine keeps its OS thread for the run: the children are
+// started with a parent-death signal, which Linux sends when the thread
+// that started them ends, and the runtime ends threads (a goroutine that
+// locked its thread and returns, as the Landlock pool's do); so a long run
+// is never killed by a thread exit that is not the process's.
+func outcome(ctx context.Context, timeout time.Duration, outputLimit int, w Watch,
+	run func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error),
 ) (Outcome, error) {
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	out := Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}
+	stdout, stderr := tee(out.Stdout, w.Stdout), tee(out.Stderr, w.Stderr)
 	runCtx := ctx
 	if timeout > 0 {
 		var cancel context.CancelFunc
 		runCtx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	st, d, err := run(runCtx, out.Stdout, out.Stderr)
+	st, d, err := run(runCtx, &out, stdout, stderr)
 	out.Status, out.Duration = st, d
 	if st.Stopped {
 		out.Cancelled = ctx.Err() != nil
@@ -63,7 +76,7 @@ func outcome(ctx context.Context, timeout time.Duration, outputLimit int,
 	return out, err
 }
 
-func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr io.Writer) (Status, time.Duration, error) {
+func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr io.Writer, signals <-chan syscall.Signal) (Status, time.Duration, error) {
 	var st Status
 	specR, specW, err := os.Pipe()
 	if err != nil {
@@ -104,10 +117,21 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr i
 	go func() { done <- cmd.Wait() }()
 	var waitErr error
 	stopped := false
-	select {
-	case waitErr = <-done:
-	case <-ctx.Done():
-		stopped = true
+	waiting := true
+	for waiting {
+		select {
+		case waitErr = <-done:
+			waiting = false
+		case sig := <-signals:
+			// The helper is the tree's root (a subreaper: orphans of
+			// the command are its children too).
+			signalTree(cmd.Process.Pid, sig)
+		case <-ctx.Done():
+			waiting = false
+			stopped = true
+		}
+	}
+	if stopped {
 		_ = cmd.Process.Signal(syscall.SIGTERM)
 		select {
 		case waitErr = <-done:

@@ -46,7 +46,7 @@ func run(ctx context.Context, t *testing.T, spec subproc.Spec) (subproc.Outcome,
 	if spec.Env == nil {
 		spec.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin"}
 	}
-	out, err := subproc.Run(ctx, helperProgram(t), spec, 0, 1<<20)
+	out, err := subproc.Run(ctx, helperProgram(t), spec, 0, 1<<20, subproc.Watch{})
 	require.NoError(t, err)
 	return out, out.Stdout.String(), out.Stderr.String()
 }
@@ -135,7 +135,7 @@ func TestStopBeforeTheHelperIsReady(t *testing.T) {
 	dir := t.TempDir()
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel() // the stop reaches the helper at once, most likely before it can catch it
-	out, err := subproc.Run(ctx, helperProgram(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100)
+	out, err := subproc.Run(ctx, helperProgram(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100, subproc.Watch{})
 	require.NoError(t, err)
 	assert.True(t, out.Status.Stopped)
 	assert.True(t, out.Cancelled)

@@ -7,6 +7,8 @@ package exec
 
 import (
 	"context"
+	"io"
+	"syscall"
 	"time"
 
 	"github.com/dsh-go/harness/services/errcode"
@@ -39,6 +41,17 @@ type Request struct {
 	// Policy is the call's sandbox policy; a confining runner requires it,
 	// the plain one ignores it.
 	Policy *sandbox.ExecutionPolicy
+	// Stdout and Stderr, when not nil, also get every write of the
+	// command to the stream as it comes, while it runs: the way to watch
+	// a running command's output (progress, background commands); Result
+	// keeps its capped copy either way. A write must be quick and must
+	// not fail: the command's output waits for it.
+	Stdout, Stderr io.Writer
+	// Signals, when not nil, carries signals for the command while it
+	// runs: each is sent to every process of its tree alive then (SIGTERM
+	// asks it to end; a command may ignore it). Ending it for good is the
+	// context's job: ending it kills the whole tree.
+	Signals <-chan syscall.Signal
 }
 
 // Result is how a command ended.

@@ -122,8 +122,14 @@ func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg e
 	}
 	out, err := subproc.Run(ctx, prog, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: exec.Environ(cfg.Env, os.Getenv), Confine: confine,
-	}, req.Timeout, cfg.OutputLimit)
+	}, req.Timeout, cfg.OutputLimit, Watch(req))
 	return Result(out, err)
+}
+
+// Watch is what req asks to follow of its command while it runs: its output
+// as it comes and the signals to pass on.
+func Watch(req exec.Request) subproc.Watch {
+	return subproc.Watch{Stdout: req.Stdout, Stderr: req.Stderr, Signals: req.Signals}
 }
 
 // Result maps a subproc outcome to the runner's result: an error starting

@@ -131,7 +131,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	conf.Limits = c.rlimits
 	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
-	}, req.Timeout, run.OutputLimit, c.placed)
+	}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}

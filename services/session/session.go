@@ -37,13 +37,26 @@ type Session struct {
 	observers observers
 	mu        sync.Mutex // guards events
 	events    []Event
+	ended     chan struct{} // closed by the Tracker's End
+	endOnce   sync.Once
 }
 
 // New returns a session with the given id and working directory (an
 // absolute path, or "" when the client gave none) and an empty log. Pass
 // events to recreate a resumed session (spec P-16).
 func New(id, cwd string, events ...Event) *Session {
-	return &Session{owner: sandbox.NewOwner(id, cwd), events: slices.Clone(events)}
+	return &Session{owner: sandbox.NewOwner(id, cwd), events: slices.Clone(events), ended: make(chan struct{})}
+}
+
+// Done returns a channel closed when the Tracker that started the session
+// ends it (Tracker.End: its connection is gone), so what lives as long as
+// the session (its background commands) can end with it. It never closes
+// for a session no Tracker started, and is nil for a nil session.
+func (s *Session) Done() <-chan struct{} {
+	if s == nil {
+		return nil
+	}
+	return s.ended
 }
 
 // ID returns the session's identity.

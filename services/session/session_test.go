@@ -326,3 +326,37 @@ func TestConcurrentAppend(t *testing.T) {
 		assert.Equal(t, logOrder, completed, "Observer is documented as told of every event in order")
 	})
 }
+
+// TestDone: a tracked session's Done closes when its Tracker ends it, once
+// (ending it again does not panic), and not before; an untracked session's
+// never closes; a nil session's is nil.
+func TestDone(t *testing.T) {
+	tr := session.NewTracker()
+	s := tr.Start("a", "/w")
+	other := tr.Start("b", "/w")
+	select {
+	case <-s.Done():
+		t.Fatal("Done closed before End")
+	default:
+	}
+	tr.End(s)
+	tr.End(s)
+	select {
+	case <-s.Done():
+	default:
+		t.Fatal("Done not closed after End")
+	}
+	select {
+	case <-other.Done():
+		t.Fatal("ending one session closed another's Done")
+	default:
+	}
+	assert.Equal(t, []*session.Session{other}, tr.Sessions())
+	select {
+	case <-session.New("c", "").Done():
+		t.Fatal("an untracked session's Done closed")
+	default:
+	}
+	var none *session.Session
+	assert.Nil(t, none.Done())
+}

@@ -35,20 +35,33 @@ type Annotations struct {
 // set, is the approver of this call's escalations (a front end whose
 // approval channel depends on the call, such as the MCP connection that made
 // it); nil means the composition's approver. Progress, when set, reports
-// how far a long call has got (see Progress).
+// how far a long call has got (see Progress). Idle, when set, runs a wait
+// of the call without the front end's slot (see Idle).
 type Call struct {
 	ID        string
 	Arguments json.RawMessage
 	Approver  sandbox.Approver
 	Progress  Progress
+	Idle      Idle
 }
 
 // Progress reports that a call has done done units of work out of total
-// (total 0: unknown), done increasing from one report to the next. A front
-// end sets it when its client asked to be told (MCP's progressToken) and may
-// drop reports to pace them; a tool calls it as often as it likes, from the
-// call's goroutine, and never when it is nil.
-type Progress func(done, total float64)
+// (total 0: unknown), done increasing from one report to the next, with an
+// optional human-readable message ("" for none; e.g. the last lines of a
+// running command's output). A front end sets it when its client asked to be
+// told (MCP's progressToken) and may drop reports to pace them; a tool calls
+// it as often as it likes, from any one goroutine at a time, and never when
+// it is nil.
+type Progress func(done, total float64, message string)
+
+// Idle runs wait, a part of a call that only waits for something bounded by
+// its own limit (a command slot, then the command), with the call's front-end
+// slot given back (the MCP server's cap on calls running at once), so other
+// calls are not held up behind it; it takes a slot back before it returns,
+// waiting outside the front end's queue bound, and returns without one when
+// ctx ends first. A tool calls it from the call's goroutine; nil means the
+// front end holds no slot, and the tool runs wait itself.
+type Idle func(ctx context.Context, wait func())
 
 // Result is the outcome of a call. Text is what the model reads; Value is the
 // structured result (nil for errors); IsError marks a tool error, whose Code

@@ -54,27 +54,51 @@ func (t *Tool) Exec() *tool.Tool {
 		"workdir": {Type: "string", Description: "Directory to run in, beneath the workspace; relative to the workspace root. Default: the workspace root."},
 		"timeout_ms": {
 			Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(MaxTimeout.Milliseconds())),
-			Description: "Timeout in milliseconds (default 120000, at most 600000); the whole process tree is killed when it passes.",
+			Description: "Timeout in milliseconds (default 120000, at most 600000; a background command has none unless given); the whole process tree is killed when it passes.",
 		},
-	}, PropertyOrder: []string{"command", "workdir", "timeout_ms"}, Required: []string{"command"}}
-	out, err := jsonschema.For[Value](nil)
-	if err != nil {
-		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
-	}
-	desc := "Run a shell command in the workspace and return its exit code, output and duration."
+		"background": {
+			Type: "boolean",
+			Description: "Start the command in the background (a dev server, a watcher) and return its id at once; read its output with exec_output, end it with exec_kill. " +
+				"It runs until it exits, is killed, or the session ends; at most " + strconv.Itoa(MaxBackground) + " at once per session.",
+		},
+	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background"}, Required: []string{"command"}}
+	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."
 	if t.g.Confines() {
 		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail."
 	}
 	return t.g.Tool(tool.Tool{
-		Name: "exec", Description: desc, InputSchema: s, OutputSchema: out,
+		Name: "exec", Description: desc, InputSchema: s, OutputSchema: execOutputSchema(),
 		Annotations: tool.Annotations{Destructive: true},
 	}, true, t.run)
+}
+
+// execOutputSchema is exec's output schema: Value's properties for a command
+// run to its end, and Started's for one started in the background; so none
+// is required.
+func execOutputSchema() *jsonschema.Schema {
+	out, err := jsonschema.For[Value](nil)
+	if err != nil {
+		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
+	}
+	bg, err := jsonschema.For[Started](nil)
+	if err != nil {
+		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
+	}
+	for name, p := range bg.Properties {
+		if _, ok := out.Properties[name]; !ok {
+			out.Properties[name] = p
+		}
+	}
+	out.Required = nil
+	return out
 }
 
 // call is one exec call's checked arguments.
 type call struct {
 	command, workdir string
 	timeout          time.Duration
+	timeoutSet       bool
+	background       bool
 	esc              guard.Escalation
 }
 
@@ -107,18 +131,51 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 		}
 		req.Policy = &policy
 	}
-	select {
-	case t.slots <- struct{}{}:
-		defer func() { <-t.slots }()
-	case <-ctx.Done():
+	if args.background {
+		if !args.timeoutSet {
+			req.Timeout = 0
+		}
+		return t.startBackground(c, req)
+	}
+	res, ran, err := t.runNow(ctx, c, req)
+	if !ran {
 		return tool.ErrorResult("the call was cancelled while waiting for a free command slot", CodeCancelled)
 	}
-	res, err := t.deps.Runner.Run(ctx, req)
 	if err != nil {
 		return t.g.Fail(err, req.Policy)
 	}
 	t.log.Debug("exec", zap.String("workdir", workdir), zap.Int("exit", res.ExitCode), zap.Duration("duration", res.Duration))
 	return t.render(req, res)
+}
+
+// runNow runs req in one of the command slots, waiting for one first, and
+// reports its progress to the call's Progress every ProgressEvery. The wait
+// and the run happen through the call's Idle: they hold a command slot, not
+// the front end's call slot (the command slots are the commands' own cap),
+// so other calls never queue behind commands. ran is false when ctx ended
+// before a slot was free (nothing ran).
+func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res exec.Result, ran bool, err error) {
+	rep := report(c.Progress)
+	defer rep.stop()
+	if c.Progress != nil {
+		req.Stdout, req.Stderr = &rep.out, &rep.out
+	}
+	idle := c.Idle
+	if idle == nil {
+		idle = func(_ context.Context, wait func()) { wait() }
+	}
+	idle(ctx, func() {
+		select {
+		case t.slots <- struct{}{}:
+		case <-ctx.Done():
+			return
+		}
+		defer func() { <-t.slots }()
+		rep.running.Store(true)
+		ran = true
+		res, err = t.deps.Runner.Run(ctx, req)
+	})
+	return res, ran, err
 }
 
 // render turns a finished command into the result: a timeout or a
@@ -247,6 +304,10 @@ func parse(c *guard.Call) (call, error) {
 			return a, guard.BadArg("timeout_ms must be at most " + strconv.FormatInt(MaxTimeout.Milliseconds(), 10))
 		}
 		a.timeout = time.Duration(f) * time.Millisecond
+		a.timeoutSet = true
+	}
+	if present("background") && json.Unmarshal(c.Args["background"], &a.background) != nil {
+		return a, guard.BadArg("background must be a boolean")
 	}
 	a.esc, err = c.Escalation()
 	return a, err

@@ -7,6 +7,7 @@
 package toolexec
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"time"
@@ -46,11 +47,13 @@ type Deps struct {
 	Logger   *zap.Logger
 }
 
-// Tool is the exec tool over one runner.
+// Tool is the command tools over one runner: exec, and exec_output and
+// exec_kill for its background commands.
 type Tool struct {
 	deps  Deps
 	g     *guard.Guard
 	slots chan struct{}
+	jobs  *jobs
 	log   *zap.Logger
 }
 
@@ -77,25 +80,34 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tool{deps: deps, g: g, slots: make(chan struct{}, cfg.MaxConcurrent), log: log.Named("toolexec")}, nil
+	return &Tool{deps: deps, g: g, slots: make(chan struct{}, cfg.MaxConcurrent), jobs: newJobs(deps.Runner), log: log.Named("toolexec")}, nil
 }
+
+// All returns exec, exec_kill and exec_output.
+func (t *Tool) All() []*tool.Tool { return []*tool.Tool{t.Exec(), t.Kill(), t.Output()} }
+
+// Close kills every background command still running (their whole trees)
+// and refuses new ones; it returns when all have ended, or with ctx's error
+// when ctx ends first. Call it when the server stops.
+func (t *Tool) Close(ctx context.Context) error { return t.jobs.close(ctx) }
 
 // Params are the fx inputs of Module.
 type Params struct {
 	fx.In
 
-	Config   Config `optional:"true"`
-	Runner   exec.Runner
-	Policy   *sandboxpolicy.Service
-	Approver sandbox.Approver `optional:"true"`
-	Logger   *zap.Logger      `optional:"true"`
+	Config    Config `optional:"true"`
+	Runner    exec.Runner
+	Policy    *sandboxpolicy.Service
+	Approver  sandbox.Approver `optional:"true"`
+	Logger    *zap.Logger      `optional:"true"`
+	Lifecycle fx.Lifecycle
 }
 
-// Result contributes the tool to the "tools" group.
+// Result contributes the tools to the "tools" group.
 type Result struct {
 	fx.Out
 
-	Tool *tool.Tool `group:"tools"`
+	Tools []*tool.Tool `group:"tools,flatten"`
 }
 
 func provide(p Params) (Result, error) {
@@ -103,12 +115,15 @@ func provide(p Params) (Result, error) {
 	if err != nil {
 		return Result{}, err
 	}
-	return Result{Tool: t.Exec()}, nil
+	// The server's stop ends every background command.
+	p.Lifecycle.Append(fx.StopHook(t.Close))
+	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes exec to the "tools" group. It needs an exec.Runner
-// (execlocal.Module or execsandbox.Module) and a *sandboxpolicy.Service; an
-// optional sandbox.Approver enables escalation.
+// Module contributes exec, exec_output and exec_kill to the "tools" group,
+// and ends every background command when the app stops. It needs an
+// exec.Runner (execlocal.Module or execsandbox.Module) and a
+// *sandboxpolicy.Service; an optional sandbox.Approver enables escalation.
 var Module = fx.Module("toolexec",
 	fx.Provide(provide),
 	fx.Invoke(func(tool.Group) {}),

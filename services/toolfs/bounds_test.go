@@ -140,7 +140,7 @@ func TestProgressReports(t *testing.T) {
 		var got []report
 		call := tool.Call{ID: "c", Arguments: json.RawMessage(args)}
 		if record {
-			call.Progress = func(done, total float64) { got = append(got, report{done, total}) }
+			call.Progress = func(done, total float64, _ string) { got = append(got, report{done, total}) }
 		}
 		return tl.Handler(context.Background(), call), got
 	}

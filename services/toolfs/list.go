@@ -99,7 +99,7 @@ func (t *Tools) list(ctx context.Context, call *guard.Call) tool.Result {
 	window := fs.ListWindow{Offset: offset, Limit: limit, Depth: depth}
 	if call.Progress != nil {
 		// The number of names is unknown until they are all read.
-		window.Progress = func(names int) { call.Progress(float64(names), 0) }
+		window.Progress = func(names int) { call.Progress(float64(names), 0, "") }
 	}
 	listing, err := t.deps.FS.ListDir(ctx, target, window)
 	if err != nil {

@@ -146,7 +146,7 @@ func (t *Tools) fill(ctx context.Context, w *window, target fs.Target, info *fs.
 			return fs.Fingerprint{}, nil
 		}
 		if fed += len(chunk); progress != nil {
-			progress(float64(fed), float64(info.Size))
+			progress(float64(fed), float64(info.Size), "")
 		}
 	}
 	w.finish()

@@ -71,10 +71,10 @@ var commands = []command{
 	{
 		name: "serve", synopsis: "[flags]",
 		summary: "serve the tools over MCP on stdin/stdout",
-		about: "Serves the read, list, glob, grep, write, edit, mkdir, move and delete tools, and exec\n" +
-			"unless --exec off, over MCP (JSON-RPC, one message a line) on stdin and stdout; one\n" +
-			"connection is one session. An MCP client starts it; see the README for a client\n" +
-			"configuration, or run `harness demo` to watch a session.",
+		about: "Serves the read, list, glob, grep, write, edit, mkdir, move and delete tools, and exec,\n" +
+			"exec_output and exec_kill unless --exec off, over MCP (JSON-RPC, one message a line) on\n" +
+			"stdin and stdout; one connection is one session. An MCP client starts it; see the\n" +
+			"README for a client configuration, or run `harness demo` to watch a session.",
 		examples: []string{
 			"harness serve --mode workspace-write --workspace .",
 			"harness serve --mode workspace-write --toolchain-caches --exec-env GOFLAGS",

@@ -122,6 +122,14 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
 			Progress:  progress(ctx, req),
+			Idle: func(ctx context.Context, wait func()) {
+				// A call waiting for what has its own cap (a command slot,
+				// the command) holds no call slot: reads are not queued
+				// behind commands.
+				call.release()
+				wait()
+				_ = call.resume(ctx) // ctx ended: the call returns without a slot
+			},
 		})
 		if ask, ok := errors.AsType[*inputRequired](result.Err); ok {
 			return &mcp.CallToolResult{
@@ -139,14 +147,15 @@ const progressEvery = 100 * time.Millisecond
 
 // progress returns the Progress of a call whose client sent a progressToken:
 // the first report and then at most one per progressEvery become
-// notifications/progress on the call's session. Nil without a token.
+// notifications/progress on the call's session, the message included. Nil
+// without a token.
 func progress(ctx context.Context, req *mcp.CallToolRequest) tool.Progress {
 	token := req.Params.GetProgressToken()
 	if token == nil {
 		return nil
 	}
 	var last time.Time
-	return func(done, total float64) {
+	return func(done, total float64, message string) {
 		now := time.Now()
 		if !last.IsZero() && now.Sub(last) < progressEvery {
 			return
@@ -154,7 +163,7 @@ func progress(ctx context.Context, req *mcp.CallToolRequest) tool.Progress {
 		last = now
 		// A failed notification (the connection is closing) does not fail
 		// the call.
-		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: done, Total: total})
+		_ = req.Session.NotifyProgress(ctx, &mcp.ProgressNotificationParams{ProgressToken: token, Progress: done, Total: total, Message: message})
 	}
 }
 

@@ -15,8 +15,9 @@ import (
 )
 
 // TestProgressNotifications: a call whose client sent a progressToken gets
-// the tool's progress as notifications/progress carrying that token, the
-// first report at once and then at most one per 100 ms; a call without a
+// the tool's progress as notifications/progress carrying that token and the
+// report's message, the first report at once and then at most one per
+// 100 ms; a call without a
 // token gets none and its tool sees no Progress.
 func TestProgressNotifications(t *testing.T) {
 	var sawProgress []bool
@@ -30,12 +31,12 @@ func TestProgressNotifications(t *testing.T) {
 			if call.Progress == nil {
 				return tool.Result{Text: "done", Value: map[string]any{}}
 			}
-			call.Progress(1, 4)
-			call.Progress(2, 4) // within 100 ms of the first: dropped
+			call.Progress(1, 4, "")
+			call.Progress(2, 4, "dropped") // within 100 ms of the first: dropped
 			time.Sleep(150 * time.Millisecond)
-			call.Progress(3, 4)
+			call.Progress(3, 4, "three")
 			time.Sleep(150 * time.Millisecond)
-			call.Progress(4, 4)
+			call.Progress(4, 4, "four")
 			return tool.Result{Text: "done", Value: map[string]any{}}
 		},
 	}
@@ -78,10 +79,13 @@ func TestProgressNotifications(t *testing.T) {
 	defer mu.Unlock()
 	assert.Equal(t, []bool{true, false}, sawProgress, "only the call with a token has a Progress")
 	var progress []float64
+	var messages []string
 	for _, p := range got {
 		assert.Equal(t, "tok-1", p.ProgressToken)
 		assert.InDelta(t, 4.0, p.Total, 0)
 		progress = append(progress, p.Progress)
+		messages = append(messages, p.Message)
 	}
 	assert.Equal(t, []float64{1, 3, 4}, progress)
+	assert.Equal(t, []string{"", "three", "four"}, messages, "each report's message travels in its notification")
 }

@@ -100,18 +100,17 @@ func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tra
 		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs, tracker: tracker,
 	}
 	// The instructions name the tools served, so they stay true.
-	var files []string
-	hasExec := false
+	var files, commands []string
 	for _, t := range s.tools {
-		if t.Name == "exec" {
-			hasExec = true
+		if t.Name == "exec" || strings.HasPrefix(t.Name, "exec_") {
+			commands = append(commands, t.Name)
 			continue
 		}
 		files = append(files, t.Name)
 	}
 	instructions := "Filesystem tools: " + strings.Join(files, ", ") + ". Writes are fenced by the sandbox mode; read a file before you overwrite or edit it."
-	if hasExec {
-		instructions += " Shell commands: exec, under the same sandbox mode."
+	if len(commands) > 0 {
+		instructions += " Shell commands: " + strings.Join(commands, ", ") + ", under the same sandbox mode."
 	}
 	s.mcp = mcp.NewServer(&mcp.Implementation{Name: Name, Title: "harness: fenced filesystem tools", Version: opts.Version}, &mcp.ServerOptions{
 		Instructions: instructions,

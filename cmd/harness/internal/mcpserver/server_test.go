@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -51,4 +52,32 @@ func TestNewRefusesUnservableTools(t *testing.T) {
 		assert.Nil(t, d.OutputSchema, "a tool without an output schema declares none")
 	}
 	assert.Equal(t, []string{"a", "b"}, names)
+}
+
+// TestInstructionsNameEveryTool: the server's instructions name each file
+// tool and each command tool (exec and its exec_* companions) it serves,
+// and no shell commands when it serves none.
+func TestInstructionsNameEveryTool(t *testing.T) {
+	mk := func(name string) *tool.Tool {
+		return &tool.Tool{Name: name, InputSchema: object(), Handler: func(context.Context, tool.Call) tool.Result { return tool.Result{} }}
+	}
+	instructions := func(names ...string) string {
+		var tools []*tool.Tool
+		for _, n := range names {
+			tools = append(tools, mk(n))
+		}
+		srv, err := mcpserver.New(mcpserver.Options{Version: "test"}, tools, nil, nil)
+		require.NoError(t, err)
+		st, ct := mcp.NewInMemoryTransports()
+		ss, err := srv.MCP().Connect(t.Context(), st, nil)
+		require.NoError(t, err)
+		cs, err := mcp.NewClient(&mcp.Implementation{Name: "test", Version: "v0"}, nil).Connect(t.Context(), ct, nil)
+		require.NoError(t, err)
+		defer func() { _ = cs.Close(); _ = ss.Wait() }()
+		return cs.InitializeResult().Instructions
+	}
+	got := instructions("read", "exec_output", "write", "exec", "exec_kill")
+	assert.Contains(t, got, "Filesystem tools: read, write.")
+	assert.Contains(t, got, "Shell commands: exec, exec_kill, exec_output, under the same sandbox mode.")
+	assert.NotContains(t, instructions("read"), "Shell commands")
 }

@@ -1,0 +1,300 @@
+package toolexec
+
+import (
+	"context"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/services/errcode"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// Limits of background commands.
+const (
+	// MaxBackground is how many background commands one session may have
+	// running at once; one more is refused with CodeBackgroundLimit.
+	MaxBackground = 8
+	// maxFinished is how many ended background commands a session keeps
+	// for exec_output before the oldest is forgotten; one is forgotten as
+	// soon as its end and its last output have been read.
+	maxFinished = 8
+	// BackgroundOutputLimit is how many of the last bytes of each of
+	// stdout and stderr a background command keeps until they are read;
+	// older ones are dropped and counted.
+	BackgroundOutputLimit = 1 << 20
+	// KillGrace is how long exec_kill waits for a command to end after
+	// its signal (SIGTERM by default) before it kills the whole tree.
+	KillGrace = 5 * time.Second
+)
+
+// Codes of background-command results.
+const (
+	// CodeBackgroundLimit: the session already runs MaxBackground
+	// background commands (or the server is stopping).
+	CodeBackgroundLimit errcode.Code = "EXEC_BACKGROUND_LIMIT"
+	// CodeUnknownID: no background command of this session has the id.
+	CodeUnknownID errcode.Code = "EXEC_UNKNOWN_ID"
+)
+
+// The states of a background command.
+const (
+	stateRunning  = "running"
+	stateExited   = "exited"
+	stateKilled   = "killed"
+	stateTimedOut = "timed_out"
+	stateFailed   = "failed"
+)
+
+// job is one background command.
+type job struct {
+	id, command, workdir string
+	started              time.Time
+	stdout, stderr       *ring
+	signals              chan syscall.Signal
+	cancel               context.CancelFunc
+	done                 chan struct{} // closed when res and err are set
+	res                  exec.Result
+	err                  error
+	// killedBy names the last signal exec_kill sent ("" for none): the
+	// end it reports, since a sandboxed shell's end by a signal reaches
+	// the runner as an exit code (128+N).
+	killedBy atomic.Value
+}
+
+// ended reports whether the command has ended.
+func (j *job) ended() bool {
+	select {
+	case <-j.done:
+		return true
+	default:
+		return false
+	}
+}
+
+// state names how the command stands; valid once ended() for the end.
+func (j *job) state() string {
+	switch {
+	case !j.ended():
+		return stateRunning
+	case j.err != nil:
+		return stateFailed
+	case j.res.TimedOut:
+		return stateTimedOut
+	case j.res.Signal != "" || j.res.Cancelled || j.killer() != "":
+		return stateKilled
+	}
+	return stateExited
+}
+
+// killer is the last signal exec_kill sent to j, "" for none.
+func (j *job) killer() string {
+	s, _ := j.killedBy.Load().(string)
+	return s
+}
+
+// jobs are the background commands of every session of one tool. Each runs
+// on its own context, which ends when it is killed, when its session ends
+// (session.Done) or when the tool is closed.
+type jobs struct {
+	runner exec.Runner
+	root   context.Context // cancelled by close
+	cancel context.CancelFunc
+
+	mu     sync.Mutex
+	closed bool
+	bySess map[*session.Session]*sessionJobs
+	wg     sync.WaitGroup // running commands and session watchers
+}
+
+// sessionJobs are one session's background commands, oldest first.
+type sessionJobs struct {
+	seq  int
+	list []*job
+}
+
+func newJobs(r exec.Runner) *jobs {
+	root, cancel := context.WithCancel(context.Background())
+	return &jobs{runner: r, root: root, cancel: cancel, bySess: map[*session.Session]*sessionJobs{}}
+}
+
+// start runs req in the background for sess and returns its job at once.
+// Errors: *limitError when sess has MaxBackground running, or the tool is
+// closed.
+func (m *jobs) start(sess *session.Session, req exec.Request) (*job, error) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if m.closed {
+		return nil, &limitError{"the server is stopping; no background command starts"}
+	}
+	sj := m.bySess[sess]
+	if sj == nil {
+		sj = &sessionJobs{}
+		m.bySess[sess] = sj
+		m.wg.Add(1)
+		go m.watch(sess)
+	}
+	running := 0
+	for _, j := range sj.list {
+		if !j.ended() {
+			running++
+		}
+	}
+	if running >= MaxBackground {
+		return nil, &limitError{"this session already runs " + strconv.Itoa(MaxBackground) +
+			" background commands, the most it may; end one with exec_kill first"}
+	}
+	sj.seq++
+	ctx, cancel := context.WithCancel(m.root)
+	j := &job{
+		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, started: time.Now(),
+		stdout: newRing(BackgroundOutputLimit), stderr: newRing(BackgroundOutputLimit),
+		signals: make(chan syscall.Signal), cancel: cancel, done: make(chan struct{}),
+	}
+	req.Stdout, req.Stderr, req.Signals = j.stdout, j.stderr, j.signals
+	sj.list = append(sj.list, j)
+	m.forgetFinished(sj)
+	m.wg.Add(1)
+	go func() {
+		defer m.wg.Done()
+		defer cancel()
+		j.res, j.err = m.runner.Run(ctx, req)
+		close(j.done)
+	}()
+	return j, nil
+}
+
+// limitError refuses a background command (CodeBackgroundLimit).
+type limitError struct{ msg string }
+
+func (e *limitError) Error() string { return e.msg }
+
+// watch ends sess's background commands when the session ends (never for a
+// session no tracker started, nor for calls with none), or returns when the
+// tool is closed.
+func (m *jobs) watch(sess *session.Session) {
+	defer m.wg.Done()
+	select {
+	case <-sess.Done():
+	case <-m.root.Done():
+		return
+	}
+	m.mu.Lock()
+	sj := m.bySess[sess]
+	delete(m.bySess, sess)
+	m.mu.Unlock()
+	for _, j := range sj.list {
+		j.cancel()
+	}
+	for _, j := range sj.list {
+		<-j.done
+	}
+}
+
+// forgetFinished drops the oldest ended commands of sj beyond maxFinished.
+// m.mu is held.
+func (m *jobs) forgetFinished(sj *sessionJobs) {
+	ended := 0
+	for _, j := range sj.list {
+		if j.ended() {
+			ended++
+		}
+	}
+	for i := 0; ended > maxFinished && i < len(sj.list); {
+		if sj.list[i].ended() {
+			sj.list = append(sj.list[:i], sj.list[i+1:]...)
+			ended--
+			continue
+		}
+		i++
+	}
+}
+
+// find returns sess's job id, nil when there is none.
+func (m *jobs) find(sess *session.Session, id string) *job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sj := m.bySess[sess]; sj != nil {
+		for _, j := range sj.list {
+			if j.id == id {
+				return j
+			}
+		}
+	}
+	return nil
+}
+
+// list returns sess's jobs, oldest first.
+func (m *jobs) list(sess *session.Session) []*job {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sj := m.bySess[sess]; sj != nil {
+		return append([]*job(nil), sj.list...)
+	}
+	return nil
+}
+
+// forget drops sess's job j (its end and last output were read).
+func (m *jobs) forget(sess *session.Session, j *job) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if sj := m.bySess[sess]; sj != nil {
+		for i, x := range sj.list {
+			if x == j {
+				sj.list = append(sj.list[:i], sj.list[i+1:]...)
+				return
+			}
+		}
+	}
+}
+
+// kill ends j: sig to every process of its tree first and, when sig is
+// not SIGKILL and j has not ended within grace of the call (the runner takes
+// signals once the command has started), the whole tree; it returns once j
+// has ended.
+func (j *job) kill(sig syscall.Signal, grace time.Duration) {
+	if j.ended() {
+		return
+	}
+	if sig != syscall.SIGKILL {
+		j.killedBy.Store(unix.SignalName(sig))
+		t := time.NewTimer(grace)
+		defer t.Stop()
+		select {
+		case j.signals <- sig:
+			select {
+			case <-j.done:
+				return
+			case <-t.C:
+			}
+		case <-j.done:
+			return
+		case <-t.C:
+		}
+	}
+	j.killedBy.Store(unix.SignalName(syscall.SIGKILL))
+	j.cancel()
+	<-j.done
+}
+
+// close refuses new background commands, kills every running one and waits
+// for them (and the session watchers) to end, or for ctx.
+func (m *jobs) close(ctx context.Context) error {
+	m.mu.Lock()
+	m.closed = true
+	m.mu.Unlock()
+	m.cancel()
+	done := make(chan struct{})
+	go func() { m.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}

@@ -1,0 +1,259 @@
+package toolexec
+
+import (
+	"context"
+	"encoding/json"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/google/jsonschema-go/jsonschema"
+
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// Started is the structured result of exec with background: the command's
+// id, for exec_output and exec_kill.
+type Started struct {
+	ID         string `json:"id" jsonschema:"the background command's id, for exec_output and exec_kill"`
+	Command    string `json:"command" jsonschema:"the command line"`
+	Background bool   `json:"background" jsonschema:"true: the command was started in the background"`
+	Started    string `json:"started" jsonschema:"when it started, RFC 3339"`
+}
+
+// Job is one background command as exec_output and exec_kill report it.
+type Job struct {
+	ID         string `json:"id" jsonschema:"the command's id"`
+	Command    string `json:"command" jsonschema:"the command line"`
+	Workdir    string `json:"workdir" jsonschema:"the directory it runs in"`
+	State      string `json:"state" jsonschema:"running; exited; killed (a signal or exec_kill ended it); timed_out; or failed (it could not start: error says why)"`
+	ExitCode   *int   `json:"exit_code,omitempty" jsonschema:"the shell's exit code once it ended; -1 when a signal ended it"`
+	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
+	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
+	Started    string `json:"started" jsonschema:"when it started, RFC 3339"`
+	DurationMs int64  `json:"duration_ms" jsonschema:"how long it has run, or ran, in milliseconds"`
+}
+
+// Output is the structured result of exec_output and exec_kill: with an id,
+// the command and its output since the last read; without, Commands.
+type Output struct {
+	Job
+	Stdout        string `json:"stdout,omitempty" jsonschema:"standard output written since the last read"`
+	Stderr        string `json:"stderr,omitempty" jsonschema:"standard error written since the last read"`
+	StdoutDropped int64  `json:"stdout_dropped,omitempty" jsonschema:"bytes of stdout written since the last read but dropped: only the last 1 MiB is kept"`
+	StderrDropped int64  `json:"stderr_dropped,omitempty" jsonschema:"bytes of stderr dropped likewise"`
+	// Commands lists the session's background commands (exec_output
+	// without an id).
+	Commands []Job `json:"commands,omitempty" jsonschema:"without id: the session's background commands, oldest first"`
+}
+
+// signals are the signals exec_kill sends, by name.
+var signals = map[string]syscall.Signal{
+	"SIGTERM": syscall.SIGTERM, "SIGINT": syscall.SIGINT, "SIGHUP": syscall.SIGHUP, "SIGKILL": syscall.SIGKILL,
+}
+
+// startBackground starts req as a background command of the call's session
+// and returns its id at once. A command that cannot start (the sandbox is
+// unavailable, a protected workdir) shows as failed, with the reason, in
+// exec_output.
+func (t *Tool) startBackground(c *guard.Call, req exec.Request) tool.Result {
+	j, err := t.jobs.start(c.Session, req)
+	if err != nil {
+		return tool.ErrorResult(err.Error(), CodeBackgroundLimit)
+	}
+	v := Started{ID: j.id, Command: j.command, Background: true, Started: j.started.UTC().Format(time.RFC3339Nano)}
+	return tool.Result{Value: v, Text: "started in the background as " + j.id + " (in " + j.workdir + "); read its output with exec_output {\"id\":\"" +
+		j.id + "\"}, end it with exec_kill {\"id\":\"" + j.id + "\"}. It ends with the session."}
+}
+
+// Output returns the exec_output tool: a background command's new output
+// and state, or, without an id, the session's background commands.
+func (t *Tool) Output() *tool.Tool {
+	in := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"id": {Type: "string", Description: "A background command's id (from exec with background). Omit it to list this session's background commands."},
+	}, PropertyOrder: []string{"id"}}
+	return t.g.Tool(tool.Tool{
+		Name: "exec_output",
+		Description: "Read a background command's output written since the last read, and its state (running, or how it ended); " +
+			"without id, list this session's background commands. Once an ended command's last output is read, its id is forgotten.",
+		InputSchema: in, OutputSchema: outputSchema(),
+		Annotations: tool.Annotations{ReadOnly: true},
+	}, false, func(_ context.Context, c *guard.Call) tool.Result {
+		id, ok, err := optString(c, "id")
+		if err != nil {
+			return t.g.Fail(err, nil)
+		}
+		if !ok {
+			return t.listJobs(c.Session)
+		}
+		j := t.jobs.find(c.Session, id)
+		if j == nil {
+			return unknownID(id)
+		}
+		return t.readJob(c.Session, j)
+	})
+}
+
+// Kill returns the exec_kill tool: it ends a background command, by
+// default with SIGTERM and, after KillGrace, SIGKILL to its whole tree.
+func (t *Tool) Kill() *tool.Tool {
+	names := []any{"SIGTERM", "SIGINT", "SIGHUP", "SIGKILL"}
+	in := &jsonschema.Schema{Type: "object", Properties: map[string]*jsonschema.Schema{
+		"id": {Type: "string", Description: "The background command's id (from exec with background)."},
+		"signal": {
+			Type: "string", Enum: names,
+			Description: "The signal sent first to every process of the command (default SIGTERM); unless it is SIGKILL, whatever is left after " +
+				KillGrace.String() + " is killed.",
+		},
+	}, PropertyOrder: []string{"id", "signal"}, Required: []string{"id"}}
+	return t.g.Tool(tool.Tool{
+		Name: "exec_kill",
+		Description: "End a background command and all its processes: the signal (default SIGTERM), then SIGKILL after " + KillGrace.String() +
+			"; returns how it ended and its last output.",
+		InputSchema: in, OutputSchema: outputSchema(),
+		Annotations: tool.Annotations{Destructive: true, Idempotent: true},
+	}, false, func(ctx context.Context, c *guard.Call) tool.Result {
+		id, ok, err := optString(c, "id")
+		if err == nil && (!ok || id == "") {
+			err = guard.BadArg("id must be a non-empty string")
+		}
+		if err != nil {
+			return t.g.Fail(err, nil)
+		}
+		name, ok, err := optString(c, "signal")
+		if err != nil {
+			return t.g.Fail(err, nil)
+		}
+		sig := syscall.SIGTERM
+		if ok {
+			if sig, ok = signals[name]; !ok {
+				return t.g.Fail(guard.BadArg("signal must be one of SIGTERM, SIGINT, SIGHUP, SIGKILL"), nil)
+			}
+		}
+		j := t.jobs.find(c.Session, id)
+		if j == nil {
+			return unknownID(id)
+		}
+		idle := c.Idle
+		if idle == nil {
+			idle = func(_ context.Context, wait func()) { wait() }
+		}
+		// Waiting for the end holds no call slot.
+		idle(ctx, func() { j.kill(sig, KillGrace) })
+		return t.readJob(c.Session, j)
+	})
+}
+
+// outputSchema is the output schema of exec_output and exec_kill.
+func outputSchema() *jsonschema.Schema {
+	s, err := jsonschema.For[Output](nil)
+	if err != nil {
+		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
+	}
+	// A listing has no single command's fields.
+	s.Required = nil
+	// Absent when empty or unknown, never null: one type each.
+	s.Properties["commands"].Types, s.Properties["commands"].Type = nil, "array"
+	for _, props := range []map[string]*jsonschema.Schema{s.Properties, s.Properties["commands"].Items.Properties} {
+		props["exit_code"].Types, props["exit_code"].Type = nil, "integer"
+	}
+	return s
+}
+
+// optString returns the string argument name, ok false when it is absent
+// or null. Errors: *guard.ArgError when it is not a string.
+func optString(c *guard.Call, name string) (string, bool, error) {
+	raw, ok := c.Args[name]
+	if !ok || string(raw) == "null" {
+		return "", false, nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) != nil {
+		return "", false, guard.BadArg(name + " must be a string")
+	}
+	return s, true, nil
+}
+
+func unknownID(id string) tool.Result {
+	return tool.ErrorResult("no background command "+strconv.Quote(id)+" in this session (exec_output without id lists them; an ended one is forgotten once its last output was read)", CodeUnknownID)
+}
+
+// describe returns j's state as reported. When j has ended, its end is
+// final (read before its output, so that output is complete).
+func describe(j *job) Job {
+	v := Job{ID: j.id, Command: j.command, Workdir: j.workdir, State: j.state(), Started: j.started.UTC().Format(time.RFC3339Nano)}
+	if v.State == stateRunning {
+		v.DurationMs = time.Since(j.started).Milliseconds()
+		return v
+	}
+	v.DurationMs = j.res.Duration.Milliseconds()
+	if j.err != nil {
+		v.Error = j.err.Error()
+		return v
+	}
+	code := j.res.ExitCode
+	v.ExitCode, v.Signal = &code, j.res.Signal
+	if k := j.killer(); k != "" {
+		v.Signal = k
+	}
+	return v
+}
+
+// readJob returns j's state and its output since the last read; an ended
+// job read to its end is forgotten.
+func (t *Tool) readJob(sess *session.Session, j *job) tool.Result {
+	v := Output{Job: describe(j)}
+	out, dropOut := j.stdout.next()
+	errs, dropErr := j.stderr.next()
+	v.Stdout, v.Stderr, v.StdoutDropped, v.StderrDropped = string(out), string(errs), dropOut, dropErr
+	if v.State != stateRunning {
+		t.jobs.forget(sess, j)
+	}
+	var b strings.Builder
+	b.WriteString(j.id + " " + status(v.Job) + ": " + j.command + "\n")
+	b.WriteString("<stdout>\n" + dropped(v.StdoutDropped) + block(v.Stdout) + "</stdout>\n<stderr>\n" + dropped(v.StderrDropped) + block(v.Stderr) + "</stderr>")
+	return tool.Result{Text: b.String(), Value: v}
+}
+
+// listJobs lists the session's background commands.
+func (t *Tool) listJobs(sess *session.Session) tool.Result {
+	v := Output{Commands: []Job{}}
+	var b strings.Builder
+	for _, j := range t.jobs.list(sess) {
+		d := describe(j)
+		v.Commands = append(v.Commands, d)
+		b.WriteString(j.id + " " + status(d) + ", started " + d.Started + ": " + j.command + "\n")
+	}
+	if len(v.Commands) == 0 {
+		b.WriteString("no background commands in this session\n")
+	}
+	return tool.Result{Text: strings.TrimSuffix(b.String(), "\n"), Value: v}
+}
+
+// status is a command's state in words.
+func status(j Job) string {
+	ms := strconv.FormatInt(j.DurationMs, 10) + " ms"
+	switch j.State {
+	case stateRunning:
+		return "running (" + ms + ")"
+	case stateFailed:
+		return "failed to start: " + j.Error
+	case stateKilled:
+		return "killed by " + j.Signal + " (" + ms + ")"
+	case stateTimedOut:
+		return "timed out and killed (" + ms + ")"
+	}
+	return "exited with code " + strconv.Itoa(*j.ExitCode) + " (" + ms + ")"
+}
+
+// dropped is the line saying n bytes were dropped, "" for none.
+func dropped(n int64) string {
+	if n == 0 {
+		return ""
+	}
+	return "[... " + strconv.FormatInt(n, 10) + " bytes dropped: only the last 1 MiB is kept between reads ...]\n"
+}
