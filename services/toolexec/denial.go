@@ -74,13 +74,19 @@ func (d fileDenial) detail() string {
 // in read-only) that the command's user could write without the sandbox
 // (writableUnconfined). The path is one the line names (quoted, the field
 // before the refusal, or a word with a slash), taken relative to workdir;
-// when the line names none, one the three lines before it name (cargo's
-// "Caused by:"), /dev/shm for a semaphore, else the last the command line
-// names. A line the command printed to look like a refusal counts only if
+// when no refusal line names a path with a slash, one around a refusal
+// that names none (see around: cargo's "Caused by:", a semaphore, Rust's
+// bare "Read-only file system (os error 30)"). A line the command printed to look like a refusal counts only if
 // it names such a path: the inference decides whether to offer an
 // escalation, never what the command may do.
 func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confinement, req exec.Request, stderr string) (fileDenial, bool) {
 	lines := strings.Split(stderr, "\n")
+	type pathless struct {
+		line    int
+		refusal string
+	}
+	var bare []pathless
+	namedAny := false
 	for i, line := range lines {
 		for _, r := range writeRefusals {
 			if r.landlock && conf.ReadOnlyMounts {
@@ -96,28 +102,49 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 				return d, true
 			}
 			if slices.ContainsFunc(named, func(p string) bool { return strings.Contains(p, "/") }) {
-				continue // the line names its path, and it is not denied
-			}
-			var around []string
-			for _, prev := range lines[max(0, i-3):i] {
-				if !frame(prev) {
-					around = append(around, slashWords(prev)...)
-					around = append(around, quotedIn(prev)...)
-				}
-			}
-			if semaphore.MatchString(stderr) {
-				around = append(around, "/dev/shm")
-			}
-			words := slashWords(req.Command)
-			slices.Reverse(words)
-			around = append(around, words...)
-			if d, ok := t.firstDenied(policy, conf, req.Workdir, around); ok {
-				d.refusal = r.name
-				return d, true
+				namedAny = true
+			} else {
+				bare = append(bare, pathless{i, r.name})
 			}
 		}
 	}
+	if namedAny {
+		return fileDenial{}, false // the refusals name their paths, none denied
+	}
+	for _, b := range bare {
+		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req.Command)); ok {
+			d.refusal = b.refusal
+			return d, true
+		}
+	}
 	return fileDenial{}, false
+}
+
+// around returns the paths a refusal on line i that names none may be
+// about: those the three lines before it name (nearest first; not stack
+// frames), /dev/shm when stderr shows a semaphore being made, then the
+// words with a slash of the command line, last first, except the programs
+// it runs (existing executable files).
+func around(lines []string, i int, stderr, command string) []string {
+	var out []string
+	for j := i - 1; j >= max(0, i-3); j-- {
+		if prev := lines[j]; !frame(prev) {
+			out = append(out, quotedIn(prev)...)
+			out = append(out, slashWords(prev)...)
+		}
+	}
+	if semaphore.MatchString(stderr) {
+		out = append(out, "/dev/shm")
+	}
+	words := slashWords(command)
+	slices.Reverse(words)
+	for _, w := range words {
+		if info, err := os.Stat(w); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+			continue
+		}
+		out = append(out, w)
+	}
+	return out
 }
 
 // firstDenied returns the first of paths (relative ones taken beneath
@@ -156,17 +183,15 @@ func index(line string, spellings []string) int {
 }
 
 // lineCandidates returns the paths a line with a refusal at byte at names,
-// most telling first: the quoted ones that look like a path (a slash or a
-// dot, no space: not the words a Rust debug print quotes), the last field of the text before the
-// refusal (`cannot create x: Read-only file system` gives "x"), and the
-// words with a slash.
+// most telling first: the last field of the text before the refusal
+// (`cannot create x: Read-only file system` gives "x"; not a label), then
+// the quoted strings that look like a path (a slash or a dot, no space: not
+// the words a Rust debug print quotes) and the words with a slash, nearest
+// the refusal first, those after it (Python, Node) before those before it
+// (`cannot copy 'a' to 'b': ...` names b before a). Only those with a slash
+// make the line count as naming its path.
 func lineCandidates(line string, at int) []string {
 	var out []string
-	for _, q := range quotedIn(line) {
-		if strings.ContainsAny(q, "/.") && !strings.ContainsAny(q, " \t()") && !strings.Contains(q, "::") {
-			out = append(out, q)
-		}
-	}
 	prefix := strings.TrimRight(line[:at], ":,( ")
 	if i := strings.LastIndex(prefix, ": "); i >= 0 {
 		prefix = prefix[i+2:]
@@ -176,8 +201,39 @@ func lineCandidates(line string, at int) []string {
 			out = append(out, f)
 		}
 	}
-	return append(out, slashWords(line)...)
+	type found struct {
+		pos  int
+		path string
+	}
+	var all []found
+	for _, m := range quoted.FindAllStringSubmatchIndex(line, -1) {
+		for g := 2; g < len(m); g += 2 {
+			if q := line[max(m[g], 0):max(m[g+1], 0)]; m[g] >= 0 && strings.ContainsAny(q, "/.") &&
+				!strings.ContainsAny(q, " \t()") && !strings.Contains(q, "::") {
+				all = append(all, found{m[g], q})
+			}
+		}
+	}
+	for _, m := range word.FindAllStringIndex(line, -1) {
+		if w := trim(line[m[0]:m[1]]); strings.Contains(w, "/") {
+			all = append(all, found{m[0], w})
+		}
+	}
+	rank := func(pos int) int {
+		if pos >= at {
+			return pos - at
+		}
+		return len(line) + at - pos
+	}
+	slices.SortStableFunc(all, func(a, b found) int { return rank(a.pos) - rank(b.pos) })
+	for _, f := range all {
+		out = append(out, f.path)
+	}
+	return out
 }
+
+// word is a run of non-space characters.
+var word = regexp.MustCompile(`\S+`)
 
 // quotedIn returns the quoted strings of s.
 func quotedIn(s string) []string {
@@ -210,11 +266,11 @@ func trim(w string) string {
 }
 
 // frame reports whether line is a stack frame (Python's `File "..."`, a
-// JavaScript or Java `at ...`), whose paths are the program's, not what it
+// JavaScript or Java `at ...`, Rust's `panicked at src/x.rs:1:2`), whose paths are the program's, not what it
 // wrote.
 func frame(line string) bool {
 	l := strings.TrimSpace(line)
-	return strings.HasPrefix(l, "File \"") || strings.HasPrefix(l, "at ")
+	return strings.HasPrefix(l, "File \"") || strings.HasPrefix(l, "at ") || strings.Contains(l, "panicked at ")
 }
 
 // canonicalParent returns p with its longest existing prefix resolved

@@ -23,14 +23,19 @@ var unreachable = []string{
 // curlConnect is curl's (7): `Failed to connect to HOST port N`.
 var curlConnect = regexp.MustCompile(`Failed to connect to (\S+) port \d+`)
 
+// goLookup is Go's resolver failing: `lookup HOST on SERVER: ...`, whatever
+// the cause (no route to the server, or nothing listening at a loopback
+// stub resolver inside the command's own network namespace).
+var goLookup = regexp.MustCompile(`\blookup \S+ on \S+: `)
+
 // socketRefusals are the refusals a socket(2) the seccomp filter blocks
 // gives (EPERM).
 var socketRefusals = []string{"Operation not permitted", "operation not permitted", "EPERM", "[Errno 1]"}
 
 // inferNetworkDenial reports whether the stderr of a failed confined
 // command shows the sandbox refusing it the network, and the detail line:
-// without --network allow, one of unreachable, or curl failing to connect
-// to an address other than loopback; without --network allow or without
+// without --network allow, one of unreachable, Go's resolver failing, or
+// curl failing to connect to an address other than loopback; without --network allow or without
 // --unix-sockets allow, a socket refused with EPERM (a line with a
 // socket refusal that, or one of the four lines before it, speaks of a
 // socket, a connect or a dial). Like the file inference it reads only what
@@ -39,11 +44,14 @@ func inferNetworkDenial(conf *exec.Confinement, stderr string) (string, bool) {
 	lines := strings.Split(stderr, "\n")
 	for i, line := range lines {
 		if !conf.Network {
-			if at := index(line, unreachable); at >= 0 {
+			if index(line, unreachable) >= 0 {
 				return networkDetail(conf, spelling(line, unreachable)), true
 			}
 			if m := curlConnect.FindStringSubmatch(line); m != nil && !loopback(m[1]) {
 				return networkDetail(conf, m[0]), true
+			}
+			if m := goLookup.FindString(line); m != "" {
+				return networkDetail(conf, strings.TrimSuffix(m, ": ")), true
 			}
 		}
 		if (!conf.Network || !conf.UnixSockets) && index(line, socketRefusals) >= 0 {
