@@ -4,6 +4,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"testing"
@@ -180,34 +181,40 @@ func (w *denialWorld) tool(t *testing.T, cfg execsandbox.Config) *tool.Tool {
 	return tl.Exec()
 }
 
-// fill replaces the placeholders of s; ok is false when one has no value.
-func (w *denialWorld) fill(s string, rt runtimes) (string, string, bool) {
+// placeholder is {NAME} in a case's command or path.
+var placeholder = regexp.MustCompile(`\{([A-Z]+)\}`)
+
+// needs names what a placeholder stands for, for a skip's reason.
+var needs = map[string]string{
+	"PY": "python3", "NODE": "node", "CURL": "curl", "GIT": "git", "MAKE": "make", "NPM": "npm", "CARGO": "cargo",
+	"BASH": "bash", "PIPWHEEL": "pip (and its wheel in /usr/share/python-wheels)", "GOPROBE": "go", "RSPROBE": "rustc",
+	"JAVA": "java and javac",
+}
+
+// fill replaces the placeholders of s; missing names what is not installed.
+func (w *denialWorld) fill(s string, rt runtimes) (filled, missing string) {
 	vals := map[string]string{"OUT": w.out, "WS": w.ws}
 	for k, v := range rt {
 		vals[k] = v
 	}
-	for {
-		i := strings.Index(s, "{")
-		j := strings.Index(s[max(i, 0):], "}")
-		if i < 0 || j < 0 {
-			return s, "", true
-		}
-		key := s[i+1 : i+j]
+	filled = placeholder.ReplaceAllStringFunc(s, func(m string) string {
+		key := m[1 : len(m)-1]
 		v, ok := vals[key]
-		if !ok {
-			return "", key, false
+		if !ok && missing == "" {
+			missing = needs[key]
 		}
-		s = s[:i] + v + s[i+j+1:]
-	}
+		return v
+	})
+	return filled, missing
 }
 
 func (w *denialWorld) check(t *testing.T, tl *tool.Tool, rt runtimes, c runtimeCase) {
 	t.Helper()
-	cmd, missing, ok := w.fill(c.cmd, rt)
-	if !ok {
-		t.Skipf("%s is not installed here", strings.ToLower(missing))
+	cmd, missing := w.fill(c.cmd, rt)
+	if missing != "" {
+		t.Skipf("%s is not installed here", missing)
 	}
-	path, _, _ := w.fill(c.path, rt)
+	path, _ := w.fill(c.path, rt)
 	var before string
 	if c.keep {
 		before = snapshot(t, path)
