@@ -30,12 +30,24 @@ func TestRunReportsTheConfinement(t *testing.T) {
 		want      *exec.Confinement
 		wantOwner bool
 	}{
-		{"bubblewrap, network denied, Unix sockets allowed", execsandbox.Config{UnixSockets: true}, sandbox.WorkspaceWrite,
-			&exec.Confinement{UnixSockets: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, true},
-		{"bubblewrap read-only, network allowed", execsandbox.Config{Network: true}, sandbox.ReadOnly,
-			&exec.Confinement{Network: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, false},
-		{"Landlock alone", execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, sandbox.WorkspaceWrite,
-			&exec.Confinement{UID: uint32(os.Geteuid()), Capable: os.Geteuid() == 0}, true},
+		{
+			"bubblewrap, network denied, Unix sockets allowed",
+			execsandbox.Config{UnixSockets: true},
+			sandbox.WorkspaceWrite,
+			&exec.Confinement{UnixSockets: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, true,
+		},
+		{
+			"bubblewrap read-only, network allowed",
+			execsandbox.Config{Network: true},
+			sandbox.ReadOnly,
+			&exec.Confinement{Network: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, false,
+		},
+		{
+			"Landlock alone",
+			execsandbox.Config{Isolation: execsandbox.IsolationLandlock},
+			sandbox.WorkspaceWrite,
+			&exec.Confinement{UID: uint32(os.Geteuid()), Capable: os.Geteuid() == 0}, true,
+		},
 		{"danger-full-access runs unconfined", execsandbox.Config{}, sandbox.DangerFullAccess, nil, true},
 	}
 	for i, c := range cases {

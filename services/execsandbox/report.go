@@ -102,11 +102,11 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 // server's own uid and groups, without capabilities); under the Landlock
 // isolation, the server's own user, with its capabilities when it is root.
 func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *exec.Confinement {
-	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UID: uint32(os.Geteuid())} //nolint:gosec // a uid fits
-	c.GIDs = append(c.GIDs, uint32(os.Getegid())) //nolint:gosec // a gid fits
+	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UID: uint32(os.Geteuid())}
+	c.GIDs = append(c.GIDs, uint32(os.Getegid()))
 	if groups, err := os.Getgroups(); err == nil {
 		for _, g := range groups {
-			c.GIDs = append(c.GIDs, uint32(g)) //nolint:gosec // a gid fits
+			c.GIDs = append(c.GIDs, uint32(g))
 		}
 	}
 	if r.bwrap == nil {

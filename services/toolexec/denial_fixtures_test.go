@@ -149,12 +149,12 @@ func TestInferenceOfCapturedMessages(t *testing.T) {
 	tl, err := New(Config{}, Deps{Runner: r, Policy: pol})
 	require.NoError(t, err)
 	fill := strings.NewReplacer("{OUT}", out, "{WS}", ws).Replace
-	gids := []uint32{uint32(os.Getegid())} //nolint:gosec // a gid fits
+	gids := []uint32{uint32(os.Getegid())}
 
 	for _, f := range fixtures {
 		t.Run(f.name, func(t *testing.T) {
 			conf := f.conf
-			conf.UID, conf.GIDs, conf.Capable = uint32(os.Geteuid()), gids, f.capable //nolint:gosec // a uid fits
+			conf.UID, conf.GIDs, conf.Capable = uint32(os.Geteuid()), gids, f.capable
 			if os.Geteuid() == 0 && !f.capable {
 				// A root server's commands run as root without
 				// capabilities: the modes hold for them as they are.
@@ -198,7 +198,7 @@ func TestInferenceUnderReadOnly(t *testing.T) {
 	tl, err := New(Config{}, Deps{Runner: r, Policy: pol})
 	require.NoError(t, err)
 	conf := bwrapConf
-	conf.UID, conf.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())} //nolint:gosec // ids fit
+	conf.UID, conf.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())}
 	d, ok := tl.inferFileDenial(pol.Default(), &conf, exec.Request{Workdir: ws}, "sh: 1: cannot create made: Read-only file system\n")
 	require.True(t, ok)
 	assert.Equal(t, filepath.Join(ws, "made"), d.path)
