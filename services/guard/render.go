@@ -95,9 +95,9 @@ const CodeNetworkDenied errcode.Code = "SANDBOX_NETWORK_DENIED"
 // DeniedNetwork returns the result of a command the sandbox refused the
 // network under policy, with CodeNetworkDenied: Denied's lines, with the
 // network marker (sandbox.NetworkDenialMarker) in place of the file
-// marker.
+// marker and without the no-workspace line (which is about writes).
 func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text string) tool.Result {
-	msg := g.lines(sandbox.NetworkDenialMarker(policy.Mode), &policy, detail)
+	msg := g.lines(sandbox.NetworkDenialMarker(policy.Mode), &policy, detail, false)
 	if text != "" {
 		msg += "\n" + text
 	}
@@ -105,14 +105,14 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 }
 
 func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detail string) string {
-	return g.lines(sandbox.DenialMarker(mode), policy, detail)
+	return g.lines(sandbox.DenialMarker(mode), policy, detail, true)
 }
 
-// lines returns a denial's text: marker, the no-workspace line, detail,
-// the session-grant line and the escalation hint.
-func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string) string {
+// lines returns a denial's text: marker, the no-workspace line (when
+// writes is set), detail, the session-grant line and the escalation hint.
+func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string, writes bool) string {
 	msg := marker
-	if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
+	if writes && policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
 		msg += "\n" + sandbox.NoWorkspaceMarker
 	}
 	if detail != "" {
