@@ -304,6 +304,7 @@ var bwrapCases = []runtimeCase{
 	{name: "cargo new", cmd: "{CARGO} new --vcs none {OUT}/p", want: denied, path: "{OUT}/p", boundary: outside},
 	{name: "node fetch", cmd: `{NODE} -e 'fetch("http://1.1.1.1/").catch(e => { console.error(e); process.exit(1) })'`, want: network},
 	{name: "rust connect", cmd: "{RSPROBE} dial 1.1.1.1:80", want: network},
+	{name: "a Unix socket under --unix-sockets deny", cmd: `{PY} -c 'import socket; socket.socket(socket.AF_UNIX)'`, want: network},
 	{name: "a POSIX semaphore in the fresh /dev/shm", cmd: `{PY} -c 'import multiprocessing; multiprocessing.Semaphore(); print("ok")'`, want: plain},
 }
 
