@@ -76,9 +76,10 @@ func (d fileDenial) detail() string {
 // before the refusal, or a word with a slash), taken relative to workdir;
 // when no refusal line names a path with a slash, one around a refusal
 // that names none (see around: cargo's "Caused by:", a semaphore, Rust's
-// bare "Read-only file system (os error 30)"). A line the command printed to look like a refusal counts only if
-// it names such a path: the inference decides whether to offer an
-// escalation, never what the command may do.
+// bare "Read-only file system (os error 30)"). A command can print any
+// line, so a forged refusal counts only with such a path, and all the
+// inference decides is whether to offer an escalation, never what the
+// command may do.
 func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confinement, req exec.Request, stderr string) (fileDenial, bool) {
 	lines := strings.Split(stderr, "\n")
 	type pathless struct {
@@ -112,7 +113,7 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 		return fileDenial{}, false // the refusals name their paths, none denied
 	}
 	for _, b := range bare {
-		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req.Command)); ok {
+		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req)); ok {
 			d.refusal = b.refusal
 			return d, true
 		}
@@ -124,8 +125,8 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 // about: those the three lines before it name (nearest first; not stack
 // frames), /dev/shm when stderr shows a semaphore being made, then the
 // words with a slash of the command line, last first, except the programs
-// it runs (existing executable files).
-func around(lines []string, i int, stderr, command string) []string {
+// it runs (existing executable files, relative ones beneath the workdir).
+func around(lines []string, i int, stderr string, req exec.Request) []string {
 	var out []string
 	for j := i - 1; j >= max(0, i-3); j-- {
 		if prev := lines[j]; !frame(prev) {
@@ -136,10 +137,14 @@ func around(lines []string, i int, stderr, command string) []string {
 	if semaphore.MatchString(stderr) {
 		out = append(out, "/dev/shm")
 	}
-	words := slashWords(command)
+	words := slashWords(req.Command)
 	slices.Reverse(words)
 	for _, w := range words {
-		if info, err := os.Stat(w); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
+		p := w
+		if !filepath.IsAbs(p) {
+			p = filepath.Join(req.Workdir, p)
+		}
+		if info, err := os.Stat(p); err == nil && info.Mode().IsRegular() && info.Mode().Perm()&0o111 != 0 {
 			continue
 		}
 		out = append(out, w)
@@ -261,8 +266,14 @@ func slashWords(s string) []string {
 	return out
 }
 
+// trim strips w of the quotes, brackets and punctuation around a path: a
+// sentence's full stop, not the dots of "." or "..".
 func trim(w string) string {
-	return strings.TrimRight(strings.Trim(w, "'\"`‘’()[]{}<>,;"), ":.")
+	w = strings.TrimRight(strings.Trim(w, "'\"`‘’()[]{}<>,;"), ":")
+	if strings.HasSuffix(w, ".") && !strings.HasSuffix(w, "..") && !strings.HasSuffix(w, "/.") && w != "." {
+		w = strings.TrimRight(w[:len(w)-1], ":")
+	}
+	return w
 }
 
 // frame reports whether line is a stack frame (Python's `File "..."`, a

@@ -118,6 +118,7 @@ var fixtures = []fixture{
 	{name: "no space left", conf: bwrapConf, stderr: "cp: error writing '{WS}/x': No space left on device\n"},
 	{name: "a refusal naming its path in the workspace, and a bare one", conf: bwrapConf, command: "cp a {OUT}/b", stderr: "npm error code EROFS\nnpm error rofs EROFS: read-only file system, open '{WS}/package.json'\n"},
 	{name: "the program a command runs is no target", conf: bwrapConf, command: "{OUT}/prog", stderr: "Error: Read-only file system (os error 30)\n"},
+	{name: "nor one run by a relative path", conf: bwrapConf, command: "{RELPROG} --to {OUT}/..", stderr: "Error: Read-only file system (os error 30)\n", want: "file", path: "{OUTPARENT}"},
 	{name: "curl to loopback", conf: bwrapConf, stderr: "curl: (7) Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server\n"},
 	{name: "connection refused", conf: bwrapConf, stderr: "dial tcp 127.0.0.1:9: connect: connection refused\n"},
 	{name: "the network allowed", conf: networkAllowed, stderr: "curl: (6) Could not resolve host: example.com\nOSError: [Errno 101] Network is unreachable\n"},
@@ -149,7 +150,9 @@ func TestInferenceOfCapturedMessages(t *testing.T) {
 	require.NoError(t, err)
 	tl, err := New(Config{}, Deps{Runner: r, Policy: pol})
 	require.NoError(t, err)
-	fill := strings.NewReplacer("{OUT}", out, "{WS}", ws).Replace
+	relProg, err := filepath.Rel(ws, prog)
+	require.NoError(t, err)
+	fill := strings.NewReplacer("{OUT}", out, "{WS}", ws, "{RELPROG}", relProg, "{OUTPARENT}", filepath.Dir(out)).Replace
 	gids := []uint32{uint32(os.Getegid())}
 
 	for _, f := range fixtures {
