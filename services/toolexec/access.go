@@ -20,7 +20,7 @@ import (
 // gids; a capable command passes every mode. A path on a filesystem mounted
 // read-only outside the sandbox is never writable. ACLs, the search bits of
 // the ancestors and the sticky bit are not consulted: a cheap check from the
-// server's view, which can only make the inference name fewer denials.
+// server's view, which can misjudge a path they govern.
 func writableUnconfined(conf *exec.Confinement, p string) bool {
 	need := uint32(2) // w
 	info, err := os.Stat(p)
