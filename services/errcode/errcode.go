@@ -2,7 +2,9 @@
 // result and error of harness carries (issue 21): the filesystem seam's
 // FS_* codes (services/fs), the runner's EXEC_* and SANDBOX_UNAVAILABLE
 // (services/exec), the escalation's SANDBOX_* (services/sandboxpolicy), the
-// tools' INVALID_ARGUMENT and EXEC_TIMED_OUT/EXEC_CANCELLED, the server's
+// guard's SANDBOX_NETWORK_DENIED (a command refused the network, inferred
+// by the exec tool), the tools' INVALID_ARGUMENT and
+// EXEC_TIMED_OUT/EXEC_CANCELLED, the server's
 // SERVER_BUSY. Each package declares its own values of this type; a front
 // end sends a result's code as it is (MCP: `_meta["harness/code"]`). It is
 // vocabulary: it imports nothing.

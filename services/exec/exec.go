@@ -68,6 +68,33 @@ type Result struct {
 	Duration time.Duration
 	// Stdout and Stderr are the command's output, capped.
 	Stdout, Stderr Output
+	// Confinement is how the sandbox confined the command; nil when it
+	// ran unconfined (a runner that does not confine, or
+	// danger-full-access).
+	Confinement *Confinement
+}
+
+// Confinement is what a confined command was refused and as whom it ran:
+// what the exec tool needs to tell a failure the sandbox caused (and so
+// worth an escalation) from one it would have met anyway.
+type Confinement struct {
+	// Network reports the command could open network sockets (TCP, UDP,
+	// ...) beyond loopback (--network allow); UnixSockets that it could
+	// open Unix sockets (--unix-sockets allow).
+	Network, UnixSockets bool
+	// ReadOnlyMounts reports that everything outside the writable roots
+	// (and the protected paths inside them) was mounted read-only, so the
+	// kernel refused a write there with EROFS ("Read-only file system")
+	// before any other check; false means Landlock alone refused it,
+	// with EACCES ("Permission denied").
+	ReadOnlyMounts bool
+	// UID and GIDs are the user and groups the kernel's file permission
+	// checks saw (host IDs; GIDs holds the primary group first).
+	UID  uint32
+	GIDs []uint32
+	// Capable reports that the command kept the capabilities that bypass
+	// file permissions (a root server under the Landlock isolation).
+	Capable bool
 }
 
 // Output is one captured stream.

@@ -142,14 +142,21 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable here: %v; only %s runs commands without the sandbox", req.Policy.Mode, subproc.ErrNoLandlock, sandbox.DangerFullAccess)}
 	}
+	var res exec.Result
+	var err error
 	if r.bwrap != nil {
-		return r.bwrap.run(ctx, r.cfg, r.run, req)
+		res, err = r.bwrap.run(ctx, r.cfg, r.run, req)
+	} else {
+		var conf *subproc.Confinement
+		if conf, err = r.landlockConfinement(ctx, req); err != nil {
+			return exec.Result{}, err
+		}
+		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
 	}
-	conf, err := r.landlockConfinement(ctx, req)
-	if err != nil {
-		return exec.Result{}, err
+	if err == nil {
+		res.Confinement = r.confinement(*req.Policy)
 	}
-	return execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
+	return res, err
 }
 
 // landlockConfinement is what a command is confined to under

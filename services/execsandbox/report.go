@@ -7,6 +7,7 @@ import (
 	"strconv"
 
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -92,4 +93,29 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 	default:
 		return fmt.Sprintf("uid %d, the server's own user, without any capability", os.Geteuid())
 	}
+}
+
+// confinement reports how a command of policy (read-only or
+// workspace-write) was confined, for exec.Result: the configured network
+// and Unix sockets; under bubblewrap, the read-only world and the user
+// commandUser chose (the workspace owner with its primary group, else the
+// server's own uid and groups, without capabilities); under the Landlock
+// isolation, the server's own user, with its capabilities when it is root.
+func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *exec.Confinement {
+	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UID: uint32(os.Geteuid())}
+	c.GIDs = append(c.GIDs, uint32(os.Getegid()))
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			c.GIDs = append(c.GIDs, uint32(g))
+		}
+	}
+	if r.bwrap == nil {
+		c.Capable = os.Geteuid() == 0
+		return c
+	}
+	c.ReadOnlyMounts = true
+	if cred, _ := commandUser(policy, nil); cred != nil {
+		c.UID, c.GIDs = cred.Uid, []uint32{cred.Gid}
+	}
+	return c
 }

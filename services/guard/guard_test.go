@@ -104,6 +104,14 @@ func TestFailRendersEveryFamilyAlike(t *testing.T) {
 	assert.Equal(t, fs.CodeSandboxDenied, res.Code)
 	assert.Equal(t, "Error: "+sandbox.DenialMarker(sandbox.WorkspaceWrite)+"\n(inferred: ...)\n"+sandbox.EscalationHint(sandbox.SubjectCommand)+"\nexit code 1", res.Text)
 
+	res = cmds.DeniedNetwork(ww, "(inferred: ...)", "exit code 7")
+	assert.Equal(t, guard.CodeNetworkDenied, res.Code)
+	assert.Equal(t, "Error: [sandbox: network access denied under workspace-write mode]\n(inferred: ...)\n"+sandbox.EscalationHint(sandbox.SubjectCommand)+"\nexit code 7", res.Text)
+	granted := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, SessionGrant: true}
+	res = cmds.DeniedNetwork(granted, "(inferred: ...)", "")
+	assert.Equal(t, "Error: [sandbox: network access denied under workspace-write mode]\n(inferred: ...)\n"+
+		sandbox.SessionGrantMarker(sandbox.WorkspaceWrite)+"\n"+sandbox.EscalationHint(sandbox.SubjectCommand), res.Text)
+
 	assert.Equal(t, exec.CodeUnavailable, files.Fail(&exec.Error{Code: exec.CodeUnavailable, Message: "m"}, nil).Code)
 	assert.Equal(t, sandboxpolicy.CodeTargetChanged, files.Fail(sandboxpolicy.TargetChanged(sandbox.DangerFullAccess, "/a", "/b"), nil).Code)
 	assert.Equal(t, errcode.InvalidArgument, files.Fail(guard.BadArg("bad"), nil).Code)

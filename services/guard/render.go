@@ -88,9 +88,31 @@ func (g *Guard) Denied(policy sandbox.ExecutionPolicy, detail, text string) tool
 	return tool.ErrorResult(msg, fs.CodeSandboxDenied)
 }
 
+// CodeNetworkDenied marks a command the sandbox refused the network
+// (DeniedNetwork).
+const CodeNetworkDenied errcode.Code = "SANDBOX_NETWORK_DENIED"
+
+// DeniedNetwork returns the result of a command the sandbox refused the
+// network under policy, with CodeNetworkDenied: Denied's lines, with the
+// network marker (sandbox.NetworkDenialMarker) in place of the file
+// marker and without the no-workspace line (which is about writes).
+func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text string) tool.Result {
+	msg := g.lines(sandbox.NetworkDenialMarker(policy.Mode), &policy, detail, false)
+	if text != "" {
+		msg += "\n" + text
+	}
+	return tool.ErrorResult(msg, CodeNetworkDenied)
+}
+
 func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detail string) string {
-	msg := sandbox.DenialMarker(mode)
-	if policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
+	return g.lines(sandbox.DenialMarker(mode), policy, detail, true)
+}
+
+// lines returns a denial's text: marker, the no-workspace line (when
+// writes is set), detail, the session-grant line and the escalation hint.
+func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string, writes bool) string {
+	msg := marker
+	if writes && policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
 		msg += "\n" + sandbox.NoWorkspaceMarker
 	}
 	if detail != "" {

@@ -125,6 +125,13 @@ func DenialMarker(m Mode) string {
 	return "[sandbox: file access denied under " + string(m) + " mode]"
 }
 
+// NetworkDenialMarker is the model-facing line of a command the sandbox
+// refused the network (a socket, a connection, a name lookup) under mode m:
+// `[sandbox: network access denied under <mode> mode]`.
+func NetworkDenialMarker(m Mode) string {
+	return "[sandbox: network access denied under " + string(m) + " mode]"
+}
+
 // NoWorkspaceMarker is the model-facing line of a call denied under
 // workspace-write when the policy has no workspace root (the process ran
 // from "/", the client announced no usable root, or the only root was "/").

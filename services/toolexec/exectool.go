@@ -179,9 +179,11 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res
 }
 
 // render turns a finished command into the result: a timeout or a
-// cancellation is an error result; a failure whose stderr shows a refusal on
-// a path the policy forbids is the guard's denial (marker, the inference,
-// the escalation hint); any other exit, zero or not, is a plain result.
+// cancellation is an error result; a confined command's failure whose
+// stderr shows the sandbox refusing a write (inferFileDenial) or the
+// network (inferNetworkDenial) is the guard's denial (marker, the
+// inference, the escalation hint); any other exit, zero or not, is a plain
+// result.
 func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	v := Value{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMs: res.Duration.Milliseconds(),
@@ -211,10 +213,14 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		r.Value = v
 		return r
 	}
-	if req.Policy != nil && res.ExitCode != 0 {
-		if d, ok := t.inferDenial(*req.Policy, req.Workdir, res.Stderr.Text); ok {
-			r := t.g.Denied(*req.Policy, "(inferred: the command failed and its stderr reports "+strconv.Quote(d.refusal)+" on "+strconv.Quote(d.path)+
-				", which "+string(req.Policy.Mode)+" does not allow writing)", text)
+	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
+		if d, ok := t.inferFileDenial(*req.Policy, res.Confinement, req, res.Stderr.Text); ok {
+			r := t.g.Denied(*req.Policy, d.detail(), text)
+			r.Value = v
+			return r
+		}
+		if detail, ok := inferNetworkDenial(res.Confinement, res.Stderr.Text); ok {
+			r := t.g.DeniedNetwork(*req.Policy, detail, text)
 			r.Value = v
 			return r
 		}

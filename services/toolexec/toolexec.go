@@ -1,8 +1,10 @@
 // Package toolexec is the model-facing command tool, exec: a shell command
 // run by the mounted exec.Runner in a working directory beneath the
 // workspace, with a timeout, capped output, a cap on concurrent commands,
-// and, when the runner confines, the sandbox denial marker (inferred from
-// the command's stderr) and the same one-call escalation as the file tools.
+// and, when the runner confines, the sandbox's file or network denial
+// marker (inferred from a failed command's stderr, judged against the
+// policy and the command's user: denial.go, network.go, access.go) and the
+// same one-call escalation as the file tools.
 // It is contributed to the fx "tools" group.
 package toolexec
 
