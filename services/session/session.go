@@ -37,14 +37,25 @@ type Session struct {
 	observers observers
 	mu        sync.Mutex // guards events
 	events    []Event
+	done      chan struct{} // closed by end
+	endOnce   sync.Once
 }
 
 // New returns a session with the given id and working directory (an
 // absolute path, or "" when the client gave none) and an empty log. Pass
 // events to recreate a resumed session (spec P-16).
 func New(id, cwd string, events ...Event) *Session {
-	return &Session{owner: sandbox.NewOwner(id, cwd), events: slices.Clone(events)}
+	return &Session{owner: sandbox.NewOwner(id, cwd), events: slices.Clone(events), done: make(chan struct{})}
 }
+
+// Done returns a channel closed when the session ends (its Tracker's End):
+// what a seam holding something for the session's life (the command
+// runner's network namespace) waits on to let it go. A session not started
+// by a Tracker never ends.
+func (s *Session) Done() <-chan struct{} { return s.done }
+
+// end closes Done, once.
+func (s *Session) end() { s.endOnce.Do(func() { close(s.done) }) }
 
 // ID returns the session's identity.
 func (s *Session) ID() string { return s.owner.ID() }

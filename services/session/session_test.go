@@ -326,3 +326,33 @@ func TestConcurrentAppend(t *testing.T) {
 		assert.Equal(t, logOrder, completed, "Observer is documented as told of every event in order")
 	})
 }
+
+// TestDone: a tracked session's Done closes when the tracker ends it (and
+// only that session's); ending twice is harmless; an untracked session
+// never ends.
+func TestDone(t *testing.T) {
+	closed := func(s *session.Session) bool {
+		select {
+		case <-s.Done():
+			return true
+		default:
+			return false
+		}
+	}
+	tr := session.NewTracker()
+	a, b := tr.Start("a", "/w"), tr.Start("b", "/w")
+	untracked := session.New("u", "/w")
+	assert.False(t, closed(a))
+	assert.False(t, closed(b))
+	tr.End(a)
+	assert.True(t, closed(a))
+	assert.False(t, closed(b), "ending one session ends no other")
+	assert.NotContains(t, tr.Sessions(), a)
+	assert.Contains(t, tr.Sessions(), b)
+	tr.End(a)
+	assert.True(t, closed(a))
+	resumed, err := tr.Resume("a", "/w")
+	require.NoError(t, err)
+	assert.False(t, closed(resumed), "a resumed session is a new one, not ended")
+	assert.False(t, closed(untracked))
+}

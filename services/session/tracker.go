@@ -44,11 +44,13 @@ func (t *Tracker) Resume(id, cwd string, events ...Event) (*Session, error) {
 	return s, errors.Join(errs...)
 }
 
-// End stops tracking s (its events still reach the tracker's observers).
+// End stops tracking s (its events still reach the tracker's observers)
+// and ends it: s.Done is closed. Ending a session twice is harmless.
 func (t *Tracker) End(s *Session) {
 	t.mu.Lock()
-	defer t.mu.Unlock()
 	delete(t.live, s)
+	t.mu.Unlock()
+	s.end()
 }
 
 // Sessions returns the live sessions, in no particular order.
