@@ -37,6 +37,11 @@ type Bwrap struct {
 	// Credential, when set, is the user bwrap runs as (a root server runs
 	// commands as the workspace owner); nil runs it as the server's user.
 	Credential *syscall.Credential
+	// Net, when set, is the loopback-only network namespace the command
+	// joins (its session's, made by NewNetNS for Credential) instead of
+	// one of its own; nil gives each command its own. Without
+	// Confinement.Network only.
+	Net *NetNS
 }
 
 // bwrapStage is the helper's second argument for the inner stage of the
@@ -55,8 +60,9 @@ const (
 // bwrapArgs returns bwrap's arguments for confinement c: the view, then the
 // inner stage as the command. Writable roots missing at run time grant
 // nothing (--bind-try); roots at or beneath /dev or /proc are not bound
-// (the fresh ones stand).
-func bwrapArgs(c *Confinement) []string {
+// (the fresh ones stand). joined says bwrap starts inside a NetNS, which
+// the command keeps instead of a network namespace of its own.
+func bwrapArgs(c *Confinement, joined bool) []string {
 	args := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -66,7 +72,7 @@ func bwrapArgs(c *Confinement) []string {
 		"--proc", "/proc",
 		"--tmpfs", "/dev/shm",
 	}
-	if !c.Network {
+	if !c.Network && !joined {
 		args = append(args, "--unshare-net")
 	}
 	roots := slices.Clone(c.WritableRoots)
@@ -268,6 +274,9 @@ func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, ou
 	if spec.Confine == nil {
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("the bubblewrap isolation needs a confinement")
 	}
+	if b.Net != nil && spec.Confine.Network {
+		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("a command with the network does not join a loopback-only namespace")
+	}
 	return outcome(ctx, timeout, outputLimit, func(ctx context.Context, stdout, stderr *Capture) (Status, time.Duration, error) {
 		return runBwrap(ctx, b, spec, stdout, stderr, placed)
 	})
@@ -312,7 +321,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 	defer p.close()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
-		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine)...),
+		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine, b.Net != nil)...),
 		Env:    []string{},
 		Dir:    "/",
 		Stdout: stdout, Stderr: stderr,
@@ -326,8 +335,8 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 		WaitDelay: killGrace,
 	}
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Status{}, 0, fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
+	if err := startBwrap(cmd, b); err != nil {
+		return Status{}, 0, err
 	}
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
 		_ = f.Close()
@@ -430,6 +439,27 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, stdout, stderr *Capture, 
 		msg = waitErr.Error()
 	}
 	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
+}
+
+// startBwrap starts cmd (bwrap); with b.Net, through nsenter inside that
+// namespace: bwrap's descriptors stay where they are, and nsenter and the
+// namespaces' sit above them (netEnterFD...), closed by the inner stage
+// before the command runs like every descriptor bwrap passes on.
+func startBwrap(cmd *exec.Cmd, b Bwrap) error {
+	if b.Net != nil {
+		release, err := b.Net.hold(b.Credential)
+		if err != nil {
+			return err
+		}
+		defer release()
+		cmd.Path = execPath(netEnterFD)
+		cmd.Args = b.Net.enterArgs(append([]string{execPath(bwrapExeFD)}, cmd.Args[1:]...)...)
+		cmd.ExtraFiles = b.Net.extraFiles(cmd.ExtraFiles...)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
+	}
+	return nil
 }
 
 // stopConfirmed kills the sandbox (its init, which ends the PID namespace,
