@@ -67,10 +67,13 @@ func TestNetNSShared(t *testing.T) {
 	joined := b
 	joined.Net = netNS(t, b)
 	ws := t.TempDir()
-	run := func(b subproc.Bwrap, command string) (subproc.Outcome, string) {
-		out, err := subproc.RunBwrap(t.Context(), b, subproc.Spec{
+	try := func(b subproc.Bwrap, command string) (subproc.Outcome, error) {
+		return subproc.RunBwrap(t.Context(), b, subproc.Spec{
 			Command: command, Dir: ws, Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{},
 		}, time.Minute, 1<<20, nil)
+	}
+	run := func(b subproc.Bwrap, command string) (subproc.Outcome, string) {
+		out, err := try(b, command)
 		require.NoError(t, err)
 		require.True(t, out.Status.Started, out.Status.Error)
 		return out, out.Stdout.String() + out.Stderr.String()
@@ -90,11 +93,14 @@ func TestNetNSShared(t *testing.T) {
 	const port = 4321
 	var wg sync.WaitGroup
 	var server subproc.Outcome
-	var serverOut string
-	wg.Go(func() { server, serverOut = run(joined, listenOnce(pl, port)) })
+	var serverErr error
+	wg.Go(func() { server, serverErr = try(joined, listenOnce(pl, port)) })
 	stranger, strangerOut := run(b, connectTo(pl, port, 30, "from another namespace"))
 	client, clientOut := run(joined, connectTo(pl, port, 300, "from the same namespace"))
 	wg.Wait()
+	require.NoError(t, serverErr)
+	require.True(t, server.Status.Started, server.Status.Error)
+	serverOut := server.Stdout.String()
 	assert.NotEqual(t, 0, stranger.Status.ExitCode, strangerOut)
 	assert.Equal(t, 0, client.Status.ExitCode, clientOut)
 	assert.Equal(t, 0, server.Status.ExitCode, serverOut)

@@ -218,12 +218,15 @@ func (r *Runner) Warm(ctx context.Context) {
 }
 
 // Close releases what the runner made for its commands (the parent cgroup
-// of their groups, where cgroups carry the caps). Commands still running
-// keep running under their own caps; call it after the last one.
+// of their groups, where cgroups carry the caps; the sessions' network
+// namespaces, which no later command joins: it is refused). Commands still
+// running keep running under their own caps and in their namespace; call
+// it after the last one.
 func (r *Runner) Close() error {
 	if r.bwrap == nil {
 		return nil
 	}
+	r.bwrap.nets.close()
 	return r.bwrap.limits.close()
 }
 
