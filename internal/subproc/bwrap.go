@@ -25,7 +25,8 @@ import (
 // bubblewrap (a read-only view of `/` with the writable roots bound
 // read-write and the protected paths read-only, a fresh /dev and /proc, its
 // own user, PID, IPC and UTS namespaces, loopback-only networking unless
-// allowed, a new session, no capabilities), where the inner stage (the
+// allowed (its own network namespace, or a NetNS shared with other
+// commands), a new session, no capabilities), where the inner stage (the
 // harness binary again) adds Landlock, seccomp and rlimits and runs
 // `/bin/sh -c`. Both executables are held open and run by descriptor.
 type Bwrap struct {

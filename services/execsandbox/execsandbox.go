@@ -5,7 +5,9 @@
 // fence uses) read-write, the protected paths that exist there read-only, a
 // missing top-level `.git` of each workspace root reserved, a fresh /dev and
 // /proc in its own PID namespace, private IPC and UTS, loopback-only
-// networking unless allowed, a new session and no capabilities; beneath it
+// networking unless allowed (one network namespace per session, shared by
+// its commands: see sessionNets), a new session and no capabilities;
+// beneath it
 // the inner stage adds Landlock, seccomp and resource limits. A root server
 // runs commands as the workspace owner. Under danger-full-access a command
 // runs unconfined. Where bubblewrap is missing or cannot start, confined
@@ -52,7 +54,8 @@ const (
 type Config struct {
 	// Network permits new non-Unix sockets (TCP, UDP, ...) in read-only
 	// and workspace-write (--network allow); without it a command has a
-	// network namespace of its own with loopback only.
+	// network namespace with loopback only: its session's, shared by the
+	// session's commands (a call with no session: one of its own).
 	Network bool `yaml:"network" json:"network"`
 	// UnixSockets permits new Unix sockets, and so connecting to any
 	// pathname Unix socket the process can reach (--unix-sockets allow).
