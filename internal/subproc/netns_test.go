@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"syscall"
@@ -19,7 +20,7 @@ import (
 
 // netNS makes a NetNS for b with the host's nsenter, or skips when nsenter
 // or perl (the listener and client of these tests) is missing.
-func netNS(t *testing.T, b subproc.Bwrap) *subproc.NetNS {
+func netNS(t testing.TB, b subproc.Bwrap) *subproc.NetNS {
 	t.Helper()
 	path, err := exec.LookPath("nsenter")
 	if err != nil {
@@ -150,4 +151,58 @@ func heldNamespaces(t *testing.T) []string {
 		}
 	}
 	return out
+}
+
+// BenchmarkBwrapNetNS measures what a session's namespace changes for one
+// command: `true` in the bubblewrap isolation with a network namespace of
+// its own (--unshare-net) and joined to a NetNS (nsenter, no
+// --unshare-net), interleaved call by call, alternating which goes first,
+// reporting the median of each (ms) and of NewNetNS, made and closed once
+// per iteration (ms).
+func BenchmarkBwrapNetNS(b *testing.B) {
+	requireLandlock(b)
+	bw := sandbox(b)
+	joined := bw
+	joined.Net = netNS(b, bw)
+	enter, err := exec.LookPath("nsenter")
+	require.NoError(b, err)
+	enterProg, err := subproc.OpenProgram(enter)
+	require.NoError(b, err)
+	ws := b.TempDir()
+	timed := func(f func()) float64 {
+		start := time.Now()
+		f()
+		return float64(time.Since(start).Microseconds()) / 1000
+	}
+	run := func(bw subproc.Bwrap) func() {
+		return func() {
+			out, err := subproc.RunBwrap(b.Context(), bw, subproc.Spec{Command: "true", Dir: ws, Env: []string{}, Confine: &subproc.Confinement{}}, time.Minute, 1<<10, nil)
+			if err != nil || !out.Status.Started || out.Status.ExitCode != 0 {
+				b.Fatal(err, out.Status.Error)
+			}
+		}
+	}
+	var own, shared, made []float64
+	i := 0
+	for b.Loop() {
+		if i%2 == 0 {
+			own = append(own, timed(run(bw)))
+			shared = append(shared, timed(run(joined)))
+		} else {
+			shared = append(shared, timed(run(joined)))
+			own = append(own, timed(run(bw)))
+		}
+		made = append(made, timed(func() {
+			n, err := subproc.NewNetNS(bw, enterProg)
+			if err != nil {
+				b.Fatal(err)
+			}
+			_ = n.Close()
+		}))
+		i++
+	}
+	median := func(x []float64) float64 { slices.Sort(x); return x[len(x)/2] }
+	b.ReportMetric(median(own), "own-ms")
+	b.ReportMetric(median(shared), "joined-ms")
+	b.ReportMetric(median(made), "newnetns-ms")
 }
