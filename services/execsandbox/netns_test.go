@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"net"
 	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -259,4 +261,58 @@ func hostAddress(t *testing.T) string {
 	}
 	t.Skip("this host has no non-loopback IPv4 address")
 	return ""
+}
+
+// TestSessionNetworkNeedsNsenter: where nsenter is not on PATH, or only
+// inside a writable root (where a command could have put it), a command of
+// a session is refused with the reason and the remedy and nothing runs (it
+// never runs with the host's network); a call with no session still runs in
+// a namespace of its own.
+func TestSessionNetworkNeedsNsenter(t *testing.T) {
+	installed, err := osexec.LookPath("bwrap")
+	if err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	realNsenter, err := osexec.LookPath("nsenter")
+	if err != nil {
+		t.Skip("nsenter is not installed: nothing to hide")
+	}
+	w := newWorld(t, primaryOwner(), exec.Config{}, nil)
+	onlyBwrap, err := os.MkdirTemp("/var/tmp", "harness-path-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(onlyBwrap) })
+	require.NoError(t, os.Symlink(installed, filepath.Join(onlyBwrap, "bwrap")))
+	planted := filepath.Join(w.cache, "bin")
+	require.NoError(t, os.MkdirAll(planted, 0o755))
+	require.NoError(t, os.Symlink(realNsenter, filepath.Join(planted, "nsenter")))
+
+	for _, c := range []struct{ name, path string }{
+		{"no nsenter on PATH", onlyBwrap},
+		{"nsenter only inside a writable root", onlyBwrap + ":" + planted},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			t.Setenv("PATH", c.path)
+			r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, w.pol)
+			require.NoError(t, err)
+			defer func() { _ = r.Close() }()
+			marker := filepath.Join(w.ws, "ran")
+			req := exec.Request{
+				Command: "/bin/touch " + marker, Workdir: w.ws, Timeout: time.Minute,
+				Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws),
+			}
+			_, err = r.Run(session.NewContext(t.Context(), session.New("s", w.ws)), req)
+			var ee *exec.Error
+			require.True(t, errors.As(err, &ee), "want a runner error, got %v", err)
+			assert.EqualValues(t, exec.CodeUnavailable, ee.Code)
+			assert.Contains(t, ee.Message, "nsenter")
+			assert.Contains(t, ee.Message, "util-linux")
+			assert.NoFileExists(t, marker)
+
+			res, err := r.Run(t.Context(), req)
+			require.NoError(t, err)
+			assert.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+			assert.FileExists(t, marker)
+			require.NoError(t, os.Remove(marker))
+		})
+	}
 }
