@@ -566,14 +566,15 @@ function freePort() {
 }
 
 // runBackground starts an HTTP server (node) in the background on a server
-// under --network allow, reads its output with exec_output until it listens,
+// under --network deny (the session's commands share one loopback-only
+// network namespace), reads its output with exec_output until it listens,
 // lists it, fetches from it with a later exec, sees the request in its
 // output, and ends it with exec_kill; then its id is forgotten.
 async function runBackground() {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-bg-')));
   extraDirs.push(dir);
   const srv = await startServer('background', ['serve', '--workspace', dir, '--mode', 'workspace-write', '--temp-root', dir,
-    '--network', 'allow', '--log-level', logLevel], dir);
+    '--log-level', logLevel], dir);
   try {
     const port = await freePort();
     const node = process.execPath;
@@ -619,7 +620,7 @@ async function runBackground() {
     assert.equal(res.structuredContent.signal, 'SIGTERM', `exec_kill: ${JSON.stringify(res.structuredContent)}`);
     res = await srv.call('exec_output', { id });
     expectToolError(res, 'exec_output of a killed command read to its end', 'EXEC_UNKNOWN_ID');
-    ok(`background (--network allow): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; its id is then unknown`);
+    ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; its id is then unknown`);
   } finally {
     await srv.close();
   }

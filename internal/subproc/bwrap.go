@@ -25,7 +25,8 @@ import (
 // bubblewrap (a read-only view of `/` with the writable roots bound
 // read-write and the protected paths read-only, a fresh /dev and /proc, its
 // own user, PID, IPC and UTS namespaces, loopback-only networking unless
-// allowed, a new session, no capabilities), where the inner stage (the
+// allowed (its own network namespace, or a NetNS shared with other
+// commands), a new session, no capabilities), where the inner stage (the
 // harness binary again) adds Landlock, seccomp and rlimits and runs
 // `/bin/sh -c`. Both executables are held open and run by descriptor.
 type Bwrap struct {
@@ -37,6 +38,11 @@ type Bwrap struct {
 	// Credential, when set, is the user bwrap runs as (a root server runs
 	// commands as the workspace owner); nil runs it as the server's user.
 	Credential *syscall.Credential
+	// Net, when set, is the loopback-only network namespace the command
+	// joins (its session's, made by NewNetNS for Credential) instead of
+	// one of its own; nil gives each command its own. Without
+	// Confinement.Network only.
+	Net *NetNS
 }
 
 // bwrapStage is the helper's second argument for the inner stage of the
@@ -55,8 +61,9 @@ const (
 // bwrapArgs returns bwrap's arguments for confinement c: the view, then the
 // inner stage as the command. Writable roots missing at run time grant
 // nothing (--bind-try); roots at or beneath /dev or /proc are not bound
-// (the fresh ones stand).
-func bwrapArgs(c *Confinement) []string {
+// (the fresh ones stand). joined says bwrap starts inside a NetNS, which
+// the command keeps instead of a network namespace of its own.
+func bwrapArgs(c *Confinement, joined bool) []string {
 	args := []string{
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
@@ -66,7 +73,7 @@ func bwrapArgs(c *Confinement) []string {
 		"--proc", "/proc",
 		"--tmpfs", "/dev/shm",
 	}
-	if !c.Network {
+	if !c.Network && !joined {
 		args = append(args, "--unshare-net")
 	}
 	roots := slices.Clone(c.WritableRoots)
@@ -268,6 +275,9 @@ func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, ou
 	if spec.Confine == nil {
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("the bubblewrap isolation needs a confinement")
 	}
+	if b.Net != nil && spec.Confine.Network {
+		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("a command with the network does not join a loopback-only namespace")
+	}
 	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
 		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr}, placed, w.Signals)
 	})
@@ -319,7 +329,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	defer p.close()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
-		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine)...),
+		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine, b.Net != nil)...),
 		Env:    []string{},
 		Dir:    "/",
 		Stdout: out.stdout, Stderr: out.stderr,
@@ -333,8 +343,8 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		WaitDelay: killGrace,
 	}
 	started := time.Now()
-	if err := cmd.Start(); err != nil {
-		return Status{}, 0, fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
+	if err := startBwrap(cmd, b); err != nil {
+		return Status{}, 0, err
 	}
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
 		_ = f.Close()
@@ -441,6 +451,27 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		msg = waitErr.Error()
 	}
 	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
+}
+
+// startBwrap starts cmd (bwrap); with b.Net, through nsenter inside that
+// namespace: bwrap's descriptors stay where they are, and nsenter and the
+// namespaces' sit above them (netEnterFD...), closed by the inner stage
+// before the command runs like every descriptor bwrap passes on.
+func startBwrap(cmd *exec.Cmd, b Bwrap) error {
+	if b.Net != nil {
+		release, err := b.Net.hold(b.Credential)
+		if err != nil {
+			return err
+		}
+		defer release()
+		cmd.Path = execPath(netEnterFD)
+		cmd.Args = b.Net.enterArgs(append([]string{execPath(bwrapExeFD)}, cmd.Args[1:]...)...)
+		cmd.ExtraFiles = b.Net.extraFiles(cmd.ExtraFiles...)
+	}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
+	}
+	return nil
 }
 
 // stopConfirmed kills the sandbox (its init, which ends the PID namespace,

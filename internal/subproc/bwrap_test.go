@@ -17,7 +17,7 @@ import (
 
 // sandbox returns the bubblewrap isolation with the test binary as its
 // stage, or skips when bwrap is missing.
-func sandbox(t *testing.T) subproc.Bwrap {
+func sandbox(t testing.TB) subproc.Bwrap {
 	t.Helper()
 	path, err := exec.LookPath("bwrap")
 	if err != nil {

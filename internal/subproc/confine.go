@@ -105,10 +105,11 @@ func filterSyscalls(c Confinement) error {
 	switch {
 	case c.Network && c.UnixSockets:
 	case c.LoopbackOnly && !c.Network:
-		// The command's own network namespace holds only loopback: the
-		// namespaced families work inside it; every other family (vsock,
-		// which reaches the host of a virtual machine, and the rest) and,
-		// unless allowed, AF_UNIX fail with EPERM.
+		// The command's network namespace (its own, or its session's)
+		// holds only loopback: the namespaced families work inside it;
+		// every other family (vsock, which reaches the host of a virtual
+		// machine, and the rest) and, unless allowed, AF_UNIX fail with
+		// EPERM.
 		conds := seccomp.ArgumentConditions{
 			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET},
 			{Argument: 0, Operation: seccomp.NotEqual, Value: unix.AF_INET6},

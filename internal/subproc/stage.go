@@ -52,7 +52,8 @@ func stage(started func()) Status {
 	// The view's /dev/shm is a tmpfs private to the command.
 	c.WritableRoots = append(c.WritableRoots, "/dev/shm")
 	if !c.Network {
-		// bwrap gave the command a network namespace of its own.
+		// bwrap gave the command a network namespace with loopback
+		// only: its own, or its session's (Bwrap.Net).
 		c.LoopbackOnly = true
 	}
 	if err := confine(c); err != nil {

@@ -59,8 +59,9 @@ type Confinement struct {
 	WritableRoots []string `json:"writableRoots"`
 	// Network permits new sockets of every family other than AF_UNIX.
 	Network bool `json:"network"`
-	// LoopbackOnly says the command has a network namespace of its own
-	// with loopback only (the bubblewrap isolation without Network): the
+	// LoopbackOnly says the command has a network namespace with loopback
+	// only, its own or one it shares (the bubblewrap isolation without
+	// Network, Bwrap.Net): the
 	// namespaced families (inet, inet6, netlink) are permitted inside it,
 	// every other family is refused.
 	LoopbackOnly bool `json:"loopbackOnly,omitempty"`

@@ -27,14 +27,14 @@ func TestMain(m *testing.M) {
 }
 
 // self is the test binary, which serves as the helper.
-func self(t *testing.T) string {
+func self(t testing.TB) string {
 	t.Helper()
 	p, err := os.Executable()
 	require.NoError(t, err)
 	return p
 }
 
-func requireLandlock(t *testing.T) {
+func requireLandlock(t testing.TB) {
 	t.Helper()
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel")

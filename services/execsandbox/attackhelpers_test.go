@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 )
 
 // ordinaryUID is the user a root server's workspace is given to (the
@@ -49,12 +50,14 @@ func owners() []owner {
 func primaryOwner() owner { return owners()[0] }
 
 // world is a fixture whose directories belong to an owner, and a runner
-// for it.
+// for it, and the session its commands run in (so they share one network
+// namespace, as the commands of an MCP connection do).
 type world struct {
 	fixture
-	pol *sandboxpolicy.Service
-	r   *execsandbox.Runner
-	uid int
+	pol  *sandboxpolicy.Service
+	r    *execsandbox.Runner
+	uid  int
+	sess *session.Session
 }
 
 // newWorld makes a fixture, runs setup (as the test's user) to fill it,
@@ -68,7 +71,9 @@ func newWorld(t *testing.T, o owner, run exec.Config, setup func(f fixture)) wor
 	f, pol := newFixture(t)
 	r, err := execsandbox.New(execsandbox.Config{}, run, pol)
 	require.NoError(t, err)
-	w := world{fixture: f, pol: pol, r: r, uid: o.uid}
+	tracker := session.NewTracker()
+	w := world{fixture: f, pol: pol, r: r, uid: o.uid, sess: tracker.Start("world", f.ws)}
+	t.Cleanup(func() { tracker.End(w.sess) })
 	// Whether the sandbox runs here, before setup plants anything.
 	_, err = w.try(t.Context(), sandbox.WorkspaceWrite, "true", time.Minute)
 	var ee *exec.Error
@@ -101,9 +106,9 @@ func chownTree(root string, uid int) error {
 	})
 }
 
-// try runs command in the workspace under mode.
+// try runs command in the workspace under mode, in the world's session.
 func (w world) try(ctx context.Context, mode sandbox.Mode, command string, timeout time.Duration) (exec.Result, error) {
-	return w.r.Run(ctx, exec.Request{
+	return w.r.Run(session.NewContext(ctx, w.sess), exec.Request{
 		Command: command, Workdir: w.ws, Timeout: timeout,
 		Policy: carried(w.pol, mode, w.ws),
 	})

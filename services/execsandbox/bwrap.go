@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 )
 
 // bwrapRemedy is what a user does when bubblewrap is missing or cannot
@@ -35,12 +36,15 @@ type bwrapIsolation struct {
 	exe    func() (*subproc.Program, error)
 	limits *limiter
 	finder *finder
+	// nets are the sessions' network namespaces under network deny.
+	nets *sessionNets
 }
 
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f}
+	roots := func() []string { return policy.Default().Roots() }
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, nets: newSessionNets(roots)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
-		exe, err := findBwrap(os.Getenv("PATH"), policy.Default().Roots())
+		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
 			return nil, err
 		}
@@ -52,21 +56,22 @@ func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpo
 	return b
 }
 
-// findBwrap returns bwrap from the first directory of path (a PATH value)
-// that holds it and lies outside every writable root, opened for execution
-// by descriptor: a bwrap inside a writable root, or writable by anyone but
-// its owner, or owned by neither root nor this user, is never run.
-func findBwrap(path string, roots []string) (*subproc.Program, error) {
+// findProgram returns the executable name (bwrap, nsenter) from the first
+// directory of path (a PATH value) that holds it and lies outside every
+// writable root, opened for execution by descriptor: a copy inside a
+// writable root, or writable by anyone but its owner, or owned by neither
+// root nor this user, is never run. Errors name it as what.
+func findProgram(name, what, path string, roots []string) (*subproc.Program, error) {
 	for dir := range strings.SplitSeq(path, ":") {
 		if dir == "" || !filepath.IsAbs(dir) {
 			continue
 		}
-		cand, err := filepath.EvalSymlinks(filepath.Join(dir, "bwrap"))
+		cand, err := filepath.EvalSymlinks(filepath.Join(dir, name))
 		if err != nil {
 			continue
 		}
 		if slices.ContainsFunc(roots, func(r string) bool {
-			return dirfd.Beneath(r, cand) || dirfd.Beneath(r, filepath.Join(dir, "bwrap"))
+			return dirfd.Beneath(r, cand) || dirfd.Beneath(r, filepath.Join(dir, name))
 		}) {
 			continue
 		}
@@ -80,7 +85,7 @@ func findBwrap(path string, roots []string) (*subproc.Program, error) {
 		}
 		return exe, nil
 	}
-	return nil, errors.New("bubblewrap (bwrap) is not installed, or only inside a writable root or writable by others")
+	return nil, fmt.Errorf("%s is not installed, or only inside a writable root or writable by others", what)
 }
 
 func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (exec.Result, error) {
@@ -126,12 +131,24 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if err != nil {
 		return exec.Result{}, err
 	}
+	bw := subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}
+	if s := session.FromContext(ctx); s != nil && !cfg.Network {
+		// The session's loopback: a server one of its commands runs is
+		// reachable by the next.
+		if bw.Net, err = b.nets.join(s, bw); err != nil {
+			return exec.Result{}, err
+		}
+	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
 	conf.Limits = c.rlimits
-	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
+	out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
 		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
 	}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
+	if errors.Is(err, subproc.ErrNetNSClosed) {
+		// The session ended between joining and starting.
+		return exec.Result{}, sessionEnded()
+	}
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}

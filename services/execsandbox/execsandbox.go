@@ -5,7 +5,9 @@
 // fence uses) read-write, the protected paths that exist there read-only, a
 // missing top-level `.git` of each workspace root reserved, a fresh /dev and
 // /proc in its own PID namespace, private IPC and UTS, loopback-only
-// networking unless allowed, a new session and no capabilities; beneath it
+// networking unless allowed (one network namespace per session, shared by
+// its commands: see sessionNets), a new session and no capabilities;
+// beneath it
 // the inner stage adds Landlock, seccomp and resource limits. A root server
 // runs commands as the workspace owner. Under danger-full-access a command
 // runs unconfined. Where bubblewrap is missing or cannot start, confined
@@ -52,7 +54,8 @@ const (
 type Config struct {
 	// Network permits new non-Unix sockets (TCP, UDP, ...) in read-only
 	// and workspace-write (--network allow); without it a command has a
-	// network namespace of its own with loopback only.
+	// network namespace with loopback only: its session's, shared by the
+	// session's commands (a call with no session: one of its own).
 	Network bool `yaml:"network" json:"network"`
 	// UnixSockets permits new Unix sockets, and so connecting to any
 	// pathname Unix socket the process can reach (--unix-sockets allow).
@@ -225,12 +228,15 @@ func (r *Runner) Warm(ctx context.Context) {
 }
 
 // Close releases what the runner made for its commands (the parent cgroup
-// of their groups, where cgroups carry the caps). Commands still running
-// keep running under their own caps; call it after the last one.
+// of their groups, where cgroups carry the caps; the sessions' network
+// namespaces, which no later command joins: it is refused). Commands still
+// running keep running under their own caps and in their namespace; call
+// it after the last one.
 func (r *Runner) Close() error {
 	if r.bwrap == nil {
 		return nil
 	}
+	r.bwrap.nets.close()
 	return r.bwrap.limits.close()
 }
 

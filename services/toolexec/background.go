@@ -150,7 +150,9 @@ func (m *jobs) start(sess *session.Session, req exec.Request) (*job, error) {
 			" background commands, the most it may; end one with exec_kill first"}
 	}
 	sj.seq++
-	ctx, cancel := context.WithCancel(m.root)
+	// The session rides along (the runner keys the session's network
+	// namespace by it), not the call's deadline: the command outlives the call.
+	ctx, cancel := context.WithCancel(session.NewContext(m.root, sess))
 	j := &job{
 		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, started: time.Now(),
 		stdout: newRing(BackgroundOutputLimit), stderr: newRing(BackgroundOutputLimit),
