@@ -48,6 +48,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		rootsWait = fs.Duration("roots-timeout", 0, "how long a session waits for the client's roots (`duration`) before falling back to the working directory (0: 30s)")
 		temps     stringList
 		protect   stringList
+		unprotect stringList
+		vcs       = fs.String("vcs", def.VCS, "how version-control metadata is protected under workspace-write (`setting`): commit (git can record history; hooks, config, attributes and pointer files stay read-only) or read-only (wholly)")
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
@@ -72,6 +74,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
 	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj and .svn (repeatable)")
+	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
@@ -87,6 +90,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			if err := loadYAML(path, &cfg, source); err != nil {
 				return cfg, err
 			}
+			if abs, err := filepath.Abs(path); err == nil {
+				cfg.ConfigFile = abs
+			}
 		}
 		if err := applyEnv(&cfg, getenv, source); err != nil {
 			return cfg, err
@@ -101,6 +107,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"temp-root":             func() { cfg.TempRoots = temps },
 			"landlock":              func() { cfg.Landlock = *landlock },
 			"protect":               func() { cfg.Protect = protect },
+			"unprotect":             func() { cfg.Unprotect = unprotect },
+			"vcs":                   func() { cfg.VCS = *vcs },
 			"writable-root":         func() { cfg.WritableRoots = writables },
 			"exec":                  func() { cfg.Exec = *execBack },
 			"network":               func() { cfg.Network = *network },
@@ -222,6 +230,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
+	str("VCS", &cfg.VCS)
 	for _, l := range []struct {
 		name string
 		dst  *[]string
@@ -232,6 +241,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	}
 	if v := lookup("PROTECT"); v != "" {
 		cfg.Protect = strings.Split(v, "\n")
+	}
+	if v := lookup("UNPROTECT"); v != "" {
+		cfg.Unprotect = strings.Split(v, "\n")
 	}
 	ints := []struct {
 		name string
