@@ -188,3 +188,45 @@ func TestProtectionSearchesOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rule, "late.git")
 }
+
+// TestBoundaryNamesWhatIsProtected (issue 23): the approval prompt's
+// boundary says what a protected path is: git hooks, git config, a host-run
+// file by name; history files of a repository are not protected under
+// --vcs commit.
+func TestBoundaryNamesWhatIsProtected(t *testing.T) {
+	base := realTempDir(t)
+	fixture.Build(t, base, "ws/.git/HEAD: ref: refs/heads/main\n", "ws/.git/objects/", "ws/.git/refs/heads/", "ws/.git/config: c\n", "ws/.git/hooks/")
+	ws := filepath.Join(base, "ws")
+	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
+	require.NoError(t, err)
+	pol := svc.Default()
+	for rel, want := range map[string]string{
+		".git/hooks/post-commit": "(git hooks in .git)",
+		".git/config":            "(git config in .git)",
+		".mcp.json":              "(host-run file .mcp.json)",
+		".vscode/tasks.json":     "(host-run file .vscode)",
+		"a/.envrc":               "(host-run file .envrc)",
+	} {
+		assert.Equal(t, sandboxpolicy.BoundaryProtected+" "+want, svc.Boundary(pol, filepath.Join(ws, rel)), rel)
+	}
+	for _, rel := range []string{".git/index", ".git/refs/heads/x", ".git/objects/ab/cd", "src/main.go"} {
+		assert.Empty(t, svc.Boundary(pol, filepath.Join(ws, rel)), rel)
+	}
+	entries, err := svc.ProtectedEntries(context.Background(), []string{ws}, os.Geteuid())
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range entries {
+		kind := "bound"
+		switch {
+		case e.Split:
+			kind = "split"
+		case e.Missing:
+			kind = "missing"
+		}
+		got[strings.TrimPrefix(e.Path, ws+"/")] = kind
+	}
+	assert.Equal(t, map[string]string{
+		".git": "split", ".git/config": "bound", ".git/hooks": "bound",
+		".git/config.worktree": "missing",
+	}, got, "info/ and objects/info/ are missing, so nothing is reserved below them")
+}
