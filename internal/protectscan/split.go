@@ -29,10 +29,16 @@ type gitMember struct {
 // (its own, a bare repository, a submodule's gitdir): what makes git run
 // code or changes where it looks (sandbox.GitMember's list).
 var repoMembers = []gitMember{
-	{rel: "config", reserve: true}, {rel: "config.worktree", reserve: true}, {rel: "hooks", dir: true, reserve: true},
-	{rel: "info/attributes", reserve: true}, {rel: "objects/info/alternates", reserve: true},
-	{rel: "objects/info/http-alternates"}, {rel: "commondir"}, {rel: "gitdir"},
-	{rel: "remotes", dir: true}, {rel: "branches", dir: true},
+	{rel: "config", reserve: true},
+	{rel: "config.worktree", reserve: true},
+	{rel: "hooks", dir: true, reserve: true},
+	{rel: "info/attributes", reserve: true},
+	{rel: "objects/info/alternates", reserve: true},
+	{rel: "objects/info/http-alternates"},
+	{rel: "commondir"},
+	{rel: "gitdir"},
+	{rel: "remotes", dir: true},
+	{rel: "branches", dir: true},
 }
 
 // worktreeMembers are those of a linked worktree's gitdir (worktrees/<id>):
