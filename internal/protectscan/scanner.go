@@ -56,6 +56,11 @@ type Entry struct {
 	// not exist (Dev and Ino are 0): a command must not be able to create
 	// it. Dir tells what git would make there.
 	Missing bool
+	// Placeholder is what a member file's placeholder (made for it when
+	// Missing, or found made by another command) must hold to mean
+	// to git what its absence means: "" but for a commondir, ".\n" (the
+	// directory itself; git refuses an empty one).
+	Placeholder string
 }
 
 // Match reports whether rel, a clean slash-separated path relative to its

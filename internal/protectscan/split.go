@@ -23,6 +23,9 @@ type gitMember struct {
 	// reserve says a missing one is listed (Entry.Missing), so a command
 	// cannot create it.
 	reserve bool
+	// placeholder is what the file a reservation makes holds
+	// (Entry.Placeholder).
+	placeholder string
 }
 
 // repoMembers are the read-only members of a repository's git directory
@@ -35,7 +38,7 @@ var repoMembers = []gitMember{
 	{rel: "info/attributes", reserve: true},
 	{rel: "objects/info/alternates", reserve: true},
 	{rel: "objects/info/http-alternates"},
-	{rel: "commondir"},
+	{rel: "commondir", reserve: true, placeholder: ".\n"},
 	{rel: "gitdir"},
 	{rel: "remotes", dir: true},
 	{rel: "branches", dir: true},
@@ -44,7 +47,9 @@ var repoMembers = []gitMember{
 // worktreeMembers are those of a linked worktree's gitdir (worktrees/<id>):
 // git reads no config, hooks or attributes there but config.worktree.
 var worktreeMembers = []gitMember{
-	{rel: "config.worktree", reserve: true}, {rel: "commondir"}, {rel: "gitdir"},
+	{rel: "config.worktree", reserve: true},
+	{rel: "commondir", reserve: true, placeholder: ".\n"},
+	{rel: "gitdir"},
 }
 
 // errNoSplit says a git directory cannot be split safely (a member is a
@@ -273,7 +278,7 @@ func member(fd int, path string, m gitMember, out map[string]Entry) error {
 			if m.reserve && i == len(parts)-1 {
 				// Only where its parent exists: a placeholder is made
 				// there, never a directory of the repository's.
-				out[p] = Entry{Path: p, Dir: m.dir, Missing: true}
+				out[p] = Entry{Path: p, Dir: m.dir, Missing: true, Placeholder: m.placeholder}
 			}
 			return nil
 		}
@@ -281,7 +286,7 @@ func member(fd int, path string, m gitMember, out map[string]Entry) error {
 		typ := st.Mode & unix.S_IFMT
 		switch {
 		case last && (m.dir && typ == unix.S_IFDIR || !m.dir && typ == unix.S_IFREG):
-			out[p] = Entry{Path: p, Dev: st.Dev, Ino: st.Ino, Dir: m.dir}
+			out[p] = Entry{Path: p, Dev: st.Dev, Ino: st.Ino, Dir: m.dir, Placeholder: m.placeholder}
 			return nil
 		case last || typ != unix.S_IFDIR:
 			return errNoSplit

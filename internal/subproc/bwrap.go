@@ -152,9 +152,10 @@ type Reservation struct {
 	// Path is the reserved path.
 	Path string
 	// Dir tells a directory placeholder from a file one.
-	Dir bool
-	fd  int
-	ino uint64
+	Dir     bool
+	content string // a file placeholder's
+	fd      int
+	ino     uint64
 }
 
 // Placeholder modes: a reserved path's empty directory or file has exactly
@@ -176,7 +177,14 @@ func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Joi
 // written (so neither can the command). An error (contention that did not
 // settle, an unexpected failure) means the command must not run: it fails
 // closed. Release it once the command has ended.
-func Reserve(path string, dir bool) (*Reservation, error) {
+func Reserve(path string, dir bool) (*Reservation, error) { return reserve(path, dir, "") }
+
+// ReserveFile is Reserve of a file whose placeholder holds content (at most
+// a few bytes: a `commondir` naming its own directory, "."), for a name
+// whose empty file would mean something else to its reader.
+func ReserveFile(path, content string) (*Reservation, error) { return reserve(path, false, content) }
+
+func reserve(path string, dir bool, content string) (*Reservation, error) {
 	for range 100 {
 		var pre unix.Stat_t
 		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, dir) {
@@ -186,11 +194,7 @@ func Reserve(path string, dir bool) (*Reservation, error) {
 		if dir {
 			err = unix.Mkdir(path, placeholderDirMode)
 		} else {
-			var fd int
-			fd, err = unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderFileMode)
-			if err == nil {
-				_ = unix.Close(fd)
-			}
+			err = createPlaceholder(path, content)
 		}
 		created := err == nil
 		if err != nil && !errors.Is(err, unix.EEXIST) {
@@ -230,7 +234,7 @@ func Reserve(path string, dir bool) (*Reservation, error) {
 			_ = unix.Close(fd)
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		if !placeholder(fd, &st, dir) {
+		if !placeholder(fd, &st, dir, content) {
 			_ = unix.Close(fd)
 			return nil, nil // a real one: the search protects it
 		}
@@ -242,21 +246,49 @@ func Reserve(path string, dir bool) (*Reservation, error) {
 		// between the open and the lock): else again.
 		var now unix.Stat_t
 		if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-			return &Reservation{Path: path, Dir: dir, fd: fd, ino: st.Ino}, nil
+			return &Reservation{Path: path, Dir: dir, content: content, fd: fd, ino: st.Ino}, nil
 		}
 		_ = unix.Close(fd)
 	}
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
 }
 
-// placeholder reports whether fd (stat st) is a reservation's placeholder:
-// an empty directory of mode 0555 (dir), or an empty regular file of mode
-// 0444.
-func placeholder(fd int, st *unix.Stat_t, dir bool) bool {
-	if dir {
-		return placeholderMode(st, dir) && emptyDir(fd)
+// createPlaceholder makes the file placeholder path holding content; an
+// existing entry is EEXIST.
+func createPlaceholder(path, content string) error {
+	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderFileMode)
+	if err != nil {
+		return err
 	}
-	return placeholderMode(st, dir) && st.Size == 0
+	defer func() { _ = unix.Close(fd) }()
+	if content != "" {
+		if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
+			_ = unix.Unlink(path)
+			return fmt.Errorf("writing the placeholder: %w", cmp.Or(err, error(unix.EIO)))
+		}
+	}
+	return nil
+}
+
+// placeholder reports whether fd (stat st) is a reservation's placeholder:
+// an empty directory of mode 0555 (dir), or a regular file of mode 0444
+// holding exactly content.
+func placeholder(fd int, st *unix.Stat_t, dir bool, content string) bool {
+	if !placeholderMode(st, dir) {
+		return false
+	}
+	if dir {
+		return emptyDir(fd)
+	}
+	if st.Size != int64(len(content)) {
+		return false
+	}
+	if content == "" {
+		return true
+	}
+	buf := make([]byte, len(content))
+	n, err := unix.Pread(fd, buf, 0)
+	return err == nil && n == len(content) && string(buf) == content
 }
 
 // placeholderMode reports whether st has a placeholder's type and mode.
@@ -281,7 +313,7 @@ func (r *Reservation) Release() {
 		return // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Lstat(r.Path, &now) != nil || now.Ino != r.ino || !placeholder(r.fd, &now, r.Dir) {
+	if unix.Lstat(r.Path, &now) != nil || now.Ino != r.ino || !placeholder(r.fd, &now, r.Dir, r.content) {
 		return
 	}
 	if r.Dir {

@@ -214,7 +214,13 @@ func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reserv
 		if e.Split || slices.ContainsFunc(held, func(h *subproc.Reservation) bool { return h.Path == e.Path }) {
 			continue
 		}
-		h, err := subproc.Reserve(e.Path, e.Dir)
+		var h *subproc.Reservation
+		var err error
+		if e.Dir {
+			h, err = subproc.Reserve(e.Path, true)
+		} else {
+			h, err = subproc.ReserveFile(e.Path, e.Placeholder)
+		}
 		if err != nil {
 			return held, err
 		}

@@ -53,7 +53,7 @@ func gitRepoWorld(t *testing.T, o owner, vcs sandbox.VCS) world {
 func protectedBytes(ws string) map[string]string {
 	names := []string{
 		".git/config", ".git/hooks/post-commit", ".git/hooks/pre-commit", ".git/config.worktree",
-		".git/info/attributes", ".git/objects/info/alternates",
+		".git/info/attributes", ".git/objects/info/alternates", ".git/commondir",
 		"wt/.git", ".git/worktrees/wt/commondir", ".git/worktrees/wt/gitdir", ".git/worktrees/wt/config.worktree",
 	}
 	out := map[string]string{}
@@ -119,6 +119,8 @@ func TestVCSCommitGit(t *testing.T) {
 				"echo '[core]' > .git/config.worktree",
 				"echo '* filter=pwn' > .git/info/attributes",
 				"echo /tmp > .git/objects/info/alternates",
+				"mkdir -p evil/objects evil/refs && printf '[core]\\n\\tfsmonitor = touch /tmp/pwn\\n' > evil/config && echo ../evil > .git/commondir",
+				"rm -f .git/commondir; echo ../evil > .git/commondir",
 				"echo 'gitdir: /tmp/evil' > wt/.git",
 				"rm wt/.git",
 				"echo ../../evil > .git/worktrees/wt/commondir",
@@ -134,11 +136,11 @@ func TestVCSCommitGit(t *testing.T) {
 			assert.NotContains(t, repoGit(t, w.ws, "config", "--list"), "fsmonitor")
 			// Nothing of the reservations is left behind, and git still
 			// works on the host.
-			for _, n := range []string{".git/config.worktree", ".git/info/attributes", ".git/objects/info/alternates", ".mcp.json", ".vscode"} {
+			for _, n := range []string{".git/config.worktree", ".git/info/attributes", ".git/objects/info/alternates", ".git/commondir", ".mcp.json", ".vscode"} {
 				_, err := os.Lstat(filepath.Join(w.ws, n))
 				assert.ErrorIs(t, err, fs.ErrNotExist, n)
 			}
-			assert.Equal(t, "", repoGit(t, w.ws, "status", "--porcelain", "--untracked-files=all", "--", ":!other", ":!wt", ":!b.txt", ":!hook-ran"))
+			assert.Equal(t, "", repoGit(t, w.ws, "status", "--porcelain", "--untracked-files=all", "--", ":!other", ":!wt", ":!b.txt", ":!hook-ran", ":!evil"))
 		})
 	}
 }

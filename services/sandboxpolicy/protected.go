@@ -50,6 +50,10 @@ type ProtectedEntry struct {
 	// are 0): the runner reserves it so a command cannot create it. Dir
 	// tells a directory.
 	Missing bool
+	// Placeholder is what the file the runner reserves a member with (a
+	// Missing one, or one another command reserved) holds: "" but for a commondir, ".\n", which names the git
+	// directory itself, as its absence does (git refuses an empty one).
+	Placeholder string
 }
 
 // ProtectedEntries returns the protected entries that exist inside roots
@@ -87,7 +91,7 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	}
 	out := make([]ProtectedEntry, 0, len(entries)+1)
 	for _, e := range entries {
-		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing})
+		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder})
 	}
 	for _, f := range s.protect.Files() {
 		if e, ok := configEntry(f, scan); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {

@@ -227,6 +227,6 @@ func TestBoundaryNamesWhatIsProtected(t *testing.T) {
 	}
 	assert.Equal(t, map[string]string{
 		".git": "split", ".git/config": "bound", ".git/hooks": "bound",
-		".git/config.worktree": "missing",
+		".git/config.worktree": "missing", ".git/commondir": "missing",
 	}, got, "info/ and objects/info/ are missing, so nothing is reserved below them")
 }
