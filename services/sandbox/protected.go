@@ -157,7 +157,11 @@ func checkPattern(p string) error {
 func (p ProtectedPaths) Describe() []string {
 	out := make([]string, 0, 4+len(p.patterns))
 	for _, n := range MetadataNames() {
-		if n == ".git" && p.VCS() == VCSCommit {
+		if n == ".git" && p.VCS() == VCSReadOnly {
+			out = append(out, ".git (at any depth, wholly: --vcs read-only)")
+			continue
+		}
+		if n == ".git" {
 			out = append(out, ".git (at any depth, and every git directory: config, config.worktree, hooks/, info/attributes, "+
 				"objects/info/alternates, commondir, gitdir, remotes/, branches/, the same in worktrees/* and modules/*; the rest writable: --vcs commit)")
 			continue

@@ -53,7 +53,7 @@ func TestProtectedPaths(t *testing.T) {
 	})
 	t.Run("Describe lists the metadata, the host-run files, then the patterns", func(t *testing.T) {
 		d := p.Describe()
-		assert.Equal(t, []string{".git (at any depth)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)"}, d[:4])
+		assert.Equal(t, []string{".git (at any depth, wholly: --vcs read-only)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)"}, d[:4])
 		assert.Len(t, d, 4+len(sandbox.HostRunFiles())+4)
 		assert.Equal(t, ".vscode/ (host-run file, at any depth; --unprotect .vscode to allow)", d[4+6])
 		assert.Equal(t, []string{"*.pem (--protect)", "secrets/ (--protect)", "/deploy/** (--protect)", "!public.pem (--protect)"}, d[len(d)-4:])
