@@ -82,7 +82,9 @@ func (w *walk) splitGitdirs() error {
 		out := map[string]Entry{}
 		err = splitAt(fd, path, repoMembers, out, 0)
 		_ = unix.Close(fd)
-		if errors.Is(err, errNoSplit) {
+		if errors.Is(err, errNoSplit) || vanished(err) {
+			// Not splittable, or changing under the search (a member
+			// replaced meanwhile): protected whole, as found.
 			continue
 		}
 		if err != nil {
@@ -237,7 +239,7 @@ func eachSubdir(fd int, parent, name string, f func(sub int, path string) error)
 // subdirNames returns the names of the subdirectories (not symlinks) of
 // the directory fd at path.
 func subdirNames(fd int, path string) ([]string, error) {
-	dup, err := unix.Openat(fd, ".", dirFlags, 0)
+	dup, err := openat(fd, ".", dirFlags)
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
@@ -272,6 +274,9 @@ func member(fd int, path string, m gitMember, out map[string]Entry) error {
 		p := filepath.Join(path, strings.Join(parts[:i+1], "/"))
 		var st unix.Stat_t
 		if err := fstatat(cur, name, &st); err != nil {
+			if vanished(err) && !errors.Is(err, unix.ENOENT) {
+				return errNoSplit // a component replaced meanwhile
+			}
 			if !errors.Is(err, unix.ENOENT) {
 				return &os.PathError{Op: "lstat", Path: p, Err: err}
 			}
