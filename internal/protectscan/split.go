@@ -73,11 +73,12 @@ func (w *walk) splitGitdirs() error {
 			continue
 		}
 		fd, _, ok, err := openBeneath(r, rel, path)
-		if err != nil || !ok {
-			if err == nil {
-				delete(w.found, path) // vanished: nothing to protect
-			}
+		if err != nil {
 			return err
+		}
+		if !ok {
+			delete(w.found, path) // vanished: nothing to protect
+			continue
 		}
 		out := map[string]Entry{}
 		err = splitAt(fd, path, repoMembers, out, 0)
@@ -154,7 +155,8 @@ func splitAt(fd int, path string, members []gitMember, out map[string]Entry, dep
 	return modules(fd, path, "modules", out, depth+1)
 }
 
-// modules splits each gitdir below the directory name of fd (at parent):
+// modules splits each gitdir below the directory name of fd (at parent; "."
+// for fd itself):
 // a directory shaped like a repository is split, another is searched
 // further, to maxModulesDepth; one at that depth is protected whole.
 func modules(fd int, parent, name string, out map[string]Entry, depth int) error {
@@ -168,16 +170,7 @@ func modules(fd int, parent, name string, out map[string]Entry, depth int) error
 				return err
 			}
 		}
-		names, err := subdirNames(sub, subPath)
-		if err != nil {
-			return err
-		}
-		for _, n := range names {
-			if err := modules(sub, subPath, n, out, depth+1); err != nil {
-				return err
-			}
-		}
-		return nil
+		return modules(sub, subPath, ".", out, depth+1) // its own subdirectories
 	})
 }
 
