@@ -75,7 +75,7 @@ func TestSplitGit(t *testing.T) {
 			name: "a symlinked hooks directory keeps the .git whole",
 			tree: append(repo("ws/other"), "ws/.git/HEAD=ref: refs/heads/main\n", "ws/.git/objects/", "ws/.git/refs/", "ws/.git/config=c\n", "ws/.git/hooks->../evil"),
 			want: map[string]want{
-				".git": {kind: "bound"},
+				".git":  {kind: "bound"},
 				"other": {kind: "split"}, "other/config": {kind: "bound"}, "other/hooks": {kind: "bound"},
 				"other/config.worktree": {kind: "missing"}, "other/commondir": {kind: "missing", placeholder: ".\n"},
 			},
