@@ -63,12 +63,14 @@ func (f *finder) search(ctx context.Context, roots []string, uid int) ([]sandbox
 	return entries, nil
 }
 
-// paths returns the paths of the entries that exist and are bound
-// read-only (neither a split git directory nor a missing member).
+// paths returns the paths IsolationLandlock makes read-only: every entry
+// that exists, a split git directory included (whole: with no reservation
+// for the missing members and no mount point keeping `.git` in place, that
+// isolation keeps the stricter rule of --vcs read-only).
 func paths(entries []sandboxpolicy.ProtectedEntry) []string {
 	out := make([]string, 0, len(entries))
 	for _, e := range entries {
-		if !e.Split && !e.Missing {
+		if !e.Missing {
 			out = append(out, e.Path)
 		}
 	}
