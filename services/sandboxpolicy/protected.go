@@ -51,8 +51,9 @@ type ProtectedEntry struct {
 	// tells a directory.
 	Missing bool
 	// Placeholder is what the file the runner reserves a member with (a
-	// Missing one, or one another command reserved) holds: "" but for a commondir, ".\n", which names the git
-	// directory itself, as its absence does (git refuses an empty one).
+	// Missing one, or one another command reserved) holds: "" but for a
+	// commondir, ".\n", which names the git directory itself, as its
+	// absence does (git refuses an empty one).
 	Placeholder string
 }
 
@@ -64,7 +65,11 @@ type ProtectedEntry struct {
 // is_git_directory: a HEAD file, and a commondir file or objects and refs
 // directories), and the gitdir a `.git` file names and its commondir, each
 // when it is a real directory inside one of roots (any of them: a `.git`
-// file in the workspace protects a gitdir in another writable root). In a
+// file in the workspace protects a gitdir in another writable root), and
+// harness's configuration file (Config.ConfigFile) when it lies in one of
+// roots. Under sandbox.VCSCommit a git directory shaped like a repository
+// is listed Split, followed by its read-only members (Missing for those a
+// command must not create). In a
 // temp root (TempRoots), shared with other users, only the entries of owner
 // (a uid) count. No symlink is followed and nothing that could block is
 // opened (internal/protectscan); unchanged directories are answered from
@@ -192,11 +197,6 @@ func (pr *Protection) Rule(target string) (string, error) {
 			return "", err
 		}
 		for _, e := range entries {
-			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
-				return "a git repository directory: " + e.Path, nil
-			}
-		}
-		for _, e := range entries {
 			if !e.Split || !dirfd.Beneath(e.Path, target) {
 				continue
 			}
@@ -207,6 +207,11 @@ func (pr *Protection) Rule(target string) (string, error) {
 			}
 			if rule, ok := sandbox.GitMember(parts); ok {
 				return rule + " of the git directory " + e.Path, nil
+			}
+		}
+		for _, e := range entries {
+			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
+				return "a git repository directory: " + e.Path, nil
 			}
 		}
 		return "", nil
