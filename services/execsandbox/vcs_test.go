@@ -7,11 +7,14 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
@@ -152,5 +155,29 @@ func TestVCSReadOnlyGit(t *testing.T) {
 	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+"echo b > b.txt && git add b.txt && git commit -qm second")
 	assert.NotEqual(t, 0, res.ExitCode)
 	assert.Contains(t, res.Stderr.Text, "Read-only file system")
+	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
+}
+
+// TestVCSLandlockIsolation (issue 23): --exec-isolation landlock reserves
+// nothing, so it keeps a repository's git directory wholly read-only under
+// --vcs commit: a commit, a new hook and renaming .git away are refused.
+func TestVCSLandlockIsolation(t *testing.T) {
+	if !subproc.MountNamespace() {
+		t.Skip("no mount namespace here: --exec-isolation landlock carves out no protected path")
+	}
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	ll, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, w.pol)
+	require.NoError(t, err)
+	before := protectedBytes(w.ws)
+	for _, c := range []string{
+		gitIdentity + "echo b > b.txt && git add b.txt && git commit -qm second",
+		"echo x > .git/hooks/pre-commit",
+		"mv .git g2 && mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+	} {
+		res, err := ll.Run(t.Context(), exec.Request{Command: c, Workdir: w.ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws)})
+		require.NoError(t, err)
+		assert.NotEqual(t, 0, res.ExitCode, "%s: %s", c, res.Stderr.Text)
+		assert.Equal(t, before, protectedBytes(w.ws), c)
+	}
 	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
 }
