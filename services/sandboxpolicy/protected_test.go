@@ -230,3 +230,34 @@ func TestBoundaryNamesWhatIsProtected(t *testing.T) {
 		".git/config.worktree": "missing", ".git/commondir": "missing",
 	}, got, "info/ and objects/info/ are missing, so nothing is reserved below them")
 }
+
+// TestConfigFileProtected (issue 23): harness's own configuration file is
+// protected where it lies in a writable root: the fence's rule names it and
+// the runner's list holds it; elsewhere it is nothing to either.
+func TestConfigFileProtected(t *testing.T) {
+	base := realTempDir(t)
+	fixture.Build(t, base, "ws/harness.yaml: mode: workspace-write\n", "ws/other.yaml: x\n", "out/harness.yaml: x\n")
+	ws := filepath.Join(base, "ws")
+	for _, c := range []struct {
+		file   string
+		listed bool
+	}{{file: filepath.Join(ws, "harness.yaml"), listed: true}, {file: filepath.Join(base, "out/harness.yaml")}} {
+		svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}, ConfigFile: c.file})
+		require.NoError(t, err)
+		entries, err := svc.ProtectedEntries(context.Background(), []string{ws}, os.Geteuid())
+		require.NoError(t, err)
+		var paths []string
+		for _, e := range entries {
+			paths = append(paths, e.Path)
+		}
+		if c.listed {
+			assert.Contains(t, paths, c.file)
+			assert.Equal(t, sandboxpolicy.BoundaryProtected+" (harness's configuration file)", svc.Boundary(svc.Default(), c.file))
+		} else {
+			assert.NotContains(t, paths, c.file)
+		}
+		assert.Empty(t, svc.Boundary(svc.Default(), filepath.Join(ws, "other.yaml")))
+	}
+	_, err := sandboxpolicy.New(sandboxpolicy.Config{ConfigFile: "rel.yaml"})
+	require.ErrorContains(t, err, "ConfigFile must be an absolute path")
+}
