@@ -69,6 +69,7 @@ func (w *walk) resolve(target string) (*openedRoot, int, bool, error) {
 		}
 		if ok {
 			w.found[target] = Entry{Path: target, Dev: st.Dev, Ino: st.Ino, Dir: true}
+			w.gitDirs[target] = true
 			return r, fd, true, nil
 		}
 	}

@@ -46,6 +46,21 @@ type Entry struct {
 	// Dir tells a directory; any other entry is a regular file, a FIFO, a
 	// socket or a device (a symlink is never an entry).
 	Dir bool
+	// Split marks a git directory shaped like a repository whose
+	// read-only members are listed as entries of their own
+	// (Options.SplitGit): the directory itself is protected (not to be
+	// removed, renamed or replaced), what it holds is not, but for those
+	// members.
+	Split bool
+	// Missing marks a read-only member of a split git directory that does
+	// not exist (Dev and Ino are 0): a command must not be able to create
+	// it. Dir tells what git would make there.
+	Missing bool
+	// Placeholder is what a member file's placeholder (made for it when
+	// Missing, or found made by another command) must hold to mean
+	// to git what its absence means: "" but for a commondir, ".\n" (the
+	// directory itself; git refuses an empty one).
+	Placeholder string
 }
 
 // Match reports whether rel, a clean slash-separated path relative to its
@@ -68,6 +83,14 @@ type Options struct {
 	// MaxDepth is how many directory levels below a root a scan reads; a
 	// deeper directory makes the scan fail. 0 means DefaultMaxDepth.
 	MaxDepth int
+	// SplitGit splits each git directory found that is shaped like a
+	// repository (a `.git` directory, a bare repository, a gitdir or
+	// commondir a `.git` file names) into its read-only members
+	// (sandbox.GitMember's list: config, config.worktree, hooks/,
+	// info/attributes, objects/info/alternates, commondir, gitdir,
+	// remotes/, branches/, and those of the gitdirs below worktrees/ and
+	// modules/), instead of listing it whole (Entry.Split, Entry.Missing).
+	SplitGit bool
 }
 
 // Scanner finds protected paths and caches the directories it read. It is
@@ -76,13 +99,14 @@ type Options struct {
 type Scanner struct {
 	maxEntries int
 	maxDepth   int
+	splitGit   bool
 	cache      *dirCache
 	seq        atomic.Uint64
 }
 
 // New returns a Scanner bounded by o, with an empty cache.
 func New(o Options) *Scanner {
-	s := &Scanner{maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, cache: newDirCache()}
+	s := &Scanner{maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit, cache: newDirCache()}
 	if s.maxEntries <= 0 {
 		s.maxEntries = DefaultMaxEntries
 	}
@@ -122,13 +146,14 @@ func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 		}
 	}
 	w := &walk{
-		s:      s,
-		ctx:    ctx,
-		match:  match,
-		seq:    s.seq.Add(1),
-		readAt: time.Now().UnixNano(),
-		buf:    make([]byte, direntBufBytes),
-		found:  map[string]Entry{},
+		s:       s,
+		ctx:     ctx,
+		match:   match,
+		seq:     s.seq.Add(1),
+		readAt:  time.Now().UnixNano(),
+		buf:     make([]byte, direntBufBytes),
+		found:   map[string]Entry{},
+		gitDirs: map[string]bool{},
 	}
 	defer w.close()
 	if err := w.run(roots); err != nil {

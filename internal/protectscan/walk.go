@@ -34,7 +34,8 @@ type walk struct {
 	entries int    // entries read from uncached directories
 	found   map[string]Entry
 	roots   []*openedRoot
-	gitdirs []string // clean absolute paths named by `.git` files
+	gitdirs []string        // clean absolute paths named by `.git` files
+	gitDirs map[string]bool // the git directories found, for the split
 }
 
 // close releases the roots' descriptors.
@@ -66,7 +67,13 @@ func (w *walk) run(roots []Root) error {
 			return err
 		}
 	}
-	return w.followGitdirs()
+	if err := w.followGitdirs(); err != nil {
+		return err
+	}
+	if !w.s.splitGit {
+		return nil
+	}
+	return w.splitGitdirs()
 }
 
 // openRoot opens the canonical directory path, refusing a symlink anywhere
@@ -113,6 +120,7 @@ func (w *walk) use(r *openedRoot, fd int, dev uint64, path, rel string, depth in
 		// A repository by its shape (a bare one, a gitdir kept apart):
 		// protected whole, as the file fence decides, and not searched.
 		w.found[path] = Entry{Path: path, Dev: dev, Ino: l.ino, Dir: true}
+		w.gitDirs[path] = true
 		return nil
 	}
 	for i := range l.protected {
@@ -347,6 +355,9 @@ func (w *walk) count(path string) error {
 func (w *walk) protect(r *openedRoot, dirfd int, path string, f *found) error {
 	p := filepath.Join(path, f.name)
 	w.found[p] = Entry{Path: p, Dev: f.dev, Ino: f.ino, Dir: f.typ == unix.DT_DIR}
+	if f.name == ".git" && f.typ == unix.DT_DIR {
+		w.gitDirs[p] = true
+	}
 	if f.name != ".git" || f.typ != unix.DT_REG {
 		return nil
 	}

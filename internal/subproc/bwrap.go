@@ -93,7 +93,7 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 	// So does every directory between a root and a root nested in it (a
 	// workspace under a temp area): renaming it would carry the nested
 	// root away from its path.
-	for _, a := range ancestors(c.Protected, roots) {
+	for _, a := range ancestors(c.Protected, c.Reserved, roots) {
 		args = append(args, "--bind-try", a, a)
 	}
 	// A protected path that vanished since it was found is skipped here
@@ -102,21 +102,28 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 		args = append(args, "--ro-bind-try", p.Path, p.Path)
 	}
 	for _, p := range c.Reserved {
-		args = append(args, "--perms", "0555", "--tmpfs", p, "--remount-ro", p)
+		if p.Dir {
+			args = append(args, "--perms", "0555", "--tmpfs", p.Path, "--remount-ro", p.Path)
+		} else {
+			args = append(args, "--ro-bind", p.Path, p.Path)
+		}
 	}
 	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD),
 		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
 }
 
-// ancestors returns the directories strictly between each protected path,
-// or each root nested in another root, and the deepest other root holding
-// it, parents first, leaving out any at or beneath a protected path (a
-// gitdir inside a protected .git).
-func ancestors(protected []Protected, roots []string) []string {
+// ancestors returns the directories strictly between each protected or
+// reserved path, or each root nested in another root, and the deepest other
+// root holding it, parents first, leaving out any at or beneath a protected
+// path (a gitdir inside a protected .git).
+func ancestors(protected []Protected, reserved []Reserved, roots []string) []string {
 	seen := map[string]bool{}
 	var out []string
-	held := make([]string, 0, len(protected)+len(roots))
+	held := make([]string, 0, len(protected)+len(reserved)+len(roots))
 	for _, p := range protected {
+		held = append(held, p.Path)
+	}
+	for _, p := range reserved {
 		held = append(held, p.Path)
 	}
 	held = append(held, roots...)
@@ -142,72 +149,167 @@ func ancestors(protected []Protected, roots []string) []string {
 	return out
 }
 
-// Reservation is one command's hold on a workspace root's reserved `.git`:
-// an empty directory, the mount point of the command's read-only tmpfs,
-// held with a shared flock for as long as the command runs, by every
-// command of every harness process that reserves it.
+// Reservation is one command's hold on a reserved path: a placeholder (an
+// empty directory of mode 0555, or an empty regular file of mode 0444) that
+// is the mount point of the command's read-only tmpfs (a directory) or
+// read-only bind (a file), held with a shared flock for as long as the
+// command runs, by every command of every harness process that reserves
+// it.
 type Reservation struct {
-	// Path is the reserved `.git`.
+	// Path is the reserved path.
 	Path string
-	fd   int
-	ino  uint64
+	// Dir tells a directory placeholder from a file one.
+	Dir     bool
+	content string // a file placeholder's
+	fd      int
+	ino     uint64
 }
 
-// ReserveGit reserves root's top-level `.git` for one command when it is
-// missing (it makes the empty directory) or an empty directory (another
+// Placeholder modes: a reserved path's empty directory or file has exactly
+// this mode, which tells it from an empty one of the user's.
+const (
+	placeholderDirMode  = 0o555
+	placeholderFileMode = 0o444
+)
+
+// ReserveGit is Reserve(root/.git, true): root's top-level `.git`.
+func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Join(root, ".git"), true) }
+
+// Reserve reserves path (clean, absolute; its parent must exist) for one
+// command when it is missing (it makes the placeholder: an empty directory
+// when dir, else an empty file) or is already a placeholder (another
 // command's reservation, or one left by a server that died), and returns
-// the reservation; nil without an error when a real `.git` is there, or
-// root cannot be written (so neither can the command). An error (contention
-// that did not settle, an unexpected failure) means the command must not
-// run: it fails closed. Take it before searching the protected paths, and
-// Release it once the command has ended.
-func ReserveGit(root string) (*Reservation, error) {
-	p := filepath.Join(root, ".git")
+// the reservation; nil without an error when something else is there
+// (protected by the search instead), or its parent is missing or cannot be
+// written (so neither can the command). An error (contention that did not
+// settle, an unexpected failure) means the command must not run: it fails
+// closed. Release it once the command has ended.
+func Reserve(path string, dir bool) (*Reservation, error) { return reserve(path, dir, "") }
+
+// ReserveFile is Reserve of a file whose placeholder holds content (at most
+// a few bytes: a `commondir` naming its own directory, "."), for a name
+// whose empty file would mean something else to its reader.
+func ReserveFile(path, content string) (*Reservation, error) { return reserve(path, false, content) }
+
+func reserve(path string, dir bool, content string) (*Reservation, error) {
 	for range 100 {
-		if err := unix.Mkdir(p, 0o755); err != nil && !errors.Is(err, unix.EEXIST) {
-			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) {
+		var pre unix.Stat_t
+		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, dir) {
+			return nil, nil // something real: not even opened
+		}
+		var err error
+		if dir {
+			err = unix.Mkdir(path, placeholderDirMode)
+		} else {
+			err = createPlaceholder(path, content)
+		}
+		created := err == nil
+		if err != nil && !errors.Is(err, unix.EEXIST) {
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) ||
+				errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil, nil
 			}
-			return nil, fmt.Errorf("reserving %s: %w", p, err)
+			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		fd, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+		if dir {
+			flags |= unix.O_DIRECTORY
+		}
+		fd, err := unix.Open(path, flags, 0)
 		if err != nil {
 			if errors.Is(err, unix.ENOENT) {
 				continue // removed by a release meanwhile: again
 			}
-			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
-				return nil, nil // a file, a symlink: something real
+			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
+				return nil, nil // something real
 			}
-			return nil, fmt.Errorf("reserving %s: %w", p, err)
+			return nil, fmt.Errorf("reserving %s: %w", path, err)
+		}
+		if created {
+			// Exactly the placeholder's mode, whatever the umask.
+			mode := uint32(placeholderFileMode)
+			if dir {
+				mode = placeholderDirMode
+			}
+			if err := unix.Fchmod(fd, mode); err != nil {
+				_ = unix.Close(fd)
+				return nil, fmt.Errorf("reserving %s: %w", path, err)
+			}
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
 			_ = unix.Close(fd)
-			return nil, fmt.Errorf("reserving %s: %w", p, err)
+			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		if !emptyDir(fd) {
+		if !placeholder(fd, &st, dir, content) {
 			_ = unix.Close(fd)
-			return nil, nil // a real repository: the search protects it
+			return nil, nil // a real one: the search protects it
 		}
 		if err := flockShared(fd); err != nil {
 			_ = unix.Close(fd)
-			return nil, fmt.Errorf("reserving %s: %w", p, err)
+			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		// Still the directory at p (a release may have removed it
+		// Still the placeholder at path (a release may have removed it
 		// between the open and the lock): else again.
 		var now unix.Stat_t
-		if unix.Lstat(p, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-			return &Reservation{Path: p, fd: fd, ino: st.Ino}, nil
+		if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
+			return &Reservation{Path: path, Dir: dir, content: content, fd: fd, ino: st.Ino}, nil
 		}
 		_ = unix.Close(fd)
 	}
-	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", p)
+	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
+}
+
+// createPlaceholder makes the file placeholder path holding content; an
+// existing entry is EEXIST.
+func createPlaceholder(path, content string) error {
+	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderFileMode)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	if content != "" {
+		if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
+			_ = unix.Unlink(path)
+			return fmt.Errorf("writing the placeholder: %w", cmp.Or(err, error(unix.EIO)))
+		}
+	}
+	return nil
+}
+
+// placeholder reports whether fd (stat st) is a reservation's placeholder:
+// an empty directory of mode 0555 (dir), or a regular file of mode 0444
+// holding exactly content.
+func placeholder(fd int, st *unix.Stat_t, dir bool, content string) bool {
+	if !placeholderMode(st, dir) {
+		return false
+	}
+	if dir {
+		return emptyDir(fd)
+	}
+	if st.Size != int64(len(content)) {
+		return false
+	}
+	if content == "" {
+		return true
+	}
+	buf := make([]byte, len(content))
+	n, err := unix.Pread(fd, buf, 0)
+	return err == nil && n == len(content) && string(buf) == content
+}
+
+// placeholderMode reports whether st has a placeholder's type and mode.
+func placeholderMode(st *unix.Stat_t, dir bool) bool {
+	if dir {
+		return st.Mode == unix.S_IFDIR|placeholderDirMode
+	}
+	return st.Mode == unix.S_IFREG|placeholderFileMode
 }
 
 // Release ends the hold; when no other command of any process holds the
-// reservation (an exclusive flock succeeds) and the directory is still
+// reservation (an exclusive flock succeeds) and the placeholder is still
 // the empty one reserved, it is removed. Removing it only then matters: a
-// directory removed while it is another command's mount point takes that
+// placeholder removed while it is another command's mount point takes that
 // command's mount with it.
 func (r *Reservation) Release() {
 	if r == nil {
@@ -218,8 +320,13 @@ func (r *Reservation) Release() {
 		return // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Lstat(r.Path, &now) == nil && now.Ino == r.ino && emptyDir(r.fd) {
+	if unix.Lstat(r.Path, &now) != nil || now.Ino != r.ino || !placeholder(r.fd, &now, r.Dir, r.content) {
+		return
+	}
+	if r.Dir {
 		_ = unix.Rmdir(r.Path)
+	} else {
+		_ = unix.Unlink(r.Path)
 	}
 }
 

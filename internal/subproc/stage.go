@@ -78,7 +78,7 @@ func stage(started func()) Status {
 // checkView verifies, inside the finished view, that every protected path
 // is still the file that was found (device and inode, without following a
 // final symlink) and lies on a read-only mount, and that every reserved
-// path is a read-only mount.
+// path is a read-only mount of its kind.
 func checkView(c *Confinement) error {
 	for _, p := range c.Protected {
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
@@ -88,7 +88,11 @@ func checkView(c *Confinement) error {
 		}
 	}
 	for _, p := range c.Reserved {
-		if err := checkReadOnly(p, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == unix.S_IFDIR }); err != nil {
+		want := uint32(unix.S_IFREG)
+		if p.Dir {
+			want = unix.S_IFDIR
+		}
+		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil {
 			return err
 		}
 	}

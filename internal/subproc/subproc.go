@@ -82,14 +82,24 @@ type Confinement struct {
 	// anything runs, that each path is still that file and is read-only
 	// there (fail closed).
 	Protected []Protected `json:"protected,omitempty"`
-	// Reserved are missing paths (the top-level `.git` of a workspace
-	// root) that the bubblewrap isolation masks with an empty read-only
-	// tmpfs, so the command cannot create them; the mount point bubblewrap
-	// makes on disk is removed after the command (see RunBwrap).
-	Reserved []string `json:"reserved,omitempty"`
+	// Reserved are paths missing when the command was prepared (the
+	// top-level `.git` and host-run files of a workspace root, a git
+	// directory's missing read-only members) whose placeholder Reserve
+	// made: the bubblewrap isolation masks a directory with an empty
+	// read-only tmpfs and binds a file read-only onto itself, so the
+	// command can neither create nor replace them; the placeholder is
+	// removed after the command (Reservation.Release).
+	Reserved []Reserved `json:"reserved,omitempty"`
 	// Limits are the resource caps the inner stage applies as rlimits
 	// (where no cgroup carries them).
 	Limits RLimits `json:"limits"`
+}
+
+// Reserved is one reserved path: Dir tells a directory placeholder from a
+// file one.
+type Reserved struct {
+	Path string `json:"path"`
+	Dir  bool   `json:"dir,omitempty"`
 }
 
 // Protected is one protected path and its identity (lstat) when found.

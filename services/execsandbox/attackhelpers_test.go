@@ -65,10 +65,17 @@ type world struct {
 // from run (exec.Config). It skips when the sandbox cannot run here.
 func newWorld(t *testing.T, o owner, run exec.Config, setup func(f fixture)) world {
 	t.Helper()
+	return newWorldWith(t, o, run, nil, setup)
+}
+
+// newWorldWith is newWorld whose policy configuration edit changes first
+// (nil: none).
+func newWorldWith(t *testing.T, o owner, run exec.Config, edit func(*sandboxpolicy.Config), setup func(f fixture)) world {
+	t.Helper()
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel")
 	}
-	f, pol := newFixture(t)
+	f, pol := newFixtureWith(t, edit)
 	r, err := execsandbox.New(execsandbox.Config{}, run, pol)
 	require.NoError(t, err)
 	tracker := session.NewTracker()

@@ -105,24 +105,31 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if policy.Mode == sandbox.WorkspaceWrite {
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		held, err := reservedIn(policy)
+		var held []*subproc.Reservation
 		defer func() {
 			for _, h := range held {
 				h.Release()
 			}
 		}()
+		held, err = reservedIn(policy, b.policy.Protected().HostRun(), held)
 		if err != nil {
 			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
-				"; the command was not run rather than run able to create the workspace's .git"}
-		}
-		for _, h := range held {
-			conf.Reserved = append(conf.Reserved, h.Path)
+				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred))
 		if err != nil {
 			return exec.Result{}, err
 		}
-		conf.Protected = slices.DeleteFunc(found, func(p subproc.Protected) bool { return slices.Contains(conf.Reserved, p.Path) })
+		// A git directory's missing read-only members, and those another
+		// command reserved (their placeholders), are reserved too.
+		if held, err = reserveMembers(found, held); err != nil {
+			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+				"; the command was not run rather than run able to create a git hook or config"}
+		}
+		for _, h := range held {
+			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir})
+		}
+		conf.Protected = bound(found, conf.Reserved)
 	}
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
 		return exec.Result{}, err
@@ -184,32 +191,84 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves the top-level `.git` of each workspace root of
-// policy that has none (subproc.ReserveGit; the caller releases them): not
-// of the temp roots, where a reserved `.git` would sit above every other
-// user's work.
-func reservedIn(policy sandbox.ExecutionPolicy) ([]*subproc.Reservation, error) {
-	var out []*subproc.Reservation
+// reservedIn reserves, in each workspace root of policy, the top-level
+// `.git` and each host-run file of hostRun that are missing
+// (subproc.Reserve; a multi-component one only when its parent exists),
+// appending to held, which the caller releases: not in the temp roots,
+// where a reserved path would sit above every other user's work. A host-run
+// file is reserved as a directory whatever it is (an empty directory is
+// invisible to git: `git add -A` does not record it).
+func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
 			continue
 		}
-		h, err := subproc.ReserveGit(filepath.Clean(r))
+		r = filepath.Clean(r)
+		h, err := subproc.ReserveGit(r)
 		if err != nil {
-			return out, err
+			return held, err
 		}
 		if h != nil {
-			out = append(out, h)
+			held = append(held, h)
+		}
+		for _, f := range hostRun {
+			if h, err = subproc.Reserve(filepath.Join(r, f.Name), true); err != nil {
+				return held, err
+			}
+			if h != nil {
+				held = append(held, h)
+			}
 		}
 	}
-	return out, nil
+	return held, nil
+}
+
+// reserveMembers reserves each missing read-only member of a split git
+// directory among found, and each found entry that is another command's
+// placeholder, appending to held.
+func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+	for _, e := range found {
+		if e.Split || slices.ContainsFunc(held, func(h *subproc.Reservation) bool { return h.Path == e.Path }) {
+			continue
+		}
+		var h *subproc.Reservation
+		var err error
+		if e.Dir {
+			h, err = subproc.Reserve(e.Path, true)
+		} else {
+			h, err = subproc.ReserveFile(e.Path, e.Placeholder)
+		}
+		if err != nil {
+			return held, err
+		}
+		if h != nil {
+			held = append(held, h)
+		}
+	}
+	return held, nil
+}
+
+// bound returns the entries of found bound read-only: neither a split git
+// directory (writable, bar its members) nor a member missing or reserved.
+func bound(found []sandboxpolicy.ProtectedEntry, reserved []subproc.Reserved) []subproc.Protected {
+	out := make([]subproc.Protected, 0, len(found))
+	for _, e := range found {
+		if e.Split || e.Missing || slices.ContainsFunc(reserved, func(r subproc.Reserved) bool { return r.Path == e.Path }) {
+			continue
+		}
+		out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino})
+	}
+	return out
 }
 
 // checkWorkdir refuses a workdir at or beneath a protected or reserved
 // path: a command must not start inside what it may not change.
 func checkWorkdir(workdir string, c *subproc.Confinement) error {
 	wd := sandboxpolicy.CanonicalPath(workdir)
-	paths := append([]string{}, c.Reserved...)
+	paths := make([]string, 0, len(c.Reserved)+len(c.Protected))
+	for _, p := range c.Reserved {
+		paths = append(paths, p.Path)
+	}
 	for _, p := range c.Protected {
 		paths = append(paths, p.Path)
 	}

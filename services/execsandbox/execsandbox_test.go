@@ -32,13 +32,24 @@ type fixture struct{ ws, cache, outside string }
 
 func newFixture(t *testing.T) (fixture, *sandboxpolicy.Service) {
 	t.Helper()
+	return newFixtureWith(t, nil)
+}
+
+// newFixtureWith is newFixture whose policy configuration edit changes
+// first (nil: none).
+func newFixtureWith(t *testing.T, edit func(*sandboxpolicy.Config)) (fixture, *sandboxpolicy.Service) {
+	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	f := fixture{filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "outside")}
 	for _, d := range []string{f.ws, f.cache, f.outside} {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, WritableRoots: []string{f.cache}})
+	cfg := sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, WritableRoots: []string{f.cache}}
+	if edit != nil {
+		edit(&cfg)
+	}
+	pol, err := sandboxpolicy.New(cfg)
 	require.NoError(t, err)
 	return f, pol
 }

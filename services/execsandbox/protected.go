@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sync/atomic"
 
-	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -34,7 +33,7 @@ func newFinder(policy *sandboxpolicy.Service) *finder {
 // uid owns counts, so nothing another user plants there changes how the
 // command runs. Errors: *exec.Error with CodeUnavailable naming where the
 // search stopped.
-func (f *finder) find(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
+func (f *finder) find(ctx context.Context, roots []string, uid int) ([]sandboxpolicy.ProtectedEntry, error) {
 	if w := f.warming.Load(); w != nil {
 		select {
 		case <-*w:
@@ -54,25 +53,26 @@ func (f *finder) warm(ctx context.Context, roots []string, uid int) {
 }
 
 // search is find without waiting for the warm-up.
-func (f *finder) search(ctx context.Context, roots []string, uid int) ([]subproc.Protected, error) {
+func (f *finder) search(ctx context.Context, roots []string, uid int) ([]sandboxpolicy.ProtectedEntry, error) {
 	entries, err := f.policy.ProtectedEntries(ctx, roots, uid)
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"%s; the command was not run rather than run with protected paths writable (under %s, .git, .hg, .jj, .svn, the repositories they name and --protect matches are read-only for commands)",
+			"%s; the command was not run rather than run with protected paths writable (under %s, version-control metadata, the repositories it names, host-run files and --protect matches are read-only for commands)",
 			err, sandbox.WorkspaceWrite)}
 	}
-	out := make([]subproc.Protected, 0, len(entries))
-	for _, e := range entries {
-		out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino})
-	}
-	return out, nil
+	return entries, nil
 }
 
-// paths returns the paths of entries.
-func paths(entries []subproc.Protected) []string {
-	out := make([]string, len(entries))
-	for i, e := range entries {
-		out[i] = e.Path
+// paths returns the paths IsolationLandlock makes read-only: every entry
+// that exists, a split git directory included (whole: with no reservation
+// for the missing members and no mount point keeping `.git` in place, that
+// isolation keeps the stricter rule of --vcs read-only).
+func paths(entries []sandboxpolicy.ProtectedEntry) []string {
+	out := make([]string, 0, len(entries))
+	for _, e := range entries {
+		if !e.Missing {
+			out = append(out, e.Path)
+		}
 	}
 	return out
 }

@@ -60,7 +60,7 @@ func (r *Runner) Isolation() Isolation {
 	}
 	iso.NotCovered = []string{
 		"reads: a command reads everything the user it runs as can",
-		"protected paths created while a command runs (other than a workspace root's top-level .git, which is reserved)",
+		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
 	}

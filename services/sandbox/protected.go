@@ -18,35 +18,120 @@ import (
 func MetadataNames() []string { return []string{".git", ".hg", ".jj", ".svn"} }
 
 // ProtectedPaths is the set of protected paths inside every writable root:
-// version-control metadata (MetadataNames) and the patterns the deployment
+// version-control metadata (MetadataNames, split by VCS), the host-run
+// files (HostRunFiles, less --unprotect) and the patterns the deployment
 // adds (--protect), gitignore-style, relative to the root. The zero value
-// protects the metadata only. It is data plus predicates: deciding where a
-// mutation actually lands is the enforcing backend's; finding the
-// repositories that exist (a directory shaped like one, the gitdir a `.git`
-// file names) is the policy service's (sandboxpolicy.Service.ProtectedAt
-// and ProtectedEntries), which both tool families ask.
+// protects the metadata only, wholly (VCSReadOnly), with no host-run
+// files. It is data plus predicates: deciding where a mutation actually
+// lands is the enforcing backend's; finding the repositories that exist (a
+// directory shaped like one, the gitdir a `.git` file names) is the policy
+// service's (sandboxpolicy.Service.ProtectedAt and ProtectedEntries), which
+// both tool families ask.
 type ProtectedPaths struct {
-	patterns []string
+	vcs      VCS
+	files    []string  // absolute paths protected exactly
+	hostRun  []HostRun // the host-run files in force
+	patterns []string  // the host-run files' patterns, then the deployment's
 	parsed   []gitignore.Pattern
 }
 
-// NewProtectedPaths returns the protected paths with patterns added to the
-// metadata. A pattern is a gitignore pattern (`*.pem`, `secrets/`,
-// `/deploy/**`, `!keep.txt` to exempt a name an earlier pattern protects)
-// matched against the path relative to the workspace root; matching a
-// directory protects everything beneath it. Errors: an empty or blank
-// pattern, a comment (a leading #), a NUL byte, or a malformed glob; the
-// error names the pattern.
-func NewProtectedPaths(patterns []string) (ProtectedPaths, error) {
-	parsed := make([]gitignore.Pattern, 0, len(patterns))
-	for _, p := range patterns {
-		if err := checkPattern(p); err != nil {
-			return ProtectedPaths{}, fmt.Errorf("protected path pattern %q: %w", p, err)
-		}
-		parsed = append(parsed, gitignore.ParsePattern(p, nil))
-	}
-	return ProtectedPaths{patterns: slices.Clone(patterns), parsed: parsed}, nil
+// ProtectOptions configure NewProtectedPaths.
+type ProtectOptions struct {
+	// Patterns are gitignore patterns added to the defaults (--protect).
+	Patterns []string
+	// Unprotect are names of HostRunFiles left out (--unprotect), each
+	// with or without a trailing slash.
+	Unprotect []string
+	// VCS is how version-control metadata is protected; "" means
+	// VCSCommit.
+	VCS VCS
+	// ConfigFile is the absolute, canonical path of harness's own
+	// configuration file ("" for none), protected where it lies inside a
+	// writable root.
+	ConfigFile string
 }
+
+// NewProtectedPaths returns the protected paths of o: the metadata, the
+// host-run files but those o.Unprotect names, and o.Patterns. A pattern is
+// a gitignore pattern (`*.pem`, `secrets/`, `/deploy/**`, `!keep.txt` to
+// exempt a name an earlier pattern protects) matched against the path
+// relative to the workspace root; matching a directory protects everything
+// beneath it. Errors: an empty or blank pattern, a comment (a leading #), a
+// NUL byte, or a malformed glob (the error names the pattern); an
+// Unprotect name that is no host-run file (the error lists them); an
+// unknown VCS.
+func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
+	vcs := o.VCS
+	if vcs == "" {
+		vcs = VCSCommit
+	}
+	if !vcs.Valid() {
+		return ProtectedPaths{}, fmt.Errorf("unknown vcs setting %q: allowed values are %s, %s", string(vcs), VCSCommit, VCSReadOnly)
+	}
+	hostRun, err := hostRunLess(o.Unprotect)
+	if err != nil {
+		return ProtectedPaths{}, err
+	}
+	p := ProtectedPaths{vcs: vcs, hostRun: hostRun}
+	if o.ConfigFile != "" {
+		if !filepath.IsAbs(o.ConfigFile) {
+			return ProtectedPaths{}, fmt.Errorf("the configuration file %q is not an absolute path", o.ConfigFile)
+		}
+		p.files = []string{filepath.Clean(o.ConfigFile)}
+	}
+	for _, h := range hostRun {
+		p.patterns = append(p.patterns, h.pattern())
+		p.parsed = append(p.parsed, gitignore.ParsePattern(h.pattern(), nil))
+	}
+	for _, pat := range o.Patterns {
+		if err := checkPattern(pat); err != nil {
+			return ProtectedPaths{}, fmt.Errorf("protected path pattern %q: %w", pat, err)
+		}
+		p.patterns = append(p.patterns, pat)
+		p.parsed = append(p.parsed, gitignore.ParsePattern(pat, nil))
+	}
+	return p, nil
+}
+
+// hostRunLess returns HostRunFiles without those unprotect names, or an
+// error naming one that is none of them.
+func hostRunLess(unprotect []string) ([]HostRun, error) {
+	all := HostRunFiles()
+	drop := map[string]bool{}
+	for _, u := range unprotect {
+		name := strings.TrimSuffix(strings.TrimPrefix(strings.TrimSpace(u), "/"), "/")
+		if !slices.ContainsFunc(all, func(h HostRun) bool { return h.Name == name }) {
+			names := make([]string, len(all))
+			for i, h := range all {
+				names[i] = h.Name
+			}
+			return nil, fmt.Errorf("--unprotect %q names no default protected path; the defaults are %s", u, strings.Join(names, ", "))
+		}
+		drop[name] = true
+	}
+	return slices.DeleteFunc(all, func(h HostRun) bool { return drop[h.Name] }), nil
+}
+
+// VCS returns how version-control metadata is protected.
+func (p ProtectedPaths) VCS() VCS {
+	if p.vcs == "" {
+		return VCSReadOnly
+	}
+	return p.vcs
+}
+
+// ConfigFile reports whether path (clean, absolute) is harness's own
+// configuration file, protected exactly where it lies inside a writable
+// root.
+func (p ProtectedPaths) ConfigFile(path string) bool { return slices.Contains(p.files, path) }
+
+// Files returns the absolute paths protected exactly (harness's
+// configuration file).
+func (p ProtectedPaths) Files() []string { return slices.Clone(p.files) }
+
+// HostRun returns the host-run files in force (HostRunFiles less
+// --unprotect; none for the zero value).
+func (p ProtectedPaths) HostRun() []HostRun { return slices.Clone(p.hostRun) }
 
 // checkPattern refuses what is not a usable gitignore pattern.
 func checkPattern(p string) error {
@@ -67,32 +152,64 @@ func checkPattern(p string) error {
 }
 
 // Describe returns the protected paths as `harness policy` lists them: the
-// metadata names, then each pattern.
+// metadata names (with the git members kept read-only under VCSCommit),
+// the host-run files, then each --protect pattern.
 func (p ProtectedPaths) Describe() []string {
 	out := make([]string, 0, 4+len(p.patterns))
 	for _, n := range MetadataNames() {
+		if n == ".git" && p.VCS() == VCSReadOnly {
+			out = append(out, ".git (at any depth, wholly: --vcs read-only)")
+			continue
+		}
+		if n == ".git" {
+			out = append(out, ".git (at any depth, and every git directory: config, config.worktree, hooks/, info/attributes, "+
+				"objects/info/alternates, commondir, gitdir, remotes/, branches/, the same in worktrees/* and modules/*; the rest writable: --vcs commit)")
+			continue
+		}
 		out = append(out, n+" (at any depth)")
 	}
-	for _, pat := range p.patterns {
+	for _, h := range p.hostRun {
+		name := h.Name
+		if h.Dir {
+			name += "/"
+		}
+		out = append(out, name+" (host-run file, at any depth; --unprotect "+h.Name+" to allow)")
+	}
+	for _, pat := range p.patterns[len(p.hostRun):] {
 		out = append(out, pat+" (--protect)")
+	}
+	for _, f := range p.files {
+		out = append(out, f+" (harness's configuration file)")
 	}
 	return out
 }
 
 // Protected reports whether the entry at rel, a clean slash-separated path
 // relative to a writable root ("" or "." is the root itself), is a protected
-// path or lies beneath one, and names the rule: the metadata name met, or
-// the pattern. isDir says whether the entry itself is a directory (for
-// patterns ending in a slash). The root itself is never protected.
+// path or lies beneath one, and names the rule: the metadata name met (under
+// VCSCommit, for `.git`, GitMember's rule for the path below it), the
+// host-run file ("host-run file .mcp.json") or the pattern. isDir says
+// whether the entry itself is a directory (for patterns ending in a slash).
+// The root itself is never protected.
 func (p ProtectedPaths) Protected(rel string, isDir bool) (rule string, ok bool) {
 	if rel == "" || rel == "." {
 		return "", false
 	}
 	parts := strings.Split(rel, "/")
-	for _, part := range parts {
-		if slices.Contains(MetadataNames(), part) {
+	for i, part := range parts {
+		if !slices.Contains(MetadataNames(), part) {
+			continue
+		}
+		if part != ".git" || p.VCS() != VCSCommit {
 			return part, true
 		}
+		if rule, ok := GitMember(parts[i+1:]); ok {
+			if i+1 == len(parts) {
+				return ".git", true
+			}
+			return rule + " in .git", true
+		}
+		break // a writable member of a .git: only the patterns below can protect it
 	}
 	// Check each ancestor first, so a pattern matching a directory protects
 	// what is beneath it even when an exemption matches the entry (as git
@@ -107,8 +224,10 @@ func (p ProtectedPaths) Protected(rel string, isDir bool) (rule string, ok bool)
 
 // ProtectedEntry reports whether the entry at rel is protected when none of
 // its ancestors is: what a walk that never enters a protected directory
-// asks of each entry it meets. It decides as Protected does, and allocates
-// only when there are patterns to match.
+// asks of each entry it meets. A `.git` is such an entry under either VCS
+// setting (the policy service splits a repository's members under
+// VCSCommit); otherwise it decides as Protected does, and allocates only
+// when there are patterns to match.
 func (p ProtectedPaths) ProtectedEntry(rel string, isDir bool) bool {
 	if rel == "" || rel == "." {
 		return false
@@ -123,12 +242,15 @@ func (p ProtectedPaths) ProtectedEntry(rel string, isDir bool) bool {
 	return ok
 }
 
-// match returns the pattern that decides path, the last one that matches
-// it, when that pattern protects rather than exempts.
+// match returns the rule that decides path, from the last pattern that
+// matches it, when that pattern protects rather than exempts.
 func (p ProtectedPaths) match(path []string, isDir bool) (string, bool) {
 	for i := len(p.parsed) - 1; i >= 0; i-- {
 		switch p.parsed[i].Match(path, isDir) {
 		case gitignore.Exclude:
+			if i < len(p.hostRun) {
+				return "host-run file " + p.hostRun[i].Name, true
+			}
 			return p.patterns[i], true
 		case gitignore.Include:
 			return "", false

@@ -10,7 +10,7 @@ import (
 )
 
 func TestProtectedPaths(t *testing.T) {
-	p, err := sandbox.NewProtectedPaths([]string{"*.pem", "secrets/", "/deploy/**", "!public.pem"})
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: []string{"*.pem", "secrets/", "/deploy/**", "!public.pem"}, VCS: sandbox.VCSReadOnly})
 	require.NoError(t, err)
 	tests := []struct {
 		name  string
@@ -51,17 +51,18 @@ func TestProtectedPaths(t *testing.T) {
 		_, ok = zero.Protected("key.pem", false)
 		assert.False(t, ok)
 	})
-	t.Run("Describe lists the metadata, then the patterns", func(t *testing.T) {
-		assert.Equal(t, []string{
-			".git (at any depth)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)",
-			"*.pem (--protect)", "secrets/ (--protect)", "/deploy/** (--protect)", "!public.pem (--protect)",
-		}, p.Describe())
+	t.Run("Describe lists the metadata, the host-run files, then the patterns", func(t *testing.T) {
+		d := p.Describe()
+		assert.Equal(t, []string{".git (at any depth, wholly: --vcs read-only)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)"}, d[:4])
+		assert.Len(t, d, 4+len(sandbox.HostRunFiles())+4)
+		assert.Equal(t, ".vscode/ (host-run file, at any depth; --unprotect .vscode to allow)", d[4+6])
+		assert.Equal(t, []string{"*.pem (--protect)", "secrets/ (--protect)", "/deploy/** (--protect)", "!public.pem (--protect)"}, d[len(d)-4:])
 	})
 }
 
 func TestNewProtectedPathsRefuses(t *testing.T) {
 	for _, bad := range []string{"", "  ", "#comment", "a\x00b", "[unclosed"} {
-		_, err := sandbox.NewProtectedPaths([]string{"ok", bad})
+		_, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: []string{"ok", bad}, VCS: sandbox.VCSReadOnly})
 		require.Error(t, err, "%q", bad)
 		assert.Contains(t, err.Error(), "protected path pattern")
 	}
@@ -70,7 +71,7 @@ func TestNewProtectedPathsRefuses(t *testing.T) {
 // TestProtectedEntryAgreesWithProtected: for an entry whose ancestors are
 // not protected, ProtectedEntry answers what Protected does.
 func TestProtectedEntryAgreesWithProtected(t *testing.T) {
-	p, err := sandbox.NewProtectedPaths([]string{"*.pem", "secrets/", "!keep.pem", "/deploy/**"})
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: []string{"*.pem", "secrets/", "!keep.pem", "/deploy/**"}, VCS: sandbox.VCSReadOnly})
 	require.NoError(t, err)
 	for _, c := range []struct {
 		rel   string
@@ -95,7 +96,7 @@ func TestProtectedEntryAgreesWithProtected(t *testing.T) {
 		_, want := p.Protected(c.rel, c.isDir)
 		assert.Equal(t, want, p.ProtectedEntry(c.rel, c.isDir), "%q dir=%v", c.rel, c.isDir)
 	}
-	none, err := sandbox.NewProtectedPaths(nil)
+	none, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{VCS: sandbox.VCSReadOnly})
 	require.NoError(t, err)
 	assert.True(t, none.ProtectedEntry("a/.git", true))
 	assert.False(t, none.ProtectedEntry("a/b", true))

@@ -36,6 +36,16 @@ type Config struct {
 	// protected path as a boundary of its own, so an escalation for one
 	// asks the approver (deliberate difference 11).
 	Protect []string `yaml:"protect" json:"protect"`
+	// Unprotect are names of default host-run files
+	// (sandbox.HostRunFiles) left writable (--unprotect); a name that is
+	// none of them is an error of New.
+	Unprotect []string `yaml:"unprotect" json:"unprotect"`
+	// VCS is how version-control metadata is protected under
+	// workspace-write (--vcs); "" means sandbox.VCSCommit.
+	VCS sandbox.VCS `yaml:"vcs" json:"vcs"`
+	// ConfigFile is harness's own configuration file ("" for none), made
+	// read-only where it lies inside a writable root; it is canonicalized.
+	ConfigFile string `yaml:"configFile" json:"configFile"`
 }
 
 // defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()
@@ -79,6 +89,12 @@ func (cfg Config) validate() (Config, error) {
 		cfg.WorkspaceRoot = ""
 	case cfg.Mode == sandbox.WorkspaceWrite:
 		return cfg, fmt.Errorf("sandboxpolicy: WorkspaceRoot %q resolves to \"/\", which would let workspace-write write anywhere; use mode %s for that", given, sandbox.DangerFullAccess)
+	}
+	if cfg.ConfigFile != "" {
+		if !filepath.IsAbs(cfg.ConfigFile) {
+			return cfg, fmt.Errorf("sandboxpolicy: ConfigFile must be an absolute path, got %q", cfg.ConfigFile)
+		}
+		cfg.ConfigFile = filepath.Clean(CanonicalPath(cfg.ConfigFile))
 	}
 	if cfg.TempRoots == nil {
 		cfg.TempRoots = defaultTempRoots()

@@ -108,11 +108,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	protect, err := sandbox.NewProtectedPaths(cfg.Protect)
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS, ConfigFile: cfg.ConfigFile})
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}
-	return &Service{cfg: cfg, protect: protect, scanner: protectscan.New(protectscan.Options{})}, nil
+	return &Service{cfg: cfg, protect: protect, scanner: protectscan.New(protectscan.Options{SplitGit: protect.VCS() == sandbox.VCSCommit})}, nil
 }
 
 // Default returns the policy of a call with no session: the deployment

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -34,8 +36,25 @@ type ProtectedEntry struct {
 	// Dev and Ino are the entry's identity when the search found it
 	// (lstat), so an enforcer can check it covers exactly it.
 	Dev, Ino uint64
-	// Dir tells a directory (protected with everything beneath it).
+	// Dir tells a directory (protected with everything beneath it, unless
+	// Split).
 	Dir bool
+	// Split marks a git directory shaped like a repository under
+	// sandbox.VCSCommit: the directory itself is protected (not to be
+	// removed, renamed or replaced) but what it holds is writable, except
+	// its read-only members (sandbox.GitMember), listed as entries of
+	// their own.
+	Split bool
+	// Missing marks a read-only member of a split git directory that does
+	// not exist (config.worktree, hooks/, info/attributes, ...; Dev and Ino
+	// are 0): the runner reserves it so a command cannot create it. Dir
+	// tells a directory.
+	Missing bool
+	// Placeholder is what the file the runner reserves a member with (a
+	// Missing one, or one another command reserved) holds: "" but for a
+	// commondir, ".\n", which names the git directory itself, as its
+	// absence does (git refuses an empty one).
+	Placeholder string
 }
 
 // ProtectedEntries returns the protected entries that exist inside roots
@@ -46,7 +65,11 @@ type ProtectedEntry struct {
 // is_git_directory: a HEAD file, and a commondir file or objects and refs
 // directories), and the gitdir a `.git` file names and its commondir, each
 // when it is a real directory inside one of roots (any of them: a `.git`
-// file in the workspace protects a gitdir in another writable root). In a
+// file in the workspace protects a gitdir in another writable root), and
+// harness's configuration file (Config.ConfigFile) when it lies in one of
+// roots. Under sandbox.VCSCommit a git directory shaped like a repository
+// is listed Split, followed by its read-only members (Missing for those a
+// command must not create). In a
 // temp root (TempRoots), shared with other users, only the entries of owner
 // (a uid) count. No symlink is followed and nothing that could block is
 // opened (internal/protectscan); unchanged directories are answered from
@@ -71,11 +94,43 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 		}
 		return nil, err
 	}
-	out := make([]ProtectedEntry, len(entries))
-	for i, e := range entries {
-		out[i] = ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir}
+	out := make([]ProtectedEntry, 0, len(entries)+1)
+	for _, e := range entries {
+		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder})
 	}
+	for _, f := range s.protect.Files() {
+		if e, ok := configEntry(f, scan); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
+			out = append(out, e)
+		}
+	}
+	slices.SortFunc(out, func(a, b ProtectedEntry) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// configEntry returns the entry of the configuration file f when it is a
+// regular file inside one of roots (of the root's Owner, in a Shared root),
+// none of whose components is a symlink.
+func configEntry(f string, roots []protectscan.Root) (ProtectedEntry, bool) {
+	for _, r := range roots {
+		if !dirfd.Beneath(r.Path, f) || f == r.Path {
+			continue
+		}
+		fd, err := unix.Openat2(unix.AT_FDCWD, f, &unix.OpenHow{
+			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
+			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+		})
+		if err != nil {
+			return ProtectedEntry{}, false
+		}
+		var st unix.Stat_t
+		err = unix.Fstat(fd, &st)
+		_ = unix.Close(fd)
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && int(st.Uid) != r.Owner) {
+			return ProtectedEntry{}, false
+		}
+		return ProtectedEntry{Path: f, Dev: st.Dev, Ino: st.Ino}, true
+	}
+	return ProtectedEntry{}, false
 }
 
 // Protection is the protected-path rule of one mutation under one policy:
@@ -110,13 +165,17 @@ func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Pr
 // It is the one rule the file fence (fssandbox) and the command runner
 // (execsandbox, through ProtectedEntries) share:
 //   - by name and pattern (sandbox.ProtectedPaths.Protected, relative to the
-//     writable root target lies beneath): `.git`, `.hg`, `.jj`, `.svn` at
-//     any depth and --protect matches, existing or not, so a match created
-//     after the start is protected too;
+//     writable root target lies beneath): `.git` (under sandbox.VCSCommit
+//     only its read-only members, sandbox.GitMember), `.hg`, `.jj`, `.svn`
+//     at any depth, the host-run files and --protect matches, existing or
+//     not, so a match created after the start is protected too;
 //   - by what exists (ProtectedEntries over every writable root of the
-//     policy, searched once per Protection): target lies in a directory
-//     shaped like a git repository, or in a gitdir or commondir that a
-//     `.git` file names, the file in any writable root of the policy.
+//     policy, searched once per Protection): target is or lies in a
+//     protected entry: a directory shaped like a git repository, or a
+//     gitdir or commondir that a `.git` file names, the file in any
+//     writable root of the policy; for a git directory split under
+//     sandbox.VCSCommit, target is the directory itself or one of its
+//     read-only members (sandbox.GitMember, relative to it).
 //
 // Only workspace-write has protected paths. In a temp root only the entries
 // of the process's effective uid count. Errors: the search's (see
@@ -125,6 +184,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 	for _, root := range pr.roots {
 		if !dirfd.Beneath(root, target) {
 			continue
+		}
+		if pr.s.protect.ConfigFile(target) {
+			return "harness's configuration file", nil
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {
@@ -135,7 +197,20 @@ func (pr *Protection) Rule(target string) (string, error) {
 			return "", err
 		}
 		for _, e := range entries {
-			if e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target)) {
+			if !e.Split || !dirfd.Beneath(e.Path, target) {
+				continue
+			}
+			member := strings.TrimPrefix(strings.TrimPrefix(target, e.Path), "/")
+			var parts []string
+			if member != "" {
+				parts = strings.Split(member, "/")
+			}
+			if rule, ok := sandbox.GitMember(parts); ok {
+				return rule + " of the git directory " + e.Path, nil
+			}
+		}
+		for _, e := range entries {
+			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
 				return "a git repository directory: " + e.Path, nil
 			}
 		}

@@ -188,3 +188,76 @@ func TestProtectionSearchesOnce(t *testing.T) {
 	require.NoError(t, err)
 	assert.Contains(t, rule, "late.git")
 }
+
+// TestBoundaryNamesWhatIsProtected (issue 23): the approval prompt's
+// boundary says what a protected path is: git hooks, git config, a host-run
+// file by name; history files of a repository are not protected under
+// --vcs commit.
+func TestBoundaryNamesWhatIsProtected(t *testing.T) {
+	base := realTempDir(t)
+	fixture.Build(t, base, "ws/.git/HEAD: ref: refs/heads/main\n", "ws/.git/objects/", "ws/.git/refs/heads/", "ws/.git/config: c\n", "ws/.git/hooks/")
+	ws := filepath.Join(base, "ws")
+	svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
+	require.NoError(t, err)
+	pol := svc.Default()
+	for rel, want := range map[string]string{
+		".git/hooks/post-commit": "(git hooks in .git)",
+		".git/config":            "(git config in .git)",
+		".mcp.json":              "(host-run file .mcp.json)",
+		".vscode/tasks.json":     "(host-run file .vscode)",
+		"a/.envrc":               "(host-run file .envrc)",
+	} {
+		assert.Equal(t, sandboxpolicy.BoundaryProtected+" "+want, svc.Boundary(pol, filepath.Join(ws, rel)), rel)
+	}
+	for _, rel := range []string{".git/index", ".git/refs/heads/x", ".git/objects/ab/cd", "src/main.go"} {
+		assert.Empty(t, svc.Boundary(pol, filepath.Join(ws, rel)), rel)
+	}
+	entries, err := svc.ProtectedEntries(context.Background(), []string{ws}, os.Geteuid())
+	require.NoError(t, err)
+	got := map[string]string{}
+	for _, e := range entries {
+		kind := "bound"
+		switch {
+		case e.Split:
+			kind = "split"
+		case e.Missing:
+			kind = "missing"
+		}
+		got[strings.TrimPrefix(e.Path, ws+"/")] = kind
+	}
+	assert.Equal(t, map[string]string{
+		".git": "split", ".git/config": "bound", ".git/hooks": "bound",
+		".git/config.worktree": "missing", ".git/commondir": "missing",
+	}, got, "info/ and objects/info/ are missing, so nothing is reserved below them")
+}
+
+// TestConfigFileProtected (issue 23): harness's own configuration file is
+// protected where it lies in a writable root: the fence's rule names it and
+// the runner's list holds it; elsewhere it is nothing to either.
+func TestConfigFileProtected(t *testing.T) {
+	base := realTempDir(t)
+	fixture.Build(t, base, "ws/harness.yaml: mode: workspace-write\n", "ws/other.yaml: x\n", "out/harness.yaml: x\n")
+	ws := filepath.Join(base, "ws")
+	for _, c := range []struct {
+		file   string
+		listed bool
+	}{{file: filepath.Join(ws, "harness.yaml"), listed: true}, {file: filepath.Join(base, "out/harness.yaml")}} {
+		svc, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}, ConfigFile: c.file})
+		require.NoError(t, err)
+		entries, err := svc.ProtectedEntries(context.Background(), []string{ws}, os.Geteuid())
+		require.NoError(t, err)
+		var paths []string
+		for _, e := range entries {
+			paths = append(paths, e.Path)
+		}
+		if c.listed {
+			assert.Contains(t, paths, c.file)
+			assert.Equal(t, sandboxpolicy.BoundaryProtected+" (harness's configuration file)", svc.Boundary(svc.Default(), c.file))
+		} else {
+			assert.NotContains(t, paths, c.file)
+		}
+		assert.Empty(t, svc.Boundary(svc.Default(), filepath.Join(ws, "other.yaml")))
+	}
+	_, err := sandboxpolicy.New(sandboxpolicy.Config{ConfigFile: "rel.yaml"})
+	require.ErrorContains(t, err, "ConfigFile must be an absolute path")
+}

@@ -773,7 +773,8 @@ func TestRun(t *testing.T) {
 				assert.Contains(t, rep.Layers[0], "policy check")
 				assert.Contains(t, rep.Layers[1], "confined handle")
 				assert.Contains(t, rep.Layers[2], "landlock: ")
-				assert.Contains(t, rep.ProtectedPaths, ".git (at any depth)")
+				assert.Contains(t, rep.ProtectedPaths[0], ".git (at any depth, and every git directory: config, config.worktree, hooks/")
+				assert.Contains(t, rep.ProtectedPaths, ".mcp.json (host-run file, at any depth; --unprotect .mcp.json to allow)")
 				rep.Layers, rep.ProtectedPaths = nil, nil
 				require.NotNil(t, rep.Exec)
 				require.NotNil(t, rep.Exec.Isolation)
@@ -800,7 +801,8 @@ func TestRun(t *testing.T) {
 				return ws(l, "policy", "--mode", "workspace-write", "--landlock", "off", "--protect", "*.pem", "--temp-root", l.tmp)
 			},
 			stdout: func(t *testing.T, _ layout, out string) {
-				assert.Contains(t, out, "  .git (at any depth)\n")
+				assert.Contains(t, out, "  .git (at any depth, and every git directory: ")
+				assert.Contains(t, out, "  .vscode/ (host-run file, at any depth; --unprotect .vscode to allow)\n")
 				assert.Contains(t, out, "  *.pem (--protect)\n")
 				assert.Contains(t, out, "landlock: turned off by configuration")
 				assert.Contains(t, out, "fallback: publication by exchange")
@@ -853,7 +855,7 @@ func TestRun(t *testing.T) {
 			},
 		},
 		{
-			name: "policy from a YAML --config", code: cli.ExitOK, golden: "policy_workspace_write",
+			name: "policy from a YAML --config", code: cli.ExitOK, golden: "policy_workspace_write_config",
 			args: func(l layout) []string {
 				p := filepath.Join(l.base, "harness.yaml")
 				yaml := "mode: workspace-write\nworkspace: " + l.ws + "\ntemp-root:\n  - " + l.tmp + "\n  - " + filepath.Join(l.base, "tmp2") + "\n"

@@ -85,7 +85,10 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			zl.UseErrorLevel(TraceLevel)
 			return zl
 		}),
-		fx.Supply(sandboxpolicy.Config{Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable, Protect: cfg.Protect}),
+		fx.Supply(sandboxpolicy.Config{
+			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
+			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
+		}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),
 		fx.Supply(toolfs.Config{

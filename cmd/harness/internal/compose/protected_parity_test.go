@@ -35,7 +35,8 @@ import (
 //   - a repository whose `.git` lies 14 directories below the workspace;
 //   - a second linked worktree ws/wt2 whose gitdir ws/gd lies at the top of
 //     the workspace, a directory without subdirectories;
-//   - plain files, one (src.txt) the source of every move.
+//   - plain files, one (src.txt) the source of every move, and a host-run
+//     file below the top (ws/sub/.envrc).
 //
 // Every protected file holds "old\n"; a mutation that lands leaves "x\n"
 // there (write, edit, move), nothing (delete) or a directory (mkdir).
@@ -52,7 +53,7 @@ var protectedLayout = []string{
 	"ws/bld/.git: gitdir: ../../extra/bld.git\n", "extra/bld.git/config: old\n", "extra/bld.git/hooks/",
 	deep + "/.git/config: old\n", deep + "/.git/hooks/",
 	"ws/gd/HEAD: ref: refs/heads/wt2\n", "ws/gd/commondir: ../common\n", "ws/wt2/.git: gitdir: ../gd\n",
-	"temp/", "extra/plain.txt: old\n",
+	"temp/", "extra/plain.txt: old\n", "ws/sub/.envrc: old\n",
 }
 
 // deep is a directory 13 levels below the workspace: its `.git` is at depth
@@ -98,6 +99,10 @@ var protectedTable = []protectedRow{
 	{name: "a .git at depth 14", target: deep + "/.git/config", lands: onlyFull},
 	{name: "a new hook in a .git at depth 14", target: deep + "/.git/hooks/pre-commit", fresh: true, lands: onlyFull},
 	{name: "a --protect match created after start", target: "ws/late.pem", lateFile: "ws/late.pem", lands: onlyFull},
+	{name: "a new ref in a bare repository (--vcs commit)", target: "ws/proj.git/refs/heads/topic", fresh: true, lands: notRO},
+	{name: "a new config.worktree in a bare repository", target: "ws/proj.git/config.worktree", fresh: true, lands: onlyFull},
+	{name: "a new host-run file at the top of the workspace", target: "ws/.mcp.json", fresh: true, lands: onlyFull},
+	{name: "an existing host-run file below the top", target: "ws/sub/.envrc", lands: onlyFull},
 	{
 		name: "a --protect match the call creates", target: "ws/new.pem", fresh: true, lands: onlyFull,
 		differs: map[sandbox.Mode]string{ww: newProtectedMatchDiff},

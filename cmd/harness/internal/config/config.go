@@ -79,6 +79,16 @@ type Config struct {
 	// root, of protected paths under workspace-write besides
 	// version-control metadata.
 	Protect []string `yaml:"protect"`
+	// Unprotect are names of default host-run files (sandbox.HostRunFiles:
+	// .vscode, .mcp.json, ...) left writable under workspace-write.
+	Unprotect []string `yaml:"unprotect"`
+	// VCS is how version-control metadata is protected under
+	// workspace-write: "commit" (the default: history can be recorded,
+	// what makes git run code stays read-only) or "read-only" (wholly).
+	VCS string `yaml:"vcs"`
+	// ConfigFile is the absolute path of the YAML file the configuration
+	// was read from ("" for none): read-only under workspace-write.
+	ConfigFile string `yaml:"-"`
 	// WritableRoots are extra roots writable under workspace-write, for
 	// the file fence and the command runner alike.
 	WritableRoots []string `yaml:"writable-root"`
@@ -149,6 +159,7 @@ func Default() Config {
 		FS:             "sandbox",
 		Mode:           string(sandbox.ReadOnly),
 		Landlock:       "auto",
+		VCS:            string(sandbox.VCSCommit),
 		Exec:           "sandbox",
 		ExecIsolation:  "bwrap",
 		Network:        "deny",
@@ -206,7 +217,20 @@ func (c *Config) Validate() error {
 		}
 		c.Workspace = abs
 	}
-	if _, err := sandbox.NewProtectedPaths(c.Protect); err != nil {
+	vcs := make([]string, 0, 2)
+	for _, v := range sandbox.VCSValues() {
+		vcs = append(vcs, string(v))
+	}
+	if c.VCS == "" {
+		c.VCS = string(sandbox.VCSCommit)
+	}
+	if err := oneOf("vcs", c.VCS, vcs); err != nil {
+		return err
+	}
+	if _, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Unprotect: c.Unprotect}); err != nil {
+		return fieldErr("unprotect", "%v", err)
+	}
+	if _, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: c.Protect}); err != nil {
 		return fieldErr("protect", "%v", err)
 	}
 	var err error

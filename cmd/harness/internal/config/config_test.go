@@ -50,7 +50,7 @@ func writeYAML(t *testing.T, text string) string {
 func TestDefault(t *testing.T) {
 	t.Run("Default is sandbox, read-only, Landlock auto, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
-			FS: "sandbox", Mode: "read-only", Landlock: "auto", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny",
+			FS: "sandbox", Mode: "read-only", Landlock: "auto", VCS: "commit", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny",
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
@@ -123,6 +123,18 @@ func TestPrecedence(t *testing.T) {
 			set:   layer{yaml: "landlock: \"off\"", env: [2]string{"LANDLOCK", "auto"}, args: []string{"--landlock", "off"}},
 			get:   func(c config.Config) any { return c.Landlock },
 			wants: [4]any{"auto", "off", "auto", "off"},
+		},
+		{
+			name:  "vcs",
+			set:   layer{yaml: "vcs: read-only", env: [2]string{"VCS", "commit"}, args: []string{"--vcs", "read-only"}},
+			get:   func(c config.Config) any { return c.VCS },
+			wants: [4]any{"commit", "read-only", "commit", "read-only"},
+		},
+		{
+			name:  "unprotect",
+			set:   layer{yaml: "unprotect: [.vscode]", env: [2]string{"UNPROTECT", ".idea\n.envrc"}, args: []string{"--unprotect", ".mcp.json"}},
+			get:   func(c config.Config) any { return c.Unprotect },
+			wants: [4]any{[]string(nil), []string{".vscode"}, []string{".idea", ".envrc"}, []string{".mcp.json"}},
 		},
 		{
 			name:  "protect",
@@ -290,7 +302,8 @@ func TestPrecedence(t *testing.T) {
 		file := writeYAML(t, "fs: local\nmode: workspace-write\nread-limit: 5\nlog-format: json\n")
 		cfg := mustLoad(t, []string{"--config", file, "--read-limit", "7"}, map[string]string{"HARNESS_MODE": "danger-full-access"})
 		assert.Equal(t, config.Config{
-			FS: "local", Mode: "danger-full-access", Landlock: "auto", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
+			ConfigFile: file,
+			FS:         "local", Mode: "danger-full-access", Landlock: "auto", VCS: "commit", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
 			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
@@ -302,6 +315,8 @@ workspace: /w
 temp-root: [/t1, /t2]
 landlock: "off"
 protect: ["*.pem", secrets/]
+unprotect: [.vscode]
+vcs: read-only
 read-limit: 1
 read-max-line-length: 2
 read-max-bytes: 3
@@ -314,18 +329,23 @@ log-level: error
 log-format: json
 `)
 		assert.Equal(t, config.Config{
+			ConfigFile: file, Unprotect: []string{".vscode"}, VCS: "read-only",
 			FS: "local", Mode: "danger-full-access", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
 	})
 
-	t.Run("an empty YAML file changes nothing", func(t *testing.T) {
-		assert.Equal(t, config.Default(), mustLoad(t, []string{"--config", writeYAML(t, "")}, nil))
+	t.Run("an empty YAML file changes nothing but naming itself", func(t *testing.T) {
+		want, file := config.Default(), writeYAML(t, "")
+		want.ConfigFile = file
+		assert.Equal(t, want, mustLoad(t, []string{"--config", file}, nil))
 	})
 
-	t.Run("a YAML file of only comments changes nothing", func(t *testing.T) {
-		assert.Equal(t, config.Default(), mustLoad(t, []string{"--config", writeYAML(t, "# nothing here\n")}, nil))
+	t.Run("a YAML file of only comments changes nothing but naming itself", func(t *testing.T) {
+		want, file := config.Default(), writeYAML(t, "# nothing here\n")
+		want.ConfigFile = file
+		assert.Equal(t, want, mustLoad(t, []string{"--config", file}, nil))
 	})
 }
 
@@ -435,6 +455,9 @@ func TestBadValues(t *testing.T) {
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml:1: key \"log-format\": ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml:2: key \"list-limit\": ", "-9"}, wantNot: []string{"--list-limit"}},
 		{name: "--landlock bogus", args: []string{"--landlock", "on"}, wantIn: []string{"--landlock: ", `"on"`, "auto, off"}},
+		{name: "--vcs bogus", args: []string{"--vcs", "write"}, wantIn: []string{"--vcs: ", `"write"`, "commit, read-only"}},
+		{name: "HARNESS_VCS bogus", env: map[string]string{"HARNESS_VCS": "rw"}, wantIn: []string{"HARNESS_VCS: ", `"rw"`}, wantNot: []string{"--vcs"}},
+		{name: "--unprotect a name that is no default", args: []string{"--unprotect", ".git"}, wantIn: []string{"--unprotect: ", `".git" names no default protected path`, ".vscode"}},
 		{name: "--protect with a comment", args: []string{"--protect", "#x"}, wantIn: []string{"--protect: ", `"#x"`, "a comment"}},
 		{name: "HARNESS_PROTECT with a bad glob", env: map[string]string{"HARNESS_PROTECT": "ok\n[bad"}, wantIn: []string{"HARNESS_PROTECT: ", `"[bad"`}},
 		{name: "a flag over a bad YAML value names the flag", yaml: "mode: read-only\n", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode: ", `"yolo"`}, wantNot: []string{"harness.yaml"}},
@@ -581,7 +604,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
-		"toolchain-caches",
+		"toolchain-caches", "vcs", "unprotect",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -49,6 +49,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		rootsWait = fs.Duration("roots-timeout", 0, "how long a session waits for the client's roots (`duration`) before falling back to the working directory (0: 30s)")
 		temps     stringList
 		protect   stringList
+		unprotect stringList
+		vcs       = fs.String("vcs", def.VCS, "how version-control metadata is protected under workspace-write (`setting`): commit (git can record history; hooks, config, attributes and pointer files stay read-only) or read-only (wholly)")
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
@@ -73,7 +75,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
-	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj and .svn (repeatable)")
+	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj, .svn and the host-run files (repeatable)")
+	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
@@ -89,6 +92,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			if err := loadYAML(path, &cfg, source); err != nil {
 				return cfg, err
 			}
+			if abs, err := filepath.Abs(path); err == nil {
+				cfg.ConfigFile = abs
+			}
 		}
 		if err := applyEnv(&cfg, getenv, source); err != nil {
 			return cfg, err
@@ -103,6 +109,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"temp-root":             func() { cfg.TempRoots = temps },
 			"landlock":              func() { cfg.Landlock = *landlock },
 			"protect":               func() { cfg.Protect = protect },
+			"unprotect":             func() { cfg.Unprotect = unprotect },
+			"vcs":                   func() { cfg.VCS = *vcs },
 			"writable-root":         func() { cfg.WritableRoots = writables },
 			"toolchain-caches":      func() { cfg.ToolchainCaches = *caches },
 			"exec":                  func() { cfg.Exec = *execBack },
@@ -290,6 +298,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("LOG_LEVEL", &cfg.LogLevel)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
+	str("VCS", &cfg.VCS)
 	for _, l := range []struct {
 		name string
 		dst  *[]string
@@ -300,6 +309,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	}
 	if v := lookup("PROTECT"); v != "" {
 		cfg.Protect = strings.Split(v, "\n")
+	}
+	if v := lookup("UNPROTECT"); v != "" {
+		cfg.Unprotect = strings.Split(v, "\n")
 	}
 	ints := []struct {
 		name string

@@ -1,0 +1,81 @@
+package subproc_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/subproc"
+)
+
+// TestReserve: a missing path gets a placeholder (a 0555 empty directory,
+// or a 0444 file holding its content) that a second reservation joins and
+// only the last release removes; something real there, an empty one of the
+// user's included, is neither reserved nor touched; a missing parent is
+// no reservation.
+func TestReserve(t *testing.T) {
+	dir := t.TempDir()
+	for _, c := range []struct {
+		name, content string
+		dir           bool
+	}{{name: "hooks", dir: true}, {name: "config.worktree"}, {name: "commondir", content: ".\n"}} {
+		t.Run(c.name, func(t *testing.T) {
+			p := filepath.Join(dir, c.name)
+			reserve := func() *subproc.Reservation {
+				t.Helper()
+				var r *subproc.Reservation
+				var err error
+				if c.dir {
+					r, err = subproc.Reserve(p, true)
+				} else {
+					r, err = subproc.ReserveFile(p, c.content)
+				}
+				require.NoError(t, err)
+				return r
+			}
+			a := reserve()
+			require.NotNil(t, a)
+			st, err := os.Lstat(p)
+			require.NoError(t, err)
+			if c.dir {
+				assert.Equal(t, os.ModeDir|0o555, st.Mode())
+			} else {
+				assert.Equal(t, os.FileMode(0o444), st.Mode())
+				got, err := os.ReadFile(p)
+				require.NoError(t, err)
+				assert.Equal(t, c.content, string(got))
+			}
+			b := reserve()
+			require.NotNil(t, b, "a second command joins the placeholder")
+			a.Release()
+			_, err = os.Lstat(p)
+			require.NoError(t, err, "still held by the second")
+			b.Release()
+			_, err = os.Lstat(p)
+			assert.True(t, os.IsNotExist(err), "the last release removes it")
+		})
+	}
+	t.Run("a user's empty file or directory is real", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(filepath.Join(dir, "attributes"), nil, 0o644))
+		require.NoError(t, os.Mkdir(filepath.Join(dir, ".vscode"), 0o755))
+		r, err := subproc.ReserveFile(filepath.Join(dir, "attributes"), "")
+		require.NoError(t, err)
+		assert.Nil(t, r)
+		r, err = subproc.Reserve(filepath.Join(dir, ".vscode"), true)
+		require.NoError(t, err)
+		assert.Nil(t, r)
+		st, err := os.Lstat(filepath.Join(dir, ".vscode"))
+		require.NoError(t, err)
+		assert.Equal(t, os.ModeDir|0o755, st.Mode())
+	})
+	t.Run("a missing parent is no reservation", func(t *testing.T) {
+		r, err := subproc.Reserve(filepath.Join(dir, "no", "hooks"), true)
+		require.NoError(t, err)
+		assert.Nil(t, r)
+		_, err = os.Lstat(filepath.Join(dir, "no"))
+		assert.True(t, os.IsNotExist(err))
+	})
+}

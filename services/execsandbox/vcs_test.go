@@ -1,0 +1,183 @@
+package execsandbox_test
+
+import (
+	"io/fs"
+	"os"
+	osexec "os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// gitIdentity sets a commit identity for the commands' git (its config is
+// read-only, so not there).
+const gitIdentity = "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t GIT_CONFIG_NOSYSTEM=1; "
+
+// repoGit runs git on the host, outside any sandbox, in dir.
+func repoGit(t *testing.T, dir string, args ...string) string {
+	t.Helper()
+	cmd := osexec.Command("git", append([]string{"-c", "safe.directory=*", "-C", dir}, args...)...)
+	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir)
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, "git %v: %s", args, out)
+	return strings.TrimSpace(string(out))
+}
+
+// gitRepoWorld is a world whose workspace is a git repository with one
+// commit and a post-commit hook that records its runs, under vcs.
+func gitRepoWorld(t *testing.T, o owner, vcs sandbox.VCS) world {
+	t.Helper()
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	return newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) { c.VCS = vcs }, func(f fixture) {
+		repoGit(t, f.ws, "init", "-q", "-b", "main")
+		writeTree(t, f.ws, map[string]string{"a.txt": "a\n", ".git/hooks/post-commit": "#!/bin/sh\necho ran >> hook-ran\n"})
+		require.NoError(t, os.Chmod(filepath.Join(f.ws, ".git/hooks/post-commit"), 0o755))
+		repoGit(t, f.ws, "add", "a.txt")
+		repoGit(t, f.ws, "commit", "-q", "-m", "first")
+	})
+}
+
+// protectedBytes are the read-only members of the world's repository, and
+// what else a command must not create, with their content ("" for
+// missing).
+func protectedBytes(ws string) map[string]string {
+	names := []string{
+		".git/config", ".git/hooks/post-commit", ".git/hooks/pre-commit", ".git/config.worktree",
+		".git/info/attributes", ".git/objects/info/alternates", ".git/commondir",
+		"wt/.git", ".git/worktrees/wt/commondir", ".git/worktrees/wt/gitdir", ".git/worktrees/wt/config.worktree",
+	}
+	out := map[string]string{}
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(ws, n))
+		switch {
+		case err == nil:
+			out[n] = string(b)
+		case os.IsNotExist(err):
+			out[n] = ""
+		default:
+			out[n] = "error: " + err.Error()
+		}
+	}
+	return out
+}
+
+// TestVCSCommitGit (issue 23): under --vcs commit a command records history
+// in the workspace's repository and in a linked worktree of it, while every
+// attempt to change what makes git run code, or where it looks, leaves the
+// disk as it was; the hook the repository had runs only as itself.
+func TestVCSCommitGit(t *testing.T) {
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := gitRepoWorld(t, o, sandbox.VCSCommit)
+			res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+
+				"echo b > b.txt && git add b.txt && git commit -qm second && git branch feature && git tag v1 && "+
+				"echo c >> a.txt && git stash -q && git worktree add -q wt feature")
+			require.Equal(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+			assert.Equal(t, "second\nfirst", repoGit(t, w.ws, "log", "--format=%s"))
+			assert.Contains(t, repoGit(t, w.ws, "branch", "--list"), "feature")
+			assert.Equal(t, "v1", repoGit(t, w.ws, "tag", "--list"))
+			assert.Contains(t, repoGit(t, w.ws, "stash", "list"), "stash@{0}")
+
+			// The linked worktree: its index and locks live in the main
+			// repository's worktrees/wt.
+			res = w.run(t, sandbox.WorkspaceWrite, gitIdentity+"cd wt && echo w > w.txt && git add w.txt && git commit -qm in-wt")
+			require.Equal(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+			assert.Equal(t, "in-wt", repoGit(t, w.ws, "log", "-1", "--format=%s", "feature"))
+
+			// A fetch from a local remote.
+			res = w.run(t, sandbox.WorkspaceWrite, gitIdentity+"git init -q -b main other && cd other && git fetch -q .. main:fetched && git log -1 --format=%s fetched")
+			require.Equal(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+			assert.Equal(t, "second\n", res.Stdout.Text)
+
+			before := protectedBytes(w.ws)
+			require.Contains(t, before[".git/config"], "[core]")
+			require.NotEmpty(t, before["wt/.git"])
+			require.NotEmpty(t, before[".git/worktrees/wt/commondir"])
+			for _, c := range []string{
+				"git config core.fsmonitor 'touch /tmp/pwn'",
+				"git config --worktree core.fsmonitor 'touch /tmp/pwn'",
+				"echo 'touch /tmp/pwn' > .git/hooks/post-commit",
+				"echo x > .git/hooks/pre-commit",
+				"mv .git/hooks .git/h2",
+				"mv -T .git/h2 .git/hooks",
+				"rm -rf .git/hooks",
+				"rm .git/config",
+				"mv .git/config .git/h2",
+				"printf '[core]\\n\\tfsmonitor = touch /tmp/pwn\\n' > .git/h2 && mv .git/h2 .git/config",
+				"mv .git .git2",
+				"mkdir -p d && mv .git d/",
+				"echo '[core]' > .git/config.worktree",
+				"echo '* filter=pwn' > .git/info/attributes",
+				"echo /tmp > .git/objects/info/alternates",
+				"mkdir -p evil/objects evil/refs && printf '[core]\\n\\tfsmonitor = touch /tmp/pwn\\n' > evil/config && echo ../evil > .git/commondir",
+				"rm -f .git/commondir; echo ../evil > .git/commondir",
+				"echo 'gitdir: /tmp/evil' > wt/.git",
+				"rm wt/.git",
+				"echo ../../evil > .git/worktrees/wt/commondir",
+				"echo '[core]' > .git/worktrees/wt/config.worktree",
+				"mv .git/worktrees/wt .git/worktrees/w2",
+			} {
+				t.Run(c, func(t *testing.T) {
+					res := w.run(t, sandbox.WorkspaceWrite, c)
+					assert.NotEqual(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+					assert.Equal(t, before, protectedBytes(w.ws), "the read-only members changed on disk")
+				})
+			}
+			assert.NotContains(t, repoGit(t, w.ws, "config", "--list"), "fsmonitor")
+			// Nothing of the reservations is left behind, and git still
+			// works on the host.
+			for _, n := range []string{".git/config.worktree", ".git/info/attributes", ".git/objects/info/alternates", ".git/commondir", ".mcp.json", ".vscode"} {
+				_, err := os.Lstat(filepath.Join(w.ws, n))
+				assert.ErrorIs(t, err, fs.ErrNotExist, n)
+			}
+			assert.Equal(t, "", repoGit(t, w.ws, "status", "--porcelain", "--untracked-files=all", "--", ":!other", ":!wt", ":!b.txt", ":!hook-ran", ":!evil"))
+		})
+	}
+}
+
+// TestVCSReadOnlyGit (issue 23): --vcs read-only keeps the whole `.git`
+// read-only: a commit is refused and the history is unchanged.
+func TestVCSReadOnlyGit(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSReadOnly)
+	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+"echo b > b.txt && git add b.txt && git commit -qm second")
+	assert.NotEqual(t, 0, res.ExitCode)
+	assert.Contains(t, res.Stderr.Text, "Read-only file system")
+	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
+}
+
+// TestVCSLandlockIsolation (issue 23): --exec-isolation landlock reserves
+// nothing, so it keeps a repository's git directory wholly read-only under
+// --vcs commit: a commit, a new hook and renaming .git away are refused.
+func TestVCSLandlockIsolation(t *testing.T) {
+	if !subproc.MountNamespace() {
+		t.Skip("no mount namespace here: --exec-isolation landlock carves out no protected path")
+	}
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	ll, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, w.pol)
+	require.NoError(t, err)
+	before := protectedBytes(w.ws)
+	for _, c := range []string{
+		gitIdentity + "echo b > b.txt && git add b.txt && git commit -qm second",
+		"echo x > .git/hooks/pre-commit",
+		"mv .git g2 && mkdir -p .git/hooks && echo x > .git/hooks/pre-commit",
+	} {
+		res, err := ll.Run(t.Context(), exec.Request{Command: c, Workdir: w.ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws)})
+		require.NoError(t, err)
+		assert.NotEqual(t, 0, res.ExitCode, "%s: %s", c, res.Stderr.Text)
+		assert.Equal(t, before, protectedBytes(w.ws), c)
+	}
+	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
+}

@@ -1,0 +1,157 @@
+package sandbox
+
+import "strings"
+
+// VCS is how version-control metadata is protected under workspace-write
+// (--vcs).
+type VCS string
+
+const (
+	// VCSCommit (the default) lets both families record history in a git
+	// repository (add, commit, branch, stash, tag, worktree add, fetch)
+	// while what makes git run code or changes where it looks stays
+	// read-only (GitMember).
+	VCSCommit VCS = "commit"
+	// VCSReadOnly keeps every `.git`, `.hg`, `.jj` and `.svn` wholly
+	// read-only.
+	VCSReadOnly VCS = "read-only"
+)
+
+// VCSValues returns the valid VCS settings, the default first.
+func VCSValues() []VCS { return []VCS{VCSCommit, VCSReadOnly} }
+
+// Valid reports whether v is a known setting; "" is not (callers apply the
+// default first).
+func (v VCS) Valid() bool { return v == VCSCommit || v == VCSReadOnly }
+
+// HostRun is one file or directory that a program on the host runs or
+// reads settings from when it starts in a directory (an agent's MCP
+// servers and hooks, an editor's tasks, direnv, a shell's start-up files),
+// so writing it from the sandbox turns into code run outside it.
+type HostRun struct {
+	// Name is the path relative to the directory it is read in: one
+	// component, or a few separated by slashes (".config/fish").
+	Name string
+	// Dir says it is a directory (protected with everything beneath it).
+	Dir bool
+}
+
+// HostRunFiles returns the host-run files protected by default under
+// workspace-write, at any depth inside every writable root (--unprotect
+// drops one by Name):
+//   - agents' and MCP clients' settings, which name commands to start
+//     (.mcp.json, .claude/, .codex/, .cursor/, .gemini/, .agents/);
+//   - editors' and dev-container settings, which run tasks and extensions
+//     (.vscode/, .idea/, .devcontainer/);
+//   - direnv's .envrc, run by the shell on entering the directory;
+//   - .gitmodules, which names what `git submodule update` clones and where;
+//   - git's and the shells' start-up files, read when the workspace is a
+//     home directory (.gitconfig, .config/git/, .bashrc, .bash_profile,
+//     .bash_login, .bash_logout, .profile, .zshrc, .zshenv, .zprofile,
+//     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/).
+func HostRunFiles() []HostRun {
+	return []HostRun{
+		{Name: ".mcp.json"},
+		{Name: ".claude", Dir: true},
+		{Name: ".codex", Dir: true},
+		{Name: ".cursor", Dir: true},
+		{Name: ".gemini", Dir: true},
+		{Name: ".agents", Dir: true},
+		{Name: ".vscode", Dir: true},
+		{Name: ".idea", Dir: true},
+		{Name: ".devcontainer", Dir: true},
+		{Name: ".envrc"},
+		{Name: ".gitmodules"},
+		{Name: ".gitconfig"},
+		{Name: ".config/git", Dir: true},
+		{Name: ".bashrc"},
+		{Name: ".bash_profile"},
+		{Name: ".bash_login"},
+		{Name: ".bash_logout"},
+		{Name: ".profile"},
+		{Name: ".zshrc"},
+		{Name: ".zshenv"},
+		{Name: ".zprofile"},
+		{Name: ".zlogin"},
+		{Name: ".zlogout"},
+		{Name: ".cshrc"},
+		{Name: ".tcshrc"},
+		{Name: ".login"},
+		{Name: ".logout"},
+		{Name: ".config/fish", Dir: true},
+	}
+}
+
+// pattern is h as a gitignore pattern matching it at any depth.
+func (h HostRun) pattern() string {
+	p := h.Name
+	if strings.Contains(p, "/") {
+		p = "**/" + p
+	}
+	return p
+}
+
+// GitMember reports whether member, the path of an entry relative to a git
+// directory (a `.git` directory, a bare repository, a linked worktree's or
+// a submodule's gitdir) split into components, stays read-only under
+// VCSCommit, and names it ("git hooks", "git config", ...). Read-only are
+// what makes git run code or changes where it looks:
+//   - config and config.worktree (core.fsmonitor, core.hooksPath, aliases,
+//     filters, ...); hooks/ with everything beneath;
+//   - info/attributes (filter and diff drivers);
+//   - objects/info/alternates and objects/info/http-alternates (where
+//     objects are read from);
+//   - the commondir and gitdir pointer files;
+//   - remotes/ and branches/ (remote URLs, as the old layout keeps them);
+//   - the same, recursively, in each gitdir below worktrees/<id>/ and
+//     modules/<name>/ (a submodule's name may hold slashes, so any suffix
+//     of a path below modules/ counts).
+//
+// The git directory itself (an empty member) is read-only too: removing or
+// renaming it is refused. Everything else (index, HEAD, refs, objects,
+// logs, packed-refs, info/exclude, lock files, ...) is writable.
+func GitMember(member []string) (string, bool) {
+	if len(member) == 0 {
+		return "a git directory", true
+	}
+	if rule, ok := gitTop(member); ok {
+		return rule, true
+	}
+	switch member[0] {
+	case "worktrees":
+		if len(member) > 2 {
+			return gitTop(member[2:])
+		}
+	case "modules":
+		for i := 2; i < len(member); i++ {
+			if rule, ok := gitTop(member[i:]); ok {
+				return rule, true
+			}
+		}
+	}
+	return "", false
+}
+
+// gitTop is GitMember's rule for the members directly below one git
+// directory (member is not empty).
+func gitTop(member []string) (string, bool) {
+	switch member[0] {
+	case "config", "config.worktree":
+		return "git config", true
+	case "hooks":
+		return "git hooks", true
+	case "commondir", "gitdir":
+		return "git pointer file " + member[0], true
+	case "remotes", "branches":
+		return "git remotes", true
+	case "info":
+		if len(member) > 1 && member[1] == "attributes" {
+			return "git attributes", true
+		}
+	case "objects":
+		if len(member) > 2 && member[1] == "info" && (member[2] == "alternates" || member[2] == "http-alternates") {
+			return "git alternates", true
+		}
+	}
+	return "", false
+}

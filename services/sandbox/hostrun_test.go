@@ -1,0 +1,99 @@
+package sandbox_test
+
+import (
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// TestProtectedVCSCommit: under --vcs commit a .git's members that make git
+// run code or change where it looks stay protected, the rest is writable;
+// under read-only the whole .git is.
+func TestProtectedVCSCommit(t *testing.T) {
+	commit, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
+	require.NoError(t, err)
+	ro, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{VCS: sandbox.VCSReadOnly})
+	require.NoError(t, err)
+	assert.Equal(t, sandbox.VCSCommit, commit.VCS())
+	for _, c := range []struct {
+		rel  string
+		rule string // under commit; "" when writable
+	}{
+		{".git", ".git"},
+		{"sub/.git", ".git"},
+		{".git/config", "git config in .git"},
+		{".git/config.worktree", "git config in .git"},
+		{".git/hooks", "git hooks in .git"},
+		{".git/hooks/post-commit", "git hooks in .git"},
+		{".git/info/attributes", "git attributes in .git"},
+		{".git/objects/info/alternates", "git alternates in .git"},
+		{".git/commondir", "git pointer file commondir in .git"},
+		{".git/worktrees/wt/gitdir", "git pointer file gitdir in .git"},
+		{".git/worktrees/wt/commondir", "git pointer file commondir in .git"},
+		{".git/worktrees/wt/config.worktree", "git config in .git"},
+		{".git/modules/lib/config", "git config in .git"},
+		{".git/modules/a/b/hooks/pre-commit", "git hooks in .git"},
+		{".git/remotes/origin", "git remotes in .git"},
+		{".git/index", ""},
+		{".git/index.lock", ""},
+		{".git/HEAD", ""},
+		{".git/objects/ab/cdef", ""},
+		{".git/refs/heads/main", ""},
+		{".git/info/exclude", ""},
+		{".git/worktrees/wt/index", ""},
+		{".git/worktrees/wt/HEAD", ""},
+		{".git/modules/lib/index", ""},
+		{".hg/store/data", ".hg"},
+		{".jj/repo/store", ".jj"},
+		{".svn/wc.db", ".svn"},
+	} {
+		t.Run(c.rel, func(t *testing.T) {
+			rule, ok := commit.Protected(c.rel, false)
+			assert.Equal(t, c.rule, rule)
+			assert.Equal(t, c.rule != "", ok)
+			_, ok = ro.Protected(c.rel, false)
+			assert.True(t, ok, "read-only protects every metadata path")
+		})
+	}
+}
+
+// TestProtectedHostRun: each host-run file is protected at any depth with
+// its own rule; --unprotect drops exactly the one named; a name that is no
+// default is refused.
+func TestProtectedHostRun(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
+	require.NoError(t, err)
+	for _, h := range sandbox.HostRunFiles() {
+		for _, rel := range []string{h.Name, "a/b/" + h.Name} {
+			rule, ok := p.Protected(rel, h.Dir)
+			assert.True(t, ok, rel)
+			assert.Equal(t, "host-run file "+h.Name, rule, rel)
+			if h.Dir {
+				rule, ok = p.Protected(rel+"/x", false)
+				assert.True(t, ok, rel+"/x")
+				assert.Equal(t, "host-run file "+h.Name, rule)
+			}
+		}
+	}
+	for _, rel := range []string{"mcp.json", ".vscodex", "src/.bashrc.d/x", ".config/other"} {
+		_, ok := p.Protected(rel, false)
+		assert.False(t, ok, rel)
+	}
+	u, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Unprotect: []string{".vscode/"}})
+	require.NoError(t, err)
+	_, ok := u.Protected(".vscode/tasks.json", false)
+	assert.False(t, ok, "--unprotect .vscode allows it")
+	_, ok = u.Protected(".idea/workspace.xml", false)
+	assert.True(t, ok, "--unprotect .vscode leaves the others")
+	assert.Len(t, u.HostRun(), len(sandbox.HostRunFiles())-1)
+
+	_, err = sandbox.NewProtectedPaths(sandbox.ProtectOptions{Unprotect: []string{".git"}})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), `--unprotect ".git" names no default protected path`)
+	_, err = sandbox.NewProtectedPaths(sandbox.ProtectOptions{VCS: "sometimes"})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "commit, read-only")
+}
