@@ -1,7 +1,6 @@
 package subproc_test
 
 import (
-	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -15,6 +14,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/subproc"
 )
 
@@ -34,28 +34,6 @@ func netNS(t testing.TB, b subproc.Bwrap) *subproc.NetNS {
 	return n
 }
 
-// perl is the system perl (perl-base, essential on Debian), or skips.
-func perl(t *testing.T) string {
-	t.Helper()
-	const p = "/usr/bin/perl"
-	if _, err := os.Stat(p); err != nil {
-		t.Skip("perl is not installed at " + p)
-	}
-	return p
-}
-
-// listenOnce is a command that listens on 127.0.0.1:port, accepts one
-// connection within 30 s and prints the line it reads.
-func listenOnce(perl string, port int) string {
-	return fmt.Sprintf(`%s -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:%d", Listen => 1, ReuseAddr => 1) or die "listen: $!\n"; $SIG{ALRM} = sub { die "no connection\n" }; alarm 30; $c = $s->accept; print scalar <$c>'`, perl, port)
-}
-
-// connectTo is a command that tries to connect to 127.0.0.1:port for up to
-// tries tenths of a second and sends line, printing "sent" or failing.
-func connectTo(perl string, port, tries int, line string) string {
-	return fmt.Sprintf(`%s -MIO::Socket::INET -e 'for (1..%d) { $c = IO::Socket::INET->new(PeerAddr => "127.0.0.1:%d") and last; select undef, undef, undef, 0.1 } $c or die "connect: $!\n"; print $c "%s\n"; close $c; print "sent\n"'`, perl, tries, port, line)
-}
-
 // TestNetNSShared: commands started in one NetNS share its network
 // namespace (not the host's): a server one command runs on 127.0.0.1 is
 // reached by another command running meanwhile; a command with a namespace
@@ -63,7 +41,7 @@ func connectTo(perl string, port, tries int, line string) string {
 // is up and nothing else is there.
 func TestNetNSShared(t *testing.T) {
 	requireLandlock(t)
-	pl := perl(t)
+	pl := fixture.Perl(t)
 	b := sandbox(t)
 	joined := b
 	joined.Net = netNS(t, b)
@@ -95,9 +73,9 @@ func TestNetNSShared(t *testing.T) {
 	var wg sync.WaitGroup
 	var server subproc.Outcome
 	var serverErr error
-	wg.Go(func() { server, serverErr = try(joined, listenOnce(pl, port)) })
-	stranger, strangerOut := run(b, connectTo(pl, port, 30, "from another namespace"))
-	client, clientOut := run(joined, connectTo(pl, port, 300, "from the same namespace"))
+	wg.Go(func() { server, serverErr = try(joined, fixture.ListenOnce(pl, port)) })
+	stranger, strangerOut := run(b, fixture.ConnectTo(pl, "127.0.0.1", port, 30, "from another namespace"))
+	client, clientOut := run(joined, fixture.ConnectTo(pl, "127.0.0.1", port, 300, "from the same namespace"))
 	wg.Wait()
 	require.NoError(t, serverErr)
 	require.True(t, server.Status.Started, server.Status.Error)

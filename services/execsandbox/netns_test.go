@@ -3,7 +3,6 @@ package execsandbox_test
 import (
 	"context"
 	"errors"
-	"fmt"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -18,34 +17,12 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	fixtures "github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
-
-// perl is the system perl (perl-base, essential on Debian: the listener and
-// client of these tests), or skips.
-func perl(t *testing.T) string {
-	t.Helper()
-	const p = "/usr/bin/perl"
-	if _, err := os.Stat(p); err != nil {
-		t.Skip("perl is not installed at " + p)
-	}
-	return p
-}
-
-// listenOnce is a command that listens on 127.0.0.1:port, accepts one
-// connection within 30 s and prints the line it reads.
-func listenOnce(perl string, port int) string {
-	return fmt.Sprintf(`%s -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "127.0.0.1:%d", Listen => 1, ReuseAddr => 1) or die "listen: $!\n"; $SIG{ALRM} = sub { die "no connection\n" }; alarm 30; $c = $s->accept; print scalar <$c>'`, perl, port)
-}
-
-// connectTo is a command that tries to connect to host:port for up to tries
-// tenths of a second and sends line, printing "sent" or failing.
-func connectTo(perl, host string, port, tries int, line string) string {
-	return fmt.Sprintf(`%s -MIO::Socket::INET -e 'for (1..%d) { $c = IO::Socket::INET->new(PeerAddr => "%s:%d", Timeout => 2) and last; select undef, undef, undef, 0.1 } $c or die "connect: $!\n"; print $c "%s\n"; close $c; print "sent\n"'`, perl, tries, host, port, line)
-}
 
 // netOf is the network namespace a command of ctx's session sees
 // ("net:[N]").
@@ -115,7 +92,7 @@ func eventually(cond func() bool) bool {
 // command of it is refused; the runner's Close lets the rest go. A call with
 // no session, and --network allow, are as before.
 func TestSessionNetwork(t *testing.T) {
-	pl := perl(t)
+	pl := fixtures.Perl(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, nil)
@@ -150,9 +127,9 @@ func TestSessionNetwork(t *testing.T) {
 				var wg sync.WaitGroup
 				var server exec.Result
 				var serverErr error
-				wg.Go(func() { server, serverErr = tryIn(ctxA, listenOnce(pl, port)) })
-				stranger := runIn(ctxB, connectTo(pl, "127.0.0.1", port, 30, "from session b"))
-				client := runIn(ctxA, connectTo(pl, "127.0.0.1", port, 300, "from session a"))
+				wg.Go(func() { server, serverErr = tryIn(ctxA, fixtures.ListenOnce(pl, port)) })
+				stranger := runIn(ctxB, fixtures.ConnectTo(pl, "127.0.0.1", port, 30, "from session b"))
+				client := runIn(ctxA, fixtures.ConnectTo(pl, "127.0.0.1", port, 300, "from session a"))
 				wg.Wait()
 				require.NoError(t, serverErr)
 				assert.NotEqual(t, 0, stranger.ExitCode, stranger.Stdout.Text)
@@ -202,7 +179,7 @@ func TestSessionNetwork(t *testing.T) {
 				}()
 				port := ln.Addr().(*net.TCPAddr).Port
 				for _, h := range []string{addr, "127.0.0.1"} {
-					res := runIn(ctxA, connectTo(pl, h, port, 3, "out"))
+					res := runIn(ctxA, fixtures.ConnectTo(pl, h, port, 3, "out"))
 					assert.NotEqual(t, 0, res.ExitCode, h)
 					assert.Contains(t, res.Stderr.Text, "connect:", h)
 				}

@@ -1,10 +1,8 @@
 package mcpserver_test
 
 import (
-	"context"
 	"fmt"
 	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -14,10 +12,6 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
-	"github.com/dsh-go/harness/services/exec"
-	"github.com/dsh-go/harness/services/execlocal"
-	"github.com/dsh-go/harness/services/sandbox"
-	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/toolexec"
 )
@@ -26,15 +20,7 @@ import (
 // started over a connection is killed, its whole tree, when that connection
 // ends (its session ends); another connection's keeps running.
 func TestBackgroundEndsWithTheConnection(t *testing.T) {
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
-	require.NoError(t, err)
-	r, err := execlocal.New(exec.Config{})
-	require.NoError(t, err)
-	ex, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: pol})
-	require.NoError(t, err)
-	t.Cleanup(func() { assert.NoError(t, ex.Close(context.Background())) })
+	ws, ex := localExecTool(t, toolexec.Config{})
 	srv, err := mcpserver.New(mcpserver.Options{Version: "test", Workspace: ws}, ex.All(), nil, session.NewTracker())
 	require.NoError(t, err)
 

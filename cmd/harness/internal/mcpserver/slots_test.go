@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"context"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -25,14 +26,7 @@ import (
 // call is answered before any exec: execs waiting for a command slot, and
 // the running one, hold no call slot. Then every exec finishes.
 func TestQueuedExecsHoldNoCallSlot(t *testing.T) {
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
-	require.NoError(t, err)
-	r, err := execlocal.New(exec.Config{})
-	require.NoError(t, err)
-	ex, err := toolexec.New(toolexec.Config{MaxConcurrent: 1}, toolexec.Deps{Runner: r, Policy: pol})
-	require.NoError(t, err)
+	ws, ex := localExecTool(t, toolexec.Config{MaxConcurrent: 1})
 	p := startPipe(t, mcpserver.Options{Workspace: ws, MaxConcurrentCalls: 2}, `{}`, ex.Exec(), quick)
 
 	args, err := json.Marshal(map[string]any{"command": "echo x >> started; while [ ! -e go ]; do sleep 0.02; done"})
@@ -62,4 +56,20 @@ func TestQueuedExecsHoldNoCallSlot(t *testing.T) {
 		done[string(m.ID)] = true
 	}
 	assert.Len(t, done, 4)
+}
+
+// localExecTool returns a workspace (canonical) and the exec tools over the
+// plain runner under workspace-write there, closed when t ends.
+func localExecTool(t *testing.T, cfg toolexec.Config) (string, *toolexec.Tool) {
+	t.Helper()
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
+	require.NoError(t, err)
+	r, err := execlocal.New(exec.Config{})
+	require.NoError(t, err)
+	ex, err := toolexec.New(cfg, toolexec.Deps{Runner: r, Policy: pol})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, ex.Close(context.Background())) })
+	return ws, ex
 }
