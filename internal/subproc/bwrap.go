@@ -166,11 +166,17 @@ type Reservation struct {
 }
 
 // Placeholder modes: a reserved path's empty directory or file has exactly
-// this mode, which tells it from an empty one of the user's.
+// this mode, and carries placeholderXattr, which together tell it from an
+// empty one of the user's (a user's empty 0555 `.vscode` is never removed).
 const (
 	placeholderDirMode  = 0o555
 	placeholderFileMode = 0o444
 )
+
+// placeholderXattr marks the placeholders the runner makes. On a file
+// system without user extended attributes (ENOTSUP) the mode alone tells
+// them, as it did before the mark.
+const placeholderXattr = "user.harness.placeholder"
 
 // ReserveGit is Reserve(root/.git, true): root's top-level `.git`.
 func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Join(root, ".git"), true) }
@@ -235,6 +241,10 @@ func reserve(path string, dir bool, content string) (*Reservation, error) {
 				_ = unix.Close(fd)
 				return nil, fmt.Errorf("reserving %s: %w", path, err)
 			}
+			if err := unix.Fsetxattr(fd, placeholderXattr, []byte("1"), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+				_ = unix.Close(fd)
+				return nil, fmt.Errorf("reserving %s: marking the placeholder: %w", path, err)
+			}
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
@@ -279,9 +289,10 @@ func createPlaceholder(path, content string) error {
 
 // placeholder reports whether fd (stat st) is a reservation's placeholder:
 // an empty directory of mode 0555 (dir), or a regular file of mode 0444
-// holding exactly content.
+// holding exactly content, marked with placeholderXattr where the file
+// system keeps user extended attributes.
 func placeholder(fd int, st *unix.Stat_t, dir bool, content string) bool {
-	if !placeholderMode(st, dir) {
+	if !placeholderMode(st, dir) || !marked(fd) {
 		return false
 	}
 	if dir {
@@ -298,6 +309,17 @@ func placeholder(fd int, st *unix.Stat_t, dir bool, content string) bool {
 	return err == nil && n == len(content) && string(buf) == content
 }
 
+// marked reports whether fd carries placeholderXattr, or lives on a file
+// system without user extended attributes.
+func marked(fd int) bool {
+	buf := make([]byte, 8)
+	n, err := unix.Fgetxattr(fd, placeholderXattr, buf)
+	if errors.Is(err, unix.ENOTSUP) {
+		return true
+	}
+	return err == nil && string(buf[:n]) == "1"
+}
+
 // placeholderMode reports whether st has a placeholder's type and mode.
 func placeholderMode(st *unix.Stat_t, dir bool) bool {
 	if dir {
@@ -310,17 +332,32 @@ func placeholderMode(st *unix.Stat_t, dir bool) bool {
 // reservation (an exclusive flock succeeds) and the placeholder is still
 // the empty one reserved, it is removed. Removing it only then matters: a
 // placeholder removed while it is another command's mount point takes that
-// command's mount with it.
+// command's mount with it. The hold is dropped before the exclusive flock
+// is tried, on a descriptor of its own: two commands ending together would
+// otherwise each see the other's shared lock, and neither would remove it.
 func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
-	defer func() { _ = unix.Close(r.fd) }()
-	if unix.Flock(r.fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+	_ = unix.Close(r.fd)
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	if r.Dir {
+		flags |= unix.O_DIRECTORY
+	}
+	fd, err := unix.Open(r.Path, flags, 0)
+	if err != nil {
+		return // gone (another release removed it) or replaced
+	}
+	defer func() { _ = unix.Close(fd) }()
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Lstat(r.Path, &now) != nil || now.Ino != r.ino || !placeholder(r.fd, &now, r.Dir, r.content) {
+	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, r.Dir, r.content) {
+		return
+	}
+	var at unix.Stat_t
+	if unix.Lstat(r.Path, &at) != nil || at.Ino != r.ino || at.Dev != now.Dev {
 		return
 	}
 	if r.Dir {

@@ -3,6 +3,7 @@ package subproc_test
 import (
 	"os"
 	"path/filepath"
+	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -71,6 +72,28 @@ func TestReserve(t *testing.T) {
 		require.NoError(t, err)
 		assert.Equal(t, os.ModeDir|0o755, st.Mode())
 	})
+	t.Run("a user's empty one with a placeholder's mode is real", func(t *testing.T) {
+		// The attack review's input: `mkdir .vscode; chmod 555 .vscode;
+		// : > .envrc; chmod 444 .envrc`, then any command: both were
+		// removed as if they were placeholders.
+		d, f := filepath.Join(dir, ".vscode555"), filepath.Join(dir, ".envrc")
+		require.NoError(t, os.Mkdir(d, 0o755))
+		require.NoError(t, os.Chmod(d, 0o555))
+		require.NoError(t, os.WriteFile(f, nil, 0o644))
+		require.NoError(t, os.Chmod(f, 0o444))
+		r, err := subproc.Reserve(d, true)
+		require.NoError(t, err)
+		assert.Nil(t, r, "not joined as a placeholder")
+		r, err = subproc.ReserveFile(f, "")
+		require.NoError(t, err)
+		assert.Nil(t, r, "not joined as a placeholder")
+		st, err := os.Lstat(d)
+		require.NoError(t, err, "the user's directory is still there")
+		assert.Equal(t, os.ModeDir|0o555, st.Mode())
+		st, err = os.Lstat(f)
+		require.NoError(t, err, "the user's file is still there")
+		assert.Equal(t, os.FileMode(0o444), st.Mode())
+	})
 	t.Run("a missing parent is no reservation", func(t *testing.T) {
 		r, err := subproc.Reserve(filepath.Join(dir, "no", "hooks"), true)
 		require.NoError(t, err)
@@ -78,4 +101,26 @@ func TestReserve(t *testing.T) {
 		_, err = os.Lstat(filepath.Join(dir, "no"))
 		assert.True(t, os.IsNotExist(err))
 	})
+}
+
+// TestReserveReleasedTogether: two commands that end at the same moment
+// leave no placeholder behind (each used to see the other's shared lock,
+// and neither removed it: placeholders were found on disk after the
+// commands of a loaded CI run had ended).
+func TestReserveReleasedTogether(t *testing.T) {
+	p := filepath.Join(t.TempDir(), ".mcp.json")
+	for i := range 200 {
+		a, err := subproc.Reserve(p, true)
+		require.NoError(t, err)
+		b, err := subproc.Reserve(p, true)
+		require.NoError(t, err)
+		require.NotNil(t, a)
+		require.NotNil(t, b)
+		var wg sync.WaitGroup
+		wg.Go(a.Release)
+		wg.Go(b.Release)
+		wg.Wait()
+		_, err = os.Lstat(p)
+		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
+	}
 }

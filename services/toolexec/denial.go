@@ -22,8 +22,12 @@ type refusal struct {
 	name string
 	// landlock is true for the refusal Landlock gives (EACCES); false for
 	// the one a read-only mount gives (EROFS).
-	landlock  bool
-	spellings []string
+	landlock bool
+	// protectedOnly is true for a refusal that stands for the sandbox
+	// only on a protected path: EBUSY, renaming onto a read-only member
+	// bound in place (`git config` renames its lock onto .git/config).
+	protectedOnly bool
+	spellings     []string
 }
 
 var writeRefusals = []refusal{
@@ -32,6 +36,9 @@ var writeRefusals = []refusal{
 	}},
 	{name: "Permission denied", landlock: true, spellings: []string{
 		"Permission denied", "permission denied", "EACCES", "[Errno 13]", "os error 13", "AccessDeniedException",
+	}},
+	{name: "Device or resource busy", protectedOnly: true, spellings: []string{
+		"Device or resource busy", "device or resource busy", "EBUSY", "[Errno 16]", "os error 16", "ResourceBusy",
 	}},
 }
 
@@ -83,8 +90,9 @@ func (d fileDenial) detail() string {
 func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confinement, req exec.Request, stderr string) (fileDenial, bool) {
 	lines := strings.Split(stderr, "\n")
 	type pathless struct {
-		line    int
-		refusal string
+		line          int
+		refusal       string
+		protectedOnly bool
 	}
 	var bare []pathless
 	namedAny := false
@@ -98,14 +106,14 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 				continue
 			}
 			named := lineCandidates(line, at)
-			if d, ok := t.firstDenied(policy, conf, req.Workdir, named); ok {
+			if d, ok := t.firstDenied(policy, conf, req.Workdir, named); ok && (!r.protectedOnly || protected(d)) {
 				d.refusal, d.named = r.name, true
 				return d, true
 			}
 			if slices.ContainsFunc(named, func(p string) bool { return strings.Contains(p, "/") }) {
 				namedAny = true
 			} else {
-				bare = append(bare, pathless{i, r.name})
+				bare = append(bare, pathless{i, r.name, r.protectedOnly})
 			}
 		}
 	}
@@ -113,7 +121,7 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 		return fileDenial{}, false // the refusals name their paths, none denied
 	}
 	for _, b := range bare {
-		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req)); ok {
+		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req)); ok && (!b.protectedOnly || protected(d)) {
 			d.refusal = b.refusal
 			return d, true
 		}
@@ -175,6 +183,11 @@ func (t *Tool) firstDenied(policy sandbox.ExecutionPolicy, conf *exec.Confinemen
 		return fileDenial{path: p, boundary: b}, true
 	}
 	return fileDenial{}, false
+}
+
+// protected reports whether d is about a protected path.
+func protected(d fileDenial) bool {
+	return strings.HasPrefix(d.boundary, sandboxpolicy.BoundaryProtected)
 }
 
 // index returns where the first of spellings occurs in line, -1 for none.

@@ -32,7 +32,9 @@ var (
 // a connection under --network deny, and what the inference must make of
 // it. {OUT} is a directory outside the workspace, {WS} the workspace.
 type fixture struct {
-	name    string
+	name string
+	// vcs is the policy's --vcs setting; "" is the default, commit.
+	vcs     sandbox.VCS
 	conf    exec.Confinement
 	command string
 	stderr  string
@@ -69,9 +71,11 @@ var fixtures = []fixture{
 	{name: "make recipe", conf: bwrapConf, stderr: "/bin/sh: 1: cannot create {OUT}/m: Read-only file system\nmake: *** [Makefile:2: all] Error 2\n", want: "file", path: "{OUT}/m"},
 	{name: "make file function", conf: bwrapConf, stderr: "M2:1: *** open: {OUT}/f: Read-only file system.  Stop.\n", want: "file", path: "{OUT}/f"},
 	{name: "git init outside", conf: bwrapConf, stderr: "fatal: cannot mkdir {OUT}/repo: Read-only file system\n", want: "file", path: "{OUT}/repo"},
-	{name: "git init of the workspace, copying a template", conf: bwrapConf, stderr: "fatal: cannot copy '/usr/share/git-core/templates/description' to '{WS}/.git/description': Read-only file system\n", want: "file", path: "{WS}/.git/description", boundary: sandboxpolicy.BoundaryProtected},
-	{name: "git commit with .git read-only", conf: bwrapConf, stderr: "fatal: Unable to create '{WS}/repo/.git/index.lock': Read-only file system\n", want: "file", path: "{WS}/repo/.git/index.lock", boundary: sandboxpolicy.BoundaryProtected},
+	{name: "git init of the workspace, copying a template", vcs: sandbox.VCSReadOnly, conf: bwrapConf, stderr: "fatal: cannot copy '/usr/share/git-core/templates/description' to '{WS}/.git/description': Read-only file system\n", want: "file", path: "{WS}/.git/description", boundary: sandboxpolicy.BoundaryProtected},
+	{name: "git commit with .git read-only", vcs: sandbox.VCSReadOnly, conf: bwrapConf, stderr: "fatal: Unable to create '{WS}/repo/.git/index.lock': Read-only file system\n", want: "file", path: "{WS}/repo/.git/index.lock", boundary: sandboxpolicy.BoundaryProtected},
 	{name: "git config", conf: bwrapConf, stderr: "error: could not lock config file .git/config: Read-only file system\n", want: "file", path: "{WS}/.git/config", boundary: sandboxpolicy.BoundaryProtected},
+	{name: "git config under --vcs commit, renaming its lock onto the bound config", conf: bwrapConf, stderr: "error: could not write config file {WS}/.git/config: Device or resource busy\n", want: "file", path: "{WS}/.git/config", boundary: sandboxpolicy.BoundaryProtected},
+	{name: "a busy path that is not protected", conf: bwrapConf, stderr: "rm: cannot remove '{WS}/mnt': Device or resource busy\n"},
 	{name: "npm init", conf: bwrapConf, command: "cd {OUT} && npm init -y", stderr: "npm error code EROFS\nnpm error syscall open\nnpm error path {OUT}/package.json\nnpm error errno -30\nnpm error rofs EROFS: read-only file system, open '{OUT}/package.json'\nnpm error rofs Often virtualized file systems, or other file systems that don't support symlinks, give this error.\nnpm error Log files were not written due to an error writing to the directory: /root/.npm/_logs\nnpm error You can rerun the command with `--loglevel=verbose` to see the logs in your terminal\n", want: "file", path: "{OUT}/package.json"},
 	{name: "pip install --target", conf: bwrapConf, stderr: "ERROR: Exception:\nTraceback (most recent call last):\n  File \"/usr/lib/python3/dist-packages/pip/_internal/utils/misc.py\", line 106, in ensure_dir\n    os.makedirs(path)\n  File \"<frozen os>\", line 225, in makedirs\nOSError: [Errno 30] Read-only file system: '{OUT}/t'\n", want: "file", path: "{OUT}/t"},
 	{name: "cargo new", conf: bwrapConf, stderr: "    Creating binary (application) `p` package\nerror: failed to create package `p` at `{OUT}/p`\n\nCaused by:\n  failed to create directory `{OUT}/p`\n\nCaused by:\n  Read-only file system (os error 30)\n", want: "file", path: "{OUT}/p"},
@@ -144,12 +148,17 @@ func TestInferenceOfCapturedMessages(t *testing.T) {
 	prog := filepath.Join(out, "prog")
 	require.NoError(t, os.WriteFile(prog, []byte("#!/bin/sh\n"), 0o755))
 
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
-	require.NoError(t, err)
 	r, err := execlocal.New(exec.Config{})
 	require.NoError(t, err)
-	tl, err := New(Config{}, Deps{Runner: r, Policy: pol})
-	require.NoError(t, err)
+	tools := map[sandbox.VCS]*Tool{}
+	policies := map[sandbox.VCS]*sandboxpolicy.Service{}
+	for _, vcs := range []sandbox.VCS{"", sandbox.VCSReadOnly} {
+		pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}, VCS: vcs})
+		require.NoError(t, err)
+		policies[vcs] = pol
+		tools[vcs], err = New(Config{}, Deps{Runner: r, Policy: pol})
+		require.NoError(t, err)
+	}
 	relProg, err := filepath.Rel(ws, prog)
 	require.NoError(t, err)
 	fill := strings.NewReplacer("{OUT}", out, "{WS}", ws, "{RELPROG}", relProg, "{OUTPARENT}", filepath.Dir(out)).Replace
@@ -166,7 +175,7 @@ func TestInferenceOfCapturedMessages(t *testing.T) {
 			}
 			req := exec.Request{Command: fill(f.command), Workdir: ws}
 			stderr := fill(f.stderr)
-			fd, isFile := tl.inferFileDenial(pol.Default(), &conf, req, stderr)
+			fd, isFile := tools[f.vcs].inferFileDenial(policies[f.vcs].Default(), &conf, req, stderr)
 			detail, isNetwork := inferNetworkDenial(&conf, stderr)
 			switch f.want {
 			case "file":
