@@ -34,6 +34,9 @@ type HostRun struct {
 	Name string
 	// Dir says it is a directory (protected with everything beneath it).
 	Dir bool
+	// Top says it counts only at the top of a writable root, not at any
+	// depth.
+	Top bool
 }
 
 // HostRunFiles returns the host-run files protected by default under
@@ -48,7 +51,10 @@ type HostRun struct {
 //   - git's and the shells' start-up files, read when the workspace is a
 //     home directory (.gitconfig, .config/git/, .bashrc, .bash_profile,
 //     .bash_login, .bash_logout, .profile, .zshrc, .zshenv, .zprofile,
-//     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/).
+//     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/);
+//   - a writable root's top-level HEAD (Top): with objects/ and refs/
+//     beside it, it makes the root itself a git directory, whose config git
+//     on the host would read once the root's .git is unusable.
 func HostRunFiles() []HostRun {
 	return []HostRun{
 		{Name: ".mcp.json"},
@@ -79,12 +85,17 @@ func HostRunFiles() []HostRun {
 		{Name: ".login"},
 		{Name: ".logout"},
 		{Name: ".config/fish", Dir: true},
+		{Name: "HEAD", Top: true},
 	}
 }
 
-// pattern is h as a gitignore pattern matching it at any depth.
+// pattern is h as a gitignore pattern matching it at any depth (at the
+// root only when Top).
 func (h HostRun) pattern() string {
 	p := h.Name
+	if h.Top {
+		return "/" + p
+	}
 	if strings.Contains(p, "/") {
 		p = "**/" + p
 	}

@@ -60,14 +60,21 @@ func TestProtectedVCSCommit(t *testing.T) {
 	}
 }
 
-// TestProtectedHostRun: each host-run file is protected at any depth with
-// its own rule; --unprotect drops exactly the one named; a name that is no
-// default is refused.
+// TestProtectedHostRun: each host-run file is protected at any depth (a Top
+// one at the root only) with its own rule; --unprotect drops exactly the
+// one named; a name that is no default is refused.
 func TestProtectedHostRun(t *testing.T) {
 	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
 	require.NoError(t, err)
 	for _, h := range sandbox.HostRunFiles() {
+		if h.Top {
+			_, ok := p.Protected("a/b/"+h.Name, h.Dir)
+			assert.False(t, ok, "a/b/"+h.Name+" is not at the top")
+		}
 		for _, rel := range []string{h.Name, "a/b/" + h.Name} {
+			if h.Top && rel != h.Name {
+				continue
+			}
 			rule, ok := p.Protected(rel, h.Dir)
 			assert.True(t, ok, rel)
 			assert.Equal(t, "host-run file "+h.Name, rule, rel)
@@ -78,13 +85,20 @@ func TestProtectedHostRun(t *testing.T) {
 			}
 		}
 	}
-	for _, rel := range []string{"mcp.json", ".vscodex", "src/.bashrc.d/x", ".config/other"} {
+	// The attack review's input: the root made a bare repository (HEAD,
+	// objects/, refs/, a config with core.fsmonitor) once its .git was
+	// made unusable; the top-level HEAD is refused, a .git's HEAD and a
+	// remote's are not.
+	rule, ok := p.Protected("HEAD", false)
+	assert.True(t, ok)
+	assert.Equal(t, "host-run file HEAD", rule)
+	for _, rel := range []string{"mcp.json", ".vscodex", "src/.bashrc.d/x", ".config/other", ".git/HEAD", ".git/refs/remotes/origin/HEAD", "sub/HEAD"} {
 		_, ok := p.Protected(rel, false)
 		assert.False(t, ok, rel)
 	}
 	u, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Unprotect: []string{".vscode/"}})
 	require.NoError(t, err)
-	_, ok := u.Protected(".vscode/tasks.json", false)
+	_, ok = u.Protected(".vscode/tasks.json", false)
 	assert.False(t, ok, "--unprotect .vscode allows it")
 	_, ok = u.Protected(".idea/workspace.xml", false)
 	assert.True(t, ok, "--unprotect .vscode leaves the others")

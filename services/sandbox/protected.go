@@ -173,7 +173,11 @@ func (p ProtectedPaths) Describe() []string {
 		if h.Dir {
 			name += "/"
 		}
-		out = append(out, name+" (host-run file, at any depth; --unprotect "+h.Name+" to allow)")
+		where := "at any depth"
+		if h.Top {
+			where = "at the top of a writable root: it would make the root a git directory"
+		}
+		out = append(out, name+" (host-run file, "+where+"; --unprotect "+h.Name+" to allow)")
 	}
 	for _, pat := range p.patterns[len(p.hostRun):] {
 		out = append(out, pat+" (--protect)")

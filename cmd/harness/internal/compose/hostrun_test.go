@@ -2,6 +2,7 @@ package compose_test
 
 import (
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"testing"
 
@@ -103,4 +104,72 @@ func assertAbsent(t *testing.T, p string) {
 	t.Helper()
 	_, err := os.Lstat(p)
 	assert.True(t, os.IsNotExist(err), "%s exists on disk", p)
+}
+
+// TestRootNotMadeAGitDirectory (issue 23, the attack review's input): an
+// agent breaks the workspace's .git (garbage in .git/HEAD, writable under
+// --vcs commit) and lays out HEAD, objects/, refs/ and a config whose
+// core.fsmonitor runs a command at the workspace's top, so that git on the
+// host falls back to the root as a bare repository and runs it. The
+// top-level HEAD is refused to both families, so the host's `git status`
+// runs nothing.
+func TestRootNotMadeAGitDirectory(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	gitBin, err := osexec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	call, ws := hostRunServer(t, nil)
+	host := func(args ...string) {
+		cmd := osexec.Command(gitBin, args...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir())
+		_, _ = cmd.CombinedOutput()
+	}
+	host("init", "-q")
+	pwned := filepath.Join(t.TempDir(), "PWNED")
+	config := "[core]\n\trepositoryformatversion = 0\n\tbare = false\n\tworktree = .\n\tfsmonitor = \"touch " + pwned + "; false\"\n"
+
+	// The file tools alone.
+	for _, w := range []struct{ path, content string }{
+		{".git/HEAD", "garbage"}, {"objects/keep", "x"}, {"refs/heads/keep", "x"}, {"config", config},
+	} {
+		call["write"](map[string]any{"file_path": filepath.Join(ws, w.path), "content": w.content})
+	}
+	text := call["write"](map[string]any{"file_path": filepath.Join(ws, "HEAD"), "content": "ref: refs/heads/master\n"})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(ws, "HEAD"))
+	host("status")
+	assertAbsent(t, pwned)
+
+	// One command.
+	text = call["exec"](map[string]any{"command": "printf 'ref: refs/heads/master\\n' > HEAD"})
+	assert.NotContains(t, text, "exit code 0", text)
+	assertAbsent(t, filepath.Join(ws, "HEAD"))
+	host("status")
+	assertAbsent(t, pwned)
+}
+
+// TestUsersEmptyHostRunFilesKept (issue 23, the attack review's input): a
+// user's own empty .vscode of mode 0555 and empty .envrc of mode 0444, the
+// modes of the runner's placeholders, are still there after a command.
+func TestUsersEmptyHostRunFilesKept(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	call, ws := hostRunServer(t, nil)
+	require.NoError(t, os.Mkdir(filepath.Join(ws, ".vscode"), 0o555))
+	require.NoError(t, os.Chmod(filepath.Join(ws, ".vscode"), 0o555))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, ".envrc"), nil, 0o444))
+	require.NoError(t, os.Chmod(filepath.Join(ws, ".envrc"), 0o444))
+	text := call["exec"](map[string]any{"command": "true"})
+	assert.Contains(t, text, "exit code 0", text)
+	st, err := os.Lstat(filepath.Join(ws, ".vscode"))
+	require.NoError(t, err, "the user's .vscode was removed")
+	assert.Equal(t, os.ModeDir|0o555, st.Mode())
+	st, err = os.Lstat(filepath.Join(ws, ".envrc"))
+	require.NoError(t, err, "the user's .envrc was removed")
+	assert.Equal(t, os.FileMode(0o444), st.Mode())
 }
