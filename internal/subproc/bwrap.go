@@ -3,6 +3,8 @@ package subproc
 import (
 	"cmp"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -203,13 +205,7 @@ func reserve(path string, dir bool, content string) (*Reservation, error) {
 		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, dir) {
 			return nil, nil // something real: not even opened
 		}
-		var err error
-		if dir {
-			err = unix.Mkdir(path, placeholderDirMode)
-		} else {
-			err = createPlaceholder(path, content)
-		}
-		created := err == nil
+		err := makePlaceholder(path, dir, content)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) ||
 				errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
@@ -230,21 +226,6 @@ func reserve(path string, dir bool, content string) (*Reservation, error) {
 				return nil, nil // something real
 			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
-		}
-		if created {
-			// Exactly the placeholder's mode, whatever the umask.
-			mode := uint32(placeholderFileMode)
-			if dir {
-				mode = placeholderDirMode
-			}
-			if err := unix.Fchmod(fd, mode); err != nil {
-				_ = unix.Close(fd)
-				return nil, fmt.Errorf("reserving %s: %w", path, err)
-			}
-			if err := unix.Fsetxattr(fd, placeholderXattr, []byte("1"), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
-				_ = unix.Close(fd)
-				return nil, fmt.Errorf("reserving %s: marking the placeholder: %w", path, err)
-			}
 		}
 		var st unix.Stat_t
 		if err := unix.Fstat(fd, &st); err != nil {
@@ -270,21 +251,55 @@ func reserve(path string, dir bool, content string) (*Reservation, error) {
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
 }
 
-// createPlaceholder makes the file placeholder path holding content; an
-// existing entry is EEXIST.
-func createPlaceholder(path, content string) error {
-	fd, err := unix.Open(path, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, placeholderFileMode)
-	if err != nil {
+// makePlaceholder makes the placeholder at path (an empty directory when
+// dir, else a file holding content) whole, or fails with EEXIST when
+// something is there: it is made under a temporary name beside path,
+// marked (placeholderXattr: setting it needs write access, so before the
+// mode), given its mode, whatever the umask, then renamed to path without
+// replacing anything. No other command ever sees it half made.
+func makePlaceholder(path string, dir bool, content string) error {
+	var rnd [8]byte
+	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
-	defer func() { _ = unix.Close(fd) }()
-	if content != "" {
-		if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
-			_ = unix.Unlink(path)
-			return fmt.Errorf("writing the placeholder: %w", cmp.Or(err, error(unix.EIO)))
+	tmp := filepath.Join(filepath.Dir(path), ".harness-placeholder-"+hex.EncodeToString(rnd[:]))
+	remove := func() { _ = unix.Unlink(tmp) }
+	mode := uint32(placeholderFileMode)
+	var fd int
+	var err error
+	if dir {
+		if err = unix.Mkdir(tmp, 0o700); err != nil {
+			return err
 		}
+		remove = func() { _ = unix.Rmdir(tmp) }
+		mode = placeholderDirMode
+		fd, err = unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	} else {
+		fd, err = unix.Open(tmp, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	}
-	return nil
+	if err != nil {
+		remove()
+		return err
+	}
+	err = func() error {
+		defer func() { _ = unix.Close(fd) }()
+		if content != "" {
+			if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
+				return fmt.Errorf("writing the placeholder: %w", cmp.Or(err, error(unix.EIO)))
+			}
+		}
+		if err := unix.Fsetxattr(fd, placeholderXattr, []byte("1"), 0); err != nil && !errors.Is(err, unix.ENOTSUP) {
+			return fmt.Errorf("marking the placeholder: %w", err)
+		}
+		return unix.Fchmod(fd, mode)
+	}()
+	if err == nil {
+		err = unix.Renameat2(unix.AT_FDCWD, tmp, unix.AT_FDCWD, path, unix.RENAME_NOREPLACE)
+	}
+	if err != nil {
+		remove()
+	}
+	return err
 }
 
 // placeholder reports whether fd (stat st) is a reservation's placeholder:

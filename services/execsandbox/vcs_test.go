@@ -165,6 +165,9 @@ func TestVCSLandlockIsolation(t *testing.T) {
 	if !subproc.MountNamespace() {
 		t.Skip("no mount namespace here: --exec-isolation landlock carves out no protected path")
 	}
+	if os.Geteuid() != 0 {
+		t.Skip("as an ordinary user --exec-isolation landlock refuses every command that has protected paths to carve out (making the mounts private: operation not permitted): it fails closed, nothing to compare")
+	}
 	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
 	ll, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, w.pol)
 	require.NoError(t, err)
