@@ -752,22 +752,7 @@ func testForkBomb(t *testing.T, w world) {
 func TestAttackNetwork(t *testing.T) {
 	w := newWorld(t, primaryOwner(), exec.Config{}, nil)
 	t.Run("the host's 127.0.0.1 is out of reach", func(t *testing.T) {
-		var lc net.ListenConfig
-		ln, err := lc.Listen(t.Context(), "tcp", "127.0.0.1:0")
-		require.NoError(t, err)
-		defer func() { _ = ln.Close() }()
-		var accepted atomic.Int64
-		go func() {
-			for {
-				c, err := ln.Accept()
-				if err != nil {
-					return
-				}
-				accepted.Add(1)
-				_ = c.Close()
-			}
-		}()
-		port := ln.Addr().(*net.TCPAddr).Port
+		port, accepted := hostListener(t, "tcp", "127.0.0.1:0")
 		res := w.run(t, sandbox.WorkspaceWrite, pyCommand(t, fmt.Sprintf(`import socket
 try:
     socket.create_connection(("127.0.0.1", %d), timeout=5); print("CONNECTED")
@@ -881,4 +866,27 @@ func testReservedRace(t *testing.T, o owner) {
 	assert.False(t, wrote.Load(), "a command wrote .git/config")
 	_, err := os.Lstat(filepath.Join(w.ws, ".git"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the workspace has a .git after the calls")
+}
+
+// hostListener listens on the host at address (network "tcp" or "tcp4"),
+// counts the connections it accepts (closing each) until t ends, and
+// returns its port and that count.
+func hostListener(t *testing.T, network, address string) (int, *atomic.Int64) {
+	t.Helper()
+	var lc net.ListenConfig
+	ln, err := lc.Listen(t.Context(), network, address)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = ln.Close() })
+	accepted := new(atomic.Int64)
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			accepted.Add(1)
+			_ = c.Close()
+		}
+	}()
+	return ln.Addr().(*net.TCPAddr).Port, accepted
 }

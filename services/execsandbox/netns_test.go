@@ -10,7 +10,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -162,22 +161,7 @@ func TestSessionNetwork(t *testing.T) {
 
 			t.Run("the host's network is out of reach", func(t *testing.T) {
 				addr := hostAddress(t)
-				var lc net.ListenConfig
-				ln, err := lc.Listen(t.Context(), "tcp4", "0.0.0.0:0")
-				require.NoError(t, err)
-				defer func() { _ = ln.Close() }()
-				var accepted atomic.Int64
-				go func() {
-					for {
-						c, err := ln.Accept()
-						if err != nil {
-							return
-						}
-						accepted.Add(1)
-						_ = c.Close()
-					}
-				}()
-				port := ln.Addr().(*net.TCPAddr).Port
+				port, accepted := hostListener(t, "tcp4", "0.0.0.0:0")
 				for _, h := range []string{addr, "127.0.0.1"} {
 					res := runIn(ctxA, fixtures.ConnectTo(pl, h, port, 3, "out"))
 					assert.NotEqual(t, 0, res.ExitCode, h)
