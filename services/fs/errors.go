@@ -22,12 +22,16 @@ const (
 	CodeTooLarge         Code = "FS_TOO_LARGE"
 	CodePermissionDenied Code = "FS_PERMISSION_DENIED"
 	CodeSandboxDenied    Code = "FS_SANDBOX_DENIED"
-	CodeIOError          Code = "FS_IO_ERROR"
-	CodeStaleVersion     Code = "FS_STALE_VERSION"
-	CodeNotObserved      Code = "FS_NOT_OBSERVED"
-	CodeAmbiguousEdit    Code = "FS_AMBIGUOUS_EDIT"
-	CodeEditNotFound     Code = "FS_EDIT_NOT_FOUND"
-	CodeAborted          Code = "FS_ABORTED"
+	// CodeReadDenied: the path is in the deny-read set (issue 24), in
+	// any mode, for a file tool or a command; the marker is
+	// sandbox.ReadDenialMarker.
+	CodeReadDenied    Code = "FS_READ_DENIED"
+	CodeIOError       Code = "FS_IO_ERROR"
+	CodeStaleVersion  Code = "FS_STALE_VERSION"
+	CodeNotObserved   Code = "FS_NOT_OBSERVED"
+	CodeAmbiguousEdit Code = "FS_AMBIGUOUS_EDIT"
+	CodeEditNotFound  Code = "FS_EDIT_NOT_FOUND"
+	CodeAborted       Code = "FS_ABORTED"
 	// CodeAlreadyExists: an entry is at a Mkdir or Move destination.
 	CodeAlreadyExists Code = "FS_ALREADY_EXISTS"
 	// CodeNotEmpty: a directory to remove, or to move over, has entries.

@@ -44,8 +44,21 @@ type Config struct {
 	// workspace-write (--vcs); "" means sandbox.VCSCommit.
 	VCS sandbox.VCS `yaml:"vcs" json:"vcs"`
 	// ConfigFile is harness's own configuration file ("" for none), made
-	// read-only where it lies inside a writable root; it is canonicalized.
+	// read-only where it lies inside a writable root, and never read by a
+	// tool or a command; it is canonicalized.
 	ConfigFile string `yaml:"configFile" json:"configFile"`
+	// DenyRead are gitignore-style patterns neither tool family reads,
+	// added to sandbox.DenyReadDefaults (--deny-read; see
+	// sandbox.NewDenyRead, whose errors New returns).
+	DenyRead []string `yaml:"denyRead" json:"denyRead"`
+	// AllowRead are default deny-read patterns dropped, each spelled as
+	// the default is (--allow-read).
+	AllowRead []string `yaml:"allowRead" json:"allowRead"`
+	// Homes are the home directories `~` stands for in a deny-read
+	// pattern; nil means the server user's ($HOME, else the password
+	// database's) and, when the server runs as root, the owner's of the
+	// fallback workspace root too.
+	Homes []string `yaml:"homes" json:"homes"`
 }
 
 // defaultTempRoots returns the platform temp areas: "/tmp" and os.TempDir()

@@ -87,6 +87,8 @@ type Service struct {
 	// protect are the protected paths inside each writable root
 	// (cfg.Protect and the version-control metadata).
 	protect sandbox.ProtectedPaths
+	// denyRead is the deny-read set, fixed at construction.
+	denyRead sandbox.DenyRead
 	// scanner searches the writable roots for the protected entries that
 	// exist there (ProtectedEntries), caching the directories it read; its
 	// one predicate is protect.ProtectedEntry.
@@ -112,7 +114,11 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}
-	return &Service{cfg: cfg, protect: protect, scanner: protectscan.New(protectscan.Options{SplitGit: protect.VCS() == sandbox.VCSCommit})}, nil
+	denyRead, err := newDenyRead(cfg)
+	if err != nil {
+		return nil, fmt.Errorf("sandboxpolicy: %w", err)
+	}
+	return &Service{cfg: cfg, protect: protect, denyRead: denyRead, scanner: protectscan.New(protectscan.Options{SplitGit: protect.VCS() == sandbox.VCSCommit})}, nil
 }
 
 // Default returns the policy of a call with no session: the deployment
