@@ -124,7 +124,7 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 		return GrepResult{}, err
 	}
 	if st.Mode().IsRegular() {
-		return grepFile(ctx, root, cfg, opts.Limit)
+		return grepFile(ctx, root, cfg, opts.Limit, opts.Walk.Gate)
 	}
 	d, err := dirfd.OpenBeneath(root)
 	if err != nil {
@@ -180,7 +180,7 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 			s := newScanner(cfg)
 			for j := range jobs {
 				if ctx.Err() == nil {
-					j.res, j.err = scanAt(ctx, s, d, j.rel)
+					j.res, j.err = scanAt(ctx, s, d, j.rel, opts.Walk.Gate)
 				}
 				close(j.done)
 			}
@@ -189,11 +189,16 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 
 	res := GrepResult{Files: []FileMatch{}}
 	var problems []Problem
+	denied := 0 // files the gate refused once opened
 	budget := opts.Limit
 	for j := range order {
 		<-j.done
 		if budget < 0 {
 			continue // draining after the cut
+		}
+		if errors.Is(j.err, ErrDenied) {
+			denied++
+			continue
 		}
 		if j.err != nil {
 			if ctx.Err() == nil {
@@ -222,6 +227,7 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 		return GrepResult{}, err
 	}
 	res.Stats = stats
+	res.Stats.Denied += denied
 	res.Truncated = res.Truncated || stats.Truncated
 	for _, p := range problems {
 		if len(res.Stats.Problems) < MaxProblems {
@@ -315,8 +321,9 @@ func grepConfig(opts *GrepOptions) (*scanConfig, error) {
 }
 
 // scanAt opens rel beneath d through a safe open (non-blocking, fstat on the
-// descriptor) and scans it if it is still a regular file.
-func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string) (fileResult, error) {
+// descriptor) and scans it if it is still a regular file the gate (nil:
+// none) does not refuse (ErrDenied when it does).
+func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string, gate Gate) (fileResult, error) {
 	fd, st, err := d.OpenReadFD(rel)
 	if err != nil {
 		return fileResult{}, err
@@ -324,6 +331,9 @@ func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string) (fileResu
 	defer func() { _ = unix.Close(fd) }()
 	if !dirfd.IsRegular(&st) {
 		return fileResult{}, nil // replaced since it was listed
+	}
+	if gate != nil && gate.Refuse(fd, &st) {
+		return fileResult{}, &os.PathError{Op: "read", Path: rel, Err: ErrDenied}
 	}
 	res, err := s.scan(ctx, fdReader(fd), st.Size)
 	if err != nil {
@@ -350,15 +360,16 @@ func (fd fdReader) Read(p []byte) (int, error) {
 	}
 }
 
-// grepFile searches the single regular file at root.
-func grepFile(ctx context.Context, root string, cfg *scanConfig, limit int) (GrepResult, error) {
+// grepFile searches the single regular file at root, unless gate refuses
+// it (ErrDenied).
+func grepFile(ctx context.Context, root string, cfg *scanConfig, limit int, gate Gate) (GrepResult, error) {
 	d, err := dirfd.OpenBeneath(path.Dir(root))
 	if err != nil {
 		return GrepResult{}, err
 	}
 	defer func() { _ = d.Close() }()
 	name := path.Base(root)
-	fr, err := scanAt(ctx, newScanner(cfg), d, name)
+	fr, err := scanAt(ctx, newScanner(cfg), d, name, gate)
 	if err != nil {
 		return GrepResult{}, err
 	}

@@ -47,7 +47,26 @@ type WalkOptions struct {
 	// walk that reaches it stops before the directory whose listing crossed
 	// it and reports Truncated.
 	MaxEntries int
+	// Gate, when set, keeps the walk out of what must not be read (the
+	// deny-read set, issue 24); nil refuses nothing.
+	Gate Gate
 }
+
+// Gate decides what a walk may open. An entry the gate skips or refuses is
+// counted in WalkStats.Denied (a refused walk root is ErrDenied instead).
+type Gate interface {
+	// Skip reports whether the entry at the absolute path abs (isDir: a
+	// directory) must not be opened at all.
+	Skip(abs string, isDir bool) bool
+	// Refuse reports whether the open descriptor fd, whose fstat is st (a
+	// directory about to be listed, a file about to be scanned), must not
+	// be read: the decision on what was opened, not on its name.
+	Refuse(fd int, st *unix.Stat_t) bool
+}
+
+// ErrDenied is the error of a walk root, or a file searched alone, that the
+// gate refuses.
+var ErrDenied = errors.New("in the deny-read set")
 
 // Problem is one entry the walk could not read; the walk goes on without it.
 type Problem struct {
@@ -64,6 +83,8 @@ type WalkStats struct {
 	Files int
 	// Truncated reports whether the walk stopped at MaxEntries.
 	Truncated bool
+	// Denied counts the entries the gate skipped or refused.
+	Denied int
 	// Problems are the first MaxProblems entries that could not be read.
 	Problems []Problem
 	// MoreProblems counts the problems beyond Problems.
@@ -179,6 +200,13 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 		w.problem(rel, &os.PathError{Op: "walk", Path: f.Name(), Err: ErrNotDirectory})
 		return nil
 	}
+	if w.opts.Gate != nil && w.opts.Gate.Refuse(fd, &st) {
+		if rel == "" {
+			return &os.PathError{Op: "walk", Path: f.Name(), Err: ErrDenied}
+		}
+		w.stats.Denied++
+		return nil
+	}
 	// A directory is visited once: a bind mount or a rename racing the walk
 	// cannot make it loop.
 	key := devIno{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is uint64 on amd64 only
@@ -227,6 +255,10 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 			continue
 		}
 		sub := join(rel, e.name)
+		if w.opts.Gate != nil && w.opts.Gate.Skip(w.abs(sub), isDir) {
+			w.stats.Denied++
+			continue
+		}
 		if isDir {
 			if err := w.dir(sub, path, ign); err != nil {
 				return err
@@ -291,6 +323,14 @@ func direntType(m os.FileMode) uint8 {
 	default:
 		return unix.DT_UNKNOWN
 	}
+}
+
+// abs returns the absolute path of rel beneath the walk root.
+func (w *walker) abs(rel string) string {
+	if w.root.Path() == "/" {
+		return "/" + rel
+	}
+	return w.root.Path() + "/" + rel
 }
 
 // join appends name to the slash-separated relative path rel.

@@ -73,7 +73,8 @@ type Error struct {
 	Op string
 	// Path is the display path of the target, empty when there is none.
 	Path string
-	// Mode is the effective sandbox mode of a CodeSandboxDenied error.
+	// Mode is the effective sandbox mode of a CodeSandboxDenied or
+	// CodeReadDenied error.
 	Mode sandbox.Mode
 	// Message is the human-readable sentence; empty only for the sentinels.
 	Message string
@@ -98,6 +99,19 @@ func (e *Error) Is(target error) bool {
 	t, ok := target.(*Error)
 	return ok && t.Message == "" && t.Err == nil && t.Code == e.Code
 }
+
+// ReadDenial is the cause (Error.Err) of a CodeReadDenied error: the real
+// path the opened descriptor named, and the deny-read rule that refuses it
+// ("~/.ssh (default)", or for a path reached by another name, the rule of
+// the denied path it is: "~/.ssh (default), the same directory as
+// /home/u/.ssh").
+type ReadDenial struct {
+	Path string
+	Rule string
+}
+
+// Error returns "<path> is in the deny-read set (<rule>)".
+func (d *ReadDenial) Error() string { return d.Path + " is in the deny-read set (" + d.Rule + ")" }
 
 // CodeOf returns the code of the first *Error in err's chain, or "" when
 // there is none.

@@ -81,13 +81,15 @@ type GlobFile struct {
 // Path), at most Limit of them, out of Matched. Truncated reports that files
 // were left out: more matched than Limit, or WalkCapped, the walk stopped
 // at MaxSearchEntries (then Matched counts only what the walk saw).
-// Unreadable counts the entries skipped because they could not be read.
+// Unreadable counts the entries skipped because they could not be read,
+// Denied those skipped because they are in the deny-read set (never opened).
 type GlobResult struct {
 	Files      []GlobFile
 	Matched    int
 	Truncated  bool
 	WalkCapped bool
 	Unreadable int
+	Denied     int
 }
 
 // GrepMode selects what Grep reports.
@@ -152,7 +154,9 @@ type GrepFile struct {
 // GrepResult is what Grep found. Truncated reports that results beyond
 // Limit exist (the last file's lines may be cut) or WalkCapped, the walk
 // stopped at MaxSearchEntries. Searched counts the files scanned, Binary
-// those skipped as binary, Unreadable the entries that could not be read.
+// those skipped as binary, Unreadable the entries that could not be read,
+// Denied those skipped because they are in the deny-read set (issue 24: a
+// denied directory is never entered, a denied file never scanned).
 type GrepResult struct {
 	Files      []GrepFile
 	Truncated  bool
@@ -160,4 +164,5 @@ type GrepResult struct {
 	Searched   int
 	Binary     int
 	Unreadable int
+	Denied     int
 }

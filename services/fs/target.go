@@ -16,7 +16,25 @@ type Version string
 type Target struct {
 	Key         TargetKey `json:"targetKey"`
 	DisplayPath string    `json:"displayPath"`
+	// approvedRead is the canonical path a user approved this target's
+	// one read of, in the deny-read set (ApproveRead); "" for none.
+	approvedRead string
 }
+
+// ApproveRead returns t carrying the user's approval of one read of the
+// canonical path canonical, which is in the deny-read set (issue 24): a
+// confining backend then lets the reads of this call through when, and
+// only when, the opened descriptor's real path is canonical (another path
+// is refused with sandboxpolicy.CodeTargetChanged). The approval lives in
+// the value: a target resolved again carries none.
+func (t Target) ApproveRead(canonical string) Target {
+	t.approvedRead = canonical
+	return t
+}
+
+// ApprovedRead returns the canonical path of t's approved read, "" when t
+// carries no approval (ApproveRead).
+func (t Target) ApprovedRead() string { return t.approvedRead }
 
 // FileType classifies a filesystem entry.
 type FileType string

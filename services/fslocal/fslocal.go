@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -217,6 +218,12 @@ func (host) Change(_ fsbackend.Site, _ *dirfd.Parent, _ string, change func(veri
 	}
 	return change(nil)
 }
+
+// Read refuses nothing: the bare backend has no deny-read set.
+func (host) Read(fs.Target, string, int, *unix.Stat_t, bool) error { return nil }
+
+// Gate is nil: a search walk is kept out of nothing.
+func (host) Gate() search.Gate { return nil }
 
 var _ fsbackend.Fence = (*host)(nil)
 

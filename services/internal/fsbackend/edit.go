@@ -95,7 +95,7 @@ func (f *Backend) edit(ctx context.Context, at Site, req fs.EditRequest) (fs.Edi
 	if m.parent == nil {
 		return fs.EditOutcome{}, stale(op, dp)
 	}
-	locked, st, err := lockForEdit(ctx, m, dp)
+	locked, st, err := lockForEdit(ctx, m, dp, f.admitRead(at.Target, op))
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}
@@ -235,10 +235,11 @@ func tooLargeResult(dp string, limit int64) error {
 // lockForEdit locks the target across processes (see guard) and returns
 // the locked descriptor, open for reading, with its fstat. A missing file is
 // stale (L-100); anything but a regular file is refused before the version
-// is compared (L-103). Closing the returned file releases the lock.
-func lockForEdit(ctx context.Context, m *mutation, dp string) (*dirfd.File, unix.Stat_t, error) {
+// is compared (L-103), and so is a file admit refuses (before it is locked
+// or read). Closing the returned file releases the lock.
+func lockForEdit(ctx context.Context, m *mutation, dp string, admit func(*dirfd.File, *unix.Stat_t) error) (*dirfd.File, unix.Stat_t, error) {
 	const op = "edit"
-	file, st, err := guard(ctx, m)
+	file, st, err := guard(ctx, m, admit)
 	if errors.Is(err, errGone) {
 		return nil, st, stale(op, dp)
 	}

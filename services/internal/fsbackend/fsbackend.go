@@ -9,8 +9,11 @@
 // beneath the writable root it admits, under a Landlock domain of that root,
 // or refuses it.
 //
-// Reads and searches never pass the fence: they run through the host handle
-// in every backend (reads are not fenced, by design).
+// Reads and searches run through the host handle in every backend (the write
+// fence does not confine them), but each open descriptor is shown to the
+// Fence's Read before anything is read through it, and each search walk
+// passes its entries through the Fence's Gate: the deny-read set (issue 24)
+// holds in every mode.
 package fsbackend
 
 import (
@@ -19,9 +22,11 @@ import (
 	"sync"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -67,6 +72,19 @@ type Fence interface {
 	// root becomes the fence's denial). With change nil, Change only decides
 	// the entry.
 	Change(at Site, parent *dirfd.Parent, name string, change func(verify func() error) error) error
+	// Read decides whether op may read what the open descriptor fd (whose
+	// fstat is st) holds, for target (issue 24): the deny-read decision,
+	// taken on the descriptor, never on the path given. With entry set
+	// only the entry's own metadata is read (a stat, a listed entry): a
+	// denied directory's own passes, what lies inside it does not. It
+	// returns nil or the refusal, which the caller returns as it is (an
+	// *fs.Error with fs.CodeReadDenied, or the refusal of an approved
+	// read whose descriptor names another file). A reading of the data
+	// happens only after it returned nil.
+	Read(target fs.Target, op string, fd int, st *unix.Stat_t, entry bool) error
+	// Gate returns the gate every search walk passes its entries through
+	// (search.WalkOptions.Gate); nil refuses nothing.
+	Gate() search.Gate
 }
 
 // Site is one admitted target of a mutation, as the Fence hands it to the

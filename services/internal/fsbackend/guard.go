@@ -41,10 +41,12 @@ var errGone = errors.New("the target no longer exists")
 // replaces the inode, so a writer that waited on the old inode sees, once it
 // has the lock, that the path names another file: it then locks that one
 // instead, and finds its version changed. The returned file is open for
-// reading; closing it releases the lock. Errors: errGone (wrapping ENOENT)
-// when the target is absent; a non-regular target is reported by the caller
-// from the returned Stat_t; other errors are *os.PathError.
-func guard(ctx context.Context, m *mutation) (*dirfd.File, unix.Stat_t, error) {
+// reading; closing it releases the lock. Each file opened is shown to admit
+// (the fence's read decision, see Backend.admitRead) before it is locked or
+// read. Errors: errGone (wrapping ENOENT) when the target is absent; a
+// non-regular target is reported by the caller from the returned Stat_t;
+// admit's refusal as it is; other errors are *os.PathError.
+func guard(ctx context.Context, m *mutation, admit func(*dirfd.File, *unix.Stat_t) error) (*dirfd.File, unix.Stat_t, error) {
 	for range guardRetries {
 		file, st, err := m.parent.OpenRead(m.name)
 		if isAbsent(err) {
@@ -55,6 +57,10 @@ func guard(ctx context.Context, m *mutation) (*dirfd.File, unix.Stat_t, error) {
 		}
 		if !dirfd.IsRegular(&st) {
 			return file, st, nil // the caller refuses it; nothing to lock
+		}
+		if err := admit(file, &st); err != nil {
+			_ = file.Close()
+			return nil, st, err
 		}
 		if err := lockFile(ctx, file); err != nil {
 			_ = file.Close()
@@ -76,6 +82,15 @@ func guard(ctx context.Context, m *mutation) (*dirfd.File, unix.Stat_t, error) {
 		}
 	}
 	return nil, unix.Stat_t{}, &os.PathError{Op: "lock", Path: m.parent.Join(m.name), Err: unix.EAGAIN}
+}
+
+// admitRead returns the decision of the fence's Read on a file a mutation
+// of target (op) opened to read: the old file a write scans for its
+// conventions and diff, the file an edit reads whole.
+func (f *Backend) admitRead(target fs.Target, op string) func(*dirfd.File, *unix.Stat_t) error {
+	return func(file *dirfd.File, st *unix.Stat_t) error {
+		return f.fence.Read(target, op, file.Fd(), st, false)
+	}
 }
 
 // lockFile takes an exclusive flock on file, polling while another holder

@@ -66,7 +66,16 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 		return fs.Listing{}, osErr("list", "list", dp, err)
 	}
 	defer dir.Close() //nolint:errcheck // read-only descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(dir.FD(), &st); err != nil {
+		return fs.Listing{}, osErr("list", "list", dp, err)
+	}
+	if err := f.fence.Read(target, "list", dir.FD(), &st, false); err != nil {
+		return fs.Listing{}, err
+	}
 	l := lister{
+		fence:    f.fence,
+		target:   target,
 		ctx:      ctx,
 		skip:     max(window.Offset-1, 0),
 		keep:     math.MaxInt,
@@ -97,6 +106,8 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 // lister is one ListDir walk: its window (skip entries, then keep up to
 // position keep), its depth, and what it has walked and kept so far.
 type lister struct {
+	fence      Fence     // decides each subdirectory and symlink destination
+	target     fs.Target // the listed directory
 	ctx        context.Context //nolint:containedctx // one walk's context
 	skip, keep int
 	depth      int
@@ -138,7 +149,7 @@ func (l *lister) walk(dir *dirfd.Parent, key, dp, prefix string, level int) erro
 		descend := level < l.depth
 		at := -1
 		if l.pos > l.skip {
-			e := child(dir, key, dp, name)
+			e := l.child(dir, key, dp, name)
 			e.Path = prefix + name
 			descend = descend && e.Type == fs.TypeDirectory && !e.Symlink
 			at = len(l.entries)
@@ -176,14 +187,26 @@ func (l *lister) walk(dir *dirfd.Parent, key, dp, prefix string, level int) erro
 	return nil
 }
 
+// errNotListed is the reason on the entry of a subdirectory a tree listing
+// does not enter: the fence refuses reading it (the deny-read set).
+var errNotListed = errors.New("in the deny-read set: not listed")
+
 // descend walks the subdirectory name of dir, opened without following a
-// symlink (a directory swapped for one since it was stat'ed is not entered).
+// symlink (a directory swapped for one since it was stat'ed is not entered),
+// unless the fence refuses reading it (errNotListed).
 func (l *lister) descend(dir *dirfd.Parent, key, dp, prefix, name string, level int) error {
 	sub, err := dir.OpenDirNoFollow(name)
 	if err != nil {
 		return err
 	}
 	defer sub.Close() //nolint:errcheck // read-only descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(sub.FD(), &st); err != nil {
+		return err
+	}
+	if l.fence.Read(l.target, "list", sub.FD(), &st, false) != nil {
+		return errNotListed
+	}
 	return l.walk(sub, filepath.Join(key, name), filepath.Join(dp, name), prefix+name+"/", level+1)
 }
 
@@ -236,8 +259,10 @@ func (h *maxHeap) Pop() any {
 
 // child describes one entry of dir, whose canonical path is key. An entry
 // whose metadata cannot be read is TypeOther with a Reason; it never fails
-// the listing (spec decision 16).
-func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
+// the listing (spec decision 16). A symlink's destination is described only
+// when the fence admits its metadata (a link into a denied directory says
+// so instead).
+func (l *lister) child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 	e := fs.DirEntry{
 		Name:   name,
 		Type:   fs.TypeOther,
@@ -256,6 +281,7 @@ func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 			var canonical string
 			if canonical, err = realpath.Canonical(string(e.Target.Key)); err == nil {
 				e.Target.Key = fs.TargetKey(canonical)
+				err = l.admitEntry(dir, name)
 			}
 		}
 		if err != nil {
@@ -272,6 +298,25 @@ func child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 		e.Size = &size
 	}
 	return e
+}
+
+// admitEntry asks the fence about the metadata of the destination of the
+// symlink name in dir, opened with O_PATH beneath dir: errNotListed when it
+// is refused.
+func (l *lister) admitEntry(dir *dirfd.Parent, name string) error {
+	fd, err := unix.Openat(dir.FD(), name, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(fd) //nolint:errcheck // O_PATH descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	if l.fence.Read(l.target, "list", fd, &st, true) != nil {
+		return errNotListed
+	}
+	return nil
 }
 
 // reason is the short phrase of a DirEntry whose metadata err kept from

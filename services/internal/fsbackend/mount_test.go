@@ -10,8 +10,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -24,6 +26,9 @@ type threadFence struct {
 	refuse        error
 	runs, changes int
 	lastErr       error
+	// readRefuse is what Read answers; reads the ops shown to it.
+	readRefuse error
+	reads      []string
 }
 
 func (m *threadFence) Mutate(_ context.Context, _ *sandbox.ExecutionPolicy, targets []fs.Target, op func([]fsbackend.Site) error) error {
@@ -52,6 +57,14 @@ func (m *threadFence) Change(_ fsbackend.Site, _ *dirfd.Parent, _ string, change
 	}
 	return change(nil)
 }
+
+// Read records each op shown to it and returns readRefuse.
+func (m *threadFence) Read(_ fs.Target, op string, _ int, _ *unix.Stat_t, _ bool) error {
+	m.reads = append(m.reads, op)
+	return m.readRefuse
+}
+
+func (*threadFence) Gate() search.Gate { return nil }
 
 var _ fsbackend.Fence = (*threadFence)(nil)
 
@@ -102,4 +115,63 @@ func TestFenceDecidesWhereMutationsRun(t *testing.T) {
 		_, statErr := os.Lstat(filepath.Join(dir, "new"))
 		assert.ErrorIs(t, statErr, os.ErrNotExist)
 	})
+}
+
+// TestFenceDecidesEveryRead: every read of the core shows its open
+// descriptor to the fence's Read before reading through it, and returns the
+// refusal as it is; a write or an edit over a refused file changes nothing
+// on disk (issue 24).
+func TestFenceDecidesEveryRead(t *testing.T) {
+	dir := realTempDir(t)
+	ctx := context.Background()
+	root, err := dirfd.OpenBeneath(dir)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = root.Close() })
+	file := filepath.Join(dir, "f.txt")
+	require.NoError(t, os.WriteFile(file, []byte("secret\n"), 0o640))
+	m := &threadFence{root: root}
+	b := fsbackend.New(fsbackend.Settings{Cwd: dir, DiffBasisMaxBytes: 1 << 20}, nil, m)
+	tg, err := b.Resolve(ctx, "f.txt", fs.ResolveOptions{})
+	require.NoError(t, err)
+	dirTarget, err := b.Resolve(ctx, ".", fs.ResolveOptions{})
+	require.NoError(t, err)
+	refusal := &fs.Error{Code: fs.CodeReadDenied, Message: "refused"}
+	m.readRefuse = refusal
+	cases := []struct {
+		name, op string
+		call     func() error
+	}{
+		{"read text", "read", func() error { _, err := b.ReadText(ctx, tg); return err }},
+		{"read bytes", "read", func() error { _, err := b.ReadBytes(ctx, tg, 100); return err }},
+		{"stream", "read", func() error {
+			for _, err := range b.StreamText(ctx, tg) {
+				if err != nil {
+					return err
+				}
+			}
+			return nil
+		}},
+		{"stat", "stat", func() error { _, err := b.Stat(ctx, tg); return err }},
+		{"lstat", "lstat", func() error { _, err := b.Lstat(ctx, file, fs.ResolveOptions{}); return err }},
+		{"list", "list", func() error { _, err := b.ListDir(ctx, dirTarget, fs.ListWindow{}); return err }},
+		{"grep", "grep", func() error { _, err := b.Grep(ctx, dirTarget, fs.GrepOptions{Pattern: "secret"}); return err }},
+		{"glob", "glob", func() error { _, err := b.Glob(ctx, dirTarget, fs.GlobOptions{Pattern: "*"}); return err }},
+		{"write", "write", func() error { _, err := b.WriteText(ctx, tg, "new\n", fs.WriteOptions{}); return err }},
+		{"edit", "edit", func() error {
+			_, err := b.EditText(ctx, tg, fs.EditRequest{OldString: "secret", NewString: "x"})
+			return err
+		}},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m.reads = nil
+			err := c.call()
+			assert.Same(t, refusal, err)
+			assert.Contains(t, m.reads, c.op)
+			assert.Equal(t, "secret\n", readFile(t, file), "nothing changed on disk")
+			fi, err := os.Stat(file)
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o640), fi.Mode().Perm())
+		})
+	}
 }

@@ -26,8 +26,9 @@ const readChunkBytes = 64 << 10
 const readTextMaxBytes = 64 << 20
 
 // openRegular opens target for reading without blocking and refuses anything
-// but a regular file by fstat on the descriptor (spec decision 7), and a
-// kernel stream whose reads would consume it (see consumes).
+// but a regular file by fstat on the descriptor (spec decision 7), a
+// kernel stream whose reads would consume it (see consumes), and what the
+// fence's Read refuses (the deny-read set, decided on the descriptor).
 func (f *Backend) openRegular(op, verb string, target fs.Target) (*dirfd.File, unix.Stat_t, error) {
 	rel, _ := f.host.Rel(string(target.Key))
 	file, st, err := f.host.OpenRead(rel)
@@ -41,6 +42,10 @@ func (f *Backend) openRegular(op, verb string, target fs.Target) (*dirfd.File, u
 	if consumes(file, &st, string(target.Key)) {
 		_ = file.Close()
 		return nil, st, consumingStream(op, verb, target.DisplayPath)
+	}
+	if err := f.fence.Read(target, op, file.Fd(), &st, false); err != nil {
+		_ = file.Close()
+		return nil, st, err
 	}
 	return file, st, nil
 }

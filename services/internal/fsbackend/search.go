@@ -30,12 +30,12 @@ func (f *Backend) Glob(ctx context.Context, base fs.Target, opts fs.GlobOptions)
 	if opts.Limit < 0 {
 		return fs.GlobResult{}, invalidSearch(op, "limit must not be negative", nil)
 	}
-	if err := searchBase(base, op, true); err != nil {
+	if err := f.searchBase(base, op, true); err != nil {
 		return fs.GlobResult{}, err
 	}
 	res, err := search.Glob(ctx, string(base.Key), search.GlobOptions{
 		Pattern: opts.Pattern,
-		Walk:    walkOptions(opts.SearchScope),
+		Walk:    f.walkOptions(opts.SearchScope),
 		Limit:   cmp.Or(opts.Limit, fs.DefaultSearchLimit),
 	})
 	if err != nil {
@@ -51,6 +51,7 @@ func (f *Backend) Glob(ctx context.Context, base fs.Target, opts fs.GlobOptions)
 		Truncated:  res.Truncated,
 		WalkCapped: res.Stats.Truncated,
 		Unreadable: unreadable,
+		Denied:     res.Stats.Denied,
 	}
 	for i, g := range res.Files {
 		out.Files[i] = fs.GlobFile{Path: g.Path, ModTime: g.ModTime}
@@ -86,7 +87,7 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 	case opts.MaxLineLength < 0:
 		return fs.GrepResult{}, invalidSearch(op, "the line length must not be negative", nil)
 	}
-	if err := searchBase(base, op, false); err != nil {
+	if err := f.searchBase(base, op, false); err != nil {
 		return fs.GrepResult{}, err
 	}
 	res, err := search.Grep(ctx, string(base.Key), search.GrepOptions{
@@ -97,7 +98,7 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 		Before:        opts.Context,
 		After:         opts.Context,
 		Glob:          opts.Glob,
-		Walk:          walkOptions(opts.SearchScope),
+		Walk:          f.walkOptions(opts.SearchScope),
 		Limit:         cmp.Or(opts.Limit, fs.DefaultSearchLimit),
 		MaxLineLength: opts.MaxLineLength,
 	})
@@ -115,6 +116,7 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 		Searched:   res.Searched,
 		Binary:     res.Binary,
 		Unreadable: unreadable,
+		Denied:     res.Stats.Denied,
 	}
 	for i, m := range res.Files {
 		gf := fs.GrepFile{Path: m.Path, Count: m.Count}
@@ -130,11 +132,11 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 }
 
 // searchBase checks the base of a search: present, and a directory, or with
-// !dirOnly a directory or a regular file.
-func searchBase(base fs.Target, op string, dirOnly bool) error {
+// !dirOnly a directory or a regular file, and one the fence lets the search
+// read (a base in the deny-read set is refused, not walked).
+func (f *Backend) searchBase(base fs.Target, op string, dirOnly bool) error {
 	dp := base.DisplayPath
-	var st unix.Stat_t
-	err := retryEINTR(func() error { return unix.Stat(string(base.Key), &st) })
+	st, err := f.peek(base, op, string(base.Key), true, false)
 	if err != nil {
 		return osErr(op, "search", dp, err)
 	}
@@ -150,9 +152,10 @@ func searchBase(base fs.Target, op string, dirOnly bool) error {
 	}
 }
 
-// walkOptions maps a search scope to the walk's options.
-func walkOptions(s fs.SearchScope) search.WalkOptions {
-	return search.WalkOptions{Hidden: s.Hidden, NoIgnore: s.NoIgnore, MaxEntries: fs.MaxSearchEntries}
+// walkOptions maps a search scope to the walk's options, with the fence's
+// gate.
+func (f *Backend) walkOptions(s fs.SearchScope) search.WalkOptions {
+	return search.WalkOptions{Hidden: s.Hidden, NoIgnore: s.NoIgnore, MaxEntries: fs.MaxSearchEntries, Gate: f.fence.Gate()}
 }
 
 // unreadable counts the entries a walk skipped. The base itself failing to
@@ -160,7 +163,7 @@ func walkOptions(s fs.SearchScope) search.WalkOptions {
 func unreadable(op, dp string, st search.WalkStats) (int, error) {
 	for _, p := range st.Problems {
 		if p.Path == "" {
-			return 0, osErr(op, "search", dp, p.Err)
+			return 0, searchErr(op, dp, "", p.Err)
 		}
 	}
 	return len(st.Problems) + st.MoreProblems, nil
@@ -178,6 +181,9 @@ func searchErr(op, dp, glob string, err error) error {
 		return invalidSearch(op, "invalid pattern: "+detail(err), err)
 	case errors.Is(err, search.ErrBadOptions):
 		return invalidSearch(op, detail(err), err)
+	case errors.Is(err, search.ErrDenied):
+		// The base passed the fence, then was swapped for a denied one.
+		return newErr(fs.CodeReadDenied, op, dp, err, "cannot search %q: it is in the deny-read set", dp)
 	}
 	return osErr(op, "search", dp, err)
 }

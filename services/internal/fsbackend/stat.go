@@ -3,6 +3,7 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"os"
 	"path/filepath"
 	"strconv"
 
@@ -16,13 +17,13 @@ import (
 // Stat follows symlinks and returns nil, nil when the target is absent or a
 // parent segment is not a directory (A-07, L-18, L-24). The context is
 // checked before and after the metadata call (L-20, L-23). Errors:
-// CodeAborted, CodePermissionDenied, CodeIOError.
+// CodeAborted, CodePermissionDenied, CodeIOError, and the fence's refusal
+// of the metadata of what lies inside a denied directory (CodeReadDenied).
 func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) {
 	if err := checkCtx(ctx, "stat"); err != nil {
 		return nil, err
 	}
-	var st unix.Stat_t
-	err := retryEINTR(func() error { return unix.Stat(string(target.Key), &st) })
+	st, err := f.peek(target, "stat", string(target.Key), true, true)
 	if err := checkCtx(ctx, "stat"); err != nil {
 		return nil, err
 	}
@@ -33,6 +34,36 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 		return nil, osErr("stat", "stat", target.DisplayPath, err)
 	}
 	return &fs.Info{Type: fileType(&st), Size: st.Size, Version: version(&st)}, nil
+}
+
+// peek returns the metadata of the absolute path p (of target), following a
+// final symlink when follow, read with fstat on a descriptor opened with
+// O_PATH (no data is read; a FIFO does not block), once the fence's Read
+// admits that descriptor (entry: only its own metadata, so the metadata of
+// what lies inside a denied directory is refused like its contents).
+// Errors: the fence's refusal, or the open's (*os.PathError).
+func (f *Backend) peek(target fs.Target, op, p string, follow, entry bool) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	flags := unix.O_PATH | unix.O_CLOEXEC
+	if !follow {
+		flags |= unix.O_NOFOLLOW
+	}
+	var fd int
+	err := retryEINTR(func() (err error) {
+		fd, err = unix.Open(p, flags, 0)
+		return err
+	})
+	if err != nil {
+		return st, &os.PathError{Op: "open", Path: p, Err: err}
+	}
+	defer unix.Close(fd) //nolint:errcheck // O_PATH descriptor
+	if err := unix.Fstat(fd, &st); err != nil {
+		return st, &os.PathError{Op: "fstat", Path: p, Err: err}
+	}
+	if err := f.fence.Read(target, op, fd, &st, entry); err != nil {
+		return st, err
+	}
+	return st, nil
 }
 
 // Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
@@ -57,8 +88,7 @@ func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions
 		}
 		p = filepath.Join(parent, filepath.Base(dp))
 	}
-	var st unix.Stat_t
-	err = retryEINTR(func() error { return unix.Lstat(p, &st) })
+	st, err := f.peek(fs.Target{Key: fs.TargetKey(p), DisplayPath: dp}, "lstat", p, false, true)
 	if err := checkCtx(ctx, "lstat"); err != nil {
 		return nil, err
 	}

@@ -87,7 +87,7 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 		}
 		// Compare and publish under the cross-process guard, so two
 		// processes replacing one version cannot both win.
-		locked, st, err := guard(ctx, m)
+		locked, st, err := guard(ctx, m, f.admitRead(at.Target, op))
 		if errors.Is(err, errGone) {
 			return fs.WriteOutcome{}, gone
 		}
@@ -111,7 +111,7 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 	var prior priorFile
 	if m.present {
 		limit := f.cfg.DiffBasisMaxBytes
-		if prior, err = scanPrior(ctx, m.parent, m.name, held, m.st, limit, int64(len(content)) < limit); err != nil {
+		if prior, err = scanPrior(ctx, m.parent, m.name, held, m.st, limit, int64(len(content)) < limit, f.admitRead(at.Target, op)); err != nil {
 			return fs.WriteOutcome{}, osErr(op, op, dp, err)
 		}
 	}
@@ -316,8 +316,10 @@ type priorFile struct {
 // LF-normalized and without a byte-order mark, is returned as the diff basis
 // if the file has no NUL at all and its size, measured on the opened
 // descriptor, is below limit and did not change while reading (L-89..L-95).
-// Any other case is empty without error; only an ended context is an error.
-func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, held *dirfd.File, st unix.Stat_t, limit int64, wantBasis bool) (priorFile, error) {
+// Any other case is empty without error; only an ended context and admit's
+// refusal of the file it opened (before anything is read: the write is then
+// refused) are errors. A held file was admitted when it was opened.
+func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, held *dirfd.File, st unix.Stat_t, limit int64, wantBasis bool, admit func(*dirfd.File, *unix.Stat_t) error) (priorFile, error) {
 	file := held
 	if held == nil {
 		opened, ost, err := parent.OpenRead(name)
@@ -325,6 +327,9 @@ func scanPrior(ctx context.Context, parent *dirfd.Parent, name string, held *dir
 			return priorFile{}, nil //nolint:nilerr // best effort: nothing known
 		}
 		defer opened.Close() //nolint:errcheck // read-only descriptor
+		if err := admit(opened, &ost); err != nil {
+			return priorFile{}, err
+		}
 		file, st = opened, ost
 	}
 	if !dirfd.IsRegular(&st) || consumes(file, &st, name) {
