@@ -5,8 +5,11 @@ import (
 	"errors"
 	"path"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/landlock"
+	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -176,6 +179,13 @@ var errClosed = errors.New("the filesystem is closed")
 // workspace-write also when its key differs from its display path (see
 // enterWorkspace).
 func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.ExecutionPolicy) (*fence, error) {
+	// The deny-read set holds in every mode: a credential is not
+	// mutated (its old content would be read, or it would be moved where
+	// it can be read), decided first on the caller's target, then on the
+	// fresh one.
+	if err := f.reads.mutationDenied(target, "write"); err != nil {
+		return nil, err
+	}
 	if pol.Mode == sandbox.DangerFullAccess || pol.Mode == sandbox.WorkspaceWrite {
 		dp := target.DisplayPath
 		stale := pol.Mode == sandbox.WorkspaceWrite && string(target.Key) != dp
@@ -185,6 +195,9 @@ func (f *FileSystem) admit(ctx context.Context, target fs.Target, pol sandbox.Ex
 				return nil, err
 			}
 			target = fresh
+			if err := f.reads.mutationDenied(target, "write"); err != nil {
+				return nil, err
+			}
 		}
 		if err := checkSymlinks(target.DisplayPath); err != nil {
 			return nil, err
@@ -247,5 +260,13 @@ func (fc *fence) check(err error) error {
 	}
 	return err
 }
+
+// Read is the deny-read decision on an open descriptor (see readFence).
+func (m fenced) Read(target fs.Target, op string, fd int, st *unix.Stat_t, entry bool) error {
+	return m.f.reads.decide(target, op, fd, st, entry)
+}
+
+// Gate keeps every search walk out of the deny-read set.
+func (m fenced) Gate() search.Gate { return m.f.reads }
 
 var _ fsbackend.Fence = (*fenced)(nil)

@@ -75,6 +75,8 @@ type FileSystem struct {
 	noLandlock error
 	// protect is the protected paths inside every writable root.
 	protect sandbox.ProtectedPaths
+	// reads decides every read against the deny-read set (issue 24).
+	reads *readFence
 }
 
 // Landlock settings of Config.Landlock.
@@ -113,7 +115,7 @@ func New(policy *sandboxpolicy.Service, cfg fslocal.Config, fence Config, log *z
 	if log == nil {
 		log = zap.NewNop()
 	}
-	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: policy.Protected()}
+	f := &FileSystem{policy: policy, host: dirfd.Host(), pinned: map[string]*dirfd.Dir{}, protect: policy.Protected(), reads: newReadFence(policy)}
 	switch fence.Landlock {
 	case "", LandlockAuto:
 		f.domains, f.noLandlock = landlock.New(landlock.Config{})

@@ -106,8 +106,8 @@ func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListW
 // lister is one ListDir walk: its window (skip entries, then keep up to
 // position keep), its depth, and what it has walked and kept so far.
 type lister struct {
-	fence      Fence     // decides each subdirectory and symlink destination
-	target     fs.Target // the listed directory
+	fence      Fence           // decides each subdirectory and symlink destination
+	target     fs.Target       // the listed directory
 	ctx        context.Context //nolint:containedctx // one walk's context
 	skip, keep int
 	depth      int

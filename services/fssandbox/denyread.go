@@ -1,0 +1,271 @@
+package fssandbox
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/search"
+	hfs "github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// Limits of the identity snapshot of the deny-read set.
+const (
+	// identityTTL is how long a snapshot of the denied paths' identities
+	// is reused. Only the identity checks use it: the path check is made
+	// on every read, so a stale snapshot never lets through a path that
+	// Denied names; it can only miss, for that long, a bind mount or hard
+	// link of a credential created since.
+	identityTTL = 2 * time.Second
+	// maxBeneathFiles bounds the regular files recorded beneath the denied
+	// directories (for the hard-link check): credential stores are small,
+	// and a snapshot must not cost a walk of a large tree.
+	maxBeneathFiles = 20_000
+)
+
+// devIno is a file's identity.
+type devIno struct{ dev, ino uint64 }
+
+func identity(st *unix.Stat_t) devIno { return devIno{uint64(st.Dev), st.Ino} } //nolint:unconvert // Dev is uint64 on amd64 only
+
+// identities is one snapshot of the existing denied paths: each denied
+// directory and file by identity, with the rule that denies it, and the
+// regular files beneath the denied directories.
+type identities struct {
+	dirs    map[devIno]string
+	files   map[devIno]string
+	beneath map[devIno]string
+	taken   time.Time
+}
+
+// readFence decides every read of the file tools against the policy's
+// deny-read set (issue 24), in every mode, on the opened descriptor: its
+// real path (/proc/self/fd) must not be denied, and neither its identity
+// nor that of any directory on its real path may be a denied path's, so a
+// symlink, "..", a bind mount of a denied directory or a hard link to a
+// denied file made elsewhere does not reach it. It does not see
+// files that merely hold a copy of a secret, nor a hard link to a file
+// beyond maxBeneathFiles of the denied directories, nor a hard link to a
+// file matched only by a pattern at any depth (".env").
+type readFence struct {
+	deny sandbox.DenyRead
+	mode sandbox.Mode // the deployment default, named by a refusal
+
+	mu   sync.Mutex
+	snap *identities
+}
+
+func newReadFence(policy *sandboxpolicy.Service) *readFence {
+	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode}
+}
+
+// decide is the fence's Read (see fsbackend.Fence): the deny-read decision
+// on fd. A target carrying an approval (fs.Target.ApproveRead) is let
+// through when fd's real path is the approved one, refused with
+// sandboxpolicy.CodeTargetChanged otherwise.
+func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t, entry bool) error {
+	real, err := fdPath(fd)
+	if err != nil {
+		// Fail closed: a descriptor whose path cannot be read is not read.
+		return r.refusal(target, op, string(target.Key), "its real path could not be read: "+err.Error())
+	}
+	if approved := target.ApprovedRead(); approved != "" {
+		if real != approved {
+			return &hfs.Error{
+				Code: sandboxpolicy.CodeTargetChanged, Op: op, Path: target.DisplayPath, Mode: sandbox.DangerFullAccess,
+				Message: fmt.Sprintf("the approved read was refused: its file changed after the approval (shown %s, now %s); nothing was read",
+					strconv.Quote(approved), strconv.Quote(real)),
+			}
+		}
+		return nil
+	}
+	if r.deny.Empty() {
+		return nil
+	}
+	if rule, ok := r.denied(real, st, entry); ok {
+		return r.refusal(target, op, real, rule)
+	}
+	return nil
+}
+
+// denied reports whether reading real (the descriptor's real path, whose
+// fstat is st) is refused, and by which rule. With entry, only the entry's
+// own metadata is read: a denied directory itself passes, what lies inside
+// it does not.
+func (r *readFence) denied(real string, st *unix.Stat_t, entry bool) (string, bool) {
+	isDir := dirfd.IsDir(st)
+	parent := filepath.Dir(real)
+	if entry && isDir {
+		if rule, ok := r.deny.Denied(parent, true); ok && parent != real {
+			return rule, true
+		}
+	} else if rule, ok := r.deny.Denied(real, isDir); ok {
+		return rule, true
+	}
+	ids := r.identities()
+	id := identity(st)
+	switch {
+	case entry && isDir:
+	case isDir:
+		if rule, ok := ids.dirs[id]; ok {
+			return rule, true
+		}
+	default:
+		if rule, ok := ids.files[id]; ok {
+			return rule, true
+		}
+		if st.Nlink > 1 {
+			if rule, ok := ids.beneath[id]; ok {
+				return rule + ", a hard link to it", true
+			}
+		}
+	}
+	// Every directory on the real path: a bind mount of a denied directory
+	// has the directory's identity at its root.
+	for dir := parent; ; dir = filepath.Dir(dir) {
+		var dst unix.Stat_t
+		if unix.Stat(dir, &dst) == nil {
+			if rule, ok := ids.dirs[identity(&dst)]; ok {
+				return rule, true
+			}
+		}
+		if dir == "/" || dir == "." {
+			return "", false
+		}
+	}
+}
+
+// identities returns a snapshot of the existing denied paths' identities,
+// taken again once identityTTL has passed.
+func (r *readFence) identities() *identities {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.snap != nil && time.Since(r.snap.taken) < identityTTL {
+		return r.snap
+	}
+	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, beneath: map[devIno]string{}, taken: time.Now()}
+	budget := maxBeneathFiles
+	for _, pattern := range r.deny.Anchored() {
+		matches, err := doublestar.FilepathGlob(pattern)
+		if err != nil {
+			continue // a malformed pattern matches nothing here; Denied still applies
+		}
+		for _, m := range matches {
+			var st unix.Stat_t
+			// Followed: a denied path that is a symlink denies what it
+			// names, wherever that is.
+			if unix.Stat(m, &st) != nil {
+				continue
+			}
+			rule, ok := r.deny.Denied(m, dirfd.IsDir(&st))
+			if !ok {
+				continue // exempted by a later pattern
+			}
+			rule += ", the same " + kind(&st) + " as " + m
+			if !dirfd.IsDir(&st) {
+				ids.files[identity(&st)] = rule
+				continue
+			}
+			ids.dirs[identity(&st)] = rule
+			budget = recordBeneath(m, rule, ids, budget)
+		}
+	}
+	r.snap = ids
+	return ids
+}
+
+// recordBeneath records the regular files beneath the denied directory dir,
+// at most budget of them, and returns the budget left.
+func recordBeneath(dir, rule string, ids *identities, budget int) int {
+	errFull := errors.New("full")
+	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if err != nil || !d.Type().IsRegular() {
+			return nil //nolint:nilerr // an unreadable entry is skipped
+		}
+		if budget <= 0 {
+			return errFull
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil //nolint:nilerr // removed since it was listed
+		}
+		if st, ok := info.Sys().(*unix.Stat_t); ok {
+			ids.beneath[identity(st)] = rule + " (" + p + ")"
+			budget--
+		}
+		return nil
+	})
+	return budget
+}
+
+func kind(st *unix.Stat_t) string {
+	if dirfd.IsDir(st) {
+		return "directory"
+	}
+	return "file"
+}
+
+// refusal is the error of a refused read: CodeReadDenied with the mode,
+// `cannot <op> "<dp>": <real> is in the deny-read set (<rule>)`, caused by
+// an *fs.ReadDenial.
+func (r *readFence) refusal(target hfs.Target, op, real, rule string) *hfs.Error {
+	cause := &hfs.ReadDenial{Path: real, Rule: rule}
+	return &hfs.Error{
+		Code: hfs.CodeReadDenied, Op: op, Path: target.DisplayPath, Mode: r.mode,
+		Message: fmt.Sprintf("cannot %s %q: %s", op, target.DisplayPath, cause.Error()),
+		Err:     cause,
+	}
+}
+
+// Skip reports whether a search walk must not open abs at all: a path the
+// deny-read set names.
+func (r *readFence) Skip(abs string, isDir bool) bool {
+	_, ok := r.deny.Denied(abs, isDir)
+	return ok
+}
+
+// Refuse reports whether a search walk must not read the opened descriptor
+// fd (the decision of decide, without an approval: a search is never
+// approved).
+func (r *readFence) Refuse(fd int, st *unix.Stat_t) bool {
+	return r.decide(hfs.Target{}, "search", fd, st, false) != nil
+}
+
+// mutationDenied returns the refusal of a mutation whose fresh canonical
+// target key lies in the deny-read set: a credential is neither replaced,
+// edited, moved nor removed by a file tool (its old content would be read,
+// or it would be moved where it can be read), in any mode.
+func (r *readFence) mutationDenied(target hfs.Target, op string) error {
+	rule, ok := r.deny.Denied(string(target.Key), false)
+	if !ok {
+		return nil
+	}
+	return r.refusal(target, op, string(target.Key), rule)
+}
+
+// fdPath returns the real path of the open descriptor fd, as the kernel
+// names it (/proc/self/fd/N).
+func fdPath(fd int) (string, error) {
+	p, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil {
+		return "", err
+	}
+	if !strings.HasPrefix(p, "/") {
+		return "", fmt.Errorf("%q is not a path in this mount namespace", p)
+	}
+	return p, nil
+}
+
+var _ search.Gate = (*readFence)(nil)
