@@ -68,3 +68,20 @@ func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, e
 	}
 	return c.g.policy.Resolve(c.Session, c.g.family, granted), nil
 }
+
+// EscalateRead asks for one read the deny-read set refused, on behalf of
+// the call (issue 24): req names the canonical file (Target), the path as
+// given (Given) and the rule (ReadRule); the guard fills in the family,
+// tool, mode and justification. It asks the call's own approver, else the
+// composed one, whatever standing's mode, and records no session grant
+// (sandboxpolicy.EscalateRead). nil means the user allowed exactly this
+// read. Errors: *sandboxpolicy.EscalationError.
+func (c *Call) EscalateRead(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandbox.ApprovalRequest) error {
+	approver := c.Approver
+	if approver == nil {
+		approver = c.g.approver
+	}
+	req.Family, req.Tool = c.g.family, c.tool
+	req.Mode, req.Justification = esc.Mode, esc.Justification
+	return sandboxpolicy.EscalateRead(ctx, approver, c.Session, req, standing.Mode)
+}

@@ -23,7 +23,8 @@ const (
 
 // Fail renders a failed call (T-54, T-94, remedies) under policy (nil when
 // the call had none yet): a sandbox denial (*fs.Error with
-// fs.CodeSandboxDenied) becomes Denied's lines; a stale or not-observed
+// fs.CodeSandboxDenied) becomes Denied's lines, a deny-read refusal
+// (fs.CodeReadDenied) DeniedRead's (escalating when it refused a read); a stale or not-observed
 // error, or a read refused as not text, gets its remedy; everything else
 // keeps its message. The code is the error's own: the code of an *fs.Error
 // or an *exec.Error, of a *sandboxpolicy.EscalationError,
@@ -61,6 +62,12 @@ func (g *Guard) renderFS(fe *fs.Error, policy *sandbox.ExecutionPolicy) tool.Res
 			mode = policy.Mode
 		}
 		return tool.ErrorResult(g.denial(mode, policy, ""), fe.Code)
+	case fs.CodeReadDenied:
+		p := sandbox.ExecutionPolicy{Mode: fe.Mode}
+		if policy != nil {
+			p = *policy
+		}
+		return g.DeniedRead(p, msg, "", fe.Op == "read" && g.confines)
 	case fs.CodeStaleVersion:
 		msg += staleRemedy
 	case fs.CodeNotObserved:

@@ -77,6 +77,11 @@ type ApprovalRequest struct {
 	Boundary string
 	// Standing is the mode the call runs under without the escalation.
 	Standing Mode
+	// ReadRule, when set, makes the request the approval of one read of
+	// Target, a path in the deny-read set (issue 24): the rule that
+	// denies it, e.g. "~/.ssh (default)". Such an approval lets exactly
+	// that one read through, in any mode, and records no session grant.
+	ReadRule string
 	// SessionGrant is the mode an earlier "allow for this session" answer
 	// gave the session's calls of Family, "" when none did; sandboxpolicy.Escalate
 	// fills it in.

@@ -276,8 +276,12 @@ func collapse(s string, limit int) (out string, cut int) {
 // mode and what it means for a command, the session's earlier grant if
 // any, what "allow for the session" would cover (issue 21), and the cleaned
 // justification. Paths are quoted with every control or non-printing
-// character escaped.
+// character escaped. A credential read (req.ReadRule set) has its own
+// question (see EscalateRead).
 func Prompt(req sandbox.ApprovalRequest) string {
+	if req.ReadRule != "" {
+		return readPrompt(req)
+	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "The agent asks to run the %s tool", strconv.Quote(req.Tool))
 	if req.Operation != "" {

@@ -104,8 +104,8 @@ func TestEscalationSchemas(t *testing.T) {
 			},
 		},
 		{
-			name: "T-92 fssandbox: read never escalates", tool: sandboxed.tools.Read(),
-			required: []string{"file_path"},
+			name: "T-92 fssandbox: read has sandbox_permissions and justification (issue 24: one read of a path in the deny-read set)", tool: sandboxed.tools.Read(),
+			escalate: true, required: []string{"file_path"},
 		},
 	}
 	for _, tc := range tests {

@@ -8,6 +8,7 @@ import (
 	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/tool"
 )
 
@@ -33,7 +34,7 @@ func (t *Tools) Read() *tool.Tool {
 		),
 		OutputSchema: outputSchema[ReadValue](),
 		Annotations:  tool.Annotations{ReadOnly: true, Idempotent: true},
-	}, false, t.read)
+	}, true, t.read)
 }
 
 func (t *Tools) read(ctx context.Context, call *guard.Call) tool.Result {
@@ -54,17 +55,33 @@ func (t *Tools) read(ctx context.Context, call *guard.Call) tool.Result {
 	if limit > t.cfg.ReadLimit {
 		return t.g.Fail(guard.BadArg("limit must be less than or equal to "+strconv.Itoa(t.cfg.ReadLimit)), nil)
 	}
+	esc, err := call.Escalation()
+	if err != nil {
+		return t.g.Fail(err, nil)
+	}
 	policy := call.Standing()
 	target, err := t.resolve(ctx, call.Session, policy, path)
 	if err != nil {
 		return t.g.Fail(err, policy)
 	}
-	dp := target.DisplayPath
 	done, err := t.serial.acquire(ctx, "read", call.Session.Owner(), target)
 	if err != nil {
 		return t.g.Fail(err, policy)
 	}
 	defer done()
+	res := t.readTarget(ctx, call, policy, target, offset, limit)
+	if fs.CodeOf(res.Err) == fs.CodeReadDenied {
+		return t.readDenied(ctx, call, esc, policy, target, res.Err, func(approved fs.Target) tool.Result {
+			return t.readTarget(ctx, call, policy, approved, offset, limit)
+		})
+	}
+	return res
+}
+
+// readTarget is the read of target once resolved and serialized: the
+// window of lines from offset, at most limit of them, or the image.
+func (t *Tools) readTarget(ctx context.Context, call *guard.Call, policy *sandbox.ExecutionPolicy, target fs.Target, offset, limit int) tool.Result {
+	dp := target.DisplayPath
 	// Exactly one stat per read (T-33).
 	info, err := t.deps.FS.Stat(ctx, target)
 	if err != nil {

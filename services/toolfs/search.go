@@ -39,6 +39,7 @@ type GlobValue struct {
 	Matched    int         `json:"matched" jsonschema:"the number of files that matched"`
 	Truncated  bool        `json:"truncated" jsonschema:"whether matching files were left out (the limit, or the walk's entry cap)"`
 	Unreadable int         `json:"unreadable" jsonschema:"entries skipped because they could not be read"`
+	Denied     int         `json:"denied,omitempty" jsonschema:"entries skipped, never opened, because they are in the deny-read set"`
 }
 
 // GrepLine is one line of grep's content output.
@@ -65,6 +66,7 @@ type GrepValue struct {
 	Searched   int        `json:"searched" jsonschema:"the files searched"`
 	Binary     int        `json:"binary" jsonschema:"files skipped as binary"`
 	Unreadable int        `json:"unreadable" jsonschema:"entries skipped because they could not be read"`
+	Denied     int        `json:"denied,omitempty" jsonschema:"entries skipped, never opened, because they are in the deny-read set"`
 }
 
 // scopeProps are the walk arguments glob and grep share.
@@ -144,13 +146,14 @@ func (a args) optNonNegative(name string, def, maxValue int) (int, error) {
 	return int(f), nil
 }
 
-// searchFailure renders a failed search: a pattern or option the backend
-// refuses is an argument error like any other.
-func (t *Tools) searchFailure(err error) tool.Result {
+// searchFailure renders a failed search of call: a pattern or option the
+// backend refuses is an argument error like any other; a base in the
+// deny-read set is refused under the call's mode.
+func (t *Tools) searchFailure(call *guard.Call, err error) tool.Result {
 	if fe, ok := errors.AsType[*fs.Error](err); ok && fe.Code == fs.CodeInvalidSearch {
 		return t.g.Fail(guard.BadArg(fe.Message), nil)
 	}
-	return t.g.Fail(err, nil)
+	return t.g.Fail(err, call.Standing())
 }
 
 func (t *Tools) glob(ctx context.Context, call *guard.Call) tool.Result {
@@ -169,11 +172,11 @@ func (t *Tools) glob(ctx context.Context, call *guard.Call) tool.Result {
 	}
 	res, err := t.deps.FS.Glob(ctx, base, fs.GlobOptions{Pattern: pattern, SearchScope: scope, Limit: limit})
 	if err != nil {
-		return t.searchFailure(err)
+		return t.searchFailure(call, err)
 	}
 	value := GlobValue{
 		Path: base.DisplayPath, Pattern: pattern, Files: make([]GlobEntry, len(res.Files)),
-		Matched: res.Matched, Truncated: res.Truncated, Unreadable: res.Unreadable,
+		Matched: res.Matched, Truncated: res.Truncated, Unreadable: res.Unreadable, Denied: res.Denied,
 	}
 	var b strings.Builder
 	b.WriteString("<path>" + base.DisplayPath + "</path>\n<files>\n")
@@ -194,7 +197,7 @@ func (t *Tools) glob(ctx context.Context, call *guard.Call) tool.Result {
 	default:
 		notes = append(notes, plural(res.Matched, "matching file")+", newest first.")
 	}
-	notes = append(notes, searchNotes(res.WalkCapped, 0, res.Unreadable)...)
+	notes = append(notes, searchNotes(res.WalkCapped, 0, res.Unreadable, res.Denied)...)
 	b.WriteString("(" + strings.Join(notes, " ") + ")\n</files>")
 	return tool.Result{Text: b.String(), Value: value}
 }
@@ -270,7 +273,7 @@ func (t *Tools) grep(ctx context.Context, call *guard.Call) tool.Result {
 	}
 	res, err := t.deps.FS.Grep(ctx, base, opts)
 	if err != nil {
-		return t.searchFailure(err)
+		return t.searchFailure(call, err)
 	}
 	var cut grepCut
 	if opts.Mode == fs.GrepContent {
@@ -282,7 +285,7 @@ func (t *Tools) grep(ctx context.Context, call *guard.Call) tool.Result {
 func grepValue(dp string, mode fs.GrepMode, res fs.GrepResult, cut grepCut) GrepValue {
 	v := GrepValue{
 		Path: dp, Mode: string(mode), Files: make([]GrepFile, len(res.Files)), Omitted: cut.matches,
-		Truncated: res.Truncated, Searched: res.Searched, Binary: res.Binary, Unreadable: res.Unreadable,
+		Truncated: res.Truncated, Searched: res.Searched, Binary: res.Binary, Unreadable: res.Unreadable, Denied: res.Denied,
 	}
 	for i, f := range res.Files {
 		gf := GrepFile{Path: f.Path}
@@ -353,13 +356,13 @@ func renderGrep(dp string, opts fs.GrepOptions, res fs.GrepResult, cut grepCut, 
 	default:
 		notes = append(notes, plural(lines, "matching line")+" in "+plural(len(res.Files), "file")+".")
 	}
-	notes = append(notes, searchNotes(res.WalkCapped, res.Binary, res.Unreadable)...)
+	notes = append(notes, searchNotes(res.WalkCapped, res.Binary, res.Unreadable, res.Denied)...)
 	b.WriteString("(" + strings.Join(notes, " ") + ")\n</matches>")
 	return b.String()
 }
 
 // searchNotes are the sentences about what a search left out.
-func searchNotes(walkCapped bool, binary, unreadable int) []string {
+func searchNotes(walkCapped bool, binary, unreadable, denied int) []string {
 	var notes []string
 	if walkCapped {
 		notes = append(notes, "The search stopped after "+strconv.Itoa(fs.MaxSearchEntries)+" entries; later files were not considered. Narrow the path.")
@@ -369,6 +372,9 @@ func searchNotes(walkCapped bool, binary, unreadable int) []string {
 	}
 	if unreadable > 0 {
 		notes = append(notes, plural(unreadable, "unreadable entry")+" skipped.")
+	}
+	if denied > 0 {
+		notes = append(notes, plural(denied, "entry")+" in the deny-read set skipped, not opened.")
 	}
 	return notes
 }

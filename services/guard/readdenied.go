@@ -1,0 +1,52 @@
+package guard
+
+import (
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/tool"
+)
+
+// DeniedRead returns the result of a call the deny-read set refused under
+// policy (issue 24), with fs.CodeReadDenied: the read marker of its mode
+// (sandbox.ReadDenialMarker), detail (the refusal: which path, by which
+// rule), the line saying a session grant does not lift the set when the
+// mode is the user's grant, and how to ask for the read: with escalates,
+// the hint to retry this exact call once under danger-full-access (the
+// prompt asks the user for that one credential read); without it, that
+// only a single read can be approved. Then text, the call's own output,
+// when there is any.
+func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, escalates bool) tool.Result {
+	msg := sandbox.ReadDenialMarker(policy.Mode)
+	if detail != "" {
+		msg += "\n" + detail
+	}
+	if policy.SessionGrant {
+		msg += "\n" + readGrantLine(policy.Mode)
+	}
+	if escalates {
+		msg += "\n" + readEscalationHint(g.family.Subject())
+	} else {
+		msg += "\n" + readNoEscalation
+	}
+	if text != "" {
+		msg += "\n" + text
+	}
+	return tool.ErrorResult(msg, fs.CodeReadDenied)
+}
+
+// readGrantLine says that the session's grant of m does not lift the
+// deny-read set.
+func readGrantLine(m sandbox.Mode) string {
+	return "[sandbox: this session runs under " + string(m) + ", which the user allowed for the session; that grant does not lift the deny-read set]"
+}
+
+// readEscalationHint is the line that says how to ask for one denied read;
+// subject is sandbox.SubjectOperation or sandbox.SubjectCommand.
+func readEscalationHint(subject string) string {
+	return "[sandbox: escalation available — retry this exact " + subject + " once with sandbox_permissions=" +
+		string(sandbox.DangerFullAccess) + " + justification; the approval prompt asks the user for this one credential read]"
+}
+
+// readNoEscalation follows a denied listing, search, stat or change of a
+// path in the deny-read set: only one read of one file can be approved.
+const readNoEscalation = "[sandbox: a path in the deny-read set is not listed, searched or changed by a file tool; only a read of one file can be approved: read it with sandbox_permissions=danger-full-access + justification]"
