@@ -83,11 +83,7 @@ func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t
 	}
 	if approved := target.ApprovedRead(); approved != "" {
 		if real != approved {
-			return &hfs.Error{
-				Code: sandboxpolicy.CodeTargetChanged, Op: op, Path: target.DisplayPath, Mode: sandbox.DangerFullAccess,
-				Message: fmt.Sprintf("the approved read was refused: its file changed after the approval (shown %s, now %s); nothing was read",
-					strconv.Quote(approved), strconv.Quote(real)),
-			}
+			return sandboxpolicy.ReadTargetChanged(approved, real)
 		}
 		return nil
 	}
@@ -197,14 +193,12 @@ func recordBeneath(dir, rule string, ids *identities, budget int) int {
 		if budget <= 0 {
 			return errFull
 		}
-		info, err := d.Info()
-		if err != nil {
-			return nil //nolint:nilerr // removed since it was listed
+		var st unix.Stat_t
+		if unix.Lstat(p, &st) != nil {
+			return nil // removed since it was listed
 		}
-		if st, ok := info.Sys().(*unix.Stat_t); ok {
-			ids.beneath[identity(st)] = rule + " (" + p + ")"
-			budget--
-		}
+		ids.beneath[identity(&st)] = rule + " (" + p + ")"
+		budget--
 		return nil
 	})
 	return budget

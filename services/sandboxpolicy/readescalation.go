@@ -55,6 +55,15 @@ func EscalateRead(ctx context.Context, approver sandbox.Approver, sess *session.
 	}
 }
 
+// ReadTargetChanged returns the error of an approved read whose file is no
+// longer the one the prompt showed (shown): the path resolves, or the opened
+// file's real path is, now instead; nothing was read.
+func ReadTargetChanged(shown, now string) error {
+	return &EscalationError{Code: CodeTargetChanged, Mode: sandbox.DangerFullAccess, Message: fmt.Sprintf(
+		"the approved read was refused: its file changed after the approval (shown %s, now %s); nothing was read",
+		strconv.Quote(shown), strconv.Quote(now))}
+}
+
 // readPrompt is Prompt for a credential read (req.ReadRule set): the tool,
 // the canonical file and the path as given, that it is a credential read
 // and which deny-read rule names it, that no sandbox mode lifts it, that an

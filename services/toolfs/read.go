@@ -71,7 +71,7 @@ func (t *Tools) read(ctx context.Context, call *guard.Call) tool.Result {
 	defer done()
 	res := t.readTarget(ctx, call, policy, target, offset, limit)
 	if fs.CodeOf(res.Err) == fs.CodeReadDenied {
-		return t.readDenied(ctx, call, esc, policy, target, res.Err, func(approved fs.Target) tool.Result {
+		return t.readDenied(ctx, call, esc, policy, path, target, res.Err, func(approved fs.Target) tool.Result {
 			return t.readTarget(ctx, call, policy, approved, offset, limit)
 		})
 	}

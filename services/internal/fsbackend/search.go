@@ -136,9 +136,12 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 // read (a base in the deny-read set is refused, not walked).
 func (f *Backend) searchBase(base fs.Target, op string, dirOnly bool) error {
 	dp := base.DisplayPath
-	st, err := f.peek(base, op, string(base.Key), true, false)
+	st, refusal, err := f.peek(base, op, string(base.Key), true, false)
 	if err != nil {
 		return osErr(op, "search", dp, err)
+	}
+	if refusal != nil {
+		return refusal
 	}
 	switch {
 	case st.Mode&unix.S_IFMT == unix.S_IFDIR:

@@ -23,9 +23,12 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 	if err := checkCtx(ctx, "stat"); err != nil {
 		return nil, err
 	}
-	st, err := f.peek(target, "stat", string(target.Key), true, true)
+	st, refusal, err := f.peek(target, "stat", string(target.Key), true, true)
 	if err := checkCtx(ctx, "stat"); err != nil {
 		return nil, err
+	}
+	if refusal != nil {
+		return nil, refusal
 	}
 	if isAbsent(err) {
 		return nil, nil
@@ -41,29 +44,26 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 // O_PATH (no data is read; a FIFO does not block), once the fence's Read
 // admits that descriptor (entry: only its own metadata, so the metadata of
 // what lies inside a denied directory is refused like its contents).
-// Errors: the fence's refusal, or the open's (*os.PathError).
-func (f *Backend) peek(target fs.Target, op, p string, follow, entry bool) (unix.Stat_t, error) {
-	var st unix.Stat_t
+// It returns the fence's refusal, to be returned as it is, or the open's
+// error (*os.PathError).
+func (f *Backend) peek(target fs.Target, op, p string, follow, entry bool) (st unix.Stat_t, refusal, err error) {
 	flags := unix.O_PATH | unix.O_CLOEXEC
 	if !follow {
 		flags |= unix.O_NOFOLLOW
 	}
 	var fd int
-	err := retryEINTR(func() (err error) {
+	err = retryEINTR(func() (err error) {
 		fd, err = unix.Open(p, flags, 0)
 		return err
 	})
 	if err != nil {
-		return st, &os.PathError{Op: "open", Path: p, Err: err}
+		return st, nil, &os.PathError{Op: "open", Path: p, Err: err}
 	}
 	defer unix.Close(fd) //nolint:errcheck // O_PATH descriptor
 	if err := unix.Fstat(fd, &st); err != nil {
-		return st, &os.PathError{Op: "fstat", Path: p, Err: err}
+		return st, nil, &os.PathError{Op: "fstat", Path: p, Err: err}
 	}
-	if err := f.fence.Read(target, op, fd, &st, entry); err != nil {
-		return st, err
-	}
-	return st, nil
+	return st, f.fence.Read(target, op, fd, &st, entry), nil
 }
 
 // Lstat resolves path like Resolve but leaves a final symlink unfollowed; it
@@ -88,9 +88,12 @@ func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions
 		}
 		p = filepath.Join(parent, filepath.Base(dp))
 	}
-	st, err := f.peek(fs.Target{Key: fs.TargetKey(p), DisplayPath: dp}, "lstat", p, false, true)
+	st, refusal, err := f.peek(fs.Target{Key: fs.TargetKey(p), DisplayPath: dp}, "lstat", p, false, true)
 	if err := checkCtx(ctx, "lstat"); err != nil {
 		return nil, err
+	}
+	if refusal != nil {
+		return nil, refusal
 	}
 	if isAbsent(err) {
 		return nil, nil
