@@ -76,38 +76,38 @@ func newReadFence(policy *sandboxpolicy.Service) *readFence {
 // through when fd's real path is the approved one, refused with
 // sandboxpolicy.CodeTargetChanged otherwise.
 func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t, entry bool) error {
-	real, err := fdPath(fd)
+	where, err := fdPath(fd)
 	if err != nil {
 		// Fail closed: a descriptor whose path cannot be read is not read.
 		return r.refusal(target, op, string(target.Key), "its real path could not be read: "+err.Error())
 	}
 	if approved := target.ApprovedRead(); approved != "" {
-		if real != approved {
-			return sandboxpolicy.ReadTargetChanged(approved, real)
+		if where != approved {
+			return sandboxpolicy.ReadTargetChanged(approved, where)
 		}
 		return nil
 	}
 	if r.deny.Empty() {
 		return nil
 	}
-	if rule, ok := r.denied(real, st, entry); ok {
-		return r.refusal(target, op, real, rule)
+	if rule, ok := r.denied(where, st, entry); ok {
+		return r.refusal(target, op, where, rule)
 	}
 	return nil
 }
 
-// denied reports whether reading real (the descriptor's real path, whose
+// denied reports whether reading where (the descriptor's real path, whose
 // fstat is st) is refused, and by which rule. With entry, only the entry's
 // own metadata is read: a denied directory itself passes, what lies inside
 // it does not.
-func (r *readFence) denied(real string, st *unix.Stat_t, entry bool) (string, bool) {
+func (r *readFence) denied(where string, st *unix.Stat_t, entry bool) (string, bool) {
 	isDir := dirfd.IsDir(st)
-	parent := filepath.Dir(real)
+	parent := filepath.Dir(where)
 	if entry && isDir {
-		if rule, ok := r.deny.Denied(parent, true); ok && parent != real {
+		if rule, ok := r.deny.Denied(parent, true); ok && parent != where {
 			return rule, true
 		}
-	} else if rule, ok := r.deny.Denied(real, isDir); ok {
+	} else if rule, ok := r.deny.Denied(where, isDir); ok {
 		return rule, true
 	}
 	ids := r.identities()
@@ -212,10 +212,10 @@ func kind(st *unix.Stat_t) string {
 }
 
 // refusal is the error of a refused read: CodeReadDenied with the mode,
-// `cannot <op> "<dp>": <real> is in the deny-read set (<rule>)`, caused by
+// `cannot <op> "<dp>": <real path> is in the deny-read set (<rule>)`, caused by
 // an *fs.ReadDenial.
-func (r *readFence) refusal(target hfs.Target, op, real, rule string) *hfs.Error {
-	cause := &hfs.ReadDenial{Path: real, Rule: rule}
+func (r *readFence) refusal(target hfs.Target, op, where, rule string) *hfs.Error {
+	cause := &hfs.ReadDenial{Path: where, Rule: rule}
 	return &hfs.Error{
 		Code: hfs.CodeReadDenied, Op: op, Path: target.DisplayPath, Mode: r.mode,
 		Message: fmt.Sprintf("cannot %s %q: %s", op, target.DisplayPath, cause.Error()),

@@ -19,8 +19,10 @@ import (
 // and failures carry their codes and never ask twice.
 func TestEscalateRead(t *testing.T) {
 	req := func(mode sandbox.Mode) sandbox.ApprovalRequest {
-		return sandbox.ApprovalRequest{Family: sandbox.FileTools, Tool: "read", Mode: mode, Justification: "check the key",
-			Target: "/home/u/.ssh/id_ed25519", Given: "/ws/link", ReadRule: "~/.ssh (default)"}
+		return sandbox.ApprovalRequest{
+			Family: sandbox.FileTools, Tool: "read", Mode: mode, Justification: "check the key",
+			Target: "/home/u/.ssh/id_ed25519", Given: "/ws/link", ReadRule: "~/.ssh (default)",
+		}
 	}
 	cases := []struct {
 		name     string

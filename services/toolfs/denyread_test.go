@@ -151,56 +151,96 @@ func TestDenyReadFileTools(t *testing.T) {
 	write := func(e *wrEnv) *tool.Tool { return e.tools.Write() }
 	edit := func(e *wrEnv) *tool.Tool { return e.tools.Edit() }
 	cases := []tc{
-		{name: "read ~/.ssh/id_ed25519", tool: read, args: map[string]any{"file_path": w.key}, code: fs.CodeReadDenied,
-			contains: []string{"~/.ssh (default)", "sandbox_permissions=danger-full-access"}},
-		{name: "read through a symlink in the workspace", tool: read, args: map[string]any{"file_path": "link"}, code: fs.CodeReadDenied,
-			contains: []string{"~/.ssh (default)"}},
+		{
+			name: "read ~/.ssh/id_ed25519", tool: read, args: map[string]any{"file_path": w.key}, code: fs.CodeReadDenied,
+			contains: []string{"~/.ssh (default)", "sandbox_permissions=danger-full-access"},
+		},
+		{
+			name: "read through a symlink in the workspace", tool: read, args: map[string]any{"file_path": "link"}, code: fs.CodeReadDenied,
+			contains: []string{"~/.ssh (default)"},
+		},
 		{name: "read through ..", tool: read, args: map[string]any{"file_path": "../home/.ssh/id_ed25519"}, code: fs.CodeReadDenied},
-		{name: "read through a hard link made in the workspace", tool: read, args: map[string]any{"file_path": "hl"}, code: fs.CodeReadDenied,
-			skip: w.skipHard, contains: []string{"hard link"}},
-		{name: "read through a bind mount of ~/.ssh", tool: read, args: map[string]any{"file_path": "mnt/id_ed25519"}, code: fs.CodeReadDenied,
-			skip: w.skipBind},
-		{name: "read the workspace .env", tool: read, args: map[string]any{"file_path": ".env"}, code: fs.CodeReadDenied,
-			contains: []string{".env (default)"}},
-		{name: "read a plain workspace file still works", tool: read, args: map[string]any{"file_path": "readme.txt"},
-			contains: []string{"plain workspace text"}},
-		{name: "grep -r aws_secret over the home skips .aws and says so", tool: grep,
+		{
+			name: "read through a hard link made in the workspace", tool: read, args: map[string]any{"file_path": "hl"}, code: fs.CodeReadDenied,
+			skip: w.skipHard, contains: []string{"hard link"},
+		},
+		{
+			name: "read through a bind mount of ~/.ssh", tool: read, args: map[string]any{"file_path": "mnt/id_ed25519"}, code: fs.CodeReadDenied,
+			skip: w.skipBind,
+		},
+		{
+			name: "read the workspace .env", tool: read, args: map[string]any{"file_path": ".env"}, code: fs.CodeReadDenied,
+			contains: []string{".env (default)"},
+		},
+		{
+			name: "read a plain workspace file still works", tool: read, args: map[string]any{"file_path": "readme.txt"},
+			contains: []string{"plain workspace text"},
+		},
+		{
+			name: "grep -r aws_secret over the home skips .aws and says so", tool: grep,
 			args:     map[string]any{"pattern": "aws_secret", "path": w.home, drHidden: true, "output_mode": "content"},
-			contains: []string{"notes aws_secret mentioned", "in the deny-read set skipped"}},
-		{name: "grep -r aws_secret over a workspace holding a symlink to the home", tool: grep,
+			contains: []string{"notes aws_secret mentioned", "in the deny-read set skipped"},
+		},
+		{
+			name: "grep -r aws_secret over a workspace holding a symlink to the home", tool: grep,
 			args:   map[string]any{"pattern": "aws_secret", "path": w.ws, drHidden: true, "output_mode": "content"},
-			absent: []string{"credentials"}},
-		{name: "grep -r aws_secret through the symlink to the home", tool: grep,
+			absent: []string{"credentials"},
+		},
+		{
+			name: "grep -r aws_secret through the symlink to the home", tool: grep,
 			args:     map[string]any{"pattern": "aws_secret", "path": "homelink", drHidden: true, "output_mode": "content"},
-			contains: []string{"in the deny-read set skipped"}, absent: []string{"credentials"}},
-		{name: "grep naming the denied file directly is refused", tool: grep,
-			args: map[string]any{"pattern": "aws_secret", "path": w.aws, "output_mode": "content"}, code: fs.CodeReadDenied},
-		{name: "grep over the denied directory is refused", tool: grep,
-			args: map[string]any{"pattern": "aws", "path": filepath.Dir(w.aws)}, code: fs.CodeReadDenied},
-		{name: "grep over the workspace skips .env", tool: grep,
+			contains: []string{"in the deny-read set skipped"}, absent: []string{"credentials"},
+		},
+		{
+			name: "grep naming the denied file directly is refused", tool: grep,
+			args: map[string]any{"pattern": "aws_secret", "path": w.aws, "output_mode": "content"}, code: fs.CodeReadDenied,
+		},
+		{
+			name: "grep over the denied directory is refused", tool: grep,
+			args: map[string]any{"pattern": "aws", "path": filepath.Dir(w.aws)}, code: fs.CodeReadDenied,
+		},
+		{
+			name: "grep over the workspace skips .env", tool: grep,
 			args:     map[string]any{"pattern": "API_TOKEN", "path": w.ws, drHidden: true, "output_mode": "content"},
-			contains: []string{"in the deny-read set skipped"}},
-		{name: "glob **/* over the home lists no denied path", tool: glob,
+			contains: []string{"in the deny-read set skipped"},
+		},
+		{
+			name: "glob **/* over the home lists no denied path", tool: glob,
 			args:     map[string]any{"pattern": "**/*", "path": w.home, drHidden: true},
-			contains: []string{"notes.txt", "in the deny-read set skipped"}, absent: []string{"id_ed25519", "credentials"}},
+			contains: []string{"notes.txt", "in the deny-read set skipped"}, absent: []string{"id_ed25519", "credentials"},
+		},
 		{name: "list ~/.ssh is refused", tool: list, args: map[string]any{"path": filepath.Dir(w.key)}, code: fs.CodeReadDenied},
-		{name: "list ~/.ssh through the bind mount is refused", tool: list, args: map[string]any{"path": "mnt"}, code: fs.CodeReadDenied,
-			skip: w.skipBind},
-		{name: "list the home shows .ssh but never inside it", tool: list, args: map[string]any{"path": w.home, "depth": 3},
-			contains: []string{".ssh", "in the deny-read set"}, absent: []string{"id_ed25519", "credentials"}},
-		{name: "write over the key is refused", tool: write, args: map[string]any{"file_path": w.key, "content": "x\n"},
-			code: fs.CodeReadDenied, unchanged: []string{w.key}},
-		{name: "edit of the AWS credentials is refused", tool: edit,
+		{
+			name: "list ~/.ssh through the bind mount is refused", tool: list, args: map[string]any{"path": "mnt"}, code: fs.CodeReadDenied,
+			skip: w.skipBind,
+		},
+		{
+			name: "list the home shows .ssh but never inside it", tool: list, args: map[string]any{"path": w.home, "depth": 3},
+			contains: []string{".ssh", "in the deny-read set"}, absent: []string{"id_ed25519", "credentials"},
+		},
+		{
+			name: "write over the key is refused", tool: write, args: map[string]any{"file_path": w.key, "content": "x\n"},
+			code: fs.CodeReadDenied, unchanged: []string{w.key},
+		},
+		{
+			name: "edit of the AWS credentials is refused", tool: edit,
 			args: map[string]any{"file_path": w.aws, "old_string": "aws_secret_access_key", "new_string": "x"},
-			code: fs.CodeReadDenied, unchanged: []string{w.aws}},
-		{name: "write over the hard link is refused", tool: write, args: map[string]any{"file_path": "hl", "content": "x\n"},
-			code: fs.CodeReadDenied, also: fs.CodeSandboxDenied, skip: w.skipHard, unchanged: []string{w.key}},
-		{name: "edit through the hard link is refused", tool: edit,
+			code: fs.CodeReadDenied, unchanged: []string{w.aws},
+		},
+		{
+			name: "write over the hard link is refused", tool: write, args: map[string]any{"file_path": "hl", "content": "x\n"},
+			code: fs.CodeReadDenied, also: fs.CodeSandboxDenied, skip: w.skipHard, unchanged: []string{w.key},
+		},
+		{
+			name: "edit through the hard link is refused", tool: edit,
 			args: map[string]any{"file_path": "hl", "old_string": "KEY", "new_string": "x"},
-			code: fs.CodeReadDenied, also: fs.CodeSandboxDenied, skip: w.skipHard, unchanged: []string{w.key}},
-		{name: "edit of the workspace .env is refused", tool: edit,
+			code: fs.CodeReadDenied, also: fs.CodeSandboxDenied, skip: w.skipHard, unchanged: []string{w.key},
+		},
+		{
+			name: "edit of the workspace .env is refused", tool: edit,
 			args: map[string]any{"file_path": ".env", "old_string": "API_TOKEN", "new_string": "x"},
-			code: fs.CodeReadDenied, unchanged: []string{w.env}},
+			code: fs.CodeReadDenied, unchanged: []string{w.env},
+		},
 	}
 	for _, mode := range drModes {
 		t.Run(string(mode), func(t *testing.T) {
