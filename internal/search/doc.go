@@ -10,10 +10,13 @@
 // non-blocking and checked with fstat, so a FIFO or a device is skipped, never
 // read. A directory is visited at most once (by device and inode), so the walk
 // ends even if a bind mount or a racing rename forms a loop. Every walk is
-// capped in entries and cancellable through its context.
+// capped in entries and cancellable through its context. A walk's Gate (the
+// deny-read set, issue 24) keeps it out of what must not be read: an entry
+// it skips is never opened, a directory or file it refuses once opened is
+// never read, and both are counted (WalkStats.Denied).
 //
-// What it does not do: it confines nothing but the walk (reads are never
-// fenced in the harness; the root is whatever the caller passes), it does not
+// What it does not do: it confines nothing but the walk (the root is
+// whatever the caller passes; only the Gate decides what is read), it does not
 // read global git configuration (core.excludesFile) or .ignore files, and a
 // match in a line longer than MaxLineBytes is only found within one
 // MaxLineBytes window of it.
