@@ -200,6 +200,11 @@ func TestDenyReadFileTools(t *testing.T) {
 			args: map[string]any{"pattern": "aws", "path": filepath.Dir(w.aws)}, code: fs.CodeReadDenied,
 		},
 		{
+			name: "grep for the key over the workspace (symlinks, a hard link, a bind mount) finds nothing", tool: grep,
+			args:     map[string]any{"pattern": "PRIVATE-MARKER", "path": w.ws, drHidden: true, "output_mode": "content"},
+			contains: []string{"No matches", "in the deny-read set skipped"}, absent: []string{"hl", "mnt"},
+		},
+		{
 			name: "grep over the workspace skips .env", tool: grep,
 			args:     map[string]any{"pattern": "API_TOKEN", "path": w.ws, drHidden: true, "output_mode": "content"},
 			contains: []string{"in the deny-read set skipped"},

@@ -99,8 +99,16 @@ const (
 // (sandboxpolicy.Prompt: the canonical target, the path as given, the
 // operation and its size, the boundary crossed, the cleaned justification)
 // and a "decision" field whose enum offers allowing this one call, allowing
-// the mode for the rest of the session, or denying.
+// the mode for the rest of the session, or denying (for a credential read,
+// req.ReadRule set, both allow answers allow that one read, and the field
+// says so).
 func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
+	choices := fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny)
+	if req.ReadRule != "" {
+		// A credential read is allowed once whatever the answer
+		// (sandboxpolicy.EscalateRead).
+		choices = fmt.Sprintf("%s or %s: exactly this one read of this one file (nothing is allowed for the session); %s: refuse.", decisionOnce, decisionSession, decisionDeny)
+	}
 	return &mcp.ElicitParams{
 		Message: sandboxpolicy.Prompt(req),
 		RequestedSchema: &jsonschema.Schema{
@@ -109,7 +117,7 @@ func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 				"decision": {
 					Type:        "string",
 					Title:       "Decision",
-					Description: fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny),
+					Description: choices,
 					Enum:        []any{decisionOnce, decisionSession, decisionDeny},
 					Default:     json.RawMessage(strconv.Quote(decisionDeny)),
 				},

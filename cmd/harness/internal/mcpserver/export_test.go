@@ -1,0 +1,4 @@
+package mcpserver
+
+// Elicitation exposes elicitation to the tests.
+var Elicitation = elicitation
