@@ -85,6 +85,8 @@ type Runner struct {
 	bwrap *bwrapIsolation
 	// finder finds the protected paths, for both isolations.
 	finder *finder
+	// masker finds the deny-read paths, for both isolations.
+	masker *masker
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -112,9 +114,9 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy)}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy)}
 	if cfg.Isolation == IsolationBwrap {
-		r.bwrap = newBwrapIsolation(helper, policy, r.finder)
+		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker)
 	}
 	return r, nil
 }
@@ -139,7 +141,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: the command has no valid sandbox policy"}
 	}
 	if req.Policy.Mode == sandbox.DangerFullAccess {
-		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+		return r.runFullAccess(ctx, req)
 	}
 	if subproc.Probe().LandlockABI < 1 {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -157,7 +159,11 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
 	}
 	if err == nil {
-		res.Confinement = r.confinement(*req.Policy)
+		c := r.confinement(*req.Policy)
+		if res.Confinement != nil {
+			c.Masked = res.Confinement.Masked
+		}
+		res.Confinement = c
 	}
 	return res, err
 }
@@ -166,9 +172,13 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets. Errors: the protected-path
-// search did not finish (see finder.find).
+// the configured network and Unix sockets. Errors: a deny-read path exists
+// where the command can see it (refuseUnmasked); the protected-path search
+// did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
+	if err := r.refuseUnmasked(ctx, req); err != nil {
+		return nil, err
+	}
 	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets}
 	if req.Policy.Mode == sandbox.WorkspaceWrite {
