@@ -132,7 +132,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		conf.Protected = bound(found, conf.Reserved)
 	}
-	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, uidOf(cred)); err != nil {
+	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return exec.Result{}, err
 	}
 	if err := unmasked(conf, req.Workdir); err != nil {

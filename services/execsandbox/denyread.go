@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
 
@@ -55,11 +56,17 @@ func newMasker(policy *sandboxpolicy.Service) *masker {
 	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{})}
 }
 
-// find returns what a command of policy running as uid must not read:
-// canonical paths, sorted, none beneath another (a masked directory hides
-// what it holds). Errors: *exec.Error with CodeUnavailable when the search
-// did not finish (deadline, budget, an unreadable directory of a root).
-func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, uid int) ([]subproc.Masked, error) {
+// find returns what a command of policy running as cred (commandUser's;
+// nil: the server's own user) must not read: canonical paths, sorted,
+// none beneath another (a masked directory hides what it holds). A path
+// behind a directory that user cannot search (a home of mode 0700 another
+// user's command meets) is masked at the first such directory instead:
+// bubblewrap, running as that user, could not reach the path to mount on
+// it, and the command cannot reach anything beneath it anyway. Errors:
+// *exec.Error with CodeUnavailable when the search did not finish
+// (deadline, budget, an unreadable directory of a root).
+func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
+	uid := uidOf(cred)
 	d := m.policy.DenyRead()
 	if d.Empty() {
 		return nil, nil
@@ -75,11 +82,19 @@ func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, uid i
 			return nil, unfinished(err)
 		}
 	}
+	who := accountOf(cred)
 	paths := make([]string, 0, len(found))
-	for p := range found {
+	for p, dir := range found {
+		if q := who.unsearchable(p); q != "" {
+			delete(found, p)
+			p, dir = q, true
+		}
+		if _, ok := found[p]; !ok || dir {
+			found[p] = dir
+		}
 		paths = append(paths, p)
 	}
-	slices.Sort(paths)
+	paths = slices.Compact(slices.Sorted(slices.Values(paths)))
 	var out []subproc.Masked
 	for _, p := range paths {
 		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, p) }) {
@@ -177,4 +192,59 @@ func unmasked(c *subproc.Confinement, workdir string) error {
 			"workdir %s is at or beneath a path the deny-read set hides from commands; commands do not start there", workdir)}
 	}
 	return nil
+}
+
+// account is the user a command runs as, for the search permission of a
+// directory: its uid and groups.
+type account struct {
+	uid  uint32
+	gids []uint32
+}
+
+// accountOf returns cred's account (uid, primary group; commandUser gives
+// no supplementary group), or the server's own (effective uid and gid,
+// supplementary groups) when cred is nil.
+func accountOf(cred *syscall.Credential) account {
+	if cred != nil {
+		return account{uid: cred.Uid, gids: []uint32{cred.Gid}}
+	}
+	a := account{uid: uint32(os.Geteuid()), gids: []uint32{uint32(os.Getegid())}}
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			a.gids = append(a.gids, uint32(g))
+		}
+	}
+	return a
+}
+
+// unsearchable returns the first proper ancestor of p (an absolute
+// canonical path) whose mode bits deny a the search permission, "" for
+// none. Mode bits only: an ACL granting search is not consulted (the
+// caller then masks the whole directory, more than needed, never less);
+// uid 0 is judged as the owner it is, never as capable (a command runs
+// without capabilities).
+func (a account) unsearchable(p string) string {
+	for dir := "/"; dir != p; {
+		rest := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+		next := filepath.Join(dir, strings.SplitN(rest, "/", 2)[0])
+		if next == p {
+			return ""
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(next, &st) != nil {
+			return ""
+		}
+		perm := st.Mode & 0o777
+		switch {
+		case st.Uid == a.uid:
+			perm >>= 6
+		case slices.Contains(a.gids, st.Gid):
+			perm >>= 3
+		}
+		if perm&1 == 0 {
+			return next
+		}
+		dir = next
+	}
+	return ""
 }

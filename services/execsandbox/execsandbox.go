@@ -176,7 +176,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // where the command can see it (refuseUnmasked); the protected-path search
 // did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
-	if err := r.refuseUnmasked(ctx, req); err != nil {
+	if err := r.refuseUnmasked(ctx, req, r.cannotMask()); err != nil {
 		return nil, err
 	}
 	roots := req.Policy.WritableRoots()

@@ -27,15 +27,11 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 	if req.DenyReadLifted || r.policy.DenyRead().Empty() {
 		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
 	}
-	if r.bwrap == nil {
-		if err := r.refuseUnmasked(ctx, req); err != nil {
+	if why := r.cannotMask(); why != "" {
+		if err := r.refuseUnmasked(ctx, req, why); err != nil {
 			return exec.Result{}, err
 		}
 		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
-	}
-	if subproc.Probe().LandlockABI < 1 {
-		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"sandbox mode %q is unavailable here with deny-read paths to hide: %v; the command was not run", req.Policy.Mode, subproc.ErrNoLandlock)}
 	}
 	res, err := r.bwrap.runFull(ctx, r.run, req)
 	if err == nil {
@@ -50,6 +46,22 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 	return res, err
 }
 
+// cannotMask says why a danger-full-access command cannot run with masks
+// here ("" when it can): IsolationLandlock, bubblewrap missing or unable
+// to start, Landlock missing (the inner stage needs it).
+func (r *Runner) cannotMask() string {
+	if r.bwrap == nil {
+		return "--exec-isolation " + IsolationLandlock + " cannot hide them from a command (Landlock cannot refuse reads of one path)"
+	}
+	if _, err := r.bwrap.exe(); err != nil {
+		return "bubblewrap, which hides them, is unusable here (" + err.Error() + ")"
+	}
+	if subproc.Probe().LandlockABI < 1 {
+		return "the sandbox that hides them is unavailable here (" + subproc.ErrNoLandlock.Error() + ")"
+	}
+	return ""
+}
+
 // runFull runs req (danger-full-access) in bubblewrap with `/` read-write
 // and the deny-read paths masked (see runFullAccess).
 func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request) (exec.Result, error) {
@@ -61,7 +73,7 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	policy := *req.Policy
 	cred, env := commandUser(policy, run.Env)
 	conf := &subproc.Confinement{WritableRoots: []string{"/"}, Network: true, UnixSockets: true, FullAccess: true}
-	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, uidOf(cred)); err != nil {
+	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return exec.Result{}, err
 	}
 	if err := unmasked(conf, req.Workdir); err != nil {
@@ -77,14 +89,16 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	return bwrapResult(out, err, conf)
 }
 
-// refuseUnmasked refuses a command under IsolationLandlock when a path of
-// the deny-read set exists where it could read it: Landlock can allow
-// reads beneath paths, not deny one path inside what it allows, and that
-// isolation has no view to mask it in (fail closed, as it is for protected
-// paths it cannot carve out). Errors: *exec.Error with CodeUnavailable
-// naming up to three such paths and the remedies; the search's own error.
-func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request) error {
-	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, os.Geteuid())
+// refuseUnmasked refuses a command that cannot run with masks (why says
+// why: IsolationLandlock, whose Landlock can allow reads beneath paths but
+// not deny one path inside what it allows, and which has no view to mask
+// it in; bubblewrap unusable, for danger-full-access) when a path of the
+// deny-read set exists where it could read it (fail closed, as it is for
+// protected paths that cannot be carved out). Errors: *exec.Error with
+// CodeUnavailable naming up to three such paths and the remedies; the
+// search's own error.
+func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request, why string) error {
+	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
 	if err != nil || len(masks) == 0 {
 		return err
 	}
@@ -95,14 +109,14 @@ func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request) error {
 		names = names[:3]
 	}
 	return &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-		"the deny-read set names paths that exist (%s%s) and --exec-isolation %s cannot hide them from a command (Landlock cannot refuse reads of one path); the command was not run. "+
-			"Remedy: use the default bubblewrap isolation (--exec-isolation %s), or drop those patterns with --allow-read if commands may read them",
-		strings.Join(names, ", "), more, IsolationLandlock, IsolationBwrap)}
+		"the deny-read set names paths that exist (%s%s) and %s; the command was not run. "+
+			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
+		strings.Join(names, ", "), more, why, IsolationBwrap)}
 }
 
-// maskedPaths returns the paths of masks.
+// maskedPaths returns the paths of masks (nil for none).
 func maskedPaths(masks []subproc.Masked) []string {
-	out := make([]string, 0, len(masks))
+	var out []string
 	for _, m := range masks {
 		out = append(out, m.Path)
 	}
