@@ -29,7 +29,12 @@ type secretHome struct {
 	key, aws, env    string
 }
 
-func newSecretHome(t *testing.T) (secretHome, *sandboxpolicy.Service) {
+// newSecretHome makes the fixture, owned by o (a root test gives it to
+// uid 1000 or keeps it root's: commands run as the workspace's owner). It
+// also holds `locked/secret`, denied by --deny-read, in a directory of
+// mode 0700 that stays root's (or the test user's): an ordinary user's
+// command cannot reach it, and its mask must not stop the command either.
+func newSecretHome(t *testing.T, o owner) (secretHome, *sandboxpolicy.Service) {
 	t.Helper()
 	home, err := os.MkdirTemp("/var/tmp", "harness-home-")
 	require.NoError(t, err)
@@ -54,7 +59,19 @@ func newSecretHome(t *testing.T) (secretHome, *sandboxpolicy.Service) {
 	require.NoError(t, os.WriteFile(filepath.Join(s.ws, "sub", ".env.local"), []byte("TOKEN="+s.marker+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(s.ws, ".env.example"), []byte("TOKEN=example-value\n"), 0o644))
 	require.NoError(t, os.Symlink(s.key, filepath.Join(s.ws, "link")))
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: s.ws, TempRoots: []string{}, Homes: []string{home}})
+	if os.Geteuid() == 0 && o.uid != 0 {
+		for d := filepath.Dir(s.ws); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+			require.NoError(t, os.Chmod(d, 0o755))
+		}
+		require.NoError(t, chownTree(s.ws, o.uid))
+		require.NoError(t, chownTree(home, o.uid))
+	}
+	locked := filepath.Join(home, "locked")
+	require.NoError(t, os.Mkdir(locked, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(locked, "secret"), []byte(s.marker), 0o600))
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{
+		WorkspaceRoot: s.ws, TempRoots: []string{}, Homes: []string{home}, DenyRead: []string{filepath.Join(locked, "secret")},
+	})
 	require.NoError(t, err)
 	return s, pol
 }
@@ -95,7 +112,13 @@ func requireBwrapAndLandlock(t *testing.T) {
 
 func TestCommandsCannotReadTheDenyReadSet(t *testing.T) {
 	requireBwrapAndLandlock(t)
-	s, pol := newSecretHome(t)
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) { testCannotRead(t, o) })
+	}
+}
+
+func testCannotRead(t *testing.T, o owner) {
+	s, pol := newSecretHome(t, o)
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
 	beforeHome, beforeWS := snapshot(t, s.home), snapshot(t, s.ws)
@@ -108,6 +131,7 @@ func TestCommandsCannotReadTheDenyReadSet(t *testing.T) {
 		{"grep the aws credentials", "grep -r aws_secret " + filepath.Dir(s.aws), ""},
 		{"list the ssh directory", "ls -la " + filepath.Dir(s.key) + "; ls -A " + filepath.Dir(s.key) + " | wc -l", "0\n"},
 		{"find the home", "find " + s.home + " -type f -exec cat {} +", ""},
+		{"cat the locked secret", "cat " + s.home + "/locked/secret", ""},
 		{"cat through a workspace symlink", "cat link", ""},
 		{"tar the ssh directory", "tar c " + filepath.Dir(s.key) + " | base64 -w0", ""},
 		{"cat the workspace .env", "cat .env sub/.env.local", ""},
@@ -147,7 +171,7 @@ func TestCommandsCannotReadTheDenyReadSet(t *testing.T) {
 
 func TestDenyReadLiftedOnlyForTheApprovedCommand(t *testing.T) {
 	requireBwrapAndLandlock(t)
-	s, pol := newSecretHome(t)
+	s, pol := newSecretHome(t, primaryOwner())
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
 	req := exec.Request{Command: "cat " + s.key, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.DangerFullAccess, s.ws)}
@@ -168,7 +192,7 @@ func TestDenyReadLiftedOnlyForTheApprovedCommand(t *testing.T) {
 
 func TestDangerFullAccessWritesEverywhereWithMasks(t *testing.T) {
 	requireBwrapAndLandlock(t)
-	s, pol := newSecretHome(t)
+	s, pol := newSecretHome(t, primaryOwner())
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
 	outside := filepath.Join(s.home, "written")
@@ -194,7 +218,7 @@ func TestLandlockIsolationRefusesWithDenyReadPaths(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel")
 	}
-	s, pol := newSecretHome(t)
+	s, pol := newSecretHome(t, primaryOwner())
 	r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
 	require.NoError(t, err)
 	ran := filepath.Join(s.ws, "ran")
