@@ -493,7 +493,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if err != nil {
 		return Status{}, 0, err
 	}
-	defer closeAll(masks)
+	defer func() { closeAll(masks) }()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
 		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine, b.Net != nil)...),
@@ -513,6 +513,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if err := startBwrap(cmd, b, masks); err != nil {
 		return Status{}, 0, err
 	}
+	// bwrap holds its copies: the masks' sources close at once.
 	closeAll(masks)
 	masks = nil
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
