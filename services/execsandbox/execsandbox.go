@@ -8,12 +8,17 @@
 // networking unless allowed (one network namespace per session, shared by
 // its commands: see sessionNets), a new session and no capabilities;
 // beneath it
-// the inner stage adds Landlock, seccomp and resource limits. A root server
-// runs commands as the workspace owner. Under danger-full-access a command
-// runs unconfined. Where bubblewrap is missing or cannot start, confined
-// commands are refused, never run unconfined; IsolationLandlock keeps the
-// older Landlock-and-seccomp runner for such hosts. See README.md for the
-// threat model.
+// the inner stage adds Landlock, seccomp and resource limits. Every path
+// of the deployment's deny-read set that exists where the command can see
+// it is masked on top (see masker). A root server runs commands as the
+// workspace owner. Under danger-full-access a command runs in bubblewrap
+// with the whole filesystem writable but the masks (see runFullAccess),
+// unconfined only when nothing is to be masked or the user allowed it
+// once as a credential read. Where bubblewrap is missing or cannot start,
+// confined commands are refused, never run unconfined; IsolationLandlock
+// keeps the older Landlock-and-seccomp runner for such hosts, refusing
+// commands while a deny-read path exists. See README.md for the threat
+// model.
 package execsandbox
 
 import (
