@@ -226,12 +226,13 @@ func provide(p Params) (*Runner, error) {
 }
 
 // Warm searches the protected paths of the default policy's writable roots
-// once (workspace-write's, whatever the default mode), so the first command
-// finds the search's cache filled: a workspace holding a directory of a
-// million entries costs that command an fstat per directory, not the
-// reading of them all, and a command started during it waits for it
-// instead of reading the same directories again. It returns when the
-// search ends or ctx is done; its result is only the cache.
+// once (workspace-write's, whatever the default mode), then its deny-read
+// paths, so the first command finds both searches' caches filled: a
+// workspace holding a directory of a million entries costs that command an
+// fstat per directory, not the reading of them all, and a command started
+// during the protected-path search waits for it instead of reading the
+// same directories again. It returns when the searches end or ctx is
+// done; its result is only the caches.
 func (r *Runner) Warm(ctx context.Context) {
 	policy := r.policy.Default()
 	if policy.WorkspaceRoot == "" {
@@ -240,6 +241,8 @@ func (r *Runner) Warm(ctx context.Context) {
 	policy.Mode = sandbox.WorkspaceWrite
 	cred, _ := commandUser(policy, nil)
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
+	// The deny-read walk of the same roots fills its own cache.
+	_, _ = r.masker.find(ctx, policy, cred)
 }
 
 // Close releases what the runner made for its commands (the parent cgroup
