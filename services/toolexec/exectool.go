@@ -64,7 +64,8 @@ func (t *Tool) Exec() *tool.Tool {
 	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background"}, Required: []string{"command"}}
 	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."
 	if t.g.Confines() {
-		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail."
+		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail;" +
+			" in every mode, credentials the deny-read set names are hidden (a denied directory is empty, a denied file unreadable)."
 	}
 	return t.g.Tool(tool.Tool{
 		Name: "exec", Description: desc, InputSchema: s, OutputSchema: execOutputSchema(),
