@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -83,24 +84,19 @@ func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred 
 		}
 	}
 	who := accountOf(cred)
-	paths := make([]string, 0, len(found))
+	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
 		if q := who.unsearchable(p); q != "" {
-			delete(found, p)
 			p, dir = q, true
 		}
-		if _, ok := found[p]; !ok || dir {
-			found[p] = dir
-		}
-		paths = append(paths, p)
+		masks[p] = masks[p] || dir
 	}
-	paths = slices.Compact(slices.Sorted(slices.Values(paths)))
 	var out []subproc.Masked
-	for _, p := range paths {
+	for _, p := range slices.Sorted(maps.Keys(masks)) {
 		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, p) }) {
 			continue
 		}
-		out = append(out, subproc.Masked{Path: p, Dir: found[p]})
+		out = append(out, subproc.Masked{Path: p, Dir: masks[p]})
 	}
 	return out, nil
 }
