@@ -70,7 +70,7 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 		"--die-with-parent", "--new-session",
 		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
 		"--cap-drop", "ALL",
-		"--ro-bind", "/", "/",
+		rootBind(c), "/", "/",
 		"--dev", "/dev",
 		"--proc", "/proc",
 		"--tmpfs", "/dev/shm",
@@ -83,7 +83,7 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 	// hidden by its parent's.
 	slices.SortFunc(roots, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
 	for _, r := range roots {
-		if dirfd.Beneath("/dev", r) || dirfd.Beneath("/proc", r) {
+		if dirfd.Beneath("/dev", r) || dirfd.Beneath("/proc", r) || r == "/" {
 			continue
 		}
 		args = append(args, "--bind-try", r, r)
@@ -110,6 +110,9 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 			args = append(args, "--ro-bind", p.Path, p.Path)
 		}
 	}
+	// The deny-read masks last, on top of every bind above: a denied
+	// path inside a writable root or a protected path is masked too.
+	args = append(args, maskArgs(c)...)
 	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD),
 		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
 }
@@ -486,6 +489,11 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer p.close()
+	masks, err := maskSources(spec.Confine)
+	if err != nil {
+		return Status{}, 0, err
+	}
+	defer func() { closeAll(masks) }()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
 		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine, b.Net != nil)...),
@@ -502,9 +510,12 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		WaitDelay: killGrace,
 	}
 	started := time.Now()
-	if err := startBwrap(cmd, b); err != nil {
+	if err := startBwrap(cmd, b, masks); err != nil {
 		return Status{}, 0, err
 	}
+	// bwrap holds its copies: the masks' sources close at once.
+	closeAll(masks)
+	masks = nil
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
 		_ = f.Close()
 	}
@@ -615,8 +626,9 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 // startBwrap starts cmd (bwrap); with b.Net, through nsenter inside that
 // namespace: bwrap's descriptors stay where they are, and nsenter and the
 // namespaces' sit above them (netEnterFD...), closed by the inner stage
-// before the command runs like every descriptor bwrap passes on.
-func startBwrap(cmd *exec.Cmd, b Bwrap) error {
+// before the command runs like every descriptor bwrap passes on; the
+// masks' sources above those (maskFD...), which bwrap closes once read.
+func startBwrap(cmd *exec.Cmd, b Bwrap, masks []*os.File) error {
 	if b.Net != nil {
 		release, err := b.Net.hold(b.Credential)
 		if err != nil {
@@ -627,6 +639,7 @@ func startBwrap(cmd *exec.Cmd, b Bwrap) error {
 		cmd.Args = b.Net.enterArgs(append([]string{execPath(bwrapExeFD)}, cmd.Args[1:]...)...)
 		cmd.ExtraFiles = b.Net.extraFiles(cmd.ExtraFiles...)
 	}
+	cmd.ExtraFiles = withMasks(cmd.ExtraFiles, masks)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
 	}

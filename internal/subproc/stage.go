@@ -87,6 +87,9 @@ func checkView(c *Confinement) error {
 			return err
 		}
 	}
+	if err := checkMasks(c); err != nil {
+		return err
+	}
 	for _, p := range c.Reserved {
 		want := uint32(unix.S_IFREG)
 		if p.Dir {

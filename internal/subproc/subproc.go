@@ -93,6 +93,16 @@ type Confinement struct {
 	// Limits are the resource caps the inner stage applies as rlimits
 	// (where no cgroup carries them).
 	Limits RLimits `json:"limits"`
+	// Masked are the deny-read paths the bubblewrap isolation hides from
+	// the command (see Masked), bound after every other path; its inner
+	// stage checks each is masked before anything runs (fail closed).
+	Masked []Masked `json:"masked,omitempty"`
+	// FullAccess gives the bubblewrap isolation's command the whole
+	// filesystem read-write (danger-full-access with deny-read): `/` is
+	// bound read-write rather than read-only; WritableRoots is then ["/"]
+	// for Landlock. /dev and /proc are still fresh, and Masked still
+	// apply.
+	FullAccess bool `json:"fullAccess,omitempty"`
 }
 
 // Reserved is one reserved path: Dir tells a directory placeholder from a

@@ -52,6 +52,11 @@ type Request struct {
 	// asks it to end; a command may ignore it). Ending it for good is the
 	// context's job: ending it kills the whole tree.
 	Signals <-chan syscall.Signal
+	// DenyReadLifted says the user approved this one command under
+	// danger-full-access with a prompt that named the deny-read paths it
+	// reads (issue 24): a confining runner then does not mask them. Set
+	// only for an approval given once, never for a session grant.
+	DenyReadLifted bool
 }
 
 // Result is how a command ended.
@@ -95,6 +100,10 @@ type Confinement struct {
 	// Capable reports that the command kept the capabilities that bypass
 	// file permissions (a root server under the Landlock isolation).
 	Capable bool
+	// Masked are the deny-read paths hidden in the command's view
+	// (canonical; a directory hides what it holds): reading one failed
+	// with EACCES (a file) or ENOENT (beneath a directory).
+	Masked []string
 }
 
 // Output is one captured stream.

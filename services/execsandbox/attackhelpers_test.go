@@ -130,6 +130,19 @@ func (w world) run(t *testing.T, mode sandbox.Mode, command string) exec.Result 
 	return res
 }
 
+// unconfined runs command as a control: under danger-full-access with
+// deny-read lifted (the user allowed it once as a credential read), the
+// one way a command still runs unconfined, as the server's user.
+func (w world) unconfined(t *testing.T, command string) exec.Result {
+	t.Helper()
+	res, err := w.r.Run(session.NewContext(t.Context(), w.sess), exec.Request{
+		Command: command, Workdir: w.ws, Timeout: time.Minute,
+		Policy: carried(w.pol, sandbox.DangerFullAccess, w.ws), DenyReadLifted: true,
+	})
+	require.NoError(t, err)
+	return res
+}
+
 // python3 is the system Python (not a per-user shim), or skips.
 func python3(t *testing.T) string {
 	t.Helper()

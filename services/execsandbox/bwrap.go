@@ -36,13 +36,14 @@ type bwrapIsolation struct {
 	exe    func() (*subproc.Program, error)
 	limits *limiter
 	finder *finder
+	masker *masker
 	// nets are the sessions' network namespaces under network deny.
 	nets *sessionNets
 }
 
-func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, nets: newSessionNets(roots)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
@@ -131,6 +132,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		conf.Protected = bound(found, conf.Reserved)
 	}
+	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
+		return exec.Result{}, err
+	}
+	if err := unmasked(conf, req.Workdir); err != nil {
+		return exec.Result{}, err
+	}
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
 		return exec.Result{}, err
 	}
@@ -156,10 +163,22 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		// The session ended between joining and starting.
 		return exec.Result{}, sessionEnded()
 	}
+	return bwrapResult(out, err, conf)
+}
+
+// bwrapResult maps a bubblewrap run of conf to the runner's result (see
+// execlocal.Result): bubblewrap failing to make the sandbox is
+// exec.CodeUnavailable with the remedy. The result's Confinement holds
+// only conf's masked paths (the caller fills in the rest).
+func bwrapResult(out subproc.Outcome, err error, conf *subproc.Confinement) (exec.Result, error) {
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}
-	return execlocal.Result(out, err)
+	res, err := execlocal.Result(out, err)
+	if err == nil {
+		res.Confinement = &exec.Confinement{Masked: maskedPaths(conf.Masked)}
+	}
+	return res, err
 }
 
 // searchContext bounds the protected-path search by the call's context and

@@ -48,7 +48,18 @@ func TestRunReportsTheConfinement(t *testing.T) {
 			sandbox.WorkspaceWrite,
 			&exec.Confinement{UID: uint32(os.Geteuid()), Capable: os.Geteuid() == 0}, true,
 		},
-		{"danger-full-access runs unconfined", execsandbox.Config{}, sandbox.DangerFullAccess, nil, true},
+		{
+			"danger-full-access runs in bubblewrap for deny-read, with the network and Unix sockets",
+			execsandbox.Config{},
+			sandbox.DangerFullAccess,
+			&exec.Confinement{Network: true, UnixSockets: true, UID: uint32(os.Geteuid())}, true,
+		},
+		{
+			"danger-full-access under Landlock alone runs unconfined when nothing is to be hidden",
+			execsandbox.Config{Isolation: execsandbox.IsolationLandlock},
+			sandbox.DangerFullAccess,
+			nil, true,
+		},
 	}
 	for i, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -8,12 +8,17 @@
 // networking unless allowed (one network namespace per session, shared by
 // its commands: see sessionNets), a new session and no capabilities;
 // beneath it
-// the inner stage adds Landlock, seccomp and resource limits. A root server
-// runs commands as the workspace owner. Under danger-full-access a command
-// runs unconfined. Where bubblewrap is missing or cannot start, confined
-// commands are refused, never run unconfined; IsolationLandlock keeps the
-// older Landlock-and-seccomp runner for such hosts. See README.md for the
-// threat model.
+// the inner stage adds Landlock, seccomp and resource limits. Every path
+// of the deployment's deny-read set that exists where the command can see
+// it is masked on top (see masker). A root server runs commands as the
+// workspace owner. Under danger-full-access a command runs in bubblewrap
+// with the whole filesystem writable but the masks (see runFullAccess),
+// unconfined only when nothing is to be masked or the user allowed it
+// once as a credential read. Where bubblewrap is missing or cannot start,
+// confined commands are refused, never run unconfined; IsolationLandlock
+// keeps the older Landlock-and-seccomp runner for such hosts, refusing
+// commands while a deny-read path exists. See README.md for the threat
+// model.
 package execsandbox
 
 import (
@@ -85,6 +90,8 @@ type Runner struct {
 	bwrap *bwrapIsolation
 	// finder finds the protected paths, for both isolations.
 	finder *finder
+	// masker finds the deny-read paths, for both isolations.
+	masker *masker
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -112,9 +119,9 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy)}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy)}
 	if cfg.Isolation == IsolationBwrap {
-		r.bwrap = newBwrapIsolation(helper, policy, r.finder)
+		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker)
 	}
 	return r, nil
 }
@@ -139,7 +146,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: the command has no valid sandbox policy"}
 	}
 	if req.Policy.Mode == sandbox.DangerFullAccess {
-		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+		return r.runFullAccess(ctx, req)
 	}
 	if subproc.Probe().LandlockABI < 1 {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -157,7 +164,11 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
 	}
 	if err == nil {
-		res.Confinement = r.confinement(*req.Policy)
+		c := r.confinement(*req.Policy)
+		if res.Confinement != nil {
+			c.Masked = res.Confinement.Masked
+		}
+		res.Confinement = c
 	}
 	return res, err
 }
@@ -166,9 +177,13 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets. Errors: the protected-path
-// search did not finish (see finder.find).
+// the configured network and Unix sockets. Errors: a deny-read path exists
+// where the command can see it (refuseUnmasked); the protected-path search
+// did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
+	if err := r.refuseUnmasked(ctx, req, r.cannotMask()); err != nil {
+		return nil, err
+	}
 	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets}
 	if req.Policy.Mode == sandbox.WorkspaceWrite {
@@ -211,12 +226,13 @@ func provide(p Params) (*Runner, error) {
 }
 
 // Warm searches the protected paths of the default policy's writable roots
-// once (workspace-write's, whatever the default mode), so the first command
-// finds the search's cache filled: a workspace holding a directory of a
-// million entries costs that command an fstat per directory, not the
-// reading of them all, and a command started during it waits for it
-// instead of reading the same directories again. It returns when the
-// search ends or ctx is done; its result is only the cache.
+// once (workspace-write's, whatever the default mode), then its deny-read
+// paths, so the first command finds both searches' caches filled: a
+// workspace holding a directory of a million entries costs that command an
+// fstat per directory, not the reading of them all, and a command started
+// during the protected-path search waits for it instead of reading the
+// same directories again. It returns when the searches end or ctx is
+// done; its result is only the caches.
 func (r *Runner) Warm(ctx context.Context) {
 	policy := r.policy.Default()
 	if policy.WorkspaceRoot == "" {
@@ -225,6 +241,8 @@ func (r *Runner) Warm(ctx context.Context) {
 	policy.Mode = sandbox.WorkspaceWrite
 	cred, _ := commandUser(policy, nil)
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
+	// The deny-read walk of the same roots fills its own cache.
+	_, _ = r.masker.find(ctx, policy, cred)
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

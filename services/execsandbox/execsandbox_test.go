@@ -45,7 +45,10 @@ func newFixtureWith(t *testing.T, edit func(*sandboxpolicy.Config)) (fixture, *s
 	for _, d := range []string{f.ws, f.cache, f.outside} {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
-	cfg := sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, WritableRoots: []string{f.cache}}
+	// No home: the server's own credentials (root's .npmrc) would make
+	// --exec-isolation landlock refuse every command; deny-read has tests
+	// of its own (denyread_test.go).
+	cfg := sandboxpolicy.Config{WorkspaceRoot: f.ws, TempRoots: []string{}, WritableRoots: []string{f.cache}, Homes: []string{}}
 	if edit != nil {
 		edit(&cfg)
 	}

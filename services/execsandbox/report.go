@@ -45,6 +45,7 @@ func (r *Runner) Isolation() Isolation {
 			"no fresh /dev: terminals reachable by the server's user are reachable",
 			"resource limits are not applied",
 			"protected paths are carved out only where the kernel allows a private mount namespace",
+			"deny-read paths cannot be hidden: while one exists where a command could read it, commands are refused",
 		}
 		iso.Limits = "none"
 		iso.RunAs = fmt.Sprintf("uid %d, the server's own user, with its capabilities", os.Geteuid())
@@ -59,7 +60,7 @@ func (r *Runner) Isolation() Isolation {
 		iso.Bwrap = exe.Path()
 	}
 	iso.NotCovered = []string{
-		"reads: a command reads everything the user it runs as can",
+		"reads: a command reads everything the user it runs as can but the deny-read paths that exist when it starts (masked; an any-depth pattern such as .env is looked for only in the workspace, temp and --writable-root roots)",
 		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",

@@ -273,7 +273,8 @@ func collapse(s string, limit int) (out string, cut int) {
 // paragraph: what the call would do (Operation) to which canonical target,
 // the path as given when it differs, the command (CleanCommand) and its
 // directory, the boundary it crosses under the standing mode, the requested
-// mode and what it means for a command, the session's earlier grant if
+// mode and what it means for a command (with the deny-read paths it names,
+// a credential read: credentialRead), the session's earlier grant if
 // any, what "allow for the session" would cover (issue 21), and the cleaned
 // justification. Paths are quoted with every control or non-printing
 // character escaped. A credential read (req.ReadRule set) has its own
@@ -302,8 +303,11 @@ func Prompt(req sandbox.ApprovalRequest) string {
 	}
 	fmt.Fprintf(&b, " It asks to run under the %s sandbox mode", req.Mode)
 	switch {
+	case req.Family == sandbox.Commands && req.Mode == sandbox.DangerFullAccess && len(req.Reads) > 0:
+		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network. ")
+		b.WriteString(credentialRead(req.Reads))
 	case req.Family == sandbox.Commands && req.Mode == sandbox.DangerFullAccess:
-		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network.")
+		b.WriteString(", with no sandbox: the command may change any file the server's user can and reach the network; the paths the deny-read set hides (credentials) stay hidden from it.")
 	case req.Family == sandbox.Commands:
 		b.WriteString(", which lets the command write in the workspace; its network access stays as configured.")
 	case req.Mode == sandbox.DangerFullAccess:
@@ -323,4 +327,30 @@ func Prompt(req sandbox.ApprovalRequest) string {
 	}
 	fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))
 	return b.String()
+}
+
+// ReadsMax is how many of a command's deny-read paths a prompt names; the
+// rest are counted.
+const ReadsMax = 5
+
+// credentialRead is the prompt's sentence for a command that names
+// deny-read paths (issue 24): they are named (quoted, controls escaped; at
+// most ReadsMax, the rest counted), the read is called a credential read,
+// and what each answer does to deny-read is said.
+func credentialRead(reads []string) string {
+	shown := reads
+	if len(shown) > ReadsMax {
+		shown = shown[:ReadsMax]
+	}
+	quoted := make([]string, 0, len(shown))
+	for _, r := range shown {
+		quoted = append(quoted, strconv.Quote(r))
+	}
+	more := ""
+	if len(reads) > len(shown) {
+		more = fmt.Sprintf(" and %d more", len(reads)-len(shown))
+	}
+	return fmt.Sprintf("This is a credential read: the command names %s%s, which the deny-read set hides from every tool and command. "+
+		"Allowing it once lifts deny-read for this one run, so it can read them; allowing it for the session does not (they stay hidden).",
+		strings.Join(quoted, ", "), more)
 }

@@ -167,7 +167,7 @@ func newDenialWorld(t *testing.T) *denialWorld {
 	require.NoError(t, err)
 	require.NoError(t, os.WriteFile(filepath.Join(out, "existing"), []byte("kept\n"), 0o644))
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "inside"), []byte("in\n"), 0o644))
-	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}, Homes: []string{}})
 	require.NoError(t, err)
 	return &denialWorld{ws: ws, out: out, pol: pol, sess: session.New("s", ws)}
 }

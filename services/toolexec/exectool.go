@@ -64,7 +64,8 @@ func (t *Tool) Exec() *tool.Tool {
 	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background"}, Required: []string{"command"}}
 	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."
 	if t.g.Confines() {
-		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail."
+		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail;" +
+			" in every mode, credentials the deny-read set names are hidden (a denied directory is empty, a denied file unreadable)."
 	}
 	return t.g.Tool(tool.Tool{
 		Name: "exec", Description: desc, InputSchema: s, OutputSchema: execOutputSchema(),
@@ -120,9 +121,16 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 			if err != nil {
 				return t.g.Fail(guard.BadArg("workdir "+strconv.Quote(workdir)+" is not an existing directory"), standing)
 			}
-			if policy, err = c.Escalate(ctx, policy, args.esc, sandbox.ApprovalRequest{Command: args.command, Workdir: workdir}); err != nil {
+			ask := sandbox.ApprovalRequest{Command: args.command, Workdir: workdir}
+			if args.esc.Mode == sandbox.DangerFullAccess {
+				ask.Reads = t.readTargets(args.command, workdir, commandHome(policy.WorkspaceRoot))
+			}
+			if policy, err = c.Escalate(ctx, policy, args.esc, ask); err != nil {
 				return t.g.Fail(err, standing)
 			}
+			// Deny-read is lifted for a command whose prompt named what
+			// it reads, allowed once: never by a session grant (issue 24).
+			req.DenyReadLifted = len(ask.Reads) > 0 && policy.Mode == sandbox.DangerFullAccess && !policy.SessionGrant
 			// The user approved this command in the directory shown:
 			// after the wait, it must still be that directory (issue 21).
 			if err := sameWorkdir(workspace, args.workdir, workdir, before); err != nil {
@@ -180,10 +188,10 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res
 
 // render turns a finished command into the result: a timeout or a
 // cancellation is an error result; a confined command's failure whose
-// stderr shows the sandbox refusing a write (inferFileDenial) or the
-// network (inferNetworkDenial) is the guard's denial (marker, the
-// inference, the escalation hint); any other exit, zero or not, is a plain
-// result.
+// stderr shows the deny-read masks refusing a read (inferReadDenial), the
+// sandbox refusing a write (inferFileDenial) or the network
+// (inferNetworkDenial) is the guard's denial (marker, the inference, the
+// escalation hint); any other exit, zero or not, is a plain result.
 func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	v := Value{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMs: res.Duration.Milliseconds(),
@@ -214,6 +222,11 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		return r
 	}
 	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
+		if d, ok := t.inferReadDenial(res.Confinement, req, res.Stderr.Text); ok {
+			r := t.g.DeniedRead(*req.Policy, d.detail(), text)
+			r.Value = v
+			return r
+		}
 		if d, ok := t.inferFileDenial(*req.Policy, res.Confinement, req, res.Stderr.Text); ok {
 			r := t.g.Denied(*req.Policy, d.detail(), text)
 			r.Value = v

@@ -1,0 +1,145 @@
+package subproc
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// Masked is one path the deny-read set names (issue 24) that the bubblewrap
+// isolation hides from a command: a directory behind an empty read-only
+// tmpfs of mode 0555 (it lists as empty, nothing can be made in it), any
+// other entry behind an empty read-only file of mode 0000 (reading it fails
+// with EACCES for a command without capabilities; its size is 0).
+type Masked struct {
+	// Path is the canonical absolute path masked.
+	Path string `json:"path"`
+	// Dir tells a directory from a file.
+	Dir bool `json:"dir,omitempty"`
+}
+
+// maskFD is the descriptor of the first file mask's source: bwrap copies
+// each (an empty read of /dev/null) into the 0000 file it binds. They sit
+// above the nsenter descriptors (netEnterFD...), unused without a NetNS.
+const maskFD = netNetFD + 1
+
+// maxFileMasks bounds the files one command's view masks (each costs a
+// descriptor and a bind mount); more is refused (fail closed).
+const maxFileMasks = 4096
+
+// maskArgs returns bwrap's arguments that mask c.Masked, to come after
+// every other bind: a directory as an empty read-only tmpfs, a file as an
+// empty read-only file of mode 0000 read from the descriptors maskFD,
+// maskFD+1, ... in the order of the files in c.Masked.
+func maskArgs(c *Confinement) []string {
+	var args []string
+	fd := maskFD
+	for _, m := range c.Masked {
+		if m.Dir {
+			args = append(args, "--perms", "0555", "--tmpfs", m.Path, "--remount-ro", m.Path)
+			continue
+		}
+		args = append(args, "--perms", "0000", "--ro-bind-data", strconv.Itoa(fd), m.Path)
+		fd++
+	}
+	return args
+}
+
+// maskSources opens /dev/null once for each file of c.Masked: the sources
+// bwrap copies the file masks from. Close them once bwrap has started.
+// Errors: more than maxFileMasks files; /dev/null cannot be opened.
+func maskSources(c *Confinement) ([]*os.File, error) {
+	var out []*os.File
+	for _, m := range c.Masked {
+		if m.Dir {
+			continue
+		}
+		if len(out) == maxFileMasks {
+			closeAll(out)
+			return nil, fmt.Errorf("the deny-read set names more than %d files in the command's view; the command was not run", maxFileMasks)
+		}
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			closeAll(out)
+			return nil, fmt.Errorf("opening the deny-read masks' source: %w", err)
+		}
+		out = append(out, f)
+	}
+	return out, nil
+}
+
+// withMasks returns files (descriptors 3 up) padded to maskFD and followed
+// by the masks' sources.
+func withMasks(files, masks []*os.File) []*os.File {
+	if len(masks) == 0 {
+		return files
+	}
+	for len(files) < maskFD-3 {
+		files = append(files, nil)
+	}
+	return append(files, masks...)
+}
+
+func closeAll(files []*os.File) {
+	for _, f := range files {
+		_ = f.Close()
+	}
+}
+
+// checkMasks verifies, inside the finished view, that every masked path
+// is its mask: a directory an empty read-only mount, a file an empty
+// read-only regular file of mode 0000 (fail closed: a command never runs
+// with a denied path readable).
+func checkMasks(c *Confinement) error {
+	for _, m := range c.Masked {
+		if err := checkMask(m); err != nil {
+			return fmt.Errorf("the deny-read path %s is not masked in the command's view (%w); the command was not run", m.Path, err)
+		}
+	}
+	return nil
+}
+
+func checkMask(m Masked) error {
+	fd, err := unix.Open(m.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return err
+	}
+	var fs unix.Statfs_t
+	if err := unix.Fstatfs(fd, &fs); err != nil {
+		return err
+	}
+	switch {
+	case fs.Flags&unix.ST_RDONLY == 0:
+		return fmt.Errorf("writable")
+	case m.Dir && (st.Mode&unix.S_IFMT != unix.S_IFDIR || fs.Type != unix.TMPFS_MAGIC):
+		return fmt.Errorf("not an empty tmpfs")
+	case m.Dir:
+		dir, err := unix.Open(m.Path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = unix.Close(dir) }()
+		if !emptyDir(dir) {
+			return fmt.Errorf("not empty")
+		}
+	case st.Mode != unix.S_IFREG || st.Size != 0:
+		return fmt.Errorf("not an empty file of mode 0000")
+	}
+	return nil
+}
+
+// rootBind is how bwrap binds `/` for c: read-write under FullAccess,
+// else read-only.
+func rootBind(c *Confinement) string {
+	if c.FullAccess {
+		return "--bind"
+	}
+	return "--ro-bind"
+}

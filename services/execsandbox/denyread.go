@@ -1,0 +1,246 @@
+package execsandbox
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"maps"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"syscall"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// maxAnchoredMatches bounds what one anchored deny-read pattern may match
+// (a glob such as `/**/id_rsa` over the whole host); more is refused.
+const maxAnchoredMatches = 10_000
+
+// masker finds the paths of the deployment's deny-read set
+// (sandboxpolicy.Service.DenyRead) that exist where a command can see them,
+// for its view to mask (issue 24):
+//
+//   - each anchored pattern (`~/.ssh`, `/etc/harness.yaml`, a glob such as
+//     `~/.cargo/credentials*`) expanded on the host with doublestar (never
+//     following a symlink while matching), each match checked again with
+//     Denied (an exemption holds);
+//   - each any-depth pattern (`.env`, `.env.*`) found by a bounded walk of
+//     the policy's roots (the workspace roots, the temp roots (only the
+//     command user's entries there), the --writable-root ones) with an
+//     internal/protectscan scanner of its own (never following a symlink,
+//     with a cache of unchanged directories, under the call's deadline,
+//     failing closed).
+//
+// A match that is a symlink is masked at its target (the command would
+// reach the target through it). Paths at or beneath /dev and /proc are left
+// to the view's fresh ones. Not covered: an any-depth match outside those
+// roots (a `.env` elsewhere on the host is refused to the file tools but
+// readable to a command unless an anchored pattern names it), the inside of
+// a directory shaped like a git repository (the scanner does not enter
+// one), and anything created after the search.
+type masker struct {
+	policy  *sandboxpolicy.Service
+	scanner *protectscan.Scanner
+}
+
+func newMasker(policy *sandboxpolicy.Service) *masker {
+	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{})}
+}
+
+// find returns what a command of policy running as cred (commandUser's;
+// nil: the server's own user) must not read: canonical paths, sorted,
+// none beneath another (a masked directory hides what it holds). A path
+// behind a directory that user cannot search (a home of mode 0700 another
+// user's command meets) is masked at the first such directory instead:
+// bubblewrap, running as that user, could not reach the path to mount on
+// it, and the command cannot reach anything beneath it anyway. Errors:
+// *exec.Error with CodeUnavailable when the search did not finish
+// (deadline, budget, an unreadable directory of a root).
+func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
+	uid := uidOf(cred)
+	d := m.policy.DenyRead()
+	if d.Empty() {
+		return nil, nil
+	}
+	found := map[string]bool{} // canonical path -> directory
+	for _, p := range d.Anchored() {
+		if err := anchored(ctx, d, p, found); err != nil {
+			return nil, unfinished(err)
+		}
+	}
+	if len(d.AnyDepth()) > 0 {
+		if err := m.anyDepth(ctx, d, policy, uid, found); err != nil {
+			return nil, unfinished(err)
+		}
+	}
+	who := accountOf(cred)
+	masks := make(map[string]bool, len(found)) // path -> directory
+	for p, dir := range found {
+		if q := who.unsearchable(p); q != "" {
+			p, dir = q, true
+		}
+		masks[p] = masks[p] || dir
+	}
+	var out []subproc.Masked
+	for _, p := range slices.Sorted(maps.Keys(masks)) {
+		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, p) }) {
+			continue
+		}
+		out = append(out, subproc.Masked{Path: p, Dir: masks[p]})
+	}
+	return out, nil
+}
+
+// unfinished is the error of a deny-read search that did not finish.
+func unfinished(err error) error {
+	return &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		"the search for deny-read paths did not finish: %v; the command was not run rather than run able to read them", err)}
+}
+
+// anchored adds to found what the absolute pattern p matches on the host
+// and d denies.
+func anchored(ctx context.Context, d sandbox.DenyRead, p string, found map[string]bool) error {
+	n := 0
+	err := doublestar.GlobWalk(os.DirFS("/"), strings.TrimPrefix(p, "/"), func(rel string, _ fs.DirEntry) error {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if n++; n > maxAnchoredMatches {
+			return fmt.Errorf("the deny-read pattern %s matches more than %d paths", p, maxAnchoredMatches)
+		}
+		addMatch(d, "/"+rel, found)
+		return nil
+	}, doublestar.WithNoFollow())
+	if errors.Is(err, doublestar.ErrBadPattern) {
+		return fmt.Errorf("the deny-read pattern %s: %w", p, err)
+	}
+	return err
+}
+
+// addMatch adds path to found when d denies it, at its canonical path
+// (through a symlink: its target), unless it is missing or at or beneath
+// /dev or /proc.
+func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
+	info, err := os.Lstat(path)
+	if err != nil {
+		return
+	}
+	if _, ok := d.Denied(path, info.IsDir()); !ok {
+		return
+	}
+	canon, err := filepath.EvalSymlinks(path)
+	if err != nil {
+		return // a dangling symlink reaches nothing
+	}
+	if info, err = os.Stat(canon); err != nil || dirfd.Beneath("/dev", canon) || dirfd.Beneath("/proc", canon) || canon == "/" {
+		return
+	}
+	found[canon] = info.IsDir()
+}
+
+// anyDepth adds to found the entries of policy's roots that d denies,
+// found by m's scanner, one root at a time (its Match asks Denied of the
+// root joined with the entry's path).
+func (m *masker) anyDepth(ctx context.Context, d sandbox.DenyRead, policy sandbox.ExecutionPolicy, uid int, found map[string]bool) error {
+	for _, r := range policy.Roots() {
+		if _, err := os.Lstat(r); err != nil {
+			continue
+		}
+		root := protectscan.Root{Path: r, Shared: policy.Shared(r), Owner: uid}
+		entries, err := m.scanner.Scan(ctx, []protectscan.Root{root}, func(rel string, isDir bool) bool {
+			_, ok := d.Denied(r+"/"+rel, isDir)
+			return ok
+		})
+		if err != nil {
+			return err
+		}
+		for _, e := range entries {
+			// A directory shaped like a repository comes back whatever
+			// Match says: Denied decides.
+			addMatch(d, e.Path, found)
+		}
+	}
+	return nil
+}
+
+// unmasked returns the protected and reserved paths of c that no mask
+// covers (a mask on top of them would hide what the stage checks), and
+// refuses a workdir at or beneath a masked path. Errors: *exec.Error with
+// CodeInvalidRequest.
+func unmasked(c *subproc.Confinement, workdir string) error {
+	hidden := func(p string) bool {
+		return slices.ContainsFunc(c.Masked, func(m subproc.Masked) bool { return dirfd.Beneath(m.Path, p) })
+	}
+	c.Protected = slices.DeleteFunc(c.Protected, func(p subproc.Protected) bool { return hidden(p.Path) })
+	c.Reserved = slices.DeleteFunc(c.Reserved, func(p subproc.Reserved) bool { return hidden(p.Path) })
+	if wd := sandboxpolicy.CanonicalPath(workdir); hidden(wd) {
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
+			"workdir %s is at or beneath a path the deny-read set hides from commands; commands do not start there", workdir)}
+	}
+	return nil
+}
+
+// account is the user a command runs as, for the search permission of a
+// directory: its uid and groups.
+type account struct {
+	uid  uint32
+	gids []uint32
+}
+
+// accountOf returns cred's account (uid, primary group; commandUser gives
+// no supplementary group), or the server's own (effective uid and gid,
+// supplementary groups) when cred is nil.
+func accountOf(cred *syscall.Credential) account {
+	if cred != nil {
+		return account{uid: cred.Uid, gids: []uint32{cred.Gid}}
+	}
+	a := account{uid: uint32(os.Geteuid()), gids: []uint32{uint32(os.Getegid())}}
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			a.gids = append(a.gids, uint32(g))
+		}
+	}
+	return a
+}
+
+// unsearchable returns the first proper ancestor of p (an absolute
+// canonical path) whose mode bits deny a the search permission, "" for
+// none. Mode bits only: an ACL granting search is not consulted (the
+// caller then masks the whole directory, more than needed, never less);
+// uid 0 is judged as the owner it is, never as capable (a command runs
+// without capabilities).
+func (a account) unsearchable(p string) string {
+	for dir := "/"; dir != p; {
+		rest := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
+		next := filepath.Join(dir, strings.SplitN(rest, "/", 2)[0])
+		if next == p {
+			return ""
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(next, &st) != nil {
+			return ""
+		}
+		perm := st.Mode & 0o777
+		switch {
+		case st.Uid == a.uid:
+			perm >>= 6
+		case slices.Contains(a.gids, st.Gid):
+			perm >>= 3
+		}
+		if perm&1 == 0 {
+			return next
+		}
+		dir = next
+	}
+	return ""
+}

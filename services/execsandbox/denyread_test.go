@@ -1,0 +1,289 @@
+package execsandbox_test
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// secretHome is a fixture home outside /tmp (a temp root) holding
+// credentials with a marker no command output may show, and a workspace
+// holding a `.env` (denied at any depth), a `.env.example` (exempt) and a
+// symlink to the key.
+type secretHome struct {
+	home, ws, marker string
+	key, aws, env    string
+}
+
+// newSecretHome makes the fixture, owned by o (a root test gives it to
+// uid 1000 or keeps it root's: commands run as the workspace's owner). It
+// also holds `locked/secret`, denied by --deny-read, in a directory of
+// mode 0700 that stays root's (or the test user's): an ordinary user's
+// command cannot reach it, and its mask must not stop the command either.
+func newSecretHome(t *testing.T, o owner) (secretHome, *sandboxpolicy.Service) {
+	t.Helper()
+	home, err := os.MkdirTemp("/var/tmp", "harness-home-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(home) })
+	require.NoError(t, os.Chmod(home, 0o755))
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	var rnd [12]byte
+	_, err = rand.Read(rnd[:])
+	require.NoError(t, err)
+	s := secretHome{home: home, ws: filepath.Join(base, "ws"), marker: "KEYMARK-" + hex.EncodeToString(rnd[:])}
+	s.key = filepath.Join(home, ".ssh", "id_ed25519")
+	s.aws = filepath.Join(home, ".aws", "credentials")
+	s.env = filepath.Join(s.ws, ".env")
+	for _, d := range []string{filepath.Dir(s.key), filepath.Dir(s.aws), s.ws, filepath.Join(s.ws, "sub")} {
+		require.NoError(t, os.MkdirAll(d, 0o700))
+	}
+	require.NoError(t, os.Chmod(s.ws, 0o755))
+	require.NoError(t, os.WriteFile(s.key, []byte("-----BEGIN OPENSSH PRIVATE KEY-----\n"+s.marker+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(s.aws, []byte("[default]\naws_secret_access_key = "+s.marker+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(s.env, []byte("TOKEN="+s.marker+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(s.ws, "sub", ".env.local"), []byte("TOKEN="+s.marker+"\n"), 0o600))
+	require.NoError(t, os.WriteFile(filepath.Join(s.ws, ".env.example"), []byte("TOKEN=example-value\n"), 0o644))
+	require.NoError(t, os.Symlink(s.key, filepath.Join(s.ws, "link")))
+	if os.Geteuid() == 0 && o.uid != 0 {
+		for d := filepath.Dir(s.ws); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+			require.NoError(t, os.Chmod(d, 0o755))
+		}
+		require.NoError(t, chownTree(s.ws, o.uid))
+		require.NoError(t, chownTree(home, o.uid))
+	}
+	locked := filepath.Join(home, "locked")
+	require.NoError(t, os.Mkdir(locked, 0o700))
+	require.NoError(t, os.WriteFile(filepath.Join(locked, "secret"), []byte(s.marker), 0o600))
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{
+		WorkspaceRoot: s.ws, TempRoots: []string{}, Homes: []string{home}, DenyRead: []string{filepath.Join(locked, "secret")},
+	})
+	require.NoError(t, err)
+	return s, pol
+}
+
+// snapshot returns every entry beneath dir with its mode and content, to
+// compare before and after: nothing made, nothing changed.
+func snapshot(t *testing.T, dir string) []string {
+	t.Helper()
+	var out []string
+	require.NoError(t, filepath.Walk(dir, func(p string, info os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		line := p + " " + info.Mode().String()
+		if info.Mode().IsRegular() {
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			line += " " + string(b)
+		}
+		out = append(out, line)
+		return nil
+	}))
+	sort.Strings(out)
+	return out
+}
+
+func requireBwrapAndLandlock(t *testing.T) {
+	t.Helper()
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	if _, err := os.Stat("/usr/bin/bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+}
+
+func TestCommandsCannotReadTheDenyReadSet(t *testing.T) {
+	requireBwrapAndLandlock(t)
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) { testCannotRead(t, o) })
+	}
+}
+
+func testCannotRead(t *testing.T, o owner) {
+	s, pol := newSecretHome(t, o)
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	beforeHome, beforeWS := snapshot(t, s.home), snapshot(t, s.ws)
+	cases := []struct {
+		name, command string
+		// shows is what stdout must hold ("" for nothing).
+		shows string
+	}{
+		{"cat the key", "cat " + s.key, ""},
+		{"grep the aws credentials", "grep -r aws_secret " + filepath.Dir(s.aws), ""},
+		{"list the ssh directory", "ls -la " + filepath.Dir(s.key) + "; ls -A " + filepath.Dir(s.key) + " | wc -l", "0\n"},
+		{"find the home", "find " + s.home + " -type f -exec cat {} +", ""},
+		{"cat the locked secret", "cat " + s.home + "/locked/secret", ""},
+		{"cat through a workspace symlink", "cat link", ""},
+		{"tar the ssh directory", "tar c " + filepath.Dir(s.key) + " | base64 -w0", ""},
+		{"cat the workspace .env", "cat .env sub/.env.local", ""},
+		{"the .env.example stays readable", "cat .env.example", "TOKEN=example-value\n"},
+		{"copy the key into the workspace", "cp " + s.key + " stolen; cat stolen", ""},
+	}
+	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite, sandbox.DangerFullAccess} {
+		for _, c := range cases {
+			t.Run(string(mode)+"/"+c.name, func(t *testing.T) {
+				res, err := r.Run(t.Context(), exec.Request{Command: c.command, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, mode, s.ws)})
+				require.NoError(t, err)
+				assert.NotContains(t, res.Stdout.Text, s.marker)
+				assert.NotContains(t, res.Stderr.Text, s.marker)
+				if c.shows != "" {
+					assert.Contains(t, res.Stdout.Text, c.shows, res.Stderr.Text)
+				}
+				require.NotNil(t, res.Confinement)
+				assert.Contains(t, res.Confinement.Masked, filepath.Dir(s.key))
+				assert.Contains(t, res.Confinement.Masked, s.env)
+				assert.NotContains(t, res.Confinement.Masked, filepath.Join(s.ws, ".env.example"))
+			})
+		}
+	}
+	// The denial a command meets says what it is.
+	// A file is an empty file of mode 0000; what a directory held is gone.
+	res, err := r.Run(t.Context(), exec.Request{Command: "cat .env; cat link; cat " + s.key + "; stat -c '%a %s' .env", Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws)})
+	require.NoError(t, err)
+	assert.Contains(t, res.Stderr.Text, ".env: Permission denied")
+	assert.Contains(t, res.Stderr.Text, "link: No such file or directory")
+	assert.Contains(t, res.Stderr.Text, s.key+": No such file or directory")
+	assert.Equal(t, "0 0\n", res.Stdout.Text)
+	// Nothing was made or changed on the host: bytes and modes.
+	_ = os.Remove(filepath.Join(s.ws, "stolen")) // an empty copy of the mask, made in workspace-write
+	assert.Equal(t, beforeHome, snapshot(t, s.home))
+	assert.Equal(t, beforeWS, snapshot(t, s.ws))
+}
+
+func TestDenyReadLiftedOnlyForTheApprovedCommand(t *testing.T) {
+	requireBwrapAndLandlock(t)
+	s, pol := newSecretHome(t, primaryOwner())
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	req := exec.Request{Command: "cat " + s.key, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.DangerFullAccess, s.ws)}
+	res, err := r.Run(t.Context(), req)
+	require.NoError(t, err)
+	assert.NotContains(t, res.Stdout.Text, s.marker)
+	req.DenyReadLifted = true
+	res, err = r.Run(t.Context(), req)
+	require.NoError(t, err)
+	assert.Contains(t, res.Stdout.Text, s.marker, res.Stderr.Text)
+	// Lifting is for danger-full-access only: a confined command keeps
+	// its masks whatever the request says.
+	req.Policy = carried(pol, sandbox.WorkspaceWrite, s.ws)
+	res, err = r.Run(t.Context(), req)
+	require.NoError(t, err)
+	assert.NotContains(t, res.Stdout.Text, s.marker)
+}
+
+func TestDangerFullAccessWritesEverywhereWithMasks(t *testing.T) {
+	requireBwrapAndLandlock(t)
+	s, pol := newSecretHome(t, primaryOwner())
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	outside := filepath.Join(s.home, "written")
+	res, err := r.Run(t.Context(), exec.Request{
+		Command: "echo x > " + outside + "; echo y > " + s.key + "; echo z > .env", Workdir: s.ws, Timeout: time.Minute,
+		Policy: carried(pol, sandbox.DangerFullAccess, s.ws),
+	})
+	require.NoError(t, err)
+	assert.NotEqual(t, 0, res.ExitCode)
+	b, err := os.ReadFile(outside)
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b))
+	// The masks are read-only: the key and the .env are unchanged.
+	b, err = os.ReadFile(s.key)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), s.marker)
+	b, err = os.ReadFile(s.env)
+	require.NoError(t, err)
+	assert.Equal(t, "TOKEN="+s.marker+"\n", string(b))
+}
+
+func TestLandlockIsolationRefusesWithDenyReadPaths(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	s, pol := newSecretHome(t, primaryOwner())
+	r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
+	require.NoError(t, err)
+	ran := filepath.Join(s.ws, "ran")
+	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite, sandbox.DangerFullAccess} {
+		t.Run(string(mode), func(t *testing.T) {
+			_, err := r.Run(t.Context(), exec.Request{Command: "touch " + ran + "; cat " + s.key, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, mode, s.ws)})
+			var ee *exec.Error
+			require.True(t, errors.As(err, &ee), "%v", err)
+			assert.EqualValues(t, exec.CodeUnavailable, ee.Code)
+			assert.Contains(t, ee.Message, s.env)
+			assert.Contains(t, ee.Message, filepath.Dir(s.aws))
+			assert.Contains(t, ee.Message, "--allow-read")
+			assert.NoFileExists(t, ran)
+		})
+	}
+	// With nothing to hide, it runs.
+	pol2, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: filepath.Join(s.ws, "sub"), TempRoots: []string{}, Homes: []string{}, AllowRead: []string{".env.*"}})
+	require.NoError(t, err)
+	r2, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol2)
+	require.NoError(t, err)
+	res, err := r2.Run(t.Context(), exec.Request{Command: "echo ok", Workdir: filepath.Join(s.ws, "sub"), Timeout: time.Minute, Policy: carried(pol2, sandbox.WorkspaceWrite, filepath.Join(s.ws, "sub"))})
+	require.NoError(t, err)
+	assert.Equal(t, "ok\n", res.Stdout.Text)
+}
+
+// BenchmarkDenyReadSearch measures one read-only `true` in a workspace of
+// 20,000 files in 200 directories (the search's cache warm after the first
+// command), with the default deny-read set over a fixture home (anchored
+// patterns expanded, the workspace walked for `.env`), and with nothing to
+// look for (no home, the any-depth defaults dropped).
+func BenchmarkDenyReadSearch(b *testing.B) {
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	require.NoError(b, err)
+	ws := filepath.Join(base, "ws")
+	for d := range 200 {
+		dir := filepath.Join(ws, "d"+strconv.Itoa(d))
+		require.NoError(b, os.MkdirAll(dir, 0o755))
+		for f := range 100 {
+			require.NoError(b, os.WriteFile(filepath.Join(dir, "f"+strconv.Itoa(f)), nil, 0o644))
+		}
+	}
+	require.NoError(b, os.WriteFile(filepath.Join(ws, "d7", ".env"), []byte("T=1\n"), 0o600))
+	home, err := os.MkdirTemp("/var/tmp", "harness-home-")
+	require.NoError(b, err)
+	b.Cleanup(func() { _ = os.RemoveAll(home) })
+	require.NoError(b, os.MkdirAll(filepath.Join(home, ".ssh"), 0o700))
+	for _, c := range []struct {
+		name string
+		cfg  sandboxpolicy.Config
+	}{
+		{"defaults", sandboxpolicy.Config{WorkspaceRoot: ws, TempRoots: []string{}, Homes: []string{home}}},
+		{"nothing to look for", sandboxpolicy.Config{WorkspaceRoot: ws, TempRoots: []string{}, Homes: []string{}, AllowRead: []string{".env", ".env.*"}}},
+	} {
+		b.Run(c.name, func(b *testing.B) {
+			pol, err := sandboxpolicy.New(c.cfg)
+			require.NoError(b, err)
+			r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+			require.NoError(b, err)
+			for b.Loop() {
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: ws, Policy: carried(pol, sandbox.ReadOnly, ws)})
+				if err != nil || res.ExitCode != 0 {
+					b.Fatal(err, res.Stderr.Text)
+				}
+			}
+		})
+	}
+}

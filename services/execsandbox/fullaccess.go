@@ -1,0 +1,124 @@
+package execsandbox
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"strings"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execlocal"
+)
+
+// runFullAccess runs a danger-full-access command (issue 24). Deny-read
+// holds there too, so under the bubblewrap isolation it runs in bubblewrap
+// with the whole filesystem read-write, the host's network and Unix
+// sockets, no resource caps, but a fresh /dev and /proc in its own PID
+// namespace (a host process's /proc/PID/root would reach past the masks),
+// no capabilities, as the user commandUser picks (a root server's: the
+// workspace owner), with every deny-read path masked. It runs unconfined,
+// as before deny-read, only when the deny-read set is empty, or when the
+// user approved this one command with a prompt that said it reads the
+// deny-read paths (req.DenyReadLifted). Under IsolationLandlock, which
+// cannot hide a path from reads, it runs unconfined when no deny-read path
+// exists where it could see it and is refused otherwise (refuseUnmasked).
+func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Result, error) {
+	if req.DenyReadLifted || r.policy.DenyRead().Empty() {
+		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+	}
+	if why := r.cannotMask(); why != "" {
+		if err := r.refuseUnmasked(ctx, req, why); err != nil {
+			return exec.Result{}, err
+		}
+		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+	}
+	res, err := r.bwrap.runFull(ctx, r.run, req)
+	if err == nil {
+		c := &exec.Confinement{Network: true, UnixSockets: true, Masked: res.Confinement.Masked}
+		cred, _ := commandUser(*req.Policy, nil)
+		c.UID, c.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())}
+		if cred != nil {
+			c.UID, c.GIDs = cred.Uid, []uint32{cred.Gid}
+		}
+		res.Confinement = c
+	}
+	return res, err
+}
+
+// cannotMask says why a danger-full-access command cannot run with masks
+// here ("" when it can): IsolationLandlock, bubblewrap missing or unable
+// to start, Landlock missing (the inner stage needs it).
+func (r *Runner) cannotMask() string {
+	if r.bwrap == nil {
+		return "--exec-isolation " + IsolationLandlock + " cannot hide them from a command (Landlock cannot refuse reads of one path)"
+	}
+	if _, err := r.bwrap.exe(); err != nil {
+		return "bubblewrap, which hides them, is unusable here (" + err.Error() + ")"
+	}
+	if subproc.Probe().LandlockABI < 1 {
+		return "the sandbox that hides them is unavailable here (" + subproc.ErrNoLandlock.Error() + ")"
+	}
+	return ""
+}
+
+// runFull runs req (danger-full-access) in bubblewrap with `/` read-write
+// and the deny-read paths masked (see runFullAccess).
+func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request) (exec.Result, error) {
+	exe, err := b.exe()
+	if err != nil {
+		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"sandbox mode %q is unavailable: %v; deny-read holds under it, so the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
+	}
+	policy := *req.Policy
+	cred, env := commandUser(policy, run.Env)
+	conf := &subproc.Confinement{WritableRoots: []string{"/"}, Network: true, UnixSockets: true, FullAccess: true}
+	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
+		return exec.Result{}, err
+	}
+	if err := unmasked(conf, req.Workdir); err != nil {
+		return exec.Result{}, err
+	}
+	stage, err := b.stage()
+	if err != nil {
+		return exec.Result{}, err
+	}
+	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
+		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
+	}, req.Timeout, run.OutputLimit, nil, execlocal.Watch(req))
+	return bwrapResult(out, err, conf)
+}
+
+// refuseUnmasked refuses a command that cannot run with masks (why says
+// why: IsolationLandlock, whose Landlock can allow reads beneath paths but
+// not deny one path inside what it allows, and which has no view to mask
+// it in; bubblewrap unusable, for danger-full-access) when a path of the
+// deny-read set exists where it could read it (fail closed, as it is for
+// protected paths that cannot be carved out). Errors: *exec.Error with
+// CodeUnavailable naming up to three such paths and the remedies; the
+// search's own error.
+func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request, why string) error {
+	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
+	if err != nil || len(masks) == 0 {
+		return err
+	}
+	names := maskedPaths(masks)
+	more := ""
+	if len(names) > 3 {
+		more = fmt.Sprintf(" and %d more", len(names)-3)
+		names = names[:3]
+	}
+	return &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		"the deny-read set names paths that exist (%s%s) and %s; the command was not run. "+
+			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
+		strings.Join(names, ", "), more, why, IsolationBwrap)}
+}
+
+// maskedPaths returns the paths of masks (nil for none).
+func maskedPaths(masks []subproc.Masked) []string {
+	var out []string
+	for _, m := range masks {
+		out = append(out, m.Path)
+	}
+	return out
+}
