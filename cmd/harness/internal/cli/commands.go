@@ -394,6 +394,11 @@ type PolicyReport struct {
 	// ProtectedPaths are read-only inside each writable root under
 	// workspace-write; empty when the backend does not confine.
 	ProtectedPaths []string `json:"protectedPaths"`
+	// DenyRead is the deny-read set: what neither tool family reads.
+	DenyRead DenyReadReport `json:"denyRead"`
+	// (The network rule with its allowed names, --allow-domain, and the
+	// named sockets, --unix-socket, are reported after DenyRead.)
+
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
 }
@@ -457,7 +462,10 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	defer stop()
 	p := pol.Default()
 	mode, confines := fsys.SandboxMode()
-	rep := PolicyReport{Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{}}
+	rep := PolicyReport{
+		Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{},
+		DenyRead: denyReadReport(pol.DenyRead()),
+	}
 	if !confines {
 		// The bare backend writes wherever the process can.
 		rep.Mode = string(sandbox.DangerFullAccess)
@@ -544,6 +552,10 @@ func (rep PolicyReport) String() string {
 			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	writeDenyRead(&b, rep.DenyRead)
+	// The network rule with its allowed names (--allow-domain), then the
+	// named sockets (--unix-socket), are written here, after the deny-read
+	// set and before the commands.
 	if e := rep.Exec; e != nil {
 		writeExec(&b, e)
 	}
