@@ -137,9 +137,14 @@ func TestDenyReadMeasuredInputs(t *testing.T) {
 				denied(t, "grep", map[string]any{"pattern": "aws_secret", "path": filepath.Join(h.dir, ".aws"), "output_mode": "content"})
 			})
 			t.Run("grep aws_secret over the home skips ~/.aws", func(t *testing.T) {
-				res, all := callTool(t, cs, "grep", map[string]any{"pattern": "aws_secret", "path": h.dir, "output_mode": "content"})
+				res, all := callTool(t, cs, "grep", map[string]any{
+					"pattern": "aws_secret", "path": h.dir, "output_mode": "content", "include_hidden": true, "no_ignore": true,
+				})
 				require.False(t, res.IsError, all)
 				assert.Contains(t, all, "goes in ~/.aws/credentials", "the public match is found")
+				value, ok := res.StructuredContent.(map[string]any)
+				require.True(t, ok, all)
+				assert.EqualValues(t, 2, value["denied"], "the denied ~/.ssh and ~/.aws are skipped and counted: %s", all)
 				assert.NotContains(t, all, h.awsSecret)
 				assert.NotContains(t, all, h.key)
 			})
