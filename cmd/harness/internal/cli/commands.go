@@ -394,11 +394,10 @@ type PolicyReport struct {
 	// ProtectedPaths are read-only inside each writable root under
 	// workspace-write; empty when the backend does not confine.
 	ProtectedPaths []string `json:"protectedPaths"`
-	// DenyRead is the deny-read set: what neither tool family reads.
+	// DenyRead is the deny-read set: what neither tool family reads. (The
+	// network rule with its allowed names, --allow-domain, and the named
+	// sockets, --unix-socket, are the command runner's: Exec.)
 	DenyRead DenyReadReport `json:"denyRead"`
-	// (The network rule with its allowed names, --allow-domain, and the
-	// named sockets, --unix-socket, are reported after DenyRead.)
-
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
 }
@@ -553,9 +552,8 @@ func (rep PolicyReport) String() string {
 		}
 	}
 	writeDenyRead(&b, rep.DenyRead)
-	// The network rule with its allowed names (--allow-domain), then the
-	// named sockets (--unix-socket), are written here, after the deny-read
-	// set and before the commands.
+	// The network rule with its allowed names (--allow-domain) and the
+	// named sockets (--unix-socket) follow, among the commands' lines.
 	if e := rep.Exec; e != nil {
 		writeExec(&b, e)
 	}
