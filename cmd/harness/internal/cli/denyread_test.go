@@ -8,6 +8,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"testing"
 	"time"
 
@@ -58,6 +60,13 @@ func newSecretHome(t *testing.T) secretHome {
 // server ends when the test does.
 func serveSession(t *testing.T, args ...string) *mcp.ClientSession {
 	t.Helper()
+	return serveSessionWith(t, nil, args...)
+}
+
+// serveSessionWith is serveSession for a client with opts (an elicitation
+// handler answering approvals).
+func serveSessionWith(t *testing.T, opts *mcp.ClientOptions, args ...string) *mcp.ClientSession {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	serverIn, clientOut := io.Pipe()
 	clientIn, serverOut := io.Pipe()
@@ -70,7 +79,7 @@ func serveSession(t *testing.T, args ...string) *mcp.ClientSession {
 		_ = serverOut.Close()
 		done <- code
 	}()
-	cs, err := mcp.NewClient(&mcp.Implementation{Name: "denyread-test", Version: "v0"}, nil).
+	cs, err := mcp.NewClient(&mcp.Implementation{Name: "denyread-test", Version: "v0"}, opts).
 		Connect(ctx, &mcp.IOTransport{Reader: clientIn, Writer: clientOut}, nil)
 	require.NoError(t, err, "stderr:\n%s", stderr.String())
 	t.Cleanup(func() {
@@ -223,5 +232,68 @@ func TestDenyReadFlagsEndToEnd(t *testing.T) {
 				assert.NotContains(t, all, h.key, "the secret never appears")
 			})
 		}
+	}
+}
+
+// TestDenyReadEscalationEndToEnd (issue 24): a refused read retried with
+// sandbox_permissions danger-full-access asks the user through the
+// client; the prompt names the key file and says it is a credential read;
+// an approval, even for the session (allow-session), reads it once, and
+// the next read is refused again. A denial reads nothing.
+func TestDenyReadEscalationEndToEnd(t *testing.T) {
+	h := newSecretHome(t)
+	t.Setenv("HOME", h.dir)
+	keyPath := filepath.Join(h.dir, ".ssh", "id_ed25519")
+	escalated := map[string]any{
+		"file_path": keyPath, "sandbox_permissions": "danger-full-access", "justification": "The user asked to check the key's header.",
+	}
+	for _, tc := range []struct {
+		decision string
+		readable bool
+	}{
+		{decision: "allow-session", readable: true},
+		{decision: "allow-once", readable: true},
+		{decision: "deny"},
+	} {
+		t.Run(tc.decision, func(t *testing.T) {
+			l := newLayout(t)
+			var (
+				mu      sync.Mutex
+				prompts []string
+			)
+			asked := func() []string {
+				mu.Lock()
+				defer mu.Unlock()
+				return slices.Clone(prompts)
+			}
+			cs := serveSessionWith(t, &mcp.ClientOptions{
+				ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+					mu.Lock()
+					defer mu.Unlock()
+					prompts = append(prompts, req.Params.Message)
+					return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": tc.decision}}, nil
+				},
+			}, "--workspace", l.ws, "--mode", "workspace-write", "--temp-root", l.tmp)
+
+			res, all := callTool(t, cs, "read", escalated)
+			got := asked()
+			require.Len(t, got, 1, "the user is asked once: %s", all)
+			assert.Contains(t, got[0], `to read "`+keyPath+`"`)
+			assert.Contains(t, got[0], "This is a credential read")
+			assert.Contains(t, got[0], "~/.ssh (default)")
+			if tc.readable {
+				require.False(t, res.IsError, all)
+				assert.Contains(t, all, h.key, "the approved read returns the file")
+			} else {
+				assert.True(t, res.IsError, all)
+				assert.NotContains(t, all, h.key)
+			}
+
+			res, all = callTool(t, cs, "read", map[string]any{"file_path": keyPath})
+			assert.True(t, res.IsError, all)
+			assert.EqualValues(t, "FS_READ_DENIED", res.Meta[mcpserver.CodeMetaKey], all)
+			assert.NotContains(t, all, h.key, "an approval reads once: the next read is refused")
+			assert.Len(t, asked(), 1, "a read without the escalation asks nothing")
+		})
 	}
 }
