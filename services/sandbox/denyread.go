@@ -56,6 +56,7 @@ type DenyReadOptions struct {
 type DenyRead struct {
 	rules []denyRule
 	files []string
+	homes []string
 }
 
 // denyRule is one pattern in force, expanded once per home.
@@ -88,7 +89,7 @@ func NewDenyRead(o DenyReadOptions) (DenyRead, error) {
 		}
 		drop[a] = true
 	}
-	var d DenyRead
+	d := DenyRead{homes: slices.Clone(o.Homes)}
 	add := func(spelling, flag string) error {
 		r, err := newDenyRule(spelling, flag, o.Homes)
 		if err != nil {
@@ -273,6 +274,11 @@ func (d DenyRead) Describe() []string {
 	}
 	return out
 }
+
+// Homes returns the home directories `~` stands for in the patterns (the
+// DenyReadOptions.Homes it was built with), for `harness policy`; none
+// means a `~` pattern denies nothing.
+func (d DenyRead) Homes() []string { return slices.Clone(d.homes) }
 
 // ReadDenialMarker is the model-facing line of a read the deny-read set
 // refused under mode m (issue 24):

@@ -67,6 +67,10 @@ func TestDenyReadAllowAndErrors(t *testing.T) {
 	assert.Contains(t, d.AnyDepth(), ".env.*")
 	assert.NotContains(t, d.AnyDepth(), ".env")
 	assert.Contains(t, d.Describe(), "~/.ssh (default; --allow-read ~/.ssh to allow)")
+	homes := d.Homes()
+	assert.Equal(t, []string{"/home/u"}, homes, "the homes ~ stands for")
+	homes[0] = "/changed"
+	assert.Equal(t, []string{"/home/u"}, d.Homes(), "Homes returns a copy")
 
 	for _, bad := range []sandbox.DenyReadOptions{
 		{Patterns: []string{" "}},

@@ -78,6 +78,7 @@ var commands = []command{
 		examples: []string{
 			"harness serve --mode workspace-write --workspace .",
 			"harness serve --mode workspace-write --toolchain-caches --exec-env GOFLAGS",
+			"harness serve --mode workspace-write --deny-read='*.pem' --deny-read='~/work/credentials' --allow-read=.env",
 		},
 	},
 	{
@@ -106,10 +107,13 @@ var commands = []command{
 	{
 		name: "policy", synopsis: "[--json] [flags]",
 		summary: "print the backend, mode and writable roots",
-		about:   "Prints the backend, the default sandbox mode, the workspace root, the writable roots, the\nprotected paths inside them and the enforcement layers the configuration resolves to.",
+		about: "Prints the backend, the default sandbox mode, the workspace root, the writable roots, the\n" +
+			"protected paths inside them, the enforcement layers the configuration resolves to, and the\n" +
+			"deny-read set (what neither the file tools nor commands read, and the homes ~ stands for).",
 		examples: []string{
 			"harness policy --mode workspace-write --workspace .",
 			"harness policy --json --mode workspace-write --toolchain-caches",
+			"harness policy --deny-read='*.pem' --allow-read='~/.npmrc'",
 		},
 	},
 	{

@@ -61,9 +61,19 @@ var limitsHow = regexp.MustCompile(`"limits": "[^"]*"|command limits: .*`)
 // other users.
 var runAs = regexp.MustCompile(`"runAs": "[^"]*"|commands run as: .*`)
 
-// stable replaces the case's paths, the kernel's Landlock ABI and whether
-// it allows a mount namespace with placeholders.
+// denyReadHomes matches the homes `~` stands for in the deny-read set (the
+// server user's, which differs between root and other users).
+var denyReadHomes = regexp.MustCompile(`(?s)"homes": \[[^\]]*\]|; ~ is [^)]*\)`)
+
+// stable replaces the case's paths, the kernel's Landlock ABI, whether
+// it allows a mount namespace and the deny-read homes with placeholders.
 func (l layout) stable(s string) string {
+	s = denyReadHomes.ReplaceAllStringFunc(s, func(m string) string {
+		if strings.HasPrefix(m, `"`) {
+			return `"homes": $HOMES`
+		}
+		return "; ~ is $HOMES)"
+	})
 	s = strings.ReplaceAll(s, l.ws, "$WS")
 	s = landlockABI.ReplaceAllString(s, "${1}$$ABI")
 	s = runAs.ReplaceAllStringFunc(s, func(m string) string {
@@ -776,6 +786,13 @@ func TestRun(t *testing.T) {
 				assert.Contains(t, rep.ProtectedPaths[0], ".git (at any depth, and every git directory: config, config.worktree, hooks/")
 				assert.Contains(t, rep.ProtectedPaths, ".mcp.json (host-run file, at any depth; --unprotect .mcp.json to allow)")
 				rep.Layers, rep.ProtectedPaths = nil, nil
+				assert.Contains(t, rep.DenyRead.Patterns, "~/.ssh (default; --allow-read ~/.ssh to allow)")
+				assert.Contains(t, rep.DenyRead.Patterns, ".env (default; --allow-read .env to allow)")
+				require.NotEmpty(t, rep.DenyRead.Homes, "the server user's home")
+				for _, h := range rep.DenyRead.Homes {
+					assert.True(t, filepath.IsAbs(h), h)
+				}
+				rep.DenyRead = cli.DenyReadReport{}
 				require.NotNil(t, rep.Exec)
 				require.NotNil(t, rep.Exec.Isolation)
 				iso := rep.Exec.Isolation
@@ -862,6 +879,52 @@ func TestRun(t *testing.T) {
 				require.NoError(t, os.WriteFile(p, []byte(yaml), 0o600))
 				return []string{"policy", "--config", p}
 			},
+		},
+		{
+			name: "policy lists --deny-read and leaves out what --allow-read drops", code: cli.ExitOK,
+			args: func(l layout) []string {
+				return ws(l, "policy", "--deny-read", "*.pem", "--deny-read", "/srv/keys/", "--allow-read", "~/.npmrc", "--allow-read", ".env")
+			},
+			stdout: func(t *testing.T, _ layout, out string) {
+				_, list, ok := strings.Cut(out, "\ndeny-read (the file tools and commands read none of these, in every mode; ~ is ")
+				require.True(t, ok, out)
+				list, _, _ = strings.Cut(list, "\ncommands:")
+				assert.Contains(t, list, "\n  ~/.ssh (default; --allow-read ~/.ssh to allow)\n")
+				assert.Contains(t, list, "\n  .env.* (default; --allow-read .env.* to allow)\n")
+				assert.Contains(t, list, "\n  *.pem (--deny-read)\n  /srv/keys/ (--deny-read)")
+				assert.NotContains(t, list, "~/.npmrc")
+				assert.NotContains(t, list, "  .env (")
+			},
+		},
+		{
+			name: "policy --json lists the deny-read set from YAML", code: cli.ExitOK,
+			args: func(l layout) []string {
+				p := filepath.Join(l.base, "harness.yaml")
+				require.NoError(t, os.WriteFile(p, []byte("deny-read: [\"*.key\"]\nallow-read: [~/.aws]\n"), 0o600))
+				return ws(l, "policy", "--json", "--config", p)
+			},
+			stdout: func(t *testing.T, l layout, out string) {
+				var rep cli.PolicyReport
+				require.NoError(t, json.Unmarshal([]byte(out), &rep))
+				p := rep.DenyRead.Patterns
+				assert.Contains(t, p, "*.key (--deny-read)")
+				assert.NotContains(t, p, "~/.aws (default; --allow-read ~/.aws to allow)")
+				assert.Equal(t, filepath.Join(l.base, "harness.yaml")+" (harness's own file)", p[len(p)-1], "the config file is denied too")
+			},
+		},
+		{
+			name: "a bad --deny-read is a start error naming the flag and the remedy", code: cli.ExitUsage,
+			args: func(l layout) []string {
+				return ws(l, "serve", "--deny-read", "*.pem", "--deny-read", "config/secrets.yaml")
+			},
+			stderrIn:  []string{"harness: --deny-read: \"config/secrets.yaml\": a relative pattern with a slash is ambiguous: write /abs/path, ~/path, or **/dir/file for any depth\n"},
+			stderrNot: []string{"sandboxpolicy", "could not build"},
+		},
+		{
+			name: "HARNESS_ALLOW_READ of no default is a start error naming the variable", code: cli.ExitUsage,
+			args:     func(l layout) []string { return ws(l, "call", "read", "--arg", "file_path=a.txt") },
+			env:      map[string]string{"HARNESS_ALLOW_READ": "~/.ssh/id_ed25519"},
+			stderrIn: []string{"harness: HARNESS_ALLOW_READ: \"~/.ssh/id_ed25519\" names no default deny-read pattern; the defaults are ~/.ssh, "},
 		},
 		{
 			name: "policy with an unknown YAML key", code: cli.ExitUsage,

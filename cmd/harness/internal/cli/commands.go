@@ -394,6 +394,10 @@ type PolicyReport struct {
 	// ProtectedPaths are read-only inside each writable root under
 	// workspace-write; empty when the backend does not confine.
 	ProtectedPaths []string `json:"protectedPaths"`
+	// DenyRead is the deny-read set: what neither tool family reads. (The
+	// network rule with its allowed names, --allow-domain, and the named
+	// sockets, --unix-socket, are the command runner's: Exec.)
+	DenyRead DenyReadReport `json:"denyRead"`
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
 }
@@ -457,7 +461,10 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	defer stop()
 	p := pol.Default()
 	mode, confines := fsys.SandboxMode()
-	rep := PolicyReport{Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{}}
+	rep := PolicyReport{
+		Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{},
+		DenyRead: denyReadReport(pol.DenyRead()),
+	}
 	if !confines {
 		// The bare backend writes wherever the process can.
 		rep.Mode = string(sandbox.DangerFullAccess)
@@ -544,6 +551,9 @@ func (rep PolicyReport) String() string {
 			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
 	}
+	writeDenyRead(&b, rep.DenyRead)
+	// The network rule with its allowed names (--allow-domain) and the
+	// named sockets (--unix-socket) follow, among the commands' lines.
 	if e := rep.Exec; e != nil {
 		writeExec(&b, e)
 	}

@@ -88,6 +88,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		fx.Supply(sandboxpolicy.Config{
 			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
 			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
+			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead,
 		}),
 		fx.Supply(fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),

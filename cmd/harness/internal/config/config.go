@@ -86,6 +86,14 @@ type Config struct {
 	// workspace-write: "commit" (the default: history can be recorded,
 	// what makes git run code stays read-only) or "read-only" (wholly).
 	VCS string `yaml:"vcs"`
+	// DenyRead are gitignore-style patterns neither the file tools nor
+	// commands read, in every mode, added to the defaults
+	// (sandbox.DenyReadDefaults): `~/x` or `/abs/x` anchored, a slash-free
+	// pattern or a `**/` one at any depth, `!pattern` an exemption.
+	DenyRead []string `yaml:"deny-read"`
+	// AllowRead are default deny-read patterns dropped, each spelled as
+	// the default is (`~/.aws`, `.env`).
+	AllowRead []string `yaml:"allow-read"`
 	// ConfigFile is the absolute path of the YAML file the configuration
 	// was read from ("" for none): read-only under workspace-write.
 	ConfigFile string `yaml:"-"`
@@ -232,6 +240,9 @@ func (c *Config) Validate() error {
 	}
 	if _, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: c.Protect}); err != nil {
 		return fieldErr("protect", "%v", err)
+	}
+	if err := validateDenyRead(c.DenyRead, c.AllowRead); err != nil {
+		return err
 	}
 	var err error
 	if c.TempRoots, err = absPaths("temp-root", c.TempRoots); err != nil {

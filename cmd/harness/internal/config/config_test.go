@@ -70,7 +70,7 @@ func TestDefault(t *testing.T) {
 		for _, name := range []string{
 			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
 			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
-			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES",
+			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES", "DENY_READ", "ALLOW_READ",
 		} {
 			vars[config.EnvPrefix+name] = ""
 		}
@@ -141,6 +141,18 @@ func TestPrecedence(t *testing.T) {
 			set:   layer{yaml: "protect: [a/]", env: [2]string{"PROTECT", "b/\n*.key"}, args: []string{"--protect", "c/", "--protect", "d/"}},
 			get:   func(c config.Config) any { return c.Protect },
 			wants: [4]any{[]string(nil), []string{"a/"}, []string{"b/", "*.key"}, []string{"c/", "d/"}},
+		},
+		{
+			name:  "deny-read",
+			set:   layer{yaml: "deny-read: [\"*.pem\"]", env: [2]string{"DENY_READ", "~/secrets\n/srv/keys/"}, args: []string{"--deny-read", "id_*", "--deny-read", "!id_*.pub"}},
+			get:   func(c config.Config) any { return c.DenyRead },
+			wants: [4]any{[]string(nil), []string{"*.pem"}, []string{"~/secrets", "/srv/keys/"}, []string{"id_*", "!id_*.pub"}},
+		},
+		{
+			name:  "allow-read",
+			set:   layer{yaml: "allow-read: [~/.npmrc]", env: [2]string{"ALLOW_READ", ".env\n.env.*"}, args: []string{"--allow-read", "~/.cargo/credentials*"}},
+			get:   func(c config.Config) any { return c.AllowRead },
+			wants: [4]any{[]string(nil), []string{"~/.npmrc"}, []string{".env", ".env.*"}, []string{"~/.cargo/credentials*"}},
 		},
 		{
 			name: "temp-root",
@@ -316,6 +328,8 @@ temp-root: [/t1, /t2]
 landlock: "off"
 protect: ["*.pem", secrets/]
 unprotect: [.vscode]
+deny-read: ["*.key", ~/work-secrets]
+allow-read: [~/.npmrc, .env]
 vcs: read-only
 read-limit: 1
 read-max-line-length: 2
@@ -330,6 +344,7 @@ log-format: json
 `)
 		assert.Equal(t, config.Config{
 			ConfigFile: file, Unprotect: []string{".vscode"}, VCS: "read-only",
+			DenyRead: []string{"*.key", "~/work-secrets"}, AllowRead: []string{"~/.npmrc", ".env"},
 			FS: "local", Mode: "danger-full-access", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
 			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
@@ -459,6 +474,20 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_VCS bogus", env: map[string]string{"HARNESS_VCS": "rw"}, wantIn: []string{"HARNESS_VCS: ", `"rw"`}, wantNot: []string{"--vcs"}},
 		{name: "--unprotect a name that is no default", args: []string{"--unprotect", ".git"}, wantIn: []string{"--unprotect: ", `".git" names no default protected path`, ".vscode"}},
 		{name: "--protect with a comment", args: []string{"--protect", "#x"}, wantIn: []string{"--protect: ", `"#x"`, "a comment"}},
+		{name: "--deny-read relative with a slash", args: []string{"--deny-read", "secrets/key.pem"}, wantIn: []string{`--deny-read: "secrets/key.pem": a relative pattern with a slash is ambiguous`, "**/dir/file"}, wantNot: []string{"deny-read pattern"}},
+		{name: "--deny-read ~user", args: []string{"--deny-read", "~bob/.ssh"}, wantIn: []string{`--deny-read: "~bob/.ssh": ~user is not supported`, "/home/user/.ssh"}},
+		{name: "--deny-read empty", args: []string{"--deny-read", "*.pem", "--deny-read", " "}, wantIn: []string{`--deny-read: " ": empty`}},
+		{name: "--deny-read a comment", args: []string{"--deny-read", "#keys"}, wantIn: []string{`--deny-read: "#keys": a comment`}},
+		{name: "--deny-read a bad glob", args: []string{"--deny-read", "/srv/[x"}, wantIn: []string{`--deny-read: "/srv/[x": syntax error in pattern`}},
+		{name: "HARNESS_DENY_READ names the variable", env: map[string]string{"HARNESS_DENY_READ": "*.pem\na/b"}, wantIn: []string{`HARNESS_DENY_READ: "a/b": a relative pattern with a slash`}, wantNot: []string{"--deny-read"}},
+		{name: "YAML deny-read names the file and line", yaml: "mode: read-only\ndeny-read: [\"~x/y\"]\n", wantIn: []string{`harness.yaml:2: key "deny-read": "~x/y": ~user is not supported`}, wantNot: []string{"--deny-read"}},
+		{name: "YAML deny-read not a list", yaml: "deny-read: 3\n", wantIn: []string{`harness.yaml:1: key "deny-read" wants a list of strings`}},
+		{name: "--allow-read a pattern that is no default", args: []string{"--allow-read", "~/.bashrc"}, wantIn: []string{`--allow-read: "~/.bashrc" names no default deny-read pattern; the defaults are ~/.ssh, ~/.gnupg,`, ".env, .env.*"}, wantNot: []string{"!.env.example"}},
+		{name: "--allow-read a near miss gets a did-you-mean", args: []string{"--allow-read", "~/.ssh/"}, wantIn: []string{`--allow-read: "~/.ssh/" names no default deny-read pattern (did you mean "~/.ssh"?)`}},
+		{name: "--allow-read an exemption is no default", args: []string{"--allow-read", "!.env.example"}, wantIn: []string{`--allow-read: "!.env.example" names no default`}},
+		{name: "--allow-read an expanded home is no default", args: []string{"--allow-read", "/root/.ssh"}, wantIn: []string{`--allow-read: "/root/.ssh" names no default`}},
+		{name: "HARNESS_ALLOW_READ names the variable", env: map[string]string{"HARNESS_ALLOW_READ": ".env\n.envrc"}, wantIn: []string{`HARNESS_ALLOW_READ: ".envrc" names no default`}, wantNot: []string{"--allow-read"}},
+		{name: "YAML allow-read names the file and line", yaml: "allow-read:\n  - ~/.kube\n  - ~/.kub\n", wantIn: []string{`harness.yaml:1: key "allow-read": "~/.kub" names no default deny-read pattern (did you mean "~/.kube"?)`}},
 		{name: "HARNESS_PROTECT with a bad glob", env: map[string]string{"HARNESS_PROTECT": "ok\n[bad"}, wantIn: []string{"HARNESS_PROTECT: ", `"[bad"`}},
 		{name: "a flag over a bad YAML value names the flag", yaml: "mode: read-only\n", args: []string{"--mode", "yolo"}, wantIn: []string{"--mode: ", `"yolo"`}, wantNot: []string{"harness.yaml"}},
 		{
@@ -604,7 +633,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
-		"toolchain-caches", "vcs", "unprotect",
+		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -50,6 +50,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		temps     stringList
 		protect   stringList
 		unprotect stringList
+		denyRead  stringList
+		allowRead stringList
 		vcs       = fs.String("vcs", def.VCS, "how version-control metadata is protected under workspace-write (`setting`): commit (git can record history; hooks, config, attributes and pointer files stay read-only) or read-only (wholly)")
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
@@ -77,6 +79,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	)
 	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj, .svn and the host-run files (repeatable)")
 	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
+	fs.Var(&denyRead, "deny-read", "a gitignore-style `PATTERN` neither the file tools nor commands read, in every mode, besides the defaults: ~/path (the server user's home), /abs/path, or a slash-free name such as *.pem at any depth (repeatable; `harness policy` lists the set)")
+	fs.Var(&allowRead, "allow-read", "a default deny-read `PATTERN` to drop, spelled as `harness policy` lists it, e.g. ~/.npmrc or .env (repeatable)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
@@ -110,6 +114,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"landlock":              func() { cfg.Landlock = *landlock },
 			"protect":               func() { cfg.Protect = protect },
 			"unprotect":             func() { cfg.Unprotect = unprotect },
+			"deny-read":             func() { cfg.DenyRead = denyRead },
+			"allow-read":            func() { cfg.AllowRead = allowRead },
 			"vcs":                   func() { cfg.VCS = *vcs },
 			"writable-root":         func() { cfg.WritableRoots = writables },
 			"toolchain-caches":      func() { cfg.ToolchainCaches = *caches },
@@ -312,6 +318,12 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	}
 	if v := lookup("UNPROTECT"); v != "" {
 		cfg.Unprotect = strings.Split(v, "\n")
+	}
+	if v := lookup("DENY_READ"); v != "" {
+		cfg.DenyRead = strings.Split(v, "\n")
+	}
+	if v := lookup("ALLOW_READ"); v != "" {
+		cfg.AllowRead = strings.Split(v, "\n")
 	}
 	ints := []struct {
 		name string
