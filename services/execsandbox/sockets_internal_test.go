@@ -18,15 +18,19 @@ func TestBoundPaths(t *testing.T) {
 		want     []string
 	}{
 		{"header only", header, nil},
-		{"pathname, abstract, unnamed and relative sockets", header +
-			"0000000000000000: 00000002 00000000 00010000 0001 01 12414894 /var/tmp/a.sock\n" +
-			"0000000000000000: 00000002 00000000 00010000 0001 01 12414895 @/tmp/.X11-unix/X0\n" +
-			"0000000000000000: 00000003 00000000 00000000 0001 03    4321\n" +
-			"0000000000000000: 00000002 00000000 00010000 0001 01    77 rel.sock\n",
-			[]string{"/var/tmp/a.sock"}},
-		{"a path with spaces, after a padded inode", header +
-			"0000000000000000: 00000002 00000000 00010000 0001 01    17 /run/my agent/s ock\n",
-			[]string{"/run/my agent/s ock"}},
+		{
+			"pathname, abstract, unnamed and relative sockets", header +
+				"0000000000000000: 00000002 00000000 00010000 0001 01 12414894 /var/tmp/a.sock\n" +
+				"0000000000000000: 00000002 00000000 00010000 0001 01 12414895 @/tmp/.X11-unix/X0\n" +
+				"0000000000000000: 00000003 00000000 00000000 0001 03    4321\n" +
+				"0000000000000000: 00000002 00000000 00010000 0001 01    77 rel.sock\n",
+			[]string{"/var/tmp/a.sock"},
+		},
+		{
+			"a path with spaces, after a padded inode", header +
+				"0000000000000000: 00000002 00000000 00010000 0001 01    17 /run/my agent/s ock\n",
+			[]string{"/run/my agent/s ock"},
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := boundPaths(strings.NewReader(c.in))

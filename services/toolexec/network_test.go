@@ -19,8 +19,11 @@ func TestNetworkDetailNamesTheUnixSockets(t *testing.T) {
 		notWant string
 	}{
 		{"none", exec.Confinement{}, "--unix-sockets deny: no Unix sockets;", "named"},
-		{"named", exec.Confinement{UnixSocketPaths: []string{"/run/a.sock", "/run/b.sock"}},
-			"--unix-sockets deny: no Unix sockets but the named ones (/run/a.sock, /run/b.sock);", ""},
+		{
+			"named",
+			exec.Confinement{UnixSocketPaths: []string{"/run/a.sock", "/run/b.sock"}},
+			"--unix-sockets deny: no Unix sockets but the named ones (/run/a.sock, /run/b.sock);", "",
+		},
 		{"allowed", exec.Confinement{UnixSockets: true, UnixSocketPaths: []string{"/run/a.sock"}}, "--network deny: no network beyond loopback, no name lookups;", "--unix-sockets"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
