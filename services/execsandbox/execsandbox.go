@@ -168,7 +168,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 				"which masks every other socket in the command's view; or use a kernel with Landlock ABI 9; or --unix-sockets allow (every socket reachable)",
 			req.Policy.Mode, subproc.ErrNamedSockets, subproc.Probe().LandlockABI)}
 	}
-	socks, err := r.sockets()
+	socks, err := r.sockets(*req.Policy)
 	if err != nil {
 		return exec.Result{}, err
 	}

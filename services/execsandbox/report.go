@@ -132,20 +132,35 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 // server's own uid and groups, without capabilities); under the Landlock
 // isolation, the server's own user, with its capabilities when it is root.
 func (r *Runner) confinement(policy sandbox.ExecutionPolicy, named []string) *exec.Confinement {
-	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: named, UID: uint32(os.Geteuid())}
-	c.GIDs = append(c.GIDs, uint32(os.Getegid()))
-	if groups, err := os.Getgroups(); err == nil {
-		for _, g := range groups {
-			c.GIDs = append(c.GIDs, uint32(g))
-		}
-	}
+	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: named}
 	if r.bwrap == nil {
+		c.UID, c.GIDs = serverUser()
 		c.Capable = os.Geteuid() == 0
 		return c
 	}
 	c.ReadOnlyMounts = true
-	if cred, _ := commandUser(policy, nil); cred != nil {
-		c.UID, c.GIDs = cred.Uid, []uint32{cred.Gid}
-	}
+	c.UID, c.GIDs = viewUser(policy)
 	return c
+}
+
+// serverUser is the server's effective uid and its groups, the primary
+// first.
+func serverUser() (uint32, []uint32) {
+	gids := []uint32{uint32(os.Getegid())}
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			gids = append(gids, uint32(g))
+		}
+	}
+	return uint32(os.Geteuid()), gids
+}
+
+// viewUser is the uid and groups a bubblewrap command of policy runs as
+// (commandUser's): the workspace owner with its primary group, else the
+// server's own.
+func viewUser(policy sandbox.ExecutionPolicy) (uint32, []uint32) {
+	if cred, _ := commandUser(policy, nil); cred != nil {
+		return cred.Uid, []uint32{cred.Gid}
+	}
+	return serverUser()
 }

@@ -7,12 +7,14 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // procNetUnix lists the Unix sockets of the reader's network namespace, with
@@ -57,27 +59,93 @@ func kind(m os.FileMode) string {
 // (canonical), and the bound sockets its bubblewrap view masks.
 type socketView struct{ named, masked []string }
 
-// sockets resolves the configured named sockets for one command and, when
-// the bubblewrap view must keep the command to them (no Unix sockets
-// allowed wholesale, Landlock without ABI 9), lists every other bound
-// socket to mask. Errors (exec.CodeUnavailable): the bound sockets cannot
-// be listed; the command is not run.
-func (r *Runner) sockets() (socketView, error) {
+// sockets resolves the configured named sockets for one command of policy
+// and, when the bubblewrap view must keep the command to them (no Unix
+// sockets allowed wholesale, Landlock without ABI 9), lists every other
+// bound socket to mask. Under bubblewrap both keep only the sockets whose
+// directories the command's user may search (bwrap, running as that user,
+// could not set up a mount there, and the command could not connect there
+// anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
+// listed; the command is not run. Each mask costs bwrap about 2 ms to set
+// up, so sockets the user cannot connect to by their modes are not masked.
+func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
 	if len(r.cfg.UnixSocketPaths) == 0 {
 		return socketView{}, nil
 	}
 	var v socketView
 	var ids map[fileID]bool
 	v.named, ids = namedSockets(r.cfg.UnixSocketPaths)
-	if r.bwrap == nil || !r.namedOnly() || subproc.Probe().ResolveUnix {
+	if r.bwrap == nil {
 		return v, nil
 	}
-	var err error
-	if v.masked, err = maskedSockets(ids); err != nil {
+	uid, gids := viewUser(policy)
+	v.named = searchableBy(v.named, uid, gids)
+	if !r.namedOnly() || subproc.Probe().ResolveUnix {
+		return v, nil
+	}
+	masked, err := maskedSockets(ids)
+	if err != nil {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
 	}
+	for _, p := range searchableBy(masked, uid, gids) {
+		if permits(p, uid, gids, 0o2) {
+			v.masked = append(v.masked, p)
+		}
+	}
 	return v, nil
+}
+
+// searchableBy returns the paths (canonical) whose every directory the user
+// uid with groups gids may search (permits, with the search bit).
+func searchableBy(paths []string, uid uint32, gids []uint32) []string {
+	var out []string
+	for _, p := range paths {
+		if searchable(filepath.Dir(p), uid, gids) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// searchable reports whether dir and every directory above it let uid (with
+// gids) search them.
+func searchable(dir string, uid uint32, gids []uint32) bool {
+	for {
+		if !permits(dir, uid, gids, 0o1) {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// permits reports whether path (its last component not followed) grants uid
+// with groups gids the access bits want (0o2 write, 0o1 search or execute)
+// by its owner, group or other mode bits, as the kernel checks them for a
+// user without capabilities; a path with an access ACL counts as granting
+// (the ACL is not read), so a socket it might open is masked, and a
+// directory it might shut is tried (where it does shut it, bwrap fails to
+// start the command: fail closed). A path that cannot be read grants
+// nothing.
+func permits(path string, uid uint32, gids []uint32, want uint32) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return false
+	}
+	if _, err := unix.Lgetxattr(path, "system.posix_acl_access", nil); err == nil {
+		return true
+	}
+	shift := uint32(0)
+	switch {
+	case st.Uid == uid:
+		shift = 6
+	case slices.Contains(gids, st.Gid):
+		shift = 3
+	}
+	return st.Mode>>shift&want == want
 }
 
 // fileID is a file's identity.

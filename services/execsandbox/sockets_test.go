@@ -19,10 +19,11 @@ import (
 )
 
 // sockets are the listeners of a named-socket test: the named one and a
-// second beside it, outside every writable root (under /var/tmp), and a
-// third in a writable root, all made before the command.
+// second beside it, outside every writable root (under /var/tmp), a third
+// in a writable root, and a fourth in a directory of the test's user of
+// mode 0700, all made before the command.
 type sockets struct {
-	named, beside, inner *fixtures.UnixListener
+	named, beside, inner, private *fixtures.UnixListener
 	// link is a symlink to the named socket, the path it is named by.
 	link string
 }
@@ -35,7 +36,11 @@ func newSockets(t *testing.T, w world) sockets {
 		named:  fixtures.ListenUnix(t, filepath.Join(out, "named.sock")),
 		beside: fixtures.ListenUnix(t, filepath.Join(out, "beside.sock")),
 		inner:  fixtures.ListenUnix(t, filepath.Join(w.cache, "inner.sock")),
-		link:   filepath.Join(out, "agent.sock"),
+		// A root server's commands run as the workspace owner, who
+		// cannot search this directory: bwrap could not mask the socket
+		// (nor would the command reach it); the command still starts.
+		private: fixtures.ListenUnix(t, filepath.Join(fixtures.OutsideDir(t), "private.sock")),
+		link:    filepath.Join(out, "agent.sock"),
 	}
 	require.NoError(t, os.Symlink(s.named.Path, s.link))
 	return s
@@ -70,28 +75,28 @@ func TestNamedUnixSockets(t *testing.T) {
 	for _, c := range []struct {
 		name string
 		cfg  func(s sockets) execsandbox.Config
-		// want is what the command gets from the named, beside and inner
-		// sockets.
-		want [3]string
+		// want is what the command gets from the named, beside, inner
+		// and private sockets.
+		want [4]string
 		// named is the Confinement's UnixSocketPaths.
 		named func(s sockets) []string
 	}{
 		{
 			"named only",
 			func(s sockets) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{s.link}} },
-			[3]string{"OK pong hi", failure(resolve), failure(resolve)},
+			[4]string{"OK pong hi", failure(resolve), failure(resolve), privately(failure(resolve))},
 			func(s sockets) []string { return []string{s.named.Path} },
 		},
 		{
 			"none named under --unix-sockets deny",
 			func(sockets) execsandbox.Config { return execsandbox.Config{} },
-			[3]string{"FAIL Operation not permitted", "FAIL Operation not permitted", "FAIL Operation not permitted"},
+			[4]string{"FAIL Operation not permitted", "FAIL Operation not permitted", "FAIL Operation not permitted", "FAIL Operation not permitted"},
 			func(sockets) []string { return nil },
 		},
 		{
 			"--unix-sockets allow (the control)",
 			func(sockets) execsandbox.Config { return execsandbox.Config{UnixSockets: true} },
-			[3]string{allowedOutside(resolve), allowedOutside(resolve), "OK pong hi"},
+			[4]string{allowedOutside(resolve), allowedOutside(resolve), "OK pong hi", privately(allowedOutside(resolve))},
 			func(sockets) []string { return nil },
 		},
 	} {
@@ -99,9 +104,9 @@ func TestNamedUnixSockets(t *testing.T) {
 			w := newWorld(t, primaryOwner(), exec.Config{}, nil)
 			s := newSockets(t, w)
 			w = withRunner(t, w, c.cfg(s))
-			res := w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "hi", s.named.Path, s.beside.Path, s.inner.Path))
+			res := w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "hi", s.named.Path, s.beside.Path, s.inner.Path, s.private.Path))
 			got := connected(res.Stdout.Text)
-			for i, l := range []*fixtures.UnixListener{s.named, s.beside, s.inner} {
+			for i, l := range []*fixtures.UnixListener{s.named, s.beside, s.inner, s.private} {
 				assert.Equal(t, c.want[i], got[l.Path], "%s: %s%s", l.Path, res.Stdout.Text, res.Stderr.Text)
 				n, lines := l.Accepted()
 				if strings.HasPrefix(c.want[i], "OK") {
@@ -126,6 +131,16 @@ func failure(resolveUnix bool) string {
 		return "FAIL Permission denied"
 	}
 	return "FAIL Connection refused"
+}
+
+// privately is what a command gets from the socket in the test user's
+// 0700 directory: want, when it runs as that user; else the directory
+// refuses it (a root server runs it as the workspace owner).
+func privately(want string) string {
+	if primaryOwner().uid != os.Geteuid() {
+		return "FAIL Permission denied"
+	}
+	return want
 }
 
 // allowedOutside is what --unix-sockets allow gives a socket outside the
