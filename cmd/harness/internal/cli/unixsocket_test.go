@@ -4,12 +4,15 @@ import (
 	"encoding/json"
 	"net"
 	"path/filepath"
+	"regexp"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
+	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/subproc"
 )
 
@@ -57,4 +60,34 @@ func TestPolicyListsNamedSockets(t *testing.T) {
 	}
 	assert.Contains(t, r.stdout, "named Unix sockets (--unix-socket), "+how)
 	assert.Contains(t, r.stdout, "\n  "+sock+"\n")
+}
+
+// TestCallExecNamedSocket: through the exec tool, a command served with
+// --unix-socket exchanges bytes with the named socket and cannot reach the
+// one beside it, which accepts nothing.
+func TestCallExecNamedSocket(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	perl := fixture.Perl(t)
+	l := newLayout(t)
+	named := fixture.ListenUnix(t, filepath.Join(l.outside, "named.sock"))
+	other := fixture.ListenUnix(t, filepath.Join(l.outside, "other.sock"))
+	args, err := json.Marshal(map[string]any{"command": fixture.ConnectUnix(perl, "via-exec", named.Path, other.Path)})
+	require.NoError(t, err)
+	r := runCLI(t, []string{
+		"call", "exec", "--args", string(args), "--mode", "workspace-write", "--workspace", l.ws, "--temp-root", l.tmp,
+		"--unix-socket", named.Path,
+	}, "", false, nil)
+	text := parseResult(t, r.stdout).text()
+	if strings.Contains(text, "SANDBOX_UNAVAILABLE") {
+		t.Skip("the sandbox cannot run commands here: " + text)
+	}
+	assert.Contains(t, text, named.Path+" OK pong via-exec")
+	assert.Regexp(t, regexp.QuoteMeta(other.Path)+" FAIL (Connection refused|Permission denied)", text)
+	n, lines := named.Accepted()
+	assert.Equal(t, 1, n)
+	assert.Equal(t, []string{"via-exec"}, lines)
+	n, _ = other.Accepted()
+	assert.Zero(t, n, "the socket beside the named one was reached")
 }
