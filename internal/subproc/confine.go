@@ -117,8 +117,8 @@ func restrictFS(c Confinement, abi int) error {
 // off, socket(2) of every family but AF_UNIX fails with EPERM; with Unix
 // sockets off and none named, AF_UNIX too (seccomp cannot read the path a
 // connect names, so pathname sockets cannot be told apart: named ones are
-// told apart by Landlock or the bubblewrap view); socketpair(2) stays allowed (its
-// two ends reach nothing outside). Always: io_uring_setup (its socket and
+// told apart by Landlock or the bubblewrap view); socketpair(2) stays
+// allowed (its two ends reach nothing outside). Always: io_uring_setup (its socket and
 // connect operations bypass the filter), the mount API (mount, umount2,
 // pivot_root, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
 // mount_setattr), open_by_handle_at and bpf fail with EPERM, so nothing

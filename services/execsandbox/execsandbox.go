@@ -144,9 +144,9 @@ func (r *Runner) Confines() bool { return true }
 // exec.CodeUnavailable and the remedy, as does one under IsolationLandlock
 // with named Unix sockets where Landlock cannot scope connects (ABI below
 // 9), and one whose bound sockets cannot be listed for masking; a workdir
-// at or beneath a protected path is refused with exec.CodeInvalidRequest; protected paths that cannot
-// all be found within the call's deadline and budget refuse the command
-// with exec.CodeUnavailable naming where.
+// at or beneath a protected path is refused with exec.CodeInvalidRequest;
+// protected paths that cannot all be found within the call's deadline and
+// budget refuse the command with exec.CodeUnavailable naming where.
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
@@ -164,9 +164,10 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	}
 	if r.bwrap == nil && r.namedOnly() && !subproc.Probe().ResolveUnix {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"sandbox mode %q cannot keep commands to the named Unix sockets here: %v (Landlock ABI %d). Remedy: run with --exec-isolation bwrap (the default), "+
-				"which masks every other socket in the command's view; or use a kernel with Landlock ABI 9; or --unix-sockets allow (every socket reachable)",
-			req.Policy.Mode, subproc.ErrNamedSockets, subproc.Probe().LandlockABI)}
+			"sandbox mode %q cannot keep commands to the named Unix sockets here (Landlock ABI %d under --exec-isolation landlock): %v. "+
+				"Remedy: run with --exec-isolation bwrap (the default), which masks every other socket in the command's view; or use a kernel with Landlock ABI 9; "+
+				"or --unix-sockets allow (every socket reachable)",
+			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
 	}
 	socks, err := r.sockets(*req.Policy)
 	if err != nil {
@@ -196,9 +197,8 @@ func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.cfg.UnixS
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets (socks.named).
-// Errors: the protected-path
-// search did not finish (see finder.find).
+// the configured network and Unix sockets (socks.named). Errors: the
+// protected-path search did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, error) {
 	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{
