@@ -110,11 +110,35 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 			args = append(args, "--ro-bind", p.Path, p.Path)
 		}
 	}
-	// The deny-read masks last, on top of every bind above: a denied
-	// path inside a writable root or a protected path is masked too.
+	// The deny-read masks on top of every bind above: a denied path
+	// inside a writable root or a protected path is masked too. Then the
+	// socket masks and the named sockets, so a socket the deployment
+	// names stays reachable even beneath a masked directory.
 	args = append(args, maskArgs(c)...)
+	args = append(args, socketArgs(c)...)
 	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD),
 		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
+}
+
+// socketArgs returns bwrap's arguments for c's Unix sockets: /dev/null bound
+// read-only over each masked socket (connect then fails with ECONNREFUSED),
+// leaving out those at or beneath /dev, /proc or a reserved directory
+// (hidden by the view's own mounts); then each named socket bound
+// read-only onto itself, after the masks, so it is reachable at its path
+// beneath any of them (one missing at run time is skipped).
+func socketArgs(c *Confinement) []string {
+	var args []string
+	for _, p := range c.MaskedSockets {
+		if dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p) ||
+			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && dirfd.Beneath(r.Path, p) }) {
+			continue
+		}
+		args = append(args, "--ro-bind", "/dev/null", p)
+	}
+	for _, p := range c.UnixSocketPaths {
+		args = append(args, "--ro-bind-try", p, p)
+	}
+	return args
 }
 
 // ancestors returns the directories strictly between each protected or

@@ -24,16 +24,32 @@ type Capabilities struct {
 	// Seccomp reports whether seccomp filters can be installed, which the
 	// network and Unix-socket restrictions need.
 	Seccomp bool `json:"seccomp"`
+	// ResolveUnix reports whether Landlock can limit which pathname Unix
+	// sockets a command connects to (ABI 9+, LANDLOCK_ACCESS_FS_RESOLVE_UNIX).
+	ResolveUnix bool `json:"resolveUnix"`
 }
+
+// resolveUnix is Landlock's right to connect to a pathname Unix socket.
+const resolveUnix = landlock.AccessFSSet(ll.AccessFSResolveUnix)
 
 // Probe returns the kernel's capabilities. The Landlock ABI is
 // internal/landlock's probe (KernelABI), asked once per process.
 func Probe() Capabilities {
-	return Capabilities{LandlockABI: hlandlock.KernelABI(), Seccomp: seccomp.Supported()}
+	abi := hlandlock.KernelABI()
+	return Capabilities{
+		LandlockABI: abi, Seccomp: seccomp.Supported(),
+		ResolveUnix: hlandlock.Preset(abi).HandledAccessFS&resolveUnix != 0,
+	}
 }
 
 // ErrNoLandlock says the kernel cannot confine a command's writes.
 var ErrNoLandlock = errors.New("landlock is not available on this kernel (needs Linux 5.13+ with Landlock enabled in the LSM list); confined commands are refused")
+
+// ErrNamedSockets says named Unix sockets (Confinement.UnixSocketPaths)
+// cannot be told from the others here: the kernel's Landlock cannot scope
+// connects (ABI below 9) and no bubblewrap view masks the other sockets.
+var ErrNamedSockets = errors.New("named Unix sockets (--unix-socket) need Landlock ABI 9 (which limits connects to them) or the bubblewrap isolation (which masks every other socket); " +
+	"neither is here, so the command was not run rather than run able to reach every Unix socket")
 
 // confine restricts the helper, all its threads and everything it starts:
 // a Landlock domain that allows writes only beneath c.WritableRoots (and to
@@ -43,6 +59,9 @@ func confine(c Confinement) error {
 	caps := Probe()
 	if caps.LandlockABI < 1 {
 		return ErrNoLandlock
+	}
+	if !c.UnixSockets && len(c.UnixSocketPaths) > 0 && !caps.ResolveUnix && !c.socketsMasked {
+		return ErrNamedSockets
 	}
 	if err := restrictFS(c, caps.LandlockABI); err != nil {
 		return fmt.Errorf("landlock: %w", err)
@@ -58,17 +77,20 @@ func confine(c Confinement) error {
 // where Landlock is missing). The rights that modify the filesystem are
 // internal/landlock's WriteRights, handled and granted only beneath the
 // writable roots; reads and execution are not handled, so they stay allowed
-// everywhere.
+// everywhere. From ABI 9, with Unix sockets open, connecting to a pathname
+// socket is handled too and granted on the named sockets and, with
+// UnixSockets, beneath the writable roots.
 func restrictFS(c Confinement, abi int) error {
 	known := hlandlock.Preset(abi)
 	fsRights := hlandlock.WriteRights(abi)
-	var resolveUnix landlock.AccessFSSet
-	if c.UnixSockets && known.HandledAccessFS&landlock.AccessFSSet(ll.AccessFSResolveUnix) != 0 {
-		// ABI 9+: connecting to a pathname Unix socket is limited to
-		// sockets beneath the writable roots.
-		resolveUnix = landlock.AccessFSSet(ll.AccessFSResolveUnix)
+	var rootsResolve, handledResolve landlock.AccessFSSet
+	if known.HandledAccessFS&resolveUnix != 0 && (c.UnixSockets || len(c.UnixSocketPaths) > 0) {
+		handledResolve = resolveUnix
+		if c.UnixSockets {
+			rootsResolve = resolveUnix
+		}
 	}
-	cfg := landlock.Config{HandledAccessFS: fsRights | resolveUnix}
+	cfg := landlock.Config{HandledAccessFS: fsRights | handledResolve}
 	if !c.Network && !c.LoopbackOnly {
 		// TCP bind and connect (ABI 4+), on top of the seccomp filter.
 		cfg.HandledAccessNet = known.HandledAccessNet
@@ -82,22 +104,29 @@ func restrictFS(c Confinement, abi int) error {
 	}
 	if len(c.WritableRoots) > 0 {
 		// A missing root grants nothing: fail closed.
-		rules = append(rules, landlock.PathAccess(fsRights|resolveUnix, c.WritableRoots...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(fsRights|rootsResolve, c.WritableRoots...).IgnoreIfMissing())
+	}
+	if handledResolve != 0 && len(c.UnixSocketPaths) > 0 {
+		// A named socket gone since it was resolved grants nothing.
+		rules = append(rules, landlock.PathAccess(handledResolve, c.UnixSocketPaths...).IgnoreIfMissing())
 	}
 	return cfg.Restrict(rules...)
 }
 
 // filterSyscalls installs the seccomp filter on every thread: with network
 // off, socket(2) of every family but AF_UNIX fails with EPERM; with Unix
-// sockets off, AF_UNIX too (seccomp cannot read the path a connect names, so
-// pathname sockets cannot be told apart); socketpair(2) stays allowed (its
-// two ends reach nothing outside). Always: io_uring_setup (its socket and
+// sockets off and none named, AF_UNIX too (seccomp cannot read the path a
+// connect names, so pathname sockets cannot be told apart: named ones are
+// told apart by Landlock or the bubblewrap view); socketpair(2) stays
+// allowed (its two ends reach nothing outside). Always: io_uring_setup (its socket and
 // connect operations bypass the filter), the mount API (mount, umount2,
 // pivot_root, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
 // mount_setattr), open_by_handle_at and bpf fail with EPERM, so nothing
 // reshapes the view the command was given, even with capabilities of a
 // namespace of its own.
 func filterSyscalls(c Confinement) error {
+	// Named sockets need AF_UNIX sockets.
+	c.UnixSockets = c.UnixSockets || len(c.UnixSocketPaths) > 0
 	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{
 		"io_uring_setup", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
 		"fsmount", "fspick", "mount_setattr", "open_by_handle_at", "bpf",

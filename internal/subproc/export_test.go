@@ -4,3 +4,6 @@ import "os"
 
 // ProgramFile is the descriptor p runs from, for tests.
 func ProgramFile(p *Program) *os.File { return p.f }
+
+// SocketArgs is socketArgs, for tests.
+var SocketArgs = socketArgs

@@ -51,6 +51,8 @@ func stage(started func()) Status {
 	c := *spec.Confine
 	// The view's /dev/shm is a tmpfs private to the command.
 	c.WritableRoots = append(c.WritableRoots, "/dev/shm")
+	// bwrap masked every other socket the server found bound.
+	c.socketsMasked = true
 	if !c.Network {
 		// bwrap gave the command a network namespace with loopback
 		// only: its own, or its session's (Bwrap.Net).

@@ -69,6 +69,26 @@ type Confinement struct {
 	// pathname Unix socket the process can reach, unless Landlock ABI 9
 	// limits them to WritableRoots).
 	UnixSockets bool `json:"unixSockets"`
+	// UnixSocketPaths are the named Unix sockets (--unix-socket: canonical
+	// absolute paths of socket files) a command may connect to when
+	// UnixSockets is false: AF_UNIX sockets are permitted; where Landlock
+	// scopes connects (ABI 9+, Capabilities.ResolveUnix) connecting to a
+	// pathname socket is granted on exactly these (and, with UnixSockets,
+	// beneath WritableRoots); below it the bubblewrap isolation masks
+	// every other bound socket (MaskedSockets) and binds each of these
+	// read-only at its own path, and the Landlock isolation refuses the
+	// command (ErrNamedSockets). A path missing at run time grants nothing.
+	UnixSocketPaths []string `json:"unixSocketPaths,omitempty"`
+	// MaskedSockets are the pathname Unix sockets (canonical absolute
+	// paths) the bubblewrap isolation hides: /dev/null is bound read-only
+	// over each, so a connect there is refused (ECONNREFUSED). Those at or
+	// beneath /dev, /proc or a reserved directory are left out (the
+	// view's own mounts already hide them).
+	MaskedSockets []string `json:"maskedSockets,omitempty"`
+	// socketsMasked is set by the bubblewrap stage, whose view carries
+	// MaskedSockets: only there may UnixSocketPaths be enforced without
+	// Landlock's scoping of connects.
+	socketsMasked bool
 	// ReadOnlyPaths are existing paths beneath WritableRoots (canonical
 	// absolute paths: the protected paths found there) that stay
 	// read-only: the confining stage runs in a private mount namespace and

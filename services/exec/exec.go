@@ -87,6 +87,10 @@ type Confinement struct {
 	// ...) beyond loopback (--network allow); UnixSockets that it could
 	// open Unix sockets (--unix-sockets allow).
 	Network, UnixSockets bool
+	// UnixSocketPaths are the named Unix sockets (--unix-socket,
+	// canonical) the command could connect to when UnixSockets is false:
+	// those that existed when it started.
+	UnixSocketPaths []string
 	// ReadOnlyMounts reports that everything outside the writable roots
 	// (and the protected paths inside them) was mounted read-only, so the
 	// kernel refused a write there with EROFS ("Read-only file system")

@@ -89,7 +89,7 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 	return nil, fmt.Errorf("%s is not installed, or only inside a writable root or writable by others", what)
 }
 
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (exec.Result, error) {
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (exec.Result, error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -102,6 +102,10 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		WritableRoots: roots,
 		Network:       cfg.Network,
 		UnixSockets:   cfg.UnixSockets,
+		// The named sockets bound into the view, every other socket
+		// masked in it (below Landlock ABI 9).
+		UnixSocketPaths: socks.named,
+		MaskedSockets:   socks.masked,
 	}
 	if policy.Mode == sandbox.WorkspaceWrite {
 		// Reserved first: a mount point another command's bubblewrap

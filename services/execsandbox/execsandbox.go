@@ -65,6 +65,14 @@ type Config struct {
 	// UnixSockets permits new Unix sockets, and so connecting to any
 	// pathname Unix socket the process can reach (--unix-sockets allow).
 	UnixSockets bool `yaml:"unixSockets" json:"unixSockets"`
+	// UnixSocketPaths are named Unix sockets (--unix-socket: absolute,
+	// clean paths of sockets that exist when New runs) that commands may
+	// connect to while every other pathname socket stays unreachable:
+	// kernel-enforced where Landlock has ABI 9; below it the bubblewrap
+	// isolation masks in each command's view every other socket bound
+	// when the command starts, and the Landlock isolation refuses
+	// commands (see README.md). Each is resolved again for every command.
+	UnixSocketPaths []string `yaml:"unixSocketPaths" json:"unixSocketPaths"`
 	// Isolation is IsolationBwrap ("" means it) or IsolationLandlock
 	// (--exec-isolation).
 	Isolation string `yaml:"isolation" json:"isolation"`
@@ -96,8 +104,10 @@ type Runner struct {
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
 // runner config (see execlocal.Validate); an unknown isolation; a memory or
-// process cap below -1. A missing bubblewrap is not an error here: confined
-// commands are refused with the reason (see Run).
+// process cap below -1; a named Unix socket that is not an absolute, clean
+// path of a socket that exists (CheckUnixSocket). A missing bubblewrap is
+// not an error here: confined commands are refused with the reason (see
+// Run).
 func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, error) {
 	if policy == nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: a sandboxpolicy.Service is required"}
@@ -107,6 +117,11 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf("execsandbox: isolation %q is not %s or %s", cfg.Isolation, IsolationBwrap, IsolationLandlock)}
 	case cfg.Memory < -1 || cfg.Pids < -1:
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: memory and pids caps are positive, 0 for the default or -1 for none"}
+	}
+	for _, p := range cfg.UnixSocketPaths {
+		if err := CheckUnixSocket(p); err != nil {
+			return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: named Unix socket " + err.Error()}
+		}
 	}
 	if cfg.Isolation == "" {
 		cfg.Isolation = IsolationBwrap
@@ -133,10 +148,12 @@ func (r *Runner) Confines() bool { return true }
 // policy, or with an unknown mode, is refused (fail closed); under read-only
 // and workspace-write, a host where the isolation cannot work (bubblewrap
 // missing or unable to start; Landlock missing) refuses the command with
-// exec.CodeUnavailable and the remedy; a workdir at or beneath a protected
-// path is refused with exec.CodeInvalidRequest; protected paths that cannot
-// all be found within the call's deadline and budget refuse the command
-// with exec.CodeUnavailable naming where.
+// exec.CodeUnavailable and the remedy, as does one under IsolationLandlock
+// with named Unix sockets where Landlock cannot scope connects (ABI below
+// 9), and one whose bound sockets cannot be listed for masking; a workdir
+// at or beneath a protected path is refused with exec.CodeInvalidRequest;
+// protected paths that cannot all be found within the call's deadline and
+// budget refuse the command with exec.CodeUnavailable naming where.
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
@@ -152,19 +169,29 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable here: %v; only %s runs commands without the sandbox", req.Policy.Mode, subproc.ErrNoLandlock, sandbox.DangerFullAccess)}
 	}
+	if r.bwrap == nil && r.namedOnly() && !subproc.Probe().ResolveUnix {
+		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"sandbox mode %q cannot keep commands to the named Unix sockets here (Landlock ABI %d under --exec-isolation landlock): %v. "+
+				"Remedy: run with --exec-isolation bwrap (the default), which masks every other socket in the command's view; or use a kernel with Landlock ABI 9; "+
+				"or --unix-sockets allow (every socket reachable)",
+			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
+	}
+	socks, err := r.sockets(*req.Policy)
+	if err != nil {
+		return exec.Result{}, err
+	}
 	var res exec.Result
-	var err error
 	if r.bwrap != nil {
-		res, err = r.bwrap.run(ctx, r.cfg, r.run, req)
+		res, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
 	} else {
 		var conf *subproc.Confinement
-		if conf, err = r.landlockConfinement(ctx, req); err != nil {
+		if conf, err = r.landlockConfinement(ctx, req, socks); err != nil {
 			return exec.Result{}, err
 		}
 		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
 	}
 	if err == nil {
-		c := r.confinement(*req.Policy)
+		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
 			c.Masked = res.Confinement.Masked
 		}
@@ -173,19 +200,25 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	return res, err
 }
 
+// namedOnly reports whether commands may reach the named Unix sockets only
+// (some are named, and Unix sockets are not allowed wholesale).
+func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.cfg.UnixSocketPaths) > 0 }
+
 // landlockConfinement is what a command is confined to under
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets. Errors: a deny-read path exists
-// where the command can see it (refuseUnmasked); the protected-path search
-// did not finish (see finder.find).
-func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request) (*subproc.Confinement, error) {
+// the configured network and Unix sockets (socks.named). Errors: a
+// deny-read path exists where the command can see it (refuseUnmasked); the
+// protected-path search did not finish (see finder.find).
+func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, error) {
 	if err := r.refuseUnmasked(ctx, req, r.cannotMask()); err != nil {
 		return nil, err
 	}
 	roots := req.Policy.WritableRoots()
-	conf := &subproc.Confinement{WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets}
+	conf := &subproc.Confinement{
+		WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named,
+	}
 	if req.Policy.Mode == sandbox.WorkspaceWrite {
 		found, err := r.finder.find(searchContext(ctx, req.Timeout), roots, os.Geteuid())
 		if err != nil {

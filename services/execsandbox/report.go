@@ -27,6 +27,9 @@ type Isolation struct {
 	RunAs string `json:"runAs"`
 	// NotCovered lists what this isolation does not confine, one line each.
 	NotCovered []string `json:"notCovered"`
+	// NamedSockets says how commands are kept to the named Unix sockets
+	// (Config.UnixSocketPaths) here; "" when none are named.
+	NamedSockets string `json:"namedSockets,omitempty"`
 }
 
 // Isolation reports how confined commands run here. Under IsolationBwrap it
@@ -35,9 +38,11 @@ type Isolation struct {
 func (r *Runner) Isolation() Isolation {
 	l := rlimits(r.cfg)
 	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
-	if subproc.Probe().LandlockABI < 1 {
+	caps := subproc.Probe()
+	if caps.LandlockABI < 1 {
 		iso.Unavailable = subproc.ErrNoLandlock.Error()
 	}
+	iso.NamedSockets = r.describeNamed(caps)
 	if r.bwrap == nil {
 		iso.NotCovered = []string{
 			"no PID, user, IPC or UTS namespace: a command sees and may signal the server user's other processes outside Landlock's scope, and a root server's commands run as root with every capability",
@@ -65,7 +70,32 @@ func (r *Runner) Isolation() Isolation {
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
 	}
+	if r.namedOnly() && !caps.ResolveUnix {
+		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by a relative path, "+
+			"or in another network namespace (a session's own commands, a container) and reachable by path; a socket's other hard links")
+	}
 	return iso
+}
+
+// describeNamed says how commands are kept to the named sockets under
+// caps, for Isolation.NamedSockets.
+func (r *Runner) describeNamed(caps subproc.Capabilities) string {
+	switch {
+	case len(r.cfg.UnixSocketPaths) == 0:
+		return ""
+	case r.cfg.UnixSockets && caps.ResolveUnix:
+		return fmt.Sprintf("reachable beside the sockets beneath the writable roots, to which Landlock ABI %d limits --unix-sockets allow", caps.LandlockABI)
+	case r.cfg.UnixSockets:
+		return "no narrowing: --unix-sockets allow makes every Unix socket reachable"
+	case caps.ResolveUnix:
+		return fmt.Sprintf("kernel-enforced: Landlock ABI %d lets commands connect to these pathname sockets only", caps.LandlockABI)
+	case r.bwrap != nil:
+		return fmt.Sprintf("masked in the view (Landlock ABI %d cannot scope connects): every other pathname socket bound in the server's network namespace when a command starts is hidden under a read-only /dev/null; "+
+			"these are bound at their own path", caps.LandlockABI)
+	default:
+		return fmt.Sprintf("refused: Landlock ABI %d cannot scope connects and the landlock isolation has no view to mask sockets in, so commands under read-only and workspace-write are refused; "+
+			"use --exec-isolation bwrap", caps.LandlockABI)
+	}
 }
 
 func describeLimits(l subproc.RLimits) string {
@@ -98,25 +128,40 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 
 // confinement reports how a command of policy (read-only or
 // workspace-write) was confined, for exec.Result: the configured network
-// and Unix sockets; under bubblewrap, the read-only world and the user
+// and Unix sockets, the named sockets it was given (named); under bubblewrap, the read-only world and the user
 // commandUser chose (the workspace owner with its primary group, else the
 // server's own uid and groups, without capabilities); under the Landlock
 // isolation, the server's own user, with its capabilities when it is root.
-func (r *Runner) confinement(policy sandbox.ExecutionPolicy) *exec.Confinement {
-	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UID: uint32(os.Geteuid())}
-	c.GIDs = append(c.GIDs, uint32(os.Getegid()))
-	if groups, err := os.Getgroups(); err == nil {
-		for _, g := range groups {
-			c.GIDs = append(c.GIDs, uint32(g))
-		}
-	}
+func (r *Runner) confinement(policy sandbox.ExecutionPolicy, named []string) *exec.Confinement {
+	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: named}
 	if r.bwrap == nil {
+		c.UID, c.GIDs = serverUser()
 		c.Capable = os.Geteuid() == 0
 		return c
 	}
 	c.ReadOnlyMounts = true
-	if cred, _ := commandUser(policy, nil); cred != nil {
-		c.UID, c.GIDs = cred.Uid, []uint32{cred.Gid}
-	}
+	c.UID, c.GIDs = viewUser(policy)
 	return c
+}
+
+// serverUser is the server's effective uid and its groups, the primary
+// first.
+func serverUser() (uint32, []uint32) {
+	gids := []uint32{uint32(os.Getegid())}
+	if groups, err := os.Getgroups(); err == nil {
+		for _, g := range groups {
+			gids = append(gids, uint32(g))
+		}
+	}
+	return uint32(os.Geteuid()), gids
+}
+
+// viewUser is the uid and groups a bubblewrap command of policy runs as
+// (commandUser's): the workspace owner with its primary group, else the
+// server's own.
+func viewUser(policy sandbox.ExecutionPolicy) (uint32, []uint32) {
+	if cred, _ := commandUser(policy, nil); cred != nil {
+		return cred.Uid, []uint32{cred.Gid}
+	}
+	return serverUser()
 }

@@ -23,6 +23,9 @@ var (
 	landlockConf = exec.Confinement{}
 	// unixDenied: the network allowed, Unix sockets not.
 	unixDenied = exec.Confinement{Network: true, ReadOnlyMounts: true}
+	// namedOnly: the network allowed, Unix sockets only to a named one
+	// (socket(AF_UNIX) is not refused).
+	namedOnly = exec.Confinement{Network: true, UnixSocketPaths: []string{"/run/agent.sock"}, ReadOnlyMounts: true}
 	// networkAllowed: both allowed.
 	networkAllowed = exec.Confinement{Network: true, UnixSockets: true, ReadOnlyMounts: true}
 )
@@ -126,6 +129,7 @@ var fixtures = []fixture{
 	{name: "curl to loopback", conf: bwrapConf, stderr: "curl: (7) Failed to connect to 127.0.0.1 port 9 after 0 ms: Couldn't connect to server\n"},
 	{name: "connection refused", conf: bwrapConf, stderr: "dial tcp 127.0.0.1:9: connect: connection refused\n"},
 	{name: "the network allowed", conf: networkAllowed, stderr: "curl: (6) Could not resolve host: example.com\nOSError: [Errno 101] Network is unreachable\n"},
+	{name: "a socket EPERM with the network allowed and a named Unix socket", conf: namedOnly, stderr: "  File \"/usr/lib/python3.11/socket.py\", line 232, in __init__\n    _socket.socket.__init__(self, family, type, proto, fileno)\nPermissionError: [Errno 1] Operation not permitted\n"},
 	{name: "EPERM with no socket in sight", conf: landlockConf, stderr: "kill: (1) - Operation not permitted\n"},
 
 	// Capabilities pass every mode.

@@ -36,7 +36,7 @@ var socketRefusals = []string{"Operation not permitted", "operation not permitte
 // command shows the sandbox refusing it the network, and the detail line:
 // without --network allow, one of unreachable, Go's resolver failing, or
 // curl failing to connect to an address other than loopback; without --network allow or without
-// --unix-sockets allow, a socket refused with EPERM (a line with a
+// --unix-sockets allow or a named socket, a socket refused with EPERM (a line with a
 // socket refusal that, or one of the four lines before it, speaks of a
 // socket, a connect or a dial). Like the file inference it reads only what
 // the command printed.
@@ -54,7 +54,7 @@ func inferNetworkDenial(conf *exec.Confinement, stderr string) (string, bool) {
 				return networkDetail(conf, strings.TrimSuffix(m, ": ")), true
 			}
 		}
-		if (!conf.Network || !conf.UnixSockets) && index(line, socketRefusals) >= 0 {
+		if (!conf.Network || unixRefused(conf)) && index(line, socketRefusals) >= 0 {
 			context := strings.ToLower(strings.Join(lines[max(0, i-4):i+1], "\n"))
 			if strings.Contains(context, "socket") || strings.Contains(context, "connect") || strings.Contains(context, "dial") {
 				return networkDetail(conf, spelling(line, socketRefusals)), true
@@ -85,13 +85,22 @@ func loopback(host string) bool {
 	return err == nil && a.IsLoopback()
 }
 
+// unixRefused reports whether a command's socket(AF_UNIX) was refused:
+// Unix sockets were not allowed and none was named (--unix-socket).
+func unixRefused(conf *exec.Confinement) bool {
+	return !conf.UnixSockets && len(conf.UnixSocketPaths) == 0
+}
+
 func networkDetail(conf *exec.Confinement, what string) string {
 	var denied []string
 	if !conf.Network {
 		denied = append(denied, "--network deny: no network beyond loopback, no name lookups")
 	}
-	if !conf.UnixSockets {
+	switch {
+	case unixRefused(conf):
 		denied = append(denied, "--unix-sockets deny: no Unix sockets")
+	case !conf.UnixSockets:
+		denied = append(denied, "--unix-sockets deny: no Unix sockets but the named ones ("+strings.Join(conf.UnixSocketPaths, ", ")+")")
 	}
 	return "(inferred: the command failed and its stderr reports " +
 		strconv.Quote(what) + "; commands run under " + strings.Join(denied, ", and ") +

@@ -415,6 +415,9 @@ type ExecReport struct {
 	Seccomp     bool   `json:"seccomp"`
 	Network     string `json:"network"`
 	UnixSockets string `json:"unixSockets"`
+	// UnixSocketPaths are the named Unix sockets (--unix-socket) commands
+	// may connect to; how that holds here is Isolation.NamedSockets.
+	UnixSocketPaths []string `json:"unixSocketPaths,omitempty"`
 	// ProtectedCarvedOut reports whether the protected paths that exist
 	// inside the writable roots are read-only for commands (bubblewrap's
 	// read-only binds, or under the Landlock isolation a private mount
@@ -477,7 +480,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		caps := subproc.Probe()
 		rep.Exec = &ExecReport{
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
-			Network: cfg.Network, UnixSockets: cfg.UnixSockets,
+			Network: cfg.Network, UnixSockets: cfg.UnixSockets, UnixSocketPaths: cfg.UnixSocketPaths,
 		}
 		if r, ok := runner.Runner.(*execsandbox.Runner); ok {
 			iso := r.Isolation()
@@ -588,6 +591,16 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 	}
 	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
+	if len(e.UnixSocketPaths) > 0 {
+		b.WriteString("named Unix sockets (--unix-socket)")
+		if iso.NamedSockets != "" {
+			_, _ = fmt.Fprintf(b, ", %s", iso.NamedSockets)
+		}
+		b.WriteString(":\n")
+		for _, p := range e.UnixSocketPaths {
+			_, _ = fmt.Fprintf(b, "  %s\n", p)
+		}
+	}
 	b.WriteString("not confined for commands:\n")
 	for _, n := range iso.NotCovered {
 		_, _ = fmt.Fprintf(b, "  %s\n", n)

@@ -185,7 +185,7 @@ func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
 func execsandboxConfig(cfg config.Config) execsandbox.Config {
 	mem, _ := config.ParseSize(cfg.ExecMemory) // validated
 	return execsandbox.Config{
-		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow",
+		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow", UnixSocketPaths: cfg.UnixSocketPaths,
 		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
 	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -112,6 +113,11 @@ type Config struct {
 	// confined commands may open network sockets and Unix sockets.
 	Network     string `yaml:"network"`
 	UnixSockets string `yaml:"unix-sockets"`
+	// UnixSocketPaths are named Unix sockets (--unix-socket; absolute and
+	// clean after Validate) commands may connect to while every other
+	// Unix socket stays unreachable; under --exec sandbox each must be a
+	// socket when the configuration is validated.
+	UnixSocketPaths []string `yaml:"unix-socket"`
 	// ExecEnv names server variables passed through to commands besides
 	// PATH, HOME, USER, LANG, TERM and TMPDIR.
 	ExecEnv []string `yaml:"exec-env"`
@@ -308,6 +314,17 @@ func (c *Config) validateExec() error {
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {
 			return fieldErr("exec-env", "%q is not a variable name", n)
+		}
+	}
+	var err error
+	if c.UnixSocketPaths, err = absPaths("unix-socket", c.UnixSocketPaths); err != nil {
+		return err
+	}
+	if c.Exec == "sandbox" {
+		for _, p := range c.UnixSocketPaths {
+			if err := execsandbox.CheckUnixSocket(p); err != nil {
+				return fieldErr("unix-socket", "%v", err)
+			}
 		}
 	}
 	if _, err := ParseSize(c.ExecMemory); err != nil {

@@ -631,7 +631,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
-		"writable-root", "exec", "network", "unix-sockets", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
+		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 	}, names)

@@ -56,6 +56,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
+		unixPaths stringList
 		caches    = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
 		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
@@ -83,6 +84,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&allowRead, "allow-read", "a default deny-read `PATTERN` to drop, spelled as `harness policy` lists it, e.g. ~/.npmrc or .env (repeatable)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
+	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	return func() (Config, error) {
 		cfg := def
@@ -122,6 +124,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"exec":                  func() { cfg.Exec = *execBack },
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
+			"unix-socket":           func() { cfg.UnixSocketPaths = unixPaths },
 			"exec-env":              func() { cfg.ExecEnv = execEnv },
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
 			"exec-memory":           func() { cfg.ExecMemory = *execMem },
@@ -308,7 +311,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	for _, l := range []struct {
 		name string
 		dst  *[]string
-	}{{"TEMP_ROOT", &cfg.TempRoots}, {"WRITABLE_ROOT", &cfg.WritableRoots}, {"EXEC_ENV", &cfg.ExecEnv}} {
+	}{{"TEMP_ROOT", &cfg.TempRoots}, {"WRITABLE_ROOT", &cfg.WritableRoots}, {"EXEC_ENV", &cfg.ExecEnv}, {"UNIX_SOCKET", &cfg.UnixSocketPaths}} {
 		if v := lookup(l.name); v != "" {
 			*l.dst = filepath.SplitList(v)
 		}

@@ -1,0 +1,256 @@
+package execsandbox
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// procNetUnix lists the Unix sockets of the reader's network namespace, with
+// the path each pathname socket was bound at.
+const procNetUnix = "/proc/net/unix"
+
+// CheckUnixSocket returns nil when path, a --unix-socket value, is absolute
+// and clean and names a Unix socket now (symlinks followed), else an error
+// saying which of these it is not (fs.ErrNotExist wrapped for a missing
+// one).
+func CheckUnixSocket(path string) error {
+	if !filepath.IsAbs(path) || filepath.Clean(path) != path {
+		return fmt.Errorf("%q is not an absolute, clean path", path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fmt.Errorf("%q: %w; start the socket's server (such as ssh-agent) before harness, or leave the path out", path, err)
+	}
+	if fi.Mode().Type() != os.ModeSocket {
+		return fmt.Errorf("%q is not a Unix socket (it is a %s)", path, kind(fi.Mode()))
+	}
+	return nil
+}
+
+// kind names a file type for an error.
+func kind(m os.FileMode) string {
+	switch m.Type() {
+	case 0:
+		return "regular file"
+	case os.ModeDir:
+		return "directory"
+	case os.ModeNamedPipe:
+		return "FIFO"
+	case os.ModeDevice, os.ModeDevice | os.ModeCharDevice:
+		return "device"
+	default:
+		return "file of another kind"
+	}
+}
+
+// socketView is one command's Unix sockets: the named ones that exist now
+// (canonical), and the bound sockets its bubblewrap view masks.
+type socketView struct{ named, masked []string }
+
+// sockets resolves the configured named sockets for one command of policy
+// and, when the bubblewrap view must keep the command to them (no Unix
+// sockets allowed wholesale, Landlock without ABI 9), lists every other
+// bound socket to mask. Under bubblewrap both keep only the sockets whose
+// directories the command's user may search (bwrap, running as that user,
+// could not set up a mount there, and the command could not connect there
+// anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
+// listed; the command is not run. Each mask costs bwrap about 2 ms to set
+// up, so sockets the user cannot connect to by their modes are not masked.
+func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
+	if len(r.cfg.UnixSocketPaths) == 0 {
+		return socketView{}, nil
+	}
+	var v socketView
+	var ids map[fileID]bool
+	v.named, ids = namedSockets(r.cfg.UnixSocketPaths)
+	if r.bwrap == nil {
+		return v, nil
+	}
+	uid, gids := viewUser(policy)
+	v.named = searchableBy(v.named, uid, gids)
+	if !r.namedOnly() || subproc.Probe().ResolveUnix {
+		return v, nil
+	}
+	masked, err := maskedSockets(ids)
+	if err != nil {
+		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
+	}
+	for _, p := range searchableBy(masked, uid, gids) {
+		if permits(p, uid, gids, 0o2) {
+			v.masked = append(v.masked, p)
+		}
+	}
+	return v, nil
+}
+
+// searchableBy returns the paths (canonical) whose every directory the user
+// uid with groups gids may search (permits, with the search bit).
+func searchableBy(paths []string, uid uint32, gids []uint32) []string {
+	var out []string
+	for _, p := range paths {
+		if searchable(filepath.Dir(p), uid, gids) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// searchable reports whether dir and every directory above it let uid (with
+// gids) search them.
+func searchable(dir string, uid uint32, gids []uint32) bool {
+	for {
+		if !permits(dir, uid, gids, 0o1) {
+			return false
+		}
+		if dir == "/" {
+			return true
+		}
+		dir = filepath.Dir(dir)
+	}
+}
+
+// permits reports whether path (its last component not followed) grants uid
+// with groups gids the access bits want (0o2 write, 0o1 search or execute)
+// by its owner, group or other mode bits, as the kernel checks them for a
+// user without capabilities; a path with an access ACL counts as granting
+// (the ACL is not read), so a socket it might open is masked, and a
+// directory it might shut is tried (where it does shut it, bwrap fails to
+// start the command: fail closed). A path that cannot be read grants
+// nothing.
+func permits(path string, uid uint32, gids []uint32, want uint32) bool {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return false
+	}
+	if _, err := unix.Lgetxattr(path, "system.posix_acl_access", nil); err == nil {
+		return true
+	}
+	shift := uint32(0)
+	switch {
+	case st.Uid == uid:
+		shift = 6
+	case slices.Contains(gids, st.Gid):
+		shift = 3
+	}
+	return st.Mode>>shift&want == want
+}
+
+// fileID is a file's identity.
+type fileID struct{ dev, ino uint64 }
+
+// socketID returns the identity of the Unix socket at path (lstat: its last
+// component is not followed), false when there is none.
+func socketID(path string) (fileID, bool) {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
+}
+
+// namedSockets resolves the named sockets for one command: each path's
+// canonical form (symlinks followed) when it is a Unix socket now, and the
+// identities of those sockets. A path that is missing or not a socket now
+// (its server stopped) grants nothing; one restarted at the same path is
+// the new socket.
+func namedSockets(paths []string) ([]string, map[fileID]bool) {
+	var out []string
+	ids := map[fileID]bool{}
+	for _, p := range paths {
+		c, err := filepath.EvalSymlinks(p)
+		if err != nil {
+			continue
+		}
+		id, ok := socketID(c)
+		if !ok {
+			continue
+		}
+		ids[id] = true
+		out = append(out, c)
+	}
+	return out, ids
+}
+
+// maskedSockets returns, canonical and once each, the pathname Unix sockets
+// bound in the server's network namespace (procNetUnix) that exist as
+// socket files now and are none of named (by identity): the sockets a
+// command's view masks. A socket bound by a relative path, or in another
+// network namespace, is not listed there (README: the residual). Errors:
+// procNetUnix cannot be read.
+func maskedSockets(named map[fileID]bool) ([]string, error) {
+	f, err := os.Open(procNetUnix)
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = f.Close() }()
+	bound, err := boundPaths(f)
+	if err != nil {
+		return nil, err
+	}
+	seen := map[string]bool{}
+	var out []string
+	for _, p := range bound {
+		id, ok := socketID(p)
+		if !ok || named[id] {
+			continue
+		}
+		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
+		if err != nil {
+			continue
+		}
+		c := filepath.Join(dir, filepath.Base(p))
+		if !seen[c] {
+			seen[c] = true
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// boundPaths parses a /proc/net/unix listing ("Num RefCount Protocol Flags
+// Type St Inode Path", a header line first) and returns the absolute paths
+// in its Path column: abstract names (@...), relative paths and unbound
+// sockets are left out. Errors: a read error, or a listing without the
+// header.
+func boundPaths(r io.Reader) ([]string, error) {
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
+	if !sc.Scan() {
+		return nil, errors.Join(errors.New("no header in "+procNetUnix), sc.Err())
+	}
+	if !strings.HasPrefix(sc.Text(), "Num ") {
+		return nil, fmt.Errorf("%s has an unknown format: %q", procNetUnix, sc.Text())
+	}
+	var out []string
+	for sc.Scan() {
+		rest := sc.Text()
+		// Seven fields, then one space and the path (which may hold
+		// spaces).
+		for range 7 {
+			rest = strings.TrimLeft(rest, " ")
+			i := strings.IndexByte(rest, ' ')
+			if i < 0 {
+				rest = ""
+				break
+			}
+			rest = rest[i:]
+		}
+		if p := strings.TrimPrefix(rest, " "); strings.HasPrefix(p, "/") {
+			out = append(out, p)
+		}
+	}
+	return out, sc.Err()
+}

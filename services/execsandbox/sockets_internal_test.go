@@ -1,0 +1,145 @@
+package execsandbox
+
+import (
+	"net"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+)
+
+func TestBoundPaths(t *testing.T) {
+	const header = "Num       RefCount Protocol Flags    Type St Inode Path\n"
+	for _, c := range []struct {
+		name, in string
+		want     []string
+	}{
+		{"header only", header, nil},
+		{
+			"pathname, abstract, unnamed and relative sockets", header +
+				"0000000000000000: 00000002 00000000 00010000 0001 01 12414894 /var/tmp/a.sock\n" +
+				"0000000000000000: 00000002 00000000 00010000 0001 01 12414895 @/tmp/.X11-unix/X0\n" +
+				"0000000000000000: 00000003 00000000 00000000 0001 03    4321\n" +
+				"0000000000000000: 00000002 00000000 00010000 0001 01    77 rel.sock\n",
+			[]string{"/var/tmp/a.sock"},
+		},
+		{
+			"a path with spaces, after a padded inode", header +
+				"0000000000000000: 00000002 00000000 00010000 0001 01    17 /run/my agent/s ock\n",
+			[]string{"/run/my agent/s ock"},
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := boundPaths(strings.NewReader(c.in))
+			require.NoError(t, err)
+			assert.Equal(t, c.want, got)
+		})
+	}
+	for _, bad := range []string{"", "sl  local_address rem_address\n"} {
+		_, err := boundPaths(strings.NewReader(bad))
+		assert.Error(t, err, "%q", bad)
+	}
+}
+
+// The sockets to mask are those bound here that are sockets now, once
+// each, canonical, and not the named ones (by identity, whatever path
+// names them).
+func TestMaskedSockets(t *testing.T) {
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	listen := func(name string) string {
+		p := filepath.Join(dir, name)
+		l, err := net.Listen("unix", p)
+		require.NoError(t, err)
+		t.Cleanup(func() { _ = l.Close() })
+		return p
+	}
+	require.NoError(t, os.Symlink(dir, filepath.Join(dir, "via")))
+	named, other := listen("named.sock"), listen("other.sock")
+	through := listen("via/through.sock") // listed by the path it was bound at
+	gone := listen("gone.sock")
+	require.NoError(t, os.Remove(gone)) // still bound, no longer a file
+	got, ids := namedSockets([]string{filepath.Join(dir, "via", "named.sock"), filepath.Join(dir, "missing.sock")})
+	assert.Equal(t, []string{named}, got)
+	masked, err := maskedSockets(ids)
+	require.NoError(t, err)
+	assert.Contains(t, masked, other)
+	assert.Contains(t, masked, filepath.Join(dir, "through.sock"), "masked at its canonical path")
+	assert.NotContains(t, masked, through)
+	assert.NotContains(t, masked, named)
+	assert.NotContains(t, masked, gone)
+	seen := map[string]bool{}
+	for _, p := range masked {
+		assert.False(t, seen[p], "%s twice", p)
+		seen[p] = true
+		assert.True(t, filepath.IsAbs(p) && filepath.Clean(p) == p, p)
+	}
+}
+
+// A socket is masked for a user only where that user could reach it by the
+// modes: every directory above it searchable, the socket writable.
+func TestPermits(t *testing.T) {
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	me, myGID := uint32(os.Geteuid()), uint32(os.Getegid())
+	const stranger, strangerGID = 54321, 54321
+	mk := func(name string, mode os.FileMode) string {
+		p := filepath.Join(base, name)
+		require.NoError(t, os.Mkdir(p, 0o700))
+		require.NoError(t, os.Chmod(p, mode))
+		return p
+	}
+	private, traversable, group := mk("private", 0o700), mk("traversable", 0o711), mk("group", 0o750)
+	for _, d := range []string{base, filepath.Dir(base)} {
+		require.NoError(t, os.Chmod(d, 0o755)) // t.TempDir makes them 0700
+	}
+	for _, c := range []struct {
+		name string
+		dir  string
+		uid  uint32
+		gids []uint32
+		want bool
+	}{
+		{"the owner searches its 0700 directory", private, me, []uint32{myGID}, true},
+		{"a stranger does not", private, stranger, []uint32{strangerGID}, false},
+		{"a stranger searches a 0711 directory", traversable, stranger, []uint32{strangerGID}, true},
+		{"a member of the group searches a 0750 directory", group, stranger, []uint32{strangerGID, myGID}, true},
+		{"a stranger outside the group does not", group, stranger, []uint32{strangerGID}, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			if c.want == false && me == stranger {
+				t.Skip("the test's user is the stranger")
+			}
+			assert.Equal(t, c.want, searchable(c.dir, c.uid, c.gids))
+			p := filepath.Join(c.dir, "s.sock")
+			want := []string(nil)
+			if c.want {
+				want = []string{p}
+			}
+			assert.Equal(t, want, searchableBy([]string{p}, c.uid, c.gids))
+		})
+	}
+	l, err := net.Listen("unix", filepath.Join(base, "s.sock"))
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = l.Close() })
+	sock := filepath.Join(base, "s.sock")
+	for _, c := range []struct {
+		mode     os.FileMode
+		uid      uint32
+		gids     []uint32
+		writable bool
+	}{
+		{0o755, me, []uint32{myGID}, true},
+		{0o755, stranger, []uint32{strangerGID}, false},
+		{0o775, stranger, []uint32{myGID}, true},
+		{0o777, stranger, []uint32{strangerGID}, true},
+		{0o500, me, []uint32{myGID}, false},
+	} {
+		require.NoError(t, os.Chmod(sock, c.mode))
+		assert.Equal(t, c.writable, permits(sock, c.uid, c.gids, 0o2), "mode %o, uid %d", c.mode, c.uid)
+	}
+	assert.False(t, permits(filepath.Join(base, "missing"), me, []uint32{myGID}, 0o1))
+}
