@@ -104,6 +104,11 @@ type Config struct {
 	// confined commands may open network sockets and Unix sockets.
 	Network     string `yaml:"network"`
 	UnixSockets string `yaml:"unix-sockets"`
+	// AllowDomains are the host names (exact, or "*." and a suffix)
+	// confined commands reach through the domain proxy under network deny
+	// (--allow-domain); checked when the runner starts (netproxy.New).
+	// With network allow they are a contradiction, refused.
+	AllowDomains []string `yaml:"allow-domain"`
 	// ExecEnv names server variables passed through to commands besides
 	// PATH, HOME, USER, LANG, TERM and TMPDIR.
 	ExecEnv []string `yaml:"exec-env"`
@@ -293,6 +298,9 @@ func (c *Config) validateExec() error {
 		if err := oneOf(f.key, *f.v, f.vals); err != nil {
 			return err
 		}
+	}
+	if len(c.AllowDomains) > 0 && c.Network == "allow" {
+		return fieldErr("allow-domain", "%q conflicts with --network allow: allowed names filter a network that is otherwise refused; drop --network allow (the default deny keeps everything else out) or drop --allow-domain", c.AllowDomains)
 	}
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {

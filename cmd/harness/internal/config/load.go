@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -54,6 +55,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
 		writables stringList
 		execEnv   stringList
+		domains   stringList
 		caches    = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
 		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
@@ -79,6 +81,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
+	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	return func() (Config, error) {
 		cfg := def
@@ -116,6 +119,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"exec":                  func() { cfg.Exec = *execBack },
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
+			"allow-domain":          func() { cfg.AllowDomains = domains },
 			"exec-env":              func() { cfg.ExecEnv = execEnv },
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
 			"exec-memory":           func() { cfg.ExecMemory = *execMem },
@@ -312,6 +316,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	}
 	if v := lookup("UNPROTECT"); v != "" {
 		cfg.Unprotect = strings.Split(v, "\n")
+	}
+	if v := lookup("ALLOW_DOMAIN"); v != "" {
+		cfg.AllowDomains = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	}
 	ints := []struct {
 		name string
