@@ -52,6 +52,19 @@ type Request struct {
 	// asks it to end; a command may ignore it). Ending it for good is the
 	// context's job: ending it kills the whole tree.
 	Signals <-chan syscall.Signal
+	// AllowHosts are network hosts the user allowed this command alone to
+	// reach through the domain proxy (an approved allow_hosts), besides
+	// the configured names and the session's grants; a runner without
+	// the proxy (HostGranter) ignores them.
+	AllowHosts []string
+}
+
+// HostGranter is a Runner whose confined commands reach the network
+// through a filtering proxy by name (--allow-domain under network deny),
+// so a command may be allowed more hosts (Request.AllowHosts).
+type HostGranter interface {
+	// GrantsHosts reports whether the proxy is on.
+	GrantsHosts() bool
 }
 
 // Result is how a command ended.
@@ -95,6 +108,23 @@ type Confinement struct {
 	// Capable reports that the command kept the capabilities that bypass
 	// file permissions (a root server under the Landlock isolation).
 	Capable bool
+	// Proxy reports that the command reached the network only through
+	// the domain proxy (--allow-domain under network deny).
+	Proxy bool
+	// Refused are the connections the domain proxy refused while the
+	// command ran, from the proxy's own record (never the command's
+	// output), each host once, in order; commands of one session share
+	// its proxy listener, so a refusal made for another of its commands
+	// running at the same time is listed too.
+	Refused []RefusedHost
+}
+
+// RefusedHost is one host the domain proxy refused: the name (or address)
+// asked for, the port, and the proxy's reason.
+type RefusedHost struct {
+	Host   string
+	Port   int
+	Reason string
 }
 
 // Output is one captured stream.

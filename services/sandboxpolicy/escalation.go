@@ -275,7 +275,8 @@ func collapse(s string, limit int) (out string, cut int) {
 // directory, the boundary it crosses under the standing mode, the requested
 // mode and what it means for a command, the session's earlier grant if
 // any, what "allow for the session" would cover (issue 21), and the cleaned
-// justification. Paths are quoted with every control or non-printing
+// justification. A request for network hosts (req.Hosts) names them,
+// quoted, in place of the mode. Paths are quoted with every control or non-printing
 // character escaped.
 func Prompt(req sandbox.ApprovalRequest) string {
 	var b strings.Builder
@@ -293,6 +294,12 @@ func Prompt(req sandbox.ApprovalRequest) string {
 		fmt.Fprintf(&b, " with the command %s in %s", strconv.Quote(CleanCommand(req.Command)), strconv.Quote(req.Workdir))
 	}
 	b.WriteString(".")
+	if len(req.Hosts) > 0 {
+		fmt.Fprintf(&b, " It asks to let this command reach the network hosts %s through harness's proxy (HTTP, HTTPS and SOCKS5 to exactly those names; every other name stays refused) and changes nothing else.", quoteAll(req.Hosts))
+		b.WriteString(" Allowing it for the session lets every later command of this session reach those hosts without asking.")
+		fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))
+		return b.String()
+	}
 	if req.Boundary != "" {
 		fmt.Fprintf(&b, " Under the current %s mode this is refused: %s.", req.Standing, req.Boundary)
 	}

@@ -101,6 +101,10 @@ const (
 // and a "decision" field whose enum offers allowing this one call, allowing
 // the mode for the rest of the session, or denying.
 func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
+	desc := fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny)
+	if len(req.Hosts) > 0 {
+		desc = fmt.Sprintf("%s: this one command may reach the hosts named; %s: this command and the rest of the session's commands may, until the connection ends; %s: refuse.", decisionOnce, decisionSession, decisionDeny)
+	}
 	return &mcp.ElicitParams{
 		Message: sandboxpolicy.Prompt(req),
 		RequestedSchema: &jsonschema.Schema{
@@ -109,7 +113,7 @@ func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 				"decision": {
 					Type:        "string",
 					Title:       "Decision",
-					Description: fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny),
+					Description: desc,
 					Enum:        []any{decisionOnce, decisionSession, decisionDeny},
 					Default:     json.RawMessage(strconv.Quote(decisionDeny)),
 				},
