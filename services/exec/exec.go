@@ -108,9 +108,6 @@ type Confinement struct {
 	// Capable reports that the command kept the capabilities that bypass
 	// file permissions (a root server under the Landlock isolation).
 	Capable bool
-	// Proxy reports that the command reached the network only through
-	// the domain proxy (--allow-domain under network deny).
-	Proxy bool
 	// Refused are the connections the domain proxy refused while the
 	// command ran, from the proxy's own record (never the command's
 	// output), each host once, in order; commands of one session share

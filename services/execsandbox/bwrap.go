@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -40,9 +41,9 @@ type bwrapIsolation struct {
 	nets *sessionNets
 }
 
-func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, proxy *netproxy.Proxy) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, nets: newSessionNets(roots)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, nets: newSessionNets(roots, proxy)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
@@ -88,10 +89,12 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 	return nil, fmt.Errorf("%s is not installed, or only inside a writable root or writable by others", what)
 }
 
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (exec.Result, error) {
+// run runs req in bubblewrap; refused are the hosts the domain proxy
+// refused while it ran (none without the proxy).
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request) (res exec.Result, refused []exec.RefusedHost, err error) {
 	exe, err := b.exe()
 	if err != nil {
-		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
 	}
 	policy := *req.Policy
@@ -113,17 +116,17 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}()
 		held, err = reservedIn(policy, b.policy.Protected().HostRun(), held)
 		if err != nil {
-			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred))
 		if err != nil {
-			return exec.Result{}, err
+			return exec.Result{}, nil, err
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		if held, err = reserveMembers(found, held); err != nil {
-			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
 		for _, h := range held {
@@ -132,19 +135,34 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		conf.Protected = bound(found, conf.Reserved)
 	}
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	stage, err := b.stage()
 	if err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	bw := subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}
-	if s := session.FromContext(ctx); s != nil && !cfg.Network {
+	var g *gate
+	switch s := session.FromContext(ctx); {
+	case cfg.Network:
+	case s != nil:
 		// The session's loopback: a server one of its commands runs is
 		// reachable by the next.
-		if bw.Net, err = b.nets.join(s, bw); err != nil {
-			return exec.Result{}, err
+		if bw.Net, g, err = b.nets.join(s, bw); err != nil {
+			return exec.Result{}, nil, err
 		}
+	case b.nets.proxy != nil:
+		// No session: a namespace and proxy listener of its own.
+		var release func()
+		if bw.Net, g, release, err = b.nets.own(bw); err != nil {
+			return exec.Result{}, nil, err
+		}
+		defer release()
+	}
+	if g != nil {
+		env = g.env(env)
+		w := g.enter(req.AllowHosts)
+		defer func() { refused = g.leave(w) }()
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
@@ -154,12 +172,13 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
 	if errors.Is(err, subproc.ErrNetNSClosed) {
 		// The session ended between joining and starting.
-		return exec.Result{}, sessionEnded()
+		return exec.Result{}, nil, sessionEnded()
 	}
 	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
-		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
+		return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
 	}
-	return execlocal.Result(out, err)
+	res, err = execlocal.Result(out, err)
+	return res, nil, err
 }
 
 // searchContext bounds the protected-path search by the call's context and

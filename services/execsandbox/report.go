@@ -27,6 +27,10 @@ type Isolation struct {
 	RunAs string `json:"runAs"`
 	// NotCovered lists what this isolation does not confine, one line each.
 	NotCovered []string `json:"notCovered"`
+	// AllowDomains are the names commands reach through the domain proxy
+	// under network deny, as the proxy normalized them (lower case,
+	// "*.example.com" wildcards); none without it.
+	AllowDomains []string `json:"allowDomains,omitempty"`
 }
 
 // Isolation reports how confined commands run here. Under IsolationBwrap it
@@ -35,6 +39,9 @@ type Isolation struct {
 func (r *Runner) Isolation() Isolation {
 	l := rlimits(r.cfg)
 	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
+	if r.proxy != nil {
+		iso.AllowDomains = r.proxy.Allowed()
+	}
 	if subproc.Probe().LandlockABI < 1 {
 		iso.Unavailable = subproc.ErrNoLandlock.Error()
 	}

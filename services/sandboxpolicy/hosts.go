@@ -27,13 +27,15 @@ type hostsEvent struct {
 // MaxHosts is how many hosts one request may name.
 const MaxHosts = 10
 
-// hostName is a DNS name as a request may name it: labels of letters,
-// digits and hyphens (not at either end), 1 to 63 bytes each, dot-joined.
-var hostName = regexp.MustCompile(`^([a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?\.)*[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
+// hostName is a DNS name as a request may name it (as the proxy takes
+// names): labels of letters, digits, underscores and hyphens (no hyphen at
+// either end), 1 to 63 bytes each, dot-joined.
+var hostName = regexp.MustCompile(`^([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
 
 // CleanHosts returns the hosts a call asks to reach, each lower-cased and
 // without a final dot, duplicates dropped: 1 to MaxHosts exact host names
-// (no wildcard, no port, at most 253 bytes) or IP addresses. Errors say
+// (letters, digits, '_' and '-'; no wildcard, no port, at most 253 bytes)
+// or IP addresses. Errors say
 // which host is refused and why; nothing is granted.
 func CleanHosts(hosts []string) ([]string, error) {
 	if len(hosts) == 0 || len(hosts) > MaxHosts {

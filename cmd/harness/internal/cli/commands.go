@@ -576,6 +576,15 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 			b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
 		}
 	}
+	switch {
+	case e.Network == "allow":
+		b.WriteString("network:        allow (every host; no proxy)\n")
+	case len(iso.AllowDomains) > 0:
+		_, _ = fmt.Fprintf(b, "network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: %s; "+
+			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
+	default:
+		b.WriteString("network:        deny (loopback only, shared by the session's commands)\n")
+	}
 	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
 	b.WriteString("not confined for commands:\n")
