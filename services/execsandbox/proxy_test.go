@@ -4,14 +4,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net"
-	"net/http"
-	"net/http/httptest"
-	"net/netip"
 	"os/exec"
 	"strings"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -26,47 +21,12 @@ import (
 	"github.com/dsh-go/harness/services/session"
 )
 
-// testResolver maps the test's names to the host's loopback, where its
-// HTTP server listens; every other name is unknown.
-type testResolver struct{}
-
-func (testResolver) LookupNetIP(_ context.Context, _, host string) ([]netip.Addr, error) {
-	switch host {
-	case "allowed.test", "refused.test":
-		return []netip.Addr{netip.MustParseAddr("127.0.0.1")}, nil
-	}
-	return nil, &net.DNSError{Err: "no such host", Name: host, IsNotFound: true}
-}
-
-// hostServer is an HTTP server on the host's 127.0.0.1 that answers every
-// request with a body naming the Host it was asked for, and counts them.
-func hostServer(t *testing.T) (int, *atomic.Int64) {
-	t.Helper()
-	hits := new(atomic.Int64)
-	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		hits.Add(1)
-		_, _ = fmt.Fprintf(w, "hello from the host to %s\n", r.Host)
-	}))
-	t.Cleanup(srv.Close)
-	return srv.Listener.Addr().(*net.TCPAddr).Port, hits
-}
-
-// proxyGet is a command that asks the proxy named by HTTP_PROXY for
-// http://host:port/ (absolute form, as every HTTP client does through a
-// proxy), prints the answer and exits 0 only on a 200.
-func proxyGet(perl, host string, port int) string {
-	return fmt.Sprintf(`%s -MIO::Socket::INET -e '($p) = $ENV{HTTP_PROXY} =~ m{^http://127\.0\.0\.1:(\d+)$} or die "no HTTP_PROXY\n"; `+
-		`$c = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$p", Timeout => 5) or die "connect: $!\n"; `+
-		`print $c "GET http://%s:%d/ HTTP/1.0\r\nHost: %s:%d\r\n\r\n"; local $/; $r = <$c>; print $r; exit($r =~ m{^HTTP/1\.[01] 200} ? 0 : 22)'`,
-		perl, host, port, host, port)
-}
-
 // proxyWorld is a world whose runner proxies allowed.test (resolved to the
 // host's 127.0.0.1).
 func proxyWorld(t *testing.T, o owner) world {
 	t.Helper()
 	w := newWorld(t, o, hexec.Config{}, nil)
-	r, err := execsandbox.New(execsandbox.Config{AllowDomains: []string{"allowed.test"}, Resolver: testResolver{}}, hexec.Config{}, w.pol)
+	r, err := execsandbox.New(execsandbox.Config{AllowDomains: []string{"allowed.test"}, Resolver: fixtures.LoopbackResolver{"allowed.test", "refused.test"}}, hexec.Config{}, w.pol)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = r.Close() })
 	w.r = r
@@ -86,7 +46,7 @@ func TestDomainProxy(t *testing.T) {
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := proxyWorld(t, o)
-			port, hits := hostServer(t)
+			port, hits := fixtures.HTTPServer(t)
 			ctx := session.NewContext(t.Context(), w.sess)
 			runReq := func(ctx context.Context, command string, hosts []string) hexec.Result {
 				t.Helper()
@@ -115,7 +75,7 @@ func TestDomainProxy(t *testing.T) {
 
 			t.Run("a listed name is fetched through the proxy", func(t *testing.T) {
 				before := hits.Load()
-				res := runReq(ctx, proxyGet(pl, "allowed.test", port), nil)
+				res := runReq(ctx, fixtures.ProxyGet(pl, "allowed.test", port), nil)
 				require.Equal(t, 0, res.ExitCode, res.Stdout.Text+res.Stderr.Text)
 				assert.Contains(t, res.Stdout.Text, fmt.Sprintf("hello from the host to allowed.test:%d\n", port))
 				assert.Equal(t, before+1, hits.Load())
@@ -125,7 +85,7 @@ func TestDomainProxy(t *testing.T) {
 
 			t.Run("a name not listed gets 403, the host nothing, the result the refusal", func(t *testing.T) {
 				before := hits.Load()
-				res := runReq(ctx, proxyGet(pl, "refused.test", port), nil)
+				res := runReq(ctx, fixtures.ProxyGet(pl, "refused.test", port), nil)
 				assert.Equal(t, 22, res.ExitCode, res.Stdout.Text+res.Stderr.Text)
 				assert.Contains(t, res.Stdout.Text, "403")
 				assert.Contains(t, res.Stdout.Text, "not in --allow-domain")
@@ -149,11 +109,11 @@ func TestDomainProxy(t *testing.T) {
 
 			t.Run("allowed once: this command only", func(t *testing.T) {
 				before := hits.Load()
-				res := runReq(ctx, proxyGet(pl, "refused.test", port), []string{"refused.test"})
+				res := runReq(ctx, fixtures.ProxyGet(pl, "refused.test", port), []string{"refused.test"})
 				require.Equal(t, 0, res.ExitCode, res.Stdout.Text+res.Stderr.Text)
 				assert.Contains(t, res.Stdout.Text, "hello from the host to refused.test")
 				assert.Empty(t, res.Confinement.Refused)
-				res = runReq(ctx, proxyGet(pl, "refused.test", port), nil)
+				res = runReq(ctx, fixtures.ProxyGet(pl, "refused.test", port), nil)
 				assert.Equal(t, 22, res.ExitCode, res.Stdout.Text)
 				assert.Equal(t, before+1, hits.Load())
 			})
@@ -168,17 +128,17 @@ func TestDomainProxy(t *testing.T) {
 				require.NoError(t, err)
 				require.True(t, granted)
 				for range 2 {
-					res := runReq(ctx, proxyGet(pl, "refused.test", port), nil)
+					res := runReq(ctx, fixtures.ProxyGet(pl, "refused.test", port), nil)
 					require.Equal(t, 0, res.ExitCode, res.Stdout.Text+res.Stderr.Text)
 				}
-				res := runReq(session.NewContext(t.Context(), other), proxyGet(pl, "refused.test", port), nil)
+				res := runReq(session.NewContext(t.Context(), other), fixtures.ProxyGet(pl, "refused.test", port), nil)
 				assert.Equal(t, 22, res.ExitCode, "another session is not granted: %s", res.Stdout.Text)
 			})
 
 			t.Run("a command without a session has a proxy of its own", func(t *testing.T) {
-				res := runReq(t.Context(), proxyGet(pl, "allowed.test", port), nil)
+				res := runReq(t.Context(), fixtures.ProxyGet(pl, "allowed.test", port), nil)
 				require.Equal(t, 0, res.ExitCode, res.Stdout.Text+res.Stderr.Text)
-				res = runReq(t.Context(), proxyGet(pl, "refused.test", port), nil)
+				res = runReq(t.Context(), fixtures.ProxyGet(pl, "refused.test", port), nil)
 				assert.Equal(t, 22, res.ExitCode, res.Stdout.Text)
 				require.Len(t, res.Confinement.Refused, 1)
 			})
@@ -197,7 +157,7 @@ func TestDomainProxyCurl(t *testing.T) {
 	}
 	pl := fixtures.Perl(t)
 	w := proxyWorld(t, primaryOwner())
-	port, hits := hostServer(t)
+	port, hits := fixtures.HTTPServer(t)
 	res := w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf("%s -sS -f -p http://allowed.test:%d/", curl, port))
 	require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
 	assert.Equal(t, fmt.Sprintf("hello from the host to allowed.test:%d\n", port), res.Stdout.Text)
