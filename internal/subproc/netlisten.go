@@ -174,9 +174,9 @@ func (n *NetNS) checkListener(fd int) error {
 // descriptor listenSockFD with listenOK, or sends why not; it returns 0
 // when a message went out.
 func listenMain() int {
-	msg, fd := listenOK, -1
-	var err error
-	if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+	msg := listenOK
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
 		if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
 			err = unix.Listen(fd, unix.SOMAXCONN)
 		}

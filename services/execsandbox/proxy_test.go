@@ -146,7 +146,7 @@ func TestDomainProxy(t *testing.T) {
 	}
 }
 
-// TestDomainProxyCurl: curl, honouring the variables, fetches a listed name
+// TestDomainProxyCurl: curl, following the variables, fetches a listed name
 // through a CONNECT tunnel (-p), is refused one not listed (exit 56 on the
 // 403 of CONNECT), and reaches a server of the session on 127.0.0.1
 // directly (NO_PROXY), which the proxy never sees.

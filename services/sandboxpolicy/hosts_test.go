@@ -110,9 +110,15 @@ func TestEscalateHosts(t *testing.T) {
 	files := req
 	files.Family = sandbox.FileTools
 	for name, call := range map[string]func() error{
-		"no approver": func() error { _, err := sandboxpolicy.EscalateHosts(t.Context(), nil, session.New("s", "/w"), req); return err },
-		"no session":  func() error { _, err := sandboxpolicy.EscalateHosts(t.Context(), never, nil, req); return err },
-		"file tools":  func() error { _, err := sandboxpolicy.EscalateHosts(t.Context(), never, session.New("s", "/w"), files); return err },
+		"no approver": func() error {
+			_, err := sandboxpolicy.EscalateHosts(t.Context(), nil, session.New("s", "/w"), req)
+			return err
+		},
+		"no session": func() error { _, err := sandboxpolicy.EscalateHosts(t.Context(), never, nil, req); return err },
+		"file tools": func() error {
+			_, err := sandboxpolicy.EscalateHosts(t.Context(), never, session.New("s", "/w"), files)
+			return err
+		},
 	} {
 		var ee *sandboxpolicy.EscalationError
 		require.ErrorAs(t, call(), &ee, name)

@@ -24,9 +24,12 @@ func TestPolicyNetwork(t *testing.T) {
 	}{
 		{"deny", nil, "network:        deny (loopback only, shared by the session's commands)\n"},
 		{"allow", []string{"--network", "allow"}, "network:        allow (every host; no proxy)\n"},
-		{"allowed names", []string{"--allow-domain", "Registry.NPMjs.org", "--allow-domain", "*.github.com"},
+		{
+			"allowed names",
+			[]string{"--allow-domain", "Registry.NPMjs.org", "--allow-domain", "*.github.com"},
 			"network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: registry.npmjs.org, *.github.com; " +
-				"and the hosts the user allows a command once or for the session (allow_hosts)\n"},
+				"and the hosts the user allows a command once or for the session (allow_hosts)\n",
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			r := runCLI(t, append(base, c.args...), "", false, nil)
