@@ -147,8 +147,9 @@ func TestDomainProxy(t *testing.T) {
 }
 
 // TestDomainProxyCurl: curl, following the variables, fetches a listed name
-// through a CONNECT tunnel (-p), is refused one not listed (exit 56 on the
-// 403 of CONNECT), and reaches a server of the session on 127.0.0.1
+// through a CONNECT tunnel (-p) and through SOCKS5 (ALL_PROXY), is refused
+// one not listed either way (the 403 of CONNECT, the SOCKS refusal), and
+// reaches a server of the session on 127.0.0.1
 // directly (NO_PROXY), which the proxy never sees.
 func TestDomainProxyCurl(t *testing.T) {
 	curl, err := exec.LookPath("curl")
@@ -166,6 +167,17 @@ func TestDomainProxyCurl(t *testing.T) {
 	res = w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf("%s -sS -f -p https://refused.test:%d/", curl, port))
 	assert.NotEqual(t, 0, res.ExitCode)
 	assert.Contains(t, res.Stderr.Text, "403")
+	assert.Equal(t, before, hits.Load())
+	require.Len(t, res.Confinement.Refused, 1)
+	assert.Equal(t, "refused.test", res.Confinement.Refused[0].Host)
+
+	// SOCKS5 (ALL_PROXY, names resolved by the proxy) for the same.
+	res = w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf(`%s -sS -f -x "$ALL_PROXY" http://allowed.test:%d/socks`, curl, port))
+	require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+	assert.Equal(t, fmt.Sprintf("hello from the host to allowed.test:%d\n", port), res.Stdout.Text)
+	before = hits.Load()
+	res = w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf(`%s -sS -f -x "$ALL_PROXY" http://refused.test:%d/socks`, curl, port))
+	assert.NotEqual(t, 0, res.ExitCode)
 	assert.Equal(t, before, hits.Load())
 	require.Len(t, res.Confinement.Refused, 1)
 	assert.Equal(t, "refused.test", res.Confinement.Refused[0].Host)

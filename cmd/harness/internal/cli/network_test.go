@@ -2,12 +2,15 @@ package cli_test
 
 import (
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // TestPolicyNetwork (issue 24): `harness policy` prints the network rule
@@ -58,4 +61,33 @@ func TestPolicyNetwork(t *testing.T) {
 		assert.Contains(t, r.stderr, "--allow-domain", args)
 		assert.Empty(t, r.stdout)
 	}
+}
+
+// TestCallProxyRefusal (issue 24): `harness call exec` under --allow-domain
+// reports a host the proxy refused with the network marker naming it and,
+// with no one to ask, says how to allow it instead of offering allow_hosts.
+func TestCallProxyRefusal(t *testing.T) {
+	pl := fixture.Perl(t)
+	l := newLayout(t)
+	args, err := json.Marshal(map[string]any{"command": fixture.ProxyGet(pl, "refused.invalid", 80)})
+	require.NoError(t, err)
+	r := runCLI(t, []string{"call", "exec", "--workspace", l.ws, "--mode", "workspace-write", "--temp-root", l.tmp, "--allow-domain", "allowed.invalid", "--args", string(args)}, "", false, nil)
+	if strings.Contains(r.stdout, "SANDBOX_UNAVAILABLE") {
+		t.Skip("the sandbox cannot run here: " + r.stdout)
+	}
+	require.EqualValues(t, cli.ExitToolError, r.code, r.stdout+r.stderr)
+	var res struct {
+		Content []struct {
+			Text string `json:"text"`
+		} `json:"content"`
+		Meta map[string]any `json:"_meta"`
+	}
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &res))
+	require.NotEmpty(t, res.Content)
+	text := res.Content[0].Text
+	assert.Contains(t, text, sandbox.NetworkDenialMarker(sandbox.WorkspaceWrite))
+	assert.Contains(t, text, `(the network proxy refused "refused.invalid" port 80: "not in --allow-domain`)
+	assert.Contains(t, text, "to allow a host, run it again with --allow-domain HOST]")
+	assert.NotContains(t, text, "allow_hosts")
+	assert.Contains(t, r.stdout, "SANDBOX_NETWORK_DENIED")
 }
