@@ -12,6 +12,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	fixtures "github.com/dsh-go/harness/internal/fixture"
 	hexec "github.com/dsh-go/harness/services/exec"
@@ -233,4 +235,29 @@ func TestDomainProxyConfig(t *testing.T) {
 	defer r.Close() //nolint:errcheck // test
 	assert.True(t, r.GrantsHosts())
 	assert.Equal(t, []string{"github.com", "*.npmjs.org"}, r.Isolation().AllowDomains)
+}
+
+// TestDomainProxyLog (issue 24): the proxy's allowances and refusals reach
+// the runner's logger, with the session and the host.
+func TestDomainProxyLog(t *testing.T) {
+	pl := fixtures.Perl(t)
+	w := newWorld(t, primaryOwner(), hexec.Config{}, nil)
+	core, logs := observer.New(zap.InfoLevel)
+	r, err := execsandbox.New(execsandbox.Config{
+		AllowDomains: []string{"allowed.test"}, Resolver: fixtures.LoopbackResolver{"allowed.test", "refused.test"}, Log: zap.New(core),
+	}, hexec.Config{}, w.pol)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	w.r = r
+	port, _ := fixtures.HTTPServer(t)
+	require.Equal(t, 0, w.run(t, sandbox.WorkspaceWrite, fixtures.ProxyGet(pl, "allowed.test", port)).ExitCode)
+	require.Equal(t, 22, w.run(t, sandbox.WorkspaceWrite, fixtures.ProxyGet(pl, "refused.test", port)).ExitCode)
+	for msg, host := range map[string]string{"network access allowed": "allowed.test", "network access refused": "refused.test"} {
+		entries := logs.FilterMessage(msg).AllUntimed()
+		require.Len(t, entries, 1, msg)
+		fields := entries[0].ContextMap()
+		assert.Equal(t, host, fields["host"])
+		assert.Equal(t, w.sess.ID(), fields["session"])
+		assert.Equal(t, "netproxy", entries[0].LoggerName)
+	}
 }
