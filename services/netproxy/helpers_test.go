@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -110,6 +111,8 @@ type fixture struct {
 	mu       sync.Mutex
 	refused  []refusal
 	served   chan error
+	once     sync.Once
+	serveErr error
 }
 
 type fixtureOpts struct {
@@ -138,14 +141,22 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	}()
 	t.Cleanup(func() {
 		require.NoError(t, p.Close())
-		select {
-		case err := <-f.served:
-			require.NoError(t, err)
-		case <-time.After(10 * time.Second):
-			t.Error("Serve did not return after Close")
-		}
+		require.NoError(t, f.waitServed(t))
 	})
 	return f
+}
+
+// waitServed returns what Serve returned, waiting up to 10s for it.
+func (f *fixture) waitServed(t *testing.T) error {
+	t.Helper()
+	f.once.Do(func() {
+		select {
+		case f.serveErr = <-f.served:
+		case <-time.After(10 * time.Second):
+			f.serveErr = errors.New("serve did not return")
+		}
+	})
+	return f.serveErr
 }
 
 func (f *fixture) refusals() []refusal {
@@ -302,4 +313,51 @@ func dialRaw(t *testing.T, addr string) (net.Conn, *bufio.Reader) {
 	t.Cleanup(func() { _ = c.Close() })
 	require.NoError(t, c.SetDeadline(time.Now().Add(10*time.Second)))
 	return c, bufio.NewReader(c)
+}
+
+// rawUpstream is a TCP server on 127.0.0.1 that runs handle on each
+// connection it accepts and counts them; its cleanup closes everything and
+// waits for its goroutines.
+type rawUpstream struct {
+	ln    net.Listener
+	port  int
+	n     atomic.Int64
+	wg    sync.WaitGroup
+	mu    sync.Mutex
+	conns []net.Conn
+}
+
+func newRawUpstream(t *testing.T, handle func(net.Conn)) *rawUpstream {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	require.NoError(t, err)
+	u := &rawUpstream{ln: ln, port: ln.Addr().(*net.TCPAddr).Port}
+	u.wg.Add(1)
+	go func() {
+		defer u.wg.Done()
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			u.n.Add(1)
+			u.mu.Lock()
+			u.conns = append(u.conns, c)
+			u.mu.Unlock()
+			u.wg.Add(1)
+			go func() { defer u.wg.Done(); handle(c) }()
+		}
+	}()
+	t.Cleanup(u.close)
+	return u
+}
+
+func (u *rawUpstream) close() {
+	_ = u.ln.Close()
+	u.mu.Lock()
+	for _, c := range u.conns {
+		_ = c.Close()
+	}
+	u.mu.Unlock()
+	u.wg.Wait()
 }
