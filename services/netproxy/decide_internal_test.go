@@ -134,7 +134,7 @@ func TestDecide(t *testing.T) {
 		{"granted name with a private address", "approved.example", grantSet{"approved.example": true}, allowed, []netip.Addr{private}, 1},
 		{"wildcard name also granted counts as exact", "internal.github.com", grantSet{"internal.github.com": true}, allowed, []netip.Addr{public, private}, 1},
 		{"unlisted name is not resolved", "approved.example", grantSet{"other.example": true}, refused, nil, 0},
-		{"listed IP literal is dialled as is", "10.0.0.9", nil, allowed, []netip.Addr{netip.MustParseAddr("10.0.0.9")}, 0},
+		{"listed IP literal is dialed as is", "10.0.0.9", nil, allowed, []netip.Addr{netip.MustParseAddr("10.0.0.9")}, 0},
 		{"unlisted public IP literal", "140.82.112.3", nil, refused, nil, 0},
 		{"bracketed IPv6 literal", "[::1]", nil, refused, nil, 0},
 		{"IPv4-mapped spelling of a listed literal is another literal", "::ffff:10.0.0.9", nil, refused, nil, 0},

@@ -226,14 +226,26 @@ func httpFetch(t *testing.T, addr, target string) result {
 func connectFetch(t *testing.T, addr, hostport, path string) result {
 	t.Helper()
 	c, br := dialConnect(t, addr, hostport)
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	if resp.StatusCode != http.StatusOK {
-		b, err := io.ReadAll(resp.Body)
-		require.NoError(t, err)
-		return result{status: resp.StatusCode, rep: 0xff, body: string(b)}
+	status, body := readConnectReply(t, br)
+	if status != http.StatusOK {
+		return result{status: status, rep: 0xff, body: body}
 	}
-	return result{status: resp.StatusCode, rep: 0xff, body: getOver(t, c, br, hostport, path)}
+	return result{status: status, rep: 0xff, body: getOver(t, c, br, hostport, path)}
+}
+
+// readConnectReply reads the proxy's reply to a CONNECT: its status, and
+// its body unless it opened the tunnel.
+func readConnectReply(t *testing.T, br *bufio.Reader) (int, string) {
+	t.Helper()
+	resp, err := http.ReadResponse(br, &http.Request{Method: http.MethodConnect})
+	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
+	if resp.StatusCode == http.StatusOK {
+		return resp.StatusCode, ""
+	}
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	return resp.StatusCode, string(b)
 }
 
 // dialConnect sends CONNECT hostport to the proxy at addr.
@@ -250,8 +262,15 @@ func getOver(t *testing.T, c net.Conn, br *bufio.Reader, host, path string) stri
 	t.Helper()
 	_, err := fmt.Fprintf(c, "GET %s HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n", path, host)
 	require.NoError(t, err)
+	return readBody(t, br)
+}
+
+// readBody reads one HTTP response from br and returns its body.
+func readBody(t *testing.T, br *bufio.Reader) string {
+	t.Helper()
 	resp, err := http.ReadResponse(br, nil)
 	require.NoError(t, err)
+	defer func() { _ = resp.Body.Close() }()
 	b, err := io.ReadAll(resp.Body)
 	require.NoError(t, err)
 	return string(b)

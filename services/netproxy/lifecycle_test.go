@@ -28,9 +28,8 @@ func openTunnel(t *testing.T, addr string, how via, port int) (net.Conn, *bufio.
 		return c, br
 	}
 	c, br := dialConnect(t, addr, "allowed.test:"+strconv.Itoa(port))
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
+	status, body := readConnectReply(t, br)
+	require.Equal(t, http.StatusOK, status, body)
 	return c, br
 }
 
@@ -229,9 +228,5 @@ func TestConnectionsBeyondTheCapWait(t *testing.T) {
 
 	require.NoError(t, holders[0].Close())
 	require.NoError(t, c.SetReadDeadline(time.Now().Add(5*time.Second)))
-	resp, err := http.ReadResponse(br, nil)
-	require.NoError(t, err)
-	body, err := io.ReadAll(resp.Body)
-	require.NoError(t, err)
-	assert.Equal(t, fmt.Sprintf("upstream served allowed.test:%d/third", up.port), string(body))
+	assert.Equal(t, fmt.Sprintf("upstream served allowed.test:%d/third", up.port), readBody(t, br))
 }

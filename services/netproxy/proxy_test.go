@@ -1,11 +1,19 @@
 package netproxy_test
 
 import (
+	"crypto/tls"
+	"crypto/x509"
 	"fmt"
+	"io"
+	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
+	"net/url"
+	"os/exec"
 	"strconv"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -80,12 +88,18 @@ func TestRefusedHostGets403AndUpstreamNothing(t *testing.T) {
 		{"wildcard does not match its apex", "github.com", "not in --allow-domain " + listed, nil},
 		{"wildcard does not match a longer label", "evilgithub.com", "not in --allow-domain " + listed, nil},
 		{"IP literal not listed", "127.0.0.1", "an IP address is reachable only when it is listed in --allow-domain " + listed, nil},
-		{"wildcard name resolving to loopback", "api.github.com",
+		{
+			"wildcard name resolving to loopback", "api.github.com",
 			"it resolves to 127.0.0.1 (loopback); a loopback, private or other non-public address is reachable only " +
-				"through a name listed exactly in --allow-domain, not through the wildcard *.github.com", []string{"api.github.com"}},
-		{"wildcard name with one loopback address among public ones", "mixed.wild.test",
+				"through a name listed exactly in --allow-domain, not through the wildcard *.github.com",
+			[]string{"api.github.com"},
+		},
+		{
+			"wildcard name with one loopback address among public ones", "mixed.wild.test",
 			"it resolves to 127.0.0.1 (loopback); a loopback, private or other non-public address is reachable only " +
-				"through a name listed exactly in --allow-domain, not through the wildcard *.wild.test", []string{"mixed.wild.test"}},
+				"through a name listed exactly in --allow-domain, not through the wildcard *.wild.test",
+			[]string{"mixed.wild.test"},
+		},
 	}
 	for _, tc := range cases {
 		for _, how := range allVias {
@@ -210,12 +224,87 @@ func TestConnectPassesBytesSentWithTheRequest(t *testing.T) {
 	_, err := fmt.Fprintf(c, "CONNECT %s HTTP/1.1\r\nHost: %s\r\n\r\nGET /early HTTP/1.1\r\nHost: %s\r\nConnection: close\r\n\r\n",
 		hostport, hostport, hostport)
 	require.NoError(t, err)
-	resp, err := http.ReadResponse(br, nil)
+	status, body := readConnectReply(t, br)
+	require.Equal(t, http.StatusOK, status, body)
+	assert.Equal(t, "upstream served "+hostport+"/early", readBody(t, br))
+}
+
+func TestHTTPSThroughCONNECTIsNotIntercepted(t *testing.T) {
+	hosts := make(chan string, 1)
+	srv := httptest.NewTLSServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		hosts <- r.Host
+		_, _ = w.Write([]byte("secret-free payload"))
+	}))
+	t.Cleanup(srv.Close)
+	port := srv.Listener.Addr().(*net.TCPAddr).Port
+	f := newFixture(t, fixtureOpts{allow: []string{"allowed.test"}, addrs: testAddrs})
+	proxyURL, err := url.Parse("http://" + f.addr)
 	require.NoError(t, err)
-	require.Equal(t, http.StatusOK, resp.StatusCode)
-	resp, err = http.ReadResponse(br, nil)
+	roots := x509.NewCertPool()
+	roots.AddCert(srv.Certificate())
+	// httptest's certificate names example.com: the client checks the
+	// upstream's own certificate, end to end, through the tunnel.
+	c := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{
+		Proxy:             http.ProxyURL(proxyURL),
+		TLSClientConfig:   &tls.Config{RootCAs: roots, ServerName: "example.com", MinVersion: tls.VersionTLS12},
+		DisableKeepAlives: true,
+	}}
+	resp, err := c.Get(fmt.Sprintf("https://allowed.test:%d/x", port))
 	require.NoError(t, err)
-	body := make([]byte, 64)
-	n, _ := resp.Body.Read(body)
-	assert.Equal(t, "upstream served "+hostport+"/early", string(body[:n]))
+	b, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	_ = resp.Body.Close()
+	assert.Equal(t, "secret-free payload", string(b))
+	assert.Equal(t, fmt.Sprintf("allowed.test:%d", port), <-hosts)
+	d := f.decisions()
+	require.Len(t, d, 1)
+	assert.Equal(t, "connect", d[0]["via"])
+}
+
+// TestCurlThroughTheProxy runs the client a command would: curl honoring
+// a proxy URL, for plain HTTP, a CONNECT tunnel and SOCKS5 with the name
+// resolved by the proxy.
+func TestCurlThroughTheProxy(t *testing.T) {
+	curl, err := exec.LookPath("curl")
+	if err != nil {
+		t.Skip("curl is not installed")
+	}
+	up := newUpstream(t)
+	f := newFixture(t, fixtureOpts{allow: []string{"allowed.test"}, addrs: testAddrs})
+	cases := []struct {
+		name string
+		args []string
+	}{
+		{"http proxy", []string{"--proxy", "http://" + f.addr}},
+		{"CONNECT tunnel", []string{"--proxy", "http://" + f.addr, "--proxytunnel"}},
+		{"socks5h", []string{"--proxy", "socks5h://" + f.addr}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			for host, want := range map[string]string{
+				"allowed.test": fmt.Sprintf("upstream served allowed.test:%d/c", up.port),
+				"evil.example": "",
+			} {
+				args := append([]string{"--silent", "--show-error", "--noproxy", "", "--max-time", "10"}, tc.args...)
+				args = append(args, fmt.Sprintf("http://%s:%d/c", host, up.port))
+				cmd := exec.Command(curl, args...)
+				cmd.Env = []string{"PATH=/usr/bin:/bin"}
+				out, err := cmd.Output()
+				if want != "" {
+					require.NoError(t, err)
+					assert.Equal(t, want, string(out))
+					continue
+				}
+				// A refused host: 403 with the reason for plain HTTP, a failed
+				// CONNECT or SOCKS5 reply otherwise; the upstream sees nothing.
+				if tc.name == "http proxy" {
+					assert.Contains(t, string(out), "harness: network access to evil.example refused: not in --allow-domain")
+				} else {
+					assert.Error(t, err)
+				}
+			}
+		})
+	}
+	assert.Equal(t, int64(3), up.accepts(), "one connection per allowed fetch, none for a refused one")
+	assert.Len(t, f.refusals(), 3)
 }
