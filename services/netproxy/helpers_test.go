@@ -172,6 +172,7 @@ func (f *fixture) decisions() []map[string]any {
 		if e.Message == "network access allowed" || e.Message == "network access refused" || e.Message == "network access failed" {
 			m := e.ContextMap()
 			m["msg"] = e.Message
+			m["level"] = e.Level.String()
 			out = append(out, m)
 		}
 	}

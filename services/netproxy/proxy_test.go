@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,11 +66,17 @@ func TestAllowedHostIsFetched(t *testing.T) {
 				d := f.decisions()
 				require.Len(t, d, 1)
 				assert.Equal(t, "network access allowed", d[0]["msg"])
+				assert.Equal(t, "info", d[0]["level"])
 				assert.Equal(t, "s-1", d[0]["session"])
 				assert.Equal(t, string(how), d[0]["via"])
 				assert.Equal(t, int64(up.port), d[0]["port"])
 				assert.Equal(t, "127.0.0.1", d[0]["addresses"])
 				assert.Equal(t, tc.reason, d[0]["reason"])
+				var lookups []string
+				if _, err := netip.ParseAddr(tc.host); err != nil {
+					lookups = []string{strings.ToLower(tc.host)}
+				}
+				assert.Equal(t, lookups, f.resolver.asked(), "a name is resolved once, an IP literal never: the dial uses the checked address")
 			})
 		}
 	}
@@ -119,6 +126,7 @@ func TestRefusedHostGets403AndUpstreamNothing(t *testing.T) {
 				d := f.decisions()
 				require.Len(t, d, 1)
 				assert.Equal(t, "network access refused", d[0]["msg"])
+				assert.Equal(t, "info", d[0]["level"])
 				assert.Equal(t, "s-1", d[0]["session"])
 				assert.Equal(t, tc.host, d[0]["host"])
 				assert.Equal(t, int64(up.port), d[0]["port"])
@@ -170,7 +178,11 @@ func TestNonProxyRequestsAreRejected(t *testing.T) {
 	resp, err := http.Get("http://" + f.addr + "/")
 	require.NoError(t, err)
 	_ = resp.Body.Close()
-	assert.Equal(t, http.StatusBadRequest, resp.StatusCode)
+	assert.Equal(t, http.StatusBadRequest, resp.StatusCode, "origin-form request")
+	c, br := dialRaw(t, f.addr)
+	_, err = fmt.Fprintf(c, "GET https://allowed.test/ HTTP/1.1\r\nHost: allowed.test\r\n\r\n")
+	require.NoError(t, err)
+	assert.Contains(t, readBody(t, br), "use CONNECT", "absolute-form https request")
 	got := connectFetch(t, f.addr, "allowed.test", "/")
 	assert.Equal(t, http.StatusBadRequest, got.status, "CONNECT without a port")
 	assert.Empty(t, f.decisions())
