@@ -320,3 +320,31 @@ func TestCurlThroughTheProxy(t *testing.T) {
 	assert.Equal(t, int64(3), up.accepts(), "one connection per allowed fetch, none for a refused one")
 	assert.Len(t, f.refusals(), 3)
 }
+
+func TestConcurrentFetchesOfOneSession(t *testing.T) {
+	up := newUpstream(t)
+	f := newFixture(t, fixtureOpts{allow: []string{"allowed.test"}, addrs: testAddrs})
+	const each = 10
+	t.Run("group", func(t *testing.T) {
+		for i := range each * len(allVias) {
+			how := allVias[i%len(allVias)]
+			host := []string{"allowed.test", "evil.example"}[i%2]
+			t.Run(fmt.Sprintf("%d-%s-%s", i, how, host), func(t *testing.T) {
+				t.Parallel()
+				got := f.fetch(t, how, host, up.port, fmt.Sprintf("/%d", i))
+				if host == "evil.example" {
+					if how == viaSOCKS {
+						assert.Equal(t, byte(2), got.rep)
+					} else {
+						assert.Equal(t, http.StatusForbidden, got.status)
+					}
+					return
+				}
+				assert.Equal(t, fmt.Sprintf("upstream served allowed.test:%d/%d", up.port, i), got.body)
+			})
+		}
+	})
+	assert.Equal(t, int64(each*len(allVias)/2), up.accepts())
+	assert.Len(t, f.refusals(), each*len(allVias)/2)
+	assert.Len(t, f.decisions(), each*len(allVias))
+}
