@@ -20,6 +20,8 @@ const connectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n"
 // each with a one-line plain-text body that starts "harness: ".
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
+		// Not an empty 200, which a CONNECT client would take as a tunnel.
+		http.Error(w, "harness: the network proxy is shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	defer s.leave()
