@@ -2,6 +2,7 @@ package netproxy
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"net/netip"
 	"strings"
@@ -83,7 +84,7 @@ func (p *Proxy) decide(ctx context.Context, rawHost string, port int, grants Gra
 	defer cancel()
 	addrs, err := p.resolver.LookupNetIP(rctx, "ip", name)
 	if err == nil && len(addrs) == 0 {
-		err = fmt.Errorf("no addresses")
+		err = errors.New("no addresses")
 	}
 	if err != nil {
 		v.outcome, v.reason = failed, "cannot resolve it: "+err.Error()

@@ -15,11 +15,13 @@ import (
 const connectEstablished = "HTTP/1.1 200 Connection established\r\n\r\n"
 
 // ServeHTTP serves one proxy request: CONNECT opens a tunnel, an
-// absolute-form http or https request is forwarded; anything else is 400.
+// absolute-form http:// request is forwarded; anything else is 400.
 // A refused host is 403, a host that cannot be resolved or reached 502,
 // each with a one-line plain-text body that starts "harness: ".
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	if !s.enter() {
+		// Not an empty 200, which a CONNECT client would take as a tunnel.
+		http.Error(w, "harness: the network proxy is shutting down", http.StatusServiceUnavailable)
 		return
 	}
 	defer s.leave()
@@ -82,12 +84,11 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "harness: this is a proxy: send an absolute-form request (GET http://host/...) or CONNECT", http.StatusBadRequest)
 		return
 	}
-	defaultPort := map[string]int{"http": 80, "https": 443}[r.URL.Scheme]
-	if defaultPort == 0 {
-		http.Error(w, "harness: the proxy forwards http and https URLs only, not "+strconv.Quote(r.URL.Scheme), http.StatusBadRequest)
+	if r.URL.Scheme != "http" {
+		http.Error(w, "harness: the proxy forwards http:// URLs only; use CONNECT for "+strconv.Quote(r.URL.Scheme), http.StatusBadRequest)
 		return
 	}
-	port := defaultPort
+	port := 80
 	if p := r.URL.Port(); p != "" {
 		n, err := strconv.Atoi(p)
 		if err != nil || n < 1 || n > 65535 {
@@ -108,8 +109,7 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 			}
 			return c, nil
 		},
-		DisableKeepAlives:   true,
-		TLSHandshakeTimeout: s.p.limits.header,
+		DisableKeepAlives: true,
 	}
 	defer tr.CloseIdleConnections()
 	rp := &httputil.ReverseProxy{

@@ -3,7 +3,7 @@
 // and SOCKS5 (CONNECT, no authentication), reaching only the names of an
 // allow list (--allow-domain) and those a session was granted.
 //
-// What it protects: a refused name is never resolved nor dialled; an IP
+// What it protects: a refused name is never resolved nor dialed; an IP
 // literal is reached only when listed; a name resolving to any loopback,
 // private, link-local, CGNAT or other non-public address is refused unless
 // it is listed exactly (or granted), so a wildcard cannot reach the
@@ -136,7 +136,7 @@ func (p *Proxy) Allowed() []string { return p.allow.names() }
 // host, port, via and reason); a refusal is also passed to onRefuse (may
 // be nil), called on the connection's goroutine, so it must not block.
 //
-// When Serve returns, every connection it accepted or dialled is closed
+// When Serve returns, every connection it accepted or dialed is closed
 // and every goroutine it started has ended. It returns nil when stopped by
 // Close (or called after it); otherwise the error that ended Accept (one
 // that errors.Is net.ErrClosed when ln was closed).
