@@ -234,7 +234,9 @@ func TestDomainProxyConfig(t *testing.T) {
 	require.NoError(t, err)
 	defer r.Close() //nolint:errcheck // test
 	assert.True(t, r.GrantsHosts())
-	assert.Equal(t, []string{"github.com", "*.npmjs.org"}, r.Isolation().AllowDomains)
+	iso := r.Isolation()
+	assert.Equal(t, []string{"github.com", "*.npmjs.org"}, iso.AllowDomains)
+	assert.Contains(t, iso.NotCovered[len(iso.NotCovered)-1], "what a command sends to an allowed host")
 }
 
 // TestDomainProxyLog (issue 24): the proxy's allowances and refusals reach

@@ -71,6 +71,10 @@ func (r *Runner) Isolation() Isolation {
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
 	}
+	if r.proxy != nil {
+		iso.NotCovered = append(iso.NotCovered,
+			"what a command sends to an allowed host, on any port (the proxy does not look inside tunnels); a host allowed once to one command is reachable by the session's other commands while it runs")
+	}
 	return iso
 }
 
