@@ -39,6 +39,8 @@ func Main() int {
 			return confineAndExec()
 		case bwrapStage:
 			return stageMain()
+		case listenStage:
+			return listenMain()
 		}
 	}
 	status := run()

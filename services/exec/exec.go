@@ -57,6 +57,19 @@ type Request struct {
 	// reads (issue 24): a confining runner then does not mask them. Set
 	// only for an approval given once, never for a session grant.
 	DenyReadLifted bool
+	// AllowHosts are network hosts the user allowed this command alone to
+	// reach through the domain proxy (an approved allow_hosts), besides
+	// the configured names and the session's grants; a runner without
+	// the proxy (HostGranter) ignores them.
+	AllowHosts []string
+}
+
+// HostGranter is a Runner whose confined commands reach the network
+// through a filtering proxy by name (--allow-domain under network deny),
+// so a command may be allowed more hosts (Request.AllowHosts).
+type HostGranter interface {
+	// GrantsHosts reports whether the proxy is on.
+	GrantsHosts() bool
 }
 
 // Result is how a command ended.
@@ -108,6 +121,20 @@ type Confinement struct {
 	// (canonical; a directory hides what it holds): reading one failed
 	// with EACCES (a file) or ENOENT (beneath a directory).
 	Masked []string
+	// Refused are the connections the domain proxy refused while the
+	// command ran, from the proxy's own record (never the command's
+	// output), each host once, in order; commands of one session share
+	// its proxy listener, so a refusal made for another of its commands
+	// running at the same time is listed too.
+	Refused []RefusedHost
+}
+
+// RefusedHost is one host the domain proxy refused: the name (or address)
+// asked for, the port, and the proxy's reason.
+type RefusedHost struct {
+	Host   string
+	Port   int
+	Reason string
 }
 
 // Output is one captured stream.

@@ -18,6 +18,7 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -41,9 +42,9 @@ type bwrapIsolation struct {
 	nets *sessionNets
 }
 
-func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
@@ -89,10 +90,12 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 	return nil, fmt.Errorf("%s is not installed, or only inside a writable root or writable by others", what)
 }
 
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (exec.Result, error) {
+// run runs req in bubblewrap; refused are the hosts the domain proxy
+// refused while it ran (none without the proxy).
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (res exec.Result, refused []exec.RefusedHost, err error) {
 	exe, err := b.exe()
 	if err != nil {
-		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
 	}
 	policy := *req.Policy
@@ -118,17 +121,17 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}()
 		held, err = reservedIn(policy, b.policy.Protected().HostRun(), held)
 		if err != nil {
-			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred))
 		if err != nil {
-			return exec.Result{}, err
+			return exec.Result{}, nil, err
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		if held, err = reserveMembers(found, held); err != nil {
-			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
 		for _, h := range held {
@@ -137,25 +140,40 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		conf.Protected = bound(found, conf.Reserved)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	if err := unmasked(conf, req.Workdir); err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	if err := checkWorkdir(req.Workdir, conf); err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	stage, err := b.stage()
 	if err != nil {
-		return exec.Result{}, err
+		return exec.Result{}, nil, err
 	}
 	bw := subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}
-	if s := session.FromContext(ctx); s != nil && !cfg.Network {
+	var g *gate
+	switch s := session.FromContext(ctx); {
+	case cfg.Network:
+	case s != nil:
 		// The session's loopback: a server one of its commands runs is
 		// reachable by the next.
-		if bw.Net, err = b.nets.join(s, bw); err != nil {
-			return exec.Result{}, err
+		if bw.Net, g, err = b.nets.join(s, bw); err != nil {
+			return exec.Result{}, nil, err
 		}
+	case b.nets.proxy != nil:
+		// No session: a namespace and proxy listener of its own.
+		var release func()
+		if bw.Net, g, release, err = b.nets.own(bw); err != nil {
+			return exec.Result{}, nil, err
+		}
+		defer release()
+	}
+	if g != nil {
+		env = g.env(env)
+		w := g.enter(req.AllowHosts)
+		defer func() { refused = g.leave(w) }()
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
@@ -165,9 +183,10 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
 	if errors.Is(err, subproc.ErrNetNSClosed) {
 		// The session ended between joining and starting.
-		return exec.Result{}, sessionEnded()
+		return exec.Result{}, nil, sessionEnded()
 	}
-	return bwrapResult(out, err, conf)
+	res, err = bwrapResult(out, err, conf)
+	return res, nil, err // refused is set as it returns (leave)
 }
 
 // bwrapResult maps a bubblewrap run of conf to the runner's result (see

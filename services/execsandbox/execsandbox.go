@@ -23,14 +23,18 @@ package execsandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 
 	"go.uber.org/fx"
+	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
@@ -82,6 +86,22 @@ type Config struct {
 	// Pids caps a command's processes (--exec-pids); 0 means DefaultPids,
 	// -1 no cap.
 	Pids int64 `yaml:"pids" json:"pids"`
+	// AllowDomains are the names commands reach through the domain proxy
+	// (services/netproxy) under network deny (--allow-domain): each
+	// confined command's namespace holds the proxy's listener on
+	// 127.0.0.1 and its environment names it (HTTP_PROXY, HTTPS_PROXY,
+	// ALL_PROXY, NO_PROXY and their lower-case forms). Requires
+	// IsolationBwrap and not Network.
+	AllowDomains []string `yaml:"allowDomains" json:"allowDomains"`
+	// Resolver resolves names for the proxy; nil is the system's (a test
+	// maps its own name to 127.0.0.1).
+	Resolver interface {
+		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
+	} `yaml:"-" json:"-"`
+	// Log gets the proxy's decisions (each allowed and refused
+	// connection, at info); nil discards them. Module sets it to the
+	// app's logger.
+	Log *zap.Logger `yaml:"-" json:"-"`
 }
 
 // Runner confines each command by its request's policy. It is safe for
@@ -100,14 +120,17 @@ type Runner struct {
 	finder *finder
 	// masker finds the deny-read paths, for both isolations.
 	masker *masker
+	// proxy is the domain proxy (nil without AllowDomains).
+	proxy *netproxy.Proxy
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
 // runner config (see execlocal.Validate); an unknown isolation; a memory or
 // process cap below -1; a named Unix socket that is not an absolute, clean
-// path of a socket that exists (CheckUnixSocket). A missing bubblewrap is
-// not an error here: confined commands are refused with the reason (see
-// Run).
+// path of a socket that exists (CheckUnixSocket); AllowDomains with Network
+// or IsolationLandlock, or a name netproxy.New refuses
+// (exec.CodeInvalidRequest naming it). A missing bubblewrap is not an error
+// here: confined commands are refused with the reason (see Run).
 func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, error) {
 	if policy == nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: a sandboxpolicy.Service is required"}
@@ -135,8 +158,11 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 		return nil, err
 	}
 	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy)}
+	if r.proxy, err = newProxy(cfg); err != nil {
+		return nil, err
+	}
 	if cfg.Isolation == IsolationBwrap {
-		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker)
+		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker, r.proxy)
 	}
 	return r, nil
 }
@@ -181,8 +207,9 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, err
 	}
 	var res exec.Result
+	var refused []exec.RefusedHost
 	if r.bwrap != nil {
-		res, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
+		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
 	} else {
 		var conf *subproc.Confinement
 		if conf, err = r.landlockConfinement(ctx, req, socks); err != nil {
@@ -195,6 +222,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		if res.Confinement != nil {
 			c.Masked = res.Confinement.Masked
 		}
+		c.Refused = refused
 		res.Confinement = c
 	}
 	return res, err
@@ -236,10 +264,14 @@ type Params struct {
 	Config    Config      `optional:"true"`
 	Run       exec.Config `optional:"true"`
 	Policy    *sandboxpolicy.Service
+	Log       *zap.Logger `optional:"true"`
 	Lifecycle fx.Lifecycle
 }
 
 func provide(p Params) (*Runner, error) {
+	if p.Config.Log == nil {
+		p.Config.Log = p.Log
+	}
 	r, err := New(p.Config, p.Run, p.Policy)
 	if err != nil {
 		return nil, err
@@ -288,11 +320,48 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.bwrap.nets.close()
-	return r.bwrap.limits.close()
+	var err error
+	if r.proxy != nil {
+		err = r.proxy.Close()
+	}
+	return errors.Join(err, r.bwrap.limits.close())
 }
+
+// GrantsHosts reports whether confined commands reach the network through
+// the domain proxy (AllowDomains), so a command may be allowed more hosts
+// (exec.HostGranter).
+func (r *Runner) GrantsHosts() bool { return r.proxy != nil }
 
 // Module provides the confining runner as exec.Runner, in place of
 // execlocal.Module. It needs a *sandboxpolicy.Service.
 var Module = fx.Module("execsandbox", fx.Provide(fx.Annotate(provide, fx.As(new(exec.Runner)))))
 
-var _ exec.Runner = (*Runner)(nil)
+var (
+	_ exec.Runner      = (*Runner)(nil)
+	_ exec.HostGranter = (*Runner)(nil)
+)
+
+// newProxy returns the domain proxy of cfg.AllowDomains, nil without any.
+// Errors (exec.CodeInvalidRequest): with Network (the names would filter a
+// network commands already have) or IsolationLandlock (no network
+// namespace to hold the listener); a name netproxy.New refuses.
+func newProxy(cfg Config) (*netproxy.Proxy, error) {
+	if len(cfg.AllowDomains) == 0 {
+		return nil, nil
+	}
+	switch {
+	case cfg.Network:
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: allowed domains filter a network commands are otherwise refused; they cannot be combined with network allow"}
+	case cfg.Isolation != IsolationBwrap:
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: allowed domains need the bubblewrap isolation (the proxy listens inside each command's network namespace); the landlock isolation has none"}
+	}
+	log := cfg.Log
+	if log == nil {
+		log = zap.NewNop()
+	}
+	p, err := netproxy.New(netproxy.Config{Allow: cfg.AllowDomains, Resolver: cfg.Resolver}, log.Named("netproxy"))
+	if err != nil {
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: err.Error()}
+	}
+	return p, nil
+}

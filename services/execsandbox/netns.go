@@ -7,6 +7,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -30,6 +31,9 @@ const nsenterRemedy = "install util-linux's nsenter (Debian and Ubuntu: the esse
 type sessionNets struct {
 	// enter is nsenter, found and opened once.
 	enter func() (*subproc.Program, error)
+	// proxy, when set (--allow-domain), serves a gate in each namespace,
+	// made with it and closed when it is let go.
+	proxy *netproxy.Proxy
 
 	mu      sync.Mutex // guards nets and stopped
 	nets    map[netKey]*sessionNet
@@ -44,14 +48,17 @@ type netKey struct {
 	uid, gid uint32
 }
 
-// sessionNet is the namespace of one key, made once.
+// sessionNet is the namespace of one key, made once, and its gate (nil
+// without the proxy).
 type sessionNet struct {
-	mu sync.Mutex // held while it is made
-	ns *subproc.NetNS
+	mu   sync.Mutex // held while it is made
+	ns   *subproc.NetNS
+	gate *gate
 }
 
-func newSessionNets(roots func() []string) *sessionNets {
+func newSessionNets(roots func() []string, proxy *netproxy.Proxy) *sessionNets {
 	return &sessionNets{
+		proxy: proxy,
 		enter: sync.OnceValues(func() (*subproc.Program, error) {
 			return findProgram("nsenter", "nsenter", os.Getenv("PATH"), roots())
 		}),
@@ -60,14 +67,15 @@ func newSessionNets(roots func() []string) *sessionNets {
 	}
 }
 
-// join returns the namespace of s for b.Credential, making it with b when
-// it has none yet. Errors (exec.CodeUnavailable, the command must not run):
-// s has ended; the runner is closed; nsenter is missing or unusable, or the
-// namespace could not be made.
-func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS, error) {
+// join returns the namespace of s for b.Credential and its gate (nil
+// without the proxy), making them with b when it has none yet. Errors
+// (exec.CodeUnavailable, the command must not run): s has ended; the
+// runner is closed; nsenter is missing or unusable, or the namespace or
+// its proxy listener could not be made.
+func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS, *gate, error) {
 	select {
 	case <-s.Done():
-		return nil, sessionEnded()
+		return nil, nil, sessionEnded()
 	default:
 	}
 	k := netKey{s: s, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
@@ -77,7 +85,7 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
-		return nil, closedRunner()
+		return nil, nil, closedRunner()
 	}
 	e := n.nets[k]
 	if e == nil {
@@ -89,24 +97,20 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	if e.ns != nil {
-		return e.ns, nil
+		return e.ns, e.gate, nil
 	}
-	enter, err := n.enter()
-	if err == nil {
-		e.ns, err = subproc.NewNetNS(b, enter)
-	}
-	if err != nil {
+	var err error
+	if e.ns, e.gate, err = n.make(b, s); err != nil {
 		// Nothing kept: the next command tries again.
 		n.forget(k, e)
-		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the session's network namespace could not be made: %v; the command was not run. Remedy: %s", err, nsenterRemedy)}
+		return nil, nil, err
 	}
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
-		_ = e.ns.Close()
+		e.let()
 		n.forget(k, e)
-		return nil, closedRunner()
+		return nil, nil, closedRunner()
 	}
 	// Added under mu while not stopped, so before close waits.
 	n.ended.Add(1)
@@ -118,9 +122,52 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 		case <-n.stop:
 		}
 		n.forget(k, e)
-		_ = e.ns.Close()
+		e.let()
 	}()
-	return e.ns, nil
+	return e.ns, e.gate, nil
+}
+
+// make makes a namespace for b and, with the proxy, its gate for s (nil:
+// one command's). Errors: exec.CodeUnavailable, naming what failed.
+func (n *sessionNets) make(b subproc.Bwrap, s *session.Session) (*subproc.NetNS, *gate, error) {
+	enter, err := n.enter()
+	var ns *subproc.NetNS
+	if err == nil {
+		ns, err = subproc.NewNetNS(b, enter)
+	}
+	if err != nil {
+		return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the command's network namespace could not be made: %v; the command was not run. Remedy: %s", err, nsenterRemedy)}
+	}
+	if n.proxy == nil {
+		return ns, nil, nil
+	}
+	g, err := openGate(n.proxy, ns, b, s)
+	if err != nil {
+		_ = ns.Close()
+		return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the domain proxy's listener could not be made in the command's network namespace: %v; the command was not run", err)}
+	}
+	return ns, g, nil
+}
+
+// own makes a namespace and gate for one command without a session under
+// the proxy (the gate judges with no session grants); release lets both go.
+func (n *sessionNets) own(b subproc.Bwrap) (*subproc.NetNS, *gate, func(), error) {
+	ns, g, err := n.make(b, nil)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	e := &sessionNet{ns: ns, gate: g}
+	return ns, g, e.let, nil
+}
+
+// let lets the namespace go, after closing its gate.
+func (e *sessionNet) let() {
+	if e.gate != nil {
+		e.gate.close()
+	}
+	_ = e.ns.Close()
 }
 
 // forget removes e, when it is still the entry of k.

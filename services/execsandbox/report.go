@@ -30,6 +30,10 @@ type Isolation struct {
 	// NamedSockets says how commands are kept to the named Unix sockets
 	// (Config.UnixSocketPaths) here; "" when none are named.
 	NamedSockets string `json:"namedSockets,omitempty"`
+	// AllowDomains are the names commands reach through the domain proxy
+	// under network deny, as the proxy normalized them (lower case,
+	// "*.example.com" wildcards); none without it.
+	AllowDomains []string `json:"allowDomains,omitempty"`
 }
 
 // Isolation reports how confined commands run here. Under IsolationBwrap it
@@ -38,6 +42,9 @@ type Isolation struct {
 func (r *Runner) Isolation() Isolation {
 	l := rlimits(r.cfg)
 	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
+	if r.proxy != nil {
+		iso.AllowDomains = r.proxy.Allowed()
+	}
 	caps := subproc.Probe()
 	if caps.LandlockABI < 1 {
 		iso.Unavailable = subproc.ErrNoLandlock.Error()
@@ -73,6 +80,10 @@ func (r *Runner) Isolation() Isolation {
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by a relative path, "+
 			"or in another network namespace (a session's own commands, a container) and reachable by path; a socket's other hard links")
+	}
+	if r.proxy != nil {
+		iso.NotCovered = append(iso.NotCovered,
+			"what a command sends to an allowed host, on any port (the proxy does not look inside tunnels); a host allowed once to one command is reachable by the session's other commands while it runs")
 	}
 	return iso
 }

@@ -17,6 +17,9 @@ import (
 const (
 	argPermissions   = "sandbox_permissions"
 	argJustification = "justification"
+	// argHosts asks for network hosts instead of a mode (commands under
+	// the domain proxy only).
+	argHosts = "allow_hosts"
 )
 
 // ArgError is an argument the guard or a tool body refused before doing

@@ -3,22 +3,26 @@ package guard
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // Escalation is what a call asks for with its escalation arguments: the
-// requested mode and the model's justification; the zero value asks for
-// nothing.
+// requested mode, or the network hosts (allow_hosts, CleanHosts' form), and
+// the model's justification; the zero value asks for nothing.
 type Escalation struct {
 	Mode          sandbox.Mode
+	Hosts         []string
 	Justification string
 }
 
 // Escalation reads and checks the call's escalation arguments (X-07..X-10):
-// each a string, paired, the mode one of the escalation targets. Errors:
-// *ArgError with the model-facing text.
+// each a string, paired, the mode one of the escalation targets; or
+// allow_hosts (where the guard declares it) with a justification and
+// without sandbox_permissions, each host a name or address
+// (sandboxpolicy.CleanHosts). Errors: *ArgError with the model-facing text.
 func (c *Call) Escalation() (Escalation, error) {
 	perm, err := c.optString(argPermissions)
 	if err != nil {
@@ -27,6 +31,22 @@ func (c *Call) Escalation() (Escalation, error) {
 	just, err := c.optString(argJustification)
 	if err != nil {
 		return Escalation{}, err
+	}
+	if raw, ok := c.Args[argHosts]; ok && c.g.hosts && string(raw) != "null" {
+		var hosts []string
+		if json.Unmarshal(raw, &hosts) != nil {
+			return Escalation{}, BadArg(argHosts + " must be an array of host names")
+		}
+		switch {
+		case perm != "":
+			return Escalation{}, BadArg("invalid escalation: ask for sandbox_permissions or allow_hosts, not both in one call")
+		case strings.TrimSpace(just) == "":
+			return Escalation{}, BadArg("invalid escalation: allow_hosts requires a justification")
+		}
+		if hosts, err = sandboxpolicy.CleanHosts(hosts); err != nil {
+			return Escalation{}, BadArg("invalid allow_hosts: " + err.Error())
+		}
+		return Escalation{Hosts: hosts, Justification: just}, nil
 	}
 	if err := sandboxpolicy.CheckEscalationArgs(perm, just); err != nil {
 		return Escalation{}, BadArg(err.Error())
@@ -84,4 +104,21 @@ func (c *Call) EscalateRead(ctx context.Context, standing sandbox.ExecutionPolic
 	req.Family, req.Tool = c.g.family, c.tool
 	req.Mode, req.Justification = esc.Mode, esc.Justification
 	return sandboxpolicy.EscalateRead(ctx, approver, c.Session, req, standing.Mode)
+}
+
+// EscalateHosts asks the user to let the call's command reach esc.Hosts
+// through the domain proxy (sandboxpolicy.EscalateHosts) and reports
+// whether the answer covers the rest of the session (the hosts are then
+// the session's grant); false with no error allows this command only. req
+// says what the command is (Command, Workdir); the guard fills in the
+// family, tool, hosts and justification, and asks the call's own approver,
+// else the composed one. Errors: *sandboxpolicy.EscalationError.
+func (c *Call) EscalateHosts(ctx context.Context, esc Escalation, req sandbox.ApprovalRequest) (bool, error) {
+	approver := c.Approver
+	if approver == nil {
+		approver = c.g.approver
+	}
+	req.Family, req.Tool = c.g.family, c.tool
+	req.Hosts, req.Justification = esc.Hosts, esc.Justification
+	return sandboxpolicy.EscalateHosts(ctx, approver, c.Session, req)
 }

@@ -38,18 +38,24 @@ type Guard struct {
 	// unconfined says why escalation is not available when the family does
 	// not confine, e.g. "no sandboxing filesystem to escalate".
 	unconfined string
+	// hosts is set when the family's commands reach the network through
+	// the domain proxy, so a call may ask for hosts (allow_hosts).
+	hosts bool
 }
 
 // Config is what a family's guard needs: its family, the policy service
 // (optional unless Confines), whether the family's calls run confined
 // under it (else Unconfined says why escalation is not available, in a few
-// words), and the composed approver (optional).
+// words), the composed approver (optional), and whether the family's
+// commands reach the network through the domain proxy (Hosts: commands
+// only, when confined), so a call may ask for hosts.
 type Config struct {
 	Family     sandbox.Family
 	Policy     *sandboxpolicy.Service
 	Confines   bool
 	Approver   sandbox.Approver
 	Unconfined string
+	Hosts      bool
 }
 
 // New returns the guard of cfg.Family. Errors: a Family that is not one of
@@ -65,6 +71,7 @@ func New(cfg Config) (*Guard, error) {
 	return &Guard{
 		family: cfg.Family, policy: cfg.Policy, confines: cfg.Confines,
 		approver: cfg.Approver, unconfined: cfg.Unconfined,
+		hosts: cfg.Hosts && cfg.Confines && cfg.Family == sandbox.Commands,
 	}, nil
 }
 
@@ -112,7 +119,8 @@ func (c *Call) Workspace() string {
 
 // Tool returns t guarded: its input schema is closed (additionalProperties
 // false), declares sandbox_permissions and justification when escalates is
-// set and the family confines, and its handler decodes the arguments
+// set and the family confines (and allow_hosts when its commands reach the
+// network through the domain proxy), and its handler decodes the arguments
 // strictly (Decode) before running body; a refused argument is an
 // INVALID_ARGUMENT result naming it, and body is not run. t's own Handler
 // is ignored.
@@ -160,4 +168,11 @@ func (g *Guard) addEscalationProps(s *jsonschema.Schema) {
 		Description: "One sentence telling the user why this " + g.family.Subject() + " needs the wider mode. Required with sandbox_permissions.",
 	}
 	s.PropertyOrder = append(s.PropertyOrder, argPermissions, argJustification)
+	if g.hosts {
+		s.Properties[argHosts] = &jsonschema.Schema{
+			Type: "array", Items: &jsonschema.Schema{Type: "string"}, MinItems: jsonschema.Ptr(1), MaxItems: jsonschema.Ptr(sandboxpolicy.MaxHosts),
+			Description: "Ask the user to let exactly this command reach these network hosts (exact names, as a network denial named them) through the proxy. Use only after a network denial naming them; with justification, without sandbox_permissions.",
+		}
+		s.PropertyOrder = append(s.PropertyOrder, argHosts)
+	}
 }

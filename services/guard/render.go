@@ -2,6 +2,8 @@ package guard
 
 import (
 	"errors"
+	"slices"
+	"strconv"
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
@@ -105,6 +107,33 @@ const CodeNetworkDenied errcode.Code = "SANDBOX_NETWORK_DENIED"
 // marker and without the no-workspace line (which is about writes).
 func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text string) tool.Result {
 	msg := g.lines(sandbox.NetworkDenialMarker(policy.Mode), &policy, detail, false)
+	if text != "" {
+		msg += "\n" + text
+	}
+	return tool.ErrorResult(msg, CodeNetworkDenied)
+}
+
+// DeniedHosts returns the result of a command under policy whose
+// connections the domain proxy refused (refused: the proxy's record, never
+// the command's output), with CodeNetworkDenied: the network marker
+// (sandbox.NetworkDenialMarker), one line naming each refused host and
+// port, quoted, with the proxy's reason, and the hint to retry asking for
+// exactly those hosts with allow_hosts (when the guard declares it; else
+// the escalation hint); then text, the command's own output.
+func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, text string) tool.Result {
+	msg := sandbox.NetworkDenialMarker(policy.Mode)
+	hosts := make([]string, 0, len(refused))
+	for _, r := range refused {
+		msg += "\n(the network proxy refused " + strconv.Quote(r.Host) + " port " + strconv.Itoa(r.Port) + ": " + strconv.Quote(r.Reason) + ")"
+		if !slices.Contains(hosts, r.Host) {
+			hosts = append(hosts, r.Host)
+		}
+	}
+	if g.hosts {
+		msg += "\n" + sandbox.HostsHint(hosts)
+	} else {
+		msg += "\n" + sandbox.EscalationHint(g.family.Subject())
+	}
 	if text != "" {
 		msg += "\n" + text
 	}

@@ -75,6 +75,10 @@ type ApprovalRequest struct {
 	// Boundary is the boundary the call crosses under the standing policy
 	// (one of the Boundary* texts); empty when the caller has none.
 	Boundary string
+	// Hosts, when set, are the network hosts a command asks to reach
+	// through the domain proxy (sandboxpolicy.EscalateHosts) instead of a
+	// wider mode; Mode, Standing and SessionGrant are then empty.
+	Hosts []string
 	// Standing is the mode the call runs under without the escalation.
 	Standing Mode
 	// ReadRule, when set, makes the request the approval of one read of

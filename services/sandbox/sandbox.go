@@ -12,6 +12,7 @@ package sandbox
 import (
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 )
 
@@ -142,6 +143,17 @@ const NoWorkspaceMarker = "[sandbox: no workspace is set: workspace-write allows
 // pointless below that mode).
 func SessionGrantMarker(m Mode) string {
 	return "[sandbox: this session already runs under " + string(m) + ", which the user allowed for the session]"
+}
+
+// HostsHint is the model-facing line after the domain proxy refused hosts
+// to a command: retry it asking for exactly those hosts (each quoted).
+func HostsHint(hosts []string) string {
+	q := make([]string, len(hosts))
+	for i, h := range hosts {
+		q[i] = strconv.Quote(h)
+	}
+	return "[sandbox: network escalation available — if the command needs them, retry this exact command with allow_hosts [" + strings.Join(q, ", ") +
+		"] + justification; the approval prompt asks the user to allow them once or for the session]"
 }
 
 // EscalationHint is the model-facing line that says how to escalate (X-12);

@@ -276,9 +276,10 @@ func collapse(s string, limit int) (out string, cut int) {
 // mode and what it means for a command (with the deny-read paths it names,
 // a credential read: credentialRead), the session's earlier grant if
 // any, what "allow for the session" would cover (issue 21), and the cleaned
-// justification. Paths are quoted with every control or non-printing
-// character escaped. A credential read (req.ReadRule set) has its own
-// question (see EscalateRead).
+// justification. A request for network hosts (req.Hosts) names them,
+// quoted, in place of the mode. Paths are quoted with every control or
+// non-printing character escaped. A credential read (req.ReadRule set)
+// has its own question (see EscalateRead).
 func Prompt(req sandbox.ApprovalRequest) string {
 	if req.ReadRule != "" {
 		return readPrompt(req)
@@ -298,6 +299,12 @@ func Prompt(req sandbox.ApprovalRequest) string {
 		fmt.Fprintf(&b, " with the command %s in %s", strconv.Quote(CleanCommand(req.Command)), strconv.Quote(req.Workdir))
 	}
 	b.WriteString(".")
+	if len(req.Hosts) > 0 {
+		fmt.Fprintf(&b, " It asks to let this command reach the network hosts %s through harness's proxy (HTTP, HTTPS and SOCKS5 to exactly those names; every other name stays refused) and changes nothing else.", quoteAll(req.Hosts))
+		b.WriteString(" Allowing it for the session lets every later command of this session reach those hosts without asking.")
+		fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))
+		return b.String()
+	}
 	if req.Boundary != "" {
 		fmt.Fprintf(&b, " Under the current %s mode this is refused: %s.", req.Standing, req.Boundary)
 	}

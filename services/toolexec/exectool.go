@@ -116,6 +116,24 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	req := exec.Request{Command: args.command, Workdir: workdir, Timeout: args.timeout}
 	if standing := c.Standing(); standing != nil {
 		policy := *standing
+		if len(args.esc.Hosts) > 0 {
+			before, err := os.Stat(workdir)
+			if err != nil {
+				return t.g.Fail(guard.BadArg("workdir "+strconv.Quote(workdir)+" is not an existing directory"), standing)
+			}
+			forSession, err := c.EscalateHosts(ctx, args.esc, sandbox.ApprovalRequest{Command: args.command, Workdir: workdir})
+			if err != nil {
+				return t.g.Fail(err, standing)
+			}
+			if err := sameWorkdir(workspace, args.workdir, workdir, before); err != nil {
+				return t.g.Fail(sandboxpolicy.WorkdirChanged(policy.Mode, workdir, err.Error()), standing)
+			}
+			if !forSession {
+				// Once: this command only (a session grant is the
+				// session's, read by the runner).
+				req.AllowHosts = args.esc.Hosts
+			}
+		}
 		if args.esc.Mode != "" {
 			before, err := os.Stat(workdir)
 			if err != nil {
@@ -187,11 +205,13 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res
 }
 
 // render turns a finished command into the result: a timeout or a
-// cancellation is an error result; a confined command's failure whose
-// stderr shows the deny-read masks refusing a read (inferReadDenial), the
-// sandbox refusing a write (inferFileDenial) or the network
-// (inferNetworkDenial) is the guard's denial (marker, the inference, the
-// escalation hint); any other exit, zero or not, is a plain result.
+// cancellation is an error result; a confined command's failure while the
+// domain proxy refused it hosts (its record) is the guard's network denial
+// naming them (DeniedHosts); else one whose stderr shows the deny-read
+// masks refusing a read (inferReadDenial), the sandbox refusing a write
+// (inferFileDenial) or the network (inferNetworkDenial) is the guard's
+// denial (marker, the inference, the escalation hint); any other exit,
+// zero or not, is a plain result.
 func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	v := Value{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMs: res.Duration.Milliseconds(),
@@ -222,8 +242,13 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		return r
 	}
 	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
+		if len(res.Confinement.Refused) > 0 {
+			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, text)
+			r.Value = v
+			return r
+		}
 		if d, ok := t.inferReadDenial(res.Confinement, req, res.Stderr.Text); ok {
-			r := t.g.DeniedRead(*req.Policy, d.detail(), text)
+			r := t.g.DeniedRead(*req.Policy, d.detail(), text, true)
 			r.Value = v
 			return r
 		}

@@ -75,9 +75,11 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	hosts, _ := deps.Runner.(exec.HostGranter)
 	g, err := guard.New(guard.Config{
 		Family: sandbox.Commands, Policy: deps.Policy, Confines: deps.Runner.Confines(), Approver: deps.Approver,
 		Unconfined: "the command runner does not confine",
+		Hosts:      hosts != nil && hosts.GrantsHosts(),
 	})
 	if err != nil {
 		return nil, err

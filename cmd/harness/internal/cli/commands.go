@@ -336,13 +336,27 @@ func chooseApprover(choice string, env Env) (sandbox.Approver, bool, error) {
 const noApprovalHint = "[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; " +
 	"to allow this, run it again with a wider --mode]"
 
+// noHostsHint replaces the allow_hosts hint (sandbox.HostsHint) of a
+// command the domain proxy refused a host when call has no one to ask.
+const noHostsHint = "[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; " +
+	"to allow a host, run it again with --allow-domain HOST]"
+
 // withoutEscalationHint returns the text of a denied call with the
-// escalation hint (of either family) replaced by noApprovalHint.
+// escalation hint (of either family) replaced by noApprovalHint, and the
+// allow_hosts hint by noHostsHint.
 func withoutEscalationHint(text string) string {
 	for _, subject := range []string{sandbox.SubjectOperation, sandbox.SubjectCommand} {
 		text = strings.Replace(text, sandbox.EscalationHint(subject), noApprovalHint, 1)
 	}
-	return text
+	hosts, _, _ := strings.Cut(sandbox.HostsHint(nil), " —")
+	lines := strings.Split(text, "\n")
+	for i, l := range lines {
+		if strings.HasPrefix(l, hosts) {
+			lines[i] = noHostsHint
+			break
+		}
+	}
+	return strings.Join(lines, "\n")
 }
 
 // promptApprover asks on stderr (sandboxpolicy.Prompt) and reads the answer
@@ -588,6 +602,15 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 		} else {
 			b.WriteString("; no mount namespace: protected paths are not carved out for commands)\n")
 		}
+	}
+	switch {
+	case e.Network == "allow":
+		b.WriteString("network:        allow (every host; no proxy)\n")
+	case len(iso.AllowDomains) > 0:
+		_, _ = fmt.Fprintf(b, "network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: %s; "+
+			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
+	default:
+		b.WriteString("network:        deny (loopback only, shared by the session's commands)\n")
 	}
 	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)

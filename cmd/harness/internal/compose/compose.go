@@ -187,5 +187,6 @@ func execsandboxConfig(cfg config.Config) execsandbox.Config {
 	return execsandbox.Config{
 		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow", UnixSocketPaths: cfg.UnixSocketPaths,
 		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
+		AllowDomains: cfg.AllowDomains,
 	}
 }

@@ -118,6 +118,11 @@ type Config struct {
 	// Unix socket stays unreachable; under --exec sandbox each must be a
 	// socket when the configuration is validated.
 	UnixSocketPaths []string `yaml:"unix-socket"`
+	// AllowDomains are the host names (exact, or "*." and a suffix)
+	// confined commands reach through the domain proxy under network deny
+	// (--allow-domain); checked when the runner starts (netproxy.New).
+	// With network allow they are a contradiction, refused.
+	AllowDomains []string `yaml:"allow-domain"`
 	// ExecEnv names server variables passed through to commands besides
 	// PATH, HOME, USER, LANG, TERM and TMPDIR.
 	ExecEnv []string `yaml:"exec-env"`
@@ -310,6 +315,9 @@ func (c *Config) validateExec() error {
 		if err := oneOf(f.key, *f.v, f.vals); err != nil {
 			return err
 		}
+	}
+	if len(c.AllowDomains) > 0 && c.Network == "allow" {
+		return fieldErr("allow-domain", "%q conflicts with --network allow: allowed names filter a network that is otherwise refused; drop --network allow (the default deny keeps everything else out) or drop --allow-domain", c.AllowDomains)
 	}
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {

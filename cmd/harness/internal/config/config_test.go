@@ -137,6 +137,12 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{[]string(nil), []string{".vscode"}, []string{".idea", ".envrc"}, []string{".mcp.json"}},
 		},
 		{
+			name:  "allow-domain",
+			set:   layer{yaml: "allow-domain: [registry.npmjs.org]", env: [2]string{"ALLOW_DOMAIN", "github.com, *.githubusercontent.com"}, args: []string{"--allow-domain", "proxy.golang.org", "--allow-domain", "*.example.com"}},
+			get:   func(c config.Config) any { return c.AllowDomains },
+			wants: [4]any{[]string(nil), []string{"registry.npmjs.org"}, []string{"github.com", "*.githubusercontent.com"}, []string{"proxy.golang.org", "*.example.com"}},
+		},
+		{
 			name:  "protect",
 			set:   layer{yaml: "protect: [a/]", env: [2]string{"PROTECT", "b/\n*.key"}, args: []string{"--protect", "c/", "--protect", "d/"}},
 			get:   func(c config.Config) any { return c.Protect },
@@ -631,7 +637,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
-		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
+		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 	}, names)
@@ -679,6 +685,29 @@ func TestLocalNeverPretendsToConfine(t *testing.T) {
 	cfg := config.Default()
 	cfg.FS = "local"
 	require.ErrorContains(t, cfg.Validate(), "conflicts with --fs local", "a built config is checked too")
+}
+
+// TestAllowDomainNeedsNetworkDeny: allowed names with --network allow are
+// a contradiction (the proxy would filter a network commands already
+// have), refused from every source; with deny they load.
+func TestAllowDomainNeedsNetworkDeny(t *testing.T) {
+	assert.Equal(t, []string{"github.com"}, mustLoad(t, []string{"--allow-domain", "github.com"}, nil).AllowDomains)
+	tests := []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{name: "flag", args: []string{"--network", "allow", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] conflicts with --network allow`},
+		{name: "variable", vars: map[string]string{"HARNESS_NETWORK": "allow", "HARNESS_ALLOW_DOMAIN": "github.com"}, want: `HARNESS_ALLOW_DOMAIN: ["github.com"] conflicts with --network allow`},
+		{name: "file", args: []string{"--config", writeYAML(t, "network: allow\nallow-domain: [github.com]\n")}, want: `:2: key "allow-domain": ["github.com"] conflicts with --network allow`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.vars)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
 }
 
 func TestRootsTimeout(t *testing.T) {

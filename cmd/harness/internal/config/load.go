@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unicode"
 
 	"go.yaml.in/yaml/v3"
 
@@ -57,6 +58,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		writables stringList
 		execEnv   stringList
 		unixPaths stringList
+		domains   stringList
 		caches    = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
 		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
 		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
@@ -85,6 +87,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
+	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	return func() (Config, error) {
 		cfg := def
@@ -125,6 +128,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
 			"unix-socket":           func() { cfg.UnixSocketPaths = unixPaths },
+			"allow-domain":          func() { cfg.AllowDomains = domains },
 			"exec-env":              func() { cfg.ExecEnv = execEnv },
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
 			"exec-memory":           func() { cfg.ExecMemory = *execMem },
@@ -327,6 +331,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	}
 	if v := lookup("ALLOW_READ"); v != "" {
 		cfg.AllowRead = strings.Split(v, "\n")
+	}
+	if v := lookup("ALLOW_DOMAIN"); v != "" {
+		cfg.AllowDomains = strings.FieldsFunc(v, func(r rune) bool { return r == ',' || unicode.IsSpace(r) })
 	}
 	ints := []struct {
 		name string

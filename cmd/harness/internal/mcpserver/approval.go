@@ -104,10 +104,13 @@ const (
 // says so).
 func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 	choices := fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny)
-	if req.ReadRule != "" {
+	switch {
+	case req.ReadRule != "":
 		// A credential read is allowed once whatever the answer
 		// (sandboxpolicy.EscalateRead).
 		choices = fmt.Sprintf("%s or %s: exactly this one read of this one file (nothing is allowed for the session); %s: refuse.", decisionOnce, decisionSession, decisionDeny)
+	case len(req.Hosts) > 0:
+		choices = fmt.Sprintf("%s: this one command may reach the hosts named; %s: this command and the rest of the session's commands may, until the connection ends; %s: refuse.", decisionOnce, decisionSession, decisionDeny)
 	}
 	return &mcp.ElicitParams{
 		Message: sandboxpolicy.Prompt(req),

@@ -1,0 +1,194 @@
+package subproc
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// listenStage is the helper's second argument for the short-lived process
+// that makes a listener inside a NetNS (Listen).
+const listenStage = "listen"
+
+// Descriptors of the listen stage: the socket it hands the listener back
+// on, and the helper program nsenter runs (above it, where RunBwrap keeps
+// bwrap, below nsenter's and the namespaces').
+const (
+	listenSockFD   = 3
+	listenHelperFD = 7
+)
+
+// listenOK is what the listen stage sends with the listener; anything else
+// is its error.
+const listenOK = "ok"
+
+// Listen returns a TCP listener on 127.0.0.1 (a port the kernel picks)
+// inside the namespace, for the server to accept on: connections come from
+// the commands inside it, and whatever serves them (the domain proxy) dials
+// out from the server's own namespace. A server cannot enter the namespace
+// itself (a multi-threaded process cannot change its user namespace), so a
+// short-lived helper does: nsenter enters the namespaces as cred (nil: the
+// server's user; it must be the namespace's), runs helper (the harness
+// binary, whose main calls Main first) in its listen stage, which makes the
+// listener and hands its descriptor back over a socket pair (SCM_RIGHTS)
+// and exits. The descriptor is checked before it is used: a listening TCP
+// socket on 127.0.0.1 that lives in this namespace (fail closed: never one
+// in the server's). The listener outlives Close; its owner closes it.
+//
+// Errors: the namespace was closed (ErrNetNSClosed); cred is not the one
+// it was made for; the helper could not run or make the listener (its
+// message); the descriptor is not such a listener.
+func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener, error) {
+	release, err := n.hold(cred)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("socket pair for the namespace's listener: %w", err)
+	}
+	ours := os.NewFile(uintptr(fds[0]), "listener-receive")
+	defer ours.Close() //nolint:errcheck // only received on
+	theirs := os.NewFile(uintptr(fds[1]), "listener-send")
+	var out strings.Builder
+	cmd := &exec.Cmd{
+		Path:   execPath(netEnterFD),
+		Args:   n.enterArgs(execPath(listenHelperFD), HelperArg, listenStage),
+		Env:    []string{},
+		Dir:    "/",
+		Stdout: &out, Stderr: &out,
+		// fds 3 and 7, then nsenter and the namespaces.
+		ExtraFiles: n.extraFiles(theirs, nil, nil, nil, helper.f),
+		SysProcAttr: &syscall.SysProcAttr{
+			Pdeathsig:  syscall.SIGKILL,
+			Credential: cred,
+		},
+		WaitDelay: killGrace,
+	}
+	err = cmd.Start()
+	_ = theirs.Close()
+	if err != nil {
+		return nil, fmt.Errorf("start nsenter (%s) for the namespace's listener: %w", n.enter.Path(), err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err = <-done:
+	case <-time.After(killGrace):
+		_ = cmd.Process.Kill()
+		err = <-done
+	}
+	fd, msg, rerr := receiveFD(int(ours.Fd()))
+	if rerr != nil || msg != listenOK {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+		why := msg
+		if rerr != nil {
+			why = rerr.Error()
+		}
+		if s := strings.TrimSpace(out.String()); s != "" {
+			why += ": " + s
+		} else if err != nil {
+			why += ": " + err.Error()
+		}
+		return nil, errors.New("the namespace's listener could not be made: " + why)
+	}
+	f := os.NewFile(uintptr(fd), "namespace-listener")
+	defer f.Close() //nolint:errcheck // net.FileListener holds a duplicate
+	if err := n.checkListener(fd); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
+}
+
+// receiveFD reads the listen stage's one message without waiting (it has
+// exited): its text and the descriptor it carried (-1 for none).
+func receiveFD(sock int) (fd int, msg string, err error) {
+	buf := make([]byte, 512)
+	oob := make([]byte, unix.CmsgSpace(4))
+	nb, noob, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
+	if err != nil {
+		return -1, "", fmt.Errorf("no answer from the listen stage: %w", err)
+	}
+	fd = -1
+	if noob > 0 {
+		cmsgs, err := unix.ParseSocketControlMessage(oob[:noob])
+		if err == nil && len(cmsgs) == 1 {
+			if fds, err := unix.ParseUnixRights(&cmsgs[0]); err == nil && len(fds) == 1 {
+				fd = fds[0]
+			}
+		}
+	}
+	msg = string(buf[:nb])
+	if msg == listenOK && fd < 0 {
+		return -1, msg, errors.New("the listen stage sent no descriptor")
+	}
+	return fd, msg, nil
+}
+
+// checkListener verifies that fd is a listening TCP socket bound to
+// 127.0.0.1 whose network namespace is this one.
+func (n *NetNS) checkListener(fd int) error {
+	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	accepting, err3 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
+	sa, err4 := unix.Getsockname(fd)
+	if err := errors.Join(err1, err2, err3, err4); err != nil {
+		return fmt.Errorf("cannot check the namespace's listener: %w", err)
+	}
+	in4, ok := sa.(*unix.SockaddrInet4)
+	if domain != unix.AF_INET || typ != unix.SOCK_STREAM || accepting != 1 || !ok || in4.Addr != [4]byte{127, 0, 0, 1} {
+		return errors.New("the namespace's listener is not a TCP listener on 127.0.0.1")
+	}
+	// The socket's namespace, opened by the kernel (the server holds the
+	// capability over it: it or its user made it).
+	nsfd, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS)
+	if err != nil {
+		return fmt.Errorf("cannot tell the namespace of the listener: %w", err)
+	}
+	ns := os.NewFile(uintptr(nsfd), "listener-netns")
+	defer ns.Close() //nolint:errcheck // only stat'd
+	var a, b unix.Stat_t
+	if err := errors.Join(unix.Fstat(nsfd, &a), unix.Fstat(int(n.net.Fd()), &b)); err != nil {
+		return fmt.Errorf("cannot tell the namespace of the listener: %w", err)
+	}
+	if a.Dev != b.Dev || a.Ino != b.Ino {
+		// Fail closed: a listener in another namespace (the server's)
+		// would not be the commands'.
+		return errors.New("the namespace's listener is not inside the namespace")
+	}
+	return nil
+}
+
+// listenMain is the listen stage, run by nsenter inside a NetNS: it makes a
+// TCP listener on 127.0.0.1 (a port the kernel picks) and sends it on
+// descriptor listenSockFD with listenOK, or sends why not; it returns 0
+// when a message went out.
+func listenMain() int {
+	msg := listenOK
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err == nil {
+		if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
+			err = unix.Listen(fd, unix.SOMAXCONN)
+		}
+	}
+	var rights []byte
+	if err != nil {
+		msg = "cannot listen on 127.0.0.1 inside the namespace: " + err.Error()
+	} else {
+		rights = unix.UnixRights(fd)
+	}
+	if err := unix.Sendmsg(listenSockFD, []byte(msg), rights, nil, 0); err != nil {
+		return 125
+	}
+	return 0
+}

@@ -1,0 +1,143 @@
+package execsandbox
+
+import (
+	"net"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/netproxy"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// noProxy is NO_PROXY of a command under the domain proxy: the session's
+// own loopback servers are reached directly.
+const noProxy = "localhost,127.0.0.1,::1"
+
+// gate is the domain proxy's listener inside one loopback-only network
+// namespace (a session's, or one command's when it has no session): the
+// only way out of it. It judges each connection with the configured names
+// plus the session's grants (sandboxpolicy.GrantedHosts) and the hosts
+// allowed once to the commands running meanwhile, and records each refusal
+// for those commands. It is the netproxy.Grants of its Serve.
+type gate struct {
+	ln   net.Listener
+	port int
+	sess *session.Session // nil: a command without a session
+	// served is closed when Serve has returned (every connection closed).
+	served chan struct{}
+
+	mu      sync.Mutex // guards running
+	running map[*watch]struct{}
+}
+
+// watch is one command running behind a gate: the hosts allowed to it
+// once, and the refusals made while it ran.
+type watch struct {
+	hosts   []string
+	refused []exec.RefusedHost
+}
+
+// openGate makes the proxy's listener inside ns (subproc.NetNS.Listen, as
+// b.Credential, with b.Stage as the helper) and serves p on it for sess
+// (nil for one command without a session). Errors: the listener could not
+// be made (the command must not run: it would have no network and no
+// report why).
+func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *session.Session) (*gate, error) {
+	ln, err := ns.Listen(b.Stage, b.Credential)
+	if err != nil {
+		return nil, err
+	}
+	g := &gate{
+		ln: ln, port: ln.Addr().(*net.TCPAddr).Port, sess: sess,
+		served: make(chan struct{}), running: map[*watch]struct{}{},
+	}
+	id := ""
+	if sess != nil {
+		id = sess.ID()
+	}
+	go func() {
+		defer close(g.served)
+		_ = p.Serve(ln, id, g, g.refuse)
+	}()
+	return g, nil
+}
+
+// Allowed reports whether host was granted beyond the configured names:
+// for the session, or once to a command running now (netproxy.Grants).
+func (g *gate) Allowed(host string) bool {
+	if slices.Contains(sandboxpolicy.GrantedHosts(g.sess), host) {
+		return true
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for w := range g.running {
+		if slices.Contains(w.hosts, host) {
+			return true
+		}
+	}
+	return false
+}
+
+// refuse records a refusal for every command running now, each host once
+// per command.
+func (g *gate) refuse(host string, port int, reason string) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	for w := range g.running {
+		if !slices.ContainsFunc(w.refused, func(r exec.RefusedHost) bool { return r.Host == host }) {
+			w.refused = append(w.refused, exec.RefusedHost{Host: host, Port: port, Reason: reason})
+		}
+	}
+}
+
+// enter registers a command about to run, with the hosts allowed to it
+// once; leave ends it and returns what was refused while it ran.
+func (g *gate) enter(hosts []string) *watch {
+	w := &watch{hosts: hosts}
+	g.mu.Lock()
+	g.running[w] = struct{}{}
+	g.mu.Unlock()
+	return w
+}
+
+func (g *gate) leave(w *watch) []exec.RefusedHost {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	delete(g.running, w)
+	return w.refused
+}
+
+// env returns environ with the proxy variables set to the gate (replacing
+// any passed through): HTTP(S)_PROXY in both cases as http://, ALL_PROXY as
+// socks5h:// (names resolved by the proxy), NO_PROXY the loopback names.
+func (g *gate) env(environ []string) []string {
+	httpURL := "http://127.0.0.1:" + strconv.Itoa(g.port)
+	socksURL := "socks5h://127.0.0.1:" + strconv.Itoa(g.port)
+	set := map[string]string{
+		"HTTP_PROXY": httpURL, "HTTPS_PROXY": httpURL, "ALL_PROXY": socksURL, "NO_PROXY": noProxy,
+	}
+	for k, v := range set {
+		set[strings.ToLower(k)] = v
+	}
+	out := slices.DeleteFunc(slices.Clone(environ), func(kv string) bool {
+		name, _, _ := strings.Cut(kv, "=")
+		_, ours := set[name]
+		return ours
+	})
+	for _, k := range []string{"HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "NO_PROXY"} {
+		out = append(out, k+"="+set[k], strings.ToLower(k)+"="+set[k])
+	}
+	return out
+}
+
+// close stops serving: the listener closes and every connection with it;
+// it returns once Serve has.
+func (g *gate) close() {
+	_ = g.ln.Close()
+	<-g.served
+}

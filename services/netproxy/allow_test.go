@@ -1,0 +1,71 @@
+package netproxy_test
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/netproxy"
+)
+
+func TestNewRefusesBadNames(t *testing.T) {
+	cases := []struct {
+		name   string
+		reason string
+	}{
+		{"", "empty name"},
+		{"   ", "empty name"},
+		{".", "empty name"},
+		{"exa mple.com", "contains white space"},
+		{"https://example.com", "a URL is not a name"},
+		{"example.com/path", "a path is not part of a name"},
+		{"example.com?q", "a path is not part of a name"},
+		{"example.com:443", "a port is not part of a name"},
+		{"*", `"*" alone would allow every name`},
+		{"*.", `"*" alone would allow every name`},
+		{"*.com", "a wildcard over a top-level domain (*.com)"},
+		{"*.COM.", "a wildcard over a top-level domain (*.com)"},
+		{"*.10.0.0.1", "a wildcard does not apply to an IP address"},
+		{"*.[::1]", "a wildcard does not apply to an IP address"},
+		{"a.*.example.com", `"*" is allowed only as the whole first label`},
+		{"*example.com", `"*" is allowed only as the whole first label`},
+		{"**.example.com", `"*" is allowed only as the whole first label`},
+		{"example..com", "an empty label"},
+		{".example.com", "an empty label"},
+		{"-bad.example.com", "starts or ends with '-'"},
+		{"bücher.example", "not an ASCII name: give its xn-- (punycode) form"},
+		{"exa$mple.com", `character '$' is not allowed`},
+		{"1.2.3", "the last label is a number"},
+		{strings.Repeat("a", 64) + ".com", "a label longer than 63 bytes"},
+		{strings.Repeat("abcdefghi.", 26) + "com", "longer than 253 bytes"},
+		{"fe80::1%eth0", "an IP address with a zone is not allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := netproxy.New(netproxy.Config{Allow: []string{"good.example", tc.name}}, nil)
+			require.Error(t, err)
+			assert.Nil(t, p)
+			var ne *netproxy.NameError
+			require.True(t, errors.As(err, &ne), "error is a *NameError: %v", err)
+			assert.Equal(t, tc.name, ne.Name)
+			assert.Contains(t, ne.Reason, tc.reason)
+			assert.Contains(t, err.Error(), "--allow-domain ")
+		})
+	}
+}
+
+func TestAllowedIsNormalized(t *testing.T) {
+	p, err := netproxy.New(netproxy.Config{Allow: []string{
+		"Registry.NPMJS.org.", "*.GitHub.com", "registry.npmjs.org", "[::1]", "10.0.0.5", "_svc.internal.example", "xn--bcher-kva.example",
+	}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, []string{
+		"registry.npmjs.org", "*.github.com", "::1", "10.0.0.5", "_svc.internal.example", "xn--bcher-kva.example",
+	}, p.Allowed())
+	empty, err := netproxy.New(netproxy.Config{}, nil)
+	require.NoError(t, err)
+	assert.Empty(t, empty.Allowed())
+}

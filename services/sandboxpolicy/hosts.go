@@ -1,0 +1,145 @@
+package sandboxpolicy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
+)
+
+// eventHosts is the session event type that records network hosts the
+// user allowed the session's commands to reach through the domain proxy
+// (an "allow for the session" answer to a hosts prompt); its Data is a
+// hostsEvent.
+const eventHosts = "sandbox/hosts"
+
+// hostsEvent is the payload of a "sandbox/hosts" event.
+type hostsEvent struct {
+	Hosts []string `json:"hosts"`
+}
+
+// MaxHosts is how many hosts one request may name.
+const MaxHosts = 10
+
+// hostName is a DNS name as a request may name it (as the proxy takes
+// names): labels of letters, digits, underscores and hyphens (no hyphen at
+// either end), 1 to 63 bytes each, dot-joined.
+var hostName = regexp.MustCompile(`^([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
+
+// CleanHosts returns the hosts a call asks to reach, each lower-cased and
+// without a final dot, duplicates dropped: 1 to MaxHosts exact host names
+// (letters, digits, '_' and '-'; no wildcard, no port, at most 253 bytes)
+// or IP addresses. Errors say
+// which host is refused and why; nothing is granted.
+func CleanHosts(hosts []string) ([]string, error) {
+	if len(hosts) == 0 || len(hosts) > MaxHosts {
+		return nil, fmt.Errorf("name 1 to %d hosts, got %d", MaxHosts, len(hosts))
+	}
+	out := make([]string, 0, len(hosts))
+	for _, h := range hosts {
+		c := strings.TrimSuffix(strings.ToLower(h), ".")
+		if a, err := netip.ParseAddr(strings.Trim(c, "[]")); err == nil {
+			c = a.Unmap().String()
+		} else if len(c) > 253 || !hostName.MatchString(c) {
+			return nil, fmt.Errorf("%s is not a host name (letters, digits, hyphens and dots; no wildcard, scheme or port) or an IP address", strconv.Quote(h))
+		}
+		if !slices.Contains(out, c) {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// GrantedHosts returns the hosts the user allowed the commands of s to
+// reach for the rest of the session (EscalateHosts), in the order granted;
+// none for a nil session.
+func GrantedHosts(s *session.Session) []string {
+	if s == nil {
+		return nil
+	}
+	var out []string
+	for _, e := range s.Events() {
+		if e.Type != eventHosts {
+			continue
+		}
+		var hosts []string
+		switch d := e.Data.(type) {
+		case hostsEvent:
+			hosts = d.Hosts
+		case *hostsEvent:
+			if d != nil {
+				hosts = d.Hosts
+			}
+		}
+		for _, h := range hosts {
+			if !slices.Contains(out, h) {
+				out = append(out, h)
+			}
+		}
+	}
+	return out
+}
+
+// EscalateHosts asks approver to let one command of sess reach req.Hosts
+// (CleanHosts' output) through the domain proxy, and reports whether the
+// answer covers the rest of the session. Failing closed at each step: an
+// approver must be composed and the call must have a session; then the
+// outcome is mapped: allowed-once allows this command only (false);
+// allowed-for-session also records the hosts as the session's grant
+// (GrantedHosts) and returns true; rejected, cancelled and unavailable are
+// refusals. req.Family must be sandbox.Commands; Reason is filled in.
+// Every failure is an *EscalationError (Mode empty): a refusal has
+// CodeEscalationRefused; another family, an approver error, an unrecorded
+// grant or an unknown outcome has CodeApprovalFailed.
+func EscalateHosts(ctx context.Context, approver sandbox.Approver, sess *session.Session, req sandbox.ApprovalRequest) (bool, error) {
+	what := "allowing the network hosts " + quoteAll(req.Hosts)
+	fail := func(format string, args ...any) error {
+		return &EscalationError{Code: CodeEscalationRefused, Message: fmt.Sprintf(format, args...)}
+	}
+	switch {
+	case req.Family != sandbox.Commands || len(req.Hosts) == 0:
+		return false, &EscalationError{Code: CodeApprovalFailed, Message: what + ": only a command may ask for network hosts, naming at least one"}
+	case approver == nil:
+		return false, fail("%s requires approval, but no approval service is composed", what)
+	case sess == nil:
+		return false, fail("%s requires approval, but the call has no agent to route it through", what)
+	}
+	req.Reason = "allow network hosts " + strings.Join(req.Hosts, ", ") + ": " + req.Justification
+	out, err := approver.Approve(ctx, req)
+	if err != nil {
+		return false, &EscalationError{Code: CodeApprovalFailed, Message: what + ": approval failed", Err: err}
+	}
+	switch out {
+	case sandbox.AllowedOnce:
+		return false, nil
+	case sandbox.AllowedForSession:
+		if err := sess.Append(session.Event{Type: eventHosts, Data: hostsEvent{Hosts: req.Hosts}}); err != nil {
+			return false, &EscalationError{Code: CodeApprovalFailed, Message: what + ": the session grant was not recorded", Err: err}
+		}
+		return true, nil
+	case sandbox.Rejected:
+		return false, fail("the user rejected %s to this command", what)
+	case sandbox.Cancelled:
+		return false, fail("approval for %s was cancelled", what)
+	case sandbox.Unavailable:
+		return false, fail("%s requires approval, but no approval channel is available", what)
+	default:
+		return false, &EscalationError{Code: CodeApprovalFailed, Message: fmt.Sprintf("%s: unknown approval outcome %q", what, out)}
+	}
+}
+
+// quoteAll quotes each host (every control or non-printing character
+// escaped) and joins them with commas.
+func quoteAll(hosts []string) string {
+	q := make([]string, len(hosts))
+	for i, h := range hosts {
+		q[i] = strconv.Quote(h)
+	}
+	return strings.Join(q, ", ")
+}
