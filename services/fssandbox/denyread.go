@@ -276,7 +276,9 @@ func (r *readFence) Refuse(fd int, st *unix.Stat_t, abs string) bool {
 		_, denied := r.identityDenied(st, false)
 		return denied
 	}
-	_, denied := r.denied(where, st, false, isDir)
+	// A directory, or a file whose descriptor names another path than the
+	// walk opened (a parent moved meanwhile): the whole decision.
+	_, denied := r.denied(where, st, false, isDir || where != abs)
 	return denied
 }
 
