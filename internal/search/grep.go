@@ -332,7 +332,7 @@ func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string, gate Gate
 	if !dirfd.IsRegular(&st) {
 		return fileResult{}, nil // replaced since it was listed
 	}
-	if gate != nil && gate.Refuse(fd, &st) {
+	if gate != nil && gate.Refuse(fd, &st, joinAbs(d.Path(), rel)) {
 		return fileResult{}, &os.PathError{Op: "read", Path: rel, Err: ErrDenied}
 	}
 	res, err := s.scan(ctx, fdReader(fd), st.Size)

@@ -59,9 +59,10 @@ type Gate interface {
 	// directory) must not be opened at all.
 	Skip(abs string, isDir bool) bool
 	// Refuse reports whether the open descriptor fd, whose fstat is st (a
-	// directory about to be listed, a file about to be scanned), must not
+	// directory about to be listed, a file about to be scanned), opened at
+	// the absolute path abs (which Skip passed, or the walk root), must not
 	// be read: the decision on what was opened, not on its name.
-	Refuse(fd int, st *unix.Stat_t) bool
+	Refuse(fd int, st *unix.Stat_t, abs string) bool
 }
 
 // ErrDenied is the error of a walk root, or a file searched alone, that the
@@ -200,7 +201,7 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 		w.problem(rel, &os.PathError{Op: "walk", Path: f.Name(), Err: ErrNotDirectory})
 		return nil
 	}
-	if w.opts.Gate != nil && w.opts.Gate.Refuse(fd, &st) {
+	if w.opts.Gate != nil && w.opts.Gate.Refuse(fd, &st, w.abs(rel)) {
 		if rel == "" {
 			return &os.PathError{Op: "walk", Path: f.Name(), Err: ErrDenied}
 		}
@@ -326,11 +327,17 @@ func direntType(m os.FileMode) uint8 {
 }
 
 // abs returns the absolute path of rel beneath the walk root.
-func (w *walker) abs(rel string) string {
-	if w.root.Path() == "/" {
+func (w *walker) abs(rel string) string { return joinAbs(w.root.Path(), rel) }
+
+// joinAbs returns the absolute path of rel ("" for root) beneath root.
+func joinAbs(root, rel string) string {
+	switch {
+	case rel == "":
+		return root
+	case root == "/":
 		return "/" + rel
 	}
-	return w.root.Path() + "/" + rel
+	return root + "/" + rel
 }
 
 // join appends name to the slash-separated relative path rel.

@@ -90,7 +90,7 @@ func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t
 	if r.deny.Empty() {
 		return nil
 	}
-	if rule, ok := r.denied(where, st, entry); ok {
+	if rule, ok := r.denied(where, st, entry, true); ok {
 		return r.refusal(target, op, where, rule)
 	}
 	return nil
@@ -99,22 +99,60 @@ func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t
 // denied reports whether reading where (the descriptor's real path, whose
 // fstat is st) is refused, and by which rule. With entry, only the entry's
 // own metadata is read: a denied directory itself passes, what lies inside
-// it does not.
-func (r *readFence) denied(where string, st *unix.Stat_t, entry bool) (string, bool) {
+// it does not. With ancestors, the directories on the real path are
+// checked too, by path and identity; without (a file a search walk found:
+// the walk decided each directory it entered, and its root, on their
+// descriptors) only the file itself is.
+func (r *readFence) denied(where string, st *unix.Stat_t, entry, ancestors bool) (string, bool) {
 	isDir := dirfd.IsDir(st)
 	parent := filepath.Dir(where)
-	if entry && isDir {
+	switch {
+	case !ancestors:
+		if rule, ok := r.deny.DeniedEntry(where, isDir); ok {
+			return rule, true
+		}
+	case entry && isDir:
 		if rule, ok := r.deny.Denied(parent, true); ok && parent != where {
 			return rule, true
 		}
-	} else if rule, ok := r.deny.Denied(where, isDir); ok {
+	default:
+		if rule, ok := r.deny.Denied(where, isDir); ok {
+			return rule, true
+		}
+	}
+	if rule, ok := r.identityDenied(st, entry); ok {
 		return rule, true
 	}
+	if !ancestors {
+		return "", false
+	}
+	// Every directory on the real path: a bind mount of a denied directory
+	// has the directory's identity at its root.
+	ids := r.identities()
+	for dir := parent; ; dir = filepath.Dir(dir) {
+		var dst unix.Stat_t
+		if unix.Stat(dir, &dst) == nil {
+			if rule, ok := ids.dirs[identity(&dst)]; ok {
+				return rule, true
+			}
+		}
+		if dir == "/" || dir == "." {
+			return "", false
+		}
+	}
+}
+
+// identityDenied reports whether the file or directory of st is an existing
+// denied path by identity (with entry, a directory's own identity is not
+// checked: its metadata passes): a denied directory, a denied file, or,
+// for a regular file with more than one link, a file beneath a denied
+// directory.
+func (r *readFence) identityDenied(st *unix.Stat_t, entry bool) (string, bool) {
 	ids := r.identities()
 	id := identity(st)
 	switch {
-	case entry && isDir:
-	case isDir:
+	case entry && dirfd.IsDir(st):
+	case dirfd.IsDir(st):
 		if rule, ok := ids.dirs[id]; ok {
 			return rule, true
 		}
@@ -128,19 +166,7 @@ func (r *readFence) denied(where string, st *unix.Stat_t, entry bool) (string, b
 			}
 		}
 	}
-	// Every directory on the real path: a bind mount of a denied directory
-	// has the directory's identity at its root.
-	for dir := parent; ; dir = filepath.Dir(dir) {
-		var dst unix.Stat_t
-		if unix.Stat(dir, &dst) == nil {
-			if rule, ok := ids.dirs[identity(&dst)]; ok {
-				return rule, true
-			}
-		}
-		if dir == "/" || dir == "." {
-			return "", false
-		}
-	}
+	return "", false
 }
 
 // identities returns a snapshot of the existing denied paths' identities,
@@ -224,17 +250,36 @@ func (r *readFence) refusal(target hfs.Target, op, where, rule string) *hfs.Erro
 }
 
 // Skip reports whether a search walk must not open abs at all: a path the
-// deny-read set names.
+// deny-read set names. The walk reaches abs only through directories it
+// entered, each decided (Refuse), so only abs itself is matched.
 func (r *readFence) Skip(abs string, isDir bool) bool {
-	_, ok := r.deny.Denied(abs, isDir)
+	_, ok := r.deny.DeniedEntry(abs, isDir)
 	return ok
 }
 
 // Refuse reports whether a search walk must not read the opened descriptor
-// fd (the decision of decide, without an approval: a search is never
-// approved).
-func (r *readFence) Refuse(fd int, st *unix.Stat_t) bool {
-	return r.decide(hfs.Target{}, "search", fd, st, false) != nil
+// fd, opened at abs: decide's decision without an approval (a search is
+// never approved); for a file, without the directories on its path, which
+// the walk decided when it entered them, and without its path again when
+// the descriptor's real path is abs (Skip matched it just before the
+// open). A descriptor whose path cannot be read is refused.
+func (r *readFence) Refuse(fd int, st *unix.Stat_t, abs string) bool {
+	if r.deny.Empty() {
+		return false
+	}
+	where, err := fdPath(fd)
+	if err != nil {
+		return true
+	}
+	isDir := dirfd.IsDir(st)
+	if !isDir && where == abs {
+		_, denied := r.identityDenied(st, false)
+		return denied
+	}
+	// A directory, or a file whose descriptor names another path than the
+	// walk opened (a parent moved meanwhile): the whole decision.
+	_, denied := r.denied(where, st, false, isDir || where != abs)
+	return denied
 }
 
 // mutationDenied returns the refusal of a mutation whose fresh canonical

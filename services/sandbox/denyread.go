@@ -196,6 +196,25 @@ func (d DenyRead) Denied(path string, isDir bool) (rule string, ok bool) {
 	return "", false
 }
 
+// DeniedEntry is Denied for a path whose parent directory is known not to
+// be denied (a tree walk that decided each directory it entered): only the
+// path itself is matched, so its cost does not grow with its depth.
+func (d DenyRead) DeniedEntry(path string, isDir bool) (rule string, ok bool) {
+	if !filepath.IsAbs(path) {
+		return "", false
+	}
+	path = filepath.Clean(path)
+	for _, f := range d.files {
+		if path == f || strings.HasPrefix(path, f+"/") {
+			return "harness's own file " + f, true
+		}
+	}
+	if path == "/" || len(d.rules) == 0 {
+		return "", false
+	}
+	return d.match(strings.Split(path[1:], "/"), isDir)
+}
+
 // match returns the rule deciding path: the last pattern that matches it,
 // when that pattern denies rather than exempts.
 func (d DenyRead) match(path []string, isDir bool) (string, bool) {

@@ -1,6 +1,7 @@
 package sandbox_test
 
 import (
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -91,4 +92,41 @@ func TestDenyReadAllowAndErrors(t *testing.T) {
 	assert.False(t, empty.Empty(), "the defaults at any depth deny without a home")
 	var zero sandbox.DenyRead
 	assert.True(t, zero.Empty())
+}
+
+// TestDenyReadDeniedEntry: for a path whose parent is not denied,
+// DeniedEntry decides as Denied does, matching only the path itself.
+func TestDenyReadDeniedEntry(t *testing.T) {
+	d, err := sandbox.NewDenyRead(sandbox.DenyReadOptions{
+		Patterns: []string{"*.pem", "/srv/secrets/"},
+		Homes:    []string{"/home/u"},
+		Files:    []string{"/etc/harness.yaml"},
+	})
+	require.NoError(t, err)
+	tests := []struct {
+		path  string
+		isDir bool
+		rule  string
+	}{
+		{"/home/u/.ssh", true, "~/.ssh (default)"},
+		{"/home/u/notes.txt", false, ""},
+		{"/w/app/.env", false, ".env (default)"},
+		{"/w/app/.env.example", false, ""},
+		{"/w/app/cert.pem", false, "*.pem (--deny-read)"},
+		{"/srv/secrets", true, "/srv/secrets/ (--deny-read)"},
+		{"/srv/secrets", false, ""},
+		{"/etc/harness.yaml", false, "harness's own file /etc/harness.yaml"},
+		{"relative/.env", false, ""},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			rule, ok := d.DeniedEntry(tc.path, tc.isDir)
+			assert.Equal(t, tc.rule, rule)
+			assert.Equal(t, tc.rule != "", ok)
+			if filepath.IsAbs(tc.path) {
+				want, _ := d.Denied(tc.path, tc.isDir)
+				assert.Equal(t, want, rule, "as Denied decides when the parent is not denied")
+			}
+		})
+	}
 }
