@@ -60,8 +60,9 @@ const (
 	bwrapExeFD   = 7
 )
 
-// bwrapArgs returns bwrap's arguments for confinement c: the view, then the
-// inner stage as the command. Writable roots missing at run time grant
+// bwrapArgs returns bwrap's arguments for confinement c: the view (`/`
+// read-only, or read-write under FullAccess; the deny-read masks last,
+// see maskArgs), then the inner stage as the command. Writable roots missing at run time grant
 // nothing (--bind-try); roots at or beneath /dev or /proc are not bound
 // (the fresh ones stand). joined says bwrap starts inside a NetNS, which
 // the command keeps instead of a network namespace of its own.

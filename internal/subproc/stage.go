@@ -79,8 +79,9 @@ func stage(started func()) Status {
 
 // checkView verifies, inside the finished view, that every protected path
 // is still the file that was found (device and inode, without following a
-// final symlink) and lies on a read-only mount, and that every reserved
-// path is a read-only mount of its kind.
+// final symlink) and lies on a read-only mount, that every masked path is
+// its mask (checkMasks), and that every reserved path is a read-only mount
+// of its kind.
 func checkView(c *Confinement) error {
 	for _, p := range c.Protected {
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {

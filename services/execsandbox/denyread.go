@@ -13,6 +13,7 @@ import (
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
@@ -39,7 +40,7 @@ const maxAnchoredMatches = 10_000
 //     command user's entries there), the --writable-root ones) with an
 //     internal/protectscan scanner of its own (never following a symlink,
 //     with a cache of unchanged directories, under the call's deadline,
-//     failing closed).
+//     failing closed), each match checked again with Denied.
 //
 // A match that is a symlink is masked at its target (the command would
 // reach the target through it). Paths at or beneath /dev and /proc are left
@@ -149,18 +150,27 @@ func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
 }
 
 // anyDepth adds to found the entries of policy's roots that d denies,
-// found by m's scanner, one root at a time (its Match asks Denied of the
-// root joined with the entry's path).
+// found by m's scanner: its Match is d's any-depth patterns matched
+// against the path below the root (cheap: a few patterns, the entry's
+// own components; the ancestors were matched on the way down), each
+// entry it finds then decided by Denied on its whole path (so an
+// exemption holds). A `**/a/b` pattern is so not matched across a root's
+// own path.
 func (m *masker) anyDepth(ctx context.Context, d sandbox.DenyRead, policy sandbox.ExecutionPolicy, uid int, found map[string]bool) error {
+	var patterns []gitignore.Pattern
+	for _, p := range d.AnyDepth() {
+		patterns = append(patterns, gitignore.ParsePattern(p, nil))
+	}
+	match := func(rel string, isDir bool) bool {
+		parts := strings.Split(rel, "/")
+		return slices.ContainsFunc(patterns, func(p gitignore.Pattern) bool { return p.Match(parts, isDir) == gitignore.Exclude })
+	}
 	for _, r := range policy.Roots() {
 		if _, err := os.Lstat(r); err != nil {
 			continue
 		}
 		root := protectscan.Root{Path: r, Shared: policy.Shared(r), Owner: uid}
-		entries, err := m.scanner.Scan(ctx, []protectscan.Root{root}, func(rel string, isDir bool) bool {
-			_, ok := d.Denied(r+"/"+rel, isDir)
-			return ok
-		})
+		entries, err := m.scanner.Scan(ctx, []protectscan.Root{root}, match)
 		if err != nil {
 			return err
 		}

@@ -125,9 +125,10 @@ func TestModule(t *testing.T) {
 	assert.True(t, r.Confines())
 }
 
-// BenchmarkRun measures one `true` through the helper: unconfined
-// (danger-full-access: helper, shell) and confined (workspace-write: helper,
-// confining stage, Landlock and seccomp, shell).
+// BenchmarkRun measures one `true`: unconfined (danger-full-access with
+// deny-read lifted: helper, shell), danger-full-access with the deny-read
+// masks (bubblewrap, inner stage, shell) and confined (workspace-write:
+// bubblewrap, inner stage with Landlock and seccomp, shell).
 func BenchmarkRun(b *testing.B) {
 	base, err := filepath.EvalSymlinks(b.TempDir())
 	require.NoError(b, err)
@@ -135,10 +136,18 @@ func BenchmarkRun(b *testing.B) {
 	require.NoError(b, err)
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(b, err)
-	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
-		b.Run(string(mode), func(b *testing.B) {
+	for _, c := range []struct {
+		name   string
+		mode   sandbox.Mode
+		lifted bool
+	}{
+		{"danger-full-access, deny-read lifted (unconfined)", sandbox.DangerFullAccess, true},
+		{"danger-full-access (bubblewrap, deny-read masks)", sandbox.DangerFullAccess, false},
+		{"workspace-write", sandbox.WorkspaceWrite, false},
+	} {
+		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: carried(pol, mode, base)})
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: carried(pol, c.mode, base), DenyReadLifted: c.lifted})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatal(err, res.Stderr.Text)
 				}
