@@ -316,8 +316,14 @@ func (c *Config) validateExec() error {
 			return err
 		}
 	}
-	if len(c.AllowDomains) > 0 && c.Network == "allow" {
+	switch {
+	case len(c.AllowDomains) == 0:
+	case c.Network == "allow":
 		return fieldErr("allow-domain", "%q conflicts with --network allow: allowed names filter a network that is otherwise refused; drop --network allow (the default deny keeps everything else out) or drop --allow-domain", c.AllowDomains)
+	case c.Exec != "sandbox":
+		return fieldErr("allow-domain", "%q needs --exec sandbox: the proxy is reached from the confined commands' network namespace, and --exec %s confines nothing", c.AllowDomains, c.Exec)
+	case c.ExecIsolation != "bwrap":
+		return fieldErr("allow-domain", "%q needs --exec-isolation bwrap: the proxy listens inside each command's network namespace, which --exec-isolation %s does not make", c.AllowDomains, c.ExecIsolation)
 	}
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {

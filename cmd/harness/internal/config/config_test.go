@@ -689,7 +689,9 @@ func TestLocalNeverPretendsToConfine(t *testing.T) {
 
 // TestAllowDomainNeedsNetworkDeny: allowed names with --network allow are
 // a contradiction (the proxy would filter a network commands already
-// have), refused from every source; with deny they load.
+// have), refused from every source; so are they without the confining
+// runner or with the landlock isolation (no namespace to listen in); with
+// deny and bubblewrap they load.
 func TestAllowDomainNeedsNetworkDeny(t *testing.T) {
 	assert.Equal(t, []string{"github.com"}, mustLoad(t, []string{"--allow-domain", "github.com"}, nil).AllowDomains)
 	tests := []struct {
@@ -701,6 +703,9 @@ func TestAllowDomainNeedsNetworkDeny(t *testing.T) {
 		{name: "flag", args: []string{"--network", "allow", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] conflicts with --network allow`},
 		{name: "variable", vars: map[string]string{"HARNESS_NETWORK": "allow", "HARNESS_ALLOW_DOMAIN": "github.com"}, want: `HARNESS_ALLOW_DOMAIN: ["github.com"] conflicts with --network allow`},
 		{name: "file", args: []string{"--config", writeYAML(t, "network: allow\nallow-domain: [github.com]\n")}, want: `:2: key "allow-domain": ["github.com"] conflicts with --network allow`},
+		{name: "exec local", args: []string{"--exec", "local", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] needs --exec sandbox`},
+		{name: "exec off", args: []string{"--exec", "off", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] needs --exec sandbox`},
+		{name: "landlock isolation", args: []string{"--exec-isolation", "landlock", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] needs --exec-isolation bwrap`},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
