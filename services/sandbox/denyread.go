@@ -65,6 +65,7 @@ type denyRule struct {
 	flag     string   // "default" or "--deny-read"
 	expanded []string // the absolute (or slash-free) patterns it stands for
 	parsed   []gitignore.Pattern
+	filters  []prefilter // one per parsed pattern
 	exempt   bool
 }
 
@@ -149,6 +150,7 @@ func newDenyRule(p, flag string, homes []string) (denyRule, error) {
 		}
 		r.expanded = append(r.expanded, e)
 		r.parsed = append(r.parsed, gitignore.ParsePattern(e, nil))
+		r.filters = append(r.filters, newPrefilter(strings.TrimPrefix(e, "!")))
 	}
 	return r, nil
 }
@@ -220,7 +222,10 @@ func (d DenyRead) DeniedEntry(path string, isDir bool) (rule string, ok bool) {
 func (d DenyRead) match(path []string, isDir bool) (string, bool) {
 	for i := len(d.rules) - 1; i >= 0; i-- {
 		r := d.rules[i]
-		for _, p := range r.parsed {
+		for j, p := range r.parsed {
+			if !r.filters[j].mayMatch(path) {
+				continue
+			}
 			switch p.Match(path, isDir) {
 			case gitignore.Exclude:
 				return r.spelling + " (" + r.flag + ")", true
