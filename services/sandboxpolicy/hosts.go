@@ -32,6 +32,30 @@ const MaxHosts = 10
 // either end), 1 to 63 bytes each, dot-joined.
 var hostName = regexp.MustCompile(`^([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
 
+// numericLabel is a last label no top-level domain has: a number, decimal
+// or hexadecimal (`0x7f000001`), which resolvers may read as an address.
+var numericLabel = regexp.MustCompile(`^([0-9]+|0x[0-9a-f]*)$`)
+
+// localHosts returns those of hosts that name the server machine itself or
+// its private networks: "localhost" and names below it, and loopback,
+// private, link-local and unspecified addresses. A grant of one reaches
+// the services of the machine harness runs on, not the command's sandbox.
+func localHosts(hosts []string) []string {
+	var out []string
+	for _, h := range hosts {
+		if a, err := netip.ParseAddr(h); err == nil {
+			if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() {
+				out = append(out, h)
+			}
+			continue
+		}
+		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
 // CleanHosts returns the hosts a call asks to reach, each lower-cased and
 // without a final dot, duplicates dropped: 1 to MaxHosts exact host names
 // (letters, digits, '_' and '-'; no wildcard, no port, at most 253 bytes)
@@ -46,8 +70,8 @@ func CleanHosts(hosts []string) ([]string, error) {
 		c := strings.TrimSuffix(strings.ToLower(h), ".")
 		if a, err := netip.ParseAddr(strings.Trim(c, "[]")); err == nil {
 			c = a.Unmap().String()
-		} else if len(c) > 253 || !hostName.MatchString(c) {
-			return nil, fmt.Errorf("%s is not a host name (letters, digits, hyphens and dots; no wildcard, scheme or port) or an IP address", strconv.Quote(h))
+		} else if len(c) > 253 || !hostName.MatchString(c) || numericLabel.MatchString(c[strings.LastIndexByte(c, '.')+1:]) {
+			return nil, fmt.Errorf("%s is not a host name (letters, digits, hyphens and dots; no wildcard, scheme or port; a last label that is not a number) or an IP address in its usual spelling", strconv.Quote(h))
 		}
 		if !slices.Contains(out, c) {
 			out = append(out, c)

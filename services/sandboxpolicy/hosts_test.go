@@ -33,6 +33,9 @@ func TestCleanHosts(t *testing.T) {
 		{name: "a hyphen at a label's end", in: []string{"github-.com"}, error: "is not a host name"},
 		{name: "a control character, quoted", in: []string{"a\x1b[2Jb"}, error: `"a\x1b[2Jb" is not a host name`},
 		{name: "too long", in: []string{strings.Repeat("a.", 127) + "aa"}, error: "is not a host name"},
+		{name: "a hexadecimal address spelled as a name", in: []string{"0x7f000001"}, error: `"0x7f000001" is not a host name`},
+		{name: "a decimal address spelled as a name", in: []string{"2130706433"}, error: "is not a host name"},
+		{name: "a dotted address with a numeric last label that is no address", in: []string{"127.1"}, error: "is not a host name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := sandboxpolicy.CleanHosts(tc.in)
@@ -147,4 +150,27 @@ func TestPromptNamesHosts(t *testing.T) {
 		`Allowing it for the session lets every later command of this session reach those hosts without asking. `+
 		`Its justification: update the submodule`, got)
 	assert.NotContains(t, got, "\x1b")
+}
+
+// TestPromptSaysLocalHostsAreTheServers checks that a grant of the
+// server machine's own network says so (attack review F3): "localhost"
+// through the proxy is the host harness runs on, not the sandbox.
+func TestPromptSaysLocalHostsAreTheServers(t *testing.T) {
+	for _, tc := range []struct {
+		hosts []string
+		local string
+	}{
+		{[]string{"localhost"}, `"localhost"`},
+		{[]string{"github.com", "api.localhost", "10.1.2.3", "::1", "8.8.8.8"}, `"api.localhost", "10.1.2.3", "::1"`},
+		{[]string{"github.com"}, ""},
+	} {
+		got := sandboxpolicy.Prompt(sandbox.ApprovalRequest{
+			Family: sandbox.Commands, Tool: "exec", Hosts: tc.hosts, Command: "curl x", Workdir: "/w", Justification: "fetch",
+		})
+		if tc.local == "" {
+			assert.NotContains(t, got, "this machine's own network")
+			continue
+		}
+		assert.Contains(t, got, " Note: "+tc.local+" is this machine's own network (the services listening on the host harness runs on, its 127.0.0.1 or private addresses), not the command's sandbox.")
+	}
 }
