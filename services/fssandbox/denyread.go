@@ -199,8 +199,8 @@ func (r *readFence) identities() *identities {
 				continue // exempted by a later pattern
 			}
 			ids.paths[m] = rule
-			if real, err := filepath.EvalSymlinks(m); err == nil {
-				ids.paths[real] = rule
+			if resolved, err := filepath.EvalSymlinks(m); err == nil {
+				ids.paths[resolved] = rule
 			}
 			rule += ", the same " + kind(&st) + " as " + m
 			if !dirfd.IsDir(&st) {
