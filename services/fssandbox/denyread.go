@@ -47,7 +47,10 @@ type identities struct {
 	dirs    map[devIno]string
 	files   map[devIno]string
 	beneath map[devIno]string
-	taken   time.Time
+	// paths are the existing denied paths, each as the pattern's expansion
+	// spells it and by its real path (symlinks resolved), with its rule.
+	paths map[string]string
+	taken time.Time
 }
 
 // readFence decides every read of the file tools against the policy's
@@ -177,7 +180,7 @@ func (r *readFence) identities() *identities {
 	if r.snap != nil && time.Since(r.snap.taken) < identityTTL {
 		return r.snap
 	}
-	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, beneath: map[devIno]string{}, taken: time.Now()}
+	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, beneath: map[devIno]string{}, paths: map[string]string{}, taken: time.Now()}
 	budget := maxBeneathFiles
 	for _, pattern := range r.deny.Anchored() {
 		matches, err := doublestar.FilepathGlob(pattern)
@@ -194,6 +197,10 @@ func (r *readFence) identities() *identities {
 			rule, ok := r.deny.Denied(m, dirfd.IsDir(&st))
 			if !ok {
 				continue // exempted by a later pattern
+			}
+			ids.paths[m] = rule
+			if resolved, err := filepath.EvalSymlinks(m); err == nil {
+				ids.paths[resolved] = rule
 			}
 			rule += ", the same " + kind(&st) + " as " + m
 			if !dirfd.IsDir(&st) {
@@ -282,16 +289,84 @@ func (r *readFence) Refuse(fd int, st *unix.Stat_t, abs string) bool {
 	return denied
 }
 
-// mutationDenied returns the refusal of a mutation whose fresh canonical
-// target key lies in the deny-read set: a credential is neither replaced,
-// edited, moved nor removed by a file tool (its old content would be read,
-// or it would be moved where it can be read), in any mode.
+// mutationDenied returns the refusal of a mutation whose canonical target
+// key (the entry a write or mkdir makes, the parent directory of the entry a
+// move or delete changes) lies in the deny-read set, as a file or as a
+// directory: a credential is neither replaced, edited, moved nor removed by
+// a file tool (its old content would be read, or it would be moved where it
+// can be read), in any mode. The entry itself is decided again on its open
+// parent, with the denied paths it holds (entryDenied).
 func (r *readFence) mutationDenied(target hfs.Target, op string) error {
-	rule, ok := r.deny.Denied(string(target.Key), false)
+	if rule, ok := r.deniedEither(string(target.Key)); ok {
+		return r.refusal(target, op, string(target.Key), rule)
+	}
+	return nil
+}
+
+// deniedEither reports whether abs is denied as a file or as a directory.
+func (r *readFence) deniedEither(abs string) (string, bool) {
+	if rule, ok := r.deny.Denied(abs, false); ok {
+		return rule, true
+	}
+	return r.deny.Denied(abs, true)
+}
+
+// entryDenied is mutationDenied for the entry name in the open directory
+// parent, on the directory's real path (its descriptor's, so a parent
+// renamed or swapped for a link since the target was resolved is judged
+// where it is now): the entry a write publishes, a move takes or makes, a
+// delete removes (each entry of a recursive one). target is the site's
+// target (the entry itself, or a directory above it), whose display path
+// names the entry in the refusal. A parent whose path cannot be read is
+// refused (fail closed).
+func (r *readFence) entryDenied(target hfs.Target, parent *dirfd.Parent, name string) error {
+	if r.deny.Empty() {
+		return nil
+	}
+	where, err := parent.Where()
+	if err != nil {
+		return r.refusal(target, "write", string(target.Key), "its real path could not be read: "+err.Error())
+	}
+	abs := filepath.Join(where, name)
+	rule, ok := r.changedDenied(abs)
 	if !ok {
 		return nil
 	}
-	return r.refusal(target, op, string(target.Key), rule)
+	shown := target
+	key := string(target.Key)
+	if rel, beneath := relBeneath(key, abs); beneath {
+		shown.DisplayPath = filepath.Join(target.DisplayPath, rel)
+	} else {
+		shown.DisplayPath = abs
+	}
+	return r.refusal(shown, "write", abs, rule)
+}
+
+// changedDenied reports whether changing the absolute, clean path abs is
+// refused, and by which rule: abs is denied (as a file or as a directory,
+// whichever it is or becomes), or an existing denied path of the snapshot
+// (identities.paths: the anchored patterns expanded) is abs itself or lies
+// beneath it, so renaming or removing abs would take the denied path along.
+func (r *readFence) changedDenied(abs string) (string, bool) {
+	if rule, ok := r.deniedEither(abs); ok {
+		return rule, true
+	}
+	for p, rule := range r.identities().paths {
+		if dirfd.Beneath(abs, p) {
+			return rule + ", " + p + " lies beneath it", true
+		}
+	}
+	return "", false
+}
+
+// relBeneath returns p relative to dir ("." for dir itself) and whether p
+// lies beneath dir.
+func relBeneath(dir, p string) (string, bool) {
+	if !dirfd.Beneath(dir, p) {
+		return "", false
+	}
+	rel, err := filepath.Rel(dir, p)
+	return rel, err == nil
 }
 
 // fdPath returns the real path of the open descriptor fd, as the kernel

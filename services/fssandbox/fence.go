@@ -53,7 +53,9 @@ func (m fenced) Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, tar
 		confined := fc.root.Confined()
 		at[i] = fsbackend.Site{
 			Root: fc.root, Target: fc.target, Mode: fc.mode,
-			Domain: confined && m.f.domains != nil, Decides: confined, State: fc,
+			// Every site decides its entries: the deny-read set holds in
+			// every mode (Change), the protected paths in a confined root.
+			Domain: confined && m.f.domains != nil, Decides: true, State: fc,
 		}
 		if confined {
 			roots = append(roots, fc.root.Path())
@@ -67,8 +69,11 @@ func (m fenced) Mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, tar
 	return fences[0].runConfined(ctx, m.f.domains, roots, func() error { return op(at) })
 }
 
-// Change decides the entry name in the open directory parent beneath a
-// confined root (admitEntry) and runs change. Under a Landlock domain, the
+// Change decides the entry name in the open directory parent, in every mode
+// against the deny-read set (readFence.entryDenied: the entry, by its real
+// path, neither denied nor holding an existing denied path), beneath a
+// confined root against the protected paths (admitEntry), and runs change.
+// Under a Landlock domain, the
 // domain's refusal of a parent that has left the root is a denial, any other
 // error (an EACCES with the parent still inside included) the ordinary one.
 // Without a domain, a directory moved out between the last check and the
@@ -82,15 +87,27 @@ func (m fenced) Change(at fsbackend.Site, parent *dirfd.Parent, name string, cha
 			// Fail closed: a site this fence did not make decides nothing.
 			return denied(at.Target, at.Mode, errors.New("the mutation did not enter the fence"))
 		}
+		if err := m.f.reads.entryDenied(at.Target, parent, name); err != nil {
+			return err
+		}
+		if !at.Root.Confined() {
+			return runChange(at, parent, change, false)
+		}
 		if err := fc.admitEntry(at, parent, name); err != nil {
 			return err
 		}
 	}
+	return runChange(at, parent, change, at.Decides && at.Root.Confined())
+}
+
+// runChange runs change (nil: nothing), with the publication check when
+// checked and the site has no domain (see Change).
+func runChange(at fsbackend.Site, parent *dirfd.Parent, change func(verify func() error) error, checked bool) error {
 	if change == nil {
 		return nil
 	}
 	var verify func() error
-	if at.Decides && !at.Domain {
+	if checked && !at.Domain {
 		verify = parent.CheckBeneath
 	}
 	err := change(verify)

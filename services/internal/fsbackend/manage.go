@@ -31,13 +31,14 @@ const (
 
 // Mkdir creates the directory at target through the Fence (see
 // fs.Manager.Mkdir): every directory is made by mkdirat on a descriptor
-// opened beneath the site's root.
+// opened beneath the site's root, after the fence decided the new entry in
+// its open parent (Change).
 func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOptions) (fs.MkdirOutcome, error) {
 	const op = "mkdir"
 	var out fs.MkdirOutcome
 	err := f.mutate(ctx, opts.Policy, []fs.Target{target}, op, func(at []Site) error {
 		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
-			out, err = f.mkdir(at[0].Root, at[0].Target, opts.Parents)
+			out, err = f.mkdir(at[0], opts.Parents)
 			return err
 		})
 	})
@@ -47,8 +48,9 @@ func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOpti
 	return out, nil
 }
 
-func (f *Backend) mkdir(root *dirfd.Dir, target fs.Target, parents bool) (fs.MkdirOutcome, error) {
+func (f *Backend) mkdir(at Site, parents bool) (fs.MkdirOutcome, error) {
 	const op, verb = "mkdir", "create directory"
+	root, target := at.Root, at.Target
 	dp := target.DisplayPath
 	exists := newErr(fs.CodeAlreadyExists, op, dp, nil, "cannot create directory %q: it already exists", dp)
 	rel, ok := root.Rel(string(target.Key))
@@ -76,6 +78,15 @@ func (f *Backend) mkdir(root *dirfd.Dir, target fs.Target, parents bool) (fs.Mkd
 		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
 	}
 	defer parent.Close() //nolint:errcheck // directory descriptor; nothing written through it
+	if err := f.fence.Change(at, parent, name, nil); err != nil {
+		// The fence refuses the entry (a denied path, or one holding a
+		// denied path, on the open parent's real path): the missing
+		// parents made for it are removed again.
+		if created > 0 {
+			_ = root.RemoveCreated(dir, created)
+		}
+		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
+	}
 	err = parent.Mkdir(name)
 	if errors.Is(err, unix.EEXIST) {
 		if st, serr := parent.Stat(name, false); parents && serr == nil && dirfd.IsDir(&st) {
