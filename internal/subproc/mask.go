@@ -188,7 +188,7 @@ func pinMasks(c *Confinement) ([]Protected, error) {
 	for _, a := range maskAncestors(c) {
 		var st unix.Stat_t
 		if err := unix.Lstat(a, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return nil, fmt.Errorf("the directory %s, which holds a deny-read path, changed before the command started (%v); the command was not run",
+			return nil, fmt.Errorf("the directory %s, which holds a deny-read path, changed before the command started (%w); the command was not run",
 				a, cmp.Or(err, error(unix.ENOTDIR)))
 		}
 		out = append(out, Protected{Path: a, Dev: uint64(st.Dev), Ino: st.Ino}) //nolint:unconvert // Dev is uint64 on most arches only
