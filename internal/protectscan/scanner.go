@@ -91,22 +91,38 @@ type Options struct {
 	// remotes/, branches/, and those of the gitdirs below worktrees/ and
 	// modules/), instead of listing it whole (Entry.Split, Entry.Missing).
 	SplitGit bool
+	// EnterRepositories searches a directory shaped like a git repository
+	// like any other directory, instead of returning it as an entry and
+	// not searching it: for a Match that protects names of its own, not
+	// the version-control metadata (the deny-read walk), since any
+	// directory can be given that shape.
+	EnterRepositories bool
+	// FailVanished fails the scan with a *VanishedError when an entry or
+	// directory it listed is gone, or has changed kind, when it comes to
+	// it, instead of skipping it (in a Shared root too, where the name's
+	// owner can no longer be told).
+	FailVanished bool
 }
 
 // Scanner finds protected paths and caches the directories it read. It is
 // safe for concurrent use. Its cache holds Match's answers, so a Scanner
 // serves one predicate: give each distinct Match its own Scanner.
 type Scanner struct {
-	maxEntries int
-	maxDepth   int
-	splitGit   bool
-	cache      *dirCache
-	seq        atomic.Uint64
+	maxEntries   int
+	maxDepth     int
+	splitGit     bool
+	enterRepos   bool
+	failVanished bool
+	cache        *dirCache
+	seq          atomic.Uint64
 }
 
 // New returns a Scanner bounded by o, with an empty cache.
 func New(o Options) *Scanner {
-	s := &Scanner{maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit, cache: newDirCache()}
+	s := &Scanner{
+		maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit,
+		enterRepos: o.EnterRepositories, failVanished: o.FailVanished, cache: newDirCache(),
+	}
 	if s.maxEntries <= 0 {
 		s.maxEntries = DefaultMaxEntries
 	}
@@ -125,10 +141,11 @@ func New(o Options) *Scanner {
 // among the entries match protected.
 //
 // Scan fails closed: on any error it returns no entries. Errors are
-// *BudgetError, ctx's error wrapped with the directory being read, or
-// another error naming the directory or file that could not be read. An
-// entry or directory that vanishes or turns into a symlink during the scan
-// is skipped.
+// *BudgetError, *VanishedError (Options.FailVanished), ctx's error wrapped
+// with the directory being read, or another error naming the directory or
+// file that could not be read. Without Options.FailVanished an entry or
+// directory that vanishes or turns into a symlink during the scan is
+// skipped.
 func (s *Scanner) Scan(ctx context.Context, roots []Root, match Match) ([]Entry, error) {
 	out, _, err := s.scan(ctx, roots, match)
 	return out, err
@@ -159,6 +176,9 @@ func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 	if err := w.run(roots); err != nil {
 		if be, ok := errors.AsType[*BudgetError](err); ok {
 			return nil, w.entries, be
+		}
+		if ve, ok := errors.AsType[*VanishedError](err); ok {
+			return nil, w.entries, ve
 		}
 		return nil, w.entries, fmt.Errorf("protected-path scan: %w", err)
 	}

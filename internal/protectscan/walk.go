@@ -116,7 +116,7 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 // and searches its subdirectories. fd may be -1 when l does not need it
 // (listing.needsFD).
 func (w *walk) use(r *openedRoot, fd int, dev uint64, path, rel string, depth int, l *listing) error {
-	if l.repo() && rel != "" {
+	if l.repo() && rel != "" && !w.s.enterRepos {
 		// A repository by its shape (a bare one, a gitdir kept apart):
 		// protected whole, as the file fence decides, and not searched.
 		w.found[path] = Entry{Path: path, Dev: dev, Ino: l.ino, Dir: true}
@@ -155,7 +155,10 @@ func (w *walk) descend(r *openedRoot, dirfd int, dev uint64, parent, parentRel s
 	path := filepath.Join(parent, sd.name)
 	fd, err := openat(dirfd, sd.name, dirFlags)
 	if err != nil {
-		if vanished(err) || (r.Shared && !ownedDir(dirfd, sd.name, r.Owner)) {
+		if vanished(err) {
+			return w.gone(path)
+		}
+		if r.Shared && !ownedDir(dirfd, sd.name, r.Owner) {
 			return nil
 		}
 		return &os.PathError{Op: "open", Path: path, Err: err}
@@ -194,9 +197,15 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if err := fstatat(dirfd, sd.name, &st); err != nil {
 		// Anything but a vanished name: the open decides, as for an
 		// uncached directory.
-		return vanished(err), nil
+		if vanished(err) {
+			return true, w.gone(filepath.Join(parent, sd.name))
+		}
+		return false, nil
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return true, w.gone(filepath.Join(parent, sd.name))
+	}
+	if r.Shared && int(st.Uid) != r.Owner {
 		return true, nil
 	}
 	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
@@ -270,7 +279,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if typ == unix.DT_UNKNOWN {
 		if err := unix.Fstatat(dirfd, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return nil
+				return w.gone(filepath.Join(path, string(d.name)))
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, string(d.name)), Err: err}
 		}
@@ -297,7 +306,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if !stated {
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return nil
+				return w.gone(filepath.Join(path, name))
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, name), Err: err}
 		}
@@ -400,6 +409,15 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 			return err
 		}
 	}
+}
+
+// gone is what meeting path vanished means to the scan: nothing (it is
+// skipped), or with Options.FailVanished a *VanishedError.
+func (w *walk) gone(path string) error {
+	if w.s.failVanished {
+		return &VanishedError{Path: path}
+	}
+	return nil
 }
 
 // vanished reports whether err says an entry is gone or changed kind since

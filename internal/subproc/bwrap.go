@@ -96,7 +96,18 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 	// So does every directory between a root and a root nested in it (a
 	// workspace under a temp area): renaming it would carry the nested
 	// root away from its path.
-	for _, a := range ancestors(c.Protected, c.Reserved, roots) {
+	// So does every directory between a writable root (or, under
+	// FullAccess, `/`) and a masked path, pinned with its identity
+	// (Confinement.Pinned): renaming it would carry the masked path away
+	// from its mask. Parents first, so no bind hides another.
+	self := ancestors(c.Protected, c.Reserved, roots)
+	for _, p := range c.Pinned {
+		if !slices.Contains(self, p.Path) {
+			self = append(self, p.Path)
+		}
+	}
+	slices.SortStableFunc(self, func(a, b string) int { return cmp.Compare(len(a), len(b)) })
+	for _, a := range self {
 		args = append(args, "--bind-try", a, a)
 	}
 	// A protected path that vanished since it was found is skipped here
@@ -514,6 +525,13 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer p.close()
+	pinned, err := pinMasks(spec.Confine)
+	if err != nil {
+		return Status{}, 0, err
+	}
+	conf := *spec.Confine
+	conf.Pinned = pinned
+	spec.Confine = &conf
 	masks, err := maskSources(spec.Confine)
 	if err != nil {
 		return Status{}, 0, err

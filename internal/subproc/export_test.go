@@ -7,3 +7,6 @@ func ProgramFile(p *Program) *os.File { return p.f }
 
 // SocketArgs is socketArgs, for tests.
 var SocketArgs = socketArgs
+
+// MaskAncestors is maskAncestors, for tests.
+var MaskAncestors = maskAncestors

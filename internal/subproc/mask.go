@@ -1,11 +1,16 @@
 package subproc
 
 import (
+	"cmp"
 	"fmt"
 	"os"
+	"path/filepath"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // Masked is one path the deny-read set names (issue 24) that the bubblewrap
@@ -142,4 +147,85 @@ func rootBind(c *Confinement) string {
 		return "--bind"
 	}
 	return "--ro-bind"
+}
+
+// maskAncestors returns the directories strictly between each path of
+// c.Masked and the deepest of c.WritableRoots holding it (`/` under
+// FullAccess), parents first, each once, leaving out any at or beneath a
+// protected path (read-only already) or /dev or /proc. A masked path in no
+// writable root has none: a read-only area is never bound.
+func maskAncestors(c *Confinement) []string {
+	seen := map[string]bool{}
+	var out []string
+	for _, m := range c.Masked {
+		root := ""
+		for _, r := range c.WritableRoots {
+			if r != m.Path && dirfd.Beneath(r, m.Path) && len(r) > len(root) {
+				root = r
+			}
+		}
+		if root == "" {
+			continue
+		}
+		for a := filepath.Dir(m.Path); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
+			if seen[a] || dirfd.Beneath("/dev", a) || dirfd.Beneath("/proc", a) ||
+				slices.ContainsFunc(c.Protected, func(p Protected) bool { return dirfd.Beneath(p.Path, a) }) {
+				continue
+			}
+			seen[a] = true
+			out = append(out, a)
+		}
+	}
+	slices.SortFunc(out, func(a, b string) int { return cmp.Or(cmp.Compare(len(a), len(b)), cmp.Compare(a, b)) })
+	return out
+}
+
+// pinMasks returns maskAncestors(c) with the identity each has now
+// (lstat). Errors: one is missing, or is not a directory (renamed or
+// replaced since the masks were found); the command must not run.
+func pinMasks(c *Confinement) ([]Protected, error) {
+	var out []Protected
+	for _, a := range maskAncestors(c) {
+		var st unix.Stat_t
+		if err := unix.Lstat(a, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+			return nil, fmt.Errorf("the directory %s, which holds a deny-read path, changed before the command started (%w); the command was not run",
+				a, cmp.Or(err, error(unix.ENOTDIR)))
+		}
+		out = append(out, Protected{Path: a, Dev: uint64(st.Dev), Ino: st.Ino}) //nolint:unconvert // Dev is uint64 on most arches only
+	}
+	return out, nil
+}
+
+// checkPinned verifies, inside the finished view, that every pinned
+// directory of c is, reached without any symlink, a mount root and still
+// the directory pinned (device and inode): a bind that followed a symlink
+// swapped in, or a directory renamed and remade, fails the check (fail
+// closed).
+func checkPinned(c *Confinement) error {
+	for _, p := range c.Pinned {
+		if err := checkPin(p); err != nil {
+			return fmt.Errorf("the directory %s, which holds a deny-read path, is not pinned in the command's view (%w); the command was not run", p.Path, err)
+		}
+	}
+	return nil
+}
+
+func checkPin(p Protected) error {
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p.Path, how)
+	if err != nil {
+		return err
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var stx unix.Statx_t
+	if err := unix.Statx(fd, "", unix.AT_EMPTY_PATH, unix.STATX_BASIC_STATS, &stx); err != nil {
+		return err
+	}
+	switch {
+	case unix.Mkdev(stx.Dev_major, stx.Dev_minor) != p.Dev || stx.Ino != p.Ino:
+		return fmt.Errorf("another directory")
+	case stx.Attributes_mask&unix.STATX_ATTR_MOUNT_ROOT != 0 && stx.Attributes&unix.STATX_ATTR_MOUNT_ROOT == 0:
+		return fmt.Errorf("not a mount point")
+	}
+	return nil
 }

@@ -79,8 +79,9 @@ func stage(started func()) Status {
 
 // checkView verifies, inside the finished view, that every protected path
 // is still the file that was found (device and inode, without following a
-// final symlink) and lies on a read-only mount, that every masked path is
-// its mask (checkMasks), and that every reserved path is a read-only mount
+// final symlink) and lies on a read-only mount, that every pinned directory
+// is its own mount (checkPinned), that every masked path is its mask
+// (checkMasks), and that every reserved path is a read-only mount
 // of its kind.
 func checkView(c *Confinement) error {
 	for _, p := range c.Protected {
@@ -89,6 +90,9 @@ func checkView(c *Confinement) error {
 		}); err != nil {
 			return err
 		}
+	}
+	if err := checkPinned(c); err != nil {
+		return err
 	}
 	if err := checkMasks(c); err != nil {
 		return err

@@ -117,6 +117,16 @@ type Confinement struct {
 	// the command (see Masked), bound after every other path; its inner
 	// stage checks each is masked before anything runs (fail closed).
 	Masked []Masked `json:"masked,omitempty"`
+	// Pinned is set by RunBwrap, never by its caller: the directories
+	// strictly between each masked path and the deepest writable root
+	// holding it (every ancestor up to `/` under FullAccess) with their
+	// identity (lstat) just before bwrap starts. The view binds each onto
+	// itself, as writable as it already is, before the masks, so a
+	// command cannot rename it (the kernel refuses renaming a mount point:
+	// EBUSY) and carry a masked path out from under its mask; the inner
+	// stage checks, before anything runs, that each is a mount root
+	// reached without a symlink and still that directory (fail closed).
+	Pinned []Protected `json:"pinned,omitempty"`
 	// FullAccess gives the bubblewrap isolation's command the whole
 	// filesystem read-write (danger-full-access with deny-read): `/` is
 	// bound read-write rather than read-only; WritableRoots is then ["/"]

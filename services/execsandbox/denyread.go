@@ -23,6 +23,11 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
+// walkAttempts is how many times the deny-read search runs when a directory
+// it listed vanished before it was read (renamed meanwhile: what it held
+// may have moved out of sight); then the command is refused.
+const walkAttempts = 3
+
 // maxAnchoredMatches bounds what one anchored deny-read pattern may match
 // (a glob such as `/**/id_rsa` over the whole host); more is refused.
 const maxAnchoredMatches = 10_000
@@ -39,23 +44,27 @@ const maxAnchoredMatches = 10_000
 //     the policy's roots (the workspace roots, the temp roots (only the
 //     command user's entries there), the --writable-root ones) with an
 //     internal/protectscan scanner of its own (never following a symlink,
-//     with a cache of unchanged directories, under the call's deadline,
-//     failing closed), each match checked again with Denied.
+//     entering a directory shaped like a git repository like any other,
+//     since any directory can be given that shape, with a cache of
+//     unchanged directories, under the call's deadline, failing closed,
+//     also when a directory it listed vanished before it was read: the
+//     search runs again, walkAttempts times in all), each match checked
+//     again with Denied.
 //
 // A match that is a symlink is masked at its target (the command would
 // reach the target through it). Paths at or beneath /dev and /proc are left
 // to the view's fresh ones. Not covered: an any-depth match outside those
 // roots (a `.env` elsewhere on the host is refused to the file tools but
-// readable to a command unless an anchored pattern names it), the inside of
-// a directory shaped like a git repository (the scanner does not enter
-// one), and anything created after the search.
+// readable to a command unless an anchored pattern names it), and anything
+// created, or moved into place by a process outside the command's view,
+// after the search.
 type masker struct {
 	policy  *sandboxpolicy.Service
 	scanner *protectscan.Scanner
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
-	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{})}
+	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{EnterRepositories: true, FailVanished: true})}
 }
 
 // find returns what a command of policy running as cred (commandUser's;
@@ -66,7 +75,8 @@ func newMasker(policy *sandboxpolicy.Service) *masker {
 // bubblewrap, running as that user, could not reach the path to mount on
 // it, and the command cannot reach anything beneath it anyway. Errors:
 // *exec.Error with CodeUnavailable when the search did not finish
-// (deadline, budget, an unreadable directory of a root).
+// (deadline, budget, an unreadable directory of a root, a directory that
+// vanished mid-search walkAttempts times over).
 func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
 	uid := uidOf(cred)
 	d := m.policy.DenyRead()
@@ -80,7 +90,7 @@ func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred 
 		}
 	}
 	if len(d.AnyDepth()) > 0 {
-		if err := m.anyDepth(ctx, d, policy, uid, found); err != nil {
+		if err := m.anyDepthRetried(ctx, d, policy, uid, found); err != nil {
 			return nil, unfinished(err)
 		}
 	}
@@ -149,6 +159,24 @@ func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
 	found[canon] = info.IsDir()
 }
 
+// anyDepthRetried is anyDepth run again, up to walkAttempts times in all,
+// while it fails with a *protectscan.VanishedError; found holds only the
+// last run's entries.
+func (m *masker) anyDepthRetried(ctx context.Context, d sandbox.DenyRead, policy sandbox.ExecutionPolicy, uid int, found map[string]bool) error {
+	var err error
+	for range walkAttempts {
+		run := map[string]bool{}
+		if err = m.anyDepth(ctx, d, policy, uid, run); err == nil {
+			maps.Copy(found, run)
+			return nil
+		}
+		if _, ok := errors.AsType[*protectscan.VanishedError](err); !ok {
+			return err
+		}
+	}
+	return err
+}
+
 // anyDepth adds to found the entries of policy's roots that d denies,
 // found by m's scanner: its Match is d's any-depth patterns matched
 // against the path below the root (cheap: a few patterns, the entry's
@@ -175,8 +203,6 @@ func (m *masker) anyDepth(ctx context.Context, d sandbox.DenyRead, policy sandbo
 			return err
 		}
 		for _, e := range entries {
-			// A directory shaped like a repository comes back whatever
-			// Match says: Denied decides.
 			addMatch(d, e.Path, found)
 		}
 	}
