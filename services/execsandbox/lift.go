@@ -115,7 +115,7 @@ func entryMasks(dir, l string) ([]subproc.Masked, error) {
 	var out []subproc.Masked
 	for _, e := range entries {
 		p := filepath.Join(dir, e.Name())
-		if (p == next && p == l) || e.Type()&os.ModeSymlink != 0 {
+		if p == l || e.Type()&os.ModeSymlink != 0 {
 			continue
 		}
 		// The directory on the way is masked too, for the caller to
