@@ -52,11 +52,14 @@ type Request struct {
 	// asks it to end; a command may ignore it). Ending it for good is the
 	// context's job: ending it kills the whole tree.
 	Signals <-chan syscall.Signal
-	// DenyReadLifted says the user approved this one command under
-	// danger-full-access with a prompt that named the deny-read paths it
-	// reads (issue 24): a confining runner then does not mask them. Set
-	// only for an approval given once, never for a session grant.
-	DenyReadLifted bool
+	// LiftedReads are the canonical absolute paths of the deny-read set
+	// the user approved this one command to read under danger-full-access
+	// (issue 24: the paths its approval prompt named as a credential
+	// read). A confining runner still masks every other deny-read path:
+	// only these become readable to the command; one it cannot make
+	// exactly readable refuses the command. Set only for an approval given
+	// once, never for a session grant; ignored in the other modes.
+	LiftedReads []string
 	// AllowHosts are network hosts the user allowed this command alone to
 	// reach through the domain proxy (an approved allow_hosts), besides
 	// the configured names and the session's grants; a runner without

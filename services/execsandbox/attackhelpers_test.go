@@ -130,14 +130,18 @@ func (w world) run(t *testing.T, mode sandbox.Mode, command string) exec.Result 
 	return res
 }
 
-// unconfined runs command as a control: under danger-full-access with
-// deny-read lifted (the user allowed it once as a credential read), the
-// one way a command still runs unconfined, as the server's user.
+// unconfined runs command as a control: under danger-full-access with an
+// empty deny-read set (no home, the `.env` defaults allowed), the one way
+// a command still runs unconfined, as the server's user.
 func (w world) unconfined(t *testing.T, command string) exec.Result {
 	t.Helper()
-	res, err := w.r.Run(session.NewContext(t.Context(), w.sess), exec.Request{
-		Command: command, Workdir: w.ws, Timeout: time.Minute,
-		Policy: carried(w.pol, sandbox.DangerFullAccess, w.ws), DenyReadLifted: true,
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: w.ws, TempRoots: []string{}, Homes: []string{}, AllowRead: []string{".env", ".env.*"}})
+	require.NoError(t, err)
+	require.True(t, pol.DenyRead().Empty(), "%v", pol.DenyRead().Describe())
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	res, err := r.Run(session.NewContext(t.Context(), w.sess), exec.Request{
+		Command: command, Workdir: w.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.DangerFullAccess, w.ws),
 	})
 	require.NoError(t, err)
 	return res

@@ -175,14 +175,15 @@ func TestDenyReadLiftedOnlyForTheApprovedCommand(t *testing.T) {
 	s, pol := newSecretHome(t, primaryOwner())
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
-	req := exec.Request{Command: "cat " + s.key, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.DangerFullAccess, s.ws)}
+	req := exec.Request{Command: "cat " + s.key + "; cat " + s.aws, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.DangerFullAccess, s.ws)}
 	res, err := r.Run(t.Context(), req)
 	require.NoError(t, err)
 	assert.NotContains(t, res.Stdout.Text, s.marker)
-	req.DenyReadLifted = true
+	req.LiftedReads = []string{s.key}
 	res, err = r.Run(t.Context(), req)
 	require.NoError(t, err)
-	assert.Contains(t, res.Stdout.Text, s.marker, res.Stderr.Text)
+	assert.Equal(t, 1, countOf(res.Stdout.Text, s.marker), "the key and only the key: %s %s", res.Stdout.Text, res.Stderr.Text)
+	assert.Contains(t, res.Stdout.Text, "PRIVATE KEY")
 	// Lifting is for danger-full-access only: a confined command keeps
 	// its masks whatever the request says.
 	req.Policy = carried(pol, sandbox.WorkspaceWrite, s.ws)

@@ -125,8 +125,7 @@ func TestModule(t *testing.T) {
 	assert.True(t, r.Confines())
 }
 
-// BenchmarkRun measures one `true`: unconfined (danger-full-access with
-// deny-read lifted: helper, shell), danger-full-access with the deny-read
+// BenchmarkRun measures one `true`: danger-full-access with the deny-read
 // masks (bubblewrap, inner stage, shell) and confined (workspace-write:
 // bubblewrap, inner stage with Landlock and seccomp, shell).
 func BenchmarkRun(b *testing.B) {
@@ -137,17 +136,15 @@ func BenchmarkRun(b *testing.B) {
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(b, err)
 	for _, c := range []struct {
-		name   string
-		mode   sandbox.Mode
-		lifted bool
+		name string
+		mode sandbox.Mode
 	}{
-		{"danger-full-access, deny-read lifted (unconfined)", sandbox.DangerFullAccess, true},
-		{"danger-full-access (bubblewrap, deny-read masks)", sandbox.DangerFullAccess, false},
-		{"workspace-write", sandbox.WorkspaceWrite, false},
+		{"danger-full-access (bubblewrap, deny-read masks)", sandbox.DangerFullAccess},
+		{"workspace-write", sandbox.WorkspaceWrite},
 	} {
 		b.Run(c.name, func(b *testing.B) {
 			for b.Loop() {
-				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: carried(pol, c.mode, base), DenyReadLifted: c.lifted})
+				res, err := r.Run(b.Context(), exec.Request{Command: "true", Workdir: base, Policy: carried(pol, c.mode, base)})
 				if err != nil || res.ExitCode != 0 {
 					b.Fatal(err, res.Stderr.Text)
 				}

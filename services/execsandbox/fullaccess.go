@@ -9,6 +9,7 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // runFullAccess runs a danger-full-access command (issue 24). Deny-read
@@ -17,14 +18,14 @@ import (
 // sockets, no resource caps, but a fresh /dev and /proc in its own PID
 // namespace (a host process's /proc/PID/root would reach past the masks),
 // no capabilities, as the user commandUser picks (a root server's: the
-// workspace owner), with every deny-read path masked. It runs unconfined,
-// as before deny-read, only when the deny-read set is empty, or when the
-// user approved this one command with a prompt that said it reads the
-// deny-read paths (req.DenyReadLifted). Under IsolationLandlock, which
-// cannot hide a path from reads, it runs unconfined when no deny-read path
-// exists where it could see it and is refused otherwise (refuseUnmasked).
+// workspace owner), with every deny-read path masked but the ones the user
+// approved this one command to read (req.LiftedReads: see liftMasks). It
+// runs unconfined, as before deny-read, only when the deny-read set is
+// empty. Under IsolationLandlock, which cannot hide a path from reads, it
+// runs unconfined when no deny-read path but the approved ones exists where
+// it could see it and is refused otherwise (refuseUnmasked).
 func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Result, error) {
-	if req.DenyReadLifted || r.policy.DenyRead().Empty() {
+	if r.policy.DenyRead().Empty() {
 		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
 	}
 	if why := r.cannotMask(); why != "" {
@@ -63,7 +64,7 @@ func (r *Runner) cannotMask() string {
 }
 
 // runFull runs req (danger-full-access) in bubblewrap with `/` read-write
-// and the deny-read paths masked (see runFullAccess).
+// and the deny-read paths masked but req.LiftedReads (see runFullAccess).
 func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request) (exec.Result, error) {
 	exe, err := b.exe()
 	if err != nil {
@@ -74,6 +75,9 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	cred, env := commandUser(policy, run.Env)
 	conf := &subproc.Confinement{WritableRoots: []string{"/"}, Network: true, UnixSockets: true, FullAccess: true}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
+		return exec.Result{}, err
+	}
+	if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
 		return exec.Result{}, err
 	}
 	if err := unmasked(conf, req.Workdir); err != nil {
@@ -94,13 +98,19 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 // not deny one path inside what it allows, and which has no view to mask
 // it in; bubblewrap unusable, for danger-full-access) when a path of the
 // deny-read set exists where it could read it (fail closed, as it is for
-// protected paths that cannot be carved out). Errors: *exec.Error with
-// CodeUnavailable naming up to three such paths and the remedies; the
-// search's own error.
+// protected paths that cannot be carved out). Under danger-full-access
+// the paths req.LiftedReads approves do not count (liftMasks, whose errors
+// it returns). Errors: *exec.Error with CodeUnavailable naming up to three
+// such paths and the remedies; the search's own error.
 func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request, why string) error {
 	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
 	if err != nil || len(masks) == 0 {
 		return err
+	}
+	if req.Policy.Mode == sandbox.DangerFullAccess {
+		if masks, err = liftMasks(masks, req.LiftedReads, accountOf(nil)); err != nil || len(masks) == 0 {
+			return err
+		}
 	}
 	names := maskedPaths(masks)
 	more := ""

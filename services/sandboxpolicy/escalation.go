@@ -214,18 +214,29 @@ func CleanJustification(s string) string {
 	return out
 }
 
-// CleanCommand returns a shell command as a prompt may show it (issue 21):
-// cleaned as CleanJustification cleans (so 5,000 spaces cannot push the
-// rest of a command out of view, and no control character reaches the
-// terminal), and past CommandMax characters cut, the cut ending with
+// CleanCommand returns a shell command as a prompt may show it, to be
+// quoted with strconv.Quote (issue 21): blank characters (blank) collapse as
+// CleanJustification collapses them (so 5,000 spaces cannot push the rest
+// of a command out of view), except that a run holding control characters
+// (Cc: a newline, a carriage return, a tab, ESC) or line and paragraph
+// separators keeps each distinct one, in order, in place of the run (issue
+// 24: a newline starts another command, and must not pass for a space
+// between arguments; strconv.Quote shows it as \n, a literal backslash as
+// \\); past CommandMax characters the rest is cut, the cut ending with
 // "… [cut: the command is N characters long]", N counting the command as
 // given.
 func CleanCommand(s string) string {
-	out, cut := collapse(s, CommandMax)
+	out, cut := collapseKeeping(s, CommandMax, shown)
 	if cut > 0 {
 		out += fmt.Sprintf("… [cut: the command is %d characters long]", utf8.RuneCountInString(s))
 	}
 	return out
+}
+
+// shown reports whether a blank rune r is kept (for quoting to escape) in a
+// shown command: a control, line or paragraph separator.
+func shown(r rune) bool {
+	return unicode.In(r, unicode.Cc, unicode.Zl, unicode.Zp)
 }
 
 // blank reports whether r shows as nothing, or as a blank, on a terminal or
@@ -241,32 +252,58 @@ func blank(r rune) bool {
 			unicode.Other_Default_Ignorable_Code_Point, unicode.Variation_Selector)
 }
 
-// collapse turns every blank character of s (blank) into one space per run, trims the ends, and keeps at
-// most limit characters; cut is how many non-space characters and runs were
-// left out.
+// collapse turns every blank character of s (blank) into one space per
+// run, trims the ends, and keeps at most limit characters; cut is how many
+// non-space characters and runs were left out.
 func collapse(s string, limit int) (out string, cut int) {
+	return collapseKeeping(s, limit, func(rune) bool { return false })
+}
+
+// collapseKeeping is collapse where a run of blanks holding characters
+// keep reports true becomes those characters (each distinct one once, in
+// order of appearance) instead of a space.
+func collapseKeeping(s string, limit int, keep func(rune) bool) (out string, cut int) {
 	var b strings.Builder
-	n, space := 0, false
-	for _, r := range s {
-		if blank(r) {
-			r = ' '
-		}
-		if r == ' ' {
-			if space {
+	n := 0
+	emit := func(run []rune) {
+		for _, r := range run {
+			if n >= limit {
+				cut++
 				continue
 			}
-			space = true
-		} else {
-			space = false
+			b.WriteRune(r)
+			n++
 		}
-		if n >= limit {
-			cut++
+	}
+	var kept []rune // the current run's kept characters
+	inRun := false
+	flush := func() {
+		if !inRun {
+			return
+		}
+		if len(kept) == 0 {
+			kept = append(kept, ' ')
+		}
+		if n > 0 || kept[0] != ' ' {
+			emit(kept)
+		}
+		kept, inRun = kept[:0], false
+	}
+	for _, r := range s {
+		if blank(r) {
+			inRun = true
+			if keep(r) && !slices.Contains(kept, r) {
+				kept = append(kept, r)
+			}
 			continue
 		}
-		b.WriteRune(r)
-		n++
+		flush()
+		emit([]rune{r})
 	}
-	return strings.TrimSpace(b.String()), cut
+	if len(kept) > 0 {
+		flush() // a trailing run of kept characters is shown
+	}
+	return strings.Trim(b.String(), " "), cut
 }
 
 // Prompt returns the question an approver shows a person for req, in one
@@ -340,27 +377,31 @@ func Prompt(req sandbox.ApprovalRequest) string {
 }
 
 // ReadsMax is how many of a command's deny-read paths a prompt names; the
-// rest are counted.
+// rest are counted, and stay hidden whatever the answer.
 const ReadsMax = 5
+
+// NamedReads returns the deny-read paths of reads a credential-read prompt
+// names (the first ReadsMax): the only ones an approval given once makes
+// readable (exec.Request.LiftedReads).
+func NamedReads(reads []string) []string {
+	return reads[:min(len(reads), ReadsMax)]
+}
 
 // credentialRead is the prompt's sentence for a command that names
 // deny-read paths (issue 24): they are named (quoted, controls escaped; at
 // most ReadsMax, the rest counted), the read is called a credential read,
 // and what each answer does to deny-read is said.
 func credentialRead(reads []string) string {
-	shown := reads
-	if len(shown) > ReadsMax {
-		shown = shown[:ReadsMax]
-	}
+	shown := NamedReads(reads)
 	quoted := make([]string, 0, len(shown))
 	for _, r := range shown {
 		quoted = append(quoted, strconv.Quote(r))
 	}
 	more := ""
 	if len(reads) > len(shown) {
-		more = fmt.Sprintf(" and %d more", len(reads)-len(shown))
+		more = fmt.Sprintf(" (and %d more, which stay hidden)", len(reads)-len(shown))
 	}
 	return fmt.Sprintf("This is a credential read: the command names %s%s, which the deny-read set hides from every tool and command. "+
-		"Allowing it once lifts deny-read for this one run, so it can read them; allowing it for the session does not (they stay hidden).",
+		"Allowing it once makes exactly the paths named here readable for this one run (every other deny-read path stays hidden); allowing it for the session does not (they stay hidden).",
 		strings.Join(quoted, ", "), more)
 }

@@ -277,7 +277,7 @@ func TestPromptShortensACommand(t *testing.T) {
 // TestPromptNamesACredentialRead (issue 24): a command asking for
 // danger-full-access that names deny-read paths is a credential read; the
 // prompt names them (controls escaped, at most ReadsMax) and says only an
-// allowed-once answer lifts deny-read.
+// allowed-once answer makes the named paths readable.
 func TestPromptNamesACredentialRead(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -287,10 +287,10 @@ func TestPromptNamesACredentialRead(t *testing.T) {
 	}{
 		{"one path", []string{"/home/u/.ssh/id_ed25519"}, []string{
 			`This is a credential read: the command names "/home/u/.ssh/id_ed25519", which the deny-read set hides`,
-			"Allowing it once lifts deny-read for this one run", "allowing it for the session does not (they stay hidden)",
+			"Allowing it once makes exactly the paths named here readable for this one run (every other deny-read path stays hidden)", "allowing it for the session does not (they stay hidden)",
 		}, []string{"stay hidden from it."}},
 		{"a control character is escaped", []string{"/ws/.env\x1b[2J"}, []string{`"/ws/.env\x1b[2J"`}, []string{"\x1b"}},
-		{"past ReadsMax the rest are counted", []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g"}, []string{`"/e" and 2 more`}, []string{`"/f"`}},
+		{"past ReadsMax the rest are counted", []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g"}, []string{`"/e" (and 2 more, which stay hidden)`}, []string{`"/f"`}},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -306,4 +306,43 @@ func TestPromptNamesACredentialRead(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestPromptShowsTheCommandsLines (issue 24, review finding F5): a newline
+// in a command starts another command; the prompt showed it as a space, so
+// `wc -c ~/.netrc<LF>cat …` read as more arguments of wc. Each control
+// character of a blank run is kept and shown escaped (\n, \r, \t, \x1b), a
+// literal backslash-n stays distinguishable (\\n), and no raw control
+// character reaches the prompt.
+func TestPromptShowsTheCommandsLines(t *testing.T) {
+	cases := []struct{ name, cmd, want string }{
+		{"F5's input", "wc -c /h/.netrc\ncat $(echo /h/.s)sh/id_ed25519", `"wc -c /h/.netrc\ncat $(echo /h/.s)sh/id_ed25519"`},
+		{"spaces around a newline", "true  \n  cat /k", `"true\ncat /k"`},
+		{"a run of newlines shows one", "true\n\n\n\ncat /k", `"true\ncat /k"`},
+		{"CRLF keeps both", "true\r\ncat /k", `"true\r\ncat /k"`},
+		{"a carriage return is not a space", "cat /a\rb", `"cat /a\rb"`},
+		{"a tab and ESC", "a\tb\x1bc", `"a\tb\x1bc"`},
+		{"a leading newline", "\ncat /k", `"\ncat /k"`},
+		{"a line separator", "a\u2028b", `"a\u2028b"`},
+		{"a typed backslash-n", `echo a\nb`, `"echo a\\nb"`},
+		{"spaces still collapse", "a     b", `"a b"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			msg := sandboxpolicy.Prompt(sandbox.ApprovalRequest{
+				Tool: "exec", Family: sandbox.Commands, Command: tc.cmd, Workdir: "/ws",
+				Mode: sandbox.DangerFullAccess, Justification: "j", Reads: []string{"/h/.netrc"},
+			})
+			assert.Contains(t, msg, "with the command "+tc.want+" in ")
+			for _, r := range msg {
+				assert.False(t, unicode.In(r, unicode.Cc, unicode.Cf), "control or format character %U in the prompt", r)
+			}
+		})
+	}
+	// 5,000 newlines still cannot push the tail out of view.
+	msg := sandboxpolicy.Prompt(sandbox.ApprovalRequest{
+		Tool: "exec", Family: sandbox.Commands, Command: "true" + strings.Repeat("\n", 5000) + "cat /k",
+		Workdir: "/ws", Mode: sandbox.DangerFullAccess, Justification: "j",
+	})
+	assert.Contains(t, msg, `"true\ncat /k"`)
 }

@@ -146,9 +146,12 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 			if policy, err = c.Escalate(ctx, policy, args.esc, ask); err != nil {
 				return t.g.Fail(err, standing)
 			}
-			// Deny-read is lifted for a command whose prompt named what
-			// it reads, allowed once: never by a session grant (issue 24).
-			req.DenyReadLifted = len(ask.Reads) > 0 && policy.Mode == sandbox.DangerFullAccess && !policy.SessionGrant
+			// An approval given once makes exactly the deny-read paths its
+			// prompt named readable to this command; every other path
+			// stays masked, and a session grant lifts nothing (issue 24).
+			if policy.Mode == sandbox.DangerFullAccess && !policy.SessionGrant {
+				req.LiftedReads = sandboxpolicy.NamedReads(ask.Reads)
+			}
 			// The user approved this command in the directory shown:
 			// after the wait, it must still be that directory (issue 21).
 			if err := sameWorkdir(workspace, args.workdir, workdir, before); err != nil {
