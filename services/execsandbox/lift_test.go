@@ -19,9 +19,9 @@ import (
 // countOf counts the occurrences of marker in s.
 func countOf(s, marker string) int { return strings.Count(s, marker) }
 
-// plant writes content to path (making its directories, mode 0700),
+// plantSecret writes content to path (making its directories, mode 0700),
 // owned by o when the test runs as root.
-func plant(t *testing.T, o owner, path, content string) {
+func plantSecret(t *testing.T, o owner, path, content string) {
 	t.Helper()
 	require.NoError(t, os.MkdirAll(filepath.Dir(path), 0o700))
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
@@ -44,12 +44,12 @@ func TestLiftedReadIsExactlyTheNamedPath(t *testing.T) {
 	s, pol := newSecretHome(t, o)
 	netrc := filepath.Join(s.home, ".netrc")
 	netrcMark := "NETRCMARK-" + s.marker
-	plant(t, o, netrc, "machine a password "+netrcMark+"\n")
+	plantSecret(t, o, netrc, "machine a password "+netrcMark+"\n")
 	sibling := filepath.Join(s.home, ".ssh", "id_rsa")
-	plant(t, o, sibling, "SIBLING-"+s.marker+"\n")
+	plantSecret(t, o, sibling, "SIBLING-"+s.marker+"\n")
 	deep := filepath.Join(s.home, ".ssh", "keys", "deploy")
-	plant(t, o, deep, "DEEP-"+s.marker+"\n")
-	plant(t, o, filepath.Join(s.home, ".ssh", "keys", "other"), "OTHER-"+s.marker+"\n")
+	plantSecret(t, o, deep, "DEEP-"+s.marker+"\n")
+	plantSecret(t, o, filepath.Join(s.home, ".ssh", "keys", "other"), "OTHER-"+s.marker+"\n")
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
 	require.NoError(t, err)
 	catAll := "; cat " + s.key + " " + sibling + " " + deep + " " + filepath.Join(s.home, ".ssh", "keys", "other") + " " + s.aws + " " + s.env + " 2>&1; true"
@@ -107,7 +107,7 @@ func TestLiftedReadThatCannotBeExactIsRefused(t *testing.T) {
 	o := primaryOwner()
 	s, pol := newSecretHome(t, o)
 	sibling := filepath.Join(s.home, ".ssh", "id_rsa")
-	plant(t, o, sibling, "SIBLING-"+s.marker+"\n")
+	plantSecret(t, o, sibling, "SIBLING-"+s.marker+"\n")
 	swapped := filepath.Join(s.home, ".ssh", "swapped")
 	require.NoError(t, os.Symlink(sibling, swapped))
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
