@@ -46,13 +46,17 @@ func TestScan_EnterRepositories(t *testing.T) {
 // default and fails the scan with a *VanishedError naming it with
 // FailVanished; an unchanged tree scans the same either way.
 func TestScan_FailVanished(t *testing.T) {
-	for _, fail := range []bool{false, true} {
-		t.Run(map[bool]string{false: "skipped", true: "failed"}[fail], func(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		fail, shared bool
+	}{{"skipped", false, false}, {"failed", true, false}, {"skipped in a shared root", true, true}} {
+		fail := tc.fail && !tc.shared
+		t.Run(tc.name, func(t *testing.T) {
 			base := tempRoot(t)
 			build(t, base, "ws/a/x", "ws/b/x", "ws/a/.env=1", "ws/b/.env=2")
 			ws := filepath.Join(base, "ws")
-			roots := []protectscan.Root{{Path: ws}}
-			got, err := protectscan.New(protectscan.Options{FailVanished: fail}).Scan(t.Context(), roots, protectEnv)
+			roots := []protectscan.Root{{Path: ws, Shared: tc.shared, Owner: os.Geteuid()}}
+			got, err := protectscan.New(protectscan.Options{FailVanished: tc.fail}).Scan(t.Context(), roots, protectEnv)
 			require.NoError(t, err)
 			assert.Equal(t, []string{"ws/a/.env", "ws/b/.env"}, pathsOf(t, base, got))
 			// A fresh scanner (no cache): the first of the two read
@@ -66,7 +70,7 @@ func TestScan_FailVanished(t *testing.T) {
 				}
 				return protectEnv(rel, isDir)
 			}
-			got, err = protectscan.New(protectscan.Options{FailVanished: fail}).Scan(t.Context(), roots, renaming)
+			got, err = protectscan.New(protectscan.Options{FailVanished: tc.fail}).Scan(t.Context(), roots, renaming)
 			require.NotEmpty(t, moved)
 			if !fail {
 				require.NoError(t, err)

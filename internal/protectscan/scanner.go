@@ -99,8 +99,8 @@ type Options struct {
 	EnterRepositories bool
 	// FailVanished fails the scan with a *VanishedError when an entry or
 	// directory it listed is gone, or has changed kind, when it comes to
-	// it, instead of skipping it (in a Shared root too, where the name's
-	// owner can no longer be told).
+	// it, instead of skipping it; not in a Shared root, a temp area that
+	// churns with every program's scratch files, where it is skipped.
 	FailVanished bool
 }
 

@@ -156,7 +156,7 @@ func (w *walk) descend(r *openedRoot, dirfd int, dev uint64, parent, parentRel s
 	fd, err := openat(dirfd, sd.name, dirFlags)
 	if err != nil {
 		if vanished(err) {
-			return w.gone(path)
+			return w.gone(r, path)
 		}
 		if r.Shared && !ownedDir(dirfd, sd.name, r.Owner) {
 			return nil
@@ -198,12 +198,12 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 		// Anything but a vanished name: the open decides, as for an
 		// uncached directory.
 		if vanished(err) {
-			return true, w.gone(filepath.Join(parent, sd.name))
+			return true, w.gone(r, filepath.Join(parent, sd.name))
 		}
 		return false, nil
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return true, w.gone(filepath.Join(parent, sd.name))
+		return true, w.gone(r, filepath.Join(parent, sd.name))
 	}
 	if r.Shared && int(st.Uid) != r.Owner {
 		return true, nil
@@ -279,7 +279,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if typ == unix.DT_UNKNOWN {
 		if err := unix.Fstatat(dirfd, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return w.gone(filepath.Join(path, string(d.name)))
+				return w.gone(r, filepath.Join(path, string(d.name)))
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, string(d.name)), Err: err}
 		}
@@ -306,7 +306,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if !stated {
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return w.gone(filepath.Join(path, name))
+				return w.gone(r, filepath.Join(path, name))
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, name), Err: err}
 		}
@@ -411,10 +411,13 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 	}
 }
 
-// gone is what meeting path vanished means to the scan: nothing (it is
-// skipped), or with Options.FailVanished a *VanishedError.
-func (w *walk) gone(path string) error {
-	if w.s.failVanished {
+// gone is what meeting path vanished in root r means to the scan: nothing
+// (it is skipped), or with Options.FailVanished a *VanishedError, except in
+// a Shared root: a temp area churns with every program's scratch files
+// (the user's own builds included), and failing there would refuse
+// commands at random.
+func (w *walk) gone(r *openedRoot, path string) error {
+	if w.s.failVanished && !r.Shared {
 		return &VanishedError{Path: path}
 	}
 	return nil
