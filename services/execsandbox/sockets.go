@@ -74,7 +74,7 @@ func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
 	}
 	var v socketView
 	var ids map[fileID]bool
-	v.named, ids = namedSockets(r.cfg.UnixSocketPaths)
+	v.named, ids = namedSockets(r.named)
 	if r.bwrap == nil {
 		return v, nil
 	}
@@ -161,27 +161,70 @@ func socketID(path string) (fileID, bool) {
 	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
 }
 
-// namedSockets resolves the named sockets for one command: each path's
-// canonical form (symlinks followed) when it is a Unix socket now, and the
-// identities of those sockets. A path that is missing or not a socket now
-// (its server stopped) grants nothing; one restarted at the same path is
-// the new socket.
-func namedSockets(paths []string) ([]string, map[fileID]bool) {
-	var out []string
-	ids := map[fileID]bool{}
+// pinnedSocket is a named socket as pinned at start: its canonical path
+// (symlinks followed once, by New) and the uid owning it then.
+type pinnedSocket struct {
+	path string
+	uid  uint32
+}
+
+// pinSockets pins each of paths (checked by CheckUnixSocket) at start: its
+// canonical path and its owner. Errors: one no longer resolves to a Unix
+// socket.
+func pinSockets(paths []string) ([]pinnedSocket, error) {
+	var out []pinnedSocket
 	for _, p := range paths {
 		c, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("%q: %w", p, err)
 		}
-		id, ok := socketID(c)
+		var st unix.Stat_t
+		if err := unix.Lstat(c, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return nil, fmt.Errorf("%q (%s) is not a Unix socket now", p, c)
+		}
+		out = append(out, pinnedSocket{path: c, uid: st.Uid})
+	}
+	return out, nil
+}
+
+// namedSockets resolves the pinned named sockets for one command: each
+// canonical path, opened without following any symlink in any component
+// (openat2 RESOLVE_NO_SYMLINKS), that is a Unix socket owned by the uid
+// that owned it at start, and the identities of those sockets. A path that
+// is missing, reached through a symlink now (its directory replaced by one
+// holding a symlink), not a socket, or owned by another user grants
+// nothing for that command; an agent restarted at the same path by the
+// same user is the new socket.
+func namedSockets(pinned []pinnedSocket) ([]string, map[fileID]bool) {
+	var out []string
+	ids := map[fileID]bool{}
+	for _, p := range pinned {
+		id, ok := pinnedID(p)
 		if !ok {
 			continue
 		}
 		ids[id] = true
-		out = append(out, c)
+		out = append(out, p.path)
 	}
 	return out, ids
+}
+
+// pinnedID returns the identity of the socket at p.path when, reached
+// without symlinks, it is a socket owned by p.uid (false otherwise).
+func pinnedID(p pinnedSocket) (fileID, bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p.path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fileID{}, false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != p.uid {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
 }
 
 // maskedSockets returns, canonical and once each, the pathname Unix sockets
