@@ -124,6 +124,8 @@ type Runner struct {
 	proxy *netproxy.Proxy
 	// named are the named Unix sockets as pinned at start (pinSockets).
 	named []pinnedSocket
+	// sockWalk finds the socket files inside the writable roots.
+	sockWalk *socketWalker
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -163,7 +165,7 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy), named: named}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy), named: named, sockWalk: newSocketWalker()}
 	if r.proxy, err = newProxy(cfg); err != nil {
 		return nil, err
 	}
@@ -208,7 +210,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 				"or --unix-sockets allow (every socket reachable)",
 			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
 	}
-	socks, err := r.sockets(*req.Policy)
+	socks, err := r.sockets(ctx, *req.Policy, req.Timeout)
 	if err != nil {
 		return exec.Result{}, err
 	}

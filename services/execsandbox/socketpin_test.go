@@ -7,8 +7,10 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	fixtures "github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -50,4 +52,43 @@ func TestNamedUnixSocketRetargeted(t *testing.T) {
 	assert.Equal(t, 1, accepted(named))
 	require.NotNil(t, res.Confinement)
 	assert.Empty(t, res.Confinement.UnixSocketPaths, "the name grants nothing once it is reached through a symlink")
+}
+
+// TestUnixSocketDirectoryRenamed (review of issue 24, F2): a host socket in
+// a writable root stays masked once a command renamed its directory (so
+// /proc/net/unix names a path that no longer exists): the next command
+// finds it by walking the writable roots, and the listener accepts
+// nothing. A named socket under /var/tmp keeps AF_UNIX open.
+func TestUnixSocketDirectoryRenamed(t *testing.T) {
+	perl := fixtures.Perl(t)
+	if subproc.Probe().ResolveUnix {
+		t.Skip("Landlock ABI 9 limits connects by itself; the masks are not used")
+	}
+	w := newWorld(t, primaryOwner(), exec.Config{}, nil)
+	out := fixtures.OutsideDir(t)
+	require.NoError(t, os.Chmod(out, 0o755))
+	named := fixtures.ListenUnix(t, filepath.Join(out, "agent.sock"))
+	dir := filepath.Join(w.cache, "tmux-like")
+	require.NoError(t, os.Mkdir(dir, 0o700))
+	host := fixtures.ListenUnix(t, filepath.Join(dir, "default"))
+	require.NoError(t, os.Lchown(dir, w.uid, w.uid))
+	w = withRunner(t, w, execsandbox.Config{UnixSocketPaths: []string{named.Path}})
+
+	moved := filepath.Join(w.cache, "tmux-moved", "default")
+	res := w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "first", host.Path, named.Path)+
+		"; mv "+dir+" "+filepath.Dir(moved))
+	got := connected(res.Stdout.Text)
+	assert.Equal(t, "FAIL Connection refused", got[host.Path], res.Stdout.Text+res.Stderr.Text)
+	assert.Equal(t, "OK pong first", got[named.Path], res.Stderr.Text)
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(moved, &st), "the rename was made: %s", res.Stderr.Text)
+	require.Equal(t, uint32(unix.S_IFSOCK), st.Mode&unix.S_IFMT)
+
+	res = w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "second", moved, named.Path))
+	got = connected(res.Stdout.Text)
+	assert.Equal(t, "FAIL Connection refused", got[moved], res.Stdout.Text+res.Stderr.Text)
+	assert.Equal(t, "OK pong second", got[named.Path], res.Stderr.Text)
+	n, lines := host.Accepted()
+	assert.Zero(t, n, "the renamed socket accepted %v", lines)
+	assert.Equal(t, 2, accepted(named))
 }

@@ -2,6 +2,7 @@ package execsandbox
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -62,13 +64,16 @@ type socketView struct{ named, masked []string }
 // sockets resolves the configured named sockets for one command of policy
 // and, when the bubblewrap view must keep the command to them (no Unix
 // sockets allowed wholesale, Landlock without ABI 9), lists every other
-// bound socket to mask. Under bubblewrap both keep only the sockets whose
+// bound socket to mask, and every socket file inside the writable roots
+// (socketWalker: found there wherever a command renamed its directory to;
+// sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
 // directories the command's user may search (bwrap, running as that user,
 // could not set up a mount there, and the command could not connect there
 // anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
-// listed; the command is not run. Each mask costs bwrap about 2 ms to set
+// listed, or the walk of the writable roots did not finish within timeout
+// (0: ctx's deadline) and its budget; the command is not run. Each mask costs bwrap about 2 ms to set
 // up, so sockets the user cannot connect to by their modes are not masked.
-func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
+func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
 	if len(r.cfg.UnixSocketPaths) == 0 {
 		return socketView{}, nil
 	}
@@ -88,6 +93,12 @@ func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
 	}
+	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
+	if err != nil {
+		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the Unix sockets inside the writable roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
+	}
+	masked = addSockets(masked, walked, ids)
 	for _, p := range searchableBy(masked, uid, gids) {
 		if permits(p, uid, gids, 0o2) {
 			v.masked = append(v.masked, p)
@@ -225,6 +236,18 @@ func pinnedID(p pinnedSocket) (fileID, bool) {
 		return fileID{}, false
 	}
 	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
+}
+
+// addSockets returns masked with each of walked that is a socket now, none
+// of named (by identity) and not in masked yet, appended.
+func addSockets(masked, walked []string, named map[fileID]bool) []string {
+	for _, p := range walked {
+		id, ok := socketID(p)
+		if ok && !named[id] && !slices.Contains(masked, p) {
+			masked = append(masked, p)
+		}
+	}
+	return masked
 }
 
 // maskedSockets returns, canonical and once each, the pathname Unix sockets
