@@ -4,6 +4,7 @@ import (
 	"context"
 	"os"
 	"path/filepath"
+	"strconv"
 	"sync"
 
 	"golang.org/x/sys/unix"
@@ -39,9 +40,21 @@ func (w *socketWalker) scanner(root string) *protectscan.Scanner {
 	return s
 }
 
-// find returns the absolute paths of the socket files inside policy's
-// writable roots (none in read-only: nothing can be renamed there), never
-// following a symlink. In a temp root other users write to (policy.Shared)
+// renamable returns the regions where a command of policy run as uid may
+// rename a socket's directory, to walk: the writable roots under
+// workspace-write (none in read-only); under danger-full-access, where the
+// whole filesystem is writable, every root policy names (the workspace,
+// the temp roots) and the user's runtime directory /run/user/UID (the
+// systemd, D-Bus, gpg-agent sockets).
+func renamable(policy sandbox.ExecutionPolicy, uid uint32) []string {
+	if policy.Mode != sandbox.DangerFullAccess {
+		return policy.WritableRoots()
+	}
+	return append(policy.Roots(), filepath.Join("/run/user", strconv.FormatUint(uint64(uid), 10)))
+}
+
+// find returns the absolute paths of the socket files inside
+// renamable(policy, uid), never following a symlink. In a temp root other users write to (policy.Shared)
 // only the directories and sockets of uid, the command's user, are looked
 // at (protectscan.Root.Shared): another user's directory there is one the
 // command's user cannot rename. Errors: the scan ran out of its budget
@@ -49,7 +62,7 @@ func (w *socketWalker) scanner(root string) *protectscan.Scanner {
 // not read; the caller refuses the command (fail closed).
 func (w *socketWalker) find(ctx context.Context, policy sandbox.ExecutionPolicy, uid uint32) ([]string, error) {
 	var out []string
-	for _, r := range policy.WritableRoots() {
+	for _, r := range renamable(policy, uid) {
 		if _, err := os.Lstat(r); err != nil {
 			continue
 		}
