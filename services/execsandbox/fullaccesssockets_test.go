@@ -37,12 +37,21 @@ func TestFullAccessUnixSockets(t *testing.T) {
 		// named says whether the named socket is in the Confinement.
 		named bool
 	}{
-		{"named only", func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} },
-			[3]string{"OK pong hi", failure(resolve), failure(resolve)}, true},
-		{"none named", func(string) execsandbox.Config { return execsandbox.Config{} },
-			[3]string{refused, refused, refused}, false},
-		{"--unix-sockets allow (the control)", func(string) execsandbox.Config { return execsandbox.Config{UnixSockets: true} },
-			[3]string{"OK pong hi", "OK pong hi", "OK pong hi"}, false},
+		{
+			"named only", func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} },
+			[3]string{"OK pong hi", failure(resolve), failure(resolve)},
+			true,
+		},
+		{
+			"none named", func(string) execsandbox.Config { return execsandbox.Config{} },
+			[3]string{refused, refused, refused},
+			false,
+		},
+		{
+			"--unix-sockets allow (the control)", func(string) execsandbox.Config { return execsandbox.Config{UnixSockets: true} },
+			[3]string{"OK pong hi", "OK pong hi", "OK pong hi"},
+			false,
+		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			s, pol := newSecretHome(t, primaryOwner())
