@@ -122,6 +122,10 @@ type Runner struct {
 	masker *masker
 	// proxy is the domain proxy (nil without AllowDomains).
 	proxy *netproxy.Proxy
+	// named are the named Unix sockets as pinned at start (pinSockets).
+	named []pinnedSocket
+	// sockWalk finds the socket files inside the writable roots.
+	sockWalk *socketWalker
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -146,10 +150,14 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 			return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: named Unix socket " + err.Error()}
 		}
 	}
+	named, err := pinSockets(cfg.UnixSocketPaths)
+	if err != nil {
+		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: named Unix socket " + err.Error()}
+	}
 	if cfg.Isolation == "" {
 		cfg.Isolation = IsolationBwrap
 	}
-	run, err := execlocal.Validate(run)
+	run, err = execlocal.Validate(run)
 	if err != nil {
 		return nil, err
 	}
@@ -157,7 +165,7 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy)}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy), named: named, sockWalk: newSocketWalker()}
 	if r.proxy, err = newProxy(cfg); err != nil {
 		return nil, err
 	}
@@ -202,7 +210,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 				"or --unix-sockets allow (every socket reachable)",
 			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
 	}
-	socks, err := r.sockets(*req.Policy)
+	socks, err := r.sockets(ctx, *req.Policy, req.Timeout)
 	if err != nil {
 		return exec.Result{}, err
 	}

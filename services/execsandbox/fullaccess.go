@@ -14,8 +14,9 @@ import (
 
 // runFullAccess runs a danger-full-access command (issue 24). Deny-read
 // holds there too, so under the bubblewrap isolation it runs in bubblewrap
-// with the whole filesystem read-write, the host's network and Unix
-// sockets, no resource caps, but a fresh /dev and /proc in its own PID
+// with the whole filesystem read-write, the host's network, the Unix
+// sockets of the other modes (only the named ones unless Config.UnixSockets:
+// Runner.sockets), no resource caps, but a fresh /dev and /proc in its own PID
 // namespace (a host process's /proc/PID/root would reach past the masks),
 // no capabilities, as the user commandUser picks (a root server's: the
 // workspace owner), with every deny-read path masked but the ones the user
@@ -34,9 +35,16 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 		}
 		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
 	}
-	res, err := r.bwrap.runFull(ctx, r.run, req)
+	// The same Unix-socket rule as the other modes: with deny-read on, a
+	// user daemon's socket (tmux, systemd, docker) would read the masked
+	// paths for the command.
+	socks, err := r.sockets(ctx, *req.Policy, req.Timeout)
+	if err != nil {
+		return exec.Result{}, err
+	}
+	res, err := r.bwrap.runFull(ctx, r.run, req, r.cfg.UnixSockets, socks)
 	if err == nil {
-		c := &exec.Confinement{Network: true, UnixSockets: true, Masked: res.Confinement.Masked}
+		c := &exec.Confinement{Network: true, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named, Masked: res.Confinement.Masked}
 		cred, _ := commandUser(*req.Policy, nil)
 		c.UID, c.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())}
 		if cred != nil {
@@ -64,8 +72,10 @@ func (r *Runner) cannotMask() string {
 }
 
 // runFull runs req (danger-full-access) in bubblewrap with `/` read-write
-// and the deny-read paths masked but req.LiftedReads (see runFullAccess).
-func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request) (exec.Result, error) {
+// and the deny-read paths masked but req.LiftedReads (see runFullAccess),
+// every Unix socket reachable when unixSockets, else only socks.named
+// (socks.masked masked).
+func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request, unixSockets bool, socks socketView) (exec.Result, error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -73,7 +83,10 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	}
 	policy := *req.Policy
 	cred, env := commandUser(policy, run.Env)
-	conf := &subproc.Confinement{WritableRoots: []string{"/"}, Network: true, UnixSockets: true, FullAccess: true}
+	conf := &subproc.Confinement{
+		WritableRoots: []string{"/"}, Network: true, FullAccess: true,
+		UnixSockets: unixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked,
+	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return exec.Result{}, err
 	}

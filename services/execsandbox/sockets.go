@@ -2,6 +2,7 @@ package execsandbox
 
 import (
 	"bufio"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -62,19 +64,22 @@ type socketView struct{ named, masked []string }
 // sockets resolves the configured named sockets for one command of policy
 // and, when the bubblewrap view must keep the command to them (no Unix
 // sockets allowed wholesale, Landlock without ABI 9), lists every other
-// bound socket to mask. Under bubblewrap both keep only the sockets whose
+// bound socket to mask, and every socket file inside the writable roots
+// (socketWalker: found there wherever a command renamed its directory to;
+// sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
 // directories the command's user may search (bwrap, running as that user,
 // could not set up a mount there, and the command could not connect there
 // anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
-// listed; the command is not run. Each mask costs bwrap about 2 ms to set
+// listed, or the walk of the writable roots did not finish within timeout
+// (0: ctx's deadline) and its budget; the command is not run. Each mask costs bwrap about 2 ms to set
 // up, so sockets the user cannot connect to by their modes are not masked.
-func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
+func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
 	if len(r.cfg.UnixSocketPaths) == 0 {
 		return socketView{}, nil
 	}
 	var v socketView
 	var ids map[fileID]bool
-	v.named, ids = namedSockets(r.cfg.UnixSocketPaths)
+	v.named, ids = namedSockets(r.named)
 	if r.bwrap == nil {
 		return v, nil
 	}
@@ -88,6 +93,12 @@ func (r *Runner) sockets(policy sandbox.ExecutionPolicy) (socketView, error) {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
 	}
+	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
+	if err != nil {
+		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the Unix sockets inside the writable roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
+	}
+	masked = addSockets(masked, walked, ids)
 	for _, p := range searchableBy(masked, uid, gids) {
 		if permits(p, uid, gids, 0o2) {
 			v.masked = append(v.masked, p)
@@ -161,27 +172,82 @@ func socketID(path string) (fileID, bool) {
 	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
 }
 
-// namedSockets resolves the named sockets for one command: each path's
-// canonical form (symlinks followed) when it is a Unix socket now, and the
-// identities of those sockets. A path that is missing or not a socket now
-// (its server stopped) grants nothing; one restarted at the same path is
-// the new socket.
-func namedSockets(paths []string) ([]string, map[fileID]bool) {
-	var out []string
-	ids := map[fileID]bool{}
+// pinnedSocket is a named socket as pinned at start: its canonical path
+// (symlinks followed once, by New) and the uid owning it then.
+type pinnedSocket struct {
+	path string
+	uid  uint32
+}
+
+// pinSockets pins each of paths (checked by CheckUnixSocket) at start: its
+// canonical path and its owner. Errors: one no longer resolves to a Unix
+// socket.
+func pinSockets(paths []string) ([]pinnedSocket, error) {
+	var out []pinnedSocket
 	for _, p := range paths {
 		c, err := filepath.EvalSymlinks(p)
 		if err != nil {
-			continue
+			return nil, fmt.Errorf("%q: %w", p, err)
 		}
-		id, ok := socketID(c)
+		var st unix.Stat_t
+		if err := unix.Lstat(c, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			return nil, fmt.Errorf("%q (%s) is not a Unix socket now", p, c)
+		}
+		out = append(out, pinnedSocket{path: c, uid: st.Uid})
+	}
+	return out, nil
+}
+
+// namedSockets resolves the pinned named sockets for one command: each
+// canonical path, opened without following any symlink in any component
+// (openat2 RESOLVE_NO_SYMLINKS), that is a Unix socket owned by the uid
+// that owned it at start, and the identities of those sockets. A path that
+// is missing, reached through a symlink now (its directory replaced by one
+// holding a symlink), not a socket, or owned by another user grants
+// nothing for that command; an agent restarted at the same path by the
+// same user is the new socket.
+func namedSockets(pinned []pinnedSocket) ([]string, map[fileID]bool) {
+	var out []string
+	ids := map[fileID]bool{}
+	for _, p := range pinned {
+		id, ok := pinnedID(p)
 		if !ok {
 			continue
 		}
 		ids[id] = true
-		out = append(out, c)
+		out = append(out, p.path)
 	}
 	return out, ids
+}
+
+// pinnedID returns the identity of the socket at p.path when, reached
+// without symlinks, it is a socket owned by p.uid (false otherwise).
+func pinnedID(p pinnedSocket) (fileID, bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, p.path, &unix.OpenHow{
+		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
+		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return fileID{}, false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != p.uid {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only
+}
+
+// addSockets returns masked with each of walked that is a socket now, none
+// of named (by identity) and not in masked yet, appended.
+func addSockets(masked, walked []string, named map[fileID]bool) []string {
+	for _, p := range walked {
+		id, ok := socketID(p)
+		if ok && !named[id] && !slices.Contains(masked, p) {
+			masked = append(masked, p)
+		}
+	}
+	return masked
 }
 
 // maskedSockets returns, canonical and once each, the pathname Unix sockets

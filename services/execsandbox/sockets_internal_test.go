@@ -62,7 +62,9 @@ func TestMaskedSockets(t *testing.T) {
 	through := listen("via/through.sock") // listed by the path it was bound at
 	gone := listen("gone.sock")
 	require.NoError(t, os.Remove(gone)) // still bound, no longer a file
-	got, ids := namedSockets([]string{filepath.Join(dir, "via", "named.sock"), filepath.Join(dir, "missing.sock")})
+	pinned, err := pinSockets([]string{filepath.Join(dir, "via", "named.sock")})
+	require.NoError(t, err)
+	got, ids := namedSockets(append(pinned, pinnedSocket{path: filepath.Join(dir, "missing.sock"), uid: pinned[0].uid}))
 	assert.Equal(t, []string{named}, got)
 	masked, err := maskedSockets(ids)
 	require.NoError(t, err)

@@ -1,0 +1,84 @@
+package execsandbox
+
+import (
+	"context"
+	"os"
+	"path/filepath"
+	"strconv"
+	"sync"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// socketWalker finds the socket files inside a command's writable roots
+// (review of issue 24, F2): a command may rename a directory there, so a
+// socket bound beneath it lives on at a path /proc/net/unix does not name.
+// It keeps one internal/protectscan scanner per root (its Match looks at
+// the file beneath that root, so each root is its own predicate): a later
+// command reads again only the directories that changed.
+type socketWalker struct {
+	mu       sync.Mutex
+	scanners map[string]*protectscan.Scanner
+}
+
+func newSocketWalker() *socketWalker {
+	return &socketWalker{scanners: map[string]*protectscan.Scanner{}}
+}
+
+// scanner returns root's scanner, made at its first use.
+func (w *socketWalker) scanner(root string) *protectscan.Scanner {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	s, ok := w.scanners[root]
+	if !ok {
+		s = protectscan.New(protectscan.Options{})
+		w.scanners[root] = s
+	}
+	return s
+}
+
+// renamable returns the regions where a command of policy run as uid may
+// rename a socket's directory, to walk: the writable roots under
+// workspace-write (none in read-only); under danger-full-access, where the
+// whole filesystem is writable, every root policy names (the workspace,
+// the temp roots) and the user's runtime directory /run/user/UID (the
+// systemd, D-Bus, gpg-agent sockets).
+func renamable(policy sandbox.ExecutionPolicy, uid uint32) []string {
+	if policy.Mode != sandbox.DangerFullAccess {
+		return policy.WritableRoots()
+	}
+	return append(policy.Roots(), filepath.Join("/run/user", strconv.FormatUint(uint64(uid), 10)))
+}
+
+// find returns the absolute paths of the socket files inside
+// renamable(policy, uid), never following a symlink. In a temp root other users write to (policy.Shared)
+// only the directories and sockets of uid, the command's user, are looked
+// at (protectscan.Root.Shared): another user's directory there is one the
+// command's user cannot rename. Errors: the scan ran out of its budget
+// (*protectscan.BudgetError), of ctx's time, or into a directory it could
+// not read; the caller refuses the command (fail closed).
+func (w *socketWalker) find(ctx context.Context, policy sandbox.ExecutionPolicy, uid uint32) ([]string, error) {
+	var out []string
+	for _, r := range renamable(policy, uid) {
+		if _, err := os.Lstat(r); err != nil {
+			continue
+		}
+		match := func(rel string, isDir bool) bool {
+			var st unix.Stat_t
+			return !isDir && unix.Lstat(filepath.Join(r, rel), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
+		}
+		entries, err := w.scanner(r).Scan(ctx, []protectscan.Root{{Path: r, Shared: policy.Shared(r), Owner: int(uid)}}, match)
+		if err != nil {
+			return nil, err
+		}
+		for _, e := range entries {
+			if !e.Dir {
+				out = append(out, e.Path)
+			}
+		}
+	}
+	return out, nil
+}
