@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -466,10 +467,41 @@ func emptyDir(fd int) bool {
 // bwrap has seen it end; Status.Survivors is 1 when that could not be
 // confirmed within killGrace.
 //
+// A socket listed for masking (Confinement.MaskedSockets) can be removed
+// by its server in the instant before bubblewrap binds over it, which then
+// cannot make the mount point and starts nothing: a gone socket needs no
+// mask, so the command is tried again without the sockets that are gone,
+// at most socketRetries more times.
+//
 // Errors: bwrap could not be started, or ended without a status from the
 // stage for a reason other than a stop (Status.Error then says why, from
 // bwrap's own message).
 func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error, w Watch) (Outcome, error) {
+	for attempt := 0; ; attempt++ {
+		out, err := runBwrapOnce(ctx, b, spec, timeout, outputLimit, placed, w)
+		if err != nil || out.Status.Started || out.Status.Stopped || !strings.HasPrefix(out.Status.Error, SandboxNotStarted) ||
+			attempt == socketRetries || ctx.Err() != nil || spec.Confine == nil {
+			return out, err
+		}
+		kept := slices.DeleteFunc(slices.Clone(spec.Confine.MaskedSockets), func(p string) bool {
+			_, err := os.Lstat(p)
+			return errors.Is(err, fs.ErrNotExist)
+		})
+		if len(kept) == len(spec.Confine.MaskedSockets) {
+			return out, err // not a vanished socket
+		}
+		c := *spec.Confine
+		c.MaskedSockets = kept
+		spec.Confine = &c
+	}
+}
+
+// socketRetries is how many more times RunBwrap tries a command whose
+// sandbox could not start because a socket masked in its view vanished.
+const socketRetries = 2
+
+// runBwrapOnce is one attempt of RunBwrap.
+func runBwrapOnce(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error, w Watch) (Outcome, error) {
 	if spec.Confine == nil {
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("the bubblewrap isolation needs a confinement")
 	}

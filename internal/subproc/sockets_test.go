@@ -153,3 +153,32 @@ func TestSocketArgs(t *testing.T) {
 		})
 	}
 }
+
+// TestBwrapRetriesWithoutAVanishedSocket: a socket listed for masking that
+// is gone when bubblewrap sets the view up (its server removed it, in a
+// directory the command cannot write, so no mount point can be made) does
+// not keep the command from starting: it runs again without that mask, and
+// the other masks still hold.
+func TestBwrapRetriesWithoutAVanishedSocket(t *testing.T) {
+	requireLandlock(t)
+	perl := fixture.Perl(t)
+	w := newSocketsWorld(t)
+	gone := filepath.Join(fixture.OutsideDir(t), "gone", "vanished.sock")
+	out, stdout, stderr := runBwrap(t.Context(), t, subproc.Spec{
+		Command: fixture.ConnectUnix(perl, "hi", w.named.Path, w.beside.Path),
+		Dir:     w.ws,
+		Confine: &subproc.Confinement{
+			WritableRoots:   []string{w.ws},
+			UnixSocketPaths: []string{w.named.Path},
+			MaskedSockets:   []string{gone, w.beside.Path},
+		},
+	}, 0)
+	require.True(t, out.Status.Started, out.Status.Error+stderr)
+	got := replies(stdout)
+	assert.Equal(t, "OK pong hi", got[w.named.Path], stdout+stderr)
+	assert.Equal(t, "FAIL Connection refused", got[w.beside.Path])
+	n, _ := w.beside.Accepted()
+	assert.Zero(t, n)
+	_, err := os.Lstat(filepath.Dir(gone))
+	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was made for the vanished socket")
+}
