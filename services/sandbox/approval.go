@@ -88,8 +88,8 @@ type ApprovalRequest struct {
 	ReadRule string
 	// Reads are the deny-read paths (canonical) a command asking for
 	// danger-full-access names (issue 24): the prompt says it is a
-	// credential read, and only an allowed-once answer lifts deny-read for
-	// that one command. Empty for any other request.
+	// credential read, and only an allowed-once answer makes exactly those
+	// paths readable to that one command. Empty for any other request.
 	Reads []string
 	// SessionGrant is the mode an earlier "allow for this session" answer
 	// gave the session's calls of Family, "" when none did; sandboxpolicy.Escalate
