@@ -177,19 +177,10 @@ func (d DenyRead) Empty() bool {
 // what lies beneath a denied directory (as git never re-includes a file
 // whose directory is excluded).
 func (d DenyRead) Denied(path string, isDir bool) (rule string, ok bool) {
-	if !filepath.IsAbs(path) {
-		return "", false
+	parts, rule, done := d.prepare(path)
+	if done {
+		return rule, rule != ""
 	}
-	path = filepath.Clean(path)
-	for _, f := range d.files {
-		if path == f || strings.HasPrefix(path, f+"/") {
-			return "harness's own file " + f, true
-		}
-	}
-	if path == "/" || len(d.rules) == 0 {
-		return "", false
-	}
-	parts := strings.Split(path[1:], "/")
 	for i := 1; i <= len(parts); i++ {
 		if rule, ok := d.match(parts[:i], i < len(parts) || isDir); ok {
 			return rule, true
@@ -202,19 +193,30 @@ func (d DenyRead) Denied(path string, isDir bool) (rule string, ok bool) {
 // be denied (a tree walk that decided each directory it entered): only the
 // path itself is matched, so its cost does not grow with its depth.
 func (d DenyRead) DeniedEntry(path string, isDir bool) (rule string, ok bool) {
+	parts, rule, done := d.prepare(path)
+	if done {
+		return rule, rule != ""
+	}
+	return d.match(parts, isDir)
+}
+
+// prepare is what Denied and DeniedEntry share: done with the rule ("" for
+// none) when path is relative, "/", one of harness's own files or beneath
+// one, or there are no patterns; else the clean path's components.
+func (d DenyRead) prepare(path string) (parts []string, rule string, done bool) {
 	if !filepath.IsAbs(path) {
-		return "", false
+		return nil, "", true
 	}
 	path = filepath.Clean(path)
 	for _, f := range d.files {
 		if path == f || strings.HasPrefix(path, f+"/") {
-			return "harness's own file " + f, true
+			return nil, "harness's own file " + f, true
 		}
 	}
 	if path == "/" || len(d.rules) == 0 {
-		return "", false
+		return nil, "", true
 	}
-	return d.match(strings.Split(path[1:], "/"), isDir)
+	return strings.Split(path[1:], "/"), "", false
 }
 
 // match returns the rule deciding path: the last pattern that matches it,
