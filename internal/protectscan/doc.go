@@ -44,8 +44,7 @@
 //
 // What it does not cover: entries created, or moved into place, during or
 // after the scan (the caller verifies each entry's identity when it mounts it,
-// and a directory that vanishes mid-scan is skipped, unless
-// Options.FailVanished fails the scan for it, outside a Shared root); a tree larger than the
+// and a directory that vanishes mid-scan is skipped); a tree larger than the
 // budget (refused, not scanned); a gitdir reached through a symlink (never
 // followed, so not found). Another user can still slow the scan of a Shared
 // root by filling it with entries (each costs its getdents share, a directory

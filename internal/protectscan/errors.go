@@ -30,18 +30,3 @@ func (e *BudgetError) Error() string {
 	return fmt.Sprintf("protected-path scan: the budget of entries ran out at %d while reading %s; "+
 		"the command is refused rather than run with protected paths left writable", e.Entries, e.Dir)
 }
-
-// VanishedError is the error of a scan with Options.FailVanished that met
-// an entry or directory it had listed gone, or changed kind, when it came
-// to it (renamed or removed meanwhile): what it held may have moved out of
-// the scan's sight, so nothing of the scan is returned. A new scan may
-// succeed.
-type VanishedError struct {
-	// Path is the absolute path of the entry that vanished.
-	Path string
-}
-
-// Error names the path.
-func (e *VanishedError) Error() string {
-	return fmt.Sprintf("protected-path scan: %s vanished or changed while it was being read", e.Path)
-}

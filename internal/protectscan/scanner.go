@@ -97,31 +97,25 @@ type Options struct {
 	// the version-control metadata (the deny-read walk), since any
 	// directory can be given that shape.
 	EnterRepositories bool
-	// FailVanished fails the scan with a *VanishedError when an entry or
-	// directory it listed is gone, or has changed kind, when it comes to
-	// it, instead of skipping it; not in a Shared root, a temp area that
-	// churns with every program's scratch files, where it is skipped.
-	FailVanished bool
 }
 
 // Scanner finds protected paths and caches the directories it read. It is
 // safe for concurrent use. Its cache holds Match's answers, so a Scanner
 // serves one predicate: give each distinct Match its own Scanner.
 type Scanner struct {
-	maxEntries   int
-	maxDepth     int
-	splitGit     bool
-	enterRepos   bool
-	failVanished bool
-	cache        *dirCache
-	seq          atomic.Uint64
+	maxEntries int
+	maxDepth   int
+	splitGit   bool
+	enterRepos bool
+	cache      *dirCache
+	seq        atomic.Uint64
 }
 
 // New returns a Scanner bounded by o, with an empty cache.
 func New(o Options) *Scanner {
 	s := &Scanner{
 		maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit,
-		enterRepos: o.EnterRepositories, failVanished: o.FailVanished, cache: newDirCache(),
+		enterRepos: o.EnterRepositories, cache: newDirCache(),
 	}
 	if s.maxEntries <= 0 {
 		s.maxEntries = DefaultMaxEntries
@@ -176,9 +170,6 @@ func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 	if err := w.run(roots); err != nil {
 		if be, ok := errors.AsType[*BudgetError](err); ok {
 			return nil, w.entries, be
-		}
-		if ve, ok := errors.AsType[*VanishedError](err); ok {
-			return nil, w.entries, ve
 		}
 		return nil, w.entries, fmt.Errorf("protected-path scan: %w", err)
 	}

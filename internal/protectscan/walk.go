@@ -155,10 +155,7 @@ func (w *walk) descend(r *openedRoot, dirfd int, dev uint64, parent, parentRel s
 	path := filepath.Join(parent, sd.name)
 	fd, err := openat(dirfd, sd.name, dirFlags)
 	if err != nil {
-		if vanished(err) {
-			return w.gone(r, path)
-		}
-		if r.Shared && !ownedDir(dirfd, sd.name, r.Owner) {
+		if vanished(err) || (r.Shared && !ownedDir(dirfd, sd.name, r.Owner)) {
 			return nil
 		}
 		return &os.PathError{Op: "open", Path: path, Err: err}
@@ -197,15 +194,9 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if err := fstatat(dirfd, sd.name, &st); err != nil {
 		// Anything but a vanished name: the open decides, as for an
 		// uncached directory.
-		if vanished(err) {
-			return true, w.gone(r, filepath.Join(parent, sd.name))
-		}
-		return false, nil
+		return vanished(err), nil
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return true, w.gone(r, filepath.Join(parent, sd.name))
-	}
-	if r.Shared && int(st.Uid) != r.Owner {
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
 		return true, nil
 	}
 	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
@@ -279,7 +270,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if typ == unix.DT_UNKNOWN {
 		if err := unix.Fstatat(dirfd, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return w.gone(r, filepath.Join(path, string(d.name)))
+				return nil
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, string(d.name)), Err: err}
 		}
@@ -306,7 +297,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	if !stated {
 		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
-				return w.gone(r, filepath.Join(path, name))
+				return nil
 			}
 			return &os.PathError{Op: "lstat", Path: filepath.Join(path, name), Err: err}
 		}
@@ -409,18 +400,6 @@ func fstatat(dirfd int, name string, st *unix.Stat_t) error {
 			return err
 		}
 	}
-}
-
-// gone is what meeting path vanished in root r means to the scan: nothing
-// (it is skipped), or with Options.FailVanished a *VanishedError, except in
-// a Shared root: a temp area churns with every program's scratch files
-// (the user's own builds included), and failing there would refuse
-// commands at random.
-func (w *walk) gone(r *openedRoot, path string) error {
-	if w.s.failVanished && !r.Shared {
-		return &VanishedError{Path: path}
-	}
-	return nil
 }
 
 // vanished reports whether err says an entry is gone or changed kind since

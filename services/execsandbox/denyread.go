@@ -23,11 +23,6 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// walkAttempts is how many times the deny-read search runs when a directory
-// it listed vanished before it was read (renamed meanwhile: what it held
-// may have moved out of sight); then the command is refused.
-const walkAttempts = 3
-
 // maxAnchoredMatches bounds what one anchored deny-read pattern may match
 // (a glob such as `/**/id_rsa` over the whole host); more is refused.
 const maxAnchoredMatches = 10_000
@@ -46,10 +41,11 @@ const maxAnchoredMatches = 10_000
 //     internal/protectscan scanner of its own (never following a symlink,
 //     entering a directory shaped like a git repository like any other,
 //     since any directory can be given that shape, with a cache of
-//     unchanged directories, under the call's deadline, failing closed,
-//     also when a directory it listed vanished before it was read: the
-//     search runs again, walkAttempts times in all), each match checked
-//     again with Denied.
+//     unchanged directories, under the call's deadline, failing closed;
+//     a directory that vanishes mid-search is skipped: the workspace
+//     churns with every build's scratch files, and the ancestors of what
+//     a command's view masks are pinned, so it cannot rename them), each
+//     match checked again with Denied.
 //
 // A match that is a symlink is masked at its target (the command would
 // reach the target through it). Paths at or beneath /dev and /proc are left
@@ -64,7 +60,7 @@ type masker struct {
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
-	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{EnterRepositories: true, FailVanished: true})}
+	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{EnterRepositories: true})}
 }
 
 // find returns what a command of policy running as cred (commandUser's;
@@ -75,8 +71,7 @@ func newMasker(policy *sandboxpolicy.Service) *masker {
 // bubblewrap, running as that user, could not reach the path to mount on
 // it, and the command cannot reach anything beneath it anyway. Errors:
 // *exec.Error with CodeUnavailable when the search did not finish
-// (deadline, budget, an unreadable directory of a root, a directory that
-// vanished mid-search walkAttempts times over).
+// (deadline, budget, an unreadable directory of a root).
 func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
 	uid := uidOf(cred)
 	d := m.policy.DenyRead()
@@ -90,7 +85,7 @@ func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred 
 		}
 	}
 	if len(d.AnyDepth()) > 0 {
-		if err := m.anyDepthRetried(ctx, d, policy, uid, found); err != nil {
+		if err := m.anyDepth(ctx, d, policy, uid, found); err != nil {
 			return nil, unfinished(err)
 		}
 	}
@@ -157,24 +152,6 @@ func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
 		return
 	}
 	found[canon] = info.IsDir()
-}
-
-// anyDepthRetried is anyDepth run again, up to walkAttempts times in all,
-// while it fails with a *protectscan.VanishedError; found holds only the
-// last run's entries.
-func (m *masker) anyDepthRetried(ctx context.Context, d sandbox.DenyRead, policy sandbox.ExecutionPolicy, uid int, found map[string]bool) error {
-	var err error
-	for range walkAttempts {
-		run := map[string]bool{}
-		if err = m.anyDepth(ctx, d, policy, uid, run); err == nil {
-			maps.Copy(found, run)
-			return nil
-		}
-		if _, ok := errors.AsType[*protectscan.VanishedError](err); !ok {
-			return err
-		}
-	}
-	return err
 }
 
 // anyDepth adds to found the entries of policy's roots that d denies,
