@@ -232,6 +232,11 @@ func (w *walk) read(r *openedRoot, fd int, st *unix.Stat_t, path, rel string) (*
 			return nil, fmt.Errorf("reading %s: %w", path, err)
 		}
 		n, err := getdents(fd, w.buf)
+		if errors.Is(err, unix.ENOENT) {
+			// Removed since it was opened (a placeholder another command
+			// let go, a build's scratch directory): it holds nothing.
+			return l, nil
+		}
 		if err != nil {
 			return nil, &os.PathError{Op: "getdents", Path: path, Err: err}
 		}

@@ -260,7 +260,9 @@ func TestBackgroundEndsWithTheSession(t *testing.T) {
 	id := b.start(t, b.sess, "sleep "+mine+" & setsid sleep "+mine+" & wait")
 	b.start(t, b.sess, "exec sleep "+mine)
 	b.start(t, other, "exec sleep "+theirs)
-	require.Eventually(t, func() bool { return len(processesWith("sleep\x00"+mine)) == 3 }, bgWait, 20*time.Millisecond)
+	require.Eventually(t, func() bool {
+		return len(processesWith("sleep\x00"+mine)) == 3 && len(processesWith("sleep\x00"+theirs)) == 1
+	}, bgWait, 20*time.Millisecond)
 	b.tracker.End(b.sess)
 	require.Eventually(t, func() bool { return len(processesWith("sleep\x00"+mine)) == 0 }, bgWait, 20*time.Millisecond,
 		"a background command outlived its session")
