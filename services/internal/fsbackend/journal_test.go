@@ -55,7 +55,9 @@ func TestJournalEachMutation(t *testing.T) {
 	}{
 		{
 			name: "overwrite", kind: journal.Write,
-			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o640)) },
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o640))
+			},
 			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
 				tg := resolve(t, f, "a.txt")
 				_, err := f.WriteText(ctx, tg, "new\n", fs.WriteOptions{Intent: fs.WriteIntent{Kind: fs.ReplaceIfVersion, Version: versionOf(t, f, tg)}})
@@ -75,7 +77,9 @@ func TestJournalEachMutation(t *testing.T) {
 		},
 		{
 			name: "edit", kind: journal.Edit,
-			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o600)) },
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o600))
+			},
 			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
 				_, err := f.EditText(ctx, resolve(t, f, "a.txt"), fs.EditRequest{OldString: "old", NewString: "new"})
 				return err
