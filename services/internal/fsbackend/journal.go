@@ -120,6 +120,15 @@ func (c *change) stage(after ...journal.Node) (wait func() error, err error) {
 	}, nil
 }
 
+// notKept is the sentence a result carries when the change's prior state
+// was too large to keep ("" otherwise, and when the journal is off).
+func (c *change) notKept() string {
+	if c == nil || c.entry.ID == "" || c.entry.Kept {
+		return ""
+	}
+	return "The prior content (" + c.entry.NotKept + ") was not kept in the journal: this change cannot be undone."
+}
+
 // hash returns the content key captured for the path p ("" when none).
 func (c *change) hash(p string) string {
 	if c == nil {
@@ -159,8 +168,12 @@ func (c *change) finish(applied bool, after ...journal.Node) {
 	for _, n := range after {
 		afterHash[n.Path] = n.Hash
 	}
+	id := c.entry.ID
+	if !c.entry.Kept {
+		id = "" // nothing keeps its prior state: it cannot be undone
+	}
 	for _, p := range c.entry.Paths {
-		rec.AddChange(audit.Change{Path: p, Before: c.before[p], After: afterHash[p], Journal: c.entry.ID})
+		rec.AddChange(audit.Change{Path: p, Before: c.before[p], After: afterHash[p], Journal: id})
 	}
 }
 

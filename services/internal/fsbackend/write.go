@@ -139,7 +139,7 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 		}
 		return out, nil
 	}
-	res, err := f.publishJournaled(ctx, m, op, dp, disk, pub, at, journal.Write)
+	res, err := f.publishJournaled(ctx, m, op, dp, disk, pub, at, journal.Write, &note)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -156,8 +156,9 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 // publishJournaled is publish of a write or an edit (kind) with the
 // target's prior state journaled first (Settings.Journal): captured on the
 // open parent under the target's lock, durable before the publication,
-// its outcome recorded after.
-func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, kind journal.Kind) (atomicwrite.Result, error) {
+// its outcome recorded after. note is note with, when the prior content
+// was too large to keep, the sentence saying the change cannot be undone.
+func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, kind journal.Kind, note *string) (atomicwrite.Result, error) {
 	key := string(at.Target.Key)
 	ch, err := f.beginChange(ctx, kind, op, dp, key)
 	if err != nil {
@@ -180,6 +181,9 @@ func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, con
 	}
 	res, err := f.publish(ctx, m, op, dp, content, pub, at, synced)
 	ch.finish(err == nil, node(key, &res.Stat, hash))
+	if s := ch.notKept(); s != "" {
+		*note = strings.TrimSpace(*note + " " + s)
+	}
 	return res, err
 }
 
