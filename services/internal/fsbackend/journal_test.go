@@ -228,6 +228,22 @@ func TestJournalNotKept(t *testing.T) {
 	assert.Empty(t, changes[0].Journal, "nothing keeps the prior state")
 	assert.Equal(t, key([]byte(big)), changes[0].Before)
 	assert.Equal(t, key([]byte("small\n")), changes[0].After)
+
+	// A recursive delete of a tree over the cap, and a move over it.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tree", "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tree", "sub", "big"), []byte(big), 0o600))
+	rm, err := f.Remove(context.Background(), resolve(t, f, "tree"), fs.RemoveOptions{Recursive: true})
+	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(dir, "tree"))
+	assert.Contains(t, rm.Note, "was not kept in the journal: this change cannot be undone.")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), []byte(big), 0o600))
+	mv, err := f.Move(context.Background(), resolve(t, f, "a"), resolve(t, f, "big"), fs.MoveOptions{Overwrite: true})
+	require.NoError(t, err)
+	assert.Contains(t, mv.Note, "cannot be undone")
+	assert.Equal(t, "small\n", readFile(t, filepath.Join(dir, "big")))
+	ok, err := f.Remove(context.Background(), resolve(t, f, "big"), fs.RemoveOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ok.Note, "a change kept says nothing")
 }
 
 // A journal that cannot append (a full disk, here a file size limit the
