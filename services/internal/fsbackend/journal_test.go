@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -315,4 +316,53 @@ func TestJournalFailureRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Eight goroutines overwrite eight files through one backend with the
+// journal on: every change is journaled once, Applied, with the content it
+// replaced, and each file holds its latest entry's After.
+func TestJournalConcurrentWrites(t *testing.T) {
+	j := openJournal(t, 8<<20)
+	f, dir := newFS(t, fslocal.Config{Journal: j})
+	const writers, rounds = 8, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			tg := resolve(t, f, fmt.Sprintf("f%d", w))
+			for r := range rounds {
+				if _, err := f.WriteText(context.Background(), tg, fmt.Sprintf("w%d r%d\n", w, r), fs.WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	entries, err := j.List(journal.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, entries, writers*rounds)
+	seen := map[string]int{}
+	latest := map[string]journal.Entry{}
+	for _, e := range entries {
+		assert.Equal(t, journal.Applied, e.Status)
+		p := e.Paths[0]
+		r := seen[p]
+		seen[p]++
+		if r == 0 {
+			assert.Empty(t, e.Before, "a create has no prior state")
+		} else {
+			require.Len(t, e.Before, 1)
+			assert.Equal(t, fmt.Sprintf("w%s r%d\n", strings.TrimPrefix(filepath.Base(p), "f"), r-1), string(blob(t, j, e.Before[0].Hash)))
+		}
+		latest[p] = e
+	}
+	for p, e := range latest {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, key(b), e.After[0].Hash, p)
+	}
+	assert.Len(t, latest, writers)
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, names, writers, "no temporary entry left")
 }
