@@ -3,9 +3,9 @@ package journal
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"slices"
-	"time"
 )
 
 // UndoOptions tune an undo. Force restores even where a path changed
@@ -38,25 +38,18 @@ type SessionUndo struct {
 	Skipped []Skipped
 }
 
-// undoIO is what undo needs of the journal: every entry (oldest first),
-// the kept content of a key, and the recording of the undo itself.
-type undoIO struct {
-	entries func() ([]Entry, error)
-	content func(hash string) ([]byte, error)
-	// begin records e (pending) with the content of its Before's files
-	// durably, before anything changes; finish then records how it ended
-	// and the state it left.
-	begin func(e Entry, content map[string][]byte) (finish func(status Status, after []Node) error, err error)
-}
-
 // Undoer undoes journaled changes, one or a whole session's, checking
 // every path against the state the change left first: all of a session's
 // changes are checked before anything changes, so one refusal changes
 // nothing. Every path is resolved from "/" without following a symlink.
+// Each undo is journaled in j (Kind Undo, Undoes the change, Before the
+// state it replaced with its content), so it can be undone in turn.
 type Undoer struct {
-	io  undoIO
-	now func() time.Time
+	j *Journal
 }
+
+// NewUndoer returns the undoer of the journal j.
+func NewUndoer(j *Journal) *Undoer { return &Undoer{j: j} }
 
 // plan is one undo, checked and ready: the change, whether it moves, and
 // the kept content its Before needs (key -> bytes).
@@ -71,7 +64,7 @@ type plan struct {
 // CodeChangedSince, CodeUnsafePath: nothing changed; CodeRestoreFailed: the
 // restore failed part-way), or the journal's *Error.
 func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone, error) {
-	all, err := u.io.entries()
+	all, err := u.j.List(ListOptions{})
 	if err != nil {
 		return Undone{}, err
 	}
@@ -102,7 +95,7 @@ func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone,
 // holding those undone before it.
 func (u *Undoer) UndoSession(ctx context.Context, session string, opts UndoOptions) (SessionUndo, error) {
 	var out SessionUndo
-	all, err := u.io.entries()
+	all, err := u.j.List(ListOptions{})
 	if err != nil {
 		return out, err
 	}
@@ -165,6 +158,9 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 	if e.Kind == Command && len(e.Before) == 0 && len(e.After) == 0 {
 		return pl, "a command's changes are not in the journal", nil
 	}
+	if e.Dropped {
+		return pl, "", refusal(CodeDropped, e.ID, "", "it was dropped from the journal to keep the journal within its cap: it cannot be undone")
+	}
 	if !e.Kept {
 		reason := "its prior content was not kept"
 		if e.NotKept != "" {
@@ -193,9 +189,9 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		if n.Type != File || pl.content[n.Hash] != nil {
 			continue
 		}
-		b, err := u.io.content(n.Hash)
+		b, err := u.content(n.Hash)
 		if err != nil {
-			if code := codeOf(err); code == CodeDropped || code == CodeNotFound {
+			if je, ok := errors.AsType[*Error](err); ok && (je.Code == CodeDropped || je.Code == CodeNotFound) {
 				return pl, "", &UndoError{Code: CodeDropped, Entry: e.ID, Path: n.Path,
 					Reason: "its prior content was dropped from the journal to keep it within its cap", Err: err}
 			}
@@ -204,6 +200,16 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		pl.content[n.Hash] = b
 	}
 	return pl, "", nil
+}
+
+// content reads the kept content of key hash whole.
+func (u *Undoer) content(hash string) ([]byte, error) {
+	rc, _, err := u.j.OpenBlob(hash)
+	if err != nil {
+		return nil, err
+	}
+	defer rc.Close() //nolint:errcheck // read-only; reading to the end checks it
+	return io.ReadAll(rc)
 }
 
 // topNodes returns the Before nodes at e's own paths.

@@ -3,49 +3,75 @@ package journal
 import (
 	"context"
 	"errors"
-	"io"
 	"os"
 	"slices"
+
+	"golang.org/x/sys/unix"
 )
 
-// apply undoes the checked change pl.e: it records the undo (pending, with
-// the content it replaces kept) durably, restores, and records how it
+// apply undoes the checked change pl.e: it records the undo durably
+// (pending, with the state it replaces and that state's content captured
+// from disk, and the state it is to leave), restores, and records how it
 // ended with the state it left.
 func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	e := pl.e
-	undo := Entry{
-		ID: "", Time: u.now().UTC(), Tool: "undo", Kind: Undo, Undoes: e.ID,
-		Paths: slices.Clone(e.Paths), Kept: true, Status: Pending,
-	}
+	undo := Entry{Tool: "undo", Kind: Undo, Undoes: e.ID, Paths: slices.Clone(e.Paths)}
 	if pl.moves && len(e.Paths) == 2 {
 		undo.Paths = []string{e.Paths[1], e.Paths[0]}
 	}
-	before, keep, err := replaced(e, pl.moves)
+	if err := u.j.Prepare(); err != nil {
+		return Undone{}, err
+	}
+	tx, err := u.j.Begin(undo)
 	if err != nil {
+		return Undone{}, err
+	}
+	before, err := capture(tx, e.Paths)
+	if err != nil {
+		tx.Abort()
 		return Undone{}, unsafeOr(e, err)
 	}
-	undo.Before = before
-	undo.After = predicted(e, before, pl.moves)
-	finish, err := u.io.begin(undo, keep)
+	tx.SetAfter(predicted(e, before, pl.moves))
+	undo, err = tx.Commit()
 	if err != nil {
 		return Undone{}, err
 	}
 	r := &restorer{ctx: ctx, content: func(h string) ([]byte, error) { return pl.content[h], nil }}
 	if err := r.undo(e, pl.moves); err != nil {
-		ferr := finish(Failed, nil)
+		ferr := u.j.Finish(undo.ID, Failed, nil)
 		return Undone{}, &UndoError{Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(err),
-			Reason: "the restore failed part-way; what was restored stays, the undo is recorded as failed", Err: errors.Join(err, ferr)}
+			Reason: "the restore failed part-way; what was restored stays, and the undo " + undo.ID + " is recorded as failed", Err: errors.Join(err, ferr)}
 	}
-	after, err := measured(undo)
-	if err != nil {
-		after = undo.After
+	if after, err := measured(undo); err == nil {
+		undo.After = after
 	}
-	undo.After = after
-	undo.Status = Applied
-	if err := finish(Applied, after); err != nil {
+	if err := u.j.Finish(undo.ID, Applied, undo.After); err != nil {
 		return Undone{}, err
 	}
+	undo.Status = Applied
 	return Undone{Entry: e, Undo: undo, Notes: r.notes}, nil
+}
+
+// capture records in tx the state at each of paths (a directory with
+// every entry beneath it), content included: what the undo replaces.
+func capture(tx *Txn, paths []string) ([]Node, error) {
+	var before []Node
+	for _, p := range paths {
+		par, base, err := openParent(p)
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		nodes, err := tx.Capture(par, base, p)
+		_ = par.Close()
+		if err != nil {
+			return nil, err
+		}
+		before = append(before, nodes...)
+	}
+	return before, nil
 }
 
 // undo restores e's Before: a move moves its entry back (and restores what
@@ -105,66 +131,6 @@ func (r *restorer) removeTree(nodes []Node, p string) error {
 		}
 	}
 	return r.remove(p)
-}
-
-// replaced reads the state an undo of e replaces: the node at each path
-// and, beneath a path whose entry it removes, every entry After lists,
-// with the content of each file (key -> bytes) to keep. A move's entry is
-// moved, not replaced: its content is not kept again.
-func replaced(e Entry, moves bool) ([]Node, map[string][]byte, error) {
-	var (
-		nodes []Node
-		keep  = map[string][]byte{}
-		seen  = map[string]bool{}
-	)
-	add := func(p string) error {
-		if seen[p] {
-			return nil
-		}
-		seen[p] = true
-		n, err := lookNode(p)
-		if err != nil || n == nil {
-			return err
-		}
-		nodes = append(nodes, *n)
-		if n.Type == File && !(moves && p == e.Paths[len(e.Paths)-1]) {
-			b, err := readContent(p)
-			if err != nil {
-				return err
-			}
-			keep[n.Hash] = b
-		}
-		return nil
-	}
-	for _, p := range e.Paths {
-		if err := add(p); err != nil {
-			return nil, nil, err
-		}
-		for _, n := range e.After {
-			if n.Path != p && beneath(p, n.Path) {
-				if err := add(n.Path); err != nil {
-					return nil, nil, err
-				}
-			}
-		}
-	}
-	return nodes, keep, nil
-}
-
-// readContent reads the regular file at p through a parent resolved
-// without symlinks, never following one at p.
-func readContent(p string) ([]byte, error) {
-	par, base, err := openParent(p)
-	if err != nil {
-		return nil, err
-	}
-	defer par.Close() //nolint:errcheck // read-only use
-	f, _, err := par.OpenRead(base)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close() //nolint:errcheck // read-only use
-	return io.ReadAll(f)
 }
 
 // predicted is the state the undo of e is to leave, recorded with it
