@@ -168,7 +168,7 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		}
 		return pl, "", refusal(CodeNotKept, e.ID, "", "%s: it cannot be undone", reason)
 	}
-	m, err := against(v, e.Paths, e.After, removedDirs(e))
+	m, err := against(v, e.Paths, e.After, removedDirs(e, pl.moves))
 	if err != nil {
 		return pl, "", unsafeOr(e, err)
 	}
@@ -192,8 +192,10 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		b, err := u.content(n.Hash)
 		if err != nil {
 			if je, ok := errors.AsType[*Error](err); ok && (je.Code == CodeDropped || je.Code == CodeNotFound) {
-				return pl, "", &UndoError{Code: CodeDropped, Entry: e.ID, Path: n.Path,
-					Reason: "its prior content was dropped from the journal to keep it within its cap", Err: err}
+				return pl, "", &UndoError{
+					Code: CodeDropped, Entry: e.ID, Path: n.Path,
+					Reason: "its prior content was dropped from the journal to keep it within its cap", Err: err,
+				}
 			}
 			return pl, "", err
 		}
@@ -224,8 +226,12 @@ func topNodes(e Entry) []Node {
 }
 
 // removedDirs returns the directories the undo of e removes (After has
-// them where Before has nothing), whose content must be what After lists.
-func removedDirs(e Entry) []string {
+// them where Before has nothing), whose content must be what After lists;
+// none for a move, whose entry moves back whole.
+func removedDirs(e Entry, moves bool) []string {
+	if moves {
+		return nil
+	}
 	var dirs []string
 	for _, p := range e.Paths {
 		if nodeAt(e.Before, p) != nil {
@@ -247,8 +253,10 @@ func unsafeOr(e Entry, err error) error {
 		if pe, ok := errors.AsType[*os.PathError](err); ok {
 			path = pe.Path
 		}
-		return &UndoError{Code: CodeUnsafePath, Entry: e.ID, Path: path,
-			Reason: "a directory on the way is now a symlink, planted after the change; undo never writes through one, even with --force", Err: err}
+		return &UndoError{
+			Code: CodeUnsafePath, Entry: e.ID, Path: path,
+			Reason: "a directory on the way is now a symlink, planted after the change; undo never writes through one, even with --force", Err: err,
+		}
 	}
 	return err
 }

@@ -39,8 +39,10 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	r := &restorer{ctx: ctx, content: func(h string) ([]byte, error) { return pl.content[h], nil }}
 	if err := r.undo(e, pl.moves); err != nil {
 		ferr := u.j.Finish(undo.ID, Failed, nil)
-		return Undone{}, &UndoError{Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(err),
-			Reason: "the restore failed part-way; what was restored stays, and the undo " + undo.ID + " is recorded as failed", Err: errors.Join(err, ferr)}
+		return Undone{}, &UndoError{
+			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(err),
+			Reason: "the restore failed part-way; what was restored stays, and the undo " + undo.ID + " is recorded as failed", Err: errors.Join(err, ferr),
+		}
 	}
 	if after, err := measured(undo); err == nil {
 		undo.After = after

@@ -108,7 +108,6 @@ func (o *overlay) leave(e Entry, moves bool) {
 		}
 	}
 	for _, n := range e.Before {
-		n := n
 		if n.Type == Dir && !moves {
 			n.Ino, n.Dev = 0, 0
 		}

@@ -61,9 +61,7 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 	switch {
 	case dirfd.IsDir(&st):
 		n.Type = Dir
-		if n.Xattrs, err = dirXattrs(par, base); err != nil {
-			return nil, err
-		}
+		n.Xattrs = xattrs(procPath(par.FD(), base), false)
 	case dirfd.IsSymlink(&st):
 		n.Type = Symlink
 		if n.Link, err = readlinkat(par, base); err != nil {
@@ -72,11 +70,12 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 	case dirfd.IsRegular(&st):
 		n.Type = File
 		n.Size = st.Size
-		if n.Hash, n.Xattrs, err = hashFile(par, base); err != nil {
+		if n.Hash, err = hashFile(par, base); err != nil {
 			return nil, err
 		}
+		n.Xattrs = xattrs(procPath(par.FD(), base), false)
 	default:
-		n.Type = "other"
+		n.Type = Special
 	}
 	return n, nil
 }
@@ -92,79 +91,19 @@ func readlinkat(par *dirfd.Parent, base string) (string, error) {
 }
 
 // hashFile returns "sha256:<hex>" of the regular file base inside par,
-// opened without following a symlink and without blocking, and its
-// extended attributes.
-func hashFile(par *dirfd.Parent, base string) (string, map[string][]byte, error) {
+// opened without following a symlink and without blocking.
+func hashFile(par *dirfd.Parent, base string) (string, error) {
 	fd, err := par.Open(base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
-		return "", nil, err
+		return "", err
 	}
 	f := os.NewFile(uintptr(fd), par.Join(base))
 	defer f.Close() //nolint:errcheck // read-only descriptor
 	h := sha256.New()
 	if _, err := io.Copy(h, f); err != nil {
-		return "", nil, err
+		return "", err
 	}
-	xattrs, err := getXattrs(fd, par.Join(base))
-	return hashPrefix + hex.EncodeToString(h.Sum(nil)), xattrs, err
-}
-
-// dirXattrs returns the extended attributes of the directory base inside
-// par, opened without following a symlink.
-func dirXattrs(par *dirfd.Parent, base string) (map[string][]byte, error) {
-	fd, err := par.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
-	if err != nil {
-		return nil, err
-	}
-	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
-	return getXattrs(fd, par.Join(base))
-}
-
-// getXattrs returns the extended attributes of fd but those in the
-// security namespace, which the kernel labels; nil when it has none.
-func getXattrs(fd int, p string) (map[string][]byte, error) {
-	names, err := listXattrs(fd)
-	if err != nil {
-		return nil, &os.PathError{Op: "listxattr", Path: p, Err: err}
-	}
-	var out map[string][]byte
-	for _, name := range names {
-		if strings.HasPrefix(name, "security.") {
-			continue
-		}
-		val, err := getXattr(fd, name)
-		if errors.Is(err, unix.ENODATA) {
-			continue // removed meanwhile
-		}
-		if err != nil {
-			return nil, &os.PathError{Op: "getxattr " + name, Path: p, Err: err}
-		}
-		if out == nil {
-			out = map[string][]byte{}
-		}
-		out[name] = val
-	}
-	return out, nil
-}
-
-// getXattr reads one extended attribute of fd, growing the buffer as the
-// value grows.
-func getXattr(fd int, name string) ([]byte, error) {
-	for {
-		size, err := unix.Fgetxattr(fd, name, nil)
-		if err != nil {
-			return nil, err
-		}
-		buf := make([]byte, size)
-		n, err := unix.Fgetxattr(fd, name, buf)
-		if errors.Is(err, unix.ERANGE) {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return buf[:n], nil
-	}
+	return hashPrefix + hex.EncodeToString(h.Sum(nil)), nil
 }
 
 // hashPrefix begins every content key (Node.Hash).

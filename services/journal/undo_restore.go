@@ -84,6 +84,9 @@ func (r *restorer) put(n Node) error {
 	}
 	defer par.Close() //nolint:errcheck // the sync reports
 	switch n.Type {
+	case Special:
+		r.notes = append(r.notes, n.Path+": a special file (FIFO, socket or device) is not restored")
+		return nil
 	case Dir:
 		return r.putDir(par, base, n)
 	case File:
@@ -261,7 +264,9 @@ func setXattrs(fd int, n Node) error {
 	}
 	names := make([]string, 0, len(n.Xattrs))
 	for name := range n.Xattrs {
-		names = append(names, name)
+		if !strings.HasPrefix(name, "security.") {
+			names = append(names, name)
+		}
 	}
 	slices.Sort(names)
 	for _, name := range names {
