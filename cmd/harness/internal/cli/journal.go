@@ -52,9 +52,24 @@ func stateDir(getenv func(string) string) string {
 // drops old entries, never a reader.
 func openJournal(dir string) (*journal.Journal, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, &journal.Error{Code: journal.CodeNotFound, Op: "open", Msg: "no journal at " + dir + " (has the server journaled a change yet? --journal names another)", Err: err}
+		return nil, &journal.UndoError{Code: journal.CodeNotFound, Reason: "no journal at " + dir + ": no change has been journaled there (--journal names another)"}
 	}
 	return journal.Open(journal.Options{Dir: dir, MaxBytes: math.MaxInt64, Sync: true})
+}
+
+// listJournal returns every entry of the journal in dir, oldest first:
+// none, said on stderr, when there is no journal there yet.
+func listJournal(dir string, stderr io.Writer) ([]journal.Entry, error) {
+	if _, err := os.Stat(dir); errors.Is(err, os.ErrNotExist) {
+		_, _ = fmt.Fprintf(stderr, "harness: no journal at %s yet: no change has been journaled there (--journal names another)\n", dir)
+		return nil, nil
+	}
+	j, err := openJournal(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer j.Close() //nolint:errcheck // read-only use
+	return j.List(journal.ListOptions{})
 }
 
 // historyItem is one line of `harness history --json`: the entry and, when
@@ -82,12 +97,7 @@ func history(_ context.Context, args []string, env Env) error {
 	if err != nil {
 		return err
 	}
-	j, err := openJournal(dir)
-	if err != nil {
-		return err
-	}
-	defer j.Close() //nolint:errcheck // read-only use
-	all, err := j.List(journal.ListOptions{})
+	all, err := listJournal(dir, env.Stderr)
 	if err != nil {
 		return err
 	}
