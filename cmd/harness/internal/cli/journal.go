@@ -228,12 +228,13 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 	return ExitOK, nil
 }
 
-// writeUndone prints each change undone (its kind, paths, and the undo's
-// own ID, which `harness undo` takes back), its notes, and each skipped.
+// writeUndone prints each change undone (its kind, paths, what the undo
+// did, and the undo's own ID, which `harness undo` takes back), its notes,
+// and each change skipped.
 func writeUndone(w io.Writer, done []journal.Undone, skipped []journal.Skipped) error {
 	var b strings.Builder
 	for _, d := range done {
-		_, _ = fmt.Fprintf(&b, "undid %s (%s %s): restored %s\n", d.Entry.ID, d.Entry.Kind, strings.Join(d.Entry.Paths, " -> "), restoredPaths(d.Entry))
+		_, _ = fmt.Fprintf(&b, "undid %s (%s %s): %s\n", d.Entry.ID, d.Entry.Kind, strings.Join(d.Entry.Paths, " -> "), undid(d.Entry))
 		for _, n := range d.Notes {
 			_, _ = fmt.Fprintf(&b, "  note: %s\n", n)
 		}
@@ -249,16 +250,23 @@ func writeUndone(w io.Writer, done []journal.Undone, skipped []journal.Skipped) 
 	return err
 }
 
-// restoredPaths says what undoing e put back: its prior entries (a tree
-// counted), or the paths it removed.
-func restoredPaths(e journal.Entry) string {
+// undid says what undoing e did: moved its entry back, removed what it
+// made, or restored its prior entries (a tree counted).
+func undid(e journal.Entry) string {
 	switch {
+	case e.Kind == journal.Move && len(e.Paths) == 2:
+		for _, n := range e.Before {
+			if n.Path == e.Paths[1] {
+				return "moved back to " + e.Paths[0] + ", and restored " + e.Paths[1] + " it had replaced"
+			}
+		}
+		return "moved back to " + e.Paths[0]
 	case len(e.Before) == 0:
-		return "nothing there (removed " + strings.Join(e.Paths, ", ") + ")"
+		return "removed " + strings.Join(e.Paths, ", ")
 	case len(e.Before) == 1:
-		return e.Before[0].Path
+		return "restored " + e.Before[0].Path
 	}
-	return fmt.Sprintf("%s and %d entries beneath", e.Before[0].Path, len(e.Before)-1)
+	return fmt.Sprintf("restored %s and the %d entries beneath it", e.Before[0].Path, len(e.Before)-1)
 }
 
 // writeJSONLine writes v as one line of JSON.

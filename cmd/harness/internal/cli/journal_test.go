@@ -106,7 +106,9 @@ func TestHistoryAndUndo(t *testing.T) {
 		assert.Equal(t, prior, fixture.Snapshot(t, l.ws))
 		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
 		require.Len(t, lines, 10, r.stdout)
-		assert.Contains(t, lines[0], "(delete "+filepath.Join(l.ws, "src")+"): restored "+filepath.Join(l.ws, "src")+" and 5 entries beneath")
+		assert.Contains(t, lines[0], "(delete "+filepath.Join(l.ws, "src")+"): restored "+filepath.Join(l.ws, "src")+" and the 5 entries beneath it")
+		assert.Contains(t, lines[4], "(move "+filepath.Join(l.ws, "b.txt")+" -> "+filepath.Join(l.ws, "c.txt")+"): moved back to "+filepath.Join(l.ws, "b.txt"))
+		assert.Contains(t, lines[6], "(write "+filepath.Join(l.ws, "notes.txt")+"): removed "+filepath.Join(l.ws, "notes.txt"))
 		assert.Contains(t, lines[8], "(edit "+filepath.Join(l.ws, "a.txt")+")")
 		undoOfEdit = strings.Fields(lines[9])[2]
 		undoOfEdit = strings.TrimSuffix(undoOfEdit, ":")
