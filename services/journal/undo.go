@@ -6,6 +6,8 @@ import (
 	"io"
 	"os"
 	"slices"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // UndoOptions tune an undo. Force restores even where a path changed
@@ -238,7 +240,7 @@ func removedDirs(e Entry, moves bool) []string {
 			continue
 		}
 		for _, n := range e.After {
-			if n.Type == Dir && beneath(p, n.Path) {
+			if n.Type == Dir && dirfd.Beneath(p, n.Path) {
 				dirs = append(dirs, n.Path)
 			}
 		}

@@ -7,6 +7,8 @@ import (
 	"slices"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // apply undoes the checked change pl.e: it records the undo durably
@@ -87,7 +89,7 @@ func (r *restorer) undo(e Entry, moves bool) error {
 			return err
 		}
 		for _, n := range e.Before {
-			if beneath(dst, n.Path) {
+			if dirfd.Beneath(dst, n.Path) {
 				if err := r.put(n); err != nil {
 					return err
 				}
@@ -104,7 +106,7 @@ func (r *restorer) undo(e Entry, moves bool) error {
 			}
 		}
 		for _, n := range e.Before {
-			if beneath(p, n.Path) && !done[n.Path] {
+			if dirfd.Beneath(p, n.Path) && !done[n.Path] {
 				done[n.Path] = true
 				if err := r.put(n); err != nil {
 					return err
@@ -126,7 +128,7 @@ func (r *restorer) undo(e Entry, moves bool) error {
 // deepest first.
 func (r *restorer) removeTree(nodes []Node, p string) error {
 	for i := len(nodes) - 1; i >= 0; i-- {
-		if nodes[i].Path != p && beneath(p, nodes[i].Path) {
+		if nodes[i].Path != p && dirfd.Beneath(p, nodes[i].Path) {
 			if err := r.remove(nodes[i].Path); err != nil {
 				return err
 			}

@@ -19,11 +19,6 @@ func nodeAt(nodes []Node, p string) *Node {
 	return nil
 }
 
-// beneath reports whether p is root or lies beneath it, component-wise.
-func beneath(root, p string) bool {
-	return p == root || strings.HasPrefix(p, root+"/") || root == "/"
-}
-
 // differs says how the state have differs from want ("" when it does not):
 // nil means absent. A file is compared by content, mode and owner; a
 // symlink by target; a directory by its identity (inode and device) when
