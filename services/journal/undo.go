@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/dsh-go/harness/internal/dirfd"
@@ -187,6 +188,12 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 	if m != nil && !opts.Force {
 		return pl, "", refusal(CodeChangedSince, e.ID, m.path, "%s; nothing was changed (--force restores anyway)", m.reason)
 	}
+	if dir, err := missingParent(v, e); err != nil || dir != "" {
+		if err != nil {
+			return pl, "", unsafeOr(e, err)
+		}
+		return pl, "", refusal(CodeChangedSince, e.ID, dir, "the directory to restore into is gone (deleted or replaced after the change); nothing was changed")
+	}
 	for _, n := range e.Before {
 		if n.Type != File || pl.content[n.Hash] != nil {
 			continue
@@ -214,6 +221,26 @@ func (u *Undoer) content(hash string) ([]byte, error) {
 	}
 	defer rc.Close() //nolint:errcheck // read-only; reading to the end checks it
 	return io.ReadAll(rc)
+}
+
+// missingParent returns the first directory a Before node of e is to be
+// restored into that v says is not a directory, "" when all are; a
+// directory Before restores itself counts as there.
+func missingParent(v view, e Entry) (string, error) {
+	for _, n := range e.Before {
+		dir := filepath.Dir(n.Path)
+		if nodeAt(e.Before, dir) != nil {
+			continue
+		}
+		have, err := v.look(dir)
+		if err != nil {
+			return "", err
+		}
+		if have == nil || have.Type != Dir {
+			return dir, nil
+		}
+	}
+	return "", nil
 }
 
 // topNodes returns the Before nodes at e's own paths.

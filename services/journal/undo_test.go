@@ -335,6 +335,9 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 			require.NoError(w.t, os.Remove(w.path("a.txt")))
 			require.NoError(w.t, os.Mkdir(w.path("a.txt"), 0o755))
 		}, "now a dir"},
+		{"its directory deleted later", func(w *ws) {
+			require.NoError(w.t, os.RemoveAll(w.path("d")))
+		}, "directory to restore into is gone"},
 		{"replaced by a symlink later", func(w *ws) {
 			require.NoError(w.t, os.Remove(w.path("a.txt")))
 			require.NoError(w.t, os.Symlink("b.txt", w.path("a.txt")))
@@ -343,8 +346,11 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWS(t)
-			w.build("a.txt: one", "b.txt: b")
+			w.build("a.txt: one", "b.txt: b", "d/", "d/gone.txt: g")
 			e := w.change("s1", Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
+			if c.name == "its directory deleted later" {
+				e = w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("d/gone.txt"))) }, "d/gone.txt")
+			}
 			c.later(w)
 			before := w.snap()
 
@@ -352,6 +358,12 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, CodeChangedSince, code(err), "%v", err)
 			ue, _ := errors.AsType[*UndoError](err)
+			if c.name == "its directory deleted later" {
+				assert.Equal(t, w.path("d"), ue.Path)
+				assert.Contains(t, err.Error(), c.why)
+				assert.Equal(t, before, w.snap(), "nothing changed")
+				return
+			}
 			assert.Equal(t, w.path("a.txt"), ue.Path)
 			assert.Contains(t, err.Error(), c.why)
 			assert.Equal(t, before, w.snap(), "nothing changed")
