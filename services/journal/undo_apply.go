@@ -28,7 +28,7 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	if err != nil {
 		return Undone{}, err
 	}
-	before, err := capture(tx, e.Paths)
+	before, err := capture(tx, e.Paths, pl.moves)
 	if err != nil {
 		tx.Abort()
 		return Undone{}, unsafeOr(e, err)
@@ -57,10 +57,16 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 }
 
 // capture records in tx the state at each of paths (a directory with
-// every entry beneath it), content included: what the undo replaces.
-func capture(tx *Txn, paths []string) ([]Node, error) {
+// every entry beneath it), content included: what the undo replaces. The
+// entry a move moves back (at paths[1]) is not replaced, only moved: its
+// own node is enough.
+func capture(tx *Txn, paths []string, moves bool) ([]Node, error) {
 	var before []Node
-	for _, p := range paths {
+	for i, p := range paths {
+		capture := tx.Capture
+		if moves && i == 1 {
+			capture = tx.CaptureNode
+		}
 		par, base, err := openParent(p)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue
@@ -68,7 +74,7 @@ func capture(tx *Txn, paths []string) ([]Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		nodes, err := tx.Capture(par, base, p)
+		nodes, err := capture(par, base, p)
 		_ = par.Close()
 		if err != nil {
 			return nil, err

@@ -72,10 +72,14 @@ func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry 
 	require.NoError(w.t, w.j.Prepare())
 	tx, err := w.j.Begin(Entry{Session: session, Tool: string(kind), Kind: kind, Paths: paths})
 	require.NoError(w.t, err)
-	for _, p := range paths {
+	for i, p := range paths {
+		capture := tx.Capture
+		if kind == Move && i == 0 {
+			capture = tx.CaptureNode // as the file backend: a moved entry moves whole
+		}
 		par, base, err := openParent(p)
 		require.NoError(w.t, err)
-		_, err = tx.Capture(par, base, p)
+		_, err = capture(par, base, p)
 		require.NoError(w.t, par.Close())
 		require.NoError(w.t, err)
 	}
