@@ -39,18 +39,29 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 		return Undone{}, err
 	}
 	r := &restorer{ctx: ctx, content: func(h string) ([]byte, error) { return pl.content[h], nil }}
-	if err := r.undo(e, pl.moves); err != nil {
+	rerr := r.undo(e, pl.moves)
+	if rerr != nil && !r.touched {
 		ferr := u.j.Finish(undo.ID, Failed, nil)
 		return Undone{}, &UndoError{
-			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(err),
-			Reason: "the restore failed part-way; what was restored stays, and the undo " + undo.ID + " is recorded as failed", Err: errors.Join(err, ferr),
+			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
+			Reason: "the restore failed before changing anything", Err: errors.Join(rerr, ferr),
 		}
 	}
+	// Applied, even part-way: it changed something, recorded with the
+	// state it left, so that it can be undone.
 	if after, err := measured(undo); err == nil {
 		undo.After = after
 	}
-	if err := u.j.Finish(undo.ID, Applied, undo.After); err != nil {
-		return Undone{}, err
+	ferr := u.j.Finish(undo.ID, Applied, undo.After)
+	if rerr != nil {
+		return Undone{}, &UndoError{
+			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
+			Reason: "the restore failed part-way; what was restored stays, recorded as the undo " + undo.ID + " (`harness undo " + undo.ID + "` takes it back)",
+			Err:    errors.Join(rerr, ferr),
+		}
+	}
+	if ferr != nil {
+		return Undone{}, ferr
 	}
 	undo.Status = Applied
 	return Undone{Entry: e, Undo: undo, Notes: r.notes}, nil

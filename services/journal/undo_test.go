@@ -589,3 +589,62 @@ func TestUndo_RestoresTheOwner(t *testing.T) {
 	sort.Strings(names)
 	assert.Equal(t, []string{"a.txt", "d", "d/f"}, names)
 }
+
+// freeze makes dir refuse new entries to this process: the immutable flag
+// as root (which permissions do not stop), mode 0555 otherwise; undone at
+// cleanup.
+func freeze(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+		return
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd) //nolint:errcheck // test
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, fsImmutableFL); err != nil {
+		t.Skipf("the filesystem of %s takes no immutable flag (%v): the failure cannot be provoked as root", dir, err)
+	}
+	t.Cleanup(func() {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, 0)
+			_ = unix.Close(fd)
+		}
+	})
+}
+
+// A restore the disk refuses after the checks passed: recorded failed
+// when it changed nothing; a session keeps what it undid before.
+func TestUndo_RestoreFailure(t *testing.T) {
+	w := newWS(t)
+	w.build("open/a.txt: a1", "frozen/t/x: x", "frozen/t/y/z: z")
+	older := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("frozen/t"))) }, "frozen/t")
+	newer := w.change("s1", Edit, func() { replaceFile(t, w.path("open/a.txt"), "a2") }, "open/a.txt")
+	freeze(t, w.path("frozen"))
+	before := w.snap()
+
+	_, err := w.u.Undo(ctx(), older.ID, UndoOptions{})
+	require.Error(t, err)
+	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
+	assert.Contains(t, err.Error(), "before changing anything")
+	assert.Equal(t, before, w.snap())
+	all, err := w.j.List(ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	assert.Equal(t, Failed, all[2].Status, "the undo is recorded failed")
+	assert.Empty(t, UndoneBy(all)[older.ID])
+
+	res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
+	require.Len(t, res.Undone, 1, "the newer change was undone before the older failed")
+	assert.Equal(t, newer.ID, res.Undone[0].Entry.ID)
+	assert.Equal(t, "a1", string(must(os.ReadFile(w.path("open/a.txt")))))
+	_, err = os.Lstat(w.path("frozen/t"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (x/sys/unix does not
+// name it).
+const fsImmutableFL = 0x00000010
