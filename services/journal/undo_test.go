@@ -648,3 +648,25 @@ func TestUndo_RestoreFailure(t *testing.T) {
 // fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (x/sys/unix does not
 // name it).
 const fsImmutableFL = 0x00000010
+
+// A symlink planted at the path itself (ws/a.txt -> ~/.bashrc) is a later
+// change: refused; --force replaces the link, never writing its target.
+func TestUndo_ForceReplacesAPlantedLinkNotItsTarget(t *testing.T) {
+	w := newWS(t)
+	home := fixture.OutsideDir(t)
+	fixture.Build(t, home, ".bashrc: mine")
+	w.build("ws/a.txt: victim")
+	e := w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
+	require.NoError(t, os.Symlink(filepath.Join(home, ".bashrc"), w.path("ws/a.txt")))
+	homeBefore := fixture.Snapshot(t, home)
+
+	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
+	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+	require.NoError(t, err)
+	fi, err := os.Lstat(w.path("ws/a.txt"))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "the link itself is replaced")
+	assert.Equal(t, "victim", string(must(os.ReadFile(w.path("ws/a.txt")))))
+	assert.Equal(t, homeBefore, fixture.Snapshot(t, home), "~ untouched")
+}
