@@ -65,7 +65,8 @@ type plan struct {
 // Undo undoes the change id. Errors: *UndoError (CodeNotFound,
 // CodeAlreadyUndone, CodeNothingToUndo, CodeNotKept, CodeDropped,
 // CodeChangedSince, CodeUnsafePath: nothing changed; CodeRestoreFailed: the
-// restore failed part-way), or the journal's *Error.
+// disk refused the restore, the undo recorded failed when nothing had
+// changed, else applied with the state it left), or the journal's *Error.
 func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone, error) {
 	all, err := u.j.List(ListOptions{})
 	if err != nil {
