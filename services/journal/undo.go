@@ -172,7 +172,7 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		}
 		return pl, "", refusal(CodeNotKept, e.ID, "", "%s: it cannot be undone", reason)
 	}
-	m, err := against(v, e.Paths, e.After, removedDirs(e, pl.moves))
+	m, err := against(v, e.Paths, checked(e), removedDirs(e, pl.moves))
 	if err != nil {
 		return pl, "", unsafeOr(e, err)
 	}
@@ -242,6 +242,20 @@ func missingParent(v view, e Entry) (string, error) {
 		}
 	}
 	return "", nil
+}
+
+// checked returns the After state e is checked against: a directory by
+// identity where After records one (a moved directory), except a
+// directory mkdir made, checked by existence.
+func checked(e Entry) []Node {
+	if e.Kind != Mkdir {
+		return e.After
+	}
+	out := slices.Clone(e.After)
+	for i := range out {
+		out[i].Ino, out[i].Dev = 0, 0
+	}
+	return out
 }
 
 // topNodes returns the Before nodes at e's own paths.

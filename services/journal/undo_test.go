@@ -191,7 +191,7 @@ func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 			do: func(w *ws) { require.NoError(w.t, os.WriteFile(w.path("d/new.txt"), []byte("new"), 0o600)) },
 		},
 		{
-			name: "mkdir is undone by removing the empty directory", kind: Write,
+			name: "mkdir is undone by removing the empty directory", kind: Mkdir,
 			tree: []string{"d/"}, paths: []string{"d/made"},
 			do: func(w *ws) { require.NoError(w.t, os.Mkdir(w.path("d/made"), 0o755)) },
 		},
@@ -669,4 +669,24 @@ func TestUndo_ForceReplacesAPlantedLinkNotItsTarget(t *testing.T) {
 	assert.True(t, fi.Mode().IsRegular(), "the link itself is replaced")
 	assert.Equal(t, "victim", string(must(os.ReadFile(w.path("ws/a.txt")))))
 	assert.Equal(t, homeBefore, fixture.Snapshot(t, home), "~ untouched")
+}
+
+// A directory mkdir made is checked by existence: made again since, it is
+// still removed; holding an entry since, the undo refuses.
+func TestUndo_MkdirIsCheckedByExistence(t *testing.T) {
+	w := newWS(t)
+	e := w.change("s1", Mkdir, func() { require.NoError(t, os.Mkdir(w.path("made"), 0o755)) }, "made")
+	require.NoError(t, os.Remove(w.path("made")))
+	require.NoError(t, os.Mkdir(w.path("made"), 0o700))
+	require.NoError(t, os.WriteFile(w.path("made/user.txt"), []byte("u"), 0o644))
+
+	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
+	assert.Contains(t, err.Error(), "made/user.txt")
+	require.NoError(t, os.Remove(w.path("made/user.txt")))
+
+	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
+	require.NoError(t, err)
+	_, err = os.Lstat(w.path("made"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }
