@@ -115,13 +115,13 @@ func (w *ws) snap() map[string]string {
 		case unix.S_IFREG:
 			b, err := os.ReadFile(p)
 			require.NoError(w.t, err)
-			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrs(p, false))
+			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrs(p))
 		case unix.S_IFLNK:
 			l, err := os.Readlink(p)
 			require.NoError(w.t, err)
 			desc += " -> " + l
 		case unix.S_IFDIR:
-			desc += fmt.Sprintf(" xattr=%q", xattrs(p, false))
+			desc += fmt.Sprintf(" xattr=%q", xattrs(p))
 		}
 		out[strings.TrimPrefix(p, w.root+"/")] = desc
 		return nil
