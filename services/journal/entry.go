@@ -70,6 +70,9 @@ type Node struct {
 // false when the prior content was not kept (NotKept says why: larger than
 // the cap) and the change cannot be undone. Bytes is the content this entry
 // added to the journal. Undoes, for an undo, is the entry it reversed.
+// NotJournaled, for a command, are the paths it changed that are out of
+// the snapshots' scope (.git, the deny-read set, gitignored paths): undo
+// cannot restore them.
 type Entry struct {
 	ID      string    `json:"id"`
 	Time    time.Time `json:"time"`
@@ -86,4 +89,6 @@ type Entry struct {
 	Bytes   int64     `json:"bytes"`
 	Undoes  string    `json:"undoes,omitempty"`
 	Status  Status    `json:"status"`
+
+	NotJournaled []string `json:"not_journaled,omitempty"`
 }

@@ -1,0 +1,314 @@
+package cmdjournal
+
+import (
+	"errors"
+	"os"
+	"slices"
+	"strings"
+
+	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/search"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// Why an entry is outside a snapshot's scope.
+const (
+	skipGit       = ".git"
+	skipDenyRead  = "deny-read"
+	skipGitignore = "gitignored"
+	skipSpecial   = "not a file, directory or symlink"
+)
+
+// state is what a walk saw of one entry: lstat fields, and for a file the
+// content's key once read (a symlink: its target).
+type state struct {
+	typ          string // journal.File, journal.Dir, journal.Symlink; "" for a skipped special file
+	mode         uint32 // st_mode & 07777
+	uid, gid     uint32
+	size         int64
+	mtime, ctime int64 // nanoseconds since the epoch
+	ino, dev     uint64
+	hash         string // a file's content key ("" until read)
+	link         string // a symlink's target
+}
+
+// sameStat reports whether a and b have the same stat identity: type,
+// size, mtime and ctime (ns), inode, device, mode and owner. A content
+// change always moves ctime, so equal stats mean equal content, unless
+// the change fell in the clock tick of the walk that saw a (racy).
+func (a *state) sameStat(b *state) bool {
+	return a.typ == b.typ && a.size == b.size && a.mtime == b.mtime && a.ctime == b.ctime &&
+		a.ino == b.ino && a.dev == b.dev && a.mode == b.mode && a.uid == b.uid && a.gid == b.gid
+}
+
+// skipped is an entry a walk did not enter or read, with its own stat.
+type skipped struct {
+	st  state
+	why string
+}
+
+// manifest is one walk of one root: every entry in scope by path relative
+// to the root ("" is the root), the entries skipped, and when the walk
+// ended (ns since the epoch; an entry whose ctime is this close to it may
+// have changed within the same clock tick, see racy).
+type manifest struct {
+	root    string
+	entries map[string]*state
+	skipped map[string]skipped
+	end     int64
+}
+
+// racyWindow is how close to a walk's end (ns) an entry's ctime makes its
+// stat untrustworthy: the kernel stamps times at its clock tick (up to
+// 10 ms apart), so a change in the same tick can leave the stat as it was.
+const racyWindow = int64(50e6)
+
+// racy reports whether st, as m saw it, may hide a later change of content.
+func (m *manifest) racy(st *state) bool { return m.end-st.ctime < racyWindow }
+
+// contentFunc reads the content of the regular file fd (size bytes by its
+// fstat) into the journal and returns its key; n is the bytes it added.
+type contentFunc func(fd int, size int64) (hash string, n int64, err error)
+
+// walker walks one root, stat only, reading the content of a file only
+// when prev does not already hold it under the same stat.
+type walker struct {
+	m       *manifest
+	prev    *manifest // nil: read every file
+	deny    sandbox.DenyRead
+	content contentFunc
+	added   int64
+}
+
+// walk returns the manifest of root (absolute, canonical). Errors: the
+// root cannot be opened or is no directory; a content read fails.
+func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFunc) (*manifest, int64, error) {
+	w := &walker{
+		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}},
+		prev: prev, deny: deny, content: content,
+	}
+	if rule, denied := deny.Denied(root, true); denied {
+		return nil, 0, errors.New("the workspace root " + root + " is in the deny-read set (" + rule + ")")
+	}
+	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, 0, &os.PathError{Op: "open", Path: root, Err: err}
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return nil, 0, &os.PathError{Op: "fstat", Path: root, Err: err}
+	}
+	w.m.entries[""] = fromStat(&st)
+	ign, comps := search.AncestorIgnore(root)
+	if err := w.dir(fd, "", comps, ign); err != nil {
+		return nil, 0, err
+	}
+	w.m.end = now()
+	return w.m, w.added, nil
+}
+
+// dir walks the open directory fd at rel; comps is its path in the
+// coordinates of the ignore patterns, ign the patterns that apply to it.
+func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern) error {
+	names, err := readNames(fd)
+	if err != nil {
+		return &os.PathError{Op: "readdir", Path: w.abs(rel), Err: err}
+	}
+	if rel == "" && len(comps) == 0 && slices.Contains(names, ".git") {
+		ign = append(ign[:len(ign):len(ign)], w.ignoreFile(fd, ".git/info/exclude", nil)...)
+	}
+	if slices.Contains(names, ".gitignore") {
+		ign = append(ign[:len(ign):len(ign)], w.ignoreFile(fd, ".gitignore", comps)...)
+	}
+	var m gitignore.Matcher
+	if len(ign) > 0 {
+		m = gitignore.NewMatcher(ign)
+	}
+	path := make([]string, len(comps)+1)
+	copy(path, comps)
+	for _, name := range names {
+		sub := join(rel, name)
+		var st unix.Stat_t
+		if err := unix.Fstatat(fd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+			if errors.Is(err, unix.ENOENT) {
+				continue // gone since the listing
+			}
+			return &os.PathError{Op: "lstat", Path: w.abs(sub), Err: err}
+		}
+		s := fromStat(&st)
+		isDir := s.typ == dirType
+		path[len(comps)] = name
+		switch {
+		case name == ".git":
+			w.m.skipped[sub] = skipped{*s, skipGit}
+			continue
+		case w.denied(sub, isDir):
+			w.m.skipped[sub] = skipped{*s, skipDenyRead}
+			continue
+		case m != nil && m.Match(path, isDir):
+			w.m.skipped[sub] = skipped{*s, skipGitignore}
+			continue
+		case s.typ == "":
+			w.m.skipped[sub] = skipped{*s, skipSpecial}
+			continue
+		}
+		w.m.entries[sub] = s
+		switch s.typ {
+		case dirType:
+			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+			if err != nil {
+				if errors.Is(err, unix.ENOENT) {
+					delete(w.m.entries, sub)
+					continue
+				}
+				return &os.PathError{Op: "open", Path: w.abs(sub), Err: err}
+			}
+			err = w.dir(cfd, sub, path, ign)
+			_ = unix.Close(cfd)
+			if err != nil {
+				return err
+			}
+		case symlinkType:
+			if err := w.readLink(fd, name, sub, s); err != nil {
+				return err
+			}
+		case fileType:
+			if err := w.file(fd, name, sub, s); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+// denied reports whether the entry rel (its parent in scope) is in the
+// deny-read set.
+func (w *walker) denied(rel string, isDir bool) bool {
+	_, denied := w.deny.DeniedEntry(w.abs(rel), isDir)
+	return denied
+}
+
+// readLink fills s.link, from prev when the stat is unchanged.
+func (w *walker) readLink(fd int, name, rel string, s *state) error {
+	if p := w.known(rel, s); p != nil {
+		s.link = p.link
+		return nil
+	}
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlinkat(fd, name, buf)
+	if err != nil {
+		return &os.PathError{Op: "readlink", Path: w.abs(rel), Err: err}
+	}
+	s.link = string(buf[:n])
+	return nil
+}
+
+// file fills s.hash, from prev when the stat is unchanged, else by reading
+// the file into the journal.
+func (w *walker) file(fd int, name, rel string, s *state) error {
+	if p := w.known(rel, s); p != nil {
+		s.hash = p.hash
+		return nil
+	}
+	ffd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			delete(w.m.entries, rel)
+			return nil
+		}
+		return &os.PathError{Op: "open", Path: w.abs(rel), Err: err}
+	}
+	defer func() { _ = unix.Close(ffd) }()
+	var st unix.Stat_t
+	if err := unix.Fstat(ffd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: w.abs(rel), Err: err}
+	}
+	*s = *fromStat(&st) // what is read is this inode
+	if s.typ != fileType {
+		delete(w.m.entries, rel) // replaced since the listing
+		return nil
+	}
+	hash, n, err := w.content(ffd, s.size)
+	if err != nil {
+		return &os.PathError{Op: "read", Path: w.abs(rel), Err: err}
+	}
+	s.hash = hash
+	w.added += n
+	return nil
+}
+
+// known returns prev's state of rel when it is the same entry with the
+// same stat and its content is known (not racy), else nil.
+func (w *walker) known(rel string, s *state) *state {
+	if w.prev == nil {
+		return nil
+	}
+	p := w.prev.entries[rel]
+	if p == nil || !p.sameStat(s) || w.prev.racy(p) {
+		return nil
+	}
+	return p
+}
+
+// ignoreFile reads the ignore file rel beneath fd (a regular file, no
+// symlink followed); one that cannot be read contributes nothing.
+func (w *walker) ignoreFile(fd int, rel string, domain []string) []gitignore.Pattern {
+	ffd, err := openBeneath(fd, rel)
+	if err != nil {
+		return nil
+	}
+	f := os.NewFile(uintptr(ffd), rel)
+	defer func() { _ = f.Close() }()
+	if info, err := f.Stat(); err != nil || !info.Mode().IsRegular() {
+		return nil
+	}
+	ps, _ := search.ParseIgnore(f, domain)
+	return ps
+}
+
+// openBeneath opens rel beneath the directory fd for reading, following
+// no symlink.
+func openBeneath(fd int, rel string) (int, error) {
+	return unix.Openat2(fd, rel, &unix.OpenHow{
+		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
+		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+}
+
+// readNames lists the directory fd in byte order (without "." and "..").
+func readNames(fd int) ([]string, error) {
+	dup, err := unix.Dup(fd)
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(dup), "")
+	defer func() { _ = f.Close() }()
+	if _, err := f.Seek(0, 0); err != nil {
+		return nil, err
+	}
+	names, err := f.Readdirnames(-1)
+	slices.Sort(names)
+	return names, err
+}
+
+// abs returns the absolute path of rel beneath the walk's root.
+func (w *walker) abs(rel string) string { return joinAbs(w.m.root, rel) }
+
+// joinAbs returns the absolute path of rel ("" for root) beneath root.
+func joinAbs(root, rel string) string {
+	if rel == "" {
+		return root
+	}
+	return strings.TrimSuffix(root, "/") + "/" + rel
+}
+
+// join appends name to the slash-separated relative path rel.
+func join(rel, name string) string {
+	if rel == "" {
+		return name
+	}
+	return rel + "/" + name
+}
