@@ -25,15 +25,15 @@ func fixture(t *testing.T) string {
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
 	ws := filepath.Join(base, "ws")
 	files := map[string]string{
-		"a.txt":                  "old a\n",
-		"b.sh":                   "echo b\n",
-		"keep.txt":               "unchanged\n",
-		"tree/x":                 "x content\n",
-		"tree/sub/y":             "y content\n",
-		".env":                   "API_KEY=" + secret + "\n",
-		".gitignore":             "node_modules/\n*.log\n",
+		"a.txt":                   "old a\n",
+		"b.sh":                    "echo b\n",
+		"keep.txt":                "unchanged\n",
+		"tree/x":                  "x content\n",
+		"tree/sub/y":              "y content\n",
+		".env":                    "API_KEY=" + secret + "\n",
+		".gitignore":              "node_modules/\n*.log\n",
 		"node_modules/m/index.js": "module.exports = '" + secret + "'\n",
-		"build.log":              secret + "\n",
+		"build.log":               secret + "\n",
 	}
 	for rel, content := range files {
 		p := filepath.Join(ws, rel)
