@@ -89,6 +89,9 @@ type Entry struct {
 	Bytes   int64     `json:"bytes"`
 	Undoes  string    `json:"undoes,omitempty"`
 	Status  Status    `json:"status"`
+	// Dropped is set (by List and Get) on an entry whose segment was
+	// dropped to keep the journal within its cap: its content is gone.
+	Dropped bool `json:"dropped,omitempty"`
 
 	NotJournaled []string `json:"not_journaled,omitempty"`
 }

@@ -1,0 +1,187 @@
+package journal
+
+import (
+	"errors"
+	"os"
+	"path"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+)
+
+// Special is the type of a node that is neither a file, a directory nor a
+// symlink (a FIFO, a socket, a device): its metadata is kept, it has no
+// content.
+const Special = "special"
+
+// Capture records the prior state of the entry name in the open directory
+// parent, displayed as p (its canonical path), into the change's Before,
+// and returns the nodes it added, the entry's own first: nothing when
+// nothing is there. A file's content is streamed into the journal (see
+// AddBlob for the cap), with its mode, owner, extended attributes and
+// modification time; a symlink's target (never followed); a directory and
+// every entry beneath it, parents before children, no symlink followed.
+// Errors: the filesystem's (*os.PathError), *Error with CodeFailed.
+func (t *Txn) Capture(parent *dirfd.Parent, name, p string) ([]Node, error) {
+	first := len(t.e.Before)
+	if err := t.capture(parent, name, p); err != nil {
+		return nil, err
+	}
+	return t.e.Before[first:], nil
+}
+
+func (t *Txn) capture(parent *dirfd.Parent, name, p string) error {
+	st, err := parent.Stat(name, false)
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	n := Node{
+		Path: p, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, Size: st.Size,
+		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: st.Dev,
+	}
+	switch {
+	case dirfd.IsRegular(&st):
+		return t.captureFile(parent, name, n)
+	case dirfd.IsSymlink(&st):
+		n.Type = Symlink
+		if n.Link, err = readlink(parent.FD(), name); err != nil {
+			return &os.PathError{Op: "readlink", Path: p, Err: err}
+		}
+		n.Xattrs = xattrs(procPath(parent.FD(), name), true)
+		t.e.Before = append(t.e.Before, n)
+		return nil
+	case dirfd.IsDir(&st):
+		return t.captureDir(parent, name, n)
+	default:
+		n.Type, n.Size = Special, 0
+		n.Xattrs = xattrs(procPath(parent.FD(), name), true)
+		t.e.Before = append(t.e.Before, n)
+		return nil
+	}
+}
+
+func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
+	fd, err := unix.Openat(parent.FD(), name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	if err != nil {
+		return &os.PathError{Op: "open", Path: n.Path, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), n.Path)
+	defer f.Close() //nolint:errcheck // read-only descriptor
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		return &os.PathError{Op: "fstat", Path: n.Path, Err: err}
+	}
+	if st.Ino != n.Ino || st.Dev != n.Dev || !dirfd.IsRegular(&st) {
+		// Replaced between the stat and the open: take what was opened.
+		n.Mode, n.UID, n.GID, n.MTime, n.Ino, n.Dev = st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Nano(), st.Ino, st.Dev
+	}
+	n.Type = File
+	n.Xattrs = xattrs(procPath(fd, ""), false)
+	hash, size, err := t.AddBlob(f, st.Size)
+	if err != nil {
+		return err
+	}
+	n.Hash, n.Size = hash, size
+	t.e.Before = append(t.e.Before, n)
+	return nil
+}
+
+func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node) error {
+	dir, err := parent.OpenDirNoFollow(name)
+	if err != nil {
+		return err
+	}
+	defer dir.Close() //nolint:errcheck // directory descriptor
+	n.Type, n.Size = Dir, 0
+	n.Xattrs = xattrs(procPath(dir.FD(), ""), false)
+	t.e.Before = append(t.e.Before, n)
+	names, err := dir.Names()
+	if err != nil {
+		return err
+	}
+	for _, child := range names {
+		if err := t.capture(dir, child, path.Join(n.Path, child)); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// procPath names the entry name in the directory fd (the descriptor
+// itself when name is ""), through /proc/self/fd, for the *xattr calls
+// that take a path.
+func procPath(fd int, name string) string {
+	p := "/proc/self/fd/" + strconv.Itoa(fd)
+	if name != "" {
+		p += "/" + name
+	}
+	return p
+}
+
+// readlink returns the target of the symlink name in the directory fd.
+func readlink(fd int, name string) (string, error) {
+	for size := 256; ; size *= 2 {
+		buf := make([]byte, size)
+		n, err := unix.Readlinkat(fd, name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < size {
+			return string(buf[:n]), nil
+		}
+	}
+}
+
+// xattrs returns the extended attributes of the entry at p (not following
+// a final symlink when link is set; a /proc/self/fd path of an open file
+// otherwise), nil when it has none or they cannot be read (a filesystem
+// without them).
+func xattrs(p string, link bool) map[string][]byte {
+	list, get := unix.Listxattr, unix.Getxattr
+	if link {
+		list, get = unix.Llistxattr, unix.Lgetxattr
+	}
+	size, err := list(p, nil)
+	if err != nil || size <= 0 {
+		return nil
+	}
+	buf := make([]byte, size)
+	if size, err = list(p, buf); err != nil {
+		return nil
+	}
+	out := map[string][]byte{}
+	for _, name := range splitNul(buf[:size]) {
+		n, err := get(p, name, nil)
+		if err != nil {
+			continue
+		}
+		v := make([]byte, n)
+		if n, err = get(p, name, v); err != nil {
+			continue
+		}
+		out[name] = v[:n]
+	}
+	if len(out) == 0 {
+		return nil
+	}
+	return out
+}
+
+func splitNul(b []byte) []string {
+	var out []string
+	start := 0
+	for i, c := range b {
+		if c == 0 {
+			if i > start {
+				out = append(out, string(b[start:i]))
+			}
+			start = i + 1
+		}
+	}
+	return out
+}

@@ -1,0 +1,410 @@
+package journal
+
+import (
+	"crypto/rand"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+)
+
+// Options configure Open.
+type Options struct {
+	// Dir is the journal's directory, made (0700) when missing.
+	Dir string
+	// MaxBytes is the cap, in bytes, on the segments' total size: past it
+	// the oldest whole segments are dropped. It must be positive.
+	MaxBytes int64
+	// SegmentBytes is the soft size, in bytes, at which the segment
+	// appended to is closed and a new one started; 0 is MaxBytes/8 within
+	// [64 KiB, 64 MiB].
+	SegmentBytes int64
+	// Sync makes each change's entry durable (one fdatasync) before the
+	// change publishes: durability full.
+	Sync bool
+	// Log receives the drops of old segments (info) and torn tails cut
+	// (warn); nil discards.
+	Log *zap.Logger
+}
+
+// Journal is an open journal directory: segment files seg-NNNNNN of
+// frames, appended under an flock of the file "lock", so several processes
+// may share one directory. It is safe for concurrent use.
+type Journal struct {
+	opts Options
+	log  *zap.Logger
+	dir  int // directory descriptor
+	lock int // descriptor of the lock file
+
+	// mu serializes appends in this process (the flock, those of others).
+	mu  sync.Mutex
+	seg *segment // the segment appended to; under mu
+
+	// rmu guards idx, the read index.
+	rmu sync.Mutex
+	idx index
+
+	ids idSource
+}
+
+// segment is the open segment this process appends to: its number, its
+// read-write descriptor, the end of its last whole frame (what this
+// process has seen of it), and the blobs it holds (dedupe is per segment).
+type segment struct {
+	num   int
+	f     *os.File
+	end   int64
+	blobs map[[32]byte]struct{}
+}
+
+const (
+	segPrefix  = "seg-"
+	lockName   = "lock"
+	dirPerm    = 0o700
+	filePerm   = 0o600
+	minSegment = 64 << 10
+	maxSegment = 64 << 20
+)
+
+func segName(n int) string { return fmt.Sprintf("%s%06d", segPrefix, n) }
+
+// Open opens (making it when missing) the journal in opts.Dir, cuts a torn
+// tail off its newest segment, and drops the oldest segments while the
+// total passes opts.MaxBytes. Errors are *Error with CodeFailed.
+func Open(opts Options) (*Journal, error) {
+	if opts.MaxBytes <= 0 {
+		return nil, newErr(CodeFailed, "open", nil, "the journal's cap must be positive, not %d bytes", opts.MaxBytes)
+	}
+	if opts.SegmentBytes <= 0 {
+		opts.SegmentBytes = min(max(opts.MaxBytes/8, minSegment), maxSegment)
+	}
+	if opts.Log == nil {
+		opts.Log = zap.NewNop()
+	}
+	if err := os.MkdirAll(opts.Dir, dirPerm); err != nil {
+		return nil, newErr(CodeFailed, "open", err, "cannot make the journal directory %q", opts.Dir)
+	}
+	dir, err := unix.Open(opts.Dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil, newErr(CodeFailed, "open", err, "cannot open the journal directory %q", opts.Dir)
+	}
+	lock, err := unix.Openat(dir, lockName, unix.O_RDWR|unix.O_CREAT|unix.O_CLOEXEC|unix.O_NOFOLLOW, filePerm)
+	if err != nil {
+		_ = unix.Close(dir)
+		return nil, newErr(CodeFailed, "open", err, "cannot open the journal's lock file in %q", opts.Dir)
+	}
+	j := &Journal{opts: opts, log: opts.Log, dir: dir, lock: lock}
+	j.idx.segs = map[int]*segIndex{}
+	if err := j.Prepare(); err != nil {
+		_ = j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// Close releases the journal's descriptors.
+func (j *Journal) Close() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seg != nil {
+		_ = j.seg.f.Close()
+		j.seg = nil
+	}
+	j.rmu.Lock()
+	j.idx.close()
+	j.rmu.Unlock()
+	_ = unix.Close(j.lock)
+	return unix.Close(j.dir)
+}
+
+// Dir returns the journal's directory.
+func (j *Journal) Dir() string { return j.opts.Dir }
+
+// MaxBytes returns the journal's cap in bytes.
+func (j *Journal) MaxBytes() int64 { return j.opts.MaxBytes }
+
+// Prepare makes the journal ready for the next change, opening files as
+// needed: it switches to the newest segment when another process started
+// one, starts a new segment when the current one reached the soft size,
+// and then drops the oldest segments while the total passes the cap. Call
+// it before the change's mutation runs: inside a Landlock domain that
+// excludes the journal's directory no file of it can be opened, and Begin,
+// the Txn's methods and Finish only write through descriptors already
+// open. Errors are *Error with CodeFailed.
+func (j *Journal) Prepare() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.seg != nil && !j.stale() {
+		return nil
+	}
+	if err := j.flock(); err != nil {
+		return err
+	}
+	defer j.funlock()
+	return j.prepareLocked()
+}
+
+// stale reports whether the current segment must be left: it reached the
+// soft size, was dropped, or a newer one exists. The caller holds mu.
+func (j *Journal) stale() bool {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err != nil || st.Nlink == 0 || st.Size >= j.opts.SegmentBytes {
+		return true
+	}
+	return unix.Fstatat(j.dir, segName(j.seg.num+1), &st, unix.AT_SYMLINK_NOFOLLOW) == nil
+}
+
+// prepareLocked is Prepare under mu and the flock.
+func (j *Journal) prepareLocked() error {
+	nums, err := j.segments()
+	if err != nil {
+		return err
+	}
+	if len(nums) == 0 {
+		nums = []int{1}
+	}
+	newest := nums[len(nums)-1]
+	if j.seg == nil || j.seg.num != newest {
+		if err := j.openSegment(newest); err != nil {
+			return err
+		}
+	}
+	if err := j.catchUp(); err != nil {
+		return err
+	}
+	if j.seg.end >= j.opts.SegmentBytes {
+		if err := j.openSegment(newest + 1); err != nil {
+			return err
+		}
+		nums = append(nums, newest+1)
+	}
+	return j.evict(nums)
+}
+
+// openSegment opens (creating) segment n as the one appended to.
+func (j *Journal) openSegment(n int) error {
+	f, err := os.OpenFile(filepath.Join(j.opts.Dir, segName(n)), os.O_RDWR|os.O_CREATE|unix.O_NOFOLLOW, filePerm)
+	if err != nil {
+		return newErr(CodeFailed, "open", err, "cannot open the journal segment %s", filepath.Join(j.opts.Dir, segName(n)))
+	}
+	if err := unix.Fsync(j.dir); err != nil {
+		_ = f.Close()
+		return newErr(CodeFailed, "open", err, "cannot sync the journal directory %q", j.opts.Dir)
+	}
+	if j.seg != nil {
+		// A Txn syncing the old segment holds a reference: os.File
+		// closes the descriptor once it is done.
+		_ = j.seg.f.Close()
+	}
+	j.seg = &segment{num: n, f: f, blobs: map[[32]byte]struct{}{}}
+	return nil
+}
+
+// catchUp reads the frames other processes appended to the current segment
+// since this one last looked (checking every CRC), indexing its blobs, and
+// cuts a torn tail (a writer killed mid-append) so the next append follows
+// the last whole frame. The caller holds mu and the flock.
+func (j *Journal) catchUp() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err != nil {
+		return newErr(CodeFailed, "record", err, "cannot stat the journal segment %s", segName(j.seg.num))
+	}
+	if st.Nlink == 0 {
+		return newErr(CodeFailed, "record", nil, "the journal segment %s was dropped by another process meanwhile", segName(j.seg.num))
+	}
+	if st.Size == j.seg.end {
+		return nil
+	}
+	end, err := scan(j.seg.f, j.seg.end, st.Size, true, func(f frame) error {
+		if f.kind == kindBlob {
+			j.seg.blobs[f.hash] = struct{}{}
+		}
+		return nil
+	})
+	if err != nil {
+		return newErr(CodeFailed, "record", err, "cannot read the journal segment %s", segName(j.seg.num))
+	}
+	if end < st.Size {
+		j.log.Warn("journal: cut a torn tail (a writer stopped mid-append)",
+			zap.String("segment", filepath.Join(j.opts.Dir, segName(j.seg.num))), zap.Int64("offset", end), zap.Int64("bytes", st.Size-end))
+		if err := j.seg.f.Truncate(end); err != nil {
+			return newErr(CodeFailed, "record", err, "cannot cut the torn tail of the journal segment %s", segName(j.seg.num))
+		}
+	}
+	j.seg.end = end
+	return nil
+}
+
+// segments lists the segment numbers in the directory, ascending.
+func (j *Journal) segments() ([]int, error) {
+	names, err := readDirNames(j.opts.Dir)
+	if err != nil {
+		return nil, newErr(CodeFailed, "open", err, "cannot list the journal directory %q", j.opts.Dir)
+	}
+	var nums []int
+	for _, name := range names {
+		if n, ok := parseSegName(name); ok {
+			nums = append(nums, n)
+		}
+	}
+	slices.Sort(nums)
+	return nums, nil
+}
+
+func parseSegName(name string) (int, bool) {
+	rest, ok := strings.CutPrefix(name, segPrefix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.Atoi(rest)
+	return n, err == nil && n > 0
+}
+
+func readDirNames(dir string) ([]string, error) {
+	f, err := os.Open(dir)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close() //nolint:errcheck // read-only descriptor
+	return f.Readdirnames(-1)
+}
+
+// evict drops the oldest segments of nums (never the current one) while
+// the total size passes the cap, logging the ids of the entries each held
+// and recording them in a dropped frame of the current segment, so that
+// history can say they went. The caller holds mu and the flock.
+func (j *Journal) evict(nums []int) error {
+	sizes := make([]int64, len(nums))
+	var total int64
+	for i, n := range nums {
+		var st unix.Stat_t
+		if err := unix.Fstatat(j.dir, segName(n), &st, unix.AT_SYMLINK_NOFOLLOW); err == nil {
+			sizes[i] = st.Size
+			total += st.Size
+		}
+	}
+	var gone []Entry
+	for i := 0; total > j.opts.MaxBytes && i < len(nums) && nums[i] != j.seg.num; i++ {
+		entries, err := j.segmentEntries(nums[i])
+		if err != nil {
+			return err
+		}
+		if err := unix.Unlinkat(j.dir, segName(nums[i]), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+			return newErr(CodeFailed, "evict", err, "cannot drop the journal segment %s", segName(nums[i]))
+		}
+		total -= sizes[i]
+		ids := make([]string, len(entries))
+		for k, e := range entries {
+			ids[k] = e.ID
+		}
+		j.log.Info("journal: dropped the oldest segment to stay within the cap",
+			zap.String("segment", segName(nums[i])), zap.Int64("bytes", sizes[i]), zap.Int64("max_bytes", j.opts.MaxBytes), zap.Strings("entries", ids))
+		gone = append(gone, entries...)
+	}
+	if len(gone) == 0 {
+		return nil
+	}
+	payload, err := json.Marshal(dropped{Entries: gone})
+	if err != nil {
+		return newErr(CodeFailed, "evict", err, "cannot encode the dropped entries")
+	}
+	return j.appendLocked(appendFrame(nil, kindDropped, payload))
+}
+
+// segmentEntries returns the entries of segment n without their nodes,
+// for a dropped frame.
+func (j *Journal) segmentEntries(n int) ([]Entry, error) {
+	f, err := os.Open(filepath.Join(j.opts.Dir, segName(n)))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, newErr(CodeFailed, "evict", err, "cannot open the journal segment %s", segName(n))
+	}
+	defer f.Close() //nolint:errcheck // read-only descriptor
+	st, err := f.Stat()
+	if err != nil {
+		return nil, newErr(CodeFailed, "evict", err, "cannot stat the journal segment %s", segName(n))
+	}
+	var out []Entry
+	_, err = scan(f, 0, st.Size(), false, func(f frame) error {
+		if f.kind != kindEntry {
+			return nil
+		}
+		var e Entry
+		if json.Unmarshal(f.payload, &e) == nil {
+			e.After = nil
+			out = append(out, e)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, newErr(CodeFailed, "evict", err, "cannot read the journal segment %s", segName(n))
+	}
+	return out, nil
+}
+
+// appendLocked writes b at the end of the current segment. The caller
+// holds mu and the flock, and caught up.
+func (j *Journal) appendLocked(b []byte) error {
+	if _, err := j.seg.f.WriteAt(b, j.seg.end); err != nil {
+		_ = j.seg.f.Truncate(j.seg.end)
+		return newErr(CodeFailed, "record", err, "cannot append to the journal segment %s", filepath.Join(j.opts.Dir, segName(j.seg.num)))
+	}
+	j.seg.end += int64(len(b))
+	return nil
+}
+
+// flock takes the journal's exclusive cross-process lock.
+func (j *Journal) flock() error {
+	for {
+		err := unix.Flock(j.lock, unix.LOCK_EX)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return newErr(CodeFailed, "lock", err, "cannot lock the journal in %q", j.opts.Dir)
+		}
+		return nil
+	}
+}
+
+func (j *Journal) funlock() { _ = unix.Flock(j.lock, unix.LOCK_UN) }
+
+// idSource makes entry ids: the time in nanoseconds since the epoch as 16
+// hex digits, a dash, and 8 random hex digits fixed per process: they sort
+// by time, and two processes never make the same one.
+type idSource struct {
+	mu     sync.Mutex
+	last   int64
+	suffix string
+}
+
+func (s *idSource) next(now time.Time) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.suffix == "" {
+		var b [4]byte
+		_, _ = rand.Read(b[:])
+		s.suffix = hex.EncodeToString(b[:])
+	}
+	ns := now.UnixNano()
+	if ns <= s.last {
+		ns = s.last + 1
+	}
+	s.last = ns
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], uint64(ns))
+	return hex.EncodeToString(b[:]) + "-" + s.suffix
+}

@@ -1,0 +1,298 @@
+package journal
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"os"
+	"path/filepath"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// flushBytes is how much a Txn buffers before it writes: a small change is
+// one write, a large content streams through in pieces of about this size.
+const flushBytes = 1 << 20
+
+// Txn is one change being recorded: Begin starts it, Capture and AddBlob
+// add the prior state and its contents, Commit writes the entry (Pending)
+// and makes it durable, Abort drops everything it wrote. It holds the
+// journal's append lock (in this process and across processes) from Begin
+// to Commit or Abort, which must follow promptly; it is not safe for
+// concurrent use. It only writes through descriptors Prepare opened, so it
+// runs under a Landlock domain that excludes the journal.
+type Txn struct {
+	j       *Journal
+	e       Entry
+	start   int64 // where its frames begin in the segment
+	flushed int64 // the segment offset of buf[0]
+	buf     []byte
+	blobs   map[[32]byte]struct{} // the blobs it added
+	content int64                 // the prior content's bytes, kept or not
+	stored  int64                 // the bytes of the blob frames it added
+	over    bool                  // the prior content passed the cap: nothing kept
+	done    bool
+}
+
+// Begin starts recording a change described by e (Session, Client, Tool,
+// Call, Kind, Paths; After when known): it takes the append lock and gives
+// e a fresh ID and the current Time. The caller must end it with Commit or
+// Abort. Errors are *Error with CodeFailed (the segment is unreadable or
+// another process dropped it: call Prepare and try again).
+func (j *Journal) Begin(e Entry) (*Txn, error) {
+	j.mu.Lock()
+	if err := j.flock(); err != nil {
+		j.mu.Unlock()
+		return nil, err
+	}
+	if err := j.catchUp(); err != nil {
+		j.funlock()
+		j.mu.Unlock()
+		return nil, err
+	}
+	now := time.Now().UTC()
+	e.ID, e.Time, e.Before, e.Status = j.ids.next(now), now, nil, Pending
+	return &Txn{j: j, e: e, start: j.seg.end, flushed: j.seg.end, blobs: map[[32]byte]struct{}{}}, nil
+}
+
+// ID returns the id of the entry being recorded.
+func (t *Txn) ID() string { return t.e.ID }
+
+// SetAfter sets the state the change will leave (Entry.After).
+func (t *Txn) SetAfter(after []Node) { t.e.After = after }
+
+func (t *Txn) pos() int64 { return t.flushed + int64(len(t.buf)) }
+
+// flush writes the buffer at its offset.
+func (t *Txn) flush() error {
+	if len(t.buf) == 0 {
+		return nil
+	}
+	if _, err := t.j.seg.f.WriteAt(t.buf, t.flushed); err != nil {
+		return t.j.writeErr(err)
+	}
+	t.flushed += int64(len(t.buf))
+	t.buf = t.buf[:0]
+	return nil
+}
+
+// rewind drops everything written from off on.
+func (t *Txn) rewind(off int64) error {
+	if off >= t.flushed {
+		t.buf = t.buf[:off-t.flushed]
+		return nil
+	}
+	t.buf, t.flushed = t.buf[:0], off
+	if err := t.j.seg.f.Truncate(off); err != nil {
+		return t.j.writeErr(err)
+	}
+	return nil
+}
+
+func (j *Journal) writeErr(err error) *Error {
+	return newErr(CodeFailed, "record", err, "cannot append to the journal segment %s", filepath.Join(j.opts.Dir, segName(j.seg.num)))
+}
+
+// AddBlob stores the content r yields (size bytes announced, -1 when
+// unknown) unless the segment holds it already, and returns its key
+// ("sha256:<hex>") and length. Contents past the cap (the change's prior
+// content summed over every AddBlob and Capture) are hashed but not kept:
+// the entry is then committed with Kept false and nothing of its contents.
+// Errors: reading r (returned as they are), *Error with CodeFailed.
+func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
+	if !t.over && size >= 0 && t.content+size > t.j.opts.MaxBytes {
+		if err := t.giveUp(); err != nil {
+			return "", 0, err
+		}
+	}
+	sum := sha256.New()
+	if t.over {
+		n, err := io.Copy(sum, r)
+		t.content += n
+		return key(sum), n, err
+	}
+	frameOff := t.pos()
+	t.buf = append(t.buf, make([]byte, headerLen)...)
+	crc := crcKind(kindBlob)
+	var n int64
+	chunk := make([]byte, 64<<10)
+	for {
+		m, rerr := r.Read(chunk)
+		if m > 0 {
+			b := chunk[:m]
+			sum.Write(b)
+			n += int64(m)
+			if !t.over {
+				crc = crc32.Update(crc, castagnoli, b)
+				t.buf = append(t.buf, b...)
+				if t.content+n > t.j.opts.MaxBytes {
+					if err := t.rewind(frameOff); err != nil {
+						return "", 0, err
+					}
+					if err := t.giveUp(); err != nil {
+						return "", 0, err
+					}
+				} else if len(t.buf) >= flushBytes {
+					if err := t.flush(); err != nil {
+						return "", 0, err
+					}
+				}
+			}
+		}
+		if rerr == io.EOF {
+			break
+		}
+		if rerr != nil {
+			_ = t.rewind(frameOff)
+			return "", 0, rerr
+		}
+	}
+	t.content += n
+	k := key(sum)
+	if t.over {
+		return k, n, nil
+	}
+	var h [32]byte
+	copy(h[:], sum.Sum(nil))
+	if _, dup := t.j.seg.blobs[h]; dup {
+		return k, n, t.rewind(frameOff)
+	}
+	if _, dup := t.blobs[h]; dup {
+		return k, n, t.rewind(frameOff)
+	}
+	crc = crc32.Update(crc, castagnoli, h[:])
+	t.buf = append(t.buf, h[:]...)
+	var hdr [headerLen]byte
+	putHeader(hdr[:], kindBlob, uint64(n)+32, crc)
+	if frameOff >= t.flushed {
+		copy(t.buf[frameOff-t.flushed:], hdr[:])
+	} else if _, err := t.j.seg.f.WriteAt(hdr[:], frameOff); err != nil {
+		return "", 0, t.j.writeErr(err)
+	}
+	t.blobs[h] = struct{}{}
+	t.stored += t.pos() - frameOff
+	return k, n, nil
+}
+
+// giveUp drops every content this change stored: its prior content passed
+// the cap and it will not be kept.
+func (t *Txn) giveUp() error {
+	t.over = true
+	t.stored = 0
+	clear(t.blobs)
+	return t.rewind(t.start)
+}
+
+func key(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil)) }
+
+// Commit appends the entry, Pending, after its contents, releases the
+// append lock, and with Options.Sync waits for one fdatasync of the
+// segment: once it returns nil the entry survives a crash and the change
+// may publish. The entry returned has its ID, Time, Before, Kept, NotKept
+// and Bytes set. After a failure nothing the Txn wrote remains (when the
+// sync failed, the entry is there but marked Failed as far as possible).
+// Errors are *Error with CodeFailed.
+func (t *Txn) Commit() (Entry, error) {
+	if t.done {
+		return Entry{}, newErr(CodeFailed, "record", nil, "the change %s was already committed or aborted", t.e.ID)
+	}
+	t.done = true
+	j := t.j
+	t.e.Kept = !t.over
+	t.e.NotKept = ""
+	if t.over {
+		t.e.NotKept = fmt.Sprintf("%d bytes, over the journal cap of %d", t.content, j.opts.MaxBytes)
+	}
+	t.e.Bytes = t.stored
+	payload, err := json.Marshal(t.e)
+	if err != nil {
+		t.abortLocked()
+		return Entry{}, newErr(CodeFailed, "record", err, "cannot encode the entry")
+	}
+	t.buf = appendFrame(t.buf, kindEntry, payload)
+	if err := t.flush(); err != nil {
+		t.abortLocked()
+		return Entry{}, err
+	}
+	j.seg.end = t.flushed
+	for h := range t.blobs {
+		j.seg.blobs[h] = struct{}{}
+	}
+	f := j.seg.f
+	j.funlock()
+	j.mu.Unlock()
+	if j.opts.Sync {
+		// Outside the lock: concurrent changes share their syncs.
+		if err := fdatasync(f); err != nil {
+			_ = j.Finish(t.e.ID, Failed, nil)
+			return Entry{}, newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", f.Name())
+		}
+	}
+	return t.e, nil
+}
+
+// Abort drops everything the Txn wrote and releases the append lock; after
+// Commit it does nothing.
+func (t *Txn) Abort() {
+	if t.done {
+		return
+	}
+	t.done = true
+	t.abortLocked()
+}
+
+func (t *Txn) abortLocked() {
+	_ = t.rewind(t.start)
+	t.j.funlock()
+	t.j.mu.Unlock()
+}
+
+// fdatasync syncs f's data (and the size that reaches it). It holds a
+// reference to the descriptor meanwhile: a concurrent Close (a segment
+// left by Prepare) waits for it.
+func fdatasync(f *os.File) error {
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return err
+	}
+	var serr error
+	if err := rc.Control(func(fd uintptr) {
+		for {
+			serr = unix.Fdatasync(int(fd))
+			if !errors.Is(serr, unix.EINTR) {
+				return
+			}
+		}
+	}); err != nil {
+		return err
+	}
+	return serr
+}
+
+// Finish appends the outcome of the entry id: Applied (the change
+// published) or Failed (it did not), and after, the state the change left
+// when known better now than at Begin (nil keeps the entry's After). It is
+// not synced: a crash before it leaves the entry Pending, and the disk says
+// which side the change is on. Errors are *Error with CodeFailed.
+func (j *Journal) Finish(id string, status Status, after []Node) error {
+	payload, err := json.Marshal(outcome{ID: id, Status: status, After: after})
+	if err != nil {
+		return newErr(CodeFailed, "record", err, "cannot encode the outcome")
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err := j.flock(); err != nil {
+		return err
+	}
+	defer j.funlock()
+	if err := j.catchUp(); err != nil {
+		return err
+	}
+	return j.appendLocked(appendFrame(nil, kindOutcome, payload))
+}
