@@ -72,14 +72,14 @@ func byPath(nodes []journal.Node) map[string]journal.Node {
 func TestACommandsChangesAreJournaled(t *testing.T) {
 	ws := fixture(t)
 	st := newStore(t)
-	j, err := New(Options{Store: st, DenyRead: denyRead(t)})
+	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 	require.NoError(t, err)
 
 	snap, err := j.Begin([]string{ws})
 	require.NoError(t, err)
 	sh(t, ws, "printf 'new a\\n' > a.txt && chmod 0700 b.sh && rm -rf tree && mkdir made && printf 'n\\n' > made/n.txt"+
 		" && printf 'API_KEY=other\\n' > .env && echo more >> node_modules/m/index.js && echo x > node_modules/new.js && echo l >> build.log")
-	res, err := snap.End(t.Context(), Call{Session: "s1", Client: "c", Call: "7"})
+	res, err := snap.End(Call{Session: "s1", Client: "c", Call: "7"})
 	require.NoError(t, err)
 
 	e := res.Entry
@@ -100,6 +100,15 @@ func TestACommandsChangesAreJournaled(t *testing.T) {
 	// .env (deny-read) changed, build.log and node_modules (gitignored) too: listed, not journaled.
 	assert.Equal(t, abs(".env", "build.log", "node_modules"), res.NotJournaled)
 	assert.Equal(t, res.NotJournaled, e.NotJournaled)
+
+	// The journal holds the entry as returned, applied.
+	got, err := st.Get(e.ID)
+	require.NoError(t, err)
+	assert.Equal(t, journal.Applied, got.Status)
+	assert.Equal(t, e.Paths, got.Paths)
+	assert.Equal(t, e.Before, got.Before)
+	assert.Equal(t, e.After, got.After)
+	assert.True(t, got.Kept)
 
 	before, after := byPath(e.Before), byPath(e.After)
 	assert.Len(t, e.Before, 7) // a.txt, b.sh, and the tree's five
@@ -142,7 +151,7 @@ func TestACommandsChangesAreJournaled(t *testing.T) {
 	snap, err = j.Begin([]string{ws})
 	require.NoError(t, err)
 	assert.Zero(t, snap.Bytes, "nothing changed since the last walk: nothing stored")
-	res, err = snap.End(t.Context(), Call{Session: "s1"})
+	res, err = snap.End(Call{Session: "s1"})
 	require.NoError(t, err)
 	assert.Empty(t, res.Entry.ID)
 

@@ -49,3 +49,6 @@ func (s *state) node(p string) journal.Node {
 
 // now is the wall clock in ns since the epoch.
 func now() int64 { return time.Now().UnixNano() }
+
+// dupCloexec duplicates fd, close-on-exec.
+func dupCloexec(fd int) (int, error) { return unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0) }

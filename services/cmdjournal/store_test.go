@@ -1,13 +1,10 @@
 package cmdjournal
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"io"
 	"os"
-	"strconv"
+	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -16,48 +13,36 @@ import (
 	"github.com/dsh-go/harness/services/journal"
 )
 
-type memStore struct {
-	mu    sync.Mutex
-	blobs map[string][]byte
-	ents  []journal.Entry
-}
-
-func newStore(t *testing.T) *memStore { return &memStore{blobs: map[string][]byte{}} }
-
-func (m *memStore) Put(fd int, size int64) (string, int64, error) {
-	b, err := io.ReadAll(os.NewFile(uintptr(fd), ""))
-	if err != nil {
-		return "", 0, err
-	}
-	sum := sha256.Sum256(b)
-	h := "sha256:" + hex.EncodeToString(sum[:])
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if _, ok := m.blobs[h]; ok {
-		return h, 0, nil
-	}
-	m.blobs[h] = b
-	return h, int64(len(b)), nil
-}
-
-func (m *memStore) RecordCommand(e journal.Entry) (journal.Entry, error) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	e.ID = "e" + strconv.Itoa(len(m.ents)+1)
-	e.Status = journal.Applied
-	m.ents = append(m.ents, e)
-	return e, nil
-}
-
-func readBlob(t *testing.T, m *memStore, h string) string {
+// newStore opens a journal in a fresh directory (durability full).
+func newStore(t testing.TB) *journal.Journal {
 	t.Helper()
-	b, ok := m.blobs[h]
-	require.True(t, ok, h)
+	j, err := journal.Open(journal.Options{Dir: filepath.Join(t.TempDir(), "journal"), MaxBytes: 1 << 30, Sync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	return j
+}
+
+// readBlob returns the content the journal holds under hash.
+func readBlob(t *testing.T, j *journal.Journal, hash string) string {
+	t.Helper()
+	rc, _, err := j.OpenBlob(hash)
+	require.NoError(t, err, hash)
+	defer func() { _ = rc.Close() }()
+	b, err := io.ReadAll(rc)
+	require.NoError(t, err)
 	return string(b)
 }
 
-func assertNoSecret(t *testing.T, m *memStore) {
-	for h, b := range m.blobs {
-		assert.False(t, strings.Contains(string(b), secret), h)
+// assertNoSecret checks that no file of the journal's directory holds the
+// secret's bytes.
+func assertNoSecret(t *testing.T, j *journal.Journal) {
+	t.Helper()
+	names, err := os.ReadDir(j.Dir())
+	require.NoError(t, err)
+	require.NotEmpty(t, names)
+	for _, n := range names {
+		b, err := os.ReadFile(filepath.Join(j.Dir(), n.Name()))
+		require.NoError(t, err)
+		assert.False(t, strings.Contains(string(b), secret), "the journal file %s holds the secret", n.Name())
 	}
 }

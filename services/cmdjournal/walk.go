@@ -69,8 +69,8 @@ const racyWindow = int64(50e6)
 func (m *manifest) racy(st *state) bool { return m.end-st.ctime < racyWindow }
 
 // contentFunc reads the content of the regular file fd (size bytes by its
-// fstat) into the journal and returns its key; n is the bytes it added.
-type contentFunc func(fd int, size int64) (hash string, n int64, err error)
+// fstat) into the journal and returns its key.
+type contentFunc func(fd int, size int64) (hash string, err error)
 
 // walker walks one root, stat only, reading the content of a file only
 // when prev does not already hold it under the same stat.
@@ -79,35 +79,35 @@ type walker struct {
 	prev    *manifest // nil: read every file
 	deny    sandbox.DenyRead
 	content contentFunc
-	added   int64
 }
 
 // walk returns the manifest of root (absolute, canonical). Errors: the
-// root cannot be opened or is no directory; a content read fails.
-func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFunc) (*manifest, int64, error) {
+// root is in the deny-read set, cannot be opened or is no directory; a
+// content read fails.
+func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFunc) (*manifest, error) {
 	w := &walker{
 		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}},
 		prev: prev, deny: deny, content: content,
 	}
 	if rule, denied := deny.Denied(root, true); denied {
-		return nil, 0, errors.New("the workspace root " + root + " is in the deny-read set (" + rule + ")")
+		return nil, errors.New("the workspace root " + root + " is in the deny-read set (" + rule + ")")
 	}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil, 0, &os.PathError{Op: "open", Path: root, Err: err}
+		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
 	defer func() { _ = unix.Close(fd) }()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
-		return nil, 0, &os.PathError{Op: "fstat", Path: root, Err: err}
+		return nil, &os.PathError{Op: "fstat", Path: root, Err: err}
 	}
 	w.m.entries[""] = fromStat(&st)
 	ign, comps := search.AncestorIgnore(root)
 	if err := w.dir(fd, "", comps, ign); err != nil {
-		return nil, 0, err
+		return nil, err
 	}
 	w.m.end = now()
-	return w.m, w.added, nil
+	return w.m, nil
 }
 
 // dir walks the open directory fd at rel; comps is its path in the
@@ -231,12 +231,11 @@ func (w *walker) file(fd int, name, rel string, s *state) error {
 		delete(w.m.entries, rel) // replaced since the listing
 		return nil
 	}
-	hash, n, err := w.content(ffd, s.size)
+	hash, err := w.content(ffd, s.size)
 	if err != nil {
 		return &os.PathError{Op: "read", Path: w.abs(rel), Err: err}
 	}
 	s.hash = hash
-	w.added += n
 	return nil
 }
 

@@ -60,7 +60,7 @@ func (t *Tool) journal(ctx context.Context, snap *cmdjournal.Snapshot, rec audit
 	if snap == nil {
 		return
 	}
-	res, err := snap.End(ctx, cmdjournal.Call{Session: rec.Session, Client: rec.Client, Call: rec.Call})
+	res, err := snap.End(cmdjournal.Call{Session: rec.Session, Client: rec.Client, Call: rec.Call})
 	if err != nil {
 		t.log.Warn("command journal failed: what the command changed is not journaled", zap.Error(err))
 		setJournal(ctx, notJournaled+": "+err.Error())
