@@ -136,6 +136,11 @@ type Config struct {
 	// ExecPids caps a command's processes; 0 means the default (512), -1
 	// none.
 	ExecPids int `yaml:"exec-pids"`
+	// JournalCommands snapshots each command's writable workspace roots
+	// before it runs and journals what it changed (services/cmdjournal), so
+	// `harness undo` can restore it; it needs the journal
+	// (--journal-max-bytes above 0) and a command runner.
+	JournalCommands bool `yaml:"journal-commands"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
