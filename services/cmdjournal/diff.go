@@ -56,8 +56,21 @@ func diff(pre, post *manifest) (changes []change, notJournaled []string) {
 		}
 	}
 	slices.SortFunc(changes, func(a, b change) int { return comparePaths(a.rel, b.rel) })
-	slices.Sort(notJournaled)
-	return changes, slices.Compact(notJournaled)
+	return changes, topmost(notJournaled)
+}
+
+// topmost returns rels without duplicates and without the paths beneath
+// another of them, in component order.
+func topmost(rels []string) []string {
+	slices.SortFunc(rels, comparePaths)
+	var out []string
+	for _, r := range rels {
+		if n := len(out); n > 0 && (r == out[n-1] || strings.HasPrefix(r, out[n-1]+"/")) {
+			continue
+		}
+		out = append(out, r)
+	}
+	return out
 }
 
 // differs reports whether the entry changed between a and b.
