@@ -54,7 +54,8 @@ func sh(t *testing.T, dir, line string) {
 	require.NoError(t, err, string(out))
 }
 
-func denyRead(t *testing.T) sandbox.DenyRead {
+// denyRead returns the default deny-read set.
+func denyRead(t testing.TB) sandbox.DenyRead {
 	t.Helper()
 	d, err := sandbox.NewDenyRead(sandbox.DenyReadOptions{})
 	require.NoError(t, err)

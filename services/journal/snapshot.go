@@ -16,9 +16,12 @@ import (
 func (t *Txn) SetBefore(nodes []Node) { t.e.Before = nodes }
 
 // Keep ends the Txn keeping the contents it added (AddBlob) without an
-// entry: a command's snapshot, whose entry is recorded once the command
-// has ended. It releases the append lock and, with Options.Sync, waits for
-// one fdatasync. It returns the bytes stored and whether they were kept:
+// entry, and releases the append lock: a command's snapshot, whose entry
+// is recorded once the command has ended. It does not sync: the contents
+// become durable with the next Commit's sync of the segment (the entry
+// that names them copies them into its own segment when they are in an
+// older one), and a snapshot whose command never gets an entry is not
+// worth a sync. It returns the bytes stored and whether they were kept:
 // false when their total passed the cap (nothing is kept, nothing fails).
 // Errors are *Error with CodeFailed (nothing the Txn wrote remains).
 func (t *Txn) Keep() (stored int64, kept bool, err error) {
@@ -39,14 +42,8 @@ func (t *Txn) Keep() (stored int64, kept bool, err error) {
 	for h := range t.blobs {
 		j.seg.blobs[h] = struct{}{}
 	}
-	f := j.seg.f
 	j.funlock()
 	j.mu.Unlock()
-	if j.opts.Sync {
-		if err := fdatasync(f); err != nil {
-			return 0, false, newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", f.Name())
-		}
-	}
 	return t.stored, true, nil
 }
 
