@@ -39,6 +39,10 @@ const (
 	// CodeCrossDevice: a move between two filesystems of something that
 	// cannot be copied (a directory, a symlink, a special file).
 	CodeCrossDevice Code = "FS_CROSS_DEVICE"
+	// CodeJournal: the journal could not keep the prior state of a change
+	// (a full disk, an I/O error), so the change was refused and nothing
+	// was changed (issue 25).
+	CodeJournal Code = "FS_JOURNAL_FAILED"
 )
 
 // Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
@@ -60,6 +64,7 @@ var (
 	ErrAlreadyExists    = &Error{Code: CodeAlreadyExists}
 	ErrNotEmpty         = &Error{Code: CodeNotEmpty}
 	ErrCrossDevice      = &Error{Code: CodeCrossDevice}
+	ErrJournal          = &Error{Code: CodeJournal}
 )
 
 // Error is the structured error of every fs.Service method. Its text is

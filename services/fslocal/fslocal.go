@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -51,6 +52,10 @@ type Config struct {
 	// workspace; see RootOwner); nil leaves the process's own. A replaced
 	// file keeps its owner either way.
 	NewOwner *Owner `yaml:"newOwner" json:"newOwner"`
+	// Journal, when set, keeps the prior state of every change a file tool
+	// makes before it publishes (issue 25; open it with Sync when
+	// Durability is full); nil turns journaling off. The caller owns it.
+	Journal *journal.Journal `yaml:"-" json:"-"`
 }
 
 // Durability is a level of durability of a write (spec differences 6, 18).
@@ -169,6 +174,7 @@ func (cfg Config) CoreSettings() fsbackend.Settings {
 	if o := cfg.NewOwner; o != nil {
 		s.NewOwner = &atomicwrite.Owner{UID: o.UID, GID: o.GID}
 	}
+	s.Journal = cfg.Journal
 	return s
 }
 

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"os"
 	"path"
+	"slices"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +33,21 @@ func (t *Txn) Capture(parent *dirfd.Parent, name, p string) ([]Node, error) {
 	return t.e.Before[first:], nil
 }
 
+// CaptureNode is Capture without descending: a directory's own node only
+// (a move, which keeps what lies beneath, records just the entry it moves).
+func (t *Txn) CaptureNode(parent *dirfd.Parent, name, p string) ([]Node, error) {
+	first := len(t.e.Before)
+	if err := t.captureEntry(parent, name, p, false); err != nil {
+		return nil, err
+	}
+	return t.e.Before[first:], nil
+}
+
 func (t *Txn) capture(parent *dirfd.Parent, name, p string) error {
+	return t.captureEntry(parent, name, p, true)
+}
+
+func (t *Txn) captureEntry(parent *dirfd.Parent, name, p string, deep bool) error {
 	st, err := parent.Stat(name, false)
 	if errors.Is(err, unix.ENOENT) {
 		return nil
@@ -56,7 +71,7 @@ func (t *Txn) capture(parent *dirfd.Parent, name, p string) error {
 		t.e.Before = append(t.e.Before, n)
 		return nil
 	case dirfd.IsDir(&st):
-		return t.captureDir(parent, name, n)
+		return t.captureDir(parent, name, n, deep)
 	default:
 		n.Type, n.Size = Special, 0
 		n.Xattrs = xattrs(procPath(parent.FD(), name), true)
@@ -91,7 +106,7 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 	return nil
 }
 
-func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node) error {
+func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node, deep bool) error {
 	dir, err := parent.OpenDirNoFollow(name)
 	if err != nil {
 		return err
@@ -100,10 +115,14 @@ func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node) error {
 	n.Type, n.Size = Dir, 0
 	n.Xattrs = xattrs(procPath(dir.FD(), ""), false)
 	t.e.Before = append(t.e.Before, n)
+	if !deep {
+		return nil
+	}
 	names, err := dir.Names()
 	if err != nil {
 		return err
 	}
+	slices.Sort(names)
 	for _, child := range names {
 		if err := t.capture(dir, child, path.Join(n.Path, child)); err != nil {
 			return err

@@ -16,6 +16,7 @@ const (
 	Edit    Kind = "edit"
 	Move    Kind = "move"
 	Delete  Kind = "delete"
+	Mkdir   Kind = "mkdir"
 	Undo    Kind = "undo"
 	Command Kind = "command"
 )

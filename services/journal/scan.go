@@ -3,7 +3,6 @@ package journal
 import (
 	"hash/crc32"
 	"io"
-
 )
 
 // maxMetaFrame bounds the payload of a frame that is not a blob (an entry,

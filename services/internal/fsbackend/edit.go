@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // EditText replaces req.OldString with req.NewString (or applies each of
@@ -35,6 +36,11 @@ import (
 // CodeAmbiguousEdit, CodePermissionDenied, CodeAborted, CodeIOError.
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
+	if !req.DryRun {
+		if err := f.journalReady(op, target.DisplayPath); err != nil {
+			return fs.EditOutcome{}, err
+		}
+	}
 	var out fs.EditOutcome
 	err := f.mutate(ctx, req.Policy, []fs.Target{target}, op, func(at []Site) error {
 		if err := checkReplacements(at[0].Target.DisplayPath, req); err != nil {
@@ -155,7 +161,7 @@ func (f *Backend) edit(ctx context.Context, at Site, req fs.EditRequest) (fs.Edi
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, string(output), atomicwrite.Replace, at)
+	res, err := f.publishJournaled(ctx, m, op, dp, string(output), atomicwrite.Replace, at, journal.Edit)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}

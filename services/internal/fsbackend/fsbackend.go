@@ -28,6 +28,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -44,6 +45,10 @@ type Settings struct {
 	// NewOwner, when set, owns every file and directory a mutation creates
 	// (spec difference 9); nil leaves the process's own.
 	NewOwner *atomicwrite.Owner
+	// Journal, when set, keeps the prior state of every change a write,
+	// edit, move, delete or mkdir makes, durable before the change
+	// publishes (issue 25); nil turns journaling off.
+	Journal *journal.Journal
 }
 
 // Fence confines a Backend's mutations: whether each may run, beneath which

@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // Limits of the entry operations.
@@ -35,10 +36,13 @@ const (
 // its open parent (Change).
 func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOptions) (fs.MkdirOutcome, error) {
 	const op = "mkdir"
+	if err := f.journalReady(op, target.DisplayPath); err != nil {
+		return fs.MkdirOutcome{}, err
+	}
 	var out fs.MkdirOutcome
 	err := f.mutate(ctx, opts.Policy, []fs.Target{target}, op, func(at []Site) error {
 		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
-			out, err = f.mkdir(at[0], opts.Parents)
+			out, err = f.mkdir(ctx, at[0], opts.Parents)
 			return err
 		})
 	})
@@ -48,7 +52,9 @@ func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOpti
 	return out, nil
 }
 
-func (f *Backend) mkdir(at Site, parents bool) (fs.MkdirOutcome, error) {
+// mkdir journals the directories it will make (Settings.Journal) before it
+// makes any, and which it made after (the outcome's After, parents first).
+func (f *Backend) mkdir(ctx context.Context, at Site, parents bool) (out fs.MkdirOutcome, err error) {
 	const op, verb = "mkdir", "create directory"
 	root, target := at.Root, at.Target
 	dp := target.DisplayPath
@@ -70,6 +76,15 @@ func (f *Backend) mkdir(at Site, parents bool) (fs.MkdirOutcome, error) {
 	if err := checkNames(dir, name); err != nil {
 		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
 	}
+	key := string(target.Key)
+	ch, err := f.beginChange(ctx, journal.Mkdir, op, dp, key)
+	if err != nil {
+		return fs.MkdirOutcome{}, err
+	}
+	if err := ch.commit(journal.Node{Path: key, Type: journal.Dir}); err != nil {
+		return fs.MkdirOutcome{}, err
+	}
+	defer func() { ch.finish(out.Created > 0, made(key, out.Created)...) }()
 	parent, created, err := root.OpenParent(dir, parents)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
@@ -101,6 +116,17 @@ func (f *Backend) mkdir(at Site, parents bool) (fs.MkdirOutcome, error) {
 		return fs.MkdirOutcome{}, osErr(op, verb, dp, err)
 	}
 	return fs.MkdirOutcome{Created: created + 1}, nil
+}
+
+// made returns the nodes of the n directories a mkdir of key made: key
+// and its n-1 nearest ancestors, parents first.
+func made(key string, n int) []journal.Node {
+	out := make([]journal.Node, n)
+	for i := n - 1; i >= 0; i-- {
+		out[i] = journal.Node{Path: key, Type: journal.Dir}
+		key = path.Dir(key)
+	}
+	return out
 }
 
 // entry is an entry mutation on its parent directory, the site the fence
@@ -170,6 +196,9 @@ func (f *Backend) Remove(ctx context.Context, target fs.Target, opts fs.RemoveOp
 	if err != nil {
 		return fs.RemoveOutcome{}, err
 	}
+	if err := f.journalReady(op, target.DisplayPath); err != nil {
+		return fs.RemoveOutcome{}, err
+	}
 	var out fs.RemoveOutcome
 	err = f.mutate(ctx, opts.Policy, []fs.Target{parent}, op, func(at []Site) error {
 		e := entry{at: at[0], name: name, shown: target.DisplayPath}
@@ -199,24 +228,52 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 	if err != nil {
 		return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 	}
-	out := fs.RemoveOutcome{Type: fileType(&st)}
 	if opts.Version != "" && dirfd.IsRegular(&st) && version(&st) != opts.Version {
 		return fs.RemoveOutcome{}, stale(op, dp)
 	}
-	if !dirfd.IsDir(&st) {
+	admit := f.admitAll(e)
+	if dirfd.IsDir(&st) && opts.Recursive {
+		// Every entry beneath is decided against the protected paths
+		// first (a nested repository's .git), so a refusal deletes
+		// nothing; the removal decides each entry again as it goes.
+		if err := removeTree(ctx, parent, e.name, 0, nil, admit); err != nil {
+			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
+		}
+	}
+	key := string(e.key())
+	ch, err := f.beginChange(ctx, journal.Delete, op, dp, key)
+	if err != nil {
+		return fs.RemoveOutcome{}, err
+	}
+	if _, err := ch.capture(parent, e.name, key, opts.Recursive); err != nil {
+		return fs.RemoveOutcome{}, err
+	}
+	if err := ch.commit(); err != nil {
+		return fs.RemoveOutcome{}, err
+	}
+	out, err := f.unlink(ctx, parent, e, &st, opts, admit)
+	if ch != nil {
+		_, serr := parent.Stat(e.name, false)
+		ch.finish(err == nil || isAbsent(serr) || out.Files+out.Directories+out.Others > 0)
+	}
+	return out, err
+}
+
+// unlink removes the entry e (whose lstat is st) from its open parent: a
+// directory only when empty, unless opts.Recursive; admit decides each
+// entry of a tree.
+func (f *Backend) unlink(ctx context.Context, parent *dirfd.Parent, e entry, st *unix.Stat_t, opts fs.RemoveOptions, admit func(*dirfd.Parent, string) error) (fs.RemoveOutcome, error) {
+	const op = "delete"
+	dp := e.shown
+	var err error
+	out := fs.RemoveOutcome{Type: fileType(st)}
+	if !dirfd.IsDir(st) {
 		if err := parent.Unlink(e.name, false); err != nil {
 			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
 		}
 		return out, syncOrErr(parent, op, dp)
 	}
 	if opts.Recursive {
-		// Every entry beneath is decided against the protected paths
-		// first (a nested repository's .git), so a refusal deletes
-		// nothing; the removal decides each entry again as it goes.
-		admit := f.admitAll(e)
-		if err := removeTree(ctx, parent, e.name, 0, nil, admit); err != nil {
-			return fs.RemoveOutcome{}, osErr(op, op, dp, err)
-		}
 		err = removeTree(ctx, parent, e.name, 0, &out, admit)
 	} else {
 		err = parent.Unlink(e.name, true)
@@ -351,6 +408,9 @@ func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.Move
 	if err != nil {
 		return fs.MoveOutcome{}, err
 	}
+	if err := f.journalReady(op, source.DisplayPath); err != nil {
+		return fs.MoveOutcome{}, err
+	}
 	dparent, dname, err := f.entryParent(ctx, dest, op, op)
 	if err != nil {
 		return fs.MoveOutcome{}, err
@@ -406,15 +466,62 @@ func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions)
 		}
 		out.Replaced = true
 	}
-	err = sp.Rename(src.name, dp, dst.name, opts.Overwrite)
+	ch, err := f.journalMove(ctx, sp, dp, src, dst, &st, out.Replaced)
+	if err != nil {
+		return fs.MoveOutcome{}, err
+	}
+	out, err = f.rename(ctx, sp, dp, src, dst, &st, opts, out)
+	var after []journal.Node
+	if now, serr := dp.Stat(dst.name, false); err == nil && serr == nil {
+		after = []journal.Node{node(string(dst.key()), &now, ch.hash(string(src.key())))}
+	}
+	ch.finish(err == nil, after...)
+	return out, err
+}
+
+// journalMove journals a move (Settings.Journal) before it runs: the
+// source's own node (a file with its content; what lies beneath a
+// directory moves with it) and, when the move replaces one, the whole
+// destination; After is the source's node at the destination.
+func (f *Backend) journalMove(ctx context.Context, sp, dp *dirfd.Parent, src, dst entry, st *unix.Stat_t, replaces bool) (*change, error) {
+	skey, dkey := string(src.key()), string(dst.key())
+	ch, err := f.beginChange(ctx, journal.Move, "move", src.shown, skey, dkey)
+	if err != nil || ch == nil {
+		return nil, err
+	}
+	nodes, err := ch.capture(sp, src.name, skey, false)
+	if err != nil {
+		return nil, err
+	}
+	if replaces {
+		if _, err := ch.capture(dp, dst.name, dkey, true); err != nil {
+			return nil, err
+		}
+	}
+	hash := ""
+	if len(nodes) > 0 {
+		hash = nodes[0].Hash
+	}
+	if err := ch.commit(node(dkey, st, hash)); err != nil {
+		return nil, err
+	}
+	return ch, nil
+}
+
+// rename moves src to dst (copying a regular file across filesystems) and
+// makes both directories durable; out is the outcome so far.
+func (f *Backend) rename(ctx context.Context, sp, dp *dirfd.Parent, src, dst entry, st *unix.Stat_t, opts fs.MoveOptions, out fs.MoveOutcome) (fs.MoveOutcome, error) {
+	const op = "move"
+	sdp, ddp := src.shown, dst.shown
+	err := sp.Rename(src.name, dp, dst.name, opts.Overwrite)
 	if errors.Is(err, unix.EXDEV) && !dirfd.IsEscape(checkBoth(sp, dp)) {
 		// Both parents are still beneath their roots: EXDEV came from the
 		// rename between two mounts, not from the fence.
-		if out.Copied = true; !dirfd.IsRegular(&st) {
+		if out.Copied = true; !dirfd.IsRegular(st) {
 			return fs.MoveOutcome{}, newErr(fs.CodeCrossDevice, op, sdp, nil,
 				"cannot move %q to %q: they are on different filesystems, and only a regular file is copied across", sdp, ddp)
 		}
-		err = f.copyAcross(ctx, sp, src.name, dp, dst.name, &st, opts.Overwrite, sdp, ddp)
+		err = f.copyAcross(ctx, sp, src.name, dp, dst.name, st, opts.Overwrite, sdp, ddp)
 	}
 	if err != nil {
 		return fs.MoveOutcome{}, moveErr(err, sdp, ddp)

@@ -15,6 +15,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/textfile"
 	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // WriteText creates or replaces the file at target.Key with content,
@@ -36,6 +37,11 @@ import (
 // same checks run and nothing is written.
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
 	const op = "write"
+	if !opts.DryRun {
+		if err := f.journalReady(op, target.DisplayPath); err != nil {
+			return fs.WriteOutcome{}, err
+		}
+	}
 	var out fs.WriteOutcome
 	err := f.mutate(ctx, opts.Policy, []fs.Target{target}, op, func(at []Site) error {
 		return f.locked(ctx, at[0].Target.Key, op, func() (err error) {
@@ -133,7 +139,7 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 		}
 		return out, nil
 	}
-	res, err := f.publish(ctx, m, op, dp, disk, pub, at)
+	res, err := f.publishJournaled(ctx, m, op, dp, disk, pub, at, journal.Write)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -145,6 +151,33 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 		out.Operation = fs.OpUpdate
 	}
 	return out, nil
+}
+
+// publishJournaled is publish of a write or an edit (kind) with the
+// target's prior state journaled first (Settings.Journal): captured on the
+// open parent under the target's lock, durable before the publication,
+// its outcome recorded after.
+func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, kind journal.Kind) (atomicwrite.Result, error) {
+	key := string(at.Target.Key)
+	ch, err := f.beginChange(ctx, kind, op, dp, key)
+	if err != nil {
+		return atomicwrite.Result{}, err
+	}
+	if m.parent != nil {
+		if _, err := ch.capture(m.parent, m.name, key, true); err != nil {
+			return atomicwrite.Result{}, err
+		}
+	}
+	hash := ""
+	if ch != nil {
+		hash = contentKey(content)
+	}
+	if err := ch.commit(journal.Node{Path: key, Type: journal.File, Size: int64(len(content)), Hash: hash}); err != nil {
+		return atomicwrite.Result{}, err
+	}
+	res, err := f.publish(ctx, m, op, dp, content, pub, at)
+	ch.finish(err == nil, node(key, &res.Stat, hash))
+	return res, err
 }
 
 // mutation is a located target: its open parent (nil when the parent does

@@ -1,5 +1,5 @@
-// Package cli is the harness command line: serve, call, tools, policy, demo,
-// version and help. It parses flags into a config.Config, builds the fx
+// Package cli is the harness command line: serve, call, tools, policy,
+// history, undo, demo, version and help. It parses flags into a config.Config, builds the fx
 // application with compose, and runs one command. Run returns the process
 // exit code: 0 success (help included), 1 a tool error (call), 2 a usage or
 // configuration error. Help goes to stdout; errors go to stderr, prefixed
@@ -117,6 +117,35 @@ var commands = []command{
 		},
 	},
 	{
+		name: "history", synopsis: "[--session S] [--since T] [--json] [--journal DIR] [flags]",
+		summary: "list the changes the file tools made, from the journal",
+		about: "Lists the changes the journal holds, oldest first: each change's ID, time (UTC), session,\n" +
+			"tool, kind, path(s), the bytes of prior content it kept, and its status: applied, pending (a\n" +
+			"crash; undo decides by the disk), failed, not kept (larger than the journal's cap: it cannot\n" +
+			"be undone), dropped (evicted by the cap since), or undone by the undo's ID. An undo is a\n" +
+			"change too (kind undo), which `harness undo` can take back.",
+		examples: []string{
+			"harness history",
+			"harness history --session 5f0c9a1e --since 2h",
+			"harness history --json",
+		},
+	},
+	{
+		name: "undo", synopsis: "ID | --session S [--force] [--journal DIR] [flags]",
+		summary: "restore what a change, or a whole session, replaced",
+		about: "Restores the prior state of the change ID (see `harness history`), bytes and metadata exact,\n" +
+			"or of every change of session S, newest first. Every path is checked first: where it changed\n" +
+			"after the agent's change, undo refuses (JOURNAL_CHANGED_SINCE) and changes nothing, unless\n" +
+			"--force; with --session, one refusal refuses all. A symlink planted on the way since is always\n" +
+			"refused (JOURNAL_UNSAFE_PATH). The undo is journaled and can itself be undone. Exit 0 done,\n" +
+			"1 refused or failed (the code says why), 2 a usage error.",
+		examples: []string{
+			"harness undo 18ed4684a2ca99a8-6c4c1309",
+			"harness undo --session 5f0c9a1e",
+			"harness undo --session 5f0c9a1e --force",
+		},
+	},
+	{
 		name: "demo", synopsis: "",
 		summary: "run a short, real MCP session against harness serve",
 		about: "Starts `harness serve` on a throwaway workspace and prints each call and result: a read,\n" +
@@ -196,6 +225,10 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 		return ExitOK, policy(ctx, rest, env)
 	case "demo":
 		return ExitOK, demo(ctx, rest, env)
+	case "history":
+		return ExitOK, history(ctx, rest, env)
+	case "undo":
+		return undo(ctx, rest, env)
 	case "version", "--version", "-version":
 		return ExitOK, versionCmd(rest, env)
 	case "help", "-h", "-help", "--help":

@@ -266,7 +266,7 @@ func TestRun(t *testing.T) {
 			name: "help", args: func(layout) []string { return []string{"help"} }, code: cli.ExitOK,
 			stdout: func(t *testing.T, _ layout, out string) {
 				assert.Contains(t, out, "Usage:")
-				for _, c := range []string{"serve", "call", "tools", "policy", "demo", "version", "help"} {
+				for _, c := range []string{"serve", "call", "tools", "policy", "history", "undo", "demo", "version", "help"} {
 					assert.Contains(t, out, "\n  harness "+c+" ")
 				}
 				assert.Contains(t, out, "harness COMMAND --help")
@@ -309,6 +309,10 @@ func TestRun(t *testing.T) {
 		{name: "serve --help", args: func(layout) []string { return []string{"serve", "--help"} }, code: cli.ExitOK, golden: "help_serve"},
 		{name: "serve -h", args: func(layout) []string { return []string{"serve", "-h"} }, code: cli.ExitOK, golden: "help_serve"},
 		{name: "help policy", args: func(layout) []string { return []string{"help", "policy"} }, code: cli.ExitOK, golden: "help_policy"},
+		{name: "help history", args: func(layout) []string { return []string{"help", "history"} }, code: cli.ExitOK, golden: "help_history"},
+		{name: "history --help", args: func(layout) []string { return []string{"history", "--help"} }, code: cli.ExitOK, golden: "help_history"},
+		{name: "help undo", args: func(layout) []string { return []string{"help", "undo"} }, code: cli.ExitOK, golden: "help_undo"},
+		{name: "undo --help", args: func(layout) []string { return []string{"undo", "--help"} }, code: cli.ExitOK, golden: "help_undo"},
 		{name: "policy --help", args: func(layout) []string { return []string{"policy", "--help"} }, code: cli.ExitOK, golden: "help_policy"},
 		{
 			name: "help tools", args: func(layout) []string { return []string{"help", "tools"} }, code: cli.ExitOK,
@@ -943,7 +947,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "an unknown command", code: cli.ExitUsage,
 			args:     func(layout) []string { return []string{"frobnicate"} },
-			stderrIn: []string{`harness: unknown command "frobnicate": the commands are serve, call, tools, policy, demo, version, help`},
+			stderrIn: []string{`harness: unknown command "frobnicate": the commands are serve, call, tools, policy, history, undo, demo, version, help`},
 		},
 		{
 			name: "an unknown command near a known one", code: cli.ExitUsage,
@@ -1148,7 +1152,7 @@ func TestREADMEInStep(t *testing.T) {
 	overview := runCLI(t, []string{"help"}, "", false, nil)
 	require.EqualValues(t, cli.ExitOK, overview.code)
 	commands := regexp.MustCompile(`(?m)^  harness (\S+) `).FindAllStringSubmatch(overview.stdout, -1)
-	require.Len(t, commands, 7)
+	require.Len(t, commands, 9)
 	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
 	for _, c := range commands {
 		assert.Contains(t, readme, "`harness "+c[1], "the README's commands table names %s", c[1])

@@ -1,0 +1,173 @@
+package fsbackend
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+
+	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/journal"
+)
+
+// journalReady readies the journal for a change (Settings.Journal; nil is
+// off): it opens or rolls its segment here, outside the fence, since no
+// file of the journal can be opened under the fence's Landlock domain.
+func (f *Backend) journalReady(op, dp string) error {
+	if f.cfg.Journal == nil {
+		return nil
+	}
+	if err := f.cfg.Journal.Prepare(); err != nil {
+		return journalErr(op, dp, err)
+	}
+	return nil
+}
+
+// journalErr is the refusal of a change the journal could not keep.
+func journalErr(op, dp string, err error) *fs.Error {
+	return newErr(fs.CodeJournal, op, dp, err,
+		"cannot %s %q: the journal could not keep its prior state, so nothing was changed: %v", op, dp, err)
+}
+
+// change is one mutation being journaled: begun under the target's lock
+// once its preconditions passed, committed (durable) right before it
+// publishes, finished after. A nil *change (the journal is off) does
+// nothing.
+type change struct {
+	f      *Backend
+	ctx    context.Context
+	op, dp string
+	tx     *journal.Txn
+	entry  journal.Entry
+	before map[string]string // the content key of each captured path
+}
+
+// beginChange starts journaling a mutation of kind on the canonical paths,
+// for the call ctx carries. Errors are the refusal (fs.CodeJournal).
+func (f *Backend) beginChange(ctx context.Context, kind journal.Kind, op, dp string, paths ...string) (*change, error) {
+	j := f.cfg.Journal
+	if j == nil {
+		return nil, nil
+	}
+	r := audit.FromContext(ctx).Record()
+	tool := r.Tool
+	if tool == "" {
+		tool = op
+	}
+	tx, err := j.Begin(journal.Entry{Session: r.Session, Client: r.Client, Tool: tool, Call: r.Call, Kind: kind, Paths: paths})
+	if err != nil {
+		return nil, journalErr(op, dp, err)
+	}
+	return &change{f: f, ctx: ctx, op: op, dp: dp, tx: tx, before: map[string]string{}}, nil
+}
+
+// capture keeps the prior state of the entry name in parent, canonical
+// path p: with deep, a directory's whole tree; without, its own node. A
+// failure aborts the change and is its refusal.
+func (c *change) capture(parent *dirfd.Parent, name, p string, deep bool) ([]journal.Node, error) {
+	if c == nil {
+		return nil, nil
+	}
+	capture := c.tx.Capture
+	if !deep {
+		capture = c.tx.CaptureNode
+	}
+	nodes, err := capture(parent, name, p)
+	if err != nil {
+		c.tx.Abort()
+		return nil, journalErr(c.op, c.dp, err)
+	}
+	for _, n := range nodes {
+		c.before[n.Path] = n.Hash
+	}
+	return nodes, nil
+}
+
+// commit makes the entry durable with after, the state the change will
+// leave: after it returns nil the change may publish, and must be
+// finished. A failure is the change's refusal.
+func (c *change) commit(after ...journal.Node) error {
+	if c == nil {
+		return nil
+	}
+	c.tx.SetAfter(after)
+	e, err := c.tx.Commit()
+	if err != nil {
+		return journalErr(c.op, c.dp, err)
+	}
+	c.entry = e
+	return nil
+}
+
+// hash returns the content key captured for the path p ("" when none).
+func (c *change) hash(p string) string {
+	if c == nil {
+		return ""
+	}
+	return c.before[p]
+}
+
+// finish records the outcome of the committed change (applied: it
+// changed something, even if it failed part way; after, when set, the
+// state it left, known better now than at commit) and reports each path it
+// changed to the call's audit record.
+func (c *change) finish(applied bool, after ...journal.Node) {
+	if c == nil {
+		return
+	}
+	status := journal.Applied
+	if !applied {
+		status, after = journal.Failed, nil
+	}
+	if ferr := c.f.cfg.Journal.Finish(c.entry.ID, status, after); ferr != nil {
+		c.f.log.Warn("journal: could not record the outcome of a change (it stays pending)",
+			zap.String("entry", c.entry.ID), zap.String("status", string(status)), zap.Error(ferr))
+	}
+	if !applied {
+		return
+	}
+	if !c.entry.Kept {
+		c.f.log.Info("journal: a change's prior state was not kept, it cannot be undone",
+			zap.String("entry", c.entry.ID), zap.String("path", c.dp), zap.String("reason", c.entry.NotKept))
+	}
+	rec := audit.FromContext(c.ctx)
+	if after == nil {
+		after = c.entry.After
+	}
+	afterHash := map[string]string{}
+	for _, n := range after {
+		afterHash[n.Path] = n.Hash
+	}
+	for _, p := range c.entry.Paths {
+		rec.AddChange(audit.Change{Path: p, Before: c.before[p], After: afterHash[p], Journal: c.entry.ID})
+	}
+}
+
+// contentKey is the journal's key of content ("sha256:<hex>").
+func contentKey(content string) string {
+	h := sha256.Sum256([]byte(content))
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+// node is the state st describes at the canonical path p.
+func node(p string, st *unix.Stat_t, hash string) journal.Node {
+	n := journal.Node{
+		Path: p, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
+		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: st.Dev,
+	}
+	switch {
+	case dirfd.IsRegular(st):
+		n.Type, n.Size, n.Hash = journal.File, st.Size, hash
+	case dirfd.IsDir(st):
+		n.Type = journal.Dir
+	case dirfd.IsSymlink(st):
+		n.Type = journal.Symlink
+	default:
+		n.Type = journal.Special
+	}
+	return n
+}

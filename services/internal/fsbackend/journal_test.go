@@ -1,0 +1,181 @@
+package fsbackend_test
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"io"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/journal"
+)
+
+func openJournal(t testing.TB, maxBytes int64) *journal.Journal {
+	t.Helper()
+	j, err := journal.Open(journal.Options{Dir: filepath.Join(t.TempDir(), "journal"), MaxBytes: maxBytes, Sync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = j.Close() })
+	return j
+}
+
+func key(b []byte) string {
+	h := sha256.Sum256(b)
+	return "sha256:" + hex.EncodeToString(h[:])
+}
+
+func blob(t *testing.T, j *journal.Journal, hash string) []byte {
+	t.Helper()
+	r, _, err := j.OpenBlob(hash)
+	require.NoError(t, err)
+	defer r.Close() //nolint:errcheck // test
+	b, err := io.ReadAll(r)
+	require.NoError(t, err)
+	return b
+}
+
+// Each mutation journals the prior state of what it changes, Applied,
+// with the call's identity, and reports the change to the audit record.
+func TestJournalEachMutation(t *testing.T) {
+	old := []byte("old content\n")
+	cases := []struct {
+		name   string
+		kind   journal.Kind
+		setup  func(t *testing.T, dir string)
+		run    func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error
+		paths  []string
+		before []journal.Node // Path relative to dir; Hash of the content
+	}{
+		{
+			name: "overwrite", kind: journal.Write,
+			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o640)) },
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				tg := resolve(t, f, "a.txt")
+				_, err := f.WriteText(ctx, tg, "new\n", fs.WriteOptions{Intent: fs.WriteIntent{Kind: fs.ReplaceIfVersion, Version: versionOf(t, f, tg)}})
+				return err
+			},
+			paths:  []string{"a.txt"},
+			before: []journal.Node{{Path: "a.txt", Type: journal.File, Mode: 0o640, Hash: key(old), Size: int64(len(old))}},
+		},
+		{
+			name: "create", kind: journal.Write,
+			setup: func(*testing.T, string) {},
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				_, err := f.WriteText(ctx, resolve(t, f, "new.txt"), "x", fs.WriteOptions{Intent: fs.WriteIntent{Kind: fs.CreateIfAbsent}})
+				return err
+			},
+			paths: []string{"new.txt"},
+		},
+		{
+			name: "edit", kind: journal.Edit,
+			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o600)) },
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				_, err := f.EditText(ctx, resolve(t, f, "a.txt"), fs.EditRequest{OldString: "old", NewString: "new"})
+				return err
+			},
+			paths:  []string{"a.txt"},
+			before: []journal.Node{{Path: "a.txt", Type: journal.File, Mode: 0o600, Hash: key(old), Size: int64(len(old))}},
+		},
+		{
+			name: "recursive delete", kind: journal.Delete,
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.MkdirAll(filepath.Join(dir, "src", "sub"), 0o750))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "src", "sub", "f"), old, 0o604))
+				require.NoError(t, os.Symlink("sub/f", filepath.Join(dir, "src", "link")))
+				require.NoError(t, os.Chmod(filepath.Join(dir, "src"), 0o750))
+			},
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				_, err := f.Remove(ctx, resolve(t, f, "src"), fs.RemoveOptions{Recursive: true})
+				return err
+			},
+			paths: []string{"src"},
+			before: []journal.Node{
+				{Path: "src", Type: journal.Dir, Mode: 0o750},
+				{Path: "src/link", Type: journal.Symlink, Mode: 0o777, Link: "sub/f"},
+				{Path: "src/sub", Type: journal.Dir, Mode: 0o750},
+				{Path: "src/sub/f", Type: journal.File, Mode: 0o604, Hash: key(old), Size: int64(len(old))},
+			},
+		},
+		{
+			name: "move over", kind: journal.Move,
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "s"), []byte("src"), 0o600))
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "d"), old, 0o644))
+			},
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				_, err := f.Move(ctx, resolve(t, f, "s"), resolve(t, f, "d"), fs.MoveOptions{Overwrite: true})
+				return err
+			},
+			paths: []string{"s", "d"},
+			before: []journal.Node{
+				{Path: "s", Type: journal.File, Mode: 0o600, Hash: key([]byte("src")), Size: 3},
+				{Path: "d", Type: journal.File, Mode: 0o644, Hash: key(old), Size: int64(len(old))},
+			},
+		},
+		{
+			name: "mkdir", kind: journal.Mkdir,
+			setup: func(*testing.T, string) {},
+			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
+				_, err := f.Mkdir(ctx, resolve(t, f, "x/y"), fs.MkdirOptions{Parents: true})
+				return err
+			},
+			paths: []string{"x/y"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := openJournal(t, 1<<20)
+			f, dir := newFS(t, fslocal.Config{Journal: j})
+			tc.setup(t, dir)
+			rec := audit.Open(audit.Record{Session: "sess", Client: "cli", Tool: "tool_" + tc.name, Call: "c1"})
+			require.NoError(t, tc.run(t, f, audit.NewContext(context.Background(), rec)))
+			entries, err := j.List(journal.ListOptions{})
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			e := entries[0]
+			assert.Equal(t, tc.kind, e.Kind)
+			assert.Equal(t, journal.Applied, e.Status)
+			assert.Equal(t, "sess", e.Session)
+			assert.Equal(t, "cli", e.Client)
+			assert.Equal(t, "tool_"+tc.name, e.Tool)
+			assert.Equal(t, "c1", e.Call)
+			assert.True(t, e.Kept)
+			var want []string
+			for _, p := range tc.paths {
+				want = append(want, filepath.Join(dir, p))
+			}
+			assert.Equal(t, want, e.Paths)
+			require.Len(t, e.Before, len(tc.before))
+			for i, w := range tc.before {
+				got := e.Before[i]
+				assert.Equal(t, filepath.Join(dir, w.Path), got.Path)
+				assert.Equal(t, w.Type, got.Type, got.Path)
+				assert.Equal(t, w.Mode, got.Mode, got.Path)
+				assert.Equal(t, w.Link, got.Link, got.Path)
+				assert.Equal(t, uint32(os.Getuid()), got.UID)
+				assert.Equal(t, w.Hash, got.Hash, got.Path)
+				if w.Type == journal.File {
+					assert.Equal(t, w.Size, got.Size)
+					if w.Path == "s" {
+						assert.Equal(t, []byte("src"), blob(t, j, got.Hash))
+					} else {
+						assert.Equal(t, old, blob(t, j, got.Hash))
+					}
+				}
+			}
+			changes := rec.Record().Changes
+			require.Len(t, changes, len(tc.paths))
+			for i, c := range changes {
+				assert.Equal(t, want[i], c.Path)
+				assert.Equal(t, e.ID, c.Journal)
+			}
+		})
+	}
+}
