@@ -225,9 +225,11 @@ type Result struct {
 
 // End walks the roots again after the command ended (exited, was killed,
 // timed out) and records one entry of Kind Command, tool "exec", for c:
-// Paths the changed paths (absolute, parents before children), Before
-// their nodes before (a file's content as Begin kept it), After their
-// nodes now; its status Applied. Errors: a walk or a read fails, the
+// Paths the paths it changed (absolute, parents before children; an entry
+// created, deleted or of another type stands for everything beneath it,
+// as a file tool's recursive delete does), Before the nodes of every entry
+// changed as they were (a file's content as Begin kept it), After as they
+// are now; its status Applied. Errors: a walk or a read fails, the
 // journal fails, or the content before the command is no longer in the
 // journal (the cap dropped it, or the snapshot passed the cap): nothing is
 // recorded.
@@ -240,9 +242,15 @@ func (s *Snapshot) End(c Call) (Result, error) {
 			return Result{}, err
 		}
 		changes, skipped := diff(pre, post)
+		replaced := map[string]bool{}
 		for _, ch := range changes {
 			p := joinAbs(pre.root, ch.rel)
-			e.Paths = append(e.Paths, p)
+			if !replaced[parent(ch.rel)] {
+				e.Paths = append(e.Paths, p)
+			}
+			if ch.before == nil || ch.after == nil || ch.before.typ != ch.after.typ || replaced[parent(ch.rel)] {
+				replaced[ch.rel] = true
+			}
 			if ch.before != nil {
 				e.Before = append(e.Before, ch.before.node(p))
 			}

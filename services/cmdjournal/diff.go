@@ -107,3 +107,15 @@ func outOfScope(m *manifest, rel string) bool {
 func comparePaths(a, b string) int {
 	return slices.Compare(strings.Split(a, "/"), strings.Split(b, "/"))
 }
+
+// parent returns the parent of the relative path rel ("" for a top-level
+// entry, and for the root itself "\x00", which no path is).
+func parent(rel string) string {
+	if rel == "" {
+		return "\x00"
+	}
+	if i := strings.LastIndexByte(rel, '/'); i >= 0 {
+		return rel[:i]
+	}
+	return ""
+}

@@ -1,17 +1,22 @@
 package cmdjournal
 
 import (
+	"io/fs"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // TestWhatACommandChanged: each kind of change a command makes, the paths
 // its entry lists and the paths listed as not journaled (relative to the
-// workspace root).
+// workspace root); undo of the entry puts back every entry in scope, its
+// type, mode, bytes or target.
 func TestWhatACommandChanged(t *testing.T) {
 	for _, tc := range []struct {
 		name    string
@@ -21,9 +26,11 @@ func TestWhatACommandChanged(t *testing.T) {
 	}{
 		{"same-size overwrite at once (same clock tick)", "printf 'OLD A\\n' > a.txt", []string{"a.txt"}, nil},
 		{"append", "echo more >> a.txt", []string{"a.txt"}, nil},
-		{"create in a new directory", "mkdir -p n/m && touch n/m/f", []string{"n", "n/m", "n/m/f"}, nil},
+		{"create in a new directory", "mkdir -p n/m && touch n/m/f", []string{"n"}, nil},
 		{"delete a file", "rm a.txt", []string{"a.txt"}, nil},
-		{"delete a tree", "rm -rf tree", []string{"tree", "tree/link", "tree/sub", "tree/sub/y", "tree/x"}, nil},
+		{"delete a tree", "rm -rf tree", []string{"tree"}, nil},
+		{"chmod a directory and delete beneath it", "chmod 0700 tree && rm tree/x && mkdir tree/sub/new", []string{"tree", "tree/sub/new", "tree/x"}, nil},
+		{"a directory becomes a file", "rm -rf tree && echo t > tree", []string{"tree"}, nil},
 		{"chmod a file", "chmod 0600 a.txt", []string{"a.txt"}, nil},
 		{"chmod a directory", "chmod 0700 tree", []string{"tree"}, nil},
 		{"retarget a symlink", "ln -sfn b.sh tree/link", []string{"tree/link"}, nil},
@@ -45,6 +52,7 @@ func TestWhatACommandChanged(t *testing.T) {
 			st := newStore(t)
 			j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 			require.NoError(t, err)
+			was := inScope(t, ws)
 			snap, err := j.Begin([]string{ws})
 			require.NoError(t, err)
 			sh(t, ws, tc.command)
@@ -61,8 +69,54 @@ func TestWhatACommandChanged(t *testing.T) {
 			assert.Equal(t, abs(tc.skipped), res.NotJournaled)
 			if tc.paths == nil {
 				assert.Empty(t, res.Entry.ID, "no change in scope: no entry")
+			} else {
+				// Undo puts back exactly what was in scope.
+				_, err := journal.NewUndoer(st).Undo(t.Context(), res.Entry.ID, journal.UndoOptions{})
+				require.NoError(t, err)
+				assert.Equal(t, was, inScope(t, ws))
 			}
 			assertNoSecret(t, st)
 		})
 	}
+}
+
+// inScope describes every entry of ws a snapshot covers (not .git,
+// node_modules, *.log, .env*): type, mode, and content or target.
+func inScope(t *testing.T, ws string) map[string]string {
+	t.Helper()
+	out := map[string]string{}
+	require.NoError(t, filepath.WalkDir(ws, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		name := d.Name()
+		if name == ".git" || name == "node_modules" || strings.HasSuffix(name, ".log") || strings.HasPrefix(name, ".env") {
+			if d.IsDir() {
+				return filepath.SkipDir
+			}
+			return nil
+		}
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return err
+		}
+		desc := fi.Mode().String()
+		switch {
+		case fi.Mode().IsRegular():
+			b, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			desc += " " + string(b)
+		case fi.Mode()&os.ModeSymlink != 0:
+			target, err := os.Readlink(p)
+			if err != nil {
+				return err
+			}
+			desc += " -> " + target
+		}
+		out[p] = desc
+		return nil
+	}))
+	return out
 }

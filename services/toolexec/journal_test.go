@@ -88,7 +88,8 @@ func write(t *testing.T, root string, files map[string]string) {
 
 // TestExecJournalsWhatTheCommandChanged: with --journal-commands, a
 // confined command that overwrites, creates, deletes a tree and chmods
-// leaves one journal entry for its call, and the call's record names it.
+// leaves one journal entry for its call, and the call's record names it;
+// undo of the entry puts back bytes and modes.
 // The gitignored directory it writes a file in is listed as not journaled;
 // its bytes,
 // and the deny-read .env's (which a confined command cannot even read),
@@ -124,7 +125,7 @@ func TestExecJournalsWhatTheCommandChanged(t *testing.T) {
 		}
 		return out
 	}
-	assert.Equal(t, in("a.txt", "made.txt", "run.sh", "tree", "tree/deep", "tree/deep/y", "tree/x"), e.Paths)
+	assert.Equal(t, in("a.txt", "made.txt", "run.sh", "tree"), e.Paths)
 	assert.Equal(t, in("out"), e.NotJournaled)
 	before := map[string]journal.Node{}
 	for _, n := range e.Before {
@@ -143,6 +144,19 @@ func TestExecJournalsWhatTheCommandChanged(t *testing.T) {
 	assert.Equal(t, os.FileMode(0o755), fi.Mode().Perm())
 	assert.Equal(t, "made\n", x.blob(t, after[filepath.Join(ws, "made.txt")].Hash))
 	assert.NotContains(t, after, filepath.Join(ws, "tree"), "the deleted tree has no After")
+
+	// Undo of the entry puts the workspace back.
+	_, err = journal.NewUndoer(x.j).Undo(t.Context(), e.ID, journal.UndoOptions{})
+	require.NoError(t, err)
+	for rel, content := range map[string]string{"a.txt": "old a\n", "run.sh": "echo run\n", "tree/x": "x\n", "tree/deep/y": "y\n"} {
+		b, err := os.ReadFile(filepath.Join(ws, rel))
+		require.NoError(t, err, rel)
+		assert.Equal(t, content, string(b), rel)
+	}
+	fi, err = os.Stat(filepath.Join(ws, "run.sh"))
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o644), fi.Mode().Perm())
+	assert.NoFileExists(t, filepath.Join(ws, "made.txt"))
 
 	names, err := os.ReadDir(x.j.Dir())
 	require.NoError(t, err)
