@@ -28,6 +28,7 @@ import (
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
+	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -414,6 +415,16 @@ type PolicyReport struct {
 	DenyRead DenyReadReport `json:"denyRead"`
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
+	// Journal is the journal that keeps the prior state of every change a
+	// file tool makes; nil with --journal-max-bytes 0.
+	Journal *JournalReport `json:"journal,omitempty"`
+}
+
+// JournalReport is the journal's part of the policy report: its directory
+// and its cap in bytes (--journal-max-bytes).
+type JournalReport struct {
+	Dir      string `json:"dir"`
+	MaxBytes int64  `json:"maxBytes"`
 }
 
 // ExecReport is the command runner's part of the policy report: what this
@@ -464,14 +475,15 @@ func policy(ctx context.Context, args []string, env Env) error {
 // resolvePolicy builds the graph of cfg and reports its policy.
 func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyReport, error) {
 	var (
-		pol    *sandboxpolicy.Service
-		fsys   fs.Service
-		runner struct {
+		pol      *sandboxpolicy.Service
+		fsys     fs.Service
+		optional struct {
 			fx.In
-			Runner exec.Runner `optional:"true"`
+			Runner  exec.Runner      `optional:"true"`
+			Journal *journal.Journal `optional:"true"`
 		}
 	)
-	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &runner))
+	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &optional))
 	if err != nil {
 		return PolicyReport{}, err
 	}
@@ -496,11 +508,14 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
 			Network: cfg.Network, UnixSockets: cfg.UnixSockets, UnixSocketPaths: cfg.UnixSocketPaths,
 		}
-		if r, ok := runner.Runner.(*execsandbox.Runner); ok {
+		if r, ok := optional.Runner.(*execsandbox.Runner); ok {
 			iso := r.Isolation()
 			rep.Exec.Isolation = &iso
 			rep.Exec.ProtectedCarvedOut = iso.Unavailable == "" && (iso.Kind == execsandbox.IsolationBwrap || subproc.MountNamespace())
 		}
+	}
+	if j := optional.Journal; j != nil {
+		rep.Journal = &JournalReport{Dir: j.Dir(), MaxBytes: j.MaxBytes()}
 	}
 	rep.Layers, rep.ProtectedPaths = []string{}, []string{}
 	if fence, ok := fsys.(interface{ Layers() fssandbox.Layers }); ok {
@@ -569,6 +584,11 @@ func (rep PolicyReport) String() string {
 		}
 	}
 	writeDenyRead(&b, rep.DenyRead)
+	if j := rep.Journal; j != nil {
+		_, _ = fmt.Fprintf(&b, "journal:        %s (the prior state of every change a file tool makes, up to %d bytes, the oldest dropped first)\n", j.Dir, j.MaxBytes)
+	} else {
+		b.WriteString("journal:        off (--journal-max-bytes 0: changes cannot be undone)\n")
+	}
 	// The network rule with its allowed names (--allow-domain) and the
 	// named sockets (--unix-socket) follow, among the commands' lines.
 	if e := rep.Exec; e != nil {

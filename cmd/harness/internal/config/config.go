@@ -18,6 +18,7 @@ import (
 
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -167,6 +168,11 @@ type Config struct {
 	// owner when the process runs as root and the root belongs to another
 	// user (on by default).
 	WorkspaceOwner bool `yaml:"workspace-owner"`
+	// JournalMaxBytes is the cap in bytes of the journal that keeps the
+	// prior state of every change a file tool makes (issue 25), in
+	// harness's state directory; 0 turns the journal off (a Config literal
+	// has it off; Default sets journal.DefaultMaxBytes).
+	JournalMaxBytes int64 `yaml:"journal-max-bytes"`
 
 	// OneShot composes for a single call with no session history (harness
 	// call): the read-before-write policy is left out, because there is no
@@ -180,18 +186,19 @@ type Config struct {
 // Default returns the configuration with nothing set.
 func Default() Config {
 	return Config{
-		FS:             "sandbox",
-		Mode:           string(sandbox.ReadOnly),
-		Landlock:       "auto",
-		VCS:            string(sandbox.VCSCommit),
-		Exec:           "sandbox",
-		ExecIsolation:  "bwrap",
-		Network:        "deny",
-		UnixSockets:    "deny",
-		Durability:     string(fslocal.DurabilityFull),
-		WorkspaceOwner: true,
-		LogLevel:       "info",
-		LogFormat:      "console",
+		FS:              "sandbox",
+		Mode:            string(sandbox.ReadOnly),
+		Landlock:        "auto",
+		VCS:             string(sandbox.VCSCommit),
+		Exec:            "sandbox",
+		ExecIsolation:   "bwrap",
+		Network:         "deny",
+		UnixSockets:     "deny",
+		Durability:      string(fslocal.DurabilityFull),
+		WorkspaceOwner:  true,
+		JournalMaxBytes: journal.DefaultMaxBytes,
+		LogLevel:        "info",
+		LogFormat:       "console",
 	}
 }
 
@@ -282,6 +289,7 @@ func (c *Config) Validate() error {
 		{"write-max-bytes", int64(c.WriteMaxBytes)},
 		{"result-text-max-bytes", int64(c.ResultTextMaxBytes)},
 		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
+		{"journal-max-bytes", c.JournalMaxBytes},
 	} {
 		if f.v < 0 {
 			return fieldErr(f.flag, "must be a positive integer (0 means the default), got %d", f.v)

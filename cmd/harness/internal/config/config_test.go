@@ -51,7 +51,7 @@ func TestDefault(t *testing.T) {
 	t.Run("Default is sandbox, read-only, Landlock auto, exec sandbox with network and Unix sockets denied, full durability, the workspace owner, info, console and nothing else", func(t *testing.T) {
 		assert.Equal(t, config.Config{
 			FS: "sandbox", Mode: "read-only", Landlock: "auto", VCS: "commit", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny",
-			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "console",
+			Durability: "full", WorkspaceOwner: true, JournalMaxBytes: 1 << 30, LogLevel: "info", LogFormat: "console",
 		}, config.Default())
 	})
 
@@ -70,7 +70,8 @@ func TestDefault(t *testing.T) {
 		for _, name := range []string{
 			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
 			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
-			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES", "DENY_READ", "ALLOW_READ", "JOURNAL_COMMANDS",
+			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES", "DENY_READ", "ALLOW_READ", "JOURNAL_MAX_BYTES",
+			"JOURNAL_COMMANDS",
 		} {
 			vars[config.EnvPrefix+name] = ""
 		}
@@ -203,6 +204,15 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{int64(0), int64(8 << 30), int64(16 << 30), int64(32 << 30)},
 		},
 		{
+			name: "journal-max-bytes",
+			set: layer{
+				yaml: "journal-max-bytes: 1048576", env: [2]string{"JOURNAL_MAX_BYTES", "0"},
+				args: []string{"--journal-max-bytes", "4096"},
+			},
+			get:   func(c config.Config) any { return c.JournalMaxBytes },
+			wants: [4]any{int64(1 << 30), int64(1 << 20), int64(0), int64(4096)},
+		},
+		{
 			name:  "list-limit",
 			set:   layer{yaml: "list-limit: 13", env: [2]string{"LIST_LIMIT", "23"}, args: []string{"--list-limit", "33"}},
 			get:   func(c config.Config) any { return c.ListLimit },
@@ -328,7 +338,7 @@ func TestPrecedence(t *testing.T) {
 		assert.Equal(t, config.Config{
 			ConfigFile: file,
 			FS:         "local", Mode: "danger-full-access", Landlock: "auto", VCS: "commit", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", ReadLimit: 7,
-			Durability: "full", WorkspaceOwner: true, LogLevel: "info", LogFormat: "json",
+			Durability: "full", WorkspaceOwner: true, JournalMaxBytes: 1 << 30, LogLevel: "info", LogFormat: "json",
 		}, cfg)
 	})
 
@@ -351,6 +361,7 @@ list-limit: 5
 invariants: true
 durability: atomic
 workspace-owner: false
+journal-max-bytes: 65536
 log-level: error
 log-format: json
 `)
@@ -359,7 +370,7 @@ log-format: json
 			DenyRead: []string{"*.key", "~/work-secrets"}, AllowRead: []string{"~/.npmrc", ".env"},
 			FS: "local", Mode: "danger-full-access", Exec: "sandbox", ExecIsolation: "bwrap", Network: "deny", UnixSockets: "deny", Workspace: "/w", TempRoots: []string{"/t1", "/t2"}, Landlock: "off", Protect: []string{"*.pem", "secrets/"},
 			ReadLimit: 1, ReadMaxLineLength: 2, ReadMaxBytes: 3, ReadStreamMinSize: 4, ListLimit: 5,
-			Invariants: true, Durability: "atomic", LogLevel: "error", LogFormat: "json",
+			Invariants: true, Durability: "atomic", JournalMaxBytes: 64 << 10, LogLevel: "error", LogFormat: "json",
 		}, mustLoad(t, []string{"--config", file}, nil))
 	})
 
@@ -456,6 +467,8 @@ func TestBadValues(t *testing.T) {
 		{name: "negative --read-max-line-length", args: []string{"--read-max-line-length", "-2"}, wantIn: []string{"--read-max-line-length", "-2"}},
 		{name: "negative --read-max-bytes", args: []string{"--read-max-bytes", "-3"}, wantIn: []string{"--read-max-bytes", "-3"}},
 		{name: "negative --read-stream-min-size", args: []string{"--read-stream-min-size", "-4"}, wantIn: []string{"--read-stream-min-size", "-4"}},
+		{name: "negative --journal-max-bytes", args: []string{"--journal-max-bytes", "-1"}, wantIn: []string{"--journal-max-bytes", "-1"}},
+		{name: "HARNESS_JOURNAL_MAX_BYTES", env: map[string]string{"HARNESS_JOURNAL_MAX_BYTES": "1G"}, wantIn: []string{"HARNESS_JOURNAL_MAX_BYTES", `"1G"`}},
 		{name: "negative --list-limit", args: []string{"--list-limit", "-5"}, wantIn: []string{"--list-limit", "-5"}},
 		{name: "negative --max-concurrent-calls", args: []string{"--max-concurrent-calls", "-1"}, wantIn: []string{"--max-concurrent-calls", "-1"}},
 		{name: "an empty --temp-root", args: []string{"--temp-root", ""}, wantIn: []string{"--temp-root"}},
@@ -645,7 +658,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
-		"durability", "workspace-owner",
+		"durability", "workspace-owner", "journal-max-bytes",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands",
 	}, names)

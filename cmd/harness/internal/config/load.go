@@ -43,42 +43,43 @@ func (l *stringList) Set(v string) error {
 func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
 	def := Default()
 	var (
-		file      = fs.String("config", "", "a YAML `FILE` whose keys are the flag names")
-		backend   = fs.String("fs", def.FS, "filesystem `backend`: sandbox or local (never confines)")
-		mode      = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
-		workspace = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's file:// roots, else the working directory; never /)")
-		rootsWait = fs.Duration("roots-timeout", 0, "how long a session waits for the client's roots (`duration`) before falling back to the working directory (0: 30s)")
-		temps     stringList
-		protect   stringList
-		unprotect stringList
-		denyRead  stringList
-		allowRead stringList
-		vcs       = fs.String("vcs", def.VCS, "how version-control metadata is protected under workspace-write (`setting`): commit (git can record history; hooks, config, attributes and pointer files stay read-only) or read-only (wholly)")
-		landlock  = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
-		writables stringList
-		execEnv   stringList
-		unixPaths stringList
-		domains   stringList
-		caches    = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
-		execBack  = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
-		network   = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
-		unixSocks = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
-		isolation = fs.String("exec-isolation", def.ExecIsolation, "how confined commands are isolated (`kind`): bwrap (a bubblewrap world, Landlock and seccomp beneath) or landlock (Landlock and seccomp only, for hosts without bubblewrap)")
-		execMem   = fs.String("exec-memory", "", "a confined command's memory cap (`size`, such as 512M or 4G; none: no cap; default 2G)")
-		execPids  = fs.Int("exec-pids", 0, "a confined command's process cap (`count`; -1: no cap; 0: 512)")
-		readLimit = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
-		lineLen   = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
-		readBytes = fs.Int("read-max-bytes", 0, "`bytes` one read, or one grep in content mode, returns at most (0: 51200)")
-		streamMin = fs.Int64("read-stream-min-size", 0, "file size in `bytes` from which reads stream (0: 10 MiB)")
-		listLimit = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
-		writeMax  = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
-		resultMax = fs.Int("result-text-max-bytes", 0, "`bytes` of the before and after texts a write or edit result carries at most; larger ones are left out, the diff stays (0: 512)")
-		maxCalls  = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 4x GOMAXPROCS, at least 8)")
-		inv       = fs.Bool("invariants", false, "check runtime invariants")
-		durable   = fs.String("durability", def.Durability, "durability `level`: full (a write waits for the file and directory fsyncs) or atomic (no fsync: survives a crash of the process, not of the machine)")
-		wsOwner   = fs.Bool("workspace-owner", def.WorkspaceOwner, "running as root, give new files and directories the workspace root's owner when it is another user")
-		logLevel  = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
-		logFormat = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
+		file       = fs.String("config", "", "a YAML `FILE` whose keys are the flag names")
+		backend    = fs.String("fs", def.FS, "filesystem `backend`: sandbox or local (never confines)")
+		mode       = fs.String("mode", def.Mode, "default sandbox `mode`: read-only, workspace-write or danger-full-access")
+		workspace  = fs.String("workspace", "", "the workspace root `DIR` and every session's working directory (default: the client's file:// roots, else the working directory; never /)")
+		rootsWait  = fs.Duration("roots-timeout", 0, "how long a session waits for the client's roots (`duration`) before falling back to the working directory (0: 30s)")
+		temps      stringList
+		protect    stringList
+		unprotect  stringList
+		denyRead   stringList
+		allowRead  stringList
+		vcs        = fs.String("vcs", def.VCS, "how version-control metadata is protected under workspace-write (`setting`): commit (git can record history; hooks, config, attributes and pointer files stay read-only) or read-only (wholly)")
+		landlock   = fs.String("landlock", def.Landlock, "Landlock `setting`: auto (confine writes under Landlock where the kernel allows) or off (check each publication after the fact and undo it)")
+		writables  stringList
+		execEnv    stringList
+		unixPaths  stringList
+		domains    stringList
+		caches     = fs.Bool("toolchain-caches", false, "make the existing caches of Go, npm, pip, uv, cargo (registry and git), Maven and Gradle writable under workspace-write, found in the commands' environment (harness policy lists them)")
+		execBack   = fs.String("exec", def.Exec, "command `runner`: sandbox (confined by the mode), local (never confines) or off (no exec tool)")
+		network    = fs.String("network", def.Network, "network `access` of confined commands: deny or allow")
+		unixSocks  = fs.String("unix-sockets", def.UnixSockets, "Unix-socket `access` of confined commands: deny or allow")
+		isolation  = fs.String("exec-isolation", def.ExecIsolation, "how confined commands are isolated (`kind`): bwrap (a bubblewrap world, Landlock and seccomp beneath) or landlock (Landlock and seccomp only, for hosts without bubblewrap)")
+		execMem    = fs.String("exec-memory", "", "a confined command's memory cap (`size`, such as 512M or 4G; none: no cap; default 2G)")
+		execPids   = fs.Int("exec-pids", 0, "a confined command's process cap (`count`; -1: no cap; 0: 512)")
+		readLimit  = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
+		lineLen    = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
+		readBytes  = fs.Int("read-max-bytes", 0, "`bytes` one read, or one grep in content mode, returns at most (0: 51200)")
+		streamMin  = fs.Int64("read-stream-min-size", 0, "file size in `bytes` from which reads stream (0: 10 MiB)")
+		listLimit  = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
+		writeMax   = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
+		resultMax  = fs.Int("result-text-max-bytes", 0, "`bytes` of the before and after texts a write or edit result carries at most; larger ones are left out, the diff stays (0: 512)")
+		maxCalls   = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 4x GOMAXPROCS, at least 8)")
+		inv        = fs.Bool("invariants", false, "check runtime invariants")
+		durable    = fs.String("durability", def.Durability, "durability `level`: full (a write waits for the file and directory fsyncs) or atomic (no fsync: survives a crash of the process, not of the machine)")
+		journalMax = fs.Int64("journal-max-bytes", def.JournalMaxBytes, "cap in `bytes` of the journal that keeps the prior state of every change a file tool makes, in harness's state directory ($XDG_STATE_HOME/harness/journal); the oldest go first; 0 turns the journal off")
+		wsOwner    = fs.Bool("workspace-owner", def.WorkspaceOwner, "running as root, give new files and directories the workspace root's owner when it is another user")
+		logLevel   = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
+		logFormat  = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
 	)
 	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj, .svn and the host-run files (repeatable)")
 	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
@@ -146,6 +147,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"invariants":            func() { cfg.Invariants = *inv },
 			"durability":            func() { cfg.Durability = *durable },
 			"workspace-owner":       func() { cfg.WorkspaceOwner = *wsOwner },
+			"journal-max-bytes":     func() { cfg.JournalMaxBytes = *journalMax },
 			"log-level":             func() { cfg.LogLevel = *logLevel },
 			"log-format":            func() { cfg.LogFormat = *logFormat },
 		}
@@ -366,12 +368,17 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		}
 		cfg.RootsTimeout = d
 	}
-	if v := lookup("READ_STREAM_MIN_SIZE"); v != "" {
-		n, err := strconv.ParseInt(v, 10, 64)
-		if err != nil {
-			return fmt.Errorf("%sREAD_STREAM_MIN_SIZE: not an integer: %q", EnvPrefix, v)
+	for _, i := range []struct {
+		name string
+		dst  *int64
+	}{{"READ_STREAM_MIN_SIZE", &cfg.ReadStreamMinSize}, {"JOURNAL_MAX_BYTES", &cfg.JournalMaxBytes}} {
+		if v := lookup(i.name); v != "" {
+			n, err := strconv.ParseInt(v, 10, 64)
+			if err != nil {
+				return fmt.Errorf("%s%s: not an integer: %q", EnvPrefix, i.name, v)
+			}
+			*i.dst = n
 		}
-		cfg.ReadStreamMinSize = n
 	}
 	if v := lookup("INVARIANTS"); v != "" {
 		b, err := strconv.ParseBool(v)
