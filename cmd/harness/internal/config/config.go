@@ -338,6 +338,13 @@ func (c *Config) validateExec() error {
 	case c.ExecIsolation != "bwrap":
 		return fieldErr("allow-domain", "%q needs --exec-isolation bwrap: the proxy listens inside each command's network namespace, which --exec-isolation %s does not make", c.AllowDomains, c.ExecIsolation)
 	}
+	switch {
+	case !c.JournalCommands:
+	case c.JournalMaxBytes == 0:
+		return fieldErr("journal-commands", "needs the journal, which --journal-max-bytes 0 turns off")
+	case c.Exec == "off":
+		return fieldErr("journal-commands", "needs a command runner, and --exec off has none")
+	}
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {
 			return fieldErr("exec-env", "%q is not a variable name", n)

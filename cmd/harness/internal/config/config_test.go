@@ -736,6 +736,30 @@ func TestAllowDomainNeedsNetworkDeny(t *testing.T) {
 	}
 }
 
+// TestJournalCommandsNeedsTheJournalAndARunner: --journal-commands with
+// the journal off or no command runner is refused, naming where it came
+// from; with both it loads.
+func TestJournalCommandsNeedsTheJournalAndARunner(t *testing.T) {
+	assert.True(t, mustLoad(t, []string{"--journal-commands"}, nil).JournalCommands)
+	assert.True(t, mustLoad(t, []string{"--journal-commands", "--exec", "local"}, nil).JournalCommands)
+	for _, tc := range []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{name: "journal off", args: []string{"--journal-commands", "--journal-max-bytes", "0"}, want: "--journal-commands: needs the journal, which --journal-max-bytes 0 turns off"},
+		{name: "exec off", args: []string{"--journal-commands", "--exec", "off"}, want: "--journal-commands: needs a command runner, and --exec off has none"},
+		{name: "variable", vars: map[string]string{"HARNESS_JOURNAL_COMMANDS": "true", "HARNESS_EXEC": "off"}, want: "HARNESS_JOURNAL_COMMANDS: needs a command runner"},
+		{name: "file", args: []string{"--config", writeYAML(t, "exec: off\njournal-commands: true\n")}, want: `:2: key "journal-commands": needs a command runner`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.vars)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
 func TestRootsTimeout(t *testing.T) {
 	assert.Equal(t, 2*time.Second, mustLoad(t, []string{"--roots-timeout", "2s"}, nil).RootsTimeout)
 	assert.Equal(t, time.Minute, mustLoad(t, nil, map[string]string{"HARNESS_ROOTS_TIMEOUT": "1m"}).RootsTimeout)

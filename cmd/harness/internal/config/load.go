@@ -90,7 +90,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
 	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
-	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so `harness undo` can restore it")
+	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
 		// source maps a key to where its value came from, for errors.
