@@ -2,9 +2,13 @@ package cmdjournal
 
 import (
 	"errors"
+	"maps"
 	"os"
+	"runtime"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
@@ -73,12 +77,21 @@ func (m *manifest) racy(st *state) bool { return m.end-st.ctime < racyWindow }
 type contentFunc func(fd int, size int64) (hash string, err error)
 
 // walker walks one root, stat only, reading the content of a file only
-// when prev does not already hold it under the same stat.
+// when prev does not already hold it under the same stat. Directories are
+// walked by up to GOMAXPROCS goroutines; the results meet in m under mu,
+// the contents go to the journal one at a time under cmu.
 type walker struct {
 	m       *manifest
 	prev    *manifest // nil: read every file
 	deny    sandbox.DenyRead
 	content contentFunc
+
+	mu   sync.Mutex // guards m's maps and err
+	err  error
+	cmu  sync.Mutex // serializes content
+	sem  chan struct{}
+	wg   sync.WaitGroup
+	stop atomic.Bool
 }
 
 // walk returns the manifest of root (absolute, canonical). Errors: the
@@ -88,6 +101,7 @@ func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFun
 	w := &walker{
 		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}},
 		prev: prev, deny: deny, content: content,
+		sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 0)),
 	}
 	if rule, denied := deny.Denied(root, true); denied {
 		return nil, errors.New("the workspace root " + root + " is in the deny-read set (" + rule + ")")
@@ -96,18 +110,52 @@ func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFun
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: root, Err: err}
 	}
-	defer func() { _ = unix.Close(fd) }()
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
 		return nil, &os.PathError{Op: "fstat", Path: root, Err: err}
 	}
 	w.m.entries[""] = fromStat(&st)
 	ign, comps := search.AncestorIgnore(root)
-	if err := w.dir(fd, "", comps, ign); err != nil {
-		return nil, err
+	w.run(fd, "", comps, ign)
+	w.wg.Wait()
+	if w.err != nil {
+		return nil, w.err
 	}
 	w.m.end = now()
 	return w.m, nil
+}
+
+// sub walks the directory fd (which it closes) at rel: on a goroutine of
+// its own when one is free, else on this one.
+func (w *walker) sub(fd int, rel string, comps []string, ign []gitignore.Pattern) {
+	select {
+	case w.sem <- struct{}{}:
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			defer func() { <-w.sem }()
+			w.run(fd, rel, comps, ign)
+		}()
+	default:
+		w.run(fd, rel, comps, ign)
+	}
+}
+
+// run walks the directory fd at rel and closes it; an error stops the walk.
+func (w *walker) run(fd int, rel string, comps []string, ign []gitignore.Pattern) {
+	defer func() { _ = unix.Close(fd) }()
+	if w.stop.Load() {
+		return
+	}
+	if err := w.dir(fd, rel, comps, ign); err != nil {
+		w.mu.Lock()
+		if w.err == nil {
+			w.err = err
+		}
+		w.mu.Unlock()
+		w.stop.Store(true)
+	}
 }
 
 // dir walks the open directory fd at rel; comps is its path in the
@@ -129,6 +177,8 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 	}
 	path := make([]string, len(comps)+1)
 	copy(path, comps)
+	entries := make(map[string]*state, len(names))
+	skips := map[string]skipped{}
 	for _, name := range names {
 		sub := join(rel, name)
 		var st unix.Stat_t
@@ -143,44 +193,48 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 		path[len(comps)] = name
 		switch {
 		case name == ".git":
-			w.m.skipped[sub] = skipped{*s, skipGit}
+			skips[sub] = skipped{*s, skipGit}
 			continue
 		case w.denied(sub, isDir):
-			w.m.skipped[sub] = skipped{*s, skipDenyRead}
+			skips[sub] = skipped{*s, skipDenyRead}
 			continue
 		case m != nil && m.Match(path, isDir):
-			w.m.skipped[sub] = skipped{*s, skipGitignore}
+			skips[sub] = skipped{*s, skipGitignore}
 			continue
 		case s.typ == "":
-			w.m.skipped[sub] = skipped{*s, skipSpecial}
+			skips[sub] = skipped{*s, skipSpecial}
 			continue
 		}
-		w.m.entries[sub] = s
 		switch s.typ {
 		case dirType:
 			cfd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 			if err != nil {
 				if errors.Is(err, unix.ENOENT) {
-					delete(w.m.entries, sub)
 					continue
 				}
 				return &os.PathError{Op: "open", Path: w.abs(sub), Err: err}
 			}
-			err = w.dir(cfd, sub, path, ign)
-			_ = unix.Close(cfd)
-			if err != nil {
-				return err
-			}
+			entries[sub] = s
+			w.sub(cfd, sub, slices.Clone(path), ign)
 		case symlinkType:
 			if err := w.readLink(fd, name, sub, s); err != nil {
 				return err
 			}
+			entries[sub] = s
 		case fileType:
-			if err := w.file(fd, name, sub, s); err != nil {
+			ok, err := w.file(fd, name, sub, s)
+			if err != nil {
 				return err
+			}
+			if ok {
+				entries[sub] = s
 			}
 		}
 	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	maps.Copy(w.m.entries, entries)
+	maps.Copy(w.m.skipped, skips)
 	return nil
 }
 
@@ -207,36 +261,37 @@ func (w *walker) readLink(fd int, name, rel string, s *state) error {
 }
 
 // file fills s.hash, from prev when the stat is unchanged, else by reading
-// the file into the journal.
-func (w *walker) file(fd int, name, rel string, s *state) error {
+// the file into the journal; ok is false when it is gone or no longer a
+// file.
+func (w *walker) file(fd int, name, rel string, s *state) (ok bool, err error) {
 	if p := w.known(rel, s); p != nil {
 		s.hash = p.hash
-		return nil
+		return true, nil
 	}
 	ffd, err := unix.Openat(fd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
 	if err != nil {
-		if errors.Is(err, unix.ENOENT) {
-			delete(w.m.entries, rel)
-			return nil
+		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ELOOP) {
+			return false, nil // gone, or replaced by a symlink, since the listing
 		}
-		return &os.PathError{Op: "open", Path: w.abs(rel), Err: err}
+		return false, &os.PathError{Op: "open", Path: w.abs(rel), Err: err}
 	}
 	defer func() { _ = unix.Close(ffd) }()
 	var st unix.Stat_t
 	if err := unix.Fstat(ffd, &st); err != nil {
-		return &os.PathError{Op: "fstat", Path: w.abs(rel), Err: err}
+		return false, &os.PathError{Op: "fstat", Path: w.abs(rel), Err: err}
 	}
 	*s = *fromStat(&st) // what is read is this inode
 	if s.typ != fileType {
-		delete(w.m.entries, rel) // replaced since the listing
-		return nil
+		return false, nil // replaced since the listing
 	}
+	w.cmu.Lock()
 	hash, err := w.content(ffd, s.size)
+	w.cmu.Unlock()
 	if err != nil {
-		return &os.PathError{Op: "read", Path: w.abs(rel), Err: err}
+		return false, &os.PathError{Op: "read", Path: w.abs(rel), Err: err}
 	}
 	s.hash = hash
-	return nil
+	return true, nil
 }
 
 // known returns prev's state of rel when it is the same entry with the
