@@ -116,6 +116,12 @@ type Request struct {
 	// file's absolute paths; both are empty for an unnamed temp file. Tests
 	// use it to observe staging and to race.
 	AfterStage func(stagingDir, tempFile string)
+	// BeforePublish, when set, runs once the temp file is written and
+	// fsynced and before anything changes the target (a publication, or
+	// an in-place rewrite); an error fails the write with nothing
+	// published. A journal waits there for its own sync, which ran
+	// meanwhile (issue 25).
+	BeforePublish func() error
 	// stagingName overrides the generated staging name (tests only).
 	stagingName string
 	// noUnnamed makes the unnamed temp file refused, as a filesystem

@@ -36,6 +36,9 @@ func (w *writer) discardAndRewrite(ctx context.Context, why InPlace, cause error
 // metadata could not be kept.
 func (w *writer) rewrite(ctx context.Context, why InPlace, cause error) (Result, error) {
 	var res Result
+	if err := w.ready(); err != nil {
+		return res, err
+	}
 	target := w.p.Join(w.req.Name)
 	refused := func() error {
 		if why == InPlaceDirDenied {

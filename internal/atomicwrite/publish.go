@@ -37,6 +37,8 @@ type writer struct {
 	// exchanged says a verified replace swapped the temp file with the
 	// replaced file, which is now at the temp name (see Request.Verify).
 	exchanged bool
+	// readied says Request.BeforePublish ran.
+	readied bool
 }
 
 func (w *writer) close() {
@@ -45,6 +47,15 @@ func (w *writer) close() {
 		w.fd = -1
 	}
 	w.prior.close()
+}
+
+// ready runs Request.BeforePublish, once.
+func (w *writer) ready() error {
+	if w.readied || w.req.BeforePublish == nil {
+		return nil
+	}
+	w.readied = true
+	return w.req.BeforePublish()
 }
 
 // run makes, fills and publishes the temp file, or rewrites the file in
@@ -64,6 +75,9 @@ func (w *writer) run(ctx context.Context) (Result, error) {
 			dir, file = w.st.dir.Path(), w.st.dir.Join(w.st.temp)
 		}
 		w.req.AfterStage(dir, file)
+	}
+	if err == nil {
+		err = w.ready()
 	}
 	if err == nil {
 		err = ctx.Err()

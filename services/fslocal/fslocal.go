@@ -20,8 +20,8 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
-	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/internal/fsbackend"
+	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 

@@ -2,6 +2,7 @@ package journal
 
 import (
 	"errors"
+	"io"
 	"os"
 	"path"
 	"slices"
@@ -67,14 +68,14 @@ func (t *Txn) captureEntry(parent *dirfd.Parent, name, p string, deep bool) erro
 		if n.Link, err = readlink(parent.FD(), name); err != nil {
 			return &os.PathError{Op: "readlink", Path: p, Err: err}
 		}
-		n.Xattrs = xattrs(procPath(parent.FD(), name), true)
+		n.Xattrs = xattrs(procPath(parent.FD(), name))
 		t.e.Before = append(t.e.Before, n)
 		return nil
 	case dirfd.IsDir(&st):
 		return t.captureDir(parent, name, n, deep)
 	default:
 		n.Type, n.Size = Special, 0
-		n.Xattrs = xattrs(procPath(parent.FD(), name), true)
+		n.Xattrs = xattrs(procPath(parent.FD(), name))
 		t.e.Before = append(t.e.Before, n)
 		return nil
 	}
@@ -85,8 +86,7 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 	if err != nil {
 		return &os.PathError{Op: "open", Path: n.Path, Err: err}
 	}
-	f := os.NewFile(uintptr(fd), n.Path)
-	defer f.Close() //nolint:errcheck // read-only descriptor
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: n.Path, Err: err}
@@ -96,8 +96,8 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 		n.Mode, n.UID, n.GID, n.MTime, n.Ino, n.Dev = st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Nano(), st.Ino, st.Dev
 	}
 	n.Type = File
-	n.Xattrs = xattrs(procPath(fd, ""), false)
-	hash, size, err := t.AddBlob(f, st.Size)
+	n.Xattrs = fdXattrs(fd)
+	hash, size, err := t.AddBlob(fdReader{fd: fd, path: n.Path}, st.Size)
 	if err != nil {
 		return err
 	}
@@ -113,7 +113,7 @@ func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node, deep bool) e
 	}
 	defer dir.Close() //nolint:errcheck // directory descriptor
 	n.Type, n.Size = Dir, 0
-	n.Xattrs = xattrs(procPath(dir.FD(), ""), false)
+	n.Xattrs = fdXattrs(dir.FD())
 	t.e.Before = append(t.e.Before, n)
 	if !deep {
 		return nil
@@ -131,15 +131,32 @@ func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node, deep bool) e
 	return nil
 }
 
-// procPath names the entry name in the directory fd (the descriptor
-// itself when name is ""), through /proc/self/fd, for the *xattr calls
-// that take a path.
+// procPath names the entry name in the directory fd through
+// /proc/self/fd, for the l*xattr calls that take a path (a symlink or a
+// special file cannot be opened to use the descriptor).
 func procPath(fd int, name string) string {
-	p := "/proc/self/fd/" + strconv.Itoa(fd)
-	if name != "" {
-		p += "/" + name
+	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
+}
+
+// fdReader reads the open descriptor fd (io.Reader).
+type fdReader struct {
+	fd   int
+	path string
+}
+
+func (r fdReader) Read(b []byte) (int, error) {
+	for {
+		n, err := unix.Read(r.fd, b)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err != nil:
+			return 0, &os.PathError{Op: "read", Path: r.path, Err: err}
+		case n == 0 && len(b) > 0:
+			return 0, io.EOF
+		}
+		return n, nil
 	}
-	return p
 }
 
 // readlink returns the target of the symlink name in the directory fd.
@@ -156,31 +173,39 @@ func readlink(fd int, name string) (string, error) {
 	}
 }
 
-// xattrs returns the extended attributes of the entry at p (not following
-// a final symlink when link is set; a /proc/self/fd path of an open file
-// otherwise), nil when it has none or they cannot be read (a filesystem
-// without them).
-func xattrs(p string, link bool) map[string][]byte {
-	list, get := unix.Listxattr, unix.Getxattr
-	if link {
-		list, get = unix.Llistxattr, unix.Lgetxattr
-	}
-	size, err := list(p, nil)
+// fdXattrs returns the extended attributes of the open descriptor fd, nil
+// when it has none or they cannot be read (a filesystem without them).
+func fdXattrs(fd int) map[string][]byte {
+	return readXattrs(
+		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
+		func(name string, b []byte) (int, error) { return unix.Fgetxattr(fd, name, b) })
+}
+
+// xattrs returns the extended attributes of the entry at p, not following
+// a final symlink, nil when it has none or they cannot be read.
+func xattrs(p string) map[string][]byte {
+	return readXattrs(
+		func(b []byte) (int, error) { return unix.Llistxattr(p, b) },
+		func(name string, b []byte) (int, error) { return unix.Lgetxattr(p, name, b) })
+}
+
+func readXattrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) map[string][]byte {
+	size, err := list(nil)
 	if err != nil || size <= 0 {
 		return nil
 	}
 	buf := make([]byte, size)
-	if size, err = list(p, buf); err != nil {
+	if size, err = list(buf); err != nil {
 		return nil
 	}
 	out := map[string][]byte{}
 	for _, name := range splitNul(buf[:size]) {
-		n, err := get(p, name, nil)
+		n, err := get(name, nil)
 		if err != nil {
 			continue
 		}
 		v := make([]byte, n)
-		if n, err = get(p, name, v); err != nil {
+		if n, err = get(name, v); err != nil {
 			continue
 		}
 		out[name] = v[:n]

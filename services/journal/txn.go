@@ -11,6 +11,8 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
+	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -121,16 +123,32 @@ func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
 	t.buf = append(t.buf, make([]byte, headerLen)...)
 	crc := crcKind(kindBlob)
 	var n int64
-	chunk := make([]byte, 64<<10)
+	var chunk []byte // for a content not kept
 	for {
-		m, rerr := r.Read(chunk)
+		var b []byte
+		if t.over {
+			if chunk == nil {
+				chunk = make([]byte, 64<<10)
+			}
+			b = chunk
+		} else {
+			// Read straight into the buffer's spare room: a size known
+			// plus one byte to meet the end at once.
+			want := 64 << 10
+			if size >= 0 && n <= size && size-n < int64(want) {
+				want = int(size-n) + 1
+			}
+			t.buf = slices.Grow(t.buf, want)
+			b = t.buf[len(t.buf) : len(t.buf)+want]
+		}
+		m, rerr := r.Read(b)
 		if m > 0 {
-			b := chunk[:m]
+			b = b[:m]
 			sum.Write(b)
 			n += int64(m)
 			if !t.over {
 				crc = crc32.Update(crc, castagnoli, b)
-				t.buf = append(t.buf, b...)
+				t.buf = t.buf[:len(t.buf)+m]
 				if t.content+n > t.j.opts.MaxBytes {
 					if err := t.rewind(frameOff); err != nil {
 						return "", 0, err
@@ -199,8 +217,25 @@ func key(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil))
 // sync failed, the entry is there but marked Failed as far as possible).
 // Errors are *Error with CodeFailed.
 func (t *Txn) Commit() (Entry, error) {
+	e, wait, err := t.Stage()
+	if err != nil {
+		return Entry{}, err
+	}
+	if err := wait(); err != nil {
+		return Entry{}, err
+	}
+	return e, nil
+}
+
+// Stage is Commit without the wait: the fdatasync runs in the background,
+// and wait returns its outcome (at once without Options.Sync; the same
+// outcome on every call). The change may publish only after wait returned
+// nil: meanwhile the caller does its own work (a write stages and fsyncs
+// its temp file), so the two syncs overlap. A sync that failed marks the
+// entry Failed as far as possible. Errors are Commit's.
+func (t *Txn) Stage() (Entry, func() error, error) {
 	if t.done {
-		return Entry{}, newErr(CodeFailed, "record", nil, "the change %s was already committed or aborted", t.e.ID)
+		return Entry{}, nil, newErr(CodeFailed, "record", nil, "the change %s was already committed or aborted", t.e.ID)
 	}
 	t.done = true
 	j := t.j
@@ -213,12 +248,12 @@ func (t *Txn) Commit() (Entry, error) {
 	payload, err := json.Marshal(t.e)
 	if err != nil {
 		t.abortLocked()
-		return Entry{}, newErr(CodeFailed, "record", err, "cannot encode the entry")
+		return Entry{}, nil, newErr(CodeFailed, "record", err, "cannot encode the entry")
 	}
 	t.buf = appendFrame(t.buf, kindEntry, payload)
 	if err := t.flush(); err != nil {
 		t.abortLocked()
-		return Entry{}, err
+		return Entry{}, nil, err
 	}
 	j.seg.end = t.flushed
 	for h := range t.blobs {
@@ -227,14 +262,28 @@ func (t *Txn) Commit() (Entry, error) {
 	f := j.seg.f
 	j.funlock()
 	j.mu.Unlock()
-	if j.opts.Sync {
-		// Outside the lock: concurrent changes share their syncs.
-		if err := fdatasync(f); err != nil {
-			_ = j.Finish(t.e.ID, Failed, nil)
-			return Entry{}, newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", f.Name())
-		}
+	if !j.opts.Sync {
+		return t.e, func() error { return nil }, nil
 	}
-	return t.e, nil
+	// Outside the lock: concurrent changes share their syncs.
+	done := make(chan error, 1)
+	id := t.e.ID
+	go func() {
+		err := fdatasync(f)
+		if err != nil {
+			_ = j.Finish(id, Failed, nil)
+			err = newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", f.Name())
+		}
+		done <- err
+	}()
+	var (
+		once sync.Once
+		serr error
+	)
+	return t.e, func() error {
+		once.Do(func() { serr = <-done })
+		return serr
+	}, nil
 }
 
 // Abort drops everything the Txn wrote and releases the append lock; after

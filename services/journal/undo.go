@@ -5,6 +5,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
 
 	"github.com/dsh-go/harness/internal/dirfd"
@@ -64,7 +65,8 @@ type plan struct {
 // Undo undoes the change id. Errors: *UndoError (CodeNotFound,
 // CodeAlreadyUndone, CodeNothingToUndo, CodeNotKept, CodeDropped,
 // CodeChangedSince, CodeUnsafePath: nothing changed; CodeRestoreFailed: the
-// restore failed part-way), or the journal's *Error.
+// disk refused the restore, the undo recorded failed when nothing had
+// changed, else applied with the state it left), or the journal's *Error.
 func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone, error) {
 	all, err := u.j.List(ListOptions{})
 	if err != nil {
@@ -170,7 +172,7 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		}
 		return pl, "", refusal(CodeNotKept, e.ID, "", "%s: it cannot be undone", reason)
 	}
-	m, err := against(v, e.Paths, e.After, removedDirs(e, pl.moves))
+	m, err := against(v, e.Paths, checked(e), removedDirs(e, pl.moves))
 	if err != nil {
 		return pl, "", unsafeOr(e, err)
 	}
@@ -186,6 +188,12 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 	}
 	if m != nil && !opts.Force {
 		return pl, "", refusal(CodeChangedSince, e.ID, m.path, "%s; nothing was changed (--force restores anyway)", m.reason)
+	}
+	if dir, err := missingParent(v, e); err != nil || dir != "" {
+		if err != nil {
+			return pl, "", unsafeOr(e, err)
+		}
+		return pl, "", refusal(CodeChangedSince, e.ID, dir, "the directory to restore into is gone (deleted or replaced after the change); nothing was changed")
 	}
 	for _, n := range e.Before {
 		if n.Type != File || pl.content[n.Hash] != nil {
@@ -214,6 +222,40 @@ func (u *Undoer) content(hash string) ([]byte, error) {
 	}
 	defer rc.Close() //nolint:errcheck // read-only; reading to the end checks it
 	return io.ReadAll(rc)
+}
+
+// missingParent returns the first directory a Before node of e is to be
+// restored into that v says is not a directory, "" when all are; a
+// directory Before restores itself counts as there.
+func missingParent(v view, e Entry) (string, error) {
+	for _, n := range e.Before {
+		dir := filepath.Dir(n.Path)
+		if nodeAt(e.Before, dir) != nil {
+			continue
+		}
+		have, err := v.look(dir)
+		if err != nil {
+			return "", err
+		}
+		if have == nil || have.Type != Dir {
+			return dir, nil
+		}
+	}
+	return "", nil
+}
+
+// checked returns the After state e is checked against: a directory by
+// identity where After records one (a moved directory), except a
+// directory mkdir made, checked by existence.
+func checked(e Entry) []Node {
+	if e.Kind != Mkdir {
+		return e.After
+	}
+	out := slices.Clone(e.After)
+	for i := range out {
+		out[i].Ino, out[i].Dev = 0, 0
+	}
+	return out
 }
 
 // topNodes returns the Before nodes at e's own paths.

@@ -28,7 +28,7 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	if err != nil {
 		return Undone{}, err
 	}
-	before, err := capture(tx, e.Paths)
+	before, err := capture(tx, e.Paths, pl.moves)
 	if err != nil {
 		tx.Abort()
 		return Undone{}, unsafeOr(e, err)
@@ -39,28 +39,45 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 		return Undone{}, err
 	}
 	r := &restorer{ctx: ctx, content: func(h string) ([]byte, error) { return pl.content[h], nil }}
-	if err := r.undo(e, pl.moves); err != nil {
+	rerr := r.undo(e, pl.moves)
+	if rerr != nil && !r.touched {
 		ferr := u.j.Finish(undo.ID, Failed, nil)
 		return Undone{}, &UndoError{
-			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(err),
-			Reason: "the restore failed part-way; what was restored stays, and the undo " + undo.ID + " is recorded as failed", Err: errors.Join(err, ferr),
+			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
+			Reason: "the restore failed before changing anything", Err: errors.Join(rerr, ferr),
 		}
 	}
+	// Applied, even part-way: it changed something, recorded with the
+	// state it left, so that it can be undone.
 	if after, err := measured(undo); err == nil {
 		undo.After = after
 	}
-	if err := u.j.Finish(undo.ID, Applied, undo.After); err != nil {
-		return Undone{}, err
+	ferr := u.j.Finish(undo.ID, Applied, undo.After)
+	if rerr != nil {
+		return Undone{}, &UndoError{
+			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
+			Reason: "the restore failed part-way; what was restored stays, recorded as the undo " + undo.ID + " (`harness undo " + undo.ID + "` takes it back)",
+			Err:    errors.Join(rerr, ferr),
+		}
+	}
+	if ferr != nil {
+		return Undone{}, ferr
 	}
 	undo.Status = Applied
 	return Undone{Entry: e, Undo: undo, Notes: r.notes}, nil
 }
 
 // capture records in tx the state at each of paths (a directory with
-// every entry beneath it), content included: what the undo replaces.
-func capture(tx *Txn, paths []string) ([]Node, error) {
+// every entry beneath it), content included: what the undo replaces. The
+// entry a move moves back (at paths[1]) is not replaced, only moved: its
+// own node is enough.
+func capture(tx *Txn, paths []string, moves bool) ([]Node, error) {
 	var before []Node
-	for _, p := range paths {
+	for i, p := range paths {
+		capture := tx.Capture
+		if moves && i == 1 {
+			capture = tx.CaptureNode
+		}
 		par, base, err := openParent(p)
 		if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 			continue
@@ -68,7 +85,7 @@ func capture(tx *Txn, paths []string) ([]Node, error) {
 		if err != nil {
 			return nil, err
 		}
-		nodes, err := tx.Capture(par, base, p)
+		nodes, err := capture(par, base, p)
 		_ = par.Close()
 		if err != nil {
 			return nil, err

@@ -61,7 +61,7 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 	switch {
 	case dirfd.IsDir(&st):
 		n.Type = Dir
-		n.Xattrs = xattrs(procPath(par.FD(), base), false)
+		n.Xattrs = xattrs(procPath(par.FD(), base))
 	case dirfd.IsSymlink(&st):
 		n.Type = Symlink
 		if n.Link, err = readlinkat(par, base); err != nil {
@@ -73,7 +73,7 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 		if n.Hash, err = hashFile(par, base); err != nil {
 			return nil, err
 		}
-		n.Xattrs = xattrs(procPath(par.FD(), base), false)
+		n.Xattrs = xattrs(procPath(par.FD(), base))
 	default:
 		n.Type = Special
 	}

@@ -29,6 +29,9 @@ type restorer struct {
 	// notes say what could not be restored exactly (an owner this
 	// process may not give).
 	notes []string
+	// touched is set once an entry on disk changed: a failure after it
+	// may have left part of the restore on disk.
+	touched bool
 }
 
 // remove removes the entry at p: a directory must be empty.
@@ -48,6 +51,7 @@ func (r *restorer) remove(p string) error {
 	if err := par.Unlink(base, dirfd.IsDir(&st)); err != nil {
 		return err
 	}
+	r.touched = true
 	return par.Sync()
 }
 
@@ -67,6 +71,7 @@ func (r *restorer) moveBack(from, to string, replace bool) error {
 	if err := src.Rename(sname, dst, dname, replace); err != nil {
 		return err
 	}
+	r.touched = true
 	if err := dst.Sync(); err != nil {
 		return err
 	}
@@ -104,12 +109,14 @@ func (r *restorer) putDir(par *dirfd.Parent, base string, n Node) error {
 		if err := par.Mkdir(base); err != nil {
 			return err
 		}
+		r.touched = true
 	case err != nil:
 		return err
 	case !dirfd.IsDir(&st):
 		if err := par.Unlink(base, false); err != nil {
 			return err
 		}
+		r.touched = true
 		if err := par.Mkdir(base); err != nil {
 			return err
 		}
@@ -139,6 +146,7 @@ func (r *restorer) putFile(par *dirfd.Parent, base string, n Node) error {
 	}); err != nil {
 		return err
 	}
+	r.touched = true
 	fd, err := par.Open(base, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_NOCTTY, 0)
 	if err != nil {
 		return err
@@ -171,6 +179,7 @@ func (r *restorer) putSymlink(par *dirfd.Parent, base string, n Node) error {
 		_ = unix.Unlinkat(par.FD(), tmp, 0)
 		return err
 	}
+	r.touched = true
 	if err := unix.Fchownat(par.FD(), base, int(n.UID), int(n.GID), unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if !errors.Is(err, unix.EPERM) {
 			return &os.PathError{Op: "lchown", Path: n.Path, Err: err}

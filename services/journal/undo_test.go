@@ -72,10 +72,14 @@ func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry 
 	require.NoError(w.t, w.j.Prepare())
 	tx, err := w.j.Begin(Entry{Session: session, Tool: string(kind), Kind: kind, Paths: paths})
 	require.NoError(w.t, err)
-	for _, p := range paths {
+	for i, p := range paths {
+		capture := tx.Capture
+		if kind == Move && i == 0 {
+			capture = tx.CaptureNode // as the file backend: a moved entry moves whole
+		}
 		par, base, err := openParent(p)
 		require.NoError(w.t, err)
-		_, err = tx.Capture(par, base, p)
+		_, err = capture(par, base, p)
 		require.NoError(w.t, par.Close())
 		require.NoError(w.t, err)
 	}
@@ -111,13 +115,13 @@ func (w *ws) snap() map[string]string {
 		case unix.S_IFREG:
 			b, err := os.ReadFile(p)
 			require.NoError(w.t, err)
-			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrs(p, false))
+			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrs(p))
 		case unix.S_IFLNK:
 			l, err := os.Readlink(p)
 			require.NoError(w.t, err)
 			desc += " -> " + l
 		case unix.S_IFDIR:
-			desc += fmt.Sprintf(" xattr=%q", xattrs(p, false))
+			desc += fmt.Sprintf(" xattr=%q", xattrs(p))
 		}
 		out[strings.TrimPrefix(p, w.root+"/")] = desc
 		return nil
@@ -187,7 +191,7 @@ func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 			do: func(w *ws) { require.NoError(w.t, os.WriteFile(w.path("d/new.txt"), []byte("new"), 0o600)) },
 		},
 		{
-			name: "mkdir is undone by removing the empty directory", kind: Write,
+			name: "mkdir is undone by removing the empty directory", kind: Mkdir,
 			tree: []string{"d/"}, paths: []string{"d/made"},
 			do: func(w *ws) { require.NoError(w.t, os.Mkdir(w.path("d/made"), 0o755)) },
 		},
@@ -335,6 +339,9 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 			require.NoError(w.t, os.Remove(w.path("a.txt")))
 			require.NoError(w.t, os.Mkdir(w.path("a.txt"), 0o755))
 		}, "now a dir"},
+		{"its directory deleted later", func(w *ws) {
+			require.NoError(w.t, os.RemoveAll(w.path("d")))
+		}, "directory to restore into is gone"},
 		{"replaced by a symlink later", func(w *ws) {
 			require.NoError(w.t, os.Remove(w.path("a.txt")))
 			require.NoError(w.t, os.Symlink("b.txt", w.path("a.txt")))
@@ -343,8 +350,11 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWS(t)
-			w.build("a.txt: one", "b.txt: b")
+			w.build("a.txt: one", "b.txt: b", "d/", "d/gone.txt: g")
 			e := w.change("s1", Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
+			if c.name == "its directory deleted later" {
+				e = w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("d/gone.txt"))) }, "d/gone.txt")
+			}
 			c.later(w)
 			before := w.snap()
 
@@ -352,6 +362,12 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 			require.Error(t, err)
 			assert.Equal(t, CodeChangedSince, code(err), "%v", err)
 			ue, _ := errors.AsType[*UndoError](err)
+			if c.name == "its directory deleted later" {
+				assert.Equal(t, w.path("d"), ue.Path)
+				assert.Contains(t, err.Error(), c.why)
+				assert.Equal(t, before, w.snap(), "nothing changed")
+				return
+			}
 			assert.Equal(t, w.path("a.txt"), ue.Path)
 			assert.Contains(t, err.Error(), c.why)
 			assert.Equal(t, before, w.snap(), "nothing changed")
@@ -572,4 +588,105 @@ func TestUndo_RestoresTheOwner(t *testing.T) {
 	}
 	sort.Strings(names)
 	assert.Equal(t, []string{"a.txt", "d", "d/f"}, names)
+}
+
+// freeze makes dir refuse new entries to this process: the immutable flag
+// as root (which permissions do not stop), mode 0555 otherwise; undone at
+// cleanup.
+func freeze(t *testing.T, dir string) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		require.NoError(t, os.Chmod(dir, 0o555))
+		t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+		return
+	}
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+	require.NoError(t, err)
+	defer unix.Close(fd) //nolint:errcheck // test
+	if err := unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, fsImmutableFL); err != nil {
+		t.Skipf("the filesystem of %s takes no immutable flag (%v): the failure cannot be provoked as root", dir, err)
+	}
+	t.Cleanup(func() {
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY, 0)
+		if err == nil {
+			_ = unix.IoctlSetPointerInt(fd, unix.FS_IOC_SETFLAGS, 0)
+			_ = unix.Close(fd)
+		}
+	})
+}
+
+// A restore the disk refuses after the checks passed: recorded failed
+// when it changed nothing; a session keeps what it undid before.
+func TestUndo_RestoreFailure(t *testing.T) {
+	w := newWS(t)
+	w.build("open/a.txt: a1", "frozen/t/x: x", "frozen/t/y/z: z")
+	older := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("frozen/t"))) }, "frozen/t")
+	newer := w.change("s1", Edit, func() { replaceFile(t, w.path("open/a.txt"), "a2") }, "open/a.txt")
+	freeze(t, w.path("frozen"))
+	before := w.snap()
+
+	_, err := w.u.Undo(ctx(), older.ID, UndoOptions{})
+	require.Error(t, err)
+	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
+	assert.Contains(t, err.Error(), "before changing anything")
+	assert.Equal(t, before, w.snap())
+	all, err := w.j.List(ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, all, 3)
+	assert.Equal(t, Failed, all[2].Status, "the undo is recorded failed")
+	assert.Empty(t, UndoneBy(all)[older.ID])
+
+	res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
+	require.Len(t, res.Undone, 1, "the newer change was undone before the older failed")
+	assert.Equal(t, newer.ID, res.Undone[0].Entry.ID)
+	assert.Equal(t, "a1", string(must(os.ReadFile(w.path("open/a.txt")))))
+	_, err = os.Lstat(w.path("frozen/t"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
+}
+
+// fsImmutableFL is FS_IMMUTABLE_FL of linux/fs.h (x/sys/unix does not
+// name it).
+const fsImmutableFL = 0x00000010
+
+// A symlink planted at the path itself (ws/a.txt -> ~/.bashrc) is a later
+// change: refused; --force replaces the link, never writing its target.
+func TestUndo_ForceReplacesAPlantedLinkNotItsTarget(t *testing.T) {
+	w := newWS(t)
+	home := fixture.OutsideDir(t)
+	fixture.Build(t, home, ".bashrc: mine")
+	w.build("ws/a.txt: victim")
+	e := w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
+	require.NoError(t, os.Symlink(filepath.Join(home, ".bashrc"), w.path("ws/a.txt")))
+	homeBefore := fixture.Snapshot(t, home)
+
+	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
+	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+	require.NoError(t, err)
+	fi, err := os.Lstat(w.path("ws/a.txt"))
+	require.NoError(t, err)
+	assert.True(t, fi.Mode().IsRegular(), "the link itself is replaced")
+	assert.Equal(t, "victim", string(must(os.ReadFile(w.path("ws/a.txt")))))
+	assert.Equal(t, homeBefore, fixture.Snapshot(t, home), "~ untouched")
+}
+
+// A directory mkdir made is checked by existence: made again since, it is
+// still removed; holding an entry since, the undo refuses.
+func TestUndo_MkdirIsCheckedByExistence(t *testing.T) {
+	w := newWS(t)
+	e := w.change("s1", Mkdir, func() { require.NoError(t, os.Mkdir(w.path("made"), 0o755)) }, "made")
+	require.NoError(t, os.Remove(w.path("made")))
+	require.NoError(t, os.Mkdir(w.path("made"), 0o700))
+	require.NoError(t, os.WriteFile(w.path("made/user.txt"), []byte("u"), 0o644))
+
+	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
+	assert.Contains(t, err.Error(), "made/user.txt")
+	require.NoError(t, os.Remove(w.path("made/user.txt")))
+
+	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
+	require.NoError(t, err)
+	_, err = os.Lstat(w.path("made"))
+	assert.ErrorIs(t, err, os.ErrNotExist)
 }

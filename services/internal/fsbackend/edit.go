@@ -161,7 +161,7 @@ func (f *Backend) edit(ctx context.Context, at Site, req fs.EditRequest) (fs.Edi
 		}
 		return out, nil
 	}
-	res, err := f.publishJournaled(ctx, m, op, dp, string(output), atomicwrite.Replace, at, journal.Edit)
+	res, err := f.publishJournaled(ctx, m, op, dp, string(output), atomicwrite.Replace, at, journal.Edit, &out.Note)
 	if err != nil {
 		return fs.EditOutcome{}, err
 	}

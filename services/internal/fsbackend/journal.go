@@ -91,16 +91,42 @@ func (c *change) capture(parent *dirfd.Parent, name, p string, deep bool) ([]jou
 // leave: after it returns nil the change may publish, and must be
 // finished. A failure is the change's refusal.
 func (c *change) commit(after ...journal.Node) error {
+	wait, err := c.stage(after...)
+	if err != nil {
+		return err
+	}
+	return wait()
+}
+
+// stage is commit whose sync runs in the background: the change may
+// publish once wait returned nil (atomicwrite.Request.BeforePublish), and
+// must be finished either way. A failure, of stage or of wait, is the
+// change's refusal (fs.CodeJournal).
+func (c *change) stage(after ...journal.Node) (wait func() error, err error) {
 	if c == nil {
-		return nil
+		return func() error { return nil }, nil
 	}
 	c.tx.SetAfter(after)
-	e, err := c.tx.Commit()
+	e, synced, err := c.tx.Stage()
 	if err != nil {
-		return journalErr(c.op, c.dp, err)
+		return nil, journalErr(c.op, c.dp, err)
 	}
 	c.entry = e
-	return nil
+	return func() error {
+		if err := synced(); err != nil {
+			return journalErr(c.op, c.dp, err)
+		}
+		return nil
+	}, nil
+}
+
+// notKept is the sentence a result carries when the change's prior state
+// was too large to keep ("" otherwise, and when the journal is off).
+func (c *change) notKept() string {
+	if c == nil || c.entry.ID == "" || c.entry.Kept {
+		return ""
+	}
+	return "The prior content (" + c.entry.NotKept + ") was not kept in the journal: this change cannot be undone."
 }
 
 // hash returns the content key captured for the path p ("" when none).
@@ -142,8 +168,12 @@ func (c *change) finish(applied bool, after ...journal.Node) {
 	for _, n := range after {
 		afterHash[n.Path] = n.Hash
 	}
+	id := c.entry.ID
+	if !c.entry.Kept {
+		id = "" // nothing keeps its prior state: it cannot be undone
+	}
 	for _, p := range c.entry.Paths {
-		rec.AddChange(audit.Change{Path: p, Before: c.before[p], After: afterHash[p], Journal: c.entry.ID})
+		rec.AddChange(audit.Change{Path: p, Before: c.before[p], After: afterHash[p], Journal: id})
 	}
 }
 

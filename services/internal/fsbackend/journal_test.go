@@ -4,13 +4,19 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
+	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	"path/filepath"
+	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
@@ -55,7 +61,9 @@ func TestJournalEachMutation(t *testing.T) {
 	}{
 		{
 			name: "overwrite", kind: journal.Write,
-			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o640)) },
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o640))
+			},
 			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
 				tg := resolve(t, f, "a.txt")
 				_, err := f.WriteText(ctx, tg, "new\n", fs.WriteOptions{Intent: fs.WriteIntent{Kind: fs.ReplaceIfVersion, Version: versionOf(t, f, tg)}})
@@ -75,7 +83,9 @@ func TestJournalEachMutation(t *testing.T) {
 		},
 		{
 			name: "edit", kind: journal.Edit,
-			setup: func(t *testing.T, dir string) { require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o600)) },
+			setup: func(t *testing.T, dir string) {
+				require.NoError(t, os.WriteFile(filepath.Join(dir, "a.txt"), old, 0o600))
+			},
 			run: func(t *testing.T, f *fslocal.FileSystem, ctx context.Context) error {
 				_, err := f.EditText(ctx, resolve(t, f, "a.txt"), fs.EditRequest{OldString: "old", NewString: "new"})
 				return err
@@ -175,6 +185,117 @@ func TestJournalEachMutation(t *testing.T) {
 			for i, c := range changes {
 				assert.Equal(t, want[i], c.Path)
 				assert.Equal(t, e.ID, c.Journal)
+			}
+		})
+	}
+}
+
+// A dry run journals nothing.
+func TestJournalDryRun(t *testing.T) {
+	j := openJournal(t, 1<<20)
+	f, dir := newFS(t, fslocal.Config{Journal: j})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("one\n"), 0o600))
+	ctx := context.Background()
+	_, err := f.WriteText(ctx, resolve(t, f, "a"), "two\n", fs.WriteOptions{DryRun: true})
+	require.NoError(t, err)
+	_, err = f.EditText(ctx, resolve(t, f, "a"), fs.EditRequest{OldString: "one", NewString: "two", DryRun: true})
+	require.NoError(t, err)
+	entries, err := j.List(journal.ListOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, entries)
+	assert.Equal(t, "one\n", readFile(t, filepath.Join(dir, "a")))
+}
+
+// A change whose prior content passes the cap proceeds; the result and
+// the audit say it cannot be undone.
+func TestJournalNotKept(t *testing.T) {
+	j := openJournal(t, 4<<10)
+	f, dir := newFS(t, fslocal.Config{Journal: j})
+	big := strings.Repeat("y", 8<<10)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte(big), 0o600))
+	rec := audit.Open(audit.Record{Tool: "write"})
+	out, err := f.WriteText(audit.NewContext(context.Background(), rec), resolve(t, f, "a"), "small\n", fs.WriteOptions{})
+	require.NoError(t, err)
+	assert.Equal(t, "small\n", readFile(t, filepath.Join(dir, "a")))
+	assert.Contains(t, out.Note, fmt.Sprintf("The prior content (%d bytes, over the journal cap of %d) was not kept in the journal: this change cannot be undone.", 8<<10, 4<<10))
+	entries, err := j.List(journal.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, entries, 1)
+	assert.False(t, entries[0].Kept)
+	assert.Equal(t, journal.Applied, entries[0].Status)
+	changes := rec.Record().Changes
+	require.Len(t, changes, 1)
+	assert.Empty(t, changes[0].Journal, "nothing keeps the prior state")
+	assert.Equal(t, key([]byte(big)), changes[0].Before)
+	assert.Equal(t, key([]byte("small\n")), changes[0].After)
+}
+
+// A journal that cannot append (a full disk, here a file size limit the
+// segment passes) refuses every kind of change with FS_JOURNAL_FAILED and
+// changes nothing.
+func TestJournalFailureRefuses(t *testing.T) {
+	j := openJournal(t, 1<<20)
+	f, dir := newFS(t, fslocal.Config{Journal: j})
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "a"), []byte("keep me\n"), 0o640))
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tree", "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tree", "sub", "f"), []byte("f"), 0o600))
+	// Grow the segment past the limit set below with one change.
+	pad := strings.Repeat("p", 64<<10)
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "pad"), []byte(pad), 0o600))
+	ctx := context.Background()
+	_, err := f.WriteText(ctx, resolve(t, f, "pad"), "x", fs.WriteOptions{})
+	require.NoError(t, err)
+
+	signal.Ignore(syscall.SIGXFSZ)
+	defer signal.Reset(syscall.SIGXFSZ)
+	var old unix.Rlimit
+	require.NoError(t, unix.Getrlimit(unix.RLIMIT_FSIZE, &old))
+	require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &unix.Rlimit{Cur: 32 << 10, Max: old.Max}))
+	defer func() { require.NoError(t, unix.Setrlimit(unix.RLIMIT_FSIZE, &old)) }()
+
+	tg := resolve(t, f, "a")
+	cases := map[string]func() error{
+		"write": func() error {
+			_, err := f.WriteText(ctx, tg, "changed\n", fs.WriteOptions{})
+			return err
+		},
+		"create": func() error {
+			_, err := f.WriteText(ctx, resolve(t, f, "new"), "new\n", fs.WriteOptions{})
+			return err
+		},
+		"edit": func() error {
+			_, err := f.EditText(ctx, tg, fs.EditRequest{OldString: "keep", NewString: "lose"})
+			return err
+		},
+		"delete": func() error {
+			_, err := f.Remove(ctx, resolve(t, f, "tree"), fs.RemoveOptions{Recursive: true})
+			return err
+		},
+		"move": func() error {
+			_, err := f.Move(ctx, tg, resolve(t, f, "b"), fs.MoveOptions{})
+			return err
+		},
+		"mkdir": func() error {
+			_, err := f.Mkdir(ctx, resolve(t, f, "d"), fs.MkdirOptions{})
+			return err
+		},
+	}
+	for name, run := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := run()
+			require.ErrorIs(t, err, fs.ErrJournal)
+			fe, ok := errors.AsType[*fs.Error](err)
+			require.True(t, ok)
+			assert.Equal(t, fs.CodeJournal, fe.Code)
+			assert.Contains(t, fe.Message, "the journal could not keep its prior state, so nothing was changed")
+			assert.Equal(t, "keep me\n", readFile(t, filepath.Join(dir, "a")))
+			info, err := os.Stat(filepath.Join(dir, "a"))
+			require.NoError(t, err)
+			assert.Equal(t, os.FileMode(0o640), info.Mode().Perm())
+			assert.Equal(t, "f", readFile(t, filepath.Join(dir, "tree", "sub", "f")))
+			for _, absent := range []string{"new", "b", "d"} {
+				_, err := os.Lstat(filepath.Join(dir, absent))
+				assert.ErrorIs(t, err, os.ErrNotExist, absent)
 			}
 		})
 	}

@@ -139,7 +139,7 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 		}
 		return out, nil
 	}
-	res, err := f.publishJournaled(ctx, m, op, dp, disk, pub, at, journal.Write)
+	res, err := f.publishJournaled(ctx, m, op, dp, disk, pub, at, journal.Write, &note)
 	if err != nil {
 		return fs.WriteOutcome{}, err
 	}
@@ -156,8 +156,9 @@ func (f *Backend) write(ctx context.Context, at Site, content string, intent fs.
 // publishJournaled is publish of a write or an edit (kind) with the
 // target's prior state journaled first (Settings.Journal): captured on the
 // open parent under the target's lock, durable before the publication,
-// its outcome recorded after.
-func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, kind journal.Kind) (atomicwrite.Result, error) {
+// its outcome recorded after. note is note with, when the prior content
+// was too large to keep, the sentence saying the change cannot be undone.
+func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, kind journal.Kind, note *string) (atomicwrite.Result, error) {
 	key := string(at.Target.Key)
 	ch, err := f.beginChange(ctx, kind, op, dp, key)
 	if err != nil {
@@ -172,11 +173,17 @@ func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, con
 	if ch != nil {
 		hash = contentKey(content)
 	}
-	if err := ch.commit(journal.Node{Path: key, Type: journal.File, Size: int64(len(content)), Hash: hash}); err != nil {
+	// The journal's sync runs while the temp file is staged and synced;
+	// the publication waits for it.
+	synced, err := ch.stage(journal.Node{Path: key, Type: journal.File, Size: int64(len(content)), Hash: hash})
+	if err != nil {
 		return atomicwrite.Result{}, err
 	}
-	res, err := f.publish(ctx, m, op, dp, content, pub, at)
+	res, err := f.publish(ctx, m, op, dp, content, pub, at, synced)
 	ch.finish(err == nil, node(key, &res.Stat, hash))
+	if s := ch.notKept(); s != "" {
+		*note = strings.TrimSpace(*note + " " + s)
+	}
 	return res, err
 }
 
@@ -254,9 +261,10 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 
 // publish creates missing parents, then publishes content at the target
 // (spec differences 9, 15, 18: see atomicwrite) through the fence's Change,
-// which decides the entry first and checks the publication after. A refusal
-// removes the parents it made.
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site) (atomicwrite.Result, error) {
+// which decides the entry first and checks the publication after; ready
+// runs right before the publication (atomicwrite.Request.BeforePublish: the
+// journal's sync). A refusal removes the parents it made.
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, ready func() error) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
@@ -279,7 +287,7 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 	ran := false
 	err := f.fence.Change(at, m.parent, m.name, func(verify func() error) (err error) {
 		ran = true
-		res, err = f.publishIn(ctx, m, op, dp, content, pub, at.Domain, verify, created)
+		res, err = f.publishIn(ctx, m, op, dp, content, pub, at.Domain, verify, ready, created)
 		return err
 	})
 	if err != nil && !ran {
@@ -292,19 +300,20 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 // publishIn publishes content at the target in its open parent, with verify
 // (the fence's check) right after the publication; confined says it runs
 // under a Landlock domain. A failure removes the created parents it made.
-func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, confined bool, verify func() error, created int) (atomicwrite.Result, error) {
+func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, confined bool, verify, ready func() error, created int) (atomicwrite.Result, error) {
 	f.reclaimOnce(m.parent)
 	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
-		Parent:      m.parent,
-		Name:        m.name,
-		Content:     content,
-		Publication: pub,
-		Durability:  f.cfg.Durability,
-		Owner:       f.cfg.NewOwner,
-		Syncs:       &f.syncs,
-		Confined:    confined,
-		Verify:      verify,
-		AfterStage:  f.afterStage,
+		Parent:        m.parent,
+		Name:          m.name,
+		Content:       content,
+		Publication:   pub,
+		Durability:    f.cfg.Durability,
+		Owner:         f.cfg.NewOwner,
+		Syncs:         &f.syncs,
+		Confined:      confined,
+		Verify:        verify,
+		AfterStage:    f.afterStage,
+		BeforePublish: ready,
 	})
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))

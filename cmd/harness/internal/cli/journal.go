@@ -20,31 +20,19 @@ import (
 // directory --journal names, else journal/ in harness's state directory.
 
 // journalFlag registers --journal on fs and returns the function giving
-// the directory to use: the flag, else the default.
+// the directory to use: the flag, else the server's (journal.DefaultDir).
 func journalFlag(fs *flagSet) func() (string, error) {
-	dir := fs.String("journal", "", "the journal `DIR` the server writes (default: journal in the state directory, $XDG_STATE_HOME/harness or ~/.local/state/harness)")
+	dir := fs.String("journal", "", "the journal `DIR` to read (default: the server's, journal in the state directory, $XDG_STATE_HOME/harness or ~/.local/state/harness)")
 	return func() (string, error) {
 		if *dir != "" {
 			return filepath.Abs(*dir)
 		}
-		if d := stateDir(fs.env.Getenv); d != "" {
-			return filepath.Join(d, "journal"), nil
+		d, err := journal.DefaultDir()
+		if err != nil {
+			return "", fs.usageErr(fmt.Errorf("%w: name the journal with --journal DIR", err))
 		}
-		return "", fs.usageErr(errors.New("no state directory ($XDG_STATE_HOME and $HOME are unset): name the journal with --journal DIR"))
+		return d, nil
 	}
-}
-
-// stateDir returns harness's state directory: $XDG_STATE_HOME/harness
-// when $XDG_STATE_HOME is absolute, else $HOME/.local/state/harness, else
-// "" (unknown).
-func stateDir(getenv func(string) string) string {
-	if d := getenv("XDG_STATE_HOME"); filepath.IsAbs(d) {
-		return filepath.Join(d, "harness")
-	}
-	if h := getenv("HOME"); filepath.IsAbs(h) {
-		return filepath.Join(h, ".local", "state", "harness")
-	}
-	return ""
 }
 
 // openJournal opens the journal in dir, which must exist (a reader never

@@ -55,7 +55,8 @@ func TestHistoryAndUndo(t *testing.T) {
 	fixture.Build(t, l.ws, "b.txt: bee", "src/main.go: package main\n", "src/lib/x.go: package lib\n", "src/empty/", "src/link => main.go")
 	require.NoError(t, os.Chmod(filepath.Join(l.ws, "src/main.go"), 0o600))
 	state := filepath.Join(l.base, "state")
-	vars := map[string]string{"XDG_STATE_HOME": state, "HOME": l.base}
+	t.Setenv("XDG_STATE_HOME", state) // the server's journal: journal.DefaultDir
+	var vars map[string]string
 	journalDir := filepath.Join(state, "harness", "journal")
 	prior := fixture.Snapshot(t, l.ws)
 	agentSession(t, l.ws, journalDir, "agent-1")
@@ -154,9 +155,25 @@ func TestHistoryAndUndo(t *testing.T) {
 		_, err := os.Stat(filepath.Join(l.base, "none"))
 		assert.ErrorIs(t, err, os.ErrNotExist, "a reader makes no journal")
 	})
+	t.Run("a change a one-shot call makes is journaled and undone", func(t *testing.T) {
+		r := runCLI(t, []string{"call", "write", "--mode", "workspace-write", "--workspace", l.ws, "--arg", "file_path=a.txt", "--arg", "content=by call\n"}, "", false, vars)
+		require.Equal(t, cli.ExitOK, r.code, r.stdout+r.stderr)
+		r = runCLI(t, []string{"history", "--json"}, "", false, vars)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		lines := strings.Split(strings.TrimSpace(r.stdout), "\n")
+		var e journal.Entry
+		require.NoError(t, json.Unmarshal([]byte(lines[len(lines)-1]), &e))
+		assert.Equal(t, "write", e.Tool)
+		assert.Equal(t, []string{filepath.Join(l.ws, "a.txt")}, e.Paths)
+		r = runCLI(t, []string{"undo", e.ID}, "", false, vars)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		b, err := os.ReadFile(filepath.Join(l.ws, "a.txt"))
+		require.NoError(t, err)
+		assert.Equal(t, "goodbye\nworld\n", string(b), "back to what the undone undo left")
+	})
 	t.Run("--since keeps the recent ones", func(t *testing.T) {
 		r := runCLI(t, []string{"history", "--since", "1h"}, "", false, vars)
-		assert.Equal(t, 12, strings.Count(r.stdout, "\n"), r.stdout)
+		assert.Equal(t, 14, strings.Count(r.stdout, "\n"), r.stdout)
 		r = runCLI(t, []string{"history", "--since", "2999-01-01T00:00:00Z"}, "", false, vars)
 		assert.Equal(t, 1, strings.Count(r.stdout, "\n"), r.stdout)
 	})
