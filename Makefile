@@ -82,6 +82,8 @@ bench:
 	$(GO) test -run '^$$' -bench FenceOverhead -benchtime 1500x -count 3 ./services/fssandbox/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (3/3: 1 GiB read window)" >&2
 	$(GO) test -run '^$$' -bench ReadLastWindow1GiB -benchtime 1x -count 3 ./services/toolfs/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (journal on vs off, 1 KiB overwrite)" >&2
+	$(GO) test -run '^$$' -bench JournalOverwrite -benchtime 500x -count 5 ./services/internal/fsbackend/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (Landlock hand-off)" >&2
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (--journal-commands on a 10,000-file workspace)" >&2

@@ -116,6 +116,10 @@ type Request struct {
 	// file's absolute paths; both are empty for an unnamed temp file. Tests
 	// use it to observe staging and to race.
 	AfterStage func(stagingDir, tempFile string)
+	// BeforeSync, when set, runs right before the temp file's fsync (at
+	// Full durability): a journal starts its own sync there, so that both
+	// reach the disk together (issue 25).
+	BeforeSync func()
 	// BeforePublish, when set, runs once the temp file is written and
 	// fsynced and before anything changes the target (a publication, or
 	// an in-place rewrite); an error fails the write with nothing

@@ -176,6 +176,9 @@ func (w *writer) fill() error {
 		}
 	}
 	if w.req.Durability == Full {
+		if w.req.BeforeSync != nil {
+			w.req.BeforeSync()
+		}
 		if err := unix.Fsync(w.fd); err != nil {
 			return &os.PathError{Op: "fsync", Path: path, Err: err}
 		}

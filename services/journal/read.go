@@ -228,8 +228,10 @@ func (j *Journal) OpenBlob(hash string) (io.ReadCloser, int64, error) {
 		if err != nil {
 			return nil, 0, newErr(CodeFailed, "read", err, "cannot open the journal segment %s", segName(loc.seg))
 		}
-		return &blobReader{f: f, r: io.NewSectionReader(f, loc.off, loc.n), loc: loc, key: hash, want: h,
-			crc: crcKind(kindBlob), sum: sha256.New()}, loc.n, nil
+		return &blobReader{
+			f: f, r: io.NewSectionReader(f, loc.off, loc.n), loc: loc, key: hash, want: h,
+			crc: crcKind(kindBlob), sum: sha256.New(),
+		}, loc.n, nil
 	}
 	for _, e := range j.entries(ListOptions{}) {
 		if !e.Dropped {

@@ -41,8 +41,8 @@ func scan(fd io.ReaderAt, off, size int64, checkBlobs bool, fn func(frame) error
 			return off, nil
 		}
 		f := frame{kind: kind, off: off, n: int64(n)}
-		switch {
-		case kind == kindBlob:
+		switch kind {
+		case kindBlob:
 			if n < 32 {
 				return off, nil
 			}

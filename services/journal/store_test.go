@@ -153,8 +153,8 @@ func TestTornTail(t *testing.T) {
 	require.NoError(t, err)
 	for _, torn := range [][]byte{
 		{0x40, 0, 0, 0, 0, 0, 0, 0, 1, 2, 3, 4, 2, '{'}, // a header promising more than there is
-		corrupt(whole[:50]),                            // a frame whose CRC does not match
-		{1, 2, 3},                                      // less than a header
+		corrupt(whole[:50]),                             // a frame whose CRC does not match
+		{1, 2, 3},                                       // less than a header
 	} {
 		require.NoError(t, os.WriteFile(seg, append(bytes.Clone(whole), torn...), 0o600))
 		core, logs := observer.New(zap.WarnLevel)

@@ -217,23 +217,22 @@ func key(h hash.Hash) string { return "sha256:" + hex.EncodeToString(h.Sum(nil))
 // sync failed, the entry is there but marked Failed as far as possible).
 // Errors are *Error with CodeFailed.
 func (t *Txn) Commit() (Entry, error) {
-	e, wait, err := t.Stage()
+	e, s, err := t.Stage()
 	if err != nil {
 		return Entry{}, err
 	}
-	if err := wait(); err != nil {
+	if err := s.Wait(); err != nil {
 		return Entry{}, err
 	}
 	return e, nil
 }
 
-// Stage is Commit without the wait: the fdatasync runs in the background,
-// and wait returns its outcome (at once without Options.Sync; the same
-// outcome on every call). The change may publish only after wait returned
-// nil: meanwhile the caller does its own work (a write stages and fsyncs
-// its temp file), so the two syncs overlap. A sync that failed marks the
-// entry Failed as far as possible. Errors are Commit's.
-func (t *Txn) Stage() (Entry, func() error, error) {
+// Stage is Commit without the sync: it appends the entry and releases the
+// append lock, and returns the entry's Sync, whose Wait the change must
+// see return nil before it publishes. Start begins the sync in the
+// background: a write starts it right before it fsyncs its own temp file,
+// so the two reach the disk together. Errors are Commit's.
+func (t *Txn) Stage() (Entry, *Sync, error) {
 	if t.done {
 		return Entry{}, nil, newErr(CodeFailed, "record", nil, "the change %s was already committed or aborted", t.e.ID)
 	}
@@ -259,31 +258,50 @@ func (t *Txn) Stage() (Entry, func() error, error) {
 	for h := range t.blobs {
 		j.seg.blobs[h] = struct{}{}
 	}
-	f := j.seg.f
+	s := &Sync{j: j, f: j.seg.f, id: t.e.ID, done: make(chan error, 1)}
 	j.funlock()
 	j.mu.Unlock()
-	if !j.opts.Sync {
-		return t.e, func() error { return nil }, nil
-	}
-	// Outside the lock: concurrent changes share their syncs.
-	done := make(chan error, 1)
-	id := t.e.ID
-	go func() {
-		err := fdatasync(f)
-		if err != nil {
-			_ = j.Finish(id, Failed, nil)
-			err = newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", f.Name())
+	return t.e, s, nil
+}
+
+// Sync is the durability of one staged entry: one fdatasync of its
+// segment with Options.Sync, nothing without. Its methods are safe for
+// concurrent use.
+type Sync struct {
+	j       *Journal
+	f       *os.File
+	id      string
+	start   sync.Once
+	wait    sync.Once
+	done    chan error
+	outcome error
+}
+
+// Start begins the sync in the background (once; outside the append
+// lock, so concurrent changes share their syncs).
+func (s *Sync) Start() {
+	s.start.Do(func() {
+		if !s.j.opts.Sync {
+			s.done <- nil
+			return
 		}
-		done <- err
-	}()
-	var (
-		once sync.Once
-		serr error
-	)
-	return t.e, func() error {
-		once.Do(func() { serr = <-done })
-		return serr
-	}, nil
+		go func() {
+			err := fdatasync(s.f)
+			if err != nil {
+				_ = s.j.Finish(s.id, Failed, nil)
+				err = newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", s.f.Name())
+			}
+			s.done <- err
+		}()
+	})
+}
+
+// Wait starts the sync if it has not started and returns its outcome:
+// nil once the entry is durable (the same outcome on every call).
+func (s *Sync) Wait() error {
+	s.Start()
+	s.wait.Do(func() { s.outcome = <-s.done })
+	return s.outcome
 }
 
 // Abort drops everything the Txn wrote and releases the append lock; after

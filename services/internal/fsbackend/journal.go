@@ -91,33 +91,41 @@ func (c *change) capture(parent *dirfd.Parent, name, p string, deep bool) ([]jou
 // leave: after it returns nil the change may publish, and must be
 // finished. A failure is the change's refusal.
 func (c *change) commit(after ...journal.Node) error {
-	wait, err := c.stage(after...)
+	s, err := c.stage(after...)
 	if err != nil {
 		return err
 	}
-	return wait()
+	return s.wait()
 }
 
-// stage is commit whose sync runs in the background: the change may
-// publish once wait returned nil (atomicwrite.Request.BeforePublish), and
-// must be finished either way. A failure, of stage or of wait, is the
-// change's refusal (fs.CodeJournal).
-func (c *change) stage(after ...journal.Node) (wait func() error, err error) {
+// staged is the durability of a staged change: start begins the
+// journal's sync (atomicwrite.Request.BeforeSync: with the temp file's),
+// wait returns once it is durable (atomicwrite.Request.BeforePublish),
+// its failure the change's refusal (fs.CodeJournal). Both do nothing when
+// the journal is off.
+type staged struct {
+	start func()
+	wait  func() error
+}
+
+// stage is commit whose sync the publication starts and waits for; the
+// change must be finished either way. A failure is the change's refusal.
+func (c *change) stage(after ...journal.Node) (staged, error) {
 	if c == nil {
-		return func() error { return nil }, nil
+		return staged{start: func() {}, wait: func() error { return nil }}, nil
 	}
 	c.tx.SetAfter(after)
-	e, synced, err := c.tx.Stage()
+	e, s, err := c.tx.Stage()
 	if err != nil {
-		return nil, journalErr(c.op, c.dp, err)
+		return staged{}, journalErr(c.op, c.dp, err)
 	}
 	c.entry = e
-	return func() error {
-		if err := synced(); err != nil {
+	return staged{start: s.Start, wait: func() error {
+		if err := s.Wait(); err != nil {
 			return journalErr(c.op, c.dp, err)
 		}
 		return nil
-	}, nil
+	}}, nil
 }
 
 // notKept is the sentence a result carries when the change's prior state

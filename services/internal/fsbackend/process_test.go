@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"math/rand/v2"
 	"os"
 	"os/exec"
@@ -19,10 +20,13 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"go.uber.org/zap/zaptest/observer"
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // The helper process: the test binary re-executed with HARNESS_HELPER set
@@ -34,7 +38,7 @@ func TestHelperProcess(t *testing.T) {
 	case "":
 		return
 	case "crash-writer":
-		crashWriter(os.Getenv("HARNESS_HELPER_DIR"))
+		crashWriter(os.Getenv("HARNESS_HELPER_DIR"), os.Getenv("HARNESS_HELPER_JOURNAL"))
 	case "edit-worker":
 		editWorker(os.Getenv("HARNESS_HELPER_FILE"), os.Getenv("HARNESS_HELPER_ID"))
 	}
@@ -91,9 +95,19 @@ func crashGeneration(content string) (int, bool) {
 
 // crashWriter loops forever over the files, advancing each one generation
 // at a time by a write or an edit, and announces "begin k n" before and
-// "commit k n" after each durable mutation.
-func crashWriter(dir string) {
-	f, err := fslocal.New(fslocal.Config{Cwd: dir}, nil)
+// "commit k n" after each durable mutation. With journalDir set, each
+// change is journaled there first (small segments, a small cap: segments
+// roll and the oldest go while it runs).
+func crashWriter(dir, journalDir string) {
+	cfg := fslocal.Config{Cwd: dir}
+	if journalDir != "" {
+		j, err := journal.Open(journal.Options{Dir: journalDir, MaxBytes: crashJournalMax, SegmentBytes: crashJournalMax / 16, Sync: true})
+		if err != nil {
+			panic(err)
+		}
+		cfg.Journal = j
+	}
+	f, err := fslocal.New(cfg, nil)
 	if err != nil {
 		panic(err)
 	}
@@ -137,6 +151,70 @@ func crashWriter(dir string) {
 // left. HARNESS_KILLS sets the number of kills (default 200; `make soak`
 // runs 1000).
 func TestCrashSafety(t *testing.T) {
+	crashLoop(t, "", nil)
+}
+
+// crashJournalMax is the cap of the crash writer's journal.
+const crashJournalMax = 512 << 10
+
+// TestCrashSafetyJournal is TestCrashSafety with the journal on (issue
+// 25): after every kill the journal opens (a torn tail cut), every frame
+// of every segment parses with its CRC and every kept entry's prior
+// content is there with its hash (Journal.Check), and each file holds
+// exactly the prior or the new content of the latest entry naming it.
+func TestCrashSafetyJournal(t *testing.T) {
+	jdir := filepath.Join(t.TempDir(), "journal")
+	checked, pending := 0, 0
+	core, logs := observer.New(zap.InfoLevel)
+	crashLoop(t, jdir, func(dir string) {
+		j, err := journal.Open(journal.Options{Dir: jdir, MaxBytes: crashJournalMax, SegmentBytes: crashJournalMax / 16, Log: zap.New(core)})
+		require.NoError(t, err, "the journal opens after a kill")
+		defer j.Close() //nolint:errcheck // test
+		_, err = j.Check()
+		require.NoError(t, err)
+		entries, err := j.List(journal.ListOptions{})
+		require.NoError(t, err)
+		latest := map[string]journal.Entry{}
+		for _, e := range entries {
+			if !e.Dropped {
+				latest[e.Paths[0]] = e
+			}
+		}
+		for k := range crashFiles {
+			p := filepath.Join(dir, "f"+strconv.Itoa(k))
+			e, ok := latest[p]
+			if !ok {
+				continue // nothing journaled yet, or dropped
+			}
+			b, err := os.ReadFile(p)
+			require.NoError(t, err)
+			now := key(b)
+			require.Len(t, e.Before, 1)
+			require.Contains(t, []string{e.Before[0].Hash, e.After[0].Hash}, now,
+				"file %d holds neither the prior nor the new content of its latest entry %s (%s)", k, e.ID, e.Status)
+			if e.Status == journal.Applied {
+				require.Equal(t, e.After[0].Hash, now, "file %d: an applied entry's content", k)
+			} else {
+				pending++
+			}
+			r, _, err := j.OpenBlob(e.Before[0].Hash)
+			require.NoError(t, err)
+			prior, err := io.ReadAll(r)
+			_ = r.Close()
+			require.NoError(t, err)
+			require.Equal(t, e.Before[0].Hash, key(prior))
+			checked++
+		}
+	})
+	assert.Positive(t, checked, "entries were checked against the files")
+	t.Logf("latest entries checked against the files: %d (pending at the kill: %d); torn tails cut: %d",
+		checked, pending, logs.FilterMessageSnippet("torn tail").Len())
+}
+
+// crashLoop runs the crash writer (journaling into journalDir when set)
+// and kills it again and again, checking the files after each kill, and
+// afterKill (when set) with the files' directory.
+func crashLoop(t *testing.T, journalDir string, afterKill func(dir string)) {
 	if testing.Short() {
 		t.Skip("kills a writer process many times")
 	}
@@ -157,7 +235,7 @@ func TestCrashSafety(t *testing.T) {
 	stats := struct{ kills, commits, inFlightSeen, stagingLeft int }{}
 	for range kills {
 		require.True(t, time.Now().Before(deadline), "the kill loop is bounded in time")
-		cmd := helperCmd(t, "crash-writer", "HARNESS_HELPER_DIR="+dir)
+		cmd := helperCmd(t, "crash-writer", "HARNESS_HELPER_DIR="+dir, "HARNESS_HELPER_JOURNAL="+journalDir)
 		stdout, err := cmd.StdoutPipe()
 		require.NoError(t, err)
 		require.NoError(t, cmd.Start())
@@ -214,6 +292,9 @@ func TestCrashSafety(t *testing.T) {
 				stats.inFlightSeen++
 				committed[k] = n // the in-flight write had committed before the kill
 			}
+		}
+		if afterKill != nil {
+			afterKill(dir)
 		}
 	}
 	f, err := fslocal.New(fslocal.Config{Cwd: dir}, nil)

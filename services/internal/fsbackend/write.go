@@ -173,8 +173,8 @@ func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, con
 	if ch != nil {
 		hash = contentKey(content)
 	}
-	// The journal's sync runs while the temp file is staged and synced;
-	// the publication waits for it.
+	// The journal's sync starts with the temp file's fsync, so both reach
+	// the disk together; the publication waits for it.
 	synced, err := ch.stage(journal.Node{Path: key, Type: journal.File, Size: int64(len(content)), Hash: hash})
 	if err != nil {
 		return atomicwrite.Result{}, err
@@ -262,9 +262,10 @@ func (f *Backend) locate(root *dirfd.Dir, target fs.Target, op string) (*mutatio
 // publish creates missing parents, then publishes content at the target
 // (spec differences 9, 15, 18: see atomicwrite) through the fence's Change,
 // which decides the entry first and checks the publication after; ready
-// runs right before the publication (atomicwrite.Request.BeforePublish: the
-// journal's sync). A refusal removes the parents it made.
-func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, ready func() error) (atomicwrite.Result, error) {
+// is the journal's sync, started with the temp file's fsync and waited for
+// right before the publication (atomicwrite.Request.BeforeSync and
+// BeforePublish). A refusal removes the parents it made.
+func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, at Site, ready staged) (atomicwrite.Result, error) {
 	if err := checkNames(m.rel, m.name); err != nil {
 		return atomicwrite.Result{}, osErr(op, op, dp, err)
 	}
@@ -300,7 +301,7 @@ func (f *Backend) publish(ctx context.Context, m *mutation, op, dp, content stri
 // publishIn publishes content at the target in its open parent, with verify
 // (the fence's check) right after the publication; confined says it runs
 // under a Landlock domain. A failure removes the created parents it made.
-func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, confined bool, verify, ready func() error, created int) (atomicwrite.Result, error) {
+func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content string, pub atomicwrite.Publication, confined bool, verify func() error, ready staged, created int) (atomicwrite.Result, error) {
 	f.reclaimOnce(m.parent)
 	res, err := atomicwrite.Write(ctx, atomicwrite.Request{
 		Parent:        m.parent,
@@ -313,7 +314,8 @@ func (f *Backend) publishIn(ctx context.Context, m *mutation, op, dp, content st
 		Confined:      confined,
 		Verify:        verify,
 		AfterStage:    f.afterStage,
-		BeforePublish: ready,
+		BeforeSync:    ready.start,
+		BeforePublish: ready.wait,
 	})
 	if res.Residue != nil {
 		f.log.Warn("staging cleanup failed after publication", zap.Error(res.Residue))
