@@ -55,22 +55,25 @@ type skipped struct {
 
 // manifest is one walk of one root: every entry in scope by path relative
 // to the root ("" is the root), the entries skipped, and when the walk
-// ended (ns since the epoch; an entry whose ctime is this close to it may
-// have changed within the same clock tick, see racy).
+// started (ns since the epoch; every stat was taken after it, see racy).
 type manifest struct {
 	root    string
 	entries map[string]*state
 	skipped map[string]skipped
-	end     int64
+	start   int64
 }
 
-// racyWindow is how close to a walk's end (ns) an entry's ctime makes its
-// stat untrustworthy: the kernel stamps times at its clock tick (up to
-// 10 ms apart), so a change in the same tick can leave the stat as it was.
+// racyWindow is how close to the moment of its stat (ns) an entry's ctime
+// makes the stat untrustworthy: the kernel stamps times at its clock tick
+// (up to 10 ms apart), so a change in the tick of the stat can leave the
+// stat as it was.
 const racyWindow = int64(50e6)
 
-// racy reports whether st, as m saw it, may hide a later change of content.
-func (m *manifest) racy(st *state) bool { return m.end-st.ctime < racyWindow }
+// racy reports whether st, as m saw it, may hide a later change of
+// content: its ctime is within racyWindow of the walk's start or later
+// (every stat was taken after the start, so this covers the moment of
+// st's own stat, and every entry changed while the walk ran).
+func (m *manifest) racy(st *state) bool { return st.ctime > m.start-racyWindow }
 
 // contentFunc reads the content of the regular file fd (size bytes by its
 // fstat) into the journal and returns its key.
@@ -99,7 +102,7 @@ type walker struct {
 // content read fails.
 func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFunc) (*manifest, error) {
 	w := &walker{
-		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}},
+		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}, start: now()},
 		prev: prev, deny: deny, content: content,
 		sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 0)),
 	}
@@ -122,7 +125,6 @@ func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFun
 	if w.err != nil {
 		return nil, w.err
 	}
-	w.m.end = now()
 	return w.m, nil
 }
 
