@@ -11,7 +11,7 @@
 //
 // Out of scope, never read and never journaled: `.git`, the deny-read set
 // (secrets never reach the journal), gitignored paths (node_modules, build
-// output), and special files. A skipped entry is compared by its own stat:
+// output), the journal's own directory, and special files. A skipped entry is compared by its own stat:
 // when it changed, or moved into or out of the scope, the entry lists it
 // in NotJournaled; a change deep inside a skipped directory is not seen.
 package cmdjournal
@@ -20,6 +20,7 @@ import (
 	"errors"
 	"io"
 	"os"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"time"
@@ -47,7 +48,7 @@ type Options struct {
 // once in one root each see the others' changes made while they ran.
 type Journaler struct {
 	store *journal.Journal
-	deny  sandbox.DenyRead
+	scope scope
 	log   *zap.Logger
 
 	mu    sync.Mutex
@@ -69,7 +70,14 @@ func New(o Options) (*Journaler, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	return &Journaler{store: o.Journal, deny: o.DenyRead, log: log.Named("cmdjournal"), roots: map[string]*rootState{}}, nil
+	dir, err := filepath.EvalSymlinks(o.Journal.Dir())
+	if err != nil {
+		dir = filepath.Clean(o.Journal.Dir())
+	}
+	return &Journaler{
+		store: o.Journal, scope: scope{deny: o.DenyRead, journal: dir},
+		log: log.Named("cmdjournal"), roots: map[string]*rootState{},
+	}, nil
 }
 
 // root returns the state of root, made on first use.
@@ -126,7 +134,7 @@ func (j *Journaler) walk(root string, base *manifest) (*manifest, int64, error) 
 		base = rs.last
 	}
 	k := &keeper{store: j.store}
-	m, err := walk(root, base, j.deny, k.put)
+	m, err := walk(root, base, j.scope, k.put)
 	if err != nil {
 		k.abort()
 		return nil, 0, err

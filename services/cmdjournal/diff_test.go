@@ -120,3 +120,22 @@ func inScope(t *testing.T, ws string) map[string]string {
 	}))
 	return out
 }
+
+// TestTheJournalInsideTheWorkspaceIsNotWalked: a journal whose directory
+// lies inside a workspace root is never read into itself: the snapshot's
+// own appends to it are not a change of the command's.
+func TestTheJournalInsideTheWorkspaceIsNotWalked(t *testing.T) {
+	ws := fixture(t)
+	st, err := journal.Open(journal.Options{Dir: filepath.Join(ws, "state", "journal"), MaxBytes: 1 << 30, Sync: true})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = st.Close() })
+	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
+	require.NoError(t, err)
+	snap, err := j.Begin([]string{ws})
+	require.NoError(t, err)
+	sh(t, ws, "echo more >> a.txt")
+	res, err := snap.End(Call{Session: "s"})
+	require.NoError(t, err)
+	assert.Equal(t, []string{filepath.Join(ws, "a.txt")}, res.Entry.Paths)
+	assert.Empty(t, res.NotJournaled)
+}

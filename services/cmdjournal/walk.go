@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -21,6 +22,7 @@ import (
 const (
 	skipGit       = ".git"
 	skipDenyRead  = "deny-read"
+	skipJournal   = "the journal itself"
 	skipGitignore = "gitignored"
 	skipSpecial   = "not a file, directory or symlink"
 )
@@ -86,7 +88,7 @@ type contentFunc func(fd int, size int64) (hash string, err error)
 type walker struct {
 	m       *manifest
 	prev    *manifest // nil: read every file
-	deny    sandbox.DenyRead
+	scope   scope
 	content contentFunc
 
 	mu   sync.Mutex // guards m's maps and err
@@ -97,17 +99,28 @@ type walker struct {
 	stop atomic.Bool
 }
 
+// scope is what a walk leaves out besides .git and gitignored paths: the
+// deny-read set and the journal's own directory (were it inside a root,
+// each snapshot would copy the journal into itself).
+type scope struct {
+	deny    sandbox.DenyRead
+	journal string
+}
+
 // walk returns the manifest of root (absolute, canonical). Errors: the
-// root is in the deny-read set, cannot be opened or is no directory; a
-// content read fails.
-func walk(root string, prev *manifest, deny sandbox.DenyRead, content contentFunc) (*manifest, error) {
+// root is in the deny-read set or in the journal, cannot be opened or is
+// no directory; a content read fails.
+func walk(root string, prev *manifest, sc scope, content contentFunc) (*manifest, error) {
 	w := &walker{
 		m:    &manifest{root: root, entries: map[string]*state{}, skipped: map[string]skipped{}, start: now()},
-		prev: prev, deny: deny, content: content,
+		prev: prev, scope: sc, content: content,
 		sem: make(chan struct{}, max(runtime.GOMAXPROCS(0)-1, 0)),
 	}
-	if rule, denied := deny.Denied(root, true); denied {
+	if rule, denied := sc.deny.Denied(root, true); denied {
 		return nil, errors.New("the workspace root " + root + " is in the deny-read set (" + rule + ")")
+	}
+	if root == sc.journal || dirfd.Beneath(sc.journal, root) {
+		return nil, errors.New("the workspace root " + root + " is in the journal's directory " + sc.journal)
 	}
 	fd, err := unix.Open(root, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -200,6 +213,9 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 		case w.denied(sub, isDir):
 			skips[sub] = skipped{*s, skipDenyRead}
 			continue
+		case isDir && w.abs(sub) == w.scope.journal:
+			skips[sub] = skipped{*s, skipJournal}
+			continue
 		case m != nil && m.Match(path, isDir):
 			skips[sub] = skipped{*s, skipGitignore}
 			continue
@@ -243,7 +259,7 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 // denied reports whether the entry rel (its parent in scope) is in the
 // deny-read set.
 func (w *walker) denied(rel string, isDir bool) bool {
-	_, denied := w.deny.DeniedEntry(w.abs(rel), isDir)
+	_, denied := w.scope.deny.DeniedEntry(w.abs(rel), isDir)
 	return denied
 }
 
