@@ -22,9 +22,20 @@ import (
 // it, so no run leaves a harness-bin-* directory behind.
 var binDir string
 
-// TestMain runs the tests, then removes the binary they built.
+// TestMain gives the servers the tests start a state directory of their
+// own (the journal's, $XDG_STATE_HOME/harness/journal: no test writes in
+// the user's home), runs the tests, then removes it and the binary they
+// built.
 func TestMain(m *testing.M) {
+	state, err := os.MkdirTemp("", "harness-e2e-state-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("XDG_STATE_HOME", state); err != nil {
+		panic(err)
+	}
 	code := m.Run()
+	_ = os.RemoveAll(state)
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}

@@ -72,12 +72,15 @@ type MoveOptions struct {
 // at the destination was Replaced, whether it was Copied between
 // filesystems, the Prior version of the source just before the move and the
 // Version of the destination after it (a rename changes the change time).
+// Note, when set, is one sentence on the change beyond that: the prior
+// state the journal could not keep (issue 25: it cannot be undone).
 type MoveOutcome struct {
 	Type     FileType
 	Replaced bool
 	Copied   bool
 	Prior    Version
 	Version  Version
+	Note     string
 }
 
 // RemoveOptions tunes Remove. A non-empty Version guards the removal of a
@@ -90,10 +93,11 @@ type RemoveOptions struct {
 
 // RemoveOutcome is what Remove deleted: the Type of the target and, for a
 // directory, the counts of Files, Directories (the target included) and
-// Others (symlinks, FIFOs, sockets, devices) removed.
+// Others (symlinks, FIFOs, sockets, devices) removed. Note is MoveOutcome's.
 type RemoveOutcome struct {
 	Type        FileType
 	Files       int
 	Directories int
 	Others      int
+	Note        string
 }

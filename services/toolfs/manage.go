@@ -154,6 +154,7 @@ func (t *Tools) delete(ctx context.Context, call *guard.Call) tool.Result {
 	if out.Type == fs.TypeDirectory {
 		text += " (" + strconv.Itoa(out.Files) + " files, " + strconv.Itoa(out.Directories) + " directories, " + strconv.Itoa(out.Others) + " others)"
 	}
+	text = withNote(text, out.Note)
 	return tool.Result{Text: text, Value: DeleteValue{
 		Path: dp, Type: string(out.Type), Files: out.Files, Directories: out.Directories, Others: out.Others,
 	}}
@@ -229,6 +230,7 @@ func (t *Tools) move(ctx context.Context, call *guard.Call) tool.Result {
 	case out.Replaced:
 		text += " (replacing what was there)"
 	}
+	text = withNote(text, out.Note)
 	return tool.Result{Text: text, Value: MoveValue{
 		Source: source.DisplayPath, Destination: dest.DisplayPath, Type: string(out.Type), Replaced: out.Replaced, Copied: out.Copied,
 	}}

@@ -11,6 +11,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -228,6 +229,22 @@ func TestJournalNotKept(t *testing.T) {
 	assert.Empty(t, changes[0].Journal, "nothing keeps the prior state")
 	assert.Equal(t, key([]byte(big)), changes[0].Before)
 	assert.Equal(t, key([]byte("small\n")), changes[0].After)
+
+	// A recursive delete of a tree over the cap, and a move over it.
+	require.NoError(t, os.MkdirAll(filepath.Join(dir, "tree", "sub"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "tree", "sub", "big"), []byte(big), 0o600))
+	rm, err := f.Remove(context.Background(), resolve(t, f, "tree"), fs.RemoveOptions{Recursive: true})
+	require.NoError(t, err)
+	assert.NoDirExists(t, filepath.Join(dir, "tree"))
+	assert.Contains(t, rm.Note, "was not kept in the journal: this change cannot be undone.")
+	require.NoError(t, os.WriteFile(filepath.Join(dir, "big"), []byte(big), 0o600))
+	mv, err := f.Move(context.Background(), resolve(t, f, "a"), resolve(t, f, "big"), fs.MoveOptions{Overwrite: true})
+	require.NoError(t, err)
+	assert.Contains(t, mv.Note, "cannot be undone")
+	assert.Equal(t, "small\n", readFile(t, filepath.Join(dir, "big")))
+	ok, err := f.Remove(context.Background(), resolve(t, f, "big"), fs.RemoveOptions{})
+	require.NoError(t, err)
+	assert.Empty(t, ok.Note, "a change kept says nothing")
 }
 
 // A journal that cannot append (a full disk, here a file size limit the
@@ -299,4 +316,53 @@ func TestJournalFailureRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// Eight goroutines overwrite eight files through one backend with the
+// journal on: every change is journaled once, Applied, with the content it
+// replaced, and each file holds its latest entry's After.
+func TestJournalConcurrentWrites(t *testing.T) {
+	j := openJournal(t, 8<<20)
+	f, dir := newFS(t, fslocal.Config{Journal: j})
+	const writers, rounds = 8, 10
+	var wg sync.WaitGroup
+	for w := range writers {
+		wg.Go(func() {
+			tg := resolve(t, f, fmt.Sprintf("f%d", w))
+			for r := range rounds {
+				if _, err := f.WriteText(context.Background(), tg, fmt.Sprintf("w%d r%d\n", w, r), fs.WriteOptions{}); err != nil {
+					t.Error(err)
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	entries, err := j.List(journal.ListOptions{})
+	require.NoError(t, err)
+	require.Len(t, entries, writers*rounds)
+	seen := map[string]int{}
+	latest := map[string]journal.Entry{}
+	for _, e := range entries {
+		assert.Equal(t, journal.Applied, e.Status)
+		p := e.Paths[0]
+		r := seen[p]
+		seen[p]++
+		if r == 0 {
+			assert.Empty(t, e.Before, "a create has no prior state")
+		} else {
+			require.Len(t, e.Before, 1)
+			assert.Equal(t, fmt.Sprintf("w%s r%d\n", strings.TrimPrefix(filepath.Base(p), "f"), r-1), string(blob(t, j, e.Before[0].Hash)))
+		}
+		latest[p] = e
+	}
+	for p, e := range latest {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, key(b), e.After[0].Hash, p)
+	}
+	assert.Len(t, latest, writers)
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	assert.Len(t, names, writers, "no temporary entry left")
 }

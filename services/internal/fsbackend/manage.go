@@ -255,6 +255,7 @@ func (f *Backend) remove(ctx context.Context, e entry, opts fs.RemoveOptions) (f
 	if ch != nil {
 		_, serr := parent.Stat(e.name, false)
 		ch.finish(err == nil || isAbsent(serr) || out.Files+out.Directories+out.Others > 0)
+		out.Note = ch.notKept()
 	}
 	return out, err
 }
@@ -476,6 +477,7 @@ func (f *Backend) move(ctx context.Context, src, dst entry, opts fs.MoveOptions)
 		after = []journal.Node{node(string(dst.key()), &now, ch.hash(string(src.key())))}
 	}
 	ch.finish(err == nil, after...)
+	out.Note = ch.notKept()
 	return out, err
 }
 
