@@ -282,7 +282,7 @@ func (w *walker) readLink(fd int, name, rel string, s *state) error {
 // the file into the journal; ok is false when it is gone or no longer a
 // file.
 func (w *walker) file(fd int, name, rel string, s *state) (ok bool, err error) {
-	if p := w.known(rel, s); p != nil {
+	if p := w.known(rel, s); p != nil && p.hash != "" {
 		s.hash = p.hash
 		return true, nil
 	}
