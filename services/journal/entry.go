@@ -71,6 +71,9 @@ type Node struct {
 // false when the prior content was not kept (NotKept says why: larger than
 // the cap) and the change cannot be undone. Bytes is the content this entry
 // added to the journal. Undoes, for an undo, is the entry it reversed.
+// NotJournaled, for a command, are the paths it changed that are out of
+// the snapshots' scope (.git, the deny-read set, gitignored paths): undo
+// cannot restore them.
 type Entry struct {
 	ID      string    `json:"id"`
 	Time    time.Time `json:"time"`
@@ -90,4 +93,6 @@ type Entry struct {
 	// Dropped is set (by List and Get) on an entry whose segment was
 	// dropped to keep the journal within its cap: its content is gone.
 	Dropped bool `json:"dropped,omitempty"`
+
+	NotJournaled []string `json:"not_journaled,omitempty"`
 }

@@ -123,10 +123,11 @@ func newJobs(r exec.Runner) *jobs {
 	return &jobs{runner: r, root: root, cancel: cancel, bySess: map[*session.Session]*sessionJobs{}}
 }
 
-// start runs req in the background for sess and returns its job at once.
+// start runs req in the background for sess and returns its job at once;
+// ended runs when the command has ended, before the job shows as ended.
 // Errors: *limitError when sess has MaxBackground running, or the tool is
 // closed.
-func (m *jobs) start(sess *session.Session, req exec.Request) (*job, error) {
+func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -166,6 +167,7 @@ func (m *jobs) start(sess *session.Session, req exec.Request) (*job, error) {
 		defer m.wg.Done()
 		defer cancel()
 		j.res, j.err = m.runner.Run(ctx, req)
+		ended()
 		close(j.done)
 	}()
 	return j, nil

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/session"
@@ -59,11 +60,19 @@ var signals = map[string]syscall.Signal{
 // startBackground starts req as a background command of the call's session
 // and returns its id at once. A command that cannot start (the sandbox is
 // unavailable, a protected workdir) shows as failed, with the reason, in
-// exec_output.
-func (t *Tool) startBackground(c *guard.Call, req exec.Request) tool.Result {
-	j, err := t.jobs.start(c.Session, req)
+// exec_output. With --journal-commands the workspace is snapshotted before
+// it starts and what it changed is journaled when it ends (exit, kill,
+// timeout, the session's end), under this call's id.
+func (t *Tool) startBackground(ctx context.Context, c *guard.Call, workspace string, req exec.Request) tool.Result {
+	snap := t.snapshot(ctx, workspace, req)
+	rec := audit.FromContext(ctx).Record()
+	bg := context.WithoutCancel(ctx)
+	j, err := t.jobs.start(c.Session, req, func() { t.journal(bg, snap, rec) })
 	if err != nil {
 		return tool.ErrorResult(err.Error(), CodeBackgroundLimit)
+	}
+	if snap != nil {
+		setJournal(ctx, "journaled when "+j.id+" ends, as the entry of call "+strconv.Quote(rec.Call))
 	}
 	v := Started{ID: j.id, Command: j.command, Background: true, Started: j.started.UTC().Format(time.RFC3339Nano)}
 	return tool.Result{Value: v, Text: "started in the background as " + j.id + " (in " + j.workdir + "); read its output with exec_output {\"id\":\"" +

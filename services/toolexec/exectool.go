@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
@@ -164,9 +165,9 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 		if !args.timeoutSet {
 			req.Timeout = 0
 		}
-		return t.startBackground(c, req)
+		return t.startBackground(ctx, c, workspace, req)
 	}
-	res, ran, err := t.runNow(ctx, c, req)
+	res, ran, err := t.runNow(ctx, c, workspace, req)
 	if !ran {
 		return tool.ErrorResult("the call was cancelled while waiting for a free command slot", CodeCancelled)
 	}
@@ -182,8 +183,10 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 // and the run happen through the call's Idle: they hold a command slot, not
 // the front end's call slot (the command slots are the commands' own cap),
 // so other calls never queue behind commands. ran is false when ctx ended
-// before a slot was free (nothing ran).
-func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res exec.Result, ran bool, err error) {
+// before a slot was free (nothing ran). With --journal-commands, the
+// workspace is snapshotted right before the command and what it changed
+// journaled right after it ended, however it ended.
+func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req exec.Request) (res exec.Result, ran bool, err error) {
 	rep := report(c.Progress)
 	defer rep.stop()
 	if c.Progress != nil {
@@ -200,9 +203,11 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, req exec.Request) (res
 			return
 		}
 		defer func() { <-t.slots }()
+		snap := t.snapshot(ctx, workspace, req)
 		rep.running.Store(true)
 		ran = true
 		res, err = t.deps.Runner.Run(ctx, req)
+		t.journal(context.WithoutCancel(ctx), snap, audit.FromContext(ctx).Record())
 	})
 	return res, ran, err
 }

@@ -17,6 +17,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/cmdjournal"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -41,11 +42,13 @@ type Config struct {
 
 // Deps are what the tool needs: the runner and the policy service (for the
 // workspace root and, when the runner confines, each call's policy); an
-// Approver enables escalation.
+// Approver enables escalation; Commands (--journal-commands) journals what
+// each command changes in its workspace roots.
 type Deps struct {
 	Runner   exec.Runner
 	Policy   *sandboxpolicy.Service
 	Approver sandbox.Approver
+	Commands *cmdjournal.Journaler
 	Logger   *zap.Logger
 }
 
@@ -102,8 +105,9 @@ type Params struct {
 	Config    Config `optional:"true"`
 	Runner    exec.Runner
 	Policy    *sandboxpolicy.Service
-	Approver  sandbox.Approver `optional:"true"`
-	Logger    *zap.Logger      `optional:"true"`
+	Approver  sandbox.Approver      `optional:"true"`
+	Commands  *cmdjournal.Journaler `optional:"true"`
+	Logger    *zap.Logger           `optional:"true"`
 	Lifecycle fx.Lifecycle
 }
 
@@ -115,7 +119,7 @@ type Result struct {
 }
 
 func provide(p Params) (Result, error) {
-	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Logger: p.Logger})
+	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Commands: p.Commands, Logger: p.Logger})
 	if err != nil {
 		return Result{}, err
 	}
@@ -127,7 +131,8 @@ func provide(p Params) (Result, error) {
 // Module contributes exec, exec_output and exec_kill to the "tools" group,
 // and ends every background command when the app stops. It needs an
 // exec.Runner (execlocal.Module or execsandbox.Module) and a
-// *sandboxpolicy.Service; an optional sandbox.Approver enables escalation.
+// *sandboxpolicy.Service; an optional sandbox.Approver enables escalation,
+// an optional *cmdjournal.Journaler journals what commands change.
 var Module = fx.Module("toolexec",
 	fx.Provide(provide),
 	fx.Invoke(func(tool.Group) {}),

@@ -451,6 +451,9 @@ type ExecReport struct {
 	// Isolation is how confined commands run (execsandbox.Runner's
 	// report); nil for the plain runner.
 	Isolation *execsandbox.Isolation `json:"isolation,omitempty"`
+	// JournalCommands reports --journal-commands: what each command
+	// changes in its workspace roots is journaled.
+	JournalCommands bool `json:"journalCommands"`
 }
 
 // policy prints the resolved policy and writable roots.
@@ -507,6 +510,7 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Exec = &ExecReport{
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
 			Network: cfg.Network, UnixSockets: cfg.UnixSockets, UnixSocketPaths: cfg.UnixSocketPaths,
+			JournalCommands: cfg.JournalCommands,
 		}
 		if r, ok := optional.Runner.(*execsandbox.Runner); ok {
 			iso := r.Isolation()
@@ -593,8 +597,19 @@ func (rep PolicyReport) String() string {
 	// named sockets (--unix-socket) follow, among the commands' lines.
 	if e := rep.Exec; e != nil {
 		writeExec(&b, e)
+		writeCommandJournal(&b, e)
 	}
 	return b.String()
+}
+
+// writeCommandJournal writes whether commands' changes are journaled.
+func writeCommandJournal(b *strings.Builder, e *ExecReport) {
+	if e.JournalCommands {
+		b.WriteString("command journal: on (--journal-commands: each command's workspace roots are snapshotted before it runs and what it changed is journaled, " +
+			"except .git, the deny-read set and gitignored paths)\n")
+		return
+	}
+	b.WriteString("command journal: off (a command's changes are not journaled; --journal-commands turns it on)\n")
 }
 
 // writeExec writes the commands: part of the policy report.

@@ -34,7 +34,8 @@ import (
 // (whose writable roots add the toolchain caches, ToolchainCaches), the
 // backend chosen by cfg.FS, the read-before-write policy, the file tools,
 // and (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
-// the exec tool.
+// the exec tool (with cfg.JournalCommands, journaling what each command
+// changes).
 // extra options are appended (a server, an approver, fx.Populate).
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
@@ -117,6 +118,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			fx.Supply(exec.Config{Env: cfg.ExecEnv}),
 			fx.Supply(execsandboxConfig(cfg)),
 			runner,
+			journalCommands(cfg),
 			toolexec.Module,
 		)
 	}

@@ -137,6 +137,11 @@ type Config struct {
 	// ExecPids caps a command's processes; 0 means the default (512), -1
 	// none.
 	ExecPids int `yaml:"exec-pids"`
+	// JournalCommands snapshots each command's writable workspace roots
+	// before it runs and journals what it changed (services/cmdjournal), so
+	// `harness undo` can restore it; it needs the journal
+	// (--journal-max-bytes above 0) and a command runner.
+	JournalCommands bool `yaml:"journal-commands"`
 
 	ReadLimit         int   `yaml:"read-limit"`
 	ReadMaxLineLength int   `yaml:"read-max-line-length"`
@@ -332,6 +337,13 @@ func (c *Config) validateExec() error {
 		return fieldErr("allow-domain", "%q needs --exec sandbox: the proxy is reached from the confined commands' network namespace, and --exec %s confines nothing", c.AllowDomains, c.Exec)
 	case c.ExecIsolation != "bwrap":
 		return fieldErr("allow-domain", "%q needs --exec-isolation bwrap: the proxy listens inside each command's network namespace, which --exec-isolation %s does not make", c.AllowDomains, c.ExecIsolation)
+	}
+	switch {
+	case !c.JournalCommands:
+	case c.JournalMaxBytes == 0:
+		return fieldErr("journal-commands", "needs the journal, which --journal-max-bytes 0 turns off")
+	case c.Exec == "off":
+		return fieldErr("journal-commands", "needs a command runner, and --exec off has none")
 	}
 	for _, n := range c.ExecEnv {
 		if n == "" || strings.ContainsAny(n, "= \x00") {

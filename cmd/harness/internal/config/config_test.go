@@ -71,6 +71,7 @@ func TestDefault(t *testing.T) {
 			"CONFIG", "FS", "MODE", "WORKSPACE", "TEMP_ROOT", "READ_LIMIT", "READ_MAX_LINE_LENGTH",
 			"READ_MAX_BYTES", "READ_STREAM_MIN_SIZE", "LIST_LIMIT", "INVARIANTS", "LOG_LEVEL", "LOG_FORMAT",
 			"DURABILITY", "WORKSPACE_OWNER", "TOOLCHAIN_CACHES", "DENY_READ", "ALLOW_READ", "JOURNAL_MAX_BYTES",
+			"JOURNAL_COMMANDS",
 		} {
 			vars[config.EnvPrefix+name] = ""
 		}
@@ -239,6 +240,12 @@ func TestPrecedence(t *testing.T) {
 			name:  "toolchain-caches",
 			set:   layer{yaml: "toolchain-caches: true", env: [2]string{"TOOLCHAIN_CACHES", "false"}, args: []string{"--toolchain-caches"}},
 			get:   func(c config.Config) any { return c.ToolchainCaches },
+			wants: [4]any{false, true, false, true},
+		},
+		{
+			name:  "journal-commands",
+			set:   layer{yaml: "journal-commands: true", env: [2]string{"JOURNAL_COMMANDS", "false"}, args: []string{"--journal-commands"}},
+			get:   func(c config.Config) any { return c.JournalCommands },
 			wants: [4]any{false, true, false, true},
 		},
 		{
@@ -484,6 +491,7 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_DURABILITY", env: map[string]string{"HARNESS_DURABILITY": "atomc"}, wantIn: []string{"HARNESS_DURABILITY: ", `did you mean "atomic"?`}, wantNot: []string{"--durability"}},
 		{name: "HARNESS_WORKSPACE_OWNER", env: map[string]string{"HARNESS_WORKSPACE_OWNER": "maybe"}, wantIn: []string{"HARNESS_WORKSPACE_OWNER", `"maybe"`}},
 		{name: "HARNESS_TOOLCHAIN_CACHES", env: map[string]string{"HARNESS_TOOLCHAIN_CACHES": "yes"}, wantIn: []string{"HARNESS_TOOLCHAIN_CACHES", "not a boolean", `"yes"`}},
+		{name: "HARNESS_JOURNAL_COMMANDS", env: map[string]string{"HARNESS_JOURNAL_COMMANDS": "yes"}, wantIn: []string{"HARNESS_JOURNAL_COMMANDS", "not a boolean", `"yes"`}},
 		{name: "HARNESS_TEMP_ROOT with an empty entry", env: map[string]string{"HARNESS_TEMP_ROOT": "/a" + string(os.PathListSeparator) + string(os.PathListSeparator) + "/b"}, wantIn: []string{"HARNESS_TEMP_ROOT: "}, wantNot: []string{"--temp-root"}},
 		{name: "YAML --log-format", yaml: "log-format: yaml\n", wantIn: []string{"harness.yaml:1: key \"log-format\": ", `"yaml"`, "json, console"}, wantNot: []string{"--log-format:"}},
 		{name: "YAML negative list-limit", yaml: "fs: local\nlist-limit: -9\n", wantIn: []string{"harness.yaml:2: key \"list-limit\": ", "-9"}, wantNot: []string{"--list-limit"}},
@@ -652,6 +660,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner", "journal-max-bytes",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
+		"journal-commands",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)
@@ -720,6 +729,30 @@ func TestAllowDomainNeedsNetworkDeny(t *testing.T) {
 		{name: "landlock isolation", args: []string{"--exec-isolation", "landlock", "--allow-domain", "github.com"}, want: `--allow-domain: ["github.com"] needs --exec-isolation bwrap`},
 	}
 	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.vars)
+			require.ErrorContains(t, err, tc.want)
+		})
+	}
+}
+
+// TestJournalCommandsNeedsTheJournalAndARunner: --journal-commands with
+// the journal off or no command runner is refused, naming where it came
+// from; with both it loads.
+func TestJournalCommandsNeedsTheJournalAndARunner(t *testing.T) {
+	assert.True(t, mustLoad(t, []string{"--journal-commands"}, nil).JournalCommands)
+	assert.True(t, mustLoad(t, []string{"--journal-commands", "--exec", "local"}, nil).JournalCommands)
+	for _, tc := range []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{name: "journal off", args: []string{"--journal-commands", "--journal-max-bytes", "0"}, want: "--journal-commands: needs the journal, which --journal-max-bytes 0 turns off"},
+		{name: "exec off", args: []string{"--journal-commands", "--exec", "off"}, want: "--journal-commands: needs a command runner, and --exec off has none"},
+		{name: "variable", vars: map[string]string{"HARNESS_JOURNAL_COMMANDS": "true", "HARNESS_EXEC": "off"}, want: "HARNESS_JOURNAL_COMMANDS: needs a command runner"},
+		{name: "file", args: []string{"--config", writeYAML(t, "exec: off\njournal-commands: true\n")}, want: `:2: key "journal-commands": needs a command runner`},
+	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := load(t, tc.args, tc.vars)
 			require.ErrorContains(t, err, tc.want)

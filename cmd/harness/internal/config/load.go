@@ -90,6 +90,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
 	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
+	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
 		// source maps a key to where its value came from, for errors.
@@ -134,6 +135,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
 			"exec-memory":           func() { cfg.ExecMemory = *execMem },
 			"exec-pids":             func() { cfg.ExecPids = *execPids },
+			"journal-commands":      func() { cfg.JournalCommands = *journalCmds },
 			"read-limit":            func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length":  func() { cfg.ReadMaxLineLength = *lineLen },
 			"read-max-bytes":        func() { cfg.ReadMaxBytes = *readBytes },
@@ -391,6 +393,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			return fmt.Errorf("%sTOOLCHAIN_CACHES: not a boolean: %q", EnvPrefix, v)
 		}
 		cfg.ToolchainCaches = b
+	}
+	if v := lookup("JOURNAL_COMMANDS"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%sJOURNAL_COMMANDS: not a boolean: %q", EnvPrefix, v)
+		}
+		cfg.JournalCommands = b
 	}
 	if v := lookup("WORKSPACE_OWNER"); v != "" {
 		b, err := strconv.ParseBool(v)
