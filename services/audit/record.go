@@ -120,6 +120,10 @@ type Command struct {
 	Journal      string   `json:"journal"`
 }
 
+// NotJournaled is Command.Journal of a command whose changes the journal
+// does not keep (commands are journaled only with --journal-commands).
+const NotJournaled = "not journaled"
+
 // Sink receives each call's record when the call ends. Append must not
 // block the call for long (a full disk is reported, never waited out) and
 // must be safe for concurrent use.
