@@ -81,8 +81,8 @@ type Log struct {
 	queue  chan Record
 	done   chan struct{}
 
-	lost    atomic.Int64 // records lost since the last record written
-	episode atomic.Bool  // a loss was reported and no batch has been written since
+	lost atomic.Int64 // records lost and not yet carried by an encoded record
+	loss episode
 
 	// The writer goroutine's own state.
 	f     *os.File
@@ -144,20 +144,20 @@ func (l *Log) Append(r Record) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
-		l.lose(1, errors.New("appended after close"))
+		l.lose(1, 0, errors.New("appended after close"))
 		return
 	}
 	select {
 	case l.queue <- r:
 	default:
-		l.lose(1, fmt.Errorf("queue full (%d records waiting)", cap(l.queue)))
+		l.lose(1, 0, fmt.Errorf("queue full (%d records waiting)", cap(l.queue)))
 	}
 }
 
 // Close writes and syncs every queued record, stops the writer and closes
-// the file. It returns the last write or sync error the writer met since
-// the log opened (the records it lost are also counted and reported), nil
-// when every record reached the disk. Calling it again does nothing.
+// the file. It returns the error of the last batch when that batch could
+// not be written or synced (its records are counted as lost and reported),
+// nil when it reached the disk. Calling it again does nothing.
 func (l *Log) Close() error {
 	l.mu.Lock()
 	if l.closed {
@@ -173,15 +173,6 @@ func (l *Log) Close() error {
 	}
 	_ = l.lock.Close()
 	return l.err
-}
-
-// lose counts n lost records and reports the first loss of an episode.
-func (l *Log) lose(n int64, cause error) {
-	l.lost.Add(n)
-	if l.episode.CompareAndSwap(false, true) {
-		l.opts.Log.Error("audit log: records lost", zap.String("path", l.opts.Path), zap.Int64("records", n), zap.Error(cause))
-		_, _ = fmt.Fprintf(l.opts.Stderr, "harness: audit log %s: records lost: %v (counted; the next record written says how many)\n", l.opts.Path, cause)
-	}
 }
 
 // openFile opens path for appending, creating it 0600.

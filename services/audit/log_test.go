@@ -38,20 +38,29 @@ func lines(t *testing.T, path string) []string {
 	t.Helper()
 	b, err := os.ReadFile(path)
 	require.NoError(t, err)
+	return splitLines(t, b)
+}
+
+// splitLines splits b into lines, failing when it does not end with a
+// newline.
+func splitLines(t *testing.T, b []byte) []string {
+	t.Helper()
 	if len(b) == 0 {
 		return nil
 	}
-	require.Equal(t, byte('\n'), b[len(b)-1], "the file ends with a whole line")
-	return strings(bytes.Split(b[:len(b)-1], []byte("\n")))
-}
-
-func strings(bs [][]byte) []string {
-	out := make([]string, len(bs))
-	for i, b := range bs {
-		out[i] = string(b)
+	require.Equal(t, byte('\n'), b[len(b)-1], "whole lines only")
+	var out []string
+	for l := range bytes.SplitSeq(b[:len(b)-1], []byte("\n")) {
+		out = append(out, string(l))
 	}
 	return out
 }
+
+// How long a test waits for the writer goroutine.
+const (
+	waitFor = 10 * time.Second
+	tick    = 10 * time.Millisecond
+)
 
 // decode decodes each line as a Record.
 func decode(t *testing.T, ls []string) []audit.Record {
@@ -196,4 +205,3 @@ func TestOpenLogRefuses(t *testing.T) {
 		})
 	}
 }
-

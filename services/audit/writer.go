@@ -8,38 +8,69 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// run is the writer goroutine: it takes every record queued at the time,
-// writes them in one write(2) and syncs them with one fdatasync, until
-// Close closes the queue and it is drained.
+// run is the writer goroutine: it takes the records queued at the time,
+// up to a batch (maxBatch, and no more than MaxBytes so a batch fits a
+// fresh file), writes them in one write(2) and syncs them with one
+// fdatasync, until Close closes the queue and it is drained.
 func (l *Log) run() {
 	defer close(l.done)
-	var buf []byte
-	for r := range l.queue {
+	limit := min(maxBatch, l.opts.MaxBytes)
+	var (
+		buf  []byte
+		next *line // taken from the queue, did not fit the last batch
+		open = true
+	)
+	for open || next != nil {
+		if next == nil {
+			r, ok := <-l.queue
+			if !ok {
+				return
+			}
+			next = l.encode(r)
+		}
 		buf = buf[:0]
 		if l.torn {
 			// The last write stopped mid-line: end that fragment so it
 			// stays one unreadable line instead of spoiling this record.
 			buf = append(buf, '\n')
 		}
-		carried := l.lost.Swap(0)
-		r.Lost += carried
-		buf = append(buf, marshal(r)...)
-		n := int64(1)
+		buf = append(buf, next.b...)
+		n, carried := int64(1), next.lost
+		next = nil
 	drain:
-		for len(buf) < maxBatch {
+		for open {
 			select {
 			case r, ok := <-l.queue:
 				if !ok {
+					open = false
 					break drain
 				}
-				buf = append(buf, marshal(r)...)
-				n++
+				ln := l.encode(r)
+				if int64(len(buf)+len(ln.b)) > limit {
+					next = ln
+					break drain
+				}
+				buf = append(buf, ln.b...)
+				n, carried = n+1, carried+ln.lost
 			default:
 				break drain
 			}
 		}
 		l.write(buf, n, carried)
 	}
+}
+
+// line is one encoded record and the count of lost records it carries.
+type line struct {
+	b    []byte
+	lost int64
+}
+
+// encode encodes r, carrying the count of the records lost before it.
+func (l *Log) encode(r Record) *line {
+	lost := l.lost.Swap(0)
+	r.Lost += lost
+	return &line{b: marshal(r), lost: lost}
 }
 
 // write appends buf (n records, carrying the count of carried earlier
@@ -60,15 +91,11 @@ func (l *Log) write(buf []byte, n, carried int64) {
 	if err != nil {
 		l.torn = w > 0 && w < len(buf)
 		l.err = fmt.Errorf("audit log: %w", err)
-		l.lose(n+carried, err)
+		l.lose(n, carried, err)
 		return
 	}
-	l.torn = false
-	if carried > 0 {
-		l.episode.Store(false)
-		l.opts.Log.Info("audit log: writing again", zap.String("path", l.opts.Path), zap.Int64("lost", carried))
-		_, _ = fmt.Fprintf(l.opts.Stderr, "harness: audit log %s: writing again; %d records were lost\n", l.opts.Path, carried)
-	}
+	l.torn, l.err = false, nil
+	l.written(carried)
 }
 
 // sync makes what was written durable. A file that cannot be synced (a
