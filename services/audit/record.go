@@ -70,6 +70,10 @@ type Record struct {
 	Changes    []Change `json:"changes,omitempty"`
 	Command    *Command `json:"command,omitempty"`
 	DurationMS float64  `json:"duration_ms"`
+	// Lost is the number of records the log could not write (its queue
+	// was full, or a write failed) since the record written before this
+	// one; omitted when none was lost.
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // Escalation is an escalation a call asked for and the answer. What is the
