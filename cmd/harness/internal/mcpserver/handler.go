@@ -120,7 +120,7 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		defer call.release()
 		result := t.Handler(session.NewContext(ctx, sess), tool.Call{
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
-			Client:    clientName(req, newProto),
+			Client:    clientName(req),
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
 			Progress:  progress(ctx, req),
@@ -149,18 +149,11 @@ const maxClientName = 200
 
 // clientName returns the name and version of the client that made req
 // ("claude-code 2.1.0"; the name alone without a version), as the request's
-// _meta says on a 2026-07-28 connection, else as the client's initialize
-// said; cut to maxClientName bytes, "" when unknown.
-func clientName(req *mcp.CallToolRequest, newProto bool) string {
-	var info *mcp.Implementation
-	if newProto {
-		if raw, err := json.Marshal(req.Params.Meta[mcp.MetaKeyClientInfo]); err == nil {
-			_ = json.Unmarshal(raw, &info) // absent or malformed: unknown
-		}
-	}
-	if ip := req.Session.InitializeParams(); info == nil && ip != nil {
-		info = ip.ClientInfo
-	}
+// _meta says (2026-07-28), else as the client's initialize said
+// (mcp.ServerRequest.ClientInfo); cut to maxClientName bytes, "" when
+// unknown.
+func clientName(req *mcp.CallToolRequest) string {
+	info := req.ClientInfo()
 	if info == nil {
 		return ""
 	}
