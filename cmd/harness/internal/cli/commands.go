@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fs"
@@ -414,6 +416,13 @@ type PolicyReport struct {
 	DenyRead DenyReadReport `json:"denyRead"`
 	// Exec describes the command runner; nil with --exec off.
 	Exec *ExecReport `json:"exec,omitempty"`
+	// AuditLog is the audit log file every call's record is appended to;
+	// "" when there is none (--audit-log off, or no state directory).
+	AuditLog string `json:"auditLog"`
+	// AuditMaxBytes is the size past which the audit log rotates.
+	AuditMaxBytes int64 `json:"auditMaxBytes,omitempty"`
+	// noStateDir says the audit log is off for want of a state directory.
+	noStateDir bool
 }
 
 // ExecReport is the command runner's part of the policy report: what this
@@ -471,16 +480,28 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Runner exec.Runner `optional:"true"`
 		}
 	)
+	// The report opens no audit log; it checks the file as serve would.
+	auditPath, noStateDir := cfg.AuditLogPath(), cfg.AuditLog == ""
+	cfg.AuditLog = config.AuditLogOff
 	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &runner))
 	if err != nil {
 		return PolicyReport{}, err
 	}
 	defer stop()
+	if auditPath != "" {
+		if err := compose.CheckAuditLog(auditPath, pol); err != nil {
+			return PolicyReport{}, &usageError{err: err}
+		}
+	}
 	p := pol.Default()
 	mode, confines := fsys.SandboxMode()
 	rep := PolicyReport{
 		Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{},
 		DenyRead: denyReadReport(pol.DenyRead()),
+		AuditLog: auditPath, noStateDir: noStateDir,
+	}
+	if auditPath != "" {
+		rep.AuditMaxBytes = cmp.Or(cfg.AuditMaxBytes, audit.DefaultMaxBytes)
 	}
 	if !confines {
 		// The bare backend writes wherever the process can.
@@ -567,6 +588,14 @@ func (rep PolicyReport) String() string {
 		for _, l := range rep.Layers {
 			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
+	}
+	switch {
+	case rep.AuditLog != "":
+		_, _ = fmt.Fprintf(&b, "audit log:      %s (one JSON line per call; rotated past %d bytes; harness audit reads it)\n", rep.AuditLog, rep.AuditMaxBytes)
+	case rep.noStateDir:
+		b.WriteString("audit log:      none (no state directory: neither $XDG_STATE_HOME nor $HOME is set; give --audit-log FILE)\n")
+	default:
+		b.WriteString("audit log:      off\n")
 	}
 	writeDenyRead(&b, rep.DenyRead)
 	// The network rule with its allowed names (--allow-domain) and the
