@@ -86,11 +86,15 @@ func TestRecordClosesEveryCall(t *testing.T) {
 	}{
 		{name: "allowed", args: `{"path":"ok"}`, decision: audit.Allowed, level: zapcore.DebugLevel},
 		{name: "an unknown key is invalid", args: `{"pth":"x"}`, decision: audit.Invalid, code: "INVALID_ARGUMENT", level: zapcore.DebugLevel},
-		{name: "a sandbox denial", args: `{"path":"denied"}`, decision: audit.Denied, code: "FS_SANDBOX_DENIED",
-			marker: sandbox.DenialMarker(sandbox.ReadOnly), level: zapcore.InfoLevel},
-		{name: "an approver that fails gives no answer", args: `{"path":"x","sandbox_permissions":"workspace-write","justification":"why\u0007 not"}`,
+		{
+			name: "a sandbox denial", args: `{"path":"denied"}`, decision: audit.Denied, code: "FS_SANDBOX_DENIED",
+			marker: sandbox.DenialMarker(sandbox.ReadOnly), level: zapcore.InfoLevel,
+		},
+		{
+			name: "an approver that fails gives no answer", args: `{"path":"x","sandbox_permissions":"workspace-write","justification":"why\u0007 not"}`,
 			decision: audit.Declined, code: string(sandboxpolicy.CodeApprovalFailed),
-			answer: &audit.Escalation{What: "workspace-write", Justification: "why not"}, level: zapcore.InfoLevel},
+			answer: &audit.Escalation{What: "workspace-write", Justification: "why not"}, level: zapcore.InfoLevel,
+		},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
