@@ -215,7 +215,8 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
 	defer tracker.End(sess)
-	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Arguments: arguments})
+	// The call's audit record names this command as its client.
+	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Client: "harness call " + version(), Arguments: arguments})
 	if !asks && res.IsError {
 		res.Text = withoutEscalationHint(res.Text)
 	}
