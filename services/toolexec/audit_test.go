@@ -151,15 +151,29 @@ func TestAuditRecordsCommands(t *testing.T) {
 	})
 
 	t.Run("a long command line is cut on a character boundary", func(t *testing.T) {
-		cmd := "true # " + strings.Repeat("é", audit.MaxCommandLine)
-		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": cmd})
-		require.False(t, res.IsError, res.Text)
-		line := sink.last(t).Command.Line
-		assert.LessOrEqual(t, len(line), audit.MaxCommandLine)
-		assert.Greater(t, len(line), audit.MaxCommandLine-len("é…"))
-		assert.True(t, utf8.ValidString(line))
-		assert.True(t, strings.HasSuffix(line, "…"))
-		assert.True(t, strings.HasPrefix(cmd, strings.TrimSuffix(line, "…")))
+		fits := "true # " + strings.Repeat("x", audit.MaxCommandLine-len("true # "))
+		for _, tc := range []struct {
+			name, cmd, want string
+		}{
+			{name: "a line of exactly the limit is kept whole", cmd: fits, want: fits},
+			{name: "one byte more is cut", cmd: fits + "y", want: fits[:audit.MaxCommandLine-len("…")] + "…"},
+			{name: "a cut never splits a character", cmd: "true # " + strings.Repeat("é", audit.MaxCommandLine)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": tc.cmd})
+				require.False(t, res.IsError, res.Text)
+				line := sink.last(t).Command.Line
+				assert.LessOrEqual(t, len(line), audit.MaxCommandLine)
+				assert.True(t, utf8.ValidString(line))
+				if tc.want != "" {
+					assert.Equal(t, tc.want, line)
+					return
+				}
+				assert.Greater(t, len(line), audit.MaxCommandLine-len("é…"))
+				assert.True(t, strings.HasSuffix(line, "…"))
+				assert.True(t, strings.HasPrefix(tc.cmd, strings.TrimSuffix(line, "…")))
+			})
+		}
 	})
 
 	t.Run("a refused argument is invalid and runs nothing", func(t *testing.T) {
