@@ -68,7 +68,7 @@ type LogOptions struct {
 // an episode is reported at error level to LogOptions.Log and on
 // LogOptions.Stderr, and the next record written carries the count in its
 // Lost field. Several processes may append to one file: each batch is one
-// O_APPEND write, and rotation is serialised by flock(2) on Path+".lock".
+// O_APPEND write, and rotation is serialized by flock(2) on Path+".lock".
 //
 // It does not protect the records from a process that may write the file
 // (the file is 0600 and belongs in a directory commands cannot reach), nor

@@ -93,10 +93,12 @@ func TestLogWritesOneLinePerRecord(t *testing.T) {
 		},
 		{
 			name: "a command with its exit and a change with its hashes",
-			rec: audit.Record{Time: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC), Tool: "exec", Decision: audit.Approved,
+			rec: audit.Record{
+				Time: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC), Tool: "exec", Decision: audit.Approved,
 				Escalation: &audit.Escalation{What: "danger-full-access", Answer: "allowed-once", Scope: "once"},
 				Outcome:    audit.OK, Changes: []audit.Change{{Path: "/ws/b", Before: "sha256:00", After: "sha256:11"}},
-				Command: &audit.Command{Line: "make", Workdir: "/ws", Exit: &exit, Stdout: 3, Journal: "not journaled"}},
+				Command: &audit.Command{Line: "make", Workdir: "/ws", Exit: &exit, Stdout: 3, Journal: "not journaled"},
+			},
 			want: `{"time":"2026-12-01T10:00:02Z","tool":"exec","decision":"approved","escalation":{"what":"danger-full-access","answer":"allowed-once","scope":"once"},"outcome":"ok","changes":[{"path":"/ws/b","before":"sha256:00","after":"sha256:11"}],"command":{"line":"make","workdir":"/ws","exit":2,"stdout_bytes":3,"stderr_bytes":0,"journal":"not journaled"},"duration_ms":0}`,
 		},
 	}

@@ -10,9 +10,9 @@ import (
 	"slices"
 	"strconv"
 	"strings"
-	"text/tabwriter"
 	"time"
 	"unicode"
+	"unicode/utf8"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/audit"
@@ -94,20 +94,44 @@ func auditCmd(_ context.Context, args []string, env Env) error {
 
 // writeAuditTable prints the selected records as a table: time (UTC),
 // session, tool, decision, outcome (and code), path(s) or command line,
-// bytes.
+// bytes; each column as wide as its widest cell (the rows are held until
+// the last is read), two spaces apart.
 func writeAuditTable(w io.Writer, log string, f audit.Filter) (audit.ReadStats, error) {
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-	_, _ = fmt.Fprintln(tw, "TIME\tSESSION\tTOOL\tDECISION\tOUTCOME\tPATH OR COMMAND\tBYTES")
+	rows := [][auditColumns]string{{"TIME", "SESSION", "TOOL", "DECISION", "OUTCOME", "PATH OR COMMAND", "BYTES"}}
 	st, err := audit.Read(log, f, func(r audit.Record, _ []byte) error {
-		_, err := fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\n", r.Time.UTC().Format(time.RFC3339), orDash(r.Session),
-			cell(r.Tool), cell(string(r.Decision)), outcome(r), target(r), r.Bytes)
-		return err
+		rows = append(rows, [auditColumns]string{
+			r.Time.UTC().Format(time.RFC3339), orDash(r.Session), cell(r.Tool),
+			cell(string(r.Decision)), outcome(r), target(r), strconv.FormatInt(r.Bytes, 10),
+		})
+		return nil
 	})
 	if err != nil {
 		return st, err
 	}
-	return st, tw.Flush()
+	var width [auditColumns]int
+	for _, row := range rows {
+		for i, c := range row {
+			width[i] = max(width[i], utf8.RuneCountInString(c))
+		}
+	}
+	var line []byte
+	for _, row := range rows {
+		line = line[:0]
+		for i, c := range row {
+			line = append(line, c...)
+			if i < auditColumns-1 {
+				line = append(line, strings.Repeat(" ", width[i]-utf8.RuneCountInString(c)+2)...)
+			}
+		}
+		if _, err := w.Write(append(line, '\n')); err != nil {
+			return st, err
+		}
+	}
+	return st, nil
 }
+
+// auditColumns is the number of columns of the table.
+const auditColumns = 7
 
 // outcome is a record's outcome column: ok, or error and its code; the
 // records the log lost before it, when any.

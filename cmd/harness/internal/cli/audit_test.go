@@ -2,6 +2,8 @@ package cli_test
 
 import (
 	"encoding/json"
+	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -30,8 +32,10 @@ func auditLog(t *testing.T) string {
 	recs := []audit.Record{
 		{Session: "s1", Client: "test 1", Tool: "read", Mode: "read-only", Paths: []string{"/ws/src/a.go"}, Decision: audit.Allowed, Outcome: audit.OK, Bytes: 120},
 		{Session: "s1", Tool: "write", Mode: "read-only", Paths: []string{"/etc/passwd"}, Decision: audit.Denied, Marker: "[sandbox: read-only]", Outcome: audit.Error, Code: "FS_DENIED"},
-		{Session: "s2", Tool: "exec", Mode: "danger-full-access", Decision: audit.Approved, Escalation: &audit.Escalation{What: "danger-full-access", Answer: "allowed-once", Scope: "once"}, Outcome: audit.OK,
-			Command: &audit.Command{Line: "make install", Workdir: "/ws", Exit: &exit0, Stdout: 10, Journal: "not journaled"}},
+		{
+			Session: "s2", Tool: "exec", Mode: "danger-full-access", Decision: audit.Approved, Escalation: &audit.Escalation{What: "danger-full-access", Answer: "allowed-once", Scope: "once"}, Outcome: audit.OK,
+			Command: &audit.Command{Line: "make install", Workdir: "/ws", Exit: &exit0, Stdout: 10, Journal: "not journaled"},
+		},
 		{Session: "s2", Tool: "edit", Paths: []string{"/ws/src/b.go"}, Decision: audit.Declined, Escalation: &audit.Escalation{What: "workspace-write", Answer: "rejected"}, Outcome: audit.Error, Code: "SANDBOX_ESCALATION_REJECTED", Lost: 3},
 		{Session: "s1", Tool: "read", Decision: audit.Invalid, Outcome: audit.Error, Code: "INVALID_ARGUMENT"},
 		{Session: "s1", Tool: "exec", Decision: audit.Allowed, Outcome: audit.Error, Code: "EXEC_FAILED", Command: &audit.Command{Line: "printf '\x1b[2J'\tgone", Workdir: "/ws/src", Exit: &exit2, Journal: "not journaled"}},
@@ -179,4 +183,46 @@ func TestPolicyAuditLog(t *testing.T) {
 	require.Equal(t, cli.ExitUsage, r.code)
 	assert.Contains(t, r.stderr, "harness: --audit-log: "+inside+" is inside "+l.ws+", which calls may write")
 	assert.NoFileExists(t, inside)
+}
+
+// BenchmarkAuditCommand runs `harness audit` over a 100,000-record log
+// (issue 25: it answers in under a second), its output discarded: the
+// whole table, the whole log as --json, and one session's table.
+func BenchmarkAuditCommand(b *testing.B) {
+	state := b.TempDir()
+	path := filepath.Join(state, "harness", "audit.jsonl")
+	require.NoError(b, os.MkdirAll(filepath.Dir(path), 0o700))
+	var buf strings.Builder
+	exit := 0
+	for i := range 100_000 {
+		r := audit.Record{
+			Time: auditT0.Add(time.Duration(i) * time.Second), Session: fmt.Sprintf("session-%03d", i%100), Client: "claude-code 2.1.0",
+			Tool: "write", Call: fmt.Sprint(i), Mode: "workspace-write", Paths: []string{fmt.Sprintf("/home/dev/project/src/pkg%02d/file%04d.go", i%50, i%1000)},
+			Decision: audit.Allowed, Outcome: audit.OK, Bytes: 1024, DurationMS: 1.25,
+		}
+		if i%2 == 1 {
+			r.Tool, r.Paths = "exec", nil
+			r.Command = &audit.Command{Line: "go test ./...", Workdir: "/home/dev/project", Exit: &exit, Stdout: 2048, Journal: "not journaled"}
+		}
+		line, err := json.Marshal(r)
+		require.NoError(b, err)
+		buf.Write(line)
+		buf.WriteByte('\n')
+	}
+	require.NoError(b, os.WriteFile(path, []byte(buf.String()), 0o600))
+	for _, bc := range []struct {
+		name string
+		args []string
+	}{
+		{"table", []string{"audit"}},
+		{"json", []string{"audit", "--json"}},
+		{"session-table", []string{"audit", "--session", "session-042"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			for b.Loop() {
+				code := cli.Run(b.Context(), bc.args, cli.Env{Stdout: io.Discard, Stderr: io.Discard, Getenv: getenv(map[string]string{"XDG_STATE_HOME": state})})
+				require.Equal(b, cli.ExitOK, code)
+			}
+		})
+	}
 }
