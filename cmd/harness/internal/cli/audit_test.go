@@ -226,3 +226,11 @@ func BenchmarkAuditCommand(b *testing.B) {
 		})
 	}
 }
+
+func TestAuditHelp(t *testing.T) {
+	for _, args := range [][]string{{"help", "audit"}, {"audit", "--help"}} {
+		r := runCLI(t, args, "", false, nil)
+		require.Equal(t, cli.ExitOK, r.code, r.stderr)
+		golden(t, "help_audit", r.stdout)
+	}
+}
