@@ -12,10 +12,10 @@ import (
 	"github.com/stretchr/testify/require"
 )
 
-// The served binary opens its audit log in the state directory by
+// TestServeDefaultAuditLog: the served binary opens its audit log in the state directory by
 // default (0700 directory, 0600 file), and refuses at start a log inside
 // the workspace, leaving nothing there.
-func TestServeAuditLog(t *testing.T) {
+func TestServeDefaultAuditLog(t *testing.T) {
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	_, err = oneShot(t, ws, []string{"--workspace", ws, "--temp-root", ws}, wireInit(`{}`), wireInitialized)
