@@ -84,6 +84,10 @@ bench:
 	$(GO) test -run '^$$' -bench ReadLastWindow1GiB -benchtime 1x -count 3 ./services/toolfs/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (Landlock hand-off)" >&2
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (reading a 100,000-record audit log)" >&2
+	$(GO) test -run '^$$' -bench 'BenchmarkRead$$' -benchtime 5x -count 3 ./services/audit/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (harness audit over 100,000 records)" >&2
+	$(GO) test -run '^$$' -bench AuditCommand -benchtime 5x -count 3 ./cmd/harness/internal/cli/ | tee -a bench.out
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
 ## bench-exec: build bin/harness and measure only the exec round trip of

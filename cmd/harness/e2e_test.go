@@ -22,12 +22,23 @@ import (
 // it, so no run leaves a harness-bin-* directory behind.
 var binDir string
 
-// TestMain runs the tests, then removes the binary they built.
+// TestMain runs the tests, then removes the binary they built. The
+// servers they start write their audit log in a state directory of the
+// run's own (XDG_STATE_HOME), under /var/tmp: outside /tmp, a default temp
+// root, where the server refuses a log; and never in the user's own.
 func TestMain(m *testing.M) {
+	state, err := os.MkdirTemp("/var/tmp", "harness-state-")
+	if err != nil {
+		panic(err)
+	}
+	if err := os.Setenv("XDG_STATE_HOME", state); err != nil {
+		panic(err)
+	}
 	code := m.Run()
 	if binDir != "" {
 		_ = os.RemoveAll(binDir)
 	}
+	_ = os.RemoveAll(state)
 	os.Exit(code)
 }
 

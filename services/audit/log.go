@@ -68,7 +68,7 @@ type LogOptions struct {
 // an episode is reported at error level to LogOptions.Log and on
 // LogOptions.Stderr, and the next record written carries the count in its
 // Lost field. Several processes may append to one file: each batch is one
-// O_APPEND write, and rotation is serialised by flock(2) on Path+".lock".
+// O_APPEND write, and rotation is serialized by flock(2) on Path+".lock".
 //
 // It does not protect the records from a process that may write the file
 // (the file is 0600 and belongs in a directory commands cannot reach), nor
@@ -86,10 +86,10 @@ type Log struct {
 
 	// The writer goroutine's own state.
 	f     *os.File
-	lock  *os.File
-	torn  bool  // the last write stopped mid-line
-	stuck bool  // the last rotation failed (reported)
-	err   error // the last write or sync error, returned by Close
+	lock  *os.File // Path+".lock", opened the first time rotation needs it
+	torn  bool     // the last write stopped mid-line
+	stuck bool     // the last rotation failed (reported)
+	err   error    // the last batch's write or sync error, returned by Close
 }
 
 // OpenLog opens (creating as needed) the log file of opts and starts its
@@ -124,19 +124,11 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	lock, err := os.OpenFile(opts.Path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
-	if err != nil {
-		_ = f.Close()
-		return nil, fmt.Errorf("audit log: %w", err)
-	}
 	syncDir(opts.Path)
-	l := &Log{opts: opts, queue: make(chan Record, opts.Queue), done: make(chan struct{}), f: f, lock: lock}
+	l := &Log{opts: opts, queue: make(chan Record, opts.Queue), done: make(chan struct{}), f: f}
 	go l.run()
 	return l, nil
 }
-
-// Path returns the log file's path.
-func (l *Log) Path() string { return l.opts.Path }
 
 // Append queues r to be written. It never blocks on the disk: when the
 // queue is full, or the log is closed, r is lost and counted.
@@ -171,7 +163,9 @@ func (l *Log) Close() error {
 	if err := l.f.Close(); err != nil && l.err == nil {
 		l.err = fmt.Errorf("audit log: %w", err)
 	}
-	_ = l.lock.Close()
+	if l.lock != nil {
+		_ = l.lock.Close()
+	}
 	return l.err
 }
 

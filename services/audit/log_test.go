@@ -93,10 +93,12 @@ func TestLogWritesOneLinePerRecord(t *testing.T) {
 		},
 		{
 			name: "a command with its exit and a change with its hashes",
-			rec: audit.Record{Time: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC), Tool: "exec", Decision: audit.Approved,
+			rec: audit.Record{
+				Time: time.Date(2026, 12, 1, 10, 0, 2, 0, time.UTC), Tool: "exec", Decision: audit.Approved,
 				Escalation: &audit.Escalation{What: "danger-full-access", Answer: "allowed-once", Scope: "once"},
 				Outcome:    audit.OK, Changes: []audit.Change{{Path: "/ws/b", Before: "sha256:00", After: "sha256:11"}},
-				Command: &audit.Command{Line: "make", Workdir: "/ws", Exit: &exit, Stdout: 3, Journal: "not journaled"}},
+				Command: &audit.Command{Line: "make", Workdir: "/ws", Exit: &exit, Stdout: 3, Journal: "not journaled"},
+			},
 			want: `{"time":"2026-12-01T10:00:02Z","tool":"exec","decision":"approved","escalation":{"what":"danger-full-access","answer":"allowed-once","scope":"once"},"outcome":"ok","changes":[{"path":"/ws/b","before":"sha256:00","after":"sha256:11"}],"command":{"line":"make","workdir":"/ws","exit":2,"stdout_bytes":3,"stderr_bytes":0,"journal":"not journaled"},"duration_ms":0}`,
 		},
 	}
@@ -204,4 +206,39 @@ func TestOpenLogRefuses(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A record json cannot encode (a time past year 9999) is still written:
+// stamped now, its identifying fields kept, marked AUDIT_UNENCODABLE.
+func TestLogKeepsAnUnencodableRecord(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.OpenLog(audit.LogOptions{Path: path})
+	require.NoError(t, err)
+	before := time.Now().UTC()
+	l.Append(audit.Record{Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC), Session: "s1", Tool: "read", Call: "9", Decision: audit.Allowed, Outcome: audit.OK, Paths: []string{"/ws/a"}})
+	require.NoError(t, l.Close())
+
+	recs := decode(t, lines(t, path))
+	require.Len(t, recs, 1)
+	r := recs[0]
+	assert.Equal(t, []string{"s1", "read", "9", audit.CodeUnencodable}, []string{r.Session, r.Tool, r.Call, r.Code})
+	assert.Equal(t, audit.Error, r.Outcome)
+	assert.False(t, r.Time.Before(before.Truncate(time.Second)))
+}
+
+// A log that is not a regular file (here a character device) is written
+// and never rotated, and needs no lock file.
+func TestLogOnADevice(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "audit.jsonl")
+	require.NoError(t, os.Symlink("/dev/null", path))
+	l, err := audit.OpenLog(audit.LogOptions{Path: path, MaxBytes: 10})
+	require.NoError(t, err)
+	for i := range 100 {
+		l.Append(record("read", i))
+	}
+	require.NoError(t, l.Close())
+	ents, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	require.Len(t, ents, 1, "no rotated file, no lock file")
 }

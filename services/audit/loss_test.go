@@ -69,7 +69,7 @@ func TestLogFullQueueLosesCountsAndReports(t *testing.T) {
 	require.NoError(t, unix.Mkfifo(path, 0o600))
 	reader, err := os.OpenFile(path, os.O_RDWR, 0) // a reader that does not read yet
 	require.NoError(t, err)
-	defer reader.Close()
+	defer func() { _ = reader.Close() }()
 
 	var stderr syncBuffer
 	core, logs := observer.New(zapcore.InfoLevel)
@@ -157,7 +157,7 @@ func TestLogFullTmpfs(t *testing.T) {
 	}
 	dir, err := os.MkdirTemp("/var/tmp", "audit-tmpfs-")
 	require.NoError(t, err)
-	defer os.RemoveAll(dir)
+	defer func() { _ = os.RemoveAll(dir) }()
 	if out, err := exec.Command("mount", "-t", "tmpfs", "-o", "size=64k", "tmpfs", dir).CombinedOutput(); err != nil {
 		t.Skipf("cannot mount a tmpfs here: %v: %s", err, out)
 	}

@@ -12,12 +12,20 @@ import (
 // prepare makes l.f the file the next write of size bytes belongs in: the
 // file now at Path (another process may have rotated it, or it was
 // removed), rotated first when the write would take it past MaxBytes.
-// Rotation runs under flock(2) on Path+".lock", and the file at Path is
+// Rotation runs under flock(2) on Path+".lock" (created 0600 the first
+// time it is needed), and the file at Path is
 // looked at again once the lock is held: the other process may have
 // rotated it meanwhile.
 func (l *Log) prepare(size int64) error {
 	if !l.moved() && !l.full(size) {
 		return nil
+	}
+	if l.lock == nil {
+		lock, err := os.OpenFile(l.opts.Path+".lock", os.O_RDWR|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+		if err != nil {
+			return err
+		}
+		l.lock = lock
 	}
 	if err := flock(l.lock, unix.LOCK_EX); err != nil {
 		return err

@@ -1,5 +1,5 @@
-// Package cli is the harness command line: serve, call, tools, policy, demo,
-// version and help. It parses flags into a config.Config, builds the fx
+// Package cli is the harness command line: serve, call, tools, audit,
+// policy, demo, version and help. It parses flags into a config.Config, builds the fx
 // application with compose, and runs one command. Run returns the process
 // exit code: 0 success (help included), 1 a tool error (call), 2 a usage or
 // configuration error. Help goes to stdout; errors go to stderr, prefixed
@@ -105,6 +105,21 @@ var commands = []command{
 		examples: []string{"harness tools", "harness tools --exec off"},
 	},
 	{
+		name: "audit", synopsis: "[--session S] [--since T] [--until T] [--tool NAME]... [--decision D] [--path PREFIX] [--json] [flags]",
+		summary: "print the audit log: what every call did, was refused or was allowed",
+		about: "Prints the records of the audit log (--audit-log, the server's) and its rotated files, oldest\n" +
+			"first: each call's time (UTC), session, tool, decision (allowed, denied, approved, declined,\n" +
+			"invalid), outcome and code, path(s) or command line, and bytes; --json prints the records as\n" +
+			"written, one JSON object a line (client, mode, marker, escalation and answer, content hashes\n" +
+			"before and after, a command's workdir, exit, output sizes, denials and hosts). The filters\n" +
+			"combine. A line a crash cut short is skipped and counted on stderr.",
+		examples: []string{
+			"harness audit --since 2h",
+			"harness audit --session 5f0c9a1e --decision denied",
+			"harness audit --tool write --tool edit --path ./src --json",
+		},
+	},
+	{
 		name: "policy", synopsis: "[--json] [flags]",
 		summary: "print the backend, mode and writable roots",
 		about: "Prints the backend, the default sandbox mode, the workspace root, the writable roots, the\n" +
@@ -192,6 +207,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 		return call(ctx, rest, env)
 	case "tools":
 		return ExitOK, tools(ctx, rest, env)
+	case "audit":
+		return ExitOK, auditCmd(ctx, rest, env)
 	case "policy":
 		return ExitOK, policy(ctx, rest, env)
 	case "demo":
