@@ -88,6 +88,10 @@ bench:
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (--journal-commands on a 10,000-file workspace)" >&2
 	$(GO) test -run '^$$' -bench CommandJournal -benchtime 100x -count 3 ./services/cmdjournal/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (reading a 100,000-record audit log)" >&2
+	$(GO) test -run '^$$' -bench 'BenchmarkRead$$' -benchtime 5x -count 3 ./services/audit/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (harness audit over 100,000 records)" >&2
+	$(GO) test -run '^$$' -bench AuditCommand -benchtime 5x -count 3 ./cmd/harness/internal/cli/ | tee -a bench.out
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
 ## bench-exec: build bin/harness and measure only the exec round trip of

@@ -23,11 +23,12 @@ import (
 var binDir string
 
 // TestMain gives the servers the tests start a state directory of their
-// own (the journal's, $XDG_STATE_HOME/harness/journal: no test writes in
-// the user's home), runs the tests, then removes it and the binary they
-// built.
+// own (XDG_STATE_HOME: the journal and the audit log are never the user's
+// own), under /var/tmp: outside /tmp, a default temp root, where the
+// server refuses an audit log. It runs the tests, then removes it and the
+// binary they built.
 func TestMain(m *testing.M) {
-	state, err := os.MkdirTemp("", "harness-e2e-state-")
+	state, err := os.MkdirTemp("/var/tmp", "harness-state-")
 	if err != nil {
 		panic(err)
 	}

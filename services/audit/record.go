@@ -70,6 +70,10 @@ type Record struct {
 	Changes    []Change `json:"changes,omitempty"`
 	Command    *Command `json:"command,omitempty"`
 	DurationMS float64  `json:"duration_ms"`
+	// Lost is the number of records the log could not write (its queue
+	// was full, or a write failed) since the record written before this
+	// one; omitted when none was lost.
+	Lost int64 `json:"lost,omitempty"`
 }
 
 // Escalation is an escalation a call asked for and the answer. What is the
@@ -119,6 +123,10 @@ type Command struct {
 	HostsRefused []string `json:"hosts_refused,omitempty"`
 	Journal      string   `json:"journal"`
 }
+
+// NotJournaled is Command.Journal of a command whose changes the journal
+// does not keep (commands are journaled only with --journal-commands).
+const NotJournaled = "not journaled"
 
 // Sink receives each call's record when the call ends. Append must not
 // block the call for long (a full disk is reported, never waited out) and

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"strings"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
@@ -74,19 +75,21 @@ func (c *Call) optString(name string) (string, error) {
 // justification. The approver asked is the call's own (the MCP elicitation
 // of this very call), else the composed one; an "allow for the session"
 // answer is recorded for the guard's family only, so it never changes how
-// the other family's calls run. Errors: *sandboxpolicy.EscalationError.
+// the other family's calls run. The call's audit record keeps the request,
+// the answer and its scope, and the mode the call then runs under.
+// Errors: *sandboxpolicy.EscalationError.
 func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandbox.ApprovalRequest) (sandbox.ExecutionPolicy, error) {
-	approver := c.Approver
-	if approver == nil {
-		approver = c.g.approver
-	}
+	approver, ans := c.asker()
 	req.Family, req.Tool = c.g.family, c.tool
 	req.Mode, req.Justification = esc.Mode, esc.Justification
 	granted, err := sandboxpolicy.Escalate(ctx, approver, c.Session, req, standing.Mode)
+	c.recordEscalation(string(esc.Mode), esc.Justification, ans, err, ans != nil && ans.outcome == sandbox.AllowedForSession)
 	if err != nil {
 		return sandbox.ExecutionPolicy{}, err
 	}
-	return c.g.policy.Resolve(c.Session, c.g.family, granted), nil
+	p := c.g.policy.Resolve(c.Session, c.g.family, granted)
+	c.rec.Update(func(r *audit.Record) { r.Mode = string(p.Mode) })
+	return p, nil
 }
 
 // EscalateRead asks for one read the deny-read set refused, on behalf of
@@ -95,15 +98,16 @@ func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, e
 // tool, mode and justification. It asks the call's own approver, else the
 // composed one, whatever standing's mode, and records no session grant
 // (sandboxpolicy.EscalateRead). nil means the user allowed exactly this
-// read. Errors: *sandboxpolicy.EscalationError.
+// read; the call's audit record keeps the request ("read <path>") and the
+// answer. Errors: *sandboxpolicy.EscalationError.
 func (c *Call) EscalateRead(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandbox.ApprovalRequest) error {
-	approver := c.Approver
-	if approver == nil {
-		approver = c.g.approver
-	}
+	approver, ans := c.asker()
 	req.Family, req.Tool = c.g.family, c.tool
 	req.Mode, req.Justification = esc.Mode, esc.Justification
-	return sandboxpolicy.EscalateRead(ctx, approver, c.Session, req, standing.Mode)
+	err := sandboxpolicy.EscalateRead(ctx, approver, c.Session, req, standing.Mode)
+	// A credential read is allowed once whatever the answer.
+	c.recordEscalation("read "+req.Target, esc.Justification, ans, err, false)
+	return err
 }
 
 // EscalateHosts asks the user to let the call's command reach esc.Hosts
@@ -112,13 +116,14 @@ func (c *Call) EscalateRead(ctx context.Context, standing sandbox.ExecutionPolic
 // the session's grant); false with no error allows this command only. req
 // says what the command is (Command, Workdir); the guard fills in the
 // family, tool, hosts and justification, and asks the call's own approver,
-// else the composed one. Errors: *sandboxpolicy.EscalationError.
+// else the composed one; the call's audit record keeps the request
+// ("hosts <a>, <b>"), the answer and its scope. Errors:
+// *sandboxpolicy.EscalationError.
 func (c *Call) EscalateHosts(ctx context.Context, esc Escalation, req sandbox.ApprovalRequest) (bool, error) {
-	approver := c.Approver
-	if approver == nil {
-		approver = c.g.approver
-	}
+	approver, ans := c.asker()
 	req.Family, req.Tool = c.g.family, c.tool
 	req.Hosts, req.Justification = esc.Hosts, esc.Justification
-	return sandboxpolicy.EscalateHosts(ctx, approver, c.Session, req)
+	forSession, err := sandboxpolicy.EscalateHosts(ctx, approver, c.Session, req)
+	c.recordEscalation("hosts "+strings.Join(esc.Hosts, ", "), esc.Justification, ans, err, forSession)
+	return forSession, err
 }

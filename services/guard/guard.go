@@ -17,7 +17,9 @@ import (
 	"strconv"
 
 	"github.com/google/jsonschema-go/jsonschema"
+	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -41,6 +43,10 @@ type Guard struct {
 	// hosts is set when the family's commands reach the network through
 	// the domain proxy, so a call may ask for hosts (allow_hosts).
 	hosts bool
+	// sink receives each call's audit record; nil when none is composed.
+	sink audit.Sink
+	// log hears each call's record (record.go).
+	log *zap.Logger
 }
 
 // Config is what a family's guard needs: its family, the policy service
@@ -48,7 +54,9 @@ type Guard struct {
 // under it (else Unconfined says why escalation is not available, in a few
 // words), the composed approver (optional), and whether the family's
 // commands reach the network through the domain proxy (Hosts: commands
-// only, when confined), so a call may ask for hosts.
+// only, when confined), so a call may ask for hosts. Sink, when set,
+// receives the audit record of every call (record.go); Logger, when set,
+// hears each record too (debug; info for a denial or an escalation).
 type Config struct {
 	Family     sandbox.Family
 	Policy     *sandboxpolicy.Service
@@ -56,6 +64,8 @@ type Config struct {
 	Approver   sandbox.Approver
 	Unconfined string
 	Hosts      bool
+	Sink       audit.Sink
+	Logger     *zap.Logger
 }
 
 // New returns the guard of cfg.Family. Errors: a Family that is not one of
@@ -68,10 +78,15 @@ func New(cfg Config) (*Guard, error) {
 	if cfg.Confines && cfg.Policy == nil {
 		return nil, errors.New("guard: the " + string(cfg.Family) + " confine but no sandboxpolicy.Service is composed")
 	}
+	log := cfg.Logger
+	if log == nil {
+		log = zap.NewNop()
+	}
 	return &Guard{
 		family: cfg.Family, policy: cfg.Policy, confines: cfg.Confines,
 		approver: cfg.Approver, unconfined: cfg.Unconfined,
 		hosts: cfg.Hosts && cfg.Confines && cfg.Family == sandbox.Commands,
+		sink:  cfg.Sink, log: log.Named("audit"),
 	}, nil
 }
 
@@ -94,16 +109,25 @@ type Call struct {
 	Args map[string]json.RawMessage
 	tool string
 	g    *Guard
+	// rec is the call's audit record while it runs (also in the body's
+	// context: audit.FromContext).
+	rec *audit.Entry
 }
 
 // Standing returns the call's policy without escalation for the guard's
 // family (its session's mode and grants for this family only), or nil when
-// the family does not confine.
+// the family does not confine. The first policy resolved is the mode the
+// call's record says it ran under, unless an escalation replaces it.
 func (c *Call) Standing() *sandbox.ExecutionPolicy {
 	if !c.g.confines {
 		return nil
 	}
 	p := c.g.policy.Resolve(c.Session, c.g.family, "")
+	c.rec.Update(func(r *audit.Record) {
+		if r.Mode == "" {
+			r.Mode = string(p.Mode)
+		}
+	})
 	return &p
 }
 
@@ -122,8 +146,10 @@ func (c *Call) Workspace() string {
 // set and the family confines (and allow_hosts when its commands reach the
 // network through the domain proxy), and its handler decodes the arguments
 // strictly (Decode) before running body; a refused argument is an
-// INVALID_ARGUMENT result naming it, and body is not run. t's own Handler
-// is ignored.
+// INVALID_ARGUMENT result naming it, and body is not run. Every call, run
+// or refused, leaves one audit record (record.go): body's context carries
+// it (audit.FromContext) for the family to annotate. t's own Handler is
+// ignored.
 func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
 	in := t.InputSchema
 	if in == nil {
@@ -144,11 +170,17 @@ func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
 	}
 	order := in.PropertyOrder
 	t.Handler = func(ctx context.Context, call tool.Call) tool.Result {
+		sess := session.FromContext(ctx)
+		rec, start := g.open(sess, t.Name, call)
 		args, err := g.decode(call.Arguments, known, order, escalates)
 		if err != nil {
-			return g.Fail(err, nil)
+			res := g.Fail(err, nil)
+			g.close(rec, start, res)
+			return res
 		}
-		return body(ctx, &Call{Call: call, Session: session.FromContext(ctx), Args: args, tool: t.Name, g: g})
+		res := body(audit.NewContext(ctx, rec), &Call{Call: call, Session: sess, Args: args, tool: t.Name, g: g, rec: rec})
+		g.close(rec, start, res)
+		return res
 	}
 	return &t
 }

@@ -16,7 +16,8 @@ import (
 // only a single read can be approved. Then text, the call's own output,
 // when there is any.
 func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, escalates bool) tool.Result {
-	msg := sandbox.ReadDenialMarker(policy.Mode)
+	marker := sandbox.ReadDenialMarker(policy.Mode)
+	msg := marker
 	if detail != "" {
 		msg += "\n" + detail
 	}
@@ -31,7 +32,7 @@ func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, 
 	if text != "" {
 		msg += "\n" + text
 	}
-	return tool.ErrorResult(msg, fs.CodeReadDenied)
+	return denied(msg, fs.CodeReadDenied, marker)
 }
 
 // readGrantLine says that the session's grant of m does not lift the

@@ -63,7 +63,7 @@ func (g *Guard) renderFS(fe *fs.Error, policy *sandbox.ExecutionPolicy) tool.Res
 		if policy != nil {
 			mode = policy.Mode
 		}
-		return tool.ErrorResult(g.denial(mode, policy, ""), fe.Code)
+		return denied(g.denial(mode, policy, ""), fe.Code, sandbox.DenialMarker(mode))
 	case fs.CodeReadDenied:
 		p := sandbox.ExecutionPolicy{Mode: fe.Mode}
 		if policy != nil {
@@ -94,7 +94,7 @@ func (g *Guard) Denied(policy sandbox.ExecutionPolicy, detail, text string) tool
 	if text != "" {
 		msg += "\n" + text
 	}
-	return tool.ErrorResult(msg, fs.CodeSandboxDenied)
+	return denied(msg, fs.CodeSandboxDenied, sandbox.DenialMarker(policy.Mode))
 }
 
 // CodeNetworkDenied marks a command the sandbox refused the network
@@ -106,11 +106,12 @@ const CodeNetworkDenied errcode.Code = "SANDBOX_NETWORK_DENIED"
 // network marker (sandbox.NetworkDenialMarker) in place of the file
 // marker and without the no-workspace line (which is about writes).
 func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text string) tool.Result {
-	msg := g.lines(sandbox.NetworkDenialMarker(policy.Mode), &policy, detail, false)
+	marker := sandbox.NetworkDenialMarker(policy.Mode)
+	msg := g.lines(marker, &policy, detail, false)
 	if text != "" {
 		msg += "\n" + text
 	}
-	return tool.ErrorResult(msg, CodeNetworkDenied)
+	return denied(msg, CodeNetworkDenied, marker)
 }
 
 // DeniedHosts returns the result of a command under policy whose
@@ -121,7 +122,8 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 // exactly those hosts with allow_hosts (when the guard declares it; else
 // the escalation hint); then text, the command's own output.
 func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, text string) tool.Result {
-	msg := sandbox.NetworkDenialMarker(policy.Mode)
+	marker := sandbox.NetworkDenialMarker(policy.Mode)
+	msg := marker
 	hosts := make([]string, 0, len(refused))
 	for _, r := range refused {
 		msg += "\n(the network proxy refused " + strconv.Quote(r.Host) + " port " + strconv.Itoa(r.Port) + ": " + strconv.Quote(r.Reason) + ")"
@@ -137,7 +139,15 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 	if text != "" {
 		msg += "\n" + text
 	}
-	return tool.ErrorResult(msg, CodeNetworkDenied)
+	return denied(msg, CodeNetworkDenied, marker)
+}
+
+// denied is the error result of a call the sandbox refused: msg with code,
+// and marker, the denial's marker line, for the call's record.
+func denied(msg string, code errcode.Code, marker string) tool.Result {
+	res := tool.ErrorResult(msg, code)
+	res.Marker = marker
+	return res
 }
 
 func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detail string) string {

@@ -31,7 +31,11 @@ type Annotations struct {
 
 // Call is one invocation of a tool. The session it runs in travels in the
 // handler's context (session.NewContext; none: a call with no session);
-// Arguments is the raw JSON object of the arguments. Approver, when
+// ID is the front end's id of the call; Arguments is the raw JSON object
+// of the arguments. Client names the program that made the call as the
+// front end knows it (MCP: the name and version of the client's
+// implementation, "claude-code 2.1.0"), "" when unknown; it is recorded,
+// never trusted. Approver, when
 // set, is the approver of this call's escalations (a front end whose
 // approval channel depends on the call, such as the MCP connection that made
 // it); nil means the composition's approver. Progress, when set, reports
@@ -39,6 +43,7 @@ type Annotations struct {
 // of the call without the front end's slot (see Idle).
 type Call struct {
 	ID        string
+	Client    string
 	Arguments json.RawMessage
 	Approver  sandbox.Approver
 	Progress  Progress
@@ -68,13 +73,17 @@ type Idle func(ctx context.Context, wait func())
 // is the machine-readable code (an FS_* code, or a tool-specific code such as
 // toolfs's INVALID_ARGUMENT; "" when there is none). Err is the error a
 // failed result was rendered from, so a front end can act on what only it
-// understands (errors.As); nil for a success.
+// understands (errors.As); nil for a success. Marker is the sandbox's
+// denial marker line ("[sandbox: file access denied under read-only
+// mode]") of a call the sandbox refused, "" otherwise: what the call's
+// audit record says it was refused with.
 type Result struct {
 	Text    string
 	Value   any
 	IsError bool
 	Code    errcode.Code
 	Err     error
+	Marker  string
 	// Images are shown to the model after Text (MCP image content), in
 	// order; nil for most tools.
 	Images []Image

@@ -109,11 +109,13 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
+	recordCommand(ctx, args)
 	workspace := c.Workspace()
 	workdir, err := workdirOf(workspace, args.workdir)
 	if err != nil {
 		return t.g.Fail(err, nil)
 	}
+	recordWorkdir(ctx, workdir)
 	req := exec.Request{Command: args.command, Workdir: workdir, Timeout: args.timeout}
 	if standing := c.Standing(); standing != nil {
 		policy := *standing
@@ -175,7 +177,9 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 		return t.g.Fail(err, req.Policy)
 	}
 	t.log.Debug("exec", zap.String("workdir", workdir), zap.Int("exit", res.ExitCode), zap.Duration("duration", res.Duration))
-	return t.render(req, res)
+	r := t.render(req, res)
+	recordRun(ctx, res, t.allowedHosts(c.Session, req), r.Marker)
+	return r
 }
 
 // runNow runs req in one of the command slots, waiting for one first, and

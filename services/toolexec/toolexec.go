@@ -17,6 +17,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/cmdjournal"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
@@ -43,13 +44,16 @@ type Config struct {
 // Deps are what the tool needs: the runner and the policy service (for the
 // workspace root and, when the runner confines, each call's policy); an
 // Approver enables escalation; Commands (--journal-commands) journals what
-// each command changes in its workspace roots.
+// each command changes in its workspace roots; a Sink receives every call's
+// audit record (the guard's, with the command's line, workdir, exit, output
+// sizes, denials and hosts).
 type Deps struct {
 	Runner   exec.Runner
 	Policy   *sandboxpolicy.Service
 	Approver sandbox.Approver
 	Commands *cmdjournal.Journaler
 	Logger   *zap.Logger
+	Sink     audit.Sink
 }
 
 // Tool is the command tools over one runner: exec, and exec_output and
@@ -83,6 +87,7 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 		Family: sandbox.Commands, Policy: deps.Policy, Confines: deps.Runner.Confines(), Approver: deps.Approver,
 		Unconfined: "the command runner does not confine",
 		Hosts:      hosts != nil && hosts.GrantsHosts(),
+		Sink:       deps.Sink, Logger: deps.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -108,6 +113,7 @@ type Params struct {
 	Approver  sandbox.Approver      `optional:"true"`
 	Commands  *cmdjournal.Journaler `optional:"true"`
 	Logger    *zap.Logger           `optional:"true"`
+	Sink      audit.Sink            `optional:"true"`
 	Lifecycle fx.Lifecycle
 }
 
@@ -119,7 +125,7 @@ type Result struct {
 }
 
 func provide(p Params) (Result, error) {
-	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Commands: p.Commands, Logger: p.Logger})
+	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Commands: p.Commands, Logger: p.Logger, Sink: p.Sink})
 	if err != nil {
 		return Result{}, err
 	}
@@ -132,7 +138,8 @@ func provide(p Params) (Result, error) {
 // and ends every background command when the app stops. It needs an
 // exec.Runner (execlocal.Module or execsandbox.Module) and a
 // *sandboxpolicy.Service; an optional sandbox.Approver enables escalation,
-// an optional *cmdjournal.Journaler journals what commands change.
+// an optional *cmdjournal.Journaler journals what commands change, and an
+// optional audit.Sink receives every call's record.
 var Module = fx.Module("toolexec",
 	fx.Provide(provide),
 	fx.Invoke(func(tool.Group) {}),

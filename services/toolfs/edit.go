@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
@@ -192,6 +193,7 @@ func (t *Tools) edit(ctx context.Context, call *guard.Call) tool.Result {
 	if dryRun {
 		return tool.Result{Text: dryRunText(dp, "updated", diff), Value: value}
 	}
+	audit.FromContext(ctx).Update(func(r *audit.Record) { r.Bytes = int64(len(out.After)) })
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
@@ -75,6 +76,7 @@ func (t *Tools) readImage(ctx context.Context, call *guard.Call, target fs.Targe
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version}); err != nil {
 		return t.g.Fail(err, nil), true
 	}
+	audit.FromContext(ctx).Update(func(r *audit.Record) { r.Bytes = int64(len(data)) })
 	return tool.Result{
 		Text:   "<path>" + dp + "</path>\n<type>image</type>\n<content>\n" + mime + ", " + strconv.Itoa(len(data)) + " bytes (shown as an image)\n</content>",
 		Value:  ReadValue{Path: dp, Offset: 1, Lines: []Line{}, Image: &ImageValue{MIMEType: mime, Size: len(data)}},

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/dsh-go/harness/internal/realpath"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -88,9 +89,14 @@ func (t *Tools) cwd(sess *session.Session, policy *sandbox.ExecutionPolicy, path
 	return dir
 }
 
-// resolve resolves a tool's path argument for a call.
+// resolve resolves a tool's path argument for a call, and adds the
+// canonical target to the call's audit record.
 func (t *Tools) resolve(ctx context.Context, sess *session.Session, policy *sandbox.ExecutionPolicy, path string) (fs.Target, error) {
-	return t.deps.FS.Resolve(ctx, path, fs.ResolveOptions{Cwd: t.cwd(sess, policy, path)})
+	target, err := t.deps.FS.Resolve(ctx, path, fs.ResolveOptions{Cwd: t.cwd(sess, policy, path)})
+	if err == nil {
+		audit.FromContext(ctx).AddPaths(string(target.Key))
+	}
+	return target, err
 }
 
 // mutationTarget resolves what a write or edit call needs before its

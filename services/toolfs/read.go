@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -124,6 +125,7 @@ func (t *Tools) readTarget(ctx context.Context, call *guard.Call, policy *sandbo
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: info.Version, Content: content}); err != nil {
 		return t.g.Fail(err, policy)
 	}
+	audit.FromContext(ctx).Update(func(r *audit.Record) { r.Bytes = int64(w.bytes) })
 	value := ReadValue{Path: dp, Offset: offset, Lines: w.lines, TotalLines: w.totalLines()}
 	if value.Lines == nil {
 		value.Lines = []Line{}

@@ -12,6 +12,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -20,7 +21,9 @@ import (
 )
 
 // Deps are what the tools need. FS is required; Policy is required when FS
-// confines; Approver, Intents and Observers are optional.
+// confines; Approver, Intents, Observers and Sink are optional. Sink
+// receives every call's audit record (the guard's), with the canonical
+// paths the call resolved and the bytes it read or wrote.
 type Deps struct {
 	FS        fs.Service
 	Policy    *sandboxpolicy.Service
@@ -28,6 +31,7 @@ type Deps struct {
 	Intents   fs.IntentPolicy
 	Observers []fs.Observer
 	Logger    *zap.Logger
+	Sink      audit.Sink
 }
 
 // Tools builds the tools over one set of dependencies.
@@ -61,6 +65,7 @@ func New(cfg Config, deps Deps) (*Tools, error) {
 	g, err := guard.New(guard.Config{
 		Family: sandbox.FileTools, Policy: deps.Policy, Confines: confines, Approver: deps.Approver,
 		Unconfined: "no sandboxing filesystem to escalate",
+		Sink:       deps.Sink, Logger: deps.Logger,
 	})
 	if err != nil {
 		return nil, err
@@ -84,6 +89,7 @@ type Params struct {
 	Intents   fs.IntentPolicy        `optional:"true"`
 	Observers []fs.Observer          `group:"fs.observers"`
 	Logger    *zap.Logger            `optional:"true"`
+	Sink      audit.Sink             `optional:"true"`
 }
 
 // Result is what the constructor contributes: each tool to the "tools"
@@ -97,7 +103,7 @@ type Result struct {
 func provide(p Params) (Result, error) {
 	t, err := New(p.Config, Deps{
 		FS: p.FS, Policy: p.Policy, Approver: p.Approver,
-		Intents: p.Intents, Observers: p.Observers, Logger: p.Logger,
+		Intents: p.Intents, Observers: p.Observers, Logger: p.Logger, Sink: p.Sink,
 	})
 	if err != nil {
 		return Result{}, err
@@ -110,7 +116,7 @@ func provide(p Params) (Result, error) {
 // *sandboxpolicy.Service. An
 // optional sandbox.Approver enables escalation; an optional
 // fs.IntentPolicy (readbeforewrite.Module) decides write intents and edit
-// guards.
+// guards; an optional audit.Sink receives every call's record.
 var Module = fx.Module("toolfs",
 	fx.Provide(provide),
 	// Build the tools even when no server collects them yet, so a bad

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/textfile"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fslocal"
@@ -141,6 +142,8 @@ type wrSetup struct {
 	Observers []fs.Observer
 	// Config is the tools' configuration (zero: the defaults).
 	Config toolfs.Config
+	// Sink receives every call's audit record, nil for none.
+	Sink audit.Sink
 }
 
 // wrEnv is a composed tool set over a recorded backend.
@@ -169,7 +172,7 @@ func wrNew(t *testing.T, s wrSetup) *wrEnv {
 		backend = local
 	}
 	e.fs = &wrRecorder{Service: backend}
-	deps := toolfs.Deps{FS: e.fs, Policy: e.policy, Approver: s.Approver, Observers: s.Observers}
+	deps := toolfs.Deps{FS: e.fs, Policy: e.policy, Approver: s.Approver, Observers: s.Observers, Sink: s.Sink}
 	if !s.Bare {
 		e.rbw = readbeforewrite.New()
 		deps.Intents = e.rbw

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/guard"
 	"github.com/dsh-go/harness/services/tool"
@@ -116,6 +117,7 @@ func (t *Tools) write(ctx context.Context, call *guard.Call) tool.Result {
 		}
 		return tool.Result{Text: dryRunText(dp, verb, value.Diff), Value: value}
 	}
+	audit.FromContext(ctx).Update(func(r *audit.Record) { r.Bytes = int64(len(out.After)) })
 	// An observer's error fails the call although the mutation is on disk
 	// (T-83).
 	if err := t.observe(call.Session, target, fs.Observation{Kind: fs.Present, Version: out.Version}); err != nil {

@@ -1,6 +1,6 @@
 // Package cli is the harness command line: serve, call, tools, policy,
-// history, undo, demo, version and help. It parses flags into a config.Config, builds the fx
-// application with compose, and runs one command. Run returns the process
+// audit, history, undo, demo, version and help. It parses flags into a
+// config.Config, builds the fx application with compose, and runs one command. Run returns the process
 // exit code: 0 success (help included), 1 a tool error (call), 2 a usage or
 // configuration error. Help goes to stdout; errors go to stderr, prefixed
 // "harness:".
@@ -117,6 +117,21 @@ var commands = []command{
 		},
 	},
 	{
+		name: "audit", synopsis: "[--session S] [--since T] [--until T] [--tool NAME]... [--decision D] [--path PREFIX] [--json] [flags]",
+		summary: "print the audit log: what every call did, was refused or was allowed",
+		about: "Prints the records of the audit log (--audit-log, the server's) and its rotated files, oldest\n" +
+			"first: each call's time (UTC), session, tool, decision (allowed, denied, approved, declined,\n" +
+			"invalid), outcome and code, path(s) or command line, and bytes; --json prints the records as\n" +
+			"written, one JSON object a line (client, mode, marker, escalation and answer, content hashes\n" +
+			"before and after, a command's workdir, exit, output sizes, denials and hosts). The filters\n" +
+			"combine. A line a crash cut short is skipped and counted on stderr.",
+		examples: []string{
+			"harness audit --since 2h",
+			"harness audit --session 5f0c9a1e --decision denied",
+			"harness audit --tool write --tool edit --path ./src --json",
+		},
+	},
+	{
 		name: "history", synopsis: "[--session S] [--since T] [--json] [--journal DIR] [flags]",
 		summary: "list the changes the file tools made, from the journal",
 		about: "Lists the changes the journal holds, oldest first: each change's ID, time (UTC), session,\n" +
@@ -221,6 +236,8 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 		return call(ctx, rest, env)
 	case "tools":
 		return ExitOK, tools(ctx, rest, env)
+	case "audit":
+		return ExitOK, auditCmd(ctx, rest, env)
 	case "policy":
 		return ExitOK, policy(ctx, rest, env)
 	case "demo":

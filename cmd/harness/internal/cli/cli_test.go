@@ -961,7 +961,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "an unknown command", code: cli.ExitUsage,
 			args:     func(layout) []string { return []string{"frobnicate"} },
-			stderrIn: []string{`harness: unknown command "frobnicate": the commands are serve, call, tools, policy, history, undo, demo, version, help`},
+			stderrIn: []string{`harness: unknown command "frobnicate": the commands are serve, call, tools, policy, audit, history, undo, demo, version, help`},
 		},
 		{
 			name: "an unknown command near a known one", code: cli.ExitUsage,
@@ -1166,7 +1166,7 @@ func TestREADMEInStep(t *testing.T) {
 	overview := runCLI(t, []string{"help"}, "", false, nil)
 	require.EqualValues(t, cli.ExitOK, overview.code)
 	commands := regexp.MustCompile(`(?m)^  harness (\S+) `).FindAllStringSubmatch(overview.stdout, -1)
-	require.Len(t, commands, 9)
+	require.Len(t, commands, 10)
 	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
 	for _, c := range commands {
 		assert.Contains(t, readme, "`harness "+c[1], "the README's commands table names %s", c[1])

@@ -3,6 +3,7 @@ package cli
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -24,6 +25,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fs"
@@ -214,7 +216,8 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
 	defer tracker.End(sess)
-	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Arguments: arguments})
+	// The call's audit record names this command as its client.
+	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Client: "harness call " + version(), Arguments: arguments})
 	if !asks && res.IsError {
 		res.Text = withoutEscalationHint(res.Text)
 	}
@@ -418,6 +421,13 @@ type PolicyReport struct {
 	// Journal is the journal that keeps the prior state of every change a
 	// file tool makes; nil with --journal-max-bytes 0.
 	Journal *JournalReport `json:"journal,omitempty"`
+	// AuditLog is the audit log file every call's record is appended to;
+	// "" when there is none (--audit-log off, or no state directory).
+	AuditLog string `json:"auditLog"`
+	// AuditMaxBytes is the size past which the audit log rotates.
+	AuditMaxBytes int64 `json:"auditMaxBytes,omitempty"`
+	// noStateDir says the audit log is off for want of a state directory.
+	noStateDir bool
 }
 
 // JournalReport is the journal's part of the policy report: its directory
@@ -486,16 +496,28 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Journal *journal.Journal `optional:"true"`
 		}
 	)
+	// The report opens no audit log; it checks the file as serve would.
+	auditPath, noStateDir := cfg.AuditLogPath(), cfg.AuditLog == ""
+	cfg.AuditLog = config.AuditLogOff
 	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &optional))
 	if err != nil {
 		return PolicyReport{}, err
 	}
 	defer stop()
+	if auditPath != "" {
+		if err := compose.CheckAuditLog(auditPath, pol); err != nil {
+			return PolicyReport{}, &usageError{err: err}
+		}
+	}
 	p := pol.Default()
 	mode, confines := fsys.SandboxMode()
 	rep := PolicyReport{
 		Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{},
 		DenyRead: denyReadReport(pol.DenyRead()),
+		AuditLog: auditPath, noStateDir: noStateDir,
+	}
+	if auditPath != "" {
+		rep.AuditMaxBytes = cmp.Or(cfg.AuditMaxBytes, audit.DefaultMaxBytes)
 	}
 	if !confines {
 		// The bare backend writes wherever the process can.
@@ -586,6 +608,14 @@ func (rep PolicyReport) String() string {
 		for _, l := range rep.Layers {
 			_, _ = fmt.Fprintf(&b, "  %s\n", l)
 		}
+	}
+	switch {
+	case rep.AuditLog != "":
+		_, _ = fmt.Fprintf(&b, "audit log:      %s (one JSON line per call; rotated past %d bytes; harness audit reads it)\n", rep.AuditLog, rep.AuditMaxBytes)
+	case rep.noStateDir:
+		b.WriteString("audit log:      none (no state directory: neither $XDG_STATE_HOME nor $HOME is set; give --audit-log FILE)\n")
+	default:
+		b.WriteString("audit log:      off\n")
 	}
 	writeDenyRead(&b, rep.DenyRead)
 	if j := rep.Journal; j != nil {

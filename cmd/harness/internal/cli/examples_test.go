@@ -55,8 +55,12 @@ func TestHelpExamplesRun(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "README.md"), []byte("# project\nTODO: examples\n"), 0o644))
 	tmp, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
+	// The state directory, where serve and call write the audit log that
+	// audit's examples read.
+	state, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
 	t.Chdir(dir)
-	for _, name := range []string{"serve", "call", "tools", "policy", "demo", "version", "help"} {
+	for _, name := range []string{"serve", "call", "tools", "audit", "policy", "demo", "version", "help"} {
 		help := runCLI(t, []string{"help", name}, "", false, nil)
 		require.EqualValues(t, cli.ExitOK, help.code, help.stderr)
 		for _, words := range examples(t, help.stdout) {
@@ -71,7 +75,7 @@ func TestHelpExamplesRun(t *testing.T) {
 				// The temp area is the case's own (HARNESS_TEMP_ROOT): /tmp is
 				// shared with other processes, whose protected paths come and
 				// go while the command runner looks.
-				r := runCLI(t, words, "", false, map[string]string{"HARNESS_TEMP_ROOT": tmp})
+				r := runCLI(t, words, "", false, map[string]string{"HARNESS_TEMP_ROOT": tmp, "XDG_STATE_HOME": state})
 				require.EqualValues(t, cli.ExitOK, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
 			})
 		}

@@ -33,9 +33,9 @@ import (
 // first): the logger (on logOut, stderr in the binary), the policy service
 // (whose writable roots add the toolchain caches, ToolchainCaches), the
 // backend chosen by cfg.FS, the read-before-write policy, the file tools,
-// and (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
+// (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
 // the exec tool (with cfg.JournalCommands, journaling what each command
-// changes).
+// changes), and the audit log (unless it is off) as the audit.Sink.
 // extra options are appended (a server, an approver, fx.Populate).
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
@@ -105,6 +105,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		backend,
 		toolfs.Module,
 		companions(),
+		auditLog(cfg, logOut),
 	}
 	if !cfg.OneShot {
 		opts = append(opts, readbeforewrite.Module)

@@ -181,6 +181,27 @@ type Config struct {
 
 	LogLevel  string `yaml:"log-level"`
 	LogFormat string `yaml:"log-format"`
+
+	// AuditLog is the audit log file every call's record is appended to
+	// (--audit-log; made absolute), or "off" for none. The loader sets
+	// DefaultAuditLog where the state directory is known; "" (no state
+	// directory, or a Config built in code) is none too.
+	AuditLog string `yaml:"audit-log"`
+	// AuditMaxBytes is the size in bytes past which the audit log rotates;
+	// 0 means audit.DefaultMaxBytes (64 MiB).
+	AuditMaxBytes int64 `yaml:"audit-max-bytes"`
+}
+
+// AuditLogOff is the --audit-log value that turns the audit log off.
+const AuditLogOff = "off"
+
+// AuditLogPath returns the audit log file of c, "" when there is none
+// (off, or no state directory to put it in).
+func (c Config) AuditLogPath() string {
+	if c.AuditLog == AuditLogOff {
+		return ""
+	}
+	return c.AuditLog
 }
 
 // Default returns the configuration with nothing set.
@@ -290,6 +311,7 @@ func (c *Config) Validate() error {
 		{"result-text-max-bytes", int64(c.ResultTextMaxBytes)},
 		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
 		{"journal-max-bytes", c.JournalMaxBytes},
+		{"audit-max-bytes", c.AuditMaxBytes},
 	} {
 		if f.v < 0 {
 			return fieldErr(f.flag, "must be a positive integer (0 means the default), got %d", f.v)
@@ -300,6 +322,13 @@ func (c *Config) Validate() error {
 	}
 	if err := oneOf("durability", c.Durability, Durabilities()); err != nil {
 		return err
+	}
+	if c.AuditLog != "" && c.AuditLog != AuditLogOff {
+		abs, err := filepath.Abs(c.AuditLog)
+		if err != nil {
+			return fieldErr("audit-log", "%q: %v", c.AuditLog, err)
+		}
+		c.AuditLog = abs
 	}
 	if err := oneOf("log-level", c.LogLevel, LogLevels); err != nil {
 		return err

@@ -213,6 +213,18 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{int64(1 << 30), int64(1 << 20), int64(0), int64(4096)},
 		},
 		{
+			name:  "audit-log",
+			set:   layer{yaml: "audit-log: /yaml/audit.jsonl", env: [2]string{"AUDIT_LOG", "off"}, args: []string{"--audit-log", "/flag/audit.jsonl"}},
+			get:   func(c config.Config) any { return c.AuditLog },
+			wants: [4]any{"", "/yaml/audit.jsonl", "off", "/flag/audit.jsonl"},
+		},
+		{
+			name:  "audit-max-bytes",
+			set:   layer{yaml: "audit-max-bytes: 1024", env: [2]string{"AUDIT_MAX_BYTES", "2048"}, args: []string{"--audit-max-bytes", "4096"}},
+			get:   func(c config.Config) any { return c.AuditMaxBytes },
+			wants: [4]any{int64(0), int64(1024), int64(2048), int64(4096)},
+		},
+		{
 			name:  "list-limit",
 			set:   layer{yaml: "list-limit: 13", env: [2]string{"LIST_LIMIT", "23"}, args: []string{"--list-limit", "33"}},
 			get:   func(c config.Config) any { return c.ListLimit },
@@ -661,6 +673,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"durability", "workspace-owner", "journal-max-bytes",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands",
+		"audit-log", "audit-max-bytes",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

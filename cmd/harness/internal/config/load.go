@@ -80,6 +80,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 		wsOwner    = fs.Bool("workspace-owner", def.WorkspaceOwner, "running as root, give new files and directories the workspace root's owner when it is another user")
 		logLevel   = fs.String("log-level", def.LogLevel, "log `level`: trace (debug plus the dependency wiring), debug, info, warn or error")
 		logFormat  = fs.String("log-format", def.LogFormat, "log `format` on stderr: json or console")
+		auditLog   = fs.String("audit-log", "", "the audit log `FILE`: one JSON line per call, appended (default: audit.jsonl in the state directory, $XDG_STATE_HOME/harness or ~/.local/state/harness; off: none; never inside a writable root or the workspace)")
+		auditMax   = fs.Int64("audit-max-bytes", 0, "the audit log's size in `bytes` past which it rotates, keeping 3 rotated files (0: 64 MiB)")
 	)
 	fs.Var(&protect, "protect", "a gitignore-style `PATTERN`, relative to the workspace root, of paths read-only under workspace-write besides .git, .hg, .jj, .svn and the host-run files (repeatable)")
 	fs.Var(&unprotect, "unprotect", "the `NAME` of a default protected host-run file left writable under workspace-write, e.g. .vscode (repeatable; `harness policy` lists them)")
@@ -150,12 +152,17 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"journal-max-bytes":     func() { cfg.JournalMaxBytes = *journalMax },
 			"log-level":             func() { cfg.LogLevel = *logLevel },
 			"log-format":            func() { cfg.LogFormat = *logFormat },
+			"audit-log":             func() { cfg.AuditLog = *auditLog },
+			"audit-max-bytes":       func() { cfg.AuditMaxBytes = *auditMax },
 		}
 		for name, f := range apply {
 			if set[name] {
 				f()
 				source[name] = "--" + name
 			}
+		}
+		if cfg.AuditLog == "" {
+			cfg.AuditLog = DefaultAuditLog(getenv)
 		}
 		if cfg.FS == "local" && source["mode"] == "" {
 			// The local backend never confines: say so in the mode.
@@ -316,6 +323,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 	str("LOG_FORMAT", &cfg.LogFormat)
 	str("DURABILITY", &cfg.Durability)
 	str("VCS", &cfg.VCS)
+	str("AUDIT_LOG", &cfg.AuditLog)
 	for _, l := range []struct {
 		name string
 		dst  *[]string
@@ -379,6 +387,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			}
 			*i.dst = n
 		}
+	}
+	if v := lookup("AUDIT_MAX_BYTES"); v != "" {
+		n, err := strconv.ParseInt(v, 10, 64)
+		if err != nil {
+			return fmt.Errorf("%sAUDIT_MAX_BYTES: not an integer: %q", EnvPrefix, v)
+		}
+		cfg.AuditMaxBytes = n
 	}
 	if v := lookup("INVARIANTS"); v != "" {
 		b, err := strconv.ParseBool(v)

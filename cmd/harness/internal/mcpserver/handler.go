@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -119,6 +120,7 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		defer call.release()
 		result := t.Handler(session.NewContext(ctx, sess), tool.Call{
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
+			Client:    clientName(req),
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
 			Progress:  progress(ctx, req),
@@ -139,6 +141,27 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		}
 		return toResult(result), nil
 	}
+}
+
+// maxClientName is the number of bytes of a client's name and version a
+// call keeps: the client chooses them.
+const maxClientName = 200
+
+// clientName returns the name and version of the client that made req
+// ("claude-code 2.1.0"; the name alone without a version), as the request's
+// _meta says (2026-07-28), else as the client's initialize said
+// (mcp.ServerRequest.ClientInfo); cut to maxClientName bytes, "" when
+// unknown.
+func clientName(req *mcp.CallToolRequest) string {
+	info := req.ClientInfo()
+	if info == nil {
+		return ""
+	}
+	name := strings.TrimSpace(info.Name + " " + info.Version)
+	if len(name) > maxClientName {
+		name = strings.ToValidUTF8(name[:maxClientName], "")
+	}
+	return name
 }
 
 // progressEvery is the least time between two progress notifications of one

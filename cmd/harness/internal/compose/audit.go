@@ -1,0 +1,82 @@
+package compose
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"go.uber.org/fx"
+	"go.uber.org/zap"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
+	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+// auditLog returns the option that provides the audit.Sink of cfg: the
+// audit log file (audit.OpenLog), checked against the writable roots
+// (CheckAuditLog), opened when the graph is built (a bad file is a start
+// error) and closed, drained and synced, when the application stops. Its
+// losses are reported to the log and on stderr. No Sink is provided when
+// the log is off: its consumers take it as optional.
+func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
+	path := cfg.AuditLogPath()
+	if path == "" {
+		return fx.Options()
+	}
+	if stderr == nil {
+		stderr = os.Stderr
+	}
+	return fx.Options(
+		fx.Provide(func(lc fx.Lifecycle, pol *sandboxpolicy.Service, log *zap.Logger) (audit.Sink, error) {
+			if err := CheckAuditLog(path, pol); err != nil {
+				return nil, err
+			}
+			l, err := audit.OpenLog(audit.LogOptions{Path: path, MaxBytes: cfg.AuditMaxBytes, Log: log.Named("audit"), Stderr: stderr})
+			if err != nil {
+				return nil, &config.FieldError{Key: "audit-log", Msg: err.Error()}
+			}
+			lc.Append(fx.StopHook(l.Close))
+			return l, nil
+		}),
+		// Open it at start even before a tool asks for it, so a file
+		// that cannot be the log stops the server then.
+		fx.Invoke(func(audit.Sink) {}),
+	)
+}
+
+// CheckAuditLog returns a *config.FieldError (key "audit-log") when path,
+// canonical, is inside one of the roots pol's policy may make writable
+// (the workspace root, the temp and extra writable roots, whatever the
+// mode: a session may be granted workspace-write later): a command or a
+// file tool could then forge or erase records. Roots a client announces
+// after start are not known here.
+func CheckAuditLog(path string, pol *sandboxpolicy.Service) error {
+	canon := canonicalFile(path)
+	for _, r := range pol.Default().Roots() {
+		if canon == r || strings.HasPrefix(canon, r+string(filepath.Separator)) {
+			return &config.FieldError{Key: "audit-log", Msg: fmt.Sprintf(
+				"%s is inside %s, which calls may write: an agent could forge or erase its records; "+
+					"give a file outside the workspace and every writable root (the default is audit.jsonl in the state directory), or off", path, r)}
+		}
+	}
+	return nil
+}
+
+// canonicalFile returns path with its longest existing ancestor resolved
+// (every symlink in it), the rest appended as given: the log and its
+// directories may not exist yet.
+func canonicalFile(path string) string {
+	path = filepath.Clean(path)
+	var rest []string
+	for dir := path; ; dir = filepath.Dir(dir) {
+		if _, err := os.Lstat(dir); err == nil || !errors.Is(err, fs.ErrNotExist) || dir == filepath.Dir(dir) {
+			return filepath.Join(append([]string{sandboxpolicy.CanonicalPath(dir)}, rest...)...)
+		}
+		rest = append([]string{filepath.Base(dir)}, rest...)
+	}
+}

@@ -1,0 +1,270 @@
+package toolexec_test
+
+import (
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/errcode"
+	hexec "github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolexec"
+)
+
+// auSink keeps every record it is handed, in order.
+type auSink struct {
+	mu      sync.Mutex
+	records []audit.Record
+}
+
+func (s *auSink) Append(r audit.Record) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.records = append(s.records, r)
+}
+
+// last returns the one record handed since the previous call of last, and
+// asserts that it holds none of secrets.
+func (s *auSink) last(t *testing.T, secrets ...string) audit.Record {
+	t.Helper()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	require.Len(t, s.records, 1, "one record per call")
+	r := s.records[0]
+	s.records = nil
+	raw, err := json.Marshal(r)
+	require.NoError(t, err)
+	for _, secret := range secrets {
+		assert.NotContains(t, string(raw), secret, "no output or secret in the record")
+	}
+	return r
+}
+
+// audited returns the command tools over a confining runner of pol
+// (options: cfg), recording into a sink.
+func audited(t *testing.T, pol *sandboxpolicy.Service, cfg execsandbox.Config) (*toolexec.Tool, *auSink) {
+	t.Helper()
+	requireLandlock(t)
+	if _, err := exec.LookPath("bwrap"); err != nil {
+		t.Skip("bubblewrap is not installed")
+	}
+	r, err := execsandbox.New(cfg, hexec.Config{}, pol)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = r.Close() })
+	sink := &auSink{}
+	tl, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: pol, Sink: sink})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = tl.Close(t.Context()) })
+	return tl, sink
+}
+
+// auCall runs tl as call 9 of sess, the call's approver answering answer
+// ("" for no approver).
+func auCall(t *testing.T, tl *tool.Tool, sess *session.Session, answer sandbox.Outcome, args map[string]any) tool.Result {
+	t.Helper()
+	raw, err := json.Marshal(args)
+	require.NoError(t, err)
+	c := tool.Call{ID: "9", Client: "test-client 2.0", Arguments: raw}
+	if answer != "" {
+		c.Approver = sandbox.ApproverFunc(func(_ context.Context, _ sandbox.ApprovalRequest) (sandbox.Outcome, error) { return answer, nil })
+	}
+	return tl.Handler(session.NewContext(t.Context(), sess), c)
+}
+
+func intp(i int) *int { return &i }
+
+// TestAuditRecordsCommands runs commands through the guard and reads each
+// call's record back: the command line, workdir, exit, output sizes (never
+// the output), denials inferred, and that the journal does not keep what
+// a command changed.
+func TestAuditRecordsCommands(t *testing.T) {
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	tl, sink := audited(t, w.pol, execsandbox.Config{})
+	const secret = "OUTPUT-SECRET-91ab-NOT-RECORDED"
+
+	t.Run("a command that exits 3 records its exit and output sizes", func(t *testing.T) {
+		require.NoError(t, os.WriteFile(filepath.Join(w.ws, "sub", "out.txt"), []byte(secret), 0o644))
+		cmd := "cat out.txt; printf 'de' >&2; exit 3"
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": cmd, "workdir": "sub"})
+		require.False(t, res.IsError, res.Text)
+		require.Contains(t, res.Text, secret, "the output is the model's")
+		r := sink.last(t, secret)
+		assert.Equal(t, audit.Record{
+			Time: r.Time, Session: "s", Client: "test-client 2.0", Tool: "exec", Call: "9", Mode: "workspace-write",
+			Decision: audit.Allowed, Outcome: audit.OK, DurationMS: r.DurationMS,
+			Command: &audit.Command{
+				Line: cmd, Workdir: filepath.Join(w.ws, "sub"), Exit: intp(3),
+				Stdout: int64(len(secret)), Stderr: 2, Journal: audit.NotJournaled,
+			},
+		}, r)
+		assert.Positive(t, r.DurationMS)
+	})
+
+	t.Run("a write outside the roots is denied with the marker it inferred", func(t *testing.T) {
+		target := filepath.Join(w.outside, "x")
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "touch " + target})
+		require.Equal(t, fs.CodeSandboxDenied, res.Code, res.Text)
+		assert.NoFileExists(t, target)
+		r := sink.last(t)
+		marker := sandbox.DenialMarker(sandbox.WorkspaceWrite)
+		assert.Equal(t, audit.Denied, r.Decision)
+		assert.Equal(t, marker, r.Marker)
+		assert.Equal(t, string(fs.CodeSandboxDenied), r.Code)
+		assert.Equal(t, audit.Error, r.Outcome)
+		require.NotNil(t, r.Command)
+		assert.Equal(t, []string{marker}, r.Command.Denials)
+		require.NotNil(t, r.Command.Exit)
+		assert.NotZero(t, *r.Command.Exit)
+		assert.Positive(t, r.Command.Stderr)
+	})
+
+	t.Run("rm -rf by a command is not journaled", func(t *testing.T) {
+		src := filepath.Join(w.ws, "src")
+		require.NoError(t, os.MkdirAll(filepath.Join(src, "pkg"), 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(src, "pkg", "a.go"), []byte("package pkg\n"), 0o644))
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "rm -rf ./src"})
+		require.False(t, res.IsError, res.Text)
+		assert.NoDirExists(t, src)
+		r := sink.last(t)
+		require.NotNil(t, r.Command)
+		assert.Equal(t, "rm -rf ./src", r.Command.Line)
+		assert.Equal(t, audit.NotJournaled, r.Command.Journal)
+		assert.Equal(t, intp(0), r.Command.Exit)
+	})
+
+	t.Run("a long command line is cut on a character boundary", func(t *testing.T) {
+		fits := "true # " + strings.Repeat("x", audit.MaxCommandLine-len("true # "))
+		for _, tc := range []struct {
+			name, cmd, want string
+		}{
+			{name: "a line of exactly the limit is kept whole", cmd: fits, want: fits},
+			{name: "one byte more is cut", cmd: fits + "y", want: fits[:audit.MaxCommandLine-len("…")] + "…"},
+			{name: "a cut never splits a character", cmd: "true # " + strings.Repeat("é", audit.MaxCommandLine)},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": tc.cmd})
+				require.False(t, res.IsError, res.Text)
+				line := sink.last(t).Command.Line
+				assert.LessOrEqual(t, len(line), audit.MaxCommandLine)
+				assert.True(t, utf8.ValidString(line))
+				if tc.want != "" {
+					assert.Equal(t, tc.want, line)
+					return
+				}
+				assert.Greater(t, len(line), audit.MaxCommandLine-len("é…"))
+				assert.True(t, strings.HasSuffix(line, "…"))
+				assert.True(t, strings.HasPrefix(tc.cmd, strings.TrimSuffix(line, "…")))
+			})
+		}
+	})
+
+	t.Run("a refused argument is invalid and runs nothing", func(t *testing.T) {
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "touch ran", "timeout_ms": -1})
+		require.True(t, res.IsError)
+		assert.NoFileExists(t, filepath.Join(w.ws, "ran"))
+		r := sink.last(t)
+		assert.Equal(t, audit.Invalid, r.Decision)
+		assert.Equal(t, string(errcode.InvalidArgument), r.Code)
+		assert.Nil(t, r.Command, "no command ran")
+	})
+
+	t.Run("an escalation approved once records the mode the command ran under", func(t *testing.T) {
+		target := filepath.Join(w.outside, "approved")
+		res := auCall(t, tl.Exec(), w.sess, sandbox.AllowedOnce, map[string]any{
+			"command": "touch " + target, "sandbox_permissions": "danger-full-access", "justification": "Make the file outside.",
+		})
+		require.False(t, res.IsError, res.Text)
+		assert.FileExists(t, target)
+		r := sink.last(t)
+		assert.Equal(t, audit.Approved, r.Decision)
+		assert.Equal(t, "danger-full-access", r.Mode)
+		assert.Equal(t, &audit.Escalation{What: "danger-full-access", Justification: "Make the file outside.", Answer: "allowed-once", Scope: "once"}, r.Escalation)
+	})
+
+	t.Run("a background command's record is written when it starts; exec_output leaves its own", func(t *testing.T) {
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "echo started; sleep 0.2", "background": true})
+		require.False(t, res.IsError, res.Text)
+		started, ok := res.Value.(toolexec.Started)
+		require.True(t, ok, "%T", res.Value)
+		r := sink.last(t)
+		require.NotNil(t, r.Command)
+		assert.True(t, r.Command.Background)
+		assert.Nil(t, r.Command.Exit, "still running")
+		assert.Equal(t, audit.NotJournaled, r.Command.Journal)
+		assert.Equal(t, w.ws, r.Command.Workdir)
+
+		deadline := time.Now().Add(10 * time.Second)
+		for {
+			res = auCall(t, tl.Output(), w.sess, "", map[string]any{"id": started.ID})
+			r = sink.last(t)
+			assert.Equal(t, "exec_output", r.Tool)
+			assert.Equal(t, audit.OK, r.Outcome)
+			if out, ok := res.Value.(toolexec.Output); ok && out.State != "running" || time.Now().After(deadline) {
+				break
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	})
+}
+
+// TestAuditRecordsCommandReadDenial: a command refused a credential read
+// is denied with the read marker, and its record holds no secret.
+func TestAuditRecordsCommandReadDenial(t *testing.T) {
+	w := newSecretWorld(t, sandbox.WorkspaceWrite)
+	tl, sink := audited(t, w.pol, execsandbox.Config{})
+	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "cat .env"})
+	require.Equal(t, fs.CodeReadDenied, res.Code, res.Text)
+	r := sink.last(t, w.marker)
+	assert.Equal(t, audit.Denied, r.Decision)
+	assert.Equal(t, sandbox.ReadDenialMarker(sandbox.WorkspaceWrite), r.Marker)
+	assert.Equal(t, []string{r.Marker}, r.Command.Denials)
+}
+
+// TestAuditRecordsHosts: a command the domain proxy refused a host records
+// the host refused and the network marker; one allowed the host once
+// records the host allowed and the escalation.
+func TestAuditRecordsHosts(t *testing.T) {
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	tl, sink := audited(t, w.pol, execsandbox.Config{
+		AllowDomains: []string{"allowed.test"}, Resolver: fixture.LoopbackResolver{"allowed.test", "refused.test"},
+	})
+	port, _ := fixture.HTTPServer(t)
+	perl := fixture.Perl(t)
+
+	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": fixture.ProxyGet(perl, "refused.test", port)})
+	require.EqualValues(t, guard.CodeNetworkDenied, res.Code, res.Text)
+	r := sink.last(t)
+	assert.Equal(t, audit.Denied, r.Decision)
+	assert.Equal(t, sandbox.NetworkDenialMarker(sandbox.WorkspaceWrite), r.Marker)
+	assert.Equal(t, []string{"refused.test"}, r.Command.HostsRefused)
+	assert.Empty(t, r.Command.HostsAllowed, "--allow-domain is policy, not a grant")
+
+	res = auCall(t, tl.Exec(), w.sess, sandbox.AllowedOnce, map[string]any{
+		"command": fixture.ProxyGet(perl, "refused.test", port), "allow_hosts": []string{"refused.test"}, "justification": "Fetch the fixture.",
+	})
+	require.False(t, res.IsError, res.Text)
+	r = sink.last(t)
+	assert.Equal(t, audit.Approved, r.Decision)
+	assert.Equal(t, &audit.Escalation{What: "hosts refused.test", Justification: "Fetch the fixture.", Answer: "allowed-once", Scope: "once"}, r.Escalation)
+	assert.Equal(t, []string{"refused.test"}, r.Command.HostsAllowed)
+	assert.Empty(t, r.Command.HostsRefused)
+	assert.Equal(t, intp(0), r.Command.Exit)
+}
