@@ -13,10 +13,6 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
-// notJournaled is Command.Journal of a command whose changes the journal
-// does not hold (--journal-commands off, or its snapshot failed).
-const notJournaled = "not journaled"
-
 // journalRoots are the roots a command's snapshot covers: its writable
 // workspace roots (the workspace root and the session's other roots; not
 // the temp areas nor --writable-root) under workspace-write and
@@ -41,13 +37,13 @@ func (t *Tool) snapshot(ctx context.Context, workspace string, req exec.Request)
 	}
 	roots := journalRoots(workspace, req.Policy)
 	if len(roots) == 0 {
-		setJournal(ctx, notJournaled+": read-only, the command writes nothing")
+		setJournal(ctx, audit.NotJournaled+": read-only, the command writes nothing")
 		return nil
 	}
 	snap, err := t.deps.Commands.Begin(roots)
 	if err != nil {
 		t.log.Warn("command snapshot failed: the command runs unjournaled", zap.Error(err))
-		setJournal(ctx, notJournaled+": the snapshot failed: "+err.Error())
+		setJournal(ctx, audit.NotJournaled+": the snapshot failed: "+err.Error())
 		return nil
 	}
 	return snap
@@ -63,7 +59,7 @@ func (t *Tool) journal(ctx context.Context, snap *cmdjournal.Snapshot, rec audit
 	res, err := snap.End(cmdjournal.Call{Session: rec.Session, Client: rec.Client, Call: rec.Call})
 	if err != nil {
 		t.log.Warn("command journal failed: what the command changed is not journaled", zap.Error(err))
-		setJournal(ctx, notJournaled+": "+err.Error())
+		setJournal(ctx, audit.NotJournaled+": "+err.Error())
 		return
 	}
 	if res.Entry.ID != "" {
