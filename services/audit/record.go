@@ -24,13 +24,16 @@ type Decision string
 // escalation was asked and the user allowed it (Record.Escalation says how).
 // Declined: an escalation was asked and not allowed (rejected, cancelled, or
 // no one to ask). Invalid: the call was refused before the sandbox was
-// consulted (bad arguments).
+// consulted (bad arguments). Refused: the server refused the call before
+// its tool ran (every call slot taken and the queue full, or the call
+// cancelled while it waited for a slot; Record.Code says which).
 const (
 	Allowed  Decision = "allowed"
 	Denied   Decision = "denied"
 	Approved Decision = "approved"
 	Declined Decision = "declined"
 	Invalid  Decision = "invalid"
+	Refused  Decision = "refused"
 )
 
 // Outcome is how a call ended: OK, or Error with Record.Code.

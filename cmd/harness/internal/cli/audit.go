@@ -20,7 +20,7 @@ import (
 )
 
 // decisions are the values of harness audit --decision.
-var decisions = []string{string(audit.Allowed), string(audit.Denied), string(audit.Approved), string(audit.Declined), string(audit.Invalid)}
+var decisions = []string{string(audit.Allowed), string(audit.Denied), string(audit.Approved), string(audit.Declined), string(audit.Invalid), string(audit.Refused)}
 
 // auditCmd prints the audit log's records (and its rotated files'), oldest
 // first, filtered: a table, or the records as JSON Lines with --json.

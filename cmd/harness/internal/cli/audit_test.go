@@ -92,7 +92,7 @@ func TestAuditCommand(t *testing.T) {
 		{name: "filters combine", args: []string{"audit", "--json", "--session", "s1", "--tool", "exec"}, calls: []string{"s1/exec/allowed"}},
 		{name: "--audit-log names the log", args: []string{"audit", "--json", "--decision", "denied", "--audit-log", filepath.Join(state, "harness", "audit.jsonl")}, vars: map[string]string{}, calls: []string{"s1/write/denied"}},
 		{name: "HARNESS_AUDIT_LOG names the log", args: []string{"audit", "--json", "--decision", "denied"}, vars: map[string]string{"HARNESS_AUDIT_LOG": filepath.Join(state, "harness", "audit.jsonl")}, calls: []string{"s1/write/denied"}},
-		{name: "a mistyped decision", args: []string{"audit", "--decision", "denid"}, code: cli.ExitUsage, stderrIn: `audit: --decision "denid": want one of allowed, denied, approved, declined, invalid (did you mean "denied"?)`},
+		{name: "a mistyped decision", args: []string{"audit", "--decision", "denid"}, code: cli.ExitUsage, stderrIn: `audit: --decision "denid": want one of allowed, denied, approved, declined, invalid, refused (did you mean "denied"?)`},
 		{name: "a bad time", args: []string{"audit", "--since", "yesterday"}, code: cli.ExitUsage, stderrIn: `audit: --since "yesterday": want a time such as 2026-12-01T09:00:00Z or a duration such as 2h`},
 		{name: "a positional argument", args: []string{"audit", "s1"}, code: cli.ExitUsage},
 		{name: "the log off", args: []string{"audit", "--audit-log", "off"}, code: cli.ExitUsage, stderrIn: "audit: no audit log: --audit-log is off"},

@@ -112,10 +112,12 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		}
 		call := slot{l: s.calls}
 		if err := call.acquire(ctx); err != nil {
+			res := tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)
 			if errors.Is(err, errBusy) {
-				return toResult(tool.ErrorResult(err.Error(), CodeServerBusy)), nil
+				res = tool.ErrorResult(err.Error(), CodeServerBusy)
 			}
-			return toResult(tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)), nil
+			s.recordRefused(sess, t.Name, clientName(req), res.Code)
+			return toResult(res), nil
 		}
 		defer call.release()
 		result := t.Handler(session.NewContext(ctx, sess), tool.Call{

@@ -5,7 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"slices"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -14,6 +16,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -177,7 +180,8 @@ func resultText(m pipeMsg) string {
 // waiting ones run, each in turn, and all five succeed.
 func TestConcurrentCallCap(t *testing.T) {
 	b := newBlocking()
-	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir(), MaxConcurrentCalls: 1}, `{}`, b.tool())
+	sink := &memorySink{}
+	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir(), MaxConcurrentCalls: 1, Sink: sink}, `{}`, b.tool())
 	for id := 1; id <= 6; id++ {
 		p.call(t, id, "block")
 	}
@@ -187,6 +191,15 @@ func TestConcurrentCallCap(t *testing.T) {
 	assert.True(t, busy.Result.IsError)
 	assert.EqualValues(t, mcpserver.CodeServerBusy, busy.Result.Meta[mcpserver.CodeMetaKey])
 	assert.Contains(t, resultText(busy), "busy")
+	// The refused call leaves its audit record (issue 25): the tool never
+	// ran, so the server writes it.
+	recs := sink.records()
+	require.Len(t, recs, 1)
+	assert.Equal(t, "block", recs[0].Tool)
+	assert.Equal(t, audit.Refused, recs[0].Decision)
+	assert.Equal(t, audit.Error, recs[0].Outcome)
+	assert.Equal(t, string(mcpserver.CodeServerBusy), recs[0].Code)
+	assert.NotEmpty(t, recs[0].Session)
 	select {
 	case <-b.started:
 		t.Fatal("a second call runs beside the first under a cap of 1")
@@ -244,4 +257,22 @@ func TestCancelledCallStopsWithoutAnswer(t *testing.T) {
 	p.call(t, 2, "quick")
 	m := p.await(t, func(m pipeMsg) bool { return m.Result != nil || m.Error != nil })
 	assert.Equal(t, "2", string(m.ID), "the next answer is the next call's: nothing for the cancelled one")
+}
+
+// memorySink keeps the audit records it is handed.
+type memorySink struct {
+	mu   sync.Mutex
+	recs []audit.Record
+}
+
+func (m *memorySink) Append(r audit.Record) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	m.recs = append(m.recs, r)
+}
+
+func (m *memorySink) records() []audit.Record {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return slices.Clone(m.recs)
 }

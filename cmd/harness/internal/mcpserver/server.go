@@ -26,6 +26,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -51,6 +52,11 @@ type Options struct {
 	// beyond that they fail with CodeServerBusy. A call waiting for the
 	// user's approval holds no slot.
 	MaxConcurrentCalls int
+	// Sink, when set, receives the audit record of each call the server
+	// refuses before its tool runs (SERVER_BUSY, or cancelled while it
+	// waited for a slot); the tools' guard records every other call.
+	// Module sets it from the application's optional audit.Sink.
+	Sink audit.Sink
 }
 
 // Server adapts tools to MCP. It is safe for concurrent use by many
@@ -201,6 +207,9 @@ type Params struct {
 	// Logger is the application's, decorated by Module: New finds in it the
 	// sessions it forwards to.
 	Logger *zap.Logger `optional:"true"`
+	// Sink receives the audit record of each call the server refuses
+	// before its tool runs (SERVER_BUSY, cancelled while queued).
+	Sink audit.Sink `optional:"true"`
 }
 
 // Module provides the *Server over the "tools" group (each call it serves
@@ -213,6 +222,9 @@ var Module = fx.Options(
 	fx.Module("mcpserver",
 		fx.Provide(
 			func(p Params) (*Server, error) {
+				if p.Options.Sink == nil {
+					p.Options.Sink = p.Sink
+				}
 				return New(p.Options, p.Tools.Tools, p.Logger, p.Tracker)
 			},
 			newClientLogs,
