@@ -32,6 +32,7 @@ type journaled struct {
 	tl    *toolexec.Tool
 	tools map[string]*tool.Tool
 	sess  *session.Session
+	sink  *auSink
 }
 
 func newJournaled(t *testing.T, mode sandbox.Mode) *journaled {
@@ -45,26 +46,25 @@ func newJournaled(t *testing.T, mode sandbox.Mode) *journaled {
 	require.NoError(t, err)
 	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, w.pol)
 	require.NoError(t, err)
-	tl, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: w.pol, Commands: cj})
+	sink := &auSink{}
+	tl, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: w.pol, Commands: cj, Sink: sink})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, tl.Close(context.Background())) })
-	x := &journaled{w: w, j: j, tl: tl, tools: map[string]*tool.Tool{}, sess: session.NewTracker().Start("s", w.ws)}
+	x := &journaled{w: w, j: j, tl: tl, tools: map[string]*tool.Tool{}, sess: session.NewTracker().Start("s", w.ws), sink: sink}
 	for _, tt := range tl.All() {
 		x.tools[tt.Name] = tt
 	}
 	return x
 }
 
-// call runs the tool name with args under an audit entry for call id, and
-// returns its result and its record.
+// call runs the tool name with args as call id of the session, and returns
+// its result and the audit record the guard handed the sink.
 func (x *journaled) call(t *testing.T, name, id string, args map[string]any) (tool.Result, audit.Record) {
 	t.Helper()
 	raw, err := json.Marshal(args)
 	require.NoError(t, err)
-	e := audit.Open(audit.Record{Session: "s", Client: "test-client", Tool: name, Call: id})
-	ctx := audit.NewContext(session.NewContext(t.Context(), x.sess), e)
-	res := x.tools[name].Handler(ctx, tool.Call{ID: id, Arguments: raw})
-	return res, e.Record()
+	res := x.tools[name].Handler(session.NewContext(t.Context(), x.sess), tool.Call{ID: id, Client: "test-client", Arguments: raw})
+	return res, x.sink.last(t)
 }
 
 func (x *journaled) blob(t *testing.T, hash string) string {
