@@ -185,3 +185,53 @@ func stageWaitFinish(j *journal.Journal, p *dirfd.Parent, work, name string) err
 	}
 	return j.Finish(e.ID, journal.Applied, nil)
 }
+
+// A journal whose segment another journal on the directory dropped (past
+// the cap) between its Prepare and its Begin moves to the newest segment:
+// the change is recorded whole, and its outcome too.
+func TestBeginAfterSegmentDroppedByOther(t *testing.T) {
+	work, dir := t.TempDir(), filepath.Join(t.TempDir(), "j")
+	content := make([]byte, 4<<10)
+	require.NoError(t, os.WriteFile(filepath.Join(work, "a"), []byte("before a"), 0o600))
+	a, b := open(t, dir, 16<<10, 1), open(t, dir, 16<<10, 1)
+	require.NoError(t, a.Prepare())
+	seg := segmentsOf(t, dir)[0]
+	for i := range 8 {
+		name := fmt.Sprint("f", i)
+		require.NoError(t, os.WriteFile(filepath.Join(work, name), append([]byte(name), content...), 0o600))
+		record(t, b, work, name, "other")
+	}
+	require.NoFileExists(t, filepath.Join(dir, seg), "a's segment was dropped by b")
+
+	tx, err := a.Begin(journal.Entry{Session: "a", Tool: "write", Kind: journal.Write})
+	require.NoError(t, err)
+	_, err = tx.Capture(parentOf(t, work), "a", filepath.Join(work, "a"))
+	require.NoError(t, err)
+	e, err := tx.Commit()
+	require.NoError(t, err)
+	require.NoError(t, a.Finish(e.ID, journal.Applied, nil))
+
+	got, err := b.Get(e.ID)
+	require.NoError(t, err)
+	assert.Equal(t, journal.Applied, got.Status)
+	assert.Equal(t, []byte("before a"), readBlob(t, b, got.Before[0].Hash))
+}
+
+// After Close, Prepare, Begin and Finish fail with CodeFailed (no closed
+// descriptor used), and a second Close does nothing.
+func TestClosedJournal(t *testing.T) {
+	j := open(t, filepath.Join(t.TempDir(), "j"), 8<<20, 0)
+	require.NoError(t, j.Close())
+	require.NoError(t, j.Close())
+	for name, call := range map[string]func() error{
+		"Prepare": j.Prepare,
+		"Begin":   func() error { _, err := j.Begin(journal.Entry{Kind: journal.Write}); return err },
+		"Finish":  func() error { return j.Finish("x", journal.Applied, nil) },
+	} {
+		err := call()
+		var je *journal.Error
+		require.ErrorAs(t, err, &je, name)
+		assert.Equal(t, journal.CodeFailed, je.Code, name)
+		assert.Contains(t, je.Error(), "closed", name)
+	}
+}
