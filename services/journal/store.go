@@ -48,8 +48,9 @@ type Journal struct {
 	lock int // descriptor of the lock file
 
 	// mu serializes appends in this process (the flock, those of others).
-	mu  sync.Mutex
-	seg *segment // the segment appended to; under mu
+	mu     sync.Mutex
+	seg    *segment // the segment appended to; under mu
+	closed bool     // Close ran; under mu
 
 	// rmu guards idx, the read index.
 	rmu sync.Mutex
@@ -61,11 +62,62 @@ type Journal struct {
 // segment is the open segment this process appends to: its number, its
 // read-write descriptor, the end of its last whole frame (what this
 // process has seen of it), and the blobs it holds (dedupe is per segment).
+//
+// Its descriptor lives as long as anything uses it: the Journal while the
+// segment is the one appended to, and each Sync of an entry in it until
+// its fdatasync is done. While a Sync is pending the descriptor holds a
+// shared flock on the segment, so that no Journal (of this process or
+// another) drops the segment under it (see evict).
 type segment struct {
 	num   int
 	f     *os.File
 	end   int64
 	blobs map[[32]byte]struct{}
+
+	rmu     sync.Mutex
+	syncs   int  // Syncs pending on the segment; under rmu
+	retired bool // the Journal let the segment go; under rmu
+}
+
+// hold counts one more Sync pending on the segment, taking the shared
+// flock with the first. The caller holds the journal's mu and flock.
+func (s *segment) hold() error {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	if s.syncs == 0 {
+		if err := flockFd(int(s.f.Fd()), unix.LOCK_SH); err != nil {
+			return err
+		}
+	}
+	s.syncs++
+	return nil
+}
+
+// release ends one Sync pending on the segment: the last one drops the
+// shared flock, and closes the descriptor when the Journal let it go.
+func (s *segment) release() {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.syncs--
+	if s.syncs > 0 {
+		return
+	}
+	if s.retired {
+		_ = s.f.Close() // the flock goes with the descriptor
+		return
+	}
+	_ = unix.Flock(int(s.f.Fd()), unix.LOCK_UN)
+}
+
+// retire lets the segment go (a roll, Close): its descriptor closes now,
+// or when the last Sync pending on it is done.
+func (s *segment) retire() {
+	s.rmu.Lock()
+	defer s.rmu.Unlock()
+	s.retired = true
+	if s.syncs == 0 {
+		_ = s.f.Close()
+	}
 }
 
 const (
@@ -113,12 +165,18 @@ func Open(opts Options) (*Journal, error) {
 	return j, nil
 }
 
-// Close releases the journal's descriptors.
+// Close releases the journal's descriptors (a segment's once the Syncs
+// pending on it are done); Prepare, Begin and Finish then fail with
+// CodeFailed. Closing again does nothing.
 func (j *Journal) Close() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		return nil
+	}
+	j.closed = true
 	if j.seg != nil {
-		_ = j.seg.f.Close()
+		j.seg.retire()
 		j.seg = nil
 	}
 	j.rmu.Lock()
@@ -145,6 +203,9 @@ func (j *Journal) MaxBytes() int64 { return j.opts.MaxBytes }
 func (j *Journal) Prepare() error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if j.closed {
+		return j.open()
+	}
 	if j.seg != nil && !j.stale() {
 		return nil
 	}
@@ -203,12 +264,30 @@ func (j *Journal) openSegment(n int) error {
 		return newErr(CodeFailed, "open", err, "cannot sync the journal directory %q", j.opts.Dir)
 	}
 	if j.seg != nil {
-		// A Txn syncing the old segment holds a reference: os.File
-		// closes the descriptor once it is done.
-		_ = j.seg.f.Close()
+		j.seg.retire() // a Sync pending on it keeps it open until done
 	}
 	j.seg = &segment{num: n, f: f, blobs: map[[32]byte]struct{}{}}
 	return nil
+}
+
+// open reports a Journal closed (CodeFailed). The caller holds mu.
+func (j *Journal) open() error {
+	if j.closed || j.seg == nil {
+		return newErr(CodeFailed, "record", nil, "the journal in %q is closed", j.opts.Dir)
+	}
+	return nil
+}
+
+// current makes the segment appended to ready for an append: when another
+// Journal on the directory dropped it meanwhile it moves to the newest
+// (prepareLocked: opening a file, so outside a Landlock domain only), and
+// it catches up. The caller holds mu and the flock.
+func (j *Journal) current() error {
+	var st unix.Stat_t
+	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err == nil && st.Nlink == 0 {
+		return j.prepareLocked()
+	}
+	return j.catchUp()
 }
 
 // catchUp reads the frames other processes appended to the current segment
@@ -280,10 +359,12 @@ func readDirNames(dir string) ([]string, error) {
 	return f.Readdirnames(-1)
 }
 
-// evict drops the oldest segments of nums (never the current one) while
-// the total size passes the cap, logging the ids of the entries each held
-// and recording them in a dropped frame of the current segment, so that
-// history can say they went. The caller holds mu and the flock.
+// evict drops the oldest segments of nums while the total size passes the
+// cap, logging the ids of the entries each held and recording them in a
+// dropped frame of the current segment, so that history can say they went.
+// It never drops the current segment, and stops at one a Sync (of any
+// process) is pending on: the total may then pass the cap until a later
+// Prepare. The caller holds mu and the flock.
 func (j *Journal) evict(nums []int) error {
 	sizes := make([]int64, len(nums))
 	var total int64
@@ -296,12 +377,16 @@ func (j *Journal) evict(nums []int) error {
 	}
 	var gone []Entry
 	for i := 0; total > j.opts.MaxBytes && i < len(nums) && nums[i] != j.seg.num; i++ {
-		entries, err := j.segmentEntries(nums[i])
+		entries, ok, err := j.dropSegment(nums[i])
 		if err != nil {
 			return err
 		}
-		if err := unix.Unlinkat(j.dir, segName(nums[i]), 0); err != nil && !errors.Is(err, unix.ENOENT) {
-			return newErr(CodeFailed, "evict", err, "cannot drop the journal segment %s", segName(nums[i]))
+		if !ok {
+			// A Sync is pending on it: the oldest stays, and the cap
+			// waits for a later Prepare.
+			j.log.Debug("journal: kept the oldest segment past the cap while an entry in it syncs",
+				zap.String("segment", segName(nums[i])), zap.Int64("total_bytes", total), zap.Int64("max_bytes", j.opts.MaxBytes))
+			break
 		}
 		total -= sizes[i]
 		ids := make([]string, len(entries))
@@ -322,22 +407,28 @@ func (j *Journal) evict(nums []int) error {
 	return j.appendLocked(appendFrame(nil, kindDropped, payload))
 }
 
-// segmentEntries returns the entries of segment n without their nodes,
-// for a dropped frame.
-func (j *Journal) segmentEntries(n int) ([]Entry, error) {
+// dropSegment removes segment n and returns its entries without their
+// nodes, for a dropped frame; ok is false, and nothing changes, while a
+// Sync of this process or another is pending on it (its shared flock). The
+// caller holds mu and the flock.
+func (j *Journal) dropSegment(n int) (entries []Entry, ok bool, err error) {
 	f, err := os.Open(filepath.Join(j.opts.Dir, segName(n)))
 	if errors.Is(err, os.ErrNotExist) {
-		return nil, nil
+		return nil, true, nil
 	}
 	if err != nil {
-		return nil, newErr(CodeFailed, "evict", err, "cannot open the journal segment %s", segName(n))
+		return nil, false, newErr(CodeFailed, "evict", err, "cannot open the journal segment %s", segName(n))
 	}
-	defer f.Close() //nolint:errcheck // read-only descriptor
+	defer f.Close() //nolint:errcheck // read-only descriptor; closing it drops the flock
+	if err := flockFd(int(f.Fd()), unix.LOCK_EX|unix.LOCK_NB); errors.Is(err, unix.EWOULDBLOCK) {
+		return nil, false, nil
+	} else if err != nil {
+		return nil, false, newErr(CodeFailed, "evict", err, "cannot lock the journal segment %s", segName(n))
+	}
 	st, err := f.Stat()
 	if err != nil {
-		return nil, newErr(CodeFailed, "evict", err, "cannot stat the journal segment %s", segName(n))
+		return nil, false, newErr(CodeFailed, "evict", err, "cannot stat the journal segment %s", segName(n))
 	}
-	var out []Entry
 	_, err = scan(f, 0, st.Size(), false, func(f frame) error {
 		if f.kind != kindEntry {
 			return nil
@@ -345,14 +436,17 @@ func (j *Journal) segmentEntries(n int) ([]Entry, error) {
 		var e Entry
 		if json.Unmarshal(f.payload, &e) == nil {
 			e.After = nil
-			out = append(out, e)
+			entries = append(entries, e)
 		}
 		return nil
 	})
 	if err != nil {
-		return nil, newErr(CodeFailed, "evict", err, "cannot read the journal segment %s", segName(n))
+		return nil, false, newErr(CodeFailed, "evict", err, "cannot read the journal segment %s", segName(n))
 	}
-	return out, nil
+	if err := unix.Unlinkat(j.dir, segName(n), 0); err != nil && !errors.Is(err, unix.ENOENT) {
+		return nil, false, newErr(CodeFailed, "evict", err, "cannot drop the journal segment %s", segName(n))
+	}
+	return entries, true, nil
 }
 
 // appendLocked writes b at the end of the current segment. The caller
@@ -368,15 +462,20 @@ func (j *Journal) appendLocked(b []byte) error {
 
 // flock takes the journal's exclusive cross-process lock.
 func (j *Journal) flock() error {
+	if err := flockFd(j.lock, unix.LOCK_EX); err != nil {
+		return newErr(CodeFailed, "lock", err, "cannot lock the journal in %q", j.opts.Dir)
+	}
+	return nil
+}
+
+// flockFd is flock(2) of fd with how (LOCK_SH, LOCK_EX, | LOCK_NB),
+// retried on EINTR.
+func flockFd(fd, how int) error {
 	for {
-		err := unix.Flock(j.lock, unix.LOCK_EX)
-		if errors.Is(err, unix.EINTR) {
-			continue
+		err := unix.Flock(fd, how)
+		if !errors.Is(err, unix.EINTR) {
+			return err
 		}
-		if err != nil {
-			return newErr(CodeFailed, "lock", err, "cannot lock the journal in %q", j.opts.Dir)
-		}
-		return nil
 	}
 }
 

@@ -303,7 +303,9 @@ func TestNotKept(t *testing.T) {
 // with its content; ids are unique and sorted.
 func TestConcurrentWriters(t *testing.T) {
 	work, dir := t.TempDir(), filepath.Join(t.TempDir(), "j")
-	js := [2]*journal.Journal{open(t, dir, 8<<20, 16<<10), open(t, dir, 8<<20, 16<<10)}
+	// Segments of 512 bytes: nearly every change rolls while the other
+	// writers' syncs are in flight.
+	js := [2]*journal.Journal{open(t, dir, 8<<20, 512), open(t, dir, 8<<20, 512)}
 	const perWriter = 25
 	var wg sync.WaitGroup
 	for w := range 8 {

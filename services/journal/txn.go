@@ -49,11 +49,15 @@ type Txn struct {
 // another process dropped it: call Prepare and try again).
 func (j *Journal) Begin(e Entry) (*Txn, error) {
 	j.mu.Lock()
+	if err := j.open(); err != nil {
+		j.mu.Unlock()
+		return nil, err
+	}
 	if err := j.flock(); err != nil {
 		j.mu.Unlock()
 		return nil, err
 	}
-	if err := j.catchUp(); err != nil {
+	if err := j.current(); err != nil {
 		j.funlock()
 		j.mu.Unlock()
 		return nil, err
@@ -244,21 +248,35 @@ func (t *Txn) Stage() (Entry, *Sync, error) {
 		t.e.NotKept = fmt.Sprintf("%d bytes, over the journal cap of %d", t.content, j.opts.MaxBytes)
 	}
 	t.e.Bytes = t.stored
-	payload, err := json.Marshal(t.e)
-	if err != nil {
-		t.abortLocked()
-		return Entry{}, nil, newErr(CodeFailed, "record", err, "cannot encode the entry")
+	seg := j.seg
+	if j.opts.Sync {
+		// Taken before the entry is written: the segment's descriptor
+		// and the segment itself outlive a roll or an eviction until
+		// the Sync is done.
+		if err := seg.hold(); err != nil {
+			t.abortLocked()
+			return Entry{}, nil, newErr(CodeFailed, "record", err, "cannot lock the journal segment %s", filepath.Join(j.opts.Dir, segName(seg.num)))
+		}
 	}
-	t.buf = appendFrame(t.buf, kindEntry, payload)
-	if err := t.flush(); err != nil {
+	payload, err := json.Marshal(t.e)
+	if err == nil {
+		t.buf = appendFrame(t.buf, kindEntry, payload)
+		err = t.flush()
+	} else {
+		err = newErr(CodeFailed, "record", err, "cannot encode the entry")
+	}
+	if err != nil {
+		if j.opts.Sync {
+			seg.release()
+		}
 		t.abortLocked()
 		return Entry{}, nil, err
 	}
-	j.seg.end = t.flushed
+	seg.end = t.flushed
 	for h := range t.blobs {
-		j.seg.blobs[h] = struct{}{}
+		seg.blobs[h] = struct{}{}
 	}
-	s := &Sync{j: j, f: j.seg.f, id: t.e.ID, done: make(chan error, 1)}
+	s := &Sync{j: j, seg: seg, id: t.e.ID, done: make(chan error, 1)}
 	j.funlock()
 	j.mu.Unlock()
 	return t.e, s, nil
@@ -266,10 +284,13 @@ func (t *Txn) Stage() (Entry, *Sync, error) {
 
 // Sync is the durability of one staged entry: one fdatasync of its
 // segment with Options.Sync, nothing without. Its methods are safe for
-// concurrent use.
+// concurrent use. Until Wait is called (or the sync Start began is done)
+// the Sync keeps its segment's descriptor open and the segment from being
+// dropped: call Wait on every Sync, even for a change that will not
+// publish.
 type Sync struct {
 	j       *Journal
-	f       *os.File
+	seg     *segment
 	id      string
 	start   sync.Once
 	wait    sync.Once
@@ -286,10 +307,11 @@ func (s *Sync) Start() {
 			return
 		}
 		go func() {
-			err := fdatasync(s.f)
+			err := fdatasync(s.seg.f)
+			s.seg.release()
 			if err != nil {
 				_ = s.j.Finish(s.id, Failed, nil)
-				err = newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", s.f.Name())
+				err = newErr(CodeFailed, "record", err, "cannot sync the journal segment %s", filepath.Join(s.j.opts.Dir, segName(s.seg.num)))
 			}
 			s.done <- err
 		}()
@@ -320,9 +342,8 @@ func (t *Txn) abortLocked() {
 	t.j.mu.Unlock()
 }
 
-// fdatasync syncs f's data (and the size that reaches it). It holds a
-// reference to the descriptor meanwhile: a concurrent Close (a segment
-// left by Prepare) waits for it.
+// fdatasync syncs f's data (and the size that reaches it). The caller
+// keeps f open meanwhile (a segment's Sync holds it).
 func fdatasync(f *os.File) error {
 	rc, err := f.SyscallConn()
 	if err != nil {
@@ -354,11 +375,14 @@ func (j *Journal) Finish(id string, status Status, after []Node) error {
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
+	if err := j.open(); err != nil {
+		return err
+	}
 	if err := j.flock(); err != nil {
 		return err
 	}
 	defer j.funlock()
-	if err := j.catchUp(); err != nil {
+	if err := j.current(); err != nil {
 		return err
 	}
 	return j.appendLocked(appendFrame(nil, kindOutcome, payload))
