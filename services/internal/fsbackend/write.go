@@ -180,6 +180,9 @@ func (f *Backend) publishJournaled(ctx context.Context, m *mutation, op, dp, con
 		return atomicwrite.Result{}, err
 	}
 	res, err := f.publish(ctx, m, op, dp, content, pub, at, synced)
+	// A publication that failed before it waited still waits: a pending
+	// sync holds its segment open and undropped until it is waited for.
+	_ = synced.wait()
 	ch.finish(err == nil, node(key, &res.Stat, hash))
 	if s := ch.notKept(); s != "" {
 		*note = strings.TrimSpace(*note + " " + s)
