@@ -177,12 +177,15 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		return pl, "", unsafeOr(e, err)
 	}
 	if m != nil && e.Status == Pending {
-		// A crash left it pending: the disk says which side it is on.
-		prior, err := against(v, e.Paths, topNodes(e), nil)
+		// A crash left it pending, maybe part-way (a recursive delete
+		// killed mid-tree): the disk says, node by node, which side each
+		// entry is on.
+		var reached bool
+		m, reached, err = pendingState(v, e, removedDirs(e, pl.moves))
 		if err != nil {
 			return pl, "", unsafeOr(e, err)
 		}
-		if prior == nil {
+		if m == nil && !reached {
 			return pl, "it never reached the disk (pending, and every path is in its prior state): nothing to undo", nil
 		}
 	}
@@ -254,17 +257,6 @@ func checked(e Entry) []Node {
 	out := slices.Clone(e.After)
 	for i := range out {
 		out[i].Ino, out[i].Dev = 0, 0
-	}
-	return out
-}
-
-// topNodes returns the Before nodes at e's own paths.
-func topNodes(e Entry) []Node {
-	var out []Node
-	for _, p := range e.Paths {
-		if n := nodeAt(e.Before, p); n != nil {
-			out = append(out, *n)
-		}
 	}
 	return out
 }

@@ -145,7 +145,13 @@ func against(v view, paths []string, nodes []Node, emptyCheck []string) (*mismat
 			return m, err
 		}
 	}
-	for _, dir := range emptyCheck {
+	return addedInto(v, nodes, emptyCheck)
+}
+
+// addedInto returns the first entry of the directories dirs (ones an undo
+// removes) that nodes do not list: added after the change.
+func addedInto(v view, nodes []Node, dirs []string) (*mismatch, error) {
+	for _, dir := range dirs {
 		names, err := dirNames(v, dir)
 		if err != nil {
 			return nil, err
@@ -161,6 +167,46 @@ func against(v view, paths []string, nodes []Node, emptyCheck []string) (*mismat
 		}
 	}
 	return nil, nil
+}
+
+// pendingState judges the pending change e node by node against v: each
+// of its paths and each node of its Before and After is in the state
+// before the change (left alone by the undo), or in the state the change
+// was to leave (After, absent where After has nothing: reached is then
+// set, the undo restores it), or else changed after it (the first such
+// is the mismatch). A directory the undo removes must hold only what
+// After lists (removed). A crash in the middle of a change (a recursive
+// delete killed part-way) leaves a mix of the first two.
+func pendingState(v view, e Entry, removed []string) (m *mismatch, reached bool, err error) {
+	after := checked(e)
+	paths := slices.Clone(e.Paths)
+	for _, n := range e.Before {
+		paths = append(paths, n.Path)
+	}
+	for _, n := range after {
+		paths = append(paths, n.Path)
+	}
+	seen := map[string]bool{}
+	for _, p := range paths {
+		if seen[p] {
+			continue
+		}
+		seen[p] = true
+		have, err := v.look(p)
+		if err != nil {
+			return nil, false, err
+		}
+		if differs(nodeAt(e.Before, p), have) == "" {
+			continue
+		}
+		why := differs(nodeAt(after, p), have)
+		if why != "" {
+			return &mismatch{path: p, reason: "it is in neither the state before the change nor the one it was to leave: " + why}, reached, nil
+		}
+		reached = true
+	}
+	m, err = addedInto(v, after, removed)
+	return m, reached, err
 }
 
 // dirNames lists the directory dir on disk, nil when the view says it is

@@ -1,8 +1,10 @@
 package journal
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -95,11 +97,43 @@ func (r *restorer) put(n Node) error {
 	case Dir:
 		return r.putDir(par, base, n)
 	case File:
+		if inPlace(par, base, n) {
+			return nil
+		}
 		return r.putFile(par, base, n)
 	case Symlink:
+		if inPlace(par, base, n) {
+			return nil
+		}
 		return r.putSymlink(par, base, n)
 	}
 	return &os.PathError{Op: "restore", Path: n.Path, Err: unix.EINVAL}
+}
+
+// inPlace reports whether the entry base inside par is n already (a file
+// by size, mode, owner, content and extended attributes; a symlink by
+// target): a change left part-way (a recursive delete killed mid-tree)
+// left it, and the undo leaves it alone. Anything unreadable is not.
+func inPlace(par *dirfd.Parent, base string, n Node) bool {
+	st, err := par.Stat(base, false)
+	if err != nil {
+		return false
+	}
+	switch n.Type {
+	case File:
+		if !dirfd.IsRegular(&st) || st.Size != n.Size || st.Mode&0o7777 != n.Mode || st.Uid != n.UID || st.Gid != n.GID {
+			return false
+		}
+	case Symlink:
+		if !dirfd.IsSymlink(&st) {
+			return false
+		}
+	}
+	have, err := readNode(par, base, n.Path)
+	if err != nil || have == nil {
+		return false
+	}
+	return differs(&n, have) == "" && maps.EqualFunc(n.Xattrs, have.Xattrs, bytes.Equal)
 }
 
 func (r *restorer) putDir(par *dirfd.Parent, base string, n Node) error {
