@@ -34,6 +34,25 @@ type restorer struct {
 	// touched is set once an entry on disk changed: a failure after it
 	// may have left part of the restore on disk.
 	touched bool
+	// reclaimed holds the [dev, ino] of each directory already cleared of
+	// the temporary names a killed writer (an earlier undo) left there.
+	reclaimed map[[2]uint64]bool
+}
+
+// reclaim removes, the first time the restore writes into par, what
+// writers killed mid-write left there (atomicwrite.Reclaim: only a dead
+// process's, under its flock), so an undo killed part-way and run again
+// leaves no temporary name behind.
+func (r *restorer) reclaim(par *dirfd.Parent) {
+	key, err := par.Identity()
+	if err != nil || r.reclaimed[key] {
+		return
+	}
+	if r.reclaimed == nil {
+		r.reclaimed = map[[2]uint64]bool{}
+	}
+	r.reclaimed[key] = true
+	_, _ = atomicwrite.Reclaim(par) // best effort: a name that stays is not ours to remove
 }
 
 // remove removes the entry at p: a directory must be empty.
@@ -90,6 +109,7 @@ func (r *restorer) put(n Node) error {
 		return err
 	}
 	defer par.Close() //nolint:errcheck // the sync reports
+	r.reclaim(par)
 	switch n.Type {
 	case Special:
 		r.notes = append(r.notes, n.Path+": a special file (FIFO, socket or device) is not restored")
