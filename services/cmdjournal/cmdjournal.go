@@ -9,11 +9,14 @@
 // deleted or re-moded, their state before (the content kept) and after, so
 // `harness undo` restores them like any other entry.
 //
-// Out of scope, never read and never journaled: `.git`, the deny-read set
-// (secrets never reach the journal), gitignored paths (node_modules, build
-// output), the journal's own directory, and special files. A skipped entry is compared by its own stat:
-// when it changed, or moved into or out of the scope, the entry lists it
-// in NotJournaled; a change deep inside a skipped directory is not seen.
+// Out of scope, never read and never journaled: `.git`, the deny-read set,
+// credential file names at any depth (the deny-read defaults anchored in a
+// home, "~/" stripped, plus *.pem and *.key), files larger than the
+// journal's cap, gitignored paths (node_modules, build output), the
+// journal's own directory, and special files. A skipped entry is compared
+// by its own stat: when it changed, or moved into or out of the scope, the
+// entry lists it in NotJournaled with its reason in NotJournaledWhy; a
+// change deep inside a skipped directory is not seen.
 package cmdjournal
 
 import (
@@ -79,7 +82,7 @@ func New(o Options) (*Journaler, error) {
 	return &Journaler{
 		store: o.Journal,
 		scope: scope{deny: o.DenyRead, secrets: secretPatterns(), maxFile: o.Journal.MaxBytes(), journal: dir},
-		log: log.Named("cmdjournal"), roots: map[string]*rootState{},
+		log:   log.Named("cmdjournal"), roots: map[string]*rootState{},
 	}, nil
 }
 
@@ -248,7 +251,7 @@ type Call struct {
 
 // Result is what End recorded: the entry (ID "" when the command changed
 // nothing in scope: none is recorded) and the paths it changed that are
-// out of scope, absolute (see the package doc).
+// out of scope, absolute, with their reasons in Why (see the package doc).
 type Result struct {
 	Entry        journal.Entry
 	NotJournaled []string
@@ -373,7 +376,8 @@ func dupFile(fd int) (*os.File, error) {
 }
 
 // Describe is the audit record's Command.Journal for r: the entry id, or
-// why there is none, and the count of changed paths not journaled.
+// why there is none, and the count of changed paths not journaled with
+// their distinct reasons.
 func Describe(r Result) string {
 	s := "no change in the journaled workspace"
 	if r.Entry.ID != "" {
