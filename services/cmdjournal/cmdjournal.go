@@ -9,11 +9,14 @@
 // deleted or re-moded, their state before (the content kept) and after, so
 // `harness undo` restores them like any other entry.
 //
-// Out of scope, never read and never journaled: `.git`, the deny-read set
-// (secrets never reach the journal), gitignored paths (node_modules, build
-// output), the journal's own directory, and special files. A skipped entry is compared by its own stat:
-// when it changed, or moved into or out of the scope, the entry lists it
-// in NotJournaled; a change deep inside a skipped directory is not seen.
+// Out of scope, never read and never journaled: `.git`, the deny-read set,
+// credential file names at any depth (the deny-read defaults anchored in a
+// home, "~/" stripped, plus *.pem and *.key), files larger than the
+// journal's cap, gitignored paths (node_modules, build output), the
+// journal's own directory, and special files. A skipped entry is compared
+// by its own stat: when it changed, or moved into or out of the scope, the
+// entry lists it in NotJournaled with its reason in NotJournaledWhy; a
+// change deep inside a skipped directory is not seen.
 package cmdjournal
 
 import (
@@ -21,7 +24,9 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -75,8 +80,9 @@ func New(o Options) (*Journaler, error) {
 		dir = filepath.Clean(o.Journal.Dir())
 	}
 	return &Journaler{
-		store: o.Journal, scope: scope{deny: o.DenyRead, journal: dir},
-		log: log.Named("cmdjournal"), roots: map[string]*rootState{},
+		store: o.Journal,
+		scope: scope{deny: o.DenyRead, secrets: secretPatterns(), maxFile: o.Journal.MaxBytes(), journal: dir},
+		log:   log.Named("cmdjournal"), roots: map[string]*rootState{},
 	}, nil
 }
 
@@ -175,14 +181,25 @@ func (j *Journaler) forgetLacking(m *manifest) error {
 	return nil
 }
 
-// keeper stores the contents one walk reads in one journal transaction,
-// begun at the first content and kept (without an entry) at the end.
+// keeper stores the contents one walk reads in journal transactions kept
+// without an entry: one begun at the first content, kept and followed by
+// a fresh one when the next content would pass its cap (so no content
+// makes the others not kept), the last kept at the end.
 type keeper struct {
-	store *journal.Journal
-	tx    *journal.Txn
+	store  *journal.Journal
+	tx     *journal.Txn
+	stored int64
 }
 
+// put stores size bytes (at most: a file growing meanwhile is read up to
+// its size at the fstat) of the regular file fd, size no larger than the
+// journal's cap (the walk skips larger files), and returns their key.
 func (k *keeper) put(fd int, size int64) (string, error) {
+	if k.tx != nil && size > k.tx.Room() {
+		if err := k.flush(); err != nil {
+			return "", err
+		}
+	}
 	if k.tx == nil {
 		if err := k.store.Prepare(); err != nil {
 			return "", err
@@ -199,17 +216,26 @@ func (k *keeper) put(fd int, size int64) (string, error) {
 		return "", err
 	}
 	defer func() { _ = dup.Close() }()
-	hash, _, err := k.tx.AddBlob(dup, size)
+	hash, _, err := k.tx.AddBlob(io.LimitReader(dup, size), size)
 	return hash, err
 }
 
-// keep ends the transaction keeping its contents; the bytes it stored.
-func (k *keeper) keep() (int64, error) {
+// flush keeps the open transaction's contents, if any.
+func (k *keeper) flush() error {
 	if k.tx == nil {
-		return 0, nil
+		return nil
 	}
 	stored, _, err := k.tx.Keep()
-	return stored, err
+	k.tx = nil
+	k.stored += stored
+	return err
+}
+
+// keep ends the walk's transactions keeping their contents; the bytes
+// they stored.
+func (k *keeper) keep() (int64, error) {
+	err := k.flush()
+	return k.stored, err
 }
 
 func (k *keeper) abort() {
@@ -225,10 +251,13 @@ type Call struct {
 
 // Result is what End recorded: the entry (ID "" when the command changed
 // nothing in scope: none is recorded) and the paths it changed that are
-// out of scope, absolute (see the package doc).
+// out of scope, absolute, with their reasons in Why (see the package doc).
 type Result struct {
 	Entry        journal.Entry
 	NotJournaled []string
+	// Why is each NotJournaled path's reason (an absolute path: a skip
+	// reason such as "over the journal cap" or "a credential file name").
+	Why map[string]string
 }
 
 // End walks the roots again after the command ended (exited, was killed,
@@ -267,10 +296,15 @@ func (s *Snapshot) End(c Call) (Result, error) {
 			}
 		}
 		for _, rel := range skipped {
-			res.NotJournaled = append(res.NotJournaled, joinAbs(pre.root, rel))
+			p := joinAbs(pre.root, rel)
+			res.NotJournaled = append(res.NotJournaled, p)
+			if res.Why == nil {
+				res.Why = map[string]string{}
+			}
+			res.Why[p] = skipReason(pre, post, rel)
 		}
 	}
-	e.NotJournaled = res.NotJournaled
+	e.NotJournaled, e.NotJournaledWhy = res.NotJournaled, res.Why
 	if len(e.Paths) == 0 {
 		return res, nil
 	}
@@ -342,7 +376,8 @@ func dupFile(fd int) (*os.File, error) {
 }
 
 // Describe is the audit record's Command.Journal for r: the entry id, or
-// why there is none, and the count of changed paths not journaled.
+// why there is none, and the count of changed paths not journaled with
+// their distinct reasons.
 func Describe(r Result) string {
 	s := "no change in the journaled workspace"
 	if r.Entry.ID != "" {
@@ -352,7 +387,29 @@ func Describe(r Result) string {
 		}
 	}
 	if n := len(r.NotJournaled); n > 0 {
-		s += "; " + strconv.Itoa(n) + " changed path(s) not journaled (.git, deny-read or gitignored)"
+		var whys []string
+		for _, p := range r.NotJournaled {
+			if w := r.Why[p]; w != "" && !slices.Contains(whys, w) {
+				whys = append(whys, w)
+			}
+		}
+		s += "; " + strconv.Itoa(n) + " changed path(s) not journaled (" + strings.Join(whys, ", ") + ")"
 	}
 	return s
+}
+
+// skipReason is why the walks before (pre) and after (post) a command
+// left rel out of their scope: its own skip, or its nearest skipped
+// ancestor's, the later walk's first.
+func skipReason(pre, post *manifest, rel string) string {
+	for p := rel; ; p = parent(p) {
+		for _, m := range []*manifest{post, pre} {
+			if sk, ok := m.skipped[p]; ok {
+				return sk.why
+			}
+		}
+		if p == "" {
+			return ""
+		}
+	}
 }

@@ -103,6 +103,10 @@ func TestACommandsChangesAreJournaled(t *testing.T) {
 	// .env (deny-read) changed, build.log and node_modules (gitignored) too: listed, not journaled.
 	assert.Equal(t, abs(".env", "build.log", "node_modules"), res.NotJournaled)
 	assert.Equal(t, res.NotJournaled, e.NotJournaled)
+	assert.Equal(t, map[string]string{
+		filepath.Join(ws, ".env"): skipDenyRead, filepath.Join(ws, "build.log"): skipGitignore,
+		filepath.Join(ws, "node_modules"): skipGitignore,
+	}, e.NotJournaledWhy)
 
 	// The journal holds the entry as returned, applied.
 	got, err := st.Get(e.ID)

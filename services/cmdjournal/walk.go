@@ -25,6 +25,8 @@ const (
 	skipJournal   = "the journal itself"
 	skipGitignore = "gitignored"
 	skipSpecial   = "not a file, directory or symlink"
+	skipSecret    = "a credential file name"
+	skipTooLarge  = "over the journal cap"
 )
 
 // state is what a walk saw of one entry: lstat fields, and for a file the
@@ -100,11 +102,35 @@ type walker struct {
 }
 
 // scope is what a walk leaves out besides .git and gitignored paths: the
-// deny-read set and the journal's own directory (were it inside a root,
-// each snapshot would copy the journal into itself).
+// deny-read set, credential file names at any depth (secrets), files
+// larger than maxFile bytes (the journal's cap: they could not be kept),
+// and the journal's own directory (were it inside a root, each snapshot
+// would copy the journal into itself).
 type scope struct {
 	deny    sandbox.DenyRead
+	secrets gitignore.Matcher
+	maxFile int64
 	journal string
+}
+
+// secretPatterns are the credential file names a walk never reads, at any
+// depth of a root: the deny-read defaults anchored in a home ("~/.ssh",
+// "~/.aws", "~/.npmrc", ...) with the "~/" stripped, plus "*.pem" and
+// "*.key". The deny-read set names them only under a home directory; a
+// workspace can hold copies.
+func secretPatterns() gitignore.Matcher {
+	var ps []gitignore.Pattern
+	for _, d := range sandbox.DenyReadDefaults() {
+		rel, ok := strings.CutPrefix(d, "~/")
+		if !ok {
+			continue
+		}
+		ps = append(ps, gitignore.ParsePattern("**/"+rel, nil))
+	}
+	for _, p := range []string{"*.pem", "*.key"} {
+		ps = append(ps, gitignore.ParsePattern(p, nil))
+	}
+	return gitignore.NewMatcher(ps)
 }
 
 // walk returns the manifest of root (absolute, canonical). Errors: the
@@ -213,6 +239,12 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 		case w.denied(sub, isDir):
 			skips[sub] = skipped{*s, skipDenyRead}
 			continue
+		case w.scope.secrets.Match(strings.Split(sub, "/"), isDir):
+			skips[sub] = skipped{*s, skipSecret}
+			continue
+		case s.typ == fileType && s.size > w.scope.maxFile:
+			skips[sub] = skipped{*s, skipTooLarge}
+			continue
 		case isDir && w.abs(sub) == w.scope.journal:
 			skips[sub] = skipped{*s, skipJournal}
 			continue
@@ -241,11 +273,13 @@ func (w *walker) dir(fd int, rel string, comps []string, ign []gitignore.Pattern
 			entries[sub] = s
 		case fileType:
 			ok, err := w.file(fd, name, sub, s)
-			if err != nil {
+			switch {
+			case err != nil:
 				return err
-			}
-			if ok {
+			case ok:
 				entries[sub] = s
+			case s.typ == fileType && s.size > w.scope.maxFile:
+				skips[sub] = skipped{*s, skipTooLarge} // grew since the listing
 			}
 		}
 	}
@@ -279,8 +313,8 @@ func (w *walker) readLink(fd int, name, rel string, s *state) error {
 }
 
 // file fills s.hash, from prev when the stat is unchanged, else by reading
-// the file into the journal; ok is false when it is gone or no longer a
-// file.
+// the file into the journal; ok is false when it is gone, no longer a
+// file, or now larger than the cap (not read: s holds its stat).
 func (w *walker) file(fd int, name, rel string, s *state) (ok bool, err error) {
 	if p := w.known(rel, s); p != nil && p.hash != "" {
 		s.hash = p.hash
@@ -299,8 +333,8 @@ func (w *walker) file(fd int, name, rel string, s *state) (ok bool, err error) {
 		return false, &os.PathError{Op: "fstat", Path: w.abs(rel), Err: err}
 	}
 	*s = *fromStat(&st) // what is read is this inode
-	if s.typ != fileType {
-		return false, nil // replaced since the listing
+	if s.typ != fileType || s.size > w.scope.maxFile {
+		return false, nil // replaced or grown since the listing
 	}
 	w.cmu.Lock()
 	hash, err := w.content(ffd, s.size)

@@ -25,7 +25,10 @@ const Special = "special"
 // AddBlob for the cap), with its mode, owner, extended attributes and
 // modification time; a symlink's target (never followed); a directory and
 // every entry beneath it, parents before children, no symlink followed.
-// Errors: the filesystem's (*os.PathError), *Error with CodeFailed.
+// A file larger (by its fstat) than the room left under the cap is not
+// read: its node has no Hash and the change keeps no content (Kept false).
+// Errors: the filesystem's (*os.PathError), the context's (SetContext),
+// *Error with CodeFailed.
 func (t *Txn) Capture(parent *dirfd.Parent, name, p string) ([]Node, error) {
 	first := len(t.e.Before)
 	if err := t.capture(parent, name, p); err != nil {
@@ -97,6 +100,15 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 	}
 	n.Type = File
 	n.Xattrs = fdXattrs(fd)
+	if st.Size > t.Room() {
+		// It cannot be kept: not read at all (no hash), however large.
+		n.Size = st.Size
+		if err := t.skipContent(st.Size); err != nil {
+			return err
+		}
+		t.e.Before = append(t.e.Before, n)
+		return nil
+	}
 	hash, size, err := t.AddBlob(fdReader{fd: fd, path: n.Path}, st.Size)
 	if err != nil {
 		return err

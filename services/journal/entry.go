@@ -72,8 +72,9 @@ type Node struct {
 // the cap) and the change cannot be undone. Bytes is the content this entry
 // added to the journal. Undoes, for an undo, is the entry it reversed.
 // NotJournaled, for a command, are the paths it changed that are out of
-// the snapshots' scope (.git, the deny-read set, gitignored paths): undo
-// cannot restore them.
+// the snapshots' scope (.git, the deny-read set, credential file names,
+// files over the cap, gitignored paths): undo cannot restore them;
+// NotJournaledWhy gives each one's reason (path: why).
 type Entry struct {
 	ID      string    `json:"id"`
 	Time    time.Time `json:"time"`
@@ -94,5 +95,6 @@ type Entry struct {
 	// dropped to keep the journal within its cap: its content is gone.
 	Dropped bool `json:"dropped,omitempty"`
 
-	NotJournaled []string `json:"not_journaled,omitempty"`
+	NotJournaled    []string          `json:"not_journaled,omitempty"`
+	NotJournaledWhy map[string]string `json:"not_journaled_why,omitempty"`
 }

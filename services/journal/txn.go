@@ -1,6 +1,7 @@
 package journal
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -40,6 +41,41 @@ type Txn struct {
 	stored  int64                 // the bytes of the blob frames it added
 	over    bool                  // the prior content passed the cap: nothing kept
 	done    bool
+	ctx     context.Context // nil: never cancelled
+}
+
+// SetContext makes ctx stop the Txn's reads: once it is done, AddBlob and
+// Capture return its error (context.Canceled, context.DeadlineExceeded)
+// before their next chunk of 64 KiB. The caller then aborts the Txn.
+func (t *Txn) SetContext(ctx context.Context) { t.ctx = ctx }
+
+// cancelled returns the error of the Txn's context once it is done.
+func (t *Txn) cancelled() error {
+	if t.ctx == nil {
+		return nil
+	}
+	return t.ctx.Err()
+}
+
+// Room returns how many more bytes of prior content the change can keep
+// under the cap (0 once it passed it): a content larger is not kept.
+func (t *Txn) Room() int64 {
+	if t.over {
+		return 0
+	}
+	return max(t.j.opts.MaxBytes-t.content, 0)
+}
+
+// skipContent counts size bytes of prior content that will not be read:
+// they pass the cap, so the change keeps no content.
+func (t *Txn) skipContent(size int64) error {
+	if !t.over {
+		if err := t.giveUp(); err != nil {
+			return err
+		}
+	}
+	t.content += size
+	return nil
 }
 
 // Begin starts recording a change described by e (Session, Client, Tool,
@@ -110,7 +146,9 @@ func (j *Journal) writeErr(err error) *Error {
 // ("sha256:<hex>") and length. Contents past the cap (the change's prior
 // content summed over every AddBlob and Capture) are hashed but not kept:
 // the entry is then committed with Kept false and nothing of its contents.
-// Errors: reading r (returned as they are), *Error with CodeFailed.
+// A done context (SetContext) stops the read between chunks.
+// Errors: reading r (returned as they are), the context's, *Error with
+// CodeFailed.
 func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
 	if !t.over && size >= 0 && t.content+size > t.j.opts.MaxBytes {
 		if err := t.giveUp(); err != nil {
@@ -119,7 +157,7 @@ func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
 	}
 	sum := sha256.New()
 	if t.over {
-		n, err := io.Copy(sum, r)
+		n, err := t.hashOnly(sum, r)
 		t.content += n
 		return key(sum), n, err
 	}
@@ -144,6 +182,10 @@ func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
 			}
 			t.buf = slices.Grow(t.buf, want)
 			b = t.buf[len(t.buf) : len(t.buf)+want]
+		}
+		if err := t.cancelled(); err != nil {
+			_ = t.rewind(frameOff)
+			return "", 0, err
 		}
 		m, rerr := r.Read(b)
 		if m > 0 {
@@ -200,6 +242,27 @@ func (t *Txn) AddBlob(r io.Reader, size int64) (string, int64, error) {
 	t.blobs[h] = struct{}{}
 	t.stored += t.pos() - frameOff
 	return k, n, nil
+}
+
+// hashOnly hashes what r yields into sum, checking the context between
+// chunks; the bytes read.
+func (t *Txn) hashOnly(sum hash.Hash, r io.Reader) (int64, error) {
+	buf := make([]byte, 64<<10)
+	var n int64
+	for {
+		if err := t.cancelled(); err != nil {
+			return n, err
+		}
+		m, err := r.Read(buf)
+		sum.Write(buf[:m])
+		n += int64(m)
+		if err == io.EOF {
+			return n, nil
+		}
+		if err != nil {
+			return n, err
+		}
+	}
 }
 
 // giveUp drops every content this change stored: its prior content passed

@@ -112,7 +112,7 @@ func TestExecJournalsWhatTheCommandChanged(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, entries, 1)
 	e := entries[0]
-	assert.Equal(t, e.ID+"; 1 changed path(s) not journaled (.git, deny-read or gitignored)", rec.Command.Journal)
+	assert.Equal(t, e.ID+"; 1 changed path(s) not journaled (gitignored)", rec.Command.Journal)
 	assert.Equal(t, journal.Command, e.Kind)
 	assert.Equal(t, "exec", e.Tool)
 	assert.Equal(t, "call-1", e.Call)

@@ -62,6 +62,7 @@ func (f *Backend) beginChange(ctx context.Context, kind journal.Kind, op, dp str
 	if err != nil {
 		return nil, journalErr(op, dp, err)
 	}
+	tx.SetContext(ctx) // a cancelled call stops reading its prior content
 	return &change{f: f, ctx: ctx, op: op, dp: dp, tx: tx, before: map[string]string{}}, nil
 }
 

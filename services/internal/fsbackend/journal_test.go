@@ -227,7 +227,7 @@ func TestJournalNotKept(t *testing.T) {
 	changes := rec.Record().Changes
 	require.Len(t, changes, 1)
 	assert.Empty(t, changes[0].Journal, "nothing keeps the prior state")
-	assert.Equal(t, key([]byte(big)), changes[0].Before)
+	assert.Empty(t, changes[0].Before, "a content over the cap is not read, so not hashed")
 	assert.Equal(t, key([]byte("small\n")), changes[0].After)
 
 	// A recursive delete of a tree over the cap, and a move over it.
@@ -245,6 +245,66 @@ func TestJournalNotKept(t *testing.T) {
 	ok, err := f.Remove(context.Background(), resolve(t, f, "big"), fs.RemoveOptions{})
 	require.NoError(t, err)
 	assert.Empty(t, ok.Note, "a change kept says nothing")
+}
+
+// A prior content far over the cap (a 100 GiB sparse file) is not read
+// at all: each change proceeds, its entry keeps nothing and names no
+// hash (reading it would have hashed it), and the result says it cannot be
+// undone.
+func TestJournalHugeNotRead(t *testing.T) {
+	cases := []struct {
+		name string
+		run  func(f *fslocal.FileSystem, ctx context.Context, p string) (string, error)
+		kind journal.Kind
+		left bool // the file is still there, with the new content
+	}{
+		{"overwrite", func(f *fslocal.FileSystem, ctx context.Context, p string) (string, error) {
+			out, err := f.WriteText(ctx, resolve(t, f, p), "small\n", fs.WriteOptions{})
+			return out.Note, err
+		}, journal.Write, true},
+		{"delete", func(f *fslocal.FileSystem, ctx context.Context, p string) (string, error) {
+			out, err := f.Remove(ctx, resolve(t, f, p), fs.RemoveOptions{})
+			return out.Note, err
+		}, journal.Delete, false},
+		{"delete tree", func(f *fslocal.FileSystem, ctx context.Context, p string) (string, error) {
+			out, err := f.Remove(ctx, resolve(t, f, filepath.Dir(p)), fs.RemoveOptions{Recursive: true})
+			return out.Note, err
+		}, journal.Delete, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			j := openJournal(t, 1<<20)
+			f, dir := newFS(t, fslocal.Config{Journal: j})
+			require.NoError(t, os.MkdirAll(filepath.Join(dir, "d"), 0o755))
+			big := filepath.Join(dir, "d", "big")
+			require.NoError(t, os.WriteFile(big, nil, 0o600))
+			require.NoError(t, os.Truncate(big, 100<<30))
+			note, err := tc.run(f, context.Background(), "d/big")
+			require.NoError(t, err)
+			assert.Contains(t, note, fmt.Sprintf("The prior content (%d bytes, over the journal cap of %d) was not kept", int64(100<<30), 1<<20))
+			if tc.left {
+				assert.Equal(t, "small\n", readFile(t, big))
+			} else {
+				assert.NoFileExists(t, big)
+			}
+			entries, err := j.List(journal.ListOptions{})
+			require.NoError(t, err)
+			require.Len(t, entries, 1)
+			e := entries[0]
+			assert.Equal(t, tc.kind, e.Kind)
+			assert.False(t, e.Kept)
+			assert.Zero(t, e.Bytes)
+			var file *journal.Node
+			for i := range e.Before {
+				if e.Before[i].Type == journal.File {
+					file = &e.Before[i]
+				}
+			}
+			require.NotNil(t, file)
+			assert.Equal(t, int64(100<<30), file.Size)
+			assert.Empty(t, file.Hash, "never read: no hash")
+		})
+	}
 }
 
 // A journal that cannot append (a full disk, here a file size limit the
