@@ -150,6 +150,19 @@ func TestAuditRecordsCommands(t *testing.T) {
 		assert.Equal(t, intp(0), r.Command.Exit)
 	})
 
+	t.Run("credentials in a command line are recorded redacted; the command ran as typed", func(t *testing.T) {
+		out := filepath.Join(w.ws, "token.out")
+		cmd := `MY_TOKEN=ghp_AAAABBBBCCCCDDDDEEEEFFFF1234; printf %s "$MY_TOKEN" > ` + out
+		res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": cmd})
+		require.False(t, res.IsError, res.Text)
+		b, err := os.ReadFile(out)
+		require.NoError(t, err)
+		assert.Equal(t, "ghp_AAAABBBBCCCCDDDDEEEEFFFF1234", string(b))
+		r := sink.last(t)
+		require.NotNil(t, r.Command)
+		assert.Equal(t, `MY_TOKEN=[REDACTED]; printf %s "$MY_TOKEN" > `+out, r.Command.Line)
+	})
+
 	t.Run("a long command line is cut on a character boundary", func(t *testing.T) {
 		fits := "true # " + strings.Repeat("x", audit.MaxCommandLine-len("true # "))
 		for _, tc := range []struct {

@@ -12,7 +12,7 @@ import (
 )
 
 // recordCommand starts the command of an exec call's audit record: its
-// command line (cut, commandLine), whether it runs in the background, and
+// command line (redacted and cut, commandLine), whether it runs in the background, and
 // Journal: audit.NotJournaled. A journal of commands replaces Journal with
 // its entry while the command runs; nothing here overwrites it later.
 func recordCommand(ctx context.Context, a call) {
@@ -86,10 +86,12 @@ func (t *Tool) allowedHosts(sess *session.Session, req exec.Request) []string {
 // ellipsis ends a command line cut to audit.MaxCommandLine bytes.
 const ellipsis = "…"
 
-// commandLine returns line as a record keeps it: whole when it fits
+// commandLine returns line as a record keeps it: credential-looking
+// values redacted (audit.RedactCommand), then whole when it fits
 // audit.MaxCommandLine bytes, else cut on a character boundary so that,
 // with the ellipsis that ends it, it is at most that long.
 func commandLine(line string) string {
+	line = audit.RedactCommand(line)
 	if len(line) <= audit.MaxCommandLine {
 		return line
 	}

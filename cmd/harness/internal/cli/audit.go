@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unicode"
 	"unicode/utf8"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
@@ -100,8 +99,8 @@ func writeAuditTable(w io.Writer, log string, f audit.Filter) (audit.ReadStats, 
 	rows := [][auditColumns]string{{"TIME", "SESSION", "TOOL", "DECISION", "OUTCOME", "PATH OR COMMAND", "BYTES"}}
 	st, err := audit.Read(log, f, func(r audit.Record, _ []byte) error {
 		rows = append(rows, [auditColumns]string{
-			r.Time.UTC().Format(time.RFC3339), orDash(r.Session), cell(r.Tool),
-			cell(string(r.Decision)), outcome(r), target(r), strconv.FormatInt(r.Bytes, 10),
+			r.Time.UTC().Format(time.RFC3339), orDash(r.Session), term(r.Tool),
+			term(string(r.Decision)), outcome(r), target(r), strconv.FormatInt(r.Bytes, 10),
 		})
 		return nil
 	})
@@ -143,7 +142,7 @@ func outcome(r audit.Record) string {
 	if r.Lost > 0 {
 		s += fmt.Sprintf(" (%d lost before)", r.Lost)
 	}
-	return cell(s)
+	return term(s)
 }
 
 // target is a record's path column: a command's line (and its exit), else
@@ -159,7 +158,7 @@ func target(r audit.Record) string {
 		case c.Background:
 			s += " (background)"
 		}
-		return cell(s)
+		return term(s)
 	}
 	return orDash(strings.Join(r.Paths, " "))
 }
@@ -168,21 +167,7 @@ func orDash(s string) string {
 	if s == "" {
 		return "-"
 	}
-	return cell(s)
-}
-
-// cell makes s one table cell: a control character (a tab, a newline, a
-// terminal escape an agent put in a command line) is shown as "?".
-func cell(s string) string {
-	if !strings.ContainsFunc(s, unicode.IsControl) {
-		return s
-	}
-	return strings.Map(func(r rune) rune {
-		if unicode.IsControl(r) {
-			return '?'
-		}
-		return r
-	}, s)
+	return term(s)
 }
 
 // parseWhen parses the time of --name: "" is none, else a time in RFC 3339

@@ -23,7 +23,8 @@ var auditT0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
 // auditLog writes the log a server with XDG_STATE_HOME=state would, in
 // files small enough to rotate, and returns the state directory: a read,
 // a denied write, an approved command, a declined edit, an invalid call,
-// a command line with a terminal escape, each a minute apart.
+// a command line with a terminal escape, a newline and bidi controls, each
+// a minute apart.
 func auditLog(t *testing.T) string {
 	t.Helper()
 	state := t.TempDir()
@@ -36,9 +37,9 @@ func auditLog(t *testing.T) string {
 			Session: "s2", Tool: "exec", Mode: "danger-full-access", Decision: audit.Approved, Escalation: &audit.Escalation{What: "danger-full-access", Answer: "allowed-once", Scope: "once"}, Outcome: audit.OK,
 			Command: &audit.Command{Line: "make install", Workdir: "/ws", Exit: &exit0, Stdout: 10, Journal: "not journaled"},
 		},
-		{Session: "s2", Tool: "edit", Paths: []string{"/ws/src/b.go"}, Decision: audit.Declined, Escalation: &audit.Escalation{What: "workspace-write", Answer: "rejected"}, Outcome: audit.Error, Code: "SANDBOX_ESCALATION_REJECTED", Lost: 3},
+		{Session: "s2", Tool: "edit", Paths: []string{"/ws/src/b\u202egnp.go"}, Decision: audit.Declined, Escalation: &audit.Escalation{What: "workspace-write", Answer: "rejected"}, Outcome: audit.Error, Code: "SANDBOX_ESCALATION_REJECTED", Lost: 3},
 		{Session: "s1", Tool: "read", Decision: audit.Invalid, Outcome: audit.Error, Code: "INVALID_ARGUMENT"},
-		{Session: "s1", Tool: "exec", Decision: audit.Allowed, Outcome: audit.Error, Code: "EXEC_FAILED", Command: &audit.Command{Line: "printf '\x1b[2J'\tgone", Workdir: "/ws/src", Exit: &exit2, Journal: "not journaled"}},
+		{Session: "s1", Tool: "exec", Decision: audit.Allowed, Outcome: audit.Error, Code: "EXEC_FAILED", Command: &audit.Command{Line: "printf '\x1b[2J'\tgone\nFAKE \u2066row\u009b", Workdir: "/ws/src", Exit: &exit2, Journal: "not journaled"}},
 	}
 	for i, r := range recs {
 		r.Time = auditT0.Add(time.Duration(i) * time.Minute)
@@ -124,6 +125,21 @@ func TestAuditCommand(t *testing.T) {
 			}
 		})
 	}
+}
+
+// The table shows control and format characters as escapes: one line a
+// record, no ESC, no newline, no bidi control reaches the terminal.
+func TestAuditTableEscapes(t *testing.T) {
+	r := runCLI(t, []string{"audit"}, "", false, map[string]string{"XDG_STATE_HOME": auditLog(t)})
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Equal(t, 7, strings.Count(r.stdout, "\n"), "a header and six records")
+	assert.NotContains(t, r.stdout, "\x1b")
+	assert.NotContains(t, r.stdout, "\t")
+	for _, c := range []string{"\u202e", "\u2066", "\u009b"} {
+		assert.NotContains(t, r.stdout, c)
+	}
+	assert.Contains(t, r.stdout, `/ws/src/b\u202egnp.go`)
+	assert.Contains(t, r.stdout, `$ printf '\x1b[2J'\tgone\nFAKE \u2066row\u009b (exit 2)`)
 }
 
 // --json prints the lines as the log holds them, byte for byte.

@@ -87,7 +87,7 @@ func history(_ context.Context, args []string, env Env) error {
 	}
 	all, err := listJournal(dir, env.Stderr)
 	if err != nil {
-		return err
+		return termErr(err)
 	}
 	undone := journal.UndoneBy(all)
 	var items []historyItem
@@ -132,8 +132,8 @@ func writeHistory(w io.Writer, items []historyItem) error {
 		if session == "" {
 			session = "-"
 		}
-		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", it.ID, it.Time.UTC().Format(time.RFC3339), session,
-			it.Tool, it.Kind, strings.Join(it.Paths, " -> "), it.Bytes, status(it))
+		_, _ = fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%d\t%s\n", term(it.ID), it.Time.UTC().Format(time.RFC3339), term(session),
+			term(it.Tool), term(string(it.Kind)), term(strings.Join(it.Paths, " -> ")), it.Bytes, term(status(it)))
 	}
 	return tw.Flush()
 }
@@ -194,7 +194,7 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 	}
 	j, err := openJournal(dir)
 	if err != nil {
-		return ExitToolError, err
+		return ExitToolError, termErr(err)
 	}
 	defer j.Close() //nolint:errcheck // each undo is durable when it returns
 	u := journal.NewUndoer(j)
@@ -202,7 +202,7 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 	if id != "" {
 		done, err := u.Undo(ctx, id, opts)
 		if err != nil {
-			return ExitToolError, err
+			return ExitToolError, termErr(err)
 		}
 		return ExitOK, writeUndone(env.Stdout, []journal.Undone{done}, nil)
 	}
@@ -211,7 +211,7 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 		err = werr
 	}
 	if err != nil {
-		return ExitToolError, err
+		return ExitToolError, termErr(err)
 	}
 	return ExitOK, nil
 }
@@ -222,14 +222,14 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 func writeUndone(w io.Writer, done []journal.Undone, skipped []journal.Skipped) error {
 	var b strings.Builder
 	for _, d := range done {
-		_, _ = fmt.Fprintf(&b, "undid %s (%s %s): %s\n", d.Entry.ID, d.Entry.Kind, strings.Join(d.Entry.Paths, " -> "), undid(d.Entry))
+		_, _ = fmt.Fprintf(&b, "undid %s (%s %s): %s\n", term(d.Entry.ID), term(string(d.Entry.Kind)), term(strings.Join(d.Entry.Paths, " -> ")), term(undid(d.Entry)))
 		for _, n := range d.Notes {
-			_, _ = fmt.Fprintf(&b, "  note: %s\n", n)
+			_, _ = fmt.Fprintf(&b, "  note: %s\n", term(n))
 		}
-		_, _ = fmt.Fprintf(&b, "  recorded as %s: `harness undo %s` takes this undo back\n", d.Undo.ID, d.Undo.ID)
+		_, _ = fmt.Fprintf(&b, "  recorded as %s: `harness undo %s` takes this undo back\n", term(d.Undo.ID), term(d.Undo.ID))
 	}
 	for _, s := range skipped {
-		_, _ = fmt.Fprintf(&b, "skipped %s (%s %s): %s\n", s.Entry.ID, s.Entry.Kind, strings.Join(s.Entry.Paths, " -> "), s.Reason)
+		_, _ = fmt.Fprintf(&b, "skipped %s (%s %s): %s\n", term(s.Entry.ID), term(string(s.Entry.Kind)), term(strings.Join(s.Entry.Paths, " -> ")), term(s.Reason))
 	}
 	if len(done) == 0 && len(skipped) > 0 {
 		b.WriteString("nothing to undo\n")

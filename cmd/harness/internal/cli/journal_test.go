@@ -178,3 +178,55 @@ func TestHistoryAndUndo(t *testing.T) {
 		assert.Equal(t, 1, strings.Count(r.stdout, "\n"), r.stdout)
 	})
 }
+
+// A file name with a terminal escape, a newline and a right-to-left
+// override is shown escaped by `harness history` and `harness undo`: one
+// line a change, no ESC, no newline, no bidi control on stdout.
+func TestHistoryAndUndoEscapeNames(t *testing.T) {
+	l := newLayout(t)
+	name := "evil\x1b[2J\x1b[31mRED\x1b[0m\nFAKE  2026 x\u202egnp.exe"
+	fixture.Build(t, l.ws, "keep.txt: k")
+	require.NoError(t, os.WriteFile(filepath.Join(l.ws, name), []byte("x"), 0o644))
+	journalDir := filepath.Join(l.base, "journal")
+	j, err := journal.Open(journal.Options{Dir: journalDir, MaxBytes: 64 << 20, Sync: true})
+	require.NoError(t, err)
+	f, err := fslocal.New(fslocal.Config{Cwd: l.ws, Journal: j}, nil)
+	require.NoError(t, err)
+	ctx := audit.NewContext(context.Background(), audit.Open(audit.Record{Session: "s\x1b]0;t\a", Client: "c", Tool: "write"}))
+	tg, err := f.Resolve(ctx, name, fs.ResolveOptions{})
+	require.NoError(t, err)
+	_, err = f.WriteText(ctx, tg, "y", fs.WriteOptions{})
+	require.NoError(t, err)
+	require.NoError(t, j.Close())
+	escaped := `evil\x1b[2J\x1b[31mRED\x1b[0m\nFAKE  2026 x\u202egnp.exe`
+	clean := func(t *testing.T, out string) {
+		t.Helper()
+		for _, c := range []string{"\x1b", "\a", "\u202e", "\nFAKE"} {
+			assert.NotContains(t, out, c)
+		}
+	}
+
+	r := runCLI(t, []string{"history", "--journal", journalDir}, "", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	clean(t, r.stdout)
+	lines := strings.Split(strings.TrimSuffix(r.stdout, "\n"), "\n")
+	require.Len(t, lines, 2, r.stdout)
+	assert.Contains(t, lines[1], filepath.Join(l.ws, escaped))
+	assert.Contains(t, lines[1], `s\x1b]0;t\a`)
+	id := strings.Fields(lines[1])[0]
+
+	require.NoError(t, os.WriteFile(filepath.Join(l.ws, name), []byte("user's"), 0o644))
+	r = runCLI(t, []string{"undo", id, "--journal", journalDir}, "", false, nil)
+	require.Equal(t, cli.ExitToolError, r.code, r.stdout)
+	clean(t, r.stderr)
+	assert.Contains(t, r.stderr, "JOURNAL_CHANGED_SINCE")
+	assert.Contains(t, r.stderr, filepath.Join(l.ws, escaped))
+
+	r = runCLI(t, []string{"undo", id, "--force", "--journal", journalDir}, "", false, nil)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	clean(t, r.stdout)
+	assert.Contains(t, r.stdout, "(write "+filepath.Join(l.ws, escaped)+"): restored "+filepath.Join(l.ws, escaped))
+	b, err := os.ReadFile(filepath.Join(l.ws, name))
+	require.NoError(t, err)
+	assert.Equal(t, "x", string(b), "the prior content is back on disk")
+}

@@ -53,15 +53,22 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 // canonical, is inside one of the roots pol's policy may make writable
 // (the workspace root, the temp and extra writable roots, whatever the
 // mode: a session may be granted workspace-write later): a command or a
-// file tool could then forge or erase records. Roots a client announces
-// after start are not known here.
+// file tool could then forge or erase records. A path the deny-read set
+// denies, itself or through an ancestor (the state directory, which the
+// default audit log is in), is allowed inside a root: the file tools
+// refuse to touch it and commands see it masked, so a workspace equal to
+// $HOME can keep the default log. Roots a client announces after start
+// are not known here.
 func CheckAuditLog(path string, pol *sandboxpolicy.Service) error {
 	canon := canonicalFile(path)
+	if _, denied := pol.DenyRead().Denied(canon, false); denied {
+		return nil
+	}
 	for _, r := range pol.Default().Roots() {
 		if canon == r || strings.HasPrefix(canon, r+string(filepath.Separator)) {
 			return &config.FieldError{Key: "audit-log", Msg: fmt.Sprintf(
 				"%s is inside %s, which calls may write: an agent could forge or erase its records; "+
-					"give a file outside the workspace and every writable root (the default is audit.jsonl in the state directory), or off", path, r)}
+					"give a file outside the workspace and every writable root, or one the deny-read set hides (the default is audit.jsonl in the state directory), or off", path, r)}
 		}
 	}
 	return nil

@@ -132,3 +132,43 @@ func TestAuditLogReportsOnTheComposedStderr(t *testing.T) {
 	assert.Contains(t, stderr.String(), "harness: audit log "+path+": records lost: write "+path+": no space left on device")
 	assert.Regexp(t, `\terror\taudit\taudit log: records lost\t`, stderr.String(), "and in the log, at error level")
 }
+
+// A workspace that is the home directory keeps the default audit log, in
+// the state directory the deny-read set hides; a log elsewhere in it is
+// still refused.
+func TestAuditLogInTheStateDirectoryOfAWorkspaceHome(t *testing.T) {
+	d := newDirs(t)
+	t.Setenv("HOME", d.ws)
+	t.Setenv("XDG_STATE_HOME", filepath.Join(d.ws, ".local", "state"))
+
+	t.Run("the default log in the state directory is allowed", func(t *testing.T) {
+		path := config.DefaultAuditLog(os.Getenv)
+		require.Equal(t, filepath.Join(d.ws, ".local", "state", "harness", "audit.jsonl"), path)
+		var got optionalSink
+		opts, err := compose.Options(auditCfg(d, path), io.Discard, fx.Populate(&got))
+		require.NoError(t, err)
+		app := fxtest.New(t, opts)
+		app.RequireStart()
+		require.NotNil(t, got.Sink)
+		got.Sink.Append(audit.Record{Time: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC), Tool: "read", Decision: audit.Allowed, Outcome: audit.OK})
+		app.RequireStop()
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, `{"time":"2026-12-01T00:00:00Z","tool":"read","decision":"allowed","outcome":"ok","duration_ms":0}`+"\n", string(b))
+		fi, err := os.Stat(path)
+		require.NoError(t, err)
+		assert.Equal(t, os.FileMode(0o600), fi.Mode().Perm())
+	})
+	for _, rel := range []string{"audit.jsonl", ".local/state/audit.jsonl", ".local/state/harness-logs/audit.jsonl"} {
+		t.Run("a log the deny-read set does not hide is refused: "+rel, func(t *testing.T) {
+			path := filepath.Join(d.ws, rel)
+			opts, err := compose.Options(auditCfg(d, path), io.Discard)
+			require.NoError(t, err)
+			var fe *config.FieldError
+			require.ErrorAs(t, fx.New(opts, fx.NopLogger).Err(), &fe)
+			assert.Equal(t, "audit-log", fe.Key)
+			assert.Contains(t, fe.Error(), "--audit-log: "+path+" is inside "+d.ws+", which calls may write")
+			assert.NoFileExists(t, path)
+		})
+	}
+}
