@@ -59,7 +59,7 @@ test: need-bwrap lint
 ## missing, default harness-ci) on a copy of the working tree in its home, with
 ## its own Go caches; see scripts/test-unprivileged.sh.
 test-unprivileged:
-	@echo "test-unprivileged: the runner's, the fence's and the tools' tests as the unprivileged user $${HARNESS_TEST_USER:-harness-ci}, on a copy of this tree in its home (root only)" >&2
+	@echo "test-unprivileged: the runner's, the fence's, the tools', the journal's and the audit log's tests as the unprivileged user $${HARNESS_TEST_USER:-harness-ci}, on a copy of this tree in its home (root only)" >&2
 	GO='$(GO)' ./scripts/test-unprivileged.sh
 
 ## bench: build bin/harness; compare `harness serve` at both durability levels
