@@ -118,12 +118,15 @@ func (r *restorer) put(n Node) error {
 		return r.putDir(par, base, n)
 	case File:
 		if inPlace(par, base, n) {
-			return nil
+			// Its content and metadata are the prior ones already; its
+			// modification time may not be (an undo killed between
+			// writing it and setting its time): set it, as putFile would.
+			return setTime(par, base, n)
 		}
 		return r.putFile(par, base, n)
 	case Symlink:
 		if inPlace(par, base, n) {
-			return nil
+			return setTime(par, base, n)
 		}
 		return r.putSymlink(par, base, n)
 	}
