@@ -26,7 +26,7 @@ func load(t *testing.T, args []string, vars map[string]string) (config.Config, e
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	loader := config.Flags(fs, envOf(vars))
+	loader := config.Flags(fs, envOf(vars), config.HTTPFlags)
 	require.NoError(t, fs.Parse(args))
 	return loader()
 }
@@ -663,7 +663,7 @@ func TestWorkspace(t *testing.T) {
 
 func TestFlagsRegistration(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	config.Flags(fs, envOf(nil))
+	config.Flags(fs, envOf(nil), config.HTTPFlags)
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{

@@ -35,12 +35,20 @@ func (l *stringList) Set(v string) error {
 	return nil
 }
 
-// Flags registers the configuration flags on fs, including --config, and
+// Group names flags only some commands take.
+type Group string
+
+// HTTPFlags are the flags of serve's HTTP front end (--listen and the rest
+// of HTTP); their YAML keys and variables are read by every command.
+const HTTPFlags Group = "http"
+
+// Flags registers the configuration flags on fs, including --config and
+// the groups' flags, and
 // returns the function that, after fs.Parse, loads the whole configuration:
 // defaults, then the YAML file (--config or HARNESS_CONFIG), then HARNESS_*
 // variables from getenv, then the flags that were set. The result is
 // validated.
-func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) {
+func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func() (Config, error) {
 	def := Default()
 	var (
 		file       = fs.String("config", "", "a YAML `FILE` whose keys are the flag names")
@@ -92,7 +100,10 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
 	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
-	httpApply := httpFlags(fs)
+	httpApply := map[string]func(*Config){}
+	if slices.Contains(groups, HTTPFlags) {
+		httpApply = httpFlags(fs)
+	}
 	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
