@@ -43,6 +43,19 @@ var httpTokens = map[string]string{"alice-token": "alice", "bob-token": "bob", "
 
 func newHTTPWorld(t *testing.T, tune func(*mcpserver.HTTPOptions)) *httpWorld {
 	t.Helper()
+	return newHTTPWorldExec(t, "off", tune)
+}
+
+// newHTTPWorldExec is newHTTPWorld with the command runner exec ("off",
+// "sandbox").
+func newHTTPWorldExec(t *testing.T, exec string, tune func(*mcpserver.HTTPOptions)) *httpWorld {
+	t.Helper()
+	return newHTTPWorldMode(t, exec, "read-only", tune)
+}
+
+// newHTTPWorldMode is newHTTPWorldExec with the server's mode.
+func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTPOptions)) *httpWorld {
+	t.Helper()
 	base, err := os.MkdirTemp("/var/tmp", "harness-http-")
 	require.NoError(t, err)
 	base, err = filepath.EvalSymlinks(base)
@@ -54,8 +67,8 @@ func newHTTPWorld(t *testing.T, tune func(*mcpserver.HTTPOptions)) *httpWorld {
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "bob.txt"), []byte("bob's own\n"), 0o644))
 	cfg := config.Config{
-		FS: "sandbox", Mode: "read-only", TempRoots: []string{w.temp},
-		LogLevel: "error", LogFormat: "json", Exec: "off",
+		FS: "sandbox", Mode: mode, TempRoots: []string{w.temp},
+		LogLevel: "error", LogFormat: "json", Exec: exec,
 	}
 	opts, err := compose.Options(cfg, io.Discard,
 		fx.Supply(mcpserver.Options{Version: "http"}),
@@ -323,4 +336,93 @@ func TestHTTP_DrainFinishesCallsInFlight(t *testing.T) {
 	assert.Equal(t, string(mcpserver.CodeShuttingDown), code)
 	res := rawPost(t, w.url, map[string]string{"Authorization": "Bearer alice-token"})
 	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "no new session while draining")
+}
+
+func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", nil)
+	alice := w.connect(t, "alice-token", nil)
+	type out struct {
+		text  string
+		isErr bool
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 1; echo finished"}})
+		if err != nil {
+			done <- out{text: err.Error(), isErr: true}
+			return
+		}
+		done <- out{text: res.Content[0].(*mcp.TextContent).Text, isErr: res.IsError}
+	}()
+	time.Sleep(300 * time.Millisecond)
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	start := time.Now()
+	require.NoError(t, w.front.Drain(ctx))
+	select {
+	case o := <-done:
+		assert.False(t, o.isErr, o.text)
+		assert.Contains(t, o.text, "finished", "the call in flight ran to its end")
+	default:
+		t.Fatalf("Drain returned after %s with the call still running", time.Since(start))
+	}
+}
+
+func TestHTTP_OnePrincipalsFloodQueuesOnItsOwnSlots(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", func(o *mcpserver.HTTPOptions) { o.PrincipalMaxCalls = 1 })
+	alice := w.connect(t, "alice-token", nil)
+	bob := w.connect(t, "bob-token", nil)
+	const flood = 7 // 1 slot + a queue of 4 + 2 refused
+	codes := make(chan string, flood)
+	for range flood {
+		go func() {
+			res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 1"}})
+			if err != nil {
+				codes <- err.Error()
+				return
+			}
+			c, _ := res.Meta[mcpserver.CodeMetaKey].(string)
+			codes <- c
+		}()
+	}
+	time.Sleep(300 * time.Millisecond)
+	start := time.Now()
+	_, _, isErr := call(t, bob, "read", map[string]any{"file_path": filepath.Join(w.bob, "bob.txt")})
+	assert.False(t, isErr)
+	assert.Less(t, time.Since(start), 900*time.Millisecond, "bob's read does not wait behind alice's commands")
+	busy := 0
+	for range flood {
+		if c := <-codes; c == string(mcpserver.CodeServerBusy) {
+			busy++
+		} else {
+			assert.Empty(t, c)
+		}
+	}
+	assert.Equal(t, 2, busy, "beyond alice's slot and queue her calls are SERVER_BUSY")
+}
+
+func TestHTTP_AnIdleSessionEnds(t *testing.T) {
+	w := newHTTPWorld(t, func(o *mcpserver.HTTPOptions) { o.SessionIdle = 300 * time.Millisecond })
+	alice := w.connect(t, "alice-token", nil)
+	_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+	require.False(t, isErr)
+	require.Len(t, w.tracker.Sessions(), 1)
+	assert.Eventually(t, func() bool { return len(w.tracker.Sessions()) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"the idle session and its harness session end")
+}
+
+func TestHTTP_NoFallbackToTheProcessDirectory(t *testing.T) {
+	w := newHTTPWorldMode(t, "off", "workspace-write", func(o *mcpserver.HTTPOptions) {
+		o.Authenticate, o.Principals = nil, nil
+	})
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	anon := w.connect(t, "", nil)
+	target := filepath.Join(wd, "harness-http-fallback.txt")
+	text, _, isErr := call(t, anon, "write", map[string]any{"file_path": "harness-http-fallback.txt", "content": "x"})
+	assert.True(t, isErr, text)
+	_, err = os.Stat(target)
+	assert.True(t, os.IsNotExist(err), "nothing written in the process's working directory")
+	text, _, isErr = call(t, anon, "write", map[string]any{"file_path": filepath.Join(w.temp, "t.txt"), "content": "x"})
+	assert.False(t, isErr, "the mode is workspace-write: the temp root is writable (%s)", text)
 }
