@@ -68,7 +68,7 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "bob.txt"), []byte("bob's own\n"), 0o644))
 	cfg := config.Config{
 		FS: "sandbox", Mode: mode, TempRoots: []string{w.temp},
-		LogLevel: "error", LogFormat: "json", Exec: exec,
+		LogLevel: "error", LogFormat: "json", Exec: exec, AuditLog: filepath.Join(base, "audit.jsonl"),
 	}
 	opts, err := compose.Options(cfg, io.Discard,
 		fx.Supply(mcpserver.Options{Version: "http"}),
@@ -425,4 +425,24 @@ func TestHTTP_NoFallbackToTheProcessDirectory(t *testing.T) {
 	assert.True(t, os.IsNotExist(err), "nothing written in the process's working directory")
 	text, _, isErr = call(t, anon, "write", map[string]any{"file_path": filepath.Join(w.temp, "t.txt"), "content": "x"})
 	assert.False(t, isErr, "the mode is workspace-write: the temp root is writable (%s)", text)
+}
+
+func TestHTTP_TheAuditRecordNamesThePrincipal(t *testing.T) {
+	w := newHTTPWorld(t, nil)
+	alice := w.connect(t, "alice-token", nil)
+	_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+	require.False(t, isErr)
+	_, _, isErr = call(t, alice, "write", map[string]any{"file_path": filepath.Join(w.bob, "x"), "content": "x"})
+	require.True(t, isErr)
+	var lines []string
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.base, "audit.jsonl"))
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(lines) >= 2
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, l := range lines {
+		assert.Contains(t, l, `"principal":"alice"`)
+		assert.Contains(t, l, `"client":"http-test v1"`)
+	}
+	assert.Contains(t, lines[1], `"decision":"denied"`)
 }
