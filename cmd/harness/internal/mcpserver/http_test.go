@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -35,11 +36,12 @@ type httpWorld struct {
 	base    string
 	alice   string // alice's workspace
 	bob     string // bob's workspace
+	carol   string // carol's workspace: read-only, may be raised to workspace-write
 	temp    string
 }
 
 // httpTokens are the test's bearer tokens and their subjects.
-var httpTokens = map[string]string{"alice-token": "alice", "bob-token": "bob", "carol-token": "carol"}
+var httpTokens = map[string]string{"alice-token": "alice", "bob-token": "bob", "carol-token": "carol", "dave-token": "dave"}
 
 func newHTTPWorld(t *testing.T, tune func(*mcpserver.HTTPOptions)) *httpWorld {
 	t.Helper()
@@ -61,8 +63,8 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 	base, err = filepath.EvalSymlinks(base)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	w := &httpWorld{base: base, alice: filepath.Join(base, "alice"), bob: filepath.Join(base, "bob"), temp: filepath.Join(base, "tmp")}
-	for _, d := range []string{w.alice, w.bob, w.temp} {
+	w := &httpWorld{base: base, alice: filepath.Join(base, "alice"), bob: filepath.Join(base, "bob"), carol: filepath.Join(base, "carol"), temp: filepath.Join(base, "tmp")}
+	for _, d := range []string{w.alice, w.bob, w.carol, w.temp} {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "bob.txt"), []byte("bob's own\n"), 0o644))
@@ -88,6 +90,7 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 	principals := map[string]mcpserver.Principal{
 		"alice": {Name: "alice", Workspaces: []string{w.alice}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
 		"bob":   {Name: "bob", Workspaces: []string{w.bob}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
+		"carol": {Name: "carol", Workspaces: []string{w.carol}, Mode: sandbox.ReadOnly, WidestMode: sandbox.WorkspaceWrite},
 	}
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
@@ -287,7 +290,7 @@ func TestHTTP_Checks(t *testing.T) {
 	}{
 		{"no token", nil, http.StatusUnauthorized},
 		{"a wrong token", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
-		{"a subject that is no principal", map[string]string{"Authorization": "Bearer carol-token"}, http.StatusForbidden},
+		{"a subject that is no principal", map[string]string{"Authorization": "Bearer dave-token"}, http.StatusForbidden},
 		{"a foreign Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "https://evil.example"}, http.StatusForbidden},
 		{"the null Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "null"}, http.StatusForbidden},
 		{"a rebinding Host", map[string]string{"Authorization": "Bearer alice-token", "Host": "attacker.example:80"}, http.StatusForbidden},
@@ -346,6 +349,7 @@ func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
 		isErr bool
 	}
 	done := make(chan out, 1)
+	began := time.Now()
 	go func() {
 		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 1; echo finished"}})
 		if err != nil {
@@ -357,14 +361,14 @@ func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
 	time.Sleep(300 * time.Millisecond)
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
-	start := time.Now()
 	require.NoError(t, w.front.Drain(ctx))
+	assert.GreaterOrEqual(t, time.Since(began), time.Second, "Drain waited for the command's second")
 	select {
 	case o := <-done:
 		assert.False(t, o.isErr, o.text)
-		assert.Contains(t, o.text, "finished", "the call in flight ran to its end")
-	default:
-		t.Fatalf("Drain returned after %s with the call still running", time.Since(start))
+		assert.Contains(t, o.text, "finished", "the call in flight ran to its end and its answer reached the client")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drained call's answer never came")
 	}
 }
 
@@ -445,4 +449,25 @@ func TestHTTP_TheAuditRecordNamesThePrincipal(t *testing.T) {
 		assert.Contains(t, l, `"client":"http-test v1"`)
 	}
 	assert.Contains(t, lines[1], `"decision":"denied"`)
+}
+
+func TestHTTP_EscalationAsksOnTheSessionsStream(t *testing.T) {
+	w := newHTTPWorld(t, nil)
+	var asked atomic.Int64
+	carol := w.connect(t, "carol-token", &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}, nil
+		},
+	})
+	target := filepath.Join(w.carol, "c.txt")
+	text, _, isErr := call(t, carol, "write", map[string]any{"file_path": target, "content": "c\n"})
+	require.True(t, isErr, "carol's sessions stand read-only")
+	assert.Contains(t, text, "read-only")
+	text, _, isErr = call(t, carol, "write", map[string]any{"file_path": target, "content": "c\n", "sandbox_permissions": "workspace-write", "justification": "write the file"})
+	require.False(t, isErr, text)
+	assert.EqualValues(t, 1, asked.Load(), "asked once, over HTTP")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "c\n", string(got))
 }
