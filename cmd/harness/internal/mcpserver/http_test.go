@@ -351,18 +351,19 @@ func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
 	done := make(chan out, 1)
 	began := time.Now()
 	go func() {
-		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 1; echo finished"}})
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "touch started; sleep 1; echo finished"}})
 		if err != nil {
 			done <- out{text: err.Error(), isErr: true}
 			return
 		}
 		done <- out{text: res.Content[0].(*mcp.TextContent).Text, isErr: res.IsError}
 	}()
-	time.Sleep(300 * time.Millisecond)
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(w.alice, "started")); return err == nil }, 30*time.Second, 10*time.Millisecond)
+	began = time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, w.front.Drain(ctx))
-	assert.GreaterOrEqual(t, time.Since(began), time.Second, "Drain waited for the command's second")
+	assert.GreaterOrEqual(t, time.Since(began), 900*time.Millisecond, "Drain waited for the command's second")
 	select {
 	case o := <-done:
 		assert.False(t, o.isErr, o.text)
@@ -380,7 +381,7 @@ func TestHTTP_OnePrincipalsFloodQueuesOnItsOwnSlots(t *testing.T) {
 	codes := make(chan string, flood)
 	for range flood {
 		go func() {
-			res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 1"}})
+			res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 3"}})
 			if err != nil {
 				codes <- err.Error()
 				return
@@ -389,11 +390,11 @@ func TestHTTP_OnePrincipalsFloodQueuesOnItsOwnSlots(t *testing.T) {
 			codes <- c
 		}()
 	}
-	time.Sleep(300 * time.Millisecond)
+	time.Sleep(500 * time.Millisecond)
 	start := time.Now()
 	_, _, isErr := call(t, bob, "read", map[string]any{"file_path": filepath.Join(w.bob, "bob.txt")})
 	assert.False(t, isErr)
-	assert.Less(t, time.Since(start), 900*time.Millisecond, "bob's read does not wait behind alice's commands")
+	assert.Less(t, time.Since(start), 2*time.Second, "bob's read does not wait behind alice's commands")
 	busy := 0
 	for range flood {
 		if c := <-codes; c == string(mcpserver.CodeServerBusy) {
