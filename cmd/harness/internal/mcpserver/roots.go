@@ -35,6 +35,14 @@ const DefaultRootsTimeout = 30 * time.Second
 // answer roots/list within Options.RootsTimeout (logged), gets the process
 // working directory, never "/". For a 2026-07-28 client that offers roots,
 // the roots travel as an input-required result; ask is then non-nil.
+//
+// Over HTTP (who.http, issue 26) a session never falls back to the process
+// working directory or the policy's fallback root: without roots it has no
+// workspace. A session of a principal (who.principal) has its principal's
+// workspaces as roots, narrowed by the client's (narrowRoots: only client
+// roots inside them count; none inside leaves all of them), asked and
+// re-asked as above, and starts in its principal's standing mode under its
+// widest mode (startPrincipal).
 func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest, newProto bool, who caller) (sess *session.Session, ask *mcp.CallToolResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -100,7 +108,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
 		if who.principal != nil {
 			if err := startPrincipal(c.sess, who.principal); err != nil {
-				s.log.Error("the session's principal was not applied: it is refused", zap.Error(err))
+				s.log.Error("recording the principal's modes in the session reported an error", zap.Error(err))
 			}
 		}
 	}
