@@ -200,12 +200,12 @@ func jwtReason(err error) string {
 		{jwt.ErrTokenMalformed, "malformed"},
 		{jwt.ErrTokenSignatureInvalid, "bad signature or algorithm"},
 		{jwt.ErrTokenUnverifiable, "no key to verify it"},
-		{jwt.ErrTokenRequiredClaimMissing, "a required claim is missing"},
 		{jwt.ErrTokenExpired, "expired"},
 		{jwt.ErrTokenNotValidYet, "not valid yet"},
 		{jwt.ErrTokenUsedBeforeIssued, "issued in the future"},
 		{jwt.ErrTokenInvalidIssuer, "wrong issuer"},
 		{jwt.ErrTokenInvalidAudience, "wrong audience"},
+		{jwt.ErrTokenRequiredClaimMissing, "a required claim (iss, aud, exp) is missing"},
 	}
 	for _, r := range reasons {
 		if errors.Is(err, r.err) {

@@ -51,7 +51,7 @@ type tokenEntry struct {
 // regular file, is writable by group or others, or is owned by a user other
 // than the process's and root; and with CodeTokenFileInvalid when it cannot
 // be read, is over 1 MiB, holds no token, or a line is malformed (not two
-// fields, an empty subject or one with a space, control or format character
+// fields separated by blanks, a subject with a control or format character
 // or over 256 bytes, a hash that is not `sha256:` and 64 hex digits, the
 // hash of the empty token, a hash already on an earlier line). Errors name
 // the file and line, never a hash or the line's text. It logs nothing.
@@ -147,8 +147,9 @@ func parseTokenLine(line string) (tokenEntry, error) {
 	if len(subject) > maxSubjectBytes {
 		return tokenEntry{}, errors.New("subject longer than 256 bytes")
 	}
-	if strings.IndexFunc(subject, func(r rune) bool { return unicode.IsSpace(r) || !unicode.IsGraphic(r) }) >= 0 {
-		return tokenEntry{}, errors.New("subject has a space, control or format character")
+	// Blanks (Unicode's too) already split fields.
+	if strings.IndexFunc(subject, func(r rune) bool { return !unicode.IsGraphic(r) }) >= 0 {
+		return tokenEntry{}, errors.New("subject has a control or format character")
 	}
 	hexText, ok := strings.CutPrefix(hashText, hashPrefix)
 	if !ok {
