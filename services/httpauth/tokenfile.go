@@ -153,7 +153,7 @@ func parseTokenLine(line string) (tokenEntry, error) {
 	}
 	hexText, ok := strings.CutPrefix(hashText, hashPrefix)
 	if !ok {
-		return tokenEntry{}, errors.New("the hash must begin with sha256:")
+		return tokenEntry{}, errors.New("the hash must begin with `sha256:`")
 	}
 	var e tokenEntry
 	if len(hexText) != hex.EncodedLen(sha256.Size) {

@@ -49,7 +49,7 @@ func TestLoadTokenFile_RefusesBadInput(t *testing.T) {
 	}{
 		{"one field", "alice\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: want `SUBJECT sha256:HEX64`"},
 		{"three fields", "alice sha256:" + aliceHash + " extra\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: want"},
-		{"raw token pasted instead of a hash", "alice " + aliceToken + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must begin with sha256:"},
+		{"raw token pasted instead of a hash", "alice " + aliceToken + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must begin with `sha256:`"},
 		{"hash only, no subject", "sha256:" + aliceHash + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: want"},
 		{"subject with a control character", "al\x01ice sha256:" + aliceHash + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: subject has a control or format character"},
 		{"subject with a no-break space", "al\u00a0ice sha256:" + aliceHash + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: want `SUBJECT sha256:HEX64`"},
@@ -58,7 +58,7 @@ func TestLoadTokenFile_RefusesBadInput(t *testing.T) {
 		{"hash 63 digits", "alice sha256:" + aliceHash[:63] + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must be 64 hex digits"},
 		{"hash 65 digits", "alice sha256:" + aliceHash + "0\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must be 64 hex digits"},
 		{"hash not hex", "alice sha256:" + strings.Repeat("g", 64) + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must be 64 hex digits"},
-		{"other algorithm", "alice sha512:" + aliceHash + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must begin with sha256:"},
+		{"other algorithm", "alice sha512:" + aliceHash + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash must begin with `sha256:`"},
 		{"hash of the empty token", "alice sha256:" + hashOf("") + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 1: the hash is of the empty token"},
 		{"same hash twice", "# team\nalice sha256:" + aliceHash + "\n\nbob sha256:" + strings.ToUpper(aliceHash) + "\n", 0o600, httpauth.CodeTokenFileInvalid, "line 4: the same hash as line 2"},
 		{"bad line after good ones", "alice sha256:" + aliceHash + "\nbob\n", 0o600, httpauth.CodeTokenFileInvalid, "line 2: want"},
