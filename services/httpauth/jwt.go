@@ -78,8 +78,10 @@ type JWTVerifier struct {
 // A JWKS that cannot be fetched does not stop the start: the failure is
 // logged as a warning and the fetch retried as above; meanwhile every
 // token is refused (401), and a token with a key id fetches again (so
-// service resumes within about a minute of the JWKS coming back). It returns an *Error with CodeConfigInvalid when
-// an option is missing or the URL is not https (http only on loopback).
+// service resumes within about a minute of the JWKS coming back).
+//
+// It returns an *Error with CodeConfigInvalid when an option is missing or
+// the URL is not https (http only on loopback).
 func NewJWTVerifier(ctx context.Context, opts JWTOptions) (*JWTVerifier, error) {
 	if err := checkJWTOptions(opts); err != nil {
 		return nil, err
