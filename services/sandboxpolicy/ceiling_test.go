@@ -126,6 +126,7 @@ func TestResolve_ClampsToCeiling(t *testing.T) {
 			}
 			p := svc.Resolve(s, sandbox.FileTools, tc.approved)
 			assert.Equal(t, tc.want, p.Mode)
+			assert.Equal(t, tc.ceiling, p.Ceiling, "the policy carries the ceiling")
 			assert.Equal(t, tc.wantGrant, p.SessionGrant)
 			g, ok := sandboxpolicy.SessionGrant(s, sandbox.FileTools)
 			assert.Equal(t, tc.wantGrant, ok)

@@ -168,7 +168,8 @@ func cloned(roots []string) []string {
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
 // Whichever mode wins, a session's ceiling (SetCeiling) caps it: a standing
 // mode, a session grant or an approved mode wider than the ceiling resolves
-// to the ceiling (and is then no session grant).
+// to the ceiling (and is then no session grant); the policy carries the
+// ceiling (Ceiling) for the denial's hint.
 func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
 	p := s.base()
 	if sess != nil {
@@ -192,8 +193,11 @@ func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sand
 	if approved != "" && approved != p.Mode {
 		p.Mode, p.SessionGrant = approved, false
 	}
-	if c, beyond := beyondCeiling(sess, p.Mode); beyond {
-		p.Mode, p.SessionGrant = c, false
+	if c, ok := Ceiling(sess); ok {
+		p.Ceiling = c
+		if IsWider(p.Mode, c) {
+			p.Mode, p.SessionGrant = c, false
+		}
 	}
 	return granted(p)
 }

@@ -21,11 +21,13 @@ import (
 // backend for a session whose ceiling (an HTTP principal's widest mode,
 // issue 26) is workspace-write: an escalation beyond it is refused without
 // asking and changes nothing on disk; a deployment mode wider than it is
-// clamped, so the fence itself refuses a plain write outside; the
-// workspace stays writable.
+// clamped, so the fence itself refuses a plain write outside, and the
+// denial offers no escalation; the workspace stays writable.
 func TestCeiling_EndToEnd(t *testing.T) {
 	const just = "The user asked for this file."
 	const outsideBytes = "hello from outside\n"
+	// The denial says no escalation is available: one would be refused.
+	ceilingDenial := "Error: " + sandbox.DenialMarker(wrWW) + "\n" + sandbox.CeilingHint(wrWW)
 	dangerEsc := map[string]any{"sandbox_permissions": "danger-full-access", "justification": just}
 	cases := []struct {
 		name     string
@@ -48,11 +50,11 @@ func TestCeiling_EndToEnd(t *testing.T) {
 		},
 		{
 			name: "a deployment of danger-full-access is clamped: a plain write outside is denied by the fence", server: wrDanger, outside: true,
-			wantCode: fs.CodeSandboxDenied, wantText: wrDenial(wrWW),
+			wantCode: fs.CodeSandboxDenied, wantText: ceilingDenial,
 		},
 		{
 			name: "a deployment of danger-full-access is clamped: a plain edit outside is denied by the fence", server: wrDanger, edit: true, outside: true,
-			wantCode: fs.CodeSandboxDenied, wantText: wrDenial(wrWW),
+			wantCode: fs.CodeSandboxDenied, wantText: ceilingDenial,
 		},
 		{name: "a write in the workspace lands", server: wrDanger},
 		{name: "an edit in the workspace lands", server: wrWW, edit: true},
