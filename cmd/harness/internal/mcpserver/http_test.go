@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -87,17 +88,16 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	principals := map[string]mcpserver.Principal{
-		"alice": {Name: "alice", Workspaces: []string{w.alice}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
-		"bob":   {Name: "bob", Workspaces: []string{w.bob}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
-		"carol": {Name: "carol", Workspaces: []string{w.carol}, Mode: sandbox.ReadOnly, WidestMode: sandbox.WorkspaceWrite},
-	}
+	pfile := filepath.Join(base, "principals.yaml")
+	require.NoError(t, os.WriteFile(pfile, []byte("principals:\n"+
+		"  alice: {workspaces: ["+w.alice+"], mode: workspace-write}\n"+
+		"  bob: {workspaces: ["+w.bob+"], mode: workspace-write}\n"+
+		"  carol: {workspaces: ["+w.carol+"], mode: read-only, widest-mode: workspace-write}\n"), 0o600))
+	principals, err := principal.Load(pfile)
+	require.NoError(t, err)
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
-		Principals: func(sub string) (mcpserver.Principal, bool) {
-			p, ok := principals[sub]
-			return p, ok
-		},
+		Principals: principals, Mode: sandbox.Mode(mode),
 		AllowedOrigins: []string{"https://app.example.com"},
 	}
 	if tune != nil {
@@ -480,4 +480,36 @@ func TestHTTP_EscalationAsksOnTheSessionsStream(t *testing.T) {
 	got, err := os.ReadFile(target)
 	require.NoError(t, err)
 	assert.Equal(t, "c\n", string(got))
+
+	t.Run("beyond the principal's widest mode it is refused without asking", func(t *testing.T) {
+		outside := filepath.Join(w.base, "outside.txt")
+		for _, args := range []map[string]any{
+			{"file_path": outside, "content": "x\n", "sandbox_permissions": "danger-full-access", "justification": "escape"},
+			{"file_path": filepath.Join(w.alice, "x.txt"), "content": "x\n", "sandbox_permissions": "danger-full-access", "justification": "escape"},
+		} {
+			text, code, isErr := call(t, carol, "write", args)
+			assert.True(t, isErr, text)
+			assert.Equal(t, "SANDBOX_ESCALATION_REFUSED", code, text)
+		}
+		assert.EqualValues(t, 1, asked.Load(), "the user was not asked again")
+		_, err := os.Stat(outside)
+		assert.True(t, os.IsNotExist(err), "nothing written outside")
+		_, err = os.Stat(filepath.Join(w.alice, "x.txt"))
+		assert.True(t, os.IsNotExist(err), "nothing written in alice's workspace")
+	})
+}
+
+func TestHTTP_AWiderServerModeIsClampedToThePrincipals(t *testing.T) {
+	w := newHTTPWorldMode(t, "off", "danger-full-access", nil)
+	alice := w.connect(t, "alice-token", nil)
+	outside := filepath.Join(w.base, "outside.txt")
+	text, _, isErr := call(t, alice, "write", map[string]any{"file_path": outside, "content": "x\n"})
+	assert.True(t, isErr, "alice's widest mode is workspace-write on a danger-full-access server: %s", text)
+	_, err := os.Stat(outside)
+	assert.True(t, os.IsNotExist(err))
+	bobs := filepath.Join(w.bob, "bob.txt")
+	_, _, isErr = call(t, alice, "write", map[string]any{"file_path": bobs, "content": "x\n"})
+	assert.True(t, isErr)
+	got, _ := os.ReadFile(bobs)
+	assert.Equal(t, "bob's own\n", string(got))
 }

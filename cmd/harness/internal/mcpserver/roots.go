@@ -12,6 +12,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/principal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -39,7 +41,7 @@ const DefaultRootsTimeout = 30 * time.Second
 // Over HTTP (who.http, issue 26) a session never falls back to the process
 // working directory or the policy's fallback root: without roots it has no
 // workspace. A session of a principal (who.principal) has its principal's
-// workspaces as roots, narrowed by the client's (narrowRoots: only client
+// workspaces as roots, narrowed by the client's (Principal.Narrow: only client
 // roots inside them count; none inside leaves all of them), asked and
 // re-asked as above, and starts in its principal's standing mode under its
 // widest mode (startPrincipal).
@@ -71,7 +73,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		case err != nil:
 			s.log.Warn("the client's roots are unknown: falling back to the working directory", zap.Error(err))
 		case ok && who.principal != nil:
-			roots, announced = narrowRoots(who.principal.Workspaces, s.usableRoots(uris)), true
+			roots, announced = who.principal.Narrow(s.usableRoots(uris)), true
 		case who.principal != nil:
 			roots, announced = slices.Clone(who.principal.Workspaces), true
 		case ok:
@@ -107,7 +109,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		}
 		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
 		if who.principal != nil {
-			if err := startPrincipal(c.sess, who.principal); err != nil {
+			if err := s.startPrincipal(c.sess, who.principal); err != nil {
 				s.log.Error("recording the principal's modes in the session reported an error", zap.Error(err))
 			}
 		}
@@ -122,14 +124,20 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 }
 
 // startPrincipal applies p to a new session: its standing mode and the
-// widest mode it may be granted.
-func startPrincipal(sess *session.Session, p *Principal) error {
-	if p.Mode != "" {
-		if err := sandboxpolicy.SetMode(sess, p.Mode); err != nil {
-			return err
-		}
+// widest mode it may be granted (a ceiling no grant or escalation passes),
+// from the server's mode where the principals file sets none.
+func (s *Server) startPrincipal(sess *session.Session, p *principal.Principal) error {
+	var serverMode sandbox.Mode
+	if h := s.front.Load(); h != nil {
+		serverMode = h.opts.Mode
 	}
-	return nil
+	if serverMode == "" {
+		serverMode = sandbox.ReadOnly
+	}
+	if err := sandboxpolicy.SetCeiling(sess, p.Widest(serverMode)); err != nil {
+		return err
+	}
+	return sandboxpolicy.SetMode(sess, p.StandingMode(serverMode))
 }
 
 // errAskRoots says a 2026-07-28 call must ask the client for its roots.
