@@ -97,7 +97,7 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 	require.NoError(t, err)
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
-		Principals: principals, Mode: sandbox.Mode(mode),
+		Principals:   principals, Mode: sandbox.Mode(mode),
 		AllowedOrigins: []string{"https://app.example.com"},
 	}
 	if tune != nil {
