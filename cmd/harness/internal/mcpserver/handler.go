@@ -161,10 +161,10 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 	}
 }
 
-// takeSlot acquires sl for a call of tool in sess; when it cannot (the
+// takeSlot acquires sl for a call of the tool named name in sess; when it cannot (the
 // queue is full: SERVER_BUSY; ctx ended: FS_ABORTED) it records the
 // refusal and returns the call's result and true.
-func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, tool_ string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
+func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, name string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
 	err := sl.acquire(ctx)
 	if err == nil {
 		return nil, false
@@ -173,7 +173,7 @@ func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, 
 	if errors.Is(err, errBusy) {
 		res = tool.ErrorResult(err.Error(), CodeServerBusy)
 	}
-	s.recordRefused(sess, tool_, clientName(req), who.name, res.Code)
+	s.recordRefused(sess, name, clientName(req), who.name, res.Code)
 	return toResult(res), true
 }
 

@@ -215,9 +215,10 @@ func TestHTTP_ClientRootsNarrowNeverWiden(t *testing.T) {
 		{"a prefix of another name is not inside", []string{w.alice + "2"}, []string{filepath.Join(w.alice, "top3.txt")}, []string{filepath.Join(w.alice+"2", "x.txt")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "v1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}})
+			caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}} //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
+			client := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "v1"}, &mcp.ClientOptions{Capabilities: caps})
 			for _, r := range tc.roots {
-				client.AddRoots(&mcp.Root{URI: "file://" + r})
+				client.AddRoots(&mcp.Root{URI: "file://" + r}) //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
 			}
 			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
 				Endpoint: w.url, HTTPClient: &http.Client{Transport: bearer{token: "alice-token", base: http.DefaultTransport}},
@@ -260,7 +261,8 @@ func TestHTTP_SessionsAreIsolated(t *testing.T) {
 	assert.Len(t, w.tracker.Sessions(), 2, "one harness session per MCP session")
 }
 
-// rawPost sends one initialize request with headers and returns the response.
+// rawPost sends one initialize request with headers and returns the
+// response, its body read and closed.
 func rawPost(t *testing.T, url string, header map[string]string) *http.Response {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -277,7 +279,8 @@ func rawPost(t *testing.T, url string, header map[string]string) *http.Response 
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = res.Body.Close() })
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, res.Body.Close())
 	return res
 }
 
@@ -299,7 +302,7 @@ func TestHTTP_Checks(t *testing.T) {
 		{"an allowed Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "https://app.example.com"}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := rawPost(t, w.url, tc.header)
+			res := rawPost(t, w.url, tc.header) //nolint:bodyclose // rawPost closes it
 			assert.Equal(t, tc.status, res.StatusCode)
 			if tc.header["Origin"] == "https://app.example.com" {
 				assert.Equal(t, "https://app.example.com", res.Header.Get("Access-Control-Allow-Origin"))
@@ -337,7 +340,7 @@ func TestHTTP_DrainFinishesCallsInFlight(t *testing.T) {
 	text, code, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
 	assert.True(t, isErr, text)
 	assert.Equal(t, string(mcpserver.CodeShuttingDown), code)
-	res := rawPost(t, w.url, map[string]string{"Authorization": "Bearer alice-token"})
+	res := rawPost(t, w.url, map[string]string{"Authorization": "Bearer alice-token"}) //nolint:bodyclose // rawPost closes it
 	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "no new session while draining")
 }
 
@@ -349,7 +352,6 @@ func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
 		isErr bool
 	}
 	done := make(chan out, 1)
-	began := time.Now()
 	go func() {
 		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "touch started; sleep 1; echo finished"}})
 		if err != nil {
@@ -359,7 +361,7 @@ func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
 		done <- out{text: res.Content[0].(*mcp.TextContent).Text, isErr: res.IsError}
 	}()
 	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(w.alice, "started")); return err == nil }, 30*time.Second, 10*time.Millisecond)
-	began = time.Now()
+	began := time.Now()
 	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
 	defer cancel()
 	require.NoError(t, w.front.Drain(ctx))
