@@ -166,6 +166,7 @@ func cloned(roots []string) []string {
 // checked again: under workspace-write a root of "/" is dropped, so an
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
+// A session's own temp roots (SetTempRoots) replace the deployment's.
 // Whichever mode wins, a session's ceiling (SetCeiling) caps it: a standing
 // mode, a session grant or an approved mode wider than the ceiling resolves
 // to the ceiling (and is then no session grant); the policy carries the
@@ -176,6 +177,9 @@ func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sand
 		p.SessionID = sess.ID()
 		if e, ok := lastMode(sess, f); ok {
 			p.Mode, p.SessionGrant = e.Mode, e.Granted
+		}
+		if temps, ok := tempRootsOf(sess); ok {
+			p.TempRoots = cloned(temps)
 		}
 		if announced, ok := rootsOf(sess); ok {
 			pinned, _ := s.announced.LoadOrStore(sess, &pins{})

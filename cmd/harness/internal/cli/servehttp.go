@@ -8,6 +8,7 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
@@ -100,6 +101,10 @@ func httpOptions(ctx context.Context, cfg config.Config, logger *zap.Logger) (mc
 		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, int64(maxLineBytes(cfg))),
 		PrincipalMaxCalls: cmp.Or(cfg.PrincipalMaxCalls, config.DefaultPrincipalMaxCalls),
 		Mode:              sandbox.Mode(cfg.Mode),
+		TempDir:           os.TempDir(),
+	}
+	if len(cfg.TempRoots) > 0 {
+		opts.TempDir = cfg.TempRoots[0]
 	}
 	var verify auth.TokenVerifier
 	switch {

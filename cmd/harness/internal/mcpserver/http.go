@@ -54,6 +54,11 @@ type HTTPOptions struct {
 	// Mode is the server's --mode, from which a principal's standing and
 	// widest modes default (Principal.StandingMode, Principal.Widest).
 	Mode sandbox.Mode
+	// TempDir is where each session of a principal gets a private temp
+	// directory (mode 0700, removed when the session ends), its only temp
+	// root and its commands' TMPDIR in place of the shared ones; "" gives
+	// such sessions no temp area.
+	TempDir string
 	// AllowedHosts are the Host header values served, each a host (any
 	// port) or host:port, compared case-insensitively; empty serves any
 	// Host. Anything else gets 403 (DNS rebinding).

@@ -97,7 +97,7 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 	require.NoError(t, err)
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
-		Principals:   principals, Mode: sandbox.Mode(mode),
+		Principals:   principals, Mode: sandbox.Mode(mode), TempDir: w.temp,
 		AllowedOrigins: []string{"https://app.example.com"},
 	}
 	if tune != nil {
@@ -514,4 +514,35 @@ func TestHTTP_AWiderServerModeIsClampedToThePrincipals(t *testing.T) {
 	assert.True(t, isErr)
 	got, _ := os.ReadFile(bobs)
 	assert.Equal(t, "bob's own\n", string(got))
+}
+
+func TestHTTP_EachPrincipalSessionHasItsOwnTemp(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", nil)
+	alice := w.connect(t, "alice-token", nil)
+	bob := w.connect(t, "bob-token", nil)
+	text, _, isErr := call(t, alice, "exec", map[string]any{"command": "echo \"$TMPDIR\" && echo alice > \"$TMPDIR/a\""})
+	require.False(t, isErr, text)
+	_, out, _ := strings.Cut(text, "<stdout>\n")
+	aliceTmp, _, _ := strings.Cut(out, "\n")
+	require.True(t, strings.HasPrefix(aliceTmp, w.temp+"/harness-session-"), "alice's TMPDIR is her own: %q", text)
+	got, err := os.ReadFile(filepath.Join(aliceTmp, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alice\n", string(got))
+	info, err := os.Stat(aliceTmp)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+
+	text, _, isErr = call(t, bob, "exec", map[string]any{"command": "echo bob > " + aliceTmp + "/a"})
+	assert.True(t, isErr, "bob's command cannot write alice's temp: %s", text)
+	_, _, isErr = call(t, bob, "write", map[string]any{"file_path": filepath.Join(aliceTmp, "a"), "content": "bob\n"})
+	assert.True(t, isErr, "nor can bob's file tools")
+	_, _, isErr = call(t, bob, "write", map[string]any{"file_path": filepath.Join(w.temp, "shared"), "content": "bob\n"})
+	assert.True(t, isErr, "the shared temp root is no principal's")
+	got, err = os.ReadFile(filepath.Join(aliceTmp, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alice\n", string(got), "alice's temp file unchanged on disk")
+
+	require.NoError(t, alice.Close())
+	assert.Eventually(t, func() bool { _, err := os.Stat(aliceTmp); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
+		"the session's temp directory goes with it")
 }

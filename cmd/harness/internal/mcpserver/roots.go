@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -109,7 +110,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		}
 		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
 		if who.principal != nil {
-			if err := s.startPrincipal(c.sess, who.principal); err != nil {
+			if err := s.startPrincipal(c, who.principal); err != nil {
 				s.log.Error("recording the principal's modes in the session reported an error", zap.Error(err))
 			}
 		}
@@ -123,21 +124,58 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	return c.sess, nil
 }
 
-// startPrincipal applies p to a new session: its standing mode and the
-// widest mode it may be granted (a ceiling no grant or escalation passes),
-// from the server's mode where the principals file sets none.
-func (s *Server) startPrincipal(sess *session.Session, p *principal.Principal) error {
-	var serverMode sandbox.Mode
+// startPrincipal applies p to a new session of c: its standing mode and
+// the widest mode it may be granted (a ceiling no grant or escalation
+// passes), from the server's mode where the principals file sets none; and
+// a temp area of its own (privateTemp), so no two sessions share one.
+func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
+	var (
+		serverMode sandbox.Mode
+		tempParent string
+	)
 	if h := s.front.Load(); h != nil {
-		serverMode = h.opts.Mode
+		serverMode, tempParent = h.opts.Mode, h.opts.TempDir
 	}
 	if serverMode == "" {
 		serverMode = sandbox.ReadOnly
 	}
-	if err := sandboxpolicy.SetCeiling(sess, p.Widest(serverMode)); err != nil {
+	if err := sandboxpolicy.SetCeiling(c.sess, p.Widest(serverMode)); err != nil {
 		return err
 	}
-	return sandboxpolicy.SetMode(sess, p.StandingMode(serverMode))
+	if err := sandboxpolicy.SetMode(c.sess, p.StandingMode(serverMode)); err != nil {
+		return err
+	}
+	var temps []string
+	if tempParent != "" {
+		dir, err := privateTemp(tempParent, p)
+		if err != nil {
+			// Fail closed: no temp area rather than a shared one.
+			s.log.Warn("the session gets no temp area", zap.String("principal", p.Name), zap.Error(err))
+		} else {
+			c.tempDir, temps = dir, []string{dir}
+		}
+	}
+	return sandboxpolicy.SetTempRoots(c.sess, temps)
+}
+
+// privateTemp makes a new directory of mode 0700 in parent for a session
+// of p and returns its canonical path; a root server gives it the owner of
+// p's first workspace, as whom the session's commands run.
+func privateTemp(parent string, p *principal.Principal) (string, error) {
+	dir, err := os.MkdirTemp(parent, "harness-session-")
+	if err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p.Workspaces[0], &st); err == nil && st.Uid != 0 {
+			if err := os.Lchown(dir, int(st.Uid), int(st.Gid)); err != nil {
+				_ = os.Remove(dir)
+				return "", err
+			}
+		}
+	}
+	return sandboxpolicy.CanonicalPath(dir), nil
 }
 
 // errAskRoots says a 2026-07-28 call must ask the client for its roots.
