@@ -37,7 +37,8 @@ const maxAnchoredMatches = 10_000
 //     Denied (an exemption holds);
 //   - each any-depth pattern (`.env`, `.env.*`) found by a bounded walk of
 //     the policy's roots (the workspace roots, the temp roots (only the
-//     command user's entries there), the --writable-root ones) with an
+//     command user's entries there), the --writable-root ones) and of every
+//     HTTP principal's workspaces (sandboxpolicy.Service.PrincipalRoots) with an
 //     internal/protectscan scanner of its own (never following a symlink,
 //     entering a directory shaped like a git repository like any other,
 //     since any directory can be given that shape, with a cache of
@@ -170,7 +171,15 @@ func (m *masker) anyDepth(ctx context.Context, d sandbox.DenyRead, policy sandbo
 		parts := strings.Split(rel, "/")
 		return slices.ContainsFunc(patterns, func(p gitignore.Pattern) bool { return p.Match(parts, isDir) == gitignore.Exclude })
 	}
-	for _, r := range policy.Roots() {
+	roots := policy.Roots()
+	for _, r := range m.policy.PrincipalRoots() {
+		// Another principal's workspace: its secrets are hidden from
+		// this command too (issue 26).
+		if !slices.ContainsFunc(roots, func(o string) bool { return dirfd.Beneath(o, r) }) {
+			roots = append(roots, r)
+		}
+	}
+	for _, r := range roots {
 		if _, err := os.Lstat(r); err != nil {
 			continue
 		}

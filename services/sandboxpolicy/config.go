@@ -52,6 +52,12 @@ type Config struct {
 	// deny-read set like ConfigFile, so no tool or command reads or
 	// changes them.
 	PrivateFiles []string `yaml:"privateFiles" json:"privateFiles"`
+	// PrincipalRoots are the workspaces of every principal of the HTTP
+	// front end (issue 26): directories some session may write although
+	// the call at hand may not. Commands look for the any-depth deny-read
+	// patterns (.env) in them too, so one principal's command does not
+	// read another's secrets, and harness's own files may not lie in them.
+	PrincipalRoots []string `yaml:"principalRoots" json:"principalRoots"`
 	// DenyRead are gitignore-style patterns neither tool family reads,
 	// added to sandbox.DenyReadDefaults (--deny-read; see
 	// sandbox.NewDenyRead, whose errors New returns).
@@ -122,6 +128,9 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, err
 	}
 	if cfg.WritableRoots, err = canonicalRoots("WritableRoots", cfg.WritableRoots); err != nil {
+		return cfg, err
+	}
+	if cfg.PrincipalRoots, err = canonicalRoots("PrincipalRoots", cfg.PrincipalRoots); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

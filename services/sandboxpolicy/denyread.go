@@ -16,6 +16,10 @@ import (
 // fence, the command runner and `harness policy`.
 func (s *Service) DenyRead() sandbox.DenyRead { return s.denyRead }
 
+// PrincipalRoots returns the workspaces of every principal of the HTTP
+// front end (Config.PrincipalRoots), canonical; nil without principals.
+func (s *Service) PrincipalRoots() []string { return cloned(s.cfg.PrincipalRoots) }
+
 // newDenyRead builds cfg's deny-read set: its patterns over the defaults,
 // `~` standing for each of cfg's homes, and harness's own files (its
 // configuration file, and its configuration and state directories where

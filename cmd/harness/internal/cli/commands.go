@@ -31,6 +31,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -107,8 +108,13 @@ func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
 // serve runs the MCP server on stdin/stdout until the client disconnects,
 // or with --listen over Streamable HTTP until it is told to stop.
 func serve(ctx context.Context, args []string, env Env) error {
-	var logger *zap.Logger
-	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined, func(config.Config) fx.Option { return fx.Populate(&logger) })
+	var (
+		logger     *zap.Logger
+		principals *principal.Set
+	)
+	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined, func(config.Config) fx.Option {
+		return fx.Invoke(func(p servedGraph) { logger, principals = p.Logger, p.Principals })
+	})
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted before serving: a clean shutdown
 	}
@@ -117,7 +123,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 	}
 	defer stop()
 	if cfg.Listen != "" {
-		return serveHTTP(ctx, srv, cfg, env, logger)
+		return serveHTTP(ctx, srv, cfg, env, principals, logger)
 	}
 	if env.StdinIsTerminal {
 		explainServe(env.Stderr)
@@ -127,6 +133,15 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	return nil
+}
+
+// servedGraph is what serve takes from the graph besides the server: the
+// logger, and the principals of --principals when there are any.
+type servedGraph struct {
+	fx.In
+
+	Logger     *zap.Logger
+	Principals *principal.Set `optional:"true"`
 }
 
 // warnUnconfined logs on start, under --fs local, that nothing is confined.

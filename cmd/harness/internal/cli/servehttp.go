@@ -20,6 +20,7 @@ import (
 	"github.com/dsh-go/harness/services/httpauth"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/toolfs"
 )
 
 // serveHTTP serves srv over Streamable HTTP on cfg.Listen (issue 26) until
@@ -27,8 +28,8 @@ import (
 // calls in flight finish, for at most cfg.ShutdownTimeout, and the server
 // closes. It writes one line to stderr once it listens:
 // "harness: listening on http://HOST:PORT/mcp".
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, env Env, logger *zap.Logger) error {
-	opts, err := httpOptions(ctx, cfg, logger)
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, env Env, principals *principal.Set, logger *zap.Logger) error {
+	opts, err := httpOptions(ctx, cfg, principals, logger)
 	if err != nil {
 		return err
 	}
@@ -93,12 +94,13 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 
 // httpOptions returns the front end's options from cfg: the token
 // verifier (--token-file or --jwks-url) behind the bearer middleware, the
-// protected-resource metadata, the principals, the caps.
-func httpOptions(ctx context.Context, cfg config.Config, logger *zap.Logger) (mcpserver.HTTPOptions, error) {
+// protected-resource metadata, the principals (the graph's, loaded from
+// --principals), the caps.
+func httpOptions(ctx context.Context, cfg config.Config, principals *principal.Set, logger *zap.Logger) (mcpserver.HTTPOptions, error) {
 	opts := mcpserver.HTTPOptions{
 		AllowedOrigins:    cfg.AllowedOrigins,
 		SessionIdle:       cmp.Or(cfg.SessionIdle, config.DefaultSessionIdle),
-		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, int64(maxLineBytes(cfg))),
+		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, maxRequestBytes(cfg)),
 		PrincipalMaxCalls: cmp.Or(cfg.PrincipalMaxCalls, config.DefaultPrincipalMaxCalls),
 		Mode:              sandbox.Mode(cfg.Mode),
 		TempDir:           os.TempDir(),
@@ -147,13 +149,9 @@ func httpOptions(ctx context.Context, cfg config.Config, logger *zap.Logger) (mc
 		})
 		opts.Metadata = httpauth.MetadataHandler(httpauth.MetadataOptions{Resource: resource, AuthorizationServers: cfg.AuthorizationServers})
 	}
-	if cfg.Principals != "" {
-		set, err := principal.Load(cfg.Principals)
-		if err != nil {
-			return opts, err
-		}
-		opts.Principals = set
-		logger.Info("principals", zap.Strings("names", set.Names()))
+	if principals != nil {
+		opts.Principals = principals
+		logger.Info("principals", zap.Strings("names", principals.Names()))
 	}
 	return opts, nil
 }
@@ -188,4 +186,17 @@ type zapWriter struct{ log *zap.Logger }
 func (w zapWriter) Write(p []byte) (int, error) {
 	w.log.Debug(strconv.Quote(string(p)))
 	return len(p), nil
+}
+
+// maxRequestBytes is the default cap of an HTTP request body: twice the
+// largest write the tools accept plus 1 MiB (33 MiB by default), enough
+// for a write whose content JSON escapes little; stdio's bound is looser
+// (maxLineBytes), but a body over HTTP is decoded in memory several times
+// its size, many at once.
+func maxRequestBytes(cfg config.Config) int64 {
+	limit := cfg.WriteMaxBytes
+	if limit == 0 {
+		limit = toolfs.DefaultWriteMaxBytes
+	}
+	return 2*int64(limit) + 1<<20
 }

@@ -51,8 +51,9 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 
 // CheckAuditLog returns a *config.FieldError (key "audit-log") when path,
 // canonical, is inside one of the roots pol's policy may make writable
-// (the workspace root, the temp and extra writable roots, whatever the
-// mode: a session may be granted workspace-write later): a command or a
+// (the workspace root, the temp and extra writable roots, every HTTP
+// principal's workspaces, whatever the mode: a session may be granted
+// workspace-write later): a command or a
 // file tool could then forge or erase records. A path the deny-read set
 // denies, itself or through an ancestor (the state directory, which the
 // default audit log is in), is allowed inside a root: the file tools
@@ -64,7 +65,7 @@ func CheckAuditLog(path string, pol *sandboxpolicy.Service) error {
 	if _, denied := pol.DenyRead().Denied(canon, false); denied {
 		return nil
 	}
-	for _, r := range pol.Default().Roots() {
+	for _, r := range append(pol.Default().Roots(), pol.PrincipalRoots()...) {
 		if canon == r || strings.HasPrefix(canon, r+string(filepath.Separator)) {
 			return &config.FieldError{Key: "audit-log", Msg: fmt.Sprintf(
 				"%s is inside %s, which calls may write: an agent could forge or erase its records; "+

@@ -172,3 +172,28 @@ func TestAuditLogInTheStateDirectoryOfAWorkspaceHome(t *testing.T) {
 		})
 	}
 }
+
+// TestAuditLogInsideAPrincipalsWorkspaceIsRefused (issue 26): serve
+// --listen --principals refuses an audit log inside any principal's
+// workspace, even when the server's own working directory and workspace
+// are elsewhere: that principal's sessions could rewrite every record.
+func TestAuditLogInsideAPrincipalsWorkspaceIsRefused(t *testing.T) {
+	d := newDirs(t)
+	alice := filepath.Join(d.outside, "alice")
+	require.NoError(t, os.Mkdir(alice, 0o755))
+	principals := filepath.Join(d.outside, "principals.yaml")
+	require.NoError(t, os.WriteFile(principals, []byte("principals:\n  alice: {workspaces: ["+alice+"], mode: workspace-write}\n"), 0o600))
+	tokens := filepath.Join(d.outside, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("# none\n"), 0o600))
+	path := filepath.Join(alice, "audit.jsonl")
+	cfg := auditCfg(d, path)
+	cfg.Workspace = ""
+	cfg.HTTP = config.HTTP{Listen: "127.0.0.1:0", TokenFile: tokens, Principals: principals}
+	opts, err := compose.Options(cfg, io.Discard)
+	require.NoError(t, err)
+	err = fx.New(opts, fx.NopLogger).Err()
+	var fe *config.FieldError
+	require.ErrorAs(t, err, &fe)
+	assert.Contains(t, fe.Error(), "--audit-log: "+path+" is inside "+alice+", which calls may write")
+	assert.NoFileExists(t, path)
+}

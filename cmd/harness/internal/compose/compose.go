@@ -21,6 +21,7 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -35,7 +36,9 @@ import (
 // backend chosen by cfg.FS, the read-before-write policy, the file tools,
 // (unless cfg.Exec is "off") the command runner chosen by cfg.Exec with
 // the exec tool (with cfg.JournalCommands, journaling what each command
-// changes), and the audit log (unless it is off) as the audit.Sink.
+// changes), the audit log (unless it is off) as the audit.Sink, and the
+// principals of --principals as a *principal.Set (their workspaces reach
+// the policy as its PrincipalRoots).
 // extra options are appended (a server, an approver, fx.Populate).
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
@@ -53,6 +56,10 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		if info, err := os.Stat(r); err != nil || !info.IsDir() {
 			return nil, fmt.Errorf("--temp-root %q: not an existing directory", r)
 		}
+	}
+	principals, err := loadPrincipals(cfg)
+	if err != nil {
+		return nil, err
 	}
 	log, err := NewLogger(cfg, logOut)
 	if err != nil {
@@ -90,6 +97,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
 			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
 			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead, PrivateFiles: privateFiles(cfg),
+			PrincipalRoots: principalRoots(principals),
 		}),
 		journalOptions(cfg, fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),
@@ -106,6 +114,9 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		toolfs.Module,
 		companions(),
 		auditLog(cfg, logOut),
+	}
+	if principals != nil {
+		opts = append(opts, fx.Supply(principals))
 	}
 	if !cfg.OneShot {
 		opts = append(opts, readbeforewrite.Module)
@@ -202,6 +213,32 @@ func privateFiles(cfg config.Config) []string {
 	for _, f := range []string{cfg.TokenFile, cfg.Principals, cfg.TLSCert, cfg.TLSKey} {
 		if f != "" {
 			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// loadPrincipals returns the principals of cfg's --principals file (nil
+// without one), loaded once for the whole graph.
+func loadPrincipals(cfg config.Config) (*principal.Set, error) {
+	if cfg.Principals == "" {
+		return nil, nil
+	}
+	return principal.Load(cfg.Principals)
+}
+
+// principalRoots returns every workspace of set, in order, once.
+func principalRoots(set *principal.Set) []string {
+	if set == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range set.Names() {
+		p, _ := set.Lookup(name)
+		for _, w := range p.Workspaces {
+			if !slices.Contains(out, w) {
+				out = append(out, w)
+			}
 		}
 	}
 	return out

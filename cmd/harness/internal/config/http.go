@@ -78,7 +78,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 		resource    = fs.String("resource-url", "", "the public `URL` of the MCP endpoint, for the protected-resource metadata (default: from the request's Host)")
 		principals  = fs.String("principals", "", "a YAML `FILE` mapping each token subject to its workspaces, mode and widest mode")
 		idle        = fs.Duration("session-idle", 0, "end an HTTP session that sent nothing for this `duration` (0: 30m)")
-		maxBody     = fs.Int64("max-request-bytes", 0, "`bytes` of one HTTP request body at most (0: sized to --write-max-bytes)")
+		maxBody     = fs.Int64("max-request-bytes", 0, "`bytes` of one HTTP request body at most; one principal's large bodies in flight together at most twice this (0: 2x --write-max-bytes + 1 MiB, 33 MiB)")
 		perPrinc    = fs.Int("principal-max-calls", 0, "tool `calls` one principal runs at once over HTTP; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 8)")
 		tlsCert     = fs.String("tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; with --tls-key)")
 		tlsKey      = fs.String("tls-key", "", "the private key `FILE` of --tls-cert (PEM)")

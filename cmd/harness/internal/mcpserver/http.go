@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"golang.org/x/sync/semaphore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
@@ -72,7 +73,9 @@ type HTTPOptions struct {
 	// means none.
 	SessionIdle time.Duration
 	// MaxRequestBytes caps a request body (413 beyond); zero means
-	// MinMaxLineBytes.
+	// MinMaxLineBytes. One principal's requests over 64 KiB may hold at
+	// most twice this in flight together; beyond it, after a second's
+	// wait, 429.
 	MaxRequestBytes int64
 	// PrincipalMaxCalls caps the calls one principal (the anonymous one
 	// too) runs at once; zero or less means 8.
@@ -91,7 +94,41 @@ type HTTPHandler struct {
 	draining atomic.Bool
 
 	mu         sync.Mutex
-	principals map[string]*limiter // principal name -> its call slots
+	principals map[string]*limiter             // principal name -> its call slots
+	bodies     map[string]*semaphore.Weighted // principal name -> its request bytes in flight
+}
+
+// bodyBudgetRequests is how many requests of the largest size one
+// principal may have in flight at once: a decoded body costs several times
+// its size in memory, so the bytes in flight are capped per principal.
+const bodyBudgetRequests = 2
+
+// admitBody takes the request's declared body size (MaxRequestBytes when
+// unknown) from the budget of principal name, waiting up to a second, and
+// returns the func that gives it back; false when the budget stays spent
+// (the caller answers 429).
+func (h *HTTPHandler) admitBody(r *http.Request, name string) (func(), bool) {
+	n := r.ContentLength
+	if n < 0 || n > h.opts.MaxRequestBytes {
+		n = h.opts.MaxRequestBytes
+	}
+	if n < 64<<10 {
+		// Small requests (every call but a large write) are not counted.
+		return func() {}, true
+	}
+	h.mu.Lock()
+	sem, ok := h.bodies[name]
+	if !ok {
+		sem = semaphore.NewWeighted(bodyBudgetRequests * h.opts.MaxRequestBytes)
+		h.bodies[name] = sem
+	}
+	h.mu.Unlock()
+	ctx, cancel := context.WithTimeout(r.Context(), time.Second)
+	defer cancel()
+	if err := sem.Acquire(ctx, n); err != nil {
+		return nil, false
+	}
+	return func() { sem.Release(n) }, true
 }
 
 // HTTPHandler returns the Streamable HTTP front end of s (issue 26): the
@@ -111,7 +148,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	if opts.PrincipalMaxCalls <= 0 {
 		opts.PrincipalMaxCalls = 8
 	}
-	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}}
+	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}, bodies: map[string]*semaphore.Weighted{}}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionIdle,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
@@ -125,6 +162,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 			http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
 			return
 		}
+		name := ""
+		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+			name = ti.UserID
+		}
+		release, ok := h.admitBody(r, name)
+		if !ok {
+			w.Header().Set("Retry-After", "1")
+			http.Error(w, "too many large requests of this principal at once; retry", http.StatusTooManyRequests)
+			return
+		}
+		defer release()
 		if opts.Principals != nil {
 			ti := auth.TokenInfoFromContext(r.Context())
 			if ti == nil {

@@ -69,14 +69,25 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "bob.txt"), []byte("bob's own\n"), 0o644))
+	pfile := filepath.Join(base, "principals.yaml")
+	require.NoError(t, os.WriteFile(pfile, []byte("principals:\n"+
+		"  alice: {workspaces: ["+w.alice+"], mode: workspace-write}\n"+
+		"  bob: {workspaces: ["+w.bob+"], mode: workspace-write}\n"+
+		"  carol: {workspaces: ["+w.carol+"], mode: read-only, widest-mode: workspace-write}\n"), 0o600))
+	tokens := filepath.Join(base, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("# the test verifies its own tokens\n"), 0o600))
+	// The configuration serve --listen --principals composes: the policy
+	// knows every principal's workspaces (commands hide their secrets).
 	cfg := config.Config{
 		FS: "sandbox", Mode: mode, TempRoots: []string{w.temp},
 		LogLevel: "error", LogFormat: "json", Exec: exec, AuditLog: filepath.Join(base, "audit.jsonl"),
+		HTTP: config.HTTP{Listen: "127.0.0.1:0", TokenFile: tokens, Principals: pfile},
 	}
+	var principals *principal.Set
 	opts, err := compose.Options(cfg, io.Discard,
 		fx.Supply(mcpserver.Options{Version: "http"}),
 		mcpserver.Module,
-		fx.Populate(&w.srv, &w.tracker),
+		fx.Populate(&w.srv, &w.tracker, &principals),
 	)
 	require.NoError(t, err)
 	app := fxtest.New(t, opts)
@@ -88,13 +99,6 @@ func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTP
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	pfile := filepath.Join(base, "principals.yaml")
-	require.NoError(t, os.WriteFile(pfile, []byte("principals:\n"+
-		"  alice: {workspaces: ["+w.alice+"], mode: workspace-write}\n"+
-		"  bob: {workspaces: ["+w.bob+"], mode: workspace-write}\n"+
-		"  carol: {workspaces: ["+w.carol+"], mode: read-only, widest-mode: workspace-write}\n"), 0o600))
-	principals, err := principal.Load(pfile)
-	require.NoError(t, err)
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
 		Principals:   principals, Mode: sandbox.Mode(mode), TempDir: w.temp,
@@ -204,6 +208,8 @@ func TestHTTP_ClientRootsNarrowNeverWiden(t *testing.T) {
 	w := newHTTPWorld(t, nil)
 	sub := filepath.Join(w.alice, "sub")
 	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.NoError(t, os.Symlink(w.bob, filepath.Join(w.alice, "to-bob")))
+	require.NoError(t, os.Symlink(sub, filepath.Join(w.alice, "to-sub")))
 	for _, tc := range []struct {
 		name      string
 		roots     []string
@@ -213,6 +219,8 @@ func TestHTTP_ClientRootsNarrowNeverWiden(t *testing.T) {
 		{"a root inside narrows", []string{sub}, []string{filepath.Join(sub, "in.txt")}, []string{filepath.Join(w.alice, "top.txt")}},
 		{"a root outside does not widen", []string{w.bob}, []string{filepath.Join(w.alice, "top2.txt")}, []string{filepath.Join(w.bob, "x.txt")}},
 		{"a prefix of another name is not inside", []string{w.alice + "2"}, []string{filepath.Join(w.alice, "top3.txt")}, []string{filepath.Join(w.alice+"2", "x.txt")}},
+		{"a symlink in the workspace to another's is where it leads", []string{filepath.Join(w.alice, "to-bob")}, []string{filepath.Join(w.alice, "top4.txt")}, []string{filepath.Join(w.bob, "via-link.txt"), filepath.Join(w.alice, "to-bob", "via-link2.txt")}},
+		{"a symlink in the workspace to a directory inside it narrows", []string{filepath.Join(w.alice, "to-sub")}, []string{filepath.Join(sub, "via-sub.txt")}, []string{filepath.Join(w.alice, "top5.txt")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}} //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
@@ -545,4 +553,67 @@ func TestHTTP_EachPrincipalSessionHasItsOwnTemp(t *testing.T) {
 	require.NoError(t, alice.Close())
 	assert.Eventually(t, func() bool { _, err := os.Stat(aliceTmp); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
 		"the session's temp directory goes with it")
+}
+
+func TestHTTP_AnotherPrincipalsSecretsStayHiddenFromCommands(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", nil)
+	require.NoError(t, os.WriteFile(filepath.Join(w.bob, ".env"), []byte("SECRET=bob-db-password\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(w.bob, "svc"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "svc", ".env.local"), []byte("SECRET=deeper\n"), 0o644))
+	alice := w.connect(t, "alice-token", nil)
+	for _, p := range []string{filepath.Join(w.bob, ".env"), filepath.Join(w.bob, "svc", ".env.local")} {
+		text, _, _ := call(t, alice, "exec", map[string]any{"command": "cat " + p})
+		assert.NotContains(t, text, "SECRET=", "alice's command does not read bob's %s", p)
+		text, _, isErr := call(t, alice, "read", map[string]any{"file_path": p})
+		assert.True(t, isErr, text)
+		assert.NotContains(t, text, "SECRET=")
+	}
+	text, _, isErr := call(t, alice, "exec", map[string]any{"command": "cat " + filepath.Join(w.bob, "bob.txt")})
+	assert.False(t, isErr, text)
+	assert.Contains(t, text, "bob's own", "reading another's workspace is allowed: only the deny-read set is hidden")
+}
+
+func TestHTTP_APrincipalsLargeBodiesInFlightAreCapped(t *testing.T) {
+	const limit = 1 << 20
+	w := newHTTPWorld(t, func(o *mcpserver.HTTPOptions) { o.MaxRequestBytes = limit })
+	post := func(token string, size int64) (*io.PipeWriter, chan int) {
+		pr, pw := io.Pipe()
+		req, err := http.NewRequestWithContext(t.Context(), http.MethodPost, w.url, pr)
+		require.NoError(t, err)
+		req.ContentLength = size
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+token)
+		status := make(chan int, 1)
+		go func() {
+			res, err := http.DefaultClient.Do(req)
+			if err != nil {
+				status <- 0
+				return
+			}
+			_ = res.Body.Close()
+			status <- res.StatusCode
+		}()
+		return pw, status
+	}
+	// Two bodies of the largest size, their bytes not sent yet, hold
+	// alice's budget.
+	a1, s1 := post("alice-token", limit)
+	a2, s2 := post("alice-token", limit)
+	time.Sleep(200 * time.Millisecond)
+	_, s3 := post("alice-token", limit/2)
+	select {
+	case code := <-s3:
+		assert.Equal(t, http.StatusTooManyRequests, code, "a third large body of alice's waits a second, then 429")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the third body was neither admitted nor refused")
+	}
+	b, sb := post("bob-token", limit/2)
+	_ = b.CloseWithError(io.ErrUnexpectedEOF)
+	code := <-sb
+	assert.NotEqual(t, http.StatusTooManyRequests, code, "bob's budget is his own")
+	_ = a1.CloseWithError(io.ErrUnexpectedEOF)
+	_ = a2.CloseWithError(io.ErrUnexpectedEOF)
+	<-s1
+	<-s2
 }

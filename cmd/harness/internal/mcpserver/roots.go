@@ -74,7 +74,13 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		case err != nil:
 			s.log.Warn("the client's roots are unknown: falling back to the working directory", zap.Error(err))
 		case ok && who.principal != nil:
-			roots, announced = who.principal.Narrow(s.usableRoots(uris)), true
+			// Narrowed on canonical paths: a client root spelled through
+			// a symlink in the workspace names where the link leads.
+			var canon []string
+			for _, r := range s.usableRoots(uris) {
+				canon = append(canon, filepath.Clean(sandboxpolicy.CanonicalPath(r)))
+			}
+			roots, announced = who.principal.Narrow(canon), true
 		case who.principal != nil:
 			roots, announced = slices.Clone(who.principal.Workspaces), true
 		case ok:
