@@ -11,9 +11,9 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
-	"golang.org/x/sync/semaphore"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
+	"golang.org/x/sync/semaphore"
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/httpauth"
@@ -94,7 +94,7 @@ type HTTPHandler struct {
 	draining atomic.Bool
 
 	mu         sync.Mutex
-	principals map[string]*limiter             // principal name -> its call slots
+	principals map[string]*limiter            // principal name -> its call slots
 	bodies     map[string]*semaphore.Weighted // principal name -> its request bytes in flight
 }
 
