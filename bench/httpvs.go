@@ -29,8 +29,9 @@ import (
 // through `harness serve --listen` (MCP Streamable HTTP on loopback, a
 // bearer token checked against a token file, a principal whose workspace
 // is the directory) and through `harness serve` over stdio, the same
-// binary on the same directory and file, at concurrency 1 and 8, the two
-// taking turns slice by slice (measureTimed), each run with fresh servers.
+// binary on the same directory and file and the same protocol version, at
+// concurrency 1 and 8, the two taking turns slice by slice (measureTimed),
+// each run with fresh servers.
 
 // onlyHTTP is the -only value that measures HTTP against stdio alone.
 const onlyHTTP = "http"
@@ -248,17 +249,19 @@ func measureHTTPRun(ctx context.Context, cfg config, harnessBin, dir string, run
 	if err != nil {
 		return err
 	}
-	stdio, err := startServer(ctx, harnessSpec(harnessBin, nil, durabilityFull), ws, cfg.protocol, true)
-	if err != nil {
-		return err
-	}
-	stdio.spec.key = keyStdio
-	defer func() { _ = stdio.close() }()
 	h, err := startHTTP(ctx, httpSpec(harnessBin, conf), ws, token, cfg.protocol)
 	if err != nil {
 		return err
 	}
 	defer h.stop()
+	// The stdio session asks for the protocol the HTTP one settled on, so
+	// that the two differ only in the transport.
+	stdio, err := startServer(ctx, harnessSpec(harnessBin, nil, durabilityFull), ws, h.proto, true)
+	if err != nil {
+		return err
+	}
+	stdio.spec.key = keyStdio
+	defer func() { _ = stdio.close() }()
 	servers := []*server{stdio, h.server}
 	for _, s := range servers {
 		st.protocols[s.spec.key] = s.proto
@@ -307,9 +310,9 @@ func printHTTP(st *httpStats) {
 	progress("read over Streamable HTTP against stdio (issue 26), medians of %d runs:", st.runs)
 	for _, c := range concurrencies {
 		r := st.ratios(c)
-		fmt.Fprintf(os.Stderr, "  c=%d  stdio %s calls/s  http %s calls/s  http/stdio %s (%s–%s)  target >= %.1fx: %s\n",
+		fmt.Fprintf(os.Stderr, "  c=%d  stdio %s calls/s  http %s calls/s  http/stdio %s (%.2f–%.2f)  target >= %.1fx: %s\n",
 			c, fmtRate(median(st.rate[c][keyStdio])), fmtRate(median(st.rate[c][keyHTTP])), fmtRatio(st.ratio(c)),
-			fmtRatio(slices.Min(r)), fmtRatio(slices.Max(r)), httpTargetRatio, strings.Trim(status(st.ratio(c), httpTargetRatio), "*"))
+			slices.Min(r), slices.Max(r), httpTargetRatio, strings.Trim(status(st.ratio(c), httpTargetRatio), "*"))
 	}
 }
 
@@ -329,13 +332,13 @@ func renderHTTP(st *httpStats) string {
 	pf("|---|---|---|---|---|---|\n")
 	for _, c := range concurrencies {
 		r := st.ratios(c)
-		pf("| %d | %s | %s | %s (%s–%s) | >= %.1fx: %s | %.0f µs + %.0f µs / %.0f µs + %.0f µs |\n", c,
+		pf("| %d | %s | %s | %s (%.2f–%.2f) | >= %.1fx: %s | %.0f µs + %.0f µs / %.0f µs + %.0f µs |\n", c,
 			fmtRate(median(st.rate[c][keyStdio])), fmtRate(median(st.rate[c][keyHTTP])),
-			fmtRatio(st.ratio(c)), fmtRatio(slices.Min(r)), fmtRatio(slices.Max(r)), httpTargetRatio, status(st.ratio(c), httpTargetRatio),
+			fmtRatio(st.ratio(c)), slices.Min(r), slices.Max(r), httpTargetRatio, status(st.ratio(c), httpTargetRatio),
 			median(st.serverCPU[c][keyStdio]), median(st.clientCPU[c][keyStdio]), median(st.serverCPU[c][keyHTTP]), median(st.clientCPU[c][keyHTTP]))
 	}
 	pf("\nOne result, JSON encoded: stdio %s bytes, HTTP %s bytes (the same result; over HTTP it travels ", fmtInt(int(st.resultBytes[keyStdio])), fmtInt(int(st.resultBytes[keyHTTP])))
-	pf("in a server-sent event of the POST's response). Protocol negotiated: stdio %s, HTTP %s.\n\n", st.protocols[keyStdio], st.protocols[keyHTTP])
+	pf("in a server-sent event of the POST's response). Protocol: %s over HTTP (the go-sdk client's default negotiation), and the stdio session asks for the same (%s), so the two differ only in the transport.\n\n", st.protocols[keyHTTP], st.protocols[keyStdio])
 	pf("Both series are the same `bin/harness` serving the same directory, reading the same %s-byte file: ", fmtInt(st.cfg.fileSize))
 	pf("stdio, `harness serve --workspace DIR --mode workspace-write --temp-root DIR --durability full --log-level warn` ")
 	pf("with `mcp.CommandTransport`; HTTP, `harness serve --listen 127.0.0.1:0 --token-file T --principals P --mode workspace-write ")

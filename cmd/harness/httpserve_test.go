@@ -36,6 +36,9 @@ type httpPrincipal struct {
 type httpServer struct {
 	url string
 	cmd *exec.Cmd
+	// cwd is the server's working directory, empty: an HTTP session never
+	// falls back to it, so it must stay empty.
+	cwd string
 
 	mu     sync.Mutex
 	stderr []string // every stderr line but the gctrace lines
@@ -62,7 +65,8 @@ func newPrincipal(t *testing.T, name, ws string) httpPrincipal {
 // startHTTPServer writes the token file and the principals file for ps
 // (each principal's one workspace, mode and widest mode workspace-write,
 // maxCalls concurrent calls) into a fresh temp dir and starts the built
-// binary on them in workspace-write mode with GODEBUG=gctrace=1, waits for
+// binary on them in workspace-write mode with GODEBUG=gctrace=1, in an
+// empty working directory of its own (cwd), waits for
 // its listening line and stops it (SIGTERM, then a clean exit is expected)
 // when the test ends.
 func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int, extra ...string) *httpServer {
@@ -88,7 +92,8 @@ func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int, extra ...st
 		"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--principals", principalsFile,
 		"--mode", "workspace-write", "--log-level", "warn",
 	}, extra...)
-	s := &httpServer{cmd: exec.Command(bin, args...)}
+	s := &httpServer{cmd: exec.Command(bin, args...), cwd: t.TempDir()}
+	s.cmd.Dir = s.cwd
 	s.cmd.Env = append(withoutHarnessEnv(os.Environ()), "GODEBUG=gctrace=1")
 	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)

@@ -63,7 +63,7 @@ const (
 // protocol error, that nothing lands in the other's workspace and nothing
 // of it comes back, and at the end every file of both workspaces byte for
 // byte (and its mode and owner) against what its own principal's sessions
-// wrote; under HARNESS_SOAK=1 also that the server's live heap (gctrace)
+// wrote, and that the server's working directory stays empty; under HARNESS_SOAK=1 also that the server's live heap (gctrace)
 // and resident set after the last fifth of the calls are within the
 // bounds above of those after the first fifth. SIGTERM must then end the
 // server cleanly.
@@ -159,6 +159,7 @@ func TestHTTPSoak(t *testing.T) {
 		}
 		assert.Equal(t, want, workspaceFiles(t, p.ws), "%s's workspace holds exactly what %s's sessions wrote", p.name, p.name)
 	}
+	assert.Empty(t, workspaceFiles(t, srv.cwd), "nothing lands in the server's working directory")
 }
 
 // workspaceFiles returns every regular file beneath ws by relative path
