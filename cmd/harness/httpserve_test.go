@@ -2,6 +2,7 @@ package main_test
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/sha256"
@@ -64,12 +65,13 @@ func newPrincipal(t *testing.T, name, ws string) httpPrincipal {
 
 // startHTTPServer writes the token file and the principals file for ps
 // (each principal's one workspace, mode and widest mode workspace-write,
-// maxCalls concurrent calls) into a fresh temp dir and starts the built
-// binary on them in workspace-write mode with GODEBUG=gctrace=1, in an
-// empty working directory of its own (cwd), waits for
-// its listening line and stops it (SIGTERM, then a clean exit is expected)
-// when the test ends.
-func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int, extra ...string) *httpServer {
+// maxCalls concurrent calls, also the --principal-max-calls) into a fresh
+// temp dir and starts the built binary on them in workspace-write mode with
+// maxCalls x len(ps)
+// concurrent calls in all and GODEBUG=gctrace=1, in an empty working
+// directory of its own (cwd); it waits for the listening line, and stops
+// the server (SIGTERM, then a clean exit is expected) when the test ends.
+func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int) *httpServer {
 	t.Helper()
 	bin, err := buildOnce()
 	require.NoError(t, err)
@@ -88,10 +90,11 @@ func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int, extra ...st
 	require.NoError(t, os.WriteFile(tokenFile, []byte(tokens.String()), 0o600))
 	require.NoError(t, os.WriteFile(principalsFile, []byte(principals.String()), 0o600))
 
-	args := append([]string{
+	args := []string{
 		"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--principals", principalsFile,
-		"--mode", "workspace-write", "--log-level", "warn",
-	}, extra...)
+		"--mode", "workspace-write", "--principal-max-calls", strconv.Itoa(maxCalls),
+		"--max-concurrent-calls", strconv.Itoa(maxCalls * len(ps)), "--log-level", "warn",
+	}
 	s := &httpServer{cmd: exec.Command(bin, args...), cwd: t.TempDir()}
 	s.cmd.Dir = s.cwd
 	s.cmd.Env = append(withoutHarnessEnv(os.Environ()), "GODEBUG=gctrace=1")
@@ -188,19 +191,66 @@ func (s *httpServer) liveHeapSince(from int) int {
 
 // rss is the server process's resident set in bytes (VmRSS of
 // /proc/PID/status).
-func (s *httpServer) rss(t *testing.T) int64 {
-	t.Helper()
+func (s *httpServer) rss() (int64, error) {
 	raw, err := os.ReadFile("/proc/" + strconv.Itoa(s.cmd.Process.Pid) + "/status")
-	require.NoError(t, err)
+	if err != nil {
+		return 0, err
+	}
 	for line := range strings.SplitSeq(string(raw), "\n") {
 		if rest, ok := strings.CutPrefix(line, "VmRSS:"); ok {
 			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(rest), " kB"), 10, 64)
-			require.NoError(t, err)
-			return kb * 1024
+			return kb * 1024, err
 		}
 	}
-	t.Fatalf("no VmRSS in /proc/%d/status", s.cmd.Process.Pid)
-	return 0
+	return 0, fmt.Errorf("no VmRSS in /proc/%d/status", s.cmd.Process.Pid)
+}
+
+// rssSampler reads the server's resident set every 20 ms and keeps the
+// peak since it was last taken.
+type rssSampler struct {
+	mu   sync.Mutex
+	peak int64
+	err  error
+	quit chan struct{}
+	done sync.WaitGroup
+}
+
+// sampleRSS starts sampling the server's resident set.
+func (s *httpServer) sampleRSS() *rssSampler {
+	r := &rssSampler{quit: make(chan struct{})}
+	r.done.Go(func() {
+		tick := time.NewTicker(20 * time.Millisecond)
+		defer tick.Stop()
+		for {
+			b, err := s.rss()
+			r.mu.Lock()
+			r.peak = max(r.peak, b)
+			r.err = cmp.Or(r.err, err)
+			r.mu.Unlock()
+			select {
+			case <-r.quit:
+				return
+			case <-tick.C:
+			}
+		}
+	})
+	return r
+}
+
+// take returns the peak in bytes since the last take (or the start) and
+// starts the next; an error when a read failed.
+func (r *rssSampler) take() (int64, error) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	peak := r.peak
+	r.peak = 0
+	return peak, r.err
+}
+
+// stop ends the sampling.
+func (r *rssSampler) stop() {
+	close(r.quit)
+	r.done.Wait()
 }
 
 // bearer adds "Authorization: Bearer TOKEN" to every request.

@@ -36,17 +36,22 @@ const soakSegments = 5
 // run is too short to warm up). Every session is open before the first
 // call and its working set is bounded (soakOwnFiles files, one command
 // file, names of bounded length), so after the warm-up (the first fifth of
-// the calls) the server holds no more state: what it keeps after the last
-// fifth beyond that is a leak. The bounds leave room for the collector's
-// pacing (the heap after a collection varies by a few MB from one to the
-// next under load; gctrace rounds to whole MB) and for the resident set's
-// lag behind it (freed pages are returned by the scavenger in the
-// background): a leak of 1 KiB per call would add about 16 MB over the
-// 16,000 calls after the warm-up and fail either bound.
+// the calls) the server has no more state to take on: what it holds after
+// the last fifth beyond that is a leak. The live heap is the sharp measure
+// (gctrace's heap after each collection, whole MB): it stayed within 18-24
+// MB from part to part in calibration runs of 100 sessions; its bound, the
+// last part's peak at most 1.25x the warm-up's + 4 MB, leaves room for
+// that spread and fails on a leak of 1 KiB per call (about 16 MB over the
+// 16,000 calls after the warm-up). The resident set swings with the
+// collector's pacing (the heap may grow to twice the live heap before a
+// collection), the commands' bursts and the scavenger's lag (77-134 MiB
+// between parts in the same runs); its bound, the last part's peak at most
+// 1.5x the warm-up's, catches growth outside the Go heap (threads, stacks,
+// mappings) that the heap bound cannot see.
 const (
-	soakHeapSlackMB = 4                // live heap: last part's peak <= first part's + this
-	soakRSSRatio    = 1.25             // resident set at the end <= after the warm-up x this ...
-	soakRSSSlack    = int64(8 << 20)   // ... + this
+	soakHeapRatio   = 1.25             // live heap: last part's peak <= first part's x this ...
+	soakHeapSlackMB = 4                // ... + this
+	soakRSSRatio    = 1.5              // resident set: last part's peak <= first part's x this
 	soakMiB         = float64(1 << 20) // for the log
 )
 
@@ -83,8 +88,10 @@ func TestHTTPSoak(t *testing.T) {
 		fixture.Build(t, p.ws, soakFixed+": "+soakFixedContent(p.name))
 		require.NoError(t, os.Chtimes(filepath.Join(p.ws, soakFixed), mtime, mtime))
 	}
-	// Each principal may run as many calls at once as it has sessions, so
-	// the per-principal cap never refuses a call of this test.
+	// Each principal may run as many calls at once as it has sessions, and
+	// the server as many as there are sessions, so no call of this test
+	// waits for a slot or is refused as busy (SERVER_BUSY): the caps are
+	// tested on their own; here every call must succeed.
 	srv := startHTTPServer(t, []httpPrincipal{alice, bob}, (sessions+1)/2)
 
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
@@ -104,13 +111,14 @@ func TestHTTPSoak(t *testing.T) {
 		workers[i] = &soakSession{id: i, me: me, other: other, cs: cs, stats: stats}
 	}
 
-	rss := make([]int64, 0, soakSegments+1)
+	rssPeaks := make([]int64, 0, soakSegments)
 	heaps := make([]int, 0, soakSegments)
-	rss = append(rss, srv.rss(t))
+	sampler := srv.sampleRSS()
 	start := time.Now()
 	for seg := range soakSegments {
 		from, to := seg*calls/soakSegments, (seg+1)*calls/soakSegments
 		gcs := srv.gcCount()
+		_, _ = sampler.take()
 		var wg sync.WaitGroup
 		for _, w := range workers {
 			wg.Go(func() {
@@ -120,9 +128,12 @@ func TestHTTPSoak(t *testing.T) {
 			})
 		}
 		wg.Wait()
-		rss = append(rss, srv.rss(t))
+		peak, err := sampler.take()
+		require.NoError(t, err, "VmRSS of the server")
+		rssPeaks = append(rssPeaks, peak)
 		heaps = append(heaps, srv.liveHeapSince(gcs))
 	}
+	sampler.stop()
 	elapsed := time.Since(start)
 	for _, w := range workers {
 		assert.NoError(t, w.cs.Close())
@@ -131,8 +142,8 @@ func TestHTTPSoak(t *testing.T) {
 	t.Logf("sessions=%d calls/session=%d calls=%d protocolErrors=%d wrong=%d in %s (%.0f calls/s)",
 		sessions, calls, stats.calls.Load(), stats.protocolErrors.Load(), stats.wrong.Load(),
 		elapsed.Round(time.Millisecond), float64(stats.calls.Load())/elapsed.Seconds())
-	for i, r := range rss {
-		t.Logf("server VmRSS after part %d of %d: %.1f MiB", i, soakSegments, float64(r)/soakMiB)
+	for i, r := range rssPeaks {
+		t.Logf("server VmRSS, peak of part %d of %d: %.1f MiB", i+1, soakSegments, float64(r)/soakMiB)
 	}
 	t.Logf("server live heap after collections (peak of each part, MB, -1: no collection): %v", heaps)
 	for _, f := range stats.first {
@@ -142,12 +153,12 @@ func TestHTTPSoak(t *testing.T) {
 	assert.Zero(t, stats.protocolErrors.Load(), "protocol errors")
 	assert.Zero(t, stats.wrong.Load(), "wrong results")
 	if os.Getenv("HARNESS_SOAK") == "1" {
-		warm, end := rss[1], rss[soakSegments]
-		assert.LessOrEqual(t, end, int64(soakRSSRatio*float64(warm))+soakRSSSlack,
-			"resident set after the run (%.1f MiB) against after the warm-up (%.1f MiB)", float64(end)/soakMiB, float64(warm)/soakMiB)
+		warm, end := rssPeaks[0], rssPeaks[soakSegments-1]
+		assert.LessOrEqual(t, end, int64(soakRSSRatio*float64(warm)),
+			"resident set's peak in the last part (%.1f MiB) against the warm-up's (%.1f MiB)", float64(end)/soakMiB, float64(warm)/soakMiB)
 		require.Positive(t, heaps[0], "a collection during the warm-up")
 		require.Positive(t, heaps[soakSegments-1], "a collection during the last part")
-		assert.LessOrEqual(t, heaps[soakSegments-1], heaps[0]+soakHeapSlackMB, "live heap of the last part against the warm-up's (MB)")
+		assert.LessOrEqual(t, float64(heaps[soakSegments-1]), soakHeapRatio*float64(heaps[0])+soakHeapSlackMB, "live heap of the last part against the warm-up's (MB)")
 	}
 
 	for _, p := range []httpPrincipal{alice, bob} {
