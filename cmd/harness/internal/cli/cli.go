@@ -70,13 +70,17 @@ type command struct {
 var commands = []command{
 	{
 		name: "serve", synopsis: "[flags]",
-		summary: "serve the tools over MCP on stdin/stdout",
+		summary: "serve the tools over MCP on stdin/stdout, or over HTTP with --listen",
 		about: "Serves the read, list, glob, grep, write, edit, mkdir, move and delete tools, and exec,\n" +
 			"exec_output and exec_kill unless --exec off, over MCP (JSON-RPC, one message a line) on\n" +
 			"stdin and stdout; one connection is one session. An MCP client starts it; see the\n" +
-			"README for a client configuration, or run `harness demo` to watch a session.",
+			"README for a client configuration, or run `harness demo` to watch a session.\n" +
+			"With --listen it serves Streamable HTTP at /mcp instead, many sessions at once, each\n" +
+			"held to its principal's workspaces (--token-file or --jwks-url, --principals).",
 		examples: []string{
 			"harness serve --mode workspace-write --workspace .",
+			"harness serve --listen 127.0.0.1:8080 --mode workspace-write --workspace .",
+			"harness serve --listen :8443 --token-file tokens --principals principals.yaml --tls-cert cert.pem --tls-key key.pem",
 			"harness serve --mode workspace-write --toolchain-caches --exec-env GOFLAGS",
 			"harness serve --mode workspace-write --deny-read='*.pem' --deny-read='~/work/credentials' --allow-read=.env",
 		},
@@ -316,7 +320,11 @@ func newFlags(name string, env Env, withConfig bool) *flagSet {
 	fs.SetOutput(io.Discard)
 	fs.Usage = func() {}
 	if withConfig {
-		fs.load = config.Flags(fs.FlagSet, env.Getenv)
+		var groups []config.Group
+		if name == "serve" {
+			groups = append(groups, config.HTTPFlags)
+		}
+		fs.load = config.Flags(fs.FlagSet, env.Getenv, groups...)
 		fs.VisitAll(func(f *flag.Flag) { fs.config[f.Name] = true })
 	}
 	return fs

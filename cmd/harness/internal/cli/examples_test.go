@@ -1,7 +1,13 @@
 package cli_test
 
 import (
+	"context"
+	"crypto/tls"
+	"net/http"
 	"os"
+	"regexp"
+	"slices"
+	"time"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -75,7 +81,12 @@ func TestHelpExamplesRun(t *testing.T) {
 				// The temp area is the case's own (HARNESS_TEMP_ROOT): /tmp is
 				// shared with other processes, whose protected paths come and
 				// go while the command runner looks.
-				r := runCLI(t, words, "", false, map[string]string{"HARNESS_TEMP_ROOT": tmp, "XDG_STATE_HOME": state})
+				vars := map[string]string{"HARNESS_TEMP_ROOT": tmp, "XDG_STATE_HOME": state}
+				if slices.Contains(words, "--listen") {
+					serveHTTPExample(t, dir, words, vars)
+					return
+				}
+				r := runCLI(t, words, "", false, vars)
 				require.EqualValues(t, cli.ExitOK, r.code, "stdout %s\nstderr %s", r.stdout, r.stderr)
 			})
 		}
@@ -83,4 +94,45 @@ func TestHelpExamplesRun(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join(dir, "notes.txt"))
 	require.NoError(t, err)
 	assert.Equal(t, "hello", string(b), "the write example wrote its file")
+}
+
+// serveHTTPExample runs an example of serve --listen from dir on a free
+// port until it listens, checks that it answers its health probe, and
+// stops it as SIGTERM would: it must end cleanly.
+func serveHTTPExample(t *testing.T, dir string, words []string, vars map[string]string) {
+	t.Helper()
+	words = slices.Clone(words)
+	i := slices.Index(words, "--listen")
+	words[i+1] = "127.0.0.1:0" // the example's port may be taken
+	pool := writeHTTPFixtures(t, dir)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	var stdout, stderr syncBuffer
+	done := make(chan int, 1)
+	go func() {
+		done <- cli.Run(ctx, words, cli.Env{Stdin: strings.NewReader(""), Stdout: &stdout, Stderr: &stderr, Getenv: getenv(vars)})
+	}()
+	listening := regexp.MustCompile(`harness: listening on (https?)://(\S+)/mcp`)
+	var m []string
+	require.Eventually(t, func() bool {
+		select {
+		case code := <-done:
+			t.Fatalf("serve ended (%d) before it listened: %s", code, stderr.String())
+		default:
+		}
+		m = listening.FindStringSubmatch(stderr.String())
+		return m != nil
+	}, 30*time.Second, 20*time.Millisecond)
+	client := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}}, Timeout: 10 * time.Second}
+	res, err := client.Get(m[1] + "://" + m[2] + "/healthz")
+	require.NoError(t, err)
+	_ = res.Body.Close()
+	assert.Equal(t, http.StatusOK, res.StatusCode)
+	cancel()
+	select {
+	case code := <-done:
+		assert.EqualValues(t, cli.ExitOK, code, stderr.String())
+	case <-time.After(30 * time.Second):
+		t.Fatal("serve --listen did not stop")
+	}
 }

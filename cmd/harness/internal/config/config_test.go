@@ -26,7 +26,7 @@ func load(t *testing.T, args []string, vars map[string]string) (config.Config, e
 	t.Helper()
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
 	fs.SetOutput(io.Discard)
-	loader := config.Flags(fs, envOf(vars))
+	loader := config.Flags(fs, envOf(vars), config.HTTPFlags)
 	require.NoError(t, fs.Parse(args))
 	return loader()
 }
@@ -663,7 +663,7 @@ func TestWorkspace(t *testing.T) {
 
 func TestFlagsRegistration(t *testing.T) {
 	fs := flag.NewFlagSet("test", flag.ContinueOnError)
-	config.Flags(fs, envOf(nil))
+	config.Flags(fs, envOf(nil), config.HTTPFlags)
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
@@ -674,6 +674,9 @@ func TestFlagsRegistration(t *testing.T) {
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands",
 		"audit-log", "audit-max-bytes",
+		"listen", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
+		"principals", "allowed-origin", "allowed-host", "session-idle", "max-request-bytes", "principal-max-calls",
+		"tls-cert", "tls-key", "shutdown-timeout",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -1,0 +1,87 @@
+package config_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/cmd/harness/internal/config"
+)
+
+func TestHTTPConfig(t *testing.T) {
+	dir := t.TempDir()
+	tokens := filepath.Join(dir, "tokens")
+	require.NoError(t, os.WriteFile(tokens, []byte("# none\n"), 0o600))
+	principals := filepath.Join(dir, "principals.yaml")
+	require.NoError(t, os.WriteFile(principals, []byte("principals: {}\n"), 0o600))
+
+	t.Run("errors", func(t *testing.T) {
+		for _, tc := range []struct {
+			name   string
+			args   []string
+			wantIn []string
+		}{
+			{"an HTTP flag without --listen", []string{"--token-file", tokens}, []string{"--token-file", "needs --listen"}},
+			{"allowed-origin without --listen", []string{"--allowed-origin", "https://a.example"}, []string{"--allowed-origin", "needs --listen"}},
+			{"no port", []string{"--listen", "127.0.0.1"}, []string{"--listen", "not host:port"}},
+			{"a host name", []string{"--listen", "example.com:80"}, []string{"--listen", "not a name"}},
+			{"every interface without auth", []string{"--listen", ":8080"}, []string{"--listen", "authentication is required"}},
+			{"0.0.0.0 without auth", []string{"--listen", "0.0.0.0:8080"}, []string{"authentication is required"}},
+			{"a public address without auth", []string{"--listen", "192.0.2.1:8080"}, []string{"authentication is required"}},
+			{"both verifiers", []string{"--listen", ":1", "--token-file", tokens, "--jwks-url", "https://idp.example/jwks", "--jwt-issuer", "i", "--jwt-audience", "a"}, []string{"--token-file", "conflicts with --jwks-url"}},
+			{"jwks without issuer", []string{"--listen", ":1", "--jwks-url", "https://idp.example/jwks"}, []string{"--jwks-url", "--jwt-issuer"}},
+			{"jwks over plain http off loopback", []string{"--listen", ":1", "--jwks-url", "http://idp.example/jwks", "--jwt-issuer", "i", "--jwt-audience", "a"}, []string{"--jwks-url", "https"}},
+			{"an issuer without jwks", []string{"--listen", "127.0.0.1:1", "--jwt-issuer", "i"}, []string{"--jwt-issuer", "needs --jwks-url"}},
+			{"principals without auth", []string{"--listen", "127.0.0.1:1", "--principals", principals}, []string{"--principals", "needs --token-file"}},
+			{"principals with --workspace", []string{"--listen", "127.0.0.1:1", "--token-file", tokens, "--principals", principals, "--workspace", dir}, []string{"--principals", "conflicts with --workspace"}},
+			{"a missing token file", []string{"--listen", "127.0.0.1:1", "--token-file", filepath.Join(dir, "none")}, []string{"--token-file", "no such file"}},
+			{"a cert without its key", []string{"--listen", "127.0.0.1:1", "--tls-cert", tokens}, []string{"--tls-cert", "--tls-key"}},
+			{"an origin with a path", []string{"--listen", "127.0.0.1:1", "--allowed-origin", "https://a.example/x"}, []string{"--allowed-origin", "not an origin"}},
+			{"an origin without scheme", []string{"--listen", "127.0.0.1:1", "--allowed-origin", "a.example"}, []string{"--allowed-origin", "not an origin"}},
+			{"a host with a slash", []string{"--listen", "127.0.0.1:1", "--allowed-host", "a.example/x"}, []string{"--allowed-host"}},
+			{"a negative cap", []string{"--listen", "127.0.0.1:1", "--principal-max-calls", "-1"}, []string{"--principal-max-calls", "negative"}},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				_, err := load(t, tc.args, nil)
+				require.Error(t, err)
+				for _, w := range tc.wantIn {
+					assert.Contains(t, err.Error(), w)
+				}
+			})
+		}
+	})
+
+	t.Run("loopback needs no authentication", func(t *testing.T) {
+		for _, l := range []string{"127.0.0.1:0", "localhost:8080", "[::1]:8080", "127.0.0.2:1"} {
+			cfg := mustLoad(t, []string{"--listen", l}, nil)
+			assert.Equal(t, l, cfg.Listen)
+			assert.True(t, config.ListenLoopback(l), l)
+		}
+		for _, l := range []string{":8080", "0.0.0.0:1", "[::]:1", "192.0.2.1:1", "nonsense"} {
+			assert.False(t, config.ListenLoopback(l), l)
+		}
+	})
+
+	t.Run("every layer sets the HTTP fields", func(t *testing.T) {
+		file := writeYAML(t, "listen: 127.0.0.1:7000\nsession-idle: 5m\nallowed-origin: [HTTPS://App.Example.com]\nprincipal-max-calls: 3\n")
+		cfg := mustLoad(t, []string{"--config", file}, nil)
+		assert.Equal(t, "127.0.0.1:7000", cfg.Listen)
+		assert.Equal(t, 5*time.Minute, cfg.SessionIdle)
+		assert.Equal(t, []string{"https://app.example.com"}, cfg.AllowedOrigins, "an origin is compared lower-case")
+		assert.Equal(t, 3, cfg.PrincipalMaxCalls)
+		cfg = mustLoad(t, []string{"--config", file, "--principal-max-calls", "4"}, map[string]string{
+			"HARNESS_SESSION_IDLE": "1m", "HARNESS_ALLOWED_HOST": "a.example, b.example:443", "HARNESS_TOKEN_FILE": tokens,
+		})
+		assert.Equal(t, time.Minute, cfg.SessionIdle)
+		assert.Equal(t, []string{"a.example", "b.example:443"}, cfg.AllowedHosts)
+		assert.Equal(t, tokens, cfg.TokenFile)
+		assert.Equal(t, 4, cfg.PrincipalMaxCalls)
+		_, err := load(t, []string{"--listen", "127.0.0.1:1"}, map[string]string{"HARNESS_SHUTDOWN_TIMEOUT": "soon"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "HARNESS_SHUTDOWN_TIMEOUT")
+	})
+}
