@@ -300,6 +300,10 @@ func (st *httpStats) ratios(c int) []float64 {
 	return out
 }
 
+// fmtRatio3 formats a ratio with three decimals: the target is met or
+// missed at the third.
+func fmtRatio3(v float64) string { return fmt.Sprintf("%.3fx", v) }
+
 // ratio is HTTP over stdio of the medians at concurrency c.
 func (st *httpStats) ratio(c int) float64 {
 	return median(st.rate[c][keyHTTP]) / median(st.rate[c][keyStdio])
@@ -311,7 +315,7 @@ func printHTTP(st *httpStats) {
 	for _, c := range concurrencies {
 		r := st.ratios(c)
 		fmt.Fprintf(os.Stderr, "  c=%d  stdio %s calls/s  http %s calls/s  http/stdio %s (%.2f–%.2f)  target >= %.1fx: %s\n",
-			c, fmtRate(median(st.rate[c][keyStdio])), fmtRate(median(st.rate[c][keyHTTP])), fmtRatio(st.ratio(c)),
+			c, fmtRate(median(st.rate[c][keyStdio])), fmtRate(median(st.rate[c][keyHTTP])), fmtRatio3(st.ratio(c)),
 			slices.Min(r), slices.Max(r), httpTargetRatio, strings.Trim(status(st.ratio(c), httpTargetRatio), "*"))
 	}
 }
@@ -334,7 +338,7 @@ func renderHTTP(st *httpStats) string {
 		r := st.ratios(c)
 		pf("| %d | %s | %s | %s (%.2f–%.2f) | >= %.1fx: %s | %.0f µs + %.0f µs / %.0f µs + %.0f µs |\n", c,
 			fmtRate(median(st.rate[c][keyStdio])), fmtRate(median(st.rate[c][keyHTTP])),
-			fmtRatio(st.ratio(c)), slices.Min(r), slices.Max(r), httpTargetRatio, status(st.ratio(c), httpTargetRatio),
+			fmtRatio3(st.ratio(c)), slices.Min(r), slices.Max(r), httpTargetRatio, status(st.ratio(c), httpTargetRatio),
 			median(st.serverCPU[c][keyStdio]), median(st.clientCPU[c][keyStdio]), median(st.serverCPU[c][keyHTTP]), median(st.clientCPU[c][keyHTTP]))
 	}
 	pf("\nOne result, JSON encoded: stdio %s bytes, HTTP %s bytes (the same result; over HTTP it travels ", fmtInt(int(st.resultBytes[keyStdio])), fmtInt(int(st.resultBytes[keyHTTP])))
