@@ -15,10 +15,10 @@ type Entry struct {
 	r  Record
 }
 
-// Open returns the entry of a call of tool: r's Time, Session, Client,
+// Open returns the entry of a call of tool: r's Time, Session, Client, Principal,
 // Tool and Call fields start it (the rest are ignored).
 func Open(r Record) *Entry {
-	return &Entry{r: Record{Time: r.Time.UTC(), Session: r.Session, Client: r.Client, Tool: r.Tool, Call: r.Call, Decision: Allowed}}
+	return &Entry{r: Record{Time: r.Time.UTC(), Session: r.Session, Client: r.Client, Principal: r.Principal, Tool: r.Tool, Call: r.Call, Decision: Allowed}}
 }
 
 type ctxKey struct{}

@@ -193,7 +193,7 @@ func syncDir(path string) {
 func marshal(r Record) []byte {
 	b, err := json.Marshal(r)
 	if err != nil {
-		b, _ = json.Marshal(Record{Time: time.Now().UTC(), Session: r.Session, Client: r.Client, Tool: r.Tool, Call: r.Call, Decision: r.Decision, Outcome: Error, Code: CodeUnencodable, Lost: r.Lost})
+		b, _ = json.Marshal(Record{Time: time.Now().UTC(), Session: r.Session, Client: r.Client, Principal: r.Principal, Tool: r.Tool, Call: r.Call, Decision: r.Decision, Outcome: Error, Code: CodeUnencodable, Lost: r.Lost})
 	}
 	return append(b, '\n')
 }

@@ -22,6 +22,9 @@ import (
 type Filter struct {
 	// Session selects the records of one session.
 	Session string
+	// Principal selects the records of one principal (an HTTP session's
+	// token subject).
+	Principal string
 	// Since and Until select the records whose Time is at or after Since
 	// and before Until.
 	Since, Until time.Time
@@ -39,6 +42,7 @@ type Filter struct {
 func (f Filter) Match(r Record) bool {
 	switch {
 	case f.Session != "" && r.Session != f.Session,
+		f.Principal != "" && r.Principal != f.Principal,
 		f.Decision != "" && r.Decision != f.Decision,
 		len(f.Tools) > 0 && !slices.Contains(f.Tools, r.Tool),
 		!f.Since.IsZero() && r.Time.Before(f.Since),
@@ -195,6 +199,9 @@ func newPrefilter(f Filter) prefilter {
 	p := prefilter{f: f}
 	if f.Session != "" {
 		p.all = append(p.all, field("session", f.Session))
+	}
+	if f.Principal != "" {
+		p.all = append(p.all, field("principal", f.Principal))
 	}
 	if f.Decision != "" {
 		p.all = append(p.all, field("decision", string(f.Decision)))

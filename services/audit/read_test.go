@@ -27,8 +27,8 @@ func readFixture(t *testing.T) string {
 	recs := []audit.Record{
 		{Session: "s1", Tool: "read", Paths: []string{"/ws/a"}, Decision: audit.Allowed, Outcome: audit.OK, Bytes: 5},
 		{Session: "s1", Tool: "write", Paths: []string{"/ws/dir/b"}, Decision: audit.Denied, Marker: "[sandbox: denied]", Outcome: audit.Error, Code: "FS_DENIED"},
-		{Session: "s2", Tool: "exec", Decision: audit.Allowed, Outcome: audit.OK, Command: &audit.Command{Line: "make test", Workdir: "/ws/dir", Journal: "not journaled"}},
-		{Session: "s2", Tool: "edit", Paths: []string{"/ws/dirc"}, Decision: audit.Approved, Outcome: audit.OK, Changes: []audit.Change{{Path: "/ws/dirc", Before: "sha256:aa", After: "sha256:bb"}}},
+		{Session: "s2", Principal: "alice", Tool: "exec", Decision: audit.Allowed, Outcome: audit.OK, Command: &audit.Command{Line: "make test", Workdir: "/ws/dir", Journal: "not journaled"}},
+		{Session: "s2", Principal: "alice", Tool: "edit", Paths: []string{"/ws/dirc"}, Decision: audit.Approved, Outcome: audit.OK, Changes: []audit.Change{{Path: "/ws/dirc", Before: "sha256:aa", After: "sha256:bb"}}},
 		{Session: "s1", Tool: "read", Paths: []string{"/ws/<odd> & \"quoted\""}, Decision: audit.Allowed, Outcome: audit.OK},
 	}
 	for i, r := range recs {
@@ -55,6 +55,8 @@ func TestReadFilters(t *testing.T) {
 		{"everything, oldest first across rotated files", audit.Filter{}, []string{"0", "1", "2", "3", "4"}},
 		{"a session", audit.Filter{Session: "s2"}, []string{"2", "3"}},
 		{"an unknown session", audit.Filter{Session: "s9"}, nil},
+		{"a principal", audit.Filter{Principal: "alice"}, []string{"2", "3"}},
+		{"a principal that is a prefix of another", audit.Filter{Principal: "ali"}, nil},
 		{"one tool", audit.Filter{Tools: []string{"read"}}, []string{"0", "4"}},
 		{"two tools", audit.Filter{Tools: []string{"write", "exec"}}, []string{"1", "2"}},
 		{"a decision", audit.Filter{Decision: audit.Denied}, []string{"1"}},

@@ -359,5 +359,32 @@ func commandUser(policy sandbox.ExecutionPolicy, passthrough []string) (*syscall
 			}
 		}
 	}
-	return cred, exec.Environ(passthrough, getenv)
+	return cred, tempDirEnv(policy, exec.Environ(passthrough, getenv))
+}
+
+// tempDirEnv points a command's TMPDIR at its policy's first temp root
+// when, under workspace-write, the server's TMPDIR (or /tmp, without one)
+// lies in none of them: a session with a temp area of its own (an HTTP
+// principal's, sandboxpolicy.SetTempRoots) writes its temporary files
+// there, where it may.
+func tempDirEnv(policy sandbox.ExecutionPolicy, env []string) []string {
+	if policy.Mode != sandbox.WorkspaceWrite || len(policy.TempRoots) == 0 {
+		return env
+	}
+	current, at := "/tmp", -1
+	for i, kv := range env {
+		if v, ok := strings.CutPrefix(kv, "TMPDIR="); ok {
+			current, at = v, i
+		}
+	}
+	for _, r := range policy.TempRoots {
+		if current == r || strings.HasPrefix(current, strings.TrimSuffix(r, "/")+"/") {
+			return env
+		}
+	}
+	if at >= 0 {
+		env[at] = "TMPDIR=" + policy.TempRoots[0]
+		return env
+	}
+	return append(env, "TMPDIR="+policy.TempRoots[0])
 }

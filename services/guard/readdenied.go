@@ -13,8 +13,9 @@ import (
 // mode is the user's grant, and how to ask for the read: with escalates,
 // the hint to retry this exact call once under danger-full-access (the
 // prompt asks the user for that one credential read); without it, that
-// only a single read can be approved. Then text, the call's own output,
-// when there is any.
+// only a single read can be approved; under a session ceiling narrower
+// than danger-full-access, that no read can be approved (it is refused
+// without asking). Then text, the call's own output, when there is any.
 func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, escalates bool) tool.Result {
 	marker := sandbox.ReadDenialMarker(policy.Mode)
 	msg := marker
@@ -24,9 +25,12 @@ func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, 
 	if policy.SessionGrant {
 		msg += "\n" + readGrantLine(policy.Mode)
 	}
-	if escalates {
+	switch {
+	case policy.Ceiling != "" && policy.Ceiling != sandbox.DangerFullAccess:
+		msg += "\n" + readCeilingHint(policy.Ceiling)
+	case escalates:
 		msg += "\n" + readEscalationHint(g.family.Subject())
-	} else {
+	default:
 		msg += "\n" + readNoEscalation
 	}
 	if text != "" {
@@ -51,3 +55,11 @@ func readEscalationHint(subject string) string {
 // readNoEscalation follows a denied listing, search, stat or change of a
 // path in the deny-read set: only one read of one file can be approved.
 const readNoEscalation = "[sandbox: a path in the deny-read set is not listed, searched or changed by a file tool; only a read of one file can be approved: read it with sandbox_permissions=danger-full-access + justification]"
+
+// readCeilingHint replaces the read hints under a session ceiling m
+// narrower than danger-full-access, where sandboxpolicy.EscalateRead
+// refuses without asking.
+func readCeilingHint(m sandbox.Mode) string {
+	return "[sandbox: no escalation available — a read of a path in the deny-read set needs " + string(sandbox.DangerFullAccess) +
+		", beyond this session's widest mode " + string(m) + " (its principal's); it is refused without asking the user]"
+}

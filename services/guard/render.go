@@ -120,7 +120,9 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 // (sandbox.NetworkDenialMarker), one line naming each refused host and
 // port, quoted, with the proxy's reason, and the hint to retry asking for
 // exactly those hosts with allow_hosts (when the guard declares it; else
-// the escalation hint); then text, the command's own output.
+// the escalation hint), or under a session ceiling that allows neither (a
+// read-only one for hosts) the line saying so; then text, the command's
+// own output.
 func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, text string) tool.Result {
 	marker := sandbox.NetworkDenialMarker(policy.Mode)
 	msg := marker
@@ -131,9 +133,14 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 			hosts = append(hosts, r.Host)
 		}
 	}
-	if g.hosts {
+	switch {
+	case g.hosts && policy.Ceiling == sandbox.ReadOnly:
+		msg += "\n" + hostsCeilingHint
+	case g.hosts:
 		msg += "\n" + sandbox.HostsHint(hosts)
-	} else {
+	case atCeiling(policy):
+		msg += "\n" + sandbox.CeilingHint(policy.Ceiling)
+	default:
 		msg += "\n" + sandbox.EscalationHint(g.family.Subject())
 	}
 	if text != "" {
@@ -141,6 +148,10 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 	}
 	return denied(msg, CodeNetworkDenied, marker)
 }
+
+// hostsCeilingHint replaces the allow_hosts hint under a read-only session
+// ceiling, where sandboxpolicy.EscalateHosts refuses without asking.
+const hostsCeilingHint = "[sandbox: no escalation available — this session's widest mode is read-only (its principal's), which reaches no network host beyond the configured names; allow_hosts is refused without asking the user]"
 
 // denied is the error result of a call the sandbox refused: msg with code,
 // and marker, the denial's marker line, for the call's record.
@@ -155,7 +166,9 @@ func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detai
 }
 
 // lines returns a denial's text: marker, the no-workspace line (when
-// writes is set), detail, the session-grant line and the escalation hint.
+// writes is set), detail, the session-grant line and the escalation hint,
+// or, when the policy's mode is already its session's ceiling, the line
+// saying no escalation is available (sandbox.CeilingHint).
 func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string, writes bool) string {
 	msg := marker
 	if writes && policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
@@ -167,6 +180,15 @@ func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail str
 	if policy != nil && policy.SessionGrant {
 		msg += "\n" + sandbox.SessionGrantMarker(policy.Mode)
 	}
+	if policy != nil && atCeiling(*policy) {
+		return msg + "\n" + sandbox.CeilingHint(policy.Ceiling)
+	}
 	msg += "\n" + sandbox.EscalationHint(g.family.Subject())
 	return msg
+}
+
+// atCeiling reports whether p's session has a ceiling and p's mode is
+// already it: no wider mode can be granted.
+func atCeiling(p sandbox.ExecutionPolicy) bool {
+	return p.Ceiling != "" && !sandboxpolicy.IsWider(p.Ceiling, p.Mode)
 }

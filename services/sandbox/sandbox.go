@@ -57,7 +57,10 @@ func (m Mode) String() string { return string(m) }
 // resolved for, empty when there is none (P-03).
 //
 // SessionGrant is true when Mode is the session's standing mode that the
-// user allowed, at an approval, for the rest of the session.
+// user allowed, at an approval, for the rest of the session. Ceiling is the
+// widest mode the session may run under or be granted (an HTTP session's
+// principal's widest mode, issue 26), "" when it has none; Mode never
+// exceeds it.
 type ExecutionPolicy struct {
 	Mode          Mode
 	WorkspaceRoot string
@@ -66,6 +69,7 @@ type ExecutionPolicy struct {
 	ExtraRoots    []string
 	SessionID     string
 	SessionGrant  bool
+	Ceiling       Mode
 }
 
 // WritableRoots returns the directories a mutation under p may reach,
@@ -161,6 +165,15 @@ func HostsHint(hosts []string) string {
 func EscalationHint(subject string) string {
 	return "[sandbox: escalation available — retry this exact " + subject +
 		" once with sandbox_permissions (the narrowest wider mode that suffices) + justification; the approval prompt asks the user]"
+}
+
+// CeilingHint is the line that replaces the escalation hint of a call
+// denied under a mode its session may not widen (ExecutionPolicy.Ceiling):
+// an escalation beyond m is refused without asking, so retrying with
+// sandbox_permissions is pointless.
+func CeilingHint(m Mode) string {
+	return "[sandbox: no escalation available — this session's widest mode is " + string(m) +
+		" (its principal's); an escalation beyond it is refused without asking the user]"
 }
 
 // Owner is what the seams know of the session a call runs in: its identity

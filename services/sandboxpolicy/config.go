@@ -47,6 +47,11 @@ type Config struct {
 	// read-only where it lies inside a writable root, and never read by a
 	// tool or a command; it is canonicalized.
 	ConfigFile string `yaml:"configFile" json:"configFile"`
+	// PrivateFiles are more of harness's own files (the HTTP front end's
+	// token file, principals file, TLS certificate and key): in the
+	// deny-read set like ConfigFile, so no tool or command reads or
+	// changes them.
+	PrivateFiles []string `yaml:"privateFiles" json:"privateFiles"`
 	// DenyRead are gitignore-style patterns neither tool family reads,
 	// added to sandbox.DenyReadDefaults (--deny-read; see
 	// sandbox.NewDenyRead, whose errors New returns).

@@ -19,7 +19,8 @@ func (s *Service) DenyRead() sandbox.DenyRead { return s.denyRead }
 // newDenyRead builds cfg's deny-read set: its patterns over the defaults,
 // `~` standing for each of cfg's homes, and harness's own files (its
 // configuration file, and its configuration and state directories where
-// $XDG_CONFIG_HOME or $XDG_STATE_HOME move them out of the defaults).
+// $XDG_CONFIG_HOME or $XDG_STATE_HOME move them out of the defaults, and
+// its private files).
 func newDenyRead(cfg Config) (sandbox.DenyRead, error) {
 	homes := cfg.Homes
 	if homes == nil {
@@ -28,6 +29,11 @@ func newDenyRead(cfg Config) (sandbox.DenyRead, error) {
 	var files []string
 	if cfg.ConfigFile != "" {
 		files = append(files, cfg.ConfigFile)
+	}
+	for _, f := range cfg.PrivateFiles {
+		if filepath.IsAbs(f) {
+			files = append(files, f)
+		}
 	}
 	for _, env := range []string{"XDG_CONFIG_HOME", "XDG_STATE_HOME"} {
 		if d := os.Getenv(env); filepath.IsAbs(d) {

@@ -140,7 +140,9 @@ func refused(m sandbox.Mode, format string, args ...any) error {
 // granted mode (X-13..X-18). req.Mode is the requested mode, req.Target (optional)
 // the path the call would mutate; Reason, Standing and SessionGrant are
 // filled in. In order, failing
-// closed at each step: the requested mode must be strictly wider than
+// closed at each step: the requested mode must be within the session's
+// ceiling (SetCeiling: the principal's widest mode; beyond it the approver
+// is never asked); it must be strictly wider than
 // effective (else the approver is never asked); an approver must be composed
 // (nil is "no approval service"); the call must have a session to route
 // through; then the approver is asked and its outcome mapped: allowed-once
@@ -156,6 +158,9 @@ func Escalate(ctx context.Context, approver sandbox.Approver, sess *session.Sess
 	if !req.Family.Valid() {
 		return "", &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: fmt.Sprintf(
 			"sandbox escalation to %q: the request names no tool family (%q), so a session grant could not say what it covers", requested, req.Family)}
+	}
+	if c, beyond := beyondCeiling(sess, requested); beyond {
+		return "", ceilingRefused(requested, c, fmt.Sprintf("sandbox escalation to %q", requested))
 	}
 	if !IsWider(requested, effective) {
 		return "", refused(requested, "sandbox escalation to %q is not strictly wider than this call's current %q mode", requested, effective)

@@ -23,3 +23,9 @@ const EventMode = eventMode
 
 // ModeEvent is the payload of a "sandbox/mode" event.
 type ModeEvent = modeEvent
+
+// EventCeiling is the type of a "sandbox/ceiling" event.
+const EventCeiling = eventCeiling
+
+// CeilingEvent is the payload of a "sandbox/ceiling" event.
+type CeilingEvent = ceilingEvent

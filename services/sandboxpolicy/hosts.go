@@ -82,9 +82,11 @@ func CleanHosts(hosts []string) ([]string, error) {
 
 // GrantedHosts returns the hosts the user allowed the commands of s to
 // reach for the rest of the session (EscalateHosts), in the order granted;
-// none for a nil session.
+// none for a nil session, or one whose ceiling (SetCeiling) is read-only,
+// even when granted before the ceiling was lowered (a read-only
+// principal's commands get no network beyond the configured names).
 func GrantedHosts(s *session.Session) []string {
-	if s == nil {
+	if s == nil || readOnlyCeiling(s) {
 		return nil
 	}
 	var out []string
@@ -117,7 +119,10 @@ func GrantedHosts(s *session.Session) []string {
 // outcome is mapped: allowed-once allows this command only (false);
 // allowed-for-session also records the hosts as the session's grant
 // (GrantedHosts) and returns true; rejected, cancelled and unavailable are
-// refusals. req.Family must be sandbox.Commands; Reason is filled in.
+// refusals. A session whose ceiling (SetCeiling) is read-only is refused
+// without asking: a read-only principal's commands get no network beyond
+// the configured names (a ceiling of workspace-write or wider may ask).
+// req.Family must be sandbox.Commands; Reason is filled in.
 // Every failure is an *EscalationError (Mode empty): a refusal has
 // CodeEscalationRefused; another family, an approver error, an unrecorded
 // grant or an unknown outcome has CodeApprovalFailed.
@@ -129,6 +134,8 @@ func EscalateHosts(ctx context.Context, approver sandbox.Approver, sess *session
 	switch {
 	case req.Family != sandbox.Commands || len(req.Hosts) == 0:
 		return false, &EscalationError{Code: CodeApprovalFailed, Message: what + ": only a command may ask for network hosts, naming at least one"}
+	case readOnlyCeiling(sess):
+		return false, fail("%s is refused without asking: the principal's widest mode is %q, which reaches no network beyond the configured names", what, sandbox.ReadOnly)
 	case approver == nil:
 		return false, fail("%s requires approval, but no approval service is composed", what)
 	case sess == nil:
@@ -166,4 +173,10 @@ func quoteAll(hosts []string) string {
 		q[i] = strconv.Quote(h)
 	}
 	return strings.Join(q, ", ")
+}
+
+// readOnlyCeiling reports whether the ceiling of s is read-only.
+func readOnlyCeiling(s *session.Session) bool {
+	c, ok := Ceiling(s)
+	return ok && c == sandbox.ReadOnly
 }

@@ -11,34 +11,42 @@ import (
 	"github.com/dsh-go/harness/services/session"
 )
 
-// checkModeEvent reports a "sandbox/mode" event whose mode is not one of the
-// three (P-20); other events pass.
+// checkModeEvent reports a "sandbox/mode" or "sandbox/ceiling" event whose
+// mode is not one of the three (P-20, issue 26); other events pass.
 func checkModeEvent(in *invariants.Install, e session.Event) error {
-	if e.Type != eventMode {
+	var m sandbox.Mode
+	ok := false
+	switch e.Type {
+	case eventMode:
+		switch d := e.Data.(type) {
+		case modeEvent:
+			m, ok = d.Mode, true
+		case *modeEvent:
+			ok = true // a nil one carries the empty mode
+			if d != nil {
+				m = d.Mode
+			}
+		}
+	case eventCeiling:
+		m, ok = ceilingOf(e)
+	default:
 		return nil
 	}
-	var m sandbox.Mode
-	switch d := e.Data.(type) {
-	case modeEvent:
-		m = d.Mode
-	case *modeEvent:
-		if d != nil {
-			m = d.Mode
-		}
-	default:
-		return in.Fail(fmt.Sprintf("sandbox/mode carries no mode (data %T)", e.Data))
-	}
-	if !m.Valid() {
-		return in.Fail("sandbox/mode carries unknown mode " + jsonQuote(string(m)))
+	switch {
+	case !ok:
+		return in.Fail(fmt.Sprintf("%s carries no mode (data %T)", e.Type, e.Data))
+	case !m.Valid():
+		return in.Fail(e.Type + " carries unknown mode " + jsonQuote(string(m)))
 	}
 	return nil
 }
 
 // Invariants returns the installer of this package's invariant (P-20): every
-// "sandbox/mode" event carries a known mode. Installed, it checks the events
+// "sandbox/mode" and "sandbox/ceiling" event carries a known mode. Installed, it checks the events
 // already in every live session of t (an unknown one rejects the
 // registration), then every event appended to any session t started; a
-// violation is returned to whoever appended the event (SetMode returns it).
+// violation is returned to whoever appended the event (SetMode and
+// SetCeiling return it).
 // The composition registers it under this package's import path with
 // invariants.Companion.
 func Invariants(t *session.Tracker) invariants.Installer {

@@ -44,10 +44,15 @@ func SetMode(s *session.Session, m sandbox.Mode) error {
 // SessionGrant returns the standing mode of family f's calls in s when the
 // user set it by answering "allow for this session" to a prompt of f, and
 // true; "" and false when the last "sandbox/mode" event covering f is not
-// such a grant, or there is none.
+// such a grant, or there is none, or the grant is wider than the session's
+// ceiling (set lower after the grant: the calls run under the ceiling, not
+// the grant).
 func SessionGrant(s *session.Session, f sandbox.Family) (sandbox.Mode, bool) {
 	e, ok := lastMode(s, f)
 	if !ok || !e.Granted {
+		return "", false
+	}
+	if _, beyond := beyondCeiling(s, e.Mode); beyond {
 		return "", false
 	}
 	return e.Mode, true
@@ -161,12 +166,20 @@ func cloned(roots []string) []string {
 // checked again: under workspace-write a root of "/" is dropped, so an
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
+// A session's own temp roots (SetTempRoots) replace the deployment's.
+// Whichever mode wins, a session's ceiling (SetCeiling) caps it: a standing
+// mode, a session grant or an approved mode wider than the ceiling resolves
+// to the ceiling (and is then no session grant); the policy carries the
+// ceiling (Ceiling) for the denial's hint.
 func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sandbox.Mode) sandbox.ExecutionPolicy {
 	p := s.base()
 	if sess != nil {
 		p.SessionID = sess.ID()
 		if e, ok := lastMode(sess, f); ok {
 			p.Mode, p.SessionGrant = e.Mode, e.Granted
+		}
+		if temps, ok := tempRootsOf(sess); ok {
+			p.TempRoots = cloned(temps)
 		}
 		if announced, ok := rootsOf(sess); ok {
 			pinned, _ := s.announced.LoadOrStore(sess, &pins{})
@@ -183,6 +196,12 @@ func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sand
 	}
 	if approved != "" && approved != p.Mode {
 		p.Mode, p.SessionGrant = approved, false
+	}
+	if c, ok := Ceiling(sess); ok {
+		p.Ceiling = c
+		if IsWider(p.Mode, c) {
+			p.Mode, p.SessionGrant = c, false
+		}
 	}
 	return granted(p)
 }

@@ -16,10 +16,12 @@ import (
 // Escalate it asks whatever the standing mode (the deny-read set holds
 // under danger-full-access too, and under a session's grant of it) and
 // records nothing: an "allow for the session" answer allows this one read
-// only, as the prompt says (ReadPrompt). nil means the user allowed the
-// read. Errors: *EscalationError: CodeEscalationRefused for another
-// requested mode, no approver, no session, a rejection, a cancellation, no
-// channel; CodeApprovalFailed for an approver error or an unknown outcome.
+// only, as the prompt says (ReadPrompt). A session whose ceiling
+// (SetCeiling) is narrower than danger-full-access is refused without
+// asking. nil means the user allowed the read. Errors: *EscalationError:
+// CodeEscalationRefused for another requested mode, a ceiling below it,
+// no approver, no session, a rejection, a cancellation, no channel;
+// CodeApprovalFailed for an approver error or an unknown outcome.
 func EscalateRead(ctx context.Context, approver sandbox.Approver, sess *session.Session, req sandbox.ApprovalRequest, standing sandbox.Mode) error {
 	requested := req.Mode
 	switch {
@@ -27,6 +29,11 @@ func EscalateRead(ctx context.Context, approver sandbox.Approver, sess *session.
 		return refused(requested, "a read of a path in the deny-read set can be approved only with sandbox_permissions=%q, got %q", sandbox.DangerFullAccess, requested)
 	case req.ReadRule == "":
 		return &EscalationError{Code: CodeApprovalFailed, Mode: requested, Message: "a read escalation must name the deny-read rule it crosses"}
+	}
+	if c, beyond := beyondCeiling(sess, requested); beyond {
+		return ceilingRefused(requested, c, "reading a path in the deny-read set (it needs "+strconv.Quote(string(requested))+")")
+	}
+	switch {
 	case approver == nil:
 		return refused(requested, "reading a path in the deny-read set requires approval, but no approval service is composed")
 	case sess == nil:

@@ -27,6 +27,7 @@ func auditCmd(_ context.Context, args []string, env Env) error {
 	fset := newFlags("audit", env, true)
 	var tools stringsFlag
 	session := fset.String("session", "", "only the records of session `S`")
+	principal := fset.String("principal", "", "only the records of principal `P` (an HTTP session's token subject)")
 	since := fset.String("since", "", "only the records at or after `T`: a time (RFC 3339, e.g. 2026-12-01T09:00:00Z) or a duration back from now (e.g. 2h)")
 	until := fset.String("until", "", "only the records before `T`: a time (RFC 3339) or a duration back from now")
 	fset.Var(&tools, "tool", "only the records of tool `NAME` (repeatable: any of them)")
@@ -38,7 +39,7 @@ func auditCmd(_ context.Context, args []string, env Env) error {
 		return err
 	}
 	now := time.Now()
-	f := audit.Filter{Session: *session, Tools: tools, Decision: audit.Decision(*decision)}
+	f := audit.Filter{Session: *session, Principal: *principal, Tools: tools, Decision: audit.Decision(*decision)}
 	if f.Since, err = parseWhen("since", *since, now); err != nil {
 		return fset.usageErr(err)
 	}

@@ -3,14 +3,15 @@ package cli_test
 import (
 	"context"
 	"crypto/tls"
+	"encoding/json"
 	"net/http"
 	"os"
+	"path/filepath"
 	"regexp"
 	"slices"
-	"time"
-	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -128,6 +129,30 @@ func serveHTTPExample(t *testing.T, dir string, words []string, vars map[string]
 	require.NoError(t, err)
 	_ = res.Body.Close()
 	assert.Equal(t, http.StatusOK, res.StatusCode)
+	if slices.Contains(words, "--token-file") {
+		base := m[1] + "://" + m[2]
+		res, err := client.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusUnauthorized, res.StatusCode, "no token")
+		assert.Equal(t, `Bearer resource_metadata="`+base+`/.well-known/oauth-protected-resource/mcp"`, res.Header.Get("WWW-Authenticate"))
+		res, err = client.Get(base + "/.well-known/oauth-protected-resource/mcp")
+		require.NoError(t, err)
+		var meta struct{ Resource string }
+		require.NoError(t, json.NewDecoder(res.Body).Decode(&meta))
+		_ = res.Body.Close()
+		assert.Equal(t, base+"/mcp", meta.Resource)
+		req, _ := http.NewRequestWithContext(ctx, http.MethodPost, base+"/mcp", strings.NewReader(
+			`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		req.Header.Set("Authorization", "Bearer "+exampleToken)
+		res, err = client.Do(req)
+		require.NoError(t, err)
+		_ = res.Body.Close()
+		assert.Equal(t, http.StatusOK, res.StatusCode, "alice's token opens a session")
+		assert.NotEmpty(t, res.Header.Get("Mcp-Session-Id"))
+	}
 	cancel()
 	select {
 	case code := <-done:

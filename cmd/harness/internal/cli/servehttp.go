@@ -8,13 +8,18 @@ import (
 	"log"
 	"net"
 	"net/http"
+	"os"
 	"strconv"
 	"time"
 
+	"github.com/modelcontextprotocol/go-sdk/auth"
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/httpauth"
+	"github.com/dsh-go/harness/services/principal"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 // serveHTTP serves srv over Streamable HTTP on cfg.Listen (issue 26) until
@@ -86,14 +91,71 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 	return nil
 }
 
-// httpOptions returns the front end's options from cfg.
-func httpOptions(_ context.Context, cfg config.Config, _ *zap.Logger) (mcpserver.HTTPOptions, error) {
-	return mcpserver.HTTPOptions{
+// httpOptions returns the front end's options from cfg: the token
+// verifier (--token-file or --jwks-url) behind the bearer middleware, the
+// protected-resource metadata, the principals, the caps.
+func httpOptions(ctx context.Context, cfg config.Config, logger *zap.Logger) (mcpserver.HTTPOptions, error) {
+	opts := mcpserver.HTTPOptions{
 		AllowedOrigins:    cfg.AllowedOrigins,
 		SessionIdle:       cmp.Or(cfg.SessionIdle, config.DefaultSessionIdle),
 		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, int64(maxLineBytes(cfg))),
 		PrincipalMaxCalls: cmp.Or(cfg.PrincipalMaxCalls, config.DefaultPrincipalMaxCalls),
-	}, nil
+		Mode:              sandbox.Mode(cfg.Mode),
+		TempDir:           os.TempDir(),
+	}
+	if len(cfg.TempRoots) > 0 {
+		opts.TempDir = cfg.TempRoots[0]
+	}
+	var verify auth.TokenVerifier
+	switch {
+	case cfg.TokenFile != "":
+		tf, err := httpauth.LoadTokenFile(cfg.TokenFile)
+		if err != nil {
+			return opts, fmt.Errorf("--token-file: %w", err)
+		}
+		verify = tf.Verify
+	case cfg.JWKSURL != "":
+		jv, err := httpauth.NewJWTVerifier(ctx, httpauth.JWTOptions{
+			JWKSURL: cfg.JWKSURL, Issuer: cfg.JWTIssuer, Audience: cfg.JWTAudience, Log: logger.Named("auth"),
+		})
+		if err != nil {
+			return opts, fmt.Errorf("--jwks-url: %w", err)
+		}
+		verify = jv.Verify
+	}
+	if verify != nil {
+		resource := func(r *http.Request) string {
+			if cfg.ResourceURL != "" {
+				return cfg.ResourceURL
+			}
+			scheme := "http"
+			if r.TLS != nil {
+				scheme = "https"
+			}
+			// The Host was checked against the served names first.
+			return scheme + "://" + r.Host + mcpserver.EndpointPath
+		}
+		opts.Authenticate = httpauth.Middleware(verify, httpauth.MiddlewareOptions{
+			ResourceMetadataURL: func(r *http.Request) string {
+				u, err := httpauth.MetadataURL(resource(r))
+				if err != nil {
+					return ""
+				}
+				return u
+			},
+			Log: logger.Named("auth"),
+		})
+		opts.Metadata = httpauth.MetadataHandler(httpauth.MetadataOptions{Resource: resource, AuthorizationServers: cfg.AuthorizationServers})
+	}
+	if cfg.Principals != "" {
+		set, err := principal.Load(cfg.Principals)
+		if err != nil {
+			return opts, err
+		}
+		opts.Principals = set
+		logger.Info("principals", zap.Strings("names", set.Names()))
+	}
+	return opts, nil
 }
 
 // allowedHosts returns the Host header values served: the listen

@@ -89,7 +89,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		fx.Supply(sandboxpolicy.Config{
 			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
 			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
-			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead,
+			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead, PrivateFiles: privateFiles(cfg),
 		}),
 		journalOptions(cfg, fslocal.Config{Cwd: cfg.Workspace, Durability: fslocal.Durability(cfg.Durability), NewOwner: owner}),
 		fx.Supply(fssandbox.Config{Landlock: cfg.Landlock}),
@@ -192,4 +192,17 @@ func execsandboxConfig(cfg config.Config) execsandbox.Config {
 		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
 		AllowDomains: cfg.AllowDomains,
 	}
+}
+
+// privateFiles are the HTTP front end's files no tool or command may read
+// or change: the token file, the principals file, the TLS certificate and
+// key (issue 26).
+func privateFiles(cfg config.Config) []string {
+	var out []string
+	for _, f := range []string{cfg.TokenFile, cfg.Principals, cfg.TLSCert, cfg.TLSKey} {
+		if f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
 }

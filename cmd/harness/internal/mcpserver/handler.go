@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -47,6 +49,10 @@ type conn struct {
 	// and not yet answered: an answer is accepted once, for the call it was
 	// asked for (see approvals).
 	issued approvals
+
+	// tempDir is the session's private temp directory (an HTTP principal's
+	// session), removed when the connection ends; "" for none.
+	tempDir string
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -60,13 +66,17 @@ func (s *Server) connFor(ss *mcp.ServerSession) *conn {
 		go func() {
 			_ = ss.Wait()
 			s.conns.Delete(ss)
-			if cc := c.(*conn); s.tracker != nil {
-				cc.mu.Lock()
-				if cc.sess != nil {
-					s.tracker.End(cc.sess)
-				}
-				cc.mu.Unlock()
+			cc := c.(*conn)
+			cc.mu.Lock()
+			if cc.sess != nil && s.tracker != nil {
+				s.tracker.End(cc.sess)
 			}
+			if cc.tempDir != "" {
+				if err := os.RemoveAll(cc.tempDir); err != nil {
+					s.log.Warn("a session's temp directory was not removed", zap.String("dir", cc.tempDir), zap.Error(err))
+				}
+			}
+			cc.mu.Unlock()
 		}()
 	}
 	return c.(*conn)
@@ -161,10 +171,10 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 	}
 }
 
-// takeSlot acquires sl for a call of tool in sess; when it cannot (the
+// takeSlot acquires sl for a call of the tool named name in sess; when it cannot (the
 // queue is full: SERVER_BUSY; ctx ended: FS_ABORTED) it records the
 // refusal and returns the call's result and true.
-func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, tool_ string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
+func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, name string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
 	err := sl.acquire(ctx)
 	if err == nil {
 		return nil, false
@@ -173,7 +183,7 @@ func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, 
 	if errors.Is(err, errBusy) {
 		res = tool.ErrorResult(err.Error(), CodeServerBusy)
 	}
-	s.recordRefused(sess, tool_, clientName(req), who.name, res.Code)
+	s.recordRefused(sess, name, clientName(req), who.name, res.Code)
 	return toResult(res), true
 }
 

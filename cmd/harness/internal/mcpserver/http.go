@@ -15,6 +15,8 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/services/errcode"
+	"github.com/dsh-go/harness/services/httpauth"
+	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -24,33 +26,11 @@ const (
 	EndpointPath = "/mcp"
 	// HealthPath answers "ok" to anyone: liveness and readiness probes.
 	HealthPath = "/healthz"
-	// MetadataPath is the protected-resource metadata document (RFC 9728),
-	// also served with EndpointPath appended.
-	MetadataPath = "/.well-known/oauth-protected-resource"
 )
 
 // CodeShuttingDown is the code of the tool error a call gets when it
 // arrives while the server drains its calls before it stops.
 const CodeShuttingDown errcode.Code = "SERVER_SHUTTING_DOWN"
-
-// Principal is what one authenticated subject may use over HTTP (issue
-// 26): its sessions' workspace roots, standing mode and widest mode, and
-// its cap on calls running at once.
-type Principal struct {
-	// Name is the token subject.
-	Name string
-	// Workspaces are the canonical directories its sessions may use; a
-	// client's roots narrow them, never widen them (narrowRoots).
-	Workspaces []string
-	// Mode is its sessions' standing mode; "" keeps the server's.
-	Mode sandbox.Mode
-	// WidestMode is the widest mode its sessions may be granted: an
-	// escalation beyond it is refused without asking; "" sets none.
-	WidestMode sandbox.Mode
-	// MaxConcurrentCalls caps its calls running at once over all its
-	// sessions; 0 means HTTPOptions.PrincipalMaxCalls.
-	MaxConcurrentCalls int
-}
 
 // HTTPOptions configure the Streamable HTTP front end (HTTPHandler).
 type HTTPOptions struct {
@@ -60,13 +40,25 @@ type HTTPOptions struct {
 	// (services/httpauth). Nil serves without authentication: loopback
 	// only, which the caller checks.
 	Authenticate func(http.Handler) http.Handler
-	// Metadata serves the protected-resource metadata document at
-	// MetadataPath and MetadataPath+EndpointPath; nil serves none.
+	// Metadata serves the protected-resource metadata document (RFC 9728)
+	// at httpauth.MetadataPath and httpauth.MetadataPath+EndpointPath; nil
+	// serves none.
 	Metadata http.Handler
-	// Principals returns the principal of a token subject. Nil: every
-	// session gets the server's workspace and mode. Set: a subject it does
-	// not know is refused with 403.
-	Principals func(subject string) (Principal, bool)
+	// Principals maps each token subject to its workspaces and modes
+	// (--principals). Nil: every session gets the server's workspace and
+	// mode. Set: a subject it does not name is refused with 403, and a
+	// session of one it names has its principal's workspaces (narrowed by
+	// the client's roots, Principal.Narrow), starts in its standing mode
+	// and may never be granted more than its widest (a session ceiling).
+	Principals *principal.Set
+	// Mode is the server's --mode, from which a principal's standing and
+	// widest modes default (Principal.StandingMode, Principal.Widest).
+	Mode sandbox.Mode
+	// TempDir is where each session of a principal gets a private temp
+	// directory (mode 0700, removed when the session ends), its only temp
+	// root and its commands' TMPDIR in place of the shared ones; "" gives
+	// such sessions no temp area.
+	TempDir string
 	// AllowedHosts are the Host header values served, each a host (any
 	// port) or host:port, compared case-insensitively; empty serves any
 	// Host. Anything else gets 403 (DNS rebinding).
@@ -139,7 +131,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 				http.Error(w, "no authenticated subject", http.StatusUnauthorized)
 				return
 			}
-			if _, ok := opts.Principals(ti.UserID); !ok {
+			if _, ok := opts.Principals.Lookup(ti.UserID); !ok {
 				s.log.Warn("a token's subject is no principal", zap.String("principal", ti.UserID))
 				http.Error(w, "the token's subject is not a configured principal", http.StatusForbidden)
 				return
@@ -153,8 +145,8 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, endpoint)
 	if opts.Metadata != nil {
-		mux.Handle(MetadataPath, opts.Metadata)
-		mux.Handle(MetadataPath+EndpointPath, opts.Metadata)
+		mux.Handle(httpauth.MetadataPath, opts.Metadata)
+		mux.Handle(httpauth.MetadataPath+EndpointPath, opts.Metadata)
 	}
 	h.mcp = mux
 	s.front.Store(h)
@@ -259,7 +251,7 @@ func (h *HTTPHandler) limiterOf(name string, n int) *limiter {
 type caller struct {
 	http      bool
 	name      string
-	principal *Principal
+	principal *principal.Principal
 }
 
 // callerOf returns who made req.
@@ -272,28 +264,7 @@ func (s *Server) callerOf(req *mcp.CallToolRequest) caller {
 		c.name = req.Extra.TokenInfo.UserID
 	}
 	if h := s.front.Load(); h != nil && h.opts.Principals != nil {
-		if p, ok := h.opts.Principals(c.name); ok {
-			c.principal = &p
-		}
+		c.principal, _ = h.opts.Principals.Lookup(c.name)
 	}
 	return c
-}
-
-// narrowRoots returns the client's roots (canonical directories) that lie
-// inside one of workspaces, by path components; when none does, the
-// workspaces: a client's roots narrow its principal's, never widen them.
-func narrowRoots(workspaces, client []string) []string {
-	var out []string
-	for _, r := range client {
-		for _, w := range workspaces {
-			if r == w || strings.HasPrefix(r, strings.TrimSuffix(w, "/")+"/") {
-				out = append(out, r)
-				break
-			}
-		}
-	}
-	if len(out) == 0 {
-		return slices.Clone(workspaces)
-	}
-	return out
 }

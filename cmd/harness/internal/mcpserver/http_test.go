@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -21,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -35,27 +37,41 @@ type httpWorld struct {
 	base    string
 	alice   string // alice's workspace
 	bob     string // bob's workspace
+	carol   string // carol's workspace: read-only, may be raised to workspace-write
 	temp    string
 }
 
 // httpTokens are the test's bearer tokens and their subjects.
-var httpTokens = map[string]string{"alice-token": "alice", "bob-token": "bob", "carol-token": "carol"}
+var httpTokens = map[string]string{"alice-token": "alice", "bob-token": "bob", "carol-token": "carol", "dave-token": "dave"}
 
 func newHTTPWorld(t *testing.T, tune func(*mcpserver.HTTPOptions)) *httpWorld {
+	t.Helper()
+	return newHTTPWorldExec(t, "off", tune)
+}
+
+// newHTTPWorldExec is newHTTPWorld with the command runner exec ("off",
+// "sandbox").
+func newHTTPWorldExec(t *testing.T, exec string, tune func(*mcpserver.HTTPOptions)) *httpWorld {
+	t.Helper()
+	return newHTTPWorldMode(t, exec, "read-only", tune)
+}
+
+// newHTTPWorldMode is newHTTPWorldExec with the server's mode.
+func newHTTPWorldMode(t *testing.T, exec, mode string, tune func(*mcpserver.HTTPOptions)) *httpWorld {
 	t.Helper()
 	base, err := os.MkdirTemp("/var/tmp", "harness-http-")
 	require.NoError(t, err)
 	base, err = filepath.EvalSymlinks(base)
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
-	w := &httpWorld{base: base, alice: filepath.Join(base, "alice"), bob: filepath.Join(base, "bob"), temp: filepath.Join(base, "tmp")}
-	for _, d := range []string{w.alice, w.bob, w.temp} {
+	w := &httpWorld{base: base, alice: filepath.Join(base, "alice"), bob: filepath.Join(base, "bob"), carol: filepath.Join(base, "carol"), temp: filepath.Join(base, "tmp")}
+	for _, d := range []string{w.alice, w.bob, w.carol, w.temp} {
 		require.NoError(t, os.Mkdir(d, 0o755))
 	}
 	require.NoError(t, os.WriteFile(filepath.Join(w.bob, "bob.txt"), []byte("bob's own\n"), 0o644))
 	cfg := config.Config{
-		FS: "sandbox", Mode: "read-only", TempRoots: []string{w.temp},
-		LogLevel: "error", LogFormat: "json", Exec: "off",
+		FS: "sandbox", Mode: mode, TempRoots: []string{w.temp},
+		LogLevel: "error", LogFormat: "json", Exec: exec, AuditLog: filepath.Join(base, "audit.jsonl"),
 	}
 	opts, err := compose.Options(cfg, io.Discard,
 		fx.Supply(mcpserver.Options{Version: "http"}),
@@ -72,16 +88,16 @@ func newHTTPWorld(t *testing.T, tune func(*mcpserver.HTTPOptions)) *httpWorld {
 		}
 		return nil, auth.ErrInvalidToken
 	}
-	principals := map[string]mcpserver.Principal{
-		"alice": {Name: "alice", Workspaces: []string{w.alice}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
-		"bob":   {Name: "bob", Workspaces: []string{w.bob}, Mode: sandbox.WorkspaceWrite, WidestMode: sandbox.WorkspaceWrite},
-	}
+	pfile := filepath.Join(base, "principals.yaml")
+	require.NoError(t, os.WriteFile(pfile, []byte("principals:\n"+
+		"  alice: {workspaces: ["+w.alice+"], mode: workspace-write}\n"+
+		"  bob: {workspaces: ["+w.bob+"], mode: workspace-write}\n"+
+		"  carol: {workspaces: ["+w.carol+"], mode: read-only, widest-mode: workspace-write}\n"), 0o600))
+	principals, err := principal.Load(pfile)
+	require.NoError(t, err)
 	hopts := mcpserver.HTTPOptions{
 		Authenticate: auth.RequireBearerToken(verify, &auth.RequireBearerTokenOptions{AllowMissingExpiration: true}),
-		Principals: func(sub string) (mcpserver.Principal, bool) {
-			p, ok := principals[sub]
-			return p, ok
-		},
+		Principals:   principals, Mode: sandbox.Mode(mode), TempDir: w.temp,
 		AllowedOrigins: []string{"https://app.example.com"},
 	}
 	if tune != nil {
@@ -199,9 +215,10 @@ func TestHTTP_ClientRootsNarrowNeverWiden(t *testing.T) {
 		{"a prefix of another name is not inside", []string{w.alice + "2"}, []string{filepath.Join(w.alice, "top3.txt")}, []string{filepath.Join(w.alice+"2", "x.txt")}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			client := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "v1"}, &mcp.ClientOptions{Capabilities: &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}}})
+			caps := &mcp.ClientCapabilities{RootsV2: &mcp.RootCapabilities{}} //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
+			client := mcp.NewClient(&mcp.Implementation{Name: "roots", Version: "v1"}, &mcp.ClientOptions{Capabilities: caps})
 			for _, r := range tc.roots {
-				client.AddRoots(&mcp.Root{URI: "file://" + r})
+				client.AddRoots(&mcp.Root{URI: "file://" + r}) //nolint:staticcheck // roots (SEP-2577) are served for 2025-11-25 clients
 			}
 			cs, err := client.Connect(t.Context(), &mcp.StreamableClientTransport{
 				Endpoint: w.url, HTTPClient: &http.Client{Transport: bearer{token: "alice-token", base: http.DefaultTransport}},
@@ -244,7 +261,8 @@ func TestHTTP_SessionsAreIsolated(t *testing.T) {
 	assert.Len(t, w.tracker.Sessions(), 2, "one harness session per MCP session")
 }
 
-// rawPost sends one initialize request with headers and returns the response.
+// rawPost sends one initialize request with headers and returns the
+// response, its body read and closed.
 func rawPost(t *testing.T, url string, header map[string]string) *http.Response {
 	t.Helper()
 	body := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`
@@ -261,7 +279,8 @@ func rawPost(t *testing.T, url string, header map[string]string) *http.Response 
 	}
 	res, err := http.DefaultClient.Do(req)
 	require.NoError(t, err)
-	t.Cleanup(func() { _ = res.Body.Close() })
+	_, _ = io.Copy(io.Discard, res.Body)
+	require.NoError(t, res.Body.Close())
 	return res
 }
 
@@ -274,7 +293,7 @@ func TestHTTP_Checks(t *testing.T) {
 	}{
 		{"no token", nil, http.StatusUnauthorized},
 		{"a wrong token", map[string]string{"Authorization": "Bearer nope"}, http.StatusUnauthorized},
-		{"a subject that is no principal", map[string]string{"Authorization": "Bearer carol-token"}, http.StatusForbidden},
+		{"a subject that is no principal", map[string]string{"Authorization": "Bearer dave-token"}, http.StatusForbidden},
 		{"a foreign Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "https://evil.example"}, http.StatusForbidden},
 		{"the null Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "null"}, http.StatusForbidden},
 		{"a rebinding Host", map[string]string{"Authorization": "Bearer alice-token", "Host": "attacker.example:80"}, http.StatusForbidden},
@@ -283,7 +302,7 @@ func TestHTTP_Checks(t *testing.T) {
 		{"an allowed Origin", map[string]string{"Authorization": "Bearer alice-token", "Origin": "https://app.example.com"}, http.StatusOK},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			res := rawPost(t, w.url, tc.header)
+			res := rawPost(t, w.url, tc.header) //nolint:bodyclose // rawPost closes it
 			assert.Equal(t, tc.status, res.StatusCode)
 			if tc.header["Origin"] == "https://app.example.com" {
 				assert.Equal(t, "https://app.example.com", res.Header.Get("Access-Control-Allow-Origin"))
@@ -321,6 +340,209 @@ func TestHTTP_DrainFinishesCallsInFlight(t *testing.T) {
 	text, code, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
 	assert.True(t, isErr, text)
 	assert.Equal(t, string(mcpserver.CodeShuttingDown), code)
-	res := rawPost(t, w.url, map[string]string{"Authorization": "Bearer alice-token"})
+	res := rawPost(t, w.url, map[string]string{"Authorization": "Bearer alice-token"}) //nolint:bodyclose // rawPost closes it
 	assert.Equal(t, http.StatusServiceUnavailable, res.StatusCode, "no new session while draining")
+}
+
+func TestHTTP_DrainWaitsForTheCallInFlight(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", nil)
+	alice := w.connect(t, "alice-token", nil)
+	type out struct {
+		text  string
+		isErr bool
+	}
+	done := make(chan out, 1)
+	go func() {
+		res, err := alice.CallTool(t.Context(), &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "touch started; sleep 1; echo finished"}})
+		if err != nil {
+			done <- out{text: err.Error(), isErr: true}
+			return
+		}
+		done <- out{text: res.Content[0].(*mcp.TextContent).Text, isErr: res.IsError}
+	}()
+	require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(w.alice, "started")); return err == nil }, 30*time.Second, 10*time.Millisecond)
+	began := time.Now()
+	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	defer cancel()
+	require.NoError(t, w.front.Drain(ctx))
+	assert.GreaterOrEqual(t, time.Since(began), 900*time.Millisecond, "Drain waited for the command's second")
+	select {
+	case o := <-done:
+		assert.False(t, o.isErr, o.text)
+		assert.Contains(t, o.text, "finished", "the call in flight ran to its end and its answer reached the client")
+	case <-time.After(10 * time.Second):
+		t.Fatal("the drained call's answer never came")
+	}
+}
+
+func TestHTTP_OnePrincipalsFloodQueuesOnItsOwnSlots(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", func(o *mcpserver.HTTPOptions) { o.PrincipalMaxCalls = 1 })
+	alice := w.connect(t, "alice-token", nil)
+	bob := w.connect(t, "bob-token", nil)
+	const flood = 7 // 1 slot + a queue of 4 + 2 refused
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	codes := make(chan string, flood)
+	for range flood {
+		go func() {
+			res, err := alice.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "sleep 30"}})
+			if err != nil {
+				codes <- "cancelled"
+				return
+			}
+			c, _ := res.Meta[mcpserver.CodeMetaKey].(string)
+			codes <- c
+		}()
+	}
+	for range 2 {
+		select {
+		case c := <-codes:
+			assert.Equal(t, string(mcpserver.CodeServerBusy), c, "beyond alice's slot and queue her calls are SERVER_BUSY")
+		case <-time.After(20 * time.Second):
+			t.Fatal("no call was refused")
+		}
+	}
+	start := time.Now()
+	_, _, isErr := call(t, bob, "read", map[string]any{"file_path": filepath.Join(w.bob, "bob.txt")})
+	assert.False(t, isErr)
+	assert.Less(t, time.Since(start), 5*time.Second, "bob's read does not wait behind alice's commands")
+	select {
+	case c := <-codes:
+		t.Fatalf("one of alice's queued calls ended (%q) while her slot was taken", c)
+	default:
+	}
+	cancel()
+	for range flood - 2 {
+		assert.NotEqual(t, string(mcpserver.CodeServerBusy), <-codes)
+	}
+}
+
+func TestHTTP_AnIdleSessionEnds(t *testing.T) {
+	w := newHTTPWorld(t, func(o *mcpserver.HTTPOptions) { o.SessionIdle = 300 * time.Millisecond })
+	alice := w.connect(t, "alice-token", nil)
+	_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+	require.False(t, isErr)
+	require.Len(t, w.tracker.Sessions(), 1)
+	assert.Eventually(t, func() bool { return len(w.tracker.Sessions()) == 0 }, 10*time.Second, 50*time.Millisecond,
+		"the idle session and its harness session end")
+}
+
+func TestHTTP_NoFallbackToTheProcessDirectory(t *testing.T) {
+	w := newHTTPWorldMode(t, "off", "workspace-write", func(o *mcpserver.HTTPOptions) {
+		o.Authenticate, o.Principals = nil, nil
+	})
+	wd, err := os.Getwd()
+	require.NoError(t, err)
+	anon := w.connect(t, "", nil)
+	target := filepath.Join(wd, "harness-http-fallback.txt")
+	text, _, isErr := call(t, anon, "write", map[string]any{"file_path": "harness-http-fallback.txt", "content": "x"})
+	assert.True(t, isErr, text)
+	_, err = os.Stat(target)
+	assert.True(t, os.IsNotExist(err), "nothing written in the process's working directory")
+	text, _, isErr = call(t, anon, "write", map[string]any{"file_path": filepath.Join(w.temp, "t.txt"), "content": "x"})
+	assert.False(t, isErr, "the mode is workspace-write: the temp root is writable (%s)", text)
+}
+
+func TestHTTP_TheAuditRecordNamesThePrincipal(t *testing.T) {
+	w := newHTTPWorld(t, nil)
+	alice := w.connect(t, "alice-token", nil)
+	_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+	require.False(t, isErr)
+	_, _, isErr = call(t, alice, "write", map[string]any{"file_path": filepath.Join(w.bob, "x"), "content": "x"})
+	require.True(t, isErr)
+	var lines []string
+	require.Eventually(t, func() bool {
+		b, _ := os.ReadFile(filepath.Join(w.base, "audit.jsonl"))
+		lines = strings.Split(strings.TrimSpace(string(b)), "\n")
+		return len(lines) >= 2
+	}, 10*time.Second, 20*time.Millisecond)
+	for _, l := range lines {
+		assert.Contains(t, l, `"principal":"alice"`)
+		assert.Contains(t, l, `"client":"http-test v1"`)
+	}
+	assert.Contains(t, lines[1], `"decision":"denied"`)
+}
+
+func TestHTTP_EscalationAsksOnTheSessionsStream(t *testing.T) {
+	w := newHTTPWorld(t, nil)
+	var asked atomic.Int64
+	carol := w.connect(t, "carol-token", &mcp.ClientOptions{
+		ElicitationHandler: func(_ context.Context, req *mcp.ElicitRequest) (*mcp.ElicitResult, error) {
+			asked.Add(1)
+			return &mcp.ElicitResult{Action: "accept", Content: map[string]any{"decision": "allow-once"}}, nil
+		},
+	})
+	target := filepath.Join(w.carol, "c.txt")
+	text, _, isErr := call(t, carol, "write", map[string]any{"file_path": target, "content": "c\n"})
+	require.True(t, isErr, "carol's sessions stand read-only")
+	assert.Contains(t, text, "read-only")
+	text, _, isErr = call(t, carol, "write", map[string]any{"file_path": target, "content": "c\n", "sandbox_permissions": "workspace-write", "justification": "write the file"})
+	require.False(t, isErr, text)
+	assert.EqualValues(t, 1, asked.Load(), "asked once, over HTTP")
+	got, err := os.ReadFile(target)
+	require.NoError(t, err)
+	assert.Equal(t, "c\n", string(got))
+
+	t.Run("beyond the principal's widest mode it is refused without asking", func(t *testing.T) {
+		outside := filepath.Join(w.base, "outside.txt")
+		for _, args := range []map[string]any{
+			{"file_path": outside, "content": "x\n", "sandbox_permissions": "danger-full-access", "justification": "escape"},
+			{"file_path": filepath.Join(w.alice, "x.txt"), "content": "x\n", "sandbox_permissions": "danger-full-access", "justification": "escape"},
+		} {
+			text, code, isErr := call(t, carol, "write", args)
+			assert.True(t, isErr, text)
+			assert.Equal(t, "SANDBOX_ESCALATION_REFUSED", code, text)
+		}
+		assert.EqualValues(t, 1, asked.Load(), "the user was not asked again")
+		_, err := os.Stat(outside)
+		assert.True(t, os.IsNotExist(err), "nothing written outside")
+		_, err = os.Stat(filepath.Join(w.alice, "x.txt"))
+		assert.True(t, os.IsNotExist(err), "nothing written in alice's workspace")
+	})
+}
+
+func TestHTTP_AWiderServerModeIsClampedToThePrincipals(t *testing.T) {
+	w := newHTTPWorldMode(t, "off", "danger-full-access", nil)
+	alice := w.connect(t, "alice-token", nil)
+	outside := filepath.Join(w.base, "outside.txt")
+	text, _, isErr := call(t, alice, "write", map[string]any{"file_path": outside, "content": "x\n"})
+	assert.True(t, isErr, "alice's widest mode is workspace-write on a danger-full-access server: %s", text)
+	_, err := os.Stat(outside)
+	assert.True(t, os.IsNotExist(err))
+	bobs := filepath.Join(w.bob, "bob.txt")
+	_, _, isErr = call(t, alice, "write", map[string]any{"file_path": bobs, "content": "x\n"})
+	assert.True(t, isErr)
+	got, _ := os.ReadFile(bobs)
+	assert.Equal(t, "bob's own\n", string(got))
+}
+
+func TestHTTP_EachPrincipalSessionHasItsOwnTemp(t *testing.T) {
+	w := newHTTPWorldExec(t, "sandbox", nil)
+	alice := w.connect(t, "alice-token", nil)
+	bob := w.connect(t, "bob-token", nil)
+	text, _, isErr := call(t, alice, "exec", map[string]any{"command": "echo \"$TMPDIR\" && echo alice > \"$TMPDIR/a\""})
+	require.False(t, isErr, text)
+	_, out, _ := strings.Cut(text, "<stdout>\n")
+	aliceTmp, _, _ := strings.Cut(out, "\n")
+	require.True(t, strings.HasPrefix(aliceTmp, w.temp+"/harness-session-"), "alice's TMPDIR is her own: %q", text)
+	got, err := os.ReadFile(filepath.Join(aliceTmp, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alice\n", string(got))
+	info, err := os.Stat(aliceTmp)
+	require.NoError(t, err)
+	assert.Equal(t, os.FileMode(0o700), info.Mode().Perm())
+
+	text, _, isErr = call(t, bob, "exec", map[string]any{"command": "echo bob > " + aliceTmp + "/a"})
+	assert.True(t, isErr, "bob's command cannot write alice's temp: %s", text)
+	_, _, isErr = call(t, bob, "write", map[string]any{"file_path": filepath.Join(aliceTmp, "a"), "content": "bob\n"})
+	assert.True(t, isErr, "nor can bob's file tools")
+	_, _, isErr = call(t, bob, "write", map[string]any{"file_path": filepath.Join(w.temp, "shared"), "content": "bob\n"})
+	assert.True(t, isErr, "the shared temp root is no principal's")
+	got, err = os.ReadFile(filepath.Join(aliceTmp, "a"))
+	require.NoError(t, err)
+	assert.Equal(t, "alice\n", string(got), "alice's temp file unchanged on disk")
+
+	require.NoError(t, alice.Close())
+	assert.Eventually(t, func() bool { _, err := os.Stat(aliceTmp); return os.IsNotExist(err) }, 10*time.Second, 20*time.Millisecond,
+		"the session's temp directory goes with it")
 }

@@ -6,12 +6,15 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/services/principal"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -35,6 +38,14 @@ const DefaultRootsTimeout = 30 * time.Second
 // answer roots/list within Options.RootsTimeout (logged), gets the process
 // working directory, never "/". For a 2026-07-28 client that offers roots,
 // the roots travel as an input-required result; ask is then non-nil.
+//
+// Over HTTP (who.http, issue 26) a session never falls back to the process
+// working directory or the policy's fallback root: without roots it has no
+// workspace. A session of a principal (who.principal) has its principal's
+// workspaces as roots, narrowed by the client's (Principal.Narrow: only client
+// roots inside them count; none inside leaves all of them), asked and
+// re-asked as above, and starts in its principal's standing mode under its
+// widest mode (startPrincipal).
 func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest, newProto bool, who caller) (sess *session.Session, ask *mcp.CallToolResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -63,7 +74,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		case err != nil:
 			s.log.Warn("the client's roots are unknown: falling back to the working directory", zap.Error(err))
 		case ok && who.principal != nil:
-			roots, announced = narrowRoots(who.principal.Workspaces, s.usableRoots(uris)), true
+			roots, announced = who.principal.Narrow(s.usableRoots(uris)), true
 		case who.principal != nil:
 			roots, announced = slices.Clone(who.principal.Workspaces), true
 		case ok:
@@ -99,8 +110,8 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		}
 		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
 		if who.principal != nil {
-			if err := startPrincipal(c.sess, who.principal); err != nil {
-				s.log.Error("the session's principal was not applied: it is refused", zap.Error(err))
+			if err := s.startPrincipal(c, who.principal); err != nil {
+				s.log.Error("recording the principal's modes in the session reported an error", zap.Error(err))
 			}
 		}
 	}
@@ -113,15 +124,58 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	return c.sess, nil
 }
 
-// startPrincipal applies p to a new session: its standing mode and the
-// widest mode it may be granted.
-func startPrincipal(sess *session.Session, p *Principal) error {
-	if p.Mode != "" {
-		if err := sandboxpolicy.SetMode(sess, p.Mode); err != nil {
-			return err
+// startPrincipal applies p to a new session of c: its standing mode and
+// the widest mode it may be granted (a ceiling no grant or escalation
+// passes), from the server's mode where the principals file sets none; and
+// a temp area of its own (privateTemp), so no two sessions share one.
+func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
+	var (
+		serverMode sandbox.Mode
+		tempParent string
+	)
+	if h := s.front.Load(); h != nil {
+		serverMode, tempParent = h.opts.Mode, h.opts.TempDir
+	}
+	if serverMode == "" {
+		serverMode = sandbox.ReadOnly
+	}
+	if err := sandboxpolicy.SetCeiling(c.sess, p.Widest(serverMode)); err != nil {
+		return err
+	}
+	if err := sandboxpolicy.SetMode(c.sess, p.StandingMode(serverMode)); err != nil {
+		return err
+	}
+	var temps []string
+	if tempParent != "" {
+		dir, err := privateTemp(tempParent, p)
+		if err != nil {
+			// Fail closed: no temp area rather than a shared one.
+			s.log.Warn("the session gets no temp area", zap.String("principal", p.Name), zap.Error(err))
+		} else {
+			c.tempDir, temps = dir, []string{dir}
 		}
 	}
-	return nil
+	return sandboxpolicy.SetTempRoots(c.sess, temps)
+}
+
+// privateTemp makes a new directory of mode 0700 in parent for a session
+// of p and returns its canonical path; a root server gives it the owner of
+// p's first workspace, as whom the session's commands run.
+func privateTemp(parent string, p *principal.Principal) (string, error) {
+	dir, err := os.MkdirTemp(parent, "harness-session-")
+	if err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 {
+		var st syscall.Stat_t
+		if err := syscall.Stat(p.Workspaces[0], &st); err == nil && st.Uid != 0 {
+			if err := os.Lchown(dir, int(st.Uid), int(st.Gid)); err != nil {
+				_ = os.Remove(dir)
+				return "", err
+			}
+		}
+	}
+	return sandboxpolicy.CanonicalPath(dir), nil
 }
 
 // errAskRoots says a 2026-07-28 call must ask the client for its roots.

@@ -9,7 +9,11 @@
 //
 // Build a Server with New (Module does, in an fx application) and serve each
 // connection with Run: over StdioTransport for `harness serve`, or any
-// mcp.Transport.
+// mcp.Transport; or serve many sessions over Streamable HTTP with
+// HTTPHandler (`harness serve --listen`, issue 26), where each MCP session
+// is isolated as a connection is, its principal (the bearer token's
+// subject) owns its workspaces and modes, and no session falls back to the
+// process working directory.
 package mcpserver
 
 import (

@@ -1,0 +1,84 @@
+package principal_test
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/principal"
+	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
+)
+
+func TestNarrow(t *testing.T) {
+	f := newFixture(t)
+	alice2 := filepath.Join(f.dir, "srv", "alice2")
+	deep := filepath.Join(f.alice, "src", "app")
+	require.NoError(t, os.MkdirAll(alice2, 0o755))
+	require.NoError(t, os.MkdirAll(deep, 0o755))
+	// Loaded through the symlink: the workspace is the canonical directory,
+	// so the canonical roots a client announces are compared with it.
+	set, err := principal.Load(f.write(t, "principals:\n  alice:\n    workspaces: [$LINK, $BOB]\n", 0o600))
+	require.NoError(t, err)
+	alice, ok := set.Lookup("alice")
+	require.True(t, ok)
+	require.Equal(t, []string{f.alice, f.bob}, alice.Workspaces)
+
+	cases := []struct {
+		name  string
+		roots []string
+		want  []string
+	}{
+		{name: "no client roots: the workspaces", roots: nil, want: []string{f.alice, f.bob}},
+		{name: "a root equal to a workspace", roots: []string{f.bob}, want: []string{f.bob}},
+		{name: "a root beneath a workspace", roots: []string{deep}, want: []string{deep}},
+		{name: "a sibling sharing the prefix is not inside", roots: []string{alice2}, want: []string{f.alice, f.bob}},
+		{name: "the prefix trap is dropped, the root inside kept", roots: []string{alice2, deep}, want: []string{deep}},
+		{name: "the workspaces' parent is not inside", roots: []string{filepath.Dir(f.alice)}, want: []string{f.alice, f.bob}},
+		{name: "/ is not inside", roots: []string{"/"}, want: []string{f.alice, f.bob}},
+		{name: "a relative root is not inside", roots: []string{"srv/alice"}, want: []string{f.alice, f.bob}},
+		{name: "a root spelled with a trailing slash is cleaned", roots: []string{f.bob + "/"}, want: []string{f.bob}},
+		{name: "the client's order kept, duplicates dropped", roots: []string{f.bob, deep, f.bob}, want: []string{f.bob, deep}},
+		{name: "the canonical path of the symlinked workspace", roots: []string{sandboxpolicy.CanonicalPath(f.aliceLink)}, want: []string{f.alice}},
+		{name: "the link's own spelling is not canonical and not inside", roots: []string{f.aliceLink}, want: []string{f.alice, f.bob}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			got := alice.Narrow(tc.roots)
+			assert.Equal(t, tc.want, got)
+			// The result is the caller's: changing it leaves the principal.
+			if len(got) > 0 {
+				got[0] = "/"
+			}
+			assert.Equal(t, []string{f.alice, f.bob}, alice.Workspaces)
+		})
+	}
+}
+
+func TestStandingModeAndWidest(t *testing.T) {
+	ro, ww, dfa := sandbox.ReadOnly, sandbox.WorkspaceWrite, sandbox.DangerFullAccess
+	cases := []struct {
+		name         string
+		mode, widest sandbox.Mode
+		server       sandbox.Mode
+		standing     sandbox.Mode
+		ceiling      sandbox.Mode
+	}{
+		{name: "mode set: it, whatever the server", mode: ro, widest: ww, server: dfa, standing: ro, ceiling: ww},
+		{name: "mode only (widest defaults to it)", mode: ww, widest: ww, server: ro, standing: ww, ceiling: ww},
+		{name: "widest only, server wider: clamped", widest: ww, server: dfa, standing: ww, ceiling: ww},
+		{name: "widest only, server narrower: the server's", widest: dfa, server: ro, standing: ro, ceiling: dfa},
+		{name: "widest read-only clamps workspace-write", widest: ro, server: ww, standing: ro, ceiling: ro},
+		{name: "neither: both the server's", server: ww, standing: ww, ceiling: ww},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p := &principal.Principal{Name: "alice", Workspaces: []string{"/srv/alice"}, Mode: tc.mode, WidestMode: tc.widest}
+			assert.Equal(t, tc.standing, p.StandingMode(tc.server))
+			assert.Equal(t, tc.ceiling, p.Widest(tc.server))
+		})
+	}
+}
