@@ -92,6 +92,8 @@ bench:
 	$(GO) test -run '^$$' -bench 'BenchmarkRead$$' -benchtime 5x -count 3 ./services/audit/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (harness audit over 100,000 records)" >&2
 	$(GO) test -run '^$$' -bench AuditCommand -benchtime 5x -count 3 ./cmd/harness/internal/cli/ | tee -a bench.out
+	@echo "bench: read over Streamable HTTP against stdio (see bench-http)" >&2
+	cd bench && $(GO) run . -harness ../$(BIN) -only http -out ../docs/benchmarks.md
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
 ## bench-exec: build bin/harness and measure only the exec round trip of
@@ -109,6 +111,19 @@ bench-exec:
 	$(GO) build -o $(BIN) ./cmd/harness
 	cd bench && $(GO) run . -harness ../$(BIN) -only exec -out ../docs/benchmarks.md
 
+## bench-http: build bin/harness and measure only read over Streamable HTTP
+## against stdio (issue 26, bench/httpvs.go): the same binary serving the
+## same 1 KiB file over `serve --listen 127.0.0.1:0` (bearer token, one
+## principal) and over stdio, at concurrency 1 and 8, taking turns slice by
+## slice, 5 runs with fresh servers (about a minute); it prints the figures
+## and the target (HTTP at least 0.7x stdio) to stderr and rewrites only its
+## section of docs/benchmarks.md.
+.PHONY: bench-http
+bench-http:
+	@echo "bench-http: building $(BIN)" >&2
+	$(GO) build -o $(BIN) ./cmd/harness
+	cd bench && $(GO) run . -harness ../$(BIN) -only http -out ../docs/benchmarks.md
+
 ## bench-search: build the search fixture outside the repository (copies of
 ## GOROOT and the module cache, >= 50,000 files; HARNESS_SEARCH_FIXTURE, default
 ## /var/tmp/harness-search-fixture), then compare harness's grep with
@@ -123,12 +138,13 @@ bench-search:
 fuzz:
 	GO='$(GO)' FUZZTIME='$(FUZZTIME)' ./scripts/fuzz.sh
 
-## soak: the long variants: load (8 MCP clients x 10,000 calls), crash safety
+## soak: the long variants: load (8 MCP clients x 10,000 calls; over
+## Streamable HTTP, 100 sessions x 200 calls of two principals), crash safety
 ## (1,000 SIGKILLs), the cross-process guarded edits and the move race (30 s
 ## per variant of a directory moved out and back every 0.5 ms), race-enabled.
 .PHONY: soak
 soak:
-	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestCrashSafety|TestCrossProcess|TestMoveOutRace' -timeout 60m ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestHTTPSoak|TestCrashSafety|TestCrossProcess|TestMoveOutRace' -timeout 60m ./cmd/harness/ ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client (needs node >= 20 and npm; see e2e/README.md).

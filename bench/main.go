@@ -43,6 +43,14 @@
 // its part of the section (between <!-- bench-exec:begin --> and
 // <!-- bench-exec:end -->); `make bench-exec` runs it so.
 //
+// -only http measures read over Streamable HTTP against stdio (issue 26,
+// httpvs.go): the same harness binary on the same directory and file, over
+// `serve --listen` with a bearer token and over stdio, at concurrency 1 and
+// 8, taking turns slice by slice, checked against HTTP at least 0.7x
+// stdio; with -out it rewrites only its section (between
+// <!-- bench-http:begin --> and <!-- bench-http:end -->); `make bench-http`
+// runs it so, and `make bench` after the rest.
+//
 // With -glob DIR it measures only the glob workload of issue 16 (glob.go):
 // harness's glob of **/*.go over DIR against the reference's search_files.
 package main
@@ -111,7 +119,7 @@ func main() {
 	flag.IntVar(&cfg.fileSize, "size", 1024, "bytes of the read, overwrite and edit target files")
 	flag.BoolVar(&cfg.keep, "keep", false, "keep the work directories under os.TempDir()")
 	flag.BoolVar(&cfg.noInstall, "no-install", false, "do not run npm: the scratch directory must already hold the reference server")
-	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full, exec (empty: all; the markdown and chart need all, except -only exec alone, which rewrites only the exec round trip's part of -out)")
+	flag.StringVar(&cfg.only, "only", "", "comma-separated workloads to measure: read, overwrite, edit, create-empty, create-full, exec; or http alone (empty: all but http; the markdown and chart need all, except -only exec alone, which rewrites only the exec round trip's part of -out, and -only http, which measures read over HTTP against stdio and rewrites only its section of -out)")
 	flag.IntVar(&cfg.execSamples, "exec-samples", 60, "timed samples of each exec round-trip contender (A: exec over MCP, B: bare bwrap, C: sh -c true), taking turns")
 	flag.IntVar(&cfg.execWarmups, "exec-warmups", 5, "untimed rounds of A, B and C before the exec round trip's samples")
 	flag.StringVar(&cfg.execDir, "exec-dir", "/var/tmp", "directory holding the exec round trip's throwaway workspaces (outside the temp roots harness makes writable, /tmp and $TMPDIR)")
@@ -152,9 +160,9 @@ func main() {
 	}
 
 	cfg.createRuns = min(cfg.createRuns, cfg.runs)
-	if cfg.only == onlyExec {
+	if cfg.only == onlyExec || cfg.only == onlyHTTP {
 		if cfg.chart != "" || cfg.servers != "" {
-			fmt.Fprintln(os.Stderr, "bench: -only exec measures the exec round trip alone: it cannot be combined with -chart or -servers")
+			fmt.Fprintf(os.Stderr, "bench: -only %s measures alone: it cannot be combined with -chart or -servers\n", cfg.only)
 			os.Exit(2)
 		}
 	} else if (cfg.only != "" || cfg.servers != "") && (cfg.out != "" || cfg.chart != "") {
@@ -164,9 +172,12 @@ func main() {
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	var err error
-	if cfg.only == onlyExec {
+	switch cfg.only {
+	case onlyExec:
 		err = runExecOnly(ctx, cfg)
-	} else {
+	case onlyHTTP:
+		err = runHTTPOnly(ctx, cfg)
+	default:
 		err = run(ctx, cfg)
 	}
 	stop()
