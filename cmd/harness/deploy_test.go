@@ -1,0 +1,285 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"os"
+	"os/exec"
+	"path"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.yaml.in/yaml/v3"
+)
+
+// The deployment files docs/deploy.md describes, relative to this package.
+const (
+	kubernetesYAML = "../../deploy/kubernetes.yaml"
+	containerfile  = "../../deploy/Containerfile"
+)
+
+// k8sObject is the part of a Kubernetes object the checks below read.
+type k8sObject struct {
+	Kind     string `yaml:"kind"`
+	Metadata struct {
+		Name        string            `yaml:"name"`
+		Annotations map[string]string `yaml:"annotations"`
+	} `yaml:"metadata"`
+	StringData map[string]string `yaml:"stringData"`
+	Data       map[string]string `yaml:"data"`
+	Spec       struct {
+		Template struct {
+			Spec podSpec `yaml:"spec"`
+		} `yaml:"template"`
+	} `yaml:"spec"`
+}
+
+type podSpec struct {
+	TerminationGracePeriodSeconds int         `yaml:"terminationGracePeriodSeconds"`
+	Containers                    []container `yaml:"containers"`
+	Volumes                       []struct {
+		Name   string `yaml:"name"`
+		Secret *struct {
+			SecretName string `yaml:"secretName"`
+		} `yaml:"secret"`
+		ConfigMap *struct {
+			Name string `yaml:"name"`
+		} `yaml:"configMap"`
+	} `yaml:"volumes"`
+}
+
+type container struct {
+	Args  []string `yaml:"args"`
+	Ports []struct {
+		Name          string `yaml:"name"`
+		ContainerPort int    `yaml:"containerPort"`
+	} `yaml:"ports"`
+	ReadinessProbe probe `yaml:"readinessProbe"`
+	LivenessProbe  probe `yaml:"livenessProbe"`
+	VolumeMounts   []struct {
+		Name      string `yaml:"name"`
+		MountPath string `yaml:"mountPath"`
+	} `yaml:"volumeMounts"`
+}
+
+type probe struct {
+	HTTPGet struct {
+		Path string `yaml:"path"`
+		Port string `yaml:"port"`
+	} `yaml:"httpGet"`
+}
+
+// loadManifest parses every document of deploy/kubernetes.yaml, keyed by kind.
+func loadManifest(t *testing.T) map[string]k8sObject {
+	t.Helper()
+	raw, err := os.ReadFile(kubernetesYAML)
+	require.NoError(t, err)
+	objs := map[string]k8sObject{}
+	dec := yaml.NewDecoder(bytes.NewReader(raw))
+	for {
+		var o k8sObject
+		err := dec.Decode(&o)
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		require.NoError(t, err, "deploy/kubernetes.yaml parses")
+		require.NotEmpty(t, o.Kind, "every document has a kind")
+		require.NotContains(t, objs, o.Kind, "one object of each kind")
+		objs[o.Kind] = o
+	}
+	return objs
+}
+
+// serveFlags lists the flags `harness serve --help` documents.
+func serveFlags(t *testing.T) map[string]bool {
+	t.Helper()
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	out, err := exec.Command(bin, "serve", "--help").Output()
+	require.NoError(t, err)
+	flags := map[string]bool{}
+	for _, m := range regexp.MustCompile(`(?m)^\s+--([a-z][a-z0-9-]*)`).FindAllStringSubmatch(string(out), -1) {
+		flags[m[1]] = true
+	}
+	require.NotEmpty(t, flags, "serve --help lists flags:\n%s", out)
+	return flags
+}
+
+// flagValues maps each --name=value (or --name value) of args to its values.
+func flagValues(t *testing.T, args []string) map[string][]string {
+	t.Helper()
+	vals := map[string][]string{}
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !strings.HasPrefix(a, "--") {
+			continue
+		}
+		name, val, ok := strings.Cut(strings.TrimPrefix(a, "--"), "=")
+		if !ok {
+			require.Less(t, i+1, len(args), "%s has a value", a)
+			i++
+			val = args[i]
+		}
+		vals[name] = append(vals[name], val)
+	}
+	return vals
+}
+
+// TestKubernetesManifest checks deploy/kubernetes.yaml against the binary: the
+// Deployment runs `harness serve` with flags serve --help lists; the token
+// file and the principals file it names are the Secret's and the
+// ConfigMap's keys mounted where it looks; the tokens are SUBJECT
+// sha256:HEX64 lines for exactly the principals the ConfigMap lists; both
+// probes ask /healthz on the listen port; the grace period outlasts
+// --shutdown-timeout; the Ingress hashes on the Mcp-Session-Id header.
+func TestKubernetesManifest(t *testing.T) {
+	objs := loadManifest(t)
+	for _, kind := range []string{"Namespace", "Secret", "ConfigMap", "PersistentVolumeClaim", "Deployment", "Service", "Ingress"} {
+		require.Contains(t, objs, kind)
+	}
+	pod := objs["Deployment"].Spec.Template.Spec
+	require.Len(t, pod.Containers, 1)
+	c := pod.Containers[0]
+	require.NotEmpty(t, c.Args)
+	assert.Equal(t, "serve", c.Args[0])
+
+	known := serveFlags(t)
+	vals := flagValues(t, c.Args[1:])
+	for name := range vals {
+		assert.True(t, known[name], "--%s is a flag of harness serve", name)
+	}
+
+	// --listen's port is the container's port the probes ask.
+	require.Len(t, vals["listen"], 1)
+	require.Len(t, c.Ports, 1)
+	assert.True(t, strings.HasSuffix(vals["listen"][0], ":"+strconv.Itoa(c.Ports[0].ContainerPort)), "--listen %s on the container port %d", vals["listen"][0], c.Ports[0].ContainerPort)
+	for _, p := range []probe{c.ReadinessProbe, c.LivenessProbe} {
+		assert.Equal(t, "/healthz", p.HTTPGet.Path)
+		assert.Equal(t, c.Ports[0].Name, p.HTTPGet.Port)
+	}
+
+	// The grace period outlasts the drain.
+	require.Len(t, vals["shutdown-timeout"], 1)
+	drain, err := time.ParseDuration(vals["shutdown-timeout"][0])
+	require.NoError(t, err)
+	assert.Greater(t, time.Duration(pod.TerminationGracePeriodSeconds)*time.Second, drain)
+
+	// mountedKey says which volume's key a file path is: the volume
+	// mounted on its directory, and the file's name.
+	mountedKey := func(file string) (volume, key string) {
+		for _, m := range c.VolumeMounts {
+			if path.Dir(file) == m.MountPath {
+				return m.Name, path.Base(file)
+			}
+		}
+		t.Fatalf("no volume is mounted on %s", path.Dir(file))
+		return "", ""
+	}
+	volumeOf := func(name string) (secret, configMap string) {
+		for _, v := range pod.Volumes {
+			if v.Name == name {
+				if v.Secret != nil {
+					secret = v.Secret.SecretName
+				}
+				if v.ConfigMap != nil {
+					configMap = v.ConfigMap.Name
+				}
+				return secret, configMap
+			}
+		}
+		t.Fatalf("no volume %s", name)
+		return "", ""
+	}
+
+	require.Len(t, vals["token-file"], 1)
+	vol, key := mountedKey(vals["token-file"][0])
+	secret, _ := volumeOf(vol)
+	assert.Equal(t, objs["Secret"].Metadata.Name, secret, "--token-file is the Secret's")
+	tokens, ok := objs["Secret"].StringData[key]
+	require.True(t, ok, "the Secret has the key %s", key)
+
+	require.Len(t, vals["principals"], 1)
+	vol, key = mountedKey(vals["principals"][0])
+	_, cm := volumeOf(vol)
+	assert.Equal(t, objs["ConfigMap"].Metadata.Name, cm, "--principals is the ConfigMap's")
+	principalsYAML, ok := objs["ConfigMap"].Data[key]
+	require.True(t, ok, "the ConfigMap has the key %s", key)
+	var principals struct {
+		Principals map[string]struct {
+			Workspaces []string `yaml:"workspaces"`
+			Mode       string   `yaml:"mode"`
+			WidestMode string   `yaml:"widest-mode"`
+			MaxCalls   int      `yaml:"max-concurrent-calls"`
+		} `yaml:"principals"`
+	}
+	dec := yaml.NewDecoder(strings.NewReader(principalsYAML))
+	dec.KnownFields(true)
+	require.NoError(t, dec.Decode(&principals))
+
+	line := regexp.MustCompile(`^(\S+) sha256:[0-9a-f]{64}$`)
+	subjects := map[string]bool{}
+	sc := bufio.NewScanner(strings.NewReader(tokens))
+	for sc.Scan() {
+		l := strings.TrimSpace(sc.Text())
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		m := line.FindStringSubmatch(l)
+		require.NotNil(t, m, "a token line is SUBJECT sha256:HEX64: %q", l)
+		subjects[m[1]] = true
+	}
+	require.NotEmpty(t, subjects)
+	for name, p := range principals.Principals {
+		assert.True(t, subjects[name], "principal %s has a token", name)
+		assert.NotEmpty(t, p.Workspaces, "principal %s has workspaces", name)
+		for _, ws := range p.Workspaces {
+			assert.True(t, path.IsAbs(ws) && ws != "/", "principal %s: workspace %q is absolute, not /", name, ws)
+		}
+	}
+	for s := range subjects {
+		assert.Contains(t, principals.Principals, s, "token subject %s is a principal", s)
+	}
+
+	assert.Equal(t, "$http_mcp_session_id", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"])
+	assert.Equal(t, "off", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
+}
+
+// TestContainerfile checks deploy/Containerfile's default command: harness
+// serve with flags serve --help lists, listening on the exposed port.
+func TestContainerfile(t *testing.T) {
+	raw, err := os.ReadFile(containerfile)
+	require.NoError(t, err)
+	var entry, cmd []string
+	expose := ""
+	for l := range strings.Lines(string(raw)) {
+		l = strings.TrimSpace(l)
+		switch {
+		case strings.HasPrefix(l, "ENTRYPOINT "):
+			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(l, "ENTRYPOINT ")), &entry), l)
+		case strings.HasPrefix(l, "CMD "):
+			require.NoError(t, json.Unmarshal([]byte(strings.TrimPrefix(l, "CMD ")), &cmd), l)
+		case strings.HasPrefix(l, "EXPOSE "):
+			expose = strings.TrimPrefix(l, "EXPOSE ")
+		}
+	}
+	assert.Equal(t, []string{"/usr/local/bin/harness"}, entry)
+	require.NotEmpty(t, cmd)
+	assert.Equal(t, "serve", cmd[0])
+	known := serveFlags(t)
+	vals := flagValues(t, cmd[1:])
+	for name := range vals {
+		assert.True(t, known[name], "--%s is a flag of harness serve", name)
+	}
+	require.Len(t, vals["listen"], 1)
+	assert.Equal(t, "0.0.0.0:"+expose, vals["listen"][0])
+	assert.Len(t, vals["token-file"], 1, "off loopback the server needs a token file")
+	assert.Len(t, vals["principals"], 1)
+}
