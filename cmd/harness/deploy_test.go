@@ -139,7 +139,7 @@ func flagValues(t *testing.T, args []string) map[string][]string {
 // ConfigMap's keys mounted where it looks; the tokens are SUBJECT
 // sha256:HEX64 lines for exactly the principals the ConfigMap lists; both
 // probes ask /healthz on the listen port; the grace period outlasts
-// --shutdown-timeout; the Ingress hashes on the Mcp-Session-Id header.
+// --shutdown-timeout; the Ingress pins a session by its Authorization header.
 func TestKubernetesManifest(t *testing.T) {
 	objs := loadManifest(t)
 	for _, kind := range []string{"Namespace", "Secret", "ConfigMap", "PersistentVolumeClaim", "Deployment", "Service", "Ingress"} {
@@ -248,7 +248,7 @@ func TestKubernetesManifest(t *testing.T) {
 		assert.Contains(t, principals.Principals, s, "token subject %s is a principal", s)
 	}
 
-	assert.Equal(t, "$http_mcp_session_id", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"])
+	assert.Equal(t, "$http_authorization", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/upstream-hash-by"])
 	assert.Equal(t, "off", objs["Ingress"].Metadata.Annotations["nginx.ingress.kubernetes.io/proxy-buffering"])
 }
 
