@@ -54,7 +54,10 @@ type Record struct {
 	// Client is the MCP client's name and version ("claude-code 2.1.0"),
 	// as its initialize said.
 	Client string `json:"client,omitempty"`
-	Tool   string `json:"tool"`
+	// Principal is who the caller authenticated as: the bearer token's
+	// subject of an HTTP session (issue 26); absent over stdio.
+	Principal string `json:"principal,omitempty"`
+	Tool      string `json:"tool"`
 	// Call is the front end's id of the call (the JSON-RPC request id).
 	Call string `json:"call,omitempty"`
 	// Mode is the sandbox mode the call ran under (after an approved

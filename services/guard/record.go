@@ -19,7 +19,7 @@ import (
 // (nil: a call with no session), now.
 func (g *Guard) open(sess *session.Session, name string, call tool.Call) (*audit.Entry, time.Time) {
 	start := time.Now()
-	r := audit.Record{Time: start, Tool: name, Call: call.ID, Client: call.Client}
+	r := audit.Record{Time: start, Tool: name, Call: call.ID, Client: call.Client, Principal: call.Principal}
 	if sess != nil {
 		r.Session = sess.ID()
 	}
@@ -64,7 +64,7 @@ func (g *Guard) logRecord(r audit.Record) {
 		return
 	}
 	fields := []zap.Field{
-		zap.Time("time", r.Time), zap.String("session", r.Session), zap.String("client", r.Client),
+		zap.Time("time", r.Time), zap.String("session", r.Session), zap.String("client", r.Client), zap.String("principal", r.Principal),
 		zap.String("tool", r.Tool), zap.String("call", r.Call), zap.String("mode", r.Mode),
 		zap.Strings("paths", r.Paths), zap.String("decision", string(r.Decision)),
 	}

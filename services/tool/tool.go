@@ -35,7 +35,9 @@ type Annotations struct {
 // of the arguments. Client names the program that made the call as the
 // front end knows it (MCP: the name and version of the client's
 // implementation, "claude-code 2.1.0"), "" when unknown; it is recorded,
-// never trusted. Approver, when
+// never trusted. Principal is who the front end authenticated the caller
+// as (the bearer token's subject over HTTP), "" when it authenticated no
+// one; it is recorded. Approver, when
 // set, is the approver of this call's escalations (a front end whose
 // approval channel depends on the call, such as the MCP connection that made
 // it); nil means the composition's approver. Progress, when set, reports
@@ -44,6 +46,7 @@ type Annotations struct {
 type Call struct {
 	ID        string
 	Client    string
+	Principal string
 	Arguments json.RawMessage
 	Approver  sandbox.Approver
 	Progress  Progress

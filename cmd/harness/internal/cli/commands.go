@@ -104,9 +104,11 @@ func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
 	return cfg, err
 }
 
-// serve runs the MCP server on stdin/stdout until the client disconnects.
+// serve runs the MCP server on stdin/stdout until the client disconnects,
+// or with --listen over Streamable HTTP until it is told to stop.
 func serve(ctx context.Context, args []string, env Env) error {
-	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined)
+	var logger *zap.Logger
+	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined, func(config.Config) fx.Option { return fx.Populate(&logger) })
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted before serving: a clean shutdown
 	}
@@ -114,6 +116,9 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer stop()
+	if cfg.Listen != "" {
+		return serveHTTP(ctx, srv, cfg, env, logger)
+	}
 	if env.StdinIsTerminal {
 		explainServe(env.Stderr)
 	}

@@ -190,6 +190,9 @@ type Config struct {
 	// AuditMaxBytes is the size in bytes past which the audit log rotates;
 	// 0 means audit.DefaultMaxBytes (64 MiB).
 	AuditMaxBytes int64 `yaml:"audit-max-bytes"`
+
+	// HTTP configures `harness serve --listen` (issue 26).
+	HTTP `yaml:",inline"`
 }
 
 // AuditLogOff is the --audit-log value that turns the audit log off.
@@ -329,6 +332,9 @@ func (c *Config) Validate() error {
 			return fieldErr("audit-log", "%q: %v", c.AuditLog, err)
 		}
 		c.AuditLog = abs
+	}
+	if err := c.validateHTTP(); err != nil {
+		return err
 	}
 	if err := oneOf("log-level", c.LogLevel, LogLevels); err != nil {
 		return err

@@ -674,6 +674,9 @@ func TestFlagsRegistration(t *testing.T) {
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands",
 		"audit-log", "audit-max-bytes",
+		"listen", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
+		"principals", "allowed-origin", "allowed-host", "session-idle", "max-request-bytes", "principal-max-calls",
+		"tls-cert", "tls-key", "shutdown-timeout",
 	}, names)
 	for _, name := range names {
 		assert.NotEmpty(t, fs.Lookup(name).Usage, name)

@@ -92,6 +92,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
 	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
+	httpApply := httpFlags(fs)
 	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
@@ -155,6 +156,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 			"audit-log":             func() { cfg.AuditLog = *auditLog },
 			"audit-max-bytes":       func() { cfg.AuditMaxBytes = *auditMax },
 		}
+		for name, f := range httpApply {
+			apply[name] = func() { f(&cfg) }
+		}
 		for name, f := range apply {
 			if set[name] {
 				f()
@@ -176,15 +180,24 @@ func Flags(fs *flag.FlagSet, getenv func(string) string) func() (Config, error) 
 	}
 }
 
-// yamlKeys returns the YAML keys of Config and, for each, the field's index.
-func yamlKeys() map[string]int {
-	keys := map[string]int{}
-	t := reflect.TypeFor[Config]()
-	for i := range t.NumField() {
-		if k := t.Field(i).Tag.Get("yaml"); k != "" && k != "-" {
-			keys[k] = i
+// yamlKeys returns the YAML keys of Config and, for each, the field's
+// index path (the fields of an inlined struct such as HTTP included).
+func yamlKeys() map[string][]int {
+	keys := map[string][]int{}
+	var walk func(t reflect.Type, prefix []int)
+	walk = func(t reflect.Type, prefix []int) {
+		for i := range t.NumField() {
+			f := t.Field(i)
+			idx := append(slices.Clone(prefix), i)
+			switch k := f.Tag.Get("yaml"); {
+			case k == ",inline":
+				walk(f.Type, idx)
+			case k != "" && k != "-":
+				keys[k] = idx
+			}
 		}
 	}
+	walk(reflect.TypeFor[Config](), nil)
 	return keys
 }
 
@@ -223,7 +236,7 @@ func loadYAML(path string, cfg *Config, source map[string]string) error {
 			return errors.New(msg + "; the keys are the flag names")
 		}
 		where := fmt.Sprintf("--config %s:%d: key %q", path, k.Line, k.Value)
-		field := v.Field(idx)
+		field := v.FieldByIndex(idx)
 		if want := decodeValue(val, field); want != "" {
 			return fmt.Errorf("--config %s:%d: key %q wants %s, got %s", path, val.Line, k.Value, want, given(val))
 		}
@@ -415,6 +428,9 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			return fmt.Errorf("%sJOURNAL_COMMANDS: not a boolean: %q", EnvPrefix, v)
 		}
 		cfg.JournalCommands = b
+	}
+	if err := httpEnv(cfg, lookup); err != nil {
+		return err
 	}
 	if v := lookup("WORKSPACE_OWNER"); v != "" {
 		b, err := strconv.ParseBool(v)

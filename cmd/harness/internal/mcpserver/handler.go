@@ -106,23 +106,39 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 	return func(ctx context.Context, req *mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		c := s.connFor(req.Session)
 		newProto := usesNewProtocol(req.Session)
-		sess, ask := s.session(ctx, c, req, newProto)
+		who := s.callerOf(req)
+		front := s.front.Load()
+		if front != nil && who.http && front.draining.Load() {
+			return toResult(tool.ErrorResult("the server is shutting down and takes no new calls; retry on another server or later", CodeShuttingDown)), nil
+		}
+		s.active.Add(1)
+		defer s.active.Add(-1)
+		sess, ask := s.session(ctx, c, req, newProto, who)
 		if ask != nil {
 			return ask, nil
 		}
-		call := slot{l: s.calls}
-		if err := call.acquire(ctx); err != nil {
-			res := tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)
-			if errors.Is(err, errBusy) {
-				res = tool.ErrorResult(err.Error(), CodeServerBusy)
+		if front != nil && who.http {
+			// The principal's cap first: one principal's flood queues on
+			// its own slots, not the process's.
+			n := 0
+			if who.principal != nil {
+				n = who.principal.MaxConcurrentCalls
 			}
-			s.recordRefused(sess, t.Name, clientName(req), res.Code)
-			return toResult(res), nil
+			own := slot{l: front.limiterOf(who.name, n)}
+			if res, refused := s.takeSlot(ctx, &own, sess, t.Name, req, who); refused {
+				return res, nil
+			}
+			defer own.release()
+		}
+		call := slot{l: s.calls}
+		if res, refused := s.takeSlot(ctx, &call, sess, t.Name, req, who); refused {
+			return res, nil
 		}
 		defer call.release()
 		result := t.Handler(session.NewContext(ctx, sess), tool.Call{
 			ID:        strconv.FormatInt(c.seq.Add(1), 10),
 			Client:    clientName(req),
+			Principal: who.name,
 			Arguments: req.Params.Arguments,
 			Approver:  approver{s: s, c: c, req: req, tool: t.Name, newProto: newProto, slot: &call},
 			Progress:  progress(ctx, req),
@@ -143,6 +159,22 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		}
 		return toResult(result), nil
 	}
+}
+
+// takeSlot acquires sl for a call of tool in sess; when it cannot (the
+// queue is full: SERVER_BUSY; ctx ended: FS_ABORTED) it records the
+// refusal and returns the call's result and true.
+func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, tool_ string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
+	err := sl.acquire(ctx)
+	if err == nil {
+		return nil, false
+	}
+	res := tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)
+	if errors.Is(err, errBusy) {
+		res = tool.ErrorResult(err.Error(), CodeServerBusy)
+	}
+	s.recordRefused(sess, tool_, clientName(req), who.name, res.Code)
+	return toResult(res), true
 }
 
 // maxClientName is the number of bytes of a client's name and version a

@@ -12,12 +12,12 @@ import (
 // server refused before the tool ran (issue 25: every call leaves one
 // record): decision Refused, outcome Error with code (SERVER_BUSY, or
 // FS_ABORTED for a call cancelled while it waited for a slot).
-func (s *Server) recordRefused(sess *session.Session, tool, client string, code errcode.Code) {
+func (s *Server) recordRefused(sess *session.Session, tool, client, principal string, code errcode.Code) {
 	if s.opts.Sink == nil {
 		return
 	}
 	r := audit.Record{
-		Time: time.Now().UTC(), Client: client, Tool: tool,
+		Time: time.Now().UTC(), Client: client, Principal: principal, Tool: tool,
 		Decision: audit.Refused, Outcome: audit.Error, Code: string(code),
 	}
 	if sess != nil {

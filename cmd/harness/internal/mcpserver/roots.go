@@ -5,6 +5,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/google/uuid"
@@ -34,18 +35,19 @@ const DefaultRootsTimeout = 30 * time.Second
 // answer roots/list within Options.RootsTimeout (logged), gets the process
 // working directory, never "/". For a 2026-07-28 client that offers roots,
 // the roots travel as an input-required result; ask is then non-nil.
-func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest, newProto bool) (sess *session.Session, ask *mcp.CallToolResult) {
+func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest, newProto bool, who caller) (sess *session.Session, ask *mcp.CallToolResult) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	stale := c.rootsStale.Load()
-	if c.sess != nil && (!stale || s.opts.Workspace != "") {
+	fixed := s.opts.Workspace != "" && who.principal == nil
+	if c.sess != nil && (!stale || fixed) {
 		return c.sess, nil
 	}
 	var (
 		roots     []string
 		announced bool
 	)
-	if s.opts.Workspace == "" {
+	if !fixed {
 		uris, ok, err := s.clientRoots(ctx, req, newProto)
 		switch {
 		case errors.Is(err, errAskRoots):
@@ -55,15 +57,32 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 			// no root of the old list stays writable.
 			s.log.Warn("the client's roots changed but roots/list failed: no workspace until it answers", zap.Error(err))
 			announced = true
+		case err != nil && who.principal != nil:
+			s.log.Warn("the client's roots are unknown: the session gets its principal's workspaces", zap.Error(err))
+			roots, announced = slices.Clone(who.principal.Workspaces), true
 		case err != nil:
 			s.log.Warn("the client's roots are unknown: falling back to the working directory", zap.Error(err))
+		case ok && who.principal != nil:
+			roots, announced = narrowRoots(who.principal.Workspaces, s.usableRoots(uris)), true
+		case who.principal != nil:
+			roots, announced = slices.Clone(who.principal.Workspaces), true
 		case ok:
 			roots, announced = s.usableRoots(uris), true
 		}
 	}
+	if who.http {
+		// An HTTP session never falls back to the process's working
+		// directory, nor to the policy's fallback root: what it was
+		// given (a principal's workspaces, --workspace, the client's
+		// roots) or nothing.
+		announced = announced || !fixed
+	}
 	c.rootsStale.Store(false)
 	if c.sess == nil {
 		cwd := s.opts.Workspace
+		if who.principal != nil {
+			cwd = ""
+		}
 		if cwd == "" && len(roots) > 0 {
 			cwd = roots[0]
 		}
@@ -78,7 +97,12 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		} else {
 			c.sess = session.New(uuid.NewString(), cwd)
 		}
-		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd))
+		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
+		if who.principal != nil {
+			if err := startPrincipal(c.sess, who.principal); err != nil {
+				s.log.Error("the session's principal was not applied: it is refused", zap.Error(err))
+			}
+		}
 	}
 	if announced {
 		if err := sandboxpolicy.SetRoots(c.sess, roots); err != nil {
@@ -87,6 +111,17 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		s.log.Info("workspace roots", zap.String("session", c.sess.ID()), zap.Strings("roots", roots))
 	}
 	return c.sess, nil
+}
+
+// startPrincipal applies p to a new session: its standing mode and the
+// widest mode it may be granted.
+func startPrincipal(sess *session.Session, p *Principal) error {
+	if p.Mode != "" {
+		if err := sandboxpolicy.SetMode(sess, p.Mode); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // errAskRoots says a 2026-07-28 call must ask the client for its roots.

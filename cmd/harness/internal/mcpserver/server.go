@@ -20,6 +20,7 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/mcp"
@@ -72,6 +73,9 @@ type Server struct {
 	key     []byte           // signs approval request states
 	calls   *limiter         // the process's call slots
 	logs    *clientLogs      // the sessions that asked for log records
+
+	front  atomic.Pointer[HTTPHandler] // the HTTP front end, when one serves
+	active atomic.Int64                // tool calls running (Drain waits for 0)
 }
 
 // New builds the MCP server over tools (served sorted by name); Module

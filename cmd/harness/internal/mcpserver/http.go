@@ -1,0 +1,299 @@
+package mcpserver
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/mcp"
+	"go.uber.org/zap"
+
+	"github.com/dsh-go/harness/services/errcode"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// Paths the HTTP front end serves.
+const (
+	// EndpointPath is the MCP endpoint (Streamable HTTP).
+	EndpointPath = "/mcp"
+	// HealthPath answers "ok" to anyone: liveness and readiness probes.
+	HealthPath = "/healthz"
+	// MetadataPath is the protected-resource metadata document (RFC 9728),
+	// also served with EndpointPath appended.
+	MetadataPath = "/.well-known/oauth-protected-resource"
+)
+
+// CodeShuttingDown is the code of the tool error a call gets when it
+// arrives while the server drains its calls before it stops.
+const CodeShuttingDown errcode.Code = "SERVER_SHUTTING_DOWN"
+
+// Principal is what one authenticated subject may use over HTTP (issue
+// 26): its sessions' workspace roots, standing mode and widest mode, and
+// its cap on calls running at once.
+type Principal struct {
+	// Name is the token subject.
+	Name string
+	// Workspaces are the canonical directories its sessions may use; a
+	// client's roots narrow them, never widen them (narrowRoots).
+	Workspaces []string
+	// Mode is its sessions' standing mode; "" keeps the server's.
+	Mode sandbox.Mode
+	// WidestMode is the widest mode its sessions may be granted: an
+	// escalation beyond it is refused without asking; "" sets none.
+	WidestMode sandbox.Mode
+	// MaxConcurrentCalls caps its calls running at once over all its
+	// sessions; 0 means HTTPOptions.PrincipalMaxCalls.
+	MaxConcurrentCalls int
+}
+
+// HTTPOptions configure the Streamable HTTP front end (HTTPHandler).
+type HTTPOptions struct {
+	// Authenticate wraps the MCP endpoint: it answers a request without a
+	// valid bearer token itself (401 with WWW-Authenticate) and passes the
+	// others on with the token's *auth.TokenInfo in their context
+	// (services/httpauth). Nil serves without authentication: loopback
+	// only, which the caller checks.
+	Authenticate func(http.Handler) http.Handler
+	// Metadata serves the protected-resource metadata document at
+	// MetadataPath and MetadataPath+EndpointPath; nil serves none.
+	Metadata http.Handler
+	// Principals returns the principal of a token subject. Nil: every
+	// session gets the server's workspace and mode. Set: a subject it does
+	// not know is refused with 403.
+	Principals func(subject string) (Principal, bool)
+	// AllowedHosts are the Host header values served, each a host (any
+	// port) or host:port, compared case-insensitively; empty serves any
+	// Host. Anything else gets 403 (DNS rebinding).
+	AllowedHosts []string
+	// AllowedOrigins are the browser origins served (lower-case
+	// scheme://host[:port]); a request with another Origin header, or
+	// "null", gets 403. A request without Origin (not from a browser) is
+	// served.
+	AllowedOrigins []string
+	// SessionIdle closes a session that sent no request for so long; zero
+	// means none.
+	SessionIdle time.Duration
+	// MaxRequestBytes caps a request body (413 beyond); zero means
+	// MinMaxLineBytes.
+	MaxRequestBytes int64
+	// PrincipalMaxCalls caps the calls one principal (the anonymous one
+	// too) runs at once; zero or less means 8.
+	PrincipalMaxCalls int
+}
+
+// HTTPHandler serves MCP over Streamable HTTP: one MCP session per
+// Mcp-Session-Id, each isolated as a stdio connection is (its own roots,
+// policy, grants, read-before-write state, background commands, audit
+// session), approvals asked on the session's stream. It is an
+// http.Handler; Drain stops it taking new work.
+type HTTPHandler struct {
+	s        *Server
+	opts     HTTPOptions
+	mcp      http.Handler
+	draining atomic.Bool
+
+	mu         sync.Mutex
+	principals map[string]*limiter // principal name -> its call slots
+}
+
+// HTTPHandler returns the Streamable HTTP front end of s (issue 26): the
+// MCP endpoint at EndpointPath (the go-sdk's handler, sessions on), the
+// health probe at HealthPath and the metadata document. Requests pass, in
+// order: the Host check, the Origin check, the body cap, authentication,
+// the principal check, then the SDK. Protocol: the 2025-11-25 era and
+// earlier; a 2026-07-28 request is answered with the SDK's unsupported
+// version error, from which a client of that era falls back (SEP-2575),
+// since a per-agent state needs the session the 2026-07-28 era drops.
+// One Server has at most one HTTP front end: a second call replaces the
+// first's settings for the calls that follow.
+func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
+	if opts.MaxRequestBytes <= 0 {
+		opts.MaxRequestBytes = MinMaxLineBytes
+	}
+	if opts.PrincipalMaxCalls <= 0 {
+		opts.PrincipalMaxCalls = 8
+	}
+	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}}
+	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
+		SessionTimeout:      opts.SessionIdle,
+		MaxRequestBodyBytes: opts.MaxRequestBytes,
+		// The Host check below is this one's superset, with the
+		// configured names.
+		DisableLocalhostProtection: len(opts.AllowedHosts) > 0,
+	})
+	var endpoint http.Handler = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if h.draining.Load() && r.Header.Get("Mcp-Session-Id") == "" {
+			w.Header().Set("Retry-After", "5")
+			http.Error(w, "the server is shutting down", http.StatusServiceUnavailable)
+			return
+		}
+		if opts.Principals != nil {
+			ti := auth.TokenInfoFromContext(r.Context())
+			if ti == nil {
+				http.Error(w, "no authenticated subject", http.StatusUnauthorized)
+				return
+			}
+			if _, ok := opts.Principals(ti.UserID); !ok {
+				s.log.Warn("a token's subject is no principal", zap.String("principal", ti.UserID))
+				http.Error(w, "the token's subject is not a configured principal", http.StatusForbidden)
+				return
+			}
+		}
+		sdk.ServeHTTP(w, r)
+	})
+	if opts.Authenticate != nil {
+		endpoint = opts.Authenticate(endpoint)
+	}
+	mux := http.NewServeMux()
+	mux.Handle(EndpointPath, endpoint)
+	if opts.Metadata != nil {
+		mux.Handle(MetadataPath, opts.Metadata)
+		mux.Handle(MetadataPath+EndpointPath, opts.Metadata)
+	}
+	h.mcp = mux
+	s.front.Store(h)
+	return h
+}
+
+// ServeHTTP implements http.Handler.
+func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.URL.Path == HealthPath {
+		// Probes come with the pod's address as their Host.
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = w.Write([]byte("ok\n"))
+		return
+	}
+	if !h.hostAllowed(r.Host) {
+		http.Error(w, "Forbidden: the Host header names no served host", http.StatusForbidden)
+		return
+	}
+	origin := r.Header.Get("Origin")
+	if origin != "" {
+		if !slices.Contains(h.opts.AllowedOrigins, strings.ToLower(origin)) {
+			http.Error(w, "Forbidden: the Origin is not allowed", http.StatusForbidden)
+			return
+		}
+		cors(w, origin)
+		if r.Method == http.MethodOptions {
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	h.mcp.ServeHTTP(w, r)
+}
+
+// cors answers an allowed origin's browser: what it may send and read.
+func cors(w http.ResponseWriter, origin string) {
+	w.Header().Set("Access-Control-Allow-Origin", origin)
+	w.Header().Add("Vary", "Origin")
+	w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+	w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Last-Event-Id")
+	w.Header().Set("Access-Control-Expose-Headers", "Mcp-Session-Id, WWW-Authenticate")
+}
+
+// hostAllowed reports whether a request's Host header names a served host.
+func (h *HTTPHandler) hostAllowed(hostport string) bool {
+	if len(h.opts.AllowedHosts) == 0 {
+		return true
+	}
+	host, port, err := net.SplitHostPort(hostport)
+	if err != nil {
+		host, port = hostport, ""
+	}
+	host = strings.TrimSuffix(strings.Trim(host, "[]"), ".")
+	for _, a := range h.opts.AllowedHosts {
+		ah, ap, err := net.SplitHostPort(a)
+		if err != nil {
+			ah, ap = a, ""
+		}
+		if strings.EqualFold(strings.Trim(ah, "[]"), host) && (ap == "" || ap == port) {
+			return true
+		}
+	}
+	return false
+}
+
+// Drain stops the front end taking new work: a request that would start a
+// session gets 503, a new call SERVER_SHUTTING_DOWN; requests of open
+// sessions (an approval's answer) are still served. It returns once no
+// call runs, or with ctx's error when ctx ends first.
+func (h *HTTPHandler) Drain(ctx context.Context) error {
+	h.draining.Store(true)
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for h.s.active.Load() > 0 {
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+		}
+	}
+	return nil
+}
+
+// limiterOf returns the call slots of the principal named name, made with
+// n slots (n <= 0: the front end's PrincipalMaxCalls) at its first call.
+func (h *HTTPHandler) limiterOf(name string, n int) *limiter {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	l, ok := h.principals[name]
+	if !ok {
+		if n <= 0 {
+			n = h.opts.PrincipalMaxCalls
+		}
+		l = newLimiter(n)
+		h.principals[name] = l
+	}
+	return l
+}
+
+// caller is who made an MCP call: over HTTP, the principal's name (the
+// token subject, "" unauthenticated) and its Principal when the front end
+// maps subjects.
+type caller struct {
+	http      bool
+	name      string
+	principal *Principal
+}
+
+// callerOf returns who made req.
+func (s *Server) callerOf(req *mcp.CallToolRequest) caller {
+	if req.Extra == nil || req.Extra.Header == nil {
+		return caller{}
+	}
+	c := caller{http: true}
+	if req.Extra.TokenInfo != nil {
+		c.name = req.Extra.TokenInfo.UserID
+	}
+	if h := s.front.Load(); h != nil && h.opts.Principals != nil {
+		if p, ok := h.opts.Principals(c.name); ok {
+			c.principal = &p
+		}
+	}
+	return c
+}
+
+// narrowRoots returns the client's roots (canonical directories) that lie
+// inside one of workspaces, by path components; when none does, the
+// workspaces: a client's roots narrow its principal's, never widen them.
+func narrowRoots(workspaces, client []string) []string {
+	var out []string
+	for _, r := range client {
+		for _, w := range workspaces {
+			if r == w || strings.HasPrefix(r, strings.TrimSuffix(w, "/")+"/") {
+				out = append(out, r)
+				break
+			}
+		}
+	}
+	if len(out) == 0 {
+		return slices.Clone(workspaces)
+	}
+	return out
+}
