@@ -6,12 +6,15 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"path"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -282,4 +285,100 @@ func TestContainerfile(t *testing.T) {
 	assert.Equal(t, "0.0.0.0:"+expose, vals["listen"][0])
 	assert.Len(t, vals["token-file"], 1, "off loopback the server needs a token file")
 	assert.Len(t, vals["principals"], 1)
+}
+
+// TestKubernetesManifestServes starts `harness serve` with the Deployment's
+// own arguments, the Secret's token file and the ConfigMap's principals file
+// (their /srv/agents workspaces moved under a temporary directory, which is
+// made, and --listen moved to a free loopback port): the server accepts
+// them together, prints its listening line, answers /healthz without a
+// token, refuses a Host its --allowed-host does not name, and on SIGTERM
+// drains and exits 0.
+func TestKubernetesManifestServes(t *testing.T) {
+	objs := loadManifest(t)
+	args := objs["Deployment"].Spec.Template.Spec.Containers[0].Args
+	vals := flagValues(t, args[1:])
+	tokenKey := path.Base(vals["token-file"][0])
+	principalsKey := path.Base(vals["principals"][0])
+
+	dir := t.TempDir()
+	agents := filepath.Join(dir, "agents")
+	principals := strings.ReplaceAll(objs["ConfigMap"].Data[principalsKey], "/srv/agents/", agents+"/")
+	for _, who := range []string{"alice", "bob"} {
+		require.Contains(t, principals, filepath.Join(agents, who), "the principals file names %s's workspace under /srv/agents", who)
+		require.NoError(t, os.MkdirAll(filepath.Join(agents, who), 0o750))
+	}
+	tokenFile := filepath.Join(dir, tokenKey)
+	require.NoError(t, os.WriteFile(tokenFile, []byte(objs["Secret"].StringData[tokenKey]), 0o600))
+	principalsFile := filepath.Join(dir, principalsKey)
+	require.NoError(t, os.WriteFile(principalsFile, []byte(principals), 0o600))
+
+	run := []string{"serve"}
+	for _, a := range args[1:] {
+		switch name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "="); name {
+		case "listen":
+			a = "--listen=127.0.0.1:0"
+		case "token-file":
+			a = "--token-file=" + tokenFile
+		case "principals":
+			a = "--principals=" + principalsFile
+		}
+		run = append(run, a)
+	}
+	bin, err := buildOnce()
+	require.NoError(t, err)
+	cmd := exec.Command(bin, run...)
+	cmd.Dir = dir
+	stderr, err := cmd.StderrPipe()
+	require.NoError(t, err)
+	require.NoError(t, cmd.Start())
+	t.Cleanup(func() { _ = cmd.Process.Kill() })
+
+	listening := regexp.MustCompile(`^harness: listening on (http://127\.0\.0\.1:\d+)/mcp$`)
+	found := make(chan string, 1)
+	done := make(chan struct{}) // stderr read to its end
+	var log strings.Builder
+	go func() {
+		defer close(done)
+		defer close(found)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			log.WriteString(sc.Text() + "\n")
+			if m := listening.FindStringSubmatch(sc.Text()); m != nil {
+				found <- m[1]
+			}
+		}
+	}()
+	var base string
+	select {
+	case u, ok := <-found:
+		require.True(t, ok, "harness exited before listening")
+		base = u
+	case <-time.After(30 * time.Second):
+		t.Fatal("no listening line within 30 s")
+	}
+
+	resp, err := http.Get(base + "/healthz")
+	require.NoError(t, err)
+	body, err := io.ReadAll(resp.Body)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusOK, resp.StatusCode)
+	assert.Equal(t, "ok\n", string(body))
+
+	req, err := http.NewRequest(http.MethodPost, base+"/mcp", strings.NewReader("{}"))
+	require.NoError(t, err)
+	req.Host = "rebound.example.com"
+	resp, err = http.DefaultClient.Do(req)
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a Host --allowed-host does not name")
+
+	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
+	select {
+	case <-done:
+	case <-time.After(60 * time.Second):
+		t.Fatal("harness still runs 60 s after SIGTERM")
+	}
+	require.NoError(t, cmd.Wait(), "harness exits 0 after SIGTERM; its stderr:\n%s", log.String())
 }
