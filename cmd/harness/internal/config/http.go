@@ -117,9 +117,15 @@ func httpEnv(c *Config, lookup func(string) string) error {
 		name string
 		dst  *string
 	}{
-		{"LISTEN", &c.Listen}, {"TOKEN_FILE", &c.TokenFile}, {"JWKS_URL", &c.JWKSURL}, {"JWT_ISSUER", &c.JWTIssuer},
-		{"JWT_AUDIENCE", &c.JWTAudience}, {"RESOURCE_URL", &c.ResourceURL}, {"PRINCIPALS", &c.Principals},
-		{"TLS_CERT", &c.TLSCert}, {"TLS_KEY", &c.TLSKey},
+		{"LISTEN", &c.Listen},
+		{"TOKEN_FILE", &c.TokenFile},
+		{"JWKS_URL", &c.JWKSURL},
+		{"JWT_ISSUER", &c.JWTIssuer},
+		{"JWT_AUDIENCE", &c.JWTAudience},
+		{"RESOURCE_URL", &c.ResourceURL},
+		{"PRINCIPALS", &c.Principals},
+		{"TLS_CERT", &c.TLSCert},
+		{"TLS_KEY", &c.TLSKey},
 	} {
 		if v := lookup(s.name); v != "" {
 			*s.dst = v
@@ -184,9 +190,14 @@ func (c *Config) validateHTTP() error {
 			key string
 			set bool
 		}{
-			{"token-file", c.TokenFile != ""}, {"jwks-url", c.JWKSURL != ""}, {"principals", c.Principals != ""},
-			{"tls-cert", c.TLSCert != ""}, {"tls-key", c.TLSKey != ""}, {"allowed-origin", len(c.AllowedOrigins) > 0},
-			{"allowed-host", len(c.AllowedHosts) > 0}, {"resource-url", c.ResourceURL != ""},
+			{"token-file", c.TokenFile != ""},
+			{"jwks-url", c.JWKSURL != ""},
+			{"principals", c.Principals != ""},
+			{"tls-cert", c.TLSCert != ""},
+			{"tls-key", c.TLSKey != ""},
+			{"allowed-origin", len(c.AllowedOrigins) > 0},
+			{"allowed-host", len(c.AllowedHosts) > 0},
+			{"resource-url", c.ResourceURL != ""},
 		} {
 			if f.set {
 				return fieldErr(f.key, "needs --listen: it configures the HTTP front end, and without --listen serve speaks stdio")
