@@ -12,7 +12,7 @@
 // unchanged on disk; alice's read of a deny-read .env in her own workspace
 // refused (file tool and command); bob's escalation answered through
 // elicitation on his session's stream (allow-once lands, decline does not);
-// alice's session id refused with bob's token.
+// alice's session id refused (403) with bob's token.
 //
 // Usage: node e2e/http.mjs   (make e2e runs it after client.mjs)
 //
@@ -294,7 +294,7 @@ async function run() {
     headers: { ...mcpHeaders, Authorization: `Bearer ${tokens.bob}`, 'Mcp-Session-Id': alice.transport.sessionId, 'Mcp-Protocol-Version': '2025-11-25' },
     body: JSON.stringify({ jsonrpc: '2.0', id: 99, method: 'tools/call', params: { name: 'write', arguments: { file_path: path.join(aliceWs, 'bob-was-here.txt'), content: 'x' } } }),
   });
-  assert.ok(r.status >= 400 && r.status < 500, `alice's session with bob's token: status ${r.status}: ${await r.text()}`);
+  assert.equal(r.status, 403, `alice's session with bob's token: status ${r.status}: ${await r.text()}`);
   assert.ok(!fs.existsSync(path.join(aliceWs, 'bob-was-here.txt')), 'bob wrote through alice\'s session');
   ok(`alice's Mcp-Session-Id with bob's token: ${r.status}, nothing written`);
 
