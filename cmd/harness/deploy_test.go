@@ -292,8 +292,9 @@ func TestContainerfile(t *testing.T) {
 // (their /srv/agents workspaces moved under a temporary directory, which is
 // made, and --listen moved to a free loopback port): the server accepts
 // them together, prints its listening line, answers /healthz without a
-// token, refuses a Host its --allowed-host does not name, and on SIGTERM
-// drains and exits 0.
+// token, refuses a Host its --allowed-host does not name, answers a request
+// without a token 401 naming the metadata of its --resource-url, serves
+// that metadata, and on SIGTERM drains and exits 0.
 func TestKubernetesManifestServes(t *testing.T) {
 	objs := loadManifest(t)
 	args := objs["Deployment"].Spec.Template.Spec.Containers[0].Args
@@ -373,6 +374,24 @@ func TestKubernetesManifestServes(t *testing.T) {
 	require.NoError(t, err)
 	require.NoError(t, resp.Body.Close())
 	assert.Equal(t, http.StatusForbidden, resp.StatusCode, "a Host --allowed-host does not name")
+
+	// Off loopback the manifest's server demands a token, and names the
+	// public --resource-url in its challenge and its metadata.
+	resp, err = http.Post(base+"/mcp", "application/json", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"ping"}`))
+	require.NoError(t, err)
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, http.StatusUnauthorized, resp.StatusCode, "a request without a token")
+	require.Len(t, vals["resource-url"], 1)
+	resource := vals["resource-url"][0]
+	assert.Contains(t, resp.Header.Get("WWW-Authenticate"), `resource_metadata="https://harness.example.com/.well-known/oauth-protected-resource/mcp"`)
+	resp, err = http.Get(base + "/.well-known/oauth-protected-resource/mcp")
+	require.NoError(t, err)
+	var metadata struct {
+		Resource string `json:"resource"`
+	}
+	require.NoError(t, json.NewDecoder(resp.Body).Decode(&metadata))
+	require.NoError(t, resp.Body.Close())
+	assert.Equal(t, resource, metadata.Resource, "the metadata names --resource-url")
 
 	require.NoError(t, cmd.Process.Signal(syscall.SIGTERM))
 	select {
