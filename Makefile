@@ -147,12 +147,14 @@ soak:
 	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestHTTPSoak|TestCrashSafety|TestCrossProcess|TestMoveOutRace' -timeout 60m ./cmd/harness/ ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
-## as an independent client (needs node >= 20 and npm; see e2e/README.md).
+## as an independent client, over stdio and over Streamable HTTP (needs node >= 20
+## and npm; see e2e/README.md).
 e2e:
 	@echo "e2e: compiling $(BIN), then installing the client's npm packages" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
 	cd e2e && npm ci --no-audit --no-fund
 	node e2e/client.mjs
+	node e2e/http.mjs
 
 ## clean: remove build and benchmark outputs.
 clean:

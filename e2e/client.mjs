@@ -41,12 +41,13 @@ import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport, getDefaultEnvironment } from '@modelcontextprotocol/sdk/client/stdio.js';
 import { ElicitRequestSchema, ListRootsRequestSchema, McpError } from '@modelcontextprotocol/sdk/types.js';
 
+import { ANSWER, expectSuccess, fileSteps, refusalText, seedWorkspace, toolErrorChecker } from './shared.mjs';
+
 const here = path.dirname(fileURLToPath(import.meta.url));
 const harnessBin = path.resolve(process.env.HARNESS_BIN || path.join(here, '..', 'bin', 'harness'));
 const strict = process.env.HARNESS_E2E_STRICT === '1';
 const verbose = process.env.HARNESS_E2E_VERBOSE === '1';
 const logLevel = process.env.HARNESS_E2E_LOG_LEVEL || 'info';
-const CODE_KEY = 'harness/code';
 const REQUEST_TIMEOUT_MS = 15_000;
 const WATCHDOG_MS = 240_000;
 
@@ -79,32 +80,7 @@ function fail(err) {
 
 // ---------------------------------------------------------------- helpers
 
-function textOf(result) {
-  assert.ok(Array.isArray(result.content), `result has no content array: ${JSON.stringify(result)}`);
-  assert.equal(result.content.length, 1, `want exactly one content block, got ${JSON.stringify(result.content)}`);
-  assert.equal(result.content[0].type, 'text', `want a text block, got ${JSON.stringify(result.content[0])}`);
-  return result.content[0].text;
-}
-
-function expectSuccess(result, what) {
-  assert.notEqual(result.isError, true, `${what}: want success, got tool error: ${JSON.stringify(result)}`);
-  assert.ok(result.structuredContent && typeof result.structuredContent === 'object',
-    `${what}: success without structuredContent: ${JSON.stringify(result)}`);
-  return textOf(result);
-}
-
-function expectToolError(result, what, code) {
-  assert.equal(result.isError, true, `${what}: want isError: true, got ${JSON.stringify(result)}`);
-  assert.equal(result.structuredContent, undefined, `${what}: a tool error carries structuredContent: ${JSON.stringify(result)}`);
-  const text = textOf(result);
-  const got = result._meta?.[CODE_KEY];
-  if (code !== undefined) {
-    assert.equal(got, code, `${what}: want _meta["${CODE_KEY}"] = ${code}, got _meta ${JSON.stringify(result._meta)}`);
-  } else if (typeof got !== 'string' || !got.startsWith('FS_')) {
-    warn(`${what}: tool error without an FS_* code: _meta = ${JSON.stringify(result._meta)}, text = ${JSON.stringify(text)}`);
-  }
-  return text;
-}
+const expectToolError = toolErrorChecker(warn);
 
 function exists(p) {
   return fs.existsSync(p);
@@ -120,8 +96,7 @@ if (!fs.existsSync(harnessBin)) {
 // realpath: os.tmpdir() may be a symlink, and the server shows resolved paths.
 const ws = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-ws-')));
 const outside = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-outside-')));
-fs.writeFileSync(path.join(ws, 'seed.txt'), 'alpha\nbeta\ngamma\n');
-fs.writeFileSync(path.join(ws, 'other.txt'), 'one\ntwo\n');
+seedWorkspace(ws);
 fs.mkdirSync(path.join(ws, 'sub'));
 fs.writeFileSync(path.join(ws, 'sub', 'deep.txt'), 'beta deep\n');
 
@@ -220,52 +195,11 @@ async function run() {
   }
   ok('tools/list: exec with its required command and background, exec_kill (id, signal), exec_output (id, readOnlyHint), and exactly delete, edit, glob, grep, list, mkdir, move, read, write; input/output schemas; read/list/glob/grep readOnlyHint, the mutating tools escalation and destructiveHint but mkdir, openWorldHint false');
 
-  // read a seeded file (structuredContent is validated against outputSchema by the SDK)
-  const seed = path.join(ws, 'seed.txt');
-  let res = await call('read', { file_path: 'seed.txt' });
-  let text = expectSuccess(res, 'read seed.txt');
-  assert.equal(text,
-    `<path>${seed}</path>\n<type>file</type>\n<content>\n1: alpha\n2: beta\n3: gamma\n\n(End of file - total 3 lines)\n</content>`,
-    'read seed.txt: envelope text');
-  assert.deepEqual(res.structuredContent, {
-    path: seed,
-    offset: 1,
-    lines: [{ number: 1, text: 'alpha' }, { number: 2, text: 'beta' }, { number: 3, text: 'gamma' }],
-    totalLines: 3,
-  }, 'read seed.txt: structuredContent');
-  ok('read seed.txt: exact envelope text and structuredContent {path, offset, lines, totalLines}');
-
-  // edit after the read
-  res = await call('edit', { file_path: 'seed.txt', old_string: 'beta', new_string: 'BETA' });
-  expectSuccess(res, 'edit seed.txt');
-  assert.equal(res.structuredContent.path, seed, 'edit: structuredContent.path');
-  assert.equal(res.structuredContent.replacements, 1, 'edit: structuredContent.replacements');
-  assert.equal(res.structuredContent.before, 'alpha\nbeta\ngamma\n', 'edit: structuredContent.before');
-  assert.equal(res.structuredContent.after, 'alpha\nBETA\ngamma\n', 'edit: structuredContent.after');
-  assert.match(res.structuredContent.diff, /^-beta$/m, 'edit: diff has -beta');
-  assert.match(res.structuredContent.diff, /^\+BETA$/m, 'edit: diff has +BETA');
-  assert.equal(fs.readFileSync(seed, 'utf8'), 'alpha\nBETA\ngamma\n', 'edit seed.txt: file on disk');
-  ok('edit seed.txt after read: replaced on disk, structuredContent with diff');
-
-  // edit without a prior read
-  const other = path.join(ws, 'other.txt');
-  res = await call('edit', { file_path: 'other.txt', old_string: 'one', new_string: 'ONE' });
-  text = expectToolError(res, 'edit other.txt unread', 'FS_NOT_OBSERVED');
-  assert.ok(text.endsWith(' — read the file, then retry'), `edit unread: remedy missing: ${JSON.stringify(text)}`);
-  assert.equal(text, `Error: edit requires reading ${JSON.stringify(other)} first — read the file, then retry`, 'edit unread: text');
-  assert.equal(fs.readFileSync(other, 'utf8'), 'one\ntwo\n', 'edit unread: file changed on disk');
-  ok('edit other.txt without a read: FS_NOT_OBSERVED, remedy " — read the file, then retry", file unchanged');
-
-  // write a new file inside
-  const created = path.join(ws, 'new.txt');
-  res = await call('write', { file_path: 'new.txt', content: 'fresh\n' });
-  expectSuccess(res, 'write new.txt');
-  assert.equal(res.structuredContent.path, created, 'write: structuredContent.path');
-  assert.equal(res.structuredContent.operation, 'create', 'write: structuredContent.operation');
-  assert.equal(res.structuredContent.before, null, 'write: structuredContent.before');
-  assert.equal(res.structuredContent.after, 'fresh\n', 'write: structuredContent.after');
-  assert.equal(fs.readFileSync(created, 'utf8'), 'fresh\n', 'write new.txt: file on disk');
-  ok('write new.txt inside the workspace: created on disk, operation "create", before null');
+  // read, edit after the read, edit without one, write a new file: the
+  // steps the HTTP flow (http.mjs) runs too.
+  const { seed, created } = await fileSteps({ call, ws, ok, expectToolError });
+  let res;
+  let text;
 
   // list the workspace as a tree two levels deep, with modification times
   res = await call('list', { path: ws, depth: 2 });
@@ -692,25 +626,6 @@ async function startRawServer(label, args, cwd) {
     clearTimeout(timer);
   };
   return { call: callTool, answers, asked, close };
-}
-
-// The client's answers to an approval prompt, and what each maps to
-// (cmd/harness/internal/mcpserver/approval.go): accept with decision
-// allow-once -> allowed-once, allow-session -> allowed-for-session, deny ->
-// rejected; decline -> rejected; cancel -> cancelled.
-const ANSWER = {
-  once: { action: 'accept', content: { decision: 'allow-once' } },
-  session: { action: 'accept', content: { decision: 'allow-session' } },
-  deny: { action: 'accept', content: { decision: 'deny' } },
-  decline: { action: 'decline' },
-  cancel: { action: 'cancel' },
-};
-
-// The refusal texts of an escalation the user did not grant, by answer;
-// subject is "operation" (a file tool) or "command" (exec).
-function refusalText(answer, subject, mode) {
-  if (answer === 'cancel') return `Error: approval for escalating to ${JSON.stringify(mode)} was cancelled`;
-  return `Error: the user rejected escalating this ${subject} to ${JSON.stringify(mode)}`;
 }
 
 // runEscalation drives four servers under --mode read-only (nothing is
