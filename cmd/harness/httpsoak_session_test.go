@@ -16,13 +16,21 @@ import (
 // soakOwnFiles is how many files a session cycles its writes over.
 const soakOwnFiles = 4
 
-// soakFixed is the one fixture file of each principal's workspace, with
-// content naming the principal: a session of the other principal must
-// never see it.
+// soakFixed is the fixture file of each principal's workspace, with content
+// naming the principal: reads are not fenced by workspace (only the
+// deny-read set hides a file), so the other principal may read it.
 const soakFixed = "fixed/readme.txt"
 
 func soakFixedContent(principal string) string {
-	return "the fixed file of " + principal + ", a secret to the other principal\n"
+	return "the fixed file of " + principal + ", readable to the other principal\n"
+}
+
+// soakSecret is each principal's secret, a path of the deny-read set
+// (.env at any depth): no session, of either principal, reads it.
+const soakSecret = ".env"
+
+func soakSecretContent(principal string) string {
+	return "TOKEN=the secret of " + principal + "\n"
 }
 
 // soakStats counts what the sessions saw.
@@ -110,9 +118,9 @@ func (s *soakSession) expectStdout(res *mcp.CallToolResult, what, want string) b
 }
 
 // expectRefused checks a refusal: an error result that does not carry the
-// other principal's fixed content.
+// other principal's secret.
 func (s *soakSession) expectRefused(res *mcp.CallToolResult, what string) {
-	if !res.IsError || strings.Contains(text(res), soakFixedContent(s.other.name)) {
+	if !res.IsError || strings.Contains(text(res), soakSecretContent(s.other.name)) {
 		s.stats.fail("session %d (%s): %s: isError=%v code=%v %q, want a refusal", s.id, s.me.name, what, res.IsError, code(res), text(res))
 	}
 }
@@ -202,14 +210,14 @@ func (s *soakSession) step(ctx context.Context, k int) {
 		}
 		s.expectAbsent("write into the other's workspace", intruder)
 	case 6:
-		if res, ok := s.call(ctx, "read", map[string]any{"file_path": filepath.Join(s.other.ws, soakFixed)}); ok {
-			s.expectRefused(res, "read in the other's workspace")
+		if res, ok := s.call(ctx, "read", map[string]any{"file_path": filepath.Join(s.other.ws, soakSecret)}); ok {
+			s.expectRefused(res, "read of the other's secret")
 		}
 	case 7:
-		command := "cat " + filepath.Join(s.other.ws, soakFixed) + "; echo intruder > " + intruder
+		command := "cat " + filepath.Join(s.other.ws, soakSecret) + "; echo intruder > " + intruder
 		if res, ok := s.call(ctx, "exec", map[string]any{"command": command}); ok {
 			sc, _ := res.StructuredContent.(map[string]any)
-			if strings.Contains(text(res), soakFixedContent(s.other.name)) || (!res.IsError && sc["exit_code"] == float64(0)) {
+			if strings.Contains(text(res), soakSecretContent(s.other.name)) || (!res.IsError && sc["exit_code"] == float64(0)) {
 				s.stats.fail("session %d (%s): exec %q: isError=%v %q, want a failed command that shows nothing of the other's", s.id, s.me.name, command, res.IsError, text(res))
 			}
 		}

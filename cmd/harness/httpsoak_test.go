@@ -87,7 +87,7 @@ func TestHTTPSoak(t *testing.T) {
 	bob := newPrincipal(t, "bob", filepath.Join(base, "bob"))
 	mtime := time.Date(2001, 2, 3, 4, 5, 6, 0, time.UTC)
 	for _, p := range []httpPrincipal{alice, bob} {
-		fixture.Build(t, p.ws, soakFixed+": "+soakFixedContent(p.name))
+		fixture.Build(t, p.ws, soakFixed+": "+soakFixedContent(p.name), soakSecret+": "+soakSecretContent(p.name))
 		require.NoError(t, os.Chtimes(filepath.Join(p.ws, soakFixed), mtime, mtime))
 	}
 	// Each principal may run as many calls at once as it has sessions, and
@@ -164,7 +164,7 @@ func TestHTTPSoak(t *testing.T) {
 	}
 
 	for _, p := range []httpPrincipal{alice, bob} {
-		want := map[string]string{soakFixed: soakFixedContent(p.name)}
+		want := map[string]string{soakFixed: soakFixedContent(p.name), soakSecret: soakSecretContent(p.name)}
 		for _, w := range workers {
 			if w.me.name == p.name {
 				w.wrote(want)
