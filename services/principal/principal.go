@@ -2,9 +2,10 @@
 // for each authenticated subject, the workspaces its sessions may use and
 // the modes they may run under. Load reads and validates the file; a
 // Principal answers what one subject's session starts with (StandingMode,
-// Widest) and which of a client's roots count (Narrow). It decides nothing
-// about a call: the session's ceiling is enforced by sandboxpolicy
-// (SetCeiling), its roots by the file fence and the command runner.
+// Widest) and which of a client's roots count (Narrow), and Bind records
+// them on a session. It decides nothing about a call: sandboxpolicy
+// enforces the session's ceiling, the file fence and the command runner
+// its roots.
 //
 // What it does not protect: the workspaces are canonicalized once, when the
 // file is loaded; a workspace whose spelling is later made a symlink
