@@ -150,3 +150,29 @@ func TestBind(t *testing.T) {
 		})
 	}
 }
+
+// TestBind_RootSwappedOut: a root Narrow kept, made a symlink into another
+// principal's workspace before the session's next call, is dropped by the
+// bounds Bind set: the session stays in its own workspaces.
+func TestBind_RootSwappedOut(t *testing.T) {
+	f := newFixture(t)
+	set, err := principal.Load(f.write(t, "principals:\n  alice:\n    workspaces: [$ALICE]\n", 0o600))
+	require.NoError(t, err)
+	alice, _ := set.Lookup("alice")
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.dir, TempRoots: []string{}})
+	require.NoError(t, err)
+	s := session.New("s", f.dir)
+	require.NoError(t, alice.Bind(s, sandbox.WorkspaceWrite))
+	require.Error(t, alice.Bind(s, sandbox.WorkspaceWrite), "a session is bound once")
+
+	sub := filepath.Join(f.alice, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.Equal(t, []string{sub}, alice.Narrow([]string{sub}))
+	require.NoError(t, sandboxpolicy.SetRoots(s, alice.Narrow([]string{sub})))
+	require.NoError(t, os.Remove(sub))
+	require.NoError(t, os.Symlink(f.bob, sub))
+
+	got := pol.Resolve(s, sandbox.FileTools, "")
+	assert.Equal(t, f.alice, got.WorkspaceRoot)
+	assert.Equal(t, []string{f.alice}, got.WritableRoots())
+}
