@@ -2,9 +2,10 @@
 // for each authenticated subject, the workspaces its sessions may use and
 // the modes they may run under. Load reads and validates the file; a
 // Principal answers what one subject's session starts with (StandingMode,
-// Widest) and which of a client's roots count (Narrow). It decides nothing
-// about a call: the session's ceiling is enforced by sandboxpolicy
-// (SetCeiling), its roots by the file fence and the command runner.
+// Widest) and which of a client's roots count (Narrow), and Bind records
+// them on a session. It decides nothing about a call: sandboxpolicy
+// enforces the session's ceiling, the file fence and the command runner
+// its roots.
 //
 // What it does not protect: the workspaces are canonicalized once, when the
 // file is loaded; a workspace whose spelling is later made a symlink
@@ -15,8 +16,8 @@ package principal
 import (
 	"path/filepath"
 	"slices"
-	"strings"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
@@ -71,12 +72,15 @@ func (p *Principal) Widest(serverMode sandbox.Mode) sandbox.Mode {
 // p.Workspaces, equal to it or beneath it by whole path components
 // (/srv/alice2 is not inside /srv/alice), in the client's order without
 // duplicates; when none does, a copy of p.Workspaces. A client's roots may
-// narrow the principal's workspaces, never widen them.
+// narrow the principal's workspaces, never widen them: Bind's bounds hold
+// the session to them again at each resolution, after the roots are
+// canonicalized, so a root that becomes a symlink out before it is pinned
+// is dropped there.
 func (p *Principal) Narrow(clientRoots []string) []string {
 	var out []string
 	for _, r := range clientRoots {
 		r = filepath.Clean(r)
-		if slices.Contains(out, r) || !slices.ContainsFunc(p.Workspaces, func(w string) bool { return within(r, w) }) {
+		if slices.Contains(out, r) || !slices.ContainsFunc(p.Workspaces, func(w string) bool { return dirfd.Beneath(w, r) }) {
 			continue
 		}
 		out = append(out, r)
@@ -85,15 +89,6 @@ func (p *Principal) Narrow(clientRoots []string) []string {
 		return slices.Clone(p.Workspaces)
 	}
 	return out
-}
-
-// within reports whether the clean absolute path p is dir or lies beneath
-// it, comparing whole path components.
-func within(p, dir string) bool {
-	if !filepath.IsAbs(p) {
-		return false
-	}
-	return p == dir || strings.HasPrefix(p, strings.TrimSuffix(dir, "/")+"/")
 }
 
 // Set is the principals of one file, by name. It is read-only after Load

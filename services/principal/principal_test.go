@@ -1,6 +1,7 @@
 package principal_test
 
 import (
+	"context"
 	"os"
 	"path/filepath"
 	"testing"
@@ -11,6 +12,7 @@ import (
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/session"
 )
 
 func TestNarrow(t *testing.T) {
@@ -81,4 +83,96 @@ func TestStandingModeAndWidest(t *testing.T) {
 			assert.Equal(t, tc.ceiling, p.Widest(tc.server))
 		})
 	}
+}
+
+// TestBind: a session bound to a principal resolves under its standing
+// mode, within its ceiling, rooted in its workspaces and not in the
+// server's working directory; its client's roots narrow them.
+func TestBind(t *testing.T) {
+	f := newFixture(t)
+	deep := filepath.Join(f.alice, "src")
+	require.NoError(t, os.Mkdir(deep, 0o755))
+	serverCwd := filepath.Join(f.dir, "server-cwd")
+	require.NoError(t, os.Mkdir(serverCwd, 0o755))
+	set, err := principal.Load(f.write(t, `principals:
+  alice:
+    workspaces: [$ALICE, $BOB]
+    widest-mode: workspace-write
+  bob:
+    workspaces: [$BOB]
+    mode: read-only
+`, 0o600))
+	require.NoError(t, err)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.DangerFullAccess, WorkspaceRoot: serverCwd, TempRoots: []string{}})
+	require.NoError(t, err)
+
+	cases := []struct {
+		name          string
+		principal     string
+		clientRoots   []string
+		mode, ceiling sandbox.Mode
+		root          string
+		others        []string
+	}{
+		{
+			name: "widest-mode clamps the server's danger-full-access", principal: "alice", mode: sandbox.WorkspaceWrite, ceiling: sandbox.WorkspaceWrite,
+			root: f.alice, others: []string{f.bob},
+		},
+		{
+			name: "the client's roots narrow the workspaces", principal: "alice", clientRoots: []string{deep, f.dir}, mode: sandbox.WorkspaceWrite, ceiling: sandbox.WorkspaceWrite,
+			root: deep,
+		},
+		{name: "a mode only: it is the ceiling too", principal: "bob", mode: sandbox.ReadOnly, ceiling: sandbox.ReadOnly, root: f.bob},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			p, ok := set.Lookup(tc.principal)
+			require.True(t, ok)
+			s := session.New("s-"+tc.principal, serverCwd)
+			require.NoError(t, p.Bind(s, sandbox.DangerFullAccess))
+			if tc.clientRoots != nil {
+				require.NoError(t, sandboxpolicy.SetRoots(s, p.Narrow(tc.clientRoots)))
+			}
+			got := pol.Resolve(s, sandbox.FileTools, "")
+			assert.Equal(t, tc.mode, got.Mode)
+			assert.Equal(t, tc.ceiling, got.Ceiling)
+			assert.Equal(t, tc.root, got.WorkspaceRoot, "never the server's working directory")
+			assert.Equal(t, tc.others, got.OtherRoots)
+			assert.NotContains(t, got.Roots(), serverCwd)
+
+			// An escalation to danger-full-access is refused without asking.
+			_, err := sandboxpolicy.Escalate(t.Context(), sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
+				t.Error("the approver was asked beyond the principal's widest mode")
+				return sandbox.AllowedOnce, nil
+			}), s, sandbox.ApprovalRequest{Family: sandbox.FileTools, Mode: sandbox.DangerFullAccess, Justification: "j"}, got.Mode)
+			require.Error(t, err)
+			assert.Contains(t, err.Error(), `the principal's widest mode is "`+string(tc.ceiling)+`"`)
+		})
+	}
+}
+
+// TestBind_RootSwappedOut: a root Narrow kept, made a symlink into another
+// principal's workspace before the session's next call, is dropped by the
+// bounds Bind set: the session stays in its own workspaces.
+func TestBind_RootSwappedOut(t *testing.T) {
+	f := newFixture(t)
+	set, err := principal.Load(f.write(t, "principals:\n  alice:\n    workspaces: [$ALICE]\n", 0o600))
+	require.NoError(t, err)
+	alice, _ := set.Lookup("alice")
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: f.dir, TempRoots: []string{}})
+	require.NoError(t, err)
+	s := session.New("s", f.dir)
+	require.NoError(t, alice.Bind(s, sandbox.WorkspaceWrite))
+	require.Error(t, alice.Bind(s, sandbox.WorkspaceWrite), "a session is bound once")
+
+	sub := filepath.Join(f.alice, "sub")
+	require.NoError(t, os.Mkdir(sub, 0o755))
+	require.Equal(t, []string{sub}, alice.Narrow([]string{sub}))
+	require.NoError(t, sandboxpolicy.SetRoots(s, alice.Narrow([]string{sub})))
+	require.NoError(t, os.Remove(sub))
+	require.NoError(t, os.Symlink(f.bob, sub))
+
+	got := pol.Resolve(s, sandbox.FileTools, "")
+	assert.Equal(t, f.alice, got.WorkspaceRoot)
+	assert.Equal(t, []string{f.alice}, got.WritableRoots())
 }

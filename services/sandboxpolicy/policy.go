@@ -166,8 +166,10 @@ func cloned(roots []string) []string {
 // checked again: under workspace-write a root of "/" is dropped, so an
 // escalation never turns a read-only deployment on "/" into an unlimited one
 // (deliberate difference 12); WorkspaceRoot is "" when no root is left.
-// A session's own temp roots (SetTempRoots) replace the deployment's.
-// Whichever mode wins, a session's ceiling (SetCeiling) caps it: a standing
+// A session's own temp roots (SetTempRoots) replace the deployment's. A
+// session with bounds (SetBounds) keeps only the roots within them, else
+// takes the bounds as its roots. Whichever mode wins, a session's ceiling
+// (SetCeiling) caps it: a standing
 // mode, a session grant or an approved mode wider than the ceiling resolves
 // to the ceiling (and is then no session grant); the policy carries the
 // ceiling (Ceiling) for the denial's hint.
@@ -192,6 +194,11 @@ func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sand
 				root, _ = s.sessionRoots.LoadOrStore(sess, filepath.Clean(CanonicalPath(cwd)))
 			}
 			p.WorkspaceRoot = root
+		}
+		if bounds, ok := boundsOf(sess); ok {
+			// An HTTP session's roots stay within its principal's
+			// workspaces (SetBounds), whatever was announced or pinned.
+			p.WorkspaceRoot, p.OtherRoots = split(bounded(bounds, append([]string{p.WorkspaceRoot}, p.OtherRoots...)))
 		}
 	}
 	if approved != "" && approved != p.Mode {

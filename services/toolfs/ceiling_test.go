@@ -131,3 +131,41 @@ func TestCeiling_EndToEnd(t *testing.T) {
 		})
 	}
 }
+
+// TestBounds_EndToEnd: a session bounded to its workspace (an HTTP
+// principal's, issue 26) whose client announces another directory as a
+// root, or a root inside that is a symlink to it, still cannot write
+// there: the write is denied and the file there keeps its bytes on disk;
+// its own workspace stays writable.
+func TestBounds_EndToEnd(t *testing.T) {
+	const theirs = "the other principal's file\n"
+	for _, tc := range []struct {
+		name  string
+		roots func(w wrWorld) []string
+	}{
+		{name: "the other workspace announced as a root", roots: func(w wrWorld) []string { return []string{w.outside} }},
+		{name: "a root inside that is a symlink to the other workspace", roots: func(w wrWorld) []string { return []string{filepath.Join(w.ws, "link")} }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := wrNewWorld(t)
+			fixture.Build(t, w.base, "outside/e.txt: "+theirs, "ws/link => ../outside")
+			e := w.sandboxed(t, wrWW, nil, false)
+			sess := session.New("s1", w.ws)
+			require.NoError(t, sandboxpolicy.SetCeiling(sess, wrWW))
+			require.NoError(t, sandboxpolicy.SetBounds(sess, []string{w.ws}))
+			require.NoError(t, sandboxpolicy.SetRoots(sess, tc.roots(w)))
+
+			target := filepath.Join(w.outside, "e.txt")
+			e.mustRead(sess, target)
+			before := fixture.Snapshot(t, w.outside)
+			res := e.write(sess, map[string]any{"file_path": target, "content": "mine now"})
+			wrFail(t, res, fs.CodeSandboxDenied, "Error: "+sandbox.DenialMarker(wrWW)+"\n"+sandbox.CeilingHint(wrWW))
+			assert.Equal(t, theirs, wrDisk(t, target))
+			assert.Equal(t, before, fixture.Snapshot(t, w.outside), "nothing changes there")
+
+			mine := filepath.Join(w.ws, "mine.txt")
+			wrOK(t, e.write(sess, map[string]any{"file_path": mine, "content": "mine"}))
+			assert.Equal(t, "mine", wrDisk(t, mine))
+		})
+	}
+}
