@@ -79,7 +79,7 @@ var commands = []command{
 			"held to its principal's workspaces (--token-file or --jwks-url, --principals).",
 		examples: []string{
 			"harness serve --mode workspace-write --workspace .",
-			"harness serve --listen 127.0.0.1:8080 --mode workspace-write --workspace .",
+			"harness serve --listen 127.0.0.1:8080 --token-file tokens --mode workspace-write --workspace .",
 			"harness serve --listen :8443 --token-file tokens --principals principals.yaml --tls-cert cert.pem --tls-key key.pem",
 			"harness serve --mode workspace-write --toolchain-caches --exec-env GOFLAGS",
 			"harness serve --mode workspace-write --deny-read='*.pem' --deny-read='~/work/credentials' --allow-read=.env",

@@ -33,6 +33,12 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 	if err != nil {
 		return err
 	}
+	if opts.Authenticate == nil {
+		if os.Geteuid() == 0 {
+			return &config.FieldError{Key: "listen", Msg: "serving HTTP as root without --token-file or --jwks-url would let every local user act as root through the tools; give --token-file, or run serve as an ordinary user"}
+		}
+		logger.Warn("serving HTTP without authentication: every local user can reach this server and act as its user; give --token-file to require a token")
+	}
 	ln, err := net.Listen("tcp", cfg.Listen)
 	if err != nil {
 		return fmt.Errorf("--listen %s: %w", cfg.Listen, err)

@@ -130,9 +130,10 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 	return c.sess, nil
 }
 
-// startPrincipal applies p to a new session of c: its standing mode and
-// the widest mode it may be granted (a ceiling no grant or escalation
-// passes), from the server's mode where the principals file sets none; and
+// startPrincipal applies p to a new session of c (Principal.Bind): its
+// standing mode, the widest mode it may be granted (a ceiling no grant or
+// escalation passes), from the server's mode where the principals file
+// sets none, and its workspaces as the bounds of its roots; and
 // a temp area of its own (privateTemp), so no two sessions share one.
 func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 	var (
@@ -145,10 +146,10 @@ func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 	if serverMode == "" {
 		serverMode = sandbox.ReadOnly
 	}
-	if err := sandboxpolicy.SetCeiling(c.sess, p.Widest(serverMode)); err != nil {
-		return err
-	}
-	if err := sandboxpolicy.SetMode(c.sess, p.StandingMode(serverMode)); err != nil {
+	// The ceiling, the bounds (the roots never leave the workspaces, even
+	// through a root swapped for a symlink before it is pinned) and the
+	// standing mode.
+	if err := p.Bind(c.sess, serverMode); err != nil {
 		return err
 	}
 	var temps []string
