@@ -87,10 +87,16 @@ func withTokenInfo(next http.Handler, info *auth.TokenInfo, metadataURL string) 
 	})(next)
 }
 
-// bearerToken returns the token of r's Authorization header: the scheme
-// `Bearer` (any case) and one token after it, the same rule as the go-sdk's
-// so both read the same token.
+// bearerToken returns the token of r's one Authorization header: the
+// scheme `Bearer` (any case) and one token after it, the same rule as the
+// go-sdk's so both read the same token; a request with two headers has
+// none.
 func bearerToken(r *http.Request) (string, bool) {
+	if len(r.Header.Values("Authorization")) != 1 {
+		// Two headers: which one a proxy or the SDK reads is anyone's
+		// guess; neither is taken.
+		return "", false
+	}
 	fields := strings.Fields(r.Header.Get("Authorization"))
 	if len(fields) != 2 || !strings.EqualFold(fields[0], "Bearer") {
 		return "", false

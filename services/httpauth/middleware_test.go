@@ -65,7 +65,8 @@ func TestMiddleware(t *testing.T) {
 		{"wrong token", tf.Verify, []string{"Bearer wrong"}, 401, invalid, "invalid token: unknown token", ""},
 		{"good token", tf.Verify, []string{"Bearer " + aliceToken}, 200, "", "inside", "alice"},
 		{"scheme in lower case", tf.Verify, []string{"bearer " + aliceToken}, 200, "", "inside", "alice"},
-		{"the first of two headers counts", tf.Verify, []string{"Bearer " + aliceToken, "Bearer wrong"}, 200, "", "inside", "alice"},
+		{"two headers: neither counts", tf.Verify, []string{"Bearer " + aliceToken, "Bearer wrong"}, 401, challenge, "bearer token required", ""},
+		{"two headers, the same good token: neither counts", tf.Verify, []string{"Bearer " + aliceToken, "Bearer " + aliceToken}, 401, challenge, "bearer token required", ""},
 		{
 			"expired TokenInfo", fixedVerifier(&auth.TokenInfo{UserID: "bob", Expiration: time.Now().Add(-time.Hour)}, nil),
 			[]string{"Bearer x"},

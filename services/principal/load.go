@@ -8,6 +8,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode"
 	"unicode/utf8"
 
@@ -123,6 +124,11 @@ func read(path string) ([]byte, error) {
 		return nil, at.fail("not a regular file")
 	case fi.Mode().Perm()&0o022 != 0:
 		e := at.fail("is writable by its group or others (mode %#o), who could grant themselves workspaces and modes; run chmod go-w on it", fi.Mode().Perm())
+		e.Code = CodeUnsafe
+		return nil, e
+	}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok && st.Uid != 0 && int(st.Uid) != os.Geteuid() {
+		e := at.fail("belongs to uid %d, neither this process's user nor root, who could grant themselves workspaces and modes; chown it", st.Uid)
 		e.Code = CodeUnsafe
 		return nil, e
 	}

@@ -334,3 +334,22 @@ func TestLoad_TooLarge(t *testing.T) {
 	assert.Equal(t, principal.CodeInvalid, pe.Code)
 	assert.Contains(t, err.Error(), "larger than 1048576 bytes")
 }
+
+func TestLoad_RefusesAnotherUsersFile(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root to give the file to another user")
+	}
+	f := newFixture(t)
+	path := f.write(t, "principals:\n  alice:\n    workspaces: [$ALICE]\n", 0o600)
+	require.NoError(t, os.Chown(path, 1000, 1000))
+	before, err := os.ReadFile(path)
+	require.NoError(t, err)
+	_, err = principal.Load(path)
+	var pe *principal.Error
+	require.True(t, errors.As(err, &pe), "%T: %v", err, err)
+	assert.Equal(t, principal.CodeUnsafe, pe.Code)
+	assert.Contains(t, err.Error(), "belongs to uid 1000, neither this process's user nor root")
+	after, err := os.ReadFile(path)
+	require.NoError(t, err)
+	assert.Equal(t, before, after, "the file is unchanged")
+}

@@ -3,6 +3,7 @@ package cli
 import (
 	"cmp"
 	"context"
+	"crypto/tls"
 	"errors"
 	"fmt"
 	"log"
@@ -32,6 +33,11 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 	opts, err := httpOptions(ctx, cfg, principals, logger)
 	if err != nil {
 		return err
+	}
+	if cfg.TLSCert != "" {
+		if err := checkTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
+			return err
+		}
 	}
 	if opts.Authenticate == nil {
 		if os.Geteuid() == 0 {
@@ -107,7 +113,7 @@ func httpOptions(ctx context.Context, cfg config.Config, principals *principal.S
 		AllowedOrigins:    cfg.AllowedOrigins,
 		SessionIdle:       cmp.Or(cfg.SessionIdle, config.DefaultSessionIdle),
 		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, maxRequestBytes(cfg)),
-		PrincipalMaxCalls: cmp.Or(cfg.PrincipalMaxCalls, config.DefaultPrincipalMaxCalls),
+		PrincipalMaxCalls: cfg.PrincipalMaxCalls,
 		Mode:              sandbox.Mode(cfg.Mode),
 		TempDir:           os.TempDir(),
 	}
@@ -205,4 +211,21 @@ func maxRequestBytes(cfg config.Config) int64 {
 		limit = toolfs.DefaultWriteMaxBytes
 	}
 	return 2*int64(limit) + 1<<20
+}
+
+// checkTLS loads the certificate and key before serving, so a bad pair
+// stops the start rather than every handshake, and refuses a key file its
+// group or others may read.
+func checkTLS(cert, key string) error {
+	info, err := os.Stat(key)
+	if err != nil {
+		return &config.FieldError{Key: "tls-key", Msg: err.Error()}
+	}
+	if info.Mode().Perm()&0o077 != 0 {
+		return &config.FieldError{Key: "tls-key", Msg: fmt.Sprintf("%s may be read by its group or others (mode %#o): anyone who reads it can pose as this server; run chmod 600 on it", key, info.Mode().Perm())}
+	}
+	if _, err := tls.LoadX509KeyPair(cert, key); err != nil {
+		return &config.FieldError{Key: "tls-cert", Msg: fmt.Sprintf("the certificate and key do not load: %v", err)}
+	}
+	return nil
 }

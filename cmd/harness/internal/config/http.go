@@ -48,8 +48,8 @@ type HTTP struct {
 	// write the tools accept.
 	MaxRequestBytes int64 `yaml:"max-request-bytes"`
 	// PrincipalMaxCalls caps one principal's tool calls running at once
-	// (a principal's own max-concurrent-calls wins); 0 means
-	// DefaultPrincipalMaxCalls.
+	// (a principal's own max-concurrent-calls wins); 0 means half the
+	// process's cap (--max-concurrent-calls), at least 1.
 	PrincipalMaxCalls int `yaml:"principal-max-calls"`
 	// TLSCert and TLSKey serve HTTPS.
 	TLSCert string `yaml:"tls-cert"`
@@ -61,9 +61,8 @@ type HTTP struct {
 
 // HTTP defaults.
 const (
-	DefaultSessionIdle       = 30 * time.Minute
-	DefaultPrincipalMaxCalls = 8
-	DefaultShutdownTimeout   = 30 * time.Second
+	DefaultSessionIdle     = 30 * time.Minute
+	DefaultShutdownTimeout = 30 * time.Second
 )
 
 // httpFlags registers the flags of HTTP on fs and returns, for each flag
@@ -79,7 +78,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 		principals  = fs.String("principals", "", "a YAML `FILE` mapping each token subject to its workspaces, mode and widest mode")
 		idle        = fs.Duration("session-idle", 0, "end an HTTP session that sent nothing for this `duration` (0: 30m)")
 		maxBody     = fs.Int64("max-request-bytes", 0, "`bytes` of one HTTP request body at most; one principal's large bodies in flight together at most twice this (0: 2x --write-max-bytes + 1 MiB, 33 MiB)")
-		perPrinc    = fs.Int("principal-max-calls", 0, "tool `calls` one principal runs at once over HTTP; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 8)")
+		perPrinc    = fs.Int("principal-max-calls", 0, "tool `calls` one principal runs at once over HTTP; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: half of --max-concurrent-calls' cap, at least 1)")
 		tlsCert     = fs.String("tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; with --tls-key)")
 		tlsKey      = fs.String("tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
 		drain       = fs.Duration("shutdown-timeout", 0, "on SIGTERM or SIGINT, how long the HTTP server lets the calls in flight finish (`duration`) before it closes (0: 30s)")

@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/http"
 	"slices"
@@ -77,8 +79,13 @@ type HTTPOptions struct {
 	// most twice this in flight together; beyond it, after a second's
 	// wait, 429.
 	MaxRequestBytes int64
+	// BodyTimeout is how long a request's body may take to arrive: a
+	// client that trickles one is cut off rather than holding a
+	// connection; zero means DefaultBodyTimeout.
+	BodyTimeout time.Duration
 	// PrincipalMaxCalls caps the calls one principal (the anonymous one
-	// too) runs at once; zero or less means 8.
+	// too) runs at once; zero or less means half the process's cap
+	// (Options.MaxConcurrentCalls), at least 1.
 	PrincipalMaxCalls int
 }
 
@@ -145,8 +152,13 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	if opts.MaxRequestBytes <= 0 {
 		opts.MaxRequestBytes = MinMaxLineBytes
 	}
+	if opts.BodyTimeout <= 0 {
+		opts.BodyTimeout = DefaultBodyTimeout
+	}
 	if opts.PrincipalMaxCalls <= 0 {
-		opts.PrincipalMaxCalls = 8
+		// Half the process's slots: one principal's flood leaves the
+		// other half to the others.
+		opts.PrincipalMaxCalls = max(1, cap(s.calls.slots)/2)
 	}
 	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}, bodies: map[string]*semaphore.Weighted{}}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
@@ -173,6 +185,14 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 			return
 		}
 		defer release()
+		if r.Method == http.MethodPost && r.Body != nil {
+			// A body must arrive within BodyTimeout; the deadline is
+			// lifted once it has, so the call's answer may stream on.
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)) == nil {
+				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+			}
+		}
 		if opts.Principals != nil {
 			ti := auth.TokenInfoFromContext(r.Context())
 			if ti == nil {
@@ -199,6 +219,28 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	h.mcp = mux
 	s.front.Store(h)
 	return h
+}
+
+// DefaultBodyTimeout is how long a request's body may take to arrive when
+// HTTPOptions.BodyTimeout is zero.
+const DefaultBodyTimeout = 2 * time.Minute
+
+// deadlineBody lifts the connection's read deadline once the body has been
+// read to its end; a body that failed (the deadline passed) keeps it, so
+// the server drops the connection instead of waiting for the rest.
+type deadlineBody struct {
+	io.ReadCloser
+	rc   *http.ResponseController
+	done bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if errors.Is(err, io.EOF) && !b.done {
+		b.done = true
+		_ = b.rc.SetReadDeadline(time.Time{})
+	}
+	return n, err
 }
 
 // ServeHTTP implements http.Handler.

@@ -3,8 +3,10 @@ package mcpserver_test
 import (
 	"context"
 	"io"
+	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"os"
 	"path/filepath"
 	"strings"
@@ -616,4 +618,26 @@ func TestHTTP_APrincipalsLargeBodiesInFlightAreCapped(t *testing.T) {
 	_ = a2.CloseWithError(io.ErrUnexpectedEOF)
 	<-s1
 	<-s2
+}
+
+func TestHTTP_ATrickledBodyIsCutOff(t *testing.T) {
+	w := newHTTPWorld(t, func(o *mcpserver.HTTPOptions) { o.BodyTimeout = 300 * time.Millisecond })
+	u, err := url.Parse(w.url)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	_, err = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\nAuthorization: Bearer alice-token\r\n"+
+		"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: 1000\r\n\r\n{\"jsonrpc\":")
+	require.NoError(t, err)
+	start := time.Now()
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+	_, _ = io.Copy(io.Discard, conn) // until the server answers and closes
+	assert.Less(t, time.Since(start), 10*time.Second, "a body stalled past its timeout no longer holds the connection")
+
+	t.Run("a call's answer still streams after its body arrived", func(t *testing.T) {
+		alice := w.connect(t, "alice-token", nil)
+		_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+		assert.False(t, isErr)
+	})
 }
