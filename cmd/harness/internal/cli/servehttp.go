@@ -90,8 +90,11 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 	if err := h.Drain(dctx); err != nil {
 		logger.Warn("calls were still running when the shutdown timeout passed: they are cancelled", zap.Duration("timeout", timeout))
 	}
-	// The calls are done; open streams (a session's GET) end with the
-	// base context, and Shutdown waits for the last responses to go out.
+	// The calls are done: the sessions end (their background commands
+	// stop, their temp directories go), open streams (a session's GET)
+	// end with the base context, and Shutdown waits for the last
+	// responses to go out.
+	h.CloseSessions()
 	cancelBase()
 	sctx, scancel := context.WithTimeout(context.Background(), 5*time.Second)
 	defer scancel()

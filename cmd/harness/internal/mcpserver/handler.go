@@ -66,20 +66,26 @@ func (s *Server) connFor(ss *mcp.ServerSession) *conn {
 		go func() {
 			_ = ss.Wait()
 			s.conns.Delete(ss)
-			cc := c.(*conn)
-			cc.mu.Lock()
-			if cc.sess != nil && s.tracker != nil {
-				s.tracker.End(cc.sess)
-			}
-			if cc.tempDir != "" {
-				if err := os.RemoveAll(cc.tempDir); err != nil {
-					s.log.Warn("a session's temp directory was not removed", zap.String("dir", cc.tempDir), zap.Error(err))
-				}
-			}
-			cc.mu.Unlock()
+			s.endConn(c.(*conn))
 		}()
 	}
 	return c.(*conn)
+}
+
+// endConn ends c's session (its background commands stop) and removes its
+// private temp directory; a second call does nothing more.
+func (s *Server) endConn(c *conn) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.sess != nil && s.tracker != nil {
+		s.tracker.End(c.sess)
+	}
+	if c.tempDir != "" {
+		if err := os.RemoveAll(c.tempDir); err != nil {
+			s.log.Warn("a session's temp directory was not removed", zap.String("dir", c.tempDir), zap.Error(err))
+		}
+		c.tempDir = ""
+	}
 }
 
 // usesNewProtocol reports whether the connection negotiated 2026-07-28 or

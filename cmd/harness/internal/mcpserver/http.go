@@ -185,14 +185,6 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 			return
 		}
 		defer release()
-		if r.Method == http.MethodPost && r.Body != nil {
-			// A body must arrive within BodyTimeout; the deadline is
-			// lifted once it has, so the call's answer may stream on.
-			rc := http.NewResponseController(w)
-			if rc.SetReadDeadline(time.Now().Add(opts.BodyTimeout)) == nil {
-				r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
-			}
-		}
 		if opts.Principals != nil {
 			ti := auth.TokenInfoFromContext(r.Context())
 			if ti == nil {
@@ -208,7 +200,17 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 		sdk.ServeHTTP(w, r)
 	})
 	if opts.Authenticate != nil {
-		endpoint = opts.Authenticate(endpoint)
+		inner := endpoint
+		authed := opts.Authenticate(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			// Authenticated: the SDK gets the server's own writer back.
+			if rw, ok := w.(*refusalWriter); ok {
+				w = rw.ResponseWriter
+			}
+			inner.ServeHTTP(w, r)
+		}))
+		endpoint = http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			authed.ServeHTTP(&refusalWriter{ResponseWriter: w}, r)
+		})
 	}
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, endpoint)
@@ -243,8 +245,38 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// refusalWriter closes the connection after a refusal (a status of 400 or
+// more) of the authentication: the server then does not wait for the rest
+// of an unauthenticated body to reuse the connection.
+type refusalWriter struct {
+	http.ResponseWriter
+}
+
+func (w *refusalWriter) WriteHeader(code int) {
+	if code >= http.StatusBadRequest {
+		w.Header().Set("Connection", "close")
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
 // ServeHTTP implements http.Handler.
 func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method == http.MethodPost && r.Body != nil && r.Body != http.NoBody {
+		// A body must arrive within BodyTimeout, whoever sends it (a
+		// refused request's too, which the server would otherwise wait
+		// for to reuse the connection); the deadline is lifted once it
+		// has, so a call's answer may stream on.
+		rc := http.NewResponseController(w)
+		if err := rc.SetReadDeadline(time.Now().Add(h.opts.BodyTimeout)); err == nil {
+			// On a copy of the request: the server's own copy keeps its
+			// body, by which it decides, when a handler answers without
+			// reading it all, whether to drain it or close.
+			r = r.WithContext(r.Context())
+			r.Body = &deadlineBody{ReadCloser: r.Body, rc: rc}
+		} else {
+			h.s.log.Warn("a request body gets no read deadline", zap.Error(err))
+		}
+	}
 	if r.URL.Path == HealthPath {
 		// Probes come with the pod's address as their Host.
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
@@ -252,12 +284,14 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if !h.hostAllowed(r.Host) {
+		w.Header().Set("Connection", "close")
 		http.Error(w, "Forbidden: the Host header names no served host", http.StatusForbidden)
 		return
 	}
 	origin := r.Header.Get("Origin")
 	if origin != "" {
 		if !slices.Contains(h.opts.AllowedOrigins, strings.ToLower(origin)) {
+			w.Header().Set("Connection", "close")
 			http.Error(w, "Forbidden: the Origin is not allowed", http.StatusForbidden)
 			return
 		}
@@ -317,6 +351,18 @@ func (h *HTTPHandler) Drain(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// CloseSessions ends every session the front end serves, as their
+// connections ending would (their background commands stop, their private
+// temp directories are removed), before it returns: what a stopping server
+// does once Drain is done.
+func (h *HTTPHandler) CloseSessions() {
+	h.s.conns.Range(func(k, v any) bool {
+		h.s.endConn(v.(*conn))
+		_ = k.(*mcp.ServerSession).Close()
+		return true
+	})
 }
 
 // limiterOf returns the call slots of the principal named name, made with

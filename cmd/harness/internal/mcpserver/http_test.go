@@ -1,6 +1,7 @@
 package mcpserver_test
 
 import (
+	"bufio"
 	"context"
 	"io"
 	"net"
@@ -9,6 +10,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -603,13 +605,18 @@ func TestHTTP_APrincipalsLargeBodiesInFlightAreCapped(t *testing.T) {
 	a1, s1 := post("alice-token", limit)
 	a2, s2 := post("alice-token", limit)
 	time.Sleep(200 * time.Millisecond)
-	_, s3 := post("alice-token", limit/2)
-	select {
-	case code := <-s3:
-		assert.Equal(t, http.StatusTooManyRequests, code, "a third large body of alice's waits a second, then 429")
-	case <-time.After(10 * time.Second):
-		t.Fatal("the third body was neither admitted nor refused")
-	}
+	u, err := url.Parse(w.url)
+	require.NoError(t, err)
+	conn, err := net.Dial("tcp", u.Host)
+	require.NoError(t, err)
+	defer func() { _ = conn.Close() }()
+	_, err = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\nAuthorization: Bearer alice-token\r\n"+
+		"Content-Type: application/json\r\nAccept: application/json, text/event-stream\r\nContent-Length: "+strconv.Itoa(limit/2)+"\r\n\r\n{")
+	require.NoError(t, err)
+	require.NoError(t, conn.SetReadDeadline(time.Now().Add(10*time.Second)))
+	status, err := bufio.NewReader(conn).ReadString('\n')
+	require.NoError(t, err, "the third body was neither admitted nor refused")
+	assert.Equal(t, "HTTP/1.1 429 Too Many Requests\r\n", status, "a third large body of alice's waits a second, then 429")
 	b, sb := post("bob-token", limit/2)
 	_ = b.CloseWithError(io.ErrUnexpectedEOF)
 	code := <-sb
@@ -635,9 +642,39 @@ func TestHTTP_ATrickledBodyIsCutOff(t *testing.T) {
 	_, _ = io.Copy(io.Discard, conn) // until the server answers and closes
 	assert.Less(t, time.Since(start), 10*time.Second, "a body stalled past its timeout no longer holds the connection")
 
+	for _, auth := range []string{"", "Authorization: Bearer wrong\r\n"} {
+		conn, err := net.Dial("tcp", u.Host)
+		require.NoError(t, err)
+		_, err = io.WriteString(conn, "POST /mcp HTTP/1.1\r\nHost: "+u.Host+"\r\n"+auth+
+			"Content-Type: application/json\r\nContent-Length: 100000\r\n\r\n{")
+		require.NoError(t, err)
+		start := time.Now()
+		require.NoError(t, conn.SetReadDeadline(time.Now().Add(20*time.Second)))
+		got, _ := io.ReadAll(conn)
+		assert.Contains(t, string(got), "401 Unauthorized", "refused at once")
+		assert.Less(t, time.Since(start), 10*time.Second, "a refused request's trickled body does not hold the connection (%q)", auth)
+		_ = conn.Close()
+	}
+
 	t.Run("a call's answer still streams after its body arrived", func(t *testing.T) {
 		alice := w.connect(t, "alice-token", nil)
 		_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
 		assert.False(t, isErr)
 	})
+}
+
+func TestHTTP_CloseSessionsRemovesTheirTemp(t *testing.T) {
+	w := newHTTPWorld(t, nil)
+	alice := w.connect(t, "alice-token", nil)
+	_, _, isErr := call(t, alice, "list", map[string]any{"path": w.alice})
+	require.False(t, isErr)
+	entries, err := os.ReadDir(w.temp)
+	require.NoError(t, err)
+	require.Len(t, entries, 1, "alice's session has its temp directory")
+	require.NoError(t, os.WriteFile(filepath.Join(w.temp, entries[0].Name(), "left"), []byte("x"), 0o600))
+	w.front.CloseSessions()
+	entries, err = os.ReadDir(w.temp)
+	require.NoError(t, err)
+	assert.Empty(t, entries, "a stopping server leaves no session's temp behind")
+	assert.Empty(t, w.tracker.Sessions(), "and ends every session")
 }
