@@ -13,9 +13,7 @@ import (
 // DenyReadDefaults returns the deny-read patterns in force unless
 // --allow-read drops one by its spelling (issue 24): the usual credential
 // stores in a home directory (`~` is each home DenyReadOptions.Homes names),
-// the system's password hashes and SSH host keys (which a root server, whose
-// file tools read as root, would otherwise hand any agent), harness's own
-// configuration and state, and a project's environment files
+// harness's own configuration and state, and a project's environment files
 // at any depth (`.env`, `.env.*`; the `.env.example`, `.env.sample`,
 // `.env.template` and `.env.dist` templates stay readable), which hold a
 // deployment's secrets more often than not.
@@ -25,7 +23,6 @@ func DenyReadDefaults() []string {
 		"~/.docker/config.json", "~/.netrc", "~/.git-credentials", "~/.config/gh",
 		"~/.npmrc", "~/.pypirc", "~/.cargo/credentials*",
 		"~/.config/harness", "~/.local/state/harness",
-		"/etc/shadow", "/etc/gshadow", "/etc/shadow-", "/etc/gshadow-", "/etc/ssh/ssh_host_*_key",
 		".env", ".env.*", "!.env.example", "!.env.sample", "!.env.template", "!.env.dist",
 	}
 }
