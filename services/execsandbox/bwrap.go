@@ -378,7 +378,7 @@ func tempDirEnv(policy sandbox.ExecutionPolicy, env []string) []string {
 		}
 	}
 	for _, r := range policy.TempRoots {
-		if current == r || strings.HasPrefix(current, strings.TrimSuffix(r, "/")+"/") {
+		if dirfd.Beneath(r, current) {
 			return env
 		}
 	}

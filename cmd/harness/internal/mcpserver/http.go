@@ -175,7 +175,8 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 			return
 		}
 		name := ""
-		if ti := auth.TokenInfoFromContext(r.Context()); ti != nil {
+		ti := auth.TokenInfoFromContext(r.Context())
+		if ti != nil {
 			name = ti.UserID
 		}
 		release, ok := h.admitBody(r, name)
@@ -186,7 +187,6 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 		}
 		defer release()
 		if opts.Principals != nil {
-			ti := auth.TokenInfoFromContext(r.Context())
 			if ti == nil {
 				http.Error(w, "no authenticated subject", http.StatusUnauthorized)
 				return
