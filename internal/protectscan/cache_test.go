@@ -35,7 +35,7 @@ func TestScan_CacheSeesANewNestedGitAtOnce(t *testing.T) {
 				ageTree(t, base)
 			}
 			roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
-			s := protectscan.New(protectscan.Options{})
+			s := protectscan.NewWalking(protectscan.Options{})
 			assert.Empty(t, scanWithin(t, s, roots))
 
 			dir := filepath.Join(base, "ws/a/b")
@@ -56,7 +56,7 @@ func TestScan_CacheAnswersUnchangedDirectories(t *testing.T) {
 	build(t, base, "ws/a/.git/", "ws/a/f1", "ws/a/f2", "ws/b/c/secret.key", "ws/b/c/d/", "ws/e")
 	ageTree(t, base)
 	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
-	s := protectscan.New(protectscan.Options{})
+	s := protectscan.NewWalking(protectscan.Options{})
 	want := []string{"ws/a/.git", "ws/b/c/secret.key"}
 
 	entries, read, err := s.ScanCounted(t.Context(), roots, protectMeta)
@@ -80,7 +80,7 @@ func TestScan_CacheAnswersUnchangedDirectories(t *testing.T) {
 
 	// A directory answered from the cache still has its entries' identity
 	// as found, and its .git file is read again each time.
-	entries, read, err = protectscan.New(protectscan.Options{}).ScanCounted(t.Context(), roots, protectMeta)
+	entries, read, err = protectscan.NewWalking(protectscan.Options{}).ScanCounted(t.Context(), roots, protectMeta)
 	require.NoError(t, err)
 	assert.Equal(t, want, pathsOf(t, base, entries))
 	assert.Equal(t, 10, read, "another Scanner has its own cache")
@@ -91,7 +91,7 @@ func TestScan_CacheRereadsAGitFile(t *testing.T) {
 	build(t, base, "ws/.git=gitdir: one\n", "ws/one/", "ws/two/")
 	ageTree(t, base)
 	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
-	s := protectscan.New(protectscan.Options{})
+	s := protectscan.NewWalking(protectscan.Options{})
 	assert.Equal(t, []string{"ws/.git", "ws/one"}, pathsOf(t, base, scanWithin(t, s, roots)))
 
 	// Rewritten in place: the directory holding it does not change.
@@ -113,7 +113,7 @@ func TestScan_CacheKeysByPathInTheRoot(t *testing.T) {
 	// Protects x.key only directly in a directory named a.
 	anchored := func(rel string, _ bool) bool { return path.Dir(rel) == "a" && path.Base(rel) == "x.key" }
 	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
-	s := protectscan.New(protectscan.Options{})
+	s := protectscan.NewWalking(protectscan.Options{})
 	entries, err := s.Scan(t.Context(), roots, anchored)
 	require.NoError(t, err)
 	assert.Empty(t, entries)
@@ -131,7 +131,7 @@ func TestScan_CacheWaitsOutTheRacyWindow(t *testing.T) {
 	base := tempRoot(t)
 	build(t, base, "ws/a/")
 	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
-	s := protectscan.New(protectscan.Options{})
+	s := protectscan.NewWalking(protectscan.Options{})
 	_, read, err := s.ScanCounted(t.Context(), roots, protectMeta)
 	require.NoError(t, err)
 	assert.Equal(t, 1, read)

@@ -17,3 +17,18 @@ func (c *dirCache) len() int {
 
 // CachedDirs returns how many directories s's cache holds.
 func (s *Scanner) CachedDirs() int { return s.cache.len() }
+
+// NewWalking is New with the kept results off: every scan walks, answered
+// from the cache where it can be (the cache's own tests).
+func NewWalking(o Options) *Scanner {
+	s := New(o)
+	s.walkOnly = true
+	return s
+}
+
+// ScanReused is Scan that also reports whether the scan took a result kept
+// current by notifications instead of walking.
+func (s *Scanner) ScanReused(ctx context.Context, roots []Root, match Match) ([]Entry, bool, error) {
+	w, out, err := s.scanWalk(ctx, roots, match)
+	return out, w.reused, err
+}

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"time"
 )
@@ -109,6 +110,16 @@ type Scanner struct {
 	enterRepos bool
 	cache      *dirCache
 	seq        atomic.Uint64
+
+	// What is kept current (notify.go, memo.go), under mu.
+	mu     sync.Mutex
+	match  Match             // the predicate of the latest scan
+	memos  map[string]*memo  // rootsKey -> reusable result
+	active map[string]*scanning // the root sets being scanned
+	epoch  uint64            // moves at each event that matters
+	// walkOnly turns the kept results off: every scan walks (the cache's
+	// own tests).
+	walkOnly bool
 }
 
 // New returns a Scanner bounded by o, with an empty cache.
@@ -116,6 +127,7 @@ func New(o Options) *Scanner {
 	s := &Scanner{
 		maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit,
 		enterRepos: o.EnterRepositories, cache: newDirCache(),
+		memos: map[string]*memo{}, active: map[string]*scanning{},
 	}
 	if s.maxEntries <= 0 {
 		s.maxEntries = DefaultMaxEntries
@@ -148,12 +160,22 @@ func (s *Scanner) Scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 // scan is Scan that also returns how many entries it read from uncached
 // directories.
 func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry, int, error) {
+	w, out, err := s.scanWalk(ctx, roots, match)
+	if w == nil {
+		return out, 0, err
+	}
+	return out, w.entries, err
+}
+
+// scanWalk is Scan that also returns its walk (nil when the arguments were
+// refused before it began).
+func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*walk, []Entry, error) {
 	if match == nil {
-		return nil, 0, errors.New("protected-path scan: no match predicate")
+		return nil, nil, errors.New("protected-path scan: no match predicate")
 	}
 	for _, r := range roots {
 		if !filepath.IsAbs(r.Path) || filepath.Clean(r.Path) != r.Path {
-			return nil, 0, fmt.Errorf("protected-path scan: root %q is not a clean absolute path", r.Path)
+			return nil, nil, fmt.Errorf("protected-path scan: root %q is not a clean absolute path", r.Path)
 		}
 	}
 	w := &walk{
@@ -162,21 +184,34 @@ func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 		match:   match,
 		seq:     s.seq.Add(1),
 		readAt:  time.Now().UnixNano(),
-		buf:     make([]byte, direntBufBytes),
 		found:   map[string]Entry{},
 		gitDirs: map[string]bool{},
 	}
 	defer w.close()
-	if err := w.run(roots); err != nil {
-		if be, ok := errors.AsType[*BudgetError](err); ok {
-			return nil, w.entries, be
+	var err error
+	if s.walkOnly {
+		err = w.run(roots, func() {})
+	} else {
+		key := rootsKey(roots)
+		kept, epoch := s.reusable(key, roots, match)
+		if kept != nil {
+			w.reused = true
+			err = w.reuse(roots, kept)
+		} else {
+			err = w.run(roots, func() { s.keep(key, w, epoch) })
 		}
-		return nil, w.entries, fmt.Errorf("protected-path scan: %w", err)
+		s.done(key)
+	}
+	if err != nil {
+		if be, ok := errors.AsType[*BudgetError](err); ok {
+			return w, nil, be
+		}
+		return w, nil, fmt.Errorf("protected-path scan: %w", err)
 	}
 	out := make([]Entry, 0, len(w.found))
 	for _, e := range w.found {
 		out = append(out, e)
 	}
 	slices.SortFunc(out, func(a, b Entry) int { return strings.Compare(a.Path, b.Path) })
-	return out, w.entries, nil
+	return w, out, nil
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"unsafe"
@@ -36,6 +37,13 @@ type walk struct {
 	roots   []*openedRoot
 	gitdirs []string        // clean absolute paths named by `.git` files
 	gitDirs map[string]bool // the git directories found, for the split
+	// unwatched is set when a directory of the walk is not watched: its
+	// result cannot be kept current.
+	unwatched bool
+	// reused is set when the walk took a kept result.
+	reused bool
+	// dirs are the directories whose listings the walk used.
+	dirs map[devIno]struct{}
 }
 
 // close releases the roots' descriptors.
@@ -45,8 +53,51 @@ func (w *walk) close() {
 	}
 }
 
-// run opens every root, searches each, then follows the gitdirs found.
-func (w *walk) run(roots []Root) error {
+// run opens every root, searches each, hands what the roots' directories
+// decided to walked, then follows the gitdirs found.
+func (w *walk) run(roots []Root, walked func()) error {
+	if err := w.open(roots); err != nil {
+		return err
+	}
+	for _, r := range w.roots {
+		var st unix.Stat_t
+		if err := unix.Fstat(r.fd, &st); err != nil {
+			return &os.PathError{Op: "fstat", Path: r.Path, Err: err}
+		}
+		if err := w.visit(r, r.fd, &st, r.Path, "", 0); err != nil {
+			return err
+		}
+	}
+	walked()
+	return w.finish()
+}
+
+// reuse opens every root and takes what an earlier walk of them found
+// (kept current: no event since said otherwise), then follows the gitdirs
+// as run does.
+func (w *walk) reuse(roots []Root, m *memo) error {
+	if err := w.open(roots); err != nil {
+		return err
+	}
+	w.found, w.gitDirs = maps.Clone(m.found), maps.Clone(m.gitDirs)
+	w.gitdirs = append(w.gitdirs[:0], m.gitdirs...)
+	return w.finish()
+}
+
+// finish follows the gitdirs `.git` files named and splits the git
+// directories found.
+func (w *walk) finish() error {
+	if err := w.followGitdirs(); err != nil {
+		return err
+	}
+	if !w.s.splitGit {
+		return nil
+	}
+	return w.splitGitdirs()
+}
+
+// open opens every root.
+func (w *walk) open(roots []Root) error {
 	for _, r := range roots {
 		fd, err := openRoot(r.Path)
 		if err != nil {
@@ -58,22 +109,7 @@ func (w *walk) run(roots []Root) error {
 		}
 		w.roots = append(w.roots, or)
 	}
-	for _, r := range w.roots {
-		var st unix.Stat_t
-		if err := unix.Fstat(r.fd, &st); err != nil {
-			return &os.PathError{Op: "fstat", Path: r.Path, Err: err}
-		}
-		if err := w.visit(r, r.fd, &st, r.Path, "", 0); err != nil {
-			return err
-		}
-	}
-	if err := w.followGitdirs(); err != nil {
-		return err
-	}
-	if !w.s.splitGit {
-		return nil
-	}
-	return w.splitGitdirs()
+	return nil
 }
 
 // openRoot opens the canonical directory path, refusing a symlink anywhere
@@ -99,6 +135,11 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 	if err := w.ctx.Err(); err != nil {
 		return fmt.Errorf("reading %s: %w", path, err)
 	}
+	// Watched before it is read: a change after this point is an event.
+	if !watchDir(fd, st, path) {
+		w.unwatched = true
+	}
+	w.used(st)
 	key := dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}
 	l, ok := w.s.cache.get(key, st, w.seq)
 	if !ok {
@@ -199,15 +240,27 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
 		return true, nil
 	}
+	if !notify().watched(devIno{st.Dev, st.Ino}) {
+		return false, nil // opened and visited: watched there
+	}
 	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
 	if !ok || l.needsFD() {
 		return false, nil
 	}
+	w.used(&st)
 	path := parent // only l's protected entries, and l itself when shaped like a repository, use the path
 	if len(l.protected) > 0 || l.repo() {
 		path = filepath.Join(parent, sd.name)
 	}
 	return true, w.use(r, -1, st.Dev, path, rel, depth, l)
+}
+
+// used records that the walk used the listing of the directory st.
+func (w *walk) used(st *unix.Stat_t) {
+	if w.dirs == nil {
+		w.dirs = map[devIno]struct{}{}
+	}
+	w.dirs[devIno{st.Dev, st.Ino}] = struct{}{}
 }
 
 // ownedDir reports whether name in dirfd is, by lstat, a directory of owner.
@@ -220,6 +273,9 @@ func ownedDir(dirfd int, name string, owner int) bool {
 // read reads the directory fd (stat st) at path, rel below root r, in
 // batches of the scan's buffer, and returns what it holds.
 func (w *walk) read(r *openedRoot, fd int, st *unix.Stat_t, path, rel string) (*listing, error) {
+	if w.buf == nil {
+		w.buf = make([]byte, direntBufBytes)
+	}
 	l := &listing{mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(), readAt: w.readAt, ino: st.Ino}
 	w.rel = append(w.rel[:0], rel...)
 	if rel != "" {
@@ -315,6 +371,9 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 		return err
 	}
 	switch {
+	case protected && typ != unix.DT_LNK && placeholderIn(dirfd, name, &st):
+		// A runner's placeholder holds nothing and is no finding: the
+		// runner reserves it again for each command.
 	case protected && typ != unix.DT_LNK:
 		l.protected = append(l.protected, found{name: name, dev: st.Dev, ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:

@@ -22,6 +22,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
 )
 
 // Bwrap is the bubblewrap isolation: each command runs in a world built by
@@ -211,14 +212,14 @@ type Reservation struct {
 // this mode, and carries placeholderXattr, which together tell it from an
 // empty one of the user's (a user's empty 0555 `.vscode` is never removed).
 const (
-	placeholderDirMode  = 0o555
-	placeholderFileMode = 0o444
+	placeholderDirMode  = protectscan.PlaceholderDirMode
+	placeholderFileMode = protectscan.PlaceholderFileMode
 )
 
 // placeholderXattr marks the placeholders the runner makes. On a file
 // system without user extended attributes (ENOTSUP) the mode alone tells
 // them, as it did before the mark.
-const placeholderXattr = "user.harness.placeholder"
+const placeholderXattr = protectscan.PlaceholderXattr
 
 // ReserveGit is Reserve(root/.git, true): root's top-level `.git`.
 func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Join(root, ".git"), true) }

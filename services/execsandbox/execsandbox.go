@@ -299,7 +299,8 @@ func provide(p Params) (*Runner, error) {
 }
 
 // Warm searches the protected paths of the default policy's writable roots
-// once (workspace-write's, whatever the default mode), then its deny-read
+// but its temp roots once (workspace-write's, whatever the default mode),
+// then its deny-read
 // paths, so the first command finds both searches' caches filled: a
 // workspace holding a directory of a million entries costs that command an
 // fstat per directory, not the reading of them all, and a command started
@@ -312,6 +313,9 @@ func (r *Runner) Warm(ctx context.Context) {
 		return
 	}
 	policy.Mode = sandbox.WorkspaceWrite
+	// Not the temp roots: a session has a temp area of its own, and a
+	// shared /tmp is the machine's, as large and as busy as others make it.
+	policy.TempRoots = nil
 	cred, _ := commandUser(policy, nil)
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
 	// The deny-read walk of the same roots fills its own cache.

@@ -1,8 +1,10 @@
 package sandboxpolicy
 
 import (
+	"os"
 	"path/filepath"
 	"slices"
+	"syscall"
 
 	"github.com/dsh-go/harness/services/session"
 )
@@ -43,4 +45,35 @@ func tempRootsOf(s *session.Session) ([]string, bool) {
 		}
 	}
 	return nil, false
+}
+
+// SessionTempPrefix begins the name of every session temp directory
+// NewSessionTemp makes.
+const SessionTempPrefix = "harness-session-"
+
+// NewSessionTemp makes a new, empty directory of mode 0700 in parent (an
+// existing directory, typically the first configured temp root) for one
+// session and returns its canonical path: the session's own temp area
+// (issue 34, "A temp that is the session's own"), which the caller gives
+// the session with SetTempRoots and removes (os.RemoveAll) when the
+// session ends. When the process runs as root and owner (the session's
+// workspace root, or "") belongs to another user, the directory is given
+// that user and group, as whom the session's commands run (execsandbox).
+// Errors: parent cannot hold a new directory, or the owner cannot be set
+// (nothing is left behind then).
+func NewSessionTemp(parent, owner string) (string, error) {
+	dir, err := os.MkdirTemp(parent, SessionTempPrefix)
+	if err != nil {
+		return "", err
+	}
+	if os.Geteuid() == 0 && owner != "" {
+		var st syscall.Stat_t
+		if err := syscall.Stat(owner, &st); err == nil && st.Uid != 0 {
+			if err := os.Lchown(dir, int(st.Uid), int(st.Gid)); err != nil {
+				_ = os.Remove(dir)
+				return "", err
+			}
+		}
+	}
+	return CanonicalPath(dir), nil
 }

@@ -87,7 +87,7 @@ func startServer(ctx context.Context, name string, args []string, env Env, extra
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, RootsTimeout: cfg.RootsTimeout}),
+		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, RootsTimeout: cfg.RootsTimeout, SessionTemp: cfg.SessionTempParent()}),
 		mcpserver.Module,
 		fx.Populate(&srv),
 		fx.Options(opts...),
@@ -235,7 +235,21 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	}
 	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
-	defer tracker.End(sess)
+	if parent := cfg.SessionTempParent(); parent != "" {
+		// The call's own temp area, as a served session's (issue 34).
+		temps := []string{}
+		if dir, err := sandboxpolicy.NewSessionTemp(parent, cwd); err == nil {
+			defer os.RemoveAll(dir) //nolint:errcheck // best effort: the call's result is already decided
+			temps = append(temps, dir)
+		} else {
+			_, _ = fmt.Fprintf(env.Stderr, "harness: the call gets no temp area: %v\n", err)
+		}
+		if err := sandboxpolicy.SetTempRoots(sess, temps); err != nil {
+			tracker.End(sess)
+			return ExitToolError, err
+		}
+	}
+	defer tracker.End(sess) // before the temp area goes
 	// The call's audit record names this command as its client.
 	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Client: "harness call " + version(), Arguments: arguments})
 	if !asks && res.IsError {

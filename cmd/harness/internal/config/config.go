@@ -8,6 +8,7 @@ package config
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -72,6 +73,12 @@ type Config struct {
 	// TempRoots are the temp areas writable under workspace-write; empty
 	// means the platform temp areas.
 	TempRoots []string `yaml:"temp-root"`
+	// SharedTemp makes the temp roots themselves writable to every
+	// session, shared with every other process there. Without it (the
+	// default) each MCP session and each harness call gets a temp area of
+	// its own, a new directory in the first temp root, as its only temp
+	// root (issue 34).
+	SharedTemp bool `yaml:"shared-temp"`
 	// Landlock is "auto" (confine each workspace-write mutation under a
 	// Landlock domain where the kernel allows it) or "off" (always the
 	// fallback: publication by exchange, checked and undone); "" is
@@ -472,4 +479,17 @@ func Suggest(word string, candidates []string) string {
 		return ""
 	}
 	return best
+}
+
+// SessionTempParent is the directory in which each session gets a temp
+// area of its own: "" under SharedTemp or the local backend (which
+// confines nothing), else the first temp root, else os.TempDir().
+func (c Config) SessionTempParent() string {
+	if c.SharedTemp || c.FS == "local" {
+		return ""
+	}
+	if len(c.TempRoots) > 0 {
+		return c.TempRoots[0]
+	}
+	return os.TempDir()
 }

@@ -255,6 +255,12 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{false, true, false, true},
 		},
 		{
+			name:  "shared-temp",
+			set:   layer{yaml: "shared-temp: true", env: [2]string{"SHARED_TEMP", "false"}, args: []string{"--shared-temp"}},
+			get:   func(c config.Config) any { return c.SharedTemp },
+			wants: [4]any{false, true, false, true},
+		},
+		{
 			name:  "journal-commands",
 			set:   layer{yaml: "journal-commands: true", env: [2]string{"JOURNAL_COMMANDS", "false"}, args: []string{"--journal-commands"}},
 			get:   func(c config.Config) any { return c.JournalCommands },

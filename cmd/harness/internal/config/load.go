@@ -104,6 +104,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 	if slices.Contains(groups, HTTPFlags) {
 		httpApply = httpFlags(fs)
 	}
+	sharedTemp := fs.Bool("shared-temp", false, "under workspace-write, commands and file tools write the temp roots themselves, shared with every other process there, in place of a temp area of each session's own (a new 0700 directory in the first temp root, its TMPDIR, removed when the session ends)")
 	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
@@ -132,6 +133,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 			"workspace":             func() { cfg.Workspace = *workspace },
 			"roots-timeout":         func() { cfg.RootsTimeout = *rootsWait },
 			"temp-root":             func() { cfg.TempRoots = temps },
+			"shared-temp":           func() { cfg.SharedTemp = *sharedTemp },
 			"landlock":              func() { cfg.Landlock = *landlock },
 			"protect":               func() { cfg.Protect = protect },
 			"unprotect":             func() { cfg.Unprotect = unprotect },
@@ -432,6 +434,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			return fmt.Errorf("%sTOOLCHAIN_CACHES: not a boolean: %q", EnvPrefix, v)
 		}
 		cfg.ToolchainCaches = b
+	}
+	if v := lookup("SHARED_TEMP"); v != "" {
+		b, err := strconv.ParseBool(v)
+		if err != nil {
+			return fmt.Errorf("%sSHARED_TEMP: not a boolean: %q", EnvPrefix, v)
+		}
+		cfg.SharedTemp = b
 	}
 	if v := lookup("JOURNAL_COMMANDS"); v != "" {
 		b, err := strconv.ParseBool(v)

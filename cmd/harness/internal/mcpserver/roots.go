@@ -6,7 +6,6 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
-	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -119,6 +118,8 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 			if err := s.startPrincipal(c, who.principal); err != nil {
 				s.log.Error("recording the principal's modes in the session reported an error", zap.Error(err))
 			}
+		} else if s.opts.SessionTemp != "" {
+			s.startTemp(c, cwd)
 		}
 	}
 	if announced {
@@ -134,7 +135,8 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 // standing mode, the widest mode it may be granted (a ceiling no grant or
 // escalation passes), from the server's mode where the principals file
 // sets none, and its workspaces as the bounds of its roots; and
-// a temp area of its own (privateTemp), so no two sessions share one.
+// a temp area of its own (sandboxpolicy.NewSessionTemp), so no two
+// sessions share one.
 func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 	var (
 		serverMode sandbox.Mode
@@ -154,7 +156,7 @@ func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 	}
 	var temps []string
 	if tempParent != "" {
-		dir, err := privateTemp(tempParent, p)
+		dir, err := sandboxpolicy.NewSessionTemp(tempParent, p.Workspaces[0])
 		if err != nil {
 			// Fail closed: no temp area rather than a shared one.
 			s.log.Warn("the session gets no temp area", zap.String("principal", p.Name), zap.Error(err))
@@ -165,24 +167,23 @@ func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 	return sandboxpolicy.SetTempRoots(c.sess, temps)
 }
 
-// privateTemp makes a new directory of mode 0700 in parent for a session
-// of p and returns its canonical path; a root server gives it the owner of
-// p's first workspace, as whom the session's commands run.
-func privateTemp(parent string, p *principal.Principal) (string, error) {
-	dir, err := os.MkdirTemp(parent, "harness-session-")
+// startTemp gives c's new session a temp area of its own in
+// Options.SessionTemp, owned as its workspace root cwd when the server
+// runs as root (sandboxpolicy.NewSessionTemp), in place of the policy's
+// temp roots. Where none can be made the session gets no temp area (fail
+// closed: never the shared one it was not meant to have), logged.
+func (s *Server) startTemp(c *conn, cwd string) {
+	var temps []string
+	dir, err := sandboxpolicy.NewSessionTemp(s.opts.SessionTemp, cwd)
 	if err != nil {
-		return "", err
+		s.log.Warn("the session gets no temp area", zap.String("in", s.opts.SessionTemp), zap.Error(err))
+	} else {
+		c.tempDir, temps = dir, []string{dir}
+		s.log.Info("session temp area", zap.String("session", c.sess.ID()), zap.String("dir", dir))
 	}
-	if os.Geteuid() == 0 {
-		var st syscall.Stat_t
-		if err := syscall.Stat(p.Workspaces[0], &st); err == nil && st.Uid != 0 {
-			if err := os.Lchown(dir, int(st.Uid), int(st.Gid)); err != nil {
-				_ = os.Remove(dir)
-				return "", err
-			}
-		}
+	if err := sandboxpolicy.SetTempRoots(c.sess, temps); err != nil {
+		s.log.Error("the session's temp area was not recorded", zap.Error(err))
 	}
-	return sandboxpolicy.CanonicalPath(dir), nil
 }
 
 // errAskRoots says a 2026-07-28 call must ask the client for its roots.

@@ -57,6 +57,12 @@ type Options struct {
 	// beyond that they fail with CodeServerBusy. A call waiting for the
 	// user's approval holds no slot.
 	MaxConcurrentCalls int
+	// SessionTemp, when set, is the directory (the first temp root) in
+	// which each session without a principal gets a temp area of its own,
+	// mode 0700, its only temp root, removed when its connection ends
+	// (issue 34); "" leaves such sessions the policy's temp roots
+	// (--shared-temp). A principal's session has HTTPOptions.TempDir.
+	SessionTemp string
 	// Sink, when set, receives the audit record of each call the server
 	// refuses before its tool runs (SERVER_BUSY, or cancelled while it
 	// waited for a slot); the tools' guard records every other call.

@@ -1,0 +1,202 @@
+package protectscan
+
+import (
+	"maps"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// maxMemos is how many root sets a Scanner keeps a reusable result for (one
+// per session's roots: sessions with temp areas of their own differ).
+const maxMemos = 8
+
+// memo is the part of a finished scan of roots that the roots' directories
+// decide (what the walk found, before the gitdirs a `.git` file names are
+// followed and split: those are read again at each scan, a few files),
+// reusable while no event that matters to it arrives.
+type memo struct {
+	roots   []Root
+	dirs    map[devIno]struct{} // the directories whose listings it used
+	found   map[string]Entry
+	gitdirs []string
+	gitDirs map[string]bool
+}
+
+// rootsKey identifies a list of roots.
+func rootsKey(roots []Root) string {
+	var b strings.Builder
+	for _, r := range roots {
+		b.WriteString(r.Path)
+		if r.Shared {
+			b.WriteString("\x00" + strconv.Itoa(r.Owner))
+		}
+		b.WriteByte(0xff)
+	}
+	return b.String()
+}
+
+// reusable returns the memo of roots when one is kept, and the scanner's
+// epoch, to hand to keep once the walk is done.
+func (s *Scanner) reusable(key string, roots []Root, match Match) (*memo, uint64) {
+	n := notify()
+	n.subscribe(s)
+	s.mu.Lock()
+	s.match = match
+	a := s.active[key]
+	if a == nil {
+		a = &scanning{roots: roots}
+		s.active[key] = a
+	}
+	a.n++
+	s.mu.Unlock()
+	n.drain()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.memos[key], s.epoch
+}
+
+// keep stores what w found for key unless an event that matters arrived
+// since epoch or a directory of the walk went unwatched.
+func (s *Scanner) keep(key string, w *walk, epoch uint64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if w.unwatched || s.epoch != epoch {
+		return
+	}
+	if len(s.memos) >= maxMemos {
+		clear(s.memos)
+	}
+	s.memos[key] = &memo{
+		roots: w.rootList(), dirs: w.dirs, found: maps.Clone(w.found),
+		gitdirs: append([]string(nil), w.gitdirs...), gitDirs: maps.Clone(w.gitDirs),
+	}
+}
+
+// scanning is a root set being scanned, by n scans.
+type scanning struct {
+	roots []Root
+	n     int
+}
+
+// done ends one scan of key.
+func (s *Scanner) done(key string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if a := s.active[key]; a != nil {
+		if a.n--; a.n <= 0 {
+			delete(s.active, key)
+		}
+	}
+}
+
+// forget drops every kept result (a lost event: the queue overflowed).
+func (s *Scanner) forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.epoch++
+	clear(s.memos)
+}
+
+// notice takes one event of the watched directory id at dir (name: the
+// entry it concerns, "" for the directory itself): when it matters to a
+// root set the scanner keeps a result for (among the directories that
+// result used) or is scanning, those results are dropped and the epoch
+// moves (a walk in progress keeps nothing).
+func (s *Scanner) notice(id devIno, dir, name string, mask uint32) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	hit := false
+	for key, m := range s.memos {
+		if _, used := m.dirs[id]; used && s.matters(m.roots, m.found, dir, name, mask) {
+			delete(s.memos, key)
+			hit = true
+		}
+	}
+	for _, a := range s.active {
+		hit = hit || s.matters(a.roots, nil, dir, name, mask)
+	}
+	if hit {
+		s.epoch++
+	}
+}
+
+// matters reports whether an event of dir about name can change a scan of
+// roots that found found (nil: a scan in progress, whose findings are not
+// known yet).
+func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string, mask uint32) bool {
+	for _, r := range roots {
+		rel, in := below(r.Path, dir)
+		if in && s.mattersBelow(found, dir, rel, name, mask) {
+			return true
+		}
+	}
+	return false
+}
+
+// mattersBelow is matters for one root holding dir, rel below it:
+//   - the directory itself removed or moved, or an event lost: always;
+//   - a name removed or moved away: when a finding lies at or beneath it,
+//     or it is a repository marker (HEAD, commondir, objects, refs) where a
+//     repository's shape decides;
+//   - a name made, moved in, changed in mode or owner: what is there now
+//     decides: nothing (gone again: its later events tell where) or a
+//     runner's placeholder (Placeholder: it holds nothing, and no scan
+//     reports it) does not matter; a directory, a repository marker, a
+//     finding or a name the scanner's Match protects does;
+//   - a file's content written: only a `.git` file's (it names a gitdir).
+func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
+	if name == "" || mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+		return true
+	}
+	marker := !s.enterRepos && (name == "HEAD" || name == "commondir" || name == "objects" || name == "refs")
+	p := filepath.Join(dir, name)
+	switch {
+	case mask&unix.IN_MODIFY != 0:
+		return name == ".git"
+	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
+		return marker || found == nil || foundAtOrBeneath(found, p)
+	}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return !vanished(err)
+	}
+	if placeholderAt(p, &st) {
+		return false
+	}
+	if st.Mode&unix.S_IFMT == unix.S_IFDIR || marker {
+		return true
+	}
+	if _, ok := found[p]; ok {
+		return true
+	}
+	if rel != "" {
+		name = rel + "/" + name
+	}
+	return s.match != nil && s.match(name, false)
+}
+
+// foundAtOrBeneath reports whether found holds p or a path beneath it.
+func foundAtOrBeneath(found map[string]Entry, p string) bool {
+	if _, ok := found[p]; ok {
+		return true
+	}
+	prefix := p + "/"
+	for q := range found {
+		if strings.HasPrefix(q, prefix) {
+			return true
+		}
+	}
+	return false
+}
+
+// rootList is the roots w scanned.
+func (w *walk) rootList() []Root {
+	out := make([]Root, 0, len(w.roots))
+	for _, r := range w.roots {
+		out = append(out, r.Root)
+	}
+	return out
+}

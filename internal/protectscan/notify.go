@@ -1,0 +1,230 @@
+package protectscan
+
+import (
+	"bytes"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Kept current (issue 34): every directory a scan reads or revalidates is
+// watched through one inotify instance the process shares, so a later scan of
+// the same roots whose watched directories saw no change that matters to it
+// reuses the earlier scan's result instead of walking the tree again. The
+// events are drained synchronously at the start of each scan: the kernel
+// queues an event before the call that changed the directory returns, so a
+// change completed before the scan starts is always seen (a library that
+// delivers events from a goroutine of its own could not promise that).
+//
+// Where notifications are unavailable (no inotify, a filesystem whose changes
+// may come from elsewhere, the watch budget spent) nothing is reused: each
+// scan is the cached walk it always was.
+
+// watchMask is what a watched directory reports: a name created, removed or
+// moved in or out, a name's attributes (owner, mode) changed, a name written
+// (only a `.git` file's content matters: it names a gitdir), and the
+// directory itself removed or moved.
+const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+
+// maxWatches bounds the directories the process watches: at most a quarter
+// of the user's inotify watches (an editor or another tool of the same user
+// needs its share), and never more than this.
+const maxWatches = 100_000
+
+// localMagics are the filesystems whose every change inotify sees: changes
+// on a network or FUSE filesystem can come from another machine or process
+// without an event, so scans there are never reused.
+var localMagics = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC: true, unix.XFS_SUPER_MAGIC: true, unix.BTRFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC: true, unix.F2FS_SUPER_MAGIC: true, 0x2fc12fc1: true, // ZFS
+}
+
+// notifier is the process's inotify instance and the directories it watches.
+type notifier struct {
+	mu      sync.Mutex
+	fd      int                 // -1 when inotify is unavailable
+	byID    map[devIno]int32    // watched directory -> watch descriptor
+	byWD    map[int32]watchedAt // watch descriptor -> directory
+	limit   int
+	buf     []byte
+	readers map[*Scanner]struct{} // scanners holding a reusable result
+	reason  string                // why nothing is watched, when fd is -1
+}
+
+type devIno struct{ dev, ino uint64 }
+
+type watchedAt struct {
+	id   devIno
+	path string // the directory's path when it was watched
+}
+
+var (
+	notifyOnce sync.Once
+	theNotify  *notifier
+)
+
+// notify returns the process's notifier, made at its first use.
+func notify() *notifier {
+	notifyOnce.Do(func() {
+		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, readers: map[*Scanner]struct{}{}, buf: make([]byte, 64<<10)}
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			n.reason = "inotify is unavailable: " + err.Error()
+		} else {
+			n.fd = fd
+			n.limit = watchLimit()
+		}
+		theNotify = n
+	})
+	return theNotify
+}
+
+// watchLimit is maxWatches, or a quarter of the user's inotify watches when
+// that is less.
+func watchLimit() int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	if err != nil {
+		return 8192 / 4
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 8192 / 4
+	}
+	return min(maxWatches, n/4)
+}
+
+// Notifications reports whether scans are kept current by kernel
+// notifications, and when not, why (inotify unavailable, or the watch
+// budget spent: scans are then the bounded, cached walk): what `harness
+// policy` says.
+func Notifications() (bool, string) {
+	n := notify()
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	switch {
+	case n.fd < 0:
+		return false, n.reason
+	case len(n.byID) >= n.limit:
+		return false, "the inotify watch budget (" + strconv.Itoa(n.limit) + " directories) is spent: directories beyond it are walked at each command"
+	}
+	return true, ""
+}
+
+// watch watches the directory open as fd (identity id, at path) and reports
+// whether it is watched. The watch is made through the descriptor
+// (/proc/self/fd/N), so it is on the directory opened, whatever its path has
+// become.
+func (n *notifier) watch(fd int, id devIno, path string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fd < 0 {
+		return false
+	}
+	if _, ok := n.byID[id]; ok {
+		return true
+	}
+	if len(n.byID) >= n.limit {
+		return false
+	}
+	wd, err := unix.InotifyAddWatch(n.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	if err != nil {
+		return false
+	}
+	if old, ok := n.byWD[int32(wd)]; ok { //nolint:gosec // a watch descriptor is a small int
+		delete(n.byID, old.id) // the same inode under another identity: stale
+	}
+	n.byID[id] = int32(wd) //nolint:gosec // a watch descriptor is a small int
+	n.byWD[int32(wd)] = watchedAt{id: id, path: path}
+	return true
+}
+
+// watched reports whether the directory id is watched.
+func (n *notifier) watched(id devIno) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	_, ok := n.byID[id]
+	return ok
+}
+
+// subscribe makes s hear the events drained from now on.
+func (n *notifier) subscribe(s *Scanner) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	n.readers[s] = struct{}{}
+}
+
+// drain reads every queued event and tells each subscribed scanner of those
+// in its directories (Scanner.notice). A queue overflow tells every scanner.
+func (n *notifier) drain() {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fd < 0 {
+		return
+	}
+	for {
+		k, err := unix.Read(n.fd, n.buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if k <= 0 || err != nil {
+			return // EAGAIN: nothing more queued
+		}
+		for off := 0; off+unix.SizeofInotifyEvent <= k; {
+			ev := (*unix.InotifyEvent)(unsafe.Pointer(&n.buf[off])) //nolint:gosec // the kernel's record layout
+			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+			if end > k {
+				break
+			}
+			name := n.buf[off+unix.SizeofInotifyEvent : end]
+			if i := bytes.IndexByte(name, 0); i >= 0 {
+				name = name[:i]
+			}
+			n.deliver(ev.Wd, ev.Mask, string(name))
+			off = end
+		}
+	}
+}
+
+// deliver hands one event to the scanners. A removed watch (the directory
+// is gone) is forgotten.
+func (n *notifier) deliver(wd int32, mask uint32, name string) {
+	at, known := n.byWD[wd]
+	if mask&unix.IN_IGNORED != 0 {
+		delete(n.byWD, wd)
+		if known {
+			delete(n.byID, at.id)
+		}
+	}
+	if mask&unix.IN_Q_OVERFLOW != 0 || !known {
+		for s := range n.readers {
+			s.forget()
+		}
+		return
+	}
+	for s := range n.readers {
+		s.notice(at.id, at.path, name, mask)
+	}
+}
+
+// watchDir watches the directory open as fd (stat st, at path) when it lies
+// on a filesystem whose changes inotify sees, and reports whether it is
+// watched.
+func watchDir(fd int, st *unix.Stat_t, path string) bool {
+	n := notify()
+	id := devIno{st.Dev, st.Ino}
+	if n.watched(id) {
+		return true
+	}
+	var fs unix.Statfs_t
+	if unix.Fstatfs(fd, &fs) != nil || !localMagics[int64(fs.Type)] { //nolint:unconvert // Type's width varies by platform
+		return false
+	}
+	return n.watch(fd, id, path)
+}

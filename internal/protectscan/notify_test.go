@@ -1,0 +1,251 @@
+package protectscan_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/internal/subproc"
+)
+
+// requireNotifications skips a test of the kept results where the kernel
+// gives no inotify.
+func requireNotifications(t *testing.T) {
+	t.Helper()
+	if ok, why := protectscan.Notifications(); !ok {
+		t.Skip("scans are not kept current here: " + why)
+	}
+}
+
+// walked is what a scanner with no kept results finds in roots: the
+// reference every kept result must equal.
+func walked(t *testing.T, roots []protectscan.Root) []protectscan.Entry {
+	t.Helper()
+	entries, err := protectscan.NewWalking(protectscan.Options{}).Scan(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	return entries
+}
+
+func TestKeptCurrent_AnUnchangedTreeIsNotWalkedAgain(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a/.git/", "ws/b/c/secret.key", "ws/b/c/d/", "ws/e")
+	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
+	s := protectscan.New(protectscan.Options{})
+	first, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "the first scan walks")
+	again, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.True(t, reused, "nothing changed: the kept result")
+	assert.Equal(t, first, again)
+
+	// Ordinary work that changes nothing protected: files written,
+	// replaced by rename (an atomic write), removed.
+	build(t, base, "ws/b/c/d/new.txt=x", "ws/e=rewritten")
+	require.NoError(t, os.WriteFile(filepath.Join(base, "ws/b/tmp"), []byte("y"), 0o644))
+	require.NoError(t, os.Rename(filepath.Join(base, "ws/b/tmp"), filepath.Join(base, "ws/b/out.txt")))
+	require.NoError(t, os.Remove(filepath.Join(base, "ws/b/c/d/new.txt")))
+	again, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.True(t, reused, "no change that matters: still kept")
+	assert.Equal(t, walked(t, roots), again)
+}
+
+// TestKeptCurrent_EveryChangeThatMattersIsSeen: each change a protected-path
+// search must see, made after a scan, is in the next scan's result, which
+// equals a fresh walk's (identities included).
+func TestKeptCurrent_EveryChangeThatMattersIsSeen(t *testing.T) {
+	requireNotifications(t)
+	cases := []struct {
+		name   string
+		change func(t *testing.T, ws string)
+	}{
+		{"a .git made deep down", func(t *testing.T, ws string) { build(t, ws, "b/c/d/.git/") }},
+		{"a protected file made", func(t *testing.T, ws string) { build(t, ws, "b/c/new.key") }},
+		{"a protected file replaced by rename", func(t *testing.T, ws string) {
+			build(t, ws, "b/tmp=other")
+			require.NoError(t, os.Rename(filepath.Join(ws, "b/tmp"), filepath.Join(ws, "b/c/secret.key")))
+		}},
+		{"a protected file removed", func(t *testing.T, ws string) {
+			require.NoError(t, os.Remove(filepath.Join(ws, "b/c/secret.key")))
+		}},
+		{"a directory holding a .git moved", func(t *testing.T, ws string) {
+			require.NoError(t, os.Rename(filepath.Join(ws, "a"), filepath.Join(ws, "b/c/d/moved")))
+		}},
+		{"a directory moved in from outside the root", func(t *testing.T, ws string) {
+			out := filepath.Join(filepath.Dir(ws), "outside")
+			build(t, out, "x/.git/", "x/y.key")
+			require.NoError(t, os.Rename(filepath.Join(out, "x"), filepath.Join(ws, "b/c/d/x")))
+		}},
+		{"a directory shaped like a repository", func(t *testing.T, ws string) {
+			build(t, ws, "b/bare/HEAD=ref: refs/heads/main\n", "b/bare/objects/", "b/bare/refs/")
+		}},
+		{"a .git file pointing elsewhere, rewritten in place", func(t *testing.T, ws string) {
+			f, err := os.OpenFile(filepath.Join(ws, "b/.git"), os.O_WRONLY|os.O_TRUNC, 0)
+			require.NoError(t, err)
+			_, err = f.WriteString("gitdir: " + filepath.Join(ws, "e") + "\n")
+			require.NoError(t, err)
+			require.NoError(t, f.Close())
+		}},
+		{"a directory replaced by a symlink", func(t *testing.T, ws string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(ws, "a")))
+			require.NoError(t, os.Symlink("/", filepath.Join(ws, "a")))
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			base := tempRoot(t)
+			build(t, base, "ws/a/.git/", "ws/b/c/secret.key", "ws/b/c/d/", "ws/b/.git=gitdir: "+filepath.Join(base, "ws/b/c/d")+"\n", "ws/e/")
+			ws := filepath.Join(base, "ws")
+			roots := []protectscan.Root{{Path: ws}}
+			s := protectscan.New(protectscan.Options{})
+			for range 2 { // walked, then kept
+				_, err := s.Scan(t.Context(), roots, protectMeta)
+				require.NoError(t, err)
+			}
+			tc.change(t, ws)
+			got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+			require.NoError(t, err)
+			assert.False(t, reused, "the change matters: walked again")
+			assert.Equal(t, walked(t, roots), got)
+		})
+	}
+}
+
+// TestKeptCurrent_RaceWithAWriter: while a goroutine makes repositories
+// and protected files in new directories, scans run; once it stops, the
+// next scan equals a fresh walk: no change was lost between a scan's start
+// and its kept result.
+func TestKeptCurrent_RaceWithAWriter(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	ws := filepath.Join(base, "ws")
+	build(t, base, "ws/")
+	roots := []protectscan.Root{{Path: ws}}
+	s := protectscan.New(protectscan.Options{})
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	halt := sync.OnceFunc(func() { close(stop); wg.Wait() })
+	t.Cleanup(halt)
+	var made atomic.Int64
+	wg.Go(func() {
+		for i := 0; ; i++ {
+			made.Store(int64(i))
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			d := filepath.Join(ws, fmt.Sprintf("d%d/e%d", i%7, i))
+			if os.MkdirAll(filepath.Join(d, ".git"), 0o755) != nil {
+				return
+			}
+			_ = os.WriteFile(filepath.Join(d, fmt.Sprintf("f%d.key", i)), nil, 0o644)
+			if i%3 == 0 {
+				_ = os.RemoveAll(filepath.Join(ws, fmt.Sprintf("d%d/e%d", i%7, i-3)))
+			}
+		}
+	})
+	scans := 0
+	for ; scans < 200 || made.Load() < 500; scans++ {
+		_, err := s.Scan(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+	}
+	t.Logf("%d scans while %d repositories were made", scans, made.Load())
+	halt()
+	got, err := s.Scan(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.Equal(t, walked(t, roots), got)
+	assert.NotEmpty(t, got)
+}
+
+// TestKeptCurrent_EachRootSetKeptApart: two sessions' root sets (a shared
+// workspace, temp areas of their own) are kept apart: a change in one
+// session's temp area leaves the other's result kept.
+func TestKeptCurrent_EachRootSetKeptApart(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/.git/", "t1/", "t2/")
+	one := []protectscan.Root{{Path: filepath.Join(base, "ws")}, {Path: filepath.Join(base, "t1")}}
+	two := []protectscan.Root{{Path: filepath.Join(base, "ws")}, {Path: filepath.Join(base, "t2")}}
+	s := protectscan.New(protectscan.Options{})
+	for range 2 {
+		for _, roots := range [][]protectscan.Root{one, two} {
+			_, err := s.Scan(t.Context(), roots, protectMeta)
+			require.NoError(t, err)
+		}
+	}
+	build(t, base, "t1/repo/.git/")
+	got, reused, err := s.ScanReused(t.Context(), two, protectMeta)
+	require.NoError(t, err)
+	assert.True(t, reused, "t1 is not among two's roots")
+	assert.Equal(t, walked(t, two), got)
+	got, reused, err = s.ScanReused(t.Context(), one, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, walked(t, one), got)
+}
+
+// TestKeptCurrent_PlaceholdersComeAndGo: the runner's placeholders for a
+// missing `.git` and host-run names (internal/subproc), made and removed
+// around each command, neither appear in a scan nor undo the kept result;
+// a directory made to look like one and then filled does.
+func TestKeptCurrent_PlaceholdersComeAndGo(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a/b/", "ws/c/.git/")
+	ws := filepath.Join(base, "ws")
+	roots := []protectscan.Root{{Path: ws}}
+	s := protectscan.New(protectscan.Options{})
+	for range 2 {
+		_, err := s.Scan(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+	}
+	for range 3 { // three commands
+		var held []*subproc.Reservation
+		for _, name := range []string{".git", ".hg", "x.key"} {
+			h, err := subproc.Reserve(filepath.Join(ws, name), true)
+			require.NoError(t, err)
+			require.NotNil(t, h)
+			held = append(held, h)
+		}
+		got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+		assert.True(t, reused, "the placeholders made for the command do not matter")
+		assert.Equal(t, []string{"ws/c/.git"}, pathsOf(t, base, got))
+		for _, h := range held {
+			h.Release()
+		}
+		_, err = os.Lstat(filepath.Join(ws, ".git"))
+		require.ErrorIs(t, err, os.ErrNotExist, "released: removed")
+		_, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+		assert.True(t, reused, "nor does their removal")
+	}
+
+	// Shaped and marked like one, then filled: a real .git.
+	fake := filepath.Join(ws, "a/.git")
+	require.NoError(t, os.Mkdir(fake, 0o755))
+	require.NoError(t, unix.Setxattr(fake, protectscan.PlaceholderXattr, []byte("1"), 0))
+	require.NoError(t, os.Chmod(fake, 0o555))
+	got, _, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ws/c/.git"}, pathsOf(t, base, got), "empty and marked: nothing to protect yet")
+	require.NoError(t, os.Chmod(fake, 0o755))
+	build(t, base, "ws/a/.git/config=[core]\n")
+	require.NoError(t, os.Chmod(fake, 0o555))
+	got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, []string{"ws/a/.git", "ws/c/.git"}, pathsOf(t, base, got))
+	assert.Equal(t, walked(t, roots), got)
+}

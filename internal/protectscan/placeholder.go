@@ -1,0 +1,89 @@
+package protectscan
+
+import (
+	"errors"
+
+	"golang.org/x/sys/unix"
+)
+
+// A runner's placeholder (internal/subproc's reservation of a missing
+// protected name, the mount point of a command's read-only view of it) is
+// an empty directory of mode PlaceholderDirMode, or a file of mode
+// PlaceholderFileMode holding at most a few bytes, marked with the user
+// extended attribute PlaceholderXattr set to "1". It holds nothing, and a
+// scan neither reports it nor is disturbed by its coming and going: the
+// runner reserves it again for each command.
+const (
+	PlaceholderDirMode  = 0o555
+	PlaceholderFileMode = 0o444
+	PlaceholderXattr    = "user.harness.placeholder"
+)
+
+// maxPlaceholderBytes bounds a file placeholder's content (a commondir's
+// ".\n").
+const maxPlaceholderBytes = 2
+
+// placeholderIn reports whether name in dirfd (lstat st) is a marked
+// placeholder. A file system without user extended attributes has none
+// that a scan can tell apart: there every such entry is reported.
+func placeholderIn(dirfd int, name string, st *unix.Stat_t) bool {
+	if !placeholderShape(st) {
+		return false
+	}
+	fd, err := openat(dirfd, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	return placeholderFD(fd)
+}
+
+// placeholderAt is placeholderIn for the absolute path p.
+func placeholderAt(p string, st *unix.Stat_t) bool {
+	return placeholderIn(unix.AT_FDCWD, p, st)
+}
+
+// placeholderShape reports whether st has a placeholder's type, mode and
+// size.
+func placeholderShape(st *unix.Stat_t) bool {
+	switch st.Mode {
+	case unix.S_IFDIR | PlaceholderDirMode:
+		return true
+	case unix.S_IFREG | PlaceholderFileMode:
+		return st.Size <= maxPlaceholderBytes
+	}
+	return false
+}
+
+// placeholderFD reports whether the open fd still has a placeholder's
+// shape, carries the mark, and, a directory, is empty.
+func placeholderFD(fd int) bool {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || !placeholderShape(&st) {
+		return false
+	}
+	buf := make([]byte, 8)
+	n, err := unix.Fgetxattr(fd, PlaceholderXattr, buf)
+	if err != nil || string(buf[:n]) != "1" {
+		return false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return true
+	}
+	dents := make([]byte, 1024)
+	for {
+		k, err := unix.Getdents(fd, dents)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return false
+		}
+		if k <= 0 {
+			return true
+		}
+		if _, _, names := unix.ParseDirent(dents[:k], -1, nil); len(names) > 0 {
+			return false
+		}
+	}
+}
