@@ -113,10 +113,10 @@ type Scanner struct {
 
 	// What is kept current (notify.go, memo.go), under mu.
 	mu     sync.Mutex
-	match  Match             // the predicate of the latest scan
-	memos  map[string]*memo  // rootsKey -> reusable result
+	match  Match                // the predicate of the latest scan
+	memos  map[string]*memo     // rootsKey -> reusable result
 	active map[string]*scanning // the root sets being scanned
-	epoch  uint64            // moves at each event that matters
+	epoch  uint64               // moves at each event that matters
 	// walkOnly turns the kept results off: every scan walks (the cache's
 	// own tests).
 	walkOnly bool

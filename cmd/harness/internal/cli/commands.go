@@ -13,6 +13,7 @@ import (
 	"math"
 	"os"
 	"strconv"
+	"slices"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -24,6 +25,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
@@ -437,6 +439,10 @@ type PolicyReport struct {
 	Mode          string   `json:"mode"`
 	WorkspaceRoot string   `json:"workspaceRoot"`
 	WritableRoots []string `json:"writableRoots"`
+	// SessionTemp is the directory in which each session gets a temp
+	// area of its own, writable under workspace-write in place of the
+	// temp roots (left out of WritableRoots); "" under --shared-temp.
+	SessionTemp string `json:"sessionTemp,omitempty"`
 	// ToolchainCaches are the caches --toolchain-caches made writable
 	// (among WritableRoots, canonical there); empty without the flag.
 	ToolchainCaches []toolchaincache.Cache `json:"toolchainCaches,omitempty"`
@@ -495,6 +501,10 @@ type ExecReport struct {
 	// Isolation is how confined commands run (execsandbox.Runner's
 	// report); nil for the plain runner.
 	Isolation *execsandbox.Isolation `json:"isolation,omitempty"`
+	// KeptCurrent says how the searches of a command's view (protected
+	// paths, deny-read masks, sockets) stay current: by kernel
+	// notifications, or, and why, by a cached walk at each command.
+	KeptCurrent string `json:"keptCurrent,omitempty"`
 	// JournalCommands reports --journal-commands: what each command
 	// changes in its workspace roots is journaled.
 	JournalCommands bool `json:"journalCommands"`
@@ -559,6 +569,9 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	} else {
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, p.WritableRoots()...)
+		if rep.SessionTemp = cfg.SessionTempParent(); rep.SessionTemp != "" {
+			rep.WritableRoots = slices.DeleteFunc(rep.WritableRoots, func(r string) bool { return slices.Contains(p.TempRoots, r) })
+		}
 		rep.ToolchainCaches = compose.ToolchainCaches(cfg)
 	}
 	if cfg.Exec != "off" {
@@ -567,6 +580,11 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Runner: cfg.Exec, Confines: cfg.Exec == "sandbox", LandlockABI: caps.LandlockABI, Seccomp: caps.Seccomp,
 			Network: cfg.Network, UnixSockets: cfg.UnixSockets, UnixSocketPaths: cfg.UnixSocketPaths,
 			JournalCommands: cfg.JournalCommands,
+		}
+		if kept, why := protectscan.Notifications(); kept {
+			rep.Exec.KeptCurrent = "kept current by inotify: a command walks only what changed since the last"
+		} else {
+			rep.Exec.KeptCurrent = "walked at each command, answered from a cache of unchanged directories (" + why + ")"
 		}
 		if r, ok := optional.Runner.(*execsandbox.Runner); ok {
 			iso := r.Isolation()
@@ -623,6 +641,9 @@ func (rep PolicyReport) String() string {
 		b.WriteByte('\n')
 		for _, r := range rep.WritableRoots {
 			_, _ = fmt.Fprintf(&b, "  %s\n", r)
+		}
+		if rep.SessionTemp != "" {
+			_, _ = fmt.Fprintf(&b, "  a temp area of each session's own, made in %s (its commands' TMPDIR; --shared-temp: the temp roots themselves)\n", rep.SessionTemp)
 		}
 	}
 	if len(rep.ToolchainCaches) > 0 && rep.Mode != string(sandbox.DangerFullAccess) {
@@ -710,6 +731,9 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
 	default:
 		b.WriteString("network:        deny (loopback only, shared by the session's commands)\n")
+	}
+	if e.KeptCurrent != "" {
+		_, _ = fmt.Fprintf(b, "command's view: protected paths, deny-read masks and sockets of the writable roots %s\n", e.KeptCurrent)
 	}
 	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
