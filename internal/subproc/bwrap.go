@@ -33,6 +33,9 @@ import (
 // commands), a new session, no capabilities), where the inner stage (the
 // harness binary again) adds Landlock, seccomp and rlimits and runs
 // `/bin/sh -c`. Both executables are held open and run by descriptor.
+// bwrap reads its options from a sealed memory file (--args): its command
+// line, which every process of the sandbox can read at /proc/1/cmdline,
+// names no path of the view.
 type Bwrap struct {
 	// Exe is the bwrap executable.
 	Exe *Program
@@ -55,19 +58,23 @@ const bwrapStage = "stage"
 
 // Descriptors of bwrap and the inner stage, set up by RunBwrap: the spec
 // and the status pipe are the stage's (specFD, statusFD); bwrap writes its
-// info document to bwrapInfoFD; the two programs sit above.
+// info document to bwrapInfoFD; the two programs sit above. bwrap reads its
+// arguments from bwrapArgsFD, above the nsenter descriptors (netEnterFD...,
+// unused without a NetNS) and below the masks' sources (maskFD...).
 const (
 	bwrapInfoFD  = 5
 	bwrapStageFD = 6
 	bwrapExeFD   = 7
+	bwrapArgsFD  = netNetFD + 1
 )
 
-// bwrapArgs returns bwrap's arguments for confinement c: the view (`/`
-// read-only, or read-write under FullAccess; the deny-read masks last,
-// see maskArgs), then the inner stage as the command. Writable roots missing at run time grant
-// nothing (--bind-try); roots at or beneath /dev or /proc are not bound
-// (the fresh ones stand). joined says bwrap starts inside a NetNS, which
-// the command keeps instead of a network namespace of its own.
+// bwrapArgs returns bwrap's options for confinement c, the contents of its
+// arguments file (argsFile; the command is on bwrapArgv): the view (`/`
+// read-only, or read-write under FullAccess; the deny-read masks last, see
+// maskArgs), then the info descriptor. Writable roots missing at run time
+// grant nothing (--bind-try); roots at or beneath /dev or /proc are not
+// bound (the fresh ones stand). joined says bwrap starts inside a NetNS,
+// which the command keeps instead of a network namespace of its own.
 func bwrapArgs(c *Confinement, joined bool) []string {
 	args := []string{
 		"--die-with-parent", "--new-session",
@@ -130,8 +137,61 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 	// names stays reachable even beneath a masked directory.
 	args = append(args, maskArgs(c)...)
 	args = append(args, socketArgs(c)...)
-	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD),
-		"--", execPath(bwrapStageFD), HelperArg, bwrapStage)
+	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD))
+}
+
+// bwrapArgv is bwrap's command line, argv0 first: its options come from
+// the arguments file at bwrapArgsFD (--args), and the inner stage is the
+// command. It names only descriptors and fixed words, since every process
+// of the sandbox can read it (/proc/1/cmdline is bwrap's init, a fork of
+// bwrap). The command cannot move into the file: bubblewrap 0.8 stops
+// reading a file's arguments at its `--` and takes the command from its
+// command line (parse_args_recurse).
+func bwrapArgv(argv0 string) []string {
+	return []string{argv0, "--args", strconv.Itoa(bwrapArgsFD), "--", execPath(bwrapStageFD), HelperArg, bwrapStage}
+}
+
+// argsFile returns args as bubblewrap's arguments file (--args): a memory
+// file holding each argument followed by a NUL, positioned at its start and
+// sealed against any change (so nothing that reaches the descriptor, by
+// /proc/PID/fd, rewrites the view before bwrap reads it). bwrap reads it to
+// its end and closes it before it makes any namespace (bubblewrap.c, the
+// --args case), so it never reaches the sandbox. A memory file, not a
+// pipe: it holds arguments of any size before bwrap starts, where a pipe
+// written first would block past its buffer. The caller closes it once
+// bwrap has started. Errors: an argument holds a NUL (bwrap would read two
+// arguments); the kernel refuses the memory file or its seals.
+func argsFile(args []string) (*os.File, error) {
+	var data []byte
+	for _, a := range args {
+		if strings.IndexByte(a, 0) >= 0 {
+			return nil, fmt.Errorf("bubblewrap's argument %q holds a NUL byte; the command was not run", a)
+		}
+		data = append(append(data, a...), 0)
+	}
+	fd, err := unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+	if errors.Is(err, unix.EINVAL) {
+		// Before Linux 6.3 there is no MFD_NOEXEC_SEAL.
+		fd, err = unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("bubblewrap's arguments file: %w", err)
+	}
+	f := os.NewFile(uintptr(fd), "bwrap-args")
+	// At offset 0, leaving the file's offset where bwrap starts reading.
+	_, err = f.WriteAt(data, 0)
+	if err == nil {
+		// F_SEAL_FUTURE_WRITE rather than F_SEAL_WRITE (seal): nothing
+		// maps the file, and it does not wait for the pages just
+		// written to settle, which can take a moment on a busy machine.
+		_, err = unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS,
+			unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_FUTURE_WRITE)
+	}
+	if err != nil {
+		_ = f.Close()
+		return nil, fmt.Errorf("bubblewrap's arguments file: %w", err)
+	}
+	return f, nil
 }
 
 // socketArgs returns bwrap's arguments for c's Unix sockets: /dev/null bound
@@ -570,9 +630,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer func() { closeAll(masks) }()
+	args, err := argsFile(bwrapArgs(spec.Confine, b.Net != nil))
+	if err != nil {
+		return Status{}, 0, err
+	}
+	defer func() { _ = args.Close() }()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
-		Args:   append([]string{"bwrap"}, bwrapArgs(spec.Confine, b.Net != nil)...),
+		Args:   bwrapArgv("bwrap"),
 		Env:    []string{},
 		Dir:    "/",
 		Stdout: out.stdout, Stderr: out.stderr,
@@ -586,10 +651,12 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		WaitDelay: killGrace,
 	}
 	started := time.Now()
-	if err := startBwrap(cmd, b, masks); err != nil {
+	if err := startBwrap(cmd, b, args, masks); err != nil {
 		return Status{}, 0, err
 	}
-	// bwrap holds its copies: the masks' sources close at once.
+	// bwrap holds its copies: the arguments and the masks' sources close
+	// at once.
+	_ = args.Close()
 	closeAll(masks)
 	masks = nil
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
@@ -699,12 +766,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
 }
 
-// startBwrap starts cmd (bwrap); with b.Net, through nsenter inside that
-// namespace: bwrap's descriptors stay where they are, and nsenter and the
-// namespaces' sit above them (netEnterFD...), closed by the inner stage
-// before the command runs like every descriptor bwrap passes on; the
-// masks' sources above those (maskFD...), which bwrap closes once read.
-func startBwrap(cmd *exec.Cmd, b Bwrap, masks []*os.File) error {
+// startBwrap starts cmd (bwrap, bwrapArgv); with b.Net, through nsenter
+// inside that namespace, whose command line names only descriptors too:
+// bwrap's descriptors stay where they are, and nsenter and the namespaces'
+// sit above them (netEnterFD...), closed by the inner stage before the
+// command runs like every descriptor bwrap passes on. Above those, args
+// (argsFile) at bwrapArgsFD and the masks' sources (maskFD...), which bwrap
+// closes once read.
+func startBwrap(cmd *exec.Cmd, b Bwrap, args *os.File, masks []*os.File) error {
 	if b.Net != nil {
 		release, err := b.Net.hold(b.Credential)
 		if err != nil {
@@ -712,14 +781,23 @@ func startBwrap(cmd *exec.Cmd, b Bwrap, masks []*os.File) error {
 		}
 		defer release()
 		cmd.Path = execPath(netEnterFD)
-		cmd.Args = b.Net.enterArgs(append([]string{execPath(bwrapExeFD)}, cmd.Args[1:]...)...)
+		cmd.Args = b.Net.enterArgs(bwrapArgv(execPath(bwrapExeFD))...)
 		cmd.ExtraFiles = b.Net.extraFiles(cmd.ExtraFiles...)
 	}
-	cmd.ExtraFiles = withMasks(cmd.ExtraFiles, masks)
+	cmd.ExtraFiles = withArgs(cmd.ExtraFiles, args, masks)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
 	}
 	return nil
+}
+
+// withArgs returns files (descriptors 3 up) padded to bwrapArgsFD, then
+// args there and the masks' sources above it (maskFD...).
+func withArgs(files []*os.File, args *os.File, masks []*os.File) []*os.File {
+	for len(files) < bwrapArgsFD-3 {
+		files = append(files, nil)
+	}
+	return append(append(files, args), masks...)
 }
 
 // stopConfirmed kills the sandbox (its init, which ends the PID namespace,
@@ -849,18 +927,26 @@ func (p *initProcess) close() {
 // stage ran (its own message follows).
 const SandboxNotStarted = "the sandbox did not start"
 
-// ProbeBwrap starts exe once with the namespaces RunBwrap asks for, running
-// `true`, and returns its error output when it fails (no unprivileged user
-// namespaces, an AppArmor rule for bwrap, ...).
+// ProbeBwrap starts exe once with the namespaces RunBwrap asks for, its
+// options read from an arguments file as RunBwrap passes them (--args),
+// running `true`, and returns its error output when it fails (no
+// unprivileged user namespaces, an AppArmor rule for bwrap, a bwrap without
+// --args, ...), or argsFile's error.
 func ProbeBwrap(exe *Program) error {
+	args, err := argsFile([]string{
+		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
+		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",
+	})
+	if err != nil {
+		return err
+	}
+	defer func() { _ = args.Close() }()
 	cmd := &exec.Cmd{
-		Path: execPath(3),
-		Args: []string{
-			"bwrap", "--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
-			"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--", "/bin/true",
-		},
-		Env: []string{}, Dir: "/",
-		ExtraFiles:  []*os.File{exe.f},
+		Path:        execPath(3),
+		Args:        []string{"bwrap", "--args", "4", "--", "/bin/true"},
+		Env:         []string{},
+		Dir:         "/",
+		ExtraFiles:  []*os.File{exe.f, args}, // fds 3 and 4
 		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL},
 	}
 	out, err := cmd.CombinedOutput()

@@ -99,3 +99,9 @@ func TestBwrapExitStatus(t *testing.T) {
 	assert.True(t, out.TimedOut)
 	assert.Equal(t, "SIGKILL", out.Status.Signal)
 }
+
+// TestProbeBwrap: the host's bwrap starts with the namespaces RunBwrap asks
+// for, its options read from an arguments file.
+func TestProbeBwrap(t *testing.T) {
+	require.NoError(t, subproc.ProbeBwrap(sandbox(t).Exe))
+}

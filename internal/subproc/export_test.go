@@ -10,3 +10,12 @@ var SocketArgs = socketArgs
 
 // MaskAncestors is maskAncestors, for tests.
 var MaskAncestors = maskAncestors
+
+// BwrapArgv is bwrapArgv, for tests.
+var BwrapArgv = bwrapArgv
+
+// ArgsFile is argsFile, for tests.
+var ArgsFile = argsFile
+
+// EnterArgs is a NetNS's nsenter command line around argv, for tests.
+func EnterArgs(argv ...string) []string { return (&NetNS{}).enterArgs(argv...) }

@@ -27,8 +27,8 @@ type Masked struct {
 
 // maskFD is the descriptor of the first file mask's source: bwrap copies
 // each (an empty read of /dev/null) into the 0000 file it binds. They sit
-// above the nsenter descriptors (netEnterFD...), unused without a NetNS.
-const maskFD = netNetFD + 1
+// above bwrap's arguments file (bwrapArgsFD).
+const maskFD = bwrapArgsFD + 1
 
 // maxFileMasks bounds the files one command's view masks (each costs a
 // descriptor and a bind mount); more is refused (fail closed).
@@ -73,18 +73,6 @@ func maskSources(c *Confinement) ([]*os.File, error) {
 		out = append(out, f)
 	}
 	return out, nil
-}
-
-// withMasks returns files (descriptors 3 up) padded to maskFD and followed
-// by the masks' sources.
-func withMasks(files, masks []*os.File) []*os.File {
-	if len(masks) == 0 {
-		return files
-	}
-	for len(files) < maskFD-3 {
-		files = append(files, nil)
-	}
-	return append(files, masks...)
 }
 
 func closeAll(files []*os.File) {
