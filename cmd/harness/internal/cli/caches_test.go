@@ -55,7 +55,9 @@ func TestToolchainCachesPolicy(t *testing.T) {
 		{"tool": "npm", "path": filepath.Join(home, ".npm")},
 		{"tool": "cargo registry", "path": filepath.Join(home, ".cargo/registry")},
 	}
-	wantRoots := []string{l.ws, l.tmp, filepath.Join(home, "go/pkg/mod"), filepath.Join(target, "go-build"), filepath.Join(home, ".npm"), filepath.Join(home, ".cargo/registry")}
+	// The temp root is where each session's own temp area is made
+	// (sessionTemp), not a writable root itself.
+	wantRoots := []string{l.ws, filepath.Join(home, "go/pkg/mod"), filepath.Join(target, "go-build"), filepath.Join(home, ".npm"), filepath.Join(home, ".cargo/registry")}
 	for _, c := range []struct {
 		name string
 		args []string
@@ -73,11 +75,13 @@ func TestToolchainCachesPolicy(t *testing.T) {
 			require.EqualValues(t, cli.ExitOK, r.code, r.stderr)
 			var rep struct {
 				WritableRoots   []string         `json:"writableRoots"`
+				SessionTemp     string           `json:"sessionTemp"`
 				ToolchainCaches []map[string]any `json:"toolchainCaches"`
 			}
 			require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+			assert.Equal(t, l.tmp, rep.SessionTemp)
 			if !c.on {
-				assert.Equal(t, []string{l.ws, l.tmp}, rep.WritableRoots)
+				assert.Equal(t, []string{l.ws}, rep.WritableRoots)
 				assert.Empty(t, rep.ToolchainCaches)
 				return
 			}

@@ -819,14 +819,15 @@ func TestRun(t *testing.T) {
 				rep.Exec.Isolation = nil
 				assert.Equal(t, cli.ExecReport{
 					Runner: "sandbox", Confines: true, LandlockABI: rep.Exec.LandlockABI, Seccomp: rep.Exec.Seccomp,
-					Network: "deny", UnixSockets: "deny", ProtectedCarvedOut: iso.Unavailable == "",
+					Network: "deny", UnixSockets: "deny", ProtectedCarvedOut: iso.Unavailable == "", KeptCurrent: rep.Exec.KeptCurrent,
 				}, *rep.Exec)
+				assert.NotEmpty(t, rep.Exec.KeptCurrent)
 				rep.Exec = nil
 				assert.Equal(t, &cli.JournalReport{Dir: filepath.Join(os.Getenv("XDG_STATE_HOME"), "harness", "journal"), MaxBytes: 1 << 30}, rep.Journal)
 				rep.Journal = nil
 				assert.Equal(t, cli.PolicyReport{
 					Backend: "sandbox", Confines: true, Mode: "workspace-write", WorkspaceRoot: l.ws,
-					WritableRoots: []string{l.ws, l.tmp, filepath.Join(l.base, "tmp2")},
+					WritableRoots: []string{l.ws}, SessionTemp: l.tmp,
 				}, rep)
 			},
 		},

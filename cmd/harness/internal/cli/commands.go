@@ -12,8 +12,8 @@ import (
 	"maps"
 	"math"
 	"os"
-	"strconv"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/google/jsonschema-go/jsonschema"
@@ -25,6 +25,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/audit"
@@ -124,6 +125,12 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return err
 	}
 	defer stop()
+	if parent := cfg.SessionTempParent(); parent != "" {
+		// What a killed server's sessions left behind.
+		if n := sandboxpolicy.RemoveOrphanTemps(parent); n > 0 {
+			logger.Info("removed the temp areas of sessions no server holds", zap.String("in", parent), zap.Int("count", n))
+		}
+	}
 	if cfg.Listen != "" {
 		return serveHTTP(ctx, srv, cfg, env, principals, logger)
 	}
@@ -237,12 +244,12 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	}
 	cwd = sandboxpolicy.CanonicalPath(cwd)
 	sess := tracker.Start(uuid.NewString(), cwd)
-	if parent := cfg.SessionTempParent(); parent != "" {
+	if parent := cfg.SessionTempParent(); parent != "" && !dirfd.Beneath(cwd, parent) {
 		// The call's own temp area, as a served session's (issue 34).
 		temps := []string{}
 		if dir, err := sandboxpolicy.NewSessionTemp(parent, cwd); err == nil {
-			defer os.RemoveAll(dir) //nolint:errcheck // best effort: the call's result is already decided
-			temps = append(temps, dir)
+			defer dir.Remove() //nolint:errcheck // best effort: the call's result is already decided
+			temps = append(temps, dir.Path)
 		} else {
 			_, _ = fmt.Fprintf(env.Stderr, "harness: the call gets no temp area: %v\n", err)
 		}
@@ -570,7 +577,12 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 		rep.Mode = string(mode)
 		rep.WritableRoots = append(rep.WritableRoots, p.WritableRoots()...)
 		if rep.SessionTemp = cfg.SessionTempParent(); rep.SessionTemp != "" {
-			rep.WritableRoots = slices.DeleteFunc(rep.WritableRoots, func(r string) bool { return slices.Contains(p.TempRoots, r) })
+			// The temp roots are where the sessions' temp areas are made,
+			// writable roots only where they are another root too.
+			others := append(append([]string{p.WorkspaceRoot}, p.OtherRoots...), p.ExtraRoots...)
+			rep.WritableRoots = slices.DeleteFunc(rep.WritableRoots, func(r string) bool {
+				return slices.Contains(p.TempRoots, r) && !slices.Contains(others, r)
+			})
 		}
 		rep.ToolchainCaches = compose.ToolchainCaches(cfg)
 	}

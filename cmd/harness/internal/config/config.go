@@ -8,6 +8,7 @@ package config
 
 import (
 	"fmt"
+	"github.com/dsh-go/harness/internal/dirfd"
 	"os"
 	"path/filepath"
 	"slices"
@@ -482,14 +483,23 @@ func Suggest(word string, candidates []string) string {
 }
 
 // SessionTempParent is the directory in which each session gets a temp
-// area of its own: "" under SharedTemp or the local backend (which
-// confines nothing), else the first temp root, else os.TempDir().
+// area of its own: the first temp root (else os.TempDir()) that lies
+// outside the workspace, so nothing is made in the user's tree; "" under
+// SharedTemp, under the local backend (which confines nothing), or when
+// every temp root lies inside the workspace (then the user's own: the
+// sessions use the temp roots themselves).
 func (c Config) SessionTempParent() string {
 	if c.SharedTemp || c.FS == "local" {
 		return ""
 	}
-	if len(c.TempRoots) > 0 {
-		return c.TempRoots[0]
+	temps := c.TempRoots
+	if len(temps) == 0 {
+		temps = []string{os.TempDir()}
 	}
-	return os.TempDir()
+	for _, t := range temps {
+		if c.Workspace == "" || !dirfd.Beneath(filepath.Clean(c.Workspace), filepath.Clean(t)) {
+			return t
+		}
+	}
+	return ""
 }

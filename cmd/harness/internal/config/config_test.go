@@ -673,7 +673,7 @@ func TestFlagsRegistration(t *testing.T) {
 	var names []string
 	fs.VisitAll(func(f *flag.Flag) { names = append(names, f.Name) })
 	assert.ElementsMatch(t, []string{
-		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "landlock", "protect", "read-limit", "read-max-line-length",
+		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "shared-temp", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
 		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner", "journal-max-bytes",

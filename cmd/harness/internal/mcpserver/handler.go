@@ -5,7 +5,6 @@ import (
 	"crypto/sha256"
 	"encoding/json"
 	"errors"
-	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -51,8 +51,9 @@ type conn struct {
 	issued approvals
 
 	// tempDir is the session's private temp directory (an HTTP principal's
-	// session), removed when the connection ends; "" for none.
-	tempDir string
+	// session, or any session given one by Options.SessionTemp), removed
+	// when the connection ends; nil for none.
+	tempDir *sandboxpolicy.SessionTemp
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -65,8 +66,8 @@ func (s *Server) connFor(ss *mcp.ServerSession) *conn {
 	if !loaded {
 		go func() {
 			_ = ss.Wait()
-			s.conns.Delete(ss)
 			s.endConn(c.(*conn))
+			s.conns.Delete(ss)
 		}()
 	}
 	return c.(*conn)
@@ -80,11 +81,11 @@ func (s *Server) endConn(c *conn) {
 	if c.sess != nil && s.tracker != nil {
 		s.tracker.End(c.sess)
 	}
-	if c.tempDir != "" {
-		if err := os.RemoveAll(c.tempDir); err != nil {
-			s.log.Warn("a session's temp directory was not removed", zap.String("dir", c.tempDir), zap.Error(err))
+	if c.tempDir != nil {
+		if err := c.tempDir.Remove(); err != nil {
+			s.log.Warn("a session's temp directory was not removed", zap.String("dir", c.tempDir.Path), zap.Error(err))
 		}
-		c.tempDir = ""
+		c.tempDir = nil
 	}
 }
 

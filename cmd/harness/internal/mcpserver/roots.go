@@ -12,6 +12,7 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -161,7 +162,7 @@ func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 			// Fail closed: no temp area rather than a shared one.
 			s.log.Warn("the session gets no temp area", zap.String("principal", p.Name), zap.Error(err))
 		} else {
-			c.tempDir, temps = dir, []string{dir}
+			c.tempDir, temps = dir, []string{dir.Path}
 		}
 	}
 	return sandboxpolicy.SetTempRoots(c.sess, temps)
@@ -170,16 +171,20 @@ func (s *Server) startPrincipal(c *conn, p *principal.Principal) error {
 // startTemp gives c's new session a temp area of its own in
 // Options.SessionTemp, owned as its workspace root cwd when the server
 // runs as root (sandboxpolicy.NewSessionTemp), in place of the policy's
-// temp roots. Where none can be made the session gets no temp area (fail
+// temp roots; nothing when Options.SessionTemp lies in the workspace
+// itself (nothing is made in the user's tree). Where none can be made the session gets no temp area (fail
 // closed: never the shared one it was not meant to have), logged.
 func (s *Server) startTemp(c *conn, cwd string) {
+	if cwd != "" && dirfd.Beneath(cwd, s.opts.SessionTemp) {
+		return // the user's own tree: its temp roots serve as they are
+	}
 	var temps []string
 	dir, err := sandboxpolicy.NewSessionTemp(s.opts.SessionTemp, cwd)
 	if err != nil {
 		s.log.Warn("the session gets no temp area", zap.String("in", s.opts.SessionTemp), zap.Error(err))
 	} else {
-		c.tempDir, temps = dir, []string{dir}
-		s.log.Info("session temp area", zap.String("session", c.sess.ID()), zap.String("dir", dir))
+		c.tempDir, temps = dir, []string{dir.Path}
+		s.log.Info("session temp area", zap.String("session", c.sess.ID()), zap.String("dir", dir.Path))
 	}
 	if err := sandboxpolicy.SetTempRoots(c.sess, temps); err != nil {
 		s.log.Error("the session's temp area was not recorded", zap.Error(err))

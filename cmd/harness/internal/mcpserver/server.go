@@ -174,7 +174,26 @@ func (s *Server) MCP() *mcp.Server { return s.mcp }
 
 // Run serves one connection over t until the client disconnects or ctx ends.
 func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
-	return s.mcp.Run(ctx, t)
+	ss, err := s.mcp.Connect(ctx, t, nil)
+	if err != nil {
+		return err
+	}
+	closed := make(chan error, 1)
+	go func() { closed <- ss.Wait() }()
+	select {
+	case <-ctx.Done():
+		_ = ss.Close()
+		<-closed
+		err = ctx.Err()
+	case err = <-closed:
+	}
+	// The connection's end is also seen by a goroutine of its own
+	// (connFor), which the process's exit would not wait for: the session
+	// ends, and its temp area goes, before Run returns.
+	if c, ok := s.conns.Load(ss); ok {
+		s.endConn(c.(*conn))
+	}
+	return err
 }
 
 // mcpTool is the MCP declaration of t: schemas (no outputSchema when t has
