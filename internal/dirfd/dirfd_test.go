@@ -533,6 +533,32 @@ func TestOpenRead_DirectoryAndSymlinkKinds(t *testing.T) {
 	require.ErrorIs(t, err, unix.ENOENT)
 }
 
+// TestOpenReadFDNoSymlinks: a file or directory is opened, its fstat
+// returned; a symlink anywhere in the path, final or not, even one that
+// stays beneath the root, is ELOOP and opens nothing; ".." out of the root
+// is an escape.
+func TestOpenReadFDNoSymlinks(t *testing.T) {
+	root := t.TempDir()
+	fixture.Build(t, root, "d/f: x", "lnk => d/f", "dl => d")
+	d, err := dirfd.OpenBeneath(root)
+	require.NoError(t, err)
+	defer func() { assert.NoError(t, d.Close()) }()
+
+	for rel, dir := range map[string]bool{"d/f": false, "d": true, "": true} {
+		fd, st, err := d.OpenReadFDNoSymlinks(rel)
+		require.NoError(t, err, rel)
+		assert.Equal(t, dir, dirfd.IsDir(&st), rel)
+		assert.NoError(t, unix.Close(fd))
+	}
+	for _, rel := range []string{"lnk", "dl/f", "dl"} {
+		fd, _, err := d.OpenReadFDNoSymlinks(rel)
+		require.ErrorIs(t, err, unix.ELOOP, rel)
+		assert.Equal(t, -1, fd)
+	}
+	_, _, err = d.OpenReadFDNoSymlinks("../x")
+	assert.True(t, dirfd.IsEscape(err), "%v", err)
+}
+
 func TestRel(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "ws")
 	fixture.Build(t, filepath.Dir(root), "ws/")

@@ -180,7 +180,7 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 			s := newScanner(cfg)
 			for j := range jobs {
 				if ctx.Err() == nil {
-					j.res, j.err = scanAt(ctx, s, d, j.rel, opts.Walk.Gate)
+					j.res, j.err = scanAt(ctx, s, d, j.rel, opts.Walk.Gate, true)
 				}
 				close(j.done)
 			}
@@ -320,11 +320,13 @@ func grepConfig(opts *GrepOptions) (*scanConfig, error) {
 	return cfg, nil
 }
 
-// scanAt opens rel beneath d through a safe open (non-blocking, fstat on the
-// descriptor) and scans it if it is still a regular file the gate (nil:
-// none) does not refuse (ErrDenied when it does).
-func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string, gate Gate) (fileResult, error) {
-	fd, st, err := d.OpenReadFD(rel)
+// scanAt opens rel beneath d without following a symlink (non-blocking,
+// fstat on the descriptor) and scans it if it is still a regular file the
+// gate (nil: none) does not refuse (ErrDenied when it does): a walk entry
+// (entry) by Gate.RefuseEntry, the single file a grep searches by
+// Gate.Refuse.
+func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string, gate Gate, entry bool) (fileResult, error) {
+	fd, st, err := d.OpenReadFDNoSymlinks(rel)
 	if err != nil {
 		return fileResult{}, err
 	}
@@ -332,8 +334,14 @@ func scanAt(ctx context.Context, s *scanner, d *dirfd.Dir, rel string, gate Gate
 	if !dirfd.IsRegular(&st) {
 		return fileResult{}, nil // replaced since it was listed
 	}
-	if gate != nil && gate.Refuse(fd, &st, joinAbs(d.Path(), rel)) {
-		return fileResult{}, &os.PathError{Op: "read", Path: rel, Err: ErrDenied}
+	if gate != nil {
+		refuse := gate.Refuse
+		if entry {
+			refuse = gate.RefuseEntry
+		}
+		if refuse(fd, &st, joinAbs(d.Path(), rel)) {
+			return fileResult{}, &os.PathError{Op: "read", Path: rel, Err: ErrDenied}
+		}
 	}
 	res, err := s.scan(ctx, fdReader(fd), st.Size)
 	if err != nil {
@@ -369,7 +377,7 @@ func grepFile(ctx context.Context, root string, cfg *scanConfig, limit int, gate
 	}
 	defer func() { _ = d.Close() }()
 	name := path.Base(root)
-	fr, err := scanAt(ctx, newScanner(cfg), d, name, gate)
+	fr, err := scanAt(ctx, newScanner(cfg), d, name, gate, false)
 	if err != nil {
 		return GrepResult{}, err
 	}

@@ -58,11 +58,18 @@ type Gate interface {
 	// Skip reports whether the entry at the absolute path abs (isDir: a
 	// directory) must not be opened at all.
 	Skip(abs string, isDir bool) bool
-	// Refuse reports whether the open descriptor fd, whose fstat is st (a
-	// directory about to be listed, a file about to be scanned), opened at
-	// the absolute path abs (which Skip passed, or the walk root), must not
-	// be read: the decision on what was opened, not on its name.
+	// Refuse reports whether the open descriptor fd of the walk root, or of
+	// the single file a grep searches, whose fstat is st, opened at the
+	// absolute path abs, must not be read: the whole decision on what was
+	// opened, not on its name.
 	Refuse(fd int, st *unix.Stat_t, abs string) bool
+	// RefuseEntry is Refuse for an entry beneath the walk root that Skip
+	// passed (a directory about to be listed, a file about to be scanned):
+	// it was opened beneath the root's handle without following a symlink
+	// anywhere (dirfd.Dir.OpenReadFDNoSymlinks), and the walk decided each
+	// directory on the way when it entered it, so abs is the descriptor's
+	// path unless one of them was renamed since.
+	RefuseEntry(fd int, st *unix.Stat_t, abs string) bool
 }
 
 // ErrDenied is the error of a walk root, or a file searched alone, that the
@@ -182,6 +189,20 @@ func (w *walker) problem(rel string, err error) {
 	w.stats.MoreProblems++
 }
 
+// refused reports whether the gate (none: false) refuses the directory rel
+// the walk opened as fd: the walk root by Gate.Refuse, an entry beneath it
+// by Gate.RefuseEntry.
+func (w *walker) refused(fd int, st *unix.Stat_t, rel string) bool {
+	switch {
+	case w.opts.Gate == nil:
+		return false
+	case rel == "":
+		return w.opts.Gate.Refuse(fd, st, w.abs(rel))
+	default:
+		return w.opts.Gate.RefuseEntry(fd, st, w.abs(rel))
+	}
+}
+
 // dir walks the directory rel; comps is its path in the coordinates of the
 // ignore patterns (relative to the repository root), ign the patterns that
 // apply to it, in ascending priority.
@@ -189,7 +210,7 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	fd, st, err := w.root.OpenReadFD(rel)
+	fd, st, err := w.root.OpenReadFDNoSymlinks(rel)
 	if err != nil {
 		w.problem(rel, err)
 		return nil
@@ -201,7 +222,7 @@ func (w *walker) dir(rel string, comps []string, ign []gitignore.Pattern) error 
 		w.problem(rel, &os.PathError{Op: "walk", Path: f.Name(), Err: ErrNotDirectory})
 		return nil
 	}
-	if w.opts.Gate != nil && w.opts.Gate.Refuse(fd, &st, w.abs(rel)) {
+	if w.refused(fd, &st, rel) {
 		if rel == "" {
 			return &os.PathError{Op: "walk", Path: f.Name(), Err: ErrDenied}
 		}

@@ -6,9 +6,11 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -29,10 +31,14 @@ const (
 	// Denied names; it can only miss, for that long, a bind mount or hard
 	// link of a credential created since.
 	identityTTL = 2 * time.Second
-	// maxBeneathFiles bounds the regular files recorded beneath the denied
-	// directories (for the hard-link check): credential stores are small,
-	// and a snapshot must not cost a walk of a large tree.
-	maxBeneathFiles = 20_000
+	// maxAnchoredMatches bounds the paths one anchored pattern expands to
+	// (a glob such as /home/*/.ssh lists /home); beyond it, the rest are
+	// decided by their path alone.
+	maxAnchoredMatches = 10_000
+	// maxLinkedFiles bounds the regular files the hard-link index records
+	// beneath the denied directories: credential stores are small, and the
+	// index must not cost a walk of a large tree.
+	maxLinkedFiles = 20_000
 )
 
 // devIno is a file's identity.
@@ -40,34 +46,58 @@ type devIno struct{ dev, ino uint64 }
 
 func identity(st *unix.Stat_t) devIno { return devIno{uint64(st.Dev), st.Ino} } //nolint:unconvert // Dev is uint64 on amd64 only
 
-// identities is one snapshot of the existing denied paths: each denied
-// directory and file by identity, with the rule that denies it, and the
-// regular files beneath the denied directories.
+// identities is one snapshot of the existing denied paths the anchored
+// patterns without `**` name (sandbox.DenyRead.AnchoredRules): each
+// denied directory and file by identity, with the rule that denies it.
+// Taking it stats each such path and lists only the directories a
+// pattern's wildcards choose among (`~/.cargo/credentials*` lists
+// ~/.cargo), never a tree. The regular files beneath the denied
+// directories (the hard-link index, links) are listed only when a file
+// with more than one link on the filesystem of one of them is decided
+// (linked).
 type identities struct {
-	dirs    map[devIno]string
-	files   map[devIno]string
-	beneath map[devIno]string
-	// paths are the existing denied paths, each as the pattern's expansion
-	// spells it and by its real path (symlinks resolved), with its rule.
+	dirs  map[devIno]string
+	files map[devIno]string
+	// paths are the paths whose change changedDenied refuses, with why:
+	// each existing denied path, as the pattern's expansion spells it and
+	// by its real path (symlinks resolved), and the literal base of each
+	// anchored `**` pattern that exists (a move of it would carry every
+	// match along).
 	paths map[string]string
-	taken time.Time
+	// stores are the denied directories, listed by linked.
+	stores []deniedDir
+	taken  time.Time
+
+	linksOnce sync.Once
+	links     map[devIno]string
+}
+
+// deniedDir is an existing denied directory of a snapshot.
+type deniedDir struct {
+	path, rule string
+	dev        uint64
 }
 
 // readFence decides every read of the file tools against the policy's
 // deny-read set (issue 24), in every mode, on the opened descriptor: its
 // real path (/proc/self/fd) must not be denied, and neither its identity
-// nor that of any directory on its real path may be a denied path's, so a
-// symlink, "..", a bind mount of a denied directory or a hard link to a
-// denied file made elsewhere does not reach it. It does not see
-// files that merely hold a copy of a secret, nor a hard link to a file
-// beyond maxBeneathFiles of the denied directories, nor a hard link to a
-// file matched only by a pattern at any depth (".env").
+// nor that of any directory on its real path may be an existing anchored
+// denied path's, so a symlink, "..", a bind mount of a denied directory or
+// a hard link to a denied file made elsewhere does not reach it. A pattern
+// at any depth (`.env`, `*.pem`) and an anchored one with `**` are decided
+// by the path alone; none is ever expanded over a tree. The hard-link
+// check (a regular file with more than one link) compares the file with
+// the anchored denied files and the files beneath the anchored denied
+// directories. It does not see files that merely hold a copy of a secret,
+// a hard link to a file beyond maxLinkedFiles of the denied directories,
+// nor a hard link to, or a bind mount of, what only a pattern at any depth
+// or an anchored `**` pattern matches.
 type readFence struct {
 	deny sandbox.DenyRead
 	mode sandbox.Mode // the deployment default, named by a refusal
 
-	mu   sync.Mutex
-	snap *identities
+	mu   sync.Mutex // taken to replace snap
+	snap atomic.Pointer[identities]
 }
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
@@ -93,41 +123,30 @@ func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t
 	if r.deny.Empty() {
 		return nil
 	}
-	if rule, ok := r.denied(where, st, entry, true); ok {
+	if rule, ok := r.denied(where, st, entry); ok {
 		return r.refusal(target, op, where, rule)
 	}
 	return nil
 }
 
 // denied reports whether reading where (the descriptor's real path, whose
-// fstat is st) is refused, and by which rule. With entry, only the entry's
-// own metadata is read: a denied directory itself passes, what lies inside
-// it does not. With ancestors, the directories on the real path are
-// checked too, by path and identity; without (a file a search walk found:
-// the walk decided each directory it entered, and its root, on their
-// descriptors) only the file itself is.
-func (r *readFence) denied(where string, st *unix.Stat_t, entry, ancestors bool) (string, bool) {
+// fstat is st) is refused, and by which rule: where is denied (Denied
+// matches its patterns against the path and each of its ancestors), or
+// its identity, or that of a directory on it, is an existing denied
+// path's. With entry, only the entry's own metadata is read: a denied
+// directory itself passes, what lies inside it does not.
+func (r *readFence) denied(where string, st *unix.Stat_t, entry bool) (string, bool) {
 	isDir := dirfd.IsDir(st)
 	parent := filepath.Dir(where)
-	switch {
-	case !ancestors:
-		if rule, ok := r.deny.DeniedEntry(where, isDir); ok {
-			return rule, true
-		}
-	case entry && isDir:
+	if entry && isDir {
 		if rule, ok := r.deny.Denied(parent, true); ok && parent != where {
 			return rule, true
 		}
-	default:
-		if rule, ok := r.deny.Denied(where, isDir); ok {
-			return rule, true
-		}
+	} else if rule, ok := r.deny.Denied(where, isDir); ok {
+		return rule, true
 	}
 	if rule, ok := r.identityDenied(st, entry); ok {
 		return rule, true
-	}
-	if !ancestors {
-		return "", false
 	}
 	// Every directory on the real path: a bind mount of a denied directory
 	// has the directory's identity at its root.
@@ -149,7 +168,7 @@ func (r *readFence) denied(where string, st *unix.Stat_t, entry, ancestors bool)
 // denied path by identity (with entry, a directory's own identity is not
 // checked: its metadata passes): a denied directory, a denied file, or,
 // for a regular file with more than one link, a file beneath a denied
-// directory.
+// directory (linked). It makes no system call but the hard-link index's.
 func (r *readFence) identityDenied(st *unix.Stat_t, entry bool) (string, bool) {
 	ids := r.identities()
 	id := identity(st)
@@ -163,9 +182,9 @@ func (r *readFence) identityDenied(st *unix.Stat_t, entry bool) (string, bool) {
 		if rule, ok := ids.files[id]; ok {
 			return rule, true
 		}
-		if st.Nlink > 1 {
-			if rule, ok := ids.beneath[id]; ok {
-				return rule + ", a hard link to it", true
+		if st.Nlink > 1 && dirfd.IsRegular(st) {
+			if rule, ok := ids.linked(st); ok {
+				return rule, true
 			}
 		}
 	}
@@ -175,66 +194,112 @@ func (r *readFence) identityDenied(st *unix.Stat_t, entry bool) (string, bool) {
 // identities returns a snapshot of the existing denied paths' identities,
 // taken again once identityTTL has passed.
 func (r *readFence) identities() *identities {
+	if ids := r.snap.Load(); ids != nil && time.Since(ids.taken) < identityTTL {
+		return ids
+	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if r.snap != nil && time.Since(r.snap.taken) < identityTTL {
-		return r.snap
+	if ids := r.snap.Load(); ids != nil && time.Since(ids.taken) < identityTTL {
+		return ids
 	}
-	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, beneath: map[devIno]string{}, paths: map[string]string{}, taken: time.Now()}
-	budget := maxBeneathFiles
-	for _, pattern := range r.deny.Anchored() {
-		matches, err := doublestar.FilepathGlob(pattern)
+	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, paths: map[string]string{}, taken: time.Now()}
+	for _, a := range r.deny.AnchoredRules() {
+		if treePattern(a.Pattern) {
+			// Decided by its path alone: its expansion is a walk of the
+			// tree beneath its literal base.
+			base, _ := doublestar.SplitPattern(a.Pattern)
+			if _, err := os.Stat(base); err == nil {
+				ids.paths[base] = a.Rule + ", which matches beneath " + base
+				if resolved, err := filepath.EvalSymlinks(base); err == nil {
+					ids.paths[resolved] = a.Rule + ", which matches beneath " + resolved
+				}
+			}
+			continue
+		}
+		matches, err := doublestar.FilepathGlob(a.Pattern)
 		if err != nil {
 			continue // a malformed pattern matches nothing here; Denied still applies
 		}
-		for _, m := range matches {
-			var st unix.Stat_t
-			// Followed: a denied path that is a symlink denies what it
-			// names, wherever that is.
-			if unix.Stat(m, &st) != nil {
-				continue
-			}
-			rule, ok := r.deny.Denied(m, dirfd.IsDir(&st))
-			if !ok {
-				continue // exempted by a later pattern
-			}
-			ids.paths[m] = rule
-			if resolved, err := filepath.EvalSymlinks(m); err == nil {
-				ids.paths[resolved] = rule
-			}
-			rule += ", the same " + kind(&st) + " as " + m
-			if !dirfd.IsDir(&st) {
-				ids.files[identity(&st)] = rule
-				continue
-			}
-			ids.dirs[identity(&st)] = rule
-			budget = recordBeneath(m, rule, ids, budget)
+		for _, m := range matches[:min(len(matches), maxAnchoredMatches)] {
+			r.record(ids, m)
 		}
 	}
-	r.snap = ids
+	r.snap.Store(ids)
 	return ids
 }
 
-// recordBeneath records the regular files beneath the denied directory dir,
-// at most budget of them, and returns the budget left.
-func recordBeneath(dir, rule string, ids *identities, budget int) int {
+// record adds the path m an anchored pattern matched to ids, unless it is
+// gone or a later pattern exempts it.
+func (r *readFence) record(ids *identities, m string) {
+	var st unix.Stat_t
+	// Followed: a denied path that is a symlink denies what it names,
+	// wherever that is.
+	if unix.Stat(m, &st) != nil {
+		return
+	}
+	rule, ok := r.deny.Denied(m, dirfd.IsDir(&st))
+	if !ok {
+		return // exempted by a later pattern
+	}
+	ids.paths[m] = rule + ", " + m + " lies beneath it"
+	if resolved, err := filepath.EvalSymlinks(m); err == nil {
+		ids.paths[resolved] = rule + ", " + resolved + " lies beneath it"
+	}
+	same := rule + ", the same " + kind(&st) + " as " + m
+	if !dirfd.IsDir(&st) {
+		ids.files[identity(&st)] = same
+		return
+	}
+	ids.dirs[identity(&st)] = same
+	ids.stores = append(ids.stores, deniedDir{path: m, rule: rule, dev: uint64(st.Dev)}) //nolint:unconvert // Dev is uint64 on amd64 only
+}
+
+// treePattern reports whether the anchored pattern p has a `**` component,
+// which matches at any depth beneath its literal base.
+func treePattern(p string) bool {
+	return slices.Contains(strings.Split(p, "/"), "**")
+}
+
+// linked reports whether the regular file of st, which has more than one
+// link, is a file beneath a denied directory of the snapshot, and by which
+// rule. A hard link never leaves its filesystem, so only a file on the
+// filesystem of a denied directory is looked up; the first such file
+// lists the denied directories (at most maxLinkedFiles regular files in
+// all), once per snapshot.
+func (ids *identities) linked(st *unix.Stat_t) (string, bool) {
+	dev := uint64(st.Dev) //nolint:unconvert // Dev is uint64 on amd64 only
+	if !slices.ContainsFunc(ids.stores, func(d deniedDir) bool { return d.dev == dev }) {
+		return "", false
+	}
+	ids.linksOnce.Do(ids.indexLinks)
+	rule, ok := ids.links[identity(st)]
+	return rule, ok
+}
+
+// indexLinks records the regular files beneath the denied directories, at
+// most maxLinkedFiles of them.
+func (ids *identities) indexLinks() {
+	ids.links = map[devIno]string{}
 	errFull := errors.New("full")
-	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || !d.Type().IsRegular() {
-			return nil //nolint:nilerr // an unreadable entry is skipped
+	for _, d := range ids.stores {
+		err := filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || !e.Type().IsRegular() {
+				return nil //nolint:nilerr // an unreadable entry is skipped
+			}
+			if len(ids.links) >= maxLinkedFiles {
+				return errFull
+			}
+			var st unix.Stat_t
+			if unix.Lstat(p, &st) != nil {
+				return nil // removed since it was listed
+			}
+			ids.links[identity(&st)] = d.rule + ", a hard link to " + p
+			return nil
+		})
+		if errors.Is(err, errFull) {
+			return
 		}
-		if budget <= 0 {
-			return errFull
-		}
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil {
-			return nil // removed since it was listed
-		}
-		ids.beneath[identity(&st)] = rule + " (" + p + ")"
-		budget--
-		return nil
-	})
-	return budget
+	}
 }
 
 func kind(st *unix.Stat_t) string {
@@ -264,13 +329,12 @@ func (r *readFence) Skip(abs string, isDir bool) bool {
 	return ok
 }
 
-// Refuse reports whether a search walk must not read the opened descriptor
-// fd, opened at abs: decide's decision without an approval (a search is
-// never approved); for a file, without the directories on its path, which
-// the walk decided when it entered them, and without its path again when
-// the descriptor's real path is abs (Skip matched it just before the
-// open). A descriptor whose path cannot be read is refused.
-func (r *readFence) Refuse(fd int, st *unix.Stat_t, abs string) bool {
+// Refuse reports whether a search must not read the opened descriptor fd
+// of its walk root, or of the single file a grep searches: decide's
+// decision without an approval (a search is never approved), on the
+// descriptor's real path. A descriptor whose path cannot be read is
+// refused.
+func (r *readFence) Refuse(fd int, st *unix.Stat_t, _ string) bool {
 	if r.deny.Empty() {
 		return false
 	}
@@ -278,14 +342,22 @@ func (r *readFence) Refuse(fd int, st *unix.Stat_t, abs string) bool {
 	if err != nil {
 		return true
 	}
-	isDir := dirfd.IsDir(st)
-	if !isDir && where == abs {
-		_, denied := r.identityDenied(st, false)
-		return denied
+	_, denied := r.denied(where, st, false)
+	return denied
+}
+
+// RefuseEntry reports whether a search walk must not read the opened
+// descriptor of an entry beneath its root: by identity alone
+// (identityDenied: no system call of its own, but for the snapshot every
+// identityTTL and the hard-link index once). Its path needs no other check:
+// Skip matched it just before the open, the walk opened it without
+// following a symlink anywhere on the way (search.Gate), and each
+// directory on the way was decided when the walk entered it.
+func (r *readFence) RefuseEntry(_ int, st *unix.Stat_t, _ string) bool {
+	if r.deny.Empty() {
+		return false
 	}
-	// A directory, or a file whose descriptor names another path than the
-	// walk opened (a parent moved meanwhile): the whole decision.
-	_, denied := r.denied(where, st, false, isDir || where != abs)
+	_, denied := r.identityDenied(st, false)
 	return denied
 }
 
@@ -344,16 +416,17 @@ func (r *readFence) entryDenied(target hfs.Target, parent *dirfd.Parent, name st
 
 // changedDenied reports whether changing the absolute, clean path abs is
 // refused, and by which rule: abs is denied (as a file or as a directory,
-// whichever it is or becomes), or an existing denied path of the snapshot
-// (identities.paths: the anchored patterns expanded) is abs itself or lies
-// beneath it, so renaming or removing abs would take the denied path along.
+// whichever it is or becomes), or a path of the snapshot (identities.paths:
+// the anchored patterns without `**` expanded, the bases of those with
+// `**`) is abs itself or lies beneath it, so renaming or removing abs would
+// take the denied path along.
 func (r *readFence) changedDenied(abs string) (string, bool) {
 	if rule, ok := r.deniedEither(abs); ok {
 		return rule, true
 	}
-	for p, rule := range r.identities().paths {
+	for p, why := range r.identities().paths {
 		if dirfd.Beneath(abs, p) {
-			return rule + ", " + p + " lies beneath it", true
+			return why, true
 		}
 	}
 	return "", false

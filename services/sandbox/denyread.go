@@ -245,18 +245,40 @@ func (d DenyRead) match(path []string, isDir bool) (string, bool) {
 // A path they yield is still to be checked with Denied (an exemption may
 // re-allow it).
 func (d DenyRead) Anchored() []string {
-	var out []string
+	rules := d.AnchoredRules()
+	out := make([]string, len(rules))
+	for i, r := range rules {
+		out[i] = r.Pattern
+	}
+	return out
+}
+
+// AnchoredPattern is one pattern of Anchored with the rule it comes from,
+// spelled as Denied names it ("~/.ssh (default)", "harness's own file
+// /etc/harness.yaml").
+type AnchoredPattern struct {
+	Pattern string
+	Rule    string
+}
+
+// AnchoredRules returns Anchored's patterns, in the same order, each with
+// its rule.
+func (d DenyRead) AnchoredRules() []AnchoredPattern {
+	var out []AnchoredPattern
 	for _, r := range d.rules {
 		if r.exempt {
 			continue
 		}
 		for _, e := range r.expanded {
 			if strings.HasPrefix(e, "/") {
-				out = append(out, strings.TrimSuffix(e, "/"))
+				out = append(out, AnchoredPattern{Pattern: strings.TrimSuffix(e, "/"), Rule: r.spelling + " (" + r.flag + ")"})
 			}
 		}
 	}
-	return append(out, d.files...)
+	for _, f := range d.files {
+		out = append(out, AnchoredPattern{Pattern: f, Rule: "harness's own file " + f})
+	}
+	return out
 }
 
 // AnyDepth returns the patterns in force that deny at any depth (`.env`,

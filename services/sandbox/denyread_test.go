@@ -55,6 +55,32 @@ func TestDenyReadDenied(t *testing.T) {
 	}
 }
 
+// TestDenyReadAnchoredRules: each anchored pattern (a `~` one once per
+// home, an absolute one, then the exact files) comes with the rule Denied
+// names; exemptions and patterns at any depth are not among them; Anchored
+// is the same patterns in the same order.
+func TestDenyReadAnchoredRules(t *testing.T) {
+	d, err := sandbox.NewDenyRead(sandbox.DenyReadOptions{
+		Patterns: []string{"*.pem", "/srv/**/*.key", "/srv/secrets/", "!/home/u/.aws/config"},
+		Homes:    []string{"/home/u", "/root"},
+		Files:    []string{"/etc/harness.yaml"},
+	})
+	require.NoError(t, err)
+	rules := d.AnchoredRules()
+	assert.Contains(t, rules, sandbox.AnchoredPattern{Pattern: "/home/u/.ssh", Rule: "~/.ssh (default)"})
+	assert.Contains(t, rules, sandbox.AnchoredPattern{Pattern: "/root/.ssh", Rule: "~/.ssh (default)"})
+	assert.Contains(t, rules, sandbox.AnchoredPattern{Pattern: "/srv/**/*.key", Rule: "/srv/**/*.key (--deny-read)"})
+	assert.Contains(t, rules, sandbox.AnchoredPattern{Pattern: "/srv/secrets", Rule: "/srv/secrets/ (--deny-read)"})
+	assert.Equal(t, sandbox.AnchoredPattern{Pattern: "/etc/harness.yaml", Rule: "harness's own file /etc/harness.yaml"}, rules[len(rules)-1])
+	patterns := make([]string, len(rules))
+	for i, r := range rules {
+		assert.NotContains(t, r.Pattern, "/home/u/.aws/config", "an exemption denies nothing")
+		assert.NotEqual(t, "*.pem", r.Pattern, "a pattern at any depth is not anchored")
+		patterns[i] = r.Pattern
+	}
+	assert.Equal(t, patterns, d.Anchored())
+}
+
 func TestDenyReadAllowAndErrors(t *testing.T) {
 	d, err := sandbox.NewDenyRead(sandbox.DenyReadOptions{Allow: []string{"~/.npmrc", ".env"}, Homes: []string{"/home/u"}})
 	require.NoError(t, err)
