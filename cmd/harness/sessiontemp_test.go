@@ -147,8 +147,10 @@ func callTemp(t *testing.T, ws, tmp string) string {
 	require.NoError(t, err)
 	out, err := exec.Command(bin, "call", "exec", "--arg", `command=printf %s "$TMPDIR"`, "--workspace", ws, "--mode", "workspace-write", "--temp-root", tmp).Output()
 	require.NoError(t, err)
-	assert.Contains(t, string(out), filepath.Join(tmp, "harness-session-"))
-	i := strings.Index(string(out), filepath.Join(tmp, "harness-session-"))
-	rest := string(out)[i:]
-	return rest[:len(filepath.Join(tmp, "harness-session-"))+strings.IndexAny(rest[len(filepath.Join(tmp, "harness-session-")):], "\"\n ")]
+	prefix := filepath.Join(tmp, "harness-session-")
+	_, rest, found := strings.Cut(string(out), prefix)
+	require.True(t, found, "the command's TMPDIR is the call's own: %s", out)
+	end := strings.IndexAny(rest, "\"\n ")
+	require.Positive(t, end, string(out))
+	return prefix + rest[:end]
 }

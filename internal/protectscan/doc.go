@@ -42,6 +42,24 @@
 // (an entry added in the same clock tick as the reading would leave its mtime
 // unchanged).
 //
+// Kept current (issue 34): every directory a scan reads or revalidates is
+// watched, before it is read, through one inotify instance the process
+// shares (notify.go), within a budget of a quarter of the user's watches;
+// the queued events are drained at the start of each scan. A scan of the
+// same roots with the same Scanner whose directories saw no change that
+// matters to it (memo.go: a directory made, removed or moved; a name the
+// Match protects or a finding made, removed, moved or given another owner or
+// mode; a repository marker; a `.git` file written) takes the last result
+// instead of walking: its cost is the drain, proportional to what changed.
+// The gitdirs a `.git` file names are followed and split again at every scan.
+// A runner's placeholder (placeholder.go: the mount point of a reserved,
+// missing protected name, marked with a user extended attribute) is no
+// finding, and its coming and going changes nothing. Where inotify is
+// unavailable, the budget is spent, or a directory lies on a filesystem
+// whose changes may come from elsewhere (a network or FUSE filesystem),
+// nothing is reused: each scan is the cached walk above (Notifications says
+// which, for `harness policy`).
+//
 // What it does not cover: entries created, or moved into place, during or
 // after the scan (the caller verifies each entry's identity when it mounts it,
 // and a directory that vanishes mid-scan is skipped); a tree larger than the

@@ -8,7 +8,6 @@ package config
 
 import (
 	"fmt"
-	"github.com/dsh-go/harness/internal/dirfd"
 	"os"
 	"path/filepath"
 	"slices"
@@ -18,6 +17,7 @@ import (
 
 	"github.com/agnivade/levenshtein"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/journal"

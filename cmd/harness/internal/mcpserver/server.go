@@ -183,7 +183,7 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	select {
 	case <-ctx.Done():
 		_ = ss.Close()
-		<-closed
+		_ = <-closed // the session's end after Close: ctx's error is the cause
 		err = ctx.Err()
 	case err = <-closed:
 	}
