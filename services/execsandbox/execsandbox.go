@@ -298,9 +298,10 @@ func provide(p Params) (*Runner, error) {
 	return r, nil
 }
 
-// Warm searches the protected paths of the default policy's writable roots
-// but its temp roots once (workspace-write's, whatever the default mode),
-// then its deny-read
+// Warm finds and tries bubblewrap and seals the inner stage's copy (what
+// the first command would otherwise wait for), then searches the protected
+// paths of the default policy's writable roots but its temp roots once
+// (workspace-write's, whatever the default mode), then its deny-read
 // paths, so the first command finds both searches' caches filled: a
 // workspace holding a directory of a million entries costs that command an
 // fstat per directory, not the reading of them all, and a command started
@@ -308,6 +309,12 @@ func provide(p Params) (*Runner, error) {
 // same directories again. It returns when the searches end or ctx is
 // done; its result is only the caches.
 func (r *Runner) Warm(ctx context.Context) {
+	if r.bwrap != nil {
+		// What every first command would otherwise do itself: find and
+		// try bubblewrap, and seal the inner stage's copy.
+		_, _ = r.bwrap.exe()
+		_, _ = r.bwrap.stage()
+	}
 	policy := r.policy.Default()
 	if policy.WorkspaceRoot == "" {
 		return
