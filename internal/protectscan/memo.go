@@ -15,13 +15,13 @@ const maxMemos = 8
 
 // memo is the part of a finished scan of roots that the roots' directories
 // decide (what the walk found, before the gitdirs a `.git` file names are
-// followed and split: those are read again at each scan, a few files),
+// read, followed and split: those are read again at each scan, a few
+// files),
 // reusable while no event that matters to it arrives.
 type memo struct {
 	roots   []Root
 	dirs    map[devIno]struct{} // the directories whose listings it used
 	found   map[string]Entry
-	gitdirs []string
 	gitDirs map[string]bool
 }
 
@@ -70,8 +70,7 @@ func (s *Scanner) keep(key string, w *walk, epoch uint64) {
 		clear(s.memos)
 	}
 	s.memos[key] = &memo{
-		roots: w.rootList(), dirs: w.dirs, found: maps.Clone(w.found),
-		gitdirs: append([]string(nil), w.gitdirs...), gitDirs: maps.Clone(w.gitDirs),
+		roots: w.rootList(), dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
 	}
 }
 
@@ -139,14 +138,16 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 // mattersBelow is matters for one root holding dir, rel below it:
 //   - the directory itself removed or moved, or an event lost: always;
 //   - a name removed or moved away: when a finding lies at or beneath it,
-//     or it is a repository marker (HEAD, commondir, objects, refs) where a
-//     repository's shape decides;
+//     or it is a repository marker (HEAD, commondir, objects, refs) of a
+//     directory found whole as a repository;
 //   - a name made, moved in, changed in mode or owner: what is there now
-//     decides: nothing (gone again: its later events tell where) or a
-//     runner's placeholder (Placeholder: it holds nothing, and no scan
-//     reports it) does not matter; a directory, a repository marker, a
-//     finding or a name the scanner's Match protects does;
-//   - a file's content written: only a `.git` file's (it names a gitdir).
+//     decides: nothing (gone again: its later events tell where; each walk
+//     records where it found every directory, so an event is judged at its
+//     directory's path now) or a runner's placeholder (it holds nothing,
+//     and no scan reports it) does not matter; a directory, a repository
+//     marker, a finding or a name the scanner's Match protects does;
+//   - a file's content written: only a `.git` file's (it names a gitdir;
+//     a kept result reads every `.git` file found again all the same).
 func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
 	if name == "" || mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
 		return true
@@ -157,10 +158,17 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 	case mask&unix.IN_MODIFY != 0:
 		return name == ".git"
 	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
-		return marker || found == nil || foundAtOrBeneath(found, p)
+		if found == nil || foundAtOrBeneath(found, p) {
+			return true
+		}
+		// A marker gone changes the shape of a repository found whole.
+		_, repo := found[dir]
+		return marker && repo
 	}
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
+		// Gone again: its later events (a removal, a move into a watched
+		// directory, whose path each walk keeps current) tell where.
 		return !vanished(err)
 	}
 	if placeholderAt(p, &st) {

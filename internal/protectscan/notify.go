@@ -127,7 +127,8 @@ func (n *notifier) watch(fd int, id devIno, path string) bool {
 	if n.fd < 0 {
 		return false
 	}
-	if _, ok := n.byID[id]; ok {
+	if wd, ok := n.byID[id]; ok {
+		n.byWD[wd] = watchedAt{id: id, path: path} // where the walk finds it now
 		return true
 	}
 	if len(n.byID) >= n.limit {
@@ -145,11 +146,16 @@ func (n *notifier) watch(fd int, id devIno, path string) bool {
 	return true
 }
 
-// watched reports whether the directory id is watched.
-func (n *notifier) watched(id devIno) bool {
+// watched reports whether the directory id is watched, and records path
+// as where it lies now (a walk found it there: a directory moved since it
+// was first watched reports its events under its new path).
+func (n *notifier) watched(id devIno, path string) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	_, ok := n.byID[id]
+	wd, ok := n.byID[id]
+	if ok {
+		n.byWD[wd] = watchedAt{id: id, path: path}
+	}
 	return ok
 }
 
@@ -160,22 +166,33 @@ func (n *notifier) subscribe(s *Scanner) {
 	n.readers[s] = struct{}{}
 }
 
-// drain reads every queued event and tells each subscribed scanner of those
-// in its directories (Scanner.notice). A queue overflow tells every scanner.
+// drain reads the events queued when it starts (every change completed
+// before it; those arriving meanwhile are left for the next drain, so a
+// busy tree cannot keep it reading) and tells each subscribed scanner of
+// those in its directories (Scanner.notice). A queue overflow tells every
+// scanner.
 func (n *notifier) drain() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	if n.fd < 0 {
 		return
 	}
-	for {
-		k, err := unix.Read(n.fd, n.buf)
+	queued, err := unix.IoctlGetInt(n.fd, unix.TIOCINQ) // FIONREAD
+	if err != nil {
+		for r := range n.readers {
+			r.forget() // unknown: nothing kept is trusted
+		}
+		return
+	}
+	for queued > 0 {
+		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), max(queued, unix.SizeofInotifyEvent+unix.PathMax+1))])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if k <= 0 || err != nil {
 			return // EAGAIN: nothing more queued
 		}
+		queued -= k
 		for off := 0; off+unix.SizeofInotifyEvent <= k; {
 			ev := (*unix.InotifyEvent)(unsafe.Pointer(&n.buf[off])) //nolint:gosec // the kernel's record layout
 			end := off + unix.SizeofInotifyEvent + int(ev.Len)
@@ -219,7 +236,7 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 func watchDir(fd int, st *unix.Stat_t, path string) bool {
 	n := notify()
 	id := devIno{st.Dev, st.Ino}
-	if n.watched(id) {
+	if n.watched(id, path) {
 		return true
 	}
 	var fs unix.Statfs_t

@@ -17,6 +17,9 @@ const (
 	PlaceholderDirMode  = 0o555
 	PlaceholderFileMode = 0o444
 	PlaceholderXattr    = "user.harness.placeholder"
+	// PlaceholderTempPrefix begins the name a placeholder is made under,
+	// beside its place, before it is renamed there.
+	PlaceholderTempPrefix = ".harness-placeholder-"
 )
 
 // maxPlaceholderBytes bounds a file placeholder's content (a commondir's
@@ -43,14 +46,15 @@ func placeholderAt(p string, st *unix.Stat_t) bool {
 	return placeholderIn(unix.AT_FDCWD, p, st)
 }
 
-// placeholderShape reports whether st has a placeholder's type, mode and
-// size.
+// placeholderShape reports whether st has a placeholder's type, mode, size
+// and links: a file of one name only (a second link could change it
+// through a name no scan watches), a directory without subdirectories.
 func placeholderShape(st *unix.Stat_t) bool {
 	switch st.Mode {
 	case unix.S_IFDIR | PlaceholderDirMode:
-		return true
+		return st.Nlink <= 2
 	case unix.S_IFREG | PlaceholderFileMode:
-		return st.Size <= maxPlaceholderBytes
+		return st.Size <= maxPlaceholderBytes && st.Nlink == 1
 	}
 	return false
 }

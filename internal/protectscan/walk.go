@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -80,8 +81,53 @@ func (w *walk) reuse(roots []Root, m *memo) error {
 		return err
 	}
 	w.found, w.gitDirs = maps.Clone(m.found), maps.Clone(m.gitDirs)
-	w.gitdirs = append(w.gitdirs[:0], m.gitdirs...)
+	if err := w.pointers(); err != nil {
+		return err
+	}
 	return w.finish()
+}
+
+// pointers reads again the gitdir every `.git` file found names (its
+// content can change without an event that tells: a write through another
+// link), as the walk's protect does.
+func (w *walk) pointers() error {
+	w.gitdirs = w.gitdirs[:0]
+	for _, p := range slices.Sorted(maps.Keys(w.found)) {
+		if w.found[p].Dir || filepath.Base(p) != ".git" {
+			continue
+		}
+		parent := filepath.Dir(p)
+		r, rel := w.rootOf(parent)
+		if r == nil {
+			continue
+		}
+		dirfd := r.fd
+		if rel != "" {
+			fd, _, ok, err := openBeneath(r, rel, parent)
+			if err != nil {
+				return err
+			}
+			if !ok {
+				continue
+			}
+			dirfd = fd
+		}
+		target, ok, err := readPointer(dirfd, ".git", p, "gitdir: ", r.owner)
+		if dirfd != r.fd {
+			_ = unix.Close(dirfd)
+		}
+		if err != nil {
+			return err
+		}
+		if !ok {
+			continue
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(parent, target)
+		}
+		w.gitdirs = append(w.gitdirs, filepath.Clean(target))
+	}
+	return nil
 }
 
 // finish follows the gitdirs `.git` files named and splits the git
@@ -240,7 +286,7 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
 		return true, nil
 	}
-	if !notify().watched(devIno{st.Dev, st.Ino}) {
+	if !notify().watched(devIno{st.Dev, st.Ino}, filepath.Join(parent, sd.name)) {
 		return false, nil // opened and visited: watched there
 	}
 	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)

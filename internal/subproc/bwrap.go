@@ -363,7 +363,7 @@ func makePlaceholder(path string, dir bool, content string) error {
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
 	}
-	tmp := filepath.Join(filepath.Dir(path), ".harness-placeholder-"+hex.EncodeToString(rnd[:]))
+	tmp := filepath.Join(filepath.Dir(path), protectscan.PlaceholderTempPrefix+hex.EncodeToString(rnd[:]))
 	remove := func() { _ = unix.Unlink(tmp) }
 	mode := uint32(placeholderFileMode)
 	var fd int
