@@ -10,3 +10,6 @@ var SocketArgs = socketArgs
 
 // MaskAncestors is maskAncestors, for tests.
 var MaskAncestors = maskAncestors
+
+// Vanished is vanished, for tests.
+var Vanished = vanished
