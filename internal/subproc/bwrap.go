@@ -224,9 +224,6 @@ const (
 // them, as it did before the mark.
 const placeholderXattr = "user.harness.placeholder"
 
-// ReserveGit is Reserve(root/.git, true): root's top-level `.git`.
-func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Join(root, ".git"), true) }
-
 // Reserve reserves path (clean, absolute; its parent must exist) for one
 // command when it is missing (it makes the placeholder: an empty directory
 // when dir, else an empty file) or is already a placeholder (another
