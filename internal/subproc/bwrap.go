@@ -120,15 +120,19 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 		args = append(args, "--bind-try", a, a)
 	}
 	// A protected path that vanished since it was found is skipped here
-	// and refused by the stage's check.
+	// and refused by the stage's check, unless its holder vanished too.
 	for _, p := range c.Protected {
 		args = append(args, "--ro-bind-try", p.Path, p.Path)
 	}
+	// A reserved directory whose holder may vanish is bound like a file:
+	// the placeholder onto itself, skipped when gone (the stage then
+	// checks its holder is gone too), where a tmpfs would need its mount
+	// point made, in a parent that may be gone.
 	for _, p := range c.Reserved {
-		if p.Dir {
+		if p.Dir && p.Holder == "" {
 			args = append(args, "--perms", "0555", "--tmpfs", p.Path, "--remount-ro", p.Path)
 		} else {
-			args = append(args, "--ro-bind", p.Path, p.Path)
+			args = append(args, "--ro-bind-try", p.Path, p.Path)
 		}
 	}
 	// The deny-read masks on top of every bind above: a denied path
@@ -197,14 +201,14 @@ func argsFile(args []string) (*os.File, error) {
 // socketArgs returns bwrap's arguments for c's Unix sockets: /dev/null bound
 // read-only over each masked socket (connect then fails with ECONNREFUSED),
 // leaving out those at or beneath /dev, /proc or a reserved directory
-// (hidden by the view's own mounts); then each named socket bound
+// masked by a tmpfs (hidden by the view's own mounts); then each named socket bound
 // read-only onto itself, after the masks, so it is reachable at its path
 // beneath any of them (one missing at run time is skipped).
 func socketArgs(c *Confinement) []string {
 	var args []string
 	for _, p := range c.MaskedSockets {
 		if dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p) ||
-			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && dirfd.Beneath(r.Path, p) }) {
+			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && r.Holder == "" && dirfd.Beneath(r.Path, p) }) {
 			continue
 		}
 		args = append(args, "--ro-bind", "/dev/null", p)
@@ -280,9 +284,6 @@ const (
 // system without user extended attributes (ENOTSUP) the mode alone tells
 // them, as it did before the mark.
 const placeholderXattr = protectscan.PlaceholderXattr
-
-// ReserveGit is Reserve(root/.git, true): root's top-level `.git`.
-func ReserveGit(root string) (*Reservation, error) { return Reserve(filepath.Join(root, ".git"), true) }
 
 // Reserve reserves path (clean, absolute; its parent must exist) for one
 // command when it is missing (it makes the placeholder: an empty directory
@@ -534,9 +535,18 @@ func emptyDir(fd int) bool {
 // mask, so the command is tried again without the sockets that are gone,
 // at most socketRetries more times.
 //
-// Errors: bwrap could not be started, or ended without a status from the
-// stage for a reason other than a stop (Status.Error then says why, from
-// bwrap's own message).
+// A path of the view that is not what the caller found (see
+// Status.Changed: the stage's check of a protected, reserved, pinned or
+// masked path failed, a pinned directory was gone before the start, or
+// bubblewrap found a path of the view gone while it made it) ends the run
+// with Status.Changed and Status.Error naming the path; nothing of the
+// command ran, and the caller, which found the paths, searches again.
+//
+// Errors: bwrap could not be started. Ending without a status from the
+// stage for a reason other than a stop is not an error: Status.Error then
+// begins with SandboxNotStarted and holds bubblewrap's own message (also
+// when the sandbox's init died before it could be placed or given its
+// command).
 func RunBwrap(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration, outputLimit int, placed func(pid int) error, w Watch) (Outcome, error) {
 	for attempt := 0; ; attempt++ {
 		out, err := runBwrapOnce(ctx, b, spec, timeout, outputLimit, placed, w)
@@ -620,7 +630,8 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	defer p.close()
 	pinned, err := pinMasks(spec.Confine)
 	if err != nil {
-		return Status{}, 0, err
+		// Renamed or replaced since the masks were found: nothing started.
+		return Status{Error: err.Error(), Changed: true}, 0, nil
 	}
 	conf := *spec.Confine
 	conf.Pinned = pinned
@@ -704,6 +715,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 			startErr = fmt.Errorf("send the command to the sandbox: %w", encErr)
 		}
 	}
+	if startErr != nil && init != nil && init.ended(deadInitGrace) {
+		// The sandbox's init died making the view, before it could be
+		// placed or given its command: bubblewrap's message (on stderr,
+		// read below) says why, not the placement's "no such process" or
+		// the spec's broken pipe.
+		startErr, exited = nil, true
+		waitErr = waitExited(cmd, done)
+	}
 	stopped := false
 	if !exited {
 		for startErr == nil && !exited && ctx.Err() == nil {
@@ -741,7 +760,12 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if startErr != nil {
 		return Status{Error: startErr.Error()}, d, nil
 	}
-	if st, ok := lastStatus(p.statusR); ok {
+	if st, started, ok := lastStatus(p.statusR); ok {
+		if st.Changed && started {
+			// Only the stage, before anything of the command ran, says a
+			// path changed: a command is never started twice.
+			st.Changed = false
+		}
 		switch {
 		case stopped:
 			st.Stopped, st.ExitCode, st.Signal = true, -1, "SIGKILL"
@@ -763,7 +787,109 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if msg == "" && waitErr != nil {
 		msg = waitErr.Error()
 	}
+	if path, ok := vanished(msg, spec.Confine); ok {
+		return Status{Error: fmt.Sprintf("%s: %s changed or vanished while bubblewrap made the command's view (%s)",
+			SandboxNotStarted, cmp.Or(path, "a path"), msg), Changed: true}, d, nil
+	}
 	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
+}
+
+// deadInitGrace is how long runBwrap waits, after failing to place or
+// start the sandbox's init, to see whether it had died on its own.
+const deadInitGrace = 100 * time.Millisecond
+
+// waitExited waits for cmd (bwrap, whose init has ended) to exit, killing
+// it after killGrace, and returns its Wait error.
+func waitExited(cmd *exec.Cmd, done <-chan error) error {
+	select {
+	case err := <-done:
+		return err
+	case <-time.After(killGrace):
+		_ = cmd.Process.Kill()
+		return <-done
+	}
+}
+
+// vanished reports whether msg, bubblewrap's message when it could not make
+// c's view, says a path of the view was gone or replaced while it made it
+// (the source or target of a bind mount, the directory of a mount point: a
+// process outside removed or renamed it after the caller found it), and
+// returns the path of c it names ("" when it names none of them). These are
+// bubblewrap 0.8's messages for a path operation (die_with_error: "bwrap:
+// WHAT PATH: STRERROR") failing with ENOENT, ENOTDIR or ELOOP, and, for a
+// bind mount, a target that was no longer a mount point when it came to
+// remount it read-only (EINVAL, or not in the mount table: a file renamed
+// over it took the new mount off it).
+func vanished(msg string, c *Confinement) (string, bool) {
+	what, ok := strings.CutPrefix(msg[strings.LastIndexByte(msg, '\n')+1:], "bwrap: ")
+	if !ok {
+		return "", false
+	}
+	errnos := []error{unix.ENOENT, unix.ENOTDIR, unix.ELOOP}
+	switch {
+	case strings.HasPrefix(what, "Can't bind mount ") || strings.HasPrefix(what, "Can't remount readonly on "):
+		if strings.HasSuffix(what, " in mount table") {
+			return namedPath(what, c), true
+		}
+		errnos = append(errnos, unix.EINVAL)
+	case !slices.ContainsFunc([]string{
+		"Can't find source path ", "Can't get type of source ", "Can't mkdir parents for ", "Can't mkdir ",
+		"Can't create file at ", "Can't mount tmpfs on ",
+	}, func(p string) bool { return strings.HasPrefix(what, p) }):
+		return "", false
+	}
+	lower := strings.ToLower(what)
+	for _, e := range errnos {
+		if strings.HasSuffix(lower, ": "+e.Error()) {
+			return namedPath(what, c), true
+		}
+	}
+	return "", false
+}
+
+// namedPath returns the longest path of c's view that msg names (bubblewrap
+// names a bind mount's source under /oldroot and its target under
+// /newroot), "" when none.
+func namedPath(msg string, c *Confinement) string {
+	if c == nil {
+		return ""
+	}
+	paths := slices.Concat(c.WritableRoots, c.MaskedSockets, c.UnixSocketPaths, ancestors(c.Protected, c.Reserved, c.WritableRoots))
+	for _, p := range c.Protected {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range c.Reserved {
+		paths = append(paths, p.Path)
+	}
+	for _, p := range c.Pinned {
+		paths = append(paths, p.Path)
+	}
+	for _, m := range c.Masked {
+		paths = append(paths, m.Path)
+	}
+	best := ""
+	for _, p := range paths {
+		if len(p) > len(best) && namesPath(msg, p) {
+			best = p
+		}
+	}
+	return best
+}
+
+// namesPath reports whether msg holds p as a whole path: followed by the
+// message's end, a space, a colon or a quote, not by more of a path.
+func namesPath(msg, p string) bool {
+	for i := 0; ; {
+		j := strings.Index(msg[i:], p)
+		if j < 0 {
+			return false
+		}
+		end := i + j + len(p)
+		if end == len(msg) || strings.IndexByte(" :\"", msg[end]) >= 0 {
+			return true
+		}
+		i += j + 1
+	}
 }
 
 // startBwrap starts cmd (bwrap, bwrapArgv); with b.Net, through nsenter
@@ -835,17 +961,16 @@ func exitCode(waitErr error) int {
 }
 
 // lastStatus decodes the stage's status documents (Started just before
-// its exec, or why nothing started) and returns the last.
-func lastStatus(r io.Reader) (Status, bool) {
+// its exec, or why nothing started; both when the exec failed) and returns
+// the last, and whether any said Started.
+func lastStatus(r io.Reader) (last Status, started, ok bool) {
 	dec := json.NewDecoder(r)
-	var last Status
-	ok := false
 	for {
 		var st Status
 		if dec.Decode(&st) != nil {
-			return last, ok
+			return last, started, ok
 		}
-		last, ok = st, true
+		last, started, ok = st, started || st.Started, true
 	}
 }
 

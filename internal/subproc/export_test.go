@@ -19,3 +19,6 @@ var ArgsFile = argsFile
 
 // EnterArgs is a NetNS's nsenter command line around argv, for tests.
 func EnterArgs(argv ...string) []string { return (&NetNS{}).enterArgs(argv...) }
+
+// Vanished is vanished, for tests.
+var Vanished = vanished

@@ -2,6 +2,7 @@ package subproc
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"os"
@@ -46,7 +47,8 @@ func stage(started func()) Status {
 	_ = f.Close()
 	if err := checkView(spec.Confine); err != nil {
 		// Fail closed: a view that is not what was asked for runs nothing.
-		return Status{Error: err.Error()}
+		// The caller searches again and starts anew (Status.Changed).
+		return Status{Error: err.Error(), Changed: true}
 	}
 	c := *spec.Confine
 	// The view's /dev/shm is a tmpfs private to the command.
@@ -82,12 +84,18 @@ func stage(started func()) Status {
 // final symlink) and lies on a read-only mount, that every pinned directory
 // is its own mount (checkPinned), that every masked path is its mask
 // (checkMasks), and that every reserved path is a read-only mount
-// of its kind.
+// of its kind; a protected or reserved path may instead be missing with its
+// holder (goneWithHolder). Each failure names a path that is not what the caller found
+// (Status.Changed): removed, or replaced by another file since the search;
+// or a path whose read-only mount a process outside took off it by renaming
+// another file over it (the kernel detaches a mount from a dentry renamed
+// over in another mount namespace; the new file, which may reuse the old
+// one's inode number, is then what the view shows, writable).
 func checkView(c *Confinement) error {
 	for _, p := range c.Protected {
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
 			return uint64(st.Dev) == p.Dev && st.Ino == p.Ino //nolint:unconvert // Dev is uint64 on most arches only
-		}); err != nil {
+		}); err != nil && !goneWithHolder(p.Path, p.Holder) {
 			return err
 		}
 	}
@@ -102,11 +110,31 @@ func checkView(c *Confinement) error {
 		if p.Dir {
 			want = unix.S_IFDIR
 		}
-		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil {
+		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil &&
+			!goneWithHolder(p.Path, p.Holder) {
 			return err
 		}
 	}
 	return nil
+}
+
+// goneWithHolder reports whether path and its holder (Protected.Holder;
+// "": none) are both missing from the view.
+func goneWithHolder(path, holder string) bool {
+	return holder != "" && missing(path) && missing(holder)
+}
+
+// missing reports whether nothing is at path, reached without following
+// any symlink: a component is missing, or one that should hold it is not a
+// directory (a symlink in the way is not missing: it is a change).
+func missing(path string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err == nil {
+		_ = unix.Close(fd)
+	}
+	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
 func checkReadOnly(path string, same func(*unix.Stat_t) bool) error {

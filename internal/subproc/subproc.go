@@ -100,15 +100,17 @@ type Confinement struct {
 	// with their identity at discovery. The bubblewrap isolation binds each
 	// read-only in the command's view, and its inner stage checks, before
 	// anything runs, that each path is still that file and is read-only
-	// there (fail closed).
+	// there, or is missing with its Holder (fail closed).
 	Protected []Protected `json:"protected,omitempty"`
 	// Reserved are paths missing when the command was prepared (the
 	// top-level `.git` and host-run files of a workspace root, a git
 	// directory's missing read-only members) whose placeholder Reserve
 	// made: the bubblewrap isolation masks a directory with an empty
-	// read-only tmpfs and binds a file read-only onto itself, so the
-	// command can neither create nor replace them; the placeholder is
-	// removed after the command (Reservation.Release).
+	// read-only tmpfs (one with a Holder: binds the empty placeholder
+	// read-only onto itself, as it does a file), so the command can neither
+	// create nor replace them; the placeholder is removed after the command
+	// (Reservation.Release). The stage checks each is there, read-only, or
+	// missing with its Holder.
 	Reserved []Reserved `json:"reserved,omitempty"`
 	// Limits are the resource caps the inner stage applies as rlimits
 	// (where no cgroup carries them).
@@ -136,10 +138,11 @@ type Confinement struct {
 }
 
 // Reserved is one reserved path: Dir tells a directory placeholder from a
-// file one.
+// file one; Holder is as Protected's.
 type Reserved struct {
-	Path string `json:"path"`
-	Dir  bool   `json:"dir,omitempty"`
+	Path   string `json:"path"`
+	Dir    bool   `json:"dir,omitempty"`
+	Holder string `json:"holder,omitempty"`
 }
 
 // Protected is one protected path and its identity (lstat) when found.
@@ -147,6 +150,17 @@ type Protected struct {
 	Path string `json:"path"`
 	Dev  uint64 `json:"dev"`
 	Ino  uint64 `json:"ino"`
+	// Holder, when set, is what Path is protected (or reserved) for: Path
+	// itself, or the git directory it is a member of; one at whose path,
+	// once it is gone, the caller would protect and reserve nothing (any
+	// but a workspace root's top-level `.git` and host-run files: a command
+	// may make a repository anywhere it writes). A Protected or Reserved
+	// path missing from the view is accepted when its Holder is missing
+	// too: a process outside removed both after the search (a test suite's
+	// scratch repository in the temp area), and the view is what a new
+	// search would make. "" (a workspace root's `.git` and what it holds):
+	// a missing one is a change.
+	Holder string `json:"holder,omitempty"`
 }
 
 // RLimits are per-process resource limits set by the inner stage before it
@@ -184,6 +198,16 @@ type Status struct {
 	Survivors int `json:"survivors,omitempty"`
 	// Error says why the command did not start.
 	Error string `json:"error,omitempty"`
+	// Changed, with Error, says the command did not start because a path
+	// of its view was not what the caller found when it prepared the
+	// confinement: a protected or reserved path not the file found or not
+	// on its read-only mount (a process outside renamed another file over
+	// it, which takes that mount off it in every other mount namespace),
+	// a deny-read path not its mask or a pinned directory not the one
+	// pinned, or a path of the view that bubblewrap found gone while it
+	// made the view (RunBwrap). Nothing of the command ran; the caller
+	// searches again and starts it anew. Error names the path.
+	Changed bool `json:"changed,omitempty"`
 }
 
 // IsHelper reports whether args (os.Args) ask for the helper.

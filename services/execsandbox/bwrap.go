@@ -25,7 +25,8 @@ import (
 )
 
 // bwrapRemedy is what a user does when bubblewrap is missing or cannot
-// start.
+// make a sandbox on this host (subproc.ProbeBwrap fails): never for a
+// command whose own view could not be made.
 const bwrapRemedy = "install Debian's or Ubuntu's bubblewrap package (apt-get install bubblewrap; other distributions ship it under the same name) and allow unprivileged user namespaces, " +
 	"or run with --exec-isolation landlock (weaker: see `harness policy`); file tools work without it"
 
@@ -91,63 +92,16 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 }
 
 // run runs req in bubblewrap; refused are the hosts the domain proxy
-// refused while it ran (none without the proxy).
+// refused while it ran (none without the proxy). Its view is found afresh
+// for each start (view), and started again while a path of it changes
+// between the search and the start (startFresh).
 func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (res exec.Result, refused []exec.RefusedHost, err error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
 	}
-	policy := *req.Policy
-	roots := policy.WritableRoots()
-	cred, env := commandUser(policy, run.Env)
-	conf := &subproc.Confinement{
-		WritableRoots: roots,
-		Network:       cfg.Network,
-		UnixSockets:   cfg.UnixSockets,
-		// The named sockets bound into the view, every other socket
-		// masked in it (below Landlock ABI 9).
-		UnixSocketPaths: socks.named,
-		MaskedSockets:   socks.masked,
-	}
-	if policy.Mode == sandbox.WorkspaceWrite {
-		// Reserved first: a mount point another command's bubblewrap
-		// makes during the search is then known for what it is.
-		var held []*subproc.Reservation
-		defer func() {
-			for _, h := range held {
-				h.Release()
-			}
-		}()
-		held, err = reservedIn(policy, b.policy.Protected().HostRun(), held)
-		if err != nil {
-			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
-				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
-		}
-		found, err := b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred))
-		if err != nil {
-			return exec.Result{}, nil, err
-		}
-		// A git directory's missing read-only members, and those another
-		// command reserved (their placeholders), are reserved too.
-		if held, err = reserveMembers(found, held); err != nil {
-			return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
-				"; the command was not run rather than run able to create a git hook or config"}
-		}
-		for _, h := range held {
-			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir})
-		}
-		conf.Protected = bound(found, conf.Reserved)
-	}
-	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return exec.Result{}, nil, err
-	}
-	if err := unmasked(conf, req.Workdir); err != nil {
-		return exec.Result{}, nil, err
-	}
-	if err := checkWorkdir(req.Workdir, conf); err != nil {
-		return exec.Result{}, nil, err
-	}
+	cred, env := commandUser(*req.Policy, run.Env)
 	stage, err := b.stage()
 	if err != nil {
 		return exec.Result{}, nil, err
@@ -177,25 +131,152 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
-	conf.Limits = c.rlimits
-	out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
-		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
-	}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
+	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
+		conf, release, err := b.view(ctx, cfg, req, cred, socks)
+		if ce, ok := errors.AsType[*changedError](err); ok {
+			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
+		}
+		if err != nil {
+			return subproc.Outcome{}, nil, err
+		}
+		defer release()
+		conf.Limits = c.rlimits
+		out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
+			Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
+		}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))
+		return out, conf, err
+	})
 	if errors.Is(err, subproc.ErrNetNSClosed) {
 		// The session ended between joining and starting.
 		return exec.Result{}, nil, sessionEnded()
 	}
-	res, err = bwrapResult(out, err, conf)
+	res, err = bwrapResult(out, err, conf, exe, tries)
 	return res, nil, err // refused is set as it returns (leave)
 }
 
-// bwrapResult maps a bubblewrap run of conf to the runner's result (see
-// execlocal.Result): bubblewrap failing to make the sandbox is
-// exec.CodeUnavailable with the remedy. The result's Confinement holds
-// only conf's masked paths (the caller fills in the rest).
-func bwrapResult(out subproc.Outcome, err error, conf *subproc.Confinement) (exec.Result, error) {
-	if err == nil && !out.Status.Started && !out.Status.Stopped && strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted) {
-		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: out.Status.Error + "; the command was not run. Remedy: " + bwrapRemedy}
+// view is the confinement of one start of req (but its Limits), found now,
+// for a command running as cred: the writable roots, the network and
+// socks; under workspace-write the reservations (reservedIn, then
+// reserveMembers) and the protected paths (finder.find); the deny-read
+// masks (masker.find). release ends the reservations; call it once the
+// start has ended. Errors (the runner's *exec.Error, nothing left held): a
+// reservation or a search that failed, a workdir at or beneath a protected,
+// reserved or masked path; a *changedError (nothing left held either).
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView) (conf *subproc.Confinement, release func(), err error) {
+	policy := *req.Policy
+	roots := policy.WritableRoots()
+	conf = &subproc.Confinement{
+		WritableRoots: roots,
+		Network:       cfg.Network,
+		UnixSockets:   cfg.UnixSockets,
+		// The named sockets bound into the view, every other socket
+		// masked in it (below Landlock ABI 9).
+		UnixSocketPaths: socks.named,
+		MaskedSockets:   socks.masked,
+	}
+	var held []*subproc.Reservation
+	releaseAll := func() {
+		for _, h := range held {
+			h.Release()
+		}
+	}
+	defer func() {
+		if err != nil {
+			releaseAll()
+		}
+	}()
+	if policy.Mode == sandbox.WorkspaceWrite {
+		hostRun := b.policy.Protected().HostRun()
+		// Reserved first: a mount point another command's bubblewrap
+		// makes during the search is then known for what it is.
+		held, err = reservedIn(policy, hostRun, held)
+		if err != nil {
+			return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
+		}
+		var found []sandboxpolicy.ProtectedEntry
+		if found, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred)); err != nil {
+			return nil, nil, err
+		}
+		// A git directory's missing read-only members, and those another
+		// command reserved (their placeholders), are reserved too.
+		if held, err = reserveMembers(found, held); err != nil {
+			if _, ok := errors.AsType[*changedError](err); ok {
+				return nil, nil, err
+			}
+			return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+				"; the command was not run rather than run able to create a git hook or config"}
+		}
+		// What was found may vanish before the start with what holds it
+		// (a scratch repository removed): the stage accepts that, never
+		// the absence of a path a command may not create.
+		holder := holders(found, reservable(policy, hostRun))
+		for _, h := range held {
+			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, Holder: holder[h.Path]})
+		}
+		conf.Protected = bound(found, conf.Reserved, holder)
+	}
+	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
+		return nil, nil, err
+	}
+	if err = unmasked(conf, req.Workdir); err != nil {
+		return nil, nil, err
+	}
+	if err = checkWorkdir(req.Workdir, conf); err != nil {
+		return nil, nil, err
+	}
+	return conf, releaseAll, nil
+}
+
+// startAttempts is how many times, in all, a command is started while a
+// path of its view changes between the search that found it and the start
+// (subproc.Status.Changed): a file a process outside renamed over (git
+// rewriting `.git/config`), a directory it removed. Each start searches
+// again; the last one's cause is the command's refusal.
+const startAttempts = 4
+
+// startFresh calls start, which finds a command's view and starts it, again
+// while its outcome says a path of the view changed before the start, at
+// most startAttempts times in all or until ctx is done, and returns start's
+// last results and how many times it was called. Nothing of the command
+// ran in a start whose outcome says so (the sandbox's stage reports it
+// before it starts the command), so starting again runs it once.
+func startFresh(ctx context.Context, start func() (subproc.Outcome, *subproc.Confinement, error)) (subproc.Outcome, *subproc.Confinement, int, error) {
+	for tries := 1; ; tries++ {
+		out, conf, err := start()
+		if err != nil || !out.Status.Changed || tries == startAttempts || ctx.Err() != nil {
+			return out, conf, tries, err
+		}
+	}
+}
+
+// bwrapResult maps the last of tries bubblewrap runs of conf with exe to
+// the runner's result (see execlocal.Result); err may be the runner's own
+// *exec.Error (a search's), returned as it is. A view whose paths changed
+// before each start is exec.CodeStartFailed naming the last path. A sandbox
+// bubblewrap could not make for another reason is exec.CodeUnavailable
+// with bubblewrap's message, and with the remedy (install bubblewrap, allow
+// unprivileged user namespaces, or the landlock isolation) only when
+// bubblewrap cannot make a sandbox here at all: when a fresh trial of it
+// (subproc.ProbeBwrap) fails too, whose message is added. The result's
+// Confinement holds only conf's masked paths (the caller fills in the
+// rest).
+func bwrapResult(out subproc.Outcome, err error, conf *subproc.Confinement, exe *subproc.Program, tries int) (exec.Result, error) {
+	if ee, ok := errors.AsType[*exec.Error](err); ok {
+		return exec.Result{}, ee
+	}
+	if err == nil && !out.Status.Started && !out.Status.Stopped {
+		switch {
+		case out.Status.Changed:
+			return exec.Result{}, &exec.Error{Code: exec.CodeStartFailed, Message: fmt.Sprintf(
+				"the command did not start: %s (its view was searched for and made %d times, and a path of it had changed each time)", out.Status.Error, tries)}
+		case strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted):
+			msg := out.Status.Error + "; the command was not run"
+			if perr := subproc.ProbeBwrap(exe); perr != nil {
+				msg += fmt.Sprintf(". bubblewrap cannot make a sandbox here (%v). Remedy: %s", perr, bwrapRemedy)
+			}
+			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: msg}
+		}
 	}
 	res, err := execlocal.Result(out, err)
 	if err == nil {
@@ -233,41 +314,77 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves, in each workspace root of policy, the top-level
-// `.git` and each host-run file of hostRun that are missing
-// (subproc.Reserve; a multi-component one only when its parent exists),
-// appending to held, which the caller releases: not in the temp roots,
-// where a reserved path would sit above every other user's work. A host-run
-// file is reserved as a directory whatever it is (an empty directory is
-// invisible to git: `git add -A` does not record it).
+// reservedIn reserves each path of reservable(policy, hostRun) that is
+// missing (subproc.Reserve; a multi-component one only when its parent
+// exists), appending to held, which the caller releases. A host-run file is
+// reserved as a directory whatever it is (an empty directory is invisible
+// to git: `git add -A` does not record it).
 func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
-	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
-		if !sandbox.GrantableRoot(r) {
-			continue
-		}
-		r = filepath.Clean(r)
-		h, err := subproc.ReserveGit(r)
+	for _, p := range reservable(policy, hostRun) {
+		h, err := subproc.Reserve(p, true)
 		if err != nil {
 			return held, err
 		}
 		if h != nil {
 			held = append(held, h)
 		}
-		for _, f := range hostRun {
-			if h, err = subproc.Reserve(filepath.Join(r, f.Name), true); err != nil {
-				return held, err
-			}
-			if h != nil {
-				held = append(held, h)
-			}
-		}
 	}
 	return held, nil
 }
 
+// reservable returns the paths a command of policy may never create: in
+// each workspace root, the top-level `.git` and each host-run file of
+// hostRun. Not in the temp roots, where a reserved path would sit above
+// every other user's work.
+func reservable(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun) []string {
+	var out []string
+	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
+		if !sandbox.GrantableRoot(r) {
+			continue
+		}
+		r = filepath.Clean(r)
+		out = append(out, filepath.Join(r, ".git"))
+		for _, f := range hostRun {
+			out = append(out, filepath.Join(r, f.Name))
+		}
+	}
+	return out
+}
+
+// holders returns, for each entry of found, its holder
+// (subproc.Protected.Holder): a split git directory itself, else the
+// nearest split git directory holding the entry (a member's), else the entry
+// itself; none ("") when that is one of reservable, which a command may not
+// create once it is gone.
+func holders(found []sandboxpolicy.ProtectedEntry, reservable []string) map[string]string {
+	split := map[string]bool{}
+	for _, e := range found {
+		if e.Split {
+			split[e.Path] = true
+		}
+	}
+	out := make(map[string]string, len(found))
+	for _, e := range found {
+		h := e.Path
+		for d := filepath.Dir(e.Path); !e.Split && d != filepath.Dir(d); d = filepath.Dir(d) {
+			if split[d] {
+				h = d
+				break
+			}
+		}
+		if slices.Contains(reservable, h) {
+			h = ""
+		}
+		out[e.Path] = h
+	}
+	return out
+}
+
 // reserveMembers reserves each missing read-only member of a split git
 // directory among found, and each found entry that is another command's
-// placeholder, appending to held.
+// placeholder, appending to held. Errors: a reservation that failed; a
+// member found missing that is there now, neither reserved nor protected
+// (*changedError: search again).
 func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
 	for _, e := range found {
 		if e.Split || slices.ContainsFunc(held, func(h *subproc.Reservation) bool { return h.Path == e.Path }) {
@@ -285,20 +402,30 @@ func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reserv
 		}
 		if h != nil {
 			held = append(held, h)
+		} else if _, err := os.Lstat(e.Path); e.Missing && err == nil {
+			return held, &changedError{fmt.Sprintf("the protected path %s was made after the search found it missing", e.Path)}
 		}
 	}
 	return held, nil
 }
 
-// bound returns the entries of found bound read-only: neither a split git
-// directory (writable, bar its members) nor a member missing or reserved.
-func bound(found []sandboxpolicy.ProtectedEntry, reserved []subproc.Reserved) []subproc.Protected {
+// changedError says a path of a command's view changed between the search
+// that found it and the reservations, before anything started: as
+// subproc.Status.Changed, the view is searched for again.
+type changedError struct{ msg string }
+
+func (e *changedError) Error() string { return e.msg }
+
+// bound returns the entries of found bound read-only, with their holders
+// (holders'): neither a split git directory (writable, bar its members) nor
+// a member missing or reserved.
+func bound(found []sandboxpolicy.ProtectedEntry, reserved []subproc.Reserved, holder map[string]string) []subproc.Protected {
 	out := make([]subproc.Protected, 0, len(found))
 	for _, e := range found {
 		if e.Split || e.Missing || slices.ContainsFunc(reserved, func(r subproc.Reserved) bool { return r.Path == e.Path }) {
 			continue
 		}
-		out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino})
+		out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Holder: holder[e.Path]})
 	}
 	return out
 }

@@ -74,7 +74,9 @@ func (r *Runner) cannotMask() string {
 // runFull runs req (danger-full-access) in bubblewrap with `/` read-write
 // and the deny-read paths masked but req.LiftedReads (see runFullAccess),
 // every Unix socket reachable when unixSockets, else only socks.named
-// (socks.masked masked).
+// (socks.masked masked). The masks are found afresh for each start, and the
+// command started again while a path of them changes before it starts
+// (startFresh).
 func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request, unixSockets bool, socks socketView) (exec.Result, error) {
 	exe, err := b.exe()
 	if err != nil {
@@ -83,27 +85,31 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	}
 	policy := *req.Policy
 	cred, env := commandUser(policy, run.Env)
-	conf := &subproc.Confinement{
-		WritableRoots: []string{"/"}, Network: true, FullAccess: true,
-		UnixSockets: unixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked,
-	}
-	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return exec.Result{}, err
-	}
-	if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
-		return exec.Result{}, err
-	}
-	if err := unmasked(conf, req.Workdir); err != nil {
-		return exec.Result{}, err
-	}
 	stage, err := b.stage()
 	if err != nil {
 		return exec.Result{}, err
 	}
-	out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
-		Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
-	}, req.Timeout, run.OutputLimit, nil, execlocal.Watch(req))
-	return bwrapResult(out, err, conf)
+	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
+		conf := &subproc.Confinement{
+			WritableRoots: []string{"/"}, Network: true, FullAccess: true,
+			UnixSockets: unixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked,
+		}
+		var err error
+		if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
+			return subproc.Outcome{}, nil, err
+		}
+		if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
+			return subproc.Outcome{}, nil, err
+		}
+		if err := unmasked(conf, req.Workdir); err != nil {
+			return subproc.Outcome{}, nil, err
+		}
+		out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{
+			Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
+		}, req.Timeout, run.OutputLimit, nil, execlocal.Watch(req))
+		return out, conf, err
+	})
+	return bwrapResult(out, err, conf, exe, tries)
 }
 
 // refuseUnmasked refuses a command that cannot run with masks (why says

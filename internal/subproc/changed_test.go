@@ -1,0 +1,157 @@
+package subproc_test
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/subproc"
+)
+
+// TestVanishedNamesThePath (issue 34): bubblewrap 0.8's messages for a
+// path of the view that a process outside removed or replaced while
+// bubblewrap made it (as they were seen under churn) are a change, and name
+// the path; its other failures (no namespace, a read-only area) are not.
+func TestVanishedNamesThePath(t *testing.T) {
+	const repo = "/tmp/t/tmproot/repo-36"
+	c := &subproc.Confinement{
+		WritableRoots: []string{"/tmp/t/ws", "/tmp/t/tmproot"},
+		Protected:     []subproc.Protected{{Path: repo + "/objects/info/alternates"}, {Path: "/tmp/t/ws/.git/config"}},
+		Reserved:      []subproc.Reserved{{Path: repo + "/config", Holder: repo}, {Path: repo + "/hooks", Dir: true, Holder: repo}},
+	}
+	for _, m := range []struct{ msg, path string }{
+		{"bwrap: Can't get type of source " + repo + "/config: No such file or directory", repo + "/config"},
+		{"bwrap: Can't find source path " + repo + "/config: No such file or directory", repo + "/config"},
+		{"bwrap: Can't mkdir parents for " + repo + "/hooks: No such file or directory", repo + "/hooks"},
+		{"bwrap: Can't mkdir " + repo + "/hooks: Not a directory", repo + "/hooks"},
+		{"bwrap: Can't create file at /tmp/t/ws/.git/config: No such file or directory", "/tmp/t/ws/.git/config"},
+		{"bwrap: Can't bind mount /oldroot/tmp/t/ws/.git/config on /newroot/tmp/t/ws/.git/config: Unable to mount source on destination: No such file or directory", "/tmp/t/ws/.git/config"},
+		{`bwrap: Can't bind mount /oldroot/tmp/t/ws/.git/config on /newroot/tmp/t/ws/.git/config: Unable to remount destination "/newroot/tmp/t/ws/.git/config" with correct flags: Invalid argument`, "/tmp/t/ws/.git/config"},
+		{`bwrap: Can't bind mount /oldroot/tmp/t/ws/.git/config on /newroot/tmp/t/ws/.git/config: Unable to find "/newroot/tmp/t/ws/.git/config" in mount table`, "/tmp/t/ws/.git/config"},
+		{"bwrap: Can't mount tmpfs on /newroot" + repo + "/hooks: No such file or directory", repo + "/hooks"},
+		{"bwrap: Can't mount tmpfs on /newroot/tmp/t/ws/.git/hooks: No such file or directory", ""},
+		{"bwrap: Can't get type of source /elsewhere/x: No such file or directory", ""},
+	} {
+		path, ok := subproc.Vanished(m.msg, c)
+		assert.True(t, ok, m.msg)
+		assert.Equal(t, m.path, path, m.msg)
+	}
+	for _, msg := range []string{
+		"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.",
+		"bwrap: Creating new namespace failed: No space left on device",
+		"bwrap: setting up uid map: Permission denied",
+		"bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
+		"bwrap: Can't mkdir parents for /nonexistent/x: Read-only file system",
+		"bwrap: Can't bind mount /oldroot/a on /newroot/a: Unable to mount source on destination: Permission denied",
+		"Can't get type of source /a: No such file or directory",
+		"",
+	} {
+		_, ok := subproc.Vanished(msg, c)
+		assert.False(t, ok, msg)
+	}
+}
+
+// renamedOver replaces path by a new file the way git rewrites its config
+// (a lock file renamed over it) and returns the new content.
+func renamedOver(t *testing.T, path string) string {
+	t.Helper()
+	body := fmt.Sprintf("[x]\n\ty = %d\n", time.Now().UnixNano())
+	require.NoError(t, os.WriteFile(path+".lock", []byte(body), 0o644))
+	require.NoError(t, os.Rename(path+".lock", path))
+	return body
+}
+
+// TestBwrapChangedPath (issue 34): a protected path that is not the file
+// found (renamed over, removed) refuses the start with Status.Changed naming
+// it, and the command does not run; one missing along with its holder (a
+// scratch repository removed since it was found) is accepted, reserved or
+// protected; one missing while its holder is there is not.
+func TestBwrapChangedPath(t *testing.T) {
+	requireLandlock(t)
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	repo := filepath.Join(ws, "repo")
+	config := filepath.Join(repo, "config")
+	require.NoError(t, os.MkdirAll(repo, 0o755))
+	renamedOver(t, config)
+	found := statOf(t, config)
+	start := func(t *testing.T, c subproc.Confinement) subproc.Outcome {
+		t.Helper()
+		c.WritableRoots = []string{ws}
+		out, _, stderr := runBwrap(t.Context(), t, subproc.Spec{Command: "echo ran > ran", Dir: ws, Confine: &c}, time.Minute)
+		t.Log(out.Status.Error, stderr)
+		return out
+	}
+	protected := func(holder string) []subproc.Protected {
+		return []subproc.Protected{{Path: config, Dev: found.Dev, Ino: found.Ino, Holder: holder}}
+	}
+
+	t.Run("renamed over", func(t *testing.T) {
+		renamedOver(t, config)
+		out := start(t, subproc.Confinement{Protected: protected(repo)})
+		assert.False(t, out.Status.Started)
+		assert.True(t, out.Status.Changed)
+		assert.Contains(t, out.Status.Error, config)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+		found = statOf(t, config)
+	})
+	t.Run("removed, its holder there", func(t *testing.T) {
+		require.NoError(t, os.Remove(config))
+		out := start(t, subproc.Confinement{Protected: protected(repo)})
+		assert.True(t, out.Status.Changed)
+		assert.Contains(t, out.Status.Error, config)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+	})
+	t.Run("removed without a holder", func(t *testing.T) {
+		out := start(t, subproc.Confinement{Protected: protected("")})
+		assert.True(t, out.Status.Changed)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+	})
+	t.Run("removed with its holder", func(t *testing.T) {
+		require.NoError(t, os.RemoveAll(repo))
+		out := start(t, subproc.Confinement{
+			Protected: protected(repo),
+			Reserved:  []subproc.Reserved{{Path: filepath.Join(repo, "hooks"), Dir: true, Holder: repo}, {Path: filepath.Join(repo, "commondir"), Holder: repo}},
+		})
+		require.True(t, out.Status.Started, out.Status.Error)
+		assert.FileExists(t, filepath.Join(ws, "ran"))
+		assert.NoDirExists(t, repo, "nothing was made for what vanished")
+	})
+}
+
+// TestBwrapPlacementAfterBwrapExited (issue 34): when the sandbox's init
+// dies making the view before it is placed in its cgroup, the run reports
+// bubblewrap's own message, not the placement's "no such process".
+func TestBwrapPlacementAfterBwrapExited(t *testing.T) {
+	requireLandlock(t)
+	ws := t.TempDir()
+	// A reserved directory in the read-only part of the view: bubblewrap
+	// cannot make its mount point and exits.
+	c := &subproc.Confinement{WritableRoots: []string{ws}, Reserved: []subproc.Reserved{{Path: "/nonexistent-harness-test/x", Dir: true}}}
+	placed := func(pid int) error {
+		for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {
+			if unix.Kill(pid, 0) == unix.ESRCH {
+				break
+			}
+		}
+		// What the runner's cgroup placement says of a pid that is gone.
+		return fmt.Errorf("cannot place the command in its cgroup: cgroup: adding pid %d: %w", pid, syscall.ESRCH)
+	}
+	out, err := subproc.RunBwrap(t.Context(), sandbox(t), subproc.Spec{Command: "true", Dir: ws, Confine: c}, time.Minute, 1<<20, placed, subproc.Watch{})
+	require.NoError(t, err)
+	assert.False(t, out.Status.Started)
+	assert.False(t, out.Status.Changed)
+	assert.True(t, strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted), out.Status.Error)
+	assert.Contains(t, out.Status.Error, "bwrap: Can't mkdir")
+	assert.Contains(t, out.Status.Error, "/nonexistent-harness-test")
+	assert.NotContains(t, out.Status.Error, "no such process")
+	assert.NotContains(t, out.Status.Error, "cgroup")
+}
