@@ -183,7 +183,9 @@ func (s *Server) Run(ctx context.Context, t mcp.Transport) error {
 	select {
 	case <-ctx.Done():
 		_ = ss.Close()
-		_ = <-closed // the session's end after Close: ctx's error is the cause
+		if werr := <-closed; werr != nil {
+			s.log.Debug("the session ended with an error once stopped", zap.Error(werr))
+		}
 		err = ctx.Err()
 	case err = <-closed:
 	}
