@@ -8,6 +8,9 @@
 GO       ?= go
 LINT     := $(GO) tool -modfile=tools/go.mod golangci-lint
 FUZZTIME ?= 30s
+# Extra flags of the exec round trip (make bench, make bench-exec), e.g.
+# -exec-big=false to leave out its million-entry workspace.
+BENCH_EXEC_FLAGS ?=
 BIN      := bin/harness
 
 # Recipes run in bash with pipefail, so `go test ... | tee` fails when go test does.
@@ -67,15 +70,16 @@ test-unprivileged:
 ## MCP filesystem server over stdio (bench/, its own module; needs node >= 20
 ## and npm): cold start (spawn to tools/list answered, median of 10 spawns),
 ## idle and peak memory, then calls/s of read, overwrite, edit and creation,
-## checked against issue 15's targets, and the exec round trip of issue 22
-## (see bench-exec); it rewrites the generated section of
-## docs/benchmarks.md and docs/bench-calls.svg (about 8 minutes alone on
+## checked against issue 15's targets, and the exec round trip of issues 22
+## and 34 (see bench-exec; BENCH_EXEC_FLAGS=-exec-big=false leaves out its
+## million-entry workspace); it rewrites the generated section of
+## docs/benchmarks.md and docs/bench-calls.svg (about 10 minutes alone on
 ## 2 cores); then run the in-process benchmarks documented in
 ## docs/benchmarks.md into bench.out. Progress goes to stderr.
 bench:
 	@echo "bench: building $(BIN)" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
-	cd bench && $(GO) run . -harness ../$(BIN) -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg
+	cd bench && $(GO) run . -harness ../$(BIN) -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg $(BENCH_EXEC_FLAGS)
 	@echo "bench: in-process benchmarks of docs/benchmarks.md (1/3: fslocal) into bench.out" >&2
 	$(GO) test -run '^$$' -bench 'OverFloor|EditText|ReadText' -benchtime 500x -count 5 ./services/internal/fsbackend/ | tee bench.out
 	@echo "bench: in-process benchmarks (2/3: fssandbox fence overhead)" >&2
@@ -97,19 +101,27 @@ bench:
 	@echo "bench: done; figures in docs/benchmarks.md, docs/bench-calls.svg and bench.out" >&2
 
 ## bench-exec: build bin/harness and measure only the exec round trip of
-## issue 22 (bench/execrt.go): A, the MCP call of exec with {"command":"true"}
-## against `harness serve --mode workspace-write` (bubblewrap isolation) on a
-## throwaway workspace under /var/tmp; B, a bare bwrap with the same
-## namespaces and binds running /bin/true; C, /bin/sh -c true; 60 samples of
-## each after 5 warm-up rounds, taking turns (a few seconds). It prints the
-## medians, p90 and the targets (A's median <= 12 ms, A <= 2.5x B) to stderr
-## and rewrites only the exec round trip's part of docs/benchmarks.md's
-## generated section. Needs bwrap (make need-bwrap installs it).
+## issues 22 and 34 (bench/execrt.go): A, the MCP call of exec with
+## {"command":"true"} against `harness serve --mode workspace-write`
+## (bubblewrap isolation); B, a bare bwrap replaying the arguments harness's
+## own bwrap got, running /bin/true; C, /bin/sh -c true; taking turns, 60
+## rounds after 5 warm-up rounds, in five scenarios under /var/tmp, each
+## with a fresh server whose first exec is timed: an empty workspace, 100,000
+## files, a million entries (made once, a minute or so; left out with
+## BENCH_EXEC_FLAGS=-exec-big=false), and an empty workspace whose
+## --temp-root of 50,000 entries a goroutine churns, with private temp areas
+## and with --shared-temp (two to three minutes in all). It prints wall times,
+## CPU per call and the targets (issue 34: empty workspace at most 1.5x B's
+## wall and 2x its CPU, other scenarios at most 1.2x the empty workspace's,
+## first call at most 2x the median; issue 22: A's median <= 12 ms, A <= 2.5x
+## B) to stderr and rewrites only the exec round trip's part of
+## docs/benchmarks.md's generated section. Needs bwrap (make need-bwrap
+## installs it).
 .PHONY: bench-exec
 bench-exec:
 	@echo "bench-exec: building $(BIN)" >&2
 	$(GO) build -o $(BIN) ./cmd/harness
-	cd bench && $(GO) run . -harness ../$(BIN) -only exec -out ../docs/benchmarks.md
+	cd bench && $(GO) run . -harness ../$(BIN) -only exec -out ../docs/benchmarks.md $(BENCH_EXEC_FLAGS)
 
 ## bench-http: build bin/harness and measure only read over Streamable HTTP
 ## against stdio (issue 26, bench/httpvs.go): the same binary serving the

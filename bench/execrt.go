@@ -3,13 +3,13 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"errors"
 	"fmt"
 	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
-	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,17 +19,30 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 )
 
-// The exec round trip (issue 22): how long `exec` of `true` takes over MCP
-// against harness serve in workspace-write mode (bubblewrap isolation), next
-// to what the same sandbox costs without harness (bare bwrap with the same
-// namespaces and binds running /bin/true) and to a plain `/bin/sh -c true`.
-// The three take turns sample by sample (A, B, C, A, B, C, ...), so load
-// and frequency drift hit all three alike.
+// The exec round trip (issues 22 and 34): how long `exec` of `true` takes
+// over MCP against harness serve in workspace-write mode (bubblewrap
+// isolation), and how much CPU it costs, next to what the same sandbox costs
+// without harness (bare bwrap with the namespaces and binds harness's own
+// bwrap got, running /bin/true) and to a plain `/bin/sh -c true`, in
+// several scenarios: an empty workspace, workspaces of 100,000 files and
+// of a million entries, and an empty workspace whose temp root holds 50,000
+// entries that another goroutine churns, with each session's private temp
+// area (the default) and with --shared-temp. In each scenario the three
+// take turns sample by sample (A, B, C, A, B, C, ...), so load and
+// frequency drift hit all three alike.
 
-// Targets of issue 22.
+// Targets of issue 22 (the empty workspace).
 const (
 	execTargetMedianMs = 12.0 // A's median at most this
 	execTargetRatio    = 2.5  // A's median over B's at most this
+)
+
+// Targets of issue 34.
+const (
+	execTargetWallRatio  = 1.5 // empty workspace: A's median wall over B's at most this
+	execTargetCPURatio   = 2.0 // empty workspace: A's CPU per call over B's at most this
+	execTargetScenario   = 1.2 // other scenarios: A's figure over the empty workspace's at most this
+	execTargetFirstRatio = 2.0 // every scenario: the session's first call over its median at most this
 )
 
 // Markers of the exec round trip's part of the generated section, which
@@ -39,29 +52,94 @@ const (
 	execEndMarker   = "<!-- bench-exec:end -->"
 )
 
-// Keys of the three contenders.
+// Keys of the contenders: A, B and C; in every scenario but the empty
+// workspace also A0, the empty workspace's server kept running, taking its
+// turn in the same rounds (so that the scenario is compared with it under
+// the same load).
 const (
-	execA = "A"
-	execB = "B"
-	execC = "C"
+	execA  = "A"
+	execA0 = "A0"
+	execB  = "B"
+	execC  = "C"
 )
 
-// execStats are the samples of one exec round-trip measurement.
+// execScenario is one setting of the exec round trip.
+type execScenario struct {
+	key  string // short name, for progress lines
+	name string // for the tables
+	// The workspace: dirs directories of files empty files each (none:
+	// an empty workspace).
+	dirs, files int
+	// tempRoot: harness serve gets --temp-root of a directory of
+	// tempDirs directories of tempFiles files each, which a goroutine
+	// churns the whole time the scenario runs.
+	tempRoot bool
+	shared   bool // --shared-temp
+	big      bool // skipped with -exec-big=false
+}
+
+// The churned temp root: 500 directories of 99 files, 50,000 entries.
+const (
+	tempDirs  = 500
+	tempFiles = 99
+)
+
+// execScenarios are the scenarios, in the order they are measured; the
+// first is the reference the others are compared with.
+var execScenarios = []execScenario{
+	{key: "empty", name: "empty workspace"},
+	{key: "100k", name: "100,000 files (1,000 directories × 100)", dirs: 1000, files: 100},
+	{key: "1m", name: "1,000,000 entries (10,000 directories × 99 files)", dirs: 10000, files: 99, big: true},
+	{key: "temp", name: "empty workspace, churned temp root of 50,000 entries, private temp area (default)", tempRoot: true},
+	{key: "temp-shared", name: "empty workspace, churned temp root of 50,000 entries, `--shared-temp`", tempRoot: true, shared: true},
+}
+
+// execStats are the exec round trip's measurements, one run per scenario.
 type execStats struct {
-	ms        map[string][]float64 // wall times in ms by contender key, in sample order
-	cpu       map[string]float64   // CPU per sample in ms by contender key (-1: unknown)
+	runs      []*execRun
 	warmups   int
 	samples   int
 	bwrap     string // bwrap's path and version
-	workspace string // parent directory of the throwaway workspaces
-	roots     []string
-	tempDirs  int // directories of this user in the temp roots, at the start
+	workspace string // parent directory of the throwaway directories
+	churnGap  time.Duration
 	loadStart string
 	loadEnd   string
 	date      string
 	took      time.Duration
-	err       error    // the measurement failed (rendered instead of figures)
-	failures  []string // A's calls that returned an error result, tried again
+	err       error // the measurement failed as a whole (rendered instead of figures)
+}
+
+// execRun is one scenario's samples.
+type execRun struct {
+	sc      execScenario
+	ms      map[string][]float64 // wall times in ms by contender key, in sample order
+	cpu     map[string]float64   // CPU per sample in ms by contender key (-1: unknown)
+	first   float64              // the session's first exec, ms
+	startup time.Duration        // spawn to the answer of tools/list
+	entries int                  // entries in the workspace, or in the temp root
+	made    time.Duration        // making the fixture, when this scenario made it
+	churn   float64              // churn cycles per second (temp-root scenarios)
+	// churnBusy is how many of the churn's removals failed (harness was
+	// making something in the entry) and were tried again later.
+	churnBusy int
+	bwrapN    int  // arguments of the bare bwrap (probed from harness's)
+	joined    bool // the bare bwrap joins a network namespace made once, through nsenter
+	// bwrapDropped is how many operations of harness's bwrap on the
+	// churn's entries the bare bwrap leaves out.
+	bwrapDropped int
+	failures     []string // harness's exec calls that returned an error result, tried again
+	calls        int      // harness's exec calls (A's, A0's, the first, the probe)
+	gaveUp       string   // why the scenario stopped trying after error results
+	loadA        string
+	loadZ        string
+	took         time.Duration
+	skipped      string // why it was not measured (a flag)
+	err          error  // the scenario failed (rendered instead of figures)
+}
+
+// measured reports whether the run has figures.
+func (r *execRun) measured() bool {
+	return r != nil && r.skipped == "" && r.err == nil && len(r.ms[execA]) > 0
 }
 
 // execFailure is an exec call that returned an error result.
@@ -69,67 +147,206 @@ type execFailure struct{ msg string }
 
 func (e *execFailure) Error() string { return "exec over MCP: " + e.msg }
 
-// maxExecFailures is how many error results of A the measurement tolerates
-// (each tried again) before it fails.
-func maxExecFailures(samples int) int { return max(5, samples/10) }
+// maxExecFailures is how many error results of harness's exec a scenario
+// tolerates in all (each tried again) before it gives up, and
+// maxConsecutiveFailures how many in a row.
+func maxExecFailures(samples int) int { return max(20, samples) }
+
+const maxConsecutiveFailures = 20
 
 // execCommand is A's call.
 var execCommand = &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "true"}}
 
-// measureExec measures the exec round trip: cfg.execWarmups untimed rounds,
-// then cfg.execSamples timed ones, each round A, B, C in that order.
-func measureExec(ctx context.Context, cfg config, harnessBin string) (*execStats, error) {
+// probeCommand prints, base64-encoded, the command line of the sandbox's
+// pid 1: bwrap itself, with the arguments harness gave it; then the
+// command's network namespace.
+var probeCommand = &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "base64 -w0 /proc/1/cmdline; echo; readlink /proc/self/ns/net"}}
+
+// measureExec measures the exec round trip in every scenario (but the big
+// one with -exec-big=false). It returns a function removing the fixtures,
+// which the caller runs when it likes (removing a million entries slows the
+// creation of new files on ext4 without a journal for half a minute).
+func measureExec(ctx context.Context, cfg config, harnessBin string) (*execStats, func(), error) {
 	began := time.Now()
+	nothing := func() {}
 	st := &execStats{
-		ms:        map[string][]float64{},
-		cpu:       map[string]float64{execA: -1, execB: -1, execC: -1},
 		warmups:   cfg.execWarmups,
 		samples:   cfg.execSamples,
+		churnGap:  cfg.execChurnPause,
 		loadStart: loadAverage(),
 		date:      time.Now().Format("2006-01-02 15:04"),
 	}
 	bwrap, err := exec.LookPath("bwrap")
 	if err != nil {
-		return nil, fmt.Errorf("exec round trip: %w (apt-get install bubblewrap)", err)
+		return nil, nothing, fmt.Errorf("exec round trip: %w (apt-get install bubblewrap)", err)
 	}
 	if bwrap, err = filepath.EvalSymlinks(bwrap); err != nil {
-		return nil, err
+		return nil, nothing, err
 	}
 	out, _ := exec.CommandContext(ctx, bwrap, "--version").Output()
 	st.bwrap = strings.TrimSpace(bwrap + " (" + strings.TrimSpace(string(out)) + ")")
 
 	parent, err := filepath.Abs(cfg.execDir)
 	if err != nil {
-		return nil, err
+		return nil, nothing, err
 	}
 	if parent, err = filepath.EvalSymlinks(parent); err != nil {
-		return nil, fmt.Errorf("exec round trip: -exec-dir: %w", err)
+		return nil, nothing, fmt.Errorf("exec round trip: -exec-dir: %w", err)
 	}
 	st.workspace = parent
 	dir, err := os.MkdirTemp(parent, "harness-bench-exec-")
 	if err != nil {
-		return nil, err
+		return nil, nothing, err
 	}
-	defer func() { _ = os.RemoveAll(dir) }()
-	// Two empty workspaces of the same shape: the bare bwrap's reserved
-	// .git mount point must not show up in harness's workspace (it would
-	// then be a protected path, bound read-only, instead of a reserved one).
-	wsA, wsB := filepath.Join(dir, "serve"), filepath.Join(dir, "bwrap")
+	cleanup := func() {
+		t0 := time.Now()
+		_ = os.RemoveAll(dir)
+		progress("exec round trip: removed %s in %s", dir, time.Since(t0).Round(100*time.Millisecond))
+	}
+
+	temp := &tempFixture{path: filepath.Join(dir, "temp-root")}
+	var ref *server // the empty workspace's server, kept for A0
+	defer func() {
+		if ref != nil {
+			if err := ref.close(); err != nil {
+				progress("closing %s: %v", ref.spec.key, err)
+			}
+		}
+	}()
+	for _, sc := range execScenarios {
+		if ctx.Err() != nil {
+			return nil, cleanup, ctx.Err()
+		}
+		if sc.big && !cfg.execBig {
+			st.runs = append(st.runs, &execRun{sc: sc, skipped: "skipped (-exec-big=false)"})
+			progress("exec round trip [%s]: skipped (-exec-big=false)", sc.key)
+			continue
+		}
+		r, s := measureScenario(ctx, cfg, harnessBin, bwrap, dir, sc, temp, ref)
+		if s != nil {
+			ref = s
+		}
+		if r.err != nil {
+			if ctx.Err() != nil {
+				return nil, cleanup, ctx.Err()
+			}
+			progress("exec round trip [%s]: %v", sc.key, r.err)
+		}
+		st.runs = append(st.runs, r)
+	}
+	st.loadEnd = loadAverage()
+	st.took = time.Since(began)
+	return st, cleanup, nil
+}
+
+// tempFixture is the churned temp root, made once for both scenarios that
+// use it.
+type tempFixture struct {
+	path    string
+	entries int
+	err     error
+	made    bool
+}
+
+// ensure makes the temp root (mode 1777, like /tmp) and its entries once;
+// it returns how long that took, 0 when it was already made.
+func (t *tempFixture) ensure(ctx context.Context) (time.Duration, error) {
+	if t.made || t.err != nil {
+		return 0, t.err
+	}
+	t0 := time.Now()
+	t.err = os.Mkdir(t.path, 0o755)
+	if t.err == nil {
+		t.err = os.Chmod(t.path, os.ModePerm|os.ModeSticky)
+	}
+	if t.err == nil {
+		t.entries, t.err = makeTree(ctx, t.path, tempDirs, tempFiles, "temp root")
+		syncDisk()
+	}
+	t.made = t.err == nil
+	return time.Since(t0), t.err
+}
+
+// measureScenario measures one scenario: it makes its fixture (the temp
+// root once for both scenarios using it), starts harness serve, times the
+// session's first exec, probes the arguments of harness's bwrap, then runs
+// cfg.execWarmups untimed rounds and cfg.execSamples timed ones, each round
+// A, A0 (on ref, the empty workspace's server, when not nil), B, C in that
+// order. The empty workspace's server, measured without ref, is returned
+// running (the caller closes it) when its run has figures.
+func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir string, sc execScenario, temp *tempFixture, ref *server) (r *execRun, kept *server) {
+	began := time.Now()
+	r = &execRun{
+		sc:    sc,
+		ms:    map[string][]float64{},
+		cpu:   map[string]float64{execA: -1, execB: -1, execC: -1},
+		loadA: loadAverage(),
+	}
+	defer func() {
+		r.loadZ = loadAverage()
+		r.took = time.Since(began)
+	}()
+	fail := func(err error) (*execRun, *server) {
+		r.err = err
+		return r, nil
+	}
+
+	// Two workspaces: harness's, and an empty one for the bare bwrap,
+	// which makes the mount points of the reserved paths in it (harness
+	// must not see them come and go in its own: they would be protected
+	// paths, and changes its scan watches).
+	wsA, wsB := filepath.Join(dir, sc.key, "serve"), filepath.Join(dir, sc.key, "bwrap")
 	for _, d := range []string{wsA, wsB} {
-		if err := os.Mkdir(d, 0o755); err != nil {
-			return nil, err
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return fail(err)
 		}
 	}
-	st.roots = tempRoots()
-	for _, r := range st.roots {
-		st.tempDirs += ownedDirs(r, os.Geteuid(), 1_000_000)
+	if sc.dirs > 0 {
+		progress("exec round trip [%s]: making %s entries in %s (the million takes a minute or more on 2 cores)", sc.key, fmtInt(sc.dirs*(sc.files+1)), wsA)
+		t0 := time.Now()
+		n, err := makeTree(ctx, wsA, sc.dirs, sc.files, "workspace")
+		syncDisk()
+		r.made, r.entries = time.Since(t0), n
+		if err != nil {
+			return fail(fmt.Errorf("making the workspace: %w", err))
+		}
+		progress("exec round trip [%s]: made %s entries in %s (synced)", sc.key, fmtInt(n), r.made.Round(100*time.Millisecond))
+	}
+	args := []string{"serve", "--workspace", wsA, "--mode", "workspace-write", "--log-level", "warn"}
+	if sc.tempRoot {
+		if !temp.made {
+			progress("exec round trip [%s]: making the temp root %s (%s entries)", sc.key, temp.path, fmtInt(tempDirs*(tempFiles+1)))
+		}
+		made, err := temp.ensure(ctx)
+		if err != nil {
+			return fail(fmt.Errorf("making the temp root: %w", err))
+		}
+		if made > 0 {
+			r.made = made
+			progress("exec round trip [%s]: made %s entries in %s (synced)", sc.key, fmtInt(temp.entries), made.Round(100*time.Millisecond))
+		}
+		r.entries = temp.entries
+		args = append(args, "--temp-root", temp.path)
+		if sc.shared {
+			args = append(args, "--shared-temp")
+		}
+		// The churn runs the whole time: server start, first call,
+		// warm-ups and samples.
+		ch := startChurn(ctx, temp.path, cfg.execChurnPause)
+		defer func() {
+			if err := ch.stop(); err != nil && r.err == nil {
+				r.err = fmt.Errorf("churning the temp root: %w", err)
+			}
+			r.churn = ch.rate()
+			r.churnBusy = int(ch.busy.Load())
+		}()
 	}
 
 	spec := serverSpec{
-		key:   "harness-exec",
-		label: "harness serve (exec)",
-		command: func(dir string) *exec.Cmd {
-			cmd := exec.Command(harnessBin, "serve", "--workspace", dir, "--mode", "workspace-write", "--log-level", "warn")
+		key:   "harness-exec-" + sc.key,
+		label: "harness serve (exec, " + sc.key + ")",
+		command: func(string) *exec.Cmd {
+			cmd := exec.Command(harnessBin, args...)
 			cmd.Env = withoutHarnessEnv(os.Environ())
 			return cmd
 		},
@@ -137,181 +354,428 @@ func measureExec(ctx context.Context, cfg config, harnessBin string) (*execStats
 	}
 	s, err := startServer(ctx, spec, wsA, cfg.protocol, true)
 	if err != nil {
-		return nil, err
+		return fail(err)
 	}
 	defer func() {
+		if kept == s {
+			return
+		}
 		if err := s.close(); err != nil {
 			progress("closing %s: %v", spec.key, err)
 		}
 	}()
-	progress("exec round trip: harness serve (pid %d) on %s; bare %s; %d warm-up rounds, then %d rounds of A, B, C",
-		s.pid, wsA, st.bwrap, cfg.execWarmups, cfg.execSamples)
+	r.startup = s.startup
 
-	bArgs := bareBwrapArgs(wsB, st.roots)
-	runA := func() (time.Duration, error) {
-		t0 := time.Now()
-		res, err := s.sess.CallTool(ctx, execCommand)
-		d := time.Since(t0)
+	callOn := func(s *server, who string) func() (time.Duration, time.Duration, error) {
+		return func() (time.Duration, time.Duration, error) {
+			r.calls++
+			t0 := time.Now()
+			res, err := s.sess.CallTool(ctx, execCommand)
+			d := time.Since(t0)
+			if err != nil {
+				return 0, -1, fmt.Errorf("exec over MCP: %w\nserver stderr:\n%s", err, s.stderr)
+			}
+			if res.IsError || !strings.HasPrefix(resultText(res), "exit code 0") {
+				return 0, -1, &execFailure{msg: who + strings.TrimSpace(resultText(res)) + metaCode(res)}
+			}
+			return d, -1, nil
+		}
+	}
+	runA := callOn(s, "")
+	// retry runs run again after each error result, while the scenario
+	// tolerates more.
+	retry := func(run func() (time.Duration, time.Duration, error)) (time.Duration, time.Duration, error) {
+		for consecutive := 1; ; consecutive++ {
+			d, cpu, err := run()
+			var failed *execFailure
+			if !errors.As(err, &failed) {
+				return d, cpu, err
+			}
+			// A call the runner refused (a race of its own, or what
+			// another process changed where it looks): counted, shown,
+			// tried again, up to a point.
+			r.failures = append(r.failures, failed.msg)
+			if consecutive >= maxConsecutiveFailures || len(r.failures) > maxExecFailures(cfg.execSamples) || ctx.Err() != nil {
+				r.gaveUp = fmt.Sprintf("%d of its %d `exec` calls returned an error result, the last %d in a row", len(r.failures), r.calls, consecutive)
+				return 0, -1, err
+			}
+			if n := len(r.failures); n <= 3 || n%10 == 0 {
+				progress("exec round trip [%s]: harness's exec failed (%d so far), trying again: %s", sc.key, n, failed.msg)
+			}
+		}
+	}
+
+	// The session's first command, right after tools/list answered.
+	d, _, err := retry(runA)
+	if err != nil {
+		return fail(fmt.Errorf("first call: %w", err))
+	}
+	r.first = float64(d.Nanoseconds()) / 1e6
+
+	var argv []string
+	var netns string
+	_, _, err = retry(func() (time.Duration, time.Duration, error) {
+		var err error
+		r.calls++
+		argv, netns, err = probeBwrap(ctx, s)
+		return 0, -1, err
+	})
+	if err != nil {
+		return fail(fmt.Errorf("probing harness's bwrap: %w", err))
+	}
+	// harness's bwrap makes no network namespace of its own when its
+	// command joins the session's (it runs under nsenter): the bare bwrap
+	// then joins one made the same way, through nsenter too.
+	own, _ := os.Readlink("/proc/self/ns/net")
+	var holder *netHolder
+	if !slices.Contains(argv, "--unshare-net") && netns != own {
+		if holder, err = makeNetHolder(bwrap); err != nil {
+			return fail(fmt.Errorf("a network namespace for the bare bwrap: %w", err))
+		}
+		defer holder.close()
+		r.joined = true
+	}
+	fdBase := 3
+	if holder != nil {
+		fdBase = 5 // after the two namespaces
+	}
+	var drop func(string) bool
+	if sc.tempRoot {
+		churned := filepath.Join(temp.path, churnPrefix)
+		drop = func(p string) bool { return strings.HasPrefix(p, churned) }
+	}
+	bArgs, nfd, dropped, err := mirrorBwrapArgs(argv, wsA, wsB, fdBase, drop)
+	if err != nil {
+		return fail(err)
+	}
+	r.bwrapDropped = dropped
+	r.bwrapN = len(bArgs) - 1 // without /bin/true (the nsenter arguments are added below)
+	bPath := bwrap
+	var extra []*os.File
+	if holder != nil {
+		nsenter, err := exec.LookPath("nsenter")
 		if err != nil {
-			return 0, fmt.Errorf("exec over MCP: %w\nserver stderr:\n%s", err, s.stderr)
+			return fail(fmt.Errorf("the bare bwrap joins a network namespace: %w", err))
 		}
-		if res.IsError || !strings.HasPrefix(resultText(res), "exit code 0") {
-			return 0, &execFailure{msg: strings.TrimSpace(resultText(res)) + metaCode(res)}
+		bPath = nsenter
+		bArgs = append([]string{"--user=/proc/self/fd/3", "--net=/proc/self/fd/4", "--preserve-credentials", "--", bwrap}, bArgs...)
+		extra = append(extra, holder.user, holder.net)
+	}
+	for range nfd {
+		f, err := os.Open(os.DevNull)
+		if err != nil {
+			return fail(err)
 		}
-		return d, nil
+		defer func() { _ = f.Close() }()
+		extra = append(extra, f)
 	}
-	runB := func() (time.Duration, error) {
-		d, err := timeProcess(bwrap, bArgs)
-		// What bwrap made for the reserved .git, removed as harness does
-		// after a command (release), outside the timed part.
-		_ = syscall.Rmdir(filepath.Join(wsB, ".git"))
-		return d, err
-	}
-	runC := func() (time.Duration, error) { return timeProcess("/bin/sh", []string{"-c", "true"}) }
-	contenders := []struct {
-		key string
-		run func() (time.Duration, error)
-	}{{execA, runA}, {execB, runB}, {execC, runC}}
+	progress("exec round trip [%s]: harness serve (pid %d) on %s, started in %s; first exec %s; bare bwrap replays harness's bwrap (%d arguments, %d operations on the churn's entries left out, joining a network namespace through nsenter: %t); %d warm-up rounds, then %d rounds of A, B, C",
+		sc.key, s.pid, wsA, fmtMs2(float64(r.startup.Microseconds())/1e3), fmtMs2(r.first), r.bwrapN, r.bwrapDropped, r.joined, cfg.execWarmups, cfg.execSamples)
 
-	var serverCPU0, childCPU0 time.Duration
+	runB := func() (time.Duration, time.Duration, error) {
+		d, cpu, err := timeProcess(bPath, bArgs, extra)
+		// The mount points bwrap made for the reserved paths, removed as
+		// harness does after a command (release), outside the timed part.
+		clearDir(wsB)
+		return d, cpu, err
+	}
+	runC := func() (time.Duration, time.Duration, error) {
+		return timeProcess("/bin/sh", []string{"-c", "true"}, nil)
+	}
+	type contender struct {
+		key string
+		run func() (time.Duration, time.Duration, error)
+	}
+	contenders := []contender{{execA, runA}}
+	if ref != nil {
+		contenders = append(contenders, contender{execA0, callOn(ref, "(A0, the empty workspace's server) ")})
+	}
+	contenders = append(contenders, contender{execB, runB}, contender{execC, runC})
+
+	var serverCPU0, refCPU0, allChildren0 time.Duration
+	childCPU := map[string]time.Duration{}
 	for i := -cfg.execWarmups; i < cfg.execSamples; i++ {
 		if i == 0 {
-			serverCPU0, childCPU0 = treeCPU(s.pid), childrenCPU()
+			allChildren0 = childrenCPU()
+			serverCPU0 = treeCPU(s.pid)
+			if ref != nil {
+				refCPU0 = treeCPU(ref.pid)
+			}
 		}
 		for _, c := range contenders {
 			if ctx.Err() != nil {
-				return nil, ctx.Err()
+				return fail(ctx.Err())
 			}
-			d, err := c.run()
-			var failed *execFailure
-			for errors.As(err, &failed) && len(st.failures) < maxExecFailures(cfg.execSamples) {
-				// A call the runner refused (a race of its own, or what
-				// another user put in /tmp): counted, shown, tried again.
-				st.failures = append(st.failures, failed.msg)
-				progress("exec round trip: A failed (%d so far), trying again: %s", len(st.failures), failed.msg)
-				d, err = c.run()
-			}
+			d, cpu, err := retry(c.run)
 			if err != nil {
-				return nil, fmt.Errorf("exec round trip, %s: %w", c.key, err)
+				return fail(fmt.Errorf("%s: %w", c.key, err))
 			}
 			if i >= 0 {
-				st.ms[c.key] = append(st.ms[c.key], float64(d.Nanoseconds())/1e6)
+				r.ms[c.key] = append(r.ms[c.key], float64(d.Nanoseconds())/1e6)
+				if cpu >= 0 && childCPU[c.key] >= 0 {
+					childCPU[c.key] += cpu
+				} else {
+					childCPU[c.key] = -1
+				}
 			}
 		}
 		if n := i + 1; n > 0 && (n%20 == 0 || n == cfg.execSamples) {
-			progress("exec round trip: %d/%d  A %s  B %s  C %s (medians so far)", n, cfg.execSamples,
-				fmtMs2(median(st.ms[execA])), fmtMs2(median(st.ms[execB])), fmtMs2(median(st.ms[execC])))
+			a0 := ""
+			if ref != nil {
+				a0 = "  A0 " + fmtMs2(median(r.ms[execA0]))
+			}
+			progress("exec round trip [%s]: %d/%d  A %s%s  B %s  C %s (medians so far)", sc.key, n, cfg.execSamples,
+				fmtMs2(median(r.ms[execA])), a0, fmtMs2(median(r.ms[execB])), fmtMs2(median(r.ms[execC])))
 		}
 	}
 	n := float64(cfg.execSamples)
 	if cpu := treeCPU(s.pid); cpu >= 0 && serverCPU0 >= 0 {
-		st.cpu[execA] = float64((cpu - serverCPU0).Microseconds()) / 1e3 / n
+		r.cpu[execA] = float64((cpu - serverCPU0).Microseconds()) / 1e3 / n
 	}
-	// B and C are the bench's own children: their CPU together, split by
-	// their share of the wall time would be a guess, so it is given for
-	// both at once.
-	if cpu := childrenCPU(); cpu >= 0 {
-		st.cpu[execB+execC] = float64((cpu - childCPU0).Microseconds()) / 1e3 / n
+	if ref != nil {
+		if cpu := treeCPU(ref.pid); cpu >= 0 && refCPU0 >= 0 {
+			r.cpu[execA0] = float64((cpu - refCPU0).Microseconds()) / 1e3 / n
+		}
 	}
-	st.loadEnd = loadAverage()
-	st.took = time.Since(began)
-	return st, nil
+	for _, k := range []string{execB, execC} {
+		if c := childCPU[k]; c >= 0 {
+			r.cpu[k] = float64(c.Microseconds()) / 1e3 / n
+		}
+	}
+	// A check of the per-child figures: the bench's children reaped over
+	// the timed rounds are B's and C's runs, nothing else.
+	if all := childrenCPU(); all >= 0 && allChildren0 >= 0 && childCPU[execB] >= 0 && childCPU[execC] >= 0 {
+		if sum := childCPU[execB] + childCPU[execC]; math.Abs(float64(all-allChildren0-sum)) > 0.05*float64(sum) {
+			progress("exec round trip [%s]: B's and C's CPU from their own rusage, %s, differ from the bench's children's, %s", sc.key, sum, all-allChildren0)
+		}
+	}
+	if ref == nil && sc.key == "empty" {
+		kept = s
+	}
+	return r, kept
 }
 
-// tempRoots are the temp areas harness serve makes writable by default:
-// /tmp and $TMPDIR, canonical, without duplicates.
-func tempRoots() []string {
-	var out []string
-	for _, d := range []string{"/tmp", os.Getenv("TMPDIR")} {
-		if !filepath.IsAbs(d) {
+// probeBwrap runs the probe command in the session and returns the command
+// line of harness's bwrap and the command's network namespace (as
+// readlink shows it); an error result is an *execFailure.
+func probeBwrap(ctx context.Context, s *server) ([]string, string, error) {
+	res, err := s.sess.CallTool(ctx, probeCommand)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w\nserver stderr:\n%s", err, s.stderr)
+	}
+	sc, _ := res.StructuredContent.(map[string]any)
+	out, _ := sc["stdout"].(string)
+	if res.IsError || out == "" || !strings.HasPrefix(resultText(res), "exit code 0") {
+		return nil, "", &execFailure{msg: strings.TrimSpace(resultText(res)) + metaCode(res)}
+	}
+	cmdline, netns, _ := strings.Cut(strings.TrimSpace(out), "\n")
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(cmdline))
+	if err != nil {
+		return nil, "", err
+	}
+	return strings.Split(strings.TrimSuffix(string(raw), "\x00"), "\x00"), strings.TrimSpace(netns), nil
+}
+
+// netHolder holds a user and a network namespace made once, as harness
+// makes one per session for its commands (they join it through nsenter
+// rather than each making and tearing down its own): bwrap with a new
+// user and network namespace around a shell that says it is ready and
+// waits, whose namespaces are opened, then it is let go.
+type netHolder struct {
+	user, net *os.File
+}
+
+// makeNetHolder makes the namespaces with bwrap.
+func makeNetHolder(bwrap string) (*netHolder, error) {
+	stdinR, stdinW, err := os.Pipe()
+	if err != nil {
+		return nil, err
+	}
+	defer func() { _ = stdinW.Close() }()
+	stdoutR, stdoutW, err := os.Pipe()
+	if err != nil {
+		_ = stdinR.Close()
+		return nil, err
+	}
+	defer func() { _ = stdoutR.Close() }()
+	var stderr bytes.Buffer
+	cmd := &exec.Cmd{
+		Path: bwrap,
+		Args: []string{"bwrap", "--unshare-user", "--unshare-net", "--die-with-parent", "--new-session",
+			"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "echo $$; read -r _ || :"},
+		Env: []string{}, Dir: "/", Stdin: stdinR, Stdout: stdoutW, Stderr: &stderr,
+		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
+	}
+	err = cmd.Start()
+	_, _ = stdinR.Close(), stdoutW.Close()
+	if err != nil {
+		return nil, err
+	}
+	defer func() {
+		_ = stdinW.Close() // the shell reads its end and exits, and bwrap with it
+		_ = cmd.Wait()
+	}()
+	_ = stdoutR.SetReadDeadline(time.Now().Add(10 * time.Second))
+	line := make([]byte, 64)
+	n, _ := stdoutR.Read(line)
+	if strings.TrimSpace(string(line[:n])) == "" {
+		return nil, fmt.Errorf("bwrap did not make the network namespace: %s", strings.TrimSpace(stderr.String()))
+	}
+	// The shell's own pid is its pid in bwrap's PID namespace, if any: it
+	// shares the host's here (no --unshare-pid), so $$ is the host pid.
+	dir := "/proc/" + strings.TrimSpace(string(line[:n])) + "/ns/"
+	h := &netHolder{}
+	if h.user, err = os.Open(dir + "user"); err != nil {
+		return nil, err
+	}
+	if h.net, err = os.Open(dir + "net"); err != nil {
+		_ = h.user.Close()
+		return nil, err
+	}
+	own, _ := os.Readlink("/proc/self/ns/net")
+	if got, _ := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(h.net.Fd()))); got == own {
+		h.close()
+		return nil, errors.New("the network namespace made is this process's own")
+	}
+	return h, nil
+}
+
+func (h *netHolder) close() {
+	if h != nil {
+		_, _ = h.user.Close(), h.net.Close()
+	}
+}
+
+// bwrapArity is how many arguments each bwrap option the mirror knows
+// takes; bwrapModifiers are those that apply to the next operation
+// (--perms, --size).
+var (
+	bwrapArity = map[string]int{
+		"--die-with-parent": 0, "--new-session": 0, "--unshare-user": 0, "--unshare-user-try": 0,
+		"--disable-userns": 0, "--assert-userns-disabled": 0, "--unshare-pid": 0, "--unshare-ipc": 0,
+		"--unshare-uts": 0, "--unshare-cgroup": 0, "--unshare-cgroup-try": 0, "--unshare-net": 0,
+		"--unshare-all": 0, "--share-net": 0, "--as-pid-1": 0, "--clearenv": 0,
+		"--cap-drop": 1, "--cap-add": 1, "--uid": 1, "--gid": 1, "--hostname": 1, "--chdir": 1,
+		"--unsetenv": 1, "--dev": 1, "--proc": 1, "--mqueue": 1, "--tmpfs": 1, "--dir": 1,
+		"--remount-ro": 1, "--perms": 1, "--size": 1, "--exec-label": 1, "--file-label": 1,
+		"--lock-file": 1, "--argv0": 1, "--info-fd": 1, "--json-status-fd": 1,
+		"--bind": 2, "--bind-try": 2, "--ro-bind": 2, "--ro-bind-try": 2, "--dev-bind": 2,
+		"--dev-bind-try": 2, "--symlink": 2, "--chmod": 2, "--setenv": 2,
+		"--ro-bind-data": 2, "--bind-data": 2, "--file": 2,
+	}
+	bwrapModifiers = map[string]bool{"--perms": true, "--size": true}
+)
+
+// mirrorBwrapArgs turns argv, the command line of harness's bwrap, into the
+// bare bwrap's arguments: the same options, namespaces, binds, masks and
+// reserved paths, the workspace wsA swapped for wsB, the data of each
+// --ro-bind-data, --bind-data and --file read from /dev/null (given as the
+// descriptors fdBase, fdBase+1, ...; it returns how many), without
+// --info-fd, and /bin/true in place of harness's inner stage. It leaves out each
+// operation (with its --perms or --size) on a path drop reports (the
+// churn's entries, which come and go: a replay of their binds would fail or
+// make their mount points anew) and returns how many it left out.
+func mirrorBwrapArgs(argv []string, wsA, wsB string, fdBase int, drop func(string) bool) (args []string, fds, dropped int, err error) {
+	swap := func(p string) string {
+		if p == wsA {
+			return wsB
+		}
+		if rest, ok := strings.CutPrefix(p, wsA+"/"); ok {
+			return wsB + "/" + rest
+		}
+		return p
+	}
+	var pending []string // modifiers waiting for their operation
+	for i := 1; i < len(argv); {
+		opt := argv[i]
+		if opt == "--" {
+			if i+1 >= len(argv) {
+				return nil, 0, 0, errors.New("probing harness's bwrap: no command after --")
+			}
+			return append(args, "--", "/bin/true"), fds, dropped, nil
+		}
+		n, ok := bwrapArity[opt]
+		if !ok {
+			return nil, 0, 0, fmt.Errorf("probing harness's bwrap: cannot replay %s (an option the mirror does not know)", opt)
+		}
+		if i+n >= len(argv) {
+			return nil, 0, 0, fmt.Errorf("probing harness's bwrap: %s without its arguments", opt)
+		}
+		op := slices.Clone(argv[i : i+1+n])
+		i += 1 + n
+		switch {
+		case bwrapModifiers[opt]:
+			pending = append(pending, op...)
 			continue
+		case opt == "--info-fd" || opt == "--json-status-fd":
+			continue // what bwrap reports there is for harness
 		}
-		if c, err := filepath.EvalSymlinks(d); err == nil {
-			d = c
-		}
-		d = filepath.Clean(d)
-		if !slices.Contains(out, d) {
-			out = append(out, d)
-		}
-	}
-	return out
-}
-
-// ownedDirs counts the directories owned by uid at or beneath root, not
-// entering other users' directories nor following symlinks (what harness's
-// protected-path search visits in a shared temp root), at most limit.
-func ownedDirs(root string, uid, limit int) int {
-	n := 0
-	var walk func(dir string)
-	walk = func(dir string) {
-		if n >= limit {
-			return
-		}
-		var st syscall.Stat_t
-		if syscall.Lstat(dir, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || int(st.Uid) != uid {
-			return
-		}
-		n++
-		entries, err := os.ReadDir(dir)
-		if err != nil {
-			return
-		}
-		for _, e := range entries {
-			if e.IsDir() {
-				walk(filepath.Join(dir, e.Name()))
+		skip := false
+		for j := 1; j < len(op); j++ {
+			if strings.HasPrefix(op[j], "/") {
+				skip = skip || (drop != nil && drop(op[j]))
+				op[j] = swap(op[j])
 			}
 		}
+		if skip {
+			dropped++
+			pending = nil
+			continue
+		}
+		if opt == "--ro-bind-data" || opt == "--bind-data" || opt == "--file" {
+			op[1] = strconv.Itoa(fdBase + fds)
+			fds++
+		}
+		args = append(append(args, pending...), op...)
+		pending = nil
 	}
-	walk(root)
-	return n
+	return nil, 0, 0, fmt.Errorf("probing harness's bwrap: no -- in %q", argv)
 }
 
-// bareBwrapArgs are the arguments internal/subproc's bwrapArgs produces for
-// a command in the empty workspace ws with the temp roots temps (network
-// denied, no protected path, the workspace's missing .git reserved), with
-// /bin/true as the command in place of the inner stage and without the info
-// descriptor.
-func bareBwrapArgs(ws string, temps []string) []string {
-	args := []string{
-		"--die-with-parent", "--new-session",
-		"--unshare-user", "--disable-userns", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-cgroup-try",
-		"--cap-drop", "ALL",
-		"--ro-bind", "/", "/",
-		"--dev", "/dev",
-		"--proc", "/proc",
-		"--tmpfs", "/dev/shm",
-		"--unshare-net",
+// clearDir removes the entries of dir (not recursively: the empty mount
+// points bwrap left).
+func clearDir(dir string) {
+	entries, _ := os.ReadDir(dir)
+	for _, e := range entries {
+		_ = os.Remove(filepath.Join(dir, e.Name()))
 	}
-	roots := append([]string{ws}, temps...)
-	slices.SortStableFunc(roots, func(a, b string) int { return len(a) - len(b) })
-	for _, r := range roots {
-		args = append(args, "--bind-try", r, r)
-	}
-	git := filepath.Join(ws, ".git")
-	args = append(args, "--perms", "0555", "--tmpfs", git, "--remount-ro", git)
-	return append(args, "--", "/bin/true")
 }
 
 // timeProcess runs path with args (no environment, in /, its own process
-// group, killed if the bench dies) and returns the time from Start to the
-// end of Wait.
-func timeProcess(path string, args []string) (time.Duration, error) {
+// group, killed if the bench dies, extra as the descriptors 3, 4, ...) and
+// returns the time from Start to the end of Wait and the CPU time (user and
+// system) the kernel reports for that child and what it waited for.
+func timeProcess(path string, args []string, extra []*os.File) (time.Duration, time.Duration, error) {
 	var stderr bytes.Buffer
 	cmd := &exec.Cmd{
 		Path: path, Args: append([]string{filepath.Base(path)}, args...),
-		Env: []string{}, Dir: "/", Stderr: &stderr,
+		Env: []string{}, Dir: "/", Stderr: &stderr, ExtraFiles: extra,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	t0 := time.Now()
 	if err := cmd.Start(); err != nil {
-		return 0, err
+		return 0, -1, err
 	}
 	err := cmd.Wait()
 	d := time.Since(t0)
 	if err != nil {
-		return 0, fmt.Errorf("%s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
+		return 0, -1, fmt.Errorf("%s: %w: %s", path, err, strings.TrimSpace(stderr.String()))
 	}
-	return d, nil
+	cpu := time.Duration(-1)
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		cpu = time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	return d, cpu, nil
+}
+
+// childrenCPU is the CPU time (user and system) of this process's waited-for
+// children.
+func childrenCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
+		return -1
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // treeCPU is the CPU time of process pid and of its children it has waited
@@ -344,16 +808,6 @@ func treeCPU(pid int) time.Duration {
 	return time.Duration(ticks) * (time.Second / 100)
 }
 
-// childrenCPU is the CPU time (user and system) of this process's waited-for
-// children.
-func childrenCPU() time.Duration {
-	var ru syscall.Rusage
-	if err := syscall.Getrusage(syscall.RUSAGE_CHILDREN, &ru); err != nil {
-		return -1
-	}
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
 // percentile is the nearest-rank p-th percentile of xs (NaN when empty).
 func percentile(xs []float64, p float64) float64 {
 	if len(xs) == 0 {
@@ -363,146 +817,4 @@ func percentile(xs []float64, p float64) float64 {
 	slices.Sort(s)
 	k := int(math.Ceil(p/100*float64(len(s)))) - 1
 	return s[min(max(k, 0), len(s)-1)]
-}
-
-// fmtMs2 formats milliseconds with two decimals.
-func fmtMs2(ms float64) string {
-	if math.IsNaN(ms) || ms <= 0 {
-		return "–"
-	}
-	return fmt.Sprintf("%.2f ms", ms)
-}
-
-// execFigures are the medians and p90 of A, B and C, and A's median over B's.
-func (st *execStats) med(key string) float64 { return median(st.ms[key]) }
-func (st *execStats) p90(key string) float64 { return percentile(st.ms[key], 90) }
-func (st *execStats) ratio() float64         { return st.med(execA) / st.med(execB) }
-
-// lines are the figures and targets, one per line, for stderr.
-func (st *execStats) lines() []string {
-	return []string{
-		fmt.Sprintf("A  exec {\"command\":\"true\"} over MCP   median %s  p90 %s  (min %s, max %s)", fmtMs2(st.med(execA)), fmtMs2(st.p90(execA)), fmtMs2(slices.Min(st.ms[execA])), fmtMs2(slices.Max(st.ms[execA]))),
-		fmt.Sprintf("B  bare bwrap /bin/true              median %s  p90 %s  (min %s, max %s)", fmtMs2(st.med(execB)), fmtMs2(st.p90(execB)), fmtMs2(slices.Min(st.ms[execB])), fmtMs2(slices.Max(st.ms[execB]))),
-		fmt.Sprintf("C  /bin/sh -c true                   median %s  p90 %s  (min %s, max %s)", fmtMs2(st.med(execC)), fmtMs2(st.p90(execC)), fmtMs2(slices.Min(st.ms[execC])), fmtMs2(slices.Max(st.ms[execC]))),
-		fmt.Sprintf("target A median <= %.0f ms: %s (%s)", execTargetMedianMs, fmtMs2(st.med(execA)), strings.Trim(status(-st.med(execA), -execTargetMedianMs), "*")),
-		fmt.Sprintf("target A / B <= %.1fx: %s (%s)", execTargetRatio, fmtRatio(st.ratio()), strings.Trim(status(-st.ratio(), -execTargetRatio), "*")),
-		fmt.Sprintf("CPU per sample: A (server and its children) %s; B and C together (the bench's children) %s; load average %s at the start, %s at the end; %d samples each in %s; %s directories of this user in the temp roots %s",
-			fmtMs2(st.cpu[execA]), fmtMs2(st.cpu[execB+execC]), st.loadStart, st.loadEnd, st.samples, st.took.Round(100*time.Millisecond), fmtInt(st.tempDirs), strings.Join(st.roots, " ")),
-	}
-}
-
-// printExec prints the figures on stderr.
-func printExec(st *execStats) {
-	progress("exec round trip (issue 22), %d interleaved samples each after %d warm-up rounds:", st.samples, st.warmups)
-	for _, l := range st.lines() {
-		fmt.Fprintf(os.Stderr, "  %s\n", l)
-	}
-	for i, f := range st.failures {
-		fmt.Fprintf(os.Stderr, "  A's error result %d (tried again): %s\n", i+1, f)
-	}
-}
-
-// renderExec renders the exec round trip's part of the generated section,
-// its markers included; st nil or failed says so instead of figures.
-func renderExec(st *execStats) string {
-	var b strings.Builder
-	pf := func(format string, args ...any) { fmt.Fprintf(&b, format, args...) }
-	pf("%s\n", execBeginMarker)
-	pf("### Exec round trip (issue 22)\n\n")
-	if st == nil || st.err != nil {
-		why := "not measured"
-		if st != nil {
-			why = "not measured: " + st.err.Error()
-		}
-		pf("%s. `make bench-exec` measures it alone.\n%s\n", why, execEndMarker)
-		return b.String()
-	}
-	pf("Measured %s on %d cores (Linux %s), load average (1 min) %s at the start and %s at the end; %d samples of each after %d ",
-		st.date, runtime.NumCPU(), kernelRelease(), st.loadStart, st.loadEnd, st.samples, st.warmups)
-	pf("untimed rounds, the three taking turns (A, B, C, A, B, C, ...), in %s. `make bench-exec` ", st.took.Round(100*time.Millisecond))
-	pf("measures this part alone in seconds and rewrites only it (`cd bench && go run . -harness ../bin/harness ")
-	pf("-only exec -out ../docs/benchmarks.md`).\n\n")
-	pf("| contender | median | p90 | min | max |\n|---|---|---|---|---|\n")
-	rows := []struct{ key, what string }{
-		{execA, "A. `exec` of `{\"command\":\"true\"}` over MCP: `harness serve --mode workspace-write`, bubblewrap isolation, request sent to answer received"},
-		{execB, "B. bare `bwrap` with the same namespaces and binds, running `/bin/true` (os/exec, Start to Wait)"},
-		{execC, "C. `/bin/sh -c true` (os/exec, Start to Wait)"},
-	}
-	for _, r := range rows {
-		pf("| %s | %s | %s | %s | %s |\n", r.what, fmtMs2(st.med(r.key)), fmtMs2(st.p90(r.key)), fmtMs2(slices.Min(st.ms[r.key])), fmtMs2(slices.Max(st.ms[r.key])))
-	}
-	pf("\n| target | at most | measured | status |\n|---|---|---|---|\n")
-	pf("| A's median | %.0f ms | %s | %s |\n", execTargetMedianMs, fmtMs2(st.med(execA)), status(-st.med(execA), -execTargetMedianMs))
-	pf("| A's median over B's | %.1fx | %s (p90 over p90: %s) | %s |\n", execTargetRatio, fmtRatio(st.ratio()), fmtRatio(st.p90(execA)/st.p90(execB)), status(-st.ratio(), -execTargetRatio))
-	if n := len(st.failures); n > 0 {
-		pf("\n**%d of A's calls returned an error result** and were tried again (not counted as samples); the first: `%s`.\n", n, strings.ReplaceAll(st.failures[0], "`", "'"))
-	}
-	pf("\nCPU per sample (user and system, 10 ms ticks over all samples): A, the server and every process it ")
-	pf("waited for (bwrap, the inner stage, the shell), %s; B and C, the bench's own children together, %s.\n\n",
-		fmtMs2(st.cpu[execA]), fmtMs2(st.cpu[execB+execC]))
-	pf("A: `harness serve --workspace WS --mode workspace-write --log-level warn` (default runner `sandbox`, ")
-	pf("isolation `bwrap`, temp roots %s; the environment's `HARNESS_*` variables removed), WS an empty ", strings.Join(quoteAll(st.roots), " and "))
-	pf("throwaway directory under `%s`; one go-sdk client session over stdio; the time from sending ", st.workspace)
-	pf("`tools/call` to decoding its answer, which must say `exit code 0`. It covers the protected-path scan of ")
-	pf("the writable roots, the command's cgroup, bwrap, the inner stage (the harness binary again: Landlock, ")
-	pf("seccomp, rlimits), `/bin/sh -c true`, the teardown and the MCP round trip. B: `%s` with the arguments ", st.bwrap)
-	pf("`internal/subproc`'s `bwrapArgs` produces for an empty workspace (`--ro-bind / /`, `--dev /dev`, ")
-	pf("`--proc /proc`, `--tmpfs /dev/shm`, `--bind-try` of the workspace and the temp roots, the workspace's ")
-	pf("missing `.git` reserved by a read-only tmpfs, `--unshare-user --disable-userns --unshare-pid ")
-	pf("--unshare-ipc --unshare-uts --unshare-cgroup-try --unshare-net`, `--new-session --die-with-parent ")
-	pf("--cap-drop ALL`), with `/bin/true` as the command; started directly with os/exec (empty environment, ")
-	pf("in `/`, its own process group), timed from `Start` to the end of `Wait`. C: `/bin/sh -c true`, the same way. ")
-	pf("p90 is the nearest-rank 90th percentile. The temp roots held %s directories of the bench's user at the ", fmtInt(st.tempDirs))
-	pf("start: the protected-path search opens each one again on every command (in a shared temp root only the ")
-	pf("command user's entries count), so A grows with what that user keeps in `/tmp`.\n")
-	pf("%s\n", execEndMarker)
-	return b.String()
-}
-
-// kernelRelease is the running kernel's release ("?" when unknown).
-func kernelRelease() string {
-	raw, err := os.ReadFile("/proc/sys/kernel/osrelease")
-	if err != nil {
-		return "?"
-	}
-	return strings.TrimSpace(string(raw))
-}
-
-func quoteAll(xs []string) []string {
-	out := make([]string, len(xs))
-	for i, x := range xs {
-		out[i] = "`" + x + "`"
-	}
-	return out
-}
-
-// updateExecMarked replaces the exec round trip's part of path's generated
-// section with part, or, when it has none, puts part at the end of the
-// generated section, where renderSection puts it.
-func updateExecMarked(path, part string) error {
-	raw, err := os.ReadFile(path)
-	if err != nil {
-		return err
-	}
-	begin := bytes.Index(raw, []byte(execBeginMarker))
-	end := bytes.Index(raw, []byte(execEndMarker))
-	var out []byte
-	switch {
-	case begin >= 0 && end > begin:
-		end += len(execEndMarker)
-		if end < len(raw) && raw[end] == '\n' {
-			end++
-		}
-		out = append(append(append(out, raw[:begin]...), part...), raw[end:]...)
-	case begin >= 0 || end >= 0:
-		return fmt.Errorf("%s: only one of %s and %s is present", path, execBeginMarker, execEndMarker)
-	default:
-		at := bytes.Index(raw, []byte(endMarker))
-		if at < 0 {
-			return errors.New(path + ": no generated section (" + beginMarker + " ... " + endMarker + ") to put the exec round trip in: run make bench once")
-		}
-		// As renderSection puts it: last, after a blank line.
-		out = append(append(append(append(append(out, raw[:at]...), '\n'), part...), '\n'), raw[at:]...)
-	}
-	return writeAtomic(path, out)
 }

@@ -177,7 +177,7 @@ func renderSection(r *results) string {
 	pf("It builds `bin/harness`, runs `cd bench && go run . -harness ../bin/harness -out ../docs/benchmarks.md ")
 	pf("-chart ../docs/bench-calls.svg` (the `bench/` module: it installs the pinned reference server with npm, ")
 	pf("drives harness at both durability levels and the reference and rewrites this section, between the ")
-	pf("`bench:begin`/`bench:end` markers, and the chart; it also measures the exec round trip of issue 22, last in ")
+	pf("`bench:begin`/`bench:end` markers, and the chart; it also measures the exec round trip of issues 22 and 34, last in ")
 	pf("this section), then runs the in-process benchmarks of the sections below into `bench.out`.\n\n")
 	pf("Machine: %s. Load average (1 min) %s at the start and %s at the end: the machine is shared, and ",
 		r.machine.line(), r.machine.load, r.loadEnd)
