@@ -417,7 +417,7 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "HARNESS_MODE reaches call", code: cli.ExitOK, golden: "call_write_inside",
-			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/usr"},
+			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/usr", "HARNESS_SHARED_TEMP": "true"},
 			args: func(l layout) []string {
 				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"fresh\n"}`)
 			},
