@@ -19,10 +19,6 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// procNetUnix lists the Unix sockets of the reader's network namespace, with
-// the path each pathname socket was bound at.
-const procNetUnix = "/proc/net/unix"
-
 // CheckUnixSocket returns nil when path, a --unix-socket value, is absolute
 // and clean and names a Unix socket now (symlinks followed), else an error
 // saying which of these it is not (fs.ErrNotExist wrapped for a missing
@@ -64,9 +60,10 @@ type socketView struct{ named, masked []string }
 // sockets resolves the configured named sockets for one command of policy
 // and, when the bubblewrap view must keep the command to them (no Unix
 // sockets allowed wholesale, Landlock without ABI 9), lists every other
-// bound socket to mask, and every socket file inside the writable roots
-// (socketWalker: found there wherever a command renamed its directory to;
-// sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
+// bound socket to mask, in every network namespace a task visible in /proc
+// is in (maskedSockets), and every socket file inside the policy's roots
+// (socketWalker: found there wherever a command renamed its directory to,
+// and whatever namespace bound it; sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
 // directories the command's user may search (bwrap, running as that user,
 // could not set up a mount there, and the command could not connect there
 // anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
@@ -96,7 +93,7 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
 	if err != nil {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the Unix sockets inside the writable roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
+			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
 	}
 	masked = addSockets(masked, walked, ids)
 	for _, p := range searchableBy(masked, uid, gids) {
@@ -251,18 +248,15 @@ func addSockets(masked, walked []string, named map[fileID]bool) []string {
 }
 
 // maskedSockets returns, canonical and once each, the pathname Unix sockets
-// bound in the server's network namespace (procNetUnix) that exist as
-// socket files now and are none of named (by identity): the sockets a
-// command's view masks. A socket bound by a relative path, or in another
-// network namespace, is not listed there (README: the residual). Errors:
-// procNetUnix cannot be read.
+// bound in every network namespace the server sees a task of
+// (boundEverywhere: its own, another session's, a PrivateNetwork= service's,
+// a container's) that exist as socket files at the path listed now and are
+// none of named (by identity): the sockets a command's view masks. A
+// socket bound by a relative path, or in a namespace no task visible in
+// /proc is in, is not listed (README: the residual). Errors: the server's
+// own namespace's listing cannot be read.
 func maskedSockets(named map[fileID]bool) ([]string, error) {
-	f, err := os.Open(procNetUnix)
-	if err != nil {
-		return nil, err
-	}
-	defer func() { _ = f.Close() }()
-	bound, err := boundPaths(f)
+	bound, err := boundEverywhere(procRoot)
 	if err != nil {
 		return nil, err
 	}
@@ -286,6 +280,66 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 	return out, nil
 }
 
+// procRoot is the proc filesystem read for the tasks' network namespaces.
+const procRoot = "/proc"
+
+// boundEverywhere returns the absolute paths pathname sockets are bound at
+// (boundPaths) in the network namespace of the reading thread (proc's
+// thread-self/net/unix; self/net is the thread group leader's) and of every task under proc (PID/task/TID/net/unix: a
+// thread may have entered a namespace of its own), each namespace's
+// listing read once: namespaces are told apart by the inode of their
+// net/unix entry, which proc makes per namespace, and a stat of it needs
+// no access to the task. Paths are as their binders named them, in the
+// binder's mount namespace. A task that ends while it is read is left
+// out. Errors: the reader's own listing cannot be read or parsed.
+func boundEverywhere(proc string) ([]string, error) {
+	read := map[uint64]bool{}
+	var out []string
+	list := func(listing string) error {
+		var st unix.Stat_t
+		if err := unix.Stat(listing, &st); err != nil {
+			return err
+		}
+		if read[st.Ino] {
+			return nil
+		}
+		read[st.Ino] = true
+		f, err := os.Open(listing)
+		if err != nil {
+			return err
+		}
+		defer func() { _ = f.Close() }()
+		paths, err := boundPaths(f)
+		out = append(out, paths...)
+		return err
+	}
+	if err := list(filepath.Join(proc, "thread-self/net/unix")); err != nil {
+		return nil, err
+	}
+	pids, err := os.ReadDir(proc)
+	if err != nil {
+		return nil, err
+	}
+	for _, pid := range pids {
+		if !numeric(pid.Name()) {
+			continue
+		}
+		tasks, err := os.ReadDir(filepath.Join(proc, pid.Name(), "task"))
+		if err != nil {
+			continue // ended
+		}
+		for _, task := range tasks {
+			_ = list(filepath.Join(proc, pid.Name(), "task", task.Name(), "net/unix")) // ended, or not readable: nothing to add
+		}
+	}
+	return out, nil
+}
+
+// numeric reports whether name is a decimal number (a /proc PID entry).
+func numeric(name string) bool {
+	return name != "" && strings.Trim(name, "0123456789") == ""
+}
+
 // boundPaths parses a /proc/net/unix listing ("Num RefCount Protocol Flags
 // Type St Inode Path", a header line first) and returns the absolute paths
 // in its Path column: abstract names (@...), relative paths and unbound
@@ -295,10 +349,10 @@ func boundPaths(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	if !sc.Scan() {
-		return nil, errors.Join(errors.New("no header in "+procNetUnix), sc.Err())
+		return nil, errors.Join(errors.New("no header in the Unix socket listing"), sc.Err())
 	}
 	if !strings.HasPrefix(sc.Text(), "Num ") {
-		return nil, fmt.Errorf("%s has an unknown format: %q", procNetUnix, sc.Text())
+		return nil, fmt.Errorf("the Unix socket listing has an unknown format: %q", sc.Text())
 	}
 	var out []string
 	for sc.Scan() {

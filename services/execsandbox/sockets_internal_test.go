@@ -1,14 +1,17 @@
 package execsandbox
 
 import (
+	"errors"
 	"net"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 )
 
 func TestBoundPaths(t *testing.T) {
@@ -144,4 +147,57 @@ func TestPermits(t *testing.T) {
 		assert.Equal(t, c.writable, permits(sock, c.uid, c.gids, 0o2), "mode %o, uid %d", c.mode, c.uid)
 	}
 	assert.False(t, permits(filepath.Join(base, "missing"), me, []uint32{myGID}, 0o1))
+}
+
+// A socket bound by a thread that entered a network namespace of its own
+// is not in the server's /proc/net/unix, and is found all the same
+// (issue 35): the listing of every task's namespace is read. Making the
+// namespace from a thread needs CAP_SYS_ADMIN; the ordinary user's case,
+// a process in another namespace, is TestUnixSocketsOfOtherNetworkNamespaces.
+func TestBoundEverywhereReadsEveryTasksNamespace(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("a thread can enter a new network namespace only with CAP_SYS_ADMIN")
+	}
+	dir, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	path := filepath.Join(dir, "thread.sock")
+	bound := make(chan error)
+	release := make(chan struct{})
+	go func() {
+		// The thread stays in the new namespace and is never given back
+		// to the runtime: it ends with the goroutine.
+		runtime.LockOSThread()
+		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
+			bound <- err
+			return
+		}
+		fd, err := unix.Socket(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+		if err == nil {
+			defer func() { _ = unix.Close(fd) }()
+			err = errors.Join(unix.Bind(fd, &unix.SockaddrUnix{Name: path}), unix.Listen(fd, 1))
+		}
+		bound <- err
+		<-release
+	}()
+	require.NoError(t, <-bound)
+	defer close(release)
+	here, err := os.ReadFile("/proc/thread-self/net/unix")
+	require.NoError(t, err)
+	require.NotContains(t, string(here), path, "bound in the server's own namespace")
+	all, err := boundEverywhere(procRoot)
+	require.NoError(t, err)
+	assert.Contains(t, all, path)
+	masked, err := maskedSockets(nil)
+	require.NoError(t, err)
+	assert.Contains(t, masked, path)
+}
+
+// BenchmarkBoundEverywhere measures the listing of every namespace's bound
+// sockets, which each command with named sockets below Landlock ABI 9 reads.
+func BenchmarkBoundEverywhere(b *testing.B) {
+	for b.Loop() {
+		if _, err := boundEverywhere(procRoot); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

@@ -13,12 +13,15 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
-// socketWalker finds the socket files inside a command's writable roots
-// (review of issue 24, F2): a command may rename a directory there, so a
-// socket bound beneath it lives on at a path /proc/net/unix does not name.
-// It keeps one internal/protectscan scanner per root (its Match looks at
-// the file beneath that root, so each root is its own predicate): a later
-// command reads again only the directories that changed.
+// socketWalker finds the socket files inside a command's roots, whatever
+// the listings say: a command may rename a directory in a writable root,
+// so a socket bound beneath it lives on at a path /proc/net/unix does not
+// name (review of issue 24, F2), and a socket bound in another mount
+// namespace (a container's, on a host volume in the workspace) is listed
+// by a path of that namespace (issue 35). It keeps one
+// internal/protectscan scanner per root (its Match looks at the file
+// beneath that root, so each root is its own predicate): a later command
+// reads again only the directories that changed.
 type socketWalker struct {
 	mu       sync.Mutex
 	scanners map[string]*protectscan.Scanner
@@ -40,29 +43,30 @@ func (w *socketWalker) scanner(root string) *protectscan.Scanner {
 	return s
 }
 
-// renamable returns the regions where a command of policy run as uid may
-// rename a socket's directory, to walk: the writable roots under
-// workspace-write (none in read-only); under danger-full-access, where the
-// whole filesystem is writable, every root policy names (the workspace,
-// the temp roots) and the user's runtime directory /run/user/UID (the
+// walked returns the regions to walk for the sockets of a command of
+// policy run as uid: every root policy names (the workspace, the other and
+// temp roots, writable or not: a socket bound in another namespace may lie
+// in any of them) and, under danger-full-access, where the whole
+// filesystem is writable, the user's runtime directory /run/user/UID (the
 // systemd, D-Bus, gpg-agent sockets).
-func renamable(policy sandbox.ExecutionPolicy, uid uint32) []string {
+func walked(policy sandbox.ExecutionPolicy, uid uint32) []string {
 	if policy.Mode != sandbox.DangerFullAccess {
-		return policy.WritableRoots()
+		return policy.Roots()
 	}
 	return append(policy.Roots(), filepath.Join("/run/user", strconv.FormatUint(uint64(uid), 10)))
 }
 
 // find returns the absolute paths of the socket files inside
-// renamable(policy, uid), never following a symlink. In a temp root other users write to (policy.Shared)
-// only the directories and sockets of uid, the command's user, are looked
-// at (protectscan.Root.Shared): another user's directory there is one the
-// command's user cannot rename. Errors: the scan ran out of its budget
+// walked(policy, uid), never following a symlink. In a temp root other
+// users write to (policy.Shared) only the directories and sockets of uid,
+// the command's user, are looked at (protectscan.Root.Shared): another
+// user's directory there is one the command's user cannot rename, and a
+// socket in it is found by the listings when it is bound at that path. Errors: the scan ran out of its budget
 // (*protectscan.BudgetError), of ctx's time, or into a directory it could
 // not read; the caller refuses the command (fail closed).
 func (w *socketWalker) find(ctx context.Context, policy sandbox.ExecutionPolicy, uid uint32) ([]string, error) {
 	var out []string
-	for _, r := range renamable(policy, uid) {
+	for _, r := range walked(policy, uid) {
 		if _, err := os.Lstat(r); err != nil {
 			continue
 		}
