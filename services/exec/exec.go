@@ -55,9 +55,12 @@ type Request struct {
 	// LiftedReads are the canonical absolute paths of the deny-read set
 	// the user approved this one command to read under danger-full-access
 	// (issue 24: the paths its approval prompt named as a credential
-	// read). A confining runner still masks every other deny-read path:
-	// only these become readable to the command; one it cannot make
-	// exactly readable refuses the command. Set only for an approval given
+	// read). A directory's path ends in "/" and makes its listing
+	// readable, not what its entries hold (issue 35); a file's makes its
+	// content readable. A confining runner still masks every other
+	// deny-read path: only these become readable to the command; one it
+	// cannot make exactly readable (gone, replaced, of the other kind)
+	// refuses the command. Set only for an approval given
 	// once, never for a session grant; ignored in the other modes.
 	LiftedReads []string
 	// AllowHosts are network hosts the user allowed this command alone to

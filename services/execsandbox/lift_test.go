@@ -133,3 +133,76 @@ func TestLiftedReadThatCannotBeExactIsRefused(t *testing.T) {
 		})
 	}
 }
+
+// TestLiftedDirectoryIsItsListingOnly (issue 35): approving a command that
+// named ~/.ssh made every key beneath it readable (`head ~/.ssh/*`). A
+// lifted directory (named with a trailing slash, as the prompt shows it)
+// now makes its listing readable and nothing it holds: each entry stays
+// masked (a file an empty file of mode 0000, a directory empty) unless
+// named itself. A lifted path whose kind is not the one named (a
+// directory named as a file, the form that lifted the whole tree; a file
+// named as a directory) refuses the command.
+func TestLiftedDirectoryIsItsListingOnly(t *testing.T) {
+	requireBwrapAndLandlock(t)
+	o := primaryOwner()
+	s, pol := newSecretHome(t, o)
+	ssh := filepath.Dir(s.key)
+	sibling := filepath.Join(ssh, "id_rsa")
+	plantSecret(t, o, sibling, "SIBLING-"+s.marker+"\n")
+	keys := filepath.Join(ssh, "keys")
+	plantSecret(t, o, filepath.Join(keys, "deploy"), "DEEP-"+s.marker+"\n")
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	heads := "; head " + ssh + "/* " + keys + "/* 2>&1; true"
+	cases := []struct {
+		name    string
+		command string
+		lifted  []string
+		listing string   // what the command's ls prints first
+		want    []string // markers that must come out, each once
+	}{
+		{"~/.ssh/ named", "ls -A " + ssh + heads, []string{ssh + "/"}, "id_ed25519\nid_rsa\nkeys\n", nil},
+		{"~/.ssh/ and one key in it named", "ls -A " + ssh + heads, []string{ssh + "/", sibling}, "id_ed25519\nid_rsa\nkeys\n", []string{"SIBLING-" + s.marker}},
+		{"one key, then ~/.ssh/ named", "ls -A " + ssh + heads, []string{sibling, ssh + "/"}, "id_ed25519\nid_rsa\nkeys\n", []string{"SIBLING-" + s.marker}},
+		{"a directory beneath ~/.ssh named", "ls -A " + keys + heads, []string{keys + "/"}, "deploy\n", nil},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			res, err := r.Run(t.Context(), exec.Request{
+				Command: c.command, Workdir: s.ws, Timeout: time.Minute,
+				Policy: carried(pol, sandbox.DangerFullAccess, s.ws), LiftedReads: c.lifted,
+			})
+			require.NoError(t, err)
+			out := res.Stdout.Text + res.Stderr.Text
+			assert.True(t, strings.HasPrefix(res.Stdout.Text, c.listing), "the listing: %s", out)
+			wanted := 0
+			for _, m := range c.want {
+				assert.Contains(t, out, m)
+				wanted += countOf(out, m)
+			}
+			assert.Equal(t, wanted, countOf(out, s.marker), "more came out than was approved: %s", out)
+		})
+	}
+	ran := filepath.Join(s.ws, "ran")
+	for name, lifted := range map[string]string{
+		"a directory named as a file": ssh,
+		"a file named as a directory": s.key + "/",
+	} {
+		t.Run(name, func(t *testing.T) {
+			res, err := r.Run(t.Context(), exec.Request{
+				Command: "touch " + ran + heads, Workdir: s.ws, Timeout: time.Minute,
+				Policy: carried(pol, sandbox.DangerFullAccess, s.ws), LiftedReads: []string{lifted},
+			})
+			var ee *exec.Error
+			require.True(t, errors.As(err, &ee), "%v %s", err, res.Stdout.Text)
+			assert.Equal(t, exec.CodeUnavailable, ee.Code)
+			assert.Contains(t, ee.Message, "cannot be lifted exactly")
+			assert.NotContains(t, res.Stdout.Text, s.marker)
+			assert.NoFileExists(t, ran, "the command ran")
+		})
+	}
+	// Nothing changed on disk.
+	b, err := os.ReadFile(sibling)
+	require.NoError(t, err)
+	assert.Equal(t, "SIBLING-"+s.marker+"\n", string(b))
+}

@@ -86,10 +86,11 @@ type ApprovalRequest struct {
 	// denies it, e.g. "~/.ssh (default)". Such an approval lets exactly
 	// that one read through, in any mode, and records no session grant.
 	ReadRule string
-	// Reads are the deny-read paths (canonical) a command asking for
-	// danger-full-access names (issue 24): the prompt says it is a
-	// credential read, and only an allowed-once answer makes exactly those
-	// paths readable to that one command. Empty for any other request.
+	// Reads are the deny-read paths (canonical; a directory's ending in
+	// "/") a command asking for danger-full-access names (issue 24): the
+	// prompt says it is a credential read, and only an allowed-once answer
+	// makes exactly those readable to that one command: a file's content,
+	// a directory's listing only (issue 35). Empty for any other request.
 	Reads []string
 	// SessionGrant is the mode an earlier "allow for this session" answer
 	// gave the session's calls of Family, "" when none did; sandboxpolicy.Escalate

@@ -387,26 +387,36 @@ const ReadsMax = 5
 
 // NamedReads returns the deny-read paths of reads a credential-read prompt
 // names (the first ReadsMax): the only ones an approval given once makes
-// readable (exec.Request.LiftedReads).
+// readable (exec.Request.LiftedReads; a directory, with its trailing
+// slash, its listing only).
 func NamedReads(reads []string) []string {
 	return reads[:min(len(reads), ReadsMax)]
 }
 
 // credentialRead is the prompt's sentence for a command that names
-// deny-read paths (issue 24): they are named (quoted, controls escaped; at
-// most ReadsMax, the rest counted), the read is called a credential read,
-// and what each answer does to deny-read is said.
+// deny-read paths (issues 24, 35): they are named (quoted, controls
+// escaped; at most ReadsMax, the rest counted), the read is called a
+// credential read, what an approval given once makes readable is listed
+// (a file's content; a directory, named with a trailing slash, its
+// entries' names only), and what each answer does to deny-read is said.
 func credentialRead(reads []string) string {
 	shown := NamedReads(reads)
 	quoted := make([]string, 0, len(shown))
+	readable := make([]string, 0, len(shown))
 	for _, r := range shown {
-		quoted = append(quoted, strconv.Quote(r))
+		q := strconv.Quote(r)
+		quoted = append(quoted, q)
+		if strings.HasSuffix(r, "/") {
+			readable = append(readable, "the directory "+q+": the names of its entries only, not what they hold (a file in it is readable only when the command names it)")
+		} else {
+			readable = append(readable, "the file "+q)
+		}
 	}
 	more := ""
 	if len(reads) > len(shown) {
 		more = fmt.Sprintf(" (and %d more, which stay hidden)", len(reads)-len(shown))
 	}
 	return fmt.Sprintf("This is a credential read: the command names %s%s, which the deny-read set hides from every tool and command. "+
-		"Allowing it once makes exactly the paths named here readable for this one run (every other deny-read path stays hidden); allowing it for the session does not (they stay hidden).",
-		strings.Join(quoted, ", "), more)
+		"Allowing it once makes exactly these readable for this one run: %s (every other deny-read path stays hidden); allowing it for the session does not (they stay hidden).",
+		strings.Join(quoted, ", "), more, strings.Join(readable, "; "))
 }

@@ -276,8 +276,9 @@ func TestPromptShortensACommand(t *testing.T) {
 
 // TestPromptNamesACredentialRead (issue 24): a command asking for
 // danger-full-access that names deny-read paths is a credential read; the
-// prompt names them (controls escaped, at most ReadsMax) and says only an
-// allowed-once answer makes the named paths readable.
+// prompt names them (controls escaped, at most ReadsMax), lists what an
+// allowed-once answer makes readable (a file's content, a directory's
+// entries' names only) and says only that answer does.
 func TestPromptNamesACredentialRead(t *testing.T) {
 	cases := []struct {
 		name  string
@@ -287,8 +288,12 @@ func TestPromptNamesACredentialRead(t *testing.T) {
 	}{
 		{"one path", []string{"/home/u/.ssh/id_ed25519"}, []string{
 			`This is a credential read: the command names "/home/u/.ssh/id_ed25519", which the deny-read set hides`,
-			"Allowing it once makes exactly the paths named here readable for this one run (every other deny-read path stays hidden)", "allowing it for the session does not (they stay hidden)",
-		}, []string{"stay hidden from it."}},
+			`Allowing it once makes exactly these readable for this one run: the file "/home/u/.ssh/id_ed25519" (every other deny-read path stays hidden)`, "allowing it for the session does not (they stay hidden)",
+		}, []string{"stay hidden from it.", "the names of its entries"}},
+		{"a directory lifts its listing only (issue 35)", []string{"/home/u/.ssh/", "/home/u/.netrc"}, []string{
+			`the command names "/home/u/.ssh/", "/home/u/.netrc"`,
+			`readable for this one run: the directory "/home/u/.ssh/": the names of its entries only, not what they hold (a file in it is readable only when the command names it); the file "/home/u/.netrc" (every other`,
+		}, []string{`the file "/home/u/.ssh/"`}},
 		{"a control character is escaped", []string{"/ws/.env\x1b[2J"}, []string{`"/ws/.env\x1b[2J"`}, []string{"\x1b"}},
 		{"past ReadsMax the rest are counted", []string{"/a", "/b", "/c", "/d", "/e", "/f", "/g"}, []string{`"/e" (and 2 more, which stay hidden)`}, []string{`"/f"`}},
 	}

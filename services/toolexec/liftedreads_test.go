@@ -36,3 +36,56 @@ func TestCredentialReadLiftsOnlyTheNamedPaths(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, w.marker+"\n", string(b))
 }
+
+// TestApprovedDirectoryReadLiftsItsListingOnly (issue 35): approving a
+// command that names ~/.ssh, a directory, made every key beneath it
+// readable (`head ~/.ssh/*`) while the prompt named only the directory.
+// Now the prompt names it with a trailing slash and says it lifts the
+// names of its entries only, and a key the prompt does not list stays
+// unreadable: the command lists the directory, and the key's bytes never
+// come out. A key named beside it is what the prompt lists as readable.
+func TestApprovedDirectoryReadLiftsItsListingOnly(t *testing.T) {
+	for _, c := range []struct {
+		name    string
+		command func(ssh, key string) string
+		reads   func(ssh, key string) []string
+		key     bool // the key's bytes come out
+	}{
+		{
+			"~/.ssh named", func(ssh, _ string) string { return "ls -A " + ssh + "; head " + ssh + "/*" },
+			func(ssh, _ string) []string { return []string{ssh + "/"} }, false,
+		},
+		{
+			"~/.ssh by ~", func(string, string) string { return "ls -A ~/.ssh; head ~/.ssh/*" },
+			func(ssh, _ string) []string { return []string{ssh + "/"} }, false,
+		},
+		{
+			"~/.ssh and the key named", func(ssh, key string) string { return "ls -A " + ssh + "; head " + key },
+			func(ssh, key string) []string { return []string{ssh + "/", key} }, true,
+		},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			w := newSecretWorld(t, sandbox.WorkspaceWrite)
+			t.Setenv("HOME", w.home)
+			ssh := filepath.Dir(w.key)
+			res := call(t, w.tool(t, sandbox.AllowedOnce), w.sess, map[string]any{
+				"command": c.command(ssh, w.key), "sandbox_permissions": "danger-full-access", "justification": "list the keys",
+			})
+			require.Len(t, w.asked, 1)
+			assert.Equal(t, c.reads(ssh, w.key), w.asked[0].Reads)
+			prompt := sandboxpolicy.Prompt(w.asked[0])
+			assert.Contains(t, prompt, `the directory "`+ssh+`/": the names of its entries only`)
+			if c.key {
+				assert.Contains(t, prompt, `the file "`+w.key+`"`)
+				assert.Contains(t, shown(res), w.marker, res.Text)
+			} else {
+				assert.NotContains(t, prompt, `the file "`+w.key+`"`)
+				assert.NotContains(t, shown(res), w.marker, "a key the prompt did not list came out")
+			}
+			assert.Contains(t, shown(res), "id_ed25519\n", "the listing: %s", res.Text)
+			b, err := os.ReadFile(w.key)
+			require.NoError(t, err)
+			assert.Equal(t, w.marker+"\n", string(b))
+		})
+	}
+}

@@ -100,12 +100,16 @@ func (t *Tool) deniedRead(masked []string, workdir, p string) (readDenial, bool)
 }
 
 // readTargets returns the deny-read paths command names (canonical, each
-// once, in order): each word of it, stripped of quotes and punctuation,
-// `~/` taken as home (the HOME the command gets), a relative one beneath
-// workdir, that exists on the host and, resolved through its symlinks, is
-// in the deny-read set, or lies beneath a denied directory. These are
-// what the approval prompt of a danger-full-access escalation names as a
-// credential read.
+// once, in order; a directory's with a trailing slash): each word of it,
+// stripped of quotes and punctuation, `~/` taken as home (the HOME the
+// command gets), a relative one beneath workdir, that exists on the host
+// and, resolved through its symlinks, is in the deny-read set, or lies
+// beneath a denied directory. These are what the approval prompt of a
+// danger-full-access escalation names as a credential read, and what an
+// approval given once lifts (exec.Request.LiftedReads): a file's content,
+// a directory's listing only (issue 35: a word naming ~/.ssh makes no key
+// in it readable). A word the shell would expand (`~/.ssh/*`) names
+// nothing.
 func (t *Tool) readTargets(command, workdir, home string) []string {
 	d := t.deps.Policy.DenyRead()
 	var out []string
@@ -132,7 +136,10 @@ func (t *Tool) readTargets(command, workdir, home string) []string {
 		if err != nil {
 			continue
 		}
-		if _, ok := d.Denied(canon, info.IsDir()); ok && !slices.Contains(out, canon) {
+		if info.IsDir() {
+			canon += "/"
+		}
+		if _, ok := d.Denied(strings.TrimSuffix(canon, "/"), info.IsDir()); ok && !slices.Contains(out, canon) {
 			out = append(out, canon)
 		}
 	}

@@ -101,7 +101,8 @@ const (
 // and a "decision" field whose enum offers allowing this one call, allowing
 // the mode for the rest of the session, or denying (for a credential read,
 // req.ReadRule set, both allow answers allow that one read, and the field
-// says so).
+// says so; for a command's credential read, req.Reads set, it says only
+// allow-once lifts what the question lists).
 func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 	choices := fmt.Sprintf("%s: exactly this one call under %s; %s: this call and the rest of the session under %s, until the connection ends; %s: refuse.", decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny)
 	switch {
@@ -109,6 +110,11 @@ func elicitation(req sandbox.ApprovalRequest) *mcp.ElicitParams {
 		// A credential read is allowed once whatever the answer
 		// (sandboxpolicy.EscalateRead).
 		choices = fmt.Sprintf("%s or %s: exactly this one read of this one file (nothing is allowed for the session); %s: refuse.", decisionOnce, decisionSession, decisionDeny)
+	case len(req.Reads) > 0:
+		// A command's credential read: only the once answer lifts
+		// what the prompt lists (sandboxpolicy.NamedReads).
+		choices = fmt.Sprintf("%s: exactly this one call under %s, with exactly what the question lists as readable (a directory's entries' names only); %s: this call and the rest of the session under %s, until the connection ends, and the deny-read paths stay hidden from every one of them; %s: refuse.",
+			decisionOnce, req.Mode, decisionSession, req.Mode, decisionDeny)
 	case len(req.Hosts) > 0:
 		choices = fmt.Sprintf("%s: this one command may reach the hosts named; %s: this command and the rest of the session's commands may, until the connection ends; %s: refuse.", decisionOnce, decisionSession, decisionDeny)
 	}
