@@ -34,22 +34,32 @@ type netnsListener struct {
 // listenInOtherNetns starts perl in a new network namespace (`unshare -n`
 // as root, `unshare -rn` for an ordinary user) serving a socket at path
 // (mode 0777): each connection it accepts and each line it reads it
-// reports on its standard output, and it answers "pong LINE". It skips
-// where no namespace can be made.
-func listenInOtherNetns(t *testing.T, perl, path string) *netnsListener {
+// reports on its standard output, and it answers "pong LINE". With
+// mountAt, the process has a mount namespace of its own too, where path's
+// directory is bound onto mountAt (a container's volume), and binds the
+// socket there: its listing names mountAt's path, which on the host is an
+// empty directory. It skips where no namespace can be made.
+func listenInOtherNetns(t *testing.T, perl, path, mountAt string) *netnsListener {
 	t.Helper()
 	flags := "-n"
+	if mountAt != "" {
+		flags += "m"
+	}
 	if os.Geteuid() != 0 {
-		flags = "-rn"
+		flags = "-r" + flags[1:]
 	}
 	if err := osexec.Command("unshare", flags, "true").Run(); err != nil {
-		t.Skipf("no network namespace can be made here: %v", err)
+		t.Skipf("no namespace can be made here (unshare %s): %v", flags, err)
 	}
 	script := `use IO::Socket::UNIX; $| = 1; unlink $ARGV[0]; ` +
 		`$l = IO::Socket::UNIX->new(Type => SOCK_STREAM(), Local => $ARGV[0], Listen => 5) or die "listen: $!"; ` +
 		`chmod 0777, $ARGV[0]; print "READY\n"; ` +
 		`while ($c = $l->accept) { print "ACCEPT\n"; $line = <$c>; chomp $line; print "GOT $line\n"; print $c "pong $line\n"; close $c }`
 	cmd := osexec.Command("unshare", flags, perl, "-e", script, path)
+	if mountAt != "" {
+		cmd = osexec.Command("unshare", flags, "sh", "-c", `mount --bind "$1" "$2" && exec "$3" -e "$4" "$2/$5"`,
+			"sh", filepath.Dir(path), mountAt, perl, script, filepath.Base(path))
+	}
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
 	cmd.Stderr = os.Stderr
@@ -116,34 +126,33 @@ func boundHere(t *testing.T, path string) bool {
 func TestUnixSocketsOfOtherNetworkNamespaces(t *testing.T) {
 	perl := fixtures.Perl(t)
 	resolve := subproc.Probe().ResolveUnix
+	onlyNamed := func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} }
 	for _, c := range []struct {
 		name  string
 		cfg   func(named string) execsandbox.Config
 		mode  sandbox.Mode
 		where func(w world) string // the listener's directory
+		mount bool                 // the listener binds it in a mount namespace of its own, at another path
 		want  string
 	}{
-		{
-			"outside the roots", func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} },
-			sandbox.WorkspaceWrite, func(w world) string { return w.outside }, failure(resolve),
-		},
-		{
-			"in a writable root", func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} },
-			sandbox.WorkspaceWrite, func(w world) string { return w.cache }, failure(resolve),
-		},
-		{
-			"in the workspace under read-only", func(n string) execsandbox.Config { return execsandbox.Config{UnixSocketPaths: []string{n}} },
-			sandbox.ReadOnly, func(w world) string { return w.ws }, failure(resolve),
-		},
+		{"outside the roots", onlyNamed, sandbox.WorkspaceWrite, func(w world) string { return w.outside }, false, failure(resolve)},
+		{"in a writable root", onlyNamed, sandbox.WorkspaceWrite, func(w world) string { return w.cache }, false, failure(resolve)},
+		{"in the workspace under read-only", onlyNamed, sandbox.ReadOnly, func(w world) string { return w.ws }, false, failure(resolve)},
+		{"outside the roots, bound at another path of its mount namespace", onlyNamed, sandbox.WorkspaceWrite, func(w world) string { return w.outside }, true, failure(resolve)},
 		{
 			"--unix-sockets allow (the control)", func(string) execsandbox.Config { return execsandbox.Config{UnixSockets: true} },
-			sandbox.WorkspaceWrite, func(w world) string { return w.outside }, strings.Replace(allowedOutside(resolve), "hi", "secret", 1),
+			sandbox.WorkspaceWrite, func(w world) string { return w.outside }, true, strings.Replace(allowedOutside(resolve), "hi", "secret", 1),
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWorld(t, primaryOwner(), exec.Config{}, nil)
 			named := fixtures.ListenUnix(t, filepath.Join(w.outside, "named.sock"))
-			other := listenInOtherNetns(t, perl, filepath.Join(c.where(w), "dev.sock"))
+			mountAt := ""
+			if c.mount {
+				mountAt = filepath.Join(filepath.Dir(w.ws), "volume")
+				require.NoError(t, os.Mkdir(mountAt, 0o755))
+			}
+			other := listenInOtherNetns(t, perl, filepath.Join(c.where(w), "dev.sock"), mountAt)
 			require.False(t, boundHere(t, other.path), "the listener is in the server's network namespace")
 			w = withRunner(t, w, c.cfg(named.Path))
 			res := w.run(t, c.mode, fixtures.ConnectUnix(perl, "secret", other.path, named.Path))

@@ -80,7 +80,7 @@ func (r *Runner) Isolation() Isolation {
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by anyone (another session's command, a service, a container); "+
 			"outside the command's roots (and other users' directories in a temp root): one bound by a relative path, in a network namespace no process the server sees in /proc is in, "+
-			"or in another mount namespace (a container's) at a path that names another place here; a socket's other hard links")
+			"or in the server's own network namespace by a process of another mount namespace (PrivateTmp=) at a path that names another place here; a socket's other hard links")
 	}
 	if r.proxy != nil {
 		iso.NotCovered = append(iso.NotCovered,
@@ -102,7 +102,7 @@ func (r *Runner) describeNamed(caps subproc.Capabilities) string {
 	case caps.ResolveUnix:
 		return fmt.Sprintf("kernel-enforced: Landlock ABI %d lets commands connect to these pathname sockets only", caps.LandlockABI)
 	case r.bwrap != nil:
-		return fmt.Sprintf("masked in the view (Landlock ABI %d cannot scope connects): when a command starts, every other pathname socket bound in any network namespace of a process the server sees, "+
+		return fmt.Sprintf("masked in the view (Landlock ABI %d cannot scope connects): when a command starts, every other pathname socket bound in any network namespace of a process the server sees (its path read through that process's mounts), "+
 			"and every socket file in the command's roots, is hidden under a read-only /dev/null; these are bound at their own path", caps.LandlockABI)
 	default:
 		return fmt.Sprintf("refused: Landlock ABI %d cannot scope connects and the landlock isolation has no view to mask sockets in, so commands under read-only and workspace-write are refused; "+

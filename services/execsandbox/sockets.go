@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
@@ -250,31 +251,51 @@ func addSockets(masked, walked []string, named map[fileID]bool) []string {
 // maskedSockets returns, canonical and once each, the pathname Unix sockets
 // bound in every network namespace the server sees a task of
 // (boundEverywhere: its own, another session's, a PrivateNetwork= service's,
-// a container's) that exist as socket files at the path listed now and are
-// none of named (by identity): the sockets a command's view masks. A
+// a container's) that exist as socket files now and are none of named (by
+// identity): the sockets a command's view masks. A path of another
+// namespace's listing is taken both as it reads here and as it reads in
+// the mount namespaces of that namespace's tasks (hostPaths: a container's
+// socket on a host volume is listed by its path inside the container). A
 // socket bound by a relative path, or in a namespace no task visible in
 // /proc is in, is not listed (README: the residual). Errors: the server's
-// own namespace's listing cannot be read.
+// own namespace's listing or mount table cannot be read.
 func maskedSockets(named map[fileID]bool) ([]string, error) {
-	bound, err := boundEverywhere(procRoot)
+	listings, err := boundEverywhere(procRoot)
 	if err != nil {
 		return nil, err
 	}
+	var ours []*mountinfo.Info
 	seen := map[string]bool{}
 	var out []string
-	for _, p := range bound {
+	add := func(p string) {
 		id, ok := socketID(p)
 		if !ok || named[id] {
-			continue
+			return
 		}
 		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
 		if err != nil {
-			continue
+			return
 		}
 		c := filepath.Join(dir, filepath.Base(p))
 		if !seen[c] {
 			seen[c] = true
 			out = append(out, c)
+		}
+	}
+	for _, l := range listings {
+		for _, p := range l.paths {
+			add(p)
+		}
+		if len(l.tasks) == 0 || len(l.paths) == 0 {
+			continue
+		}
+		if ours == nil {
+			if ours, err = mountTable(filepath.Join(procRoot, "thread-self/mountinfo")); err != nil {
+				return nil, fmt.Errorf("the server's mount table: %w", err)
+			}
+		}
+		for _, p := range hostPaths(l, ours) {
+			add(p)
 		}
 	}
 	return out, nil
@@ -283,37 +304,57 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 // procRoot is the proc filesystem read for the tasks' network namespaces.
 const procRoot = "/proc"
 
-// boundEverywhere returns the absolute paths pathname sockets are bound at
-// (boundPaths) in the network namespace of the reading thread (proc's
-// thread-self/net/unix; self/net is the thread group leader's) and of every task under proc (PID/task/TID/net/unix: a
-// thread may have entered a namespace of its own), each namespace's
-// listing read once: namespaces are told apart by the inode of their
-// net/unix entry, which proc makes per namespace, and a stat of it needs
-// no access to the task. Paths are as their binders named them, in the
-// binder's mount namespace. A task that ends while it is read is left
-// out. Errors: the reader's own listing cannot be read or parsed.
-func boundEverywhere(proc string) ([]string, error) {
-	read := map[uint64]bool{}
-	var out []string
-	list := func(listing string) error {
+// listing is the pathname sockets bound in one network namespace, as their
+// binders named them, and the tasks seen in that namespace (proc's
+// PID/task/TID directories; none for the reader's own namespace), whose
+// mount namespaces those paths are of.
+type listing struct {
+	paths []string
+	tasks []string
+}
+
+// boundEverywhere returns the listing (boundPaths) of the network
+// namespace of the reading thread (proc's thread-self/net/unix; self/net
+// is the thread group leader's) and of every other namespace a task under
+// proc is in (PID/task/TID/net/unix: a thread may have entered a namespace
+// of its own), each namespace's read once: namespaces are told apart by
+// the inode of their net/unix entry, which proc makes per namespace, and a
+// stat of it needs no access to the task. A task that ends while it is
+// read is left out. Errors: the reader's own listing cannot be read or
+// parsed.
+func boundEverywhere(proc string) ([]listing, error) {
+	seen := map[uint64]int{} // the inode of a namespace's net/unix: its index in out
+	var out []listing
+	list := func(task string) error {
+		entry := filepath.Join(task, "net/unix")
 		var st unix.Stat_t
-		if err := unix.Stat(listing, &st); err != nil {
+		if err := unix.Stat(entry, &st); err != nil {
 			return err
 		}
-		if read[st.Ino] {
+		if i, ok := seen[st.Ino]; ok {
+			if len(out[i].tasks) > 0 {
+				out[i].tasks = append(out[i].tasks, task)
+			}
 			return nil
 		}
-		read[st.Ino] = true
-		f, err := os.Open(listing)
+		f, err := os.Open(entry)
 		if err != nil {
 			return err
 		}
 		defer func() { _ = f.Close() }()
 		paths, err := boundPaths(f)
-		out = append(out, paths...)
-		return err
+		if err != nil {
+			return err
+		}
+		seen[st.Ino] = len(out)
+		l := listing{paths: paths}
+		if len(out) > 0 {
+			l.tasks = []string{task}
+		}
+		out = append(out, l)
+		return nil
 	}
-	if err := list(filepath.Join(proc, "thread-self/net/unix")); err != nil {
+	if err := list(filepath.Join(proc, "thread-self")); err != nil {
 		return nil, err
 	}
 	pids, err := os.ReadDir(proc)
@@ -329,7 +370,7 @@ func boundEverywhere(proc string) ([]string, error) {
 			continue // ended
 		}
 		for _, task := range tasks {
-			_ = list(filepath.Join(proc, pid.Name(), "task", task.Name(), "net/unix")) // ended, or not readable: nothing to add
+			_ = list(filepath.Join(proc, pid.Name(), "task", task.Name())) // ended, or not readable: nothing to add
 		}
 	}
 	return out, nil

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/moby/sys/mountinfo"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
@@ -184,20 +185,66 @@ func TestBoundEverywhereReadsEveryTasksNamespace(t *testing.T) {
 	here, err := os.ReadFile("/proc/thread-self/net/unix")
 	require.NoError(t, err)
 	require.NotContains(t, string(here), path, "bound in the server's own namespace")
-	all, err := boundEverywhere(procRoot)
+	listings, err := boundEverywhere(procRoot)
 	require.NoError(t, err)
+	var all []string
+	for _, l := range listings {
+		all = append(all, l.paths...)
+	}
 	assert.Contains(t, all, path)
 	masked, err := maskedSockets(nil)
 	require.NoError(t, err)
 	assert.Contains(t, masked, path)
 }
 
-// BenchmarkBoundEverywhere measures the listing of every namespace's bound
-// sockets, which each command with named sockets below Landlock ABI 9 reads.
-func BenchmarkBoundEverywhere(b *testing.B) {
+// BenchmarkMaskedSockets measures the listing of every namespace's bound
+// sockets and their reading through the mount tables of the tasks of the
+// other namespaces, which each command with named sockets below Landlock
+// ABI 9 does.
+func BenchmarkMaskedSockets(b *testing.B) {
 	for b.Loop() {
-		if _, err := boundEverywhere(procRoot); err != nil {
+		if _, err := maskedSockets(nil); err != nil {
 			b.Fatal(err)
 		}
 	}
+}
+
+// translate maps a path of another mount namespace to the paths here that
+// name the same file: through a bind of a directory (a container's
+// volume), the deepest and last-mounted mount holding it, every mount here
+// of that filesystem whose root holds it; none for a filesystem not
+// mounted here.
+func TestTranslate(t *testing.T) {
+	// Mount tables in the kernel's format (proc(5)): ID, parent,
+	// major:minor, root, mount point, options, "-", type, source, options.
+	ours := mounts(t, ""+
+		"1 0 8:1 / / rw - ext4 /dev/sda1 rw\n"+
+		"2 1 8:1 /srv /mnt/srv rw - ext4 /dev/sda1 rw\n"+
+		"3 1 0:40 / /tmp rw - tmpfs tmpfs rw\n")
+	theirs := mounts(t, ""+
+		"10 0 0:99 / / rw - overlay overlay rw\n"+
+		"11 10 8:1 /srv/app /data rw - ext4 /dev/sda1 rw\n"+
+		"12 10 0:41 / /run rw - tmpfs tmpfs rw\n"+
+		"13 11 8:1 /var/tmp/x /data/in rw - ext4 /dev/sda1 rw\n"+
+		"14 11 8:1 /var/tmp/y /data/in rw - ext4 /dev/sda1 rw\n"+
+		"15 10 8:1 /home/u/my\\040dir /sp rw - ext4 /dev/sda1 rw\n")
+	for _, c := range []struct {
+		path string
+		want []string
+	}{
+		{"/data/app.sock", []string{"/srv/app/app.sock", "/mnt/srv/app/app.sock"}},
+		{"/data/in/s.sock", []string{"/var/tmp/y/s.sock"}},
+		{"/sp/s.sock", []string{"/home/u/my dir/s.sock"}},
+		{"/run/app.sock", nil},
+		{"/etc/app.sock", nil},
+	} {
+		assert.Equal(t, c.want, translate(c.path, theirs, ours), c.path)
+	}
+}
+
+func mounts(t *testing.T, table string) []*mountinfo.Info {
+	t.Helper()
+	m, err := mountinfo.GetMountsFromReader(strings.NewReader(table), nil)
+	require.NoError(t, err)
+	return m
 }
