@@ -46,39 +46,40 @@ func (e *Entry) Update(fn func(r *Record)) {
 	fn(&e.r)
 }
 
-// AddPaths adds canonical paths the call touched, once each, in order.
+// AddPaths adds canonical paths the call touched, once each, in order;
+// past MaxList paths it counts them (PathsMore) instead.
 func (e *Entry) AddPaths(paths ...string) {
 	e.Update(func(r *Record) {
 		for _, p := range paths {
-			if p != "" && !slices.Contains(r.Paths, p) {
+			switch {
+			case p == "" || slices.Contains(r.Paths, p):
+			case len(r.Paths) < MaxList:
 				r.Paths = append(r.Paths, p)
+			default:
+				r.PathsMore++
 			}
 		}
 	})
 }
 
-// AddChange records one path a mutation changed.
+// AddChange records one path a mutation changed; past MaxList changes it
+// counts them (ChangesMore) instead.
 func (e *Entry) AddChange(c Change) {
-	e.Update(func(r *Record) { r.Changes = append(r.Changes, c) })
+	e.Update(func(r *Record) {
+		if len(r.Changes) < MaxList {
+			r.Changes = append(r.Changes, c)
+		} else {
+			r.ChangesMore++
+		}
+	})
 }
 
-// Record returns a copy of the record as it stands.
+// Record returns a copy of the record as it stands, bounded (Bound).
 func (e *Entry) Record() Record {
 	if e == nil {
 		return Record{}
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	r := e.r
-	r.Paths = slices.Clone(r.Paths)
-	r.Changes = slices.Clone(r.Changes)
-	if r.Escalation != nil {
-		esc := *r.Escalation
-		r.Escalation = &esc
-	}
-	if r.Command != nil {
-		c := *r.Command
-		r.Command = &c
-	}
-	return r
+	return Bound(e.r)
 }

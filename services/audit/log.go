@@ -50,6 +50,16 @@ type LogOptions struct {
 	Keep int
 	// Queue is how many records may wait for the writer (0: DefaultQueue).
 	Queue int
+	// SessionBudget is how many bytes of records one session may write
+	// before its calls are refused (Admit); 0 is Keep * MaxBytes / 4, and
+	// a larger one is refused. A record leaves the log only after more
+	// than Keep * MaxBytes / 2 bytes were written after it (each of the
+	// Keep+1 rotations that take its file away needs the file it closes
+	// plus the batch that did not fit to pass MaxBytes), so one session,
+	// whose records stop at its budget plus one record per call it had in
+	// flight then, cannot rotate any record out by itself, its own earlier
+	// records included.
+	SessionBudget int64
 	// Log receives the reports of lost records (error level); nil logs
 	// nothing.
 	Log *zap.Logger
@@ -70,6 +80,10 @@ type LogOptions struct {
 // Lost field. Several processes may append to one file: each batch is one
 // O_APPEND write, and rotation is serialized by flock(2) on Path+".lock".
 //
+// Each record is bounded (MaxRecordBytes), and each session may write at
+// most LogOptions.SessionBudget bytes: past it, Admit refuses its calls,
+// so no session's records rotate earlier ones out of the log.
+//
 // It does not protect the records from a process that may write the file
 // (the file is 0600 and belongs in a directory commands cannot reach), nor
 // keep more than Keep rotated files.
@@ -78,8 +92,10 @@ type Log struct {
 
 	mu     sync.RWMutex // guards closed against Append's send
 	closed bool
-	queue  chan Record
+	queue  chan item
 	done   chan struct{}
+
+	budgets budgets
 
 	lost atomic.Int64 // records lost and not yet carried by an encoded record
 	loss episode
@@ -99,8 +115,8 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if opts.Path == "" {
 		return nil, errors.New("audit log: no path")
 	}
-	if opts.MaxBytes < 0 || opts.Keep < 0 || opts.Queue < 0 {
-		return nil, fmt.Errorf("audit log %s: negative limit (max bytes %d, keep %d, queue %d)", opts.Path, opts.MaxBytes, opts.Keep, opts.Queue)
+	if opts.MaxBytes < 0 || opts.Keep < 0 || opts.Queue < 0 || opts.SessionBudget < 0 {
+		return nil, fmt.Errorf("audit log %s: negative limit (max bytes %d, keep %d, queue %d, session budget %d)", opts.Path, opts.MaxBytes, opts.Keep, opts.Queue, opts.SessionBudget)
 	}
 	if opts.MaxBytes == 0 {
 		opts.MaxBytes = DefaultMaxBytes
@@ -110,6 +126,11 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	}
 	if opts.Queue == 0 {
 		opts.Queue = DefaultQueue
+	}
+	if most := int64(opts.Keep) * (opts.MaxBytes / 4); opts.SessionBudget == 0 {
+		opts.SessionBudget = most
+	} else if opts.SessionBudget > most {
+		return nil, fmt.Errorf("audit log %s: a session budget of %d bytes could rotate a session's own records out: at most %d (keep * max bytes / 4)", opts.Path, opts.SessionBudget, most)
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()
@@ -125,14 +146,33 @@ func OpenLog(opts LogOptions) (*Log, error) {
 		return nil, err
 	}
 	syncDir(opts.Path)
-	l := &Log{opts: opts, queue: make(chan Record, opts.Queue), done: make(chan struct{}), f: f}
+	l := &Log{opts: opts, queue: make(chan item, opts.Queue), done: make(chan struct{}), f: f, budgets: budgets{used: map[string]*use{}}}
 	go l.run()
 	return l, nil
 }
 
-// Append queues r to be written. It never blocks on the disk: when the
-// queue is full, or the log is closed, r is lost and counted.
+// Append queues r to be written, bounded to one line of at most
+// MaxRecordBytes, and charges it to its session's budget (Admit). It never
+// blocks on the disk: when the queue is full, or the log is closed, r is
+// lost and counted. A record of a call the server refused before its tool
+// ran (Decision Refused) is not written once its session is past its
+// budget.
 func (l *Log) Append(r Record) {
+	b := encodeBounded(r)
+	if !l.charge(r, int64(len(b))) {
+		return
+	}
+	l.queueLine(r, b)
+}
+
+// item is a record queued and its line.
+type item struct {
+	r Record
+	b []byte
+}
+
+// queueLine queues r, encoded as b, for the writer.
+func (l *Log) queueLine(r Record, b []byte) {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
 	if l.closed {
@@ -140,7 +180,7 @@ func (l *Log) Append(r Record) {
 		return
 	}
 	select {
-	case l.queue <- r:
+	case l.queue <- item{r: r, b: b}:
 	default:
 		l.lose(1, 0, fmt.Errorf("queue full (%d records waiting)", cap(l.queue)))
 	}

@@ -47,7 +47,9 @@ const (
 
 // Record is one call's audit record, one JSON object per line of the log.
 // Times are UTC; durations are in milliseconds; sizes in bytes. Optional
-// fields are omitted when empty.
+// fields are omitted when empty. A record is bounded (bound.go): lists keep
+// MaxList items and count the rest, strings MaxField bytes, and the line
+// the log writes is at most MaxRecordBytes.
 type Record struct {
 	Time    time.Time `json:"time"`
 	Session string    `json:"session,omitempty"`
@@ -62,9 +64,11 @@ type Record struct {
 	Call string `json:"call,omitempty"`
 	// Mode is the sandbox mode the call ran under (after an approved
 	// escalation, the mode approved).
-	Mode     string   `json:"mode,omitempty"`
-	Paths    []string `json:"paths,omitempty"`
-	Decision Decision `json:"decision"`
+	Mode  string   `json:"mode,omitempty"`
+	Paths []string `json:"paths,omitempty"`
+	// PathsMore counts the paths past the first MaxList, left out.
+	PathsMore int      `json:"paths_more,omitempty"`
+	Decision  Decision `json:"decision"`
 	// Marker is the sandbox denial's marker line ("[sandbox: ...]").
 	Marker     string      `json:"marker,omitempty"`
 	Escalation *Escalation `json:"escalation,omitempty"`
@@ -72,10 +76,12 @@ type Record struct {
 	Code       string      `json:"code,omitempty"`
 	// Bytes is the size of what the call read or wrote (a read: the bytes
 	// returned; a write: the bytes written).
-	Bytes      int64    `json:"bytes,omitempty"`
-	Changes    []Change `json:"changes,omitempty"`
-	Command    *Command `json:"command,omitempty"`
-	DurationMS float64  `json:"duration_ms"`
+	Bytes   int64    `json:"bytes,omitempty"`
+	Changes []Change `json:"changes,omitempty"`
+	// ChangesMore counts the changes past the first MaxList, left out.
+	ChangesMore int      `json:"changes_more,omitempty"`
+	Command     *Command `json:"command,omitempty"`
+	DurationMS  float64  `json:"duration_ms"`
 	// Lost is the number of records the log could not write (its queue
 	// was full, or a write failed) since the record written before this
 	// one; omitted when none was lost.
@@ -115,19 +121,25 @@ const MaxCommandLine = 1024
 // the sizes of its output streams, the denials inferred from its output (the
 // markers), the network names the call was allowed and the ones the proxy
 // refused, and Journal: whether the journal can undo what it changed ("not
-// journaled", or the journal entry when --journal-commands is on).
+// journaled", or the journal entry when --journal-commands is on). Each
+// list keeps its first MaxList items; its *More field counts the rest
+// (HostsRefusedMore also counts the refusals the proxy's own record left
+// out past exec.MaxRefused hosts, one per connection).
 type Command struct {
-	Line         string   `json:"line"`
-	Workdir      string   `json:"workdir,omitempty"`
-	Exit         *int     `json:"exit,omitempty"`
-	Signal       string   `json:"signal,omitempty"`
-	Background   bool     `json:"background,omitempty"`
-	Stdout       int64    `json:"stdout_bytes"`
-	Stderr       int64    `json:"stderr_bytes"`
-	Denials      []string `json:"denials,omitempty"`
-	HostsAllowed []string `json:"hosts_allowed,omitempty"`
-	HostsRefused []string `json:"hosts_refused,omitempty"`
-	Journal      string   `json:"journal"`
+	Line             string   `json:"line"`
+	Workdir          string   `json:"workdir,omitempty"`
+	Exit             *int     `json:"exit,omitempty"`
+	Signal           string   `json:"signal,omitempty"`
+	Background       bool     `json:"background,omitempty"`
+	Stdout           int64    `json:"stdout_bytes"`
+	Stderr           int64    `json:"stderr_bytes"`
+	Denials          []string `json:"denials,omitempty"`
+	DenialsMore      int      `json:"denials_more,omitempty"`
+	HostsAllowed     []string `json:"hosts_allowed,omitempty"`
+	HostsAllowedMore int      `json:"hosts_allowed_more,omitempty"`
+	HostsRefused     []string `json:"hosts_refused,omitempty"`
+	HostsRefusedMore int      `json:"hosts_refused_more,omitempty"`
+	Journal          string   `json:"journal"`
 }
 
 // NotJournaled is Command.Journal of a command whose changes the journal

@@ -66,11 +66,15 @@ type line struct {
 	lost int64
 }
 
-// encode encodes r, carrying the count of the records lost before it.
-func (l *Log) encode(r Record) *line {
+// encode returns the line of it, carrying the count of the records lost before
+// it (then encoded again with Lost set).
+func (l *Log) encode(it item) *line {
 	lost := l.lost.Swap(0)
-	r.Lost += lost
-	return &line{b: marshal(r), lost: lost}
+	if lost == 0 {
+		return &line{b: it.b}
+	}
+	it.r.Lost += lost
+	return &line{b: encodeBounded(it.r), lost: lost}
 }
 
 // write appends buf (n records, carrying the count of carried earlier

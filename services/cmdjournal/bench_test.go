@@ -63,7 +63,7 @@ func BenchmarkCommandJournal(b *testing.B) {
 		b.Fatal(err)
 	}
 	start := time.Now()
-	if _, err := j.Begin([]string{ws}); err != nil {
+	if _, err := j.Begin("", []string{ws}); err != nil {
 		b.Fatal(err)
 	}
 	first := time.Since(start)
@@ -82,7 +82,7 @@ func BenchmarkCommandJournal(b *testing.B) {
 			c0 := cpuTime(b)
 			t0 := time.Now()
 			if (i+k)%2 == 0 {
-				snap, err := j.Begin([]string{ws})
+				snap, err := j.Begin("", []string{ws})
 				if err != nil {
 					b.Fatal(err)
 				}

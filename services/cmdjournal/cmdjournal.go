@@ -111,11 +111,13 @@ type Snapshot struct {
 // the journal the content of every file in scope new or changed since the
 // root's previous walk. Errors: a root cannot be walked (missing, in the
 // deny-read set), a read fails, or the journal fails (*journal.Error); the
-// command then runs unjournaled.
-func (j *Journaler) Begin(roots []string) (*Snapshot, error) {
+// command then runs unjournaled. session is the command's session ("" for
+// none): making room for the contents never drops an earlier change of
+// it (journal.Journal.Prepare; *journal.Error CodeFull instead).
+func (j *Journaler) Begin(session string, roots []string) (*Snapshot, error) {
 	s := &Snapshot{j: j}
 	for _, root := range roots {
-		m, added, err := j.walk(root, nil)
+		m, added, err := j.walk(root, nil, session)
 		if err != nil {
 			return nil, err
 		}
@@ -127,8 +129,9 @@ func (j *Journaler) Begin(roots []string) (*Snapshot, error) {
 
 // walk walks root against base (nil: the root's last walk, less the
 // contents the journal no longer holds), keeping the contents it reads in
-// the journal, and makes the result the root's last walk.
-func (j *Journaler) walk(root string, base *manifest) (*manifest, int64, error) {
+// the journal (for a change of session: journal.Journal.Prepare), and makes
+// the result the root's last walk.
+func (j *Journaler) walk(root string, base *manifest, session string) (*manifest, int64, error) {
 	start := time.Now()
 	rs := j.root(root)
 	rs.mu.Lock()
@@ -139,7 +142,7 @@ func (j *Journaler) walk(root string, base *manifest) (*manifest, int64, error) 
 		}
 		base = rs.last
 	}
-	k := &keeper{store: j.store}
+	k := &keeper{store: j.store, session: session}
 	m, err := walk(root, base, j.scope, k.put)
 	if err != nil {
 		k.abort()
@@ -186,9 +189,10 @@ func (j *Journaler) forgetLacking(m *manifest) error {
 // a fresh one when the next content would pass its cap (so no content
 // makes the others not kept), the last kept at the end.
 type keeper struct {
-	store  *journal.Journal
-	tx     *journal.Txn
-	stored int64
+	store   *journal.Journal
+	session string // whose change the contents are for
+	tx      *journal.Txn
+	stored  int64
 }
 
 // put stores size bytes (at most: a file growing meanwhile is read up to
@@ -201,7 +205,7 @@ func (k *keeper) put(fd int, size int64) (string, error) {
 		}
 	}
 	if k.tx == nil {
-		if err := k.store.Prepare(); err != nil {
+		if err := k.store.Prepare(k.session); err != nil {
 			return "", err
 		}
 		tx, err := k.store.Begin(journal.Entry{Tool: "exec", Kind: journal.Command})
@@ -274,7 +278,7 @@ func (s *Snapshot) End(c Call) (Result, error) {
 	var res Result
 	e := journal.Entry{Session: c.Session, Client: c.Client, Tool: "exec", Call: c.Call, Kind: journal.Command}
 	for _, pre := range s.pre {
-		post, _, err := s.j.walk(pre.root, pre)
+		post, _, err := s.j.walk(pre.root, pre, c.Session)
 		if err != nil {
 			return Result{}, err
 		}
@@ -320,7 +324,7 @@ func (s *Snapshot) End(c Call) (Result, error) {
 // segment the entry goes to (a segment holds the contents of its entries,
 // so dropping it drops exactly them), and marks it Applied.
 func (j *Journaler) record(e journal.Entry) (journal.Entry, error) {
-	if err := j.store.Prepare(); err != nil {
+	if err := j.store.Prepare(e.Session); err != nil {
 		return journal.Entry{}, err
 	}
 	before := e.Before

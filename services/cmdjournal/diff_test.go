@@ -54,7 +54,7 @@ func TestWhatACommandChanged(t *testing.T) {
 			j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 			require.NoError(t, err)
 			was := inScope(t, ws)
-			snap, err := j.Begin([]string{ws})
+			snap, err := j.Begin("", []string{ws})
 			require.NoError(t, err)
 			sh(t, ws, tc.command)
 			res, err := snap.End(Call{Session: "s"})
@@ -132,7 +132,7 @@ func TestTheJournalInsideTheWorkspaceIsNotWalked(t *testing.T) {
 	t.Cleanup(func() { _ = st.Close() })
 	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 	require.NoError(t, err)
-	snap, err := j.Begin([]string{ws})
+	snap, err := j.Begin("", []string{ws})
 	require.NoError(t, err)
 	sh(t, ws, "echo more >> a.txt")
 	res, err := snap.End(Call{Session: "s"})
@@ -151,12 +151,12 @@ func TestContentTheJournalLostIsReadAgain(t *testing.T) {
 	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 	require.NoError(t, err)
 	time.Sleep(time.Duration(2 * racyWindow)) // the fixture's stats are then trusted
-	_, err = j.Begin([]string{ws})
+	_, err = j.Begin("", []string{ws})
 	require.NoError(t, err)
 	lost := "sha256:" + strings.Repeat("0", 64)
 	j.root(ws).last.entries["b.sh"].hash = lost
 
-	snap, err := j.Begin([]string{ws})
+	snap, err := j.Begin("", []string{ws})
 	require.NoError(t, err)
 	sh(t, ws, "echo changed > b.sh")
 	res, err := snap.End(Call{Session: "s"})

@@ -76,7 +76,7 @@ func TestACommandsChangesAreJournaled(t *testing.T) {
 	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 	require.NoError(t, err)
 
-	snap, err := j.Begin([]string{ws})
+	snap, err := j.Begin("", []string{ws})
 	require.NoError(t, err)
 	sh(t, ws, "printf 'new a\\n' > a.txt && chmod 0700 b.sh && rm -rf tree && mkdir made && printf 'n\\n' > made/n.txt"+
 		" && printf 'API_KEY=other\\n' > .env && echo more >> node_modules/m/index.js && echo x > node_modules/new.js && echo l >> build.log")
@@ -155,7 +155,7 @@ func TestACommandsChangesAreJournaled(t *testing.T) {
 	}
 
 	// A second command that changes nothing records nothing.
-	snap, err = j.Begin([]string{ws})
+	snap, err = j.Begin("", []string{ws})
 	require.NoError(t, err)
 	assert.Zero(t, snap.Bytes, "nothing changed since the last walk: nothing stored")
 	res, err = snap.End(Call{Session: "s1"})

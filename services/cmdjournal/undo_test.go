@@ -20,7 +20,7 @@ func TestUndoOfACommand(t *testing.T) {
 	st := newStore(t)
 	j, err := New(Options{Journal: st, DenyRead: denyRead(t)})
 	require.NoError(t, err)
-	snap, err := j.Begin([]string{ws})
+	snap, err := j.Begin("", []string{ws})
 	require.NoError(t, err)
 	sh(t, ws, "printf 'new a\\n' > a.txt && chmod 0700 b.sh && rm -rf tree && mkdir made && printf 'n\\n' > made/n.txt && echo l >> build.log")
 	res, err := snap.End(Call{Session: "s1"})

@@ -131,9 +131,15 @@ type Confinement struct {
 	// command ran, from the proxy's own record (never the command's
 	// output), each host once, in order; commands of one session share
 	// its proxy listener, so a refusal made for another of its commands
-	// running at the same time is listed too.
-	Refused []RefusedHost
+	// running at the same time is listed too. At most MaxRefused hosts
+	// are listed; RefusedMore counts the refusals of other hosts past
+	// them, one per connection.
+	Refused     []RefusedHost
+	RefusedMore int
 }
+
+// MaxRefused is how many refused hosts Confinement.Refused lists.
+const MaxRefused = 256
 
 // RefusedHost is one host the domain proxy refused: the name (or address)
 // asked for, the port, and the proxy's reason.

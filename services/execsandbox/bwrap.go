@@ -91,20 +91,20 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 	return nil, fmt.Errorf("%s is not installed, or only inside a writable root or writable by others", what)
 }
 
-// run runs req in bubblewrap; refused are the hosts the domain proxy
+// run runs req in bubblewrap; refused is what the domain proxy
 // refused while it ran (none without the proxy). Its view is found afresh
 // for each start (view), and started again while a path of it changes
 // between the search and the start (startFresh).
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (res exec.Result, refused []exec.RefusedHost, err error) {
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (res exec.Result, refused refusals, err error) {
 	exe, err := b.exe()
 	if err != nil {
-		return exec.Result{}, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		return exec.Result{}, refusals{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"sandbox mode %q is unavailable: %v; the command was not run. Remedy: %s", req.Policy.Mode, err, bwrapRemedy)}
 	}
 	cred, env := commandUser(*req.Policy, run.Env)
 	stage, err := b.stage()
 	if err != nil {
-		return exec.Result{}, nil, err
+		return exec.Result{}, refusals{}, err
 	}
 	bw := subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}
 	var g *gate
@@ -114,13 +114,13 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		// The session's loopback: a server one of its commands runs is
 		// reachable by the next.
 		if bw.Net, g, err = b.nets.join(s, bw); err != nil {
-			return exec.Result{}, nil, err
+			return exec.Result{}, refusals{}, err
 		}
 	case b.nets.proxy != nil:
 		// No session: a namespace and proxy listener of its own.
 		var release func()
 		if bw.Net, g, release, err = b.nets.own(bw); err != nil {
-			return exec.Result{}, nil, err
+			return exec.Result{}, refusals{}, err
 		}
 		defer release()
 	}
@@ -148,10 +148,10 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	})
 	if errors.Is(err, subproc.ErrNetNSClosed) {
 		// The session ended between joining and starting.
-		return exec.Result{}, nil, sessionEnded()
+		return exec.Result{}, refusals{}, sessionEnded()
 	}
 	res, err = bwrapResult(out, err, conf, exe, tries)
-	return res, nil, err // refused is set as it returns (leave)
+	return res, refusals{}, err // refused is set as it returns (leave)
 }
 
 // view is the confinement of one start of req (but its Limits), found now,

@@ -215,7 +215,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		return exec.Result{}, err
 	}
 	var res exec.Result
-	var refused []exec.RefusedHost
+	var refused refusals
 	if r.bwrap != nil {
 		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
 	} else {
@@ -230,7 +230,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		if res.Confinement != nil {
 			c.Masked = res.Confinement.Masked
 		}
-		c.Refused = refused
+		c.Refused, c.RefusedMore = refused.hosts, refused.more
 		res.Confinement = c
 	}
 	return res, err

@@ -36,10 +36,13 @@ type gate struct {
 }
 
 // watch is one command running behind a gate: the hosts allowed to it
-// once, and the refusals made while it ran.
+// once, and the refusals made while it ran: the first exec.MaxRefused
+// hosts (seen holds their names), and the count of refusals past them.
 type watch struct {
 	hosts   []string
 	refused []exec.RefusedHost
+	seen    map[string]struct{}
+	more    int
 }
 
 // openGate makes the proxy's listener inside ns (subproc.NetNS.Listen, as
@@ -84,32 +87,46 @@ func (g *gate) Allowed(host string) bool {
 }
 
 // refuse records a refusal for every command running now, each host once
-// per command.
+// per command, up to exec.MaxRefused hosts; past them, each refusal of
+// another host is counted. It costs a map look-up per command.
 func (g *gate) refuse(host string, port int, reason string) {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for w := range g.running {
-		if !slices.ContainsFunc(w.refused, func(r exec.RefusedHost) bool { return r.Host == host }) {
+		switch _, dup := w.seen[host]; {
+		case dup:
+		case len(w.refused) < exec.MaxRefused:
+			w.seen[host] = struct{}{}
 			w.refused = append(w.refused, exec.RefusedHost{Host: host, Port: port, Reason: reason})
+		default:
+			w.more++
 		}
 	}
 }
 
 // enter registers a command about to run, with the hosts allowed to it
-// once; leave ends it and returns what was refused while it ran.
+// once; leave ends it and returns what was refused while it ran (the
+// hosts listed, and the count of refusals past them).
 func (g *gate) enter(hosts []string) *watch {
-	w := &watch{hosts: hosts}
+	w := &watch{hosts: hosts, seen: map[string]struct{}{}}
 	g.mu.Lock()
 	g.running[w] = struct{}{}
 	g.mu.Unlock()
 	return w
 }
 
-func (g *gate) leave(w *watch) []exec.RefusedHost {
+func (g *gate) leave(w *watch) refusals {
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	delete(g.running, w)
-	return w.refused
+	return refusals{hosts: w.refused, more: w.more}
+}
+
+// refusals are what the proxy refused a command: the hosts listed (at most
+// exec.MaxRefused) and the count of refusals past them.
+type refusals struct {
+	hosts []exec.RefusedHost
+	more  int
 }
 
 // env returns environ with the proxy variables set to the gate (replacing

@@ -43,6 +43,10 @@ const (
 	// (a full disk, an I/O error), so the change was refused and nothing
 	// was changed (issue 25).
 	CodeJournal Code = "FS_JOURNAL_FAILED"
+	// CodeJournalFull: the journal is at its cap and keeping this change
+	// would drop an earlier change of the same session (journal.CodeFull),
+	// so the change was refused and nothing was changed.
+	CodeJournalFull Code = "FS_JOURNAL_FULL"
 )
 
 // Sentinels for errors.Is: errors.Is(err, fs.ErrNotFound) reports whether err
@@ -65,6 +69,7 @@ var (
 	ErrNotEmpty         = &Error{Code: CodeNotEmpty}
 	ErrCrossDevice      = &Error{Code: CodeCrossDevice}
 	ErrJournal          = &Error{Code: CodeJournal}
+	ErrJournalFull      = &Error{Code: CodeJournalFull}
 )
 
 // Error is the structured error of every fs.Service method. Its text is

@@ -1,6 +1,9 @@
 package guard_test
 
 import (
+	"fmt"
+	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -70,11 +73,68 @@ func TestDenialHintsUnderACeiling(t *testing.T) {
 		g, err := guard.New(guard.Config{Family: sandbox.Commands, Policy: pl, Confines: true, Hosts: true})
 		require.NoError(t, err)
 		refused := []exec.RefusedHost{{Host: "example.com", Port: 443, Reason: "not allowed"}}
-		res := g.DeniedHosts(pol(ro, ro), refused, "")
+		res := g.DeniedHosts(pol(ro, ro), refused, 0, "")
 		assert.Equal(t, guard.CodeNetworkDenied, res.Code)
 		assert.Contains(t, res.Text, "allow_hosts is refused without asking the user")
 		assert.NotContains(t, res.Text, sandbox.HostsHint([]string{"example.com"}))
-		res = g.DeniedHosts(pol(ww, ww), refused, "")
+		res = g.DeniedHosts(pol(ww, ww), refused, 0, "")
 		assert.Contains(t, res.Text, sandbox.HostsHint([]string{"example.com"}), "a workspace-write ceiling may ask for hosts")
 	})
+}
+
+// TestDeniedHostsBounded: a network denial of a command the proxy refused
+// 20,000 hosts names the first 20, counts the rest (with those the proxy
+// itself counted), and its allow_hosts hint names at most
+// sandboxpolicy.MaxHosts hosts, what one retry may ask for.
+func TestDeniedHostsBounded(t *testing.T) {
+	pl, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws", TempRoots: []string{}})
+	require.NoError(t, err)
+	g, err := guard.New(guard.Config{Family: sandbox.Commands, Policy: pl, Confines: true, Hosts: true})
+	require.NoError(t, err)
+	ww := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws"}
+	tests := []struct {
+		name  string
+		hosts int
+		more  int
+		want  string
+	}{
+		{"two", 2, 0, ""},
+		{"20,000", 20000, 0, "\n(and 19980 more refusals)"},
+		{"the proxy's cap and its count", exec.MaxRefused, 100, "\n(and " + strconv.Itoa(exec.MaxRefused-20+100) + " more refusals)"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			refused := make([]exec.RefusedHost, tt.hosts)
+			for i := range refused {
+				refused[i] = exec.RefusedHost{Host: fmt.Sprintf("h%05d.test", i), Port: 443, Reason: "not allowed"}
+			}
+			res := g.DeniedHosts(ww, refused, tt.more, "out")
+			assert.Equal(t, guard.CodeNetworkDenied, res.Code)
+			assert.Equal(t, min(tt.hosts, 20), strings.Count(res.Text, "(the network proxy refused "))
+			if tt.want != "" {
+				assert.Contains(t, res.Text, tt.want)
+			} else {
+				assert.NotContains(t, res.Text, "more refusals")
+			}
+			hint := make([]string, min(tt.hosts, sandboxpolicy.MaxHosts))
+			for i := range hint {
+				hint[i] = refused[i].Host
+			}
+			assert.Contains(t, res.Text, sandbox.HostsHint(hint)+"\nout")
+		})
+	}
+}
+
+// BenchmarkDeniedHosts40000: the denial of a command the proxy refused
+// 40,000 hosts (it built its text by repeated concatenation: about 30 s).
+func BenchmarkDeniedHosts40000(b *testing.B) {
+	g := newGuard(b, sandbox.Commands, true)
+	refused := make([]exec.RefusedHost, 40000)
+	for i := range refused {
+		refused[i] = exec.RefusedHost{Host: fmt.Sprintf("h%05d.test", i), Port: 443, Reason: "not allowed"}
+	}
+	ww := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws"}
+	for b.Loop() {
+		_ = g.DeniedHosts(ww, refused, 0, "")
+	}
 }

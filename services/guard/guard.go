@@ -148,8 +148,10 @@ func (c *Call) Workspace() string {
 // strictly (Decode) before running body; a refused argument is an
 // INVALID_ARGUMENT result naming it, and body is not run. Every call, run
 // or refused, leaves one audit record (record.go): body's context carries
-// it (audit.FromContext) for the family to annotate. t's own Handler is
-// ignored.
+// it (audit.FromContext) for the family to annotate; but a call the sink
+// refuses before it runs (audit.Admitter: its session wrote its share of
+// the audit log) is refused with the sink's code, unrecorded but for the
+// session's first such refusal. t's own Handler is ignored.
 func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
 	in := t.InputSchema
 	if in == nil {
@@ -172,6 +174,9 @@ func (g *Guard) Tool(t tool.Tool, escalates bool, body Body) *tool.Tool {
 	t.Handler = func(ctx context.Context, call tool.Call) tool.Result {
 		sess := session.FromContext(ctx)
 		rec, start := g.open(sess, t.Name, call)
+		if res, refused := g.admit(rec); refused {
+			return res
+		}
 		args, err := g.decode(call.Arguments, known, order, escalates)
 		if err != nil {
 			res := g.Fail(err, nil)

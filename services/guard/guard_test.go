@@ -20,7 +20,7 @@ import (
 	"github.com/dsh-go/harness/services/tool"
 )
 
-func newGuard(t *testing.T, family sandbox.Family, confines bool) *guard.Guard {
+func newGuard(t testing.TB, family sandbox.Family, confines bool) *guard.Guard {
 	t.Helper()
 	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws", TempRoots: []string{}})
 	require.NoError(t, err)

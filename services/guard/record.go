@@ -26,6 +26,21 @@ func (g *Guard) open(sess *session.Session, name string, call tool.Call) (*audit
 	return audit.Open(r), start
 }
 
+// admit asks the sink, when it is an audit.Admitter, whether the call
+// opened as rec may run; when not, it returns the refusal, with the
+// code audit.CodeSessionBudget, and true.
+func (g *Guard) admit(rec *audit.Entry) (tool.Result, bool) {
+	a, ok := g.sink.(audit.Admitter)
+	if !ok {
+		return tool.Result{}, false
+	}
+	err := a.Admit(rec.Record())
+	if err == nil {
+		return tool.Result{}, false
+	}
+	return tool.ErrorResult(err.Error(), audit.CodeSessionBudget), true
+}
+
 // close ends the record of a call that returned res: the outcome and its
 // code, the decision the result shows (a result with a denial marker was
 // Denied; an INVALID_ARGUMENT result of a call that asked no escalation

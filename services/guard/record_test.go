@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -144,4 +146,55 @@ func TestRecordWithoutSink(t *testing.T) {
 	})
 	res := tl.Handler(context.Background(), tool.Call{Arguments: json.RawMessage(`{}`)})
 	assert.Equal(t, "workspace-write /srv/ws/f", res.Text)
+}
+
+// TestRecordSessionBudget: once a session has written its share of the
+// audit log (audit.Log.Admit), its calls are refused with
+// AUDIT_SESSION_BUDGET and their bodies do not run; the log on disk holds
+// every call that ran and the first refusal only; another session's calls
+// still run.
+func TestRecordSessionBudget(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "audit.jsonl")
+	l, err := audit.OpenLog(audit.LogOptions{Path: path, MaxBytes: 4096, Keep: 1})
+	require.NoError(t, err)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.ReadOnly, WorkspaceRoot: "/srv/ws", TempRoots: []string{}})
+	require.NoError(t, err)
+	g, err := guard.New(guard.Config{Family: sandbox.FileTools, Policy: pol, Confines: true, Sink: l})
+	require.NoError(t, err)
+	ran := 0
+	tl := g.Tool(touch(), false, func(context.Context, *guard.Call) tool.Result { ran++; return tool.Result{Text: "ran"} })
+	flood := session.NewContext(context.Background(), session.New("flood", "/srv/ws"))
+	var res tool.Result
+	calls := 0
+	for ; calls < 1000; calls++ {
+		res = tl.Handler(flood, tool.Call{ID: strconv.Itoa(calls), Arguments: json.RawMessage(`{"path":"x"}`)})
+		if res.IsError {
+			break
+		}
+	}
+	require.True(t, res.IsError, "the budget (1024 bytes) ends the session's calls")
+	assert.Equal(t, audit.CodeSessionBudget, res.Code)
+	assert.Equal(t, calls, ran, "the refused call did not run")
+	for i := range 5 {
+		res = tl.Handler(flood, tool.Call{ID: "late" + strconv.Itoa(i), Arguments: json.RawMessage(`{"path":"x"}`)})
+		assert.Equal(t, audit.CodeSessionBudget, res.Code)
+	}
+	assert.Equal(t, calls, ran)
+	other := session.NewContext(context.Background(), session.New("other", "/srv/ws"))
+	res = tl.Handler(other, tool.Call{ID: "other", Arguments: json.RawMessage(`{"path":"x"}`)})
+	assert.False(t, res.IsError, res.Text)
+	require.NoError(t, l.Close())
+
+	var got []string
+	_, err = audit.Read(path, audit.Filter{}, func(r audit.Record, _ []byte) error {
+		got = append(got, r.Session+"/"+r.Call+"/"+r.Code)
+		return nil
+	})
+	require.NoError(t, err)
+	var want []string
+	for i := range calls {
+		want = append(want, "flood/"+strconv.Itoa(i)+"/")
+	}
+	want = append(want, "flood/"+strconv.Itoa(calls)+"/AUDIT_SESSION_BUDGET", "other/other/")
+	assert.Equal(t, want, got)
 }

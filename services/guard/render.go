@@ -4,6 +4,7 @@ import (
 	"errors"
 	"slices"
 	"strconv"
+	"strings"
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
@@ -116,38 +117,52 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 
 // DeniedHosts returns the result of a command under policy whose
 // connections the domain proxy refused (refused: the proxy's record, never
-// the command's output), with CodeNetworkDenied: the network marker
-// (sandbox.NetworkDenialMarker), one line naming each refused host and
-// port, quoted, with the proxy's reason, and the hint to retry asking for
-// exactly those hosts with allow_hosts (when the guard declares it; else
+// the command's output; more: the refusals it counted past them), with
+// CodeNetworkDenied: the network marker (sandbox.NetworkDenialMarker), one
+// line naming each refused host and port, quoted, with the proxy's reason
+// (the first maxRefusedLines; a line counts the rest), and the hint to
+// retry asking for those hosts, at most sandboxpolicy.MaxHosts (what one
+// allow_hosts may name), with allow_hosts (when the guard declares it; else
 // the escalation hint), or under a session ceiling that allows neither (a
 // read-only one for hosts) the line saying so; then text, the command's
 // own output.
-func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, text string) tool.Result {
+func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, more int, text string) tool.Result {
 	marker := sandbox.NetworkDenialMarker(policy.Mode)
-	msg := marker
-	hosts := make([]string, 0, len(refused))
-	for _, r := range refused {
-		msg += "\n(the network proxy refused " + strconv.Quote(r.Host) + " port " + strconv.Itoa(r.Port) + ": " + strconv.Quote(r.Reason) + ")"
-		if !slices.Contains(hosts, r.Host) {
+	var b strings.Builder
+	b.WriteString(marker)
+	hosts := make([]string, 0, min(len(refused), sandboxpolicy.MaxHosts))
+	for i, r := range refused {
+		if i == maxRefusedLines {
+			more += len(refused) - i
+			break
+		}
+		b.WriteString("\n(the network proxy refused " + strconv.Quote(r.Host) + " port " + strconv.Itoa(r.Port) + ": " + strconv.Quote(r.Reason) + ")")
+		if len(hosts) < sandboxpolicy.MaxHosts && !slices.Contains(hosts, r.Host) {
 			hosts = append(hosts, r.Host)
 		}
 	}
+	if more > 0 {
+		b.WriteString("\n(and " + strconv.Itoa(more) + " more refusals)")
+	}
 	switch {
 	case g.hosts && policy.Ceiling == sandbox.ReadOnly:
-		msg += "\n" + hostsCeilingHint
+		b.WriteString("\n" + hostsCeilingHint)
 	case g.hosts:
-		msg += "\n" + sandbox.HostsHint(hosts)
+		b.WriteString("\n" + sandbox.HostsHint(hosts))
 	case atCeiling(policy):
-		msg += "\n" + sandbox.CeilingHint(policy.Ceiling)
+		b.WriteString("\n" + sandbox.CeilingHint(policy.Ceiling))
 	default:
-		msg += "\n" + sandbox.EscalationHint(g.family.Subject())
+		b.WriteString("\n" + sandbox.EscalationHint(g.family.Subject()))
 	}
 	if text != "" {
-		msg += "\n" + text
+		b.WriteString("\n" + text)
 	}
-	return denied(msg, CodeNetworkDenied, marker)
+	return denied(b.String(), CodeNetworkDenied, marker)
 }
+
+// maxRefusedLines is how many refusals a network denial names, one line
+// each; the rest are counted.
+const maxRefusedLines = 20
 
 // hostsCeilingHint replaces the allow_hosts hint under a read-only session
 // ceiling, where sandboxpolicy.EscalateHosts refuses without asking.

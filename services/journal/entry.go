@@ -24,7 +24,8 @@ const (
 // Status is how far a change got: Pending (recorded, durable, and the
 // change not yet known to have published: a crash leaves it so, and the
 // disk says which side it is on), Applied, or Failed (it did not publish;
-// nothing to undo).
+// nothing to undo); List and Get say Dropped of an entry whose segment was
+// dropped to keep the journal within its cap (it cannot be undone).
 type Status string
 
 // The statuses.
@@ -32,6 +33,7 @@ const (
 	Pending Status = "pending"
 	Applied Status = "applied"
 	Failed  Status = "failed"
+	Dropped Status = "dropped"
 )
 
 // The node types.
@@ -92,7 +94,8 @@ type Entry struct {
 	Undoes  string    `json:"undoes,omitempty"`
 	Status  Status    `json:"status"`
 	// Dropped is set (by List and Get) on an entry whose segment was
-	// dropped to keep the journal within its cap: its content is gone.
+	// dropped to keep the journal within its cap: its content is gone, and
+	// its Status is Dropped.
 	Dropped bool `json:"dropped,omitempty"`
 
 	NotJournaled    []string          `json:"not_journaled,omitempty"`

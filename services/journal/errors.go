@@ -17,6 +17,10 @@ const (
 	// I/O error, a segment another process dropped meanwhile): the change
 	// must not happen.
 	CodeFailed errcode.Code = "JOURNAL_FAILED"
+	// CodeFull: the journal is at its cap and making room would drop an
+	// earlier change of the session making the change (Prepare): the
+	// change must not happen.
+	CodeFull errcode.Code = "JOURNAL_FULL"
 	// CodeCorrupt: stored content does not match its checksum.
 	CodeCorrupt errcode.Code = "JOURNAL_CORRUPT"
 )

@@ -119,8 +119,8 @@ type ListOptions struct {
 
 // List returns the journal's entries, oldest first, each with its latest
 // status (and the After its outcome gave), including the entries whose
-// segment was dropped to stay within the cap (Dropped set, nothing of
-// their content left), filtered by opts. Errors are *Error with
+// segment was dropped to stay within the cap (Dropped set, Status Dropped,
+// nothing of their content left), filtered by opts. Errors are *Error with
 // CodeFailed.
 func (j *Journal) List(opts ListOptions) ([]Entry, error) {
 	j.rmu.Lock()
@@ -155,7 +155,7 @@ func (j *Journal) entries(opts ListOptions) []Entry {
 	}
 	for _, n := range nums {
 		for _, e := range j.idx.segs[n].dropped {
-			e.Dropped = true
+			e.Dropped, e.Status = true, Dropped
 			add(e)
 		}
 	}

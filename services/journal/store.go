@@ -51,6 +51,9 @@ type Journal struct {
 	mu     sync.Mutex
 	seg    *segment // the segment appended to; under mu
 	closed bool     // Close ran; under mu
+	// over is set when the last eviction left the total past the cap
+	// (a segment it may not drop): every Prepare then evicts again.
+	over bool
 
 	// rmu guards idx, the read index.
 	rmu sync.Mutex
@@ -158,7 +161,7 @@ func Open(opts Options) (*Journal, error) {
 	}
 	j := &Journal{opts: opts, log: opts.Log, dir: dir, lock: lock}
 	j.idx.segs = map[int]*segIndex{}
-	if err := j.Prepare(); err != nil {
+	if err := j.Prepare(""); err != nil {
 		_ = j.Close()
 		return nil, err
 	}
@@ -192,28 +195,32 @@ func (j *Journal) Dir() string { return j.opts.Dir }
 // MaxBytes returns the journal's cap in bytes.
 func (j *Journal) MaxBytes() int64 { return j.opts.MaxBytes }
 
-// Prepare makes the journal ready for the next change, opening files as
-// needed: it switches to the newest segment when another process started
-// one, starts a new segment when the current one reached the soft size,
-// and then drops the oldest segments while the total passes the cap. Call
-// it before the change's mutation runs: inside a Landlock domain that
-// excludes the journal's directory no file of it can be opened, and Begin,
-// the Txn's methods and Finish only write through descriptors already
-// open. Errors are *Error with CodeFailed.
-func (j *Journal) Prepare() error {
+// Prepare makes the journal ready for the next change, of session ("" for
+// none), opening files as needed: it switches to the newest segment when
+// another process started one, starts a new segment when the current one
+// reached the soft size, and then drops the oldest segments while the
+// total passes the cap, but never one holding an entry of session: a
+// change may not push out an earlier change of its own session. When only
+// such a segment stands between the journal and its cap, the change is
+// refused (CodeFull) and must not happen; the session's earlier changes
+// stay undoable. Call it before the change's mutation runs: inside a
+// Landlock domain that excludes the journal's directory no file of it can
+// be opened, and Begin, the Txn's methods and Finish only write through
+// descriptors already open. Errors are *Error with CodeFull or CodeFailed.
+func (j *Journal) Prepare(session string) error {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
 		return j.open()
 	}
-	if j.seg != nil && !j.stale() {
+	if j.seg != nil && !j.over && !j.stale() {
 		return nil
 	}
 	if err := j.flock(); err != nil {
 		return err
 	}
 	defer j.funlock()
-	return j.prepareLocked()
+	return j.prepareLocked(session)
 }
 
 // stale reports whether the current segment must be left: it reached the
@@ -227,7 +234,7 @@ func (j *Journal) stale() bool {
 }
 
 // prepareLocked is Prepare under mu and the flock.
-func (j *Journal) prepareLocked() error {
+func (j *Journal) prepareLocked(session string) error {
 	nums, err := j.segments()
 	if err != nil {
 		return err
@@ -250,7 +257,7 @@ func (j *Journal) prepareLocked() error {
 		}
 		nums = append(nums, newest+1)
 	}
-	return j.evict(nums)
+	return j.evict(nums, session)
 }
 
 // openSegment opens (creating) segment n as the one appended to.
@@ -278,14 +285,15 @@ func (j *Journal) open() error {
 	return nil
 }
 
-// current makes the segment appended to ready for an append: when another
-// Journal on the directory dropped it meanwhile it moves to the newest
-// (prepareLocked: opening a file, so outside a Landlock domain only), and
-// it catches up. The caller holds mu and the flock.
-func (j *Journal) current() error {
+// current makes the segment appended to ready for an append of a change
+// of session ("" for none, or an outcome): when another Journal on the
+// directory dropped it meanwhile it moves to the newest (prepareLocked, for
+// session: opening a file, so outside a Landlock domain only), and it
+// catches up. The caller holds mu and the flock.
+func (j *Journal) current(session string) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err == nil && st.Nlink == 0 {
-		return j.prepareLocked()
+		return j.prepareLocked(session)
 	}
 	return j.catchUp()
 }
@@ -364,8 +372,11 @@ func readDirNames(dir string) ([]string, error) {
 // dropped frame of the current segment, so that history can say they went.
 // It never drops the current segment, and stops at one a Sync (of any
 // process) is pending on: the total may then pass the cap until a later
-// Prepare. The caller holds mu and the flock.
-func (j *Journal) evict(nums []int) error {
+// Prepare. It stops too at a segment holding an entry of session (not
+// ""), and then, the total still past the cap, refuses session's change:
+// *Error with CodeFull naming that entry. The caller holds mu and the
+// flock.
+func (j *Journal) evict(nums []int, session string) error {
 	sizes := make([]int64, len(nums))
 	var total int64
 	for i, n := range nums {
@@ -375,11 +386,18 @@ func (j *Journal) evict(nums []int) error {
 			total += st.Size
 		}
 	}
-	var gone []Entry
+	var (
+		gone []Entry
+		mine *Entry // the session's entry that stopped the eviction
+	)
 	for i := 0; total > j.opts.MaxBytes && i < len(nums) && nums[i] != j.seg.num; i++ {
-		entries, ok, err := j.dropSegment(nums[i])
+		entries, ok, err := j.dropSegment(nums[i], session)
 		if err != nil {
 			return err
+		}
+		if !ok && len(entries) > 0 {
+			mine = &entries[0]
+			break
 		}
 		if !ok {
 			// A Sync is pending on it: the oldest stays, and the cap
@@ -397,21 +415,30 @@ func (j *Journal) evict(nums []int) error {
 			zap.String("segment", segName(nums[i])), zap.Int64("bytes", sizes[i]), zap.Int64("max_bytes", j.opts.MaxBytes), zap.Strings("entries", ids))
 		gone = append(gone, entries...)
 	}
-	if len(gone) == 0 {
-		return nil
+	j.over = total > j.opts.MaxBytes
+	if len(gone) > 0 {
+		payload, err := json.Marshal(dropped{Entries: gone})
+		if err != nil {
+			return newErr(CodeFailed, "evict", err, "cannot encode the dropped entries")
+		}
+		if err := j.appendLocked(appendFrame(nil, kindDropped, payload)); err != nil {
+			return err
+		}
 	}
-	payload, err := json.Marshal(dropped{Entries: gone})
-	if err != nil {
-		return newErr(CodeFailed, "evict", err, "cannot encode the dropped entries")
+	if mine != nil && j.over {
+		return newErr(CodeFull, "record", nil,
+			"the journal is at its cap of %d bytes, and making room would drop this session's earlier change %s (%s %s), which could then not be undone: nothing was changed; undo or keep the earlier changes, ask the user to raise --journal-max-bytes, or start a new session",
+			j.opts.MaxBytes, mine.ID, mine.Kind, strings.Join(mine.Paths, " -> "))
 	}
-	return j.appendLocked(appendFrame(nil, kindDropped, payload))
+	return nil
 }
 
 // dropSegment removes segment n and returns its entries without their
-// nodes, for a dropped frame; ok is false, and nothing changes, while a
-// Sync of this process or another is pending on it (its shared flock). The
-// caller holds mu and the flock.
-func (j *Journal) dropSegment(n int) (entries []Entry, ok bool, err error) {
+// After, for a dropped frame; ok is false, and nothing changes, while a
+// Sync of this process or another is pending on it (its shared flock,
+// entries nil), or when it holds an entry of session (not "": entries are
+// that session's). The caller holds mu and the flock.
+func (j *Journal) dropSegment(n int, session string) (entries []Entry, ok bool, err error) {
 	f, err := os.Open(filepath.Join(j.opts.Dir, segName(n)))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, true, nil
@@ -442,6 +469,9 @@ func (j *Journal) dropSegment(n int) (entries []Entry, ok bool, err error) {
 	})
 	if err != nil {
 		return nil, false, newErr(CodeFailed, "evict", err, "cannot read the journal segment %s", segName(n))
+	}
+	if mine := slices.DeleteFunc(slices.Clone(entries), func(e Entry) bool { return session == "" || e.Session != session }); len(mine) > 0 {
+		return mine, false, nil
 	}
 	if err := unix.Unlinkat(j.dir, segName(n), 0); err != nil && !errors.Is(err, unix.ENOENT) {
 		return nil, false, newErr(CodeFailed, "evict", err, "cannot drop the journal segment %s", segName(n))

@@ -23,7 +23,7 @@ import (
 // and finishes it Applied.
 func record(t *testing.T, j *journal.Journal, dir, name, session string) journal.Entry {
 	t.Helper()
-	require.NoError(t, j.Prepare())
+	require.NoError(t, j.Prepare(""))
 	tx, err := j.Begin(journal.Entry{Session: session, Tool: "write", Kind: journal.Write, Paths: []string{filepath.Join(dir, name)}})
 	require.NoError(t, err)
 	_, err = tx.Capture(parentOf(t, dir), name, filepath.Join(dir, name))
@@ -318,7 +318,7 @@ func TestConcurrentWriters(t *testing.T) {
 					t.Error(err)
 					return
 				}
-				if err := j.Prepare(); err != nil {
+				if err := j.Prepare(""); err != nil {
 					t.Error(err)
 					return
 				}
@@ -379,4 +379,97 @@ func TestSegmentSymlinkRefused(t *testing.T) {
 	require.True(t, errors.As(err, &je), "%v", err)
 	assert.Equal(t, journal.CodeFailed, je.Code)
 	assert.ErrorIs(t, err, unix.ELOOP)
+}
+
+// A change may not push out an earlier change of its own session: past
+// the cap, Prepare for that session refuses with CodeFull, naming the
+// entry, and nothing is dropped or appended; the session's entries stay
+// whole with their contents. Prepare for another session (or none) drops
+// them, and List says Dropped, status dropped.
+func TestEvictionKeepsTheSessionsChanges(t *testing.T) {
+	tests := []struct {
+		name     string
+		later    string // the session of the changes after the first
+		wantFull bool
+	}{
+		{"the same session is refused", "s1", true},
+		{"another session drops it", "s2", false},
+		{"no session drops it", "", false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			work, dir := t.TempDir(), filepath.Join(t.TempDir(), "j")
+			j, err := journal.Open(journal.Options{Dir: dir, MaxBytes: 20 << 10, SegmentBytes: 4 << 10})
+			require.NoError(t, err)
+			defer j.Close() //nolint:errcheck // test
+			first := []byte(strings.Repeat("first ", 1000))
+			require.NoError(t, os.WriteFile(filepath.Join(work, "f"), first, 0o600))
+			e0 := record(t, j, work, "f", "s1")
+			var full error
+			for i := range 40 {
+				require.NoError(t, os.WriteFile(filepath.Join(work, "f"), []byte(strings.Repeat(fmt.Sprintf("%04d", i), 1024)), 0o600))
+				if full = j.Prepare(tt.later); full != nil {
+					break
+				}
+				tx, err := j.Begin(journal.Entry{Session: tt.later, Tool: "write", Kind: journal.Write, Paths: []string{filepath.Join(work, "f")}})
+				require.NoError(t, err)
+				_, err = tx.Capture(parentOf(t, work), "f", filepath.Join(work, "f"))
+				require.NoError(t, err)
+				e, err := tx.Commit()
+				require.NoError(t, err)
+				require.NoError(t, j.Finish(e.ID, journal.Applied, nil))
+				if _, err := j.Get(e0.ID); err != nil {
+					break // dropped
+				}
+			}
+			got, err := j.Get(e0.ID)
+			if !tt.wantFull {
+				var je *journal.Error
+				require.True(t, errors.As(err, &je), "%v", err)
+				assert.Equal(t, journal.CodeDropped, je.Code)
+				assert.True(t, got.Dropped)
+				assert.Equal(t, journal.Dropped, got.Status)
+				if tt.later == "" {
+					require.NoError(t, full, "a change of no session is never refused")
+				}
+				return
+			}
+			var je *journal.Error
+			require.True(t, errors.As(full, &je), "%v", full)
+			assert.Equal(t, journal.CodeFull, je.Code)
+			assert.Contains(t, je.Error(), e0.ID)
+			require.NoError(t, err)
+			assert.Equal(t, journal.Applied, got.Status)
+			assert.Equal(t, first, readBlob(t, j, got.Before[0].Hash))
+			// Refused again, with nothing appended meanwhile.
+			before, err := j.List(journal.ListOptions{})
+			require.NoError(t, err)
+			sizes := segSizes(t, dir)
+			require.Error(t, j.Prepare("s1"))
+			after, err := j.List(journal.ListOptions{})
+			require.NoError(t, err)
+			assert.Equal(t, before, after)
+			assert.Equal(t, sizes, segSizes(t, dir))
+			require.NoError(t, j.Prepare("s2"), "another session's change makes room")
+			got, err = j.Get(e0.ID)
+			require.Error(t, err)
+			assert.Equal(t, journal.Dropped, got.Status)
+		})
+	}
+}
+
+// segSizes returns the size of each segment file in dir, by name.
+func segSizes(t *testing.T, dir string) map[string]int64 {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	out := map[string]int64{}
+	for _, n := range names {
+		if strings.HasPrefix(n.Name(), "seg-") {
+			info, err := n.Info()
+			require.NoError(t, err)
+			out[n.Name()] = info.Size()
+		}
+	}
+	return out
 }

@@ -19,7 +19,7 @@ import (
 // returns the staged entry and its Sync, not started.
 func stage(t *testing.T, j *journal.Journal, dir, name string) (journal.Entry, *journal.Sync) {
 	t.Helper()
-	require.NoError(t, j.Prepare())
+	require.NoError(t, j.Prepare(""))
 	tx, err := j.Begin(journal.Entry{Session: "s", Tool: "write", Kind: journal.Write, Paths: []string{filepath.Join(dir, name)}})
 	require.NoError(t, err)
 	_, err = tx.Capture(parentOf(t, dir), name, filepath.Join(dir, name))
@@ -37,7 +37,7 @@ func TestSyncOutlivesRoll(t *testing.T) {
 		name    string
 		release func(t *testing.T, j *journal.Journal, work string)
 	}{
-		{"a roll by Prepare", func(t *testing.T, j *journal.Journal, _ string) { require.NoError(t, j.Prepare()) }},
+		{"a roll by Prepare", func(t *testing.T, j *journal.Journal, _ string) { require.NoError(t, j.Prepare("")) }},
 		{"a roll by the next change", func(t *testing.T, j *journal.Journal, work string) { record(t, j, work, "b", "s") }},
 		{"Close", func(t *testing.T, j *journal.Journal, _ string) { require.NoError(t, j.Close()) }},
 	} {
@@ -97,7 +97,7 @@ func TestEvictionSparesPendingSync(t *testing.T) {
 			assert.Equal(t, content, readBlob(t, ev, got.Before[0].Hash))
 
 			require.NoError(t, s.Wait())
-			require.NoError(t, ev.Prepare())
+			require.NoError(t, ev.Prepare(""))
 			assert.NoFileExists(t, filepath.Join(dir, seg), "dropped once the Sync is done")
 			_, err = ev.Get(e.ID)
 			var je *journal.Error
@@ -162,7 +162,7 @@ func TestConcurrentRollsAndEviction(t *testing.T) {
 // stageWaitFinish records the prior state of name as fsbackend does:
 // Stage, let other writers run (and roll), Start, Wait, Finish.
 func stageWaitFinish(j *journal.Journal, p *dirfd.Parent, work, name string) error {
-	if err := j.Prepare(); err != nil {
+	if err := j.Prepare(""); err != nil {
 		return err
 	}
 	tx, err := j.Begin(journal.Entry{Session: "s", Tool: "write", Kind: journal.Write})
@@ -194,7 +194,7 @@ func TestBeginAfterSegmentDroppedByOther(t *testing.T) {
 	content := make([]byte, 4<<10)
 	require.NoError(t, os.WriteFile(filepath.Join(work, "a"), []byte("before a"), 0o600))
 	a, b := open(t, dir, 16<<10, 1), open(t, dir, 16<<10, 1)
-	require.NoError(t, a.Prepare())
+	require.NoError(t, a.Prepare(""))
 	seg := segmentsOf(t, dir)[0]
 	for i := range 8 {
 		name := fmt.Sprint("f", i)
@@ -224,7 +224,7 @@ func TestClosedJournal(t *testing.T) {
 	require.NoError(t, j.Close())
 	require.NoError(t, j.Close())
 	for name, call := range map[string]func() error{
-		"Prepare": j.Prepare,
+		"Prepare": func() error { return j.Prepare("s") },
 		"Begin":   func() error { _, err := j.Begin(journal.Entry{Kind: journal.Write}); return err },
 		"Finish":  func() error { return j.Finish("x", journal.Applied, nil) },
 	} {

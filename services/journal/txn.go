@@ -93,7 +93,7 @@ func (j *Journal) Begin(e Entry) (*Txn, error) {
 		j.mu.Unlock()
 		return nil, err
 	}
-	if err := j.current(); err != nil {
+	if err := j.current(e.Session); err != nil {
 		j.funlock()
 		j.mu.Unlock()
 		return nil, err
@@ -445,7 +445,7 @@ func (j *Journal) Finish(id string, status Status, after []Node) error {
 		return err
 	}
 	defer j.funlock()
-	if err := j.current(); err != nil {
+	if err := j.current(""); err != nil {
 		return err
 	}
 	return j.appendLocked(appendFrame(nil, kindOutcome, payload))

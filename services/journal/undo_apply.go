@@ -21,7 +21,7 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	if pl.moves && len(e.Paths) == 2 {
 		undo.Paths = []string{e.Paths[1], e.Paths[0]}
 	}
-	if err := u.j.Prepare(); err != nil {
+	if err := u.j.Prepare(""); err != nil {
 		return Undone{}, err
 	}
 	tx, err := u.j.Begin(undo)

@@ -53,7 +53,7 @@ func treeFile(i int) string {
 func (w *ws) pendingDelete(rel string) Entry {
 	w.t.Helper()
 	p := w.path(rel)
-	require.NoError(w.t, w.j.Prepare())
+	require.NoError(w.t, w.j.Prepare(""))
 	tx, err := w.j.Begin(Entry{Session: "s1", Tool: "delete", Kind: Delete, Paths: []string{p}})
 	require.NoError(w.t, err)
 	par, base, err := openParent(p)

@@ -69,7 +69,7 @@ func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry 
 	for i, r := range rels {
 		paths[i] = w.path(r)
 	}
-	require.NoError(w.t, w.j.Prepare())
+	require.NoError(w.t, w.j.Prepare(""))
 	tx, err := w.j.Begin(Entry{Session: session, Tool: string(kind), Kind: kind, Paths: paths})
 	require.NoError(w.t, err)
 	for i, p := range paths {
@@ -520,7 +520,7 @@ func TestUndo_RefusesWhatTheJournalNoLongerHas(t *testing.T) {
 func TestUndo_PendingIsDecidedByTheDisk(t *testing.T) {
 	pending := func(w *ws, publish bool) Entry {
 		p := w.path("a.txt")
-		require.NoError(t, w.j.Prepare())
+		require.NoError(t, w.j.Prepare(""))
 		tx, err := w.j.Begin(Entry{Session: "s1", Tool: "write", Kind: Write, Paths: []string{p}})
 		require.NoError(t, err)
 		par, base, err := openParent(p)

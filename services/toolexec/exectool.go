@@ -255,7 +255,7 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	}
 	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
 		if len(res.Confinement.Refused) > 0 {
-			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, text)
+			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, res.Confinement.RefusedMore, text)
 			r.Value = v
 			return r
 		}

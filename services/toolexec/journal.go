@@ -40,7 +40,7 @@ func (t *Tool) snapshot(ctx context.Context, workspace string, req exec.Request)
 		setJournal(ctx, audit.NotJournaled+": read-only, the command writes nothing")
 		return nil
 	}
-	snap, err := t.deps.Commands.Begin(roots)
+	snap, err := t.deps.Commands.Begin(audit.FromContext(ctx).Record().Session, roots)
 	if err != nil {
 		t.log.Warn("command snapshot failed: the command runs unjournaled", zap.Error(err))
 		setJournal(ctx, audit.NotJournaled+": the snapshot failed: "+err.Error())

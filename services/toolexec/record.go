@@ -3,7 +3,6 @@ package toolexec
 import (
 	"context"
 	"slices"
-	"unicode/utf8"
 
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
@@ -33,7 +32,8 @@ func recordWorkdir(ctx context.Context, dir string) {
 // recordRun adds how a foreground command ended: its exit code, or the
 // signal that ended it; the bytes it wrote to stdout and stderr (all of
 // them, not only what the result kept); the network hosts the call was
-// allowed (allowed) and those the domain proxy refused it, each once; and
+// allowed (allowed) and those the domain proxy refused it, each once (the
+// record keeps the first audit.MaxList and counts the rest); and
 // the denial marker the result carries ("" for none), as the denial
 // inferred from its output.
 func recordRun(ctx context.Context, res exec.Result, allowed []string, marker string) {
@@ -51,11 +51,12 @@ func recordRun(ctx context.Context, res exec.Result, allowed []string, marker st
 		c.Stdout, c.Stderr = res.Stdout.Bytes, res.Stderr.Bytes
 		c.HostsAllowed = allowed
 		if res.Confinement != nil {
+			// Refused lists each host once already (exec.Confinement);
+			// the record keeps its first audit.MaxList (audit.Bound).
 			for _, h := range res.Confinement.Refused {
-				if !slices.Contains(c.HostsRefused, h.Host) {
-					c.HostsRefused = append(c.HostsRefused, h.Host)
-				}
+				c.HostsRefused = append(c.HostsRefused, h.Host)
 			}
+			c.HostsRefusedMore = res.Confinement.RefusedMore
 		}
 		if marker != "" {
 			c.Denials = append(c.Denials, marker)
@@ -83,21 +84,9 @@ func (t *Tool) allowedHosts(sess *session.Session, req exec.Request) []string {
 	return out
 }
 
-// ellipsis ends a command line cut to audit.MaxCommandLine bytes.
-const ellipsis = "…"
-
 // commandLine returns line as a record keeps it: credential-looking
-// values redacted (audit.RedactCommand), then whole when it fits
-// audit.MaxCommandLine bytes, else cut on a character boundary so that,
-// with the ellipsis that ends it, it is at most that long.
+// values redacted (audit.RedactCommand), then cut to audit.MaxCommandLine
+// bytes (audit.Cut).
 func commandLine(line string) string {
-	line = audit.RedactCommand(line)
-	if len(line) <= audit.MaxCommandLine {
-		return line
-	}
-	cut := audit.MaxCommandLine - len(ellipsis)
-	for cut > 0 && !utf8.RuneStart(line[cut]) {
-		cut--
-	}
-	return line[:cut] + ellipsis
+	return audit.Cut(audit.RedactCommand(line), audit.MaxCommandLine)
 }

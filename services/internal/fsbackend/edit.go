@@ -37,7 +37,7 @@ import (
 func (f *Backend) EditText(ctx context.Context, target fs.Target, req fs.EditRequest) (fs.EditOutcome, error) {
 	const op = "edit"
 	if !req.DryRun {
-		if err := f.journalReady(op, target.DisplayPath); err != nil {
+		if err := f.journalReady(ctx, op, target.DisplayPath); err != nil {
 			return fs.EditOutcome{}, err
 		}
 	}

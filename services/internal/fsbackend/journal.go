@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
@@ -14,21 +15,28 @@ import (
 	"github.com/dsh-go/harness/services/journal"
 )
 
-// journalReady readies the journal for a change (Settings.Journal; nil is
-// off): it opens or rolls its segment here, outside the fence, since no
-// file of the journal can be opened under the fence's Landlock domain.
-func (f *Backend) journalReady(op, dp string) error {
+// journalReady readies the journal for a change of the call ctx carries
+// (Settings.Journal; nil is off): it opens or rolls its segment here,
+// outside the fence, since no file of the journal can be opened under the
+// fence's Landlock domain. Errors are the refusal: fs.CodeJournalFull when
+// keeping the change would drop an earlier change of the call's session,
+// else fs.CodeJournal.
+func (f *Backend) journalReady(ctx context.Context, op, dp string) error {
 	if f.cfg.Journal == nil {
 		return nil
 	}
-	if err := f.cfg.Journal.Prepare(); err != nil {
+	if err := f.cfg.Journal.Prepare(audit.FromContext(ctx).Record().Session); err != nil {
 		return journalErr(op, dp, err)
 	}
 	return nil
 }
 
-// journalErr is the refusal of a change the journal could not keep.
+// journalErr is the refusal of a change the journal could not keep:
+// fs.CodeJournalFull for a journal.CodeFull, else fs.CodeJournal.
 func journalErr(op, dp string, err error) *fs.Error {
+	if je, ok := errors.AsType[*journal.Error](err); ok && je.Code == journal.CodeFull {
+		return newErr(fs.CodeJournalFull, op, dp, err, "cannot %s %q: %v", op, dp, err)
+	}
 	return newErr(fs.CodeJournal, op, dp, err,
 		"cannot %s %q: the journal could not keep its prior state, so nothing was changed: %v", op, dp, err)
 }

@@ -36,7 +36,7 @@ const (
 // its open parent (Change).
 func (f *Backend) Mkdir(ctx context.Context, target fs.Target, opts fs.MkdirOptions) (fs.MkdirOutcome, error) {
 	const op = "mkdir"
-	if err := f.journalReady(op, target.DisplayPath); err != nil {
+	if err := f.journalReady(ctx, op, target.DisplayPath); err != nil {
 		return fs.MkdirOutcome{}, err
 	}
 	var out fs.MkdirOutcome
@@ -196,7 +196,7 @@ func (f *Backend) Remove(ctx context.Context, target fs.Target, opts fs.RemoveOp
 	if err != nil {
 		return fs.RemoveOutcome{}, err
 	}
-	if err := f.journalReady(op, target.DisplayPath); err != nil {
+	if err := f.journalReady(ctx, op, target.DisplayPath); err != nil {
 		return fs.RemoveOutcome{}, err
 	}
 	var out fs.RemoveOutcome
@@ -409,7 +409,7 @@ func (f *Backend) Move(ctx context.Context, source, dest fs.Target, opts fs.Move
 	if err != nil {
 		return fs.MoveOutcome{}, err
 	}
-	if err := f.journalReady(op, source.DisplayPath); err != nil {
+	if err := f.journalReady(ctx, op, source.DisplayPath); err != nil {
 		return fs.MoveOutcome{}, err
 	}
 	dparent, dname, err := f.entryParent(ctx, dest, op, op)

@@ -38,7 +38,7 @@ import (
 func (f *Backend) WriteText(ctx context.Context, target fs.Target, content string, opts fs.WriteOptions) (fs.WriteOutcome, error) {
 	const op = "write"
 	if !opts.DryRun {
-		if err := f.journalReady(op, target.DisplayPath); err != nil {
+		if err := f.journalReady(ctx, op, target.DisplayPath); err != nil {
 			return fs.WriteOutcome{}, err
 		}
 	}
