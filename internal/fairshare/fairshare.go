@@ -7,7 +7,7 @@
 // then waits behind its own cap and never in front of another key's call.
 //
 // A wait is bounded: Acquire refuses at once (*BusyError, Full) when the
-// queue holds Config.MaxWaiting waiters, or the key Config.MaxWaitingPerKey,
+// queue holds Config.MaxWaiting waiters, or the key Ticket.MaxWaiting,
 // and gives up (*BusyError, not Full) after Config.MaxWait. Each refusal
 // says how long to wait before trying again: the time the waiters ahead
 // need at the recent pace of the slots (RetryAfter). Resume waits without
@@ -30,10 +30,6 @@ type Config struct {
 	// MaxWaiting bounds the Acquire calls waiting at once over all keys
 	// (each one a goroutine and its request in memory); 0 means no bound.
 	MaxWaiting int
-	// MaxWaitingPerKey bounds the Acquire calls of one key waiting at
-	// once, so that one key's flood cannot fill the queue; 0 means no
-	// bound.
-	MaxWaitingPerKey int
 	// MaxWait bounds how long an Acquire waits for a slot; 0 means until
 	// its context ends.
 	MaxWait time.Duration
@@ -49,6 +45,10 @@ type Ticket struct {
 	// Cap is the most slots Key holds at once; 0 or less, or more than
 	// Config.Slots, means Config.Slots. The last Acquire's cap applies.
 	Cap int
+	// MaxWaiting bounds the Acquire calls of Key waiting at once, so that
+	// one key's flood cannot fill the queue; 0 means none but
+	// Config.MaxWaiting.
+	MaxWaiting int
 }
 
 // BusyError is Acquire's refusal: the queue was full (Full) or the wait
@@ -180,7 +180,7 @@ func (q *Queue) take(ctx context.Context, t Ticket, bounded bool) (*Hold, error)
 		return h, nil
 	}
 	if bounded && ((q.cfg.MaxWaiting > 0 && q.waiting >= q.cfg.MaxWaiting) ||
-		(q.cfg.MaxWaitingPerKey > 0 && k.bounded >= q.cfg.MaxWaitingPerKey)) {
+		(t.MaxWaiting > 0 && k.bounded >= t.MaxWaiting)) {
 		err := &BusyError{Full: true, RetryAfter: q.retryAfter()}
 		q.forget(k)
 		q.mu.Unlock()

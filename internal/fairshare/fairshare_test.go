@@ -151,16 +151,16 @@ func TestCapLeavesRoomForOthers(t *testing.T) {
 // one key's; a wait past MaxWait is refused; both say how long to wait; a
 // cancelled wait leaves the queue; Resume is held to none of the bounds.
 func TestBounds(t *testing.T) {
-	q := fairshare.New(fairshare.Config{Slots: 1, MaxWaiting: 3, MaxWaitingPerKey: 2})
-	hold, err := q.Acquire(t.Context(), fairshare.Ticket{Key: "alice"})
+	q := fairshare.New(fairshare.Config{Slots: 1, MaxWaiting: 3})
+	hold, err := q.Acquire(t.Context(), fairshare.Ticket{Key: "alice", MaxWaiting: 2})
 	require.NoError(t, err)
 	out := make(chan got, 8)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice"}, false, out)
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice"}, false, out)
+	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
+	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
 
-	_, err = q.Acquire(t.Context(), fairshare.Ticket{Key: "alice"})
+	_, err = q.Acquire(t.Context(), fairshare.Ticket{Key: "alice", MaxWaiting: 2})
 	var busy *fairshare.BusyError
 	require.ErrorAs(t, err, &busy, "alice's part of the queue is full")
 	assert.True(t, busy.Full)
@@ -172,7 +172,7 @@ func TestBounds(t *testing.T) {
 	require.ErrorAs(t, err, &busy, "the whole queue is full")
 	assert.True(t, busy.Full)
 
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice"}, true, out)
+	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, true, out)
 	assert.Equal(t, 3, q.Waiting("alice"), "Resume waits beyond alice's bound")
 	assert.Empty(t, out)
 
@@ -185,7 +185,7 @@ func TestBounds(t *testing.T) {
 	assert.Zero(t, q.Waiting("alice")+q.Waiting("bob"), "a cancelled wait leaves the queue")
 
 	q2 := fairshare.New(fairshare.Config{Slots: 1, MaxWait: time.Millisecond})
-	h2, err := q2.Acquire(t.Context(), fairshare.Ticket{Key: "alice"})
+	h2, err := q2.Acquire(t.Context(), fairshare.Ticket{Key: "alice", MaxWaiting: 2})
 	require.NoError(t, err)
 	_, err = q2.Acquire(t.Context(), fairshare.Ticket{Key: "bob"})
 	require.ErrorAs(t, err, &busy, "the slot stays taken past MaxWait")

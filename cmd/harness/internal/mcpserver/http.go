@@ -85,7 +85,9 @@ type HTTPOptions struct {
 	BodyTimeout time.Duration
 	// PrincipalMaxCalls caps the calls one principal (the anonymous one
 	// too) runs at once; zero or less means half the process's cap
-	// (Options.MaxConcurrentCalls), at least 1.
+	// (Options.MaxConcurrentCalls), at least 1. Beyond it the principal's
+	// calls wait with the others, round-robin between principals, at most
+	// half of Options.MaxWaitingCalls of them at once.
 	PrincipalMaxCalls int
 }
 
@@ -100,9 +102,8 @@ type HTTPHandler struct {
 	mcp      http.Handler
 	draining atomic.Bool
 
-	mu         sync.Mutex
-	principals map[string]*limiter            // principal name -> its call slots
-	bodies     map[string]*semaphore.Weighted // principal name -> its request bytes in flight
+	mu     sync.Mutex
+	bodies map[string]*semaphore.Weighted // principal name -> its request bytes in flight
 }
 
 // bodyBudgetRequests is how many requests of the largest size one
@@ -158,9 +159,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	if opts.PrincipalMaxCalls <= 0 {
 		// Half the process's slots: one principal's flood leaves the
 		// other half to the others.
-		opts.PrincipalMaxCalls = max(1, cap(s.calls.slots)/2)
+		opts.PrincipalMaxCalls = max(1, s.calls.Slots()/2)
 	}
-	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}, bodies: map[string]*semaphore.Weighted{}}
+	h := &HTTPHandler{s: s, opts: opts, bodies: map[string]*semaphore.Weighted{}}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionIdle,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
@@ -363,22 +364,6 @@ func (h *HTTPHandler) CloseSessions() {
 		_ = k.(*mcp.ServerSession).Close()
 		return true
 	})
-}
-
-// limiterOf returns the call slots of the principal named name, made with
-// n slots (n <= 0: the front end's PrincipalMaxCalls) at its first call.
-func (h *HTTPHandler) limiterOf(name string, n int) *limiter {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l, ok := h.principals[name]
-	if !ok {
-		if n <= 0 {
-			n = h.opts.PrincipalMaxCalls
-		}
-		l = newLimiter(n)
-		h.principals[name] = l
-	}
-	return l
 }
 
 // caller is who made an MCP call: over HTTP, the principal's name (the
