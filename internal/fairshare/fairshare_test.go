@@ -207,5 +207,3 @@ func ctxDone() context.Context {
 	cancel()
 	return ctx
 }
-
-

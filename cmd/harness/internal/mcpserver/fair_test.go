@@ -226,3 +226,32 @@ func TestHTTP_AWaitIsBoundedInTime(t *testing.T) {
 	assert.Empty(t, o.code)
 	assert.Equal(t, "released", o.text)
 }
+
+// TestHTTP_APrincipalsSessionsAreCapped (issue 35): with
+// --principal-max-sessions 2, alice's third session is refused at its
+// first call with PRINCIPAL_SESSION_LIMIT naming the cap's flag, while
+// bob's session is served; once one of alice's sessions ends, the third
+// one's next call is served.
+func TestHTTP_APrincipalsSessionsAreCapped(t *testing.T) {
+	g := newGate()
+	w := newGateWorld(t, mcpserver.Options{}, mcpserver.HTTPOptions{PrincipalMaxSessions: 2}, g)
+	a1, a2, a3 := w.connect(t, "alice-token"), w.connect(t, "alice-token"), w.connect(t, "alice-token")
+	for _, cs := range []*mcp.ClientSession{a1, a2} {
+		text, code, isErr := call(t, cs, "quick", map[string]any{})
+		require.False(t, isErr, "%s %s", code, text)
+	}
+	text, code, isErr := call(t, a3, "quick", map[string]any{})
+	assert.True(t, isErr)
+	assert.Equal(t, string(mcpserver.CodeSessionLimit), code)
+	assert.Contains(t, text, `principal "alice" already has 2 sessions`)
+	assert.Contains(t, text, "--principal-max-sessions")
+
+	text, code, isErr = call(t, w.connect(t, "bob-token"), "quick", map[string]any{})
+	assert.False(t, isErr, "bob is not held to alice's sessions: %s %s", code, text)
+
+	require.NoError(t, a1.Close())
+	require.Eventually(t, func() bool {
+		_, code, _ := call(t, a3, "quick", map[string]any{})
+		return code == ""
+	}, pipeWait, 10*time.Millisecond, "once one of alice's sessions ended, her third is served")
+}

@@ -55,6 +55,11 @@ type conn struct {
 	// session, or any session given one by Options.SessionTemp), removed
 	// when the connection ends; nil for none.
 	tempDir *sandboxpolicy.SessionTemp
+
+	// leave gives the session's place among its principal's sessions back
+	// (HTTPOptions.PrincipalMaxSessions) when the connection ends; nil for
+	// none.
+	leave func()
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -81,6 +86,10 @@ func (s *Server) endConn(c *conn) {
 	defer c.mu.Unlock()
 	if c.sess != nil && s.tracker != nil {
 		s.tracker.End(c.sess)
+	}
+	if c.leave != nil {
+		c.leave()
+		c.leave = nil
 	}
 	if c.tempDir != nil {
 		if err := c.tempDir.Remove(); err != nil {
