@@ -231,10 +231,11 @@ func TestHTTP_AWaitIsBoundedInTime(t *testing.T) {
 // --principal-max-sessions 2, alice's third session is refused at its
 // first call with PRINCIPAL_SESSION_LIMIT naming the cap's flag, while
 // bob's session is served; once one of alice's sessions ends, the third
-// one's next call is served.
+// one's next call is served. The refused call leaves its audit record.
 func TestHTTP_APrincipalsSessionsAreCapped(t *testing.T) {
 	g := newGate()
-	w := newGateWorld(t, mcpserver.Options{}, mcpserver.HTTPOptions{PrincipalMaxSessions: 2}, g)
+	sink := &memorySink{}
+	w := newGateWorld(t, mcpserver.Options{Sink: sink}, mcpserver.HTTPOptions{PrincipalMaxSessions: 2}, g)
 	a1, a2, a3 := w.connect(t, "alice-token"), w.connect(t, "alice-token"), w.connect(t, "alice-token")
 	for _, cs := range []*mcp.ClientSession{a1, a2} {
 		text, code, isErr := call(t, cs, "quick", map[string]any{})
@@ -245,6 +246,11 @@ func TestHTTP_APrincipalsSessionsAreCapped(t *testing.T) {
 	assert.Equal(t, string(mcpserver.CodeSessionLimit), code)
 	assert.Contains(t, text, `principal "alice" already has 2 sessions`)
 	assert.Contains(t, text, "--principal-max-sessions")
+	recs := sink.records()
+	require.Len(t, recs, 1, "the refused call's record")
+	assert.Equal(t, "alice", recs[0].Principal)
+	assert.Equal(t, string(mcpserver.CodeSessionLimit), recs[0].Code)
+	assert.Empty(t, recs[0].Session, "the refused session got none")
 
 	text, code, isErr = call(t, w.connect(t, "bob-token"), "quick", map[string]any{})
 	assert.False(t, isErr, "bob is not held to alice's sessions: %s %s", code, text)

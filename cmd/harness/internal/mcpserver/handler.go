@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/fairshare"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -142,6 +143,9 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		defer s.active.Add(-1)
 		sess, ask := s.session(ctx, c, req, newProto, who)
 		if ask != nil {
+			if code, _ := ask.Meta[CodeMetaKey].(errcode.Code); code == CodeSessionLimit {
+				s.recordRefused(nil, t.Name, clientName(req), who.name, code)
+			}
 			return ask, nil
 		}
 		call := slot{q: s.calls, t: s.ticket(who, sess)}
