@@ -2,7 +2,6 @@ package fairshare_test
 
 import (
 	"context"
-
 	"runtime"
 	"testing"
 	"time"
@@ -23,7 +22,7 @@ type got struct {
 // enqueue starts an Acquire (Resume when resume) of t and returns once
 // it waits in q (q.Waiting(t.Key) grew), or once it ended when it did not
 // have to wait; its outcome arrives on out.
-func enqueue(q *fairshare.Queue, ctx context.Context, t fairshare.Ticket, resume bool, out chan<- got) {
+func enqueue(ctx context.Context, q *fairshare.Queue, t fairshare.Ticket, resume bool, out chan<- got) {
 	before := q.Waiting(t.Key)
 	ended := make(chan struct{})
 	go func() {
@@ -89,7 +88,7 @@ func TestFairOrder(t *testing.T) {
 			}
 			out := make(chan got, len(tc.waiters))
 			for _, w := range tc.waiters {
-				enqueue(q, t.Context(), w, false, out)
+				enqueue(t.Context(), q, w, false, out)
 			}
 			require.Empty(t, out, "every waiter waits")
 			// Release the holders last first (the third case releases
@@ -138,8 +137,8 @@ func TestCapLeavesRoomForOthers(t *testing.T) {
 		defer h.Release()
 	}
 	out := make(chan got, 2)
-	enqueue(q, t.Context(), alice, false, out)
-	enqueue(q, t.Context(), alice, false, out)
+	enqueue(t.Context(), q, alice, false, out)
+	enqueue(t.Context(), q, alice, false, out)
 	assert.Equal(t, 2, q.Waiting("alice"), "alice's third and fourth wait behind her cap")
 	h, err := q.Acquire(t.Context(), fairshare.Ticket{Key: "bob", Sub: "b1", Cap: 2})
 	require.NoError(t, err, "bob takes a free slot at once")
@@ -157,8 +156,8 @@ func TestBounds(t *testing.T) {
 	out := make(chan got, 8)
 	ctx, cancel := context.WithCancel(t.Context())
 	defer cancel()
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
+	enqueue(ctx, q, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
+	enqueue(ctx, q, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, false, out)
 
 	_, err = q.Acquire(t.Context(), fairshare.Ticket{Key: "alice", MaxWaiting: 2})
 	var busy *fairshare.BusyError
@@ -167,12 +166,12 @@ func TestBounds(t *testing.T) {
 	assert.GreaterOrEqual(t, busy.RetryAfter, time.Second)
 	assert.Contains(t, err.Error(), "retry after")
 
-	enqueue(q, ctx, fairshare.Ticket{Key: "bob"}, false, out)
+	enqueue(ctx, q, fairshare.Ticket{Key: "bob"}, false, out)
 	_, err = q.Acquire(t.Context(), fairshare.Ticket{Key: "carol"})
 	require.ErrorAs(t, err, &busy, "the whole queue is full")
 	assert.True(t, busy.Full)
 
-	enqueue(q, ctx, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, true, out)
+	enqueue(ctx, q, fairshare.Ticket{Key: "alice", MaxWaiting: 2}, true, out)
 	assert.Equal(t, 3, q.Waiting("alice"), "Resume waits beyond alice's bound")
 	assert.Empty(t, out)
 

@@ -8,7 +8,7 @@ import (
 	"github.com/dsh-go/harness/services/exec"
 )
 
-// CodePrincipalLimit: the command would pass one of its principal's caps in
+// CodePrincipalLimit is the code of a command refused because it would pass one of its principal's caps in
 // all (Config.PrincipalMaxBackground, PrincipalMemory, PrincipalPids); the
 // message names the cap and the flag that raises it. Nothing ran.
 const CodePrincipalLimit errcode.Code = "EXEC_PRINCIPAL_LIMIT"

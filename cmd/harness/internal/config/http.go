@@ -205,8 +205,10 @@ func httpEnv(c *Config, lookup func(string) string) error {
 		name string
 		dst  *int
 	}{
-		{"PRINCIPAL_MAX_CALLS", &c.PrincipalMaxCalls}, {"PRINCIPAL_MAX_SESSIONS", &c.PrincipalMaxSessions},
-		{"PRINCIPAL_MAX_COMMANDS", &c.PrincipalMaxCommands}, {"PRINCIPAL_MAX_BACKGROUND", &c.PrincipalMaxBackground},
+		{"PRINCIPAL_MAX_CALLS", &c.PrincipalMaxCalls},
+		{"PRINCIPAL_MAX_SESSIONS", &c.PrincipalMaxSessions},
+		{"PRINCIPAL_MAX_COMMANDS", &c.PrincipalMaxCommands},
+		{"PRINCIPAL_MAX_BACKGROUND", &c.PrincipalMaxBackground},
 		{"PRINCIPAL_EXEC_PIDS", &c.PrincipalExecPids},
 	} {
 		if v := lookup(i.name); v != "" {
@@ -333,9 +335,13 @@ func (c *Config) validateHTTP() error {
 		key string
 		v   int64
 	}{
-		{"max-request-bytes", c.MaxRequestBytes}, {"principal-max-calls", int64(c.PrincipalMaxCalls)}, {"session-idle", int64(c.SessionIdle)},
-		{"shutdown-timeout", int64(c.ShutdownTimeout)}, {"principal-max-sessions", int64(c.PrincipalMaxSessions)},
-		{"principal-max-commands", int64(c.PrincipalMaxCommands)}, {"principal-max-background", int64(c.PrincipalMaxBackground)},
+		{"max-request-bytes", c.MaxRequestBytes},
+		{"principal-max-calls", int64(c.PrincipalMaxCalls)},
+		{"session-idle", int64(c.SessionIdle)},
+		{"shutdown-timeout", int64(c.ShutdownTimeout)},
+		{"principal-max-sessions", int64(c.PrincipalMaxSessions)},
+		{"principal-max-commands", int64(c.PrincipalMaxCommands)},
+		{"principal-max-background", int64(c.PrincipalMaxBackground)},
 	} {
 		if f.v < 0 {
 			return fieldErr(f.key, "must not be negative")
