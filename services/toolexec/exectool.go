@@ -197,7 +197,7 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 // workspace is snapshotted right before the command and what it changed
 // journaled right after it ended, however it ended.
 func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req exec.Request) (res exec.Result, ran bool, err error) {
-	rep := report(c.Progress)
+	rep := report(c.Progress, func() int { return t.slots.Waiting(c.Principal) })
 	defer rep.stop()
 	if c.Progress != nil {
 		req.Stdout, req.Stderr = &rep.out, &rep.out

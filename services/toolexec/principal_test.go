@@ -164,3 +164,39 @@ func TestPrincipalCapsInAll(t *testing.T) {
 		})
 	}
 }
+
+// TestProgressWhileWaitingCountsThePrincipalsCommands: a command waiting
+// for a slot reports, every ProgressEvery, that it waits and how many of
+// its principal's commands wait (itself included).
+func TestProgressWhileWaitingCountsThePrincipalsCommands(t *testing.T) {
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	r, err := execlocal.New(exec.Config{})
+	require.NoError(t, err)
+	tl, err := toolexec.New(toolexec.Config{MaxConcurrent: 1}, toolexec.Deps{Runner: r, Policy: w.pol})
+	require.NoError(t, err)
+	t.Cleanup(func() { assert.NoError(t, tl.Close(context.Background())) })
+	results := make(chan tool.Result, 2)
+	go func() {
+		results <- callAs(t, tl.Exec(), w.sess, "alice", map[string]any{"command": "echo x > started; while [ ! -e go ]; do sleep 0.02; done"})
+	}()
+	require.Eventually(t, func() bool { return lines(t, filepath.Join(w.ws, "started")) == "x\n" }, bgWait, 10*time.Millisecond)
+	reports := make(chan string, 16)
+	go func() {
+		raw, _ := json.Marshal(map[string]any{"command": "echo second"})
+		results <- tl.Exec().Handler(session.NewContext(t.Context(), w.sess), tool.Call{
+			ID: "2", Principal: "alice", Arguments: raw,
+			Progress: func(_, _ float64, msg string) { reports <- msg },
+		})
+	}()
+	select {
+	case msg := <-reports:
+		assert.Regexp(t, `^waiting for a free command slot \([0-9]+s; 1 of this principal's commands waiting\)$`, msg)
+	case <-time.After(toolexec.ProgressEvery + bgWait):
+		t.Fatal("no progress report")
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(w.ws, "go"), nil, 0o644))
+	for range 2 {
+		res := <-results
+		require.False(t, res.IsError, res.Text)
+	}
+}
