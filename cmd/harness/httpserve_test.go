@@ -71,6 +71,8 @@ func newPrincipal(t *testing.T, name, ws string) httpPrincipal {
 // concurrent calls in all and GODEBUG=gctrace=1, in an empty working
 // directory of its own (cwd); it waits for the listening line, and stops
 // the server (SIGTERM, then a clean exit is expected) when the test ends.
+// maxCalls 0 sets no cap: the server runs on its defaults, with
+// GOMAXPROCS=2 (8 call slots, 4 a principal, as on a 2-core machine).
 func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int) *httpServer {
 	t.Helper()
 	bin, err := buildOnce()
@@ -82,8 +84,10 @@ func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int) *httpServer
 	for _, p := range ps {
 		sum := sha256.Sum256([]byte(p.token))
 		fmt.Fprintf(&tokens, "%s sha256:%s\n", p.name, hex.EncodeToString(sum[:]))
-		fmt.Fprintf(&principals, "  %s:\n    workspaces: [%s]\n    mode: workspace-write\n    widest-mode: workspace-write\n    max-concurrent-calls: %d\n",
-			p.name, strconv.Quote(p.ws), maxCalls)
+		fmt.Fprintf(&principals, "  %s:\n    workspaces: [%s]\n    mode: workspace-write\n    widest-mode: workspace-write\n", p.name, strconv.Quote(p.ws))
+		if maxCalls > 0 {
+			fmt.Fprintf(&principals, "    max-concurrent-calls: %d\n", maxCalls)
+		}
 	}
 	tokenFile := filepath.Join(conf, "tokens")
 	principalsFile := filepath.Join(conf, "principals.yaml")
@@ -92,12 +96,17 @@ func startHTTPServer(t *testing.T, ps []httpPrincipal, maxCalls int) *httpServer
 
 	args := []string{
 		"serve", "--listen", "127.0.0.1:0", "--token-file", tokenFile, "--principals", principalsFile,
-		"--mode", "workspace-write", "--principal-max-calls", strconv.Itoa(maxCalls),
-		"--max-concurrent-calls", strconv.Itoa(maxCalls * len(ps)), "--log-level", "warn",
+		"--mode", "workspace-write", "--log-level", "warn",
+	}
+	env := append(withoutHarnessEnv(os.Environ()), "GODEBUG=gctrace=1")
+	if maxCalls > 0 {
+		args = append(args, "--principal-max-calls", strconv.Itoa(maxCalls), "--max-concurrent-calls", strconv.Itoa(maxCalls*len(ps)))
+	} else {
+		env = append(env, "GOMAXPROCS=2")
 	}
 	s := &httpServer{cmd: exec.Command(bin, args...), cwd: t.TempDir()}
 	s.cmd.Dir = s.cwd
-	s.cmd.Env = append(withoutHarnessEnv(os.Environ()), "GODEBUG=gctrace=1")
+	s.cmd.Env = env
 	stderr, err := s.cmd.StderrPipe()
 	require.NoError(t, err)
 	require.NoError(t, s.cmd.Start())

@@ -78,6 +78,15 @@ type HostGranter interface {
 	GrantsHosts() bool
 }
 
+// Capped is a Runner whose commands each run under a cap of memory and of
+// processes (execsandbox's --exec-memory and --exec-pids): what one command
+// may take, which a principal's caps in all count (services/toolexec).
+type Capped interface {
+	// Caps returns one command's memory cap in bytes and process cap; 0
+	// for no cap.
+	Caps() (memoryBytes, pids int64)
+}
+
 // Result is how a command ended.
 type Result struct {
 	// ExitCode is the shell's exit code; -1 when a signal ended it.

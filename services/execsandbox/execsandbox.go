@@ -346,6 +346,13 @@ func (r *Runner) Close() error {
 	return errors.Join(err, r.bwrap.limits.close())
 }
 
+// Caps returns a command's memory cap in bytes and its process cap (0:
+// none), exec.Capped.
+func (r *Runner) Caps() (memoryBytes, pids int64) {
+	l := rlimits(r.cfg)
+	return int64(l.Data), int64(l.Procs)
+}
+
 // GrantsHosts reports whether confined commands reach the network through
 // the domain proxy (AllowDomains), so a command may be allowed more hosts
 // (exec.HostGranter).

@@ -64,11 +64,16 @@ var signals = map[string]syscall.Signal{
 // it starts and what it changed is journaled when it ends (exit, kill,
 // timeout, the session's end), under this call's id.
 func (t *Tool) startBackground(ctx context.Context, c *guard.Call, workspace string, req exec.Request) tool.Result {
+	done, err := t.budgets.take(c.Principal, true)
+	if err != nil {
+		return tool.ErrorResult(err.Error(), CodePrincipalLimit)
+	}
 	snap := t.snapshot(ctx, workspace, req)
 	rec := audit.FromContext(ctx).Record()
 	bg := context.WithoutCancel(ctx)
-	j, err := t.jobs.start(c.Session, req, func() { t.journal(bg, snap, rec) })
+	j, err := t.jobs.start(c.Session, req, func() { done(); t.journal(bg, snap, rec) })
 	if err != nil {
+		done()
 		return tool.ErrorResult(err.Error(), CodeBackgroundLimit)
 	}
 	if snap != nil {

@@ -15,6 +15,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/fairshare"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
@@ -173,6 +174,9 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	if !ran {
 		return tool.ErrorResult("the call was cancelled while waiting for a free command slot", CodeCancelled)
 	}
+	if lim, ok := errors.AsType[*principalLimitError](err); ok {
+		return tool.ErrorResult(lim.Error(), CodePrincipalLimit)
+	}
 	if err != nil {
 		return t.g.Fail(err, req.Policy)
 	}
@@ -182,16 +186,18 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 	return r
 }
 
-// runNow runs req in one of the command slots, waiting for one first, and
+// runNow runs req in one of the command slots, waiting for one first (its
+// principal's turn, under Config.PrincipalMaxConcurrent), and
 // reports its progress to the call's Progress every ProgressEvery. The wait
 // and the run happen through the call's Idle: they hold a command slot, not
 // the front end's call slot (the command slots are the commands' own cap),
 // so other calls never queue behind commands. ran is false when ctx ended
-// before a slot was free (nothing ran). With --journal-commands, the
+// before a slot was free (nothing ran); err is a *principalLimitError when
+// the command would pass its principal's caps in all (nothing ran). With --journal-commands, the
 // workspace is snapshotted right before the command and what it changed
 // journaled right after it ended, however it ended.
 func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req exec.Request) (res exec.Result, ran bool, err error) {
-	rep := report(c.Progress)
+	rep := report(c.Progress, func() int { return t.slots.Waiting(c.Principal) })
 	defer rep.stop()
 	if c.Progress != nil {
 		req.Stdout, req.Stderr = &rep.out, &rep.out
@@ -201,15 +207,24 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 		idle = func(_ context.Context, wait func()) { wait() }
 	}
 	idle(ctx, func() {
-		select {
-		case t.slots <- struct{}{}:
-		case <-ctx.Done():
+		ticket := fairshare.Ticket{Key: c.Principal, Cap: t.cfg.PrincipalMaxConcurrent}
+		if c.Session != nil {
+			ticket.Sub = c.Session.ID()
+		}
+		hold, herr := t.slots.Acquire(ctx, ticket)
+		if herr != nil {
+			return // ctx ended: nothing ran
+		}
+		defer hold.Release()
+		ran = true
+		done, berr := t.budgets.take(c.Principal, false)
+		if berr != nil {
+			err = berr
 			return
 		}
-		defer func() { <-t.slots }()
+		defer done()
 		snap := t.snapshot(ctx, workspace, req)
 		rep.running.Store(true)
-		ran = true
 		res, err = t.deps.Runner.Run(ctx, req)
 		t.journal(context.WithoutCancel(ctx), snap, audit.FromContext(ctx).Record())
 	})

@@ -1,6 +1,7 @@
 package toolexec
 
 import (
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -55,9 +56,11 @@ func (t *tail) String() string {
 
 // reporter sends a running call's progress every ProgressEvery: done is the
 // seconds since the call began, the message says whether the command waits
-// for a slot or runs, and the last output.
+// for a slot (and how many of its principal's wait) or runs, and the last
+// output.
 type reporter struct {
 	progress tool.Progress
+	waiting  func() int // the principal's commands waiting for a slot
 	began    time.Time
 	out      tail
 	running  atomic.Bool
@@ -65,10 +68,11 @@ type reporter struct {
 	stopped  chan struct{}
 }
 
-// report starts reporting to p; its stop must be called before the call
+// report starts reporting to p; waiting counts the commands of the call's
+// principal that wait for a slot. Its stop must be called before the call
 // returns. Nil p reports nothing (stop is still safe).
-func report(p tool.Progress) *reporter {
-	r := &reporter{progress: p, began: time.Now(), quit: make(chan struct{}), stopped: make(chan struct{})}
+func report(p tool.Progress, waiting func() int) *reporter {
+	r := &reporter{progress: p, waiting: waiting, began: time.Now(), quit: make(chan struct{}), stopped: make(chan struct{})}
 	if p == nil {
 		close(r.stopped)
 		return r
@@ -95,7 +99,7 @@ func (r *reporter) loop() {
 // message is one report's text.
 func (r *reporter) message(elapsed time.Duration) string {
 	if !r.running.Load() {
-		return "waiting for a free command slot (" + elapsed.String() + ")"
+		return "waiting for a free command slot (" + elapsed.String() + "; " + strconv.Itoa(r.waiting()) + " of this principal's commands waiting)"
 	}
 	msg := "running for " + elapsed.String()
 	if out := r.out.String(); out != "" {

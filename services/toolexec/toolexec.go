@@ -17,6 +17,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/fairshare"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/cmdjournal"
 	"github.com/dsh-go/harness/services/exec"
@@ -39,6 +40,25 @@ type Config struct {
 	// waits for a slot (its context still applies). 0 means
 	// DefaultMaxConcurrent.
 	MaxConcurrent int `yaml:"maxConcurrent" json:"maxConcurrent"`
+	// PrincipalMaxConcurrent caps the commands one principal
+	// (tool.Call.Principal) runs at once, of the MaxConcurrent; beyond it
+	// its commands wait, and waiting commands get a free slot round-robin
+	// between principals, then between sessions. 0 means no cap of its own
+	// (MaxConcurrent). serve --listen sets --principal-max-commands.
+	PrincipalMaxConcurrent int `yaml:"principalMaxConcurrent" json:"principalMaxConcurrent"`
+	// PrincipalMaxBackground caps one principal's background commands
+	// running at once over all its sessions (each session has its own cap,
+	// MaxBackground); one more is refused with CodePrincipalLimit. 0 means
+	// none.
+	PrincipalMaxBackground int `yaml:"principalMaxBackground" json:"principalMaxBackground"`
+	// PrincipalMemory caps, in bytes, the memory one principal's running
+	// commands (foreground and background) may take in all: the sum of
+	// their caps (the runner's exec.Capped, --exec-memory); a command that
+	// would pass it is refused with CodePrincipalLimit. 0 means none; so
+	// is a runner without a memory cap.
+	PrincipalMemory int64 `yaml:"principalMemory" json:"principalMemory"`
+	// PrincipalPids is PrincipalMemory for processes (--exec-pids).
+	PrincipalPids int64 `yaml:"principalPids" json:"principalPids"`
 }
 
 // Deps are what the tool needs: the runner and the policy service (for the
@@ -59,21 +79,26 @@ type Deps struct {
 // Tool is the command tools over one runner: exec, and exec_output and
 // exec_kill for its background commands.
 type Tool struct {
-	deps  Deps
-	g     *guard.Guard
-	slots chan struct{}
-	jobs  *jobs
-	log   *zap.Logger
+	deps    Deps
+	cfg     Config
+	g       *guard.Guard
+	slots   *fairshare.Queue // the command slots, shared between principals
+	budgets *budgets         // what each principal's running commands reserve
+	jobs    *jobs
+	log     *zap.Logger
 }
 
 // New returns the tool. Errors: a nil Runner or Policy; a negative
-// MaxConcurrent.
+// MaxConcurrent or principal cap.
 func New(cfg Config, deps Deps) (*Tool, error) {
 	if deps.Runner == nil || deps.Policy == nil {
 		return nil, errors.New("toolexec: an exec.Runner and a sandboxpolicy.Service are required")
 	}
 	if cfg.MaxConcurrent < 0 {
 		return nil, fmt.Errorf("toolexec: MaxConcurrent must be a positive integer, got %d", cfg.MaxConcurrent)
+	}
+	if cfg.PrincipalMaxConcurrent < 0 || cfg.PrincipalMaxBackground < 0 || cfg.PrincipalMemory < 0 || cfg.PrincipalPids < 0 {
+		return nil, errors.New("toolexec: a principal's caps must not be negative")
 	}
 	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
@@ -92,7 +117,10 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Tool{deps: deps, g: g, slots: make(chan struct{}, cfg.MaxConcurrent), jobs: newJobs(deps.Runner), log: log.Named("toolexec")}, nil
+	return &Tool{
+		deps: deps, cfg: cfg, g: g, slots: fairshare.New(fairshare.Config{Slots: cfg.MaxConcurrent}),
+		budgets: newBudgets(cfg, deps.Runner), jobs: newJobs(deps.Runner), log: log.Named("toolexec"),
+	}, nil
 }
 
 // All returns exec, exec_kill and exec_output.

@@ -90,7 +90,7 @@ func startServer(ctx context.Context, name string, args []string, env Env, extra
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, RootsTimeout: cfg.RootsTimeout, SessionTemp: cfg.SessionTempParent()}),
+		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitingCalls: cfg.MaxWaitingCalls, CallWait: cfg.CallWait, RootsTimeout: cfg.RootsTimeout, SessionTemp: cfg.SessionTempParent()}),
 		mcpserver.Module,
 		fx.Populate(&srv),
 		fx.Options(opts...),

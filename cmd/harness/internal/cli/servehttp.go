@@ -112,13 +112,15 @@ func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, en
 // protected-resource metadata, the principals (the graph's, loaded from
 // --principals), the caps.
 func httpOptions(ctx context.Context, cfg config.Config, principals *principal.Set, logger *zap.Logger) (mcpserver.HTTPOptions, error) {
+	sessions, _, _, _, _ := cfg.PrincipalCaps()
 	opts := mcpserver.HTTPOptions{
-		AllowedOrigins:    cfg.AllowedOrigins,
-		SessionIdle:       cmp.Or(cfg.SessionIdle, config.DefaultSessionIdle),
-		MaxRequestBytes:   cmp.Or(cfg.MaxRequestBytes, maxRequestBytes(cfg)),
-		PrincipalMaxCalls: cfg.PrincipalMaxCalls,
-		Mode:              sandbox.Mode(cfg.Mode),
-		TempDir:           os.TempDir(),
+		PrincipalMaxSessions: sessions,
+		AllowedOrigins:       cfg.AllowedOrigins,
+		SessionIdle:          cmp.Or(cfg.SessionIdle, config.DefaultSessionIdle),
+		MaxRequestBytes:      cmp.Or(cfg.MaxRequestBytes, maxRequestBytes(cfg)),
+		PrincipalMaxCalls:    cfg.PrincipalMaxCalls,
+		Mode:                 sandbox.Mode(cfg.Mode),
+		TempDir:              os.TempDir(),
 	}
 	if len(cfg.TempRoots) > 0 {
 		opts.TempDir = cfg.TempRoots[0]

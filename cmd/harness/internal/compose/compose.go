@@ -131,10 +131,22 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 			fx.Supply(execsandboxConfig(cfg)),
 			runner,
 			journalCommands(cfg),
+			fx.Supply(toolexecConfig(cfg)),
 			toolexec.Module,
 		)
 	}
 	return fx.Options(append(opts, extra...)...), nil
+}
+
+// toolexecConfig is the command tools' configuration of cfg: over HTTP
+// (--listen), each principal's share of the command slots and its caps in
+// all (config.Config.PrincipalCaps); over stdio, one client, none.
+func toolexecConfig(cfg config.Config) toolexec.Config {
+	if cfg.Listen == "" {
+		return toolexec.Config{}
+	}
+	_, commands, background, memory, pids := cfg.PrincipalCaps()
+	return toolexec.Config{PrincipalMaxConcurrent: commands, PrincipalMaxBackground: background, PrincipalMemory: memory, PrincipalPids: pids}
 }
 
 // TraceLevel is the log level below debug (--log-level trace): the

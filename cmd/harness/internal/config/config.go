@@ -164,6 +164,13 @@ type Config struct {
 	// MaxConcurrentCalls caps the tool calls serve runs at once; 0 means
 	// four times GOMAXPROCS, at least 8 (see mcpserver.Options).
 	MaxConcurrentCalls int `yaml:"max-concurrent-calls"`
+	// MaxWaitingCalls bounds the calls waiting for a call slot at once (an
+	// HTTP principal's at half of it); 0 means 64 per slot (see
+	// mcpserver.Options).
+	MaxWaitingCalls int `yaml:"max-waiting-calls"`
+	// CallWait bounds how long a call waits for a slot before SERVER_BUSY;
+	// 0 means 30s.
+	CallWait time.Duration `yaml:"call-wait"`
 
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
@@ -321,6 +328,8 @@ func (c *Config) Validate() error {
 		{"write-max-bytes", int64(c.WriteMaxBytes)},
 		{"result-text-max-bytes", int64(c.ResultTextMaxBytes)},
 		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
+		{"max-waiting-calls", int64(c.MaxWaitingCalls)},
+		{"call-wait", int64(c.CallWait)},
 		{"journal-max-bytes", c.JournalMaxBytes},
 		{"audit-max-bytes", c.AuditMaxBytes},
 	} {

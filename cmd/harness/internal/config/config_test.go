@@ -237,6 +237,18 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{0, 3, 5, 7},
 		},
 		{
+			name:  "max-waiting-calls",
+			set:   layer{yaml: "max-waiting-calls: 30", env: [2]string{"MAX_WAITING_CALLS", "50"}, args: []string{"--max-waiting-calls", "70"}},
+			get:   func(c config.Config) any { return c.MaxWaitingCalls },
+			wants: [4]any{0, 30, 50, 70},
+		},
+		{
+			name:  "call-wait",
+			set:   layer{yaml: "call-wait: 10s", env: [2]string{"CALL_WAIT", "1m"}, args: []string{"--call-wait", "2m"}},
+			get:   func(c config.Config) any { return c.CallWait },
+			wants: [4]any{time.Duration(0), 10 * time.Second, time.Minute, 2 * time.Minute},
+		},
+		{
 			name:  "invariants",
 			set:   layer{yaml: "invariants: true", env: [2]string{"INVARIANTS", "false"}, args: []string{"--invariants"}},
 			get:   func(c config.Config) any { return c.Invariants },
@@ -489,6 +501,8 @@ func TestBadValues(t *testing.T) {
 		{name: "HARNESS_JOURNAL_MAX_BYTES", env: map[string]string{"HARNESS_JOURNAL_MAX_BYTES": "1G"}, wantIn: []string{"HARNESS_JOURNAL_MAX_BYTES", `"1G"`}},
 		{name: "negative --list-limit", args: []string{"--list-limit", "-5"}, wantIn: []string{"--list-limit", "-5"}},
 		{name: "negative --max-concurrent-calls", args: []string{"--max-concurrent-calls", "-1"}, wantIn: []string{"--max-concurrent-calls", "-1"}},
+		{name: "negative --max-waiting-calls", args: []string{"--max-waiting-calls", "-1"}, wantIn: []string{"--max-waiting-calls", "-1"}},
+		{name: "negative --call-wait", args: []string{"--call-wait", "-1s"}, wantIn: []string{"--call-wait"}},
 		{name: "an empty --temp-root", args: []string{"--temp-root", ""}, wantIn: []string{"--temp-root"}},
 		{name: "a blank --temp-root among good ones", args: []string{"--temp-root", "/t", "--temp-root", "  "}, wantIn: []string{"--temp-root"}},
 		{name: "HARNESS_MODE names the variable, not the flag", env: map[string]string{"HARNESS_MODE": "yolo"}, wantIn: []string{"HARNESS_MODE: ", `"yolo"`, modes}, wantNot: []string{"--mode"}},
@@ -682,6 +696,8 @@ func TestFlagsRegistration(t *testing.T) {
 		"audit-log", "audit-max-bytes",
 		"listen", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
 		"principals", "allowed-origin", "allowed-host", "session-idle", "max-request-bytes", "principal-max-calls",
+		"max-waiting-calls", "call-wait", "principal-max-sessions", "principal-max-commands", "principal-max-background",
+		"principal-exec-memory", "principal-exec-pids",
 		"tls-cert", "tls-key", "shutdown-timeout",
 	}, names)
 	for _, name := range names {

@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"flag"
 	"fmt"
 	"net"
@@ -9,6 +10,8 @@ import (
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/dsh-go/harness/services/toolexec"
 )
 
 // HTTP is the configuration of `harness serve --listen` (issue 26): the
@@ -51,6 +54,24 @@ type HTTP struct {
 	// (a principal's own max-concurrent-calls wins); 0 means half the
 	// process's cap (--max-concurrent-calls), at least 1.
 	PrincipalMaxCalls int `yaml:"principal-max-calls"`
+	// PrincipalMaxSessions caps one principal's sessions at once; 0 means
+	// DefaultPrincipalMaxSessions.
+	PrincipalMaxSessions int `yaml:"principal-max-sessions"`
+	// PrincipalMaxCommands caps one principal's commands running at once
+	// of the server's 4; 0 means half of them (2).
+	PrincipalMaxCommands int `yaml:"principal-max-commands"`
+	// PrincipalMaxBackground caps one principal's background commands
+	// running at once over its sessions; 0 means
+	// DefaultPrincipalMaxBackground.
+	PrincipalMaxBackground int `yaml:"principal-max-background"`
+	// PrincipalExecMemory caps the memory one principal's running commands
+	// may take in all (the sum of their --exec-memory caps): a size as
+	// --exec-memory takes, "none", or "" for DefaultPrincipalExecMemory.
+	PrincipalExecMemory string `yaml:"principal-exec-memory"`
+	// PrincipalExecPids caps the processes one principal's running
+	// commands may run in all (the sum of their --exec-pids caps); 0 means
+	// DefaultPrincipalExecPids, -1 none.
+	PrincipalExecPids int `yaml:"principal-exec-pids"`
 	// TLSCert and TLSKey serve HTTPS.
 	TLSCert string `yaml:"tls-cert"`
 	TLSKey  string `yaml:"tls-key"`
@@ -63,6 +84,18 @@ type HTTP struct {
 const (
 	DefaultSessionIdle     = 30 * time.Minute
 	DefaultShutdownTimeout = 30 * time.Second
+	// DefaultPrincipalMaxSessions is a principal's sessions at once: a
+	// team of agents sharing one token, not a flood.
+	DefaultPrincipalMaxSessions = 128
+	// DefaultPrincipalMaxBackground is a principal's background commands
+	// at once over its sessions (two sessions' worth).
+	DefaultPrincipalMaxBackground = 16
+	// DefaultPrincipalExecMemory is the memory a principal's running
+	// commands may take in all: 8 commands at the default --exec-memory.
+	DefaultPrincipalExecMemory = 16 << 30
+	// DefaultPrincipalExecPids is the processes a principal's running
+	// commands may run in all: 8 commands at the default --exec-pids.
+	DefaultPrincipalExecPids = 4096
 )
 
 // httpFlags registers the flags of HTTP on fs and returns, for each flag
@@ -78,7 +111,12 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 		principals  = fs.String("principals", "", "a YAML `FILE` mapping each token subject to its workspaces, mode and widest mode")
 		idle        = fs.Duration("session-idle", 0, "end an HTTP session that sent nothing for this `duration` (0: 30m)")
 		maxBody     = fs.Int64("max-request-bytes", 0, "`bytes` of one HTTP request body at most; one principal's large bodies in flight together at most twice this (0: 2x --write-max-bytes + 1 MiB, 33 MiB)")
-		perPrinc    = fs.Int("principal-max-calls", 0, "tool `calls` one principal runs at once over HTTP; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: half of --max-concurrent-calls' cap, at least 1)")
+		perPrinc    = fs.Int("principal-max-calls", 0, "tool `calls` one principal runs at once over HTTP; more wait for a slot, round-robin between principals (0: half of --max-concurrent-calls' cap, at least 1)")
+		perSess     = fs.Int("principal-max-sessions", 0, "HTTP `sessions` one principal has at once; a session past it is refused with PRINCIPAL_SESSION_LIMIT (0: 128)")
+		perCmds     = fs.Int("principal-max-commands", 0, "`commands` one principal runs at once of the server's 4; more wait, round-robin between principals (0: 2)")
+		perBg       = fs.Int("principal-max-background", 0, "background `commands` one principal runs at once over its sessions; one more is refused with EXEC_PRINCIPAL_LIMIT (0: 16)")
+		perMem      = fs.String("principal-exec-memory", "", "memory one principal's running commands may take in all, the sum of their --exec-memory caps (`size`; none: no cap; default 16G); a command past it is refused with EXEC_PRINCIPAL_LIMIT")
+		perPids     = fs.Int("principal-exec-pids", 0, "processes one principal's running commands may run in all, the sum of their --exec-pids caps (`count`; -1: no cap; 0: 4096); a command past it is refused with EXEC_PRINCIPAL_LIMIT")
 		tlsCert     = fs.String("tls-cert", "", "serve HTTPS with this certificate `FILE` (PEM; with --tls-key)")
 		tlsKey      = fs.String("tls-key", "", "the private key `FILE` of --tls-cert (PEM)")
 		drain       = fs.Duration("shutdown-timeout", 0, "on SIGTERM or SIGINT, how long the HTTP server lets the calls in flight finish (`duration`) before it closes (0: 30s)")
@@ -90,22 +128,27 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 	fs.Var(&origins, "allowed-origin", "a browser `ORIGIN` (scheme://host[:port]) whose requests are served; any other Origin gets 403 (repeatable)")
 	fs.Var(&hosts, "allowed-host", "a `HOST` (or host:port) the Host header may name besides the listen address, e.g. the public name behind a proxy (repeatable)")
 	return map[string]func(*Config){
-		"listen":               func(c *Config) { c.Listen = *listen },
-		"token-file":           func(c *Config) { c.TokenFile = *tokenFile },
-		"jwks-url":             func(c *Config) { c.JWKSURL = *jwks },
-		"jwt-issuer":           func(c *Config) { c.JWTIssuer = *issuer },
-		"jwt-audience":         func(c *Config) { c.JWTAudience = *audience },
-		"resource-url":         func(c *Config) { c.ResourceURL = *resource },
-		"principals":           func(c *Config) { c.Principals = *principals },
-		"session-idle":         func(c *Config) { c.SessionIdle = *idle },
-		"max-request-bytes":    func(c *Config) { c.MaxRequestBytes = *maxBody },
-		"principal-max-calls":  func(c *Config) { c.PrincipalMaxCalls = *perPrinc },
-		"tls-cert":             func(c *Config) { c.TLSCert = *tlsCert },
-		"tls-key":              func(c *Config) { c.TLSKey = *tlsKey },
-		"shutdown-timeout":     func(c *Config) { c.ShutdownTimeout = *drain },
-		"authorization-server": func(c *Config) { c.AuthorizationServers = authServers },
-		"allowed-origin":       func(c *Config) { c.AllowedOrigins = origins },
-		"allowed-host":         func(c *Config) { c.AllowedHosts = hosts },
+		"listen":                   func(c *Config) { c.Listen = *listen },
+		"token-file":               func(c *Config) { c.TokenFile = *tokenFile },
+		"jwks-url":                 func(c *Config) { c.JWKSURL = *jwks },
+		"jwt-issuer":               func(c *Config) { c.JWTIssuer = *issuer },
+		"jwt-audience":             func(c *Config) { c.JWTAudience = *audience },
+		"resource-url":             func(c *Config) { c.ResourceURL = *resource },
+		"principals":               func(c *Config) { c.Principals = *principals },
+		"session-idle":             func(c *Config) { c.SessionIdle = *idle },
+		"max-request-bytes":        func(c *Config) { c.MaxRequestBytes = *maxBody },
+		"principal-max-calls":      func(c *Config) { c.PrincipalMaxCalls = *perPrinc },
+		"principal-max-sessions":   func(c *Config) { c.PrincipalMaxSessions = *perSess },
+		"principal-max-commands":   func(c *Config) { c.PrincipalMaxCommands = *perCmds },
+		"principal-max-background": func(c *Config) { c.PrincipalMaxBackground = *perBg },
+		"principal-exec-memory":    func(c *Config) { c.PrincipalExecMemory = *perMem },
+		"principal-exec-pids":      func(c *Config) { c.PrincipalExecPids = *perPids },
+		"tls-cert":                 func(c *Config) { c.TLSCert = *tlsCert },
+		"tls-key":                  func(c *Config) { c.TLSKey = *tlsKey },
+		"shutdown-timeout":         func(c *Config) { c.ShutdownTimeout = *drain },
+		"authorization-server":     func(c *Config) { c.AuthorizationServers = authServers },
+		"allowed-origin":           func(c *Config) { c.AllowedOrigins = origins },
+		"allowed-host":             func(c *Config) { c.AllowedHosts = hosts },
 	}
 }
 
@@ -123,6 +166,7 @@ func httpEnv(c *Config, lookup func(string) string) error {
 		{"JWT_AUDIENCE", &c.JWTAudience},
 		{"RESOURCE_URL", &c.ResourceURL},
 		{"PRINCIPALS", &c.Principals},
+		{"PRINCIPAL_EXEC_MEMORY", &c.PrincipalExecMemory},
 		{"TLS_CERT", &c.TLSCert},
 		{"TLS_KEY", &c.TLSKey},
 	} {
@@ -157,12 +201,23 @@ func httpEnv(c *Config, lookup func(string) string) error {
 		}
 		c.MaxRequestBytes = n
 	}
-	if v := lookup("PRINCIPAL_MAX_CALLS"); v != "" {
-		var n int
-		if _, err := fmt.Sscan(v, &n); err != nil || fmt.Sprint(n) != v {
-			return fmt.Errorf("%sPRINCIPAL_MAX_CALLS: not an integer: %q", EnvPrefix, v)
+	for _, i := range []struct {
+		name string
+		dst  *int
+	}{
+		{"PRINCIPAL_MAX_CALLS", &c.PrincipalMaxCalls},
+		{"PRINCIPAL_MAX_SESSIONS", &c.PrincipalMaxSessions},
+		{"PRINCIPAL_MAX_COMMANDS", &c.PrincipalMaxCommands},
+		{"PRINCIPAL_MAX_BACKGROUND", &c.PrincipalMaxBackground},
+		{"PRINCIPAL_EXEC_PIDS", &c.PrincipalExecPids},
+	} {
+		if v := lookup(i.name); v != "" {
+			var n int
+			if _, err := fmt.Sscan(v, &n); err != nil || fmt.Sprint(n) != v {
+				return fmt.Errorf("%s%s: not an integer: %q", EnvPrefix, i.name, v)
+			}
+			*i.dst = n
 		}
-		c.PrincipalMaxCalls = n
 	}
 	return nil
 }
@@ -197,6 +252,11 @@ func (c *Config) validateHTTP() error {
 			{"allowed-origin", len(c.AllowedOrigins) > 0},
 			{"allowed-host", len(c.AllowedHosts) > 0},
 			{"resource-url", c.ResourceURL != ""},
+			{"principal-max-sessions", c.PrincipalMaxSessions != 0},
+			{"principal-max-commands", c.PrincipalMaxCommands != 0},
+			{"principal-max-background", c.PrincipalMaxBackground != 0},
+			{"principal-exec-memory", c.PrincipalExecMemory != ""},
+			{"principal-exec-pids", c.PrincipalExecPids != 0},
 		} {
 			if f.set {
 				return fieldErr(f.key, "needs --listen: it configures the HTTP front end, and without --listen serve speaks stdio")
@@ -274,10 +334,24 @@ func (c *Config) validateHTTP() error {
 	for _, f := range []struct {
 		key string
 		v   int64
-	}{{"max-request-bytes", c.MaxRequestBytes}, {"principal-max-calls", int64(c.PrincipalMaxCalls)}, {"session-idle", int64(c.SessionIdle)}, {"shutdown-timeout", int64(c.ShutdownTimeout)}} {
+	}{
+		{"max-request-bytes", c.MaxRequestBytes},
+		{"principal-max-calls", int64(c.PrincipalMaxCalls)},
+		{"session-idle", int64(c.SessionIdle)},
+		{"shutdown-timeout", int64(c.ShutdownTimeout)},
+		{"principal-max-sessions", int64(c.PrincipalMaxSessions)},
+		{"principal-max-commands", int64(c.PrincipalMaxCommands)},
+		{"principal-max-background", int64(c.PrincipalMaxBackground)},
+	} {
 		if f.v < 0 {
 			return fieldErr(f.key, "must not be negative")
 		}
+	}
+	if _, err := ParseSize(c.PrincipalExecMemory); err != nil {
+		return fieldErr("principal-exec-memory", "%v", err)
+	}
+	if c.PrincipalExecPids < -1 {
+		return fieldErr("principal-exec-pids", "must be a positive number of processes, 0 for the default (4096) or -1 for none")
 	}
 	return nil
 }
@@ -305,4 +379,28 @@ func unwrapPath(err error) error {
 		return pe.Err
 	}
 	return err
+}
+
+// PrincipalCaps returns a principal's caps in all over HTTP, defaults
+// applied: sessions, commands at once, background commands, memory in
+// bytes and processes (0: none).
+func (c *Config) PrincipalCaps() (sessions, commands, background int, memory, pids int64) {
+	sessions = cmp.Or(c.PrincipalMaxSessions, DefaultPrincipalMaxSessions)
+	commands = cmp.Or(c.PrincipalMaxCommands, max(1, toolexec.DefaultMaxConcurrent/2))
+	background = cmp.Or(c.PrincipalMaxBackground, DefaultPrincipalMaxBackground)
+	memory, _ = ParseSize(c.PrincipalExecMemory) // validated
+	switch memory {
+	case 0:
+		memory = DefaultPrincipalExecMemory
+	case -1:
+		memory = 0
+	}
+	switch c.PrincipalExecPids {
+	case 0:
+		pids = DefaultPrincipalExecPids
+	case -1:
+	default:
+		pids = int64(c.PrincipalExecPids)
+	}
+	return sessions, commands, background, memory, pids
 }

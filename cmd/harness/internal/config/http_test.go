@@ -44,6 +44,12 @@ func TestHTTPConfig(t *testing.T) {
 			{"an origin without scheme", []string{"--listen", "127.0.0.1:1", "--allowed-origin", "a.example"}, []string{"--allowed-origin", "not an origin"}},
 			{"a host with a slash", []string{"--listen", "127.0.0.1:1", "--allowed-host", "a.example/x"}, []string{"--allowed-host"}},
 			{"a negative cap", []string{"--listen", "127.0.0.1:1", "--principal-max-calls", "-1"}, []string{"--principal-max-calls", "negative"}},
+			{"a negative session cap", []string{"--listen", "127.0.0.1:1", "--principal-max-sessions", "-1"}, []string{"--principal-max-sessions", "negative"}},
+			{"a negative command cap", []string{"--listen", "127.0.0.1:1", "--principal-max-commands", "-2"}, []string{"--principal-max-commands", "negative"}},
+			{"a negative background cap", []string{"--listen", "127.0.0.1:1", "--principal-max-background", "-1"}, []string{"--principal-max-background", "negative"}},
+			{"a memory cap that is no size", []string{"--listen", "127.0.0.1:1", "--principal-exec-memory", "lots"}, []string{"--principal-exec-memory", "not a size"}},
+			{"a process cap below -1", []string{"--listen", "127.0.0.1:1", "--principal-exec-pids", "-2"}, []string{"--principal-exec-pids", "-1 for none"}},
+			{"a principal cap without --listen", []string{"--principal-max-sessions", "3"}, []string{"--principal-max-sessions", "needs --listen"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := load(t, tc.args, nil)
@@ -83,5 +89,41 @@ func TestHTTPConfig(t *testing.T) {
 		_, err := load(t, []string{"--listen", "127.0.0.1:1"}, map[string]string{"HARNESS_SHUTDOWN_TIMEOUT": "soon"})
 		require.Error(t, err)
 		assert.Contains(t, err.Error(), "HARNESS_SHUTDOWN_TIMEOUT")
+		_, err = load(t, []string{"--listen", "127.0.0.1:1"}, map[string]string{"HARNESS_PRINCIPAL_MAX_SESSIONS": "many"})
+		require.Error(t, err)
+		assert.Contains(t, err.Error(), "HARNESS_PRINCIPAL_MAX_SESSIONS")
+	})
+
+	t.Run("a principal's caps in all, every layer and the defaults", func(t *testing.T) {
+		for _, tc := range []struct {
+			name                           string
+			args                           []string
+			env                            map[string]string
+			sessions, commands, background int
+			memory, pids                   int64
+		}{
+			{name: "defaults", args: []string{"--listen", "127.0.0.1:1"}, sessions: 128, commands: 2, background: 16, memory: 16 << 30, pids: 4096},
+			{
+				name: "flags", args: []string{
+					"--listen", "127.0.0.1:1", "--principal-max-sessions", "5", "--principal-max-commands", "3",
+					"--principal-max-background", "4", "--principal-exec-memory", "1G", "--principal-exec-pids", "100",
+				},
+				sessions: 5, commands: 3, background: 4, memory: 1 << 30, pids: 100,
+			},
+			{
+				name: "variables, none for no cap", args: []string{"--listen", "127.0.0.1:1"},
+				env: map[string]string{
+					"HARNESS_PRINCIPAL_MAX_SESSIONS": "7", "HARNESS_PRINCIPAL_MAX_COMMANDS": "1", "HARNESS_PRINCIPAL_MAX_BACKGROUND": "2",
+					"HARNESS_PRINCIPAL_EXEC_MEMORY": "none", "HARNESS_PRINCIPAL_EXEC_PIDS": "-1",
+				},
+				sessions: 7, commands: 1, background: 2, memory: 0, pids: 0,
+			},
+		} {
+			t.Run(tc.name, func(t *testing.T) {
+				cfg := mustLoad(t, tc.args, tc.env)
+				sessions, commands, background, memory, pids := cfg.PrincipalCaps()
+				assert.Equal(t, []any{tc.sessions, tc.commands, tc.background, tc.memory, tc.pids}, []any{sessions, commands, background, memory, pids})
+			})
+		}
 	})
 }

@@ -81,7 +81,9 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 		listLimit  = fs.Int("list-limit", 0, "`entries` one list returns at most (0: 1000)")
 		writeMax   = fs.Int("write-max-bytes", 0, "`bytes` of one write's content or one edit's new_string at most (0: 16 MiB)")
 		resultMax  = fs.Int("result-text-max-bytes", 0, "`bytes` of the before and after texts a write or edit result carries at most; larger ones are left out, the diff stays (0: 512)")
-		maxCalls   = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait in a queue of 4 per slot, beyond it SERVER_BUSY (0: 4x GOMAXPROCS, at least 8)")
+		maxCalls   = fs.Int("max-concurrent-calls", 0, "tool `calls` served at once; more wait for a slot, round-robin between principals and sessions (0: 4x GOMAXPROCS, at least 8)")
+		maxWaiting = fs.Int("max-waiting-calls", 0, "tool `calls` waiting for a slot at once, an HTTP principal's at most half of them; beyond it SERVER_BUSY (0: 64 per slot)")
+		callWait   = fs.Duration("call-wait", 0, "how long a call waits for a slot (`duration`) before SERVER_BUSY with a retry-after hint (0: 30s)")
 		inv        = fs.Bool("invariants", false, "check runtime invariants")
 		durable    = fs.String("durability", def.Durability, "durability `level`: full (a write waits for the file and directory fsyncs) or atomic (no fsync: survives a crash of the process, not of the machine)")
 		journalMax = fs.Int64("journal-max-bytes", def.JournalMaxBytes, "cap in `bytes` of the journal that keeps the prior state of every change a file tool makes, in harness's state directory ($XDG_STATE_HOME/harness/journal); the oldest go first, except a session's own, whose next change is refused instead (FS_JOURNAL_FULL); 0 turns the journal off")
@@ -160,6 +162,8 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 			"write-max-bytes":       func() { cfg.WriteMaxBytes = *writeMax },
 			"result-text-max-bytes": func() { cfg.ResultTextMaxBytes = *resultMax },
 			"max-concurrent-calls":  func() { cfg.MaxConcurrentCalls = *maxCalls },
+			"max-waiting-calls":     func() { cfg.MaxWaitingCalls = *maxWaiting },
+			"call-wait":             func() { cfg.CallWait = *callWait },
 			"invariants":            func() { cfg.Invariants = *inv },
 			"durability":            func() { cfg.Durability = *durable },
 			"workspace-owner":       func() { cfg.WorkspaceOwner = *wsOwner },
@@ -384,6 +388,7 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		{"WRITE_MAX_BYTES", &cfg.WriteMaxBytes},
 		{"RESULT_TEXT_MAX_BYTES", &cfg.ResultTextMaxBytes},
 		{"MAX_CONCURRENT_CALLS", &cfg.MaxConcurrentCalls},
+		{"MAX_WAITING_CALLS", &cfg.MaxWaitingCalls},
 		{"EXEC_PIDS", &cfg.ExecPids},
 	}
 	for _, i := range ints {
@@ -394,6 +399,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			}
 			*i.dst = n
 		}
+	}
+	if v := lookup("CALL_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%sCALL_WAIT: not a duration (such as 30s): %q", EnvPrefix, v)
+		}
+		cfg.CallWait = d
 	}
 	if v := lookup("ROOTS_TIMEOUT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -14,6 +14,8 @@ import (
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/fairshare"
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -54,6 +56,11 @@ type conn struct {
 	// session, or any session given one by Options.SessionTemp), removed
 	// when the connection ends; nil for none.
 	tempDir *sandboxpolicy.SessionTemp
+
+	// leave gives the session's place among its principal's sessions back
+	// (HTTPOptions.PrincipalMaxSessions) when the connection ends; nil for
+	// none.
+	leave func()
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -80,6 +87,10 @@ func (s *Server) endConn(c *conn) {
 	defer c.mu.Unlock()
 	if c.sess != nil && s.tracker != nil {
 		s.tracker.End(c.sess)
+	}
+	if c.leave != nil {
+		c.leave()
+		c.leave = nil
 	}
 	if c.tempDir != nil {
 		if err := c.tempDir.Remove(); err != nil {
@@ -132,22 +143,12 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 		defer s.active.Add(-1)
 		sess, ask := s.session(ctx, c, req, newProto, who)
 		if ask != nil {
+			if code, _ := ask.Meta[CodeMetaKey].(errcode.Code); code == CodeSessionLimit {
+				s.recordRefused(nil, t.Name, clientName(req), who.name, code)
+			}
 			return ask, nil
 		}
-		if front != nil && who.http {
-			// The principal's cap first: one principal's flood queues on
-			// its own slots, not the process's.
-			n := 0
-			if who.principal != nil {
-				n = who.principal.MaxConcurrentCalls
-			}
-			own := slot{l: front.limiterOf(who.name, n)}
-			if res, refused := s.takeSlot(ctx, &own, sess, t.Name, req, who); refused {
-				return res, nil
-			}
-			defer own.release()
-		}
-		call := slot{l: s.calls}
+		call := slot{q: s.calls, t: s.ticket(who, sess)}
 		if res, refused := s.takeSlot(ctx, &call, sess, t.Name, req, who); refused {
 			return res, nil
 		}
@@ -178,20 +179,45 @@ func (s *Server) handler(t *tool.Tool) mcp.ToolHandler {
 	}
 }
 
-// takeSlot acquires sl for a call of the tool named name in sess; when it cannot (the
-// queue is full: SERVER_BUSY; ctx ended: FS_ABORTED) it records the
-// refusal and returns the call's result and true.
+// ticket is who a call of who in sess is, for the call slots: over HTTP
+// its principal (capped at the principal's max-concurrent-calls, else
+// HTTPOptions.PrincipalMaxCalls, and at half the waiting calls) and its
+// session; otherwise its session only, uncapped.
+func (s *Server) ticket(who caller, sess *session.Session) fairshare.Ticket {
+	t := fairshare.Ticket{Sub: sess.ID()}
+	front := s.front.Load()
+	if front == nil || !who.http {
+		return t
+	}
+	t.Key = "principal:" + who.name
+	t.Cap = front.opts.PrincipalMaxCalls
+	if who.principal != nil && who.principal.MaxConcurrentCalls > 0 {
+		t.Cap = who.principal.MaxConcurrentCalls
+	}
+	t.MaxWaiting = max(1, s.maxWaiting/2)
+	return t
+}
+
+// takeSlot acquires sl for a call of the tool named name in sess; when it
+// cannot (the queue is full or the wait bound passed: SERVER_BUSY with a
+// retry-after hint; ctx ended: FS_ABORTED) it records the refusal and
+// returns the call's result and true.
 func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, name string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
 	err := sl.acquire(ctx)
 	if err == nil {
 		return nil, false
 	}
 	res := tool.ErrorResult("the call was cancelled while waiting for a call slot", fs.CodeAborted)
-	if errors.Is(err, errBusy) {
-		res = tool.ErrorResult(err.Error(), CodeServerBusy)
+	busy, isBusy := errors.AsType[*fairshare.BusyError](err)
+	if isBusy {
+		res = tool.ErrorResult("the server is busy: "+busy.Error(), CodeServerBusy)
 	}
 	s.recordRefused(sess, name, clientName(req), who.name, res.Code)
-	return toResult(res), true
+	out := toResult(res)
+	if isBusy {
+		out.Meta[RetryAfterMetaKey] = int64(busy.RetryAfter / time.Second)
+	}
+	return out, true
 }
 
 // maxClientName is the number of bytes of a client's name and version a

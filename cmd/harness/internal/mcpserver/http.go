@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -85,9 +86,23 @@ type HTTPOptions struct {
 	BodyTimeout time.Duration
 	// PrincipalMaxCalls caps the calls one principal (the anonymous one
 	// too) runs at once; zero or less means half the process's cap
-	// (Options.MaxConcurrentCalls), at least 1.
+	// (Options.MaxConcurrentCalls), at least 1. Beyond it the principal's
+	// calls wait with the others, round-robin between principals, at most
+	// half of Options.MaxWaitingCalls of them at once.
 	PrincipalMaxCalls int
+	// PrincipalMaxSessions caps the sessions one principal (the anonymous
+	// one too) has at once in this server; a session past it is refused at
+	// its first call with CodeSessionLimit until one of the principal's
+	// sessions ends. Zero or less means none.
+	PrincipalMaxSessions int
 }
+
+// CodeSessionLimit is the code of the tool error a call of a new session
+// gets when its principal already has HTTPOptions.PrincipalMaxSessions
+// sessions: the message names the cap and the flag that raises it
+// (--principal-max-sessions). The session gets no state; a later call
+// tries again.
+const CodeSessionLimit errcode.Code = "PRINCIPAL_SESSION_LIMIT"
 
 // HTTPHandler serves MCP over Streamable HTTP: one MCP session per
 // Mcp-Session-Id, each isolated as a stdio connection is (its own roots,
@@ -100,9 +115,33 @@ type HTTPHandler struct {
 	mcp      http.Handler
 	draining atomic.Bool
 
-	mu         sync.Mutex
-	principals map[string]*limiter            // principal name -> its call slots
-	bodies     map[string]*semaphore.Weighted // principal name -> its request bytes in flight
+	mu       sync.Mutex
+	bodies   map[string]*semaphore.Weighted // principal name -> its request bytes in flight
+	sessions map[string]int                 // principal name -> its sessions (PrincipalMaxSessions)
+}
+
+// admitSession counts a new session of the principal named name and
+// returns the func that uncounts it; when the principal is at
+// PrincipalMaxSessions it counts nothing and returns the refusal's message.
+func (h *HTTPHandler) admitSession(name string) (func(), string) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if n := h.opts.PrincipalMaxSessions; n > 0 && h.sessions[name] >= n {
+		return nil, "principal " + strconv.Quote(name) + " already has " + strconv.Itoa(h.sessions[name]) +
+			" sessions on this server, its cap (--principal-max-sessions " + strconv.Itoa(n) +
+			"); end one (close its client), or have the server's operator raise --principal-max-sessions"
+	}
+	h.sessions[name]++
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			h.mu.Lock()
+			defer h.mu.Unlock()
+			if h.sessions[name]--; h.sessions[name] <= 0 {
+				delete(h.sessions, name)
+			}
+		})
+	}, ""
 }
 
 // bodyBudgetRequests is how many requests of the largest size one
@@ -158,9 +197,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	if opts.PrincipalMaxCalls <= 0 {
 		// Half the process's slots: one principal's flood leaves the
 		// other half to the others.
-		opts.PrincipalMaxCalls = max(1, cap(s.calls.slots)/2)
+		opts.PrincipalMaxCalls = max(1, s.calls.Slots()/2)
 	}
-	h := &HTTPHandler{s: s, opts: opts, principals: map[string]*limiter{}, bodies: map[string]*semaphore.Weighted{}}
+	h := &HTTPHandler{s: s, opts: opts, bodies: map[string]*semaphore.Weighted{}, sessions: map[string]int{}}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionIdle,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
@@ -363,22 +402,6 @@ func (h *HTTPHandler) CloseSessions() {
 		_ = k.(*mcp.ServerSession).Close()
 		return true
 	})
-}
-
-// limiterOf returns the call slots of the principal named name, made with
-// n slots (n <= 0: the front end's PrincipalMaxCalls) at its first call.
-func (h *HTTPHandler) limiterOf(name string, n int) *limiter {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	l, ok := h.principals[name]
-	if !ok {
-		if n <= 0 {
-			n = h.opts.PrincipalMaxCalls
-		}
-		l = newLimiter(n)
-		h.principals[name] = l
-	}
-	return l
 }
 
 // caller is who made an MCP call: over HTTP, the principal's name (the

@@ -174,14 +174,15 @@ func resultText(m pipeMsg) string {
 	return m.Result.Content[0].Text
 }
 
-// TestConcurrentCallCap (issue 14, item 13): with --max-concurrent-calls 1
-// one call runs, four wait (four per slot), and the sixth is answered at
-// once with a SERVER_BUSY tool error; once the running call is released the
-// waiting ones run, each in turn, and all five succeed.
+// TestConcurrentCallCap (issue 14, item 13; issue 35): with
+// --max-concurrent-calls 1 and --max-waiting-calls 4 one call runs, four
+// wait, and the sixth is answered at once with a SERVER_BUSY tool error
+// that says how long to wait (at least a second); once the running call is
+// released the waiting ones run, each in turn, and all five succeed.
 func TestConcurrentCallCap(t *testing.T) {
 	b := newBlocking()
 	sink := &memorySink{}
-	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir(), MaxConcurrentCalls: 1, Sink: sink}, `{}`, b.tool())
+	p := startPipe(t, mcpserver.Options{Workspace: t.TempDir(), MaxConcurrentCalls: 1, MaxWaitingCalls: 4, Sink: sink}, `{}`, b.tool())
 	for id := 1; id <= 6; id++ {
 		p.call(t, id, "block")
 	}
@@ -191,6 +192,10 @@ func TestConcurrentCallCap(t *testing.T) {
 	assert.True(t, busy.Result.IsError)
 	assert.EqualValues(t, mcpserver.CodeServerBusy, busy.Result.Meta[mcpserver.CodeMetaKey])
 	assert.Contains(t, resultText(busy), "busy")
+	assert.Contains(t, resultText(busy), "retry after")
+	retry, ok := busy.Result.Meta[mcpserver.RetryAfterMetaKey].(float64)
+	require.True(t, ok, "the retry-after hint is a number of seconds: %v", busy.Result.Meta)
+	assert.GreaterOrEqual(t, retry, 1.0)
 	// The refused call leaves its audit record (issue 25): the tool never
 	// ran, so the server writes it.
 	recs := sink.records()

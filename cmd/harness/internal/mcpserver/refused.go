@@ -10,8 +10,9 @@ import (
 
 // recordRefused hands the sink the audit record of a call of tool the
 // server refused before the tool ran (issue 25: every call leaves one
-// record): decision Refused, outcome Error with code (SERVER_BUSY, or
-// FS_ABORTED for a call cancelled while it waited for a slot).
+// record): decision Refused, outcome Error with code (SERVER_BUSY,
+// PRINCIPAL_SESSION_LIMIT with no session, or FS_ABORTED for a call
+// cancelled while it waited for a slot).
 func (s *Server) recordRefused(sess *session.Session, tool, client, principal string, code errcode.Code) {
 	if s.opts.Sink == nil {
 		return

@@ -17,6 +17,7 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/tool"
 )
 
 // rootsKey is the input request id of a roots request.
@@ -93,6 +94,16 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		// given (a principal's workspaces, --workspace, the client's
 		// roots) or nothing.
 		announced = announced || !fixed
+	}
+	if c.sess == nil && who.http {
+		if front := s.front.Load(); front != nil {
+			leave, refusal := front.admitSession(who.name)
+			if refusal != "" {
+				s.log.Warn("a principal's session is refused: its sessions are at their cap", zap.String("principal", who.name))
+				return nil, toResult(tool.ErrorResult(refusal, CodeSessionLimit))
+			}
+			c.leave = leave
+		}
 	}
 	c.rootsStale.Store(false)
 	if c.sess == nil {

@@ -31,6 +31,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/fairshare"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -53,10 +54,17 @@ type Options struct {
 	RootsTimeout time.Duration
 	// MaxConcurrentCalls caps the tool calls running at once in the
 	// process, over all connections; zero or less means four times
-	// GOMAXPROCS, at least 8. Beyond it calls wait in a queue of four per slot, and
-	// beyond that they fail with CodeServerBusy. A call waiting for the
-	// user's approval holds no slot.
+	// GOMAXPROCS, at least 8. Beyond it calls wait for a slot, served
+	// round-robin between principals (HTTP) and between sessions; a call
+	// waiting for the user's approval, or for a command, holds no slot.
 	MaxConcurrentCalls int
+	// MaxWaitingCalls bounds the calls waiting for a slot at once over the
+	// process (one HTTP principal's at half of it); beyond it a call fails
+	// at once with CodeServerBusy. Zero or less means 64 per slot.
+	MaxWaitingCalls int
+	// CallWait bounds how long a call waits for a slot before it fails
+	// with CodeServerBusy; zero or less means DefaultCallWait.
+	CallWait time.Duration
 	// SessionTemp, when set, is the directory (the first temp root) in
 	// which each session without a principal gets a temp area of its own,
 	// mode 0700, its only temp root, removed when its connection ends
@@ -78,11 +86,12 @@ type Server struct {
 	log   *zap.Logger
 	mcp   *mcp.Server
 
-	conns   sync.Map         // *mcp.ServerSession -> *conn
-	tracker *session.Tracker // starts sessions when set
-	key     []byte           // signs approval request states
-	calls   *limiter         // the process's call slots
-	logs    *clientLogs      // the sessions that asked for log records
+	conns      sync.Map         // *mcp.ServerSession -> *conn
+	tracker    *session.Tracker // starts sessions when set
+	key        []byte           // signs approval request states
+	calls      *fairshare.Queue // the process's call slots
+	maxWaiting int              // the calls that may wait for one
+	logs       *clientLogs      // the sessions that asked for log records
 
 	front  atomic.Pointer[HTTPHandler] // the HTTP front end, when one serves
 	active atomic.Int64                // tool calls running (Drain waits for 0)
@@ -117,8 +126,9 @@ func New(opts Options, tools []*tool.Tool, log *zap.Logger, tracker *session.Tra
 	_, _ = rand.Read(key) // crypto/rand never fails on Linux
 	s := &Server{
 		opts: opts, tools: tool.Sorted(tools), log: log.Named("mcp"), key: key,
-		calls: newLimiter(opts.MaxConcurrentCalls), logs: logs, tracker: tracker,
+		logs: logs, tracker: tracker,
 	}
+	s.calls, s.maxWaiting = newCallQueue(opts)
 	// The instructions name the tools served, so they stay true.
 	var files, commands []string
 	for _, t := range s.tools {
