@@ -61,6 +61,11 @@ func (u *User) Do(fn func() error) (err error) {
 		runtime.UnlockOSThread()
 		return err
 	}
+	if prev.uid == u.UID && prev.gid == u.GID && prev.n == 0 {
+		// Already u's (an outer Do): nothing to take or give back.
+		defer runtime.UnlockOSThread()
+		return fn()
+	}
 	defer func() {
 		if rerr := prev.restore(); rerr != nil {
 			err = errors.Join(err, rerr)
@@ -68,7 +73,7 @@ func (u *User) Do(fn func() error) (err error) {
 		}
 		runtime.UnlockOSThread()
 	}()
-	if err := u.enter(); err != nil {
+	if err := u.enter(prev.n > 0); err != nil {
 		return err
 	}
 	return fn()
@@ -85,30 +90,34 @@ func (id *identity) save() error {
 	return nil
 }
 
-// restore gives the thread the identity saved: the uid first, which raises
-// the filesystem capabilities again, then the group and the groups.
+// restore gives the thread the identity saved. Each change of a
+// credential costs microseconds, so the groups are set again only when
+// there were any (Do cleared them).
 func (id *identity) restore() error {
-	return set(id.uid, id.gid, id.groups[:id.n])
+	return set(id.uid, id.gid, id.groups[:id.n], id.n > 0)
 }
 
-// enter gives the thread u's identity, with no supplementary group.
-func (u *User) enter() error {
+// enter gives the thread u's identity, with no supplementary group; clear
+// reports whether the thread has groups to clear.
+func (u *User) enter(clear bool) error {
 	if u.UID < 0 || u.GID < 0 {
 		return fmt.Errorf("fsuser: invalid identity %d:%d", u.UID, u.GID)
 	}
-	return set(u.UID, u.GID, nil)
+	return set(u.UID, u.GID, nil, clear)
 }
 
-// set gives the thread the filesystem uid, gid and supplementary groups,
-// and checks each took: setfsuid and setfsgid report no error, only the
-// previous id, so each is read back.
-func set(uid, gid int, groups []uint32) error {
+// set gives the thread the filesystem uid and gid, and with setGroups the
+// supplementary groups, and checks each took: setfsuid and setfsgid report
+// no error, only the previous id, so each is read back.
+func set(uid, gid int, groups []uint32, setGroups bool) error {
 	var list *uint32
 	if len(groups) > 0 {
 		list = &groups[0]
 	}
-	if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(list)), 0); e != 0 {
-		return fmt.Errorf("fsuser: setgroups: %w", e)
+	if setGroups {
+		if _, _, e := unix.RawSyscall(unix.SYS_SETGROUPS, uintptr(len(groups)), uintptr(unsafe.Pointer(list)), 0); e != 0 {
+			return fmt.Errorf("fsuser: setgroups: %w", e)
+		}
 	}
 	unix.RawSyscall(unix.SYS_SETFSGID, uintptr(gid), 0, 0) //nolint:errcheck // checked by reading it back
 	unix.RawSyscall(unix.SYS_SETFSUID, uintptr(uid), 0, 0) //nolint:errcheck // checked by reading it back
