@@ -97,13 +97,13 @@ func (id *identity) restore() error {
 	return set(id.uid, id.gid, id.groups[:id.n], id.n > 0)
 }
 
-// enter gives the thread u's identity, with no supplementary group; clear
-// reports whether the thread has groups to clear.
-func (u *User) enter(clear bool) error {
+// enter gives the thread u's identity, with no supplementary group;
+// hasGroups reports whether the thread has groups to clear.
+func (u *User) enter(hasGroups bool) error {
 	if u.UID < 0 || u.GID < 0 {
 		return fmt.Errorf("fsuser: invalid identity %d:%d", u.UID, u.GID)
 	}
-	return set(u.UID, u.GID, nil, clear)
+	return set(u.UID, u.GID, nil, hasGroups)
 }
 
 // set gives the thread the filesystem uid and gid, and with setGroups the
