@@ -262,3 +262,33 @@ func currentUmask() os.FileMode {
 	unix.Umask(m)
 	return os.FileMode(m)
 }
+
+// Issue 35, the other side: a root server whose workspace root belongs to
+// root has no other user to act as (fslocal.RootOwner is nil), so its file
+// tools keep root's reach, as before: the third user's secret is read and
+// a new file is root's.
+func TestRootOwnedWorkspaceFileToolsActAsRoot(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("the case is a server running as root")
+	}
+	r := newRootServerTree(t)
+	require.NoError(t, os.Chown(r.ws, 0, 0))
+	owner, err := fslocal.RootOwner(r.ws)
+	require.NoError(t, err)
+	require.Nil(t, owner)
+	policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: r.ws, TempRoots: []string{r.shared}})
+	require.NoError(t, err)
+	sb, err := fssandbox.New(policy, fslocal.Config{Cwd: r.ws, NewOwner: owner}, fssandbox.Config{}, nil)
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = sb.Close() })
+	tools, err := toolfs.New(toolfs.Config{}, toolfs.Deps{FS: sb, Policy: policy})
+	require.NoError(t, err)
+	sess := session.New("s", r.ws)
+
+	res := wrCall(t, tools.Read(), sess, map[string]any{"file_path": filepath.Join(r.private, "secret")})
+	require.False(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "s3cret")
+	res = wrCall(t, tools.Write(), sess, map[string]any{"file_path": "made.txt", "content": "made\n"})
+	require.False(t, res.IsError, res.Text)
+	assert.Equal(t, diskEntry{"made\n", 0o644 &^ currentUmask(), 0, 0}, entryOnDisk(t, filepath.Join(r.ws, "made.txt")))
+}
