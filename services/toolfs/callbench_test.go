@@ -82,7 +82,7 @@ func benchContent(i int) string {
 // f.txt (benchContent(0)), read once by the returned session. With owned
 // (a server running as root), the workspace and f.txt belong to uid 1001
 // and the backend takes that owner (fslocal.RootOwner).
-func benchTools(b *testing.B, durability fslocal.Durability, owned bool) (*toolfs.Tools, *session.Session, string) {
+func benchTools(b testing.TB, durability fslocal.Durability, owned bool) (*toolfs.Tools, *session.Session, string) {
 	b.Helper()
 	base, err := filepath.EvalSymlinks(b.TempDir())
 	require.NoError(b, err)
