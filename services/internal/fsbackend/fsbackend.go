@@ -19,6 +19,7 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 
 	"go.uber.org/zap"
@@ -48,7 +49,8 @@ type Settings struct {
 	// stat, reads, listings, searches, mutations) is reached with its
 	// filesystem identity, its uid and gid with no supplementary group, as
 	// a root server's commands run (issue 35: the kernel refuses what that
-	// user could not reach); nil leaves the process's own.
+	// user could not reach; a process not running as root keeps its own);
+	// nil leaves the process's own.
 	NewOwner *atomicwrite.Owner
 	// Journal, when set, keeps the prior state of every change a write,
 	// edit, move, delete or mkdir makes, durable before the change
@@ -182,7 +184,9 @@ func New(cfg Settings, log *zap.Logger, fence Fence) *Backend {
 		log = zap.NewNop()
 	}
 	var as *fsuser.User
-	if o := cfg.NewOwner; o != nil {
+	if o := cfg.NewOwner; o != nil && os.Geteuid() == 0 {
+		// Only root may take another identity; a server of an ordinary
+		// user reaches what that user may, already.
 		as = &fsuser.User{UID: o.UID, GID: o.GID}
 	}
 	return &Backend{
