@@ -156,32 +156,47 @@ func Grep(ctx context.Context, root string, opts GrepOptions) (GrepResult, error
 	wg.Go(func() {
 		defer close(jobs)
 		defer close(order)
-		stats, walkErr = walkDir(ctx, d, root, opts.Walk, func(e Entry) error {
-			if glob != "" && !doublestar.MatchUnvalidated(glob, e.Rel) {
+		walkErr = opts.Walk.As.Do(func() (err error) {
+			stats, err = walkDir(ctx, d, root, opts.Walk, func(e Entry) error {
+				if glob != "" && !doublestar.MatchUnvalidated(glob, e.Rel) {
+					return nil
+				}
+				j := &job{rel: e.Rel, done: make(chan struct{})}
+				select {
+				case order <- j:
+				case <-ctx.Done():
+					return ctx.Err()
+				}
+				select {
+				case jobs <- j:
+				case <-ctx.Done():
+					close(j.done) // queued in order, never scanned
+					return ctx.Err()
+				}
 				return nil
-			}
-			j := &job{rel: e.Rel, done: make(chan struct{})}
-			select {
-			case order <- j:
-			case <-ctx.Done():
-				return ctx.Err()
-			}
-			select {
-			case jobs <- j:
-			case <-ctx.Done():
-				close(j.done) // queued in order, never scanned
-				return ctx.Err()
-			}
-			return nil
+			})
+			return err
 		})
 	})
 	for range workers {
 		wg.Go(func() {
 			s := newScanner(cfg)
-			for j := range jobs {
+			scan := func(j *job) {
 				if ctx.Err() == nil {
 					j.res, j.err = scanAt(ctx, s, d, j.rel, opts.Walk.Gate, true)
 				}
+				close(j.done)
+			}
+			err := opts.Walk.As.Do(func() error {
+				for j := range jobs {
+					scan(j)
+				}
+				return nil
+			})
+			// Fail closed: a worker that cannot take the identity scans
+			// nothing; each of its jobs is a problem.
+			for j := range jobs {
+				j.err = err
 				close(j.done)
 			}
 		})

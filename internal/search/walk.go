@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/fsuser"
 )
 
 // DefaultMaxEntries is the number of entries (files and directories) a walk
@@ -50,6 +51,11 @@ type WalkOptions struct {
 	// Gate, when set, keeps the walk out of what must not be read (the
 	// deny-read set, issue 24); nil refuses nothing.
 	Gate Gate
+	// As, when set, is the filesystem identity every goroutine a search
+	// starts opens and reads under (fsuser.User.Do): a root server's
+	// workspace owner (issue 35). The caller runs its own call under it;
+	// nil leaves the process's.
+	As *fsuser.User
 }
 
 // Gate decides what a walk may open. An entry the gate skips or refuses is

@@ -49,8 +49,11 @@ type Config struct {
 	Durability Durability `yaml:"durability" json:"durability"`
 	// NewOwner, when set, owns every file and directory a mutation creates
 	// (spec difference 9: a server running as root in another user's
-	// workspace; see RootOwner); nil leaves the process's own. A replaced
-	// file keeps its owner either way.
+	// workspace; see RootOwner), and the backend acts as that user: every
+	// path it reaches is reached with the user's filesystem uid and gid and
+	// no supplementary group (issue 35; internal/fsuser), so the kernel
+	// refuses what the user could not reach. nil leaves the process's own.
+	// A replaced file keeps its owner either way.
 	NewOwner *Owner `yaml:"newOwner" json:"newOwner"`
 	// Journal, when set, keeps the prior state of every change a file tool
 	// makes before it publishes (issue 25; open it with Sync when
@@ -81,9 +84,11 @@ type Owner struct {
 }
 
 // RootOwner returns the owner new files and directories beneath the
-// workspace root root should take: root's owner when this process runs as
-// root (effective uid 0) and root belongs to another user, else nil (spec
-// difference 9). Errors: root cannot be stat'ed.
+// workspace root root should take, and the user the backend acts as
+// (Config.NewOwner): root's owner when this process runs as root (effective
+// uid 0) and root belongs to another user, else nil (spec difference 9;
+// the user a root server's commands run as). Errors: root cannot be
+// stat'ed.
 func RootOwner(root string) (*Owner, error) {
 	if os.Geteuid() != 0 {
 		return nil, nil

@@ -2,6 +2,7 @@ package toolfs_test
 
 import (
 	"fmt"
+	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -26,33 +27,45 @@ import (
 //
 //	go test -run '^$' -bench ToolCall -benchtime 2000x -count 3 ./services/toolfs/
 func BenchmarkToolCall(b *testing.B) {
-	b.Run("read", func(b *testing.B) {
-		e, sess, dp := benchTools(b, fslocal.DurabilityFull)
-		args, read := map[string]any{"file_path": dp}, e.Read()
-		b.ResetTimer()
-		for range b.N {
-			require.False(b, wrCall(b, read, sess, args).IsError)
+	owners := []bool{false}
+	if os.Geteuid() == 0 {
+		// A root server in a workspace of another user: the file tools act
+		// as that user (fslocal.Config.NewOwner).
+		owners = append(owners, true)
+	}
+	for _, owned := range owners {
+		prefix := ""
+		if owned {
+			prefix = "owner/"
 		}
-	})
-	for _, durability := range []fslocal.Durability{fslocal.DurabilityFull, fslocal.DurabilityAtomic} {
-		b.Run("overwrite/"+string(durability), func(b *testing.B) {
-			e, sess, dp := benchTools(b, durability)
-			write := e.Write()
+		b.Run(prefix+"read", func(b *testing.B) {
+			e, sess, dp := benchTools(b, fslocal.DurabilityFull, owned)
+			args, read := map[string]any{"file_path": dp}, e.Read()
 			b.ResetTimer()
-			for i := range b.N {
-				args := map[string]any{"file_path": dp, "content": benchContent(i + 1)}
-				require.False(b, wrCall(b, write, sess, args).IsError)
+			for range b.N {
+				require.False(b, wrCall(b, read, sess, args).IsError)
 			}
 		})
-		b.Run("edit/"+string(durability), func(b *testing.B) {
-			e, sess, dp := benchTools(b, durability)
-			edit := e.Edit()
-			b.ResetTimer()
-			for i := range b.N {
-				args := map[string]any{"file_path": dp, "old_string": benchLine(i), "new_string": benchLine(i + 1)}
-				require.False(b, wrCall(b, edit, sess, args).IsError)
-			}
-		})
+		for _, durability := range []fslocal.Durability{fslocal.DurabilityFull, fslocal.DurabilityAtomic} {
+			b.Run(prefix+"overwrite/"+string(durability), func(b *testing.B) {
+				e, sess, dp := benchTools(b, durability, owned)
+				write := e.Write()
+				b.ResetTimer()
+				for i := range b.N {
+					args := map[string]any{"file_path": dp, "content": benchContent(i + 1)}
+					require.False(b, wrCall(b, write, sess, args).IsError)
+				}
+			})
+			b.Run(prefix+"edit/"+string(durability), func(b *testing.B) {
+				e, sess, dp := benchTools(b, durability, owned)
+				edit := e.Edit()
+				b.ResetTimer()
+				for i := range b.N {
+					args := map[string]any{"file_path": dp, "old_string": benchLine(i), "new_string": benchLine(i + 1)}
+					require.False(b, wrCall(b, edit, sess, args).IsError)
+				}
+			})
+		}
 	}
 }
 
@@ -66,16 +79,29 @@ func benchContent(i int) string {
 }
 
 // benchTools composes the tools over the fence in a fresh workspace holding
-// f.txt (benchContent(0)), read once by the returned session.
-func benchTools(b *testing.B, durability fslocal.Durability) (*toolfs.Tools, *session.Session, string) {
+// f.txt (benchContent(0)), read once by the returned session. With owned
+// (a server running as root), the workspace and f.txt belong to uid 1001
+// and the backend takes that owner (fslocal.RootOwner).
+func benchTools(b testing.TB, durability fslocal.Durability, owned bool) (*toolfs.Tools, *session.Session, string) {
 	b.Helper()
 	base, err := filepath.EvalSymlinks(b.TempDir())
 	require.NoError(b, err)
 	ws := filepath.Join(base, "ws")
 	dp := wrPut(b, filepath.Join(ws, "f.txt"), benchContent(0))
+	var owner *fslocal.Owner
+	if owned {
+		for _, d := range []string{filepath.Dir(base), base} { // the test's temp directories are 0700
+			require.NoError(b, os.Chmod(d, 0o755))
+		}
+		for _, p := range []string{ws, dp} {
+			require.NoError(b, os.Chown(p, 1001, 1001))
+		}
+		owner, err = fslocal.RootOwner(ws)
+		require.NoError(b, err)
+	}
 	policy, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
 	require.NoError(b, err)
-	backend, err := fssandbox.New(policy, fslocal.Config{Cwd: ws, Durability: durability}, fssandbox.Config{}, nil)
+	backend, err := fssandbox.New(policy, fslocal.Config{Cwd: ws, Durability: durability, NewOwner: owner}, fssandbox.Config{}, nil)
 	require.NoError(b, err)
 	b.Cleanup(func() { _ = backend.Close() })
 	rbw := readbeforewrite.New()

@@ -19,6 +19,7 @@ package fsbackend
 import (
 	"context"
 	"errors"
+	"os"
 	"sync"
 
 	"go.uber.org/zap"
@@ -26,6 +27,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/fsuser"
 	"github.com/dsh-go/harness/internal/search"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/journal"
@@ -43,7 +45,12 @@ type Settings struct {
 	// Durability is what a write waits for (spec differences 6, 18).
 	Durability atomicwrite.Durability
 	// NewOwner, when set, owns every file and directory a mutation creates
-	// (spec difference 9); nil leaves the process's own.
+	// (spec difference 9), and every path the backend reaches (resolution,
+	// stat, reads, listings, searches, mutations) is reached with its
+	// filesystem identity, its uid and gid with no supplementary group, as
+	// a root server's commands run (issue 35: the kernel refuses what that
+	// user could not reach; a process not running as root keeps its own);
+	// nil leaves the process's own.
 	NewOwner *atomicwrite.Owner
 	// Journal, when set, keeps the prior state of every change a write,
 	// edit, move, delete or mkdir makes, durable before the change
@@ -132,7 +139,9 @@ func (f *Backend) mutate(ctx context.Context, policy *sandbox.ExecutionPolicy, t
 		if err := checkCtx(ctx, op); err != nil {
 			return err
 		}
-		return fn(at)
+		// On the thread the fence chose: every syscall of the mutation
+		// runs there (fsbackend's mutations start no goroutine).
+		return f.as.Do(func() error { return fn(at) })
 	})
 	if _, ok := errors.AsType[*fs.Error](err); !ran && !ok && (errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded)) {
 		return aborted(op, err)
@@ -151,6 +160,9 @@ type Backend struct {
 	host  *dirfd.Dir
 	fence Fence
 	locks lockTable
+	// as is the filesystem identity of Settings.NewOwner (nil: the
+	// process's own).
+	as *fsuser.User
 
 	// reclaimed holds the [dev, ino] of every directory already scanned for
 	// abandoned staging directories.
@@ -171,7 +183,14 @@ func New(cfg Settings, log *zap.Logger, fence Fence) *Backend {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	var as *fsuser.User
+	if o := cfg.NewOwner; o != nil && os.Geteuid() == 0 {
+		// Only root may take another identity; a server of an ordinary
+		// user reaches what that user may, already.
+		as = &fsuser.User{UID: o.UID, GID: o.GID}
+	}
 	return &Backend{
+		as:    as,
 		cfg:   cfg,
 		log:   log,
 		host:  dirfd.Host(),

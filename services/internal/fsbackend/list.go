@@ -51,13 +51,25 @@ var errWalkCapped = errors.New("list: the walk read fs.MaxListTreeNames names")
 // once fs.MaxListTreeNames names were read (WalkCapped). With Limit zero
 // every name is kept. Errors, all about the directory itself: CodeNotFound,
 // CodeNotDirectory, CodePermissionDenied, CodeIOError (a loop),
-// CodeAborted.
+// CodeAborted. The listing runs with the backend's filesystem identity
+// (Settings.NewOwner).
 func (f *Backend) ListDir(ctx context.Context, target fs.Target, window fs.ListWindow) (fs.Listing, error) {
 	if err := checkCtx(ctx, "list"); err != nil {
 		return fs.Listing{}, err
 	}
-	dp := target.DisplayPath
 	rel, _ := f.host.Rel(string(target.Key))
+	var listing fs.Listing
+	err := f.as.Do(func() (err error) {
+		listing, err = f.listDir(ctx, target, rel, window)
+		return err
+	})
+	return listing, err
+}
+
+// listDir is ListDir's listing of the directory rel (beneath the host
+// handle), run with the backend's filesystem identity.
+func (f *Backend) listDir(ctx context.Context, target fs.Target, rel string, window fs.ListWindow) (fs.Listing, error) {
+	dp := target.DisplayPath
 	dir, _, err := f.host.OpenParent(rel, false)
 	if errors.Is(err, unix.ENOTDIR) {
 		return fs.Listing{}, newErr(fs.CodeNotDirectory, "list", dp, err, "cannot list %q: not a directory", dp)

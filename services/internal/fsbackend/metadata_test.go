@@ -56,6 +56,11 @@ func TestRootServerKeepsTheWorkspaceOwner(t *testing.T) {
 	withUmask(t)
 	ws := filepath.Join(realTempDir(t), "ws")
 	fixture.Build(t, filepath.Dir(ws), "ws/main.c: int main(void) { return 0; }\n")
+	// The file tools act as the owner (issue 35): it must be able to reach
+	// its workspace, which the test's 0700 temporary directories forbid.
+	for _, d := range []string{filepath.Dir(filepath.Dir(ws)), filepath.Dir(ws)} {
+		require.NoError(t, os.Chmod(d, 0o755))
+	}
 	for _, p := range []string{ws, filepath.Join(ws, "main.c")} {
 		require.NoError(t, os.Chown(p, 1000, 1000))
 	}

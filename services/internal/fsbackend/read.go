@@ -28,10 +28,16 @@ const readTextMaxBytes = 64 << 20
 // openRegular opens target for reading without blocking and refuses anything
 // but a regular file by fstat on the descriptor (spec decision 7), a
 // kernel stream whose reads would consume it (see consumes), and what the
-// fence's Read refuses (the deny-read set, decided on the descriptor).
+// fence's Read refuses (the deny-read set, decided on the descriptor). The
+// open runs with the backend's filesystem identity (Settings.NewOwner).
 func (f *Backend) openRegular(op, verb string, target fs.Target) (*dirfd.File, unix.Stat_t, error) {
 	rel, _ := f.host.Rel(string(target.Key))
-	file, st, err := f.host.OpenRead(rel)
+	var file *dirfd.File
+	var st unix.Stat_t
+	err := f.as.Do(func() (err error) {
+		file, st, err = f.host.OpenRead(rel)
+		return err
+	})
 	if err != nil {
 		return nil, st, osErr(op, verb, target.DisplayPath, err)
 	}

@@ -28,7 +28,11 @@ func (f *Backend) Resolve(ctx context.Context, path string, opts fs.ResolveOptio
 	if err != nil {
 		return fs.Target{}, err
 	}
-	key, err := realpath.Canonical(dp)
+	var key string
+	err = f.as.Do(func() (err error) {
+		key, err = realpath.Canonical(dp)
+		return err
+	})
 	if err != nil {
 		return fs.Target{}, osErr("resolve", "resolve", dp, err)
 	}

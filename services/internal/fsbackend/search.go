@@ -33,10 +33,14 @@ func (f *Backend) Glob(ctx context.Context, base fs.Target, opts fs.GlobOptions)
 	if err := f.searchBase(base, op, true); err != nil {
 		return fs.GlobResult{}, err
 	}
-	res, err := search.Glob(ctx, string(base.Key), search.GlobOptions{
-		Pattern: opts.Pattern,
-		Walk:    f.walkOptions(opts.SearchScope),
-		Limit:   cmp.Or(opts.Limit, fs.DefaultSearchLimit),
+	var res search.GlobResult
+	err := f.as.Do(func() (err error) {
+		res, err = search.Glob(ctx, string(base.Key), search.GlobOptions{
+			Pattern: opts.Pattern,
+			Walk:    f.walkOptions(opts.SearchScope),
+			Limit:   cmp.Or(opts.Limit, fs.DefaultSearchLimit),
+		})
+		return err
 	})
 	if err != nil {
 		return fs.GlobResult{}, searchErr(op, base.DisplayPath, opts.Pattern, err)
@@ -90,17 +94,21 @@ func (f *Backend) Grep(ctx context.Context, base fs.Target, opts fs.GrepOptions)
 	if err := f.searchBase(base, op, false); err != nil {
 		return fs.GrepResult{}, err
 	}
-	res, err := search.Grep(ctx, string(base.Key), search.GrepOptions{
-		Pattern:       opts.Pattern,
-		Literal:       opts.Literal,
-		IgnoreCase:    opts.IgnoreCase,
-		Mode:          search.Mode(mode),
-		Before:        opts.Context,
-		After:         opts.Context,
-		Glob:          opts.Glob,
-		Walk:          f.walkOptions(opts.SearchScope),
-		Limit:         cmp.Or(opts.Limit, fs.DefaultSearchLimit),
-		MaxLineLength: opts.MaxLineLength,
+	var res search.GrepResult
+	err := f.as.Do(func() (err error) {
+		res, err = search.Grep(ctx, string(base.Key), search.GrepOptions{
+			Pattern:       opts.Pattern,
+			Literal:       opts.Literal,
+			IgnoreCase:    opts.IgnoreCase,
+			Mode:          search.Mode(mode),
+			Before:        opts.Context,
+			After:         opts.Context,
+			Glob:          opts.Glob,
+			Walk:          f.walkOptions(opts.SearchScope),
+			Limit:         cmp.Or(opts.Limit, fs.DefaultSearchLimit),
+			MaxLineLength: opts.MaxLineLength,
+		})
+		return err
 	})
 	if err != nil {
 		return fs.GrepResult{}, searchErr(op, base.DisplayPath, opts.Glob, err)
@@ -158,7 +166,7 @@ func (f *Backend) searchBase(base fs.Target, op string, dirOnly bool) error {
 // walkOptions maps a search scope to the walk's options, with the fence's
 // gate.
 func (f *Backend) walkOptions(s fs.SearchScope) search.WalkOptions {
-	return search.WalkOptions{Hidden: s.Hidden, NoIgnore: s.NoIgnore, MaxEntries: fs.MaxSearchEntries, Gate: f.fence.Gate()}
+	return search.WalkOptions{Hidden: s.Hidden, NoIgnore: s.NoIgnore, MaxEntries: fs.MaxSearchEntries, Gate: f.fence.Gate(), As: f.as}
 }
 
 // unreadable counts the entries a walk skipped. The base itself failing to

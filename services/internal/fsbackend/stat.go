@@ -45,16 +45,19 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 // admits that descriptor (entry: only its own metadata, so the metadata of
 // what lies inside a denied directory is refused like its contents).
 // It returns the fence's refusal, to be returned as it is, or the open's
-// error (*os.PathError).
+// error (*os.PathError). The open runs with the backend's filesystem
+// identity (Settings.NewOwner).
 func (f *Backend) peek(target fs.Target, op, p string, follow, entry bool) (st unix.Stat_t, refusal, err error) {
 	flags := unix.O_PATH | unix.O_CLOEXEC
 	if !follow {
 		flags |= unix.O_NOFOLLOW
 	}
 	var fd int
-	err = retryEINTR(func() (err error) {
-		fd, err = unix.Open(p, flags, 0)
-		return err
+	err = f.as.Do(func() error {
+		return retryEINTR(func() (err error) {
+			fd, err = unix.Open(p, flags, 0)
+			return err
+		})
 	})
 	if err != nil {
 		return st, nil, &os.PathError{Op: "open", Path: p, Err: err}
@@ -79,7 +82,11 @@ func (f *Backend) Lstat(ctx context.Context, path string, opts fs.ResolveOptions
 	}
 	p := dp
 	if dir := filepath.Dir(dp); dir != dp {
-		parent, err := realpath.Canonical(dir)
+		var parent string
+		err := f.as.Do(func() (err error) {
+			parent, err = realpath.Canonical(dir)
+			return err
+		})
 		if isAbsent(err) {
 			return nil, nil
 		}

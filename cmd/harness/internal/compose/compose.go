@@ -184,10 +184,10 @@ func NewLogger(cfg config.Config, out io.Writer) (*zap.Logger, error) {
 	return zap.New(zapcore.NewCore(encoder, zapcore.AddSync(out), level)), nil
 }
 
-// workspaceOwner returns the owner new files and directories take (spec
-// difference 9): with --workspace-owner, the workspace root's (--workspace,
-// else the working directory) when the process runs as root and the root
-// belongs to another user; else nil.
+// workspaceOwner returns the owner new files and directories take and the
+// file tools act as (spec difference 9, issue 35): with --workspace-owner,
+// the workspace root's (--workspace, else the working directory) when the
+// process runs as root and the root belongs to another user; else nil.
 func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
 	if !cfg.WorkspaceOwner {
 		return nil, nil

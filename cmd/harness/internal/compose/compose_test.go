@@ -409,6 +409,11 @@ func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
 	}
 	d := newDirs(t)
 	require.NoError(t, os.Chown(d.ws, 1000, 1000))
+	// The file tools act as the owner (issue 35): it must be able to reach
+	// its workspace, which the test's 0700 temporary directories forbid.
+	for _, p := range []string{filepath.Dir(filepath.Dir(d.ws)), filepath.Dir(d.ws)} {
+		require.NoError(t, os.Chmod(p, 0o755))
+	}
 	for _, c := range []struct {
 		name       string
 		fs, mode   string

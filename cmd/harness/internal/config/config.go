@@ -180,8 +180,8 @@ type Config struct {
 	// fsync).
 	Durability string `yaml:"durability"`
 	// WorkspaceOwner gives new files and directories the workspace root's
-	// owner when the process runs as root and the root belongs to another
-	// user (on by default).
+	// owner, and makes the file tools act as that owner, when the process
+	// runs as root and the root belongs to another user (on by default).
 	WorkspaceOwner bool `yaml:"workspace-owner"`
 	// JournalMaxBytes is the cap in bytes of the journal that keeps the
 	// prior state of every change a file tool makes (issue 25), in
