@@ -77,7 +77,7 @@ func (r *Runner) Isolation() Isolation {
 		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
-		"a writable root's own mode, owner and times while a command runs: a command that owns the root (its workspace root; the temp roots for a root-owned workspace's) may change them; the runner puts them back when the command ends",
+		"a writable root's own mode, owner and times for an instant: a command that owns the root (its workspace root; the temp roots for a root-owned workspace's) may change them, and the runner puts them back as it sees the change and when the command ends",
 		"the descriptions (never the payloads) of the kernel keys the command's user may view, in /proc/keys",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {

@@ -1,7 +1,9 @@
 package execsandbox
 
 import (
+	"encoding/binary"
 	"fmt"
+	"os"
 	"strconv"
 	"sync"
 	"time"
@@ -19,14 +21,22 @@ const timeSlack = time.Second
 // which owns the host's /tmp; any workspace's commands own their workspace
 // root), and no mechanism a command is under refuses it a chmod, chgrp or
 // utimes of the root's own inode. So the runner records each root's mode,
-// owner and times before the first of the commands using it starts, and
-// puts back what differs when each of them ends. It is safe for concurrent
-// use: while commands run, the record is the one made before the first of
-// them started, so one command's change is never recorded as the root's
-// state for another.
+// owner and times before the first of the commands using it starts, puts
+// back what differs as soon as inotify reports a change of the root's
+// attributes (IN_ATTRIB on the root itself), and again when each of the
+// commands ends. It is safe for concurrent use: while commands run, the
+// record is the one made before the first of them started, so one
+// command's change is never recorded as the root's state for another.
 type rootGuard struct {
 	mu    sync.Mutex
 	roots map[string]*rootRecord
+	// watch is the inotify instance watching the held roots (nil while
+	// none is held), its descriptor watchFD (never File.Fd, which would
+	// make its reads blocking, so Close could not end them); byWatch finds
+	// a root by its watch descriptor.
+	watch   *os.File
+	watchFD int
+	byWatch map[int32]*rootRecord
 }
 
 // rootRecord is a root's state before its commands started.
@@ -37,9 +47,13 @@ type rootRecord struct {
 	st      unix.Stat_t
 	started time.Time
 	users   int
+	// wd is its inotify watch (-1: none).
+	wd int32
 }
 
-func newRootGuard() *rootGuard { return &rootGuard{roots: map[string]*rootRecord{}} }
+func newRootGuard() *rootGuard {
+	return &rootGuard{roots: map[string]*rootRecord{}, byWatch: map[int32]*rootRecord{}}
+}
 
 // hold records each of roots (absolute paths of directories; a missing one
 // is skipped) unless a running command already did, and returns what puts
@@ -59,12 +73,13 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 		if err != nil {
 			continue
 		}
-		rec := &rootRecord{fd: fd, started: time.Now(), users: 1}
+		rec := &rootRecord{fd: fd, started: time.Now(), users: 1, wd: -1}
 		if unix.Fstat(fd, &rec.st) != nil {
 			_ = unix.Close(fd)
 			continue
 		}
 		g.roots[r] = rec
+		g.watchRoot(rec)
 		held = append(held, r)
 	}
 	return func() error {
@@ -77,14 +92,72 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 				errs = append(errs, fmt.Errorf("%s: %w", r, err))
 			}
 			if rec.users--; rec.users == 0 {
+				g.unwatch(rec)
 				_ = unix.Close(rec.fd)
 				delete(g.roots, r)
 			}
+		}
+		if len(g.roots) == 0 && g.watch != nil {
+			// The reader ends at its next read.
+			_ = g.watch.Close()
+			g.watch = nil
 		}
 		if len(errs) > 0 {
 			return fmt.Errorf("cannot put back the writable roots' own mode, owner or times: %v", errs)
 		}
 		return nil
+	}
+}
+
+// watchRoot watches rec's inode for attribute changes, starting the
+// inotify instance and its reader when it is the first; without inotify
+// (none left for this user) the root is put back at the end only. Call with
+// g.mu held.
+func (g *rootGuard) watchRoot(rec *rootRecord) {
+	if g.watch == nil {
+		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		if err != nil {
+			return
+		}
+		g.watch, g.watchFD = os.NewFile(uintptr(fd), "inotify"), fd
+		go g.read(g.watch)
+	}
+	// By the descriptor held: the inode recorded, whatever the path is now.
+	wd, err := unix.InotifyAddWatch(g.watchFD, "/proc/self/fd/"+strconv.Itoa(rec.fd), unix.IN_ATTRIB)
+	if err != nil {
+		return
+	}
+	rec.wd = int32(wd) //nolint:gosec // watch descriptors are small
+	g.byWatch[rec.wd] = rec
+}
+
+// unwatch ends rec's watch. Call with g.mu held.
+func (g *rootGuard) unwatch(rec *rootRecord) {
+	if rec.wd >= 0 && g.watch != nil {
+		_, _ = unix.InotifyRmWatch(g.watchFD, uint32(rec.wd))
+		delete(g.byWatch, rec.wd)
+	}
+}
+
+// read puts back each root whose attributes watch reports changed, until
+// watch is closed.
+func (g *rootGuard) read(watch *os.File) {
+	buf := make([]byte, 64*(unix.SizeofInotifyEvent+unix.NAME_MAX+1))
+	for {
+		n, err := watch.Read(buf)
+		if err != nil {
+			return
+		}
+		g.mu.Lock()
+		for off := 0; off+unix.SizeofInotifyEvent <= n; {
+			wd := int32(binary.NativeEndian.Uint32(buf[off:])) //nolint:gosec // struct inotify_event's wd
+			next := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
+			if rec := g.byWatch[wd]; rec != nil && g.watch == watch {
+				_ = rec.restore() // the end of the command reports a failure
+			}
+			off = next
+		}
+		g.mu.Unlock()
 	}
 }
 

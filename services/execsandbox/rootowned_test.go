@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -150,6 +151,21 @@ func TestCommandsKeepWritableRootsAsTheyWere(t *testing.T) {
 						require.Equal(t, before, after)
 					})
 				}
+			}
+			for _, root := range []string{tmpLike, w.ws} {
+				t.Run("put back while the command runs "+filepath.Base(root), func(t *testing.T) {
+					fi, err := os.Stat(root)
+					require.NoError(t, err)
+					want := strconv.FormatUint(uint64(fi.Mode().Perm()), 8)
+					if fi.Mode()&os.ModeSticky != 0 {
+						want = "1" + want
+					}
+					// The command waits (a minute at most) to see its
+					// root put back, then says what it sees.
+					res := w.run(t, sandbox.WorkspaceWrite, "chmod 0700 "+root+"; i=0; "+
+						"while [ \"$(stat -c %a "+root+")\" != "+want+" ] && [ $i -lt 1200 ]; do sleep 0.05; i=$((i+1)); done; stat -c %a "+root)
+					require.Equal(t, want+"\n", res.Stdout.Text, "%q", res.Stderr.Text)
+				})
 			}
 		})
 	}
