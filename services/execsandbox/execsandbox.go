@@ -126,8 +126,6 @@ type Runner struct {
 	named []pinnedSocket
 	// sockWalk finds the socket files inside the writable roots.
 	sockWalk *socketWalker
-	// roots puts back the writable roots' own mode, owner and times.
-	roots *rootGuard
 }
 
 // New returns the confining runner. Errors: a nil policy service; an invalid
@@ -167,7 +165,7 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	if err != nil {
 		return nil, err
 	}
-	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy), named: named, sockWalk: newSocketWalker(), roots: newRootGuard()}
+	r := &Runner{cfg: cfg, run: run, policy: policy, helper: helper, finder: newFinder(policy), masker: newMasker(policy), named: named, sockWalk: newSocketWalker()}
 	if r.proxy, err = newProxy(cfg); err != nil {
 		return nil, err
 	}
@@ -221,7 +219,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	}
 	var res exec.Result
 	var refused []exec.RefusedHost
-	restore := r.roots.hold(req.Policy.WritableRoots())
+	restore := heldRoots.hold(req.Policy.WritableRoots())
 	defer func() {
 		if rerr := restore(); rerr != nil && r.cfg.Log != nil {
 			r.cfg.Log.Warn("execsandbox: a command changed a writable root itself", zap.Error(rerr))

@@ -11,6 +11,13 @@ import (
 	"golang.org/x/sys/unix"
 )
 
+// maxWatchRestores bounds how often a root is put back while its commands
+// run: past it the root is put back only when each command ends. Two
+// harness processes sharing a root each keep a record of their own; one
+// made while the other's command had changed the root would have their
+// watches undo each other without end.
+const maxWatchRestores = 100
+
 // timeSlack is how far a root's times may lie outside the span its
 // commands ran in and still count as the kernel's own (file times come from
 // a coarse clock).
@@ -47,13 +54,15 @@ type rootRecord struct {
 	st      unix.Stat_t
 	started time.Time
 	users   int
-	// wd is its inotify watch (-1: none).
-	wd int32
+	// wd is its inotify watch (-1: none); restores counts the changes it
+	// reported.
+	wd       int32
+	restores int
 }
 
-func newRootGuard() *rootGuard {
-	return &rootGuard{roots: map[string]*rootRecord{}, byWatch: map[int32]*rootRecord{}}
-}
+// heldRoots is the process's one rootGuard, shared by its Runners, so no
+// Runner records a root another's command has changed.
+var heldRoots = &rootGuard{roots: map[string]*rootRecord{}, byWatch: map[int32]*rootRecord{}}
 
 // hold records each of roots (absolute paths of directories; a missing one
 // is skipped) unless a running command already did, and returns what puts
@@ -136,6 +145,7 @@ func (g *rootGuard) unwatch(rec *rootRecord) {
 	if rec.wd >= 0 && g.watch != nil {
 		_, _ = unix.InotifyRmWatch(g.watchFD, uint32(rec.wd))
 		delete(g.byWatch, rec.wd)
+		rec.wd = -1
 	}
 }
 
@@ -154,6 +164,9 @@ func (g *rootGuard) read(watch *os.File) {
 			next := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
 			if rec := g.byWatch[wd]; rec != nil && g.watch == watch {
 				_ = rec.restore() // the end of the command reports a failure
+				if rec.restores++; rec.restores == maxWatchRestores {
+					g.unwatch(rec)
+				}
 			}
 			off = next
 		}
