@@ -3,10 +3,14 @@ package subproc
 import (
 	"errors"
 	"fmt"
+	"runtime"
+	"unsafe"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
+	"github.com/elastic/go-seccomp-bpf/arch"
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+	"golang.org/x/net/bpf"
 	"golang.org/x/sys/unix"
 
 	hlandlock "github.com/dsh-go/harness/internal/landlock"
@@ -52,9 +56,13 @@ var ErrNamedSockets = errors.New("named Unix sockets (--unix-socket) need Landlo
 	"neither is here, so the command was not run rather than run able to reach every Unix socket")
 
 // confine restricts the helper, all its threads and everything it starts:
-// a Landlock domain that allows writes only beneath c.WritableRoots (and to
-// DevicePaths), then a seccomp filter for sockets. Order matters: Landlock
-// sets no_new_privs, which an unprivileged seccomp filter needs.
+// a session keyring of its own (ownKeyring), a Landlock domain that allows
+// writes only beneath c.WritableRoots (and to DevicePaths), then the seccomp
+// filters (nativeOnly, filterSyscalls). Order matters: Landlock sets
+// no_new_privs, which an unprivileged seccomp filter needs, and the keyring
+// is joined before keyctl is refused. The calling goroutine stays on its
+// thread from here on: the keyring is the thread's, and the exec that
+// follows must come from that thread.
 func confine(c Confinement) error {
 	caps := Probe()
 	if caps.LandlockABI < 1 {
@@ -63,12 +71,106 @@ func confine(c Confinement) error {
 	if !c.UnixSockets && len(c.UnixSocketPaths) > 0 && !caps.ResolveUnix && !c.socketsMasked {
 		return ErrNamedSockets
 	}
+	runtime.LockOSThread()
+	if err := ownKeyring(); err != nil {
+		return err
+	}
 	if err := restrictFS(c, caps.LandlockABI); err != nil {
 		return fmt.Errorf("landlock: %w", err)
 	}
 	if err := filterSyscalls(c); err != nil {
 		return fmt.Errorf("seccomp: %w", err)
 	}
+	if err := nativeOnly(); err != nil {
+		return fmt.Errorf("seccomp: %w", err)
+	}
+	return nil
+}
+
+// ownKeyring makes the calling thread join a new anonymous session keyring,
+// so the command inherits none of the server's (the kernel uses a
+// possessed keyring's keys for the process: payloads, kAFS and NFS
+// tokens). A kernel without keys (ENOSYS) has none to inherit. Errors: the
+// kernel refused a new keyring (the user's key quota is full,
+// /proc/sys/kernel/keys/maxkeys).
+func ownKeyring() error {
+	// A NULL name: an anonymous keyring no other process can join by name.
+	_, err := unix.KeyctlInt(unix.KEYCTL_JOIN_SESSION_KEYRING, 0, 0, 0, 0)
+	if err != nil && !errors.Is(err, unix.ENOSYS) {
+		return fmt.Errorf("cannot give the command a session keyring of its own (the user's key quota, /proc/sys/kernel/keys/maxkeys, may be full): %w", err)
+	}
+	return nil
+}
+
+// specialBits are the set-user-ID and set-group-ID mode bits.
+const specialBits = unix.S_ISUID | unix.S_ISGID
+
+// creating are the open flags under which open's mode argument is used:
+// O_CREAT, and O_TMPFILE's own bit (O_TMPFILE includes O_DIRECTORY, which
+// alone ignores the mode).
+const creating = unix.O_CREAT | (unix.O_TMPFILE &^ unix.O_DIRECTORY)
+
+// specialModeRules are the native calls that would give a file a special
+// bit (specialBits in their mode argument): chmod, fchmod, fchmodat,
+// fchmodat2, creat, mknod, mknodat, and open and openat when creating.
+// Calls a native ABI lacks (arm64 has no chmod) are left out. mkdir(2)
+// ignores both bits; openat2 is refused whole (its mode is in a structure
+// seccomp cannot read); file capabilities need CAP_SETFCAP, which no
+// command has.
+func specialModeRules(names map[string]int) []seccomp.NameWithConditions {
+	bits := func(arg uint32) seccomp.Condition {
+		return seccomp.Condition{Argument: arg, Operation: seccomp.BitsSet, Value: specialBits}
+	}
+	flags := func(arg uint32) seccomp.Condition {
+		return seccomp.Condition{Argument: arg, Operation: seccomp.BitsSet, Value: creating}
+	}
+	var out []seccomp.NameWithConditions
+	for _, r := range []seccomp.NameWithConditions{
+		{Name: "chmod", Conditions: seccomp.ArgumentConditions{bits(1)}},
+		{Name: "fchmod", Conditions: seccomp.ArgumentConditions{bits(1)}},
+		{Name: "fchmodat", Conditions: seccomp.ArgumentConditions{bits(2)}},
+		{Name: "fchmodat2", Conditions: seccomp.ArgumentConditions{bits(2)}},
+		{Name: "creat", Conditions: seccomp.ArgumentConditions{bits(1)}},
+		{Name: "mknod", Conditions: seccomp.ArgumentConditions{bits(1)}},
+		{Name: "mknodat", Conditions: seccomp.ArgumentConditions{bits(2)}},
+		{Name: "open", Conditions: seccomp.ArgumentConditions{flags(1), bits(2)}},
+		{Name: "openat", Conditions: seccomp.ArgumentConditions{flags(2), bits(3)}},
+	} {
+		if _, ok := names[r.Name]; ok {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// nativeOnly installs, on every thread, a filter that fails every system
+// call of another ABI than the native one with ENOSYS: the main filter
+// (filterSyscalls) matches native numbers only, and a 64-bit x86 process
+// can still make i386 calls (int 0x80) where the kernel emulates them.
+func nativeOnly() error {
+	info, err := arch.GetInfo("")
+	if err != nil {
+		return err
+	}
+	prog, err := bpf.Assemble([]bpf.Instruction{
+		bpf.LoadAbsolute{Off: 4, Size: 4}, // seccomp_data.arch
+		bpf.JumpIf{Cond: bpf.JumpEqual, Val: uint32(info.ID), SkipFalse: 1},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ALLOW},
+		bpf.RetConstant{Val: unix.SECCOMP_RET_ERRNO | uint32(unix.ENOSYS)},
+	})
+	if err != nil {
+		return err
+	}
+	filter := make([]unix.SockFilter, len(prog))
+	for i, in := range prog {
+		filter[i] = unix.SockFilter{Code: in.Op, Jt: in.Jt, Jf: in.Jf, K: in.K}
+	}
+	fprog := unix.SockFprog{Len: uint16(len(filter)), Filter: &filter[0]}
+	if _, _, errno := unix.Syscall(unix.SYS_SECCOMP, unix.SECCOMP_SET_MODE_FILTER, unix.SECCOMP_FILTER_FLAG_TSYNC,
+		uintptr(unsafe.Pointer(&fprog))); errno != 0 { //nolint:gosec // the kernel's filter layout
+		return fmt.Errorf("cannot refuse other ABIs' system calls: %w", errno)
+	}
+	runtime.KeepAlive(filter)
 	return nil
 }
 
@@ -113,7 +215,13 @@ func restrictFS(c Confinement, abi int) error {
 	return cfg.Restrict(rules...)
 }
 
-// filterSyscalls installs the seccomp filter on every thread: with network
+// filterSyscalls installs the seccomp filter on every thread. Always: no
+// call may give a file a special bit (specialModeRules: EPERM), openat2
+// fails with ENOSYS (callers fall back to openat, which the filter reads),
+// and the kernel's keys are out of reach (add_key, request_key, keyctl:
+// EPERM; keys are not namespaced, and a key's owner may change its
+// permissions by id, so a command of the server's user, or uid 0 for root's,
+// would reach them). With network
 // off, socket(2) of every family but AF_UNIX fails with EPERM; with Unix
 // sockets off and none named, AF_UNIX too (seccomp cannot read the path a
 // connect names, so pathname sockets cannot be told apart: named ones are
@@ -129,8 +237,15 @@ func filterSyscalls(c Confinement) error {
 	c.UnixSockets = c.UnixSockets || len(c.UnixSocketPaths) > 0
 	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{
 		"io_uring_setup", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
-		"fsmount", "fspick", "mount_setattr", "open_by_handle_at", "bpf",
+		"fsmount", "fspick", "mount_setattr", "open_by_handle_at", "bpf", "add_key", "request_key", "keyctl",
 	}}}
+	native, err := arch.GetInfo("")
+	if err != nil {
+		return err
+	}
+	groups = append(groups,
+		seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: specialModeRules(native.SyscallNames)},
+		seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"openat2"}})
 	switch {
 	case c.Network && c.UnixSockets:
 	case c.LoopbackOnly && !c.Network:

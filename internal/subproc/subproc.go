@@ -10,6 +10,14 @@
 // called setsid. It is mechanics: which paths are writable is decided
 // by the caller (services/execsandbox) and handed over in a Confinement.
 //
+// Every confined stage also joins a new anonymous session keyring and
+// installs seccomp filters that refuse the kernel's key calls, any call that
+// would set a set-user-ID or set-group-ID bit, openat2 (ENOSYS) and every
+// call of another ABI than the native one (ENOSYS); see confine. It does
+// not keep a writable root's own mode, owner and times: a command that owns
+// the root may change them, and the caller (services/execsandbox) puts them
+// back.
+//
 // What it does not protect: a descendant that escapes the subreaper's
 // descendant scan by exiting its parent and being reparented between two
 // scans is found by the next scan, but a process that keeps forking faster

@@ -219,6 +219,14 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return nil, nil, err
 	}
+	if uidOf(cred) == 0 {
+		// Root's own workspace: root's secrets stay root's.
+		secrets, err := rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids)
+		if err != nil {
+			return nil, nil, err
+		}
+		conf.Masked = mergeMasks(conf.Masked, secrets)
+	}
 	if err = unmasked(conf, req.Workdir); err != nil {
 		return nil, nil, err
 	}

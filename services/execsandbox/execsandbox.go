@@ -187,7 +187,10 @@ func (r *Runner) Confines() bool { return true }
 // 9), and one whose bound sockets cannot be listed for masking; a workdir
 // at or beneath a protected path is refused with exec.CodeInvalidRequest;
 // protected paths that cannot all be found within the call's deadline and
-// budget refuse the command with exec.CodeUnavailable naming where.
+// budget refuse the command with exec.CodeUnavailable naming where. Once
+// the command has ended, each writable root's own mode, owner and times are
+// put back where the command changed them (rootGuard; a failure to is
+// logged, the result stands).
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
@@ -216,6 +219,12 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	}
 	var res exec.Result
 	var refused refusals
+	restore := heldRoots.hold(req.Policy.WritableRoots())
+	defer func() {
+		if rerr := restore(); rerr != nil && r.cfg.Log != nil {
+			r.cfg.Log.Warn("execsandbox: a command changed a writable root itself", zap.Error(rerr))
+		}
+	}()
 	if r.bwrap != nil {
 		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
 	} else {

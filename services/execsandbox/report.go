@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/user"
 	"strconv"
+	"strings"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -76,6 +77,8 @@ func (r *Runner) Isolation() Isolation {
 		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
+		"a writable root's own mode, owner and times for an instant: a command that owns the root (its workspace root; the temp roots for a root-owned workspace's) may change them, and the runner puts them back as it sees the change and when the command ends",
+		"the descriptions (never the payloads) of the kernel keys the command's user may view, in /proc/keys",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by anyone (another session's command, a service, a container); "+
@@ -132,7 +135,9 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 		}
 		return fmt.Sprintf("uid %d%s, the workspace root's owner, without any capability", cred.Uid, name)
 	case os.Geteuid() == 0:
-		return "uid 0 in a user namespace of its own, without any capability (the workspace root belongs to root)"
+		return "uid 0 in a user namespace of its own, without any capability (the workspace root belongs to root); root's files that others may not read are masked in " +
+			strings.Join(systemDirs, ", ") + " (as found when a command starts), not elsewhere: root's home (its credentials are in the deny-read set), " +
+			"other filesystems mounted there, /mnt, /media, /run, /sys, and under --shared-temp root's files in the temp roots stay readable"
 	default:
 		return fmt.Sprintf("uid %d, the server's own user, without any capability", os.Geteuid())
 	}

@@ -1,0 +1,166 @@
+package execsandbox
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"syscall"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// systemDirs are where the host keeps root's own secrets (/etc/shadow,
+// /etc/gshadow, /etc/sudoers, TLS and SSH host keys, /var/log, service
+// state): walked for a command that runs as uid 0 (rootSecrets).
+var systemDirs = []string{"/etc", "/boot", "/opt", "/srv", "/var", "/usr/local/etc"}
+
+// Bounds of the walk of systemDirs: more entries in all refuse the
+// command (fail closed); more masked files in one directory mask the
+// directory instead.
+const (
+	maxSecretEntries    = 200_000
+	maxSecretFilesInDir = 64
+)
+
+// rootSecrets returns what a command of policy running as uid 0 (a root
+// server's root-owned workspace: it owns root's files, without
+// capabilities) must not read so that it reads no more of root's files than
+// an ordinary user would: beneath systemDirs, on the same filesystem as
+// each, every regular file uid 0 or a group of gids may read and others may
+// not (mode bits; masked as a file), and every directory uid 0 or those
+// groups may search and others may not (masked whole, not entered). A
+// directory others may search is entered, its listing left readable. Not
+// walked: the writable roots (what holds one is never masked whole), and
+// the command's home (root's, read as any user reads their own home; the
+// deny-read set covers its credentials; not when it is / or holds one of
+// systemDirs), and other filesystems mounted
+// beneath (a mount point is judged, not entered). A directory with more
+// than maxSecretFilesInDir such files is masked whole instead (a log
+// directory), unless it is one of systemDirs. Errors: *exec.Error with
+// CodeUnavailable when the walk did not finish (deadline, more than
+// maxSecretEntries entries).
+func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32) ([]subproc.Masked, error) {
+	roots := policy.Roots()
+	if home == "/" || !filepath.IsAbs(home) || slices.ContainsFunc(systemDirs, func(top string) bool { return dirfd.Beneath(home, top) }) {
+		home = "" // a home holding a system directory is not skipped
+	}
+	skip := func(p string) bool {
+		return (home != "" && dirfd.Beneath(home, p)) || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, p) })
+	}
+	holdsRoot := func(p string) bool {
+		return slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(p, r) }) || (home != "" && dirfd.Beneath(p, home))
+	}
+	// secret reports whether uid 0 with gids reads (want 4) or searches
+	// (want 1) what others may not.
+	secret := func(st *syscall.Stat_t, want uint32) bool {
+		perm := st.Mode & 0o777
+		var mine uint32
+		switch {
+		case st.Uid == 0:
+			mine = perm >> 6
+		case slices.Contains(gids, st.Gid):
+			mine = perm >> 3
+		default:
+			return false
+		}
+		return mine&want != 0 && perm&want == 0
+	}
+	w := secretWalk{ctx: ctx, skip: skip, holdsRoot: holdsRoot, secret: secret}
+	for _, top := range systemDirs {
+		var st syscall.Stat_t
+		if syscall.Lstat(top, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || skip(top) {
+			continue
+		}
+		if err := w.dir(top, st.Dev, true); err != nil {
+			return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err)}
+		}
+	}
+	return w.out, nil
+}
+
+// secretWalk is one walk of rootSecrets.
+type secretWalk struct {
+	ctx       context.Context
+	skip      func(string) bool
+	holdsRoot func(string) bool
+	secret    func(*syscall.Stat_t, uint32) bool
+	entries   int
+	out       []subproc.Masked
+}
+
+// dir walks dir (on device dev), adding its secrets to w.out; top says it
+// is one of systemDirs.
+func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
+	if err := w.ctx.Err(); err != nil {
+		return err
+	}
+	entries, err := os.ReadDir(dir)
+	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
+		return nil // gone, or unreadable to the command as well
+	}
+	if err != nil {
+		return err
+	}
+	if w.entries += len(entries); w.entries > maxSecretEntries {
+		return fmt.Errorf("more than %d entries beneath %v", maxSecretEntries, systemDirs)
+	}
+	var files []subproc.Masked
+	for _, e := range entries {
+		p := filepath.Join(dir, e.Name())
+		if w.skip(p) {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Lstat(p, &st) != nil {
+			continue
+		}
+		switch st.Mode & syscall.S_IFMT {
+		case syscall.S_IFREG:
+			if w.secret(&st, 4) {
+				files = append(files, subproc.Masked{Path: p})
+			}
+		case syscall.S_IFDIR:
+			switch {
+			case w.secret(&st, 1) && !w.holdsRoot(p):
+				w.out = append(w.out, subproc.Masked{Path: p, Dir: true})
+			case st.Dev != dev || (st.Mode&0o001 == 0 && !w.holdsRoot(p)):
+				// Another filesystem, or a directory others may not
+				// search that the command may not either.
+			default:
+				if err := w.dir(p, dev, false); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	if len(files) > maxSecretFilesInDir && !top && !w.holdsRoot(dir) {
+		w.out = append(w.out, subproc.Masked{Path: dir, Dir: true})
+		return nil
+	}
+	w.out = append(w.out, files...)
+	return nil
+}
+
+// mergeMasks returns a and b as one list of masks, sorted by path, none
+// beneath a masked directory.
+func mergeMasks(a, b []subproc.Masked) []subproc.Masked {
+	all := slices.Concat(a, b)
+	slices.SortFunc(all, func(x, y subproc.Masked) int { return cmp.Compare(x.Path, y.Path) })
+	var out []subproc.Masked
+	for _, m := range all {
+		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, m.Path) }) {
+			continue
+		}
+		out = append(out, m)
+	}
+	return out
+}
