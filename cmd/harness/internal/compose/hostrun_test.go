@@ -39,12 +39,13 @@ func hostRunServer(t *testing.T, unprotect []string) (map[string]func(map[string
 	return out, ws
 }
 
-// TestHostRunFilesProtected (issue 23): every default host-run file, missing
-// at the top of the workspace, is refused to both families under
+// TestHostRunFilesProtected (issues 23 and 35): every default host-run file
+// (the other clients' .zed/, opencode.json, .roo/, .aider.conf.yml, ...
+// among them), missing at the top of the workspace, is refused to both families under
 // workspace-write: the write tool answers with the sandbox's denial marker
 // and the protected rule, the command cannot create it as a file or a
-// directory, and nothing is on disk afterwards; --unprotect .vscode allows
-// that one only.
+// directory (writing beneath it gives the marker), and nothing is on disk
+// afterwards; --unprotect .vscode allows that one only.
 func TestHostRunFilesProtected(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
@@ -65,6 +66,11 @@ func TestHostRunFilesProtected(t *testing.T) {
 				assert.NotContains(t, text, "exit code 0", cmd)
 				assertAbsent(t, target)
 			}
+			// Writing beneath the reserved name meets the read-only
+			// placeholder (EROFS): the marker says so. (Creating the name
+			// itself meets an existing placeholder, EEXIST or EISDIR,
+			// from which no denial is inferred.)
+			assert.Contains(t, text, sandbox.DenialMarker(ww), text)
 		})
 	}
 	t.Run("an existing host-run file is read-only to commands", func(t *testing.T) {
