@@ -228,7 +228,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if err == nil {
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
-			c.Masked = res.Confinement.Masked
+			c.Masked, c.Disarmed = res.Confinement.Masked, res.Confinement.Disarmed
 		}
 		c.Refused = refused
 		res.Confinement = c

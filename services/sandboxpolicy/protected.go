@@ -177,6 +177,13 @@ func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Pr
 //     sandbox.VCSCommit, target is the directory itself or one of its
 //     read-only members (sandbox.GitMember, relative to it).
 //
+// Besides, for the file tools alone (the command runner leaves them
+// writable, so that git rebase, cherry-pick and revert work, and checks
+// them when a command ends): git state that runs programs
+// (sandbox.GitRunMember: rebase-merge/git-rebase-todo, rebase-merge/strategy,
+// sequencer/opts, sequencer/todo and the directories on the way to them) in
+// a `.git` met by name or a split git directory.
+//
 // Only workspace-write has protected paths. In a temp root only the entries
 // of the process's effective uid count. Errors: the search's (see
 // ProtectedEntries); the caller refuses the mutation then.
@@ -190,6 +197,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {
+			return rule, nil
+		}
+		if rule, ok := gitRunRule(rel); ok {
 			return rule, nil
 		}
 		entries, err := pr.search()
@@ -208,6 +218,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 			if rule, ok := sandbox.GitMember(parts); ok {
 				return rule + " of the git directory " + e.Path, nil
 			}
+			if rule, ok := sandbox.GitRunMember(parts); ok {
+				return rule + " of the git directory " + e.Path, nil
+			}
 		}
 		for _, e := range entries {
 			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
@@ -217,6 +230,21 @@ func (pr *Protection) Rule(target string) (string, error) {
 		return "", nil
 	}
 	return "", nil
+}
+
+// gitRunRule is the rule of rel (relative to a writable root) when it lies
+// in a `.git` directory met by name and is git state that runs programs or
+// a directory on the way to it (sandbox.GitRunMember).
+func gitRunRule(rel string) (string, bool) {
+	parts := strings.Split(rel, "/")
+	i := slices.Index(parts, ".git")
+	if i < 0 {
+		return "", false
+	}
+	if rule, ok := sandbox.GitRunMember(parts[i+1:]); ok {
+		return rule + " in .git", true
+	}
+	return "", false
 }
 
 // ProtectedAt is Protection(ctx, p).Rule(target): one decision, one search.
