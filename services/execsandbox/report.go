@@ -76,6 +76,7 @@ func (r *Runner) Isolation() Isolation {
 		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
+		"git state that runs programs (a rebase todo's exec lines, a merge strategy) a background command leaves, until it ends: each command's is disarmed when it ends",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by a relative path, "+

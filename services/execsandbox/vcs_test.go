@@ -337,3 +337,42 @@ func TestGitRunStateKept(t *testing.T) {
 	_, err = os.Stat(ran)
 	assert.NoError(t, err, "the user's own exec line ran")
 }
+
+// TestExecutableOutOfReach (issue 35, the attack review's input): a
+// checkout of harness used as the workspace, whose bin/harness is the
+// binary the client starts: no command replaces it (in place, by rename,
+// by removing its directory, or its directory renamed away), so the
+// client's next start runs what it ran before.
+func TestExecutableOutOfReach(t *testing.T) {
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
+				c.Executables = []string{filepath.Join(c.WorkspaceRoot, "bin/harness")}
+			}, func(f fixture) {
+				writeTree(t, f.ws, map[string]string{"bin/harness": "#!/bin/sh\necho harness\n", "evil": "#!/bin/sh\necho pwned\n"})
+				require.NoError(t, os.Chmod(filepath.Join(f.ws, "bin/harness"), 0o755))
+			})
+			exe := filepath.Join(w.ws, "bin/harness")
+			for _, c := range []string{
+				"echo 'echo pwned' > bin/harness",
+				"cp evil bin/harness",
+				"mv -f evil bin/harness",
+				"rm -f bin/harness && cp evil bin/harness",
+				"rm -rf bin && mkdir bin && cp evil bin/harness",
+				"mv bin bin2 && mkdir bin && cp evil bin/harness",
+				"chmod 777 bin/harness",
+			} {
+				res := w.run(t, sandbox.WorkspaceWrite, c)
+				assert.NotEqual(t, 0, res.ExitCode, "%s: stdout %q stderr %q", c, res.Stdout.Text, res.Stderr.Text)
+				b, err := os.ReadFile(exe)
+				require.NoError(t, err, c)
+				assert.Equal(t, "#!/bin/sh\necho harness\n", string(b), c)
+				st, err := os.Stat(exe)
+				require.NoError(t, err)
+				assert.Equal(t, os.FileMode(0o755), st.Mode().Perm(), c)
+			}
+			res := w.run(t, sandbox.WorkspaceWrite, "echo ok > bin/other")
+			assert.Equal(t, 0, res.ExitCode, "the rest of bin/ stays writable: %q", res.Stderr.Text)
+		})
+	}
+}

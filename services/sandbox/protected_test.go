@@ -101,3 +101,19 @@ func TestProtectedEntryAgreesWithProtected(t *testing.T) {
 	assert.True(t, none.ProtectedEntry("a/.git", true))
 	assert.False(t, none.ProtectedEntry("a/b", true))
 }
+
+// TestProtectedExecutables (issue 35): harness's executables are exact
+// protected paths, listed by Files after the configuration file and once
+// by Describe (their paths vary by install); a relative one is refused.
+func TestProtectedExecutables(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{ConfigFile: "/etc/h.yaml", Executables: []string{"/w/bin/harness", "/w/bin/../bin/harness", "/opt/harness"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/etc/h.yaml", "/w/bin/harness", "/opt/harness"}, p.Files())
+	assert.True(t, p.Executable("/w/bin/harness"))
+	assert.False(t, p.Executable("/etc/h.yaml"))
+	assert.False(t, p.ConfigFile("/w/bin/harness"))
+	d := p.Describe()
+	assert.Equal(t, "harness's own executable, where it lies inside a writable root (the file a client starts again)", d[len(d)-1])
+	_, err = sandbox.NewProtectedPaths(sandbox.ProtectOptions{Executables: []string{"bin/harness"}})
+	require.ErrorContains(t, err, "not an absolute path")
+}

@@ -99,7 +99,7 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder})
 	}
 	for _, f := range s.protect.Files() {
-		if e, ok := configEntry(f, scan); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
+		if e, ok := configEntry(f, scan, s.protect.Executable(f)); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
 			out = append(out, e)
 		}
 	}
@@ -107,10 +107,12 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	return out, nil
 }
 
-// configEntry returns the entry of the configuration file f when it is a
-// regular file inside one of roots (of the root's Owner, in a Shared root),
-// none of whose components is a symlink.
-func configEntry(f string, roots []protectscan.Root) (ProtectedEntry, bool) {
+// configEntry returns the entry of the configuration file f (or, exe,
+// harness's executable) when it is a regular file inside one of roots (of
+// the root's Owner, in a Shared root, but for the executable, which no
+// other user plants: whoever owns it, a command must not replace it), none
+// of whose components is a symlink.
+func configEntry(f string, roots []protectscan.Root, exe bool) (ProtectedEntry, bool) {
 	for _, r := range roots {
 		if !dirfd.Beneath(r.Path, f) || f == r.Path {
 			continue
@@ -125,7 +127,7 @@ func configEntry(f string, roots []protectscan.Root) (ProtectedEntry, bool) {
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
 		_ = unix.Close(fd)
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && int(st.Uid) != r.Owner) {
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && !exe && int(st.Uid) != r.Owner) {
 			return ProtectedEntry{}, false
 		}
 		return ProtectedEntry{Path: f, Dev: st.Dev, Ino: st.Ino}, true
@@ -194,6 +196,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 		}
 		if pr.s.protect.ConfigFile(target) {
 			return "harness's configuration file", nil
+		}
+		if pr.s.protect.Executable(target) {
+			return "harness's executable: a client starts it again, unconfined", nil
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {

@@ -7,7 +7,9 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -95,7 +97,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		}),
 		fx.Supply(sandboxpolicy.Config{
 			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
-			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
+			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile, Executables: executables(),
 			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead, PrivateFiles: privateFiles(cfg),
 			PrincipalRoots: principalRoots(principals),
 		}),
@@ -239,6 +241,24 @@ func principalRoots(set *principal.Set) []string {
 			if !slices.Contains(out, w) {
 				out = append(out, w)
 			}
+		}
+	}
+	return out
+}
+
+// executables are harness's own executable as the running binary
+// (os.Executable) and the command that started it (os.Args[0], made
+// absolute, when it holds a slash: a client starts that path again) name
+// it; the policy protects them inside the writable roots
+// (sandboxpolicy.Config.Executables).
+func executables() []string {
+	var out []string
+	if self, err := os.Executable(); err == nil {
+		out = append(out, self)
+	}
+	if strings.Contains(os.Args[0], "/") {
+		if abs, err := filepath.Abs(os.Args[0]); err == nil {
+			out = append(out, abs)
 		}
 	}
 	return out
