@@ -70,11 +70,15 @@ type gitStates struct {
 	short bool
 }
 
-// gitDirsOf returns the git directories among found (the split ones).
+// gitDirsOf returns the git directories among found: the split ones
+// (--vcs commit), and each other directory found that holds a HEAD file (a
+// `.git` protected whole under --vcs read-only, which a command may have
+// made below the top while it ran).
 func gitDirsOf(found []sandboxpolicy.ProtectedEntry) []string {
 	var out []string
 	for _, e := range found {
-		if e.Split {
+		var st unix.Stat_t
+		if e.Split || (e.Dir && !e.Missing && unix.Lstat(filepath.Join(e.Path, "HEAD"), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFREG) {
 			out = append(out, e.Path)
 		}
 	}

@@ -376,3 +376,19 @@ func TestExecutableOutOfReach(t *testing.T) {
 		})
 	}
 }
+
+// TestGitRunStateDisarmedVCSReadOnly (issue 35): under --vcs read-only the
+// workspace's .git is read-only whole, but a repository a command makes
+// below the top while it runs is its own: the exec line it leaves in that
+// repository's rebase todo is disarmed when it ends.
+func TestGitRunStateDisarmedVCSReadOnly(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSReadOnly)
+	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+"git init -q -b main sub && cd sub && echo s > s && git add s && git commit -qm s && "+
+		"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch pwned\\n' >\" git rebase -i HEAD")
+	todo := filepath.Join(w.ws, "sub/.git/rebase-merge/git-rebase-todo")
+	require.NotEmpty(t, res.Confinement.Disarmed, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Equal(t, todo, res.Confinement.Disarmed[0].Path)
+	b, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
+}
