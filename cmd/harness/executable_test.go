@@ -21,8 +21,9 @@ import (
 // checkout of harness used as the workspace, its bin/harness the binary
 // the client starts: a command cannot replace it, so the client's next
 // start runs harness again; started through a symlink inside the
-// workspace, the server does not start and says why (the code, the path,
-// the link, the remedy), and nothing is served.
+// workspace (by its path, or by a bare name found on PATH), the server
+// does not start under read-only or workspace-write and says why (the
+// code, the path, the link, the remedy); under danger-full-access it does.
 func TestServeExecutableInWorkspace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -57,18 +58,31 @@ func TestServeExecutableInWorkspace(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, bytes.Equal(want, got), "bin/harness changed on disk")
 
-	link := filepath.Join(w.ws, "harness")
+	// Started through a symlink in the workspace: by its path, and by a
+	// bare name found on a PATH that leads there.
+	link := filepath.Join(w.ws, "links/harness")
+	require.NoError(t, os.MkdirAll(filepath.Dir(link), 0o755))
 	require.NoError(t, os.Symlink(built, link))
-	for _, mode := range []string{"read-only", "workspace-write"} {
-		var stderr bytes.Buffer
-		serve := exec.Command(link, "serve", "--mode", mode, "--workspace", w.ws, "--temp-root", w.ws)
-		serve.Stdin, serve.Stdout, serve.Stderr = bytes.NewReader(nil), io.Discard, &stderr
-		err = serve.Run()
-		var ee *exec.ExitError
-		require.ErrorAs(t, err, &ee, stderr.String())
-		assert.Equal(t, 2, ee.ExitCode())
-		for _, s := range []string{"EXECUTABLE_EXPOSED", "harness was started as " + link, "the symlink " + link + " inside the writable root " + w.ws, "Remedy: start harness by its real path (" + built + ")"} {
-			assert.Contains(t, stderr.String(), s)
+	for _, bare := range []bool{false, true} {
+		for _, mode := range []string{"read-only", "workspace-write"} {
+			var stderr bytes.Buffer
+			serve := exec.Command(link, "serve", "--mode", mode, "--workspace", w.ws, "--temp-root", w.ws)
+			if bare {
+				serve.Args[0] = "harness"
+				serve.Env = append(os.Environ(), "PATH="+filepath.Dir(link)+":"+os.Getenv("PATH"))
+			}
+			serve.Stdin, serve.Stdout, serve.Stderr = bytes.NewReader(nil), io.Discard, &stderr
+			err = serve.Run()
+			var ee *exec.ExitError
+			require.ErrorAs(t, err, &ee, stderr.String())
+			assert.Equal(t, 2, ee.ExitCode())
+			for _, s := range []string{"EXECUTABLE_EXPOSED", "harness was started as " + link, "the symlink " + link + " inside the writable root " + w.ws, "Remedy: start harness by its real path (" + built + ")"} {
+				assert.Contains(t, stderr.String(), s, "bare name %v", bare)
+			}
 		}
 	}
+	// Under danger-full-access nothing is confined to keep it from: it
+	// serves (tools lists and exits).
+	out, err := exec.Command(link, "tools", "--mode", "danger-full-access", "--workspace", w.ws).CombinedOutput()
+	require.NoError(t, err, "%s", out)
 }

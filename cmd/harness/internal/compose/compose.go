@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -247,19 +248,25 @@ func principalRoots(set *principal.Set) []string {
 }
 
 // executables are harness's own executable as the running binary
-// (os.Executable) and the command that started it (os.Args[0], made
-// absolute, when it holds a slash: a client starts that path again) name
-// it; the policy protects them inside the writable roots
-// (sandboxpolicy.Config.Executables).
+// (os.Executable) and the command that started it (os.Args[0]: a client
+// starts that path again; made absolute, or found on PATH as the client
+// found it when it is a bare name) name it; the policy protects them
+// inside the writable roots (sandboxpolicy.Config.Executables).
 func executables() []string {
 	var out []string
 	if self, err := os.Executable(); err == nil {
 		out = append(out, self)
 	}
-	if strings.Contains(os.Args[0], "/") {
-		if abs, err := filepath.Abs(os.Args[0]); err == nil {
-			out = append(out, abs)
+	started := os.Args[0]
+	if !strings.Contains(started, "/") {
+		found, err := osexec.LookPath(started)
+		if err != nil {
+			return out
 		}
+		started = found
+	}
+	if abs, err := filepath.Abs(started); err == nil {
+		out = append(out, abs)
 	}
 	return out
 }
