@@ -77,6 +77,7 @@ func (r *Runner) Isolation() Isolation {
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
 		"git state that runs programs (a rebase todo's exec lines, a merge strategy) a background command leaves, until it ends: each command's is disarmed when it ends",
+		"a program a command puts in a PATH directory inside a writable root, ahead of the real one (harness's own executable included, for a client that starts it by a bare name)",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by a relative path, "+
