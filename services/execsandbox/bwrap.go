@@ -175,8 +175,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 // socks; under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
 // masks (masker.find); and the git directories found (gitStateCheck).
-// release ends the reservations; call it once the start has ended. Errors (the runner's *exec.Error, nothing left held): a
-// reservation or a search that failed, a workdir at or beneath a protected,
+// release ends the reservations; call it once the start has ended.
+// Errors (the runner's *exec.Error, nothing left held): a reservation or a
+// search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
 func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
 	policy := *req.Policy

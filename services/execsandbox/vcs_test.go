@@ -392,3 +392,32 @@ func TestGitRunStateDisarmedVCSReadOnly(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
 }
+
+// TestGitRunStateDisarmedLandlock (issue 35): under --exec-isolation
+// landlock, where the workspace's git directory is read-only whole, a
+// repository a command makes below the top is its own: the exec line it
+// leaves in that repository's rebase todo is disarmed when it ends.
+func TestGitRunStateDisarmedLandlock(t *testing.T) {
+	if !subproc.MountNamespace() {
+		t.Skip("no mount namespace here: --exec-isolation landlock carves out no protected path")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("as an ordinary user --exec-isolation landlock refuses every command that has protected paths to carve out (making the mounts private: operation not permitted): it fails closed, nothing to check")
+	}
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	ll, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, w.pol)
+	require.NoError(t, err)
+	res, err := ll.Run(t.Context(), exec.Request{
+		Command: gitIdentity + "git init -q -b main sub && cd sub && echo s > s && git add s && git commit -qm s && " +
+			"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch pwned\\n' >\" git rebase -i HEAD",
+		Workdir: w.ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws),
+	})
+	require.NoError(t, err)
+	todo := filepath.Join(w.ws, "sub/.git/rebase-merge/git-rebase-todo")
+	require.NotNil(t, res.Confinement)
+	require.NotEmpty(t, res.Confinement.Disarmed, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Equal(t, todo, res.Confinement.Disarmed[0].Path)
+	b, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
+}
