@@ -5,7 +5,8 @@
 // guard's SANDBOX_NETWORK_DENIED (a command refused the network, inferred
 // by the exec tool), the tools' INVALID_ARGUMENT and
 // EXEC_TIMED_OUT/EXEC_CANCELLED, the server's
-// SERVER_BUSY. Each package declares its own values of this type; a front
+// SERVER_BUSY, the policy's EXECUTABLE_EXPOSED (a server that will not
+// start). Each package declares its own values of this type; a front
 // end sends a result's code as it is (MCP: `_meta["harness/code"]`). It is
 // vocabulary: it imports nothing.
 package errcode

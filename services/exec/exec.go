@@ -145,6 +145,26 @@ type Confinement struct {
 	// them, one per connection.
 	Refused     []RefusedHost
 	RefusedMore int
+	// Disarmed is the git state that runs programs (sandbox.GitRunStates)
+	// the command created or changed in a git directory of the writable
+	// roots, found when it ended and disarmed then, so the user's git on
+	// the host runs none of it; in path order.
+	Disarmed []DisarmedState
+}
+
+// DisarmedState is one git state file a command left that would make git
+// on the host run a program, and what the runner did with it.
+type DisarmedState struct {
+	// Path is the file's absolute path ("" when the check itself could not
+	// finish: Action says why).
+	Path string
+	// Runs says what git would have run from it ("the rebase todo's exec
+	// lines").
+	Runs string
+	// Found is the line or value that would have run, at most 200 bytes.
+	Found string
+	// Action is what was done: the lines made comments, the file removed.
+	Action string
 }
 
 // MaxRefused is how many refused hosts Confinement.Refused lists.

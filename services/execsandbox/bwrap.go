@@ -131,8 +131,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
+	var check *gitStateCheck
 	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
-		conf, release, err := b.view(ctx, cfg, req, cred, socks)
+		conf, gitDirs, release, err := b.view(ctx, cfg, req, cred, socks)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
@@ -140,6 +141,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			return subproc.Outcome{}, nil, err
 		}
 		defer release()
+		if req.Policy.Mode == sandbox.WorkspaceWrite {
+			roots, uid := conf.WritableRoots, uidOf(cred)
+			check = &gitStateCheck{before: listGitStates(gitDirs), dirs: gitDirs, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+				return b.finder.find(ctx, roots, uid)
+			}}
+		}
 		conf.Limits = c.rlimits
 		out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
 			Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
@@ -151,6 +158,15 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		return exec.Result{}, refusals{}, sessionEnded()
 	}
 	res, err = bwrapResult(out, err, conf, exe, tries)
+	if check != nil && (err != nil || out.Status.Started || out.Status.Stopped) {
+		// What the command left in the repositories' rebase and sequencer
+		// state that would make git on the host run a program, however it
+		// ended.
+		d := check.disarm(ctx)
+		if res.Confinement != nil {
+			res.Confinement.Disarmed = d
+		}
+	}
 	return res, refusals{}, err // refused is set as it returns (leave)
 }
 
@@ -158,11 +174,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 // for a command running as cred: the writable roots, the network and
 // socks; under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
-// masks (masker.find). release ends the reservations; call it once the
-// start has ended. Errors (the runner's *exec.Error, nothing left held): a
-// reservation or a search that failed, a workdir at or beneath a protected,
+// masks (masker.find); and the git directories found (gitStateCheck).
+// release ends the reservations; call it once the start has ended.
+// Errors (the runner's *exec.Error, nothing left held): a reservation or a
+// search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView) (conf *subproc.Confinement, release func(), err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
 	conf = &subproc.Confinement{
@@ -191,20 +208,20 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// makes during the search is then known for what it is.
 		held, err = reservedIn(policy, hostRun, held)
 		if err != nil {
-			return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		var found []sandboxpolicy.ProtectedEntry
 		if found, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred)); err != nil {
-			return nil, nil, err
+			return nil, nil, nil, err
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		if held, err = reserveMembers(found, held); err != nil {
 			if _, ok := errors.AsType[*changedError](err); ok {
-				return nil, nil, err
+				return nil, nil, nil, err
 			}
-			return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
 		// What was found may vanish before the start with what holds it
@@ -215,25 +232,26 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
+		gitDirs = gitDirsOf(found)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if uidOf(cred) == 0 {
 		// Root's own workspace: root's secrets stay root's.
-		secrets, err := rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids)
-		if err != nil {
-			return nil, nil, err
+		var secrets []subproc.Masked
+		if secrets, err = rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids); err != nil {
+			return nil, nil, nil, err
 		}
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
 	if err = unmasked(conf, req.Workdir); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
 	if err = checkWorkdir(req.Workdir, conf); err != nil {
-		return nil, nil, err
+		return nil, nil, nil, err
 	}
-	return conf, releaseAll, nil
+	return conf, gitDirs, releaseAll, nil
 }
 
 // startAttempts is how many times, in all, a command is started while a

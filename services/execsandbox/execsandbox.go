@@ -229,15 +229,22 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
 	} else {
 		var conf *subproc.Confinement
-		if conf, err = r.landlockConfinement(ctx, req, socks); err != nil {
+		var check *gitStateCheck
+		if conf, check, err = r.landlockConfinement(ctx, req, socks); err != nil {
 			return exec.Result{}, err
 		}
 		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
+		if check != nil {
+			d := check.disarm(ctx)
+			if err == nil {
+				res.Confinement = &exec.Confinement{Disarmed: d}
+			}
+		}
 	}
 	if err == nil {
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
-			c.Masked = res.Confinement.Masked
+			c.Masked, c.Disarmed = res.Confinement.Masked, res.Confinement.Disarmed
 		}
 		c.Refused, c.RefusedMore = refused.hosts, refused.more
 		res.Confinement = c
@@ -253,25 +260,32 @@ func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.cfg.UnixS
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets (socks.named). Errors: a
-// deny-read path exists where the command can see it (refuseUnmasked); the
+// the configured network and Unix sockets (socks.named); under
+// workspace-write, the check of git state that runs programs to make when
+// the command ends (gitStateCheck; nil otherwise). Errors: a deny-read
+// path exists where the command can see it (refuseUnmasked); the
 // protected-path search did not finish (see finder.find).
-func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, error) {
+func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, *gitStateCheck, error) {
 	if err := r.refuseUnmasked(ctx, req, r.cannotMask()); err != nil {
-		return nil, err
+		return nil, nil, err
 	}
 	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{
 		WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named,
 	}
+	var check *gitStateCheck
 	if req.Policy.Mode == sandbox.WorkspaceWrite {
 		found, err := r.finder.find(searchContext(ctx, req.Timeout), roots, os.Geteuid())
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		conf.ReadOnlyPaths = paths(found)
+		dirs := gitDirsOf(found)
+		check = &gitStateCheck{before: listGitStates(dirs), dirs: dirs, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+			return r.finder.find(ctx, roots, os.Geteuid())
+		}}
 	}
-	return conf, nil
+	return conf, check, nil
 }
 
 // Params are the fx inputs of Module.

@@ -184,3 +184,240 @@ func TestVCSLandlockIsolation(t *testing.T) {
 	}
 	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
 }
+
+// hostGitTry runs git on the host, outside any sandbox, in dir, with env
+// added, and returns its output and error (the user's own `git rebase
+// --continue`).
+func hostGitTry(dir string, env []string, args ...string) (string, error) {
+	cmd := osexec.Command("git", append([]string{"-c", "safe.directory=*", "-C", dir}, args...)...)
+	cmd.Env = append(append(os.Environ(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t",
+		"GIT_COMMITTER_EMAIL=t@t", "GIT_CONFIG_NOSYSTEM=1", "HOME="+dir, "GIT_EDITOR=true"), env...)
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// TestGitRunStateDisarmed (issue 35, the attack review's input): under
+// --vcs commit a command leaves git state that would make the user's git
+// on the host run a program: an interactive rebase stopped with an `exec`
+// line still to come (as the review planted it, and by hand, `x` with
+// leading blanks), a merge strategy naming a program of the workspace, a
+// cherry-pick's options naming one, the same through a symlinked
+// rebase-merge, in a linked worktree's gitdir, and in a repository the
+// command made. When the command ends the runner has disarmed each (the
+// file on disk runs nothing, Confinement.Disarmed names it), and the
+// user's `git rebase --continue` (or cherry-pick's) on the host runs
+// nothing.
+func TestGitRunStateDisarmed(t *testing.T) {
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := gitRepoWorld(t, o, sandbox.VCSCommit)
+			pwned := filepath.Join(t.TempDir(), "PWNED")
+			evil := "mkdir -p bin && printf '#!/bin/sh\\ntouch " + pwned + "\\n' > bin/git-merge-evil && chmod +x bin/git-merge-evil; "
+			for _, c := range []struct {
+				name    string
+				command string
+				file    string   // the state file, relative to the workspace
+				gone    bool     // disarmed by removing it
+				host    []string // the user's git on the host, in the workspace
+				dir     string   // where the host's git runs, relative ("" the workspace)
+			}{
+				{
+					name: "the review's interactive rebase with an exec line",
+					command: gitIdentity + "echo c > c.txt && git add c.txt && git commit -qm c && " +
+						"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch " + pwned + "\\n' >\" git rebase -i HEAD~1",
+					file: ".git/rebase-merge/git-rebase-todo", host: []string{"rebase", "--continue"},
+				},
+				{
+					name: "a planted todo with an x line",
+					command: "mkdir -p .git/rebase-merge && cd .git/rebase-merge && git rev-parse HEAD > onto && cp onto orig-head && " +
+						"echo refs/heads/main > head-name && : > interactive && printf '\\t  x touch " + pwned + "\\r\\n' > git-rebase-todo",
+					file: ".git/rebase-merge/git-rebase-todo", host: []string{"rebase", "--continue"},
+				},
+				{
+					name:    "a merge strategy program",
+					command: evil + "mkdir -p .git/rebase-merge && echo evil > .git/rebase-merge/strategy",
+					file:    ".git/rebase-merge/strategy", gone: true,
+				},
+				{
+					name:    "a cherry-pick's strategy option",
+					command: evil + "mkdir -p .git/sequencer && printf '[options] strategy = evil\\n' > .git/sequencer/opts",
+					file:    ".git/sequencer/opts", gone: true,
+				},
+				{
+					name:    "a symlinked rebase-merge",
+					command: "mkdir -p elsewhere && printf 'exec touch " + pwned + "\\n' > elsewhere/git-rebase-todo && ln -s ../elsewhere .git/rebase-merge",
+					file:    ".git/rebase-merge", gone: true,
+				},
+				{
+					name: "a linked worktree's rebase",
+					command: gitIdentity + "git worktree add -q wt2 -b side && cd wt2 && " +
+						"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch " + pwned + "\\n' >\" git rebase -i HEAD",
+					file: ".git/worktrees/wt2/rebase-merge/git-rebase-todo", host: []string{"rebase", "--continue"}, dir: "wt2",
+				},
+				{
+					name: "a repository the command made",
+					command: gitIdentity + "git init -q -b main sub && cd sub && echo s > s && git add s && git commit -qm s && " +
+						"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch " + pwned + "\\n' >\" git rebase -i HEAD --root",
+					file: "sub/.git/rebase-merge/git-rebase-todo", host: []string{"rebase", "--continue"}, dir: "sub",
+				},
+			} {
+				t.Run(c.name, func(t *testing.T) {
+					res := w.run(t, sandbox.WorkspaceWrite, c.command)
+					require.NotNil(t, res.Confinement)
+					p := filepath.Join(w.ws, c.file)
+					require.NotEmpty(t, res.Confinement.Disarmed, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+					assert.Equal(t, p, res.Confinement.Disarmed[0].Path)
+					if c.gone {
+						_, err := os.Lstat(p)
+						assert.ErrorIs(t, err, fs.ErrNotExist, "%s is still on disk", c.file)
+					} else {
+						b, err := os.ReadFile(p)
+						require.NoError(t, err)
+						assert.Contains(t, string(b), "# disarmed by harness: ")
+						for _, s := range sandbox.GitRunStates() {
+							if s.Todo {
+								_, arms := s.Arms(b)
+								assert.False(t, arms, "the todo on disk still runs a program: %q", b)
+							}
+						}
+					}
+					if c.host != nil {
+						out, err := hostGitTry(filepath.Join(w.ws, c.dir), []string{"PATH=" + filepath.Join(w.ws, "bin") + ":" + os.Getenv("PATH")}, c.host...)
+						t.Logf("host git %v: %v %s", c.host, err, out)
+					}
+					_, err := os.Lstat(pwned)
+					assert.ErrorIs(t, err, fs.ErrNotExist, "the user's git ran the command's program")
+					// Leave the repository as it was for the next case.
+					_, _ = hostGitTry(filepath.Join(w.ws, c.dir), nil, "rebase", "--abort")
+					require.NoError(t, os.RemoveAll(filepath.Join(w.ws, ".git/rebase-merge")))
+					require.NoError(t, os.RemoveAll(filepath.Join(w.ws, ".git/sequencer")))
+				})
+			}
+		})
+	}
+}
+
+// TestGitRunStateKept (issue 35): git's own rebase, cherry-pick and revert
+// keep working inside the sandbox: a plain rebase that stops on a conflict
+// leaves its rebase-merge/ state as git wrote it, nothing is disarmed, and
+// the user finishes it on the host; an exec rebase the user started on the
+// host before a command is not the command's, and is left as it is.
+func TestGitRunStateKept(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+
+		"git checkout -qb topic && echo topic > a.txt && git commit -qam topic && "+
+		"git checkout -q main && echo main > a.txt && git commit -qam main && "+
+		"git checkout -q topic && git rebase main; git status --short")
+	assert.Empty(t, res.Confinement.Disarmed)
+	todo := filepath.Join(w.ws, ".git/rebase-merge/git-rebase-todo")
+	_, err := os.Stat(todo)
+	require.NoError(t, err, "the conflicted rebase has its state: stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	res = w.run(t, sandbox.WorkspaceWrite, gitIdentity+"echo both > a.txt && git add a.txt && GIT_EDITOR=true git rebase --continue")
+	assert.Equal(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Empty(t, res.Confinement.Disarmed)
+	assert.Equal(t, "topic\nmain\nfirst", repoGit(t, w.ws, "log", "--format=%s"))
+
+	res = w.run(t, sandbox.WorkspaceWrite, gitIdentity+"git checkout -q main && git cherry-pick topic; git cherry-pick --abort; git revert --no-edit HEAD")
+	assert.Equal(t, 0, res.ExitCode, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Empty(t, res.Confinement.Disarmed)
+
+	// The user's own exec rebase, begun on the host.
+	ran := filepath.Join(w.ws, "user-exec-ran")
+	out, err := hostGitTry(w.ws, []string{"GIT_SEQUENCE_EDITOR=printf 'break\\nexec touch " + ran + "\\n' >"}, "rebase", "-i", "HEAD")
+	require.NoError(t, err, out)
+	before, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	res = w.run(t, sandbox.WorkspaceWrite, "git status --short >/dev/null")
+	assert.Empty(t, res.Confinement.Disarmed)
+	after, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after), "the user's own todo was changed")
+	out, err = hostGitTry(w.ws, nil, "rebase", "--continue")
+	require.NoError(t, err, out)
+	_, err = os.Stat(ran)
+	assert.NoError(t, err, "the user's own exec line ran")
+}
+
+// TestExecutableOutOfReach (issue 35, the attack review's input): a
+// checkout of harness used as the workspace, whose bin/harness is the
+// binary the client starts: no command replaces it (in place, by rename,
+// by removing its directory, or its directory renamed away), so the
+// client's next start runs what it ran before.
+func TestExecutableOutOfReach(t *testing.T) {
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
+				c.Executables = []string{filepath.Join(c.WorkspaceRoot, "bin/harness")}
+			}, func(f fixture) {
+				writeTree(t, f.ws, map[string]string{"bin/harness": "#!/bin/sh\necho harness\n", "evil": "#!/bin/sh\necho pwned\n"})
+				require.NoError(t, os.Chmod(filepath.Join(f.ws, "bin/harness"), 0o755))
+			})
+			exe := filepath.Join(w.ws, "bin/harness")
+			for _, c := range []string{
+				"echo 'echo pwned' > bin/harness",
+				"cp evil bin/harness",
+				"mv -f evil bin/harness",
+				"rm -f bin/harness && cp evil bin/harness",
+				"rm -rf bin && mkdir bin && cp evil bin/harness",
+				"mv bin bin2 && mkdir bin && cp evil bin/harness",
+				"chmod 777 bin/harness",
+			} {
+				res := w.run(t, sandbox.WorkspaceWrite, c)
+				assert.NotEqual(t, 0, res.ExitCode, "%s: stdout %q stderr %q", c, res.Stdout.Text, res.Stderr.Text)
+				b, err := os.ReadFile(exe)
+				require.NoError(t, err, c)
+				assert.Equal(t, "#!/bin/sh\necho harness\n", string(b), c)
+				st, err := os.Stat(exe)
+				require.NoError(t, err)
+				assert.Equal(t, os.FileMode(0o755), st.Mode().Perm(), c)
+			}
+			res := w.run(t, sandbox.WorkspaceWrite, "echo ok > bin/other")
+			assert.Equal(t, 0, res.ExitCode, "the rest of bin/ stays writable: %q", res.Stderr.Text)
+		})
+	}
+}
+
+// TestGitRunStateDisarmedVCSReadOnly (issue 35): under --vcs read-only the
+// workspace's .git is read-only whole, but a repository a command makes
+// below the top while it runs is its own: the exec line it leaves in that
+// repository's rebase todo is disarmed when it ends.
+func TestGitRunStateDisarmedVCSReadOnly(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSReadOnly)
+	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+"git init -q -b main sub && cd sub && echo s > s && git add s && git commit -qm s && "+
+		"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch pwned\\n' >\" git rebase -i HEAD")
+	todo := filepath.Join(w.ws, "sub/.git/rebase-merge/git-rebase-todo")
+	require.NotEmpty(t, res.Confinement.Disarmed, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Equal(t, todo, res.Confinement.Disarmed[0].Path)
+	b, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
+}
+
+// TestGitRunStateDisarmedLandlock (issue 35): under --exec-isolation
+// landlock, where the workspace's git directory is read-only whole, a
+// repository a command makes below the top is its own: the exec line it
+// leaves in that repository's rebase todo is disarmed when it ends.
+func TestGitRunStateDisarmedLandlock(t *testing.T) {
+	if !subproc.MountNamespace() {
+		t.Skip("no mount namespace here: --exec-isolation landlock carves out no protected path")
+	}
+	if os.Geteuid() != 0 {
+		t.Skip("as an ordinary user --exec-isolation landlock refuses every command that has protected paths to carve out (making the mounts private: operation not permitted): it fails closed, nothing to check")
+	}
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	ll, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, w.pol)
+	require.NoError(t, err)
+	res, err := ll.Run(t.Context(), exec.Request{
+		Command: gitIdentity + "git init -q -b main sub && cd sub && echo s > s && git add s && git commit -qm s && " +
+			"GIT_SEQUENCE_EDITOR=\"printf 'break\\nexec touch pwned\\n' >\" git rebase -i HEAD",
+		Workdir: w.ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, w.ws),
+	})
+	require.NoError(t, err)
+	todo := filepath.Join(w.ws, "sub/.git/rebase-merge/git-rebase-todo")
+	require.NotNil(t, res.Confinement)
+	require.NotEmpty(t, res.Confinement.Disarmed, "stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	assert.Equal(t, todo, res.Confinement.Disarmed[0].Path)
+	b, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
+}

@@ -1,6 +1,9 @@
 package sandbox
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // VCS is how version-control metadata is protected under workspace-write
 // (--vcs).
@@ -41,9 +44,20 @@ type HostRun struct {
 
 // HostRunFiles returns the host-run files protected by default under
 // workspace-write, at any depth inside every writable root (--unprotect
-// drops one by Name):
-//   - agents' and MCP clients' settings, which name commands to start
-//     (.mcp.json, .claude/, .codex/, .cursor/, .gemini/, .agents/);
+// drops one by Name), from hostRunTable, one entry a line, grouped by what
+// reads it:
+//   - agents' and MCP clients' project settings, which name MCP servers,
+//     hooks, plugins or lint and test commands to start (.mcp.json,
+//     .claude/, .codex/, .cursor/, .gemini/, .agents/, .zed/, opencode.json,
+//     opencode.jsonc, .opencode/, .roo/, .kilocode/, .amazonq/, .continue/,
+//     .junie/, .windsurf/, .kiro/, .qwen/, crush.json, .crush.json,
+//     .aider.conf.yml): a client's whole directory where it keeps commands
+//     in more than one file (Zed's tasks beside context_servers, opencode's
+//     plugins beside its config, Amazon Q's agents' hooks beside mcp.json,
+//     Continue's mcpServers/*.yaml beside its assistants, Junie's
+//     mcp/mcp.json, Windsurf's hooks and workflows), and so that a missing
+//     one is reserved at a workspace root's top (a name with a slash is
+//     reserved only where its parent exists);
 //   - editors' and dev-container settings, which run tasks and extensions
 //     (.vscode/, .idea/, .devcontainer/);
 //   - direnv's .envrc, run by the shell on entering the directory;
@@ -55,38 +69,59 @@ type HostRun struct {
 //   - a writable root's top-level HEAD (Top): with objects/ and refs/
 //     beside it, it makes the root itself a git directory, whose config git
 //     on the host would read once the root's .git is unusable.
-func HostRunFiles() []HostRun {
-	return []HostRun{
-		{Name: ".mcp.json"},
-		{Name: ".claude", Dir: true},
-		{Name: ".codex", Dir: true},
-		{Name: ".cursor", Dir: true},
-		{Name: ".gemini", Dir: true},
-		{Name: ".agents", Dir: true},
-		{Name: ".vscode", Dir: true},
-		{Name: ".idea", Dir: true},
-		{Name: ".devcontainer", Dir: true},
-		{Name: ".envrc"},
-		{Name: ".gitmodules"},
-		{Name: ".gitconfig"},
-		{Name: ".config/git", Dir: true},
-		{Name: ".bashrc"},
-		{Name: ".bash_profile"},
-		{Name: ".bash_login"},
-		{Name: ".bash_logout"},
-		{Name: ".profile"},
-		{Name: ".zshrc"},
-		{Name: ".zshenv"},
-		{Name: ".zprofile"},
-		{Name: ".zlogin"},
-		{Name: ".zlogout"},
-		{Name: ".cshrc"},
-		{Name: ".tcshrc"},
-		{Name: ".login"},
-		{Name: ".logout"},
-		{Name: ".config/fish", Dir: true},
-		{Name: "HEAD", Top: true},
-	}
+func HostRunFiles() []HostRun { return slices.Clone(hostRunTable) }
+
+// hostRunTable is the list HostRunFiles returns: add a client's file here
+// (and to the list in HostRunFiles' comment and the top README's --protect
+// row, which a test pins).
+var hostRunTable = []HostRun{
+	// Agents and MCP clients.
+	{Name: ".mcp.json"},            // Claude Code: mcpServers
+	{Name: ".claude", Dir: true},   // Claude Code: settings.json hooks, commands
+	{Name: ".codex", Dir: true},    // Codex: config.toml mcp_servers
+	{Name: ".cursor", Dir: true},   // Cursor: mcp.json, hooks.json
+	{Name: ".gemini", Dir: true},   // Gemini CLI: settings.json mcpServers, hooks
+	{Name: ".agents", Dir: true},   // shared agent settings
+	{Name: ".zed", Dir: true},      // Zed: settings.json context_servers, tasks.json
+	{Name: "opencode.json"},        // opencode: mcp local commands
+	{Name: "opencode.jsonc"},       // opencode: the same, with comments
+	{Name: ".opencode", Dir: true}, // opencode: its config and plugins (code it loads)
+	{Name: ".roo", Dir: true},      // Roo Code: mcp.json
+	{Name: ".kilocode", Dir: true}, // Kilo Code: mcp.json
+	{Name: ".amazonq", Dir: true},  // Amazon Q: mcp.json, cli-agents/ hooks
+	{Name: ".continue", Dir: true}, // Continue: mcpServers/*.yaml
+	{Name: ".junie", Dir: true},    // Junie: mcp/mcp.json
+	{Name: ".windsurf", Dir: true}, // Windsurf: hooks.json, workflows
+	{Name: ".kiro", Dir: true},     // Kiro: settings/mcp.json, hooks/
+	{Name: ".qwen", Dir: true},     // Qwen Code: settings.json mcpServers
+	{Name: "crush.json"},           // Crush: mcp commands, lsp commands
+	{Name: ".crush.json"},          // Crush: the same, hidden
+	{Name: ".aider.conf.yml"},      // aider: lint-cmd, test-cmd
+	// Editors and dev containers.
+	{Name: ".vscode", Dir: true},
+	{Name: ".idea", Dir: true},
+	{Name: ".devcontainer", Dir: true},
+	// Shells and git.
+	{Name: ".envrc"},
+	{Name: ".gitmodules"},
+	{Name: ".gitconfig"},
+	{Name: ".config/git", Dir: true},
+	{Name: ".bashrc"},
+	{Name: ".bash_profile"},
+	{Name: ".bash_login"},
+	{Name: ".bash_logout"},
+	{Name: ".profile"},
+	{Name: ".zshrc"},
+	{Name: ".zshenv"},
+	{Name: ".zprofile"},
+	{Name: ".zlogin"},
+	{Name: ".zlogout"},
+	{Name: ".cshrc"},
+	{Name: ".tcshrc"},
+	{Name: ".login"},
+	{Name: ".logout"},
+	{Name: ".config/fish", Dir: true},
+	{Name: "HEAD", Top: true},
 }
 
 // pattern is h as a gitignore pattern matching it at any depth (at the

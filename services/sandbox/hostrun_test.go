@@ -111,3 +111,32 @@ func TestProtectedHostRun(t *testing.T) {
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "commit, read-only")
 }
+
+// TestProtectedOtherClients (issue 35, the attack review's input): the
+// project files other MCP clients and agents start commands from, each
+// written by a command and by the write tool in the review, are host-run
+// files at any depth.
+func TestProtectedOtherClients(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
+	require.NoError(t, err)
+	for rel, rule := range map[string]string{
+		".zed/settings.json":               "host-run file .zed",
+		"opencode.json":                    "host-run file opencode.json",
+		"opencode.jsonc":                   "host-run file opencode.jsonc",
+		".opencode/plugin/x.ts":            "host-run file .opencode",
+		".roo/mcp.json":                    "host-run file .roo",
+		".kilocode/mcp.json":               "host-run file .kilocode",
+		".amazonq/mcp.json":                "host-run file .amazonq",
+		".continue/mcpServers/x.yaml":      "host-run file .continue",
+		".junie/mcp/mcp.json":              "host-run file .junie",
+		".windsurf/hooks.json":             "host-run file .windsurf",
+		".aider.conf.yml":                  "host-run file .aider.conf.yml",
+		"sub/dir/.zed/tasks.json":          "host-run file .zed",
+		"sub/.aider.conf.yml":              "host-run file .aider.conf.yml",
+		"sub/.continue/mcpServers/a/b.yml": "host-run file .continue",
+	} {
+		got, ok := p.Protected(rel, false)
+		assert.True(t, ok, rel)
+		assert.Equal(t, rule, got, rel)
+	}
+}

@@ -29,7 +29,8 @@ func MetadataNames() []string { return []string{".git", ".hg", ".jj", ".svn"} }
 // both tool families ask.
 type ProtectedPaths struct {
 	vcs      VCS
-	files    []string  // absolute paths protected exactly
+	files    []string  // absolute paths protected exactly: the configuration file
+	exes     []string  // and harness's own executable
 	hostRun  []HostRun // the host-run files in force
 	patterns []string  // the host-run files' patterns, then the deployment's
 	parsed   []gitignore.Pattern
@@ -49,6 +50,11 @@ type ProtectOptions struct {
 	// configuration file ("" for none), protected where it lies inside a
 	// writable root.
 	ConfigFile string
+	// Executables are the absolute, canonical paths of harness's own
+	// executable (the running binary, and the file the command that
+	// started it names), protected where they lie inside a writable root:
+	// a client starts that file again, unconfined.
+	Executables []string
 }
 
 // NewProtectedPaths returns the protected paths of o: the metadata, the
@@ -78,6 +84,14 @@ func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
 			return ProtectedPaths{}, fmt.Errorf("the configuration file %q is not an absolute path", o.ConfigFile)
 		}
 		p.files = []string{filepath.Clean(o.ConfigFile)}
+	}
+	for _, e := range o.Executables {
+		if !filepath.IsAbs(e) {
+			return ProtectedPaths{}, fmt.Errorf("harness's executable %q is not an absolute path", e)
+		}
+		if e = filepath.Clean(e); !slices.Contains(p.exes, e) {
+			p.exes = append(p.exes, e)
+		}
 	}
 	for _, h := range hostRun {
 		p.patterns = append(p.patterns, h.pattern())
@@ -125,9 +139,13 @@ func (p ProtectedPaths) VCS() VCS {
 // root.
 func (p ProtectedPaths) ConfigFile(path string) bool { return slices.Contains(p.files, path) }
 
-// Files returns the absolute paths protected exactly (harness's
-// configuration file).
-func (p ProtectedPaths) Files() []string { return slices.Clone(p.files) }
+// Executable reports whether path (clean, absolute) is harness's own
+// executable (ProtectOptions.Executables).
+func (p ProtectedPaths) Executable(path string) bool { return slices.Contains(p.exes, path) }
+
+// Files returns the absolute paths protected exactly: harness's
+// configuration file, then its executables.
+func (p ProtectedPaths) Files() []string { return slices.Concat(p.files, p.exes) }
 
 // HostRun returns the host-run files in force (HostRunFiles less
 // --unprotect; none for the zero value).
@@ -184,6 +202,9 @@ func (p ProtectedPaths) Describe() []string {
 	}
 	for _, f := range p.files {
 		out = append(out, f+" (harness's configuration file)")
+	}
+	if len(p.exes) > 0 {
+		out = append(out, "harness's own executable, where it lies inside a writable root (the file a client starts again)")
 	}
 	return out
 }

@@ -55,7 +55,7 @@ func TestProtectedPaths(t *testing.T) {
 		d := p.Describe()
 		assert.Equal(t, []string{".git (at any depth, wholly: --vcs read-only)", ".hg (at any depth)", ".jj (at any depth)", ".svn (at any depth)"}, d[:4])
 		assert.Len(t, d, 4+len(sandbox.HostRunFiles())+4)
-		assert.Equal(t, ".vscode/ (host-run file, at any depth; --unprotect .vscode to allow)", d[4+6])
+		assert.Contains(t, d, ".vscode/ (host-run file, at any depth; --unprotect .vscode to allow)")
 		assert.Equal(t, []string{"*.pem (--protect)", "secrets/ (--protect)", "/deploy/** (--protect)", "!public.pem (--protect)"}, d[len(d)-4:])
 	})
 }
@@ -100,4 +100,20 @@ func TestProtectedEntryAgreesWithProtected(t *testing.T) {
 	require.NoError(t, err)
 	assert.True(t, none.ProtectedEntry("a/.git", true))
 	assert.False(t, none.ProtectedEntry("a/b", true))
+}
+
+// TestProtectedExecutables (issue 35): harness's executables are exact
+// protected paths, listed by Files after the configuration file and once
+// by Describe (their paths vary by install); a relative one is refused.
+func TestProtectedExecutables(t *testing.T) {
+	p, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{ConfigFile: "/etc/h.yaml", Executables: []string{"/w/bin/harness", "/w/bin/../bin/harness", "/opt/harness"}})
+	require.NoError(t, err)
+	assert.Equal(t, []string{"/etc/h.yaml", "/w/bin/harness", "/opt/harness"}, p.Files())
+	assert.True(t, p.Executable("/w/bin/harness"))
+	assert.False(t, p.Executable("/etc/h.yaml"))
+	assert.False(t, p.ConfigFile("/w/bin/harness"))
+	d := p.Describe()
+	assert.Equal(t, "harness's own executable, where it lies inside a writable root (the file a client starts again)", d[len(d)-1])
+	_, err = sandbox.NewProtectedPaths(sandbox.ProtectOptions{Executables: []string{"bin/harness"}})
+	require.ErrorContains(t, err, "not an absolute path")
 }

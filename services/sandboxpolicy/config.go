@@ -47,6 +47,14 @@ type Config struct {
 	// read-only where it lies inside a writable root, and never read by a
 	// tool or a command; it is canonicalized.
 	ConfigFile string `yaml:"configFile" json:"configFile"`
+	// Executables are harness's own executable, as the running binary and
+	// as the command that started it name it (absolute; canonicalized):
+	// made read-only where they lie inside a writable root, so a command
+	// cannot replace the file a client starts again unconfined
+	// (sandbox.ProtectOptions.Executables). A symlink on the way to one
+	// inside a writable root is an *ExecutableError of New (see
+	// executables).
+	Executables []string `yaml:"executables" json:"executables"`
 	// PrivateFiles are more of harness's own files (the HTTP front end's
 	// token file, principals file, TLS certificate and key): in the
 	// deny-read set like ConfigFile, so no tool or command reads or
@@ -131,6 +139,9 @@ func (cfg Config) validate() (Config, error) {
 		return cfg, err
 	}
 	if cfg.PrincipalRoots, err = canonicalRoots("PrincipalRoots", cfg.PrincipalRoots); err != nil {
+		return cfg, err
+	}
+	if cfg.Executables, err = cfg.executables(); err != nil {
 		return cfg, err
 	}
 	return cfg, nil

@@ -115,7 +115,7 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS, ConfigFile: cfg.ConfigFile})
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS, ConfigFile: cfg.ConfigFile, Executables: cfg.Executables})
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}

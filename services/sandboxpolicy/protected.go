@@ -99,7 +99,7 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder})
 	}
 	for _, f := range s.protect.Files() {
-		if e, ok := configEntry(f, scan); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
+		if e, ok := configEntry(f, scan, s.protect.Executable(f)); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
 			out = append(out, e)
 		}
 	}
@@ -107,10 +107,12 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	return out, nil
 }
 
-// configEntry returns the entry of the configuration file f when it is a
-// regular file inside one of roots (of the root's Owner, in a Shared root),
-// none of whose components is a symlink.
-func configEntry(f string, roots []protectscan.Root) (ProtectedEntry, bool) {
+// configEntry returns the entry of the configuration file f (or, exe,
+// harness's executable) when it is a regular file inside one of roots (of
+// the root's Owner, in a Shared root, but for the executable, which no
+// other user plants: whoever owns it, a command must not replace it), none
+// of whose components is a symlink.
+func configEntry(f string, roots []protectscan.Root, exe bool) (ProtectedEntry, bool) {
 	for _, r := range roots {
 		if !dirfd.Beneath(r.Path, f) || f == r.Path {
 			continue
@@ -125,7 +127,7 @@ func configEntry(f string, roots []protectscan.Root) (ProtectedEntry, bool) {
 		var st unix.Stat_t
 		err = unix.Fstat(fd, &st)
 		_ = unix.Close(fd)
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && int(st.Uid) != r.Owner) {
+		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && !exe && int(st.Uid) != r.Owner) {
 			return ProtectedEntry{}, false
 		}
 		return ProtectedEntry{Path: f, Dev: st.Dev, Ino: st.Ino}, true
@@ -177,6 +179,13 @@ func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Pr
 //     sandbox.VCSCommit, target is the directory itself or one of its
 //     read-only members (sandbox.GitMember, relative to it).
 //
+// Besides, for the file tools alone (the command runner leaves them
+// writable, so that git rebase, cherry-pick and revert work, and checks
+// them when a command ends): git state that runs programs
+// (sandbox.GitRunMember: rebase-merge/git-rebase-todo, rebase-merge/strategy,
+// sequencer/opts, sequencer/todo and the directories on the way to them) in
+// a `.git` met by name or a split git directory.
+//
 // Only workspace-write has protected paths. In a temp root only the entries
 // of the process's effective uid count. Errors: the search's (see
 // ProtectedEntries); the caller refuses the mutation then.
@@ -188,8 +197,14 @@ func (pr *Protection) Rule(target string) (string, error) {
 		if pr.s.protect.ConfigFile(target) {
 			return "harness's configuration file", nil
 		}
+		if pr.s.protect.Executable(target) {
+			return "harness's executable: a client starts it again, unconfined", nil
+		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {
+			return rule, nil
+		}
+		if rule, ok := gitRunRule(rel); ok {
 			return rule, nil
 		}
 		entries, err := pr.search()
@@ -208,6 +223,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 			if rule, ok := sandbox.GitMember(parts); ok {
 				return rule + " of the git directory " + e.Path, nil
 			}
+			if rule, ok := sandbox.GitRunMember(parts); ok {
+				return rule + " of the git directory " + e.Path, nil
+			}
 		}
 		for _, e := range entries {
 			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
@@ -217,6 +235,21 @@ func (pr *Protection) Rule(target string) (string, error) {
 		return "", nil
 	}
 	return "", nil
+}
+
+// gitRunRule is the rule of rel (relative to a writable root) when it lies
+// in a `.git` directory met by name and is git state that runs programs or
+// a directory on the way to it (sandbox.GitRunMember).
+func gitRunRule(rel string) (string, bool) {
+	parts := strings.Split(rel, "/")
+	i := slices.Index(parts, ".git")
+	if i < 0 {
+		return "", false
+	}
+	if rule, ok := sandbox.GitRunMember(parts[i+1:]); ok {
+		return rule + " in .git", true
+	}
+	return "", false
 }
 
 // ProtectedAt is Protection(ctx, p).Rule(target): one decision, one search.

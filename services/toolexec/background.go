@@ -12,6 +12,7 @@ import (
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -54,6 +55,7 @@ const (
 // job is one background command.
 type job struct {
 	id, command, workdir string
+	mode                 sandbox.Mode // the mode it runs under
 	started              time.Time
 	stdout, stderr       *ring
 	signals              chan syscall.Signal
@@ -155,7 +157,7 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 	// namespace by it), not the call's deadline: the command outlives the call.
 	ctx, cancel := context.WithCancel(session.NewContext(m.root, sess))
 	j := &job{
-		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, started: time.Now(),
+		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, mode: modeOf(req), started: time.Now(),
 		stdout: newRing(BackgroundOutputLimit), stderr: newRing(BackgroundOutputLimit),
 		signals: make(chan syscall.Signal), cancel: cancel, done: make(chan struct{}),
 	}
@@ -301,4 +303,12 @@ func (m *jobs) close(ctx context.Context) error {
 	case <-ctx.Done():
 		return ctx.Err()
 	}
+}
+
+// modeOf is the mode req runs under ("" without a policy).
+func modeOf(req exec.Request) sandbox.Mode {
+	if req.Policy == nil {
+		return ""
+	}
+	return req.Policy.Mode
 }

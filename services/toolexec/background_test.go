@@ -421,3 +421,42 @@ func TestBackgroundTimeout(t *testing.T) {
 	assert.Equal(t, "timed_out", reads[len(reads)-1].State)
 	assert.Empty(t, processesWith("sleep\x00"+m), "a process outlived the timeout")
 }
+
+// TestBackgroundGitStateDisarmed (issue 35): a background command that
+// leaves an exec line in a rebase todo has it disarmed when it ends, on
+// disk, and exec_output's last read carries the sandbox's marker naming the
+// file; a foreground command's result is the denial, whatever its exit.
+func TestBackgroundGitStateDisarmed(t *testing.T) {
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	b := newBG(t, execsandbox.Config{})
+	out, err := osexec.Command("git", "init", "-q", b.w.ws).CombinedOutput()
+	require.NoError(t, err, "%s", out)
+	todo := filepath.Join(b.w.ws, ".git/rebase-merge/git-rebase-todo")
+	id := b.start(t, b.sess, "mkdir -p .git/rebase-merge && printf 'exec touch pwned\\n' > .git/rebase-merge/git-rebase-todo")
+	var last tool.Result
+	deadline := time.Now().Add(bgWait)
+	for {
+		last = b.call(t, b.sess, "exec_output", map[string]any{"id": id})
+		require.False(t, last.IsError, last.Text)
+		if last.Value.(toolexec.Output).State != "running" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the command did not end within %s", bgWait)
+		time.Sleep(20 * time.Millisecond)
+	}
+	assert.Contains(t, last.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite))
+	assert.Contains(t, last.Text, todo+": the rebase todo's exec lines (\"exec touch pwned\"): its exec lines were made comments")
+	b2, err := os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b2))
+
+	res := b.call(t, b.sess, "exec", map[string]any{"command": "printf 'x  make\\n' >> .git/rebase-merge/git-rebase-todo"})
+	assert.True(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite))
+	assert.Contains(t, res.Text, "exit code 0", "the command's own exit is kept")
+	b2, err = os.ReadFile(todo)
+	require.NoError(t, err)
+	assert.Equal(t, "# disarmed by harness: exec touch pwned\n# disarmed by harness: x  make\n", string(b2))
+}

@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 )
@@ -230,6 +231,11 @@ func (t *Tool) readJob(sess *session.Session, j *job) tool.Result {
 	var b strings.Builder
 	b.WriteString(j.id + " " + status(v.Job) + ": " + j.command + "\n")
 	b.WriteString("<stdout>\n" + dropped(v.StdoutDropped) + block(v.Stdout) + "</stdout>\n<stderr>\n" + dropped(v.StderrDropped) + block(v.Stderr) + "</stderr>")
+	if v.State != stateRunning && j.res.Confinement != nil && len(j.res.Confinement.Disarmed) > 0 {
+		// The git state it left that runs a program, disarmed when it
+		// ended: the sandbox's marker and the line naming each.
+		b.WriteString("\n" + sandbox.DenialMarker(j.mode) + "\n" + disarmedDetail(j.res.Confinement.Disarmed))
+	}
 	return tool.Result{Text: b.String(), Value: v}
 }
 

@@ -232,7 +232,9 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 }
 
 // render turns a finished command into the result: a timeout or a
-// cancellation is an error result; a confined command's failure while the
+// cancellation is an error result; a command that left git state running
+// a program, which the runner disarmed (exec.Confinement.Disarmed), is the
+// guard's denial naming each, whatever its exit; a confined command's failure while the
 // domain proxy refused it hosts (its record) is the guard's network denial
 // naming them (DeniedHosts); else one whose stderr shows the deny-read
 // masks refusing a read (inferReadDenial), the sandbox refusing a write
@@ -268,6 +270,11 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		r.Value = v
 		return r
 	}
+	if req.Policy != nil && res.Confinement != nil && len(res.Confinement.Disarmed) > 0 {
+		r := t.g.Denied(*req.Policy, disarmedDetail(res.Confinement.Disarmed), text)
+		r.Value = v
+		return r
+	}
 	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
 		if len(res.Confinement.Refused) > 0 {
 			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, res.Confinement.RefusedMore, text)
@@ -291,6 +298,22 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		}
 	}
 	return tool.Result{Text: text, Value: v}
+}
+
+// disarmedDetail is the denial's line for the git state a command left
+// that would make git on the host run a program, which the runner
+// disarmed when it ended (exec.Confinement.Disarmed): one line each.
+func disarmedDetail(ds []exec.DisarmedState) string {
+	var b strings.Builder
+	b.WriteString("the command left git state that would make git on the host run a program; it was disarmed when the command ended (run the program itself in a command instead):")
+	for _, d := range ds {
+		if d.Path == "" {
+			b.WriteString("\n  " + d.Action)
+			continue
+		}
+		b.WriteString("\n  " + d.Path + ": " + d.Runs + " (" + strconv.Quote(d.Found) + "): " + d.Action)
+	}
+	return b.String()
 }
 
 // block returns s ending in exactly one newline, or "" when s is empty.

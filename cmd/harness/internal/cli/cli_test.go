@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/cli"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/internal/fixture"
+	"github.com/dsh-go/harness/services/sandbox"
 )
 
 var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
@@ -1157,7 +1158,7 @@ func TestServeEndsWithContext(t *testing.T) {
 
 // TestREADMEInStep keeps the README's tables in step with the binary: every
 // command, every flag of every command's help, and every tool `harness tools`
-// declares is named there; and its first screen has exactly the two set-up
+// declares is named there, as is every default host-run file; and its first screen has exactly the two set-up
 // commands.
 func TestREADMEInStep(t *testing.T) {
 	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
@@ -1191,6 +1192,14 @@ func TestREADMEInStep(t *testing.T) {
 	for _, d := range decls {
 		assert.Contains(t, intro, "`"+d.Name+"`", "the README's first lines name the %s tool", d.Name)
 		assert.Regexp(t, `\b`+d.Name+`\b`, about, "serve's help names the %s tool", d.Name)
+	}
+
+	for _, h := range sandbox.HostRunFiles() {
+		name := h.Name
+		if h.Dir {
+			name += "/"
+		}
+		assert.Contains(t, readme, "`"+name+"`", "the README's --protect row names the host-run file %s", name)
 	}
 
 	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(intro)

@@ -7,7 +7,10 @@ import (
 	"fmt"
 	"io"
 	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"slices"
+	"strings"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -95,7 +98,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		}),
 		fx.Supply(sandboxpolicy.Config{
 			Mode: sandbox.Mode(cfg.Mode), WorkspaceRoot: cfg.Workspace, TempRoots: temps, WritableRoots: writable,
-			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile,
+			Protect: cfg.Protect, Unprotect: cfg.Unprotect, VCS: sandbox.VCS(cfg.VCS), ConfigFile: cfg.ConfigFile, Executables: executables(),
 			DenyRead: cfg.DenyRead, AllowRead: cfg.AllowRead, PrivateFiles: privateFiles(cfg),
 			PrincipalRoots: principalRoots(principals),
 		}),
@@ -252,6 +255,30 @@ func principalRoots(set *principal.Set) []string {
 				out = append(out, w)
 			}
 		}
+	}
+	return out
+}
+
+// executables are harness's own executable as the running binary
+// (os.Executable) and the command that started it (os.Args[0]: a client
+// starts that path again; made absolute, or found on PATH as the client
+// found it when it is a bare name) name it; the policy protects them
+// inside the writable roots (sandboxpolicy.Config.Executables).
+func executables() []string {
+	var out []string
+	if self, err := os.Executable(); err == nil {
+		out = append(out, self)
+	}
+	started := os.Args[0]
+	if !strings.Contains(started, "/") {
+		found, err := osexec.LookPath(started)
+		if err != nil {
+			return out
+		}
+		started = found
+	}
+	if abs, err := filepath.Abs(started); err == nil {
+		out = append(out, abs)
 	}
 	return out
 }

@@ -33,18 +33,19 @@ func hostRunServer(t *testing.T, unprotect []string) (map[string]func(map[string
 	t.Cleanup(app.RequireStop)
 	sess := session.New("s", ws)
 	out := map[string]func(map[string]any) string{}
-	for _, name := range []string{"write", "mkdir", "exec"} {
+	for _, name := range []string{"write", "mkdir", "exec", "read", "edit", "move"} {
 		out[name] = func(args map[string]any) string { return call(t, sess, tools[name], args).Text }
 	}
 	return out, ws
 }
 
-// TestHostRunFilesProtected (issue 23): every default host-run file, missing
-// at the top of the workspace, is refused to both families under
+// TestHostRunFilesProtected (issues 23 and 35): every default host-run file
+// (the other clients' .zed/, opencode.json, .roo/, .aider.conf.yml, ...
+// among them), missing at the top of the workspace, is refused to both families under
 // workspace-write: the write tool answers with the sandbox's denial marker
 // and the protected rule, the command cannot create it as a file or a
-// directory, and nothing is on disk afterwards; --unprotect .vscode allows
-// that one only.
+// directory (writing beneath it gives the marker), and nothing is on disk
+// afterwards; --unprotect .vscode allows that one only.
 func TestHostRunFilesProtected(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
@@ -65,6 +66,11 @@ func TestHostRunFilesProtected(t *testing.T) {
 				assert.NotContains(t, text, "exit code 0", cmd)
 				assertAbsent(t, target)
 			}
+			// Writing beneath the reserved name meets the read-only
+			// placeholder (EROFS): the marker says so. (Creating the name
+			// itself meets an existing placeholder, EEXIST or EISDIR,
+			// from which no denial is inferred.)
+			assert.Contains(t, text, sandbox.DenialMarker(ww), text)
 		})
 	}
 	t.Run("an existing host-run file is read-only to commands", func(t *testing.T) {
@@ -172,4 +178,67 @@ func TestUsersEmptyHostRunFilesKept(t *testing.T) {
 	st, err = os.Lstat(filepath.Join(ws, ".envrc"))
 	require.NoError(t, err, "the user's .envrc was removed")
 	assert.Equal(t, os.FileMode(0o444), st.Mode())
+}
+
+// TestGitRunStateFileTools (issue 35): under --vcs commit the file tools
+// neither create, write, edit nor move into place the git state that makes
+// the user's git run a program (a rebase todo with an exec line, a merge
+// strategy, a cherry-pick's options), and the disk keeps what was there; a
+// command that leaves such state gets the sandbox's marker naming it, and
+// the file on disk runs nothing.
+func TestGitRunStateFileTools(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	gitBin, err := osexec.LookPath("git")
+	if err != nil {
+		t.Skip("git is not installed")
+	}
+	call, ws := hostRunServer(t, nil)
+	host := func(args ...string) {
+		cmd := osexec.Command(gitBin, append([]string{"-c", "safe.directory=*"}, args...)...)
+		cmd.Dir = ws
+		cmd.Env = append(os.Environ(), "GIT_CONFIG_NOSYSTEM=1", "HOME="+t.TempDir(), "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@t", "GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@t")
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, "%s", out)
+	}
+	host("init", "-q", "-b", "main")
+	fixture.Build(t, ws, "a.txt: a\n", "prep/git-rebase-todo: exec touch /tmp/x\n", "todo: exec touch /tmp/x\n")
+	host("add", "a.txt")
+	host("commit", "-qm", "a")
+	for _, rel := range []string{".git/rebase-merge/git-rebase-todo", ".git/rebase-merge/strategy", ".git/sequencer/opts", ".git/sequencer/todo", ".git/rebase-merge"} {
+		text := call["write"](map[string]any{"file_path": filepath.Join(ws, rel), "content": "exec touch /tmp/x\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+		assertAbsent(t, filepath.Join(ws, rel))
+	}
+	text := call["move"](map[string]any{"source": filepath.Join(ws, "prep"), "destination": filepath.Join(ws, ".git/rebase-merge")})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(ws, ".git/rebase-merge"))
+	call["mkdir"](map[string]any{"path": filepath.Join(ws, ".git/worktrees")})
+	text = call["move"](map[string]any{"source": filepath.Join(ws, "prep"), "destination": filepath.Join(ws, ".git/worktrees/w")})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(ws, ".git/worktrees/w"))
+
+	// A rebase stopped by git itself (a break, another to come), then an
+	// exec line added with edit or moved over it: refused, the todo
+	// unchanged.
+	text = call["exec"](map[string]any{"command": "export GIT_AUTHOR_NAME=t GIT_AUTHOR_EMAIL=t@t GIT_COMMITTER_NAME=t GIT_COMMITTER_EMAIL=t@t; " +
+		"GIT_SEQUENCE_EDITOR=\"printf 'break\\nbreak\\n' >\" git rebase -i HEAD"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.NotContains(t, text, sandbox.DenialMarker(ww), "git's own state is nothing to disarm: "+text)
+	todo := filepath.Join(ws, ".git/rebase-merge/git-rebase-todo")
+	before := readFile(t, todo)
+	call["read"](map[string]any{"file_path": todo})
+	text = call["edit"](map[string]any{"file_path": todo, "old_string": before, "new_string": "exec touch /tmp/x\n" + before})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assert.Equal(t, before, readFile(t, todo))
+	text = call["move"](map[string]any{"source": filepath.Join(ws, "todo"), "destination": todo, "overwrite": true})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assert.Equal(t, before, readFile(t, todo))
+
+	// The same by a command: the marker, the line named, nothing to run.
+	text = call["exec"](map[string]any{"command": "echo 'exec touch /tmp/x' >> .git/rebase-merge/git-rebase-todo"})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assert.Contains(t, text, todo+": the rebase todo's exec lines", text)
+	assert.Contains(t, readFile(t, todo), "# disarmed by harness: exec touch /tmp/x")
 }
