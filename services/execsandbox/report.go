@@ -139,7 +139,7 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 	case os.Geteuid() == 0:
 		return "uid 0 in a user namespace of its own, without any capability (the workspace root belongs to root); root's files that others may not read are masked in " +
 			strings.Join(systemDirs, ", ") + " (as found when a command starts), not elsewhere: root's home (its credentials are in the deny-read set), " +
-			"other filesystems mounted there, /mnt, /media, /run, /sys, and under --shared-temp root's files in the temp roots stay readable"
+			"other filesystems mounted there, temp areas every user writes (/var/tmp), /mnt, /media, /run, /sys, and under --shared-temp root's files in the temp roots stay readable"
 	default:
 		return fmt.Sprintf("uid %d, the server's own user, without any capability", os.Geteuid())
 	}

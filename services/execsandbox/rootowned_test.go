@@ -198,9 +198,10 @@ func TestRootWorkspaceCommandsReadNoRootSecret(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
 	}
-	// A secret file and a secret directory of root's beneath /var/tmp
-	// (a system location), and one others may read.
-	base, err := os.MkdirTemp("/var/tmp", "harness-secret-")
+	// A secret file and a secret directory of root's beneath /var/lib
+	// (a system location; /var/tmp, a temp area every user writes, is not
+	// judged), and one others may read.
+	base, err := os.MkdirTemp("/var/lib", "harness-secret-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(base) })
 	require.NoError(t, os.Chmod(base, 0o755))

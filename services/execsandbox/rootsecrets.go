@@ -38,7 +38,9 @@ const (
 // not (mode bits; masked as a file), and every directory uid 0 or those
 // groups may search and others may not (masked whole, not entered). A
 // directory others may search is entered, its listing left readable. Not
-// walked: the writable roots (what holds one is never masked whole), and
+// walked: temp areas every user writes (a sticky, world-writable directory
+// such as /var/tmp: their entries come and go with other processes), the
+// writable roots (what holds one is never masked whole), and
 // the command's home (root's, read as any user reads their own home; the
 // deny-read set covers its credentials; not when it is / or holds one of
 // systemDirs), and other filesystems mounted
@@ -130,6 +132,10 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 			}
 		case syscall.S_IFDIR:
 			switch {
+			case st.Mode&(syscall.S_ISVTX|0o002) == syscall.S_ISVTX|0o002:
+				// A temp area every user writes (/var/tmp): what is in it
+				// comes and goes with other processes, as in /tmp; not
+				// judged (not covered, as /tmp is not).
 			case w.secret(&st, 1) && !w.holdsRoot(p):
 				w.out = append(w.out, subproc.Masked{Path: p, Dir: true})
 			case st.Dev != dev || (st.Mode&0o001 == 0 && !w.holdsRoot(p)):
@@ -150,17 +156,34 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 	return nil
 }
 
-// mergeMasks returns a and b as one list of masks, sorted by path, none
+// mergeMasks returns a and b as one list of masks, sorted by path, each
+// path once (a directory mask wins over a file mask of the same path), none
 // beneath a masked directory.
 func mergeMasks(a, b []subproc.Masked) []subproc.Masked {
 	all := slices.Concat(a, b)
-	slices.SortFunc(all, func(x, y subproc.Masked) int { return cmp.Compare(x.Path, y.Path) })
+	slices.SortFunc(all, func(x, y subproc.Masked) int {
+		if c := cmp.Compare(x.Path, y.Path); c != 0 {
+			return c
+		}
+		// The directory mask of a path first: it is the one kept.
+		return cmp.Compare(boolRank(y.Dir), boolRank(x.Dir))
+	})
 	var out []subproc.Masked
 	for _, m := range all {
-		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, m.Path) }) {
+		if slices.ContainsFunc(out, func(o subproc.Masked) bool {
+			return o.Path == m.Path || (o.Dir && dirfd.Beneath(o.Path, m.Path))
+		}) {
 			continue
 		}
 		out = append(out, m)
 	}
 	return out
+}
+
+// boolRank is 1 for true, 0 for false.
+func boolRank(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
 }

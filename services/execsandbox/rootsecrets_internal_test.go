@@ -1,8 +1,14 @@
 package execsandbox
 
 import (
+	"os"
+	"path/filepath"
 	"testing"
 
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -16,5 +22,53 @@ func BenchmarkRootSecrets(b *testing.B) {
 			b.Fatal(err)
 		}
 		b.ReportMetric(float64(len(masks)), "masks")
+	}
+}
+
+// TestMergeMasksOncePerPath: a path the deny-read set masks and the
+// root-secrets walk masks too is masked once (bubblewrap cannot bind a
+// second mask on the first; a file's and a directory's: the directory's),
+// and nothing beneath a masked directory.
+func TestMergeMasksOncePerPath(t *testing.T) {
+	got := mergeMasks(
+		[]subproc.Masked{{Path: "/srv/a/principals.yaml"}, {Path: "/srv/b"}, {Path: "/srv/c/x"}},
+		[]subproc.Masked{{Path: "/srv/a/principals.yaml"}, {Path: "/srv/b", Dir: true}, {Path: "/srv/c", Dir: true}, {Path: "/srv/d"}},
+	)
+	require.Equal(t, []subproc.Masked{
+		{Path: "/srv/a/principals.yaml"}, {Path: "/srv/b", Dir: true}, {Path: "/srv/c", Dir: true}, {Path: "/srv/d"},
+	}, got)
+}
+
+// TestRootSecretsLeaveTempAreasAlone: a sticky, world-writable directory
+// beneath a system location (/var/tmp) is a temp area whose entries other
+// processes make and remove at any time; the walk neither masks nor enters
+// it, so a root-only directory there that vanishes before the start cannot
+// fail the command.
+func TestRootSecretsLeaveTempAreasAlone(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the fixture is root's directory beneath /var/lib")
+	}
+	base, err := os.MkdirTemp("/var/lib", "harness-tmparea-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	area := filepath.Join(base, "tmp")
+	require.NoError(t, os.Mkdir(area, 0o755))
+	require.NoError(t, os.Chmod(area, 0o777|os.ModeSticky))
+	private := filepath.Join(area, "private")
+	require.NoError(t, os.Mkdir(private, 0o700))
+	secret := filepath.Join(base, "secret")
+	require.NoError(t, os.WriteFile(secret, []byte("s"), 0o600))
+
+	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
+	masks, err := rootSecrets(t.Context(), policy, "/root", []uint32{0})
+	require.NoError(t, err)
+	paths := make([]string, 0, len(masks))
+	for _, m := range masks {
+		paths = append(paths, m.Path)
+	}
+	require.Contains(t, paths, secret, "root's file beside the temp area is masked")
+	for _, p := range paths {
+		require.False(t, p == area || dirfd.Beneath(area, p), "nothing in the temp area is judged: %s", p)
 	}
 }
