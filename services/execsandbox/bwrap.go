@@ -245,7 +245,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		}
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
-	if err = unmasked(conf, req.Workdir); err != nil {
+	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {
 		return nil, nil, nil, err
 	}
 	if err = checkWorkdir(req.Workdir, conf); err != nil {

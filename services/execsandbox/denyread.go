@@ -197,19 +197,37 @@ func (m *masker) anyDepth(ctx context.Context, d sandbox.DenyRead, policy sandbo
 
 // unmasked returns the protected and reserved paths of c that no mask
 // covers (a mask on top of them would hide what the stage checks), and
-// refuses a workdir at or beneath a masked path. Errors: *exec.Error with
-// CodeInvalidRequest.
-func unmasked(c *subproc.Confinement, workdir string) error {
+// refuses a workdir who cannot reach (a directory on the way, or the
+// workdir itself, that who may not search: another user's home of mode
+// 0700), naming that directory, and a workdir at or beneath a masked
+// path. Errors: *exec.Error with CodeInvalidRequest.
+func unmasked(c *subproc.Confinement, workdir string, who account) error {
 	hidden := func(p string) bool {
 		return slices.ContainsFunc(c.Masked, func(m subproc.Masked) bool { return dirfd.Beneath(m.Path, p) })
 	}
 	c.Protected = slices.DeleteFunc(c.Protected, func(p subproc.Protected) bool { return hidden(p.Path) })
 	c.Reserved = slices.DeleteFunc(c.Reserved, func(p subproc.Reserved) bool { return hidden(p.Path) })
-	if wd := sandboxpolicy.CanonicalPath(workdir); hidden(wd) {
+	wd := sandboxpolicy.CanonicalPath(workdir)
+	if q := who.unreachable(wd); q != "" {
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
+			"workdir %s cannot be reached by the user commands run as (uid %d): it may not search %s%s; commands do not start there: "+
+				"give that user search permission on it, or use a workspace it can reach", workdir, who.uid, q, modeText(q))}
+	}
+	if hidden(wd) {
 		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
 			"workdir %s is at or beneath a path the deny-read set hides from commands; commands do not start there", workdir)}
 	}
 	return nil
+}
+
+// modeText describes dir's owner and mode bits, e.g. " (owner uid 1000,
+// mode 0700)"; "" when it cannot be stat'ed.
+func modeText(dir string) string {
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil {
+		return ""
+	}
+	return fmt.Sprintf(" (owner uid %d, mode %04o)", st.Uid, st.Mode&0o7777)
 }
 
 // account is the user a command runs as, for the search permission of a
@@ -248,21 +266,40 @@ func (a account) unsearchable(p string) string {
 		if next == p {
 			return ""
 		}
-		var st syscall.Stat_t
-		if syscall.Stat(next, &st) != nil {
-			return ""
-		}
-		perm := st.Mode & 0o777
-		switch {
-		case st.Uid == a.uid:
-			perm >>= 6
-		case slices.Contains(a.gids, st.Gid):
-			perm >>= 3
-		}
-		if perm&1 == 0 {
+		if !a.searches(next) {
 			return next
 		}
 		dir = next
 	}
 	return ""
+}
+
+// unreachable is unsearchable, the directory p itself included: the first
+// of p's ancestors and p that a may not search, "" for none.
+func (a account) unreachable(p string) string {
+	if q := a.unsearchable(p); q != "" {
+		return q
+	}
+	if !a.searches(p) {
+		return p
+	}
+	return ""
+}
+
+// searches reports whether dir's mode bits grant a the search permission,
+// judged as unsearchable does; a dir that cannot be stat'ed counts as
+// searchable (what is missing is reported where it is used).
+func (a account) searches(dir string) bool {
+	var st syscall.Stat_t
+	if syscall.Stat(dir, &st) != nil {
+		return true
+	}
+	perm := st.Mode & 0o777
+	switch {
+	case st.Uid == a.uid:
+		perm >>= 6
+	case slices.Contains(a.gids, st.Gid):
+		perm >>= 3
+	}
+	return perm&1 != 0
 }

@@ -101,7 +101,7 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 		if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
-		if err := unmasked(conf, req.Workdir); err != nil {
+		if err := unmasked(conf, req.Workdir, accountOf(cred)); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
 		out, err := subproc.RunBwrap(ctx, subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}, subproc.Spec{

@@ -54,6 +54,11 @@ type Journal struct {
 	// over is set when the last eviction left the total past the cap
 	// (a segment it may not drop): every Prepare then evicts again.
 	over bool
+	// older is the total size, in bytes, of the segments other than the
+	// one appended to, as the last eviction left them (they only shrink,
+	// by drops); with the appended one's fstat size it is the total
+	// Prepare's fast path checks against the cap. Under mu.
+	older int64
 
 	// rmu guards idx, the read index.
 	rmu sync.Mutex
@@ -223,11 +228,15 @@ func (j *Journal) Prepare(session string) error {
 	return j.prepareLocked(session)
 }
 
-// stale reports whether the current segment must be left: it reached the
-// soft size, was dropped, or a newer one exists. The caller holds mu.
+// stale reports whether Prepare must take its slow path: the current
+// segment reached the soft size, was dropped, or a newer one exists, or
+// the journal's total (older and the current segment's size) passed the
+// cap, so that the oldest segments go before the next change, not only
+// once the current one rolls. The caller holds mu.
 func (j *Journal) stale() bool {
 	var st unix.Stat_t
-	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err != nil || st.Nlink == 0 || st.Size >= j.opts.SegmentBytes {
+	if err := unix.Fstat(int(j.seg.f.Fd()), &st); err != nil || st.Nlink == 0 || st.Size >= j.opts.SegmentBytes ||
+		j.older+st.Size > j.opts.MaxBytes {
 		return true
 	}
 	return unix.Fstatat(j.dir, segName(j.seg.num+1), &st, unix.AT_SYMLINK_NOFOLLOW) == nil
@@ -387,10 +396,11 @@ func (j *Journal) evict(nums []int, session string) error {
 		}
 	}
 	var (
-		gone []Entry
-		mine *Entry // the session's entry that stopped the eviction
+		gone  []Entry
+		frame []byte // the dropped frame recording gone, appended after
+		mine  *Entry // the session's entry that stopped the eviction
 	)
-	for i := 0; total > j.opts.MaxBytes && i < len(nums) && nums[i] != j.seg.num; i++ {
+	for i := 0; total+int64(len(frame)) > j.opts.MaxBytes && i < len(nums) && nums[i] != j.seg.num; i++ {
 		entries, ok, err := j.dropSegment(nums[i], session)
 		if err != nil {
 			return err
@@ -414,17 +424,24 @@ func (j *Journal) evict(nums []int, session string) error {
 		j.log.Info("journal: dropped the oldest segment to stay within the cap",
 			zap.String("segment", segName(nums[i])), zap.Int64("bytes", sizes[i]), zap.Int64("max_bytes", j.opts.MaxBytes), zap.Strings("entries", ids))
 		gone = append(gone, entries...)
-	}
-	j.over = total > j.opts.MaxBytes
-	if len(gone) > 0 {
+		// The frame recording the drops counts against the cap too.
 		payload, err := json.Marshal(dropped{Entries: gone})
 		if err != nil {
 			return newErr(CodeFailed, "evict", err, "cannot encode the dropped entries")
 		}
-		if err := j.appendLocked(appendFrame(nil, kindDropped, payload)); err != nil {
+		frame = appendFrame(frame[:0], kindDropped, payload)
+	}
+	j.older = total
+	if i := slices.Index(nums, j.seg.num); i >= 0 {
+		j.older -= sizes[i]
+	}
+	if len(frame) > 0 {
+		if err := j.appendLocked(frame); err != nil {
 			return err
 		}
+		total += int64(len(frame))
 	}
+	j.over = total > j.opts.MaxBytes
 	if mine != nil && j.over {
 		return newErr(CodeFull, "record", nil,
 			"the journal is at its cap of %d bytes, and making room would drop this session's earlier change %s (%s %s), which could then not be undone: nothing was changed; undo or keep the earlier changes, ask the user to raise --journal-max-bytes, or start a new session",

@@ -473,3 +473,72 @@ func segSizes(t *testing.T, dir string) map[string]int64 {
 	}
 	return out
 }
+
+// dirBytes is the sum of the sizes of every file in dir: what the journal
+// holds on disk.
+func dirBytes(t *testing.T, dir string) int64 {
+	t.Helper()
+	names, err := os.ReadDir(dir)
+	require.NoError(t, err)
+	var total int64
+	for _, n := range names {
+		info, err := n.Info()
+		require.NoError(t, err)
+		total += info.Size()
+	}
+	return total
+}
+
+// TestCapHoldsBeforeEveryChange sums the journal directory's files around
+// each of a sequence of changes (each of its own session, so the oldest
+// may go): before each change (after its Prepare) the total is within the
+// cap, whatever the segment being filled holds, and after it the total
+// passes the cap by at most that change's own bytes. Segment sizes that do
+// not divide the cap, and changes of several sizes, put the roll at every
+// point relative to the cap.
+func TestCapHoldsBeforeEveryChange(t *testing.T) {
+	cases := []struct {
+		name               string
+		maxBytes, segBytes int64
+		sizes              []int // bytes of prior content per change, cycled
+	}{
+		{"1 KiB changes, 4 KiB segments, 20 KiB cap", 20 << 10, 4 << 10, []int{1 << 10}},
+		{"mixed changes, 7 KiB segments, 30 KiB cap", 30 << 10, 7 << 10, []int{300, 2 << 10, 5000, 100}},
+		{"changes near a segment, 3 KiB segments, 16 KiB cap", 16 << 10, 3 << 10, []int{2900, 10}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			work, dir := t.TempDir(), filepath.Join(t.TempDir(), "j")
+			j, err := journal.Open(journal.Options{Dir: dir, MaxBytes: tc.maxBytes, SegmentBytes: tc.segBytes})
+			require.NoError(t, err)
+			defer j.Close() //nolint:errcheck // test
+			var passed int
+			for i := range 80 {
+				size := tc.sizes[i%len(tc.sizes)]
+				content := []byte(strings.Repeat(fmt.Sprintf("%05d", i), size/5+1))[:size]
+				require.NoError(t, os.WriteFile(filepath.Join(work, "f"), content, 0o600))
+				session := fmt.Sprintf("s%d", i)
+				require.NoError(t, j.Prepare(session))
+				before := dirBytes(t, dir)
+				require.LessOrEqual(t, before, tc.maxBytes, "change %d: the total before it is within the cap", i)
+				tx, err := j.Begin(journal.Entry{Session: session, Tool: "write", Kind: journal.Write, Paths: []string{filepath.Join(work, "f")}})
+				require.NoError(t, err)
+				_, err = tx.Capture(parentOf(t, work), "f", filepath.Join(work, "f"))
+				require.NoError(t, err)
+				e, err := tx.Commit()
+				require.NoError(t, err)
+				require.NoError(t, j.Finish(e.ID, journal.Applied, nil))
+				after := dirBytes(t, dir)
+				// The change's own frames: its content, entry and outcome.
+				own := after - before
+				assert.LessOrEqual(t, own, int64(size)+2<<10, "change %d appended only its own frames", i)
+				if after > tc.maxBytes {
+					passed++
+					assert.LessOrEqual(t, after, tc.maxBytes+own, "change %d: past the cap by at most its own bytes", i)
+				}
+			}
+			// The cap was reached, so eviction was exercised.
+			assert.Positive(t, passed)
+		})
+	}
+}

@@ -109,10 +109,7 @@ func (t *Tools) list(ctx context.Context, call *guard.Call) tool.Result {
 	total := listing.Total
 	page := listing.Entries
 	if len(page) == 0 && (offset > total || listing.Partial) && (offset != 1 || total != 0) {
-		return t.g.Fail(&fs.Error{
-			Code: fs.CodeNotFound, Op: "list", Path: dp,
-			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + countText(total, listing.Partial) + " entries)",
-		}, policy)
+		return t.g.Fail(offsetPastEnd(dp, offset, total, listing.Partial, "entries", "directory"), policy)
 	}
 	end := offset - 1 + len(page)
 	value := ListValue{
@@ -161,6 +158,21 @@ func depthSchema() *jsonschema.Schema {
 }
 
 // countText is n, or "at least n" when n is a lower bound.
+// offsetPastEnd is the refusal of a read or list whose offset lies past
+// the last of the total lines or entries (unit) of dp, at least total when
+// lowerBound: a *guard.ArgError (INVALID_ARGUMENT), never FS_NOT_FOUND,
+// since the file or directory (what) is there; the message names the
+// count and the offsets that read it, e.g. `offset 9 is out of range for
+// "a.txt" (2 lines); the file is there: use an offset from 1 to 2`.
+func offsetPastEnd(dp string, offset, total int, lowerBound bool, unit, what string) error {
+	use := "offset 1"
+	if total > 1 {
+		use = "an offset from 1 to " + strconv.Itoa(total)
+	}
+	return guard.BadArg("offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) +
+		" (" + countText(total, lowerBound) + " " + unit + "); the " + what + " is there: use " + use)
+}
+
 func countText(n int, lowerBound bool) string {
 	if lowerBound {
 		return "at least " + strconv.Itoa(n)

@@ -10,6 +10,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -112,11 +113,11 @@ func TestList(t *testing.T) {
 		},
 		{
 			name: "offset past the end", args: `{"path":"DIR","offset":5}`,
-			wantErr: `Error: offset 5 is out of range for "DP" (4 entries)`, wantCode: fs.CodeNotFound,
+			wantErr: `Error: offset 5 is out of range for "DP" (4 entries); the directory is there: use an offset from 1 to 4`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name: "offset 2 of an empty directory", args: `{"path":"ws/dir-skill","offset":2}`,
-			wantErr: `Error: offset 2 is out of range for "DP/dir-skill" (0 entries)`, wantCode: fs.CodeNotFound,
+			wantErr: `Error: offset 2 is out of range for "DP/dir-skill" (0 entries); the directory is there: use offset 1`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name: "a file is not a directory", args: `{"path":"ws/alpha.md"}`,

@@ -113,7 +113,7 @@ func TestListTree(t *testing.T) {
 		{name: "a string depth is refused", args: map[string]any{"depth": "2"}, wantErr: "Error: depth must be a positive integer"},
 		{
 			name: "an offset past a complete tree is out of range",
-			args: map[string]any{"depth": 2, "offset": 8}, wantErr: `Error: offset 8 is out of range for "` + ws + `" (7 entries)`,
+			args: map[string]any{"depth": 2, "offset": 8}, wantErr: `Error: offset 8 is out of range for "` + ws + `" (7 entries); the directory is there: use an offset from 1 to 7`,
 		},
 	}
 	for _, tc := range cases {

@@ -115,10 +115,7 @@ func (t *Tools) readTarget(ctx context.Context, call *guard.Call, policy *sandbo
 	}
 	if w.outOfRange() {
 		// Out of range records nothing (T-32).
-		return t.g.Fail(&fs.Error{
-			Code: fs.CodeNotFound, Op: "read", Path: dp,
-			Message: "offset " + strconv.Itoa(offset) + " is out of range for " + strconv.Quote(dp) + " (" + strconv.Itoa(w.total) + " lines)",
-		}, policy)
+		return t.g.Fail(offsetPastEnd(dp, offset, w.total, false, "lines", "file"), policy)
 	}
 	// A windowed read observes the whole-file version (O-14, T-31), and
 	// the content it streamed (spec difference 14).

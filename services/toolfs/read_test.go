@@ -333,7 +333,8 @@ func TestReadArgumentsWholeNumbers(t *testing.T) {
 
 // TestReadLargeIntegerArguments: an integer offset or limit beyond 32 bits is
 // still a positive integer (T-21, T-23, T-40): the limit fails the cap with
-// its own message and the offset is out of range, FS_NOT_FOUND.
+// its own message and the offset is out of range, INVALID_ARGUMENT (the
+// file is there: not FS_NOT_FOUND).
 func TestReadLargeIntegerArguments(t *testing.T) {
 	cases := []struct {
 		name     string
@@ -349,8 +350,8 @@ func TestReadLargeIntegerArguments(t *testing.T) {
 		{
 			name:     "T-40 offset 4294967296 is out of range",
 			args:     `{"file_path":"a.txt","offset":4294967296}`,
-			wantText: `Error: offset 4294967296 is out of range for "DP" (2 lines)`,
-			wantCode: fs.CodeNotFound,
+			wantText: `Error: offset 4294967296 is out of range for "DP" (2 lines); the file is there: use an offset from 1 to 2`,
+			wantCode: errcode.InvalidArgument,
 		},
 	}
 	for _, tc := range cases {
@@ -397,22 +398,22 @@ func TestReadErrorsAndObservations(t *testing.T) {
 		{
 			name:  "T-32 T-40 offset past the end records nothing",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "one\ntwo") },
-			args:  `{"file_path":"a.txt","offset":9}`, wantText: `Error: offset 9 is out of range for "DP" (2 lines)`, wantCode: fs.CodeNotFound,
+			args:  `{"file_path":"a.txt","offset":9}`, wantText: `Error: offset 9 is out of range for "DP" (2 lines); the file is there: use an offset from 1 to 2`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name:  "T-32 offset just past the end",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "one\ntwo\n") },
-			args:  `{"file_path":"a.txt","offset":3}`, wantText: `Error: offset 3 is out of range for "DP" (2 lines)`, wantCode: fs.CodeNotFound,
+			args:  `{"file_path":"a.txt","offset":3}`, wantText: `Error: offset 3 is out of range for "DP" (2 lines); the file is there: use an offset from 1 to 2`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name:  "T-40 empty file at offset 2",
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "") },
-			args:  `{"file_path":"a.txt","offset":2}`, wantText: `Error: offset 2 is out of range for "DP" (0 lines)`, wantCode: fs.CodeNotFound,
+			args:  `{"file_path":"a.txt","offset":2}`, wantText: `Error: offset 2 is out of range for "DP" (0 lines); the file is there: use offset 1`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name: "T-32 offset past the end of a streamed file", cfg: toolfs.Config{ReadStreamMinSize: 1},
 			setup: func(t *testing.T, dir string) { rdFile(t, dir, "a.txt", "one\ntwo") },
-			args:  `{"file_path":"a.txt","offset":3}`, wantText: `Error: offset 3 is out of range for "DP" (2 lines)`, wantCode: fs.CodeNotFound,
+			args:  `{"file_path":"a.txt","offset":3}`, wantText: `Error: offset 3 is out of range for "DP" (2 lines); the file is there: use an offset from 1 to 2`, wantCode: errcode.InvalidArgument,
 		},
 		{
 			name:  "T-28 binary file",

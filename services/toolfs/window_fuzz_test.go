@@ -103,7 +103,7 @@ func FuzzReadWindow(f *testing.F) {
 		outOfRange := o > total && (o != 1 || total != 0)
 		require.Equal(t, outOfRange, w.outOfRange(), "outOfRange")
 		if outOfRange {
-			return // the read fails with FS_NOT_FOUND; no footer is shown
+			return // the read fails with INVALID_ARGUMENT; no footer is shown
 		}
 		footer := w.footer()
 		require.Regexp(t, fuzzFooter, footer)

@@ -734,7 +734,7 @@ func TestRun(t *testing.T) {
 			args: func(l layout) []string { return ws(l, "serve") },
 			stderrIn: []string{
 				"harness serve speaks MCP (JSON-RPC, one message a line) on stdin and stdout",
-				" demo\n", `{"mcpServers": {"harness": {"command": `,
+				" demo\n", `{"mcpServers":{"harness":{"command":`,
 			},
 		},
 		{

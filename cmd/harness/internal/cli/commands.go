@@ -12,6 +12,7 @@ import (
 	"maps"
 	"math"
 	"os"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -135,7 +136,7 @@ func serve(ctx context.Context, args []string, env Env) error {
 		return serveHTTP(ctx, srv, cfg, env, principals, logger)
 	}
 	if env.StdinIsTerminal {
-		explainServe(env.Stderr)
+		explainServe(env.Stderr, serveHintArgs(args, cfg))
 	}
 	transport := &mcpserver.StdioTransport{Reader: env.Stdin, Writer: env.Stdout, MaxLineBytes: maxLineBytes(cfg)}
 	if err := srv.Run(ctx, transport); err != nil && ctx.Err() == nil {
@@ -163,19 +164,73 @@ func warnUnconfined(cfg config.Config) fx.Option {
 }
 
 // explainServe tells a person who ran serve in a terminal what it is
-// waiting for and how to try it.
-func explainServe(w io.Writer) {
+// waiting for and how to try it: a client configuration whose args are
+// args, the serve command line this server was started with, JSON-encoded.
+func explainServe(w io.Writer, args []string) {
 	self, err := os.Executable()
 	if err != nil {
 		self = "harness"
 	}
+	type server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	client, _ := json.Marshal(map[string]map[string]server{"mcpServers": {"harness": {Command: self, Args: args}}})
 	_, _ = fmt.Fprintf(w, `harness serve speaks MCP (JSON-RPC, one message a line) on stdin and stdout: an MCP client
 starts it and talks to it; it prints nothing until a client writes.
 To watch a session, run:  %[1]s demo
-To use it, give your MCP client the command, for example:
-  {"mcpServers": {"harness": {"command": %[2]q, "args": ["serve", "--mode", "workspace-write"]}}}
+To use it, give your MCP client the command this server runs as:
+  %[2]s
 Waiting for a client on stdin; Ctrl-D or Ctrl-C ends.
-`, self, self)
+`, term(self), client)
+}
+
+// serveHintArgs returns the argument list that starts a server like this
+// one from any directory: "serve", then args (the flags as given, in
+// order) with the value of --workspace replaced by the absolute
+// cfg.Workspace and that of --config made absolute; when the workspace
+// came from the environment or a config file rather than a flag, it is
+// added as --workspace, since a client starts the server without them.
+func serveHintArgs(args []string, cfg config.Config) []string {
+	out := append(make([]string, 0, len(args)+3), "serve")
+	hasWorkspace := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" || a == "-" || !strings.HasPrefix(a, "-") {
+			out = append(out, args[i:]...)
+			break
+		}
+		name, value, inline := strings.Cut(strings.TrimLeft(a, "-"), "=")
+		var abs func(string) string
+		switch name {
+		case "workspace":
+			hasWorkspace = true
+			abs = func(string) string { return cfg.Workspace }
+		case "config":
+			abs = func(v string) string {
+				if p, err := filepath.Abs(v); err == nil {
+					return p
+				}
+				return v
+			}
+		default:
+			out = append(out, a)
+			continue
+		}
+		switch {
+		case inline:
+			out = append(out, "--"+name+"="+abs(value))
+		case i+1 < len(args):
+			out = append(out, a, abs(args[i+1]))
+			i++
+		default:
+			out = append(out, a)
+		}
+	}
+	if !hasWorkspace && cfg.Workspace != "" {
+		out = append(out, "--workspace", cfg.Workspace)
+	}
+	return out
 }
 
 // maxLineBytes sizes the inbound line bound to the largest write the tools
