@@ -144,12 +144,18 @@ func TestHTTP_ARequestWithoutASessionIsRefused(t *testing.T) {
 	for _, tc := range []struct {
 		name, body, want string
 	}{
-		{"a call", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
-			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`},
-		{"a string id", `{"jsonrpc":"2.0","id":"x","method":"ping"}`,
-			`{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`},
-		{"a notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
-			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`},
+		{
+			"a call", `{"jsonrpc":"2.0","id":7,"method":"tools/list"}`,
+			`{"jsonrpc":"2.0","id":7,"error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`,
+		},
+		{
+			"a string id", `{"jsonrpc":"2.0","id":"x","method":"ping"}`,
+			`{"jsonrpc":"2.0","id":"x","error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`,
+		},
+		{
+			"a notification", `{"jsonrpc":"2.0","method":"notifications/initialized"}`,
+			`{"jsonrpc":"2.0","id":null,"error":{"code":-32600,"message":"Bad Request: an Mcp-Session-Id header is required: send initialize first, then the session id it answers with on every request"}}`,
+		},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			res := postJSON(t, w.url, "alice-token", "", tc.body, nil)
