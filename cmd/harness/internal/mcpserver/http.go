@@ -69,8 +69,9 @@ type HTTPOptions struct {
 	// Host. Anything else gets 403 (DNS rebinding).
 	AllowedHosts []string
 	// AllowedOrigins are the browser origins served (lower-case
-	// scheme://host[:port]) besides the server's own (the request's
-	// scheme, localhost, 127.0.0.1 or [::1], and the port it arrived on);
+	// scheme://host[:port]) besides the server's own on loopback (for a
+	// request that arrived on a loopback address: its scheme, localhost,
+	// 127.0.0.1 or [::1], and the port it arrived on);
 	// a request with another Origin header, or "null", gets 403. A request
 	// without Origin (not from a browser) is served.
 	AllowedOrigins []string

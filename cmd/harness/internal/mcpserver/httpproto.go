@@ -219,11 +219,11 @@ func responseID(event []byte) (jsonrpc.ID, bool) {
 	return jsonrpc.ID{}, false
 }
 
-// ownOrigin reports whether origin is the server's own: the request's
-// scheme, a loopback name (localhost, 127.0.0.1, [::1]) and the port the
-// request arrived on. A page of that origin can only be the server's (or
-// one on its own machine's loopback at its own port: itself), so DNS
-// rebinding cannot produce it.
+// ownOrigin reports whether origin is the server's own, for a request that
+// arrived on a loopback address: the request's scheme, a loopback name
+// (localhost, 127.0.0.1, [::1]) and the port it arrived on. A page of that
+// origin was served from this machine's loopback at this port, by the
+// server itself, so DNS rebinding cannot produce it.
 func ownOrigin(r *http.Request, origin string) bool {
 	u, err := url.Parse(origin)
 	if err != nil || u.Path != "" || u.Port() == "" {
@@ -237,8 +237,8 @@ func ownOrigin(r *http.Request, origin string) bool {
 	if !ok || local == nil || !strings.EqualFold(u.Scheme, scheme) {
 		return false
 	}
-	_, port, err := net.SplitHostPort(local.String())
-	if err != nil || u.Port() != port {
+	lhost, port, err := net.SplitHostPort(local.String())
+	if lip := net.ParseIP(lhost); err != nil || lip == nil || !lip.IsLoopback() || u.Port() != port {
 		return false
 	}
 	host := strings.ToLower(u.Hostname())
