@@ -12,7 +12,9 @@
 // unchanged on disk; alice's read of a deny-read .env in her own workspace
 // refused (file tool and command); bob's escalation answered through
 // elicitation on his session's stream (allow-once lands, decline does not);
-// alice's session id refused (403) with bob's token.
+// a call bob cancels gets no response; a request without a session id gets
+// 400 with JSON-RPC error -32600; alice's session id refused (403) with
+// bob's token.
 //
 // Usage: node e2e/http.mjs   (make e2e runs it after client.mjs)
 //
@@ -287,6 +289,57 @@ async function run() {
   assert.ok(!fs.existsSync(path.join(bobWs, 'plain.txt')), 'bob: plain.txt exists');
   assert.equal(alice.asked.length, 0, 'bob\'s prompts reached alice');
   ok('bob (read-only, widest workspace-write): a plain write FS_SANDBOX_DENIED; escalated, asked on his own session\'s stream: allow-once lands on disk, decline writes nothing; alice saw no prompt');
+
+  // A call bob cancels gets no response (MCP: a receiver should not answer
+  // a cancelled request): the SDK reports a response to an id it no longer
+  // waits for as "Received a response for an unknown message ID". bob
+  // cancels while the approval is asked; the server then cancels its
+  // prompt, and the call's stream ends without an answer.
+  const unknownIDs = [];
+  bob.client.onerror = (err) => {
+    if (/unknown message ID/.test(err.message)) unknownIDs.push(err.message);
+  };
+  const abort = new AbortController();
+  let release;
+  const released = new Promise((resolve) => { release = resolve; });
+  bob.client.setRequestHandler(ElicitRequestSchema, async (_request, extra) => {
+    abort.abort(new Error('bob stopped the call'));
+    // No answer until the server gives up the prompt or the step is
+    // over: an answer racing the cancellation could end the call first.
+    await new Promise((resolve) => {
+      extra.signal.addEventListener('abort', resolve, { once: true });
+      released.then(resolve);
+    });
+    return { action: 'cancel' };
+  });
+  const cancelled = await bob.client.callTool({ name: 'write', arguments: { file_path: path.join(bobWs, 'cancelled.txt'), content: 'x', sandbox_permissions: 'workspace-write', justification } },
+    undefined, { timeout: REQUEST_TIMEOUT_MS, signal: abort.signal }).then(() => 'answered', (err) => `rejected: ${err.message}`);
+  assert.match(cancelled, /^rejected: .*bob stopped the call/, `bob's cancelled call: ${cancelled}`);
+  // The server ends the call within milliseconds of the cancellation;
+  // whatever it sent for it would have arrived well within a second.
+  await new Promise((resolve) => setTimeout(resolve, 1000));
+  res = await bob.call('read', { file_path: bobFile });
+  expectSuccess(res, 'bob reads after the cancel');
+  release();
+  assert.deepEqual(unknownIDs, [], 'a response came for the cancelled call');
+  assert.ok(!fs.existsSync(path.join(bobWs, 'cancelled.txt')), 'the cancelled write landed');
+  ok('bob cancels an escalated write while it is asked: the server sends no response for the call (no "unknown message ID"), writes nothing');
+
+  // A request without a session id (other than initialize): 400 and a
+  // JSON-RPC Invalid Request error naming the header.
+  r = await fetch(url, {
+    method: 'POST',
+    headers: { ...mcpHeaders, Authorization: `Bearer ${tokens.alice}`, 'Mcp-Protocol-Version': '2025-11-25' },
+    body: JSON.stringify({ jsonrpc: '2.0', id: 5, method: 'tools/list' }),
+  });
+  const noSession = await r.text();
+  assert.equal(r.status, 400, `no Mcp-Session-Id: status ${r.status}: ${noSession}`);
+  assert.equal(r.headers.get('mcp-session-id'), null, 'no Mcp-Session-Id: a session was opened');
+  const noSessionErr = JSON.parse(noSession);
+  assert.equal(noSessionErr.id, 5, `no Mcp-Session-Id: id: ${noSession}`);
+  assert.equal(noSessionErr.error?.code, -32600, `no Mcp-Session-Id: code: ${noSession}`);
+  assert.match(noSessionErr.error?.message ?? '', /Mcp-Session-Id header is required/, `no Mcp-Session-Id: message: ${noSession}`);
+  ok(`tools/list without an Mcp-Session-Id: 400, JSON-RPC error -32600 ${JSON.stringify(noSessionErr.error.message)}`);
 
   // alice's session id is hers: with bob's token it is refused.
   r = await fetch(url, {

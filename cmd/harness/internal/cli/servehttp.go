@@ -164,7 +164,13 @@ func httpOptions(ctx context.Context, cfg config.Config, principals *principal.S
 			},
 			Log: logger.Named("auth"),
 		})
-		opts.Metadata = httpauth.MetadataHandler(httpauth.MetadataOptions{Resource: resource, AuthorizationServers: cfg.AuthorizationServers})
+		servers := cfg.AuthorizationServers
+		if len(servers) == 0 && cfg.JWKSURL != "" {
+			// A client signs in where the tokens come from: the issuer
+			// they are verified against.
+			servers = []string{cfg.JWTIssuer}
+		}
+		opts.Metadata = httpauth.MetadataHandler(httpauth.MetadataOptions{Resource: resource, AuthorizationServers: servers})
 	}
 	if principals != nil {
 		opts.Principals = principals

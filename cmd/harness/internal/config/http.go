@@ -124,7 +124,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 		origins     stringList
 		hosts       stringList
 	)
-	fs.Var(&authServers, "authorization-server", "an OAuth authorization server `URL` the protected-resource metadata lists (repeatable)")
+	fs.Var(&authServers, "authorization-server", "an OAuth authorization server `URL` the protected-resource metadata lists (repeatable; with --jwks-url, default: the --jwt-issuer)")
 	fs.Var(&origins, "allowed-origin", "a browser `ORIGIN` (scheme://host[:port]) whose requests are served; any other Origin gets 403 (repeatable)")
 	fs.Var(&hosts, "allowed-host", "a `HOST` (or host:port) the Host header may name besides the listen address, e.g. the public name behind a proxy (repeatable)")
 	return map[string]func(*Config){

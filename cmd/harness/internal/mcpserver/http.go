@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/modelcontextprotocol/go-sdk/auth"
+	"github.com/modelcontextprotocol/go-sdk/jsonrpc"
 	"github.com/modelcontextprotocol/go-sdk/mcp"
 	"go.uber.org/zap"
 	"golang.org/x/sync/semaphore"
@@ -68,9 +69,11 @@ type HTTPOptions struct {
 	// Host. Anything else gets 403 (DNS rebinding).
 	AllowedHosts []string
 	// AllowedOrigins are the browser origins served (lower-case
-	// scheme://host[:port]); a request with another Origin header, or
-	// "null", gets 403. A request without Origin (not from a browser) is
-	// served.
+	// scheme://host[:port]) besides the server's own on loopback (for a
+	// request that arrived on a loopback address: its scheme, localhost,
+	// 127.0.0.1 or [::1], and the port it arrived on);
+	// a request with another Origin header, or "null", gets 403. A request
+	// without Origin (not from a browser) is served.
 	AllowedOrigins []string
 	// SessionIdle closes a session that sent no request for so long; zero
 	// means none.
@@ -118,6 +121,8 @@ type HTTPHandler struct {
 	mu       sync.Mutex
 	bodies   map[string]*semaphore.Weighted // principal name -> its request bytes in flight
 	sessions map[string]int                 // principal name -> its sessions (PrincipalMaxSessions)
+
+	inflight inflight // the calls whose POST is open, and which of them the client cancelled
 }
 
 // admitSession counts a new session of the principal named name and
@@ -199,7 +204,10 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 		// other half to the others.
 		opts.PrincipalMaxCalls = max(1, s.calls.Slots()/2)
 	}
-	h := &HTTPHandler{s: s, opts: opts, bodies: map[string]*semaphore.Weighted{}, sessions: map[string]int{}}
+	h := &HTTPHandler{
+		s: s, opts: opts, bodies: map[string]*semaphore.Weighted{}, sessions: map[string]int{},
+		inflight: inflight{calls: map[callKey]bool{}},
+	}
 	sdk := mcp.NewStreamableHTTPHandler(func(*http.Request) *mcp.Server { return s.mcp }, &mcp.StreamableHTTPOptions{
 		SessionTimeout:      opts.SessionIdle,
 		MaxRequestBodyBytes: opts.MaxRequestBytes,
@@ -236,7 +244,7 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 				return
 			}
 		}
-		sdk.ServeHTTP(w, r)
+		h.serveSDK(sdk, w, r)
 	})
 	if opts.Authenticate != nil {
 		inner := endpoint
@@ -260,6 +268,43 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	h.mcp = mux
 	s.front.Store(h)
 	return h
+}
+
+// serveSDK passes an admitted request to the SDK's handler, keeping the
+// promises it does not (httpproto.go): an unspoken protocol version is
+// refused with the versions spoken; a POST without a session id other than
+// initialize gets 400 with a JSON-RPC Invalid Request error (-32600); a
+// call the client cancels (notifications/cancelled) gets no response.
+func (h *HTTPHandler) serveSDK(sdk http.Handler, w http.ResponseWriter, r *http.Request) {
+	if versionRefused(w, r) {
+		return
+	}
+	if r.Method != http.MethodPost {
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	in, ok := readInbound(r, h.opts.MaxRequestBytes)
+	if !ok {
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	sid := r.Header.Get("Mcp-Session-Id")
+	if sid == "" {
+		if !in.initialize && r.Header.Get("Mcp-Protocol-Version") < newProtocol {
+			writeRPCError(w, http.StatusBadRequest, in.firstID, jsonrpc.CodeInvalidRequest, errNoSession)
+			return
+		}
+		sdk.ServeHTTP(w, r)
+		return
+	}
+	// A cancellation is recorded before the SDK reads it, so the
+	// response its call then makes finds it.
+	h.inflight.cancel(sid, in.cancels)
+	if len(in.calls) > 0 {
+		defer h.inflight.open(sid, in.calls)()
+		w = &dropCancelled{ResponseWriter: w, sid: sid, f: &h.inflight}
+	}
+	sdk.ServeHTTP(w, r)
 }
 
 // DefaultBodyTimeout is how long a request's body may take to arrive when
@@ -329,7 +374,7 @@ func (h *HTTPHandler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	}
 	origin := r.Header.Get("Origin")
 	if origin != "" {
-		if !slices.Contains(h.opts.AllowedOrigins, strings.ToLower(origin)) {
+		if !slices.Contains(h.opts.AllowedOrigins, strings.ToLower(origin)) && !ownOrigin(r, origin) {
 			w.Header().Set("Connection", "close")
 			http.Error(w, "Forbidden: the Origin is not allowed", http.StatusForbidden)
 			return
