@@ -517,13 +517,13 @@ func TestEscalationApproval(t *testing.T) {
 		{
 			name: "issue 36: danger-full-access asked under danger-full-access is the mode held: allowed, the approver is never asked",
 			mode: wrDanger, approver: wrOutcome(sandbox.AllowedOnce),
-			esc:       map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
+			esc:        map[string]any{"sandbox_permissions": "danger-full-access", "justification": just},
 			wantCalled: true, wantStamp: wrDanger,
 		},
 		{
 			name: "issue 36: workspace-write asked under workspace-write is the mode held: allowed",
 			mode: wrWW, approver: wrOutcome(sandbox.AllowedOnce),
-			esc:       map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
+			esc:        map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantCalled: true, wantStamp: wrWW,
 		},
 		{
@@ -541,7 +541,7 @@ func TestEscalationApproval(t *testing.T) {
 		{
 			name: "issue 36: the mode held is judged against the session override: allowed",
 			mode: wrRO, override: wrWW, approver: wrOutcome(sandbox.AllowedOnce),
-			esc:       map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
+			esc:        map[string]any{"sandbox_permissions": "workspace-write", "justification": just},
 			wantCalled: true, wantStamp: wrWW,
 		},
 		{
