@@ -503,7 +503,7 @@ function freePort() {
 // under --network deny (the session's commands share one loopback-only
 // network namespace), reads its output with exec_output until it listens,
 // lists it, fetches from it with a later exec, sees the request in its
-// output, and ends it with exec_kill; then its id is forgotten.
+// output, and ends it with exec_kill; then it stays listed as killed.
 async function runBackground() {
   const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-bg-')));
   extraDirs.push(dir);
@@ -553,8 +553,14 @@ async function runBackground() {
     assert.equal(res.structuredContent.state, 'killed', `exec_kill: ${JSON.stringify(res.structuredContent)}`);
     assert.equal(res.structuredContent.signal, 'SIGTERM', `exec_kill: ${JSON.stringify(res.structuredContent)}`);
     res = await srv.call('exec_output', { id });
-    expectToolError(res, 'exec_output of a killed command read to its end', 'EXEC_UNKNOWN_ID');
-    ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; its id is then unknown`);
+    expectSuccess(res, 'exec_output of a killed command read to its end');
+    assert.equal(res.structuredContent.state, 'killed', `exec_output after exec_kill: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.stdout_tail, `listening on ${port}\nGET /hi\n`, `exec_output after exec_kill: ${JSON.stringify(res.structuredContent)}`);
+    res = await srv.call('exec_output', {});
+    expectSuccess(res, 'exec_output without id after exec_kill');
+    assert.deepEqual(Object.keys(res.structuredContent), ['commands'], `exec_output without id: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.commands[0].state, 'killed');
+    ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; it then stays listed as killed, with its output's tail`);
   } finally {
     await srv.close();
   }

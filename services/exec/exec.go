@@ -150,6 +150,13 @@ type Confinement struct {
 	// roots, found when it ended and disarmed then, so the user's git on
 	// the host runs none of it; in path order.
 	Disarmed []DisarmedState
+	// Reserved are the paths the command could not create, which did not
+	// exist when it started (a writable root's top-level .git and
+	// host-run files, a git directory's missing read-only members;
+	// canonical): each was held by a read-only placeholder while it ran,
+	// so making one failed with EEXIST ("File exists") and writing one as
+	// a file with EISDIR ("Is a directory"). Bubblewrap isolation only.
+	Reserved []string
 }
 
 // DisarmedState is one git state file a command left that would make git

@@ -306,7 +306,7 @@ func bwrapResult(out subproc.Outcome, err error, conf *subproc.Confinement, exe 
 	}
 	res, err := execlocal.Result(out, err)
 	if err == nil {
-		res.Confinement = &exec.Confinement{Masked: maskedPaths(conf.Masked)}
+		res.Confinement = &exec.Confinement{Masked: maskedPaths(conf.Masked), Reserved: reservedPaths(conf.Reserved)}
 	}
 	return res, err
 }
@@ -540,4 +540,13 @@ func tempDirEnv(policy sandbox.ExecutionPolicy, env []string) []string {
 		return env
 	}
 	return append(env, "TMPDIR="+policy.TempRoots[0])
+}
+
+// reservedPaths returns the paths of reserved.
+func reservedPaths(reserved []subproc.Reserved) []string {
+	out := make([]string, 0, len(reserved))
+	for _, r := range reserved {
+		out = append(out, r.Path)
+	}
+	return out
 }

@@ -244,7 +244,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if err == nil {
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
-			c.Masked, c.Disarmed = res.Confinement.Masked, res.Confinement.Disarmed
+			c.Masked, c.Disarmed, c.Reserved = res.Confinement.Masked, res.Confinement.Disarmed, res.Confinement.Reserved
 		}
 		c.Refused, c.RefusedMore = refused.hosts, refused.more
 		res.Confinement = c

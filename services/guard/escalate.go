@@ -77,8 +77,16 @@ func (c *Call) optString(name string) (string, error) {
 // answer is recorded for the guard's family only, so it never changes how
 // the other family's calls run. The call's audit record keeps the request,
 // the answer and its scope, and the mode the call then runs under.
-// Errors: *sandboxpolicy.EscalationError.
+// A request for the mode the call already runs under (standing.Mode: the
+// deployment's, or the session's grant the user gave for the guard's
+// family) is simply allowed: standing is returned, nobody is asked and no
+// escalation is recorded (issue 36: the retry a denial hint asks for after
+// an "allow for the session" answer). Errors:
+// *sandboxpolicy.EscalationError.
 func (c *Call) Escalate(ctx context.Context, standing sandbox.ExecutionPolicy, esc Escalation, req sandbox.ApprovalRequest) (sandbox.ExecutionPolicy, error) {
+	if esc.Mode == standing.Mode {
+		return standing, nil
+	}
 	approver, ans := c.asker()
 	req.Family, req.Tool = c.g.family, c.tool
 	req.Mode, req.Justification = esc.Mode, esc.Justification

@@ -21,10 +21,14 @@ const (
 	// MaxBackground is how many background commands one session may have
 	// running at once; one more is refused with CodeBackgroundLimit.
 	MaxBackground = 8
-	// maxFinished is how many ended background commands a session keeps
-	// for exec_output before the oldest is forgotten; one is forgotten as
-	// soon as its end and its last output have been read.
-	maxFinished = 8
+	// MaxEnded is how many ended background commands a session keeps
+	// listed, with their end and output tails, for exec_output and
+	// exec_kill; when one more ends, the oldest ended one is dropped.
+	MaxEnded = 8
+	// TailBytes is how many of the last bytes of each of stdout and
+	// stderr an ended background command keeps once its output was read
+	// (Job.StdoutTail, Job.StderrTail).
+	TailBytes = 4 << 10
 	// BackgroundOutputLimit is how many of the last bytes of each of
 	// stdout and stderr a background command keeps until they are read;
 	// older ones are dropped and counted.
@@ -163,7 +167,6 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 	}
 	req.Stdout, req.Stderr, req.Signals = j.stdout, j.stderr, j.signals
 	sj.list = append(sj.list, j)
-	m.forgetFinished(sj)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
@@ -171,6 +174,9 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 		j.res, j.err = m.runner.Run(ctx, req)
 		ended()
 		close(j.done)
+		m.mu.Lock()
+		m.dropEnded(sj)
+		m.mu.Unlock()
 	}()
 	return j, nil
 }
@@ -202,16 +208,16 @@ func (m *jobs) watch(sess *session.Session) {
 	}
 }
 
-// forgetFinished drops the oldest ended commands of sj beyond maxFinished.
-// m.mu is held.
-func (m *jobs) forgetFinished(sj *sessionJobs) {
+// dropEnded drops the oldest ended commands of sj beyond MaxEnded. m.mu
+// is held.
+func (m *jobs) dropEnded(sj *sessionJobs) {
 	ended := 0
 	for _, j := range sj.list {
 		if j.ended() {
 			ended++
 		}
 	}
-	for i := 0; ended > maxFinished && i < len(sj.list); {
+	for i := 0; ended > MaxEnded && i < len(sj.list); {
 		if sj.list[i].ended() {
 			sj.list = append(sj.list[:i], sj.list[i+1:]...)
 			ended--
@@ -243,20 +249,6 @@ func (m *jobs) list(sess *session.Session) []*job {
 		return append([]*job(nil), sj.list...)
 	}
 	return nil
-}
-
-// forget drops sess's job j (its end and last output were read).
-func (m *jobs) forget(sess *session.Session, j *job) {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	if sj := m.bySess[sess]; sj != nil {
-		for i, x := range sj.list {
-			if x == j {
-				sj.list = append(sj.list[:i], sj.list[i+1:]...)
-				return
-			}
-		}
-	}
 }
 
 // kill ends j: sig to every process of its tree first and, when sig is

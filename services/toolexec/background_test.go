@@ -2,6 +2,7 @@ package toolexec_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net"
 	"os"
@@ -111,7 +112,7 @@ func marker(n int) string { return fmt.Sprintf("900.%d%d", os.Getpid(), n) }
 // command still runs (it waits for a file the test makes only after the
 // return); exec_output then gives exactly the bytes written since the last
 // read, the state running, and at the end the exit code; the ended command
-// is forgotten once that last read is done.
+// stays, with its output's tail, once that last read is done.
 func TestBackgroundCommand(t *testing.T) {
 	b := newBG(t, execsandbox.Config{})
 	gate := filepath.Join(b.w.ws, "go")
@@ -138,9 +139,11 @@ func TestBackgroundCommand(t *testing.T) {
 	assert.Equal(t, id, last.ID)
 	assert.Equal(t, b.w.ws, last.Workdir)
 
-	res := b.call(t, b.sess, "exec_output", map[string]any{"id": id})
-	require.True(t, res.IsError, "an ended command read to its end is forgotten")
-	assert.EqualValues(t, toolexec.CodeUnknownID, res.Code)
+	again = b.read(t, b.sess, id)
+	assert.Equal(t, "exited", again.State, "an ended command read to its end stays")
+	assert.Empty(t, again.Stdout, "output already read is not given again")
+	assert.Equal(t, "first\nsecond\n", again.StdoutTail)
+	assert.Equal(t, "oops", again.StderrTail)
 }
 
 // TestBackgroundList: exec_output without id lists the session's
@@ -152,7 +155,7 @@ func TestBackgroundList(t *testing.T) {
 	id := b.start(t, b.sess, "exec sleep "+m)
 	res := b.call(t, b.sess, "exec_output", map[string]any{})
 	require.False(t, res.IsError, res.Text)
-	list := res.Value.(toolexec.Output).Commands
+	list := res.Value.(toolexec.Listing).Commands
 	require.Len(t, list, 1)
 	assert.Equal(t, id, list[0].ID)
 	assert.Equal(t, "exec sleep "+m, list[0].Command)
@@ -165,7 +168,7 @@ func TestBackgroundList(t *testing.T) {
 	other := b.tracker.Start("other", b.w.ws)
 	res = b.call(t, other, "exec_output", map[string]any{})
 	require.False(t, res.IsError, res.Text)
-	assert.Empty(t, res.Value.(toolexec.Output).Commands)
+	assert.Empty(t, res.Value.(toolexec.Listing).Commands)
 	for _, name := range []string{"exec_output", "exec_kill"} {
 		res = b.call(t, other, name, map[string]any{"id": id})
 		require.True(t, res.IsError, name)
@@ -240,7 +243,7 @@ func TestBackgroundOutputIsBounded(t *testing.T) {
 	// whole kept tail.
 	require.Eventually(t, func() bool {
 		res := b.call(t, b.sess, "exec_output", map[string]any{})
-		l := res.Value.(toolexec.Output).Commands
+		l := res.Value.(toolexec.Listing).Commands
 		return len(l) == 1 && l[0].State != "running"
 	}, bgWait, 20*time.Millisecond)
 	v := b.read(t, b.sess, id)
@@ -459,4 +462,127 @@ func TestBackgroundGitStateDisarmed(t *testing.T) {
 	b2, err = os.ReadFile(todo)
 	require.NoError(t, err)
 	assert.Equal(t, "# disarmed by harness: exec touch pwned\n# disarmed by harness: x  make\n", string(b2))
+}
+
+// asJSON returns v as a client reads it: its JSON object, without the
+// fields that vary with the clock (started, duration_ms; also in each
+// listed command), checked to be there first.
+func asJSON(t *testing.T, v any) map[string]any {
+	t.Helper()
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	var m map[string]any
+	require.NoError(t, json.Unmarshal(raw, &m))
+	strip := func(o map[string]any) {
+		for _, k := range []string{"started", "duration_ms"} {
+			require.Contains(t, o, k)
+			delete(o, k)
+		}
+	}
+	if cmds, ok := m["commands"].([]any); ok {
+		for _, c := range cmds {
+			strip(c.(map[string]any))
+		}
+		return m
+	}
+	strip(m)
+	return m
+}
+
+// validates checks v against the tool's declared output schema.
+func validates(t *testing.T, tl *tool.Tool, v any) {
+	t.Helper()
+	resolved, err := tl.OutputSchema.Resolve(nil)
+	require.NoError(t, err)
+	raw, err := json.Marshal(v)
+	require.NoError(t, err)
+	var inst any
+	require.NoError(t, json.Unmarshal(raw, &inst))
+	require.NoError(t, resolved.Validate(inst), "%s's result against its output schema: %s", tl.Name, raw)
+}
+
+// TestBackgroundEndedStaysListed (issue 36): an ended command, killed or
+// exited, and read to its end, stays for exec_output with its final state
+// and its output's tail; the listing has its own shape (no single
+// command's blank fields); every result validates against its tool's
+// declared output schema; the session keeps the last MaxEnded ended ones,
+// the oldest dropped.
+func TestBackgroundEndedStaysListed(t *testing.T) {
+	b := newBG(t, execsandbox.Config{})
+	m := marker(40)
+	killed := b.start(t, b.sess, "echo up; echo warn >&2; exec sleep "+m)
+	b.until(t, b.sess, killed, func(v toolexec.Output) bool { return v.Stdout != "" })
+	res := b.call(t, b.sess, "exec_kill", map[string]any{"id": killed, "signal": "SIGKILL"})
+	require.False(t, res.IsError, res.Text)
+	validates(t, b.tools["exec_kill"], res.Value)
+	wantKilled := map[string]any{
+		"id": killed, "command": "echo up; echo warn >&2; exec sleep " + m, "workdir": b.w.ws, "state": "killed",
+		"exit_code": -1.0, "signal": "SIGKILL", "stdout_tail": "up\n", "stderr_tail": "warn\n",
+	}
+	got := asJSON(t, res.Value)
+	delete(got, "stderr") // the kill's read may or may not be the first to see "warn"
+	assert.Equal(t, wantKilled, got)
+
+	exited := b.start(t, b.sess, "echo done; exit 3")
+	b.until(t, b.sess, exited, func(v toolexec.Output) bool { return v.State != "running" })
+	wantExited := map[string]any{
+		"id": exited, "command": "echo done; exit 3", "workdir": b.w.ws, "state": "exited",
+		"exit_code": 3.0, "stdout_tail": "done\n",
+	}
+	for range 2 {
+		res = b.call(t, b.sess, "exec_output", map[string]any{"id": killed})
+		require.False(t, res.IsError, "exec_output after exec_kill: %s", res.Text)
+		validates(t, b.tools["exec_output"], res.Value)
+		assert.Equal(t, wantKilled, asJSON(t, res.Value))
+		res = b.call(t, b.sess, "exec_output", map[string]any{"id": exited})
+		require.False(t, res.IsError, "exec_output after the end was read: %s", res.Text)
+		validates(t, b.tools["exec_output"], res.Value)
+		assert.Equal(t, wantExited, asJSON(t, res.Value))
+	}
+	res = b.call(t, b.sess, "exec_kill", map[string]any{"id": exited})
+	require.False(t, res.IsError, "exec_kill of an ended command reports its end: %s", res.Text)
+	assert.Equal(t, wantExited, asJSON(t, res.Value))
+
+	res = b.call(t, b.sess, "exec_output", map[string]any{})
+	require.False(t, res.IsError, res.Text)
+	validates(t, b.tools["exec_output"], res.Value)
+	assert.Equal(t, map[string]any{"commands": []any{wantKilled, wantExited}}, asJSON(t, res.Value))
+
+	// Past MaxEnded ended commands, a start drops the oldest ended ones.
+	var ids []string
+	for i := range toolexec.MaxEnded {
+		id := b.start(t, b.sess, "exit "+strconv.Itoa(i))
+		b.until(t, b.sess, id, func(v toolexec.Output) bool { return v.State != "running" })
+		ids = append(ids, id)
+	}
+	res = b.call(t, b.sess, "exec_output", map[string]any{})
+	var listed []string
+	for _, j := range res.Value.(toolexec.Listing).Commands {
+		listed = append(listed, j.ID)
+	}
+	assert.Equal(t, ids, listed, "the last MaxEnded ended commands, oldest first")
+	for _, id := range []string{killed, exited} {
+		res = b.call(t, b.sess, "exec_output", map[string]any{"id": id})
+		assert.EqualValues(t, toolexec.CodeUnknownID, res.Code, res.Text)
+	}
+}
+
+// TestBackgroundSchemas: exec_kill declares the single command's shape
+// only; exec_output is one of that and the listing, which a single
+// command's result and a listing each match, and nothing else does.
+func TestBackgroundSchemas(t *testing.T) {
+	b := newBG(t, execsandbox.Config{})
+	kill, output := b.tools["exec_kill"].OutputSchema, b.tools["exec_output"].OutputSchema
+	assert.Equal(t, "object", kill.Type)
+	assert.NotContains(t, kill.Properties, "commands")
+	assert.Subset(t, kill.Required, []string{"id", "command", "workdir", "state", "started", "duration_ms"})
+	assert.Equal(t, "object", output.Type)
+	require.Len(t, output.OneOf, 2)
+	resolved, err := output.Resolve(nil)
+	require.NoError(t, err)
+	single := map[string]any{"id": "bg-1", "command": "true", "workdir": "/w", "state": "running", "started": "x", "duration_ms": 1}
+	assert.NoError(t, resolved.Validate(single))
+	assert.NoError(t, resolved.Validate(map[string]any{"commands": []any{single}}))
+	assert.Error(t, resolved.Validate(map[string]any{"commands": []any{}, "id": "", "state": ""}), "a listing with blank single-command fields")
+	assert.Error(t, resolved.Validate(map[string]any{"state": ""}))
 }

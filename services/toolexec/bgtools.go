@@ -38,19 +38,25 @@ type Job struct {
 	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
 	Started    string `json:"started" jsonschema:"when it started, RFC 3339"`
 	DurationMs int64  `json:"duration_ms" jsonschema:"how long it has run, or ran, in milliseconds"`
+	StdoutTail string `json:"stdout_tail,omitempty" jsonschema:"once it ended: the last 4 KiB (at most) of its standard output, read before or not"`
+	StderrTail string `json:"stderr_tail,omitempty" jsonschema:"once it ended: the last 4 KiB (at most) of its standard error"`
 }
 
-// Output is the structured result of exec_output and exec_kill: with an id,
-// the command and its output since the last read; without, Commands.
+// Output is the structured result of exec_kill, and of exec_output with
+// an id: the command, its state and its output since the last read.
 type Output struct {
 	Job
 	Stdout        string `json:"stdout,omitempty" jsonschema:"standard output written since the last read"`
 	Stderr        string `json:"stderr,omitempty" jsonschema:"standard error written since the last read"`
 	StdoutDropped int64  `json:"stdout_dropped,omitempty" jsonschema:"bytes of stdout written since the last read but dropped: only the last 1 MiB is kept"`
 	StderrDropped int64  `json:"stderr_dropped,omitempty" jsonschema:"bytes of stderr dropped likewise"`
-	// Commands lists the session's background commands (exec_output
-	// without an id).
-	Commands []Job `json:"commands,omitempty" jsonschema:"without id: the session's background commands, oldest first"`
+}
+
+// Listing is the structured result of exec_output without an id: the
+// session's background commands, running and ended (at most MaxEnded of
+// those, the latest), oldest first.
+type Listing struct {
+	Commands []Job `json:"commands" jsonschema:"the session's background commands, oldest first: running ones, and the last ended ones with how they ended"`
 }
 
 // signals are the signals exec_kill sends, by name.
@@ -94,8 +100,9 @@ func (t *Tool) Output() *tool.Tool {
 	return t.g.Tool(tool.Tool{
 		Name: "exec_output",
 		Description: "Read a background command's output written since the last read, and its state (running, or how it ended); " +
-			"without id, list this session's background commands. Once an ended command's last output is read, its id is forgotten.",
-		InputSchema: in, OutputSchema: outputSchema(),
+			"without id, list this session's background commands. An ended command stays listed with how it ended and its output's tail (the last " +
+			strconv.Itoa(MaxEnded) + " ended ones of the session).",
+		InputSchema: in, OutputSchema: outputOrListingSchema(),
 		Annotations: tool.Annotations{ReadOnly: true},
 	}, false, func(_ context.Context, c *guard.Call) tool.Result {
 		id, ok, err := optString(c, "id")
@@ -109,7 +116,7 @@ func (t *Tool) Output() *tool.Tool {
 		if j == nil {
 			return unknownID(id)
 		}
-		return t.readJob(c.Session, j)
+		return t.readJob(j)
 	})
 }
 
@@ -159,24 +166,32 @@ func (t *Tool) Kill() *tool.Tool {
 		}
 		// Waiting for the end holds no call slot.
 		idle(ctx, func() { j.kill(sig, KillGrace) })
-		return t.readJob(c.Session, j)
+		return t.readJob(j)
 	})
 }
 
-// outputSchema is the output schema of exec_output and exec_kill.
+// outputSchema is exec_kill's output schema: Output's.
 func outputSchema() *jsonschema.Schema {
 	s, err := jsonschema.For[Output](nil)
 	if err != nil {
 		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
 	}
-	// A listing has no single command's fields.
-	s.Required = nil
-	// Absent when empty or unknown, never null: one type each.
-	s.Properties["commands"].Types, s.Properties["commands"].Type = nil, "array"
-	for _, props := range []map[string]*jsonschema.Schema{s.Properties, s.Properties["commands"].Items.Properties} {
-		props["exit_code"].Types, props["exit_code"].Type = nil, "integer"
-	}
+	// Absent when unknown, never null: one type.
+	s.Properties["exit_code"].Types, s.Properties["exit_code"].Type = nil, "integer"
 	return s
+}
+
+// outputOrListingSchema is exec_output's output schema: an object that is
+// exactly one of Output's shape (with an id) and Listing's (without).
+func outputOrListingSchema() *jsonschema.Schema {
+	l, err := jsonschema.For[Listing](nil)
+	if err != nil {
+		panic("toolexec: output schema: " + err.Error()) // fixed at compile time
+	}
+	l.Properties["commands"].Types, l.Properties["commands"].Type = nil, "array"
+	item := l.Properties["commands"].Items.Properties["exit_code"]
+	item.Types, item.Type = nil, "integer"
+	return &jsonschema.Schema{Type: "object", OneOf: []*jsonschema.Schema{outputSchema(), l}}
 }
 
 // optString returns the string argument name, ok false when it is absent
@@ -194,7 +209,8 @@ func optString(c *guard.Call, name string) (string, bool, error) {
 }
 
 func unknownID(id string) tool.Result {
-	return tool.ErrorResult("no background command "+strconv.Quote(id)+" in this session (exec_output without id lists them; an ended one is forgotten once its last output was read)", CodeUnknownID)
+	return tool.ErrorResult("no background command "+strconv.Quote(id)+" in this session (exec_output without id lists them; of the ended ones, the last "+
+		strconv.Itoa(MaxEnded)+" are kept)", CodeUnknownID)
 }
 
 // describe returns j's state as reported. When j has ended, its end is
@@ -215,18 +231,21 @@ func describe(j *job) Job {
 	if k := j.killer(); k != "" {
 		v.Signal = k
 	}
+	v.StdoutTail, v.StderrTail = string(j.stdout.tail(TailBytes)), string(j.stderr.tail(TailBytes))
 	return v
 }
 
-// readJob returns j's state and its output since the last read; an ended
-// job read to its end is forgotten.
-func (t *Tool) readJob(sess *session.Session, j *job) tool.Result {
+// readJob returns j's state and its output since the last read. An ended
+// job stays listed: once its output is read to its end, it keeps only the
+// tails (TailBytes) of its streams.
+func (t *Tool) readJob(j *job) tool.Result {
 	v := Output{Job: describe(j)}
 	out, dropOut := j.stdout.next()
 	errs, dropErr := j.stderr.next()
 	v.Stdout, v.Stderr, v.StdoutDropped, v.StderrDropped = string(out), string(errs), dropOut, dropErr
 	if v.State != stateRunning {
-		t.jobs.forget(sess, j)
+		j.stdout.shrink(TailBytes)
+		j.stderr.shrink(TailBytes)
 	}
 	var b strings.Builder
 	b.WriteString(j.id + " " + status(v.Job) + ": " + j.command + "\n")
@@ -241,7 +260,7 @@ func (t *Tool) readJob(sess *session.Session, j *job) tool.Result {
 
 // listJobs lists the session's background commands.
 func (t *Tool) listJobs(sess *session.Session) tool.Result {
-	v := Output{Commands: []Job{}}
+	v := Listing{Commands: []Job{}}
 	var b strings.Builder
 	for _, j := range t.jobs.list(sess) {
 		d := describe(j)

@@ -27,7 +27,25 @@ type refusal struct {
 	// only on a protected path: EBUSY, renaming onto a read-only member
 	// bound in place (`git config` renames its lock onto .git/config).
 	protectedOnly bool
-	spellings     []string
+	// reservedOnly is true for a refusal that stands for the sandbox only
+	// on a path reserved while the command ran (exec.Confinement.Reserved:
+	// a host-run name at the top of a root, held by a read-only
+	// placeholder): EISDIR, writing it as a file; EEXIST, making it.
+	// Anywhere else they are the command's own errors.
+	reservedOnly bool
+	spellings    []string
+}
+
+// keeps reports whether d, a path the sandbox denies writing, is one r
+// stands for under conf.
+func (r refusal) keeps(conf *exec.Confinement, d fileDenial) bool {
+	switch {
+	case r.protectedOnly:
+		return protected(d)
+	case r.reservedOnly:
+		return slices.Contains(conf.Reserved, d.canon)
+	}
+	return true
 }
 
 var writeRefusals = []refusal{
@@ -39,6 +57,12 @@ var writeRefusals = []refusal{
 	}},
 	{name: "Device or resource busy", protectedOnly: true, spellings: []string{
 		"Device or resource busy", "device or resource busy", "EBUSY", "[Errno 16]", "os error 16", "ResourceBusy",
+	}},
+	{name: "Is a directory", reservedOnly: true, spellings: []string{
+		"Is a directory", "is a directory", "EISDIR", "[Errno 21]", "os error 21", "IsADirectory",
+	}},
+	{name: "File exists", reservedOnly: true, spellings: []string{
+		"File exists", "file exists", "EEXIST", "[Errno 17]", "os error 17", "AlreadyExists",
 	}},
 }
 
@@ -56,8 +80,9 @@ var semaphore = regexp.MustCompile(`SemLock|sem_open`)
 // fileDenial is one inferred refusal of a write.
 type fileDenial struct {
 	// refusal is the refusal's name, path the refused path (absolute,
-	// clean), boundary what it crosses (sandboxpolicy.Boundary).
-	refusal, path, boundary string
+	// clean), canon its canonical form (canonicalParent), boundary what
+	// it crosses (sandboxpolicy.Boundary).
+	refusal, path, canon, boundary string
 	// named is false when the line with the refusal named no path and
 	// path was found around it (the lines before, the command line).
 	named bool
@@ -90,9 +115,8 @@ func (d fileDenial) detail() string {
 func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confinement, req exec.Request, stderr string) (fileDenial, bool) {
 	lines := strings.Split(stderr, "\n")
 	type pathless struct {
-		line          int
-		refusal       string
-		protectedOnly bool
+		line    int
+		refusal refusal
 	}
 	var bare []pathless
 	namedAny := false
@@ -106,14 +130,14 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 				continue
 			}
 			named := lineCandidates(line, at)
-			if d, ok := t.firstDenied(policy, conf, req.Workdir, named); ok && (!r.protectedOnly || protected(d)) {
+			if d, ok := t.firstDenied(policy, conf, req.Workdir, named, r); ok {
 				d.refusal, d.named = r.name, true
 				return d, true
 			}
 			if slices.ContainsFunc(named, func(p string) bool { return strings.Contains(p, "/") }) {
 				namedAny = true
 			} else {
-				bare = append(bare, pathless{i, r.name, r.protectedOnly})
+				bare = append(bare, pathless{i, r})
 			}
 		}
 	}
@@ -121,8 +145,8 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 		return fileDenial{}, false // the refusals name their paths, none denied
 	}
 	for _, b := range bare {
-		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req)); ok && (!b.protectedOnly || protected(d)) {
-			d.refusal = b.refusal
+		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req), b.refusal); ok {
+			d.refusal = b.refusal.name
 			return d, true
 		}
 	}
@@ -161,9 +185,9 @@ func around(lines []string, i int, stderr string, req exec.Request) []string {
 }
 
 // firstDenied returns the first of paths (relative ones taken beneath
-// workdir) that the sandbox denies writing under policy and the command's
-// user could write without it.
-func (t *Tool) firstDenied(policy sandbox.ExecutionPolicy, conf *exec.Confinement, workdir string, paths []string) (fileDenial, bool) {
+// workdir) that the sandbox denies writing under policy, that the command's
+// user could write without it, and that r stands for (refusal.keeps).
+func (t *Tool) firstDenied(policy sandbox.ExecutionPolicy, conf *exec.Confinement, workdir string, paths []string, r refusal) (fileDenial, bool) {
 	for _, p := range paths {
 		if strings.HasPrefix(p, "~") || strings.Contains(p, "://") {
 			continue
@@ -180,7 +204,9 @@ func (t *Tool) firstDenied(policy sandbox.ExecutionPolicy, conf *exec.Confinemen
 		if b == "" || !writableUnconfined(conf, canon) {
 			continue
 		}
-		return fileDenial{path: p, boundary: b}, true
+		if d := (fileDenial{path: p, canon: canon, boundary: b}); r.keeps(conf, d) {
+			return d, true
+		}
 	}
 	return fileDenial{}, false
 }

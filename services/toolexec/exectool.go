@@ -144,7 +144,10 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 				return t.g.Fail(guard.BadArg("workdir "+strconv.Quote(workdir)+" is not an existing directory"), standing)
 			}
 			ask := sandbox.ApprovalRequest{Command: args.command, Workdir: workdir}
-			if args.esc.Mode == sandbox.DangerFullAccess {
+			// The mode already held is allowed without asking (guard's
+			// Escalate), so it lifts no deny-read path either.
+			held := args.esc.Mode == policy.Mode
+			if args.esc.Mode == sandbox.DangerFullAccess && !held {
 				ask.Reads = t.readTargets(args.command, workdir, commandHome(policy.WorkspaceRoot))
 			}
 			if policy, err = c.Escalate(ctx, policy, args.esc, ask); err != nil {
@@ -153,7 +156,7 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 			// An approval given once makes exactly the deny-read paths its
 			// prompt named readable to this command; every other path
 			// stays masked, and a session grant lifts nothing (issue 24).
-			if policy.Mode == sandbox.DangerFullAccess && !policy.SessionGrant {
+			if policy.Mode == sandbox.DangerFullAccess && !policy.SessionGrant && !held {
 				req.LiftedReads = sandboxpolicy.NamedReads(ask.Reads)
 			}
 			// The user approved this command in the directory shown:

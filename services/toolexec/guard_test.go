@@ -187,3 +187,52 @@ func TestExecSchemaDeclaresItsBounds(t *testing.T) {
 	}
 	assert.NoFileExists(t, filepath.Join(f.ws, "ran"))
 }
+
+// TestExecModeHeldIsAllowed (issue 36): after the user allowed a mode for
+// the session, the same call with sandbox_permissions (the retry the
+// denial hint asks for) runs under it without asking again; asking for the
+// deployment's own mode is allowed too, and lifts no deny-read path.
+func TestExecModeHeldIsAllowed(t *testing.T) {
+	requireLandlock(t)
+	t.Run("a session grant", func(t *testing.T) {
+		f := newFamilies(t, sandbox.WorkspaceWrite)
+		first, second := filepath.Join(f.outside, "first.txt"), filepath.Join(f.outside, "second.txt")
+		esc := map[string]any{"sandbox_permissions": "danger-full-access", "justification": "the user asked"}
+		args := func(target string) map[string]any {
+			a := map[string]any{"command": "printf granted > " + target}
+			for k, v := range esc {
+				a[k] = v
+			}
+			return a
+		}
+		res := callWith(t, f.exec, f.sess, f.answering(sandbox.AllowedForSession), args(first))
+		require.False(t, res.IsError, res.Text)
+		res = callWith(t, f.exec, f.sess, f.answering(sandbox.Rejected), args(second))
+		require.False(t, res.IsError, res.Text)
+		assert.Len(t, f.asked, 1, "the mode held is not asked for again")
+		for _, p := range []string{first, second} {
+			got, err := os.ReadFile(p)
+			require.NoError(t, err)
+			assert.Equal(t, "granted", string(got))
+		}
+	})
+	t.Run("the deployment's mode", func(t *testing.T) {
+		f := newFamilies(t, sandbox.WorkspaceWrite)
+		target := filepath.Join(f.ws, "made.txt")
+		res := callWith(t, f.exec, f.sess, f.answering(sandbox.Rejected), map[string]any{
+			"command": "printf x > " + target, "sandbox_permissions": "workspace-write", "justification": "the user asked",
+		})
+		require.False(t, res.IsError, res.Text)
+		assert.Empty(t, f.asked)
+		got, err := os.ReadFile(target)
+		require.NoError(t, err)
+		assert.Equal(t, "x", string(got))
+		outside := filepath.Join(f.outside, "x.txt")
+		res = callWith(t, f.exec, f.sess, f.answering(sandbox.AllowedOnce), map[string]any{
+			"command": "printf x > " + outside, "sandbox_permissions": "workspace-write", "justification": "the user asked",
+		})
+		assert.EqualValues(t, fs.CodeSandboxDenied, res.Code, res.Text)
+		assert.NoFileExists(t, outside)
+		assert.Empty(t, f.asked)
+	})
+}

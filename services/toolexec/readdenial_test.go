@@ -184,6 +184,17 @@ func TestCredentialReadEscalation(t *testing.T) {
 			assert.EqualValues(t, fs.CodeReadDenied, res.Code, res.Text)
 		})
 	}
+	for _, mode := range []sandbox.Mode{sandbox.DangerFullAccess, sandbox.WorkspaceWrite} {
+		t.Run("asking for the mode held ("+string(mode)+") asks nobody and lifts nothing (issue 36)", func(t *testing.T) {
+			w := newSecretWorld(t, mode)
+			res := call(t, w.tool(t, sandbox.AllowedOnce), w.sess, map[string]any{
+				"command": "cat " + w.key, "sandbox_permissions": string(mode), "justification": "The deployment needs the key.",
+			})
+			assert.Empty(t, w.asked)
+			assert.NotContains(t, shown(res), w.marker)
+			assert.EqualValues(t, fs.CodeReadDenied, res.Code, res.Text)
+		})
+	}
 	t.Run("a command naming no deny-read path keeps deny-read", func(t *testing.T) {
 		w := newSecretWorld(t, sandbox.WorkspaceWrite)
 		res := call(t, w.tool(t, sandbox.AllowedOnce), w.sess, map[string]any{

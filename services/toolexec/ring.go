@@ -57,3 +57,28 @@ func (r *ring) next() (data []byte, dropped int64) {
 	data = append(data, r.buf[:r.start]...)
 	return data[len(data)-count:], dropped
 }
+
+// tail returns the last n bytes written (fewer when fewer are kept),
+// whether read or not.
+func (r *ring) tail(n int) []byte {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	data := make([]byte, 0, len(r.buf))
+	data = append(data, r.buf[r.start:]...)
+	data = append(data, r.buf[:r.start]...)
+	return data[len(data)-min(n, len(data)):]
+}
+
+// shrink keeps only the last n bytes written and what of them is unread,
+// for a stream that will not be written again (its command ended).
+func (r *ring) shrink(n int) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(r.buf) <= n {
+		return
+	}
+	data := make([]byte, 0, len(r.buf))
+	data = append(data, r.buf[r.start:]...)
+	data = append(data, r.buf[:r.start]...)
+	r.buf, r.start, r.limit = append([]byte(nil), data[len(data)-n:]...), 0, n
+}

@@ -54,3 +54,35 @@ func TestRing(t *testing.T) {
 	assert.Equal(t, payload[len(payload)-1<<10:], d)
 	assert.Equal(t, int64(len(payload)-1<<10), dropped)
 }
+
+// TestRingTail: tail gives the last bytes written whether read or not, in
+// order across the wrap; shrink keeps only the last n of them, and a read
+// after it gets nothing already read.
+func TestRingTail(t *testing.T) {
+	cases := []struct {
+		name, writes string
+		limit, n     int
+		want         string
+	}{
+		{"fewer than n", "ab", 8, 4, "ab"},
+		{"the last n", "abcdef", 8, 4, "cdef"},
+		{"across the wrap", "abcdefghij", 6, 4, "ghij"},
+		{"n past the kept bytes", "abcdefghij", 6, 9, "efghij"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			r := newRing(c.limit)
+			_, _ = r.Write([]byte(c.writes))
+			assert.Equal(t, c.want, string(r.tail(c.n)))
+			data, _ := r.next()
+			assert.Equal(t, c.writes[max(0, len(c.writes)-c.limit):], string(data))
+			assert.Equal(t, c.want, string(r.tail(c.n)), "a read leaves the tail")
+			r.shrink(c.n)
+			assert.Equal(t, c.want, string(r.tail(c.n)))
+			assert.LessOrEqual(t, len(r.buf), c.n)
+			data, dropped := r.next()
+			assert.Empty(t, data)
+			assert.Zero(t, dropped)
+		})
+	}
+}

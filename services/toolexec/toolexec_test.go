@@ -266,3 +266,71 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 	assert.NotContains(t, v.Stdout, "connected")
 	assert.Contains(t, v.Stderr, "Operation not permitted")
 }
+
+// TestReservedHostRunWriteIsMarked (issue 36): a command's write to a
+// host-run name reserved at the top of the workspace (a read-only
+// placeholder holds it while the command runs) fails with "Is a
+// directory" or "File exists", and gets the sandbox's marker like any
+// refused write; the name is not on disk afterwards. The same errors on
+// the command's own paths stay plain results.
+func TestReservedHostRunWriteIsMarked(t *testing.T) {
+	requireLandlock(t)
+	const marker = "[sandbox: file access denied under workspace-write mode]"
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	tl := w.tool(t, true, sandbox.Rejected)
+	cases := []struct {
+		name, command, workdir, target, refusal string
+		python                                  bool
+	}{
+		{name: "a shell redirect to .mcp.json", command: "echo x > .mcp.json", target: ".mcp.json", refusal: "Is a directory"},
+		{name: "a shell redirect to .gitmodules", command: "echo x > .gitmodules", target: ".gitmodules", refusal: "Is a directory"},
+		{name: "a shell redirect to .bashrc", command: "echo x > .bashrc", target: ".bashrc", refusal: "Is a directory"},
+		{name: "a shell redirect to .zed", command: "echo x > .zed", target: ".zed", refusal: "Is a directory"},
+		{name: "mkdir .zed", command: "mkdir .zed", target: ".zed", refusal: "File exists"},
+		{name: "from a subdirectory", command: "echo x > ../.mcp.json", workdir: "sub", target: ".mcp.json", refusal: "Is a directory"},
+		{name: "python open", command: `python3 -c 'open(".mcp.json", "w").write("x")'`, target: ".mcp.json", refusal: "Is a directory", python: true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			if c.python {
+				if _, err := os.Stat("/usr/bin/python3"); err != nil {
+					t.Skip("no python3")
+				}
+			}
+			args := map[string]any{"command": c.command}
+			if c.workdir != "" {
+				args["workdir"] = c.workdir
+			}
+			res := call(t, tl, w.sess, args)
+			require.True(t, res.IsError, res.Text)
+			assert.EqualValues(t, "FS_SANDBOX_DENIED", res.Code, res.Text)
+			assert.True(t, strings.HasPrefix(res.Text, "Error: "+marker+"\n(inferred: the command failed and its stderr reports "+
+				strconv.Quote(c.refusal)+" on "+strconv.Quote(filepath.Join(w.ws, c.target))+", "+sandboxpolicy.BoundaryProtected), res.Text)
+			assert.Contains(t, res.Text, sandbox.EscalationHint(sandbox.SubjectCommand))
+			assert.Equal(t, res.Marker, marker)
+			v := res.Value.(toolexec.Value)
+			assert.NotZero(t, v.ExitCode)
+			_, err := os.Lstat(filepath.Join(w.ws, c.target))
+			assert.True(t, os.IsNotExist(err), "%s is on disk: %v", c.target, err)
+		})
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(w.ws, ".envrc"), []byte("kept\n"), 0o644))
+	for _, c := range []struct{ name, command string }{
+		{"mkdir of an existing directory", "mkdir sub"},
+		{"a redirect to an existing directory", "echo x > sub"},
+		{"mkdir of an existing directory named like a host-run file, below the top", "mkdir -p sub/.zed && mkdir sub/.zed"},
+		{"mkdir of a host-run file there (protected, not reserved)", "mkdir .envrc"},
+		{"mkdir of an existing directory outside", "mkdir " + w.outside},
+	} {
+		t.Run(c.name+" stays unmarked", func(t *testing.T) {
+			res := call(t, tl, w.sess, map[string]any{"command": c.command})
+			assert.False(t, res.IsError, res.Text)
+			assert.Empty(t, res.Marker)
+			assert.NotContains(t, res.Text, "[sandbox:")
+			assert.NotZero(t, res.Value.(toolexec.Value).ExitCode, res.Text)
+		})
+	}
+	got, err := os.ReadFile(filepath.Join(w.ws, ".envrc"))
+	require.NoError(t, err)
+	assert.Equal(t, "kept\n", string(got))
+}

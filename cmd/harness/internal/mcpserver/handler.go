@@ -279,17 +279,20 @@ func approvalBinding(toolName string, args json.RawMessage, ar sandbox.ApprovalR
 }
 
 // toResult renders a tool result as MCP: the text as one text block, then
-// each image as an image block, the structured value for successes, and for
-// errors isError with the FS_* code in _meta.
+// each image as an image block, the structured value whenever the result
+// has one (a success's; an error's too where the tool gives one, as exec
+// does for a command that timed out or was refused, so a client reads
+// timed_out, signal and the partial output), and for errors isError with
+// the code in _meta.
 func toResult(r tool.Result) *mcp.CallToolResult {
 	res := &mcp.CallToolResult{Content: []mcp.Content{&mcp.TextContent{Text: r.Text}}, IsError: r.IsError}
 	for _, img := range r.Images {
 		res.Content = append(res.Content, &mcp.ImageContent{MIMEType: img.MIMEType, Data: img.Data})
 	}
-	switch {
-	case !r.IsError:
+	if r.Value != nil {
 		res.StructuredContent = r.Value
-	case r.Code != "":
+	}
+	if r.IsError && r.Code != "" {
 		res.Meta = mcp.Meta{CodeMetaKey: r.Code}
 	}
 	return res
