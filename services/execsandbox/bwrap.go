@@ -202,6 +202,16 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			releaseAll()
 		}
 	}()
+	var secrets []subproc.Masked
+	if uidOf(cred) == 0 {
+		// Root's own workspace: root's secrets stay root's. Walked first,
+		// so the walk does not widen the span between the search for the
+		// protected paths and the start, in which a host change to one of
+		// them makes the start again.
+		if secrets, err = rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids); err != nil {
+			return nil, nil, nil, err
+		}
+	}
 	if policy.Mode == sandbox.WorkspaceWrite {
 		hostRun := b.policy.Protected().HostRun()
 		// Reserved first: a mount point another command's bubblewrap
@@ -237,12 +247,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return nil, nil, nil, err
 	}
-	if uidOf(cred) == 0 {
-		// Root's own workspace: root's secrets stay root's.
-		var secrets []subproc.Masked
-		if secrets, err = rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids); err != nil {
-			return nil, nil, nil, err
-		}
+	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
 	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {

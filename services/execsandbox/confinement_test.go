@@ -89,6 +89,12 @@ func TestRunReportsTheConfinement(t *testing.T) {
 					}
 					got.Masked = nil
 				}
+				if c.mode == sandbox.WorkspaceWrite && got.ReadOnlyMounts {
+					// The workspace's missing .git and host-run files are
+					// held while the command runs.
+					assert.Contains(t, got.Reserved, filepath.Join(f.ws, ".git"))
+				}
+				got.Reserved = nil
 				assert.Equal(t, *c.want, got)
 			}
 			if !c.wantOwner {
