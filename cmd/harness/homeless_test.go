@@ -18,8 +18,9 @@ import (
 
 // TestServeWithoutAWritableHome starts the built binary where the state
 // directory (the journal's and the default audit log's) cannot be made: as
-// uid 65534 with HOME=/nonexistent, with a home one cannot write, and with
-// a home whose .local is a file (which stops root too). The server says so
+// uid 65534 with HOME=/nonexistent, with a home one cannot write, with a
+// home whose .local is a file, and with a home mounted read-only by
+// bubblewrap (the last two stop root too). The server says so
 // on stderr (one line for the journal, one for the audit log), answers
 // initialize and serves a read, writing nothing under the home; an audit
 // log the user named in the same place still stops the start (exit 2,
@@ -46,26 +47,39 @@ func TestServeWithoutAWritableHome(t *testing.T) {
 	require.NoError(t, os.Mkdir(fileHome, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(fileHome, ".local"), []byte("not a directory\n"), 0o644))
 
+	rwHome := filepath.Join(base, "rw-home") // writable, but mounted read-only for the server
+	require.NoError(t, os.Mkdir(rwHome, 0o755))
+	bwrap, bwrapErr := exec.LookPath("bwrap")
+
 	root := os.Geteuid() == 0
 	tests := []struct {
 		name   string
 		home   string
 		nobody bool   // run as uid 65534 (root only)
+		roBind bool   // run under bubblewrap with the home bound read-only (stops root too)
 		skip   string // why the case cannot be run by this user
 	}{
 		{name: "uid 65534, HOME=/nonexistent", home: "/nonexistent", nobody: true, skip: map[bool]string{false: "switching to uid 65534 needs root"}[root]},
 		{name: "HOME=/nonexistent as this user", home: "/nonexistent", skip: map[bool]string{true: "root may make /nonexistent"}[root]},
 		{name: "a home this user cannot write", home: roHome, skip: map[bool]string{true: "root writes a mode 0555 directory"}[root]},
 		{name: "a home whose .local is a file", home: fileHome},
+		{name: "a read-only mount as home", home: rwHome, roBind: true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			if tt.skip != "" {
 				t.Skip(tt.skip)
 			}
+			if tt.roBind && bwrapErr != nil {
+				t.Skip("no bwrap to mount the home read-only:", bwrapErr)
+			}
 			before := treeOf(t, base)
 			command := func(args ...string) *exec.Cmd {
-				cmd := exec.Command(bin, append([]string{"serve", "--workspace", ws}, args...)...)
+				argv := append([]string{bin, "serve", "--workspace", ws}, args...)
+				if tt.roBind {
+					argv = append([]string{bwrap, "--dev-bind", "/", "/", "--ro-bind", tt.home, tt.home, "--"}, argv...)
+				}
+				cmd := exec.Command(argv[0], argv[1:]...)
 				cmd.Dir = ws
 				cmd.Env = []string{"HOME=" + tt.home, "PATH=" + os.Getenv("PATH")} // no XDG_STATE_HOME
 				if tt.nobody {
