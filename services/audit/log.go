@@ -145,7 +145,6 @@ func OpenLog(opts LogOptions) (*Log, error) {
 	if err != nil {
 		return nil, err
 	}
-	syncDir(opts.Path)
 	l := &Log{opts: opts, queue: make(chan item, opts.Queue), done: make(chan struct{}), f: f, budgets: budgets{used: map[string]*use{}}}
 	go l.run()
 	return l, nil

@@ -11,9 +11,13 @@ import (
 // run is the writer goroutine: it takes the records queued at the time,
 // up to a batch (maxBatch, and no more than MaxBytes so a batch fits a
 // fresh file), writes them in one write(2) and syncs them with one
-// fdatasync, until Close closes the queue and it is drained.
+// fdatasync, until Close closes the queue and it is drained. It first
+// syncs the log's directory (the file's name, made by OpenLog), before any
+// record: off the server's start, whose first answer need not wait for
+// the disk.
 func (l *Log) run() {
 	defer close(l.done)
+	syncDir(l.opts.Path)
 	limit := min(maxBatch, l.opts.MaxBytes)
 	var (
 		buf  []byte

@@ -13,8 +13,9 @@ const maxMetaFrame = 256 << 20
 const scanChunk = 256 << 10
 
 // frame is one whole frame found by scan: its kind, offset of its header,
-// payload length, the payload itself for every kind but a blob, and a
-// blob's hash.
+// payload length, the payload itself for every kind but a blob (valid only
+// during the call of scan's fn: the next frame reuses it), and a blob's
+// hash.
 type frame struct {
 	kind    byte
 	off     int64
@@ -30,7 +31,11 @@ type frame struct {
 // when checkBlobs is set, else only their length is (entries and outcomes
 // are always checked). An error from reading or from fn stops the scan.
 func scan(fd io.ReaderAt, off, size int64, checkBlobs bool, fn func(frame) error) (int64, error) {
-	var h [headerLen]byte
+	var (
+		h    [headerLen]byte
+		buf  []byte // the blobs' read buffer and
+		meta []byte // the other frames' payloads, reused through the scan
+	)
 	for off+headerLen <= size {
 		if err := preadFull(fd, h[:], off); err != nil {
 			return off, err
@@ -50,7 +55,10 @@ func scan(fd io.ReaderAt, off, size int64, checkBlobs bool, fn func(frame) error
 				return off, err
 			}
 			if checkBlobs {
-				ok, err := checkCRC(fd, body, int64(n), sum, kind)
+				if size := min(int(n), scanChunk); cap(buf) < size {
+					buf = make([]byte, size)
+				}
+				ok, err := checkCRC(fd, buf[:min(int(n), scanChunk)], body, int64(n), sum, kind)
 				if err != nil {
 					return off, err
 				}
@@ -62,7 +70,10 @@ func scan(fd io.ReaderAt, off, size int64, checkBlobs bool, fn func(frame) error
 			if n > maxMetaFrame {
 				return off, nil
 			}
-			f.payload = make([]byte, n)
+			if cap(meta) < int(n) {
+				meta = make([]byte, n)
+			}
+			f.payload = meta[:n]
 			if err := preadFull(fd, f.payload, body); err != nil {
 				return off, err
 			}
@@ -79,10 +90,9 @@ func scan(fd io.ReaderAt, off, size int64, checkBlobs bool, fn func(frame) error
 }
 
 // checkCRC reports whether the n bytes at off of fd have the CRC32C sum
-// (with the kind byte first).
-func checkCRC(fd io.ReaderAt, off, n int64, sum uint32, kind byte) (bool, error) {
+// (with the kind byte first), reading them through buf.
+func checkCRC(fd io.ReaderAt, buf []byte, off, n int64, sum uint32, kind byte) (bool, error) {
 	crc := crcKind(kind)
-	buf := make([]byte, min(n, scanChunk))
 	for done := int64(0); done < n; {
 		b := buf[:min(n-done, int64(len(buf)))]
 		if err := preadFull(fd, b, off+done); err != nil {

@@ -141,8 +141,28 @@ func segName(n int) string { return fmt.Sprintf("%s%06d", segPrefix, n) }
 
 // Open opens (making it when missing) the journal in opts.Dir, cuts a torn
 // tail off its newest segment, and drops the oldest segments while the
-// total passes opts.MaxBytes. Errors are *Error with CodeFailed.
+// total passes opts.MaxBytes: OpenDir, then Prepare(""). Errors are *Error
+// with CodeFailed.
 func Open(opts Options) (*Journal, error) {
+	j, err := OpenDir(opts)
+	if err != nil {
+		return nil, err
+	}
+	if err := j.Prepare(""); err != nil {
+		_ = j.Close()
+		return nil, err
+	}
+	return j, nil
+}
+
+// OpenDir makes the journal's directory opts.Dir when missing and opens it
+// and its lock file, nothing more: the first Prepare opens the newest
+// segment (syncing the directory), cuts its torn tail and drops the oldest
+// segments, so a server can answer before the journal is read and warm it
+// up in the background (a change's own Prepare waits for that one). Errors
+// are *Error with CodeFailed: a directory that cannot be made or opened
+// (no home, a read-only one) or a lock file that cannot be created.
+func OpenDir(opts Options) (*Journal, error) {
 	if opts.MaxBytes <= 0 {
 		return nil, newErr(CodeFailed, "open", nil, "the journal's cap must be positive, not %d bytes", opts.MaxBytes)
 	}
@@ -166,10 +186,6 @@ func Open(opts Options) (*Journal, error) {
 	}
 	j := &Journal{opts: opts, log: opts.Log, dir: dir, lock: lock}
 	j.idx.segs = map[int]*segIndex{}
-	if err := j.Prepare(""); err != nil {
-		_ = j.Close()
-		return nil, err
-	}
 	return j, nil
 }
 

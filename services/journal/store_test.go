@@ -542,3 +542,63 @@ func TestCapHoldsBeforeEveryChange(t *testing.T) {
 		})
 	}
 }
+
+// OpenDir makes the directory and its lock file and reads nothing: a torn
+// tail stays on disk until the first Prepare cuts it, a new journal has no
+// segment until then, and a directory that cannot be made is a *Error with
+// CodeFailed that makes nothing.
+func TestOpenDirDefersTheRest(t *testing.T) {
+	t.Run("a torn tail waits for Prepare", func(t *testing.T) {
+		work, dir := t.TempDir(), filepath.Join(t.TempDir(), "j")
+		require.NoError(t, os.WriteFile(filepath.Join(work, "a"), []byte("first"), 0o600))
+		j := open(t, dir, 1<<20, 0)
+		record(t, j, work, "a", "s")
+		require.NoError(t, j.Close())
+		seg := filepath.Join(dir, "seg-000001")
+		whole, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		torn := append(bytes.Clone(whole), 1, 2, 3)
+		require.NoError(t, os.WriteFile(seg, torn, 0o600))
+
+		core, logs := observer.New(zap.WarnLevel)
+		j2, err := journal.OpenDir(journal.Options{Dir: dir, MaxBytes: 1 << 20, Log: zap.New(core)})
+		require.NoError(t, err)
+		got, err := os.ReadFile(seg)
+		require.NoError(t, err)
+		assert.Equal(t, torn, got, "OpenDir reads no segment")
+		assert.Zero(t, logs.Len())
+
+		require.NoError(t, j2.Prepare(""))
+		got, err = os.ReadFile(seg)
+		require.NoError(t, err)
+		assert.Equal(t, whole, got, "the first Prepare cuts the tail")
+		assert.Equal(t, 1, logs.FilterMessageSnippet("torn tail").Len())
+		require.NoError(t, os.WriteFile(filepath.Join(work, "a"), []byte("second"), 0o600))
+		record(t, j2, work, "a", "s")
+		entries, err := j2.List(journal.ListOptions{})
+		require.NoError(t, err)
+		assert.Len(t, entries, 2)
+		require.NoError(t, j2.Close())
+	})
+	t.Run("a new journal has its lock and no segment", func(t *testing.T) {
+		dir := filepath.Join(t.TempDir(), "j")
+		j, err := journal.OpenDir(journal.Options{Dir: dir, MaxBytes: 1 << 20})
+		require.NoError(t, err)
+		names, err := os.ReadDir(dir)
+		require.NoError(t, err)
+		require.Len(t, names, 1)
+		assert.Equal(t, "lock", names[0].Name())
+		require.NoError(t, j.Close())
+	})
+	t.Run("a directory that cannot be made", func(t *testing.T) {
+		parent := filepath.Join(t.TempDir(), "file")
+		require.NoError(t, os.WriteFile(parent, []byte("x"), 0o600))
+		_, err := journal.OpenDir(journal.Options{Dir: filepath.Join(parent, "j"), MaxBytes: 1 << 20})
+		je, ok := errors.AsType[*journal.Error](err)
+		require.True(t, ok, "%v", err)
+		assert.Equal(t, journal.CodeFailed, je.Code)
+		got, err := os.ReadFile(parent)
+		require.NoError(t, err)
+		assert.Equal(t, "x", string(got))
+	})
+}

@@ -250,3 +250,40 @@ func TestAuditHelp(t *testing.T) {
 		golden(t, "help_audit", r.stdout)
 	}
 }
+
+// TestPolicyWithoutAWritableHome: where the state directory cannot be
+// made (a home whose .local is a file stops root too), policy says the
+// journal and the default audit log are off and why, as serve runs, and
+// makes nothing; an audit log the user named there is still refused.
+func TestPolicyWithoutAWritableHome(t *testing.T) {
+	l := newLayout(t)
+	home := filepath.Join(l.outside, "home")
+	require.NoError(t, os.Mkdir(home, 0o755))
+	local := filepath.Join(home, ".local")
+	require.NoError(t, os.WriteFile(local, []byte("a file\n"), 0o644))
+	t.Setenv("XDG_STATE_HOME", "") // the journal reads the process's environment
+	t.Setenv("HOME", home)
+	vars := map[string]string{"HOME": home}
+
+	r := runCLI(t, []string{"policy", "--json", "--workspace", l.ws, "--temp-root", l.tmp}, "", false, vars)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	var rep cli.PolicyReport
+	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
+	assert.Nil(t, rep.Journal)
+	assert.Contains(t, rep.JournalUnavailable, "cannot make the journal directory \""+filepath.Join(local, "state", "harness", "journal")+"\"")
+	assert.Empty(t, rep.AuditLog)
+	assert.Contains(t, rep.AuditLogUnavailable, "not a directory: calls are not audited")
+
+	r = runCLI(t, []string{"policy", "--workspace", l.ws, "--temp-root", l.tmp}, "", false, vars)
+	require.Equal(t, cli.ExitOK, r.code, r.stderr)
+	assert.Contains(t, r.stdout, "audit log:      none (mkdir "+local+": not a directory: calls are not audited")
+	assert.Contains(t, r.stdout, "journal:        off (journal open: cannot make the journal directory")
+	got, err := os.ReadFile(local)
+	require.NoError(t, err)
+	assert.Equal(t, "a file\n", string(got))
+
+	named := filepath.Join(local, "audit.jsonl")
+	r = runCLI(t, []string{"serve", "--workspace", l.ws, "--temp-root", l.tmp, "--audit-log", named}, "", false, vars)
+	assert.Equal(t, cli.ExitUsage, r.code, r.stderr)
+	assert.Contains(t, r.stderr, "harness: --audit-log: ")
+}

@@ -22,6 +22,7 @@ import (
 	"go.uber.org/dig"
 	"go.uber.org/fx"
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
@@ -523,11 +524,19 @@ type PolicyReport struct {
 	// Journal is the journal that keeps the prior state of every change a
 	// file tool makes; nil with --journal-max-bytes 0.
 	Journal *JournalReport `json:"journal,omitempty"`
+	// JournalUnavailable is why the journal is off although
+	// --journal-max-bytes is not 0: its directory in the state directory
+	// cannot be made or opened (a missing or read-only home); "" else.
+	JournalUnavailable string `json:"journalUnavailable,omitempty"`
 	// AuditLog is the audit log file every call's record is appended to;
 	// "" when there is none (--audit-log off, or no state directory).
 	AuditLog string `json:"auditLog"`
 	// AuditMaxBytes is the size past which the audit log rotates.
 	AuditMaxBytes int64 `json:"auditMaxBytes,omitempty"`
+	// AuditLogUnavailable is why the default audit log is off: its file in
+	// the state directory cannot be made or opened; "" else (AuditLog is
+	// then "").
+	AuditLogUnavailable string `json:"auditLogUnavailable,omitempty"`
 	// noStateDir says the audit log is off for want of a state directory.
 	noStateDir bool
 }
@@ -601,11 +610,12 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 			Runner  exec.Runner      `optional:"true"`
 			Journal *journal.Journal `optional:"true"`
 		}
+		off *compose.Unavailable
 	)
 	// The report opens no audit log; it checks the file as serve would.
-	auditPath, noStateDir := cfg.AuditLogPath(), cfg.AuditLog == ""
+	auditPath, noStateDir, auditDefault := cfg.AuditLogPath(), cfg.AuditLog == "", cfg.AuditLogDefault
 	cfg.AuditLog = config.AuditLogOff
-	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &optional))
+	stop, err := start(ctx, cfg, env, fx.Populate(&pol, &fsys, &optional, &off))
 	if err != nil {
 		return PolicyReport{}, err
 	}
@@ -620,7 +630,13 @@ func resolvePolicy(ctx context.Context, cfg config.Config, env Env) (PolicyRepor
 	rep := PolicyReport{
 		Backend: cfg.FS, Confines: confines, Mode: string(p.Mode), WorkspaceRoot: p.WorkspaceRoot, WritableRoots: []string{},
 		DenyRead: denyReadReport(pol.DenyRead()),
-		AuditLog: auditPath, noStateDir: noStateDir,
+		AuditLog: auditPath, noStateDir: noStateDir, JournalUnavailable: off.Journal(),
+	}
+	if auditPath != "" && auditDefault {
+		// serve runs without the default file it cannot open.
+		if err := probeAuditLog(auditPath); err != nil {
+			rep.AuditLog, rep.AuditLogUnavailable = "", err.Error()+": calls are not audited (--audit-log FILE names another file)"
+		}
 	}
 	if auditPath != "" {
 		rep.AuditMaxBytes = cmp.Or(cfg.AuditMaxBytes, audit.DefaultMaxBytes)
@@ -734,6 +750,8 @@ func (rep PolicyReport) String() string {
 	switch {
 	case rep.AuditLog != "":
 		_, _ = fmt.Fprintf(&b, "audit log:      %s (one JSON line per call; rotated past %d bytes; harness audit reads it)\n", rep.AuditLog, rep.AuditMaxBytes)
+	case rep.AuditLogUnavailable != "":
+		_, _ = fmt.Fprintf(&b, "audit log:      none (%s)\n", rep.AuditLogUnavailable)
 	case rep.noStateDir:
 		b.WriteString("audit log:      none (no state directory: neither $XDG_STATE_HOME nor $HOME is set; give --audit-log FILE)\n")
 	default:
@@ -742,6 +760,8 @@ func (rep PolicyReport) String() string {
 	writeDenyRead(&b, rep.DenyRead)
 	if j := rep.Journal; j != nil {
 		_, _ = fmt.Fprintf(&b, "journal:        %s (the prior state of every change a file tool makes, up to %d bytes, the oldest dropped first)\n", j.Dir, j.MaxBytes)
+	} else if rep.JournalUnavailable != "" {
+		_, _ = fmt.Fprintf(&b, "journal:        off (%s)\n", rep.JournalUnavailable)
 	} else {
 		b.WriteString("journal:        off (--journal-max-bytes 0: changes cannot be undone)\n")
 	}
@@ -838,4 +858,18 @@ func writeJSON(w io.Writer, v any) error {
 	enc.SetIndent("", "  ")
 	enc.SetEscapeHTML(false)
 	return enc.Encode(plain)
+}
+
+// probeAuditLog makes the audit log file path (and its directory) as
+// serve's audit.OpenLog would, writing nothing to it: an error says serve
+// could not open it.
+func probeAuditLog(path string) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return err
+	}
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE|unix.O_CLOEXEC, 0o600)
+	if err != nil {
+		return err
+	}
+	return f.Close()
 }

@@ -22,7 +22,11 @@ import (
 // (CheckAuditLog), opened when the graph is built (a bad file is a start
 // error) and closed, drained and synced, when the application stops. Its
 // losses are reported to the log and on stderr. No Sink is provided when
-// the log is off: its consumers take it as optional.
+// the log is off: its consumers take it as optional. The default file
+// (config.Config.AuditLogDefault) is best-effort: when it cannot be opened
+// the Sink is nil, the reason is logged once at warn and kept in
+// *Unavailable; a file the user named that cannot be opened is a
+// *config.FieldError (key "audit-log").
 func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 	path := cfg.AuditLogPath()
 	if path == "" {
@@ -32,11 +36,17 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 		stderr = os.Stderr
 	}
 	return fx.Options(
-		fx.Provide(func(lc fx.Lifecycle, pol *sandboxpolicy.Service, log *zap.Logger) (audit.Sink, error) {
+		fx.Provide(func(lc fx.Lifecycle, pol *sandboxpolicy.Service, log *zap.Logger, off *Unavailable) (audit.Sink, error) {
 			if err := CheckAuditLog(path, pol); err != nil {
 				return nil, err
 			}
 			l, err := audit.OpenLog(audit.LogOptions{Path: path, MaxBytes: cfg.AuditMaxBytes, Log: log.Named("audit"), Stderr: stderr})
+			if err != nil && cfg.AuditLogDefault {
+				why := err.Error() + ": calls are not audited (--audit-log FILE names another file, --audit-log off turns it off without this warning)"
+				off.set(&off.auditLog, why)
+				log.Warn("audit log off: " + why)
+				return nil, nil
+			}
 			if err != nil {
 				return nil, &config.FieldError{Key: "audit-log", Msg: err.Error()}
 			}

@@ -2,6 +2,7 @@ package compose_test
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"os"
 	"path/filepath"
@@ -16,6 +17,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/compose"
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // auditCfg is a workspace-write configuration of d with the audit log at
@@ -196,4 +198,60 @@ func TestAuditLogInsideAPrincipalsWorkspaceIsRefused(t *testing.T) {
 	require.ErrorAs(t, err, &fe)
 	assert.Contains(t, fe.Error(), "--audit-log: "+path+" is inside "+alice+", which calls may write")
 	assert.NoFileExists(t, path)
+}
+
+// TestStateDirUnusable: where the state directory cannot be made (its
+// parent is a file), the graph starts without the journal and without the
+// default audit log, each reason kept in *compose.Unavailable, and makes
+// nothing; an audit log the user named there, or --journal-commands,
+// still stops the start.
+func TestStateDirUnusable(t *testing.T) {
+	d := newDirs(t)
+	file := filepath.Join(d.outside, "file")
+	require.NoError(t, os.WriteFile(file, []byte("x"), 0o600))
+	t.Setenv("XDG_STATE_HOME", filepath.Join(file, "state"))
+	defaultLog := config.DefaultAuditLog(os.Getenv)
+	tests := []struct {
+		name    string
+		edit    func(*config.Config)
+		wantErr string // "" when the graph starts
+	}{
+		{"defaults", func(c *config.Config) { c.AuditLog, c.AuditLogDefault = defaultLog, true }, ""},
+		{"a named audit log", func(c *config.Config) { c.AuditLog = defaultLog }, "--audit-log: audit log: mkdir " + file + ": not a directory"},
+		{"--journal-commands", func(c *config.Config) {
+			c.AuditLog, c.AuditLogDefault, c.JournalCommands, c.Exec = defaultLog, true, true, "local"
+		}, "--journal-commands: the journal is off: journal open: cannot make the journal directory"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			cfg := auditCfg(d, "")
+			tt.edit(&cfg)
+			var (
+				got struct {
+					fx.In
+					Sink    audit.Sink       `optional:"true"`
+					Journal *journal.Journal `optional:"true"`
+				}
+				off *compose.Unavailable
+			)
+			opts, err := compose.Options(cfg, io.Discard, fx.Populate(&got, &off))
+			require.NoError(t, err)
+			app := fx.New(opts, fx.NopLogger)
+			if tt.wantErr != "" {
+				require.Error(t, app.Err())
+				assert.Contains(t, app.Err().Error(), tt.wantErr)
+			} else {
+				require.NoError(t, app.Err())
+				require.NoError(t, app.Start(context.Background()))
+				require.NoError(t, app.Stop(context.Background()))
+				assert.Nil(t, got.Sink)
+				assert.Nil(t, got.Journal)
+				assert.Contains(t, off.Journal(), "cannot make the journal directory \""+filepath.Join(file, "state", "harness", "journal")+"\"")
+				assert.Contains(t, off.AuditLog(), "mkdir "+file+": not a directory: calls are not audited")
+			}
+			b, err := os.ReadFile(file)
+			require.NoError(t, err)
+			assert.Equal(t, "x", string(b), "nothing made")
+		})
+	}
 }

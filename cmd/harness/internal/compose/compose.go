@@ -41,7 +41,9 @@ import (
 // the exec tool (with cfg.JournalCommands, journaling what each command
 // changes), the audit log (unless it is off) as the audit.Sink, and the
 // principals of --principals as a *principal.Set (their workspaces reach
-// the policy as its PrincipalRoots).
+// the policy as its PrincipalRoots), and the *Unavailable that says which
+// best-effort defaults (the journal, the default audit log) it runs
+// without.
 // extra options are appended (a server, an approver, fx.Populate).
 func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option, error) {
 	if err := cfg.Validate(); err != nil {
@@ -85,7 +87,7 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		writable = append(writable, c.Path)
 	}
 	opts := []fx.Option{
-		fx.Supply(log),
+		fx.Supply(log, &Unavailable{}),
 		fx.WithLogger(func(l *zap.Logger) fxevent.Logger {
 			// The dependency wiring's account (each provide, invoke and
 			// hook) is noise at debug: it logs only at trace. A

@@ -2,7 +2,7 @@ package compose
 
 import (
 	"context"
-	"fmt"
+	"sync"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -12,29 +12,90 @@ import (
 	"github.com/dsh-go/harness/services/journal"
 )
 
+// Unavailable says why a best-effort default the process runs without is
+// off: the journal and the default audit log live in the state directory
+// (config.StateDir), which a server whose home is missing or read-only (a
+// container, a systemd service, uid 65534 with HOME=/nonexistent) cannot
+// make. The server logs each reason once at warn and serves; `harness
+// policy` prints them. A path the user named (--audit-log FILE) is never
+// a default: one that cannot be used stops the start.
+type Unavailable struct {
+	mu       sync.Mutex
+	journal  string
+	auditLog string
+}
+
+// Journal is why the journal is off although --journal-max-bytes is not 0,
+// "" when it is on or turned off.
+func (u *Unavailable) Journal() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.journal
+}
+
+// AuditLog is why the default audit log is off, "" when it is on or off by
+// choice.
+func (u *Unavailable) AuditLog() string {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return u.auditLog
+}
+
+func (u *Unavailable) set(field *string, why string) {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	*field = why
+}
+
 // journalOptions provides the backend's fslocal.Config with the journal of
 // cfg (issue 25): with cfg.JournalMaxBytes > 0 the journal in harness's
 // state directory (journal.DefaultDir), synced before each change when
 // cfg.Durability is full, provided as *journal.Journal too and closed when
 // the app stops; with 0, none (a consumer takes it `optional:"true"`).
+// Only its directory and lock file are opened while the graph is built:
+// the rest (the newest segment, its torn tail, the cap) is read in the
+// background once the app starts, so the first answer does not wait for
+// it, and a change made meanwhile waits for it in its own Prepare. The
+// directory is never named by the user, so it is a best-effort default:
+// when it cannot be made or opened the journal is nil, the reason is
+// logged once at warn and kept in *Unavailable, and the server serves
+// without undo.
 func journalOptions(cfg config.Config, base fslocal.Config) fx.Option {
 	if cfg.JournalMaxBytes == 0 {
 		return fx.Supply(base)
 	}
 	return fx.Options(
-		fx.Provide(func(lc fx.Lifecycle, log *zap.Logger) (*journal.Journal, error) {
+		fx.Provide(func(lc fx.Lifecycle, log *zap.Logger, off *Unavailable) *journal.Journal {
 			dir, err := journal.DefaultDir()
-			if err != nil {
-				return nil, fmt.Errorf("--journal-max-bytes: %w (--journal-max-bytes 0 turns the journal off)", err)
+			var j *journal.Journal
+			if err == nil {
+				j, err = journal.OpenDir(journal.Options{
+					Dir: dir, MaxBytes: cfg.JournalMaxBytes, Sync: cfg.Durability != string(fslocal.DurabilityAtomic), Log: log.Named("journal"),
+				})
 			}
-			j, err := journal.Open(journal.Options{
-				Dir: dir, MaxBytes: cfg.JournalMaxBytes, Sync: cfg.Durability != string(fslocal.DurabilityAtomic), Log: log.Named("journal"),
+			if err != nil {
+				why := err.Error() + ": changes cannot be undone (--journal-max-bytes 0 turns the journal off without this warning)"
+				off.set(&off.journal, why)
+				log.Warn("journal off: " + why)
+				return nil
+			}
+			done := make(chan struct{})
+			lc.Append(fx.Hook{
+				OnStart: func(context.Context) error {
+					go func() {
+						defer close(done)
+						if err := j.Prepare(""); err != nil {
+							log.Warn("journal: cannot open it yet (each change tries again)", zap.Error(err))
+						}
+					}()
+					return nil
+				},
+				OnStop: func(context.Context) error {
+					<-done
+					return j.Close()
+				},
 			})
-			if err != nil {
-				return nil, fmt.Errorf("--journal-max-bytes: %w (--journal-max-bytes 0 turns the journal off)", err)
-			}
-			lc.Append(fx.StopHook(func(context.Context) error { return j.Close() }))
-			return j, nil
+			return j
 		}),
 		fx.Provide(func(j *journal.Journal) fslocal.Config {
 			base.Journal = j

@@ -202,6 +202,11 @@ type Config struct {
 	// DefaultAuditLog where the state directory is known; "" (no state
 	// directory, or a Config built in code) is none too.
 	AuditLog string `yaml:"audit-log"`
+	// AuditLogDefault says AuditLog is the loader's DefaultAuditLog, not a
+	// file the user named: a best-effort default the server runs without
+	// when it cannot be opened (a missing or read-only home), where a named
+	// file that cannot be opened stops the start.
+	AuditLogDefault bool `yaml:"-"`
 	// AuditMaxBytes is the size in bytes past which the audit log rotates;
 	// 0 means audit.DefaultMaxBytes (64 MiB).
 	AuditMaxBytes int64 `yaml:"audit-max-bytes"`

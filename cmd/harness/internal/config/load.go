@@ -184,6 +184,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 		}
 		if cfg.AuditLog == "" {
 			cfg.AuditLog = DefaultAuditLog(getenv)
+			cfg.AuditLogDefault = cfg.AuditLog != ""
 		}
 		if cfg.FS == "local" && source["mode"] == "" {
 			// The local backend never confines: say so in the mode.
