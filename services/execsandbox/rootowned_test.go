@@ -1,6 +1,7 @@
 package execsandbox_test
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -123,6 +124,12 @@ func TestCommandsKeepWritableRootsAsTheyWere(t *testing.T) {
 		{"dated ahead", "touch -d 2099-02-03 ROOT"},
 		{"chgrp to the command's group", "chgrp $(id -g) ROOT"},
 		{"all at once, with a file made inside", "echo x > ROOT/made; chmod 0 ROOT; touch -d 2001-02-03 ROOT"},
+		// A default ACL: every file any user makes in the root afterwards
+		// ignores its umask (umask 077 made a 0666 file in the host's /tmp).
+		{"a default ACL", pyCommand(t, "import os, struct\n"+
+			"acl = struct.pack('<I', 2) + b''.join(struct.pack('<HHI', tag, 7, 0xffffffff) for tag in (1, 4, 0x10, 0x20))\n"+
+			"os.setxattr('ROOT', 'system.posix_acl_default', acl)")},
+		{"a user extended attribute", pyCommand(t, "import os\nos.setxattr('ROOT', 'user.planted', b'1')")},
 	}
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
@@ -177,6 +184,8 @@ type rootStateOf struct {
 	Mode     os.FileMode
 	UID, GID uint32
 	Mtime    unix.Timespec
+	// Xattrs are its extended attributes (ACLs among them), by name.
+	Xattrs map[string]string
 }
 
 func rootState(t *testing.T, p string) rootStateOf {
@@ -185,7 +194,22 @@ func rootState(t *testing.T, p string) rootStateOf {
 	require.NoError(t, unix.Lstat(p, &st))
 	fi, err := os.Lstat(p)
 	require.NoError(t, err)
-	return rootStateOf{Mode: fi.Mode(), UID: st.Uid, GID: st.Gid, Mtime: st.Mtim}
+	xattrs := map[string]string{}
+	buf := make([]byte, 64<<10)
+	n, err := unix.Llistxattr(p, buf)
+	if !errors.Is(err, unix.ENOTSUP) {
+		require.NoError(t, err)
+		for _, name := range strings.Split(string(buf[:n]), "\x00") {
+			if name == "" {
+				continue
+			}
+			v := make([]byte, 64<<10)
+			m, err := unix.Lgetxattr(p, name, v)
+			require.NoError(t, err)
+			xattrs[name] = string(v[:m])
+		}
+	}
+	return rootStateOf{Mode: fi.Mode(), UID: st.Uid, GID: st.Gid, Mtime: st.Mtim, Xattrs: xattrs}
 }
 
 // TestRootWorkspaceCommandsReadNoRootSecret (issue 35): a root server's
