@@ -108,7 +108,7 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 		var errs []error
 		for _, r := range held {
 			rec := g.roots[r]
-			if err := rec.restore(); err != nil {
+			if _, err := rec.restore(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", r, err))
 			}
 			if rec.users--; rec.users == 0 {
@@ -172,11 +172,17 @@ func (g *rootGuard) read(watch *os.File) {
 		g.mu.Lock()
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			wd := int32(binary.NativeEndian.Uint32(buf[off:])) //nolint:gosec // struct inotify_event's wd
-			next := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
-			if rec := g.byWatch[wd]; rec != nil && g.watch == watch {
-				_ = rec.restore() // the end of the command reports a failure
-				if rec.restores++; rec.restores == maxWatchRestores {
-					g.unwatch(rec)
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			next := off + unix.SizeofInotifyEvent + nameLen
+			// An event with a name is of an entry in the root, not of the
+			// root itself: it changes nothing to put back.
+			if rec := g.byWatch[wd]; rec != nil && g.watch == watch && nameLen == 0 {
+				// Only a put-back counts (not the event of the runner's own
+				// change); the end of the command reports a failure.
+				if put, _ := rec.restore(); put {
+					if rec.restores++; rec.restores == maxWatchRestores {
+						g.unwatch(rec)
+					}
 				}
 			}
 			off = next
@@ -186,32 +192,37 @@ func (g *rootGuard) read(watch *os.File) {
 }
 
 // restore puts back the root's owner, extended attributes, mode and times
-// where they differ
-// from the record. A time counts as changed when it differs from the
-// record and lies outside the span since the record (timeSlack either
-// side): creating a file in the root moves its mtime to now, which stays.
-func (rec *rootRecord) restore() error {
+// where they differ from the record, and reports whether it put back
+// anything. A time counts as changed when it differs from the record and
+// lies outside the span since the record (timeSlack either side): creating
+// a file in the root moves its mtime to now, which stays.
+func (rec *rootRecord) restore() (bool, error) {
 	var now unix.Stat_t
 	if err := unix.Fstat(rec.fd, &now); err != nil {
-		return err
+		return false, err
 	}
+	put := false
 	if now.Uid != rec.st.Uid || now.Gid != rec.st.Gid {
 		if err := unix.Fchown(rec.fd, int(rec.st.Uid), int(rec.st.Gid)); err != nil {
-			return err
+			return false, err
 		}
+		put = true
 	}
 	// Before the mode: an access ACL's mask is the mode's group bits.
-	if err := rec.restoreXattrs(); err != nil {
-		return err
+	xput, err := rec.restoreXattrs()
+	if err != nil {
+		return put, err
 	}
+	put = put || xput
 	// After the chown, which may clear the set-group-ID bit.
 	if err := unix.Fstat(rec.fd, &now); err != nil {
-		return err
+		return put, err
 	}
 	if now.Mode&0o7777 != rec.st.Mode&0o7777 {
 		if err := unix.Fchmod(rec.fd, rec.st.Mode&0o7777); err != nil {
-			return err
+			return put, err
 		}
+		put = true
 	}
 	lo, hi := rec.started.Add(-timeSlack), time.Now().Add(timeSlack)
 	set := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
@@ -223,33 +234,37 @@ func (rec *rootRecord) restore() error {
 		}
 	}
 	if !changed {
-		return nil
+		return put, nil
 	}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(rec.fd), set, 0)
+	return true, unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(rec.fd), set, 0)
 }
 
 // restoreXattrs removes each extended attribute of the root the record
-// lacks and sets each one that differs from it.
-func (rec *rootRecord) restoreXattrs() error {
+// lacks and sets each one that differs from it, and reports whether it
+// changed any.
+func (rec *rootRecord) restoreXattrs() (bool, error) {
 	now, err := xattrsOf(rec.fd)
 	if err != nil {
-		return err
+		return false, err
 	}
+	put := false
 	for name := range now {
 		if _, ok := rec.xattrs[name]; !ok {
 			if err := unix.Fremovexattr(rec.fd, name); err != nil {
-				return fmt.Errorf("extended attribute %s: %w", name, err)
+				return put, fmt.Errorf("extended attribute %s: %w", name, err)
 			}
+			put = true
 		}
 	}
 	for name, v := range rec.xattrs {
 		if w, ok := now[name]; !ok || w != v {
 			if err := unix.Fsetxattr(rec.fd, name, []byte(v), 0); err != nil {
-				return fmt.Errorf("extended attribute %s: %w", name, err)
+				return put, fmt.Errorf("extended attribute %s: %w", name, err)
 			}
+			put = true
 		}
 	}
-	return nil
+	return put, nil
 }
 
 // xattrsOf is the extended attributes of the file open as fd, by name
