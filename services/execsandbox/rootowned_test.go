@@ -323,3 +323,31 @@ func TestWritableRootWatchOutlastsItsEntries(t *testing.T) {
 		})
 	}
 }
+
+// TestRootSecretThatIsDenyReadToo (attack review of issue 35): a root-only
+// file in a system location that is also in the deny-read set (a root HTTP
+// server's --token-file in /etc or /opt is both) was masked twice, and no
+// command of a root-owned workspace started ("changed or vanished while
+// bubblewrap made the command's view"). The command starts, and reads none
+// of it.
+func TestRootSecretThatIsDenyReadToo(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
+	}
+	base, err := os.MkdirTemp("/var/tmp", "harness-secret-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	writeTree(t, base, map[string]string{"tokens": "token-secret"})
+	tokens := filepath.Join(base, "tokens")
+	require.NoError(t, os.Chmod(tokens, 0o600))
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := newWorldWith(t, o, exec.Config{}, func(cfg *sandboxpolicy.Config) {
+				cfg.DenyRead = append(cfg.DenyRead, tokens)
+			}, nil)
+			res := w.run(t, sandbox.WorkspaceWrite, "cat "+tokens+" 2>/dev/null | wc -c; echo started")
+			require.Equal(t, "0\nstarted\n", res.Stdout.Text, "%q", res.Stderr.Text)
+		})
+	}
+}

@@ -150,14 +150,18 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 	return nil
 }
 
-// mergeMasks returns a and b as one list of masks, sorted by path, none
-// beneath a masked directory.
+// mergeMasks returns a and b as one list of masks, sorted by path, each
+// path once and none beneath a masked directory.
 func mergeMasks(a, b []subproc.Masked) []subproc.Masked {
 	all := slices.Concat(a, b)
 	slices.SortFunc(all, func(x, y subproc.Masked) int { return cmp.Compare(x.Path, y.Path) })
 	var out []subproc.Masked
 	for _, m := range all {
-		if slices.ContainsFunc(out, func(o subproc.Masked) bool { return o.Dir && dirfd.Beneath(o.Path, m.Path) }) {
+		// A path masked twice (a root secret that is deny-read too) would
+		// be bound twice, and the second bind fails the start.
+		if slices.ContainsFunc(out, func(o subproc.Masked) bool {
+			return o.Path == m.Path || (o.Dir && dirfd.Beneath(o.Path, m.Path))
+		}) {
 			continue
 		}
 		out = append(out, m)
