@@ -138,7 +138,7 @@ func TestCommandsKeepWritableRootsAsTheyWere(t *testing.T) {
 				// The host's /tmp: the server's user's, 1777, a temp root.
 				tmpLike = filepath.Join(filepath.Dir(cfg.WorkspaceRoot), "tmp")
 				require.NoError(t, os.Mkdir(tmpLike, 0o700))
-				require.NoError(t, os.Chmod(tmpLike, 0o1777))
+				require.NoError(t, os.Chmod(tmpLike, os.ModeSticky|0o777))
 				cfg.TempRoots = []string{tmpLike}
 			}, nil)
 			for _, c := range cases {
