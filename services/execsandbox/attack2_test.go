@@ -839,7 +839,7 @@ func TestAttack2Search(t *testing.T) {
 		w := newWorld(t, o, exec.Config{}, nil)
 		tmp := filepath.Join(filepath.Dir(w.ws), "tmp")
 		require.NoError(t, os.Mkdir(tmp, 0o777))
-		require.NoError(t, os.Chmod(tmp, 0o1777))
+		require.NoError(t, os.Chmod(tmp, os.ModeSticky|0o777))
 		writeTree(t, tmp, map[string]string{"theirs/.git/config": "[core]\n", "mine/.git/config": "[core]\n"})
 		require.NoError(t, chownTree(filepath.Join(tmp, "theirs"), 65534))
 		require.NoError(t, chownTree(filepath.Join(tmp, "mine"), ordinaryUID))

@@ -227,7 +227,7 @@ func tempRootWorld(t *testing.T) (world, string) {
 		c.VCS = sandbox.VCSCommit
 		tmp = filepath.Join(filepath.Dir(c.WorkspaceRoot), "tmp")
 		require.NoError(t, os.Mkdir(tmp, 0o777))
-		require.NoError(t, os.Chmod(tmp, 0o1777))
+		require.NoError(t, os.Chmod(tmp, os.ModeSticky|0o777))
 		c.TempRoots = []string{tmp}
 	}, func(f fixture) {
 		repoGit(t, f.ws, "init", "-q", "-b", "main")

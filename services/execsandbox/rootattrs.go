@@ -2,9 +2,11 @@ package execsandbox
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -27,8 +29,10 @@ const timeSlack = time.Second
 // command may own a root (a root-owned workspace's commands run as uid 0,
 // which owns the host's /tmp; any workspace's commands own their workspace
 // root), and no mechanism a command is under refuses it a chmod, chgrp or
-// utimes of the root's own inode. So the runner records each root's mode,
-// owner and times before the first of the commands using it starts, puts
+// utimes of the root's own inode, nor setting its extended attributes (a
+// default ACL on the host's /tmp would make every file any user makes there
+// ignore its umask). So the runner records each root's mode, owner, times
+// and extended attributes (ACLs among them) before the first of the commands using it starts, puts
 // back what differs as soon as inotify reports a change of the root's
 // attributes (IN_ATTRIB on the root itself), and again when each of the
 // commands ends. It is safe for concurrent use: while commands run, the
@@ -50,8 +54,11 @@ type rootGuard struct {
 type rootRecord struct {
 	// fd is the root, opened at the record: what is put back is that
 	// inode's, whatever is at the path since.
-	fd      int
-	st      unix.Stat_t
+	fd int
+	st unix.Stat_t
+	// xattrs are its extended attributes, by name (system.posix_acl_access
+	// and system.posix_acl_default are its ACLs).
+	xattrs  map[string]string
 	started time.Time
 	users   int
 	// wd is its inotify watch (-1: none); restores counts the changes it
@@ -87,6 +94,10 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 			_ = unix.Close(fd)
 			continue
 		}
+		if rec.xattrs, err = xattrsOf(fd); err != nil {
+			_ = unix.Close(fd)
+			continue
+		}
 		g.roots[r] = rec
 		g.watchRoot(rec)
 		held = append(held, r)
@@ -97,7 +108,7 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 		var errs []error
 		for _, r := range held {
 			rec := g.roots[r]
-			if err := rec.restore(); err != nil {
+			if _, err := rec.restore(); err != nil {
 				errs = append(errs, fmt.Errorf("%s: %w", r, err))
 			}
 			if rec.users--; rec.users == 0 {
@@ -112,7 +123,7 @@ func (g *rootGuard) hold(roots []string) (restore func() error) {
 			g.watch = nil
 		}
 		if len(errs) > 0 {
-			return fmt.Errorf("cannot put back the writable roots' own mode, owner or times: %v", errs)
+			return fmt.Errorf("cannot put back the writable roots' own mode, owner, times or extended attributes: %v", errs)
 		}
 		return nil
 	}
@@ -161,11 +172,17 @@ func (g *rootGuard) read(watch *os.File) {
 		g.mu.Lock()
 		for off := 0; off+unix.SizeofInotifyEvent <= n; {
 			wd := int32(binary.NativeEndian.Uint32(buf[off:])) //nolint:gosec // struct inotify_event's wd
-			next := off + unix.SizeofInotifyEvent + int(binary.NativeEndian.Uint32(buf[off+12:]))
-			if rec := g.byWatch[wd]; rec != nil && g.watch == watch {
-				_ = rec.restore() // the end of the command reports a failure
-				if rec.restores++; rec.restores == maxWatchRestores {
-					g.unwatch(rec)
+			nameLen := int(binary.NativeEndian.Uint32(buf[off+12:]))
+			next := off + unix.SizeofInotifyEvent + nameLen
+			// An event with a name is of an entry in the root, not of the
+			// root itself: it changes nothing to put back.
+			if rec := g.byWatch[wd]; rec != nil && g.watch == watch && nameLen == 0 {
+				// Only a put-back counts (not the event of the runner's own
+				// change); the end of the command reports a failure.
+				if put, _ := rec.restore(); put {
+					if rec.restores++; rec.restores == maxWatchRestores {
+						g.unwatch(rec)
+					}
 				}
 			}
 			off = next
@@ -174,28 +191,38 @@ func (g *rootGuard) read(watch *os.File) {
 	}
 }
 
-// restore puts back the root's owner, mode and times where they differ
-// from the record. A time counts as changed when it differs from the
-// record and lies outside the span since the record (timeSlack either
-// side): creating a file in the root moves its mtime to now, which stays.
-func (rec *rootRecord) restore() error {
+// restore puts back the root's owner, extended attributes, mode and times
+// where they differ from the record, and reports whether it put back
+// anything. A time counts as changed when it differs from the record and
+// lies outside the span since the record (timeSlack either side): creating
+// a file in the root moves its mtime to now, which stays.
+func (rec *rootRecord) restore() (bool, error) {
 	var now unix.Stat_t
 	if err := unix.Fstat(rec.fd, &now); err != nil {
-		return err
+		return false, err
 	}
+	put := false
 	if now.Uid != rec.st.Uid || now.Gid != rec.st.Gid {
 		if err := unix.Fchown(rec.fd, int(rec.st.Uid), int(rec.st.Gid)); err != nil {
-			return err
+			return false, err
 		}
+		put = true
 	}
+	// Before the mode: an access ACL's mask is the mode's group bits.
+	xput, err := rec.restoreXattrs()
+	if err != nil {
+		return put, err
+	}
+	put = put || xput
 	// After the chown, which may clear the set-group-ID bit.
 	if err := unix.Fstat(rec.fd, &now); err != nil {
-		return err
+		return put, err
 	}
 	if now.Mode&0o7777 != rec.st.Mode&0o7777 {
 		if err := unix.Fchmod(rec.fd, rec.st.Mode&0o7777); err != nil {
-			return err
+			return put, err
 		}
+		put = true
 	}
 	lo, hi := rec.started.Add(-timeSlack), time.Now().Add(timeSlack)
 	set := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, {Nsec: unix.UTIME_OMIT}}
@@ -207,7 +234,103 @@ func (rec *rootRecord) restore() error {
 		}
 	}
 	if !changed {
-		return nil
+		return put, nil
 	}
-	return unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(rec.fd), set, 0)
+	return true, unix.UtimesNanoAt(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(rec.fd), set, 0)
+}
+
+// restoreXattrs removes each extended attribute of the root the record
+// lacks and sets each one that differs from it, and reports whether it
+// changed any.
+func (rec *rootRecord) restoreXattrs() (bool, error) {
+	now, err := xattrsOf(rec.fd)
+	if err != nil {
+		return false, err
+	}
+	put := false
+	for name := range now {
+		if _, ok := rec.xattrs[name]; !ok {
+			if err := unix.Fremovexattr(rec.fd, name); err != nil {
+				return put, fmt.Errorf("extended attribute %s: %w", name, err)
+			}
+			put = true
+		}
+	}
+	for name, v := range rec.xattrs {
+		if w, ok := now[name]; !ok || w != v {
+			if err := unix.Fsetxattr(rec.fd, name, []byte(v), 0); err != nil {
+				return put, fmt.Errorf("extended attribute %s: %w", name, err)
+			}
+			put = true
+		}
+	}
+	return put, nil
+}
+
+// xattrsOf is the extended attributes of the file open as fd, by name
+// (none where the filesystem has none: ENOTSUP).
+func xattrsOf(fd int) (map[string]string, error) {
+	out := map[string]string{}
+	names, err := xattrList(fd)
+	if err != nil {
+		return nil, err
+	}
+	for _, name := range names {
+		v, err := xattrValue(fd, name)
+		if errors.Is(err, unix.ENODATA) {
+			continue // removed since the list
+		}
+		if err != nil {
+			return nil, fmt.Errorf("extended attribute %s: %w", name, err)
+		}
+		out[name] = v
+	}
+	return out, nil
+}
+
+// xattrList is the names of fd's extended attributes.
+func xattrList(fd int) ([]string, error) {
+	for {
+		n, err := unix.Flistxattr(fd, nil)
+		if errors.Is(err, unix.ENOTSUP) {
+			return nil, nil
+		}
+		if err != nil || n == 0 {
+			return nil, err
+		}
+		buf := make([]byte, n)
+		n, err = unix.Flistxattr(fd, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue // grown since the size was asked
+		}
+		if err != nil {
+			return nil, err
+		}
+		var names []string
+		for _, name := range strings.Split(string(buf[:n]), "\x00") {
+			if name != "" {
+				names = append(names, name)
+			}
+		}
+		return names, nil
+	}
+}
+
+// xattrValue is the value of fd's extended attribute name.
+func xattrValue(fd int, name string) (string, error) {
+	for {
+		n, err := unix.Fgetxattr(fd, name, nil)
+		if err != nil || n == 0 {
+			return "", err
+		}
+		buf := make([]byte, n)
+		n, err = unix.Fgetxattr(fd, name, buf)
+		if errors.Is(err, unix.ERANGE) {
+			continue
+		}
+		if err != nil {
+			return "", err
+		}
+		return string(buf[:n]), nil
+	}
 }

@@ -170,6 +170,8 @@ func mergeMasks(a, b []subproc.Masked) []subproc.Masked {
 	})
 	var out []subproc.Masked
 	for _, m := range all {
+		// A path masked twice (a root secret that is deny-read too) would
+		// be bound twice, and the second bind fails the start.
 		if slices.ContainsFunc(out, func(o subproc.Masked) bool {
 			return o.Path == m.Path || (o.Dir && dirfd.Beneath(o.Path, m.Path))
 		}) {

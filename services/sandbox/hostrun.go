@@ -58,8 +58,12 @@ type HostRun struct {
 //     mcp/mcp.json, Windsurf's hooks and workflows), and so that a missing
 //     one is reserved at a workspace root's top (a name with a slash is
 //     reserved only where its parent exists);
-//   - editors' and dev-container settings, which run tasks and extensions
-//     (.vscode/, .idea/, .devcontainer/);
+//   - editors' and dev-container settings, which run tasks, extensions,
+//     language servers or start-up scripts (.vscode/, .idea/,
+//     .devcontainer/, .helix/, .nvim.lua, .nvimrc, .exrc);
+//   - git hook managers' settings, whose hook installed in .git/hooks runs
+//     the commands they name at the user's next git commit
+//     (.pre-commit-config.yaml, lefthook.yml, .lefthook.yml);
 //   - direnv's .envrc, run by the shell on entering the directory;
 //   - .gitmodules, which names what `git submodule update` clones and where;
 //   - git's and the shells' start-up files, read when the workspace is a
@@ -101,6 +105,15 @@ var hostRunTable = []HostRun{
 	{Name: ".vscode", Dir: true},
 	{Name: ".idea", Dir: true},
 	{Name: ".devcontainer", Dir: true},
+	{Name: ".helix", Dir: true}, // Helix: languages.toml language-server commands
+	{Name: ".nvim.lua"},         // Neovim's exrc: run when it starts in the directory
+	{Name: ".nvimrc"},           // the same, older name
+	{Name: ".exrc"},             // Vim's and Neovim's exrc
+	// Git hook managers, whose installed hook (read-only in .git/hooks)
+	// runs the commands these name at the user's git commit.
+	{Name: ".pre-commit-config.yaml"}, // pre-commit: local hooks' entry
+	{Name: "lefthook.yml"},            // lefthook: hook commands
+	{Name: ".lefthook.yml"},           // lefthook: the same, hidden
 	// Shells and git.
 	{Name: ".envrc"},
 	{Name: ".gitmodules"},

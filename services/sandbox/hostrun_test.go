@@ -134,6 +134,14 @@ func TestProtectedOtherClients(t *testing.T) {
 		"sub/dir/.zed/tasks.json":          "host-run file .zed",
 		"sub/.aider.conf.yml":              "host-run file .aider.conf.yml",
 		"sub/.continue/mcpServers/a/b.yml": "host-run file .continue",
+		// Editors that run a language server or a script from the
+		// directory, and hook managers whose installed hook runs what
+		// their file names at the user's git commit.
+		".helix/languages.toml":   "host-run file .helix",
+		".nvim.lua":               "host-run file .nvim.lua",
+		".exrc":                   "host-run file .exrc",
+		".pre-commit-config.yaml": "host-run file .pre-commit-config.yaml",
+		"sub/lefthook.yml":        "host-run file lefthook.yml",
 	} {
 		got, ok := p.Protected(rel, false)
 		assert.True(t, ok, rel)
