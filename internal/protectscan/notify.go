@@ -48,10 +48,13 @@ var localMagics = map[int64]bool{
 
 // notifier is the process's inotify instance and the directories it watches.
 type notifier struct {
-	mu      sync.Mutex
-	fd      int                 // -1 when inotify is unavailable
-	byID    map[devIno]int32    // watched directory -> watch descriptor
-	byWD    map[int32]watchedAt // watch descriptor -> directory
+	mu   sync.Mutex
+	fd   int                 // -1 when inotify is unavailable
+	byID map[devIno]int32    // watched directory -> watch descriptor
+	byWD map[int32]watchedAt // watch descriptor -> directory
+	// retired are the descriptors of removed directories whose device and
+	// inode number a newer directory took before their removal was drained.
+	retired map[int32]struct{}
 	limit   int
 	buf     []byte
 	readers map[*Scanner]struct{} // scanners holding a reusable result
@@ -73,7 +76,7 @@ var (
 // notify returns the process's notifier, made at its first use.
 func notify() *notifier {
 	notifyOnce.Do(func() {
-		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, readers: map[*Scanner]struct{}{}, buf: make([]byte, 64<<10)}
+		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, buf: make([]byte, 64<<10)}
 		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
 		if err != nil {
 			n.reason = "inotify is unavailable: " + err.Error()
@@ -127,35 +130,62 @@ func (n *notifier) watch(fd int, id devIno, path string) bool {
 	if n.fd < 0 {
 		return false
 	}
-	if wd, ok := n.byID[id]; ok {
-		n.byWD[wd] = watchedAt{id: id, path: path} // where the walk finds it now
-		return true
-	}
-	if len(n.byID) >= n.limit {
+	if _, known := n.byID[id]; !known && len(n.byID) >= n.limit {
 		return false
 	}
-	wd, err := unix.InotifyAddWatch(n.fd, "/proc/self/fd/"+strconv.Itoa(fd), watchMask)
+	// Always asked of the kernel (it returns the same descriptor for an
+	// inode it watches already): a device and inode number known here may
+	// name a removed directory whose removal was not drained yet, or was
+	// lost in a queue overflow, and a new directory that reuses the number
+	// is not watched until it is added.
+	return n.addLocked("/proc/self/fd/"+strconv.Itoa(fd), watchMask, id, path)
+}
+
+// watchPath is watch of the directory at path (not followed if a link),
+// for a directory not opened: the caller checks, after it, that path still
+// names the directory id (the watch is on what path named when it was
+// added).
+func (n *notifier) watchPath(id devIno, path string) bool {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.fd < 0 {
+		return false
+	}
+	if _, known := n.byID[id]; !known {
+		return false // never watched: the caller opens it
+	}
+	return n.addLocked(path, watchMask|unix.IN_DONT_FOLLOW|unix.IN_ONLYDIR, id, path)
+}
+
+// addLocked adds the watch of target (a path the kernel resolves) for the
+// directory id at path and records it. The caller holds mu.
+func (n *notifier) addLocked(target string, mask uint32, id devIno, path string) bool {
+	old, known := n.byID[id]
+	wd32, err := unix.InotifyAddWatch(n.fd, target, mask)
 	if err != nil {
 		return false
 	}
-	if old, ok := n.byWD[int32(wd)]; ok { //nolint:gosec // a watch descriptor is a small int
-		delete(n.byID, old.id) // the same inode under another identity: stale
+	wd := int32(wd32) //nolint:gosec // a watch descriptor is a small int
+	if known && old != wd {
+		// The number's earlier directory is gone: its removal event is
+		// still to come, and says nothing of this one.
+		delete(n.byWD, old)
+		n.retired[old] = struct{}{}
 	}
-	n.byID[id] = int32(wd) //nolint:gosec // a watch descriptor is a small int
-	n.byWD[int32(wd)] = watchedAt{id: id, path: path}
+	if prev, ok := n.byWD[wd]; ok && prev.id != id {
+		delete(n.byID, prev.id) // the same inode under another identity: stale
+	}
+	n.byID[id] = wd
+	n.byWD[wd] = watchedAt{id: id, path: path}
 	return true
 }
 
-// watched reports whether the directory id is watched, and records path
-// as where it lies now (a walk found it there: a directory moved since it
-// was first watched reports its events under its new path).
-func (n *notifier) watched(id devIno, path string) bool {
+// known reports whether the directory id was watched (it lies on a
+// filesystem whose changes inotify sees).
+func (n *notifier) known(id devIno) bool {
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	wd, ok := n.byID[id]
-	if ok {
-		n.byWD[wd] = watchedAt{id: id, path: path}
-	}
+	_, ok := n.byID[id]
 	return ok
 }
 
@@ -212,12 +242,27 @@ func (n *notifier) drain() {
 // deliver hands one event to the scanners. A removed watch (the directory
 // is gone) is forgotten.
 func (n *notifier) deliver(wd int32, mask uint32, name string) {
+	if _, ok := n.retired[wd]; ok {
+		// A removed directory's watch whose number a newer one took.
+		if mask&unix.IN_IGNORED != 0 {
+			delete(n.retired, wd)
+		}
+		return
+	}
 	at, known := n.byWD[wd]
 	if mask&unix.IN_IGNORED != 0 {
 		delete(n.byWD, wd)
-		if known {
+		if known && n.byID[at.id] == wd {
 			delete(n.byID, at.id)
 		}
+	}
+	if mask&unix.IN_Q_OVERFLOW != 0 {
+		// Events were lost, removals among them: nothing known of the
+		// watches is trusted. Those still live are known again as the
+		// walks add them (the kernel gives back their descriptors).
+		clear(n.byID)
+		clear(n.byWD)
+		clear(n.retired)
 	}
 	if mask&unix.IN_Q_OVERFLOW != 0 || !known {
 		for s := range n.readers {
@@ -236,12 +281,11 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 func watchDir(fd int, st *unix.Stat_t, path string) bool {
 	n := notify()
 	id := devIno{st.Dev, st.Ino}
-	if n.watched(id, path) {
-		return true
-	}
-	var fs unix.Statfs_t
-	if unix.Fstatfs(fd, &fs) != nil || !localMagics[int64(fs.Type)] { //nolint:unconvert // Type's width varies by platform
-		return false
+	if !n.known(id) {
+		var fs unix.Statfs_t
+		if unix.Fstatfs(fd, &fs) != nil || !localMagics[int64(fs.Type)] { //nolint:unconvert // Type's width varies by platform
+			return false
+		}
 	}
 	return n.watch(fd, id, path)
 }

@@ -255,3 +255,59 @@ func TestKeptCurrent_PlaceholdersComeAndGo(t *testing.T) {
 	assert.Equal(t, []string{"ws/a/.git", "ws/c/.git"}, pathsOf(t, base, got))
 	assert.Equal(t, walked(t, roots), got)
 }
+
+// TestKeptCurrent_AReusedInodeNumberIsWatchedAgain: a watched directory is
+// removed while the queue overflows (its removal event is lost), and a new
+// directory takes its inode number; the new one must be watched for real,
+// so a `.git` made in it later is in the next scan (a number once watched
+// proves nothing of the directory that holds it now).
+func TestKeptCurrent_AReusedInodeNumberIsWatchedAgain(t *testing.T) {
+	requireNotifications(t)
+	queued := 16384
+	if b, err := os.ReadFile("/proc/sys/fs/inotify/max_queued_events"); err == nil {
+		_, _ = fmt.Sscan(string(b), &queued)
+	}
+	if queued > 1<<16 {
+		t.Skipf("the inotify queue holds %d events: overflowing it takes too long here", queued)
+	}
+	base := tempRoot(t)
+	old := filepath.Join(base, "old")
+	build(t, base, "old/", "keep/")
+	s := protectscan.New(protectscan.Options{})
+	_, err := s.Scan(t.Context(), []protectscan.Root{{Path: old}}, protectMeta)
+	require.NoError(t, err)
+	var st unix.Stat_t
+	require.NoError(t, unix.Stat(old, &st))
+
+	// More events than the queue holds, then the removal (lost with them).
+	f := filepath.Join(old, "f")
+	for i := 0; i < queued/2+64; i++ {
+		require.NoError(t, os.WriteFile(f, nil, 0o644))
+		require.NoError(t, os.Remove(f))
+	}
+	require.NoError(t, os.Remove(old))
+	// A new directory with the old one's inode number (the filesystem
+	// usually hands the freed number out again at once).
+	var ws string
+	for i := 0; i < 200 && ws == ""; i++ {
+		p := filepath.Join(base, fmt.Sprintf("new%d", i))
+		require.NoError(t, os.Mkdir(p, 0o755))
+		var nst unix.Stat_t
+		require.NoError(t, unix.Stat(p, &nst))
+		if nst.Ino == st.Ino && nst.Dev == st.Dev {
+			ws = p
+		}
+	}
+	if ws == "" {
+		t.Skip("the filesystem gave the removed directory's inode number to none of 200 new ones")
+	}
+	roots := []protectscan.Root{{Path: ws}}
+	_, err = s.Scan(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	build(t, base, filepath.Base(ws)+"/.git/")
+	got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "the new .git is a change that matters")
+	assert.Equal(t, walked(t, roots), got)
+	require.NotEmpty(t, got, "the new .git is found")
+}

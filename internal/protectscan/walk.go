@@ -286,8 +286,15 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR || (r.Shared && int(st.Uid) != r.Owner) {
 		return true, nil
 	}
-	if !notify().watched(devIno{st.Dev, st.Ino}, filepath.Join(parent, sd.name)) {
+	// Watched again by path (a device and inode number once watched may
+	// have been a removed directory's), then the name must still be that
+	// directory: the watch is on what the name held when it was added.
+	if !notify().watchPath(devIno{st.Dev, st.Ino}, filepath.Join(parent, sd.name)) {
 		return false, nil // opened and visited: watched there
+	}
+	var again unix.Stat_t
+	if err := fstatat(dirfd, sd.name, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+		return false, nil
 	}
 	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
 	if !ok || l.needsFD() {
