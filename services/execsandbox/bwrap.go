@@ -132,8 +132,19 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	c := b.limits.forCommand(cfg)
 	defer c.done()
 	var check *gitStateCheck
+	// Root's own workspace: root's secrets stay root's. Walked once for the
+	// command, not at each start (a start made again because a path of its
+	// view changed walks again: what changed may be among them).
+	var secrets []subproc.Masked
+	starts := 0
 	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
-		conf, gitDirs, release, err := b.view(ctx, cfg, req, cred, socks)
+		if starts++; uidOf(cred) == 0 && (secrets == nil || starts > 1) {
+			var serr error
+			if secrets, serr = rootSecrets(searchContext(ctx, req.Timeout), *req.Policy, os.Getenv("HOME"), accountOf(cred).gids); serr != nil {
+				return subproc.Outcome{}, nil, serr
+			}
+		}
+		conf, gitDirs, release, err := b.view(ctx, cfg, req, cred, socks, secrets)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
@@ -174,12 +185,13 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 // for a command running as cred: the writable roots, the network and
 // socks; under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
-// masks (masker.find); and the git directories found (gitStateCheck).
-// release ends the reservations; call it once the start has ended.
+// masks (masker.find), with secrets (root's files a uid-0 command may not
+// read: rootSecrets, walked by the caller); and the git directories found
+// (gitStateCheck). release ends the reservations; call it once the start has ended.
 // Errors (the runner's *exec.Error, nothing left held): a reservation or a
 // search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
 	conf = &subproc.Confinement{
@@ -202,16 +214,6 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			releaseAll()
 		}
 	}()
-	var secrets []subproc.Masked
-	if uidOf(cred) == 0 {
-		// Root's own workspace: root's secrets stay root's. Walked first,
-		// so the walk does not widen the span between the search for the
-		// protected paths and the start, in which a host change to one of
-		// them makes the start again.
-		if secrets, err = rootSecrets(searchContext(ctx, req.Timeout), policy, os.Getenv("HOME"), accountOf(cred).gids); err != nil {
-			return nil, nil, nil, err
-		}
-	}
 	if policy.Mode == sandbox.WorkspaceWrite {
 		hostRun := b.policy.Protected().HostRun()
 		// Reserved first: a mount point another command's bubblewrap
