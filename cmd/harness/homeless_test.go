@@ -109,6 +109,11 @@ func TestServeWithoutAWritableHome(t *testing.T) {
 			assert.Equal(t, before, treeOf(t, base), "nothing made beneath the homes or the workspace")
 
 			named := filepath.Join(tt.home, "audit.jsonl")
+			if tt.home == fileHome {
+				// That home itself is writable (outside a temp root it may
+				// hold an audit log): the named file lies beneath the file.
+				named = filepath.Join(fileHome, ".local", "audit.jsonl")
+			}
 			cmd = command("--audit-log", named)
 			out, err := cmd.CombinedOutput()
 			var exit *exec.ExitError

@@ -145,6 +145,11 @@ func TestUnixSocketsOfOtherNetworkNamespaces(t *testing.T) {
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
+			// The listener binds its socket by its absolute path (what the
+			// namespace's socket list then names), which holds at most 107
+			// bytes: the world is made under /tmp, not a longer $TMPDIR
+			// (the ordinary user's pass of .ci/run sets one).
+			t.Setenv("TMPDIR", "/tmp")
 			w := newWorld(t, primaryOwner(), exec.Config{}, nil)
 			named := fixtures.ListenUnix(t, filepath.Join(w.outside, "named.sock"))
 			mountAt := ""
