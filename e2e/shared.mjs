@@ -28,13 +28,18 @@ export function expectSuccess(result, what) {
 }
 
 // toolErrorChecker returns expectToolError(result, what, code): it checks a
-// tool error (isError, no structuredContent) whose _meta code is code, and
+// tool error (isError, no structuredContent but an exec's result) whose
+// _meta code is code, and
 // returns its text; with code undefined, an error without an FS_* code is
 // passed to warn.
 export function toolErrorChecker(warn) {
   return (result, what, code) => {
     assert.equal(result.isError, true, `${what}: want isError: true, got ${JSON.stringify(result)}`);
-    assert.equal(result.structuredContent, undefined, `${what}: a tool error carries structuredContent: ${JSON.stringify(result)}`);
+    // Only a command's result is structured when it is an error (its exit
+    // code, signal, timeout and output: a refused or timed-out exec).
+    if (result.structuredContent === undefined || typeof result.structuredContent?.exit_code !== 'number') {
+      assert.equal(result.structuredContent, undefined, `${what}: a tool error carries structuredContent: ${JSON.stringify(result)}`);
+    }
     const text = textOf(result);
     const got = result._meta?.[CODE_KEY];
     if (code !== undefined) {
