@@ -148,7 +148,9 @@ func TestUnixSocketsOfOtherNetworkNamespaces(t *testing.T) {
 			// The listener binds its socket by its absolute path (what the
 			// namespace's socket list then names), which holds at most 107
 			// bytes: the world is made under /tmp, not a longer $TMPDIR
-			// (the ordinary user's pass of .ci/run sets one).
+			// or $GOTMPDIR (the ordinary user's pass of .ci/run sets both;
+			// t.TempDir prefers GOTMPDIR).
+			t.Setenv("GOTMPDIR", "/tmp")
 			t.Setenv("TMPDIR", "/tmp")
 			w := newWorld(t, primaryOwner(), exec.Config{}, nil)
 			named := fixtures.ListenUnix(t, filepath.Join(w.outside, "named.sock"))
