@@ -302,3 +302,24 @@ func carried(pol *sandboxpolicy.Service, mode sandbox.Mode, ws string) *sandbox.
 	p.Mode, p.WorkspaceRoot = mode, ws
 	return &p
 }
+
+// exiting reports whether process pid is gone or on its way out: a
+// zombie, or flagged PF_EXITING in /proc/<pid>/stat (its ninth field).
+func exiting(pid int) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return true
+	}
+	i := bytes.LastIndexByte(stat, ')')
+	if i < 0 {
+		return true
+	}
+	f := strings.Fields(string(stat[i+1:]))
+	// f[0] is the state (field 3), f[6] the flags (field 9).
+	if len(f) < 7 || f[0] == "Z" || f[0] == "X" {
+		return true
+	}
+	flags, err := strconv.ParseUint(f[6], 10, 64)
+	const pfExiting = 0x4
+	return err != nil || flags&pfExiting != 0
+}

@@ -165,9 +165,22 @@ func TestBoundEverywhereReadsEveryTasksNamespace(t *testing.T) {
 	bound := make(chan error)
 	release := make(chan struct{})
 	go func() {
-		// The thread stays in the new namespace and is never given back
-		// to the runtime: it ends with the goroutine.
+		// The thread goes back to its namespace before the runtime may
+		// have it again; one that cannot stays locked and ends with the
+		// goroutine. (On the main thread, which never ends, a namespace
+		// left behind would be every later test's /proc/self/ns/net.)
 		runtime.LockOSThread()
+		own, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			bound <- err
+			return
+		}
+		defer func() {
+			if unix.Setns(own, unix.CLONE_NEWNET) == nil {
+				runtime.UnlockOSThread()
+			}
+			_ = unix.Close(own)
+		}()
 		if err := unix.Unshare(unix.CLONE_NEWNET); err != nil {
 			bound <- err
 			return
