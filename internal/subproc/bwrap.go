@@ -200,21 +200,32 @@ func argsFile(args []string) (*os.File, error) {
 
 // socketArgs returns bwrap's arguments for c's Unix sockets: /dev/null bound
 // read-only over each masked socket (connect then fails with ECONNREFUSED),
-// leaving out those at or beneath /dev, /proc or a reserved directory
-// masked by a tmpfs (hidden by the view's own mounts); then each named socket bound
-// read-only onto itself, after the masks, so it is reachable at its path
-// beneath any of them (one missing at run time is skipped).
+// leaving out those at or beneath /dev, /proc, or a reserved or deny-read
+// directory masked by a tmpfs, and those a deny-read file mask hides already
+// (hidden by the view's own mounts); then each
+// named socket bound read-only onto itself (or its SocketSources file onto
+// it), after the masks, so it is reachable at its path beneath any of them
+// (one missing at run time is skipped; beneath a masked directory its mount
+// point is made in the mask, which is made read-only after).
 func socketArgs(c *Confinement) []string {
 	var args []string
 	for _, p := range c.MaskedSockets {
 		if dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p) ||
-			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && r.Holder == "" && dirfd.Beneath(r.Path, p) }) {
+			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && r.Holder == "" && dirfd.Beneath(r.Path, p) }) ||
+			slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p || m.Dir && dirfd.Beneath(m.Path, p) }) {
 			continue
 		}
 		args = append(args, "--ro-bind", "/dev/null", p)
 	}
 	for _, p := range c.UnixSocketPaths {
-		args = append(args, "--ro-bind-try", p, p)
+		args = append(args, "--ro-bind-try", cmp.Or(c.SocketSources[p], p), p)
+	}
+	// The masked directories that hold a named socket, left writable by
+	// maskArgs for its mount point, become read-only now.
+	for _, m := range c.Masked {
+		if m.Dir && len(namedBeneath(c, m.Path)) > 0 {
+			args = append(args, "--remount-ro", m.Path)
+		}
 	}
 	return args
 }

@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -38,12 +39,19 @@ const maxFileMasks = 4096
 // every other bind: a directory as an empty read-only tmpfs, a file as an
 // empty read-only file of mode 0000 read from the descriptors maskFD,
 // maskFD+1, ... in the order of the files in c.Masked.
+//
+// A directory that holds a named socket (c.UnixSocketPaths) is left
+// writable here: the socket's mount point is made in it by socketArgs,
+// which then makes it read-only (--remount-ro).
 func maskArgs(c *Confinement) []string {
 	var args []string
 	fd := maskFD
 	for _, m := range c.Masked {
 		if m.Dir {
-			args = append(args, "--perms", "0555", "--tmpfs", m.Path, "--remount-ro", m.Path)
+			args = append(args, "--perms", "0555", "--tmpfs", m.Path)
+			if len(namedBeneath(c, m.Path)) == 0 {
+				args = append(args, "--remount-ro", m.Path)
+			}
 			continue
 		}
 		args = append(args, "--perms", "0000", "--ro-bind-data", strconv.Itoa(fd), m.Path)
@@ -87,14 +95,16 @@ func closeAll(files []*os.File) {
 // with a denied path readable).
 func checkMasks(c *Confinement) error {
 	for _, m := range c.Masked {
-		if err := checkMask(m); err != nil {
+		if err := checkMask(m, namedBeneath(c, m.Path)); err != nil {
 			return fmt.Errorf("the deny-read path %s is not masked in the command's view (%w); the command was not run", m.Path, err)
 		}
 	}
 	return nil
 }
 
-func checkMask(m Masked) error {
+// checkMask checks m is its mask; a directory's may hold the mount points
+// of named, the named sockets beneath it, and nothing else.
+func checkMask(m Masked, named []string) error {
 	fd, err := unix.Open(m.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -119,7 +129,7 @@ func checkMask(m Masked) error {
 			return err
 		}
 		defer func() { _ = unix.Close(dir) }()
-		if !emptyDir(dir) {
+		if !onlyEntries(dir, wayTo(m.Path, named)) {
 			return fmt.Errorf("not empty")
 		}
 	case st.Mode != unix.S_IFREG || st.Size != 0:
@@ -216,4 +226,55 @@ func checkPin(p Protected) error {
 		return fmt.Errorf("not a mount point")
 	}
 	return nil
+}
+
+// namedBeneath returns the named sockets of c (UnixSocketPaths) strictly
+// beneath dir.
+func namedBeneath(c *Confinement, dir string) []string {
+	var out []string
+	for _, p := range c.UnixSocketPaths {
+		if p != dir && dirfd.Beneath(dir, p) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// wayTo returns the names of dir's entries on the way to each of paths
+// (each strictly beneath dir).
+func wayTo(dir string, paths []string) map[string]bool {
+	out := map[string]bool{}
+	for _, p := range paths {
+		rel, err := filepath.Rel(dir, p)
+		if err == nil {
+			first, _, _ := strings.Cut(rel, "/")
+			out[first] = true
+		}
+	}
+	return out
+}
+
+// onlyEntries reports whether the directory fd holds no entry but those
+// named in allowed (besides "." and "..").
+func onlyEntries(fd int, allowed map[string]bool) bool {
+	if _, err := unix.Seek(fd, 0, 0); err != nil {
+		return false
+	}
+	buf := make([]byte, 4096)
+	for {
+		n, err := unix.Getdents(fd, buf)
+		if err != nil {
+			return false
+		}
+		if n <= 0 {
+			return true
+		}
+		// ParseDirent leaves "." and ".." out.
+		_, _, names := unix.ParseDirent(buf[:n], -1, nil)
+		for _, name := range names {
+			if !allowed[name] {
+				return false
+			}
+		}
+	}
 }

@@ -87,6 +87,11 @@ type Confinement struct {
 	// read-only at its own path, and the Landlock isolation refuses the
 	// command (ErrNamedSockets). A path missing at run time grants nothing.
 	UnixSocketPaths []string `json:"unixSocketPaths,omitempty"`
+	// SocketSources maps a named socket's path (one of UnixSocketPaths)
+	// to the socket the bubblewrap isolation binds there when it is not
+	// the path itself (--gpg-agent: gpg-agent's restricted socket bound
+	// at the agent's usual socket path).
+	SocketSources map[string]string `json:"socketSources,omitempty"`
 	// MaskedSockets are the pathname Unix sockets (canonical absolute
 	// paths) the bubblewrap isolation hides: /dev/null is bound read-only
 	// over each, so a connect there is refused (ECONNREFUSED). Those at or

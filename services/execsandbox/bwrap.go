@@ -202,6 +202,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// masked in it (below Landlock ABI 9).
 		UnixSocketPaths: socks.named,
 		MaskedSockets:   socks.masked,
+		SocketSources:   socks.sources,
 	}
 	var held []*subproc.Reservation
 	releaseAll := func() {
@@ -251,6 +252,9 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 	}
 	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
+	}
+	if conf.Masked, err = agentMasks(conf.Masked, cfg.GPGAgent, socks, accountOf(cred)); err != nil {
+		return nil, nil, nil, err
 	}
 	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {
 		return nil, nil, nil, err

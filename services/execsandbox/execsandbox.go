@@ -31,6 +31,7 @@ import (
 	"go.uber.org/fx"
 	"go.uber.org/zap"
 
+	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
@@ -77,6 +78,14 @@ type Config struct {
 	// when the command starts, and the Landlock isolation refuses
 	// commands (see README.md). Each is resolved again for every command.
 	UnixSocketPaths []string `yaml:"unixSocketPaths" json:"unixSocketPaths"`
+	// GPGAgent, when set (--gpg-agent), lets commands sign with the
+	// user's gpg-agent: its restricted socket (signing and decrypting with
+	// the keys it holds; no secret key export) is bound at the agent's
+	// usual socket path, kept to as a named socket is, and the public
+	// files of its home (gpgagent.PublicFiles) become readable through the
+	// deny-read set, every other entry of the home (the private keys) staying
+	// masked. Requires IsolationBwrap.
+	GPGAgent *gpgagent.Agent `yaml:"-" json:"-"`
 	// Isolation is IsolationBwrap ("" means it) or IsolationLandlock
 	// (--exec-isolation).
 	Isolation string `yaml:"isolation" json:"isolation"`
@@ -156,6 +165,16 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 	}
 	if cfg.Isolation == "" {
 		cfg.Isolation = IsolationBwrap
+	}
+	if cfg.GPGAgent != nil {
+		if cfg.Isolation != IsolationBwrap {
+			return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: --gpg-agent needs the bubblewrap isolation (its socket is bound into the command's view)"}
+		}
+		agent, err := pinAgent(*cfg.GPGAgent)
+		if err != nil {
+			return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "execsandbox: --gpg-agent: " + err.Error()}
+		}
+		named = append(named, agent)
 	}
 	run, err = execlocal.Validate(run)
 	if err != nil {
@@ -254,7 +273,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 
 // namedOnly reports whether commands may reach the named Unix sockets only
 // (some are named, and Unix sockets are not allowed wholesale).
-func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.cfg.UnixSocketPaths) > 0 }
+func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.named) > 0 }
 
 // landlockConfinement is what a command is confined to under
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all

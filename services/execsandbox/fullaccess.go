@@ -42,7 +42,7 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 	if err != nil {
 		return exec.Result{}, err
 	}
-	res, err := r.bwrap.runFull(ctx, r.run, req, r.cfg.UnixSockets, socks)
+	res, err := r.bwrap.runFull(ctx, r.cfg, r.run, req, socks)
 	if err == nil {
 		c := &exec.Confinement{Network: true, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named, Masked: res.Confinement.Masked}
 		cred, _ := commandUser(*req.Policy, nil)
@@ -73,11 +73,11 @@ func (r *Runner) cannotMask() string {
 
 // runFull runs req (danger-full-access) in bubblewrap with `/` read-write
 // and the deny-read paths masked but req.LiftedReads (see runFullAccess),
-// every Unix socket reachable when unixSockets, else only socks.named
+// every Unix socket reachable when cfg.UnixSockets, else only socks.named
 // (socks.masked masked). The masks are found afresh for each start, and the
 // command started again while a path of them changes before it starts
 // (startFresh).
-func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.Request, unixSockets bool, socks socketView) (exec.Result, error) {
+func (b *bwrapIsolation) runFull(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (exec.Result, error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -92,13 +92,16 @@ func (b *bwrapIsolation) runFull(ctx context.Context, run exec.Config, req exec.
 	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
 		conf := &subproc.Confinement{
 			WritableRoots: []string{"/"}, Network: true, FullAccess: true,
-			UnixSockets: unixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked,
+			UnixSockets: cfg.UnixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked, SocketSources: socks.sources,
 		}
 		var err error
 		if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
 		if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
+			return subproc.Outcome{}, nil, err
+		}
+		if conf.Masked, err = agentMasks(conf.Masked, cfg.GPGAgent, socks, accountOf(cred)); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
 		if err := unmasked(conf, req.Workdir, accountOf(cred)); err != nil {

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -31,6 +32,9 @@ type Isolation struct {
 	// NamedSockets says how commands are kept to the named Unix sockets
 	// (Config.UnixSocketPaths) here; "" when none are named.
 	NamedSockets string `json:"namedSockets,omitempty"`
+	// GPGAgent says how commands reach the gpg-agent (Config.GPGAgent);
+	// "" without it.
+	GPGAgent string `json:"gpgAgent,omitempty"`
 	// AllowDomains are the names commands reach through the domain proxy
 	// under network deny, as the proxy normalized them (lower case,
 	// "*.example.com" wildcards); none without it.
@@ -51,6 +55,10 @@ func (r *Runner) Isolation() Isolation {
 		iso.Unavailable = subproc.ErrNoLandlock.Error()
 	}
 	iso.NamedSockets = r.describeNamed(caps)
+	if a := r.cfg.GPGAgent; a != nil {
+		iso.GPGAgent = fmt.Sprintf("the agent's restricted socket %s is bound at %s (it signs and decrypts with the keys the agent holds unlocked, and exports no secret key); "+
+			"of %s, only %s are readable, every other entry (the private keys) is masked", a.ExtraSocket, a.Socket, a.Home, strings.Join(gpgagent.PublicFiles, ", "))
+	}
 	if r.bwrap == nil {
 		iso.NotCovered = []string{
 			"no PID, user, IPC or UTS namespace: a command sees and may signal the server user's other processes outside Landlock's scope, and a root server's commands run as root with every capability",
@@ -98,7 +106,7 @@ func (r *Runner) Isolation() Isolation {
 // caps, for Isolation.NamedSockets.
 func (r *Runner) describeNamed(caps subproc.Capabilities) string {
 	switch {
-	case len(r.cfg.UnixSocketPaths) == 0:
+	case len(r.named) == 0:
 		return ""
 	case r.cfg.UnixSockets && caps.ResolveUnix:
 		return fmt.Sprintf("reachable beside the sockets beneath the writable roots, to which Landlock ABI %d limits --unix-sockets allow", caps.LandlockABI)

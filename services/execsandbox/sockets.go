@@ -15,6 +15,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -55,8 +56,13 @@ func kind(m os.FileMode) string {
 }
 
 // socketView is one command's Unix sockets: the named ones that exist now
-// (canonical), and the bound sockets its bubblewrap view masks.
-type socketView struct{ named, masked []string }
+// (canonical), the socket bound at a named path that is not the path
+// itself (subproc.Confinement.SocketSources), and the bound sockets its
+// bubblewrap view masks.
+type socketView struct {
+	named, masked []string
+	sources       map[string]string
+}
 
 // sockets resolves the configured named sockets for one command of policy
 // and, when the bubblewrap view must keep the command to them (no Unix
@@ -72,12 +78,12 @@ type socketView struct{ named, masked []string }
 // (0: ctx's deadline) and its budget; the command is not run. Each mask costs bwrap about 2 ms to set
 // up, so sockets the user cannot connect to by their modes are not masked.
 func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
-	if len(r.cfg.UnixSocketPaths) == 0 {
+	if len(r.named) == 0 {
 		return socketView{}, nil
 	}
 	var v socketView
 	var ids map[fileID]bool
-	v.named, ids = namedSockets(r.named)
+	v.named, v.sources, ids = namedSockets(r.named)
 	if r.bwrap == nil {
 		return v, nil
 	}
@@ -174,7 +180,11 @@ func socketID(path string) (fileID, bool) {
 // (symlinks followed once, by New) and the uid owning it then.
 type pinnedSocket struct {
 	path string
-	uid  uint32
+	// source, when set, is the socket bound at path in the view (the
+	// gpg-agent's restricted socket at its usual path); the identity
+	// and owner checked are its.
+	source string
+	uid    uint32
 }
 
 // pinSockets pins each of paths (checked by CheckUnixSocket) at start: its
@@ -204,24 +214,55 @@ func pinSockets(paths []string) ([]pinnedSocket, error) {
 // holding a symlink), not a socket, or owned by another user grants
 // nothing for that command; an agent restarted at the same path by the
 // same user is the new socket.
-func namedSockets(pinned []pinnedSocket) ([]string, map[fileID]bool) {
+//
+// A socket with a source is bound from it: the source is the socket
+// checked, and its path must be a socket now too (the mount point); its
+// identity is not among those returned, so the source stays masked at its
+// own path and the socket at the path is masked beneath the bind.
+func namedSockets(pinned []pinnedSocket) ([]string, map[string]string, map[fileID]bool) {
 	var out []string
+	var sources map[string]string
 	ids := map[fileID]bool{}
 	for _, p := range pinned {
-		id, ok := pinnedID(p)
+		if p.source != "" {
+			if _, ok := ownedSocketID(p.source, p.uid); !ok {
+				continue
+			}
+			if _, ok := ownedSocketID(p.path, p.uid); !ok {
+				continue
+			}
+			if sources == nil {
+				sources = map[string]string{}
+			}
+			sources[p.path] = p.source
+			out = append(out, p.path)
+			continue
+		}
+		id, ok := ownedSocketID(p.path, p.uid)
 		if !ok {
 			continue
 		}
 		ids[id] = true
 		out = append(out, p.path)
 	}
-	return out, ids
+	return out, sources, ids
 }
 
-// pinnedID returns the identity of the socket at p.path when, reached
-// without symlinks, it is a socket owned by p.uid (false otherwise).
-func pinnedID(p pinnedSocket) (fileID, bool) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, p.path, &unix.OpenHow{
+// pinAgent pins the gpg-agent's sockets at start: its usual socket's path
+// (canonical), bound from its restricted socket (canonical), owned by the
+// restricted socket's owner. Errors: either is not a Unix socket now.
+func pinAgent(a gpgagent.Agent) (pinnedSocket, error) {
+	pinned, err := pinSockets([]string{a.Socket, a.ExtraSocket})
+	if err != nil {
+		return pinnedSocket{}, fmt.Errorf("the agent's sockets: %w (is gpg-agent running?)", err)
+	}
+	return pinnedSocket{path: pinned[0].path, source: pinned[1].path, uid: pinned[1].uid}, nil
+}
+
+// ownedSocketID returns the identity of the socket at path when, reached
+// without symlinks, it is a socket owned by uid (false otherwise).
+func ownedSocketID(path string, uid uint32) (fileID, bool) {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
 		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	})
@@ -230,7 +271,7 @@ func pinnedID(p pinnedSocket) (fileID, bool) {
 	}
 	defer func() { _ = unix.Close(fd) }()
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != p.uid {
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
 		return fileID{}, false
 	}
 	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only

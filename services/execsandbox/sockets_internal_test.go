@@ -68,8 +68,9 @@ func TestMaskedSockets(t *testing.T) {
 	require.NoError(t, os.Remove(gone)) // still bound, no longer a file
 	pinned, err := pinSockets([]string{filepath.Join(dir, "via", "named.sock")})
 	require.NoError(t, err)
-	got, ids := namedSockets(append(pinned, pinnedSocket{path: filepath.Join(dir, "missing.sock"), uid: pinned[0].uid}))
+	got, sources, ids := namedSockets(append(pinned, pinnedSocket{path: filepath.Join(dir, "missing.sock"), uid: pinned[0].uid}))
 	assert.Equal(t, []string{named}, got)
+	assert.Empty(t, sources)
 	masked, err := maskedSockets(ids)
 	require.NoError(t, err)
 	assert.Contains(t, masked, other)

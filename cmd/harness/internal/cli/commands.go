@@ -834,6 +834,9 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 			_, _ = fmt.Fprintf(b, "  %s\n", p)
 		}
 	}
+	if iso.GPGAgent != "" {
+		_, _ = fmt.Fprintf(b, "gpg-agent (--gpg-agent): %s\n", iso.GPGAgent)
+	}
 	b.WriteString("not confined for commands:\n")
 	for _, n := range iso.NotCovered {
 		_, _ = fmt.Fprintf(b, "  %s\n", n)

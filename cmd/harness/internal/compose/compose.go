@@ -4,6 +4,7 @@
 package compose
 
 import (
+	"context"
 	"fmt"
 	"io"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"go.uber.org/zap/zapcore"
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
+	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/execsandbox"
@@ -131,9 +133,13 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		if cfg.Exec == "local" {
 			runner = execlocal.Module
 		}
+		sandboxCfg, err := execsandboxConfig(cfg)
+		if err != nil {
+			return nil, err
+		}
 		opts = append(opts,
-			fx.Supply(exec.Config{Env: cfg.ExecEnv}),
-			fx.Supply(execsandboxConfig(cfg)),
+			fx.Supply(exec.Config{Env: passthrough(cfg, os.Getenv)}),
+			fx.Supply(sandboxCfg),
 			runner,
 			journalCommands(cfg),
 			fx.Supply(toolexecConfig(cfg)),
@@ -212,14 +218,46 @@ func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
 	return owner, nil
 }
 
+// passthrough is the server variables commands get besides the minimal
+// environment: --exec-env's, and SSH_AUTH_SOCK when a --unix-socket names
+// the socket it names (the same file, through any symlink), so naming the
+// agent is enough for ssh and ssh signing in commands.
+func passthrough(cfg config.Config, getenv func(string) string) []string {
+	env := slices.Clone(cfg.ExecEnv)
+	sock := getenv("SSH_AUTH_SOCK")
+	if sock == "" || slices.Contains(env, "SSH_AUTH_SOCK") {
+		return env
+	}
+	agent, err := os.Stat(sock)
+	if err != nil {
+		return env
+	}
+	for _, p := range cfg.UnixSocketPaths {
+		if fi, err := os.Stat(p); err == nil && os.SameFile(fi, agent) {
+			return append(env, "SSH_AUTH_SOCK")
+		}
+	}
+	return env
+}
+
 // execsandboxConfig is the confining runner's part of cfg (validated).
-func execsandboxConfig(cfg config.Config) execsandbox.Config {
+// With --gpg-agent under --exec sandbox it finds the agent (starting it);
+// errors: the agent cannot be found (gpgagent.Find's error).
+func execsandboxConfig(cfg config.Config) (execsandbox.Config, error) {
 	mem, _ := config.ParseSize(cfg.ExecMemory) // validated
-	return execsandbox.Config{
+	c := execsandbox.Config{
 		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow", UnixSocketPaths: cfg.UnixSocketPaths,
 		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
 		AllowDomains: cfg.AllowDomains,
 	}
+	if cfg.GPGAgent && cfg.Exec == "sandbox" {
+		agent, err := gpgagent.Find(context.Background())
+		if err != nil {
+			return c, fmt.Errorf("--gpg-agent: %w", err)
+		}
+		c.GPGAgent = &agent
+	}
+	return c, nil
 }
 
 // privateFiles are the HTTP front end's files no tool or command may read

@@ -127,6 +127,11 @@ type Config struct {
 	// Unix socket stays unreachable; under --exec sandbox each must be a
 	// socket when the configuration is validated.
 	UnixSocketPaths []string `yaml:"unix-socket"`
+	// GPGAgent lets confined commands sign with the user's gpg-agent
+	// through its restricted socket, the public keyring readable and the
+	// private keys not (--gpg-agent; execsandbox.Config.GPGAgent). Needs
+	// --exec sandbox with --exec-isolation bwrap.
+	GPGAgent bool `yaml:"gpg-agent"`
 	// AllowDomains are the host names (exact, or "*." and a suffix)
 	// confined commands reach through the domain proxy under network deny
 	// (--allow-domain); checked when the runner starts (netproxy.New).
@@ -394,6 +399,13 @@ func (c *Config) validateExec() error {
 		return fieldErr("allow-domain", "%q needs --exec sandbox: the proxy is reached from the confined commands' network namespace, and --exec %s confines nothing", c.AllowDomains, c.Exec)
 	case c.ExecIsolation != "bwrap":
 		return fieldErr("allow-domain", "%q needs --exec-isolation bwrap: the proxy listens inside each command's network namespace, which --exec-isolation %s does not make", c.AllowDomains, c.ExecIsolation)
+	}
+	switch {
+	case !c.GPGAgent:
+	case c.Exec != "sandbox":
+		return fieldErr("gpg-agent", "is for confined commands (--exec sandbox); --exec %s commands reach the agent as the user does", c.Exec)
+	case c.ExecIsolation != "bwrap":
+		return fieldErr("gpg-agent", "needs --exec-isolation bwrap: the agent's restricted socket is bound into each command's view, which --exec-isolation %s does not make", c.ExecIsolation)
 	}
 	switch {
 	case !c.JournalCommands:

@@ -279,6 +279,12 @@ func TestPrecedence(t *testing.T) {
 			wants: [4]any{false, true, false, true},
 		},
 		{
+			name:  "gpg-agent",
+			set:   layer{yaml: "gpg-agent: true", env: [2]string{"GPG_AGENT", "false"}, args: []string{"--gpg-agent"}},
+			get:   func(c config.Config) any { return c.GPGAgent },
+			wants: [4]any{false, true, false, true},
+		},
+		{
 			name:  "workspace-owner",
 			set:   layer{yaml: "workspace-owner: false", env: [2]string{"WORKSPACE_OWNER", "true"}, args: []string{"--workspace-owner=false"}},
 			get:   func(c config.Config) any { return c.WorkspaceOwner },
@@ -692,7 +698,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
 		"durability", "workspace-owner", "journal-max-bytes",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
-		"journal-commands",
+		"journal-commands", "gpg-agent",
 		"audit-log", "audit-max-bytes",
 		"listen", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
 		"principals", "allowed-origin", "allowed-host", "session-idle", "max-request-bytes", "principal-max-calls",
@@ -841,5 +847,26 @@ func TestExecIsolationAndLimits(t *testing.T) {
 		_, err := loader()
 		require.Error(t, err, args)
 		assert.Contains(t, err.Error(), strings.TrimPrefix(args[0], "--"))
+	}
+}
+
+// TestGPGAgentNeedsTheBubblewrapSandbox: --gpg-agent with another runner
+// or the Landlock isolation is refused, naming where it came from.
+func TestGPGAgentNeedsTheBubblewrapSandbox(t *testing.T) {
+	assert.True(t, mustLoad(t, []string{"--gpg-agent"}, nil).GPGAgent)
+	for _, tc := range []struct {
+		name string
+		args []string
+		vars map[string]string
+		want string
+	}{
+		{name: "exec local", args: []string{"--gpg-agent", "--exec", "local"}, want: "--gpg-agent: is for confined commands (--exec sandbox); --exec local commands reach the agent as the user does"},
+		{name: "landlock", args: []string{"--gpg-agent", "--exec-isolation", "landlock"}, want: "--gpg-agent: needs --exec-isolation bwrap"},
+		{name: "variable", vars: map[string]string{"HARNESS_GPG_AGENT": "true", "HARNESS_EXEC": "off"}, want: "HARNESS_GPG_AGENT: is for confined commands"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := load(t, tc.args, tc.vars)
+			require.ErrorContains(t, err, tc.want)
+		})
 	}
 }

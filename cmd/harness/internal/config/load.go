@@ -107,6 +107,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 		httpApply = httpFlags(fs)
 	}
 	sharedTemp := fs.Bool("shared-temp", false, "under workspace-write, commands and file tools write the temp roots themselves, shared with every other process there, in place of a temp area of each session's own (a new 0700 directory in the first temp root, its TMPDIR, removed when the session ends)")
+	gpgAgent := fs.Bool("gpg-agent", false, "confined commands sign with your gpg-agent (git commit -S): its restricted socket, which signs but never exports a secret key, is bound at the agent's usual socket path, and the public keyring of the GnuPG home becomes readable while the private keys stay masked (starts the agent if it is not running)")
 	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
 		cfg := def
@@ -148,6 +149,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 			"network":               func() { cfg.Network = *network },
 			"unix-sockets":          func() { cfg.UnixSockets = *unixSocks },
 			"unix-socket":           func() { cfg.UnixSocketPaths = unixPaths },
+			"gpg-agent":             func() { cfg.GPGAgent = *gpgAgent },
 			"allow-domain":          func() { cfg.AllowDomains = domains },
 			"exec-env":              func() { cfg.ExecEnv = execEnv },
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
@@ -434,33 +436,23 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 		}
 		cfg.AuditMaxBytes = n
 	}
-	if v := lookup("INVARIANTS"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%sINVARIANTS: not a boolean: %q", EnvPrefix, v)
+	for _, v := range []struct {
+		name string
+		dst  *bool
+	}{
+		{"INVARIANTS", &cfg.Invariants},
+		{"TOOLCHAIN_CACHES", &cfg.ToolchainCaches},
+		{"SHARED_TEMP", &cfg.SharedTemp},
+		{"JOURNAL_COMMANDS", &cfg.JournalCommands},
+		{"GPG_AGENT", &cfg.GPGAgent},
+	} {
+		if s := lookup(v.name); s != "" {
+			b, err := strconv.ParseBool(s)
+			if err != nil {
+				return fmt.Errorf("%s%s: not a boolean: %q", EnvPrefix, v.name, s)
+			}
+			*v.dst = b
 		}
-		cfg.Invariants = b
-	}
-	if v := lookup("TOOLCHAIN_CACHES"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%sTOOLCHAIN_CACHES: not a boolean: %q", EnvPrefix, v)
-		}
-		cfg.ToolchainCaches = b
-	}
-	if v := lookup("SHARED_TEMP"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%sSHARED_TEMP: not a boolean: %q", EnvPrefix, v)
-		}
-		cfg.SharedTemp = b
-	}
-	if v := lookup("JOURNAL_COMMANDS"); v != "" {
-		b, err := strconv.ParseBool(v)
-		if err != nil {
-			return fmt.Errorf("%sJOURNAL_COMMANDS: not a boolean: %q", EnvPrefix, v)
-		}
-		cfg.JournalCommands = b
 	}
 	if err := httpEnv(cfg, lookup); err != nil {
 		return err
