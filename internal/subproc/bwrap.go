@@ -206,7 +206,8 @@ func argsFile(args []string) (*os.File, error) {
 // named socket bound read-only onto itself (or its SocketSources file onto
 // it), after the masks, so it is reachable at its path beneath any of them
 // (one missing at run time is skipped; beneath a masked directory its mount
-// point is made in the mask, which is made read-only after).
+// point is made in the mask, which is made read-only after); the exposed
+// files (c.Exposed) are bound read-only into their masks the same way.
 func socketArgs(c *Confinement) []string {
 	var args []string
 	for _, p := range c.MaskedSockets {
@@ -217,11 +218,15 @@ func socketArgs(c *Confinement) []string {
 		}
 		args = append(args, "--ro-bind", "/dev/null", p)
 	}
+	for _, p := range c.Exposed {
+		args = append(args, "--ro-bind-try", p, p)
+	}
 	for _, p := range c.UnixSocketPaths {
 		args = append(args, "--ro-bind-try", cmp.Or(c.SocketSources[p], p), p)
 	}
-	// The masked directories that hold a named socket, left writable by
-	// maskArgs for its mount point, become read-only now.
+	// The masked directories that hold a named socket or an exposed file,
+	// left writable by maskArgs for their mount points, become read-only
+	// now.
 	for _, m := range c.Masked {
 		if m.Dir && len(namedBeneath(c, m.Path)) > 0 {
 			args = append(args, "--remount-ro", m.Path)

@@ -40,9 +40,9 @@ const maxFileMasks = 4096
 // empty read-only file of mode 0000 read from the descriptors maskFD,
 // maskFD+1, ... in the order of the files in c.Masked.
 //
-// A directory that holds a named socket (c.UnixSocketPaths) is left
-// writable here: the socket's mount point is made in it by socketArgs,
-// which then makes it read-only (--remount-ro).
+// A directory that holds a named socket (c.UnixSocketPaths) or an exposed
+// file (c.Exposed) is left writable here: their mount points are made in it
+// by socketArgs, which then makes it read-only (--remount-ro).
 func maskArgs(c *Confinement) []string {
 	var args []string
 	fd := maskFD
@@ -103,7 +103,8 @@ func checkMasks(c *Confinement) error {
 }
 
 // checkMask checks m is its mask; a directory's may hold the mount points
-// of named, the named sockets beneath it, and nothing else.
+// of named, the named sockets and exposed files beneath it, and nothing
+// else.
 func checkMask(m Masked, named []string) error {
 	fd, err := unix.Open(m.Path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
@@ -228,11 +229,11 @@ func checkPin(p Protected) error {
 	return nil
 }
 
-// namedBeneath returns the named sockets of c (UnixSocketPaths) strictly
-// beneath dir.
+// namedBeneath returns the named sockets (UnixSocketPaths) and the exposed
+// files (Exposed) of c strictly beneath dir: what is bound into its mask.
 func namedBeneath(c *Confinement, dir string) []string {
 	var out []string
-	for _, p := range c.UnixSocketPaths {
+	for _, p := range slices.Concat(c.UnixSocketPaths, c.Exposed) {
 		if p != dir && dirfd.Beneath(dir, p) {
 			out = append(out, p)
 		}

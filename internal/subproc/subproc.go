@@ -92,6 +92,14 @@ type Confinement struct {
 	// the path itself (--gpg-agent: gpg-agent's restricted socket bound
 	// at the agent's usual socket path).
 	SocketSources map[string]string `json:"socketSources,omitempty"`
+	// Exposed are files (canonical absolute paths) beneath a masked
+	// directory (Masked, Dir) that the bubblewrap isolation binds
+	// read-only onto themselves inside its mask, so they alone of it are
+	// readable (--gpg-agent: the GnuPG home's public keyring). Each is a
+	// mount of the file found at start: the host replacing or removing it
+	// later does not uncover the directory. One missing at run time is
+	// skipped.
+	Exposed []string `json:"exposed,omitempty"`
 	// MaskedSockets are the pathname Unix sockets (canonical absolute
 	// paths) the bubblewrap isolation hides: /dev/null is bound read-only
 	// over each, so a connect there is refused (ECONNREFUSED). Those at or

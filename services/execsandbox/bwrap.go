@@ -137,14 +137,17 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	// view changed walks again: what changed may be among them).
 	var secrets []subproc.Masked
 	starts := 0
-	out, conf, tries, err := startFresh(ctx, func() (subproc.Outcome, *subproc.Confinement, error) {
+	// The searches of every start share the command's timeout: a view
+	// that keeps changing cannot hold the call for a timeout per start.
+	prep := searchContext(ctx, req.Timeout)
+	out, conf, tries, err := startFresh(prep, func() (subproc.Outcome, *subproc.Confinement, error) {
 		if starts++; uidOf(cred) == 0 && (secrets == nil || starts > 1) {
 			var serr error
-			if secrets, serr = rootSecrets(searchContext(ctx, req.Timeout), *req.Policy, os.Getenv("HOME"), accountOf(cred).gids); serr != nil {
+			if secrets, serr = rootSecrets(prep, *req.Policy, os.Getenv("HOME"), accountOf(cred).gids); serr != nil {
 				return subproc.Outcome{}, nil, serr
 			}
 		}
-		conf, gitDirs, release, err := b.view(ctx, cfg, req, cred, socks, secrets)
+		conf, gitDirs, release, err := b.view(prep, cfg, req, cred, socks, secrets)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
@@ -253,7 +256,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
-	if conf.Masked, err = agentMasks(conf.Masked, cfg.GPGAgent, socks, accountOf(cred)); err != nil {
+	if conf.Masked, conf.Exposed, err = agentView(conf.Masked, cfg.GPGAgent, roots); err != nil {
 		return nil, nil, nil, err
 	}
 	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {

@@ -100,7 +100,9 @@ type Config struct {
 	// confined command's namespace holds the proxy's listener on
 	// 127.0.0.1 and its environment names it (HTTP_PROXY, HTTPS_PROXY,
 	// ALL_PROXY, NO_PROXY and their lower-case forms). Requires
-	// IsolationBwrap and not Network.
+	// IsolationBwrap and not Network. Under IsolationBwrap without Network
+	// the proxy is there with no names too: it refuses every host but
+	// those the user allows (newProxy).
 	AllowDomains []string `yaml:"allowDomains" json:"allowDomains"`
 	// Resolver resolves names for the proxy; nil is the system's (a test
 	// maps its own name to 127.0.0.1).
@@ -409,12 +411,18 @@ var (
 	_ exec.HostGranter = (*Runner)(nil)
 )
 
-// newProxy returns the domain proxy of cfg.AllowDomains, nil without any.
-// Errors (exec.CodeInvalidRequest): with Network (the names would filter a
-// network commands already have) or IsolationLandlock (no network
-// namespace to hold the listener); a name netproxy.New refuses.
+// newProxy returns the domain proxy of cfg.AllowDomains. Under network
+// deny with the bubblewrap isolation there is one even with no names
+// (issue 36): every host is refused at once, with the host named, rather
+// than a lookup that fails as if temporarily (EAI_AGAIN, which npm and
+// pip retry for a minute), and the user may allow a host for a command or
+// the session (allow_hosts). Nil with Network, or under IsolationLandlock
+// with no names. Errors (exec.CodeInvalidRequest): names with Network (they
+// would filter a network commands already have) or with IsolationLandlock
+// (no network namespace to hold the listener); a name netproxy.New
+// refuses.
 func newProxy(cfg Config) (*netproxy.Proxy, error) {
-	if len(cfg.AllowDomains) == 0 {
+	if len(cfg.AllowDomains) == 0 && (cfg.Network || cfg.Isolation != IsolationBwrap) {
 		return nil, nil
 	}
 	switch {

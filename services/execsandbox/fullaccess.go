@@ -101,7 +101,7 @@ func (b *bwrapIsolation) runFull(ctx context.Context, cfg Config, run exec.Confi
 		if conf.Masked, err = liftMasks(conf.Masked, req.LiftedReads, accountOf(cred)); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
-		if conf.Masked, err = agentMasks(conf.Masked, cfg.GPGAgent, socks, accountOf(cred)); err != nil {
+		if conf.Masked, conf.Exposed, err = agentView(conf.Masked, cfg.GPGAgent, nil); err != nil {
 			return subproc.Outcome{}, nil, err
 		}
 		if err := unmasked(conf, req.Workdir, accountOf(cred)); err != nil {

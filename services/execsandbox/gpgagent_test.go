@@ -27,19 +27,31 @@ import (
 // runs. It skips when GnuPG or git is not installed.
 func gpgHome(t *testing.T) string {
 	t.Helper()
+	home := filepath.Join(fixtures.OutsideDir(t), "home")
+	require.NoError(t, os.Mkdir(home, 0o700))
+	gpgInit(t, home, "")
+	return home
+}
+
+// gpgInit points HOME at home and GNUPGHOME at gnupghome (unset when ""),
+// for this test and the commands it runs, and makes a signing key without
+// a passphrase there. It skips when GnuPG or git is not installed.
+func gpgInit(t *testing.T, home, gnupghome string) {
+	t.Helper()
 	for _, tool := range []string{"gpg", "gpgconf", "gpg-agent", "git"} {
 		if _, err := osexec.LookPath(tool); err != nil {
 			t.Skipf("%s is not installed (Debian's gnupg and git packages)", tool)
 		}
 	}
-	home := filepath.Join(fixtures.OutsideDir(t), "home")
-	require.NoError(t, os.Mkdir(home, 0o700))
 	t.Setenv("HOME", home)
-	t.Setenv("GNUPGHOME", "")
-	require.NoError(t, os.Unsetenv("GNUPGHOME"))
+	t.Setenv("GNUPGHOME", gnupghome)
+	if gnupghome == "" {
+		require.NoError(t, os.Unsetenv("GNUPGHOME"))
+	} else {
+		require.NoError(t, os.MkdirAll(gnupghome, 0o700))
+	}
 	gpg(t, home, "--batch", "--pinentry-mode", "loopback", "--passphrase", "", "--quick-gen-key", "Sandbox Test <sandbox@example.com>", "ed25519", "sign", "never")
 	t.Cleanup(func() { _ = osexec.Command("gpgconf", "--kill", "gpg-agent").Run() })
-	return home
 }
 
 func gpg(t *testing.T, home string, args ...string) string {
@@ -51,11 +63,11 @@ func gpg(t *testing.T, home string, args ...string) string {
 	return string(out)
 }
 
-// privateKeys returns the bytes of every file in the GnuPG home's
-// private-keys-v1.d, by name.
-func privateKeys(t *testing.T, home string) map[string]string {
+// privateKeys returns the bytes of every file in the private-keys-v1.d of
+// the GnuPG home gnupg, by name.
+func privateKeys(t *testing.T, gnupg string) map[string]string {
 	t.Helper()
-	dir := filepath.Join(home, ".gnupg", "private-keys-v1.d")
+	dir := filepath.Join(gnupg, "private-keys-v1.d")
 	entries, err := os.ReadDir(dir)
 	require.NoError(t, err)
 	out := map[string]string{}
@@ -76,7 +88,7 @@ func privateKeys(t *testing.T, home string) map[string]string {
 // fails (the control).
 func TestGPGAgentSigns(t *testing.T) {
 	home := gpgHome(t)
-	keys := privateKeys(t, home)
+	keys := privateKeys(t, filepath.Join(home, ".gnupg"))
 	agent, err := gpgagent.Find(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(home, ".gnupg"), agent.Home)
@@ -101,7 +113,7 @@ func TestGPGAgentSigns(t *testing.T) {
 	const command = `echo one > a && git add a && git commit -q -m signed && echo committed
 gpg --export-secret-keys --armor 2>&1
 cat ~/.gnupg/private-keys-v1.d/* 2>&1
-ls -A ~/.gnupg/private-keys-v1.d | wc -l
+ls -A ~/.gnupg/private-keys-v1.d 2>/dev/null | wc -l
 wc -c < ~/.gnupg/pubring.kbx`
 
 	t.Run("without the flag the commit is not signed", func(t *testing.T) {
@@ -123,7 +135,7 @@ wc -c < ~/.gnupg/pubring.kbx`
 	for name, key := range keys {
 		assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, strings.TrimSpace(key), "the private key %s was read", name)
 	}
-	assert.Equal(t, keys, privateKeys(t, home))
+	assert.Equal(t, keys, privateKeys(t, filepath.Join(home, ".gnupg")))
 	assert.Equal(t, before, dirState(t, filepath.Join(home, ".gnupg")), "the GnuPG home changed")
 	verify := osexec.Command("git", "-C", w.ws, "verify-commit", "HEAD")
 	verify.Env = append(os.Environ(), "HOME="+home)
@@ -265,4 +277,118 @@ func TestSSHAgentSigns(t *testing.T) {
 	out, err = osexec.Command("git", "-C", w.ws, "verify-commit", "HEAD").CombinedOutput()
 	assert.NoError(t, err, "the host's git does not verify the command's commit: %s", out)
 	assert.Contains(t, string(out), `Good "git" signature for sandbox@example.com`)
+}
+
+// agentCommand signs a commit and tries the keys every way a command may:
+// the private keys' files, the agent's export, the GnuPG home's listing
+// and its files (written to, too). It waits for the file "go" in the
+// workspace after writing "started", so the host may act in between.
+const agentCommand = `touch started; while [ ! -e go ]; do sleep 0.05; done
+echo one >> a && git add a && git commit -q -m signed && echo committed
+gpg --pinentry-mode loopback --passphrase '' --export-secret-keys --armor 2>&1
+cat "$GNUPGDIR"/private-keys-v1.d/* 2>&1
+ls -A "$GNUPGDIR"
+echo "agent-program /bin/false" >> "$GNUPGDIR"/gpg.conf || echo refused
+gpg-connect-agent 'GETINFO restricted' /bye`
+
+// TestGPGAgentHolds (issue 36, the attack review of --gpg-agent): the
+// agent's home stays masked whole, but for its public files and the
+// restricted socket, when the host restarts the agent while a command runs
+// (its sockets made again), when the home is inside the workspace (never
+// writable), and when GNUPGHOME is not ~/.gnupg (masked all the same).
+func TestGPGAgentHolds(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		// gnupg is the GnuPG home, relative to the home; the
+		// workspace is the home itself when inHome.
+		gnupg   string
+		inHome  bool
+		restart bool
+	}{
+		{name: "the host restarts the agent meanwhile", gnupg: ".gnupg", restart: true},
+		{name: "the home inside the workspace", gnupg: ".gnupg", inHome: true},
+		{name: "GNUPGHOME elsewhere", gnupg: "keys/gnupg"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			base := fixtures.OutsideDir(t)
+			home := filepath.Join(base, "home")
+			require.NoError(t, os.Mkdir(home, 0o755))
+			gnupg := filepath.Join(home, tc.gnupg)
+			env := ""
+			if tc.gnupg != ".gnupg" {
+				env = gnupg
+			}
+			gpgInit(t, home, env)
+			keys := privateKeys(t, gnupg)
+			agent, err := gpgagent.Find(t.Context())
+			require.NoError(t, err)
+			o := owner{"the server's user", os.Geteuid()}
+			w := newWorldWith(t, o, exec.Config{Env: []string{"GNUPGHOME"}}, func(c *sandboxpolicy.Config) {
+				c.Homes = []string{home}
+				if tc.inHome {
+					c.WorkspaceRoot = home
+				}
+			}, nil)
+			ws := w.ws
+			if tc.inHome {
+				ws = home
+				// As a home has one: a missing one is reserved by a
+				// directory, which git cannot read (issue 34).
+				require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644))
+			}
+			for _, args := range [][]string{{"init", "-q"}, {"config", "user.name", "T"}, {"config", "user.email", "sandbox@example.com"},
+				{"config", "user.signingkey", "sandbox@example.com"}, {"config", "commit.gpgsign", "true"}} {
+				cmd := osexec.Command("git", append([]string{"-C", ws}, args...)...)
+				out, err := cmd.CombinedOutput()
+				require.NoError(t, err, "%s", out)
+			}
+			conf := filepath.Join(gnupg, "gpg.conf")
+			require.NoError(t, os.WriteFile(conf, []byte("# the user's\n"), 0o600))
+			before := dirState(t, gnupg)
+			r, err := execsandbox.New(execsandbox.Config{GPGAgent: &agent}, exec.Config{Env: []string{"GNUPGHOME"}}, w.pol)
+			require.NoError(t, err)
+			t.Cleanup(func() { _ = r.Close() })
+			w.r = r
+			done := make(chan exec.Result, 1)
+			go func() {
+				res, err := w.r.Run(t.Context(), exec.Request{
+					Command: "GNUPGDIR=" + gnupg + "\n" + agentCommand, Workdir: ws, Timeout: 2 * time.Minute,
+					Policy: carried(w.pol, sandbox.WorkspaceWrite, ws),
+				})
+				assert.NoError(t, err)
+				done <- res
+			}()
+			require.Eventually(t, func() bool { _, err := os.Stat(filepath.Join(ws, "started")); return err == nil }, time.Minute, 10*time.Millisecond)
+			if tc.restart {
+				for _, args := range [][]string{{"--kill", "gpg-agent"}, {"--launch", "gpg-agent"}} {
+					out, err := osexec.Command("gpgconf", args...).CombinedOutput()
+					require.NoError(t, err, "%s", out)
+				}
+				before = dirState(t, gnupg) // the sockets are new
+			}
+			require.NoError(t, os.WriteFile(filepath.Join(ws, "go"), nil, 0o644))
+			res := <-done
+			t.Logf("stdout %s\nstderr %s", res.Stdout.Text, res.Stderr.Text)
+			out := res.Stdout.Text + res.Stderr.Text
+			assert.NotContains(t, out, "PRIVATE KEY BLOCK")
+			for name, key := range keys {
+				assert.NotContains(t, out, strings.TrimSpace(key), "the private key %s was read", name)
+			}
+			assert.Contains(t, res.Stdout.Text, "refused", "gpg.conf was written")
+			listing := res.Stdout.Text[strings.Index(res.Stdout.Text, "\n")+1:]
+			for _, name := range []string{"private-keys-v1.d", "openpgp-revocs.d", "S.gpg-agent.ssh", "S.gpg-agent.extra", "S.gpg-agent.browser", "pubring.kbx~"} {
+				assert.NotContains(t, listing, name+"\n", "the command's listing of the home shows %s", name)
+			}
+			assert.Equal(t, keys, privateKeys(t, gnupg))
+			assert.Equal(t, before, dirState(t, gnupg), "the GnuPG home changed")
+			if !tc.restart {
+				assert.Contains(t, res.Stdout.Text, "committed\n", "signing through the restricted socket")
+			}
+			// The unrestricted socket answers "ERR 67109120 False".
+			assert.NotContains(t, res.Stdout.Text, "False <GPG Agent>", "an unrestricted agent answered")
+			if !tc.restart {
+				assert.True(t, strings.HasSuffix(res.Stdout.Text, "\nOK\n"), "the restricted agent answers")
+			}
+		})
+	}
 }

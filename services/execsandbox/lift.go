@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/dsh-go/harness/internal/dirfd"
-	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 )
@@ -171,26 +170,3 @@ func refuseLift(path string, why error) error {
 			"Remedy: ask again naming the path as it is now", path, why)}
 }
 
-// agentMasks returns masks with the gpg-agent's public files (--gpg-agent:
-// gpgagent.PublicFiles of agent.Home that are regular files now) lifted
-// (liftMasks: the home lists its entries, each masked but these), and no
-// mask left at a named socket's path bound from another socket
-// (socks.sources: the agent's restricted socket is bound there, over what
-// would mask it). A nil agent returns masks as they are. Errors: liftMasks'.
-func agentMasks(masks []subproc.Masked, agent *gpgagent.Agent, socks socketView, who account) ([]subproc.Masked, error) {
-	if agent == nil {
-		return masks, nil
-	}
-	var public []string
-	for _, name := range gpgagent.PublicFiles {
-		p := filepath.Join(agent.Home, name)
-		if fi, err := os.Lstat(p); err == nil && fi.Mode().IsRegular() {
-			public = append(public, p)
-		}
-	}
-	masks, err := liftMasks(masks, public, who)
-	if err != nil {
-		return nil, err
-	}
-	return slices.DeleteFunc(masks, func(m subproc.Masked) bool { return !m.Dir && socks.sources[m.Path] != "" }), nil
-}

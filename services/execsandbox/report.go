@@ -35,6 +35,10 @@ type Isolation struct {
 	// GPGAgent says how commands reach the gpg-agent (Config.GPGAgent);
 	// "" without it.
 	GPGAgent string `json:"gpgAgent,omitempty"`
+	// Proxied says commands reach the network only through the domain
+	// proxy (network deny under bubblewrap), which refuses every host but
+	// AllowDomains and the user's grants.
+	Proxied bool `json:"proxied,omitempty"`
 	// AllowDomains are the names commands reach through the domain proxy
 	// under network deny, as the proxy normalized them (lower case,
 	// "*.example.com" wildcards); none without it.
@@ -48,7 +52,7 @@ func (r *Runner) Isolation() Isolation {
 	l := rlimits(r.cfg)
 	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
 	if r.proxy != nil {
-		iso.AllowDomains = r.proxy.Allowed()
+		iso.Proxied, iso.AllowDomains = true, r.proxy.Allowed()
 	}
 	caps := subproc.Probe()
 	if caps.LandlockABI < 1 {
@@ -57,7 +61,7 @@ func (r *Runner) Isolation() Isolation {
 	iso.NamedSockets = r.describeNamed(caps)
 	if a := r.cfg.GPGAgent; a != nil {
 		iso.GPGAgent = fmt.Sprintf("the agent's restricted socket %s is bound at %s (it signs and decrypts with the keys the agent holds unlocked, and exports no secret key); "+
-			"of %s, only %s are readable, every other entry (the private keys) is masked", a.ExtraSocket, a.Socket, a.Home, strings.Join(gpgagent.PublicFiles, ", "))
+			"%s and the socket's directory are masked whole (an empty read-only directory) but for that socket and, bound read-only as found when a command starts, %s", a.ExtraSocket, a.Socket, a.Home, strings.Join(gpgagent.PublicFiles, ", "))
 	}
 	if r.bwrap == nil {
 		iso.NotCovered = []string{

@@ -281,3 +281,18 @@ func TestAuditRecordsHosts(t *testing.T) {
 	assert.Empty(t, r.Command.HostsRefused)
 	assert.Equal(t, intp(0), r.Command.Exit)
 }
+
+// TestUserNamespacesExplained (issue 36): a confined command whose program
+// fails making a user namespace of its own (unshare, as Chromium's sandbox
+// does) gets a result that says why and what to do.
+func TestUserNamespacesExplained(t *testing.T) {
+	if _, err := exec.LookPath("unshare"); err != nil {
+		t.Skip("unshare (util-linux) is not installed")
+	}
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	tl, _ := audited(t, w.pol, execsandbox.Config{})
+	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "unshare -U true"})
+	assert.True(t, strings.HasPrefix(res.Text, "[sandbox: commands cannot make user namespaces]\n"), res.Text)
+	assert.Contains(t, res.Text, "--no-sandbox")
+	assert.Contains(t, res.Text, "exit code 1")
+}

@@ -243,7 +243,8 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 // masks refusing a read (inferReadDenial), the sandbox refusing a write
 // (inferFileDenial) or the network (inferNetworkDenial) is the guard's
 // denial (marker, the inference, the escalation hint); any other exit,
-// zero or not, is a plain result.
+// zero or not, is a plain result, which for a confined command that
+// failed making a user namespace begins with a note saying so (usernsNote).
 func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	v := Value{
 		ExitCode: res.ExitCode, Signal: res.Signal, TimedOut: res.TimedOut, DurationMs: res.Duration.Milliseconds(),
@@ -298,6 +299,11 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 			r := t.g.DeniedNetwork(*req.Policy, detail, text)
 			r.Value = v
 			return r
+		}
+	}
+	if res.Confinement != nil && res.ExitCode != 0 {
+		if note, ok := usernsNote(res.Stderr.Text); ok {
+			text = note + "\n" + text
 		}
 	}
 	return tool.Result{Text: text, Value: v}

@@ -131,14 +131,15 @@ func TestExecAllowHosts(t *testing.T) {
 }
 
 // TestExecAllowHostsArguments: allow_hosts is declared only when the runner
-// proxies; it needs a justification, excludes sandbox_permissions, and
+// proxies (network deny under bubblewrap, with or without names); it needs a justification, excludes sandbox_permissions, and
 // takes exact host names or addresses only; a refused argument asks
 // nothing and runs nothing.
 func TestExecAllowHostsArguments(t *testing.T) {
 	p := newProxied(t)
 	assert.Contains(t, p.exec.InputSchema.Properties, "allow_hosts")
 	plain := newWorld(t, sandbox.WorkspaceWrite)
-	assert.NotContains(t, plain.tool(t, true, sandbox.AllowedOnce).InputSchema.Properties, "allow_hosts", "no proxy, no allow_hosts")
+	assert.Contains(t, plain.tool(t, true, sandbox.AllowedOnce).InputSchema.Properties, "allow_hosts", "network deny: the proxy with no names")
+	assert.NotContains(t, plain.tool(t, false, sandbox.AllowedOnce).InputSchema.Properties, "allow_hosts", "no proxy, no allow_hosts")
 
 	for _, tc := range []struct {
 		name string

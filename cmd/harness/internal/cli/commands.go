@@ -816,6 +816,9 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 	case len(iso.AllowDomains) > 0:
 		_, _ = fmt.Fprintf(b, "network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: %s; "+
 			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
+	case iso.Proxied:
+		b.WriteString("network:        deny (loopback only, shared by the session's commands); harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) " +
+			"refuses every host at once, naming it, but those the user allows a command once or for the session (allow_hosts)\n")
 	default:
 		b.WriteString("network:        deny (loopback only, shared by the session's commands)\n")
 	}

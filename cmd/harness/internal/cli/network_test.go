@@ -25,7 +25,9 @@ func TestPolicyNetwork(t *testing.T) {
 		args []string
 		want string
 	}{
-		{"deny", nil, "network:        deny (loopback only, shared by the session's commands)\n"},
+		{"deny", nil, "network:        deny (loopback only, shared by the session's commands); harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) " +
+			"refuses every host at once, naming it, but those the user allows a command once or for the session (allow_hosts)\n"},
+		{"deny under the landlock isolation", []string{"--exec-isolation", "landlock"}, "network:        deny (loopback only, shared by the session's commands)\n"},
 		{"allow", []string{"--network", "allow"}, "network:        allow (every host; no proxy)\n"},
 		{
 			"allowed names",

@@ -219,11 +219,16 @@ func workspaceOwner(cfg config.Config) (*fslocal.Owner, error) {
 }
 
 // passthrough is the server variables commands get besides the minimal
-// environment: --exec-env's, and SSH_AUTH_SOCK when a --unix-socket names
-// the socket it names (the same file, through any symlink), so naming the
-// agent is enough for ssh and ssh signing in commands.
+// environment: --exec-env's; GNUPGHOME under --gpg-agent when the server
+// has it; and SSH_AUTH_SOCK when a --unix-socket names the socket it names
+// (the same file, through any symlink), so naming the agent is enough for
+// ssh and ssh signing in commands.
 func passthrough(cfg config.Config, getenv func(string) string) []string {
 	env := slices.Clone(cfg.ExecEnv)
+	if cfg.GPGAgent && getenv("GNUPGHOME") != "" && !slices.Contains(env, "GNUPGHOME") {
+		// gpg in a command looks for the agent where the server's does.
+		env = append(env, "GNUPGHOME")
+	}
 	sock := getenv("SSH_AUTH_SOCK")
 	if sock == "" || slices.Contains(env, "SSH_AUTH_SOCK") {
 		return env

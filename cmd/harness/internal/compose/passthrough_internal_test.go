@@ -28,8 +28,11 @@ func TestPassthroughNamesTheSSHAgent(t *testing.T) {
 	require.NoError(t, os.Symlink(agent, link))
 	env := func(sock string) func(string) string {
 		return func(n string) string {
-			if n == "SSH_AUTH_SOCK" {
+			switch n {
+			case "SSH_AUTH_SOCK":
 				return sock
+			case "GNUPGHOME":
+				return "/srv/gnupg"
 			}
 			return ""
 		}
@@ -44,6 +47,7 @@ func TestPassthroughNamesTheSSHAgent(t *testing.T) {
 		{"named through a symlink", config.Config{UnixSocketPaths: []string{agent}}, link, []string{"SSH_AUTH_SOCK"}},
 		{"another socket named", config.Config{UnixSocketPaths: []string{other}}, agent, nil},
 		{"no agent", config.Config{UnixSocketPaths: []string{agent}}, "", nil},
+		{"--gpg-agent passes GNUPGHOME", config.Config{GPGAgent: true}, "", []string{"GNUPGHOME"}},
 		{"passed already", config.Config{UnixSocketPaths: []string{agent}, ExecEnv: []string{"SSH_AUTH_SOCK"}}, agent, []string{"SSH_AUTH_SOCK"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
