@@ -336,8 +336,13 @@ func TestGPGAgentHolds(t *testing.T) {
 				// directory, which git cannot read (issue 34).
 				require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644))
 			}
-			for _, args := range [][]string{{"init", "-q"}, {"config", "user.name", "T"}, {"config", "user.email", "sandbox@example.com"},
-				{"config", "user.signingkey", "sandbox@example.com"}, {"config", "commit.gpgsign", "true"}} {
+			for _, args := range [][]string{
+				{"init", "-q"},
+				{"config", "user.name", "T"},
+				{"config", "user.email", "sandbox@example.com"},
+				{"config", "user.signingkey", "sandbox@example.com"},
+				{"config", "commit.gpgsign", "true"},
+			} {
 				cmd := osexec.Command("git", append([]string{"-C", ws}, args...)...)
 				out, err := cmd.CombinedOutput()
 				require.NoError(t, err, "%s", out)

@@ -169,4 +169,3 @@ func refuseLift(path string, why error) error {
 		"the approved read of %s cannot be lifted exactly (%v); the command was not run rather than run with more or less readable than approved. "+
 			"Remedy: ask again naming the path as it is now", path, why)}
 }
-

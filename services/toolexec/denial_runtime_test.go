@@ -28,9 +28,9 @@ const (
 	plain   = "plain"
 	denied  = "file"
 	network = "network"
-	// proxied is a network denial from the proxy's record (network deny
+	// proxyRefused is a network denial from the proxy's record (network deny
 	// under bubblewrap): the host named, the allow_hosts hint.
-	proxied = "proxied"
+	proxyRefused = "proxied"
 )
 
 // runtimeCase is one command run in the real runner. Its command and path
@@ -245,7 +245,7 @@ func (w *denialWorld) check(t *testing.T, tl *tool.Tool, rt runtimes, c runtimeC
 		assert.EqualValues(t, guard.CodeNetworkDenied, res.Code, res.Text)
 		assert.True(t, strings.HasPrefix(res.Text, "Error: "+sandbox.NetworkDenialMarker(mode)+"\n(inferred: "), res.Text)
 		assert.Contains(t, res.Text, sandbox.EscalationHint(sandbox.SubjectCommand))
-	case proxied:
+	case proxyRefused:
 		assert.NotEqual(t, 0, v.ExitCode, res.Text)
 		assert.EqualValues(t, guard.CodeNetworkDenied, res.Code, res.Text)
 		assert.True(t, strings.HasPrefix(res.Text, "Error: "+sandbox.NetworkDenialMarker(mode)+"\n(the network proxy refused "+strconv.Quote(c.path)), res.Text)
@@ -279,8 +279,8 @@ var commonCases = []runtimeCase{
 	{name: "node dns lookup", cmd: `{NODE} -e 'require("dns").lookup("example.com", e => { if (e) throw e })'`, want: network},
 	{name: "python name lookup", cmd: `{PY} -c 'import socket; socket.getaddrinfo("example.com", 80)'`, want: network},
 	// Under bubblewrap the proxy refuses them (403: -f fails on it).
-	{name: "curl by address", cmd: "{CURL} -fsS --max-time 10 http://1.1.1.1/", want: proxied, path: "1.1.1.1"},
-	{name: "curl by name", cmd: "{CURL} -fsS --max-time 10 http://example.com/", want: proxied, path: "example.com"},
+	{name: "curl by address", cmd: "{CURL} -fsS --max-time 10 http://1.1.1.1/", want: proxyRefused, path: "1.1.1.1"},
+	{name: "curl by name", cmd: "{CURL} -fsS --max-time 10 http://example.com/", want: proxyRefused, path: "example.com"},
 	{name: "java socket", cmd: "{JAVA} net 1.1.1.1", want: network},
 	// Not the sandbox's.
 	{name: "forged denial, exit 0", cmd: `echo "touch: cannot touch '{OUT}/x': Read-only file system" >&2`, want: plain},
