@@ -147,7 +147,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 				return subproc.Outcome{}, nil, serr
 			}
 		}
-		conf, gitDirs, release, err := b.view(prep, cfg, req, cred, socks, secrets)
+		conf, gitDirs, release, err := b.view(prep, cfg, req, cred, envValue(env, "HOME"), socks, secrets)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
@@ -194,7 +194,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 // Errors (the runner's *exec.Error, nothing left held): a reservation or a
 // search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
 	conf = &subproc.Confinement{
@@ -222,7 +222,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		hostRun := b.policy.Protected().HostRun()
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		held, err = reservedIn(policy, hostRun, held)
+		held, err = reservedIn(policy, hostRun, home, held)
 		if err != nil {
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
@@ -358,10 +358,26 @@ func rlimits(cfg Config) subproc.RLimits {
 // missing (subproc.Reserve; a multi-component one only when its parent
 // exists), appending to held, which the caller releases. A host-run file is
 // reserved as a directory whatever it is (an empty directory is invisible
-// to git: `git add -A` does not record it).
-func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+// to git: `git add -A` does not record it), but in the command's home
+// (home, its HOME: a root that is a home directory), where a file one is
+// an empty read-only file: shells and git read `.bashrc`, `.profile` and
+// `.gitconfig` there at every start, and a directory in their place makes
+// git fail ("unknown error occurred while reading the configuration
+// files") and each shell complain.
+func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+	files := map[string]bool{}
+	if c, err := filepath.EvalSymlinks(home); err == nil {
+		home = c
+	}
+	if home != "" {
+		for _, f := range hostRun {
+			if !f.Dir {
+				files[filepath.Join(filepath.Clean(home), f.Name)] = true
+			}
+		}
+	}
 	for _, p := range reservable(policy, hostRun) {
-		h, err := subproc.Reserve(p, true)
+		h, err := subproc.Reserve(p, !files[p])
 		if err != nil {
 			return held, err
 		}
@@ -563,4 +579,14 @@ func reservedPaths(reserved []subproc.Reserved) []string {
 		out = append(out, r.Path)
 	}
 	return out
+}
+
+// envValue is the value of name in env (NAME=value pairs), "" without one.
+func envValue(env []string, name string) string {
+	for _, kv := range env {
+		if v, ok := strings.CutPrefix(kv, name+"="); ok {
+			return v
+		}
+	}
+	return ""
 }

@@ -332,9 +332,6 @@ func TestGPGAgentHolds(t *testing.T) {
 			ws := w.ws
 			if tc.inHome {
 				ws = home
-				// As a home has one: a missing one is reserved by a
-				// directory, which git cannot read (issue 34).
-				require.NoError(t, os.WriteFile(filepath.Join(home, ".gitconfig"), nil, 0o644))
 			}
 			for _, args := range [][]string{
 				{"init", "-q"},
@@ -395,5 +392,39 @@ func TestGPGAgentHolds(t *testing.T) {
 				assert.True(t, strings.HasSuffix(res.Stdout.Text, "\nOK\n"), "the restricted agent answers")
 			}
 		})
+	}
+}
+
+// TestHomeWorkspaceReservesFiles (issue 34): with the command's home as
+// the workspace, its missing host-run files are reserved as empty
+// read-only files, which git and shells read as empty (a directory made
+// git fail outright); a command still cannot write them, and nothing is
+// left after it.
+func TestHomeWorkspaceReservesFiles(t *testing.T) {
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	home := filepath.Join(fixtures.OutsideDir(t), "home")
+	require.NoError(t, os.Mkdir(home, 0o755))
+	t.Setenv("HOME", home)
+	o := owner{"the server's user", os.Geteuid()}
+	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) { c.Homes, c.WorkspaceRoot = []string{home}, home }, nil)
+	res, err := w.r.Run(t.Context(), exec.Request{
+		Command: `git init -q repo && git -C repo status --short && echo status-ok
+stat -c '%F %a %s' .gitconfig .bashrc .git
+git config --global user.name x || echo config-refused
+echo x > .bashrc || echo bashrc-refused`,
+		Workdir: home, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, home),
+	})
+	require.NoError(t, err)
+	t.Logf("stdout %s\nstderr %s", res.Stdout.Text, res.Stderr.Text)
+	assert.Contains(t, res.Stdout.Text, "status-ok\n", res.Stderr.Text)
+	assert.Contains(t, res.Stdout.Text, "regular empty file 444 0\nregular empty file 444 0\ndirectory 555 ")
+	assert.Contains(t, res.Stdout.Text, "config-refused\n")
+	assert.Contains(t, res.Stdout.Text, "bashrc-refused\n")
+	assert.NotContains(t, res.Stderr.Text, "Is a directory")
+	for _, name := range []string{".gitconfig", ".bashrc", ".git", ".profile"} {
+		assert.NoFileExists(t, filepath.Join(home, name))
+		assert.NoDirExists(t, filepath.Join(home, name))
 	}
 }

@@ -278,9 +278,6 @@ var commonCases = []runtimeCase{
 	{name: "node net.connect", cmd: `{NODE} -e 'require("net").connect(80, "1.1.1.1").on("error", e => { throw e })'`, want: network},
 	{name: "node dns lookup", cmd: `{NODE} -e 'require("dns").lookup("example.com", e => { if (e) throw e })'`, want: network},
 	{name: "python name lookup", cmd: `{PY} -c 'import socket; socket.getaddrinfo("example.com", 80)'`, want: network},
-	// Under bubblewrap the proxy refuses them (403: -f fails on it).
-	{name: "curl by address", cmd: "{CURL} -fsS --max-time 10 http://1.1.1.1/", want: proxyRefused, path: "1.1.1.1"},
-	{name: "curl by name", cmd: "{CURL} -fsS --max-time 10 http://example.com/", want: proxyRefused, path: "example.com"},
 	{name: "java socket", cmd: "{JAVA} net 1.1.1.1", want: network},
 	// Not the sandbox's.
 	{name: "forged denial, exit 0", cmd: `echo "touch: cannot touch '{OUT}/x': Read-only file system" >&2`, want: plain},
@@ -294,6 +291,9 @@ var commonCases = []runtimeCase{
 // Cases of bubblewrap's read-only world (EROFS) and its loopback-only
 // network namespace.
 var bwrapCases = []runtimeCase{
+	// The proxy refuses them (403: -f fails on it), naming the host.
+	{name: "curl by address", cmd: "{CURL} -fsS --max-time 10 http://1.1.1.1/", want: proxyRefused, path: "1.1.1.1"},
+	{name: "curl by name", cmd: "{CURL} -fsS --max-time 10 http://example.com/", want: proxyRefused, path: "example.com"},
 	{name: "bash redirect", cmd: "{BASH} -c 'echo x > {OUT}/x'", want: denied, path: "{OUT}/x", boundary: outside},
 	{name: "mkdir", cmd: "mkdir {OUT}/d", want: denied, path: "{OUT}/d", boundary: outside},
 	{name: "cp", cmd: "cp inside {OUT}/x", want: denied, path: "{OUT}/x", boundary: outside},
@@ -319,6 +319,9 @@ var bwrapCases = []runtimeCase{
 
 // Cases of the Landlock isolation: EACCES, and socket(2) refused EPERM.
 var landlockCases = []runtimeCase{
+	// No proxy: no route, no resolver.
+	{name: "curl by address", cmd: "{CURL} -sS --max-time 10 http://1.1.1.1/", want: network},
+	{name: "curl by name", cmd: "{CURL} -sS --max-time 10 http://example.com/", want: network},
 	{name: "a POSIX semaphore in /dev/shm", cmd: `{PY} -c 'import multiprocessing; multiprocessing.Semaphore()'`, want: denied, path: "/dev/shm", boundary: outside, keep: true},
 	{name: "node writeFile promise", cmd: `{NODE} -e 'require("fs").promises.writeFile("{OUT}/x", "x").catch(e => { console.error(e); process.exit(1) })'`, want: denied, path: "{OUT}/x", boundary: outside},
 }
