@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -1074,6 +1075,10 @@ const SandboxNotStarted = "the sandbox did not start"
 // unprivileged user namespaces, an AppArmor rule for bwrap, a bwrap without
 // --args, ...), or argsFile's error.
 func ProbeBwrap(exe *Program) error {
+	// The child's parent-death signal follows the thread that starts it
+	// (see outcome): the thread is kept until the child is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	args, err := argsFile([]string{
 		"--unshare-user", "--unshare-pid", "--unshare-ipc", "--unshare-uts", "--unshare-net",
 		"--die-with-parent", "--new-session", "--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc",

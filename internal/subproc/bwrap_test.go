@@ -5,6 +5,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
+	"sync"
 	"testing"
 	"time"
 
@@ -104,4 +106,41 @@ func TestBwrapExitStatus(t *testing.T) {
 // for, its options read from an arguments file.
 func TestProbeBwrap(t *testing.T) {
 	require.NoError(t, subproc.ProbeBwrap(sandbox(t).Exe))
+}
+
+// TestProbeBwrapOutlivesOtherThreads: a probe's bubblewrap, started with a
+// parent-death signal that Linux ties to the thread that started it, is
+// not killed when other goroutines end their locked threads meanwhile (the
+// runtime ends a thread whose goroutine returns locked to it, as the
+// Landlock pool's do, and that thread may be the one that forked); such a
+// kill left bubblewrap's pid 1 behind, waiting forever with no parent.
+func TestProbeBwrapOutlivesOtherThreads(t *testing.T) {
+	exe := sandbox(t).Exe
+	for range 40 {
+		stop := make(chan struct{})
+		var wg sync.WaitGroup
+		for range 4 {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for {
+					select {
+					case <-stop:
+						return
+					default:
+					}
+					done := make(chan struct{})
+					go func() {
+						runtime.LockOSThread() // never unlocked: the thread ends with the goroutine
+						close(done)
+					}()
+					<-done
+				}
+			}()
+		}
+		err := subproc.ProbeBwrap(exe)
+		close(stop)
+		wg.Wait()
+		require.NoError(t, err)
+	}
 }

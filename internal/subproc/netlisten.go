@@ -6,6 +6,7 @@ import (
 	"net"
 	"os"
 	"os/exec"
+	"runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -46,6 +47,10 @@ const listenOK = "ok"
 // it was made for; the helper could not run or make the listener (its
 // message); the descriptor is not such a listener.
 func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener, error) {
+	// The child's parent-death signal follows the thread that starts it
+	// (see outcome): the thread is kept until the child is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	release, err := n.hold(cred)
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -98,6 +99,10 @@ func NewNetNS(b Bwrap, enter *Program) (*NetNS, error) {
 // two namespaces from that shell's /proc entry while its pidfd says it is
 // alive, and lets it end.
 func makeNetNS(b Bwrap) (user, net *os.File, err error) {
+	// The child's parent-death signal follows the thread that starts it
+	// (see outcome): the thread is kept until the child is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	stdinR, stdinW, err := os.Pipe()
 	if err != nil {
 		return nil, nil, err
@@ -241,6 +246,10 @@ func sameFile(f *os.File, path string) (bool, error) {
 // probe runs `bwrap --version` through nsenter inside the namespaces, as
 // the namespace's user: nsenter is usable and may enter them.
 func (n *NetNS) probe(b Bwrap) error {
+	// The child's parent-death signal follows the thread that starts it
+	// (see outcome): the thread is kept until the child is waited for.
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	cmd := &exec.Cmd{
 		Path:       execPath(netEnterFD),
 		Args:       n.enterArgs(execPath(bwrapExeFD), "--version"),
