@@ -62,6 +62,10 @@ type Entry struct {
 	// to git what its absence means: "" but for a commondir, ".\n" (the
 	// directory itself; git refuses an empty one).
 	Placeholder string
+	// Via, when set, is the member of a git directory that is a symlink
+	// to this entry (a `.git/hooks` linked into the tree): the entry is
+	// protected as that member is, wherever it lies in a root.
+	Via string
 }
 
 // Match reports whether rel, a clean slash-separated path relative to its

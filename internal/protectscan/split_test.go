@@ -80,6 +80,14 @@ func TestSplitGit(t *testing.T) {
 				"other/config.worktree": {kind: "missing"}, "other/commondir": {kind: "missing", placeholder: ".\n"},
 			},
 		},
+		{
+			name: "what a symlinked member links to in the tree is protected too",
+			tree: []string{
+				"ws/.git/HEAD=ref: refs/heads/main\n", "ws/.git/objects/", "ws/.git/refs/", "ws/.git/config=c\n",
+				"ws/.git/hooks->../githooks", "ws/githooks/", "ws/.git/info/attributes->../../attrs", "ws/attrs=x\n",
+			},
+			want: map[string]want{".git": {kind: "bound"}, "githooks": {kind: "bound"}, "attrs": {kind: "bound"}},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -101,6 +109,10 @@ func TestSplitGit(t *testing.T) {
 				got[strings.TrimPrefix(e.Path, ws+"/")] = w
 			}
 			assert.Equal(t, c.want, got)
+			for _, e := range entries {
+				linked := strings.HasSuffix(e.Path, "/githooks") || strings.HasSuffix(e.Path, "/attrs")
+				assert.Equal(t, linked, e.Via != "", "%s: Via %q", e.Path, e.Via)
+			}
 
 			// Without SplitGit each git directory is one entry.
 			whole, err := protectscan.New(protectscan.Options{}).Scan(context.Background(), []protectscan.Root{{Path: ws}}, protectMeta)

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -130,16 +131,66 @@ func (w *walk) pointers() error {
 	return nil
 }
 
-// finish follows the gitdirs `.git` files named and splits the git
-// directories found.
+// finish follows the gitdirs `.git` files named, splits the git
+// directories found and protects what their members link to.
 func (w *walk) finish() error {
 	if err := w.followGitdirs(); err != nil {
 		return err
 	}
-	if !w.s.splitGit {
-		return nil
+	if w.s.splitGit {
+		if err := w.splitGitdirs(); err != nil {
+			return err
+		}
 	}
-	return w.splitGitdirs()
+	w.linkedMembers()
+	return nil
+}
+
+// linkedMembers adds, for each read-only member of a git directory found
+// (repoMembers: hooks/, config, info/attributes, ...) reached through a
+// symlink (the member or a directory on its way: `.git/hooks` linked to a
+// `githooks/` of the tree), the file or directory it resolves to, when that
+// lies in a root and no entry covers it yet, with Via naming the member:
+// git runs or reads what is there as if it were in the git directory, and
+// the git directory's own protection does not reach it. Read again at
+// every walk and reuse (a member is read-only to commands, but the host
+// may change it).
+func (w *walk) linkedMembers() {
+	for _, dir := range slices.Sorted(maps.Keys(w.gitDirs)) {
+		if _, ok := w.found[dir]; !ok {
+			continue
+		}
+		for _, m := range repoMembers {
+			p := filepath.Join(dir, m.rel)
+			target, err := filepath.EvalSymlinks(p)
+			if err != nil || target == p {
+				continue
+			}
+			if r, _ := w.rootOf(target); r == nil || w.covered(target) {
+				continue
+			}
+			var st unix.Stat_t
+			if unix.Lstat(target, &st) != nil {
+				continue
+			}
+			w.found[target] = Entry{Path: target, Dev: st.Dev, Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+		}
+	}
+}
+
+// covered reports whether an entry protects path already: path itself, or
+// a directory entry holding it (not a split git directory, whose members
+// alone are protected).
+func (w *walk) covered(path string) bool {
+	if e, ok := w.found[path]; ok && !e.Missing {
+		return true
+	}
+	for p, e := range w.found {
+		if e.Dir && !e.Split && !e.Missing && strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 // open opens every root.

@@ -55,6 +55,9 @@ type ProtectedEntry struct {
 	// commondir, ".\n", which names the git directory itself, as its
 	// absence does (git refuses an empty one).
 	Placeholder string
+	// Via, when set, is the member of a git directory that is a symlink
+	// to this entry (protectscan.Entry.Via): protected as that member is.
+	Via string
 }
 
 // ProtectedEntries returns the protected entries that exist inside roots
@@ -96,7 +99,7 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 	}
 	out := make([]ProtectedEntry, 0, len(entries)+1)
 	for _, e := range entries {
-		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder})
+		out = append(out, ProtectedEntry{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Dir: e.Dir, Split: e.Split, Missing: e.Missing, Placeholder: e.Placeholder, Via: e.Via})
 	}
 	for _, f := range s.protect.Files() {
 		if e, ok := configEntry(f, scan, s.protect.Executable(f)); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
@@ -229,6 +232,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 		}
 		for _, e := range entries {
 			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
+				if e.Via != "" {
+					return "what " + e.Via + ", a member of a git directory, links to: " + e.Path, nil
+				}
 				return "a git repository directory: " + e.Path, nil
 			}
 		}

@@ -242,3 +242,48 @@ func TestGitRunStateFileTools(t *testing.T) {
 	assert.Contains(t, text, todo+": the rebase todo's exec lines", text)
 	assert.Contains(t, readFile(t, todo), "# disarmed by harness: exec touch /tmp/x")
 }
+
+// TestLinkedGitMembersProtected (issue 36): a repository whose hooks/ and
+// info/attributes are symlinks into the tree (a shared `githooks/`, as
+// tools set up) keeps what they link to read-only: neither a command nor
+// the write tool makes a hook there (nothing on disk afterwards), and the
+// host's `git commit` runs none; the rest of the tree stays writable.
+func TestLinkedGitMembersProtected(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	call, ws := hostRunServer(t, nil)
+	git := func(args ...string) {
+		t.Helper()
+		out, err := osexec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput()
+		require.NoError(t, err, "git %v: %s", args, out)
+	}
+	git("init", "-q")
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "githooks"), 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(ws, "attrs"), []byte("*.txt text\n"), 0o644))
+	require.NoError(t, os.RemoveAll(filepath.Join(ws, ".git", "hooks")))
+	require.NoError(t, os.Symlink("../githooks", filepath.Join(ws, ".git", "hooks")))
+	require.NoError(t, os.Symlink("../../attrs", filepath.Join(ws, ".git", "info", "attributes")))
+
+	text := call["exec"](map[string]any{"command": `printf '#!/bin/sh\ntouch HOOKED\n' > githooks/pre-commit; chmod +x githooks/pre-commit
+printf '#!/bin/sh\ntouch HOOKED\n' > .git/hooks/post-commit
+echo '* filter=evil' >> attrs
+echo ok > free.txt`})
+	assert.Contains(t, text, "githooks/pre-commit: Read-only file system", text)
+	assert.NoFileExists(t, filepath.Join(ws, "githooks", "pre-commit"))
+	assert.NoFileExists(t, filepath.Join(ws, "githooks", "post-commit"))
+	b, err := os.ReadFile(filepath.Join(ws, "attrs"))
+	require.NoError(t, err)
+	assert.Equal(t, "*.txt text\n", string(b))
+	assert.FileExists(t, filepath.Join(ws, "free.txt"), "the rest of the tree is writable")
+
+	text = call["write"](map[string]any{"file_path": "githooks/pre-commit", "content": "#!/bin/sh\ntouch HOOKED\n"})
+	assert.Contains(t, text, sandbox.DenialMarker(sandbox.WorkspaceWrite), text)
+	assert.NoFileExists(t, filepath.Join(ws, "githooks", "pre-commit"))
+
+	git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "host")
+	assert.NoFileExists(t, filepath.Join(ws, "HOOKED"))
+}
