@@ -189,7 +189,8 @@ type gitStateCheck struct {
 	search func(context.Context) ([]sandboxpolicy.ProtectedEntry, error)
 }
 
-// disarm searches the writable roots again, lists the state files of every
+// disarm searches the writable roots again, disarms each git directory
+// found then and not before (disarmNewRepo), lists the state files of every
 // git directory found then or before, and disarms each that is not as it
 // was before and runs a program (sandbox.GitRunState.Arms), returning what
 // it did. A search that does not finish leaves the directories found
@@ -207,6 +208,8 @@ func (c *gitStateCheck) disarm(ctx context.Context) []exec.DisarmedState {
 	for _, d := range gitDirsOf(found) {
 		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
+			// A git directory the command made (newrepo.go).
+			out = append(out, disarmNewRepo(ctx, d)...)
 		}
 	}
 	after := listGitStates(dirs)

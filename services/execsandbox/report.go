@@ -91,7 +91,7 @@ func (r *Runner) Isolation() Isolation {
 		"CPU time and disk space are not limited",
 		"a writable root's own mode, owner and times for an instant: a command that owns the root (its workspace root; the temp roots for a root-owned workspace's) may change them, and the runner puts them back as it sees the change and when the command ends",
 		"the descriptions (never the payloads) of the kernel keys the command's user may view, in /proc/keys",
-		"git state that runs programs (a rebase todo's exec lines, a merge strategy) a background command leaves, until it ends: each command's is disarmed when it ends",
+		"git state that runs programs (a rebase todo's exec lines, a merge strategy; a repository it made, with config keys or hooks that run programs) a background command leaves, until it ends: each command's is disarmed when it ends",
 		"a program a command puts in a PATH directory inside a writable root, ahead of the real one (harness's own executable included, for a client that starts it by a bare name)",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {
