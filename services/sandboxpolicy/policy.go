@@ -131,7 +131,7 @@ func New(cfg Config) (*Service, error) {
 // (P-03). The workspace root is "" when there is none (the process ran
 // from "/", or a configured "/" under a mode other than workspace-write).
 func (s *Service) Default() sandbox.ExecutionPolicy {
-	return granted(s.base())
+	return s.withWorktrees(granted(s.base()))
 }
 
 // base is the deployment's policy before any session: its default mode, the
@@ -210,7 +210,7 @@ func (s *Service) Resolve(sess *session.Session, f sandbox.Family, approved sand
 			p.Mode, p.SessionGrant = c, false
 		}
 	}
-	return granted(p)
+	return s.withWorktrees(granted(p))
 }
 
 // granted drops the roots p may not grant under its mode: under
