@@ -88,6 +88,11 @@ func TestSplitGit(t *testing.T) {
 			},
 			want: map[string]want{".git": {kind: "bound"}, "githooks": {kind: "bound"}, "attrs": {kind: "bound"}},
 		},
+		{
+			name: "a member linked to the root itself protects nothing more (the root would be read-only)",
+			tree: append(repo("ws/sub/.git"), "ws/sub/.git/info/attributes->../../.."),
+			want: map[string]want{"sub/.git": {kind: "bound"}},
+		},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {

@@ -154,7 +154,12 @@ func (w *walk) finish() error {
 // git runs or reads what is there as if it were in the git directory, and
 // the git directory's own protection does not reach it. Read again at
 // every walk and reuse (a member is read-only to commands, but the host
-// may change it).
+// may change it). Not protected (the policy's "not covered" list says so):
+// a target that is a root or holds one (protecting it would make the root
+// read-only: a command's nested repository whose hooks name the workspace
+// is disarmed when the command ends instead), a missing target, and one
+// reached through a further symlink inside a root (which a command could
+// point elsewhere).
 func (w *walk) linkedMembers() {
 	for _, dir := range slices.Sorted(maps.Keys(w.gitDirs)) {
 		if _, ok := w.found[dir]; !ok {
@@ -166,7 +171,7 @@ func (w *walk) linkedMembers() {
 			if err != nil || target == p {
 				continue
 			}
-			if r, _ := w.rootOf(target); r == nil || w.covered(target) {
+			if r, _ := w.rootOf(target); r == nil || w.covered(target) || w.holdsRoot(target) {
 				continue
 			}
 			var st unix.Stat_t
@@ -176,6 +181,16 @@ func (w *walk) linkedMembers() {
 			w.found[target] = Entry{Path: target, Dev: st.Dev, Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
 		}
 	}
+}
+
+// holdsRoot reports whether path is a root or holds one.
+func (w *walk) holdsRoot(path string) bool {
+	for _, r := range w.roots {
+		if _, ok := below(path, r.Path); ok || r.Path == path {
+			return true
+		}
+	}
+	return false
 }
 
 // covered reports whether an entry protects path already: path itself, or

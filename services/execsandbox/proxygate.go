@@ -90,6 +90,10 @@ func (g *gate) Allowed(host string) bool {
 // per command, up to exec.MaxRefused hosts; past them, each refusal of
 // another host is counted. It costs a map look-up per command.
 func (g *gate) refuse(host string, port int, reason string) {
+	// A name is at most 253 bytes; what a command sends as one is cut
+	// there (and its reason, which may quote it), so its refusals cannot
+	// flood the result past the output's own bounds.
+	host, reason = clip(host, maxHostBytes), clip(reason, 2*maxHostBytes)
 	g.mu.Lock()
 	defer g.mu.Unlock()
 	for w := range g.running {
@@ -157,4 +161,16 @@ func (g *gate) env(environ []string) []string {
 func (g *gate) close() {
 	_ = g.ln.Close()
 	<-g.served
+}
+
+// maxHostBytes bounds a refused host's name as recorded (a DNS name is at
+// most 253 bytes; the quotes of one that is not a name count too).
+const maxHostBytes = 260
+
+// clip returns s cut to at most n bytes, marked with "..." when cut.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return s[:n] + "..."
 }

@@ -2,9 +2,11 @@ package execsandbox
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/services/exec"
 )
@@ -47,4 +49,19 @@ func TestGateBoundsRefusals(t *testing.T) {
 			assert.Equal(t, refusals{hosts: []exec.RefusedHost{{Host: "late.example.com", Port: 80, Reason: "not in --allow-domain"}}}, g.leave(late))
 		})
 	}
+}
+
+// TestGateClipsRefusedHosts: a host name a command sends is recorded cut
+// to maxHostBytes (a 60 KB CONNECT host flooded the result past the
+// output's bounds), with its reason.
+func TestGateClipsRefusedHosts(t *testing.T) {
+	g := &gate{running: map[*watch]struct{}{}}
+	w := g.enter(nil)
+	long := strings.Repeat("a", 60<<10)
+	g.refuse(long, 443, "not in --allow-domain: "+long)
+	refused := g.leave(w)
+	require.Len(t, refused.hosts, 1)
+	assert.Len(t, refused.hosts[0].Host, maxHostBytes+3)
+	assert.True(t, strings.HasSuffix(refused.hosts[0].Host, "..."))
+	assert.LessOrEqual(t, len(refused.hosts[0].Reason), 2*maxHostBytes+3)
 }

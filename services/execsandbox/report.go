@@ -93,6 +93,7 @@ func (r *Runner) Isolation() Isolation {
 		"the descriptions (never the payloads) of the kernel keys the command's user may view, in /proc/keys",
 		"git state that runs programs (a rebase todo's exec lines, a merge strategy; a repository it made, with config keys or hooks that run programs) a background command leaves, until it ends: each command's is disarmed when it ends",
 		"a program a command puts in a PATH directory inside a writable root, ahead of the real one (harness's own executable included, for a client that starts it by a bare name)",
+		"what a git directory's symlinked member (hooks/, info/attributes) leads to when the link is missing its target, passes through another symlink inside a writable root, or names a writable root or a directory holding one (a single link to a real directory or file is protected)",
 	}
 	if r.namedOnly() && !caps.ResolveUnix {
 		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by anyone (another session's command, a service, a container); "+

@@ -8,7 +8,6 @@ import (
 	"strconv"
 	"time"
 
-	"go.uber.org/zap"
 )
 
 // connectEstablished is the reply that opens a CONNECT tunnel.
@@ -115,7 +114,7 @@ func (s *server) forward(w http.ResponseWriter, r *http.Request) {
 	rp := &httputil.ReverseProxy{
 		Rewrite:   func(pr *httputil.ProxyRequest) { pr.Out.Host = "" },
 		Transport: tr,
-		ErrorLog:  zap.NewStdLog(s.log.WithOptions(zap.IncreaseLevel(zap.DebugLevel))),
+		ErrorLog:  debugStdLog(s.log),
 		ErrorHandler: func(w http.ResponseWriter, _ *http.Request, err error) {
 			s.logDial(viaHTTP, v, err)
 			http.Error(w, "harness: network access to "+v.host+" failed: "+err.Error(), http.StatusBadGateway)

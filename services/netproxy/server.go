@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"errors"
+	stdlog "log"
 	"net"
 	"net/http"
 	"sync"
@@ -68,7 +69,7 @@ func newServer(p *Proxy, ln net.Listener, session string, grants Grants, onRefus
 		ReadHeaderTimeout: p.limits.header,
 		IdleTimeout:       p.limits.keepAlive,
 		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          zap.NewStdLog(p.log.WithOptions(zap.IncreaseLevel(zap.DebugLevel))),
+		ErrorLog:          debugStdLog(p.log),
 		BaseContext:       func(net.Listener) context.Context { return ctx },
 	}
 	return s
@@ -285,3 +286,14 @@ func (l *handoffListener) Close() error {
 }
 
 func (l *handoffListener) Addr() net.Addr { return l.addr }
+
+// debugStdLog is a standard library logger writing to log at debug level
+// (net/http's own errors: a client's malformed request, a closed
+// connection): decisions are logged at info, these are noise there.
+func debugStdLog(log *zap.Logger) *stdlog.Logger {
+	l, err := zap.NewStdLogAt(log, zap.DebugLevel)
+	if err != nil {
+		return zap.NewStdLog(zap.NewNop())
+	}
+	return l
+}

@@ -15,6 +15,9 @@ var usernsFailures = []string{"No usable sandbox", "Failed to move to new namesp
 // "unshare" on one line, tell the same failure.
 var namespaceErrors = []string{"No space left on device", "ENOSPC", "Operation not permitted", "EPERM"}
 
+// maxNoteLine bounds the stderr line a note quotes, in bytes.
+const maxNoteLine = 300
+
 // usernsNote is the note a confined command's result gets when its stderr
 // shows a program failing to make a user namespace of its own (issue 36),
 // and whether it does: the line that shows it, why, and what to do. A
@@ -28,8 +31,12 @@ func usernsNote(stderr string) (string, bool) {
 			found = (strings.Contains(lower, "namespace") || strings.Contains(lower, "unshare")) && index(line, namespaceErrors) >= 0
 		}
 		if found {
+			line = strings.TrimSpace(line)
+			if len(line) > maxNoteLine {
+				line = line[:maxNoteLine] + "..."
+			}
 			return "[sandbox: commands cannot make user namespaces]\n(inferred: the command failed and its stderr reports " +
-				strconv.Quote(strings.TrimSpace(line)) + ": a program tried to make a sandbox of its own (a user namespace), which harness's sandbox does not allow. " +
+				strconv.Quote(line) + ": a program tried to make a sandbox of its own (a user namespace), which harness's sandbox does not allow. " +
 				"Chromium, Chrome and Electron apps: pass --no-sandbox (harness's sandbox confines them instead); Playwright: launch with chromiumSandbox: false; " +
 				"Puppeteer: args: ['--no-sandbox']; unshare, bwrap and rootless containers do not run here)", true
 		}
