@@ -7,7 +7,6 @@ import (
 	"net/http/httputil"
 	"strconv"
 	"time"
-
 )
 
 // connectEstablished is the reply that opens a CONNECT tunnel.
