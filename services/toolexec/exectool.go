@@ -237,12 +237,13 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 // render turns a finished command into the result: a timeout or a
 // cancellation is an error result; a command that left git state running
 // a program, which the runner disarmed (exec.Confinement.Disarmed), is the
-// guard's denial naming each, whatever its exit; a confined command's failure while the
-// domain proxy refused it hosts (its record) is the guard's network denial
-// naming them (DeniedHosts); else one whose stderr shows the deny-read
-// masks refusing a read (inferReadDenial), the sandbox refusing a write
-// (inferFileDenial) or the network (inferNetworkDenial) is the guard's
-// denial (marker, the inference, the escalation hint); any other exit,
+// guard's denial naming each, whatever its exit; a confined command's failure whose stderr
+// shows the deny-read masks refusing a read (inferReadDenial) or the
+// sandbox refusing a write (inferFileDenial) is the guard's denial (marker,
+// the inference, the escalation hint); else, while the domain proxy
+// refused it hosts (its record), the guard's network denial naming them
+// (DeniedHosts); else one whose stderr shows the network refused
+// (inferNetworkDenial) is the guard's network denial; any other exit,
 // zero or not, is a plain result, which for a confined command that
 // failed making a user namespace begins with a note saying so (usernsNote).
 func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
@@ -280,11 +281,9 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		return r
 	}
 	if req.Policy != nil && res.Confinement != nil && res.ExitCode != 0 {
-		if len(res.Confinement.Refused) > 0 {
-			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, res.Confinement.RefusedMore, text)
-			r.Value = v
-			return r
-		}
+		// A refusal the output names a path for comes first: a command
+		// whose program also tried the network in passing (npm's update
+		// check) failed on the path.
 		if d, ok := t.inferReadDenial(res.Confinement, req, res.Stderr.Text); ok {
 			r := t.g.DeniedRead(*req.Policy, d.detail(), text, true)
 			r.Value = v
@@ -292,6 +291,11 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		}
 		if d, ok := t.inferFileDenial(*req.Policy, res.Confinement, req, res.Stderr.Text); ok {
 			r := t.g.Denied(*req.Policy, d.detail(), text)
+			r.Value = v
+			return r
+		}
+		if len(res.Confinement.Refused) > 0 {
+			r := t.g.DeniedHosts(*req.Policy, res.Confinement.Refused, res.Confinement.RefusedMore, text)
 			r.Value = v
 			return r
 		}
