@@ -124,8 +124,11 @@ for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
 		envs+=("$v=${!v}")
 	fi
 done
+# The lock's descriptor is not passed on: a process a test leaves behind
+# (a sandbox's pid 1 whose bubblewrap died with its test) would hold the
+# lock for every later run.
 as_user() {
-	(cd "$work" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" "$@")
+	(cd "$work" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" "$@" 9>&-)
 }
 
 if ! setpriv --reuid="$uid" --regid="$gid" --init-groups -- test -x "$goroot/bin/go"; then
