@@ -516,25 +516,7 @@ func flockShared(fd int) error {
 }
 
 // emptyDir reports whether the directory fd holds nothing but "." and "..".
-func emptyDir(fd int) bool {
-	if _, err := unix.Seek(fd, 0, 0); err != nil {
-		return false
-	}
-	buf := make([]byte, 4096)
-	for {
-		n, err := unix.Getdents(fd, buf)
-		if err != nil {
-			return false
-		}
-		if n <= 0 {
-			return true
-		}
-		// ParseDirent leaves "." and ".." out.
-		if _, _, names := unix.ParseDirent(buf[:n], -1, nil); len(names) > 0 {
-			return false
-		}
-	}
-}
+func emptyDir(fd int) bool { return onlyEntries(fd, nil) }
 
 // RunBwrap runs spec (spec.Confine required) in bubblewrap with at most
 // outputLimit bytes kept of each of stdout and stderr, until the command
