@@ -31,6 +31,8 @@ require (
 	golang.org/x/time v0.15.0
 )
 
+require github.com/creack/pty v1.1.24
+
 require (
 	github.com/cilium/ebpf v0.16.0 // indirect
 	github.com/containerd/log v0.1.0 // indirect

@@ -61,12 +61,13 @@ const bwrapStage = "stage"
 // and the status pipe are the stage's (specFD, statusFD); bwrap writes its
 // info document to bwrapInfoFD; the two programs sit above. bwrap reads its
 // arguments from bwrapArgsFD, above the nsenter descriptors (netEnterFD...,
-// unused without a NetNS) and below the masks' sources (maskFD...).
+// unused without a NetNS) and the terminal's socket (termFD, unused without
+// a terminal), and below the masks' sources (maskFD...).
 const (
 	bwrapInfoFD  = 5
 	bwrapStageFD = 6
 	bwrapExeFD   = 7
-	bwrapArgsFD  = netNetFD + 1
+	bwrapArgsFD  = termFD + 1
 )
 
 // bwrapArgs returns bwrap's options for confinement c, the contents of its
@@ -579,7 +580,7 @@ func runBwrapOnce(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("a command with the network does not join a loopback-only namespace")
 	}
 	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
-		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr}, placed, w.Signals)
+		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr, w.Input}, placed, w.Signals)
 	})
 }
 
@@ -588,6 +589,7 @@ func runBwrapOnce(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration
 type stdio struct {
 	stdout, stderr io.Writer
 	errs           *Capture
+	input          *Input // nil: /dev/null
 }
 
 // pipes are the descriptors RunBwrap hands to bwrap, its ends closed after
@@ -645,11 +647,22 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer func() { _ = args.Close() }()
+	term, termWait, err := out.input.receive(out.stdout)
+	if err != nil {
+		return Status{}, 0, err
+	}
+	// Returns once the sandbox is gone (below), which held the terminal.
+	defer termWait()
+	defer func() { closeAll([]*os.File{term}) }()
+	if spec.Terminal = out.input.winsize(); spec.Terminal != nil {
+		spec.Env = withTerminalEnv(spec.Env)
+	}
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
 		Args:   bwrapArgv("bwrap"),
 		Env:    []string{},
 		Dir:    "/",
+		Stdin:  out.input.stdin(),
 		Stdout: out.stdout, Stderr: out.stderr,
 		// fds 3..7, in the order of the constants above.
 		ExtraFiles: []*os.File{p.specR, p.statusW, p.infoW, b.Stage.f, b.Exe.f},
@@ -661,14 +674,15 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		WaitDelay: killGrace,
 	}
 	started := time.Now()
-	if err := startBwrap(cmd, b, args, masks); err != nil {
+	if err := startBwrap(cmd, b, args, term, masks); err != nil {
 		return Status{}, 0, err
 	}
-	// bwrap holds its copies: the arguments and the masks' sources close
-	// at once.
+	// bwrap holds its copies: the arguments, the terminal's socket and the
+	// masks' sources close at once.
 	_ = args.Close()
 	closeAll(masks)
-	masks = nil
+	closeAll([]*os.File{term})
+	masks, term = nil, nil
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
 		_ = f.Close()
 	}
@@ -898,7 +912,7 @@ func namesPath(msg, p string) bool {
 // command runs like every descriptor bwrap passes on. Above those, args
 // (argsFile) at bwrapArgsFD and the masks' sources (maskFD...), which bwrap
 // closes once read.
-func startBwrap(cmd *exec.Cmd, b Bwrap, args *os.File, masks []*os.File) error {
+func startBwrap(cmd *exec.Cmd, b Bwrap, args, term *os.File, masks []*os.File) error {
 	if b.Net != nil {
 		release, err := b.Net.hold(b.Credential)
 		if err != nil {
@@ -909,20 +923,21 @@ func startBwrap(cmd *exec.Cmd, b Bwrap, args *os.File, masks []*os.File) error {
 		cmd.Args = b.Net.enterArgs(bwrapArgv(execPath(bwrapExeFD))...)
 		cmd.ExtraFiles = b.Net.extraFiles(cmd.ExtraFiles...)
 	}
-	cmd.ExtraFiles = withArgs(cmd.ExtraFiles, args, masks)
+	cmd.ExtraFiles = withArgs(cmd.ExtraFiles, args, term, masks)
 	if err := cmd.Start(); err != nil {
 		return fmt.Errorf("start bubblewrap (%s): %w", b.Exe.Path(), err)
 	}
 	return nil
 }
 
-// withArgs returns files (descriptors 3 up) padded to bwrapArgsFD, then
-// args there and the masks' sources above it (maskFD...).
-func withArgs(files []*os.File, args *os.File, masks []*os.File) []*os.File {
-	for len(files) < bwrapArgsFD-3 {
+// withArgs returns files (descriptors 3 up) padded to termFD, then term
+// there (nil: none), args at bwrapArgsFD and the masks' sources above it
+// (maskFD...).
+func withArgs(files []*os.File, args, term *os.File, masks []*os.File) []*os.File {
+	for len(files) < termFD-3 {
 		files = append(files, nil)
 	}
-	return append(append(files, args), masks...)
+	return append(append(files, term, args), masks...)
 }
 
 // stopConfirmed kills the sandbox (its init, which ends the PID namespace,

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/signal"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -55,6 +56,7 @@ func run() Status {
 	// The status pipe and the helper's program never reach the command.
 	unix.CloseOnExec(statusFD)
 	unix.CloseOnExec(helperFD)
+	unix.CloseOnExec(termFD) // when there is one
 	f := os.NewFile(specFD, "spec")
 	if f == nil {
 		return Status{Error: "the helper was started without its spec"}
@@ -75,22 +77,45 @@ func run() Status {
 	if !filepath.IsAbs(spec.Dir) {
 		return Status{Error: fmt.Sprintf("workdir %q is not absolute", spec.Dir)}
 	}
+	stdio, sys, err := commandStdio(spec.Terminal)
+	if err != nil {
+		return Status{Error: err.Error()}
+	}
 	var pid int
 	if spec.Confine != nil {
-		pid, err = startConfined(spec)
+		pid, err = startConfined(spec, stdio, sys)
 	} else {
 		var proc *os.Process
 		proc, err = os.StartProcess(shell, []string{"sh", "-c", spec.Command}, &os.ProcAttr{
-			Dir: spec.Dir, Env: spec.Env, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr},
+			Dir: spec.Dir, Env: spec.Env, Files: stdio, Sys: sys,
 		})
 		if err == nil {
 			pid = proc.Pid
 		}
 	}
+	if spec.Terminal != nil {
+		// The command holds the terminal now.
+		_ = stdio[0].Close()
+	}
 	if err != nil {
 		return Status{Error: err.Error()}
 	}
 	return reap(pid, stop)
+}
+
+// commandStdio returns the helper's stdin, stdout and stderr for the
+// command, or, with term, the other side of a new terminal (makeTerminal,
+// from the host's devpts) and the start attributes that make it the
+// command's controlling terminal in a session of its own.
+func commandStdio(term *Winsize) ([]*os.File, *syscall.SysProcAttr, error) {
+	if term == nil {
+		return []*os.File{os.Stdin, os.Stdout, os.Stderr}, nil, nil
+	}
+	tty, err := makeTerminal(*term)
+	if err != nil {
+		return nil, nil, err
+	}
+	return []*os.File{tty, tty, tty}, &syscall.SysProcAttr{Setsid: true, Setctty: true, Ctty: 0}, nil
 }
 
 // confineStage is the helper's second argument for the stage that confines
@@ -104,7 +129,7 @@ const confineStage = "confine"
 // startConfined starts the confining stage with the spec on its descriptor
 // 3 and an error pipe on 4, and returns its pid once it has exec'd the shell
 // (the error pipe closes on exec) or the error it reported.
-func startConfined(spec Spec) (int, error) {
+func startConfined(spec Spec, stdio []*os.File, sys *syscall.SysProcAttr) (int, error) {
 	// Never the path the helper came from: only the program it was run
 	// from (close-on-exec, yet open when execve reads the path), which a
 	// command cannot replace.
@@ -117,11 +142,14 @@ func startConfined(spec Spec) (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	attr := &os.ProcAttr{Dir: "/", Env: []string{}, Files: []*os.File{os.Stdin, os.Stdout, os.Stderr, specR, errW}}
+	attr := &os.ProcAttr{Dir: "/", Env: []string{}, Files: append(slices.Clone(stdio), specR, errW), Sys: sys}
 	if len(spec.Confine.ReadOnlyPaths) > 0 && MountNamespace() {
 		// The stage carves the protected paths out in a mount namespace
 		// of its own; without one they are left to Landlock's roots.
 		attr.Sys = namespaceAttr()
+		if sys != nil {
+			attr.Sys.Setsid, attr.Sys.Setctty, attr.Sys.Ctty = sys.Setsid, sys.Setctty, sys.Ctty
+		}
 	} else {
 		c := *spec.Confine
 		c.ReadOnlyPaths = nil

@@ -82,7 +82,7 @@ func TestBwrapViewStaysPrivate(t *testing.T) {
 			inside, mounts, ok := strings.Cut(stdout, "==MOUNTS==")
 			require.True(t, ok, stdout)
 
-			want := []string{c.argv0, "--args", "11", "--", "/proc/self/fd/6", subproc.HelperArg, "stage"}
+			want := []string{c.argv0, "--args", "12", "--", "/proc/self/fd/6", subproc.HelperArg, "stage"}
 			assert.Contains(t, inside, "INIT "+strings.Join(want, " ")+" \n", "the sandbox's init is bwrap, its argv names only descriptors")
 			assert.Contains(t, inside, "CMDLINE /proc/1: ", "the init's command line was read")
 			for _, m := range marks {
@@ -184,10 +184,10 @@ func childrenOf(pid int) []int {
 // is refused.
 func TestBwrapArgv(t *testing.T) {
 	stage := []string{"--", "/proc/self/fd/6", subproc.HelperArg, "stage"}
-	assert.Equal(t, append([]string{"bwrap", "--args", "11"}, stage...), subproc.BwrapArgv("bwrap"))
+	assert.Equal(t, append([]string{"bwrap", "--args", "12"}, stage...), subproc.BwrapArgv("bwrap"))
 	assert.Equal(t, append([]string{
 		"nsenter", "--user=/proc/self/fd/9", "--net=/proc/self/fd/10", "--preserve-credentials", "--",
-		"/proc/self/fd/7", "--args", "11",
+		"/proc/self/fd/7", "--args", "12",
 	}, stage...), subproc.EnterArgs(subproc.BwrapArgv("/proc/self/fd/7")...))
 
 	f, err := subproc.ArgsFile([]string{"--bind-try", "/w s", "/w s", ""})

@@ -41,7 +41,7 @@ type Outcome struct {
 // comes, its signals reach every process of the command (see Watch).
 func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int, w Watch) (Outcome, error) {
 	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, _ *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
-		return runHelper(ctx, helper, spec, stdout, stderr, w.Signals)
+		return runHelper(ctx, helper, spec, stdio{stdout, stderr, nil, w.Input}, w.Signals)
 	})
 }
 
@@ -76,8 +76,18 @@ func outcome(ctx context.Context, timeout time.Duration, outputLimit int, w Watc
 	return out, err
 }
 
-func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr io.Writer, signals <-chan syscall.Signal) (Status, time.Duration, error) {
+func runHelper(ctx context.Context, helper *Program, spec Spec, out stdio, signals <-chan syscall.Signal) (Status, time.Duration, error) {
 	var st Status
+	term, termWait, err := out.input.receive(out.stdout)
+	if err != nil {
+		return st, 0, err
+	}
+	// Returns once the helper has ended, and with it the command's tree.
+	defer termWait()
+	defer func() { closeAll([]*os.File{term}) }()
+	if spec.Terminal = out.input.winsize(); spec.Terminal != nil {
+		spec.Env = withTerminalEnv(spec.Env)
+	}
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return st, 0, err
@@ -92,12 +102,20 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr i
 
 	cmd := &exec.Cmd{Path: execPath(helperFD), Args: []string{"harness", HelperArg}}
 	cmd.Env = []string{} // the helper needs none; the command's is in the spec
-	cmd.Stdout, cmd.Stderr = stdout, stderr
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = out.input.stdin(), out.stdout, out.stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW, helper.f} // fds 3, 4 and helperFD
+	if term != nil {
+		for len(cmd.ExtraFiles) < termFD-3 {
+			cmd.ExtraFiles = append(cmd.ExtraFiles, nil)
+		}
+		cmd.ExtraFiles = append(cmd.ExtraFiles, term)
+	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
-		// Its own process group: a terminal's ^C reaches the parent,
-		// which then stops the tree through the helper.
-		Setpgid: true,
+		// A session of its own: a terminal's ^C reaches the parent, which
+		// then stops the tree through the helper, and the server's
+		// controlling terminal, if it has one, is not the command's
+		// (/dev/tty fails), so nothing of it reaches that terminal.
+		Setsid: true,
 		// The parent's death asks the helper to kill its tree.
 		Pdeathsig: syscall.SIGTERM,
 	}
@@ -110,6 +128,8 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, stdout, stderr i
 		return st, 0, fmt.Errorf("start the command helper %s: %w", helper.Path(), err)
 	}
 	_ = statusW.Close() // the helper holds its copy
+	closeAll([]*os.File{term})
+	term = nil
 	encErr := json.NewEncoder(specW).Encode(spec)
 	_ = specW.Close()
 

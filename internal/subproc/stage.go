@@ -50,9 +50,20 @@ func stage(started func()) Status {
 		// The caller searches again and starts anew (Status.Changed).
 		return Status{Error: err.Error(), Changed: true}
 	}
+	if spec.Terminal != nil {
+		// Made from the view's own devpts, before Landlock.
+		tty, err := makeTerminal(*spec.Terminal)
+		if err == nil {
+			err = takeTerminal(tty)
+		}
+		if err != nil {
+			return Status{Error: err.Error()}
+		}
+	}
 	c := *spec.Confine
-	// The view's /dev/shm is a tmpfs private to the command.
-	c.WritableRoots = append(c.WritableRoots, "/dev/shm")
+	// The view's /dev/shm is a tmpfs private to the command, and its
+	// /dev/pts the devpts instance of its own terminals.
+	c.WritableRoots = append(c.WritableRoots, "/dev/shm", "/dev/pts")
 	// bwrap masked every other socket the server found bound.
 	c.socketsMasked = true
 	if !c.Network {

@@ -55,6 +55,10 @@ type Spec struct {
 	Dir     string       `json:"dir"`
 	Env     []string     `json:"env"`
 	Confine *Confinement `json:"confine,omitempty"`
+	// Terminal, when set, gives the command a pseudo-terminal of this size
+	// as its controlling terminal, stdin, stdout and stderr (Input); set
+	// by Run and RunBwrap from Watch.Input, never by their caller.
+	Terminal *Winsize `json:"terminal,omitempty"`
 }
 
 // Confinement is what a confined command may do. Every field narrows; the

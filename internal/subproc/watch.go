@@ -20,6 +20,9 @@ type Watch struct {
 	// once to each process alive then. Ending the command for good is the
 	// context's job.
 	Signals <-chan syscall.Signal
+	// Input, when not nil, is the command's input while it runs: a stdin
+	// pipe or a terminal (see Input); nil gives it /dev/null.
+	Input *Input
 }
 
 // tee returns c, or a writer to both c and w when w is not nil.

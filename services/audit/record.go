@@ -118,7 +118,9 @@ const MaxCommandLine = 1024
 // Command is what a command call ran: its command line (cut to
 // MaxCommandLine bytes), working directory, exit code (nil when it did not
 // exit: a signal, a timeout, still running in the background) or signal,
-// the sizes of its output streams, the denials inferred from its output (the
+// the sizes of its output streams, for exec_input what was typed to it
+// (Input: redacted and cut as a command line, or a note that it was typed
+// while the terminal did not echo), the denials inferred from its output (the
 // markers), the network names the call was allowed and the ones the proxy
 // refused, and Journal: whether the journal can undo what it changed ("not
 // journaled", or the journal entry when --journal-commands is on). Each
@@ -131,6 +133,7 @@ type Command struct {
 	Exit             *int     `json:"exit,omitempty"`
 	Signal           string   `json:"signal,omitempty"`
 	Background       bool     `json:"background,omitempty"`
+	Input            string   `json:"input,omitempty"`
 	Stdout           int64    `json:"stdout_bytes"`
 	Stderr           int64    `json:"stderr_bytes"`
 	Denials          []string `json:"denials,omitempty"`

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -63,12 +64,30 @@ type Request struct {
 	// refuses the command. Set only for an approval given
 	// once, never for a session grant; ignored in the other modes.
 	LiftedReads []string
+	// Input, when not nil, is the command's input while it runs (issue
+	// 38): a stdin pipe, or a pseudo-terminal that is its controlling
+	// terminal, stdin, stdout and stderr (what it writes there is its
+	// Stdout; its Stderr stays empty). nil gives it /dev/null. The caller
+	// writes it while Run runs and closes it once Run has returned.
+	Input *Input
 	// AllowHosts are network hosts the user allowed this command alone to
 	// reach through the domain proxy (an approved allow_hosts), besides
 	// the configured names and the session's grants; a runner without
 	// the proxy (HostGranter) ignores them.
 	AllowHosts []string
 }
+
+// Input is a running command's standard input, a pipe or a terminal (see
+// internal/subproc's Input: Write, CloseInput, Resize, Close).
+type Input = subproc.Input
+
+// Winsize is a terminal's size in character cells.
+type Winsize = subproc.Winsize
+
+// NewInput returns a command's input: a pipe, or with terminal a
+// pseudo-terminal of size (zero: 24 rows by 80 columns). Errors: the pipe
+// cannot be made.
+func NewInput(terminal bool, size Winsize) (*Input, error) { return subproc.NewInput(terminal, size) }
 
 // HostGranter is a Runner whose confined commands reach the network
 // through a filtering proxy by name (--allow-domain under network deny),

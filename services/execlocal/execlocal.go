@@ -129,7 +129,7 @@ func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg e
 // Watch is what req asks to follow of its command while it runs: its output
 // as it comes and the signals to pass on.
 func Watch(req exec.Request) subproc.Watch {
-	return subproc.Watch{Stdout: req.Stdout, Stderr: req.Stderr, Signals: req.Signals}
+	return subproc.Watch{Stdout: req.Stdout, Stderr: req.Stderr, Signals: req.Signals, Input: req.Input}
 }
 
 // Result maps a subproc outcome to the runner's result: an error starting

@@ -71,6 +71,13 @@ type job struct {
 	// end it reports, since a sandboxed shell's end by a signal reaches
 	// the runner as an exit code (128+N).
 	killedBy atomic.Value
+	// input is an interactive command's stdin or terminal (exec with
+	// interactive or tty), nil for another; lastInput is when it last got
+	// input (Unix nanoseconds), idled that it was ended for having none
+	// for Config.InteractiveIdle.
+	input     *exec.Input
+	lastInput atomic.Int64
+	idled     atomic.Bool
 }
 
 // ended reports whether the command has ended.
@@ -90,7 +97,7 @@ func (j *job) state() string {
 		return stateRunning
 	case j.err != nil:
 		return stateFailed
-	case j.res.TimedOut:
+	case j.res.TimedOut, j.idled.Load():
 		return stateTimedOut
 	case j.res.Signal != "" || j.res.Cancelled || j.killer() != "":
 		return stateKilled
@@ -109,6 +116,7 @@ func (j *job) killer() string {
 // (session.Done) or when the tool is closed.
 type jobs struct {
 	runner exec.Runner
+	idle   time.Duration   // Config.InteractiveIdle
 	root   context.Context // cancelled by close
 	cancel context.CancelFunc
 
@@ -124,9 +132,9 @@ type sessionJobs struct {
 	list []*job
 }
 
-func newJobs(r exec.Runner) *jobs {
+func newJobs(r exec.Runner, idle time.Duration) *jobs {
 	root, cancel := context.WithCancel(context.Background())
-	return &jobs{runner: r, root: root, cancel: cancel, bySess: map[*session.Session]*sessionJobs{}}
+	return &jobs{runner: r, idle: idle, root: root, cancel: cancel, bySess: map[*session.Session]*sessionJobs{}}
 }
 
 // start runs req in the background for sess and returns its job at once;
@@ -166,12 +174,26 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 		signals: make(chan syscall.Signal), cancel: cancel, done: make(chan struct{}),
 	}
 	req.Stdout, req.Stderr, req.Signals = j.stdout, j.stderr, j.signals
+	if j.input = req.Input; j.input != nil {
+		j.lastInput.Store(j.started.UnixNano())
+		if j.input.Terminal() {
+			// One stream, kept as the text a model reads.
+			req.Stdout = &termText{w: j.stdout}
+		}
+		if m.idle > 0 {
+			m.wg.Add(1)
+			go func() { defer m.wg.Done(); j.endIdle(m.idle) }()
+		}
+	}
 	sj.list = append(sj.list, j)
 	m.wg.Add(1)
 	go func() {
 		defer m.wg.Done()
 		defer cancel()
 		j.res, j.err = m.runner.Run(ctx, req)
+		if req.Input != nil {
+			req.Input.Close()
+		}
 		ended()
 		close(j.done)
 		m.mu.Lock()
@@ -179,6 +201,27 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 		m.mu.Unlock()
 	}()
 	return j, nil
+}
+
+// endIdle ends j, an interactive command, once it has had no input for
+// idle (Config.InteractiveIdle), or returns when it ends.
+func (j *job) endIdle(idle time.Duration) {
+	for {
+		wait := idle - time.Since(time.Unix(0, j.lastInput.Load()))
+		if wait <= 0 {
+			j.idled.Store(true)
+			j.killedBy.Store(unix.SignalName(syscall.SIGKILL))
+			j.cancel()
+			return
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-t.C:
+		case <-j.done:
+			t.Stop()
+			return
+		}
+	}
 }
 
 // limitError refuses a background command (CodeBackgroundLimit).

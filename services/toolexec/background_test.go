@@ -40,11 +40,17 @@ type bg struct {
 
 func newBG(t *testing.T, cfg execsandbox.Config) *bg {
 	t.Helper()
+	return newBGWith(t, cfg, toolexec.Config{})
+}
+
+// newBGWith is newBG with the tool's config tcfg.
+func newBGWith(t *testing.T, cfg execsandbox.Config, tcfg toolexec.Config) *bg {
+	t.Helper()
 	requireLandlock(t)
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	r, err := execsandbox.New(cfg, exec.Config{}, w.pol)
 	require.NoError(t, err)
-	tl, err := toolexec.New(toolexec.Config{}, toolexec.Deps{Runner: r, Policy: w.pol})
+	tl, err := toolexec.New(tcfg, toolexec.Deps{Runner: r, Policy: w.pol})
 	require.NoError(t, err)
 	t.Cleanup(func() { assert.NoError(t, tl.Close(context.Background())) })
 	b := &bg{w: w, tracker: session.NewTracker(), tl: tl, tools: map[string]*tool.Tool{}}

@@ -36,6 +36,7 @@ type Job struct {
 	ExitCode   *int   `json:"exit_code,omitempty" jsonschema:"the shell's exit code once it ended; -1 when a signal ended it"`
 	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
 	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
+	Idle       bool   `json:"idle_ended,omitempty" jsonschema:"true: an interactive command ended (state timed_out) because it had no input for the idle limit"`
 	Started    string `json:"started" jsonschema:"when it started, RFC 3339"`
 	DurationMs int64  `json:"duration_ms" jsonschema:"how long it has run, or ran, in milliseconds"`
 	StdoutTail string `json:"stdout_tail,omitempty" jsonschema:"once it ended: the last 4 KiB (at most) of its standard output, read before or not"`
@@ -71,24 +72,36 @@ var signals = map[string]syscall.Signal{
 // it starts and what it changed is journaled when it ends (exit, kill,
 // timeout, the session's end), under this call's id.
 func (t *Tool) startBackground(ctx context.Context, c *guard.Call, workspace string, req exec.Request) tool.Result {
-	done, err := t.budgets.take(c.Principal, true)
-	if err != nil {
-		return tool.ErrorResult(err.Error(), CodePrincipalLimit)
-	}
-	snap := t.snapshot(ctx, workspace, req)
-	rec := audit.FromContext(ctx).Record()
-	bg := context.WithoutCancel(ctx)
-	j, err := t.jobs.start(c.Session, req, func() { done(); t.journal(bg, snap, rec) })
-	if err != nil {
-		done()
-		return tool.ErrorResult(err.Error(), CodeBackgroundLimit)
-	}
-	if snap != nil {
-		setJournal(ctx, "journaled when "+j.id+" ends, as the entry of call "+strconv.Quote(rec.Call))
+	j, fail := t.launch(ctx, c, workspace, req)
+	if fail != nil {
+		return *fail
 	}
 	v := Started{ID: j.id, Command: j.command, Background: true, Started: j.started.UTC().Format(time.RFC3339Nano)}
 	return tool.Result{Value: v, Text: "started in the background as " + j.id + " (in " + j.workdir + "); read its output with exec_output {\"id\":\"" +
 		j.id + "\"}, end it with exec_kill {\"id\":\"" + j.id + "\"}. It ends with the session."}
+}
+
+// launch starts req as a background command of the call's session (see
+// startBackground); fail is the result refusing it.
+func (t *Tool) launch(ctx context.Context, c *guard.Call, workspace string, req exec.Request) (j *job, fail *tool.Result) {
+	done, err := t.budgets.take(c.Principal, true)
+	if err != nil {
+		r := tool.ErrorResult(err.Error(), CodePrincipalLimit)
+		return nil, &r
+	}
+	snap := t.snapshot(ctx, workspace, req)
+	rec := audit.FromContext(ctx).Record()
+	bg := context.WithoutCancel(ctx)
+	j, err = t.jobs.start(c.Session, req, func() { done(); t.journal(bg, snap, rec) })
+	if err != nil {
+		done()
+		r := tool.ErrorResult(err.Error(), CodeBackgroundLimit)
+		return nil, &r
+	}
+	if snap != nil {
+		setJournal(ctx, "journaled when "+j.id+" ends, as the entry of call "+strconv.Quote(rec.Call))
+	}
+	return j, nil
 }
 
 // Output returns the exec_output tool: a background command's new output
@@ -226,6 +239,7 @@ func describe(j *job) Job {
 		v.Error = j.err.Error()
 		return v
 	}
+	v.Idle = j.idled.Load()
 	code := j.res.ExitCode
 	v.ExitCode, v.Signal = &code, j.res.Signal
 	if k := j.killer(); k != "" {
@@ -284,6 +298,9 @@ func status(j Job) string {
 	case stateKilled:
 		return "killed by " + j.Signal + " (" + ms + ")"
 	case stateTimedOut:
+		if j.Idle {
+			return "ended after no input for the idle limit (" + ms + ")"
+		}
 		return "timed out and killed (" + ms + ")"
 	}
 	return "exited with code " + strconv.Itoa(*j.ExitCode) + " (" + ms + ")"

@@ -63,7 +63,24 @@ func (t *Tool) Exec() *tool.Tool {
 			Description: "Start the command in the background (a dev server, a watcher) and return its id at once; read its output with exec_output, end it with exec_kill. " +
 				"It runs until it exits, is killed, or the session ends; at most " + strconv.Itoa(MaxBackground) + " at once per session.",
 		},
-	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background"}, Required: []string{"command"}}
+		"interactive": {
+			Type: "boolean",
+			Description: "Keep the command's standard input open (a REPL, a prompting installer): it runs as a background command; exec returns its output once it ends, " +
+				"goes quiet or wait_ms passes, with its id; type to it with exec_input. It ends when it exits, is killed, the session ends, or it has had no input for the idle limit.",
+		},
+		"tty": {
+			Type: "boolean",
+			Description: "Like interactive, on a terminal of its own (isatty true; stdout and stderr are one stream, returned as stdout with terminal control sequences removed, \r\n as \n). " +
+				"For programs that need one: a REPL's line editing, a password prompt, Ctrl-C as an interrupt.",
+		},
+		"rows": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(maxTermSize)), Description: "With tty: the terminal's rows (default 24)."},
+		"cols": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(maxTermSize)), Description: "With tty: the terminal's columns (default 80)."},
+		"wait_ms": {
+			Type: "integer", Minimum: jsonschema.Ptr(0.0), Maximum: jsonschema.Ptr(float64(MaxWait.Milliseconds())),
+			Description: "With interactive or tty: how long exec waits for output before returning (default " + strconv.FormatInt(DefaultWait.Milliseconds(), 10) +
+				"); it returns sooner when the command ends or its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
+		},
+	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background", "interactive", "tty", "rows", "cols", "wait_ms"}, Required: []string{"command"}}
 	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."
 	if t.g.Confines() {
 		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail;" +
@@ -102,6 +119,12 @@ type call struct {
 	timeout          time.Duration
 	timeoutSet       bool
 	background       bool
+	// interactive and tty: an interactive command (issue 38), on a
+	// terminal of size with tty; wait is how long exec waits for its
+	// first output.
+	interactive, tty bool
+	size             exec.Winsize
+	wait             time.Duration
 	esc              guard.Escalation
 }
 
@@ -166,6 +189,12 @@ func (t *Tool) run(ctx context.Context, c *guard.Call) tool.Result {
 			}
 		}
 		req.Policy = &policy
+	}
+	if args.interactive {
+		if !args.timeoutSet {
+			req.Timeout = 0
+		}
+		return t.startInteractive(ctx, c, workspace, req, args)
 	}
 	if args.background {
 		if !args.timeoutSet {
@@ -415,6 +444,9 @@ func parse(c *guard.Call) (call, error) {
 	}
 	if present("background") && json.Unmarshal(c.Args["background"], &a.background) != nil {
 		return a, guard.BadArg("background must be a boolean")
+	}
+	if err := parseInteractive(c, &a); err != nil {
+		return a, err
 	}
 	a.esc, err = c.Escalation()
 	return a, err

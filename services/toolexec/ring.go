@@ -82,3 +82,10 @@ func (r *ring) shrink(n int) {
 	data = append(data, r.buf[:r.start]...)
 	r.buf, r.start, r.limit = append([]byte(nil), data[len(data)-n:]...), 0, n
 }
+
+// written returns how many bytes were ever written.
+func (r *ring) written() int64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.total
+}

@@ -32,6 +32,8 @@ const (
 	DefaultTimeout       = 120 * time.Second
 	MaxTimeout           = 600 * time.Second
 	DefaultMaxConcurrent = 4
+	// DefaultInteractiveIdle is Config.InteractiveIdle's default.
+	DefaultInteractiveIdle = 30 * time.Minute
 )
 
 // Config tunes the tool. The zero value is valid.
@@ -59,6 +61,11 @@ type Config struct {
 	PrincipalMemory int64 `yaml:"principalMemory" json:"principalMemory"`
 	// PrincipalPids is PrincipalMemory for processes (--exec-pids).
 	PrincipalPids int64 `yaml:"principalPids" json:"principalPids"`
+	// InteractiveIdle ends an interactive command (exec with interactive
+	// or tty) that has had no input for this long (its start counts as
+	// input); 0 means DefaultInteractiveIdle, a negative value never.
+	// --exec-idle-timeout sets it (issue 38).
+	InteractiveIdle time.Duration `yaml:"interactiveIdle" json:"interactiveIdle"`
 }
 
 // Deps are what the tool needs: the runner and the policy service (for the
@@ -103,6 +110,13 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
+	idle := cfg.InteractiveIdle
+	switch {
+	case idle == 0:
+		idle = DefaultInteractiveIdle
+	case idle < 0:
+		idle = 0
+	}
 	log := deps.Logger
 	if log == nil {
 		log = zap.NewNop()
@@ -119,12 +133,12 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	}
 	return &Tool{
 		deps: deps, cfg: cfg, g: g, slots: fairshare.New(fairshare.Config{Slots: cfg.MaxConcurrent}),
-		budgets: newBudgets(cfg, deps.Runner), jobs: newJobs(deps.Runner), log: log.Named("toolexec"),
+		budgets: newBudgets(cfg, deps.Runner), jobs: newJobs(deps.Runner, idle), log: log.Named("toolexec"),
 	}, nil
 }
 
-// All returns exec, exec_kill and exec_output.
-func (t *Tool) All() []*tool.Tool { return []*tool.Tool{t.Exec(), t.Kill(), t.Output()} }
+// All returns exec, exec_kill, exec_output and exec_input.
+func (t *Tool) All() []*tool.Tool { return []*tool.Tool{t.Exec(), t.Kill(), t.Output(), t.Input()} }
 
 // Close kills every background command still running (their whole trees)
 // and refuses new ones; it returns when all have ended, or with ctx's error
