@@ -171,7 +171,7 @@ func TestServeEndToEnd(t *testing.T) {
 				assert.False(t, *tl.Annotations.OpenWorldHint, tl.Name)
 				assert.NotNil(t, tl.OutputSchema, tl.Name)
 			}
-			assert.ElementsMatch(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+			assert.ElementsMatch(t, []string{"delete", "edit", "exec", "exec_input", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 
 			res := callTool(t, cs, "read", map[string]any{"file_path": "notes.txt"})
 			require.False(t, res.IsError, text(res))

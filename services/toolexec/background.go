@@ -180,10 +180,8 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 			// One stream, kept as the text a model reads.
 			req.Stdout = &termText{w: j.stdout}
 		}
-		if m.idle > 0 {
-			m.wg.Add(1)
-			go func() { defer m.wg.Done(); j.endIdle(m.idle) }()
-		}
+		m.wg.Add(1)
+		go func() { defer m.wg.Done(); j.endIdle(m.idle) }()
 	}
 	sj.list = append(sj.list, j)
 	m.wg.Add(1)

@@ -63,8 +63,8 @@ type Config struct {
 	PrincipalPids int64 `yaml:"principalPids" json:"principalPids"`
 	// InteractiveIdle ends an interactive command (exec with interactive
 	// or tty) that has had no input for this long (its start counts as
-	// input); 0 means DefaultInteractiveIdle, a negative value never.
-	// --exec-idle-timeout sets it (issue 38).
+	// input); 0 means DefaultInteractiveIdle. --exec-idle-timeout sets it
+	// (issue 38).
 	InteractiveIdle time.Duration `yaml:"interactiveIdle" json:"interactiveIdle"`
 }
 
@@ -107,15 +107,15 @@ func New(cfg Config, deps Deps) (*Tool, error) {
 	if cfg.PrincipalMaxConcurrent < 0 || cfg.PrincipalMaxBackground < 0 || cfg.PrincipalMemory < 0 || cfg.PrincipalPids < 0 {
 		return nil, errors.New("toolexec: a principal's caps must not be negative")
 	}
+	if cfg.InteractiveIdle < 0 {
+		return nil, errors.New("toolexec: InteractiveIdle must not be negative")
+	}
 	if cfg.MaxConcurrent == 0 {
 		cfg.MaxConcurrent = DefaultMaxConcurrent
 	}
 	idle := cfg.InteractiveIdle
-	switch {
-	case idle == 0:
+	if idle == 0 {
 		idle = DefaultInteractiveIdle
-	case idle < 0:
-		idle = 0
 	}
 	log := deps.Logger
 	if log == nil {

@@ -72,9 +72,9 @@ var commands = []command{
 		name: "serve", synopsis: "[flags]",
 		summary: "serve the tools over MCP on stdin/stdout, or over HTTP with --listen",
 		about: "Serves the read, list, glob, grep, write, edit, mkdir, move and delete tools, and exec,\n" +
-			"exec_output and exec_kill unless --exec off, over MCP (JSON-RPC, one message a line) on\n" +
-			"stdin and stdout; one connection is one session. An MCP client starts it; see the\n" +
-			"README for a client configuration, or run `harness demo` to watch a session.\n" +
+			"exec_output, exec_kill and exec_input unless --exec off, over MCP (JSON-RPC, one message\n" +
+			"a line) on stdin and stdout; one connection is one session. An MCP client starts it;\n" +
+			"see the README for a client configuration, or run `harness demo` to watch a session.\n" +
 			"With --listen it serves Streamable HTTP at /mcp instead, many sessions at once, each\n" +
 			"held to its principal's workspaces (--token-file or --jwks-url, --principals).",
 		examples: []string{

@@ -552,7 +552,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "call with an unknown tool lists the tools", code: cli.ExitUsage,
 			args:     func(l layout) []string { return ws(l, "call", "frobnicate", "--args", `{}`) },
-			stderrIn: []string{`unknown tool "frobnicate"`, "delete, edit, exec, exec_kill, exec_output, glob, grep, list, mkdir, move, read, write"},
+			stderrIn: []string{`unknown tool "frobnicate"`, "delete, edit, exec, exec_input, exec_kill, exec_output, glob, grep, list, mkdir, move, read, write"},
 		},
 		{
 			name: "call without a tool name", code: cli.ExitUsage,
@@ -749,12 +749,12 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []map[string]any
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 12)
+				require.Len(t, tools, 13)
 				var names []string
 				for _, tl := range tools {
 					names = append(names, tl["name"].(string))
 				}
-				assert.Equal(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+				assert.Equal(t, []string{"delete", "edit", "exec", "exec_input", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 			},
 		},
 		{
@@ -763,7 +763,7 @@ func TestRun(t *testing.T) {
 			stdout: func(t *testing.T, _ layout, out string) {
 				var tools []mcp.Tool
 				require.NoError(t, json.Unmarshal([]byte(out), &tools))
-				require.Len(t, tools, 12)
+				require.Len(t, tools, 13)
 				assert.NotContains(t, out, "sandbox_permissions")
 				assert.NotContains(t, out, "justification")
 			},
@@ -1094,7 +1094,7 @@ func TestServe(t *testing.T) {
 	for _, tl := range list.Tools {
 		names = append(names, tl.Name)
 	}
-	assert.Equal(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+	assert.Equal(t, []string{"delete", "edit", "exec", "exec_input", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "read", Arguments: map[string]any{"file_path": "a.txt"}})
 	require.NoError(t, err)

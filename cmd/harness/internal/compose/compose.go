@@ -151,13 +151,17 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 
 // toolexecConfig is the command tools' configuration of cfg: over HTTP
 // (--listen), each principal's share of the command slots and its caps in
-// all (config.Config.PrincipalCaps); over stdio, one client, none.
+// all (config.Config.PrincipalCaps); over stdio, one client, none; and the
+// interactive commands' idle limit (--exec-idle-timeout).
 func toolexecConfig(cfg config.Config) toolexec.Config {
 	if cfg.Listen == "" {
-		return toolexec.Config{}
+		return toolexec.Config{InteractiveIdle: cfg.ExecIdleTimeout}
 	}
 	_, commands, background, memory, pids := cfg.PrincipalCaps()
-	return toolexec.Config{PrincipalMaxConcurrent: commands, PrincipalMaxBackground: background, PrincipalMemory: memory, PrincipalPids: pids}
+	return toolexec.Config{
+		PrincipalMaxConcurrent: commands, PrincipalMaxBackground: background, PrincipalMemory: memory, PrincipalPids: pids,
+		InteractiveIdle: cfg.ExecIdleTimeout,
+	}
 }
 
 // TraceLevel is the log level below debug (--log-level trace): the

@@ -102,7 +102,7 @@ func TestGraph(t *testing.T) {
 			for _, tl := range tool.Sorted(mapValues(tools)) {
 				names = append(names, tl.Name)
 			}
-			require.Equal(t, []string{"delete", "edit", "exec", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
+			require.Equal(t, []string{"delete", "edit", "exec", "exec_input", "exec_kill", "exec_output", "glob", "grep", "list", "mkdir", "move", "read", "write"}, names)
 
 			confines := tc.fs == "sandbox"
 			for _, name := range []string{"write", "edit"} {

@@ -176,6 +176,9 @@ type Config struct {
 	// CallWait bounds how long a call waits for a slot before SERVER_BUSY;
 	// 0 means 30s.
 	CallWait time.Duration `yaml:"call-wait"`
+	// ExecIdleTimeout ends an interactive command (exec with interactive
+	// or tty) that has had no input for this long; 0 means 30m.
+	ExecIdleTimeout time.Duration `yaml:"exec-idle-timeout"`
 
 	// Invariants turns on the runtime contract checks.
 	Invariants bool `yaml:"invariants"`
@@ -340,6 +343,7 @@ func (c *Config) Validate() error {
 		{"max-concurrent-calls", int64(c.MaxConcurrentCalls)},
 		{"max-waiting-calls", int64(c.MaxWaitingCalls)},
 		{"call-wait", int64(c.CallWait)},
+		{"exec-idle-timeout", int64(c.ExecIdleTimeout)},
 		{"journal-max-bytes", c.JournalMaxBytes},
 		{"audit-max-bytes", c.AuditMaxBytes},
 	} {

@@ -695,7 +695,7 @@ func TestFlagsRegistration(t *testing.T) {
 	assert.ElementsMatch(t, []string{
 		"config", "fs", "mode", "workspace", "roots-timeout", "temp-root", "shared-temp", "landlock", "protect", "read-limit", "read-max-line-length",
 		"read-max-bytes", "read-stream-min-size", "list-limit", "write-max-bytes", "result-text-max-bytes", "max-concurrent-calls", "invariants", "log-level", "log-format",
-		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids",
+		"writable-root", "exec", "network", "unix-sockets", "unix-socket", "allow-domain", "exec-env", "exec-isolation", "exec-memory", "exec-pids", "exec-idle-timeout",
 		"durability", "workspace-owner", "journal-max-bytes",
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands", "gpg-agent",
@@ -825,6 +825,9 @@ func TestExecIsolationAndLimits(t *testing.T) {
 	cfg = mustLoad(t, nil, map[string]string{"HARNESS_EXEC_MEMORY": "none", "HARNESS_EXEC_PIDS": "-1"})
 	assert.Equal(t, "none", cfg.ExecMemory)
 	assert.Equal(t, -1, cfg.ExecPids)
+	// Issue 38: the interactive commands' idle limit.
+	assert.Equal(t, 90*time.Second, mustLoad(t, []string{"--exec-idle-timeout", "90s"}, nil).ExecIdleTimeout)
+	assert.Equal(t, time.Hour, mustLoad(t, nil, map[string]string{"HARNESS_EXEC_IDLE_TIMEOUT": "1h"}).ExecIdleTimeout)
 
 	sizes := []struct {
 		in   string
@@ -839,7 +842,7 @@ func TestExecIsolationAndLimits(t *testing.T) {
 		_, err := config.ParseSize(bad)
 		assert.Error(t, err, bad)
 	}
-	for _, args := range [][]string{{"--exec-isolation", "docker"}, {"--exec-memory", "2X"}, {"--exec-pids", "-2"}} {
+	for _, args := range [][]string{{"--exec-isolation", "docker"}, {"--exec-memory", "2X"}, {"--exec-pids", "-2"}, {"--exec-idle-timeout", "-1s"}} {
 		fs := flag.NewFlagSet("test", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
 		loader := config.Flags(fs, envOf(nil))

@@ -74,6 +74,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 		isolation  = fs.String("exec-isolation", def.ExecIsolation, "how confined commands are isolated (`kind`): bwrap (a bubblewrap world, Landlock and seccomp beneath) or landlock (Landlock and seccomp only, for hosts without bubblewrap)")
 		execMem    = fs.String("exec-memory", "", "a confined command's memory cap (`size`, such as 512M or 4G; none: no cap; default 2G)")
 		execPids   = fs.Int("exec-pids", 0, "a confined command's process cap (`count`; -1: no cap; 0: 512)")
+		execIdle   = fs.Duration("exec-idle-timeout", 0, "how long an interactive command (exec with interactive or tty) may go without input before it is ended (`duration`; 0: 30m)")
 		readLimit  = fs.Int("read-limit", 0, "`lines` one read returns at most (0: 2000)")
 		lineLen    = fs.Int("read-max-line-length", 0, "code `points` kept of a line (0: 2000)")
 		readBytes  = fs.Int("read-max-bytes", 0, "`bytes` one read, or one grep in content mode, returns at most (0: 51200)")
@@ -155,6 +156,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 			"exec-isolation":        func() { cfg.ExecIsolation = *isolation },
 			"exec-memory":           func() { cfg.ExecMemory = *execMem },
 			"exec-pids":             func() { cfg.ExecPids = *execPids },
+			"exec-idle-timeout":     func() { cfg.ExecIdleTimeout = *execIdle },
 			"journal-commands":      func() { cfg.JournalCommands = *journalCmds },
 			"read-limit":            func() { cfg.ReadLimit = *readLimit },
 			"read-max-line-length":  func() { cfg.ReadMaxLineLength = *lineLen },
@@ -402,6 +404,13 @@ func applyEnv(cfg *Config, getenv func(string) string, source map[string]string)
 			}
 			*i.dst = n
 		}
+	}
+	if v := lookup("EXEC_IDLE_TIMEOUT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			return fmt.Errorf("%sEXEC_IDLE_TIMEOUT: not a duration (such as 30m): %q", EnvPrefix, v)
+		}
+		cfg.ExecIdleTimeout = d
 	}
 	if v := lookup("CALL_WAIT"); v != "" {
 		d, err := time.ParseDuration(v)
