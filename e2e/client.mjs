@@ -155,7 +155,7 @@ async function run() {
   // required command and background, exec_output and exec_kill with their
   // arguments, and otherwise have their own checks.
   const listed = (await client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools;
-  const commandTools = ['exec', 'exec_kill', 'exec_output'];
+  const commandTools = ['exec', 'exec_input', 'exec_kill', 'exec_output'];
   const execTool = listed.find((t) => t.name === 'exec');
   assert.deepEqual(execTool?.inputSchema?.required, ['command'], `exec: inputSchema.required: ${JSON.stringify(execTool?.inputSchema)}`);
   assert.equal(execTool.inputSchema.properties?.background?.type, 'boolean', `exec: background: ${JSON.stringify(execTool.inputSchema)}`);
@@ -376,6 +376,7 @@ async function run() {
   await runEscalation();
   await runLong();
   await runBackground();
+  await runREPL();
 }
 
 // runRoots drives a second server, started without --workspace, whose
@@ -561,6 +562,62 @@ async function runBackground() {
     assert.deepEqual(Object.keys(res.structuredContent), ['commands'], `exec_output without id: ${JSON.stringify(res.structuredContent)}`);
     assert.equal(res.structuredContent.commands[0].state, 'killed');
     ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; it then stays listed as killed, with its output's tail`);
+  } finally {
+    await srv.close();
+  }
+}
+
+// runREPL (issue 38) drives node's REPL on a terminal of its own through
+// exec with tty and exec_input: it answers 6*7 with 42, Ctrl-C abandons a
+// line, and .exit ends it with code 0; what the client reads has no
+// terminal control sequence and no carriage return.
+async function runREPL() {
+  const dir = fs.realpathSync(fs.mkdtempSync(path.join(os.tmpdir(), 'harness-e2e-repl-')));
+  extraDirs.push(dir);
+  const srv = await startServer('repl', ['serve', '--workspace', dir, '--mode', 'workspace-write', '--temp-root', dir,
+    '--log-level', logLevel], dir);
+  try {
+    const node = process.execPath;
+    let res = await srv.call('exec', { command: `exec '${node}' --interactive`, tty: true, wait_ms: 10000 });
+    expectSuccess(res, 'exec tty');
+    const { id } = res.structuredContent;
+    assert.ok(typeof id === 'string' && id !== '', `exec tty: id: ${JSON.stringify(res.structuredContent)}`);
+    let screen = res.structuredContent.stdout ?? '';
+    const until = async (want, what) => {
+      for (let i = 0; !screen.includes(want); i++) {
+        assert.ok(i < 100, `${what}: no ${JSON.stringify(want)} in ${JSON.stringify(screen)}`);
+        const r = await srv.call('exec_output', { id });
+        expectSuccess(r, 'exec_output');
+        screen += r.structuredContent.stdout ?? '';
+        if (!screen.includes(want)) await new Promise((ok) => setTimeout(ok, 50));
+      }
+    };
+    await until('> ', 'the REPL prompt');
+    res = await srv.call('exec_input', { id, input: '6*7\n', wait_ms: 5000 });
+    expectSuccess(res, 'exec_input 6*7');
+    screen += res.structuredContent.stdout ?? '';
+    await until('42', 'the answer');
+    res = await srv.call('exec_input', { id, input: 'let unfinished = (\n', wait_ms: 2000 });
+    expectSuccess(res, 'exec_input of an unfinished line');
+    screen += res.structuredContent.stdout ?? '';
+    res = await srv.call('exec_input', { id, input: '\u0003', wait_ms: 2000 });
+    expectSuccess(res, 'exec_input Ctrl-C');
+    screen += res.structuredContent.stdout ?? '';
+    res = await srv.call('exec_input', { id, input: '"again " + (1+1)\n', wait_ms: 5000 });
+    expectSuccess(res, 'exec_input after Ctrl-C');
+    screen += res.structuredContent.stdout ?? '';
+    await until("'again 2'", 'the REPL after Ctrl-C');
+    res = await srv.call('exec_input', { id, input: '.exit\n', wait_ms: 5000 });
+    expectSuccess(res, 'exec_input .exit');
+    for (let i = 0; res.structuredContent.state === 'running'; i++) {
+      assert.ok(i < 100, `the REPL did not end: ${JSON.stringify(res.structuredContent)}`);
+      await new Promise((ok) => setTimeout(ok, 50));
+      res = await srv.call('exec_output', { id });
+    }
+    assert.equal(res.structuredContent.state, 'exited', `the REPL's end: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.exit_code, 0, `the REPL's end: ${JSON.stringify(res.structuredContent)}`);
+    assert.ok(!/[\r\u001b]/.test(screen), `terminal control left in ${JSON.stringify(screen)}`);
+    ok(`interactive (tty): node's REPL as ${id} answered 6*7 with 42 through exec_input, Ctrl-C abandoned a line and it answered again, .exit ended it with code 0; the screen read as text`);
   } finally {
     await srv.close();
   }
