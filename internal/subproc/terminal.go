@@ -19,7 +19,7 @@ import (
 const termFD = netNetFD + 1
 
 // terminalEnv is what a command with a terminal gets as TERM unless its
-// environment names one: a terminal without cursor addressing or colours,
+// environment names one: a terminal without cursor addressing or colors,
 // so programs write plain text a model can read.
 const terminalEnv = "TERM=dumb"
 

@@ -4,7 +4,7 @@ import "io"
 
 // termText reduces what a command writes to its terminal to the text a
 // model reads (issue 38), before it is kept: escape sequences (CSI, such
-// as colours and cursor moves; OSC, DCS and the other string sequences;
+// as colors and cursor moves; OSC, DCS and the other string sequences;
 // two-byte ones) are dropped; "\r\n" becomes "\n" and a lone "\r" (a line
 // drawn again, as progress bars do) a "\n"; other control characters but
 // tab and newline are dropped. It keeps its state between writes, so a
