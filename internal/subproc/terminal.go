@@ -5,6 +5,7 @@ import (
 	"io"
 	"net"
 	"os"
+	"strings"
 	"sync"
 	"time"
 
@@ -18,9 +19,10 @@ import (
 // (below bwrapArgsFD).
 const termFD = netNetFD + 1
 
-// terminalEnv is what a command with a terminal gets as TERM unless its
-// environment names one: a terminal without cursor addressing or colors,
-// so programs write plain text a model can read.
+// terminalEnv is a terminal command's TERM, in place of any other (the
+// server's TERM names the server's terminal, not the command's): a terminal
+// without cursor addressing or colors, so programs write plain text a
+// model can read.
 const terminalEnv = "TERM=dumb"
 
 // Errors of Input.
@@ -398,40 +400,13 @@ func takeTerminal(tty *os.File) error {
 	return tty.Close()
 }
 
-// withTerminalEnv returns env with TERM set to terminalEnv unless it names
-// one.
+// withTerminalEnv returns env with TERM set to terminalEnv.
 func withTerminalEnv(env []string) []string {
+	out := make([]string, 0, len(env)+1)
 	for _, kv := range env {
-		if len(kv) >= 5 && kv[:5] == "TERM=" {
-			return env
+		if !strings.HasPrefix(kv, "TERM=") {
+			out = append(out, kv)
 		}
 	}
-	return append(env[:len(env):len(env)], terminalEnv)
-}
-
-// Echoes reports whether what is written is echoed back: a terminal's
-// ECHO flag, off while a program reads a password or a one-time code; a
-// pipe is taken as echoing (nothing tells). A terminal not ready or gone
-// reports true.
-func (in *Input) Echoes() bool {
-	if !in.terminal {
-		return true
-	}
-	in.mu.Lock()
-	f := in.master
-	in.mu.Unlock()
-	if f == nil {
-		return true
-	}
-	rc, err := f.SyscallConn()
-	if err != nil {
-		return true
-	}
-	echo := true
-	_ = rc.Control(func(fd uintptr) {
-		if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
-			echo = t.Lflag&unix.ECHO != 0
-		}
-	})
-	return echo
+	return append(out, terminalEnv)
 }

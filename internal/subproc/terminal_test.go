@@ -71,7 +71,7 @@ func isolations(t *testing.T) []struct {
 func start(t *testing.T, run runnerFunc, command string, in *subproc.Input) (*screen, func() subproc.Outcome) {
 	t.Helper()
 	scr := &screen{}
-	spec := subproc.Spec{Command: command, Dir: t.TempDir(), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin"}}
+	spec := subproc.Spec{Command: command, Dir: t.TempDir(), Env: []string{"PATH=/usr/local/bin:/usr/bin:/bin", "TERM=xterm-256color"}}
 	type result struct {
 		out subproc.Outcome
 		err error

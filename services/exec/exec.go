@@ -97,6 +97,16 @@ type HostGranter interface {
 	GrantsHosts() bool
 }
 
+// Describer is a Runner that says, before a command of policy runs, how it
+// will be confined: the part of Result.Confinement the policy and the
+// runner's configuration decide (network, Unix sockets, read-only mounts,
+// the user), without what only a run finds (masked and reserved paths,
+// refused hosts, disarmed git state). nil when the mode is not confined.
+// The exec tool judges a running interactive command's output by it.
+type Describer interface {
+	Describe(policy sandbox.ExecutionPolicy) *Confinement
+}
+
 // Capped is a Runner whose commands each run under a cap of memory and of
 // processes (execsandbox's --exec-memory and --exec-pids): what one command
 // may take, which a principal's caps in all count (services/toolexec).

@@ -176,6 +176,16 @@ func (r *Runner) confinement(policy sandbox.ExecutionPolicy, named []string) *ex
 	return c
 }
 
+// Describe is exec.Describer's: how a command of policy will be
+// confined (confinement without the named sockets, which a run finds);
+// nil under danger-full-access.
+func (r *Runner) Describe(policy sandbox.ExecutionPolicy) *exec.Confinement {
+	if policy.Mode == sandbox.DangerFullAccess || !policy.Mode.Valid() {
+		return nil
+	}
+	return r.confinement(policy, nil)
+}
+
 // serverUser is the server's effective uid and its groups, the primary
 // first.
 func serverUser() (uint32, []uint32) {

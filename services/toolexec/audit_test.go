@@ -296,3 +296,51 @@ func TestUserNamespacesExplained(t *testing.T) {
 	assert.Contains(t, res.Text, "--no-sandbox")
 	assert.Contains(t, res.Text, "exit code 1")
 }
+
+// TestAuditRecordsInput (issue 38): exec_input's record names the command
+// typed to and keeps what was typed, redacted as a command line is; what
+// is typed while the terminal does not echo (a password prompt) is not
+// recorded at all.
+func TestAuditRecordsInput(t *testing.T) {
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	tl, sink := audited(t, w.pol, execsandbox.Config{})
+	var input *tool.Tool
+	for _, x := range tl.All() {
+		if x.Name == "exec_input" {
+			input = x
+		}
+	}
+	require.NotNil(t, input)
+	cmd := `read -r a; echo "a=$a"; stty -echo; echo secret-prompt; read -r p; stty echo; echo "p=${#p}"; read -r b`
+	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": cmd, "tty": true, "wait_ms": 0})
+	require.False(t, res.IsError, res.Text)
+	id := res.Value.(toolexec.Output).ID
+	sink.last(t)
+
+	const token = "ghp_abcdefghijklmnopqrstuvwxyz0123456789"
+	res = auCall(t, input, w.sess, "", map[string]any{"id": id, "input": "curl -H 'Authorization: Bearer " + token + "'\n", "wait_ms": 5000})
+	require.False(t, res.IsError, res.Text)
+	r := sink.last(t, token)
+	require.NotNil(t, r.Command)
+	assert.Equal(t, "exec_input", r.Tool)
+	assert.Equal(t, cmd, r.Command.Line)
+	assert.True(t, r.Command.Background)
+	assert.Contains(t, r.Command.Input, "curl -H 'Authorization: ")
+
+	const password = "hunter2-NOT-RECORDED"
+	screen := res.Value.(toolexec.Output).Stdout
+	require.Eventually(t, func() bool {
+		out := auCall(t, tl.Output(), w.sess, "", map[string]any{"id": id})
+		sink.last(t)
+		screen += out.Value.(toolexec.Output).Stdout
+		return strings.Contains(screen, "secret-prompt")
+	}, 20*time.Second, 20*time.Millisecond)
+	res = auCall(t, input, w.sess, "", map[string]any{"id": id, "input": password + "\n", "wait_ms": 5000})
+	require.False(t, res.IsError, res.Text)
+	assert.NotContains(t, res.Text, password, "not echoed")
+	r = sink.last(t, password)
+	assert.Equal(t, "[typed while the terminal did not echo: not recorded]", r.Command.Input)
+	res = auCall(t, input, w.sess, "", map[string]any{"id": id, "input": "visible\n", "wait_ms": 5000})
+	require.False(t, res.IsError, res.Text)
+	assert.Equal(t, "visible\n", sink.last(t).Command.Input)
+}

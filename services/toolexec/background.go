@@ -78,6 +78,12 @@ type job struct {
 	input     *exec.Input
 	lastInput atomic.Int64
 	idled     atomic.Bool
+	// req and conf judge an interactive command's output while it runs
+	// (runningDenial): its request, and how the runner said it would be
+	// confined (exec.Describer; nil when it cannot say or it is not
+	// confined).
+	req  exec.Request
+	conf *exec.Confinement
 }
 
 // ended reports whether the command has ended.
@@ -176,6 +182,10 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 	req.Stdout, req.Stderr, req.Signals = j.stdout, j.stderr, j.signals
 	if j.input = req.Input; j.input != nil {
 		j.lastInput.Store(j.started.UnixNano())
+		j.req = req
+		if d, ok := m.runner.(exec.Describer); ok && req.Policy != nil {
+			j.conf = d.Describe(*req.Policy)
+		}
 		if j.input.Terminal() {
 			// One stream, kept as the text a model reads.
 			req.Stdout = &termText{w: j.stdout}

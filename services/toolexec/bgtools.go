@@ -269,6 +269,9 @@ func (t *Tool) readJob(j *job) tool.Result {
 		// ended: the sandbox's marker and the line naming each.
 		b.WriteString("\n" + sandbox.DenialMarker(j.mode) + "\n" + disarmedDetail(j.res.Confinement.Disarmed))
 	}
+	if r, ok := t.runningDenial(j, v, b.String()); ok {
+		return r
+	}
 	return tool.Result{Text: b.String(), Value: v}
 }
 

@@ -311,3 +311,36 @@ func recordInput(ctx context.Context, j *job, input string) {
 		r.Command = &audit.Command{Line: commandLine(j.command), Workdir: j.workdir, Background: true, Input: typed, Journal: audit.NotJournaled}
 	})
 }
+
+// runningDenial judges the output an interactive command wrote since the
+// last read (its terminal's stream, or its stderr) as a finished command's
+// is judged (render), whatever its state: a line showing the sandbox
+// refusing a write, or the network, is the guard's denial with the marker
+// and the escalation hint, the command's state and output in its text (a
+// REPL goes on after a refused write; the model learns why it failed when
+// it reads it). Read denials need the paths masked in the run's view,
+// which only its end reports: not judged here.
+func (t *Tool) runningDenial(j *job, v Output, text string) (tool.Result, bool) {
+	if j.input == nil || j.conf == nil || j.req.Policy == nil {
+		return tool.Result{}, false
+	}
+	out := v.Stderr
+	if j.input.Terminal() {
+		out = v.Stdout
+	}
+	if out == "" {
+		return tool.Result{}, false
+	}
+	policy := *j.req.Policy
+	if d, ok := t.inferFileDenial(policy, j.conf, j.req, out); ok {
+		r := t.g.Denied(policy, d.detail(), text)
+		r.Value = v
+		return r, true
+	}
+	if detail, ok := inferNetworkDenial(j.conf, out); ok {
+		r := t.g.DeniedNetwork(policy, detail, text)
+		r.Value = v
+		return r, true
+	}
+	return tool.Result{}, false
+}

@@ -1,7 +1,10 @@
 package toolexec_test
 
 import (
+	"encoding/json"
 	"os"
+	osexec "os/exec"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -11,6 +14,8 @@ import (
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/execsandbox"
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/toolexec"
 )
@@ -238,4 +243,78 @@ func sleepers(t *testing.T, m string) []string {
 		}
 	}
 	return found
+}
+
+// TestDenialInsideAnInteractiveCommand (issue 38): a write outside the
+// roots refused inside a running interactive shell, on a terminal or
+// with a stdin pipe, is reported with the sandbox's marker when its output
+// is read, while the shell goes on; nothing is written outside.
+func TestDenialInsideAnInteractiveCommand(t *testing.T) {
+	b := newBG(t, execsandbox.Config{})
+	for _, c := range []struct {
+		name string
+		args map[string]any
+	}{
+		{"terminal", map[string]any{"command": "sh -i", "tty": true}},
+		{"pipe", map[string]any{"command": "sh", "interactive": true}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			target := filepath.Join(b.w.outside, c.name)
+			id, _ := b.interactive(t, b.sess, c.args)
+			res := b.call(t, b.sess, "exec_input", map[string]any{"id": id, "input": "echo x > " + target + "; echo after-$?\n", "wait_ms": 10000})
+			require.True(t, res.IsError, res.Text)
+			assert.Equal(t, fs.CodeSandboxDenied, res.Code, res.Text)
+			assert.Contains(t, res.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite))
+			assert.Contains(t, res.Text, target)
+			v := res.Value.(toolexec.Output)
+			assert.Equal(t, "running", v.State)
+			assert.Contains(t, v.Stdout, "after-2")
+			assert.NoFileExists(t, target)
+			out := b.typeTo(t, b.sess, id, map[string]any{"input": "echo fine\n", "wait_ms": 10000})
+			assert.Contains(t, out.Stdout, "fine")
+			b.typeTo(t, b.sess, id, map[string]any{"input": "exit 3\n", "wait_ms": 10000})
+			reads := b.until(t, b.sess, id, func(o toolexec.Output) bool { return o.State != "running" })
+			require.NotNil(t, reads[len(reads)-1].ExitCode)
+			assert.Equal(t, 3, *reads[len(reads)-1].ExitCode)
+		})
+	}
+}
+
+// TestNpmInitAnswered (issue 38): npm init, without -y, on a terminal,
+// completes through its questions answered one by one (a name typed, the
+// rest their defaults), with the registry denied, and writes the
+// package.json it showed.
+func TestNpmInitAnswered(t *testing.T) {
+	npm, err := osexec.LookPath("npm")
+	if err != nil {
+		t.Skip("npm is not installed (Node 20 and npm: apt-get install nodejs npm)")
+	}
+	b := newBG(t, execsandbox.Config{})
+	id, first := b.interactive(t, b.sess, map[string]any{"command": npm + " init", "tty": true, "wait_ms": 10000})
+	screen := b.untilText(t, b.sess, id, first.Stdout, "package name:")
+	out := b.typeTo(t, b.sess, id, map[string]any{"input": "answered-pkg\n", "wait_ms": 5000})
+	screen += out.Stdout
+	screen = b.untilText(t, b.sess, id, screen, "version:")
+	// The rest of the questions (their number differs between npm
+	// versions) take their defaults, one answer each.
+	for i := 0; !strings.Contains(screen, "Is this OK?"); i++ {
+		require.Less(t, i, 20, "npm init asked no confirmation: %s", screen)
+		out = b.typeTo(t, b.sess, id, map[string]any{"input": "\n", "wait_ms": 5000})
+		screen += out.Stdout
+	}
+	for _, q := range []string{"description:", "entry point:", "test command:", "git repository:", "keywords:", "author:", "license:"} {
+		assert.Contains(t, screen, q)
+	}
+	b.typeTo(t, b.sess, id, map[string]any{"input": "yes\n", "wait_ms": 10000})
+	reads := b.until(t, b.sess, id, func(o toolexec.Output) bool { return o.State != "running" })
+	end := reads[len(reads)-1]
+	require.NotNil(t, end.ExitCode, "%+v", end)
+	assert.Equal(t, 0, *end.ExitCode, "%s%+v", screen, end)
+	raw, err := os.ReadFile(filepath.Join(b.w.ws, "package.json"))
+	require.NoError(t, err, screen)
+	var pkg map[string]any
+	require.NoError(t, json.Unmarshal(raw, &pkg))
+	assert.Equal(t, "answered-pkg", pkg["name"])
+	assert.Equal(t, "1.0.0", pkg["version"])
+	assert.Equal(t, "ISC", pkg["license"])
 }
