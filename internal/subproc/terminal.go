@@ -410,3 +410,30 @@ func withTerminalEnv(env []string) []string {
 	}
 	return append(out, terminalEnv)
 }
+
+// Echoes reports whether what is written is echoed back: a terminal's
+// ECHO flag, off while a program reads a password or a one-time code; a
+// pipe is taken as echoing (nothing tells). A terminal not ready or gone
+// reports true.
+func (in *Input) Echoes() bool {
+	if !in.terminal {
+		return true
+	}
+	in.mu.Lock()
+	f := in.master
+	in.mu.Unlock()
+	if f == nil {
+		return true
+	}
+	rc, err := f.SyscallConn()
+	if err != nil {
+		return true
+	}
+	echo := true
+	_ = rc.Control(func(fd uintptr) {
+		if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
+			echo = t.Lflag&unix.ECHO != 0
+		}
+	})
+	return echo
+}
