@@ -312,8 +312,8 @@ func recordInput(ctx context.Context, j *job, input string) {
 	})
 }
 
-// runningDenial judges the output an interactive command wrote since the
-// last read (its terminal's stream, or its stderr) as a finished command's
+// runningDenial (X-11d) judges the output an interactive command wrote
+// since the last read (its terminal's stream, or its stderr) as a finished command's
 // is judged (render), whatever its state: a line showing the sandbox
 // refusing a write, or the network, is the guard's denial with the marker
 // and the escalation hint, the command's state and output in its text (a
