@@ -3,6 +3,8 @@ package subproc_test
 import (
 	"bytes"
 	"context"
+	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
@@ -57,6 +59,14 @@ func isolations(t *testing.T) []struct {
 		}},
 		{"helper, Landlock", func(ctx context.Context, spec subproc.Spec, w subproc.Watch) (subproc.Outcome, error) {
 			spec.Confine = &subproc.Confinement{WritableRoots: []string{spec.Dir}}
+			return subproc.Run(ctx, helperProgram(t), spec, 0, 1<<20, w)
+		}},
+		{"helper, Landlock, protected paths in a mount namespace", func(ctx context.Context, spec subproc.Spec, w subproc.Watch) (subproc.Outcome, error) {
+			git := filepath.Join(spec.Dir, ".git")
+			if err := os.Mkdir(git, 0o755); err != nil {
+				return subproc.Outcome{}, err
+			}
+			spec.Confine = &subproc.Confinement{WritableRoots: []string{spec.Dir}, ReadOnlyPaths: []string{git}}
 			return subproc.Run(ctx, helperProgram(t), spec, 0, 1<<20, w)
 		}},
 		{"bubblewrap", func(ctx context.Context, spec subproc.Spec, w subproc.Watch) (subproc.Outcome, error) {
