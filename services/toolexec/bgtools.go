@@ -36,6 +36,7 @@ type Job struct {
 	ExitCode   *int   `json:"exit_code,omitempty" jsonschema:"the shell's exit code once it ended; -1 when a signal ended it"`
 	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
 	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
+	Input      string `json:"input,omitempty" jsonschema:"an interactive command's input, which exec_input types to: stdin (a pipe) or terminal; absent for another"`
 	Idle       bool   `json:"idle_ended,omitempty" jsonschema:"true: an interactive command ended (state timed_out) because it had no input for the idle limit"`
 	Started    string `json:"started" jsonschema:"when it started, RFC 3339"`
 	DurationMs int64  `json:"duration_ms" jsonschema:"how long it has run, or ran, in milliseconds"`
@@ -230,6 +231,13 @@ func unknownID(id string) tool.Result {
 // final (read before its output, so that output is complete).
 func describe(j *job) Job {
 	v := Job{ID: j.id, Command: j.command, Workdir: j.workdir, State: j.state(), Started: j.started.UTC().Format(time.RFC3339Nano)}
+	switch {
+	case j.input == nil:
+	case j.input.Terminal():
+		v.Input = "terminal"
+	default:
+		v.Input = "stdin"
+	}
 	if v.State == stateRunning {
 		v.DurationMs = time.Since(j.started).Milliseconds()
 		return v

@@ -82,6 +82,7 @@ func TestPythonREPLOnATerminal(t *testing.T) {
 	reads := b.until(t, b.sess, id, func(o toolexec.Output) bool { return o.State != "running" })
 	end := reads[len(reads)-1]
 	assert.Equal(t, "exited", end.State, "%+v", end)
+	assert.Equal(t, "terminal", end.Input)
 	require.NotNil(t, end.ExitCode)
 	// CPython's own code: 130 once a KeyboardInterrupt reached its loop.
 	assert.Contains(t, []int{0, 130}, *end.ExitCode)
@@ -207,7 +208,9 @@ func TestInteractiveIdleEnds(t *testing.T) {
 	end := reads[len(reads)-1]
 	assert.Equal(t, "timed_out", end.State)
 	assert.True(t, end.Idle)
-	assert.Equal(t, "running", b.read(t, b.sess, kept).State)
+	v := b.read(t, b.sess, kept)
+	assert.Equal(t, "running", v.State)
+	assert.Equal(t, "stdin", v.Input)
 }
 
 // openFDs counts the test process's open descriptors.
