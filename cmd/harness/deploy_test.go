@@ -40,6 +40,9 @@ type k8sObject struct {
 	Data       map[string]string `yaml:"data"`
 	Spec       struct {
 		Template struct {
+			Metadata struct {
+				Annotations map[string]string `yaml:"annotations"`
+			} `yaml:"metadata"`
 			Spec podSpec `yaml:"spec"`
 		} `yaml:"template"`
 	} `yaml:"spec"`
@@ -160,14 +163,22 @@ func TestKubernetesManifest(t *testing.T) {
 		assert.True(t, known[name], "--%s is a flag of harness serve", name)
 	}
 
-	// --listen's port is the container's port the probes ask.
+	// --listen's port is the container's port the probes ask;
+	// --metrics-listen's is the one the scrape annotations name (issue 39).
 	require.Len(t, vals["listen"], 1)
-	require.Len(t, c.Ports, 1)
+	require.Len(t, c.Ports, 2)
 	assert.True(t, strings.HasSuffix(vals["listen"][0], ":"+strconv.Itoa(c.Ports[0].ContainerPort)), "--listen %s on the container port %d", vals["listen"][0], c.Ports[0].ContainerPort)
 	for _, p := range []probe{c.ReadinessProbe, c.LivenessProbe} {
 		assert.Equal(t, "/healthz", p.HTTPGet.Path)
 		assert.Equal(t, c.Ports[0].Name, p.HTTPGet.Port)
 	}
+	require.Len(t, vals["metrics-listen"], 1)
+	assert.Equal(t, "metrics", c.Ports[1].Name)
+	assert.True(t, strings.HasSuffix(vals["metrics-listen"][0], ":"+strconv.Itoa(c.Ports[1].ContainerPort)), "--metrics-listen %s on the container port %d", vals["metrics-listen"][0], c.Ports[1].ContainerPort)
+	ann := objs["Deployment"].Spec.Template.Metadata.Annotations
+	assert.Equal(t, "true", ann["prometheus.io/scrape"])
+	assert.Equal(t, strconv.Itoa(c.Ports[1].ContainerPort), ann["prometheus.io/port"])
+	assert.Equal(t, "/metrics", ann["prometheus.io/path"])
 
 	// The grace period outlasts the drain.
 	require.Len(t, vals["shutdown-timeout"], 1)
@@ -319,6 +330,8 @@ func TestKubernetesManifestServes(t *testing.T) {
 		switch name, _, _ := strings.Cut(strings.TrimPrefix(a, "--"), "="); name {
 		case "listen":
 			a = "--listen=127.0.0.1:0"
+		case "metrics-listen":
+			a = "--metrics-listen=127.0.0.1:0"
 		case "token-file":
 			a = "--token-file=" + tokenFile
 		case "principals":

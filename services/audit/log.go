@@ -99,6 +99,9 @@ type Log struct {
 
 	lost atomic.Int64 // records lost and not yet carried by an encoded record
 	loss episode
+	// Since the log was opened: records written (on disk, synced) and
+	// lost (Counts).
+	totalWritten, totalLost atomic.Int64
 
 	// The writer goroutine's own state.
 	f     *os.File
@@ -238,3 +241,11 @@ func marshal(r Record) []byte {
 }
 
 var _ Sink = (*Log)(nil)
+
+// Counts returns how many records the log has written (reached the file
+// and were synced) and lost (its queue was full, or their write or sync
+// failed) since it was opened; each record is counted once, lost or
+// written. Safe for concurrent use (metrics read it, issue 39).
+func (l *Log) Counts() (written, lost int64) {
+	return l.totalWritten.Load(), l.totalLost.Load()
+}

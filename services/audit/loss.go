@@ -25,6 +25,7 @@ func (l *Log) lose(n, carry int64, cause error) {
 	l.loss.mu.Lock()
 	defer l.loss.mu.Unlock()
 	l.lost.Add(n + carry)
+	l.totalLost.Add(n)
 	l.loss.open += n
 	l.loss.total += n
 	if l.loss.active {

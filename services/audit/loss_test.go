@@ -96,6 +96,9 @@ func TestLogFullQueueLosesCountsAndReports(t *testing.T) {
 	}
 	assert.Equal(t, int64(total), written+carried, "every record is written or counted")
 	assert.Positive(t, carried)
+	w, lost := l.Counts()
+	assert.Equal(t, written, w, "Counts: written")
+	assert.Equal(t, carried, lost, "Counts: lost")
 	n, reported := episodes(t, stderr.String())
 	assert.Positive(t, n)
 	assert.Equal(t, carried, reported)
@@ -138,6 +141,8 @@ func TestLogFailingDiskLosesCountsAndRecovers(t *testing.T) {
 		carried += r.Lost
 	}
 	assert.Equal(t, int64(11), int64(len(recs))+carried)
+	w, lost := l.Counts()
+	assert.Equal(t, []int64{int64(len(recs)), carried}, []int64{w, lost}, "Counts")
 	n, reported := episodes(t, stderr.String())
 	assert.Equal(t, 1, n)
 	assert.Equal(t, carried, reported)

@@ -103,6 +103,7 @@ func (l *Log) write(buf []byte, n, carried int64) {
 		return
 	}
 	l.torn, l.err = false, nil
+	l.totalWritten.Add(n)
 	l.written(carried)
 }
 

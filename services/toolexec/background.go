@@ -59,6 +59,7 @@ const (
 // job is one background command.
 type job struct {
 	id, command, workdir string
+	principal            string       // whose call started it
 	mode                 sandbox.Mode // the mode it runs under
 	started              time.Time
 	stdout, stderr       *ring
@@ -147,7 +148,7 @@ func newJobs(r exec.Runner, idle time.Duration) *jobs {
 // ended runs when the command has ended, before the job shows as ended.
 // Errors: *limitError when sess has MaxBackground running, or the tool is
 // closed.
-func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*job, error) {
+func (m *jobs) start(sess *session.Session, principal string, req exec.Request, ended func()) (*job, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
 	if m.closed {
@@ -175,7 +176,7 @@ func (m *jobs) start(sess *session.Session, req exec.Request, ended func()) (*jo
 	// namespace by it), not the call's deadline: the command outlives the call.
 	ctx, cancel := context.WithCancel(session.NewContext(m.root, sess))
 	j := &job{
-		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, mode: modeOf(req), started: time.Now(),
+		id: "bg-" + strconv.Itoa(sj.seq), command: req.Command, workdir: req.Workdir, principal: principal, mode: modeOf(req), started: time.Now(),
 		stdout: newRing(BackgroundOutputLimit), stderr: newRing(BackgroundOutputLimit),
 		signals: make(chan syscall.Signal), cancel: cancel, done: make(chan struct{}),
 	}
@@ -230,6 +231,22 @@ func (j *job) endIdle(idle time.Duration) {
 			return
 		}
 	}
+}
+
+// running returns the running background commands of every session by
+// their principal (metrics, issue 39).
+func (m *jobs) running() map[string]int {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]int{}
+	for _, sj := range m.bySess {
+		for _, j := range sj.list {
+			if !j.ended() {
+				out[j.principal]++
+			}
+		}
+	}
+	return out
 }
 
 // limitError refuses a background command (CodeBackgroundLimit).

@@ -93,7 +93,7 @@ func (t *Tool) launch(ctx context.Context, c *guard.Call, workspace string, req 
 	snap := t.snapshot(ctx, workspace, req)
 	rec := audit.FromContext(ctx).Record()
 	bg := context.WithoutCancel(ctx)
-	j, err = t.jobs.start(c.Session, req, func() { done(); t.journal(bg, snap, rec) })
+	j, err = t.jobs.start(c.Session, c.Principal, req, func() { done(); t.journal(bg, snap, rec) })
 	if err != nil {
 		done()
 		r := tool.ErrorResult(err.Error(), CodeBackgroundLimit)

@@ -243,7 +243,11 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 		if c.Session != nil {
 			ticket.Sub = c.Session.ID()
 		}
+		waited := time.Now()
 		hold, herr := t.slots.Acquire(ctx, ticket)
+		if t.deps.Metrics != nil {
+			t.deps.Metrics.SlotWait("command", c.Principal, time.Since(waited))
+		}
 		if herr != nil {
 			return // ctx ended: nothing ran
 		}

@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/services/cmdjournal"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/guard"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
@@ -81,6 +82,9 @@ type Deps struct {
 	Commands *cmdjournal.Journaler
 	Logger   *zap.Logger
 	Sink     audit.Sink
+	// Metrics, when set, gets each command's wait for a command slot and
+	// the running background commands by principal (issue 39).
+	Metrics *metrics.Metrics
 }
 
 // Tool is the command tools over one runner: exec, and exec_output and
@@ -156,6 +160,7 @@ type Params struct {
 	Commands  *cmdjournal.Journaler `optional:"true"`
 	Logger    *zap.Logger           `optional:"true"`
 	Sink      audit.Sink            `optional:"true"`
+	Metrics   *metrics.Metrics      `optional:"true"`
 	Lifecycle fx.Lifecycle
 }
 
@@ -167,9 +172,12 @@ type Result struct {
 }
 
 func provide(p Params) (Result, error) {
-	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Commands: p.Commands, Logger: p.Logger, Sink: p.Sink})
+	t, err := New(p.Config, Deps{Runner: p.Runner, Policy: p.Policy, Approver: p.Approver, Commands: p.Commands, Logger: p.Logger, Sink: p.Sink, Metrics: p.Metrics})
 	if err != nil {
 		return Result{}, err
+	}
+	if p.Metrics != nil {
+		p.Metrics.Background(t.jobs.running)
 	}
 	// The server's stop ends every background command.
 	p.Lifecycle.Append(fx.StopHook(t.Close))

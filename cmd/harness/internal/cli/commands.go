@@ -36,6 +36,7 @@ import (
 	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -86,13 +87,21 @@ func startServer(ctx context.Context, name string, args []string, env Env, extra
 	if err != nil {
 		return nil, cfg, nil, err
 	}
-	opts := make([]fx.Option, 0, len(extra))
+	opts := make([]fx.Option, 0, len(extra)+1)
 	for _, e := range extra {
 		opts = append(opts, e(cfg))
 	}
+	var m *metrics.Metrics
+	if cfg.Metrics() {
+		m = metrics.New()
+		opts = append(opts, fx.Supply(m))
+	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,
-		fx.Supply(mcpserver.Options{Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitingCalls: cfg.MaxWaitingCalls, CallWait: cfg.CallWait, RootsTimeout: cfg.RootsTimeout, SessionTemp: cfg.SessionTempParent()}),
+		fx.Supply(mcpserver.Options{
+			Version: version(), Workspace: cfg.Workspace, MaxConcurrentCalls: cfg.MaxConcurrentCalls, MaxWaitingCalls: cfg.MaxWaitingCalls,
+			CallWait: cfg.CallWait, RootsTimeout: cfg.RootsTimeout, SessionTemp: cfg.SessionTempParent(), Metrics: m,
+		}),
 		mcpserver.Module,
 		fx.Populate(&srv),
 		fx.Options(opts...),
@@ -116,9 +125,10 @@ func serve(ctx context.Context, args []string, env Env) error {
 	var (
 		logger     *zap.Logger
 		principals *principal.Set
+		m          *metrics.Metrics
 	)
 	srv, cfg, stop, err := startServer(ctx, "serve", args, env, warnUnconfined, func(config.Config) fx.Option {
-		return fx.Invoke(func(p servedGraph) { logger, principals = p.Logger, p.Principals })
+		return fx.Invoke(func(p servedGraph) { logger, principals, m = p.Logger, p.Principals, p.Metrics })
 	})
 	if errors.Is(err, context.Canceled) {
 		return nil // interrupted before serving: a clean shutdown
@@ -133,8 +143,18 @@ func serve(ctx context.Context, args []string, env Env) error {
 			logger.Info("removed the temp areas of sessions no server holds", zap.String("in", parent), zap.Int("count", n))
 		}
 	}
+	if m != nil {
+		m.Sessions(srv.Sessions)
+	}
+	if cfg.MetricsListen != "" {
+		stopMetrics, err := serveMetrics(cfg.MetricsListen, m, env, logger)
+		if err != nil {
+			return err
+		}
+		defer stopMetrics()
+	}
 	if cfg.Listen != "" {
-		return serveHTTP(ctx, srv, cfg, env, principals, logger)
+		return serveHTTP(ctx, srv, cfg, env, principals, m, logger)
 	}
 	if env.StdinIsTerminal {
 		explainServe(env.Stderr, serveHintArgs(args, cfg))
@@ -152,7 +172,8 @@ type servedGraph struct {
 	fx.In
 
 	Logger     *zap.Logger
-	Principals *principal.Set `optional:"true"`
+	Principals *principal.Set   `optional:"true"`
+	Metrics    *metrics.Metrics `optional:"true"`
 }
 
 // warnUnconfined logs on start, under --fs local, that nothing is confined.

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/cmd/harness/internal/mcpserver"
 	"github.com/dsh-go/harness/services/httpauth"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -29,10 +30,13 @@ import (
 // calls in flight finish, for at most cfg.ShutdownTimeout, and the server
 // closes. It writes one line to stderr once it listens:
 // "harness: listening on http://HOST:PORT/mcp".
-func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, env Env, principals *principal.Set, logger *zap.Logger) error {
+func serveHTTP(ctx context.Context, srv *mcpserver.Server, cfg config.Config, env Env, principals *principal.Set, m *metrics.Metrics, logger *zap.Logger) error {
 	opts, err := httpOptions(ctx, cfg, principals, logger)
 	if err != nil {
 		return err
+	}
+	if m != nil {
+		opts.Metrics = m.Handler()
 	}
 	if cfg.TLSCert != "" {
 		if err := checkTLS(cfg.TLSCert, cfg.TLSKey); err != nil {
@@ -239,4 +243,30 @@ func checkTLS(cert, key string) error {
 		return &config.FieldError{Key: "tls-cert", Msg: fmt.Sprintf("the certificate and key do not load: %v", err)}
 	}
 	return nil
+}
+
+// serveMetrics serves m at http://addr/metrics (and nothing else), without
+// authentication (--metrics-listen, issue 39), until the returned func is
+// called. It writes one line to stderr once it listens:
+// "harness: metrics at http://HOST:PORT/metrics".
+func serveMetrics(addr string, m *metrics.Metrics, env Env, logger *zap.Logger) (func(), error) {
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("--metrics-listen %s: %w", addr, err)
+	}
+	if !config.ListenLoopback(addr) {
+		logger.Warn("serving metrics off loopback without authentication: anyone who reaches this address reads them", zap.String("address", ln.Addr().String()))
+	}
+	mux := http.NewServeMux()
+	mux.Handle(mcpserver.MetricsPath, m.Handler())
+	hs := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(zapWriter{logger.Named("metrics")}, "", 0)}
+	go func() { _ = hs.Serve(ln) }()
+	_, _ = fmt.Fprintf(env.Stderr, "harness: metrics at http://%s%s\n", ln.Addr(), mcpserver.MetricsPath)
+	return func() {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+		defer cancel()
+		if err := hs.Shutdown(ctx); err != nil {
+			_ = hs.Close()
+		}
+	}, nil
 }

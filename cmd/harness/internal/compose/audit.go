@@ -14,6 +14,7 @@ import (
 
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -27,17 +28,25 @@ import (
 // the Sink is nil, the reason is logged once at warn and kept in
 // *Unavailable; a file the user named that cannot be opened is a
 // *config.FieldError (key "audit-log").
+//
+// With metrics (config.Config.Metrics, a *metrics.Metrics in the graph) the
+// Sink counts every record into them before the log gets it, and the log's
+// written and lost counts are exported; it is provided with the log off too.
 func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 	path := cfg.AuditLogPath()
 	if path == "" {
-		return fx.Options()
+		if !cfg.Metrics() {
+			return fx.Options()
+		}
+		return fx.Provide(func(m *metrics.Metrics) audit.Sink { return m.Sink(nil) })
 	}
 	if stderr == nil {
 		stderr = os.Stderr
 	}
 	return fx.Options(
-		fx.Provide(func(lc fx.Lifecycle, pol *sandboxpolicy.Service, log *zap.Logger, off *Unavailable) (audit.Sink, error) {
-			if err := CheckAuditLog(path, pol); err != nil {
+		fx.Provide(func(in auditIn) (audit.Sink, error) {
+			lc, log, off := in.Lifecycle, in.Logger, in.Off
+			if err := CheckAuditLog(path, in.Policy); err != nil {
 				return nil, err
 			}
 			l, err := audit.OpenLog(audit.LogOptions{Path: path, MaxBytes: cfg.AuditMaxBytes, Log: log.Named("audit"), Stderr: stderr})
@@ -45,18 +54,36 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 				why := err.Error() + ": calls are not audited (--audit-log FILE names another file, --audit-log off turns it off without this warning)"
 				off.set(&off.auditLog, why)
 				log.Warn("audit log off: " + why)
+				if in.Metrics != nil {
+					return in.Metrics.Sink(nil), nil
+				}
 				return nil, nil
 			}
 			if err != nil {
 				return nil, &config.FieldError{Key: "audit-log", Msg: err.Error()}
 			}
 			lc.Append(fx.StopHook(l.Close))
+			if in.Metrics != nil {
+				in.Metrics.AuditLog(l.Counts)
+				return in.Metrics.Sink(l), nil
+			}
 			return l, nil
 		}),
 		// Open it at start even before a tool asks for it, so a file
 		// that cannot be the log stops the server then.
 		fx.Invoke(func(audit.Sink) {}),
 	)
+}
+
+// auditIn is what the audit log's provider takes.
+type auditIn struct {
+	fx.In
+
+	Lifecycle fx.Lifecycle
+	Policy    *sandboxpolicy.Service
+	Logger    *zap.Logger
+	Off       *Unavailable
+	Metrics   *metrics.Metrics `optional:"true"`
 }
 
 // CheckAuditLog returns a *config.FieldError (key "audit-log") when path,

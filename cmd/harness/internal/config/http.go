@@ -21,6 +21,11 @@ type HTTP struct {
 	// Listen is the host:port serve listens on for Streamable HTTP ("" for
 	// stdio); an empty host is every interface.
 	Listen string `yaml:"listen"`
+	// MetricsListen is the host:port serve serves Prometheus metrics on at
+	// /metrics, without authentication, over stdio or HTTP ("" for none;
+	// an empty host is 127.0.0.1). With Listen they are at /metrics there
+	// too, behind its authentication (issue 39).
+	MetricsListen string `yaml:"metrics-listen"`
 	// TokenFile is a file of hashed static bearer tokens, one
 	// "SUBJECT sha256:HEX" a line (services/httpauth).
 	TokenFile string `yaml:"token-file"`
@@ -103,6 +108,7 @@ const (
 func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 	var (
 		listen      = fs.String("listen", "", "serve MCP over Streamable HTTP at `ADDR` (host:port, path /mcp) instead of stdio; 127.0.0.1:0 picks a free port; off loopback --token-file or --jwks-url is required")
+		metrics     = fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics without authentication (host:port; :9464 is 127.0.0.1:9464), over stdio or --listen (where they are at /metrics too, behind its authentication)")
 		tokenFile   = fs.String("token-file", "", "a `FILE` of hashed bearer tokens, one \"SUBJECT sha256:HEX\" a line (HEX: the token's SHA-256)")
 		jwks        = fs.String("jwks-url", "", "verify bearer JWTs against the signing keys at `URL` (an OAuth 2.1 resource server; needs --jwt-issuer and --jwt-audience)")
 		issuer      = fs.String("jwt-issuer", "", "the `ISSUER` a JWT's iss must equal")
@@ -129,6 +135,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 	fs.Var(&hosts, "allowed-host", "a `HOST` (or host:port) the Host header may name besides the listen address, e.g. the public name behind a proxy (repeatable)")
 	return map[string]func(*Config){
 		"listen":                   func(c *Config) { c.Listen = *listen },
+		"metrics-listen":           func(c *Config) { c.MetricsListen = *metrics },
 		"token-file":               func(c *Config) { c.TokenFile = *tokenFile },
 		"jwks-url":                 func(c *Config) { c.JWKSURL = *jwks },
 		"jwt-issuer":               func(c *Config) { c.JWTIssuer = *issuer },
@@ -160,6 +167,7 @@ func httpEnv(c *Config, lookup func(string) string) error {
 		dst  *string
 	}{
 		{"LISTEN", &c.Listen},
+		{"METRICS_LISTEN", &c.MetricsListen},
 		{"TOKEN_FILE", &c.TokenFile},
 		{"JWKS_URL", &c.JWKSURL},
 		{"JWT_ISSUER", &c.JWTIssuer},
@@ -239,6 +247,20 @@ func ListenLoopback(addr string) bool {
 
 // validateHTTP checks the fields of HTTP; they need Listen.
 func (c *Config) validateHTTP() error {
+	if c.MetricsListen != "" {
+		host, port, err := net.SplitHostPort(c.MetricsListen)
+		if err != nil || port == "" {
+			return fieldErr("metrics-listen", "%q is not host:port (such as 127.0.0.1:9464, or :9464 for loopback)", c.MetricsListen)
+		}
+		if host != "" && !strings.EqualFold(host, "localhost") && net.ParseIP(host) == nil {
+			return fieldErr("metrics-listen", "%q: give an address or localhost, not a name (a name may resolve off loopback)", c.MetricsListen)
+		}
+		if host == "" {
+			// Loopback unless an address is named: the metrics need no
+			// token.
+			c.MetricsListen = net.JoinHostPort("127.0.0.1", port)
+		}
+	}
 	if c.Listen == "" {
 		for _, f := range []struct {
 			key string
@@ -404,3 +426,7 @@ func (c *Config) PrincipalCaps() (sessions, commands, background int, memory, pi
 	}
 	return sessions, commands, background, memory, pids
 }
+
+// Metrics reports whether serve keeps metrics: with --metrics-listen or
+// --listen (issue 39).
+func (c *Config) Metrics() bool { return c.MetricsListen != "" || c.Listen != "" }

@@ -61,6 +61,10 @@ type conn struct {
 	// (HTTPOptions.PrincipalMaxSessions) when the connection ends; nil for
 	// none.
 	leave func()
+
+	// principal is the session's principal ("" over stdio), for the
+	// metrics.
+	principal string
 }
 
 // connFor returns the state of ss, created on its first call and dropped
@@ -203,7 +207,11 @@ func (s *Server) ticket(who caller, sess *session.Session) fairshare.Ticket {
 // retry-after hint; ctx ended: FS_ABORTED) it records the refusal and
 // returns the call's result and true.
 func (s *Server) takeSlot(ctx context.Context, sl *slot, sess *session.Session, name string, req *mcp.CallToolRequest, who caller) (*mcp.CallToolResult, bool) {
+	start := time.Now()
 	err := sl.acquire(ctx)
+	if s.opts.Metrics != nil {
+		s.opts.Metrics.SlotWait("call", who.name, time.Since(start))
+	}
 	if err == nil {
 		return nil, false
 	}

@@ -31,6 +31,8 @@ const (
 	EndpointPath = "/mcp"
 	// HealthPath answers "ok" to anyone: liveness and readiness probes.
 	HealthPath = "/healthz"
+	// MetricsPath serves HTTPOptions.Metrics.
+	MetricsPath = "/metrics"
 )
 
 // CodeShuttingDown is the code of the tool error a call gets when it
@@ -39,6 +41,10 @@ const CodeShuttingDown errcode.Code = "SERVER_SHUTTING_DOWN"
 
 // HTTPOptions configure the Streamable HTTP front end (HTTPHandler).
 type HTTPOptions struct {
+	// Metrics, when set, is served at MetricsPath behind the endpoint's
+	// checks: the Host and Origin checks, Authenticate and, with
+	// Principals, a configured principal's token (issue 39).
+	Metrics http.Handler
 	// Authenticate wraps the MCP endpoint: it answers a request without a
 	// valid bearer token itself (401 with WWW-Authenticate) and passes the
 	// others on with the token's *auth.TokenInfo in their context
@@ -261,6 +267,9 @@ func (s *Server) HTTPHandler(opts HTTPOptions) *HTTPHandler {
 	}
 	mux := http.NewServeMux()
 	mux.Handle(EndpointPath, endpoint)
+	if opts.Metrics != nil {
+		mux.Handle(MetricsPath, h.authenticated(opts.Metrics))
+	}
 	if opts.Metadata != nil {
 		mux.Handle(httpauth.MetadataPath, opts.Metadata)
 		mux.Handle(httpauth.MetadataPath+EndpointPath, opts.Metadata)
@@ -327,6 +336,35 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 		_ = b.rc.SetReadDeadline(time.Time{})
 	}
 	return n, err
+}
+
+// authenticated wraps next in the endpoint's authentication: a valid
+// token (Authenticate) and, with Principals, one of a configured principal.
+func (h *HTTPHandler) authenticated(next http.Handler) http.Handler {
+	checked := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if rw, ok := w.(*refusalWriter); ok {
+			w = rw.ResponseWriter
+		}
+		if h.opts.Principals != nil {
+			ti := auth.TokenInfoFromContext(r.Context())
+			if ti == nil {
+				http.Error(w, "no authenticated subject", http.StatusUnauthorized)
+				return
+			}
+			if _, ok := h.opts.Principals.Lookup(ti.UserID); !ok {
+				http.Error(w, "the token's subject is not a configured principal", http.StatusForbidden)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+	if h.opts.Authenticate == nil {
+		return checked
+	}
+	authed := h.opts.Authenticate(checked)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		authed.ServeHTTP(&refusalWriter{ResponseWriter: w}, r)
+	})
 }
 
 // refusalWriter closes the connection after a refusal (a status of 400 or

@@ -687,3 +687,38 @@ func TestHTTP_CloseSessionsRemovesTheirTemp(t *testing.T) {
 	assert.Empty(t, entries, "a stopping server leaves no session's temp behind")
 	assert.Empty(t, w.tracker.Sessions(), "and ends every session")
 }
+
+// TestHTTP_MetricsBehindAuthentication (issue 39): /metrics on the HTTP
+// front end needs what the MCP endpoint needs: a valid token of a
+// configured principal; with one it serves the metrics.
+func TestHTTP_MetricsBehindAuthentication(t *testing.T) {
+	served := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = w.Write([]byte("harness_sessions 0\n")) })
+	w := newHTTPWorld(t, func(o *mcpserver.HTTPOptions) { o.Metrics = served })
+	url := strings.TrimSuffix(w.url, mcpserver.EndpointPath) + mcpserver.MetricsPath
+	for _, tc := range []struct {
+		name, token string
+		status      int
+	}{
+		{"no token", "", http.StatusUnauthorized},
+		{"a wrong token", "nobody-token", http.StatusUnauthorized},
+		{"a token of no principal", "dave-token", http.StatusForbidden},
+		{"a principal's token", "alice-token", http.StatusOK},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, url, nil)
+			if tc.token != "" {
+				req.Header.Set("Authorization", "Bearer "+tc.token)
+			}
+			res, err := http.DefaultClient.Do(req)
+			require.NoError(t, err)
+			defer func() { _ = res.Body.Close() }()
+			body, _ := io.ReadAll(res.Body)
+			assert.Equal(t, tc.status, res.StatusCode, string(body))
+			if tc.status == http.StatusOK {
+				assert.Equal(t, "harness_sessions 0\n", string(body))
+			} else {
+				assert.NotContains(t, string(body), "harness_sessions")
+			}
+		})
+	}
+}

@@ -125,6 +125,7 @@ func (s *Server) session(ctx context.Context, c *conn, req *mcp.CallToolRequest,
 		} else {
 			c.sess = session.New(uuid.NewString(), cwd)
 		}
+		c.principal = who.name
 		s.log.Info("session started", zap.String("session", c.sess.ID()), zap.String("cwd", cwd), zap.String("principal", who.name))
 		if who.principal != nil {
 			if err := s.startPrincipal(c, who.principal); err != nil {

@@ -33,6 +33,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/fairshare"
 	"github.com/dsh-go/harness/services/audit"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
@@ -45,6 +46,8 @@ const Name = "harness"
 type Options struct {
 	// Version is reported to clients.
 	Version string
+	// Metrics, when set, gets each call's wait for a call slot (issue 39).
+	Metrics *metrics.Metrics
 	// Workspace, when set, is every session's working directory and only
 	// workspace root; the client's roots are then never asked for.
 	Workspace string
@@ -177,6 +180,26 @@ func servable(tools []*tool.Tool) error {
 		seen[t.Name] = true
 	}
 	return nil
+}
+
+// Sessions returns the live sessions by principal ("" over stdio): the
+// connections whose session has started and not ended (issue 39).
+func (s *Server) Sessions() map[string]int {
+	out := map[string]int{}
+	s.conns.Range(func(_, v any) bool {
+		c := v.(*conn)
+		c.mu.Lock()
+		if c.sess != nil {
+			select {
+			case <-c.sess.Done():
+			default:
+				out[c.principal]++
+			}
+		}
+		c.mu.Unlock()
+		return true
+	})
+	return out
 }
 
 // MCP returns the underlying SDK server (for other transports and tests).
