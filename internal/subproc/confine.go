@@ -143,6 +143,21 @@ func specialModeRules(names map[string]int) []seccomp.NameWithConditions {
 	return out
 }
 
+// ioctlIs matches an ioctl(2) whose request is cmd: its low 32 bits (the
+// kernel reads the request as an unsigned int, so the high bits of the
+// register may hold anything), each bit of cmd set and no other. The
+// filter's BitsSet is true when any bit of its mask is set, hence one
+// condition per bit.
+func ioctlIs(cmd uint32) seccomp.ArgumentConditions {
+	conds := seccomp.ArgumentConditions{{Argument: 1, Operation: seccomp.BitsNotSet, Value: uint64(^cmd)}}
+	for bit := uint32(1); bit != 0; bit <<= 1 {
+		if cmd&bit != 0 {
+			conds = append(conds, seccomp.Condition{Argument: 1, Operation: seccomp.BitsSet, Value: uint64(bit)})
+		}
+	}
+	return conds
+}
+
 // nativeOnly installs, on every thread, a filter that fails every system
 // call of another ABI than the native one with ENOSYS: the main filter
 // (filterSyscalls) matches native numbers only, and a 64-bit x86 process
@@ -231,7 +246,10 @@ func restrictFS(c Confinement, abi int) error {
 // pivot_root, open_tree, move_mount, fsopen, fsconfig, fsmount, fspick,
 // mount_setattr), open_by_handle_at and bpf fail with EPERM, so nothing
 // reshapes the view the command was given, even with capabilities of a
-// namespace of its own.
+// namespace of its own; and the ioctls TIOCSTI (typing into a terminal's
+// input) and TIOCLINUX fail with EPERM, so a command with capabilities (a
+// root server's under the Landlock isolation) types into no terminal, its
+// own included (issue 38).
 func filterSyscalls(c Confinement) error {
 	// Named sockets need AF_UNIX sockets.
 	c.UnixSockets = c.UnixSockets || len(c.UnixSocketPaths) > 0
@@ -245,6 +263,9 @@ func filterSyscalls(c Confinement) error {
 	}
 	groups = append(groups,
 		seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: specialModeRules(native.SyscallNames)},
+		seccomp.SyscallGroup{Action: seccomp.ActionErrno, NamesWithCondtions: []seccomp.NameWithConditions{
+			{Name: "ioctl", Conditions: ioctlIs(unix.TIOCSTI)}, {Name: "ioctl", Conditions: ioctlIs(unix.TIOCLINUX)},
+		}},
 		seccomp.SyscallGroup{Action: seccomp.ActionErrno | seccomp.Action(unix.ENOSYS), Names: []string{"openat2"}})
 	switch {
 	case c.Network && c.UnixSockets:

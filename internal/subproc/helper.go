@@ -143,18 +143,20 @@ func startConfined(spec Spec, stdio []*os.File, sys *syscall.SysProcAttr) (int, 
 		return 0, err
 	}
 	attr := &os.ProcAttr{Dir: "/", Env: []string{}, Files: append(slices.Clone(stdio), specR, errW), Sys: sys}
-	if len(spec.Confine.ReadOnlyPaths) > 0 && MountNamespace() {
-		// The stage carves the protected paths out in a mount namespace
-		// of its own; without one they are left to Landlock's roots.
+	c := *spec.Confine
+	if MountNamespace() {
+		// The stage carves the protected paths out and hides the host's
+		// terminals in a mount namespace of its own; without one the
+		// protected paths are left to Landlock's roots.
 		attr.Sys = namespaceAttr()
 		if sys != nil {
 			attr.Sys.Setsid, attr.Sys.Setctty, attr.Sys.Ctty = sys.Setsid, sys.Setctty, sys.Ctty
 		}
+		c.PrivateMounts = true
 	} else {
-		c := *spec.Confine
-		c.ReadOnlyPaths = nil
-		spec.Confine = &c
+		c.ReadOnlyPaths, c.PrivateMounts = nil, false
 	}
+	spec.Confine = &c
 	proc, err := os.StartProcess(self, []string{self, HelperArg, confineStage}, attr)
 	_ = specR.Close()
 	_ = errW.Close()
@@ -199,10 +201,20 @@ func confineAndExec() int {
 	if err := os.Chdir(spec.Dir); err != nil {
 		return fail("cannot enter the workdir: " + err.Error())
 	}
-	if len(spec.Confine.ReadOnlyPaths) > 0 {
+	if spec.Confine.PrivateMounts {
 		if err := carveOut(spec.Confine.ReadOnlyPaths); err != nil {
 			return fail("cannot make the protected paths read-only: " + err.Error())
 		}
+		own := ""
+		if spec.Terminal != nil {
+			own = ownTerminal()
+		}
+		if err := hideTerminals(own); err != nil {
+			return fail("cannot hide the host's terminals: " + err.Error())
+		}
+	}
+	if err := dropAmbient(); err != nil {
+		return fail("cannot drop the stage's capabilities: " + err.Error())
 	}
 	if err := confine(*spec.Confine); err != nil {
 		// Fail closed: a command that cannot be confined never runs.

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync"
 	"syscall"
 
@@ -13,7 +14,10 @@ import (
 // namespaceAttr returns how the confining stage is started so it gets a
 // private mount namespace: as root, a new mount namespace; otherwise also a
 // new user namespace (mapping the caller's uid and gid to themselves) that
-// owns it.
+// owns it, with CAP_SYS_ADMIN in it kept across the exec as an ambient
+// capability (an exec by a uid other than 0 clears the others), so the
+// stage may mount there; the stage drops it before it runs the command
+// (dropAmbient).
 func namespaceAttr() *syscall.SysProcAttr {
 	if os.Geteuid() == 0 {
 		return &syscall.SysProcAttr{Cloneflags: unix.CLONE_NEWNS}
@@ -22,7 +26,18 @@ func namespaceAttr() *syscall.SysProcAttr {
 		Cloneflags:  unix.CLONE_NEWUSER | unix.CLONE_NEWNS,
 		UidMappings: []syscall.SysProcIDMap{{ContainerID: os.Geteuid(), HostID: os.Geteuid(), Size: 1}},
 		GidMappings: []syscall.SysProcIDMap{{ContainerID: os.Getegid(), HostID: os.Getegid(), Size: 1}},
+		AmbientCaps: []uintptr{unix.CAP_SYS_ADMIN},
 	}
+}
+
+// dropAmbient clears the calling process's ambient capabilities, so the
+// command it execs next keeps none of them.
+func dropAmbient() error {
+	err := unix.Prctl(unix.PR_CAP_AMBIENT, unix.PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0)
+	if errors.Is(err, unix.EINVAL) {
+		return nil // a kernel without ambient capabilities has none to drop
+	}
+	return err
 }
 
 var mountNS = sync.OnceValue(func() bool {
@@ -62,4 +77,54 @@ func carveOut(paths []string) error {
 		}
 	}
 	return nil
+}
+
+// hideTerminals mounts an empty read-only tmpfs on /dev/pts, in the
+// confining stage's own mount namespace (made private by carveOut): the
+// host's pseudo-terminals, the user's shells' among them, cannot be opened
+// by path, so a command neither reads what is typed there nor drives them.
+// own, when not "", is the command's own terminal (/dev/pts/N, its stdin):
+// it alone is bound back at its path, so ttyname and `tty` still name it.
+// A missing /dev/pts is left alone.
+func hideTerminals(own string) error {
+	const flags = unix.MS_NOSUID | unix.MS_NODEV | unix.MS_NOEXEC
+	tree := -1
+	if own != "" {
+		// A copy of its mount, taken before the tmpfs covers the path
+		// (the descriptor's own mount is the parent namespace's: not
+		// bindable here).
+		var err error
+		if tree, err = unix.OpenTree(unix.AT_FDCWD, own, unix.OPEN_TREE_CLONE|unix.OPEN_TREE_CLOEXEC); err != nil {
+			return fmt.Errorf("copying the command's terminal: %w", err)
+		}
+		defer func() { _ = unix.Close(tree) }()
+	}
+	err := unix.Mount("tmpfs", "/dev/pts", "tmpfs", flags, "size=4k,mode=0755")
+	if errors.Is(err, unix.ENOENT) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if tree >= 0 {
+		f, err := os.OpenFile(own, os.O_CREATE|os.O_EXCL|os.O_WRONLY, 0o600)
+		if err != nil {
+			return err
+		}
+		_ = f.Close()
+		if err := unix.MoveMount(tree, "", unix.AT_FDCWD, own, unix.MOVE_MOUNT_F_EMPTY_PATH); err != nil {
+			return fmt.Errorf("binding the command's terminal: %w", err)
+		}
+	}
+	return unix.Mount("", "/dev/pts", "", unix.MS_REMOUNT|unix.MS_RDONLY|flags, "")
+}
+
+// ownTerminal is the path of the host pseudo-terminal on stdin
+// (/dev/pts/N), "" when stdin is none.
+func ownTerminal() string {
+	p, err := os.Readlink("/proc/self/fd/0")
+	if err != nil || !strings.HasPrefix(p, "/dev/pts/") || strings.Contains(p[len("/dev/pts/"):], "/") {
+		return ""
+	}
+	return p
 }

@@ -154,6 +154,12 @@ type Confinement struct {
 	// stage checks, before anything runs, that each is a mount root
 	// reached without a symlink and still that directory (fail closed).
 	Pinned []Protected `json:"pinned,omitempty"`
+	// PrivateMounts is set by the helper, never by its caller: the
+	// Landlock isolation's confining stage runs in a mount namespace of
+	// its own (MountNamespace), where it carves out ReadOnlyPaths and
+	// hides the host's terminals (an empty read-only tmpfs on /dev/pts),
+	// so no command reads or drives the user's terminals by path.
+	PrivateMounts bool `json:"privateMounts,omitempty"`
 	// FullAccess gives the bubblewrap isolation's command the whole
 	// filesystem read-write (danger-full-access with deny-read): `/` is
 	// bound read-write rather than read-only; WritableRoots is then ["/"]

@@ -40,6 +40,9 @@ var (
 	ErrInputFull = errors.New("the command did not read its input within the wait (it is busy, or not reading)")
 	// ErrNoTerminal: Resize of a command without a terminal.
 	ErrNoTerminal = errors.New("the command has no terminal")
+	// ErrTerminalClosed: the command closed every descriptor of its
+	// terminal; it reads no input from it any more.
+	ErrTerminalClosed = errors.New("the command closed its terminal; it reads no input from it")
 )
 
 // Winsize is a terminal's size in character cells.
@@ -69,14 +72,17 @@ type Input struct {
 
 	mu     sync.Mutex
 	master *os.File // the terminal's master while a started command has it
+	hungUp bool     // the last master's other side was closed everywhere
 	ended  bool
 	closed bool          // CloseInput was called on a pipe
 	change chan struct{} // closed and replaced when master or ended changes
 }
 
 // NewInput returns an input: a pipe, or with terminal a pseudo-terminal of
-// size (0 rows or columns: 24 by 80). Errors: the pipe cannot be made.
-func NewInput(terminal bool, size Winsize) (*Input, error) {
+// rows by cols character cells (0 rows or columns: 24 by 80). Errors: the
+// pipe cannot be made.
+func NewInput(terminal bool, rows, cols uint16) (*Input, error) {
+	size := Winsize{Rows: rows, Cols: cols}
 	if size.Rows == 0 || size.Cols == 0 {
 		size = Winsize{Rows: 24, Cols: 80}
 	}
@@ -139,10 +145,11 @@ func (in *Input) CloseInput(wait time.Duration) error {
 // Resize sets the terminal's size; the command gets SIGWINCH. It waits at
 // most wait for the terminal. Errors: ErrNoTerminal, ErrInputEnded,
 // ErrNotReady, or the kernel's.
-func (in *Input) Resize(size Winsize, wait time.Duration) error {
+func (in *Input) Resize(rows, cols uint16, wait time.Duration) error {
 	if !in.terminal {
 		return ErrNoTerminal
 	}
+	size := Winsize{Rows: rows, Cols: cols}
 	if size.Rows == 0 || size.Cols == 0 {
 		return errors.New("a terminal's size needs rows and columns")
 	}
@@ -205,6 +212,9 @@ func (in *Input) target(deadline time.Time) (*os.File, error) {
 			f := in.master
 			in.mu.Unlock()
 			return f, nil
+		case in.hungUp:
+			in.mu.Unlock()
+			return nil, ErrTerminalClosed
 		}
 		ch := in.change
 		in.mu.Unlock()
@@ -278,7 +288,7 @@ func (in *Input) receive(out io.Writer) (child *os.File, wait func(), err error)
 		in.mu.Lock()
 		ended := in.ended
 		if !ended {
-			in.master = f
+			in.master, in.hungUp = f, false
 			in.signal()
 		}
 		in.mu.Unlock()
@@ -287,7 +297,9 @@ func (in *Input) receive(out io.Writer) (child *os.File, wait func(), err error)
 		}
 		in.mu.Lock()
 		if in.master == f {
-			in.master = nil
+			// Until the run ends or starts the command again: writes
+			// fail at once rather than wait for a terminal that is gone.
+			in.master, in.hungUp = nil, true
 			in.signal()
 		}
 		in.mu.Unlock()
@@ -411,29 +423,30 @@ func withTerminalEnv(env []string) []string {
 	return append(out, terminalEnv)
 }
 
-// Echoes reports whether what is written is echoed back: a terminal's
-// ECHO flag, off while a program reads a password or a one-time code; a
-// pipe is taken as echoing (nothing tells). A terminal not ready or gone
-// reports true.
-func (in *Input) Echoes() bool {
+// Hidden reports whether what is typed now is hidden: the terminal reads
+// a line (canonical mode) without echoing it, as a password or one-time
+// code prompt does. A program that edits its own lines (readline, a REPL)
+// turns echo off too, but reads raw: not hidden. A pipe, or a terminal not
+// ready or gone, hides nothing.
+func (in *Input) Hidden() bool {
 	if !in.terminal {
-		return true
+		return false
 	}
 	in.mu.Lock()
 	f := in.master
 	in.mu.Unlock()
 	if f == nil {
-		return true
+		return false
 	}
 	rc, err := f.SyscallConn()
 	if err != nil {
-		return true
+		return false
 	}
-	echo := true
+	hidden := false
 	_ = rc.Control(func(fd uintptr) {
 		if t, err := unix.IoctlGetTermios(int(fd), unix.TCGETS); err == nil {
-			echo = t.Lflag&unix.ECHO != 0
+			hidden = t.Lflag&unix.ECHO == 0 && t.Lflag&unix.ICANON != 0
 		}
 	})
-	return echo
+	return hidden
 }

@@ -3,6 +3,7 @@ package subproc_test
 import (
 	"bytes"
 	"context"
+	"errors"
 	"os"
 	"path/filepath"
 	"strings"
@@ -10,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/creack/pty"
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
@@ -110,7 +112,7 @@ func TestTerminal(t *testing.T) {
 	requireLandlock(t)
 	for _, r := range isolations(t) {
 		t.Run(r.name, func(t *testing.T) {
-			in, err := subproc.NewInput(true, subproc.Winsize{Rows: 30, Cols: 100})
+			in, err := subproc.NewInput(true, 30, 100)
 			require.NoError(t, err)
 			scr, wait := start(t, r.run, `test -t 0 && test -t 1 && test -t 2 && echo "tty:yes"; echo "size:$(stty size)"; echo "term:$TERM"
 echo err >&2; test "$(tty)" = "$(readlink -f /dev/fd/0)" && echo same > /dev/tty
@@ -119,7 +121,7 @@ printf 'name? '; read -r n; echo "hello $n"
 trap 'echo interrupted; exit 7' INT
 echo ready; while :; do sleep 0.05; done`, in)
 			scr.waitFor(t, "resize", 1)
-			require.NoError(t, in.Resize(subproc.Winsize{Rows: 40, Cols: 120}, 5*time.Second))
+			require.NoError(t, in.Resize(40, 120, 5*time.Second))
 			scr.waitFor(t, "winch:40 120", 1)
 			scr.waitFor(t, "name? ", 1)
 			n, err := in.Write([]byte("ada\n"), 5*time.Second)
@@ -154,7 +156,7 @@ func TestInputPipe(t *testing.T) {
 	requireLandlock(t)
 	for _, r := range isolations(t) {
 		t.Run(r.name, func(t *testing.T) {
-			in, err := subproc.NewInput(false, subproc.Winsize{})
+			in, err := subproc.NewInput(false, 0, 0)
 			require.NoError(t, err)
 			scr, wait := start(t, r.run, `test -t 0 || echo "tty:no"; (: > /dev/tty) 2>/dev/null || echo "ctty:none"
 echo ready; read -r n; echo "hello $n"; wc -c`, in)
@@ -169,13 +171,14 @@ echo ready; read -r n; echo "hello $n"; wc -c`, in)
 			assert.Equal(t, 0, out.Status.ExitCode)
 			assert.Equal(t, "tty:no\nctty:none\nready\nhello ada\n5\n", out.Stdout.String())
 			assert.ErrorIs(t, in.CloseInput(time.Second), subproc.ErrInputEnded)
-			assert.ErrorIs(t, in.Resize(subproc.Winsize{Rows: 1, Cols: 1}, time.Second), subproc.ErrNoTerminal)
+			assert.ErrorIs(t, in.Resize(1, 1, time.Second), subproc.ErrNoTerminal)
 		})
 	}
 }
 
-// TestTerminalInjection (issue 38): TIOCSTI from a command on its terminal
-// only types into that terminal, which the command reads back itself.
+// TestTerminalInjection (issue 38): TIOCSTI and TIOCLINUX are refused
+// (EPERM) to a confined command on any terminal, its own included, also
+// with high bits set in the request (the kernel reads its low 32 bits).
 func TestTerminalInjection(t *testing.T) {
 	requireLandlock(t)
 	py, err := findPython()
@@ -183,15 +186,96 @@ func TestTerminalInjection(t *testing.T) {
 		t.Skip("python3 is not installed")
 	}
 	for _, r := range isolations(t) {
+		if r.name == "helper, unconfined" {
+			continue // nothing is refused there
+		}
 		t.Run(r.name, func(t *testing.T) {
-			in, err := subproc.NewInput(true, subproc.Winsize{})
+			in, err := subproc.NewInput(true, 0, 0)
 			require.NoError(t, err)
-			scr, wait := start(t, r.run, py+` -c 'import fcntl, termios
-for c in b"injected\n": fcntl.ioctl(0, termios.TIOCSTI, bytes([c]))'; echo "sti:$?"; read -r l; echo "read:$l"`, in)
+			scr, wait := start(t, r.run, py+` -c 'import fcntl, termios, errno
+for req in (termios.TIOCSTI, termios.TIOCSTI | (1 << 32), 0x541C):
+    try:
+        fcntl.ioctl(0, req, b"x")
+        print("allowed", hex(req))
+    except OSError as e:
+        print("refused", hex(req), errno.errorcode[e.errno])'`, in)
+			out := wait()
+			assert.Empty(t, out.Status.Error)
+			assert.Equal(t, 0, out.Status.ExitCode, scr.String())
+			assert.Contains(t, scr.String(), "refused 0x5412 EPERM")
+			assert.Contains(t, scr.String(), "refused 0x100005412 EPERM")
+			assert.Contains(t, scr.String(), "refused 0x541c EPERM")
+			assert.NotContains(t, scr.String(), "allowed")
+		})
+	}
+}
+
+// TestTerminalClosedByTheCommand (issue 38): once the command has closed
+// every descriptor of its terminal, input is refused at once, saying so,
+// rather than waiting for a terminal that will not come back. (The
+// terminal is then hung up: a command that does not ignore SIGHUP ends.)
+func TestTerminalClosedByTheCommand(t *testing.T) {
+	requireLandlock(t)
+	for _, r := range isolations(t) {
+		t.Run(r.name, func(t *testing.T) {
+			in, err := subproc.NewInput(true, 0, 0)
+			require.NoError(t, err)
+			scr, wait := start(t, r.run, `trap '' HUP; echo closing; exec 0<&- 1>&- 2>&-; sleep 3`, in)
+			scr.waitFor(t, "closing", 1)
+			require.Eventually(t, func() bool {
+				_, err := in.Write([]byte("x"), 5*time.Second)
+				return errors.Is(err, subproc.ErrTerminalClosed)
+			}, 10*time.Second, 20*time.Millisecond)
+			assert.ErrorIs(t, in.Resize(5, 5, 5*time.Second), subproc.ErrTerminalClosed)
+			out := wait()
+			assert.Equal(t, 0, out.Status.ExitCode)
+		})
+	}
+}
+
+// TestHostTerminalsHidden (issue 38): a confined command cannot open the
+// host's pseudo-terminals by path (the user's shells' among them): under
+// bubblewrap its /dev/pts is its own devpts, under Landlock an empty
+// read-only tmpfs; so it neither reads what is typed there nor drives them.
+func TestHostTerminalsHidden(t *testing.T) {
+	requireLandlock(t)
+	master, tty, err := pty.Open()
+	require.NoError(t, err)
+	defer func() { _ = master.Close(); _ = tty.Close() }()
+	name := tty.Name()
+	for _, r := range isolations(t) {
+		if r.name == "helper, unconfined" {
+			continue
+		}
+		t.Run(r.name, func(t *testing.T) {
+			in, err := subproc.NewInput(false, 0, 0)
+			require.NoError(t, err)
+			_ = in.CloseInput(time.Second)
+			scr, wait := start(t, r.run, `if (: < `+name+`) 2>/dev/null; then echo readable; else echo hidden; fi; ls /dev/pts | grep -cx '[0-9]*' || true`, in)
 			out := wait()
 			assert.Equal(t, 0, out.Status.ExitCode, scr.String())
-			assert.Contains(t, scr.String(), "sti:0")
-			assert.Contains(t, scr.String(), "read:injected")
+			assert.Equal(t, "hidden\n0\n", scr.String(), "no host terminal is there")
+		})
+	}
+}
+
+// TestLandlockStageLeavesNoCapability: the Landlock isolation's stage
+// mounts in a user namespace of its own with an ambient CAP_SYS_ADMIN
+// (not root); the command it runs keeps no ambient capability and, run by
+// an ordinary user, no capability at all.
+func TestLandlockStageLeavesNoCapability(t *testing.T) {
+	requireLandlock(t)
+	for _, r := range isolations(t)[1:3] {
+		t.Run(r.name, func(t *testing.T) {
+			in, err := subproc.NewInput(false, 0, 0)
+			require.NoError(t, err)
+			scr, wait := start(t, r.run, `grep -E '^Cap(Eff|Amb)' /proc/self/status`, in)
+			out := wait()
+			require.Empty(t, out.Status.Error)
+			assert.Contains(t, scr.String(), "CapAmb:\t0000000000000000\n")
+			if os.Geteuid() != 0 {
+				assert.Contains(t, scr.String(), "CapEff:\t0000000000000000\n")
+			}
 		})
 	}
 }

@@ -11,7 +11,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -67,9 +66,9 @@ type Request struct {
 	// Input, when not nil, is the command's input while it runs (issue
 	// 38): a stdin pipe, or a pseudo-terminal that is its controlling
 	// terminal, stdin, stdout and stderr (what it writes there is its
-	// Stdout; its Stderr stays empty). nil gives it /dev/null. The caller
-	// writes it while Run runs and closes it once Run has returned.
-	Input *Input
+	// Stdout; its Stderr stays empty). nil gives it /dev/null. A runner
+	// refuses another Input than internal/subproc's (CodeInvalidRequest).
+	Input Input
 	// AllowHosts are network hosts the user allowed this command alone to
 	// reach through the domain proxy (an approved allow_hosts), besides
 	// the configured names and the session's grants; a runner without
@@ -77,17 +76,27 @@ type Request struct {
 	AllowHosts []string
 }
 
-// Input is a running command's standard input, a pipe or a terminal (see
-// internal/subproc's Input: Write, CloseInput, Resize, Close).
-type Input = subproc.Input
-
-// Winsize is a terminal's size in character cells.
-type Winsize = subproc.Winsize
-
-// NewInput returns a command's input: a pipe, or with terminal a
-// pseudo-terminal of size (zero: 24 rows by 80 columns). Errors: the pipe
-// cannot be made.
-func NewInput(terminal bool, size Winsize) (*Input, error) { return subproc.NewInput(terminal, size) }
+// Input is a running command's standard input (issue 38): a pipe, or a
+// pseudo-terminal that is its controlling terminal, stdin, stdout and
+// stderr. The runners take internal/subproc's (subproc.NewInput); the
+// caller writes it while Run runs and closes it once Run has returned.
+type Input interface {
+	// Terminal reports whether the command gets a terminal.
+	Terminal() bool
+	// Write sends p (typed on a terminal, control characters included),
+	// waiting at most wait for the command to take it; it returns how
+	// many bytes it took.
+	Write(p []byte, wait time.Duration) (int, error)
+	// CloseInput sends the end of input: closes the pipe, or types Ctrl-D.
+	CloseInput(wait time.Duration) error
+	// Resize sets the terminal's size in character cells.
+	Resize(rows, cols uint16, wait time.Duration) error
+	// Hidden reports whether the terminal reads a line without echo now
+	// (a password prompt).
+	Hidden() bool
+	// Close ends the input: later writes fail.
+	Close()
+}
 
 // HostGranter is a Runner whose confined commands reach the network
 // through a filtering proxy by name (--allow-domain under network deny),

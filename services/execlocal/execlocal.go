@@ -6,6 +6,7 @@ package execlocal
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -109,6 +110,9 @@ func Check(req exec.Request) error {
 	case req.Timeout < 0:
 		return &exec.Error{Code: exec.CodeInvalidRequest, Message: "timeout must not be negative"}
 	}
+	if _, ok := req.Input.(*subproc.Input); req.Input != nil && !ok {
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf("the command's input must be a subproc.Input, got %T", req.Input)}
+	}
 	return nil
 }
 
@@ -129,7 +133,8 @@ func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg e
 // Watch is what req asks to follow of its command while it runs: its output
 // as it comes and the signals to pass on.
 func Watch(req exec.Request) subproc.Watch {
-	return subproc.Watch{Stdout: req.Stdout, Stderr: req.Stderr, Signals: req.Signals, Input: req.Input}
+	in, _ := req.Input.(*subproc.Input)
+	return subproc.Watch{Stdout: req.Stdout, Stderr: req.Stderr, Signals: req.Signals, Input: in}
 }
 
 // Result maps a subproc outcome to the runner's result: an error starting

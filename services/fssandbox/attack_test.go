@@ -245,7 +245,7 @@ func TestAttackCraftedTargets(t *testing.T) {
 		for _, m := range mutations {
 			t.Run(m.name+"/"+strings.ReplaceAll(dp, "/", "|"), func(t *testing.T) {
 				before := fixture.Snapshot(t, w.outside)
-				_ = withinSecond(t, func() error { return m.run(context.Background(), f, fs.Target{Key: key, DisplayPath: dp}) })
+				_ = withinHangBound(t, func() error { return m.run(context.Background(), f, fs.Target{Key: key, DisplayPath: dp}) })
 				assertOutsideIntact(t, w, before)
 			})
 		}
@@ -277,7 +277,7 @@ func TestAttackLinkCountLie(t *testing.T) {
 		for _, m := range slices.Backward(mutations) { // edit first: a write replaces the link
 			t.Run(m.name+"/"+p, func(t *testing.T) {
 				before := fixture.Snapshot(t, w.outside)
-				err := withinSecond(t, func() error { return m.run(context.Background(), f, tg) })
+				err := withinHangBound(t, func() error { return m.run(context.Background(), f, tg) })
 				t.Logf("%v", err)
 				assertOutsideIntact(t, w, before)
 			})
@@ -310,7 +310,7 @@ func TestAttackSpecialFiles(t *testing.T) {
 		for _, m := range mutations {
 			t.Run(m.name+"/"+p, func(t *testing.T) {
 				before := fixture.Snapshot(t, w.outside)
-				err := withinSecond(t, func() error { return m.run(context.Background(), f, fs.Target{DisplayPath: p}) })
+				err := withinHangBound(t, func() error { return m.run(context.Background(), f, fs.Target{DisplayPath: p}) })
 				require.Error(t, err)
 				assertOutsideIntact(t, w, before)
 			})

@@ -298,9 +298,10 @@ func TestUserNamespacesExplained(t *testing.T) {
 }
 
 // TestAuditRecordsInput (issue 38): exec_input's record names the command
-// typed to and keeps what was typed, redacted as a command line is; what
-// is typed while the terminal does not echo (a password prompt) is not
-// recorded at all.
+// typed to and keeps what was typed, redacted as a command line is; the
+// line typed at a prompt that reads it without echo (a password) is not
+// recorded, only its length, while what a program reading raw without echo
+// gets (a REPL's line editing) is.
 func TestAuditRecordsInput(t *testing.T) {
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	tl, sink := audited(t, w.pol, execsandbox.Config{})
@@ -311,7 +312,8 @@ func TestAuditRecordsInput(t *testing.T) {
 		}
 	}
 	require.NotNil(t, input)
-	cmd := `read -r a; echo "a=$a"; stty -echo; echo secret-prompt; read -r p; stty echo; echo "p=${#p}"; read -r b`
+	cmd := `read -r a; echo "a=$a"; stty -echo; echo secret-prompt; read -r p; stty echo; echo "p=${#p}"; read -r b; ` +
+		`stty -echo -icanon; echo raw-prompt; v=$(dd bs=1 count=8 2>/dev/null); stty sane; echo "v=$v"; read -r c`
 	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": cmd, "tty": true, "wait_ms": 0})
 	require.False(t, res.IsError, res.Text)
 	id := res.Value.(toolexec.Output).ID
@@ -339,8 +341,20 @@ func TestAuditRecordsInput(t *testing.T) {
 	require.False(t, res.IsError, res.Text)
 	assert.NotContains(t, res.Text, password, "not echoed")
 	r = sink.last(t, password)
-	assert.Equal(t, "[typed while the terminal did not echo: not recorded]", r.Command.Input)
+	assert.Equal(t, "[20 bytes typed at a prompt that did not echo: not recorded]", r.Command.Input)
+	screen += res.Value.(toolexec.Output).Stdout
 	res = auCall(t, input, w.sess, "", map[string]any{"id": id, "input": "visible\n", "wait_ms": 5000})
 	require.False(t, res.IsError, res.Text)
 	assert.Equal(t, "visible\n", sink.last(t).Command.Input)
+	screen += res.Value.(toolexec.Output).Stdout
+	require.Eventually(t, func() bool {
+		out := auCall(t, tl.Output(), w.sess, "", map[string]any{"id": id})
+		sink.last(t)
+		screen += out.Value.(toolexec.Output).Stdout
+		return strings.Contains(screen, "raw-prompt")
+	}, 20*time.Second, 20*time.Millisecond)
+	res = auCall(t, input, w.sess, "", map[string]any{"id": id, "input": "rawtyped", "wait_ms": 5000})
+	require.False(t, res.IsError, res.Text)
+	assert.Equal(t, "rawtyped", sink.last(t).Command.Input, "raw input without echo is a program's own line editing: recorded")
+	assert.Contains(t, screen+res.Value.(toolexec.Output).Stdout, "p=20")
 }

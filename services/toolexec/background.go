@@ -76,7 +76,7 @@ type job struct {
 	// interactive or tty), nil for another; lastInput is when it last got
 	// input (Unix nanoseconds), idled that it was ended for having none
 	// for Config.InteractiveIdle.
-	input     *exec.Input
+	input     exec.Input
 	lastInput atomic.Int64
 	idled     atomic.Bool
 	// req and conf judge an interactive command's output while it runs

@@ -123,7 +123,7 @@ type call struct {
 	// terminal of size with tty; wait is how long exec waits for its
 	// first output.
 	interactive, tty bool
-	size             exec.Winsize
+	rows, cols       uint16
 	wait             time.Duration
 	esc              guard.Escalation
 }

@@ -6,10 +6,12 @@ import (
 	"errors"
 	"math"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/google/jsonschema-go/jsonschema"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/exec"
@@ -69,7 +71,7 @@ func parseInteractive(c *guard.Call, a *call) error {
 	if (rowsSet || colsSet) && !a.tty {
 		return guard.BadArg("rows and cols size a terminal: they need tty")
 	}
-	a.size = exec.Winsize{Rows: uint16(rows), Cols: uint16(cols)} //nolint:gosec // bounded by maxTermSize
+	a.rows, a.cols = uint16(rows), uint16(cols) //nolint:gosec // bounded by maxTermSize
 	wait, waitSet, err := intArg(c, "wait_ms", 0, int(MaxWait.Milliseconds()))
 	if err != nil {
 		return err
@@ -119,7 +121,7 @@ func intArg(c *guard.Call, name string, lo, hi int) (int, bool, error) {
 // waitOutput does and returns what exec_output would: its state and
 // output, with its id for exec_input.
 func (t *Tool) startInteractive(ctx context.Context, c *guard.Call, workspace string, req exec.Request, args call) tool.Result {
-	in, err := exec.NewInput(args.tty, args.size)
+	in, err := subproc.NewInput(args.tty, args.rows, args.cols)
 	if err != nil {
 		return t.g.Fail(err, req.Policy)
 	}
@@ -205,10 +207,11 @@ func (t *Tool) Input() *tool.Tool {
 
 // inputArgs are exec_input's checked arguments.
 type inputArgs struct {
-	id, input string
-	eof       bool
-	size      *exec.Winsize
-	wait      time.Duration
+	id, input  string
+	eof        bool
+	resize     bool
+	rows, cols uint16
+	wait       time.Duration
 }
 
 func parseInput(c *guard.Call) (inputArgs, error) {
@@ -242,7 +245,7 @@ func parseInput(c *guard.Call) (inputArgs, error) {
 		return a, guard.BadArg("a resize needs both rows and cols")
 	}
 	if rowsSet {
-		a.size = &exec.Winsize{Rows: uint16(rows), Cols: uint16(cols)} //nolint:gosec // bounded by maxTermSize
+		a.resize, a.rows, a.cols = true, uint16(rows), uint16(cols) //nolint:gosec // bounded by maxTermSize
 	}
 	wait, waitSet, err := intArg(c, "wait_ms", 0, int(MaxWait.Milliseconds()))
 	if err != nil {
@@ -268,13 +271,13 @@ func (t *Tool) input(ctx context.Context, c *guard.Call) tool.Result {
 	if j.input == nil {
 		return tool.ErrorResult(j.id+" was not started with interactive or tty: nothing reads input from here (exec_output reads it, exec_kill ends it)", CodeNotInteractive)
 	}
-	if a.size != nil && !j.input.Terminal() {
+	if a.resize && !j.input.Terminal() {
 		return tool.ErrorResult(j.id+" has no terminal to resize (start it with tty)", CodeNotInteractive)
 	}
 	j.lastInput.Store(time.Now().UnixNano())
 	var sendErr error
-	if a.size != nil {
-		sendErr = j.input.Resize(*a.size, inputTimeout)
+	if a.resize {
+		sendErr = j.input.Resize(a.rows, a.cols, inputTimeout)
 	}
 	if sendErr == nil && a.input != "" {
 		var n int
@@ -300,12 +303,17 @@ func (t *Tool) input(ctx context.Context, c *guard.Call) tool.Result {
 
 // recordInput makes exec_input's audit record: the command it types to
 // (its line, redacted and cut as exec's is) and what was typed, redacted
-// the same way, or not at all while the terminal does not echo (a password
-// or a one-time code being read).
+// the same way; while the terminal reads a line without echoing it (a
+// password or a one-time code prompt: Input.Hidden), the first line typed
+// is not recorded, only its length, and the rest is.
 func recordInput(ctx context.Context, j *job, input string) {
 	typed := commandLine(input)
-	if input != "" && j.input != nil && !j.input.Echoes() {
-		typed = "[typed while the terminal did not echo: not recorded]"
+	if input != "" && j.input != nil && j.input.Hidden() {
+		first, rest, _ := strings.Cut(input, "\n")
+		typed = "[" + strconv.Itoa(len(first)) + " bytes typed at a prompt that did not echo: not recorded]"
+		if rest != "" {
+			typed += "\n" + commandLine(rest)
+		}
 	}
 	audit.FromContext(ctx).Update(func(r *audit.Record) {
 		r.Command = &audit.Command{Line: commandLine(j.command), Workdir: j.workdir, Background: true, Input: typed, Journal: audit.NotJournaled}
@@ -313,13 +321,16 @@ func recordInput(ctx context.Context, j *job, input string) {
 }
 
 // runningDenial (X-11d) judges the output an interactive command wrote
-// since the last read (its terminal's stream, or its stderr) as a finished command's
-// is judged (render), whatever its state: a line showing the sandbox
-// refusing a write, or the network, is the guard's denial with the marker
-// and the escalation hint, the command's state and output in its text (a
-// REPL goes on after a refused write; the model learns why it failed when
-// it reads it). Read denials need the paths masked in the run's view,
-// which only its end reports: not judged here.
+// since the last read (its terminal's stream, or its stderr) as a finished
+// command's is judged (render), whatever its state: a line showing the
+// sandbox refusing a write, or the network, puts the guard's denial (its
+// marker, the inference, the escalation hint) before the command's state
+// and output. The result is not an error: the read worked, the command
+// goes on (a REPL after a refused write), and which of its commands failed
+// is the model's to judge, since a running terminal session has no exit
+// code to tell a real refusal from one printed (a file shown). Read
+// denials need the paths masked in the run's view, which only its end
+// reports: not judged here.
 func (t *Tool) runningDenial(j *job, v Output, text string) (tool.Result, bool) {
 	if j.input == nil || j.conf == nil || j.req.Policy == nil {
 		return tool.Result{}, false
@@ -332,15 +343,13 @@ func (t *Tool) runningDenial(j *job, v Output, text string) (tool.Result, bool) 
 		return tool.Result{}, false
 	}
 	policy := *j.req.Policy
+	var denial tool.Result
 	if d, ok := t.inferFileDenial(policy, j.conf, j.req, out); ok {
-		r := t.g.Denied(policy, d.detail(), text)
-		r.Value = v
-		return r, true
+		denial = t.g.Denied(policy, d.detail(), text)
+	} else if detail, ok := inferNetworkDenial(j.conf, out); ok {
+		denial = t.g.DeniedNetwork(policy, detail, text)
+	} else {
+		return tool.Result{}, false
 	}
-	if detail, ok := inferNetworkDenial(j.conf, out); ok {
-		r := t.g.DeniedNetwork(policy, detail, text)
-		r.Value = v
-		return r, true
-	}
-	return tool.Result{}, false
+	return tool.Result{Text: strings.TrimPrefix(denial.Text, "Error: "), Value: v}, true
 }

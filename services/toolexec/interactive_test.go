@@ -14,7 +14,6 @@ import (
 
 	"github.com/dsh-go/harness/services/errcode"
 	"github.com/dsh-go/harness/services/execsandbox"
-	"github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/toolexec"
@@ -248,10 +247,11 @@ func sleepers(t *testing.T, m string) []string {
 	return found
 }
 
-// TestDenialInsideAnInteractiveCommand (issue 38): a write outside the
-// roots refused inside a running interactive shell, on a terminal or
+// TestDenialInsideAnInteractiveCommand (issue 38, X-11d): a write outside
+// the roots refused inside a running interactive shell, on a terminal or
 // with a stdin pipe, is reported with the sandbox's marker when its output
-// is read, while the shell goes on; nothing is written outside.
+// is read, in a result that is no error (the input was sent, the shell goes
+// on); nothing is written outside.
 func TestDenialInsideAnInteractiveCommand(t *testing.T) {
 	b := newBG(t, execsandbox.Config{})
 	for _, c := range []struct {
@@ -265,9 +265,8 @@ func TestDenialInsideAnInteractiveCommand(t *testing.T) {
 			target := filepath.Join(b.w.outside, c.name)
 			id, _ := b.interactive(t, b.sess, c.args)
 			res := b.call(t, b.sess, "exec_input", map[string]any{"id": id, "input": "echo x > " + target + "; echo after-$?\n", "wait_ms": 10000})
-			require.True(t, res.IsError, res.Text)
-			assert.Equal(t, fs.CodeSandboxDenied, res.Code, res.Text)
-			assert.Contains(t, res.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite))
+			require.False(t, res.IsError, res.Text)
+			assert.True(t, strings.HasPrefix(res.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite)), res.Text)
 			assert.Contains(t, res.Text, target)
 			v := res.Value.(toolexec.Output)
 			assert.Equal(t, "running", v.State)

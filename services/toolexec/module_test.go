@@ -39,7 +39,7 @@ func TestModule(t *testing.T) {
 		byName[x.Name] = x
 		names = append(names, x.Name)
 	}
-	require.Equal(t, []string{"exec", "exec_kill", "exec_output"}, names)
+	require.Equal(t, []string{"exec", "exec_input", "exec_kill", "exec_output"}, names)
 
 	m := marker(50)
 	sess := session.New("s", ws)

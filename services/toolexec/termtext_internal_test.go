@@ -2,6 +2,7 @@ package toolexec
 
 import (
 	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -29,6 +30,13 @@ func TestTermText(t *testing.T) {
 		{"controls", []string{"a\x07b\x08c\x00d\x7fe\tf"}, "abcde\tf"},
 		{"utf-8", []string{"héllo ✓\n"}, "héllo ✓\n"},
 		{"echoed ^C", []string{"^C\r\n>>> "}, "^C\n>>> "},
+		{"can cancels", []string{"\x1b]0;title\x18after"}, "after"},
+		{"sub cancels", []string{"\x1b[12\x1aafter"}, "after"},
+		{
+			"an unterminated osc is cut",
+			[]string{"title\x1b]0;", strings.Repeat("x", maxSequence), "VISIBLE\n"},
+			"title\n[... an escape sequence left open: 4096 bytes of it dropped ...]\nxxxVISIBLE\n",
+		}, // "]0;" and 4093 x: 4096
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
