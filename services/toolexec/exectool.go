@@ -78,7 +78,7 @@ func (t *Tool) Exec() *tool.Tool {
 		"wait_ms": {
 			Type: "integer", Minimum: jsonschema.Ptr(0.0), Maximum: jsonschema.Ptr(float64(MaxWait.Milliseconds())),
 			Description: "With interactive or tty: how long exec waits for output before returning (default " + strconv.FormatInt(DefaultWait.Milliseconds(), 10) +
-				"); it returns sooner when the command ends or its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
+				"); it returns sooner when the command ends or, once it printed something, its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
 		},
 	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background", "interactive", "tty", "rows", "cols", "wait_ms"}, Required: []string{"command"}}
 	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."

@@ -193,7 +193,7 @@ func (t *Tool) Input() *tool.Tool {
 		"wait_ms": {
 			Type: "integer", Minimum: jsonschema.Ptr(0.0), Maximum: jsonschema.Ptr(float64(MaxWait.Milliseconds())),
 			Description: "How long to wait for the output that follows (default " + strconv.FormatInt(DefaultInputWait.Milliseconds(), 10) +
-				"); it returns sooner when the command ends or its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
+				"); it returns sooner when the command ends or, once it printed something, its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
 		},
 	}, PropertyOrder: []string{"id", "input", "eof", "rows", "cols", "wait_ms"}, Required: []string{"id"}}
 	return t.g.Tool(tool.Tool{

@@ -94,7 +94,9 @@ var commands = []command{
 			"declares for k: a string property takes v as written (content=42 is \"42\"), an integer\n" +
 			"or number property parses it (limit=5), a boolean takes true or false; any other key\n" +
 			"takes v as JSON when it parses, else as a string. A one-shot call has no earlier read\n" +
-			"to rely on, so it runs without the read-before-write policy; the fence still applies.",
+			"to rely on, so it runs without the read-before-write policy; the fence still applies.\n" +
+			"Its session ends when it exits: an exec started in the background or interactively\n" +
+			"is ended then (drive those through harness serve and an MCP client).",
 		examples: []string{
 			"harness call read --arg file_path=README.md --arg limit=20",
 			"harness call grep --arg pattern=TODO --arg output_mode=content",
