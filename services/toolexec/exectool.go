@@ -81,7 +81,8 @@ func (t *Tool) Exec() *tool.Tool {
 				"); it returns sooner when the command ends or, once it printed something, its output has been quiet for " + strconv.FormatInt(quiet.Milliseconds(), 10) + " ms.",
 		},
 	}, PropertyOrder: []string{"command", "workdir", "timeout_ms", "background", "interactive", "tty", "rows", "cols", "wait_ms"}, Required: []string{"command"}}
-	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id."
+	desc := "Run a shell command in the workspace and return its exit code, output and duration; with background, start it and return its id; " +
+		"with interactive or tty, start it with its input open (on a terminal of its own with tty) and return its first output and its id, for exec_input."
 	if t.g.Confines() {
 		desc += " The command is confined by the sandbox mode: writes outside the writable roots and, unless allowed, network access fail;" +
 			" in every mode, credentials the deny-read set names are hidden (a denied directory is empty, a denied file unreadable)."
