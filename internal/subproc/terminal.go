@@ -228,9 +228,12 @@ func (in *Input) target(deadline time.Time) (*os.File, error) {
 	}
 }
 
-// stdin is the descriptor the command reads: the pipe's read end, or nil
-// (/dev/null) with a terminal, whose stage puts the terminal there.
-func (in *Input) stdin() *os.File {
+// stdin is what the command reads, as exec.Cmd.Stdin: the pipe's read
+// end, or, without an input or with a terminal (whose stage puts the
+// terminal there), a nil interface, which exec.Cmd opens as /dev/null (a
+// nil *os.File in it would close descriptor 0 in the child instead, and a
+// Go program started on a closed descriptor 0 may die opening /dev/null).
+func (in *Input) stdin() io.Reader {
 	if in == nil || in.terminal {
 		return nil
 	}
