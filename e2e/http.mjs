@@ -229,7 +229,7 @@ async function run() {
   const info = alice.client.getServerVersion();
   assert.equal(info?.name, 'harness', `serverInfo: ${JSON.stringify(info)}`);
   const names = (await alice.client.listTools(undefined, { timeout: REQUEST_TIMEOUT_MS })).tools.map((t) => t.name).sort();
-  assert.deepEqual(names, ['delete', 'edit', 'exec', 'exec_kill', 'exec_output', 'glob', 'grep', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list: ${JSON.stringify(names)}`);
+  assert.deepEqual(names, ['delete', 'edit', 'exec', 'exec_input', 'exec_kill', 'exec_output', 'glob', 'grep', 'list', 'mkdir', 'move', 'read', 'write'], `tools/list: ${JSON.stringify(names)}`);
   assert.ok(alice.transport.sessionId, 'alice: no Mcp-Session-Id');
   ok(`alice: initialize over Streamable HTTP with her token (session ${alice.transport.sessionId}), the 12 tools listed`);
 
