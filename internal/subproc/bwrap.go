@@ -647,16 +647,12 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer func() { _ = args.Close() }()
-	term, termWait, err := out.input.receive(out.stdout)
+	term, termDone, err := out.input.attach(&spec, out.stdout)
 	if err != nil {
 		return Status{}, 0, err
 	}
 	// Returns once the sandbox is gone (below), which held the terminal.
-	defer termWait()
-	defer func() { closeAll([]*os.File{term}) }()
-	if spec.Terminal = out.input.winsize(); spec.Terminal != nil {
-		spec.Env = withTerminalEnv(spec.Env)
-	}
+	defer termDone()
 	cmd := &exec.Cmd{
 		Path:   execPath(bwrapExeFD),
 		Args:   bwrapArgv("bwrap"),
@@ -681,8 +677,10 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	// masks' sources close at once.
 	_ = args.Close()
 	closeAll(masks)
-	closeAll([]*os.File{term})
-	masks, term = nil, nil
+	masks = nil
+	if term != nil {
+		_ = term.Close()
+	}
 	for _, f := range []*os.File{p.specR, p.statusW, p.infoW} {
 		_ = f.Close()
 	}
@@ -934,10 +932,16 @@ func startBwrap(cmd *exec.Cmd, b Bwrap, args, term *os.File, masks []*os.File) e
 // there (nil: none), args at bwrapArgsFD and the masks' sources above it
 // (maskFD...).
 func withArgs(files []*os.File, args, term *os.File, masks []*os.File) []*os.File {
-	for len(files) < termFD-3 {
+	return append(filesAt(files, termFD, term, args), masks...)
+}
+
+// filesAt returns files (descriptors 3 up) padded with nil (closed) to
+// descriptor fd, then add from there.
+func filesAt(files []*os.File, fd int, add ...*os.File) []*os.File {
+	for len(files) < fd-3 {
 		files = append(files, nil)
 	}
-	return append(append(files, term, args), masks...)
+	return append(files, add...)
 }
 
 // stopConfirmed kills the sandbox (its init, which ends the PID namespace,

@@ -78,16 +78,12 @@ func outcome(ctx context.Context, timeout time.Duration, outputLimit int, w Watc
 
 func runHelper(ctx context.Context, helper *Program, spec Spec, out stdio, signals <-chan syscall.Signal) (Status, time.Duration, error) {
 	var st Status
-	term, termWait, err := out.input.receive(out.stdout)
+	term, termDone, err := out.input.attach(&spec, out.stdout)
 	if err != nil {
 		return st, 0, err
 	}
 	// Returns once the helper has ended, and with it the command's tree.
-	defer termWait()
-	defer func() { closeAll([]*os.File{term}) }()
-	if spec.Terminal = out.input.winsize(); spec.Terminal != nil {
-		spec.Env = withTerminalEnv(spec.Env)
-	}
+	defer termDone()
 	specR, specW, err := os.Pipe()
 	if err != nil {
 		return st, 0, err
@@ -105,10 +101,7 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, out stdio, signa
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = out.input.stdin(), out.stdout, out.stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW, helper.f} // fds 3, 4 and helperFD
 	if term != nil {
-		for len(cmd.ExtraFiles) < termFD-3 {
-			cmd.ExtraFiles = append(cmd.ExtraFiles, nil)
-		}
-		cmd.ExtraFiles = append(cmd.ExtraFiles, term)
+		cmd.ExtraFiles = filesAt(cmd.ExtraFiles, termFD, term)
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{
 		// A session of its own: a terminal's ^C reaches the parent, which
@@ -128,8 +121,9 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, out stdio, signa
 		return st, 0, fmt.Errorf("start the command helper %s: %w", helper.Path(), err)
 	}
 	_ = statusW.Close() // the helper holds its copy
-	closeAll([]*os.File{term})
-	term = nil
+	if term != nil {
+		_ = term.Close() // the helper holds its copy
+	}
 	encErr := json.NewEncoder(specW).Encode(spec)
 	_ = specW.Close()
 

@@ -240,13 +240,23 @@ func (in *Input) stdin() io.Reader {
 	return in.r
 }
 
-// winsize is the terminal a spec asks for, nil for none.
-func (in *Input) winsize() *Winsize {
+// attach readies one start of spec for in: with a terminal, spec asks
+// for one of in's size, with TERM set (withTerminalEnv), and the socket its
+// stage sends the master on is made and followed (receive); child is that
+// socket's end for termFD (nil without a terminal). done, called once the
+// start has ended, closes child if the caller has not and waits for the
+// following to stop.
+func (in *Input) attach(spec *Spec, out io.Writer) (child *os.File, done func(), err error) {
 	if in == nil || !in.terminal {
-		return nil
+		return nil, func() {}, nil
 	}
 	size := in.size
-	return &size
+	spec.Terminal, spec.Env = &size, withTerminalEnv(spec.Env)
+	child, wait, err := in.receive(out)
+	if err != nil {
+		return nil, nil, err
+	}
+	return child, func() { _ = child.Close(); wait() }, nil
 }
 
 // receive makes the socket a start's terminal stage sends the master on
@@ -254,12 +264,8 @@ func (in *Input) winsize() *Winsize {
 // is the target of writes and what the command writes to its terminal is
 // copied to out, until every copy of the terminal's other side is closed.
 // wait, called once the start has ended (and with it every process that
-// could hold the terminal), stops following and closes the master. Without
-// a terminal it returns nil and a wait that does nothing.
+// could hold the terminal), stops following and closes the master.
 func (in *Input) receive(out io.Writer) (child *os.File, wait func(), err error) {
-	if in == nil || !in.terminal {
-		return nil, func() {}, nil
-	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil, err

@@ -447,8 +447,8 @@ func parse(c *guard.Call) (call, error) {
 		a.timeout = time.Duration(f) * time.Millisecond
 		a.timeoutSet = true
 	}
-	if present("background") && json.Unmarshal(c.Args["background"], &a.background) != nil {
-		return a, guard.BadArg("background must be a boolean")
+	if err := boolArg(c, "background", &a.background); err != nil {
+		return a, err
 	}
 	if err := parseInteractive(c, &a); err != nil {
 		return a, err
