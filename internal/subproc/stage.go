@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"runtime"
+	"runtime/debug"
+	"unsafe"
 
 	"golang.org/x/sys/unix"
 )
@@ -81,13 +84,60 @@ func stage(started func()) Status {
 	}
 	// The limits come last: under a small memory or process cap the Go
 	// runtime could not map or start what confining needs, and the stage
-	// would fail instead of the command.
+	// would fail instead of the command. From them to the exec the runtime
+	// must need nothing more from the kernel: the exec's arguments are
+	// made first, a collection is finished and no other one starts (one
+	// running under the caps could not map its own bookkeeping and would
+	// crash the stage), and the exec is the bare system call.
+	execve, err := prepareExec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
+	if err != nil {
+		return Status{Error: "cannot start " + shell + ": " + err.Error()}
+	}
+	runtime.GC()
+	debug.SetGCPercent(-1)
 	if err := setLimits(spec.Confine.Limits); err != nil {
 		return Status{Error: err.Error()}
 	}
 	started()
-	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
+	err = execve()
 	return Status{Error: "cannot start " + shell + ": " + err.Error()}
+}
+
+// prepareExec makes execve's arguments for path, argv and env, and returns
+// the call that execs them: it allocates nothing and returns only the
+// execve error when the exec fails.
+func prepareExec(path string, argv, env []string) (func() error, error) {
+	p, err := unix.BytePtrFromString(path)
+	if err != nil {
+		return nil, err
+	}
+	a, err := cStrings(argv)
+	if err != nil {
+		return nil, err
+	}
+	e, err := cStrings(env)
+	if err != nil {
+		return nil, err
+	}
+	return func() error {
+		_, _, errno := unix.RawSyscall(unix.SYS_EXECVE,
+			uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&e[0])))
+		return errno
+	}, nil
+}
+
+// cStrings is ss as a NUL-terminated array of NUL-terminated strings.
+// Errors: EINVAL when a string holds a NUL byte.
+func cStrings(ss []string) ([]*byte, error) {
+	out := make([]*byte, 0, len(ss)+1)
+	for _, s := range ss {
+		p, err := unix.BytePtrFromString(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return append(out, nil), nil
 }
 
 // checkView verifies, inside the finished view, that every protected path

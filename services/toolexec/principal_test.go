@@ -139,21 +139,26 @@ func TestPrincipalCapsInAll(t *testing.T) {
 			res = start(bob, "bob", 0)
 			require.False(t, res.IsError, "bob is not held to alice's caps: %s", res.Text)
 
-			for _, name := range []string{"ran-alice-0", "ran-alice-1", "ran-alice-2", "ran-bob-0"} {
-				require.Eventually(t, func() bool {
+			started := func(name, id string, sess *session.Session, principal string) {
+				t.Helper()
+				if !assert.Eventually(t, func() bool {
 					_, err := os.Stat(filepath.Join(w.ws, name))
 					return err == nil
-				}, bgWait, 10*time.Millisecond, "%s started", name)
+				}, bgWait, 10*time.Millisecond, "%s started", name) {
+					out := callAs(t, tools["exec_output"], sess, principal, map[string]any{"id": id})
+					t.Fatalf("%s: %s", id, out.Text)
+				}
+			}
+			started("ran-bob-0", res.Value.(toolexec.Started).ID, bob, "bob")
+			for i, sess := range []*session.Session{s1, s1, s2} {
+				started("ran-alice-"+strconv.Itoa(i), ids[i], sess, "alice")
 			}
 			kill := callAs(t, tools["exec_kill"], s2, "alice", map[string]any{"id": ids[2], "signal": "SIGKILL"})
 			require.False(t, kill.IsError, kill.Text)
 			res = start(s2, "alice", 4)
 			require.False(t, res.IsError, "one of alice's ended: she may start another: %s", res.Text)
 
-			require.Eventually(t, func() bool {
-				_, err := os.Stat(filepath.Join(w.ws, "ran-alice-4"))
-				return err == nil
-			}, bgWait, 10*time.Millisecond)
+			started("ran-alice-4", res.Value.(toolexec.Started).ID, s2, "alice")
 			assert.NoFileExists(t, filepath.Join(w.ws, "ran-alice-3"), "the refused command never ran")
 			if tc.name != "background commands" {
 				assert.NoFileExists(t, filepath.Join(w.ws, "ran-alice-fg"), "the refused command never ran")
