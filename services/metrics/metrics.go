@@ -41,6 +41,7 @@ type Metrics struct {
 	commands *prometheus.CounterVec
 	refused  prometheus.Counter
 	waits    *prometheus.HistogramVec
+	otlpLost *prometheus.CounterVec
 
 	mu   sync.Mutex
 	seen map[string]map[string]bool // label name -> values told apart
@@ -74,7 +75,11 @@ func New() *Metrics {
 			Help: "Network hosts the domain proxy refused commands, each host counted once per exec call that met it.",
 		}),
 	}
-	m.reg.MustRegister(m.calls, m.duration, m.commands, m.refused, m.waits,
+	m.otlpLost = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "harness_otlp_lost_total",
+		Help: "What the OTLP export (--otlp-endpoint) did not send, by signal: traces and logs count spans and log records (a call's record the export queue could not take counts one of each), metrics count metric exports the receiver did not accept.",
+	}, []string{"signal"})
+	m.reg.MustRegister(m.calls, m.duration, m.commands, m.refused, m.waits, m.otlpLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -127,6 +132,16 @@ func (m *Metrics) observe(r audit.Record) {
 		m.refused.Add(float64(len(c.HostsRefused) + c.HostsRefusedMore))
 	}
 }
+
+// OTLPLost counts n items of signal ("traces", "logs", "metrics") the
+// OTLP export did not send (services/telemetry).
+func (m *Metrics) OTLPLost(signal string, n int) {
+	m.otlpLost.WithLabelValues(signal).Add(float64(n))
+}
+
+// Gatherer is the registry the metrics are in, for an exporter that
+// reads them (services/telemetry's OTLP metrics).
+func (m *Metrics) Gatherer() prometheus.Gatherer { return m.reg }
 
 // SlotWait counts one wait of principal for a slot ("call" or "command").
 func (m *Metrics) SlotWait(slot, principal string, d time.Duration) {

@@ -41,6 +41,7 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/telemetry"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolchaincache"
 	"github.com/dsh-go/harness/services/toolfs"
@@ -95,6 +96,16 @@ func startServer(ctx context.Context, name string, args []string, env Env, extra
 	if cfg.Metrics() {
 		m = metrics.New()
 		opts = append(opts, fx.Supply(m))
+	}
+	if cfg.OTLP() {
+		opts = append(opts, fx.Provide(func(lc fx.Lifecycle, log *zap.Logger) (*telemetry.Exporter, error) {
+			e, err := telemetry.Open(telemetry.Options{Endpoint: cfg.OTLPEndpoint, Version: version(), Metrics: m, Log: log.Named("otlp")})
+			if err != nil {
+				return nil, &config.FieldError{Key: "otlp-endpoint", Msg: err.Error()}
+			}
+			lc.Append(fx.StopHook(e.Close))
+			return e, nil
+		}))
 	}
 	var srv *mcpserver.Server
 	stop, err := start(ctx, cfg, env,

@@ -16,6 +16,7 @@ import (
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/telemetry"
 )
 
 // auditLog returns the option that provides the audit.Sink of cfg: the
@@ -30,15 +31,17 @@ import (
 // *config.FieldError (key "audit-log").
 //
 // With metrics (config.Config.Metrics, a *metrics.Metrics in the graph) the
-// Sink counts every record into them before the log gets it, and the log's
-// written and lost counts are exported; it is provided with the log off too.
+// Sink counts every record into them, and queues it for the OTLP export
+// when there is one (a *telemetry.Exporter in the graph), before the log
+// gets it; the log's written and lost counts are exported; it is provided
+// with the log off too.
 func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 	path := cfg.AuditLogPath()
 	if path == "" {
 		if !cfg.Metrics() {
 			return fx.Options()
 		}
-		return fx.Provide(func(m *metrics.Metrics) audit.Sink { return m.Sink(nil) })
+		return fx.Provide(func(in exportIn) audit.Sink { return exportSink(in.Metrics, in.Telemetry, nil) })
 	}
 	if stderr == nil {
 		stderr = os.Stderr
@@ -55,7 +58,7 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 				off.set(&off.auditLog, why)
 				log.Warn("audit log off: " + why)
 				if in.Metrics != nil {
-					return in.Metrics.Sink(nil), nil
+					return exportSink(in.Metrics, in.Telemetry, nil), nil
 				}
 				return nil, nil
 			}
@@ -65,7 +68,7 @@ func auditLog(cfg config.Config, stderr io.Writer) fx.Option {
 			lc.Append(fx.StopHook(l.Close))
 			if in.Metrics != nil {
 				in.Metrics.AuditLog(l.Counts)
-				return in.Metrics.Sink(l), nil
+				return exportSink(in.Metrics, in.Telemetry, l), nil
 			}
 			return l, nil
 		}),
@@ -83,7 +86,27 @@ type auditIn struct {
 	Policy    *sandboxpolicy.Service
 	Logger    *zap.Logger
 	Off       *Unavailable
-	Metrics   *metrics.Metrics `optional:"true"`
+	Metrics   *metrics.Metrics    `optional:"true"`
+	Telemetry *telemetry.Exporter `optional:"true"`
+}
+
+// exportIn is where each call's record goes besides the audit log: the
+// metrics, and the OTLP export when there is one (config.Config.OTLP).
+type exportIn struct {
+	fx.In
+
+	Metrics   *metrics.Metrics
+	Telemetry *telemetry.Exporter `optional:"true"`
+}
+
+// exportSink returns the audit.Sink that counts each record into m,
+// queues it for the OTLP export e (nil: none), then hands it to next (nil:
+// none).
+func exportSink(m *metrics.Metrics, e *telemetry.Exporter, next audit.Sink) audit.Sink {
+	if e != nil {
+		next = e.Sink(next)
+	}
+	return m.Sink(next)
 }
 
 // CheckAuditLog returns a *config.FieldError (key "audit-log") when path,

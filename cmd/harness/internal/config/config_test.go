@@ -700,7 +700,7 @@ func TestFlagsRegistration(t *testing.T) {
 		"toolchain-caches", "vcs", "unprotect", "deny-read", "allow-read",
 		"journal-commands", "gpg-agent",
 		"audit-log", "audit-max-bytes",
-		"listen", "metrics-listen", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
+		"listen", "metrics-listen", "otlp-endpoint", "token-file", "jwks-url", "jwt-issuer", "jwt-audience", "authorization-server", "resource-url",
 		"principals", "allowed-origin", "allowed-host", "session-idle", "max-request-bytes", "principal-max-calls",
 		"max-waiting-calls", "call-wait", "principal-max-sessions", "principal-max-commands", "principal-max-background",
 		"principal-exec-memory", "principal-exec-pids",

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/dsh-go/harness/services/telemetry"
 	"github.com/dsh-go/harness/services/toolexec"
 )
 
@@ -26,6 +27,14 @@ type HTTP struct {
 	// an empty host is 127.0.0.1). With Listen they are at /metrics there
 	// too, behind its authentication (issue 39).
 	MetricsListen string `yaml:"metrics-listen"`
+	// OTLPEndpoint is the base URL of an OTLP/HTTP receiver serve exports
+	// each call's span, its audit record and the metrics to (issue 39;
+	// services/telemetry); "" leaves it to the OTEL_EXPORTER_OTLP_*
+	// variables (OTLPFromEnv).
+	OTLPEndpoint string `yaml:"otlp-endpoint"`
+	// OTLPFromEnv is set when the environment names a receiver
+	// (telemetry.EnvEndpoints) and does not set OTEL_SDK_DISABLED=true.
+	OTLPFromEnv bool `yaml:"-"`
 	// TokenFile is a file of hashed static bearer tokens, one
 	// "SUBJECT sha256:HEX" a line (services/httpauth).
 	TokenFile string `yaml:"token-file"`
@@ -109,6 +118,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 	var (
 		listen      = fs.String("listen", "", "serve MCP over Streamable HTTP at `ADDR` (host:port, path /mcp) instead of stdio; 127.0.0.1:0 picks a free port; off loopback --token-file or --jwks-url is required")
 		metrics     = fs.String("metrics-listen", "", "serve Prometheus metrics at http://`ADDR`/metrics without authentication (host:port; :9464 is 127.0.0.1:9464), over stdio or --listen (where they are at /metrics too, behind its authentication)")
+		otlp        = fs.String("otlp-endpoint", "", "export each call as a span, its audit record as a log record and the metrics over OTLP/HTTP to the receiver at base `URL` (such as http://127.0.0.1:4318; its /v1/traces, /v1/logs, /v1/metrics); the OTEL_EXPORTER_OTLP_* variables work too")
 		tokenFile   = fs.String("token-file", "", "a `FILE` of hashed bearer tokens, one \"SUBJECT sha256:HEX\" a line (HEX: the token's SHA-256)")
 		jwks        = fs.String("jwks-url", "", "verify bearer JWTs against the signing keys at `URL` (an OAuth 2.1 resource server; needs --jwt-issuer and --jwt-audience)")
 		issuer      = fs.String("jwt-issuer", "", "the `ISSUER` a JWT's iss must equal")
@@ -136,6 +146,7 @@ func httpFlags(fs *flag.FlagSet) map[string]func(*Config) {
 	return map[string]func(*Config){
 		"listen":                   func(c *Config) { c.Listen = *listen },
 		"metrics-listen":           func(c *Config) { c.MetricsListen = *metrics },
+		"otlp-endpoint":            func(c *Config) { c.OTLPEndpoint = *otlp },
 		"token-file":               func(c *Config) { c.TokenFile = *tokenFile },
 		"jwks-url":                 func(c *Config) { c.JWKSURL = *jwks },
 		"jwt-issuer":               func(c *Config) { c.JWTIssuer = *issuer },
@@ -168,6 +179,7 @@ func httpEnv(c *Config, lookup func(string) string) error {
 	}{
 		{"LISTEN", &c.Listen},
 		{"METRICS_LISTEN", &c.MetricsListen},
+		{"OTLP_ENDPOINT", &c.OTLPEndpoint},
 		{"TOKEN_FILE", &c.TokenFile},
 		{"JWKS_URL", &c.JWKSURL},
 		{"JWT_ISSUER", &c.JWTIssuer},
@@ -247,6 +259,11 @@ func ListenLoopback(addr string) bool {
 
 // validateHTTP checks the fields of HTTP; they need Listen.
 func (c *Config) validateHTTP() error {
+	if c.OTLPEndpoint != "" {
+		if err := telemetry.CheckEndpoint(c.OTLPEndpoint); err != nil {
+			return fieldErr("otlp-endpoint", "%s", err.Error())
+		}
+	}
 	if c.MetricsListen != "" {
 		host, port, err := net.SplitHostPort(c.MetricsListen)
 		if err != nil || port == "" {
@@ -427,6 +444,10 @@ func (c *Config) PrincipalCaps() (sessions, commands, background int, memory, pi
 	return sessions, commands, background, memory, pids
 }
 
-// Metrics reports whether serve keeps metrics: with --metrics-listen or
-// --listen (issue 39).
-func (c *Config) Metrics() bool { return c.MetricsListen != "" || c.Listen != "" }
+// Metrics reports whether serve keeps metrics: with --metrics-listen,
+// --listen or an OTLP export (issue 39).
+func (c *Config) Metrics() bool { return c.MetricsListen != "" || c.Listen != "" || c.OTLP() }
+
+// OTLP reports whether serve exports over OTLP: --otlp-endpoint, or the
+// environment's receiver (OTLPFromEnv).
+func (c *Config) OTLP() bool { return c.OTLPEndpoint != "" || c.OTLPFromEnv }

@@ -18,6 +18,7 @@ import (
 	"go.yaml.in/yaml/v3"
 
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/telemetry"
 )
 
 // EnvPrefix prefixes every environment variable: HARNESS_MODE for --mode,
@@ -185,6 +186,10 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 				f()
 				source[name] = "--" + name
 			}
+		}
+		cfg.OTLPFromEnv = telemetry.Enabled("", getenv)
+		if cfg.OTLPEndpoint != "" && !telemetry.Enabled(cfg.OTLPEndpoint, getenv) {
+			cfg.OTLPEndpoint = "" // OTEL_SDK_DISABLED=true
 		}
 		if cfg.AuditLog == "" {
 			cfg.AuditLog = DefaultAuditLog(getenv)
