@@ -130,7 +130,9 @@ func TestServeAuditLog(t *testing.T) {
 			assert.Equal(t, &audit.Command{
 				Line: "cat secret.txt && exit 3", Workdir: w.ws, Exit: &three,
 				Stdout: int64(len(secret)), Journal: audit.NotJournaled,
+				StartMS: command.Command.StartMS, RunMS: command.Command.RunMS,
 			}, command.Command)
+			assert.Positive(t, command.Command.StartMS, "the sandbox's start is recorded")
 
 			var deniedLine map[string]any
 			for line := range strings.SplitSeq(stderr.String(), "\n") {

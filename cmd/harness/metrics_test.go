@@ -58,7 +58,12 @@ func TestServeMetrics(t *testing.T) {
 		`harness_tool_call_duration_seconds_count{tool="exec"}`:                                 2,
 		`harness_commands_total{end="exit_zero"}`:                                               1,
 		`harness_commands_total{end="exit_nonzero"}`:                                            1,
+		`harness_command_start_seconds_count`:                                                   2,
+		`harness_command_run_seconds_count`:                                                     2,
 		`harness_command_hosts_refused_total`:                                                   1,
+		`harness_proxy_requests_total{outcome="refused"}`:                                       1,
+		`harness_proxy_requests_total{outcome="allowed"}`:                                       0,
+		`harness_journal_entries_dropped_total`:                                                 0,
 		`harness_sessions{principal=""}`:                                                        1,
 		`harness_slot_wait_seconds_count{principal="",slot="call"}`:                             5,
 		`harness_slot_wait_seconds_count{principal="",slot="command"}`:                          2,
@@ -93,6 +98,7 @@ func TestServeMetrics(t *testing.T) {
 		assert.NotContains(t, raw, leak)
 	}
 	assert.Contains(t, raw, "go_goroutines", "the runtime's collector")
+	assert.Positive(t, got["harness_journal_bytes"], "the journal holds the write approved outside")
 }
 
 // freeAddr returns a loopback address with a port free a moment ago.

@@ -81,3 +81,27 @@ func TestServeOTLP(t *testing.T) {
 	}
 	assert.Contains(t, strings.Join(got.Metrics, " "), "harness_tool_calls_total")
 }
+
+// TestServeOTLPFromEnvironment (issue 39): without --otlp-endpoint, the
+// standard OTEL_EXPORTER_OTLP_ENDPOINT names the receiver, and
+// OTEL_SERVICE_NAME the service.
+func TestServeOTLPFromEnvironment(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds and runs the binary")
+	}
+	w := newE2EWorld(t)
+	rcv := otlptest.NewReceiver(t)
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", rcv.URL())
+	t.Setenv("OTEL_SERVICE_NAME", "harness-under-test")
+	cs, _ := connect(t, "2025-11-25", nil, nil, "--workspace", w.ws, "--mode", "workspace-write", "--temp-root", w.ws)
+	res := callTool(t, cs, "read", map[string]any{"file_path": "notes.txt"})
+	require.False(t, res.IsError, text(res))
+	require.NoError(t, cs.Close())
+	require.Eventually(t, func() bool {
+		spans, logs := rcv.Counts()
+		return spans == 1 && logs == 1
+	}, 20*time.Second, 20*time.Millisecond)
+	got := rcv.Got()
+	assert.Equal(t, "read", got.Spans[0].Name)
+	assert.Contains(t, string(got.Raw), "harness-under-test")
+}

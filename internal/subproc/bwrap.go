@@ -1,6 +1,8 @@
 package subproc
 
 import (
+	"bufio"
+	"bytes"
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -685,6 +687,10 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		_ = f.Close()
 	}
 	p.specR, p.statusW, p.infoW = nil, nil, nil
+	// The stage's status, read as it comes: its first document (Started,
+	// or why not) is timed.
+	status := make(chan statusRead, 1)
+	go func() { status <- readStatus(p.statusR) }()
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -771,7 +777,11 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if startErr != nil {
 		return Status{Error: startErr.Error()}, d, nil
 	}
-	if st, started, ok := lastStatus(p.statusR); ok {
+	sr := <-status
+	if st, started, ok := lastStatus(bytes.NewReader(sr.data)); ok {
+		if st.Started {
+			st.StartedAt = sr.first
+		}
 		if st.Changed && started {
 			// Only the stage, before anything of the command ran, says a
 			// path changed: a command is never started twice.
@@ -976,6 +986,26 @@ func exitCode(waitErr error) int {
 		return -1
 	}
 	return 0
+}
+
+// statusRead is what the stage wrote on its status pipe, and when its
+// first line came.
+type statusRead struct {
+	data  []byte
+	first time.Time
+}
+
+// readStatus reads r to its end (every writer closed: the sandbox ended),
+// timing the first line.
+func readStatus(r io.Reader) statusRead {
+	br := bufio.NewReader(r)
+	line, err := br.ReadBytes('\n')
+	sr := statusRead{data: line, first: time.Now()}
+	if err == nil {
+		rest, _ := io.ReadAll(br)
+		sr.data = append(sr.data, rest...)
+	}
+	return sr
 }
 
 // lastStatus decodes the stage's status documents (Started just before

@@ -50,6 +50,7 @@ func TestBwrapRunsInTheView(t *testing.T) {
 	require.NoError(t, err)
 	st := statOf(t, filepath.Join(ws, ".git"))
 	_ = git
+	before := time.Now()
 	out, stdout, stderr := runBwrap(t.Context(), t, subproc.Spec{
 		Command: `echo in $PWD; echo ok > file; echo no > .git/config; echo $?; ls /proc | grep -c '^[0-9]'`,
 		Dir:     ws,
@@ -61,6 +62,8 @@ func TestBwrapRunsInTheView(t *testing.T) {
 	t.Log(stdout, stderr)
 	assert.True(t, out.Status.Started, out.Status.Error)
 	assert.Equal(t, 0, out.Status.ExitCode)
+	// When the stage said Started, between the call and its return.
+	assert.True(t, out.Status.StartedAt.After(before) && out.Status.StartedAt.Before(time.Now()), "started at %v", out.Status.StartedAt)
 	b, err := os.ReadFile(filepath.Join(ws, "file"))
 	require.NoError(t, err)
 	assert.Equal(t, "ok\n", string(b))
@@ -94,6 +97,7 @@ func TestBwrapExitStatus(t *testing.T) {
 	out, _, _ := runBwrap(t.Context(), t, subproc.Spec{Command: "true", Dir: filepath.Join(ws, "missing"), Confine: &subproc.Confinement{}}, time.Minute)
 	assert.False(t, out.Status.Started)
 	assert.Contains(t, out.Status.Error, "cannot enter the workdir")
+	assert.True(t, out.Status.StartedAt.IsZero(), "nothing started")
 	start := time.Now()
 	out, _, _ = runBwrap(t.Context(), t, subproc.Spec{Command: "sleep 100", Dir: ws, Confine: &subproc.Confinement{}}, 500*time.Millisecond)
 	assert.Less(t, time.Since(start), 10*time.Second)

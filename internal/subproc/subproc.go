@@ -239,6 +239,10 @@ type Status struct {
 	// made the view (RunBwrap). Nothing of the command ran; the caller
 	// searches again and starts it anew. Error names the path.
 	Changed bool `json:"changed,omitempty"`
+	// StartedAt is when the runner heard the stage say Started, just
+	// before it execs the shell (RunBwrap only; zero otherwise, and when
+	// nothing started). Never sent: the runner sets it.
+	StartedAt time.Time `json:"-"`
 }
 
 // IsHelper reports whether args (os.Args) ask for the helper.

@@ -128,11 +128,16 @@ const MaxCommandLine = 1024
 // (HostsRefusedMore also counts the refusals the proxy's own record left
 // out past exec.MaxRefused hosts, one per connection).
 type Command struct {
-	Line             string   `json:"line"`
-	Workdir          string   `json:"workdir,omitempty"`
-	Exit             *int     `json:"exit,omitempty"`
-	Signal           string   `json:"signal,omitempty"`
-	Background       bool     `json:"background,omitempty"`
+	Line       string `json:"line"`
+	Workdir    string `json:"workdir,omitempty"`
+	Exit       *int   `json:"exit,omitempty"`
+	Signal     string `json:"signal,omitempty"`
+	Background bool   `json:"background,omitempty"`
+	// StartMS is the sandbox's own cost of starting a foreground command,
+	// in milliseconds (exec.Result.Start; absent where not measured);
+	// RunMS the command's wall time (exec.Result.Duration).
+	StartMS          float64  `json:"start_ms,omitempty"`
+	RunMS            float64  `json:"run_ms,omitempty"`
 	Input            string   `json:"input,omitempty"`
 	Stdout           int64    `json:"stdout_bytes"`
 	Stderr           int64    `json:"stderr_bytes"`

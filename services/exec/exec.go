@@ -137,6 +137,12 @@ type Result struct {
 	TimedOut, Cancelled bool
 	// Duration is the command's wall time.
 	Duration time.Duration
+	// Start is the sandbox's own cost of starting the command: from the
+	// runner's call to the shell's exec (the view's searches, bubblewrap,
+	// the stage's checks and confinement). 0 where the runner does not
+	// measure it: runners that do not confine, and every isolation but
+	// bubblewrap's.
+	Start time.Duration
 	// Stdout and Stderr are the command's output, capped.
 	Stdout, Stderr Output
 	// Confinement is how the sandbox confined the command; nil when it

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"os"
 	"os/user"
 	"path/filepath"
@@ -95,7 +96,7 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 // refused while it ran (none without the proxy). Its view is found afresh
 // for each start (view), and started again while a path of it changes
 // between the search and the start (startFresh).
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView) (res exec.Result, refused refusals, err error) {
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView, began time.Time) (res exec.Result, refused refusals, err error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, refusals{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -172,6 +173,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		return exec.Result{}, refusals{}, sessionEnded()
 	}
 	res, err = bwrapResult(out, err, conf, exe, tries)
+	if !out.Status.StartedAt.IsZero() {
+		res.Start = out.Status.StartedAt.Sub(began)
+	}
 	if check != nil && (err != nil || out.Status.Started || out.Status.Stopped) {
 		// What the command left in the repositories' rebase and sequencer
 		// state that would make git on the host run a program, however it
@@ -273,18 +277,31 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 // (subproc.Status.Changed): a file a process outside renamed over (git
 // rewriting `.git/config`), a directory it removed. Each start searches
 // again; the last one's cause is the command's refusal.
-const startAttempts = 4
+const startAttempts = 8
+
+// startBackoff bounds the pause before a start made again: a random pause
+// up to the attempt's number times it, so the starts do not keep pace with
+// a host that rewrites a file at a steady rate.
+const startBackoff = 20 * time.Millisecond
 
 // startFresh calls start, which finds a command's view and starts it, again
 // while its outcome says a path of the view changed before the start, at
-// most startAttempts times in all or until ctx is done, and returns start's
-// last results and how many times it was called. Nothing of the command
-// ran in a start whose outcome says so (the sandbox's stage reports it
-// before it starts the command), so starting again runs it once.
+// most startAttempts times in all or until ctx is done, pausing a little
+// longer before each (startBackoff), and returns start's last results and
+// how many times it was called. Nothing of the command ran in a start
+// whose outcome says so (the sandbox's stage reports it before it starts
+// the command), so starting again runs it once.
 func startFresh(ctx context.Context, start func() (subproc.Outcome, *subproc.Confinement, error)) (subproc.Outcome, *subproc.Confinement, int, error) {
 	for tries := 1; ; tries++ {
 		out, conf, err := start()
 		if err != nil || !out.Status.Changed || tries == startAttempts || ctx.Err() != nil {
+			return out, conf, tries, err
+		}
+		pause := time.NewTimer(rand.N(time.Duration(tries) * startBackoff))
+		select {
+		case <-pause.C:
+		case <-ctx.Done():
+			pause.Stop()
 			return out, conf, tries, err
 		}
 	}

@@ -27,6 +27,7 @@ import (
 	"fmt"
 	"net/netip"
 	"os"
+	"time"
 
 	"go.uber.org/fx"
 	"go.uber.org/zap"
@@ -113,6 +114,9 @@ type Config struct {
 	// connection, at info); nil discards them. Module sets it to the
 	// app's logger.
 	Log *zap.Logger `yaml:"-" json:"-"`
+	// ProxyDecided is told the outcome of each of the proxy's decisions
+	// (netproxy.Config.Decided); nil: nobody.
+	ProxyDecided func(outcome string) `yaml:"-" json:"-"`
 }
 
 // Runner confines each command by its request's policy. It is safe for
@@ -213,6 +217,7 @@ func (r *Runner) Confines() bool { return true }
 // put back where the command changed them (rootGuard; a failure to is
 // logged, the result stands).
 func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
+	began := time.Now()
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
 	}
@@ -247,7 +252,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		}
 	}()
 	if r.bwrap != nil {
-		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks)
+		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks, began)
 	} else {
 		var conf *subproc.Confinement
 		var check *gitStateCheck
@@ -435,7 +440,7 @@ func newProxy(cfg Config) (*netproxy.Proxy, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
-	p, err := netproxy.New(netproxy.Config{Allow: cfg.AllowDomains, Resolver: cfg.Resolver}, log.Named("netproxy"))
+	p, err := netproxy.New(netproxy.Config{Allow: cfg.AllowDomains, Resolver: cfg.Resolver, Decided: cfg.ProxyDecided}, log.Named("netproxy"))
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: err.Error()}
 	}

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.uber.org/zap"
@@ -65,6 +66,36 @@ type Journal struct {
 	idx index
 
 	ids idSource
+
+	// dropped counts the entries this process's evictions dropped.
+	dropped atomic.Int64
+}
+
+// Stats are what a journal holds, for the server's metrics: Bytes, the
+// size of its segments on disk now (every process's appends included),
+// and Dropped, the entries this process dropped to stay within the cap
+// since it opened the journal.
+type Stats struct {
+	Bytes, Dropped int64
+}
+
+// Stats returns the journal's Stats. It takes no lock: a segment dropped
+// while it reads the directory counts as empty.
+func (j *Journal) Stats() Stats {
+	st := Stats{Dropped: j.dropped.Load()}
+	entries, err := os.ReadDir(j.opts.Dir)
+	if err != nil {
+		return st
+	}
+	for _, e := range entries {
+		if !strings.HasPrefix(e.Name(), segPrefix) {
+			continue
+		}
+		if info, err := e.Info(); err == nil {
+			st.Bytes += info.Size()
+		}
+	}
+	return st
 }
 
 // segment is the open segment this process appends to: its number, its
@@ -440,6 +471,7 @@ func (j *Journal) evict(nums []int, session string) error {
 		j.log.Info("journal: dropped the oldest segment to stay within the cap",
 			zap.String("segment", segName(nums[i])), zap.Int64("bytes", sizes[i]), zap.Int64("max_bytes", j.opts.MaxBytes), zap.Strings("entries", ids))
 		gone = append(gone, entries...)
+		j.dropped.Add(int64(len(entries)))
 		// The frame recording the drops counts against the cap too.
 		payload, err := json.Marshal(dropped{Entries: gone})
 		if err != nil {

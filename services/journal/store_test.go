@@ -217,13 +217,18 @@ func TestEviction(t *testing.T) {
 	drops := logs.FilterMessageSnippet("dropped the oldest segment").All()
 	require.NotEmpty(t, drops)
 	var droppedIDs []string
+	n := 0 // entries dropped
 	for _, d := range drops {
 		for _, f := range d.Context {
 			if f.Key == "entries" {
 				droppedIDs = append(droppedIDs, fmt.Sprint(f.Interface))
 			}
 		}
+		n += len(d.ContextMap()["entries"].([]any))
 	}
+	// Stats (the server's metrics) say the same: the bytes on disk, the
+	// entries dropped.
+	assert.Equal(t, journal.Stats{Bytes: total, Dropped: int64(n)}, j.Stats())
 	listed, err := j.List(journal.ListOptions{})
 	require.NoError(t, err)
 	byID := map[string]journal.Entry{}

@@ -39,7 +39,11 @@ type Metrics struct {
 	calls    *prometheus.CounterVec
 	duration *prometheus.HistogramVec
 	commands *prometheus.CounterVec
+	starts   prometheus.Histogram
+	failures *prometheus.CounterVec
+	runs     prometheus.Histogram
 	refused  prometheus.Counter
+	proxy    *prometheus.CounterVec
 	waits    *prometheus.HistogramVec
 	otlpLost *prometheus.CounterVec
 
@@ -65,6 +69,20 @@ func New() *Metrics {
 			Name: "harness_commands_total",
 			Help: "exec calls by how the command went: exit_zero, exit_nonzero, signal (a signal or a timeout ended it), background (started in the background or interactively), not_run (refused or failed to start; harness_tool_calls_total's code says why).",
 		}, []string{"end"}),
+		starts: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "harness_command_start_seconds",
+			Help:    "The sandbox's own cost of starting a foreground command, in seconds: from the runner's call to the shell's exec (the view's searches, bubblewrap, the stage's checks and confinement); measured under the bubblewrap isolation only.",
+			Buckets: []float64{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10},
+		}),
+		failures: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harness_command_start_failures_total",
+			Help: "exec calls the sandbox allowed whose command never started, by the result's code (SANDBOX_UNAVAILABLE, EXEC_START_FAILED, ...): the cause.",
+		}, []string{"code"}),
+		runs: prometheus.NewHistogram(prometheus.HistogramOpts{
+			Name:    "harness_command_run_seconds",
+			Help:    "Foreground commands' wall time as the runner measured it, in seconds.",
+			Buckets: []float64{0.01, 0.05, 0.1, 0.5, 1, 5, 10, 30, 60, 300, 1800},
+		}),
 		waits: prometheus.NewHistogramVec(prometheus.HistogramOpts{
 			Name:    "harness_slot_wait_seconds",
 			Help:    "How long calls waited for a call slot (slot=call) and commands for a command slot (slot=command), in seconds, by principal (\"\" over stdio); a wait refused (SERVER_BUSY) or cancelled counts too.",
@@ -74,12 +92,19 @@ func New() *Metrics {
 			Name: "harness_command_hosts_refused_total",
 			Help: "Network hosts the domain proxy refused commands, each host counted once per exec call that met it.",
 		}),
+		proxy: prometheus.NewCounterVec(prometheus.CounterOpts{
+			Name: "harness_proxy_requests_total",
+			Help: "Requests (HTTP, CONNECT, SOCKS5) the domain proxy decided for commands, by outcome: allowed, refused (the host is not allowed, or resolves to a non-public address), failed (an allowed name that did not resolve).",
+		}, []string{"outcome"}),
 	}
 	m.otlpLost = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "harness_otlp_lost_total",
 		Help: "What the OTLP export (--otlp-endpoint) did not send, by signal: traces and logs count spans and log records (a call's record the export queue could not take counts one of each), metrics count metric exports the receiver did not accept.",
 	}, []string{"signal"})
-	m.reg.MustRegister(m.calls, m.duration, m.commands, m.refused, m.waits, m.otlpLost,
+	for _, o := range []string{"allowed", "refused", "failed"} {
+		m.proxy.WithLabelValues(o) // each at 0 from the start
+	}
+	m.reg.MustRegister(m.calls, m.duration, m.commands, m.starts, m.failures, m.runs, m.refused, m.proxy, m.waits, m.otlpLost,
 		collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return m
 }
@@ -128,9 +153,24 @@ func (m *Metrics) observe(r audit.Record) {
 		end = "background"
 	}
 	m.commands.WithLabelValues(end).Inc()
+	if end == "not_run" && r.Decision == audit.Allowed && r.Code != "" {
+		m.failures.WithLabelValues(m.bounded("code", r.Code)).Inc()
+	}
 	if c != nil {
+		if c.StartMS > 0 {
+			m.starts.Observe(c.StartMS / 1000)
+		}
+		if c.RunMS > 0 {
+			m.runs.Observe(c.RunMS / 1000)
+		}
 		m.refused.Add(float64(len(c.HostsRefused) + c.HostsRefusedMore))
 	}
+}
+
+// ProxyDecided counts one decision of the domain proxy by its outcome
+// ("allowed", "refused", "failed"; netproxy.Config.Decided).
+func (m *Metrics) ProxyDecided(outcome string) {
+	m.proxy.WithLabelValues(outcome).Inc()
 }
 
 // OTLPLost counts n items of signal ("traces", "logs", "metrics") the
@@ -180,6 +220,23 @@ func (m *Metrics) AuditLog(counts func() (written, lost int64)) {
 			Name: "harness_audit_records_lost_total",
 			Help: "Audit records the audit log lost (its queue was full, or a write failed) since the server started; the next record written says how many.",
 		}, func() float64 { _, l := counts(); return float64(l) }),
+	)
+}
+
+// Journal exports the journal's size and dropped entries: stats(), read
+// at each scrape, returns the bytes its segments hold on disk and the
+// entries this server dropped to stay within --journal-max-bytes
+// (journal.Journal.Stats).
+func (m *Metrics) Journal(stats func() (bytes, dropped int64)) {
+	m.reg.MustRegister(
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name: "harness_journal_bytes",
+			Help: "Bytes the change journal's segments hold on disk (every server sharing it included); it stays under --journal-max-bytes.",
+		}, func() float64 { b, _ := stats(); return float64(b) }),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{
+			Name: "harness_journal_entries_dropped_total",
+			Help: "Journal entries (changes that could be undone) this server dropped, the oldest first, to stay within --journal-max-bytes.",
+		}, func() float64 { _, d := stats(); return float64(d) }),
 	)
 }
 

@@ -29,7 +29,7 @@ func TestSinkCounts(t *testing.T) {
 	records := []audit.Record{
 		{Tool: "read", Decision: audit.Allowed, Outcome: audit.OK, DurationMS: 2},
 		{Tool: "write", Decision: audit.Denied, Outcome: audit.Error, Code: "FS_SANDBOX_DENIED", DurationMS: 1},
-		{Tool: "exec", Decision: audit.Allowed, Outcome: audit.OK, DurationMS: 30, Command: &audit.Command{Exit: exit(0)}},
+		{Tool: "exec", Decision: audit.Allowed, Outcome: audit.OK, DurationMS: 30, Command: &audit.Command{Exit: exit(0), StartMS: 20, RunMS: 9}},
 		{Tool: "exec", Decision: audit.Denied, Outcome: audit.Error, Code: "SANDBOX_NETWORK_DENIED", Command: &audit.Command{Exit: exit(1), HostsRefused: []string{"a", "b"}, HostsRefusedMore: 3}},
 		{Tool: "exec", Decision: audit.Allowed, Outcome: audit.Error, Code: "EXEC_TIMED_OUT", Command: &audit.Command{Signal: "SIGKILL"}},
 		{Tool: "exec", Decision: audit.Allowed, Outcome: audit.OK, Command: &audit.Command{Background: true}},
@@ -48,10 +48,39 @@ func TestSinkCounts(t *testing.T) {
 		assert.Equal(t, want, testutil.ToFloat64(m.commands.WithLabelValues(end)), end)
 	}
 	assert.Equal(t, 5.0, testutil.ToFloat64(m.refused))
+	// The command allowed that never started counts as a start failure;
+	// the one refused as invalid does not.
+	assert.Equal(t, 1.0, testutil.ToFloat64(m.failures.WithLabelValues("SANDBOX_UNAVAILABLE")))
+	assert.Equal(t, 1, testutil.CollectAndCount(m.failures))
+	// One command's start and run measured: observed once each.
+	assert.Equal(t, 1, testutil.CollectAndCount(m.starts))
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), "harness_command_start_seconds_sum 0.02\n")
+	assert.Contains(t, rec.Body.String(), "harness_command_start_seconds_count 1\n")
+	assert.Contains(t, rec.Body.String(), "harness_command_run_seconds_sum 0.009\n")
+	assert.Contains(t, rec.Body.String(), "harness_command_run_seconds_count 1\n")
 	assert.Equal(t, 8, testutil.CollectAndCount(m.calls), "two exec calls allowed and ok share a series")
 	// A nil next is the audit log turned off.
 	m.Sink(nil).Append(records[0])
 	assert.Equal(t, 2.0, testutil.ToFloat64(m.calls.WithLabelValues("read", "allowed", "")))
+}
+
+// TestJournal (issue 39): the journal's bytes and dropped entries are read
+// at each scrape.
+func TestJournal(t *testing.T) {
+	m := New()
+	var bytes, dropped int64 = 4096, 0
+	m.Journal(func() (int64, int64) { return bytes, dropped })
+	rec := httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), "harness_journal_bytes 4096\n")
+	assert.Contains(t, rec.Body.String(), "harness_journal_entries_dropped_total 0\n")
+	bytes, dropped = 100, 7
+	rec = httptest.NewRecorder()
+	m.Handler().ServeHTTP(rec, httptest.NewRequest("GET", "/metrics", nil))
+	assert.Contains(t, rec.Body.String(), "harness_journal_bytes 100\n")
+	assert.Contains(t, rec.Body.String(), "harness_journal_entries_dropped_total 7\n")
 }
 
 // TestLabelsBounded (issue 39): past MaxLabelValues distinct codes,

@@ -20,6 +20,18 @@ const (
 	failed
 )
 
+// String is the outcome as Config.Decided is told it.
+func (o outcome) String() string {
+	switch o {
+	case allowed:
+		return "allowed"
+	case refused:
+		return "refused"
+	default:
+		return "failed"
+	}
+}
+
 // verdict is the decision on one host and port: host is the normalized host
 // (a name in lower case without a trailing dot, or an IP literal), reason
 // why, addrs the checked addresses to dial, in order (allowed only).

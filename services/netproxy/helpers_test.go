@@ -12,11 +12,13 @@ import (
 	"net/netip"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 	"go.uber.org/zap"
 	"go.uber.org/zap/zaptest/observer"
@@ -110,6 +112,7 @@ type fixture struct {
 	resolver *fakeResolver
 	mu       sync.Mutex
 	refused  []refusal
+	outcomes []string // what Config.Decided was told
 	served   chan error
 	once     sync.Once
 	serveErr error
@@ -126,7 +129,11 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Helper()
 	core, logs := observer.New(zap.DebugLevel)
 	f := &fixture{logs: logs, resolver: &fakeResolver{addrs: o.addrs}, served: make(chan error, 1)}
-	p, err := netproxy.New(netproxy.Config{Allow: o.allow, Resolver: f.resolver}, zap.New(core))
+	p, err := netproxy.New(netproxy.Config{Allow: o.allow, Resolver: f.resolver, Decided: func(outcome string) {
+		f.mu.Lock()
+		f.outcomes = append(f.outcomes, outcome)
+		f.mu.Unlock()
+	}}, zap.New(core))
 	require.NoError(t, err)
 	netproxy.SetLimits(p, o.limits)
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
@@ -142,6 +149,14 @@ func newFixture(t *testing.T, o fixtureOpts) *fixture {
 	t.Cleanup(func() {
 		require.NoError(t, p.Close())
 		require.NoError(t, f.waitServed(t))
+		// Config.Decided is told every decision logged, in order.
+		var logged []string
+		for _, d := range f.decisions() {
+			logged = append(logged, strings.TrimPrefix(d["msg"].(string), "network access "))
+		}
+		f.mu.Lock()
+		defer f.mu.Unlock()
+		assert.Equal(t, logged, f.outcomes, "the outcomes Decided was told")
 	})
 	return f
 }

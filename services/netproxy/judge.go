@@ -36,6 +36,9 @@ func (s *server) judge(ctx context.Context, via, host string, port int) verdict 
 	case failed:
 		s.log.Info("network access failed", fields...)
 	}
+	if s.p.decided != nil {
+		s.p.decided(v.outcome.String())
+	}
 	return v
 }
 

@@ -70,6 +70,11 @@ type Config struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
+	// Decided, when not nil, is told each decision's outcome: "allowed",
+	// "refused" (the policy refused the host) or "failed" (an allowed
+	// name that could not be resolved). It is called on the connection's
+	// goroutine, so it must not block (the server's metrics count them).
+	Decided func(outcome string)
 }
 
 // Grants is what a session was allowed beyond Config.Allow (the user's
@@ -87,8 +92,9 @@ type Proxy struct {
 	resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
-	log    *zap.Logger
-	limits limits
+	log     *zap.Logger
+	limits  limits
+	decided func(outcome string)
 
 	mu      sync.Mutex
 	closed  bool
@@ -110,7 +116,7 @@ func New(cfg Config, log *zap.Logger) (*Proxy, error) {
 		log = zap.NewNop()
 	}
 	p := &Proxy{
-		allow: allow, resolver: cfg.Resolver, log: log,
+		allow: allow, resolver: cfg.Resolver, log: log, decided: cfg.Decided,
 		limits: limits{
 			header: headerTimeout, keepAlive: keepAliveTimeout, tunnelIdle: tunnelIdleTimeout,
 			resolve: resolveTimeout, dial: dialTimeout, conns: maxConns,

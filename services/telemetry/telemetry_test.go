@@ -157,3 +157,39 @@ func TestExportNeverWaitsAndCountsWhatIsLost(t *testing.T) {
 		t.Logf("%d appends took %v against a receiver that did not answer", n, appended)
 	})
 }
+
+// TestEnabledAndCheckEndpoint: the export is on with an endpoint or a
+// standard variable naming one, off with OTEL_SDK_DISABLED=true; an
+// endpoint is the base URL of an OTLP/HTTP receiver.
+func TestEnabledAndCheckEndpoint(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		return func(k string) string {
+			for i := 0; i+1 < len(kv); i += 2 {
+				if kv[i] == k {
+					return kv[i+1]
+				}
+			}
+			return ""
+		}
+	}
+	assert.False(t, telemetry.Enabled("", env()))
+	assert.True(t, telemetry.Enabled("http://c:4318", env()))
+	for _, v := range telemetry.EnvEndpoints {
+		assert.True(t, telemetry.Enabled("", env(v, "http://c:4318")), v)
+	}
+	assert.False(t, telemetry.Enabled("http://c:4318", env("OTEL_SDK_DISABLED", "true")))
+	assert.False(t, telemetry.Enabled("", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318", "OTEL_SDK_DISABLED", "TRUE")))
+	assert.True(t, telemetry.Enabled("", env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://c:4318", "OTEL_SDK_DISABLED", "false")))
+
+	for _, ok := range []string{"http://127.0.0.1:4318", "https://collector.example/otlp", "http://[::1]:4318/"} {
+		assert.NoError(t, telemetry.CheckEndpoint(ok), ok)
+	}
+	for _, bad := range []string{"collector:4318", "127.0.0.1:4318", "ftp://c", "http://", "http://c:4318?x=1", "http://c#f", "http://u:p@c:4318", "grpc://c:4317", ""} {
+		err := telemetry.CheckEndpoint(bad)
+		if assert.Error(t, err, bad) {
+			assert.Contains(t, err.Error(), "is not the base URL of an OTLP/HTTP receiver")
+		}
+	}
+	_, err := telemetry.Open(telemetry.Options{Endpoint: "collector:4318", Metrics: metrics.New()})
+	assert.Error(t, err, "Open checks the endpoint")
+}

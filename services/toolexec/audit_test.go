@@ -113,9 +113,14 @@ func TestAuditRecordsCommands(t *testing.T) {
 			Command: &audit.Command{
 				Line: cmd, Workdir: filepath.Join(w.ws, "sub"), Exit: intp(3),
 				Stdout: int64(len(secret)), Stderr: 2, Journal: audit.NotJournaled,
+				StartMS: r.Command.StartMS, RunMS: r.Command.RunMS,
 			},
 		}, r)
 		assert.Positive(t, r.DurationMS)
+		// The sandbox's start and the command's run, both within the call.
+		assert.Positive(t, r.Command.StartMS)
+		assert.Positive(t, r.Command.RunMS)
+		assert.Less(t, r.Command.StartMS, r.DurationMS)
 	})
 
 	t.Run("a write outside the roots is denied with the marker it inferred", func(t *testing.T) {

@@ -3,6 +3,7 @@ package toolexec
 import (
 	"context"
 	"slices"
+	"time"
 
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
@@ -49,6 +50,7 @@ func recordRun(ctx context.Context, res exec.Result, allowed []string, marker st
 			c.Exit = &code
 		}
 		c.Stdout, c.Stderr = res.Stdout.Bytes, res.Stderr.Bytes
+		c.StartMS, c.RunMS = millis(res.Start), millis(res.Duration)
 		c.HostsAllowed = allowed
 		if res.Confinement != nil {
 			// Refused lists each host once already (exec.Confinement);
@@ -63,6 +65,9 @@ func recordRun(ctx context.Context, res exec.Result, allowed []string, marker st
 		}
 	})
 }
+
+// millis is d in milliseconds, to the microsecond.
+func millis(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }
 
 // allowedHosts returns the network hosts a command of sess may reach by
 // the user's grant, beyond the configured names (--allow-domain, which is

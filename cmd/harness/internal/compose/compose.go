@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/invariants"
+	"github.com/dsh-go/harness/services/metrics"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/readbeforewrite"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -140,6 +141,13 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 		opts = append(opts,
 			fx.Supply(exec.Config{Env: passthrough(cfg, os.Getenv)}),
 			fx.Supply(sandboxCfg),
+			// The proxy's decisions counted in the metrics, when kept.
+			fx.Decorate(func(in proxyMetricsIn) execsandbox.Config {
+				if in.Metrics != nil {
+					in.Config.ProxyDecided = in.Metrics.ProxyDecided
+				}
+				return in.Config
+			}),
 			runner,
 			journalCommands(cfg),
 			fx.Supply(toolexecConfig(cfg)),
@@ -330,4 +338,12 @@ func executables() []string {
 		out = append(out, abs)
 	}
 	return out
+}
+
+// proxyMetricsIn is what the runner's configuration is decorated with.
+type proxyMetricsIn struct {
+	fx.In
+
+	Config  execsandbox.Config
+	Metrics *metrics.Metrics `optional:"true"`
 }

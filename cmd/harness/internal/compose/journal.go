@@ -10,6 +10,7 @@ import (
 	"github.com/dsh-go/harness/cmd/harness/internal/config"
 	"github.com/dsh-go/harness/services/fslocal"
 	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/metrics"
 )
 
 // Unavailable says why a best-effort default the process runs without is
@@ -59,13 +60,14 @@ func (u *Unavailable) set(field *string, why string) {
 // directory is never named by the user, so it is a best-effort default:
 // when it cannot be made or opened the journal is nil, the reason is
 // logged once at warn and kept in *Unavailable, and the server serves
-// without undo.
+// without undo. With metrics, its size and dropped entries are exported.
 func journalOptions(cfg config.Config, base fslocal.Config) fx.Option {
 	if cfg.JournalMaxBytes == 0 {
 		return fx.Supply(base)
 	}
 	return fx.Options(
-		fx.Provide(func(lc fx.Lifecycle, log *zap.Logger, off *Unavailable) *journal.Journal {
+		fx.Provide(func(in journalIn) *journal.Journal {
+			lc, log, off := in.Lifecycle, in.Logger, in.Off
 			dir, err := journal.DefaultDir()
 			var j *journal.Journal
 			if err == nil {
@@ -78,6 +80,9 @@ func journalOptions(cfg config.Config, base fslocal.Config) fx.Option {
 				off.set(&off.journal, why)
 				log.Warn("journal off: " + why)
 				return nil
+			}
+			if in.Metrics != nil {
+				in.Metrics.Journal(func() (int64, int64) { st := j.Stats(); return st.Bytes, st.Dropped })
 			}
 			done := make(chan struct{})
 			lc.Append(fx.Hook{
@@ -102,4 +107,14 @@ func journalOptions(cfg config.Config, base fslocal.Config) fx.Option {
 			return base
 		}),
 	)
+}
+
+// journalIn is what the journal's provider takes.
+type journalIn struct {
+	fx.In
+
+	Lifecycle fx.Lifecycle
+	Logger    *zap.Logger
+	Off       *Unavailable
+	Metrics   *metrics.Metrics `optional:"true"`
 }

@@ -50,6 +50,7 @@ func TestHTTPConfig(t *testing.T) {
 			{"a memory cap that is no size", []string{"--listen", "127.0.0.1:1", "--principal-exec-memory", "lots"}, []string{"--principal-exec-memory", "not a size"}},
 			{"a process cap below -1", []string{"--listen", "127.0.0.1:1", "--principal-exec-pids", "-2"}, []string{"--principal-exec-pids", "-1 for none"}},
 			{"a principal cap without --listen", []string{"--principal-max-sessions", "3"}, []string{"--principal-max-sessions", "needs --listen"}},
+			{"an OTLP endpoint that is no URL", []string{"--otlp-endpoint", "collector:4318"}, []string{"--otlp-endpoint", "not the base URL of an OTLP/HTTP receiver"}},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				_, err := load(t, tc.args, nil)
@@ -59,6 +60,22 @@ func TestHTTPConfig(t *testing.T) {
 				}
 			})
 		}
+	})
+
+	t.Run("OTLP export from the flag or the environment", func(t *testing.T) {
+		cfg := mustLoad(t, nil, nil)
+		assert.False(t, cfg.OTLP())
+		assert.False(t, cfg.Metrics(), "no metrics kept over stdio without a consumer")
+		cfg = mustLoad(t, []string{"--otlp-endpoint", "http://127.0.0.1:4318"}, nil)
+		assert.True(t, cfg.OTLP())
+		assert.True(t, cfg.Metrics(), "the export sends the metrics")
+		cfg = mustLoad(t, nil, map[string]string{"HARNESS_OTLP_ENDPOINT": "http://127.0.0.1:4318"})
+		assert.Equal(t, "http://127.0.0.1:4318", cfg.OTLPEndpoint)
+		cfg = mustLoad(t, nil, map[string]string{"OTEL_EXPORTER_OTLP_TRACES_ENDPOINT": "http://c:4318/v1/traces"})
+		assert.True(t, cfg.OTLP(), "a standard variable names the receiver")
+		assert.Empty(t, cfg.OTLPEndpoint)
+		cfg = mustLoad(t, []string{"--otlp-endpoint", "http://127.0.0.1:4318"}, map[string]string{"OTEL_SDK_DISABLED": "true"})
+		assert.False(t, cfg.OTLP(), "OTEL_SDK_DISABLED=true turns it off")
 	})
 
 	t.Run("loopback needs no authentication", func(t *testing.T) {
