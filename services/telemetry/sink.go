@@ -48,6 +48,11 @@ func (e *Exporter) enqueue(r audit.Record) {
 			e.lost(signalLogs, 1)
 		}
 	}()
+	if e.paused() {
+		e.lost(signalTraces, 1)
+		e.lost(signalLogs, 1)
+		return
+	}
 	select {
 	case e.queue <- r:
 	default:
@@ -55,6 +60,12 @@ func (e *Exporter) enqueue(r audit.Record) {
 		e.lost(signalLogs, 1)
 	}
 }
+
+// paused reports whether the export is paused after a failure.
+func (e *Exporter) paused() bool { return time.Now().UnixNano() < e.pausedUntil.Load() }
+
+// pause stops the export for Options.Pause.
+func (e *Exporter) pause() { e.pausedUntil.Store(time.Now().Add(e.opts.Pause).UnixNano()) }
 
 // run exports the queue in batches of at most Options.Batch until the
 // queue is closed and empty.
@@ -81,20 +92,29 @@ func (e *Exporter) run() {
 
 // export sends batch's spans and log records, each signal in one request
 // (the exporters retry as OTEL_EXPORTER_OTLP_* say), and counts what was
-// not accepted.
+// not accepted; a failure pauses the export (Options.Pause), and a batch
+// taken while it is paused is counted lost without being made.
 func (e *Exporter) export(batch []audit.Record) {
+	if e.paused() {
+		// Queued before the failure that paused the export.
+		e.lost(signalTraces, len(batch))
+		e.lost(signalLogs, len(batch))
+		return
+	}
 	for _, r := range batch {
 		e.emit(r)
 	}
 	ctx := context.Background()
 	if spans := e.spans.take(); len(spans) > 0 {
 		if err := e.spanOut.ExportSpans(ctx, spans); err != nil {
+			e.pause() // before the count: who sees the loss sees the pause
 			e.lost(signalTraces, len(spans))
 			e.warn(signalTraces, len(spans), err)
 		}
 	}
 	if records := e.records.take(); len(records) > 0 {
 		if err := e.logOut.Export(ctx, records); err != nil {
+			e.pause() // before the count: who sees the loss sees the pause
 			e.lost(signalLogs, len(records))
 			e.warn(signalLogs, len(records), err)
 		}

@@ -20,6 +20,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	promb "go.opentelemetry.io/contrib/bridges/prometheus"
@@ -48,6 +49,11 @@ const (
 	DefaultBatch = 512
 	// DefaultCloseTimeout bounds how long Close sends what is queued.
 	DefaultCloseTimeout = 5 * time.Second
+	// DefaultPause is how long the export stops after the receiver
+	// refused or missed a batch: the records of that time are counted lost
+	// without being made, so an unreachable receiver costs the calls
+	// nothing but a clock read.
+	DefaultPause = 5 * time.Second
 )
 
 // EnvEndpoints are the standard variables that name a receiver; with any
@@ -102,8 +108,10 @@ type Options struct {
 	Metrics *metrics.Metrics
 	// Log gets export failures, at most one a minute. Nil: none.
 	Log *zap.Logger
-	// Queue and Batch default to DefaultQueue and DefaultBatch.
+	// Queue, Batch and Pause default to DefaultQueue, DefaultBatch and
+	// DefaultPause.
 	Queue, Batch int
+	Pause        time.Duration
 	// MetricInterval is how often metrics are exported; 0 reads
 	// OTEL_METRIC_EXPORT_INTERVAL (the SDK's default: 60 s).
 	MetricInterval time.Duration
@@ -123,11 +131,14 @@ type Exporter struct {
 	logOut  sdklog.Exporter
 	meters  *sdkmetric.MeterProvider
 
-	queue     chan audit.Record
-	done      chan struct{}
-	closeOnce sync.Once
-	warnMu    sync.Mutex
-	warned    time.Time
+	queue chan audit.Record
+	done  chan struct{}
+	// pausedUntil is when the export resumes after a failure (Unix
+	// nanoseconds; 0: not paused).
+	pausedUntil atomic.Int64
+	closeOnce   sync.Once
+	warnMu      sync.Mutex
+	warned      time.Time
 }
 
 // Open returns an exporter to opts.Endpoint (or the environment's
@@ -147,6 +158,9 @@ func Open(opts Options) (*Exporter, error) {
 	}
 	if opts.Batch <= 0 {
 		opts.Batch = DefaultBatch
+	}
+	if opts.Pause <= 0 {
+		opts.Pause = DefaultPause
 	}
 	if opts.Log == nil {
 		opts.Log = zap.NewNop()

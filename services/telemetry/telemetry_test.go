@@ -3,6 +3,7 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -134,6 +135,28 @@ func TestExportNeverWaitsAndCountsWhatIsLost(t *testing.T) {
 		assert.Equal(t, 15.0, lost(t, m, "traces"))
 		assert.Equal(t, 15.0, lost(t, m, "logs"))
 		assert.GreaterOrEqual(t, lost(t, m, "metrics"), 1.0, "the last metrics export at Close")
+	})
+	t.Run("paused after a failure, then resumed", func(t *testing.T) {
+		rcv := otlptest.NewReceiver(t)
+		rcv.Refuse(http.StatusBadRequest)
+		m := metrics.New()
+		e, err := telemetry.Open(telemetry.Options{Endpoint: rcv.URL(), Metrics: m, MetricInterval: time.Hour, Pause: time.Second})
+		require.NoError(t, err)
+		sink := e.Sink(nil)
+		sink.Append(records()[0])
+		require.Eventually(t, func() bool { return lost(t, m, "traces") == 1 }, 10*time.Second, 5*time.Millisecond, "the refused span")
+		rcv.Refuse(0)
+		sink.Append(records()[1]) // within the pause: counted lost, not sent
+		assert.Equal(t, 2.0, lost(t, m, "traces"))
+		assert.Equal(t, 2.0, lost(t, m, "logs"))
+		time.Sleep(1100 * time.Millisecond)
+		sink.Append(records()[2]) // the pause is over: sent
+		require.NoError(t, e.Close(context.Background()))
+		spans, logs := rcv.Counts()
+		assert.Equal(t, 1, spans)
+		assert.Equal(t, 1, logs)
+		assert.Equal(t, "exec", rcv.Got().Spans[0].Name)
+		assert.Equal(t, 2.0, lost(t, m, "traces"))
 	})
 	t.Run("queue full", func(t *testing.T) {
 		rcv := otlptest.NewReceiver(t)

@@ -33,10 +33,19 @@ type Received struct {
 // Receiver serves /v1/traces, /v1/logs and /v1/metrics (protobuf, gzip or
 // not) until the test ends.
 type Receiver struct {
-	srv  *httptest.Server
-	hold sync.RWMutex
-	mu   sync.Mutex
-	got  Received
+	srv    *httptest.Server
+	hold   sync.RWMutex
+	mu     sync.Mutex
+	got    Received
+	status int // answered instead of taking a request (Refuse); 0: none
+}
+
+// Refuse makes the receiver answer every request with the HTTP status
+// (400: not retried by the exporters), keeping nothing; 0 ends it.
+func (r *Receiver) Refuse(status int) {
+	r.mu.Lock()
+	r.status = status
+	r.mu.Unlock()
 }
 
 // NewReceiver starts a receiver, closed when t ends.
@@ -95,6 +104,10 @@ func (r *Receiver) serve(w http.ResponseWriter, req *http.Request) {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.status != 0 {
+		http.Error(w, "refused by the test", r.status)
+		return
+	}
 	switch req.URL.Path {
 	case "/v1/traces":
 		var m coltracepb.ExportTraceServiceRequest
