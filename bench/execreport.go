@@ -36,6 +36,7 @@ func (r *execRun) lo(key string) float64 {
 	}
 	return slices.Min(r.ms[key])
 }
+
 func (r *execRun) hi(key string) float64 {
 	if len(r.ms[key]) == 0 {
 		return math.NaN()
@@ -147,10 +148,14 @@ func (st *execStats) targets() []execTarget {
 		return f(r)
 	}
 	out = append(out,
-		execTarget{34, "empty workspace: harness wall / bare bwrap wall (medians)", execTargetWallRatio, "x",
-			pick(base, (*execRun).wallRatio), ratioShown(base, func(r *execRun) (float64, float64) { return r.med(execA), r.med(execB) }), false},
-		execTarget{34, "empty workspace: harness CPU / bare bwrap CPU (per call)", execTargetCPURatio, "x",
-			pick(base, (*execRun).cpuRatio), ratioShown(base, func(r *execRun) (float64, float64) { return r.cpuOf(execA), r.cpuOf(execB) }), false})
+		execTarget{
+			34, "empty workspace: harness wall / bare bwrap wall (medians)", execTargetWallRatio, "x",
+			pick(base, (*execRun).wallRatio), ratioShown(base, func(r *execRun) (float64, float64) { return r.med(execA), r.med(execB) }), false,
+		},
+		execTarget{
+			34, "empty workspace: harness CPU / bare bwrap CPU (per call)", execTargetCPURatio, "x",
+			pick(base, (*execRun).cpuRatio), ratioShown(base, func(r *execRun) (float64, float64) { return r.cpuOf(execA), r.cpuOf(execB) }), false,
+		})
 	for _, r := range st.runs {
 		if r.sc.key == "empty" {
 			continue
@@ -177,9 +182,11 @@ func (st *execStats) targets() []execTarget {
 			execTarget{34, r.sc.name + ": harness CPU / the empty workspace's", execTargetScenario, "x", cpu, cpuShown, failed})
 	}
 	for _, r := range st.runs {
-		out = append(out, execTarget{34, r.sc.name + ": first call / the median call", execTargetFirstRatio, "x",
+		out = append(out, execTarget{
+			34, r.sc.name + ": first call / the median call", execTargetFirstRatio, "x",
 			pick(r, func(r *execRun) float64 { return r.first / r.med(execA) }),
-			ratioShown(r, func(r *execRun) (float64, float64) { return r.first, r.med(execA) }), r.gaveUp != ""})
+			ratioShown(r, func(r *execRun) (float64, float64) { return r.first, r.med(execA) }), r.gaveUp != "",
+		})
 	}
 	out = append(out,
 		execTarget{22, "empty workspace: harness wall (median)", execTargetMedianMs, " ms", pick(base, func(r *execRun) float64 { return r.med(execA) }), "", false},

@@ -601,8 +601,10 @@ func makeNetHolder(bwrap string) (*netHolder, error) {
 	var stderr bytes.Buffer
 	cmd := &exec.Cmd{
 		Path: bwrap,
-		Args: []string{"bwrap", "--unshare-user", "--unshare-net", "--die-with-parent", "--new-session",
-			"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "echo $$; read -r _ || :"},
+		Args: []string{
+			"bwrap", "--unshare-user", "--unshare-net", "--die-with-parent", "--new-session",
+			"--ro-bind", "/", "/", "--", "/bin/sh", "-c", "echo $$; read -r _ || :",
+		},
 		Env: []string{}, Dir: "/", Stdin: stdinR, Stdout: stdoutW, Stderr: &stderr,
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}

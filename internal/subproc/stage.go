@@ -93,14 +93,37 @@ func stage(started func()) Status {
 	if err != nil {
 		return Status{Error: "cannot start " + shell + ": " + err.Error()}
 	}
+	nofile, restoreNofile := startedNofile()
 	runtime.GC()
 	debug.SetGCPercent(-1)
 	if err := setLimits(spec.Confine.Limits); err != nil {
 		return Status{Error: err.Error()}
 	}
+	if restoreNofile {
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
+	}
 	started()
 	err = execve()
 	return Status{Error: "cannot start " + shell + ": " + err.Error()}
+}
+
+// startedNofile returns the descriptor limit the command is to start
+// with: the soft limit of the stage's parent (bubblewrap, started with the
+// server's own), under the stage's hard limit. The Go runtime raised the
+// stage's soft limit to its hard one at start, and only syscall.Exec (not
+// the bare exec here) would put it back; a command would otherwise start
+// with a soft limit of the hard one (select(2) breaks past 1024, programs
+// that close every descriptor up to the limit crawl). ok is false when the
+// parent's cannot be read (the raised one then stays).
+func startedNofile() (lim unix.Rlimit, ok bool) {
+	var parent, own unix.Rlimit
+	if unix.Prlimit(unix.Getppid(), unix.RLIMIT_NOFILE, nil, &parent) != nil || unix.Getrlimit(unix.RLIMIT_NOFILE, &own) != nil {
+		return lim, false
+	}
+	if parent.Cur > own.Max {
+		return lim, false
+	}
+	return unix.Rlimit{Cur: parent.Cur, Max: own.Max}, true
 }
 
 // prepareExec makes execve's arguments for path, argv and env, and returns

@@ -31,14 +31,15 @@ var shrinks = [...]struct{ list, field int }{{MaxList, MaxField}, {16, 1024}, {4
 // Bound returns r within the record bounds: each list cut to MaxList items
 // with the count of the rest added to its *More field, each string cut to
 // MaxField bytes. It does not look at the encoded size; the log does
-// (encodeBounded).
+// (EncodeBounded).
 func Bound(r Record) Record {
 	return bound(r, shrinks[0].list, shrinks[0].field)
 }
 
-// encodeBounded encodes r as one line of at most MaxRecordBytes, shrinking
-// it as needed.
-func encodeBounded(r Record) []byte {
+// EncodeBounded encodes r as the audit log writes it: one JSON line (with
+// its newline) of at most MaxRecordBytes, shrinking its lists and strings
+// as needed (services/telemetry sends the same line as a log record).
+func EncodeBounded(r Record) []byte {
 	var b []byte
 	for _, s := range shrinks {
 		b = marshal(bound(r, s.list, s.field))

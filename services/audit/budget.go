@@ -89,7 +89,7 @@ func (l *Log) Admit(r Record) error {
 		if rec.Time.IsZero() {
 			rec.Time = time.Now().UTC()
 		}
-		l.queueLine(rec, encodeBounded(rec))
+		l.queueLine(rec, EncodeBounded(rec))
 	}
 	return err
 }

@@ -160,7 +160,7 @@ func OpenLog(opts LogOptions) (*Log, error) {
 // ran (Decision Refused) is not written once its session is past its
 // budget.
 func (l *Log) Append(r Record) {
-	b := encodeBounded(r)
+	b := EncodeBounded(r)
 	if !l.charge(r, int64(len(b))) {
 		return
 	}

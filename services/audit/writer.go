@@ -78,7 +78,7 @@ func (l *Log) encode(it item) *line {
 		return &line{b: it.b}
 	}
 	it.r.Lost += lost
-	return &line{b: encodeBounded(it.r), lost: lost}
+	return &line{b: EncodeBounded(it.r), lost: lost}
 }
 
 // write appends buf (n records, carrying the count of carried earlier

@@ -131,6 +131,15 @@ func (s *sink) Append(r audit.Record) {
 	}
 }
 
+// Admit is next's (audit.Admitter: the audit log's per-session budget);
+// nil when next has none.
+func (s *sink) Admit(r audit.Record) error {
+	if a, ok := s.next.(audit.Admitter); ok {
+		return a.Admit(r)
+	}
+	return nil
+}
+
 // observe counts one call's record.
 func (m *Metrics) observe(r audit.Record) {
 	tool := m.bounded("tool", r.Tool)

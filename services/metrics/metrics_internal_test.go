@@ -133,3 +133,24 @@ func BenchmarkSinkAppend(b *testing.B) {
 		s.Append(r)
 	}
 }
+
+// admitting is a sink with the audit log's budget check.
+type admitting struct{ keep }
+
+func (a *admitting) Admit(r audit.Record) error {
+	if r.Session == "flood" {
+		return &audit.BudgetError{Session: r.Session}
+	}
+	return nil
+}
+
+// TestSinkAdmitsAsTheLogDoes: the audit log's per-session budget still
+// refuses through the metrics' sink (the guard asks the outer sink).
+func TestSinkAdmitsAsTheLogDoes(t *testing.T) {
+	s := New().Sink(&admitting{})
+	a, ok := s.(audit.Admitter)
+	require.True(t, ok)
+	assert.Error(t, a.Admit(audit.Record{Session: "flood"}))
+	assert.NoError(t, a.Admit(audit.Record{Session: "calm"}))
+	assert.NoError(t, New().Sink(nil).(audit.Admitter).Admit(audit.Record{Session: "flood"}), "no log, no budget")
+}

@@ -1,8 +1,8 @@
 package telemetry
 
 import (
+	"bytes"
 	"context"
-	"encoding/json"
 	"time"
 
 	"go.opentelemetry.io/otel/attribute"
@@ -21,9 +21,15 @@ const (
 	signalMetrics = "metrics"
 )
 
+// maxBatchBytes bounds the log records' bodies one request carries: a
+// batch is sent in parts past it, so a receiver's body limit (commonly a
+// few MiB) does not refuse every session's records for one large one.
+const maxBatchBytes = 2 << 20
+
 // Sink returns an audit.Sink that queues each call's record for export,
-// then hands it to next (nil: none). A record the full queue cannot take
-// is lost (a span and a log record) and counted; Append never waits.
+// then hands it to next (nil: none). A record the full queue cannot take,
+// or that comes while both signals are paused, is lost (a span and a log
+// record) and counted; Append never waits.
 func (e *Exporter) Sink(next audit.Sink) audit.Sink { return &sink{e: e, next: next} }
 
 type sink struct {
@@ -38,34 +44,46 @@ func (s *sink) Append(r audit.Record) {
 	}
 }
 
+// Admit is next's (audit.Admitter: the audit log's per-session budget);
+// nil when next has none.
+func (s *sink) Admit(r audit.Record) error {
+	if a, ok := s.next.(audit.Admitter); ok {
+		return a.Admit(r)
+	}
+	return nil
+}
+
 // enqueue puts r on the queue, or counts it lost when the queue is full or
-// closed.
+// closed, or both signals are paused.
 func (e *Exporter) enqueue(r audit.Record) {
-	defer func() {
-		// Appended after Close: the queue is closed.
-		if recover() != nil {
-			e.lost(signalTraces, 1)
-			e.lost(signalLogs, 1)
-		}
-	}()
-	if e.paused() {
-		e.lost(signalTraces, 1)
-		e.lost(signalLogs, 1)
+	e.closeMu.RLock()
+	defer e.closeMu.RUnlock()
+	if e.closed || (e.paused(signalTraces) && e.paused(signalLogs)) {
+		e.lostBoth(1)
 		return
 	}
 	select {
 	case e.queue <- r:
 	default:
-		e.lost(signalTraces, 1)
-		e.lost(signalLogs, 1)
+		e.lostBoth(1)
 	}
 }
 
-// paused reports whether the export is paused after a failure.
-func (e *Exporter) paused() bool { return time.Now().UnixNano() < e.pausedUntil.Load() }
+// paused reports whether signal's export is paused after a failure.
+func (e *Exporter) paused(signal string) bool {
+	return time.Now().UnixNano() < e.pausedUntil[signal].Load()
+}
 
-// pause stops the export for Options.Pause.
-func (e *Exporter) pause() { e.pausedUntil.Store(time.Now().Add(e.opts.Pause).UnixNano()) }
+// pause stops signal's export for Options.Pause.
+func (e *Exporter) pause(signal string) {
+	e.pausedUntil[signal].Store(time.Now().Add(e.opts.Pause).UnixNano())
+}
+
+// lostBoth counts n records lost to both signals.
+func (e *Exporter) lostBoth(n int) {
+	e.lost(signalTraces, n)
+	e.lost(signalLogs, n)
+}
 
 // run exports the queue in batches of at most Options.Batch until the
 // queue is closed and empty.
@@ -91,47 +109,77 @@ func (e *Exporter) run() {
 }
 
 // export sends batch's spans and log records, each signal in one request
-// (the exporters retry as OTEL_EXPORTER_OTLP_* say), and counts what was
-// not accepted; a failure pauses the export (Options.Pause), and a batch
-// taken while it is paused is counted lost without being made.
+// per maxBatchBytes of bodies (the exporters retry as
+// OTEL_EXPORTER_OTLP_* say), and counts what was not accepted. A failure
+// pauses that signal (Options.Pause); a signal paused, or an exporter
+// stopped by a Close that could not wait, counts its part of the batch
+// lost without making it.
 func (e *Exporter) export(batch []audit.Record) {
-	if e.paused() {
-		// Queued before the failure that paused the export.
-		e.lost(signalTraces, len(batch))
-		e.lost(signalLogs, len(batch))
+	if e.stopped.Load() {
+		e.lostBoth(len(batch))
 		return
 	}
-	for _, r := range batch {
-		e.emit(r)
+	spans, logs := !e.paused(signalTraces), !e.paused(signalLogs)
+	if !spans {
+		e.lost(signalTraces, len(batch))
 	}
+	if !logs {
+		e.lost(signalLogs, len(batch))
+	}
+	if !spans && !logs {
+		return
+	}
+	size := 0
+	for _, r := range batch {
+		size += e.emit(r, spans, logs)
+		if size >= maxBatchBytes {
+			e.send()
+			size = 0
+		}
+	}
+	e.send()
+}
+
+// send exports what emit made, each signal in one request.
+func (e *Exporter) send() {
 	ctx := context.Background()
 	if spans := e.spans.take(); len(spans) > 0 {
 		if err := e.spanOut.ExportSpans(ctx, spans); err != nil {
-			e.pause() // before the count: who sees the loss sees the pause
+			e.pause(signalTraces) // before the count: who sees the loss sees the pause
 			e.lost(signalTraces, len(spans))
 			e.warn(signalTraces, len(spans), err)
 		}
 	}
 	if records := e.records.take(); len(records) > 0 {
 		if err := e.logOut.Export(ctx, records); err != nil {
-			e.pause() // before the count: who sees the loss sees the pause
+			e.pause(signalLogs)
 			e.lost(signalLogs, len(records))
 			e.warn(signalLogs, len(records), err)
 		}
 	}
 }
 
-// emit makes r's span and log record, collected for the next export.
-func (e *Exporter) emit(r audit.Record) {
+// emit makes r's span (spans) and log record (logs), collected for the
+// next send, and returns the log record's body size. r is bounded as the
+// audit log bounds it (audit.Bound, audit.EncodeBounded): what goes out
+// is what the log holds.
+func (e *Exporter) emit(r audit.Record, spans, logs bool) int {
+	r = audit.Bound(r)
 	end := r.Time.Add(time.Duration(r.DurationMS * float64(time.Millisecond)))
-	attrs := spanAttributes(r)
-	ctx, span := e.tracer.Start(context.Background(), r.Tool,
-		trace.WithTimestamp(r.Time), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
-	if r.Outcome != audit.OK {
-		span.SetStatus(codes.Error, r.Code)
+	attrs := attributes(r)
+	ctx := context.Background()
+	if spans {
+		var span trace.Span
+		ctx, span = e.tracer.Start(ctx, r.Tool,
+			trace.WithTimestamp(r.Time), trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(attrs...))
+		if r.Outcome != audit.OK {
+			span.SetStatus(codes.Error, r.Code)
+		}
+		span.End(trace.WithTimestamp(end))
 	}
-	span.End(trace.WithTimestamp(end))
-
+	if !logs {
+		return 0
+	}
 	var rec otellog.Record
 	rec.SetEventName("harness.audit")
 	rec.SetTimestamp(r.Time)
@@ -142,18 +190,18 @@ func (e *Exporter) emit(r audit.Record) {
 		rec.SetSeverity(otellog.SeverityWarn)
 		rec.SetSeverityText("WARN")
 	}
-	body, err := json.Marshal(r)
-	if err != nil {
-		body = []byte(`{"error":"the record could not be encoded"}`)
-	}
+	body := bytes.TrimSuffix(audit.EncodeBounded(r), []byte("\n"))
 	rec.SetBody(attribute.StringValue(string(body)))
 	rec.AddAttributes(attrs...)
 	e.logger.Emit(ctx, rec)
+	return len(body)
 }
 
-// spanAttributes are the fields of r a span and a log record carry: none
-// holds a path, a command line or content.
-func spanAttributes(r audit.Record) []attribute.KeyValue {
+// attributes are the fields of a bounded record r a span and a log record
+// carry: who, what and how it went, and for a command its line (redacted
+// and cut as the audit log has it), exit and signal; never a path, a
+// file's content or a command's output.
+func attributes(r audit.Record) []attribute.KeyValue {
 	attrs := []attribute.KeyValue{
 		attribute.String("harness.tool", r.Tool),
 		attribute.String("harness.decision", string(r.Decision)),
@@ -190,13 +238,20 @@ func spanAttributes(r audit.Record) []attribute.KeyValue {
 // lost counts n items of signal that were not sent.
 func (e *Exporter) lost(signal string, n int) { e.opts.Metrics.OTLPLost(signal, n) }
 
-// warn logs an export failure, at most once a minute.
+// warn logs an export failure of signal ("sdk": an error the SDK reported
+// itself), at most once a minute for each.
 func (e *Exporter) warn(signal string, n int, err error) {
 	e.warnMu.Lock()
 	defer e.warnMu.Unlock()
-	if now := time.Now(); now.Sub(e.warned) >= time.Minute {
-		e.warned = now
-		e.opts.Log.Warn("OTLP export failed; counted in harness_otlp_lost_total (logged at most once a minute)",
-			zap.String("signal", signal), zap.Int("lost", n), zap.Error(err))
+	now := time.Now()
+	if now.Sub(e.warned[signal]) < time.Minute {
+		return
 	}
+	e.warned[signal] = now
+	if signal == "sdk" {
+		e.opts.Log.Warn("OTLP export: the SDK reported an error (logged at most once a minute)", zap.Error(err))
+		return
+	}
+	e.opts.Log.Warn("OTLP export failed; counted in harness_otlp_lost_total (logged at most once a minute per signal)",
+		zap.String("signal", signal), zap.Int("lost", n), zap.Error(err))
 }

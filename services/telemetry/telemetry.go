@@ -6,11 +6,15 @@
 // on a bounded queue (Sink) and one goroutine exports the queue in batches;
 // a record the full queue cannot take, and a batch the receiver did not
 // accept, are counted in harness_otlp_lost_total by signal (traces, logs,
-// metrics) and never retried past the exporters' own retries. What goes out
-// is what the audit log holds (command lines redacted, no file content, no
-// token): spans carry the tool, decision, code, outcome, mode, session,
-// principal and the call's duration; log records carry the audit record
-// itself as JSON.
+// metrics) and never retried past the exporters' own retries; a failure
+// pauses that signal for Options.Pause. What goes out is what the audit
+// log holds, bounded as it bounds it (audit.Bound, audit.EncodeBounded: no
+// file content, no output, command lines redacted and cut): spans carry
+// the tool, decision, code, outcome, mode, session, principal, client,
+// call id, the call's duration and a command's line, exit and signal; log
+// records carry the audit record itself as the log's JSON line. The
+// protocol is OTLP/HTTP with protobuf (OTEL_EXPORTER_OTLP_PROTOCOL is not
+// read).
 package telemetry
 
 import (
@@ -44,7 +48,7 @@ import (
 // Defaults of Options.
 const (
 	// DefaultQueue is how many calls' records wait for export at most.
-	DefaultQueue = 4096
+	DefaultQueue = 1024
 	// DefaultBatch is how many records one export sends at most.
 	DefaultBatch = 512
 	// DefaultCloseTimeout bounds how long Close sends what is queued.
@@ -133,12 +137,18 @@ type Exporter struct {
 
 	queue chan audit.Record
 	done  chan struct{}
-	// pausedUntil is when the export resumes after a failure (Unix
-	// nanoseconds; 0: not paused).
-	pausedUntil atomic.Int64
-	closeOnce   sync.Once
-	warnMu      sync.Mutex
-	warned      time.Time
+	// pausedUntil is, for traces and logs, when their export resumes
+	// after a failure (Unix nanoseconds; 0: not paused).
+	pausedUntil map[string]*atomic.Int64
+	// closeMu guards closed and the queue's closing against a send.
+	closeMu sync.RWMutex
+	closed  bool
+	// stopped is set when Close stopped waiting for the queue: what the
+	// goroutine takes after it is counted lost.
+	stopped   atomic.Bool
+	closeOnce sync.Once
+	warnMu    sync.Mutex
+	warned    map[string]time.Time // signal ("sdk" too) -> last warning
 }
 
 // Open returns an exporter to opts.Endpoint (or the environment's
@@ -175,6 +185,8 @@ func Open(opts Options) (*Exporter, error) {
 	e := &Exporter{
 		opts: opts, queue: make(chan audit.Record, opts.Queue), done: make(chan struct{}),
 		spans: &spanCollector{}, records: &logCollector{},
+		pausedUntil: map[string]*atomic.Int64{signalTraces: {}, signalLogs: {}},
+		warned:      map[string]time.Time{},
 	}
 
 	var traceOpts []otlptracehttp.Option
@@ -196,9 +208,16 @@ func Open(opts Options) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("telemetry: the metric exporter: %w", err)
 	}
-	e.traces = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(e.spans))
+	// Attribute values are bounded already (audit.Bound); the limits
+	// keep it so whatever a record holds.
+	e.traces = sdktrace.NewTracerProvider(sdktrace.WithResource(res), sdktrace.WithSpanProcessor(e.spans),
+		sdktrace.WithRawSpanLimits(sdktrace.SpanLimits{
+			AttributeValueLengthLimit: audit.MaxField, AttributeCountLimit: 32,
+			EventCountLimit: -1, LinkCountLimit: -1, AttributePerEventCountLimit: -1, AttributePerLinkCountLimit: -1,
+		}))
 	e.tracer = e.traces.Tracer(scope)
-	e.logs = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(e.records))
+	e.logs = sdklog.NewLoggerProvider(sdklog.WithResource(res), sdklog.WithProcessor(e.records),
+		sdklog.WithAttributeValueLengthLimit(audit.MaxField), sdklog.WithAttributeCountLimit(32))
 	e.logger = e.logs.Logger(scope)
 	var readerOpts []sdkmetric.PeriodicReaderOption
 	if opts.MetricInterval > 0 {
@@ -209,7 +228,7 @@ func Open(opts Options) (*Exporter, error) {
 		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(&countedMetrics{Exporter: metricOut, m: opts.Metrics}, readerOpts...)))
 	// The SDK's own errors (a metrics export that failed) are logged as
 	// export failures are, not printed on stderr.
-	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { e.warn(signalMetrics, 0, err) }))
+	otel.SetErrorHandler(otel.ErrorHandlerFunc(func(err error) { e.warn("sdk", 0, err) }))
 	for _, signal := range []string{signalTraces, signalLogs, signalMetrics} {
 		opts.Metrics.OTLPLost(signal, 0) // each at 0 from the start
 	}
@@ -221,20 +240,30 @@ func Open(opts Options) (*Exporter, error) {
 const scope = "github.com/dsh-go/harness"
 
 // Close sends what is queued (for at most DefaultCloseTimeout, or ctx's
-// deadline when sooner), exports the metrics a last time and stops. It
-// returns the exporters' shutdown errors.
+// deadline when sooner; what is left then is counted lost), exports the
+// metrics a last time and stops the exporters (within DefaultCloseTimeout
+// more). It returns the exporters' shutdown errors. Records appended after
+// it are counted lost.
 func (e *Exporter) Close(ctx context.Context) error {
 	var err error
 	e.closeOnce.Do(func() {
-		ctx, cancel := context.WithTimeout(ctx, DefaultCloseTimeout)
-		defer cancel()
+		e.closeMu.Lock()
+		e.closed = true
 		close(e.queue)
+		e.closeMu.Unlock()
+		drain, cancel := context.WithTimeout(ctx, DefaultCloseTimeout)
 		select {
 		case <-e.done:
-		case <-ctx.Done():
+		case <-drain.Done():
+			e.stopped.Store(true)
 		}
-		err = errors.Join(e.meters.Shutdown(ctx), e.traces.Shutdown(ctx), e.logs.Shutdown(ctx),
-			e.spanOut.Shutdown(ctx), e.logOut.Shutdown(ctx))
+		cancel()
+		// The last metrics export and the exporters' shutdown get a
+		// bound of their own, whatever the draining took.
+		shut, cancel := context.WithTimeout(context.WithoutCancel(ctx), DefaultCloseTimeout)
+		defer cancel()
+		err = errors.Join(e.meters.Shutdown(shut), e.traces.Shutdown(shut), e.logs.Shutdown(shut),
+			e.spanOut.Shutdown(shut), e.logOut.Shutdown(shut))
 	})
 	return err
 }

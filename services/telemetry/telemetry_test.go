@@ -3,12 +3,15 @@ package telemetry_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	commonpb "go.opentelemetry.io/proto/otlp/common/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 
 	"github.com/dsh-go/harness/services/audit"
@@ -215,4 +218,63 @@ func TestEnabledAndCheckEndpoint(t *testing.T) {
 	}
 	_, err := telemetry.Open(telemetry.Options{Endpoint: "collector:4318", Metrics: metrics.New()})
 	assert.Error(t, err, "Open checks the endpoint")
+}
+
+// admitting is a sink with the audit log's budget check.
+type admitting struct{}
+
+func (admitting) Append(audit.Record) {}
+func (admitting) Admit(r audit.Record) error {
+	if r.Session == "flood" {
+		return &audit.BudgetError{Session: r.Session}
+	}
+	return nil
+}
+
+// TestSinkAdmitsAsTheLogDoes: the audit log's per-session budget still
+// refuses through the export's sink and the metrics' around it, as the
+// server chains them.
+func TestSinkAdmitsAsTheLogDoes(t *testing.T) {
+	m := metrics.New()
+	e, err := telemetry.Open(telemetry.Options{Endpoint: "http://127.0.0.1:1", Metrics: m, MetricInterval: time.Hour})
+	require.NoError(t, err)
+	defer func() { _ = e.Close(context.Background()) }()
+	a, ok := m.Sink(e.Sink(admitting{})).(audit.Admitter)
+	require.True(t, ok)
+	assert.Error(t, a.Admit(audit.Record{Session: "flood"}))
+	assert.NoError(t, a.Admit(audit.Record{Session: "calm"}))
+}
+
+// TestExportIsBoundedAsTheLog: a record past the audit log's bounds (a
+// client name of 100 KiB, 10,000 refused hosts) goes out as the log holds
+// it: its body one bounded line, no attribute past audit.MaxField.
+func TestExportIsBoundedAsTheLog(t *testing.T) {
+	rcv := otlptest.NewReceiver(t)
+	m := metrics.New()
+	e, err := telemetry.Open(telemetry.Options{Endpoint: rcv.URL(), Metrics: m, MetricInterval: time.Hour})
+	require.NoError(t, err)
+	r := records()[2]
+	r.Client = strings.Repeat("c", 100<<10)
+	hosts := make([]string, 10000)
+	for i := range hosts {
+		hosts[i] = fmt.Sprintf("%0200d.example", i)
+	}
+	c := *r.Command
+	c.HostsRefused = hosts
+	r.Command = &c
+	e.Sink(nil).Append(r)
+	require.NoError(t, e.Close(context.Background()))
+	got := rcv.Got()
+	require.Len(t, got.Logs, 1)
+	require.Len(t, got.Spans, 1)
+	body := got.Logs[0].Body.GetStringValue()
+	assert.LessOrEqual(t, len(body), audit.MaxRecordBytes)
+	assert.Equal(t, strings.TrimSuffix(string(audit.EncodeBounded(r)), "\n"), body, "the audit log's line")
+	for _, a := range [][]*commonpb.KeyValue{got.Spans[0].Attributes, got.Logs[0].Attributes} {
+		for k, v := range otlptest.Attributes(a) {
+			if s, ok := v.(string); ok {
+				assert.LessOrEqual(t, len(s), audit.MaxField, k)
+			}
+		}
+	}
 }
