@@ -8,6 +8,7 @@ import (
 	"os"
 	"runtime"
 	"runtime/debug"
+	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -134,11 +135,11 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := cStrings(argv)
+	a, err := syscall.SlicePtrFromStrings(argv)
 	if err != nil {
 		return nil, err
 	}
-	e, err := cStrings(env)
+	e, err := syscall.SlicePtrFromStrings(env)
 	if err != nil {
 		return nil, err
 	}
@@ -147,20 +148,6 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 			uintptr(unsafe.Pointer(p)), uintptr(unsafe.Pointer(&a[0])), uintptr(unsafe.Pointer(&e[0])))
 		return errno
 	}, nil
-}
-
-// cStrings is ss as a NUL-terminated array of NUL-terminated strings.
-// Errors: EINVAL when a string holds a NUL byte.
-func cStrings(ss []string) ([]*byte, error) {
-	out := make([]*byte, 0, len(ss)+1)
-	for _, s := range ss {
-		p, err := unix.BytePtrFromString(s)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, p)
-	}
-	return append(out, nil), nil
 }
 
 // checkView verifies, inside the finished view, that every protected path
