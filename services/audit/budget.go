@@ -66,6 +66,16 @@ func (l *Log) charge(r Record, n int64) bool {
 	return true
 }
 
+// AdmitBy is s's Admit when s is an Admitter (nil otherwise): what a Sink
+// that wraps another (the metrics', the OTLP export's) answers, so the
+// guard's check reaches the audit log through it.
+func AdmitBy(s Sink, r Record) error {
+	if a, ok := s.(Admitter); ok {
+		return a.Admit(r)
+	}
+	return nil
+}
+
 // Admit reports whether a call of r.Session may run: nil while the session
 // has written less than LogOptions.SessionBudget bytes of records, else a
 // *BudgetError. The first refusal of a session is itself recorded (once,

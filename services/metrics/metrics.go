@@ -133,12 +133,7 @@ func (s *sink) Append(r audit.Record) {
 
 // Admit is next's (audit.Admitter: the audit log's per-session budget);
 // nil when next has none.
-func (s *sink) Admit(r audit.Record) error {
-	if a, ok := s.next.(audit.Admitter); ok {
-		return a.Admit(r)
-	}
-	return nil
-}
+func (s *sink) Admit(r audit.Record) error { return audit.AdmitBy(s.next, r) }
 
 // observe counts one call's record.
 func (m *Metrics) observe(r audit.Record) {
