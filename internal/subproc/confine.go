@@ -194,7 +194,9 @@ func nativeOnly() error {
 // where Landlock is missing). The rights that modify the filesystem are
 // internal/landlock's WriteRights, handled and granted only beneath the
 // writable roots; reads and execution are not handled, so they stay allowed
-// everywhere. From ABI 9, with Unix sockets open, connecting to a pathname
+// everywhere, unless c.ReadDenied names paths to hide (then reads are
+// handled too: granted beneath the writable roots and everywhere but those
+// paths, addReadRules). From ABI 9, with Unix sockets open, connecting to a pathname
 // socket is handled too and granted on the named sockets and, with
 // UnixSockets, beneath the writable roots.
 func restrictFS(c Confinement, abi int) error {
@@ -207,7 +209,14 @@ func restrictFS(c Confinement, abi int) error {
 			rootsResolve = resolveUnix
 		}
 	}
-	cfg := landlock.Config{HandledAccessFS: fsRights | handledResolve}
+	var reads landlock.AccessFSSet
+	if len(c.ReadDenied) > 0 {
+		if err := checkReadDenied(c.ReadDenied, c.WritableRoots); err != nil {
+			return err
+		}
+		reads = readRights
+	}
+	cfg := landlock.Config{HandledAccessFS: fsRights | handledResolve | reads}
 	if !c.Network && !c.LoopbackOnly {
 		// TCP bind and connect (ABI 4+), on top of the seccomp filter.
 		cfg.HandledAccessNet = known.HandledAccessNet
@@ -221,11 +230,14 @@ func restrictFS(c Confinement, abi int) error {
 	}
 	if len(c.WritableRoots) > 0 {
 		// A missing root grants nothing: fail closed.
-		rules = append(rules, landlock.PathAccess(fsRights|rootsResolve, c.WritableRoots...).IgnoreIfMissing())
+		rules = append(rules, landlock.PathAccess(fsRights|rootsResolve|reads, c.WritableRoots...).IgnoreIfMissing())
 	}
 	if handledResolve != 0 && len(c.UnixSocketPaths) > 0 {
 		// A named socket gone since it was resolved grants nothing.
 		rules = append(rules, landlock.PathAccess(handledResolve, c.UnixSocketPaths...).IgnoreIfMissing())
+	}
+	if reads != 0 {
+		return restrictReads(cfg, rules, c.ReadDenied)
 	}
 	return cfg.Restrict(rules...)
 }

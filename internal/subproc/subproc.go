@@ -140,6 +140,15 @@ type Confinement struct {
 	// Limits are the resource caps the inner stage applies as rlimits
 	// (where no cgroup carries them).
 	Limits RLimits `json:"limits"`
+	// ReadDenied are the deny-read paths (canonical absolute paths, none
+	// at or beneath a writable root nor holding one) the Landlock
+	// isolation hides from the command: its Landlock domain then handles
+	// reads too, granting listing beneath `/` and reading and executing
+	// beneath every entry of each directory that holds one of them or an
+	// ancestor of one, but that path or ancestor itself (addReadRules), so
+	// their contents cannot be read. The bubblewrap isolation masks
+	// instead (Masked).
+	ReadDenied []string `json:"readDenied,omitempty"`
 	// Masked are the deny-read paths the bubblewrap isolation hides from
 	// the command (see Masked), bound after every other path; its inner
 	// stage checks each is masked before anything runs (fail closed).

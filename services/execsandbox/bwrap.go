@@ -53,7 +53,7 @@ func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpo
 			return nil, err
 		}
 		if err := subproc.ProbeBwrap(exe); err != nil {
-			return nil, fmt.Errorf("bubblewrap (%s) cannot start a sandbox here: %w", exe.Path(), err)
+			return nil, fmt.Errorf("bubblewrap (%s) cannot start a sandbox here: %w%s", exe.Path(), err, namespaceCause(procSys))
 		}
 		return exe, nil
 	})
@@ -330,7 +330,7 @@ func bwrapResult(out subproc.Outcome, err error, conf *subproc.Confinement, exe 
 		case strings.HasPrefix(out.Status.Error, subproc.SandboxNotStarted):
 			msg := out.Status.Error + "; the command was not run"
 			if perr := subproc.ProbeBwrap(exe); perr != nil {
-				msg += fmt.Sprintf(". bubblewrap cannot make a sandbox here (%v). Remedy: %s", perr, bwrapRemedy)
+				msg += fmt.Sprintf(". bubblewrap cannot make a sandbox here (%v%s). Remedy: %s", perr, namespaceCause(procSys), bwrapRemedy)
 			}
 			return exec.Result{}, &exec.Error{Code: exec.CodeUnavailable, Message: msg}
 		}

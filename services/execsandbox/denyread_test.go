@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
@@ -216,7 +217,15 @@ func TestDangerFullAccessWritesEverywhereWithMasks(t *testing.T) {
 	assert.Equal(t, "TOKEN="+s.marker+"\n", string(b))
 }
 
-func TestLandlockIsolationRefusesWithDenyReadPaths(t *testing.T) {
+// TestLandlockIsolationHidesDenyReadPaths: the Landlock isolation runs
+// commands while deny-read paths exist (a home with ~/.ssh and harness's
+// own state directory, issue 36), its domain granting reads around them:
+// the key and the `.env` stay unread. A deny-read path inside a writable
+// root (the workspace's `.env` under workspace-write) cannot be hidden by
+// Landlock, and danger-full-access has no Landlock domain: those are
+// refused, as is everything for a root server, whose commands keep
+// capabilities that read past Landlock.
+func TestLandlockIsolationHidesDenyReadPaths(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel")
 	}
@@ -224,18 +233,42 @@ func TestLandlockIsolationRefusesWithDenyReadPaths(t *testing.T) {
 	r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
 	require.NoError(t, err)
 	ran := filepath.Join(s.ws, "ran")
+	refused := map[sandbox.Mode]string{sandbox.WorkspaceWrite: "inside a writable root", sandbox.DangerFullAccess: "without the Landlock domain that hides them"}
+	if os.Geteuid() == 0 {
+		refused[sandbox.ReadOnly] = "keep root's capabilities"
+		refused[sandbox.WorkspaceWrite] = "keep root's capabilities"
+	}
 	for _, mode := range []sandbox.Mode{sandbox.ReadOnly, sandbox.WorkspaceWrite, sandbox.DangerFullAccess} {
 		t.Run(string(mode), func(t *testing.T) {
-			_, err := r.Run(t.Context(), exec.Request{Command: "touch " + ran + "; cat " + s.key, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, mode, s.ws)})
-			var ee *exec.Error
-			require.True(t, errors.As(err, &ee), "%v", err)
-			assert.EqualValues(t, exec.CodeUnavailable, ee.Code)
-			assert.Contains(t, ee.Message, s.env)
-			assert.Contains(t, ee.Message, filepath.Dir(s.aws))
-			assert.Contains(t, ee.Message, "--allow-read")
+			res, err := r.Run(t.Context(), exec.Request{
+				Command: "touch " + ran + "; cat " + s.key + "; cat .env; cat " + s.aws + "; ls -A " + s.home + "; cat sub/.env.local; echo done",
+				Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, mode, s.ws),
+			})
+			if why, ok := refused[mode]; ok {
+				var ee *exec.Error
+				require.True(t, errors.As(err, &ee), "%v", err)
+				assert.EqualValues(t, exec.CodeUnavailable, ee.Code)
+				assert.Contains(t, ee.Message, why)
+				assert.Contains(t, ee.Message, "--allow-read")
+				assert.NoFileExists(t, ran)
+				return
+			}
+			require.NoError(t, err)
+			assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, s.marker)
+			assert.Contains(t, res.Stdout.Text, ".ssh\n") // the names stay listable
+			assert.True(t, strings.HasSuffix(res.Stdout.Text, "done\n"), res.Stdout.Text)
+			// The touch (read-only), the key, the .env, the AWS credentials,
+			// the nested .env.
+			assert.Equal(t, 5, strings.Count(res.Stderr.Text, "Permission denied"), res.Stderr.Text)
 			assert.NoFileExists(t, ran)
+			require.NotNil(t, res.Confinement)
+			assert.Contains(t, res.Confinement.Masked, filepath.Dir(s.key))
+			assert.Contains(t, res.Confinement.Masked, s.env)
 		})
 	}
+	b, err := os.ReadFile(s.key)
+	require.NoError(t, err)
+	assert.Contains(t, string(b), s.marker)
 	// With nothing to hide, it runs.
 	pol2, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: filepath.Join(s.ws, "sub"), TempRoots: []string{}, Homes: []string{}, AllowRead: []string{".env.*"}})
 	require.NoError(t, err)

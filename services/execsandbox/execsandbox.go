@@ -260,10 +260,13 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 			return exec.Result{}, err
 		}
 		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
+		if err == nil {
+			res.Confinement = &exec.Confinement{Masked: conf.ReadDenied}
+		}
 		if check != nil {
 			d := check.disarm(ctx)
 			if err == nil {
-				res.Confinement = &exec.Confinement{Disarmed: d}
+				res.Confinement.Disarmed = d
 			}
 		}
 	}
@@ -286,18 +289,20 @@ func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.named) > 
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
 // in read-only), minus the protected paths that exist inside them
 // (read-only bind mounts where the kernel allows a mount namespace), and
-// the configured network and Unix sockets (socks.named); under
+// the configured network and Unix sockets (socks.named), and reads of
+// everything but the deny-read paths that exist (readDenied); under
 // workspace-write, the check of git state that runs programs to make when
-// the command ends (gitStateCheck; nil otherwise). Errors: a deny-read
-// path exists where the command can see it (refuseUnmasked); the
-// protected-path search did not finish (see finder.find).
+// the command ends (gitStateCheck; nil otherwise). Errors: readDenied's;
+// the protected-path search did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, *gitStateCheck, error) {
-	if err := r.refuseUnmasked(ctx, req, r.cannotMask()); err != nil {
+	roots := req.Policy.WritableRoots()
+	denied, err := r.readDenied(ctx, req, roots)
+	if err != nil {
 		return nil, nil, err
 	}
-	roots := req.Policy.WritableRoots()
 	conf := &subproc.Confinement{
 		WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named,
+		ReadDenied: denied,
 	}
 	var check *gitStateCheck
 	if req.Policy.Mode == sandbox.WorkspaceWrite {

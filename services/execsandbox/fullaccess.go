@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
@@ -22,8 +24,8 @@ import (
 // workspace owner), with every deny-read path masked but the ones the user
 // approved this one command to read (req.LiftedReads: see liftMasks). It
 // runs unconfined, as before deny-read, only when the deny-read set is
-// empty. Under IsolationLandlock, which cannot hide a path from reads, it
-// runs unconfined when no deny-read path but the approved ones exists where
+// empty. Under IsolationLandlock, which has no Landlock domain for this
+// mode, it runs unconfined when no deny-read path but the approved ones exists where
 // it could see it and is refused otherwise (refuseUnmasked).
 func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if r.policy.DenyRead().Empty() {
@@ -60,7 +62,7 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 // to start, Landlock missing (the inner stage needs it).
 func (r *Runner) cannotMask() string {
 	if r.bwrap == nil {
-		return "--exec-isolation " + IsolationLandlock + " cannot hide them from a command (Landlock cannot refuse reads of one path)"
+		return "--exec-isolation " + IsolationLandlock + " runs " + string(sandbox.DangerFullAccess) + " commands without the Landlock domain that hides them in the other modes"
 	}
 	if _, err := r.bwrap.exe(); err != nil {
 		return "bubblewrap, which hides them, is unusable here (" + err.Error() + ")"
@@ -115,10 +117,10 @@ func (b *bwrapIsolation) runFull(ctx context.Context, cfg Config, run exec.Confi
 	return bwrapResult(out, err, conf, exe, tries)
 }
 
-// refuseUnmasked refuses a command that cannot run with masks (why says
-// why: IsolationLandlock, whose Landlock can allow reads beneath paths but
-// not deny one path inside what it allows, and which has no view to mask
-// it in; bubblewrap unusable, for danger-full-access) when a path of the
+// refuseUnmasked refuses a command that cannot run with the deny-read
+// paths hidden (why says why: IsolationLandlock under danger-full-access,
+// or for a root server; bubblewrap unusable, for danger-full-access) when
+// a path of the
 // deny-read set exists where it could read it (fail closed, as it is for
 // protected paths that cannot be carved out). Under danger-full-access
 // the paths req.LiftedReads approves do not count (liftMasks, whose errors
@@ -153,4 +155,43 @@ func maskedPaths(masks []subproc.Masked) []string {
 		out = append(out, m.Path)
 	}
 	return out
+}
+
+// readDenied returns the deny-read paths that exist where a command of req
+// could read them (masker.find), for the Landlock isolation to hide
+// (subproc.Confinement.ReadDenied: its domain grants reads around them).
+// Errors: the search's own; refuseUnmasked's for a root server (its
+// commands keep capabilities that read past Landlock); *exec.Error with
+// CodeUnavailable when one lies
+// at or beneath a writable root of roots, or holds one (Landlock grants a
+// writable root's reads whole), naming up to three such paths and the
+// remedies; the command is not run.
+func (r *Runner) readDenied(ctx context.Context, req exec.Request, roots []string) ([]string, error) {
+	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
+	if err != nil {
+		return nil, err
+	}
+	var denied, inside []string
+	for _, m := range masks {
+		denied = append(denied, m.Path)
+		if slices.ContainsFunc(roots, func(root string) bool { return dirfd.Beneath(root, m.Path) || dirfd.Beneath(m.Path, root) }) {
+			inside = append(inside, m.Path)
+		}
+	}
+	if len(denied) > 0 && os.Geteuid() == 0 {
+		return nil, r.refuseUnmasked(ctx, req, "a root server's commands under --exec-isolation "+IsolationLandlock+
+			" keep root's capabilities, which read past Landlock (a device made and read raw, kernel memory)")
+	}
+	if len(inside) == 0 {
+		return denied, nil
+	}
+	more := ""
+	if len(inside) > 3 {
+		more = fmt.Sprintf(" and %d more", len(inside)-3)
+		inside = inside[:3]
+	}
+	return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		"the deny-read set names paths inside a writable root (%s%s), which --exec-isolation %s cannot hide (Landlock grants a writable root's reads whole); the command was not run. "+
+			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
+		strings.Join(inside, ", "), more, IsolationLandlock, IsolationBwrap)}
 }

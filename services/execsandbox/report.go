@@ -70,7 +70,9 @@ func (r *Runner) Isolation() Isolation {
 			"no fresh /dev: terminals reachable by the server's user are reachable",
 			"resource limits are not applied",
 			"protected paths are carved out only where the kernel allows a private mount namespace",
-			"deny-read paths cannot be hidden: while one exists where a command could read it, commands are refused",
+			"deny-read paths are hidden by Landlock's read rights (granted around them when a command starts): their contents cannot be read, but the names in a denied directory can be listed, " +
+				"and entries made after the start in a directory on a denied path's way (outside the writable roots) cannot be read by that command",
+			"a deny-read path inside a writable root (a workspace's .env under workspace-write) cannot be hidden, nor any under danger-full-access, nor any from a root server's commands (root's capabilities read past Landlock): those commands are refused",
 		}
 		iso.Limits = "none"
 		iso.RunAs = fmt.Sprintf("uid %d, the server's own user, with its capabilities", os.Geteuid())
