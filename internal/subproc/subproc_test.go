@@ -292,7 +292,7 @@ func TestCaptureKeepsHeadAndTail(t *testing.T) {
 }
 
 // helperProgram is the test binary opened as the helper program.
-func helperProgram(t *testing.T) *subproc.Program {
+func helperProgram(t testing.TB) *subproc.Program {
 	t.Helper()
 	p, err := subproc.OpenProgram(self(t))
 	require.NoError(t, err)
