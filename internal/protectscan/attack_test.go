@@ -63,3 +63,25 @@ func TestAttack_HardLinkedPlaceholderFilledLater(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, pathsOf(t, base, walked(t, roots)), pathsOf(t, base, got), "reused=%v: the filled .git file is missed", reused)
 }
+
+// TestAttack_MarkedFileWithPayloadIsNoPlaceholder: a file shaped and
+// marked like a placeholder (mode 0444, the mark, a few bytes) counts as
+// one only while it holds a placeholder's content; one holding anything
+// else (a `.git` file naming a git directory) is reported.
+func TestAttack_MarkedFileWithPayloadIsNoPlaceholder(t *testing.T) {
+	base := tempRoot(t)
+	build(t, base, "ws/a/x", "ws/b/x", "ws/gd/hooks/")
+	ws := filepath.Join(base, "ws")
+	for dir, content := range map[string]string{"a": protectscan.BashProfilePlaceholder, "b": "gitdir: ../gd\n"} {
+		f := filepath.Join(ws, dir, ".git")
+		require.NoError(t, os.WriteFile(f, []byte(content), 0o600))
+		if err := unix.Setxattr(f, protectscan.PlaceholderXattr, []byte("1"), 0); err != nil {
+			t.Skip("no user xattrs: ", err)
+		}
+		require.NoError(t, os.Chmod(f, 0o444))
+	}
+	roots := []protectscan.Root{{Path: ws}}
+	got, err := protectscan.New(protectscan.Options{}).Scan(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.Equal(t, []string{"ws/b/.git", "ws/gd"}, pathsOf(t, base, got)) // the file and the git directory it names
+}

@@ -9,7 +9,7 @@ import (
 // A runner's placeholder (internal/subproc's reservation of a missing
 // protected name, the mount point of a command's read-only view of it) is
 // an empty directory of mode PlaceholderDirMode, or a file of mode
-// PlaceholderFileMode holding at most a few bytes, marked with the user
+// PlaceholderFileMode holding one of placeholderContents, marked with the user
 // extended attribute PlaceholderXattr set to "1". It holds nothing, and a
 // scan neither reports it nor is disturbed by its coming and going: the
 // runner reserves it again for each command.
@@ -22,9 +22,27 @@ const (
 	PlaceholderTempPrefix = ".harness-placeholder-"
 )
 
-// maxPlaceholderBytes bounds a file placeholder's content (a commondir's
-// ".\n").
-const maxPlaceholderBytes = 2
+// The contents of the file placeholders of a home's start-up files whose
+// mere presence would change what a login shell on the host reads: each
+// does what the shell does without the file (bash reads the first of
+// .bash_profile, .bash_login and .profile; tcsh .tcshrc, else .cshrc), so
+// a reserved, missing one does not shadow the user's real one while a
+// command runs.
+const (
+	BashProfilePlaceholder = "# harness reserves this name while a sandboxed command runs; bash then reads what it would without it\n" +
+		"if [ -f ~/.bash_login ]; then . ~/.bash_login; elif [ -f ~/.profile ]; then . ~/.profile; fi\n"
+	BashLoginPlaceholder = "# harness reserves this name while a sandboxed command runs; bash then reads what it would without it\n" +
+		"if [ -f ~/.profile ]; then . ~/.profile; fi\n"
+	TcshrcPlaceholder = "# harness reserves this name while a sandboxed command runs; tcsh then reads what it would without it\n" +
+		"if ( -f ~/.cshrc ) source ~/.cshrc\n"
+)
+
+// placeholderContents are the contents a file placeholder holds: none, a
+// commondir's ".\n", or a start-up file's.
+var placeholderContents = map[string]bool{"": true, ".\n": true, BashProfilePlaceholder: true, BashLoginPlaceholder: true, TcshrcPlaceholder: true}
+
+// maxPlaceholderBytes bounds a file placeholder's content.
+const maxPlaceholderBytes = 256
 
 // placeholderIn reports whether name in dirfd (lstat st) is a marked
 // placeholder. A file system without user extended attributes has none
@@ -60,7 +78,8 @@ func placeholderShape(st *unix.Stat_t) bool {
 }
 
 // placeholderFD reports whether the open fd still has a placeholder's
-// shape, carries the mark, and, a directory, is empty.
+// shape, carries the mark, and, a directory, is empty, a file, holds one
+// of placeholderContents.
 func placeholderFD(fd int) bool {
 	var st unix.Stat_t
 	if unix.Fstat(fd, &st) != nil || !placeholderShape(&st) {
@@ -72,7 +91,9 @@ func placeholderFD(fd int) bool {
 		return false
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFDIR {
-		return true
+		content := make([]byte, st.Size)
+		n, err := unix.Pread(fd, content, 0)
+		return err == nil && int64(n) == st.Size && placeholderContents[string(content)]
 	}
 	dents := make([]byte, 1024)
 	for {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
@@ -380,21 +381,30 @@ func rlimits(cfg Config) subproc.RLimits {
 // an empty read-only file: shells and git read `.bashrc`, `.profile` and
 // `.gitconfig` there at every start, and a directory in their place makes
 // git fail ("unknown error occurred while reading the configuration
-// files") and each shell complain.
+// files") and each shell complain; a start-up file whose presence would
+// make a login shell skip the user's real one (.bash_profile,
+// .bash_login, .tcshrc) holds what reads that one instead
+// (homePlaceholders).
 func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
-	files := map[string]bool{}
+	files := map[string]string{} // a file placeholder's path: its content
 	if c, err := filepath.EvalSymlinks(home); err == nil {
 		home = c
 	}
 	if home != "" {
 		for _, f := range hostRun {
 			if !f.Dir {
-				files[filepath.Join(filepath.Clean(home), f.Name)] = true
+				files[filepath.Join(filepath.Clean(home), f.Name)] = homePlaceholders[f.Name]
 			}
 		}
 	}
 	for _, p := range reservable(policy, hostRun) {
-		h, err := subproc.Reserve(p, !files[p])
+		var h *subproc.Reservation
+		var err error
+		if content, file := files[p]; file {
+			h, err = subproc.ReserveFile(p, content)
+		} else {
+			h, err = subproc.Reserve(p, true)
+		}
 		if err != nil {
 			return held, err
 		}
@@ -403,6 +413,15 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 		}
 	}
 	return held, nil
+}
+
+// homePlaceholders are the contents of a home's start-up files' placeholders
+// that must not be empty: an empty .bash_profile would make a login bash on
+// the host skip ~/.profile while a command runs.
+var homePlaceholders = map[string]string{
+	".bash_profile": protectscan.BashProfilePlaceholder,
+	".bash_login":   protectscan.BashLoginPlaceholder,
+	".tcshrc":       protectscan.TcshrcPlaceholder,
 }
 
 // reservable returns the paths a command of policy may never create: in

@@ -428,3 +428,39 @@ echo x > .bashrc || echo bashrc-refused`,
 		assert.NoDirExists(t, filepath.Join(home, name))
 	}
 }
+
+// TestHomeWorkspaceLoginShellReadsProfile (issue 36): with the command's
+// home as the workspace, the reserved, missing .bash_profile and
+// .bash_login do not shadow the user's ~/.profile: a login bash (here the
+// command's own, which sees the same placeholders as the host's) still
+// reads it, and a command still cannot write them.
+func TestHomeWorkspaceLoginShellReadsProfile(t *testing.T) {
+	if _, err := osexec.LookPath("bash"); err != nil {
+		t.Skip("bash is not installed")
+	}
+	home := filepath.Join(fixtures.OutsideDir(t), "home")
+	require.NoError(t, os.Mkdir(home, 0o755))
+	profile := "export FROM_PROFILE=yes\n"
+	require.NoError(t, os.WriteFile(filepath.Join(home, ".profile"), []byte(profile), 0o644))
+	t.Setenv("HOME", home)
+	o := owner{"the server's user", os.Geteuid()}
+	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) { c.Homes, c.WorkspaceRoot = []string{home}, home }, nil)
+	res, err := w.r.Run(t.Context(), exec.Request{
+		Command: `stat -c '%n %F %a' .bash_profile .bash_login
+bash -l -c 'echo "profile=$FROM_PROFILE"'
+echo 'echo owned' > .bash_profile || echo profile-refused
+echo 'echo owned' > .bash_login || echo login-refused`,
+		Workdir: home, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, home),
+	})
+	require.NoError(t, err)
+	t.Logf("stdout %s\nstderr %s", res.Stdout.Text, res.Stderr.Text)
+	assert.Contains(t, res.Stdout.Text, ".bash_profile regular file 444\n.bash_login regular file 444\n")
+	assert.Contains(t, res.Stdout.Text, "profile=yes\n")
+	assert.Contains(t, res.Stdout.Text, "profile-refused\nlogin-refused\n")
+	for _, name := range []string{".bash_profile", ".bash_login"} {
+		assert.NoFileExists(t, filepath.Join(home, name))
+	}
+	b, err := os.ReadFile(filepath.Join(home, ".profile"))
+	require.NoError(t, err)
+	assert.Equal(t, profile, string(b))
+}
