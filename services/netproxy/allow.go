@@ -115,7 +115,8 @@ func parseIP(s string) (netip.Addr, bool) {
 // normalizeName returns s lower-cased without a trailing dot, or the reason
 // it is not a host name: ASCII labels of letters, digits, '-' and '_' (1-63
 // bytes, not starting or ending with '-'), at most 253 bytes in all, the
-// last label not all digits (that is an address, not a name).
+// last label not a number, decimal or hexadecimal (`0x7f`: resolvers may
+// read it as an address).
 func normalizeName(s string) (string, string) {
 	s = strings.ToLower(strings.TrimSuffix(s, "."))
 	if s == "" {
@@ -130,8 +131,8 @@ func normalizeName(s string) (string, string) {
 			return "", reason
 		}
 	}
-	if allDigits(labels[len(labels)-1]) {
-		return "", "the last label is a number: not a host name"
+	if last := labels[len(labels)-1]; allDigits(last) || strings.HasPrefix(last, "0x") && allHex(last[2:]) {
+		return "", "the last label is a number (decimal or hexadecimal), which resolvers may read as an address: not a host name"
 	}
 	return s, ""
 }
@@ -159,6 +160,17 @@ func labelProblem(l string) string {
 	return ""
 }
 
+// allHex reports whether s is hexadecimal digits only (lower case).
+func allHex(s string) bool {
+	for i := range len(s) {
+		if (s[i] < '0' || s[i] > '9') && (s[i] < 'a' || s[i] > 'f') {
+			return false
+		}
+	}
+	return true
+}
+
+// allDigits reports whether s is decimal digits only.
 func allDigits(s string) bool {
 	for i := range len(s) {
 		if s[i] < '0' || s[i] > '9' {

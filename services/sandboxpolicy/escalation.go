@@ -344,7 +344,7 @@ func Prompt(req sandbox.ApprovalRequest) string {
 	if len(req.Hosts) > 0 {
 		fmt.Fprintf(&b, " It asks to let this command reach the network hosts %s through harness's proxy (HTTP, HTTPS and SOCKS5 to exactly those names; every other name stays refused) and changes nothing else.", quoteAll(req.Hosts))
 		if local := localHosts(req.Hosts); len(local) > 0 {
-			fmt.Fprintf(&b, " Note: %s is this machine's own network (the services listening on the host harness runs on, its 127.0.0.1 or private addresses), not the command's sandbox.", quoteAll(local))
+			fmt.Fprintf(&b, " Note: %s is not the public Internet but this machine's own network or one it reaches (the services listening on the host harness runs on, its loopback, private, shared or link-local addresses: a LAN, a VPN, a tailnet), not the command's sandbox.", strings.Join(local, ", "))
 		}
 		b.WriteString(" Allowing it for the session lets every later command of this session reach those hosts without asking.")
 		fmt.Fprintf(&b, " Its justification: %s", CleanJustification(req.Justification))

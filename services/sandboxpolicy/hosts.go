@@ -3,12 +3,11 @@ package sandboxpolicy
 import (
 	"context"
 	"fmt"
-	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -27,51 +26,36 @@ type hostsEvent struct {
 // MaxHosts is how many hosts one request may name.
 const MaxHosts = 10
 
-// hostName is a DNS name as a request may name it (as the proxy takes
-// names): labels of letters, digits, underscores and hyphens (no hyphen at
-// either end), 1 to 63 bytes each, dot-joined.
-var hostName = regexp.MustCompile(`^([a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?\.)*[a-z0-9_]([a-z0-9_-]{0,61}[a-z0-9_])?$`)
-
-// numericLabel is a last label no top-level domain has: a number, decimal
-// or hexadecimal (`0x7f000001`), which resolvers may read as an address.
-var numericLabel = regexp.MustCompile(`^([0-9]+|0x[0-9a-f]*)$`)
-
 // localHosts returns those of hosts that name the server machine itself or
-// its private networks: "localhost" and names below it, and loopback,
-// private, link-local and unspecified addresses. A grant of one reaches
-// the services of the machine harness runs on, not the command's sandbox.
+// a network that is not the public Internet, each quoted and followed by
+// its kind ("localhost", "loopback", "private", "shared (CGNAT)", ...): the
+// proxy's one rule, netproxy.Local. A grant of one reaches the services of the
+// machine harness runs on or its networks, not the command's sandbox.
 func localHosts(hosts []string) []string {
 	var out []string
 	for _, h := range hosts {
-		if a, err := netip.ParseAddr(h); err == nil {
-			if a.IsLoopback() || a.IsPrivate() || a.IsLinkLocalUnicast() || a.IsUnspecified() {
-				out = append(out, h)
-			}
-			continue
-		}
-		if h == "localhost" || strings.HasSuffix(h, ".localhost") {
-			out = append(out, h)
+		if what := netproxy.Local(h); what != "" {
+			out = append(out, strconv.Quote(h)+" ("+what+")")
 		}
 	}
 	return out
 }
 
-// CleanHosts returns the hosts a call asks to reach, each lower-cased and
-// without a final dot, duplicates dropped: 1 to MaxHosts exact host names
-// (letters, digits, '_' and '-'; no wildcard, no port, at most 253 bytes)
-// or IP addresses. Errors say
-// which host is refused and why; nothing is granted.
+// CleanHosts returns the hosts a call asks to reach, each in the form the
+// proxy compares (netproxy.Host: a name lower-cased without a final dot,
+// an address in its usual spelling), duplicates dropped: 1 to MaxHosts
+// exact host names (letters, digits, '_' and '-'; no wildcard, no port, at
+// most 253 bytes, a last label that is not a number) or IP addresses.
+// Errors say which host is refused and why; nothing is granted.
 func CleanHosts(hosts []string) ([]string, error) {
 	if len(hosts) == 0 || len(hosts) > MaxHosts {
 		return nil, fmt.Errorf("name 1 to %d hosts, got %d", MaxHosts, len(hosts))
 	}
 	out := make([]string, 0, len(hosts))
 	for _, h := range hosts {
-		c := strings.TrimSuffix(strings.ToLower(h), ".")
-		if a, err := netip.ParseAddr(strings.Trim(c, "[]")); err == nil {
-			c = a.Unmap().String()
-		} else if len(c) > 253 || !hostName.MatchString(c) || numericLabel.MatchString(c[strings.LastIndexByte(c, '.')+1:]) {
-			return nil, fmt.Errorf("%s is not a host name (letters, digits, hyphens and dots; no wildcard, scheme or port; a last label that is not a number) or an IP address in its usual spelling", strconv.Quote(h))
+		c, reason := netproxy.Host(h)
+		if reason != "" {
+			return nil, fmt.Errorf("%s is not a host name or an IP address in its usual spelling: %s", strconv.Quote(h), reason)
 		}
 		if !slices.Contains(out, c) {
 			out = append(out, c)

@@ -9,6 +9,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
@@ -23,7 +24,10 @@ func TestCleanHosts(t *testing.T) {
 	}{
 		{name: "names lower-cased, final dot dropped, duplicates once", in: []string{"GitHub.com.", "github.com", "registry.npmjs.org"}, want: []string{"github.com", "registry.npmjs.org"}},
 		{name: "an underscore label", in: []string{"_dmarc.example.com"}, want: []string{"_dmarc.example.com"}},
-		{name: "addresses as netip prints them", in: []string{"[::1]", "::ffff:10.0.0.1", "10.0.0.2"}, want: []string{"::1", "10.0.0.1", "10.0.0.2"}},
+		// An IPv4-mapped spelling stays one: the proxy takes it for another
+		// literal than the IPv4 one, so a grant must name what it sees.
+		{name: "addresses as netip prints them", in: []string{"[::1]", "::ffff:10.0.0.1", "10.0.0.2"}, want: []string{"::1", "::ffff:10.0.0.1", "10.0.0.2"}},
+		{name: "a hexadecimal last label", in: []string{"a.0x7f"}, error: `"a.0x7f" is not a host name`},
 		{name: "none", in: nil, error: "name 1 to 10 hosts, got 0"},
 		{name: "too many", in: strings.Fields("a b c d e f g h i j k"), error: "name 1 to 10 hosts, got 11"},
 		{name: "a wildcard", in: []string{"*.github.com"}, error: `"*.github.com" is not a host name`},
@@ -39,6 +43,16 @@ func TestCleanHosts(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := sandboxpolicy.CleanHosts(tc.in)
+			for _, h := range tc.in { // one syntax: --allow-domain takes an exact host as allow_hosts does
+				if strings.HasPrefix(h, "*.") || strings.HasPrefix(tc.error, "name 1 to") {
+					continue
+				}
+				p, aerr := netproxy.New(netproxy.Config{Allow: []string{h}}, nil)
+				assert.Equal(t, tc.error != "", aerr != nil, "--allow-domain %q: %v", h, aerr)
+				if aerr == nil {
+					assert.NoError(t, p.Close())
+				}
+			}
 			if tc.error != "" {
 				require.ErrorContains(t, err, tc.error)
 				assert.Nil(t, got)
@@ -160,8 +174,10 @@ func TestPromptSaysLocalHostsAreTheServers(t *testing.T) {
 		hosts []string
 		local string
 	}{
-		{[]string{"localhost"}, `"localhost"`},
-		{[]string{"github.com", "api.localhost", "10.1.2.3", "::1", "8.8.8.8"}, `"api.localhost", "10.1.2.3", "::1"`},
+		{[]string{"localhost"}, `"localhost" (localhost)`},
+		{[]string{"github.com", "api.localhost", "10.1.2.3", "::1", "8.8.8.8"}, `"api.localhost" (localhost), "10.1.2.3" (private), "::1" (loopback)`},
+		{[]string{"100.101.102.103", "169.254.169.254", "fd7a:115c:a1e0::1"}, `"100.101.102.103" (shared (CGNAT)), "169.254.169.254" (link-local), "fd7a:115c:a1e0::1" (unique local (private))`},
+		{[]string{"::ffff:192.168.1.1", "1.1.1.1"}, `"::ffff:192.168.1.1" (private)`},
 		{[]string{"github.com"}, ""},
 	} {
 		got := sandboxpolicy.Prompt(sandbox.ApprovalRequest{
@@ -171,6 +187,6 @@ func TestPromptSaysLocalHostsAreTheServers(t *testing.T) {
 			assert.NotContains(t, got, "this machine's own network")
 			continue
 		}
-		assert.Contains(t, got, " Note: "+tc.local+" is this machine's own network (the services listening on the host harness runs on, its 127.0.0.1 or private addresses), not the command's sandbox.")
+		assert.Contains(t, got, " Note: "+tc.local+" is not the public Internet but this machine's own network or one it reaches (the services listening on the host harness runs on, its loopback, private, shared or link-local addresses: a LAN, a VPN, a tailnet), not the command's sandbox.")
 	}
 }

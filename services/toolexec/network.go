@@ -1,12 +1,12 @@
 package toolexec
 
 import (
-	"net/netip"
 	"regexp"
 	"strconv"
 	"strings"
 
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/netproxy"
 )
 
 // unreachable are the failures of a command with no network beyond
@@ -77,12 +77,12 @@ func spelling(line string, spellings []string) string {
 // loopback reports whether host (as curl prints it) is a loopback name or
 // address, which a command keeps under --network deny.
 func loopback(host string) bool {
-	host = strings.Trim(host, "[]")
-	if host == "localhost" {
-		return true
+	h, reason := netproxy.Host(host)
+	if reason != "" {
+		return false
 	}
-	a, err := netip.ParseAddr(host)
-	return err == nil && a.IsLoopback()
+	what := netproxy.Local(h)
+	return what == "loopback" || what == "localhost"
 }
 
 // unixRefused reports whether a command's socket(AF_UNIX) was refused:
