@@ -55,6 +55,11 @@ var ErrNoLandlock = errors.New("landlock is not available on this kernel (needs 
 var ErrNamedSockets = errors.New("named Unix sockets (--unix-socket) need Landlock ABI 9 (which limits connects to them) or the bubblewrap isolation (which masks every other socket); " +
 	"neither is here, so the command was not run rather than run able to reach every Unix socket")
 
+// errOwnSockets says a command's own Unix sockets (Confinement.OwnUnixSockets)
+// cannot be told from the others here.
+var errOwnSockets = errors.New("a command's own Unix sockets need Landlock ABI 9 (which limits connects to the writable roots) or the bubblewrap isolation (which masks every other socket); " +
+	"neither is here, so the command was not run rather than run able to reach every Unix socket")
+
 // confine restricts the helper, all its threads and everything it starts:
 // a session keyring of its own (ownKeyring), a Landlock domain that allows
 // writes only beneath c.WritableRoots (and to DevicePaths), then the seccomp
@@ -70,6 +75,9 @@ func confine(c Confinement) error {
 	}
 	if !c.UnixSockets && len(c.UnixSocketPaths) > 0 && !caps.ResolveUnix && !c.socketsMasked {
 		return ErrNamedSockets
+	}
+	if !c.UnixSockets && c.OwnUnixSockets && !caps.ResolveUnix && !c.socketsMasked {
+		return errOwnSockets
 	}
 	runtime.LockOSThread()
 	if err := ownKeyring(); err != nil {
@@ -198,14 +206,14 @@ func nativeOnly() error {
 // handled too: granted beneath the writable roots and everywhere but those
 // paths, addReadRules). From ABI 9, with Unix sockets open, connecting to a pathname
 // socket is handled too and granted on the named sockets and, with
-// UnixSockets, beneath the writable roots.
+// UnixSockets or OwnUnixSockets, beneath the writable roots.
 func restrictFS(c Confinement, abi int) error {
 	known := hlandlock.Preset(abi)
 	fsRights := hlandlock.WriteRights(abi)
 	var rootsResolve, handledResolve landlock.AccessFSSet
-	if known.HandledAccessFS&resolveUnix != 0 && (c.UnixSockets || len(c.UnixSocketPaths) > 0) {
+	if known.HandledAccessFS&resolveUnix != 0 && (c.UnixSockets || c.OwnUnixSockets || len(c.UnixSocketPaths) > 0) {
 		handledResolve = resolveUnix
-		if c.UnixSockets {
+		if c.UnixSockets || c.OwnUnixSockets {
 			rootsResolve = resolveUnix
 		}
 	}
@@ -263,8 +271,8 @@ func restrictFS(c Confinement, abi int) error {
 // root server's under the Landlock isolation) types into no terminal, its
 // own included (issue 38).
 func filterSyscalls(c Confinement) error {
-	// Named sockets need AF_UNIX sockets.
-	c.UnixSockets = c.UnixSockets || len(c.UnixSocketPaths) > 0
+	// Named sockets and the command's own need AF_UNIX sockets.
+	c.UnixSockets = c.UnixSockets || len(c.UnixSocketPaths) > 0 || c.OwnUnixSockets
 	groups := []seccomp.SyscallGroup{{Action: seccomp.ActionErrno, Names: []string{
 		"io_uring_setup", "mount", "umount2", "pivot_root", "open_tree", "move_mount", "fsopen", "fsconfig",
 		"fsmount", "fspick", "mount_setattr", "open_by_handle_at", "bpf", "add_key", "request_key", "keyctl",

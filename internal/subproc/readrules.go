@@ -1,12 +1,14 @@
 package subproc
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"maps"
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 
 	"github.com/landlock-lsm/go-landlock/landlock"
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
@@ -24,11 +26,18 @@ const readRights = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSReadDir
 // directory may carry (the kernel refuses listing there).
 const fileReadRights = landlock.AccessFSSet(ll.AccessFSReadFile | ll.AccessFSExecute)
 
-// maxReadRules bounds the rules addReadRules adds: the entries of the
-// directories along the denied paths (a home of a few hundred entries
-// costs that many). More is refused rather than run with reads half
-// granted (fail closed).
-const maxReadRules = 1 << 16
+// maxReadRules bounds the rules addReadRules adds, in all, and
+// maxDirRules those for one directory: the entries of the directories
+// along the denied paths (a home of a few hundred entries costs that many,
+// about 10 µs each). A directory with more entries, and those met once the
+// total is spent (the deepest last), get no rule: what they hold is
+// unreadable to the command (fail closed), which still runs, so no
+// directory someone fills (another principal's workspace, whose `.env`
+// files are denied too) can stop every command.
+const (
+	maxReadRules = 1 << 16
+	maxDirRules  = 1 << 14
+)
 
 // ErrReadDeniedInRoot says a deny-read path lies at or beneath a writable
 // root, or holds one: Landlock grants a writable root's reads whole, so it
@@ -60,8 +69,8 @@ func checkReadDenied(denied, roots []string) error {
 // grant onto a denied path. A directory that cannot be listed grants
 // nothing beneath it (fail closed). Not covered: entries made in those
 // directories after the rules are made get no grant (they are unreadable to
-// this command). Errors: `/` cannot be opened, the kernel refuses a rule,
-// or more than maxReadRules entries.
+// this command), nor do the entries of a directory too large to grant
+// (maxReadRules). Errors: `/` cannot be opened, the kernel refuses a rule.
 func addReadRules(ruleset int, denied []string) error {
 	onWay := map[string]bool{}
 	for _, d := range denied {
@@ -85,7 +94,10 @@ func addReadRules(ruleset int, denied []string) error {
 	// disk past every path.
 	onWay["/dev"] = true
 	n := 0
-	for _, dir := range slices.Sorted(maps.Keys(onWay)) {
+	dirs := slices.SortedFunc(maps.Keys(onWay), func(a, b string) int { // shallow first
+		return cmp.Or(cmp.Compare(strings.Count(a, "/"), strings.Count(b, "/")), strings.Compare(a, b))
+	})
+	for _, dir := range dirs {
 		if slices.Contains(denied, dir) {
 			continue
 		}
@@ -101,8 +113,9 @@ func addReadRules(ruleset int, denied []string) error {
 // grantEntries adds a read rule for each entry of dir not in skip (by
 // full path), symlinks left out, and returns how many it added. With
 // devices (dir is /dev or beneath it), a block device gets no rule, and a
-// directory holding one is granted entry by entry in turn. Errors: the
-// kernel refused a rule, or more than limit entries.
+// directory holding one is granted entry by entry in turn. A directory of
+// more than maxDirRules entries, or more than limit, gets none (see
+// maxReadRules). Errors: the kernel refused a rule.
 func grantEntries(ruleset int, dir string, skip map[string]bool, devices bool, limit int) (int, error) {
 	fd, err := openBeneath(unix.AT_FDCWD, dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
@@ -111,6 +124,9 @@ func grantEntries(ruleset int, dir string, skip map[string]bool, devices bool, l
 	f := os.NewFile(uintptr(fd), dir)
 	defer func() { _ = f.Close() }()
 	names, _ := f.Readdirnames(-1) // what was listed before an error is granted
+	if len(names) > min(limit, maxDirRules) {
+		return 0, nil
+	}
 	n := 0
 	for _, name := range names {
 		if skip[filepath.Join(dir, name)] {
@@ -139,7 +155,7 @@ func grantEntries(ruleset int, dir string, skip map[string]bool, devices bool, l
 		}
 		if n++; n > limit {
 			_ = unix.Close(efd)
-			return n, fmt.Errorf("more than %d entries beside the deny-read paths to grant reads to (in %s)", maxReadRules, dir)
+			return n - 1, nil
 		}
 		err = addRule(ruleset, efd, rights)
 		_ = unix.Close(efd)

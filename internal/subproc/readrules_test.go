@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -136,4 +137,28 @@ func BenchmarkConfinedReads(b *testing.B) {
 			}
 		})
 	}
+}
+
+// TestConfinedReadsPastALargeDirectory: a directory on a denied path's way
+// with more entries than a command's rules may grant does not stop the
+// command (issue 36 review: a principal could fill one to stop every
+// other's commands); what it holds is unreadable to it (fail closed).
+func TestConfinedReadsPastALargeDirectory(t *testing.T) {
+	requireLandlock(t)
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	big := filepath.Join(base, "big")
+	require.NoError(t, os.Mkdir(big, 0o755))
+	for i := range 1<<14 + 1 {
+		require.NoError(t, os.WriteFile(filepath.Join(big, "f"+strconv.Itoa(i)), []byte("x"), 0o644))
+	}
+	require.NoError(t, os.WriteFile(filepath.Join(big, ".env"), []byte("SECRET\n"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "beside"), []byte("beside\n"), 0o644))
+	out, stdout, stderr := run(t.Context(), t, subproc.Spec{
+		Command: "cat " + filepath.Join(base, "beside") + "; cat " + filepath.Join(big, "f7") + " " + filepath.Join(big, ".env") + "; echo ran",
+		Dir:     base, Confine: &subproc.Confinement{ReadDenied: []string{filepath.Join(big, ".env")}},
+	})
+	require.True(t, out.Status.Started, out.Status.Error)
+	assert.Equal(t, "beside\nran\n", stdout)
+	assert.Equal(t, 2, strings.Count(stderr, "Permission denied"), stderr)
 }

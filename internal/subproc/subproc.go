@@ -91,6 +91,16 @@ type Confinement struct {
 	// read-only at its own path, and the Landlock isolation refuses the
 	// command (ErrNamedSockets). A path missing at run time grants nothing.
 	UnixSocketPaths []string `json:"unixSocketPaths,omitempty"`
+	// OwnUnixSockets permits new AF_UNIX sockets when UnixSockets is false
+	// (--unix-sockets deny, issue 36), for the sockets the command binds
+	// beneath WritableRoots and connects to (a test suite's server, an
+	// asyncio or gRPC `unix:` endpoint), with every socket it did not make
+	// unreachable but UnixSocketPaths: where Landlock scopes connects
+	// (ABI 9+), connecting is granted beneath WritableRoots and on
+	// UnixSocketPaths only; below it the bubblewrap isolation masks every
+	// other bound socket (MaskedSockets), and elsewhere the command is
+	// refused (errOwnSockets).
+	OwnUnixSockets bool `json:"ownUnixSockets,omitempty"`
 	// SocketSources maps a named socket's path (one of UnixSocketPaths)
 	// to the socket the bubblewrap isolation binds there when it is not
 	// the path itself (--gpg-agent: gpg-agent's restricted socket bound

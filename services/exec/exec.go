@@ -163,6 +163,10 @@ type Confinement struct {
 	// canonical) the command could connect to when UnixSockets is false:
 	// those that existed when it started.
 	UnixSocketPaths []string
+	// OwnUnixSockets reports that, with UnixSockets false, the command
+	// could make Unix sockets beneath its writable roots and connect to
+	// them, every socket it did not make but the named ones unreachable.
+	OwnUnixSockets bool
 	// ReadOnlyMounts reports that everything outside the writable roots
 	// (and the protected paths inside them) was mounted read-only, so the
 	// kernel refused a write there with EROFS ("Read-only file system")
@@ -180,6 +184,10 @@ type Confinement struct {
 	// (canonical; a directory hides what it holds): reading one failed
 	// with EACCES (a file) or ENOENT (beneath a directory).
 	Masked []string
+	// MaskedByLandlock reports that Masked were hidden by Landlock's read
+	// rights (the Landlock isolation), not by masks: reading one failed
+	// with EACCES, and a denied directory's names could be listed.
+	MaskedByLandlock bool
 	// Refused are the connections the domain proxy refused while the
 	// command ran, from the proxy's own record (never the command's
 	// output), each host once, in order; commands of one session share

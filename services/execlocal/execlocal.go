@@ -94,7 +94,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if err := Check(req); err != nil {
 		return exec.Result{}, err
 	}
-	return RunSpec(ctx, r.helper, r.cfg, req, nil)
+	return RunSpec(ctx, r.helper, r.cfg, req, nil, nil)
 }
 
 // Check validates the parts of req every runner needs: a non-blank command
@@ -118,14 +118,19 @@ func Check(req exec.Request) error {
 
 // RunSpec runs req through helper with the options of cfg (validated) and
 // confine (nil: unconfined) and maps the outcome. It is the helper-based
-// runner core, shared with execsandbox's Landlock isolation.
-func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg exec.Config, req exec.Request, confine *subproc.Confinement) (exec.Result, error) {
+// runner core, shared with execsandbox's Landlock isolation, which passes
+// env to adjust the command's environment (nil: none; its TMPDIR).
+func RunSpec(ctx context.Context, helper func() (*subproc.Program, error), cfg exec.Config, req exec.Request, confine *subproc.Confinement, env func([]string) []string) (exec.Result, error) {
 	prog, err := helper()
 	if err != nil {
 		return exec.Result{}, err
 	}
+	vars := exec.Environ(cfg.Env, os.Getenv)
+	if env != nil {
+		vars = env(vars)
+	}
 	out, err := subproc.Run(ctx, prog, subproc.Spec{
-		Command: req.Command, Dir: req.Workdir, Env: exec.Environ(cfg.Env, os.Getenv), Confine: confine,
+		Command: req.Command, Dir: req.Workdir, Env: vars, Confine: confine,
 	}, req.Timeout, cfg.OutputLimit, Watch(req))
 	return Result(out, err)
 }

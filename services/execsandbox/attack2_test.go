@@ -605,7 +605,10 @@ print("interfaces", sorted(os.listdir("/sys/class/net")))
 			// namespace (audit answers only in the initial one).
 			assert.NotContains(t, res.Stdout.Text, "ip-link-add=0")
 			if !c.cfg.UnixSockets {
-				assert.Equal(t, "FAIL", got["unix"])
+				// The command may make sockets of its own (issue 36);
+				// the host's stays out of reach (masked, or refused by
+				// Landlock ABI 9).
+				assert.Equal(t, "OK", got["unix"])
 				assert.Equal(t, "FAIL", got["connect-pathname"])
 			} else if got["connect-pathname"] == "OK" {
 				t.Logf("documented (README: pathname Unix sockets are all or nothing with --unix-sockets allow; Landlock ABI %d < 9 cannot scope them): "+

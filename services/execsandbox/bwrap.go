@@ -211,6 +211,10 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		UnixSocketPaths: socks.named,
 		MaskedSockets:   socks.masked,
 		SocketSources:   socks.sources,
+		// Its own sockets beneath the writable roots: every socket
+		// bound before it started is masked (or, from Landlock ABI 9,
+		// connects are scoped to the roots and the named ones).
+		OwnUnixSockets: !cfg.UnixSockets,
 	}
 	var held []*subproc.Reservation
 	releaseAll := func() {

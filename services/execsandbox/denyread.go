@@ -74,6 +74,18 @@ func newMasker(policy *sandboxpolicy.Service) *masker {
 // *exec.Error with CodeUnavailable when the search did not finish
 // (deadline, budget, an unreadable directory of a root).
 func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
+	return m.search(ctx, policy, cred, false)
+}
+
+// findHost is find for a command that sees the host's /dev and /proc (the
+// Landlock isolation): paths there are kept.
+func (m *masker) findHost(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential) ([]subproc.Masked, error) {
+	return m.search(ctx, policy, cred, true)
+}
+
+// search is find, keeping the paths at or beneath /dev and /proc when
+// host (a bubblewrap view has fresh ones: they are left to it).
+func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential, host bool) ([]subproc.Masked, error) {
 	uid := uidOf(cred)
 	d := m.policy.DenyRead()
 	if d.Empty() {
@@ -93,6 +105,9 @@ func (m *masker) find(ctx context.Context, policy sandbox.ExecutionPolicy, cred 
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
+		if !host && (dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p)) {
+			continue
+		}
 		if q := who.unsearchable(p); q != "" {
 			p, dir = q, true
 		}
@@ -135,8 +150,7 @@ func anchored(ctx context.Context, d sandbox.DenyRead, p string, found map[strin
 }
 
 // addMatch adds path to found when d denies it, at its canonical path
-// (through a symlink: its target), unless it is missing or at or beneath
-// /dev or /proc.
+// (through a symlink: its target), unless it is missing.
 func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
 	info, err := os.Lstat(path)
 	if err != nil {
@@ -149,7 +163,7 @@ func addMatch(d sandbox.DenyRead, path string, found map[string]bool) {
 	if err != nil {
 		return // a dangling symlink reaches nothing
 	}
-	if info, err = os.Stat(canon); err != nil || dirfd.Beneath("/dev", canon) || dirfd.Beneath("/proc", canon) || canon == "/" {
+	if info, err = os.Stat(canon); err != nil || canon == "/" {
 		return
 	}
 	found[canon] = info.IsDir()

@@ -321,3 +321,72 @@ func BenchmarkDenyReadSearch(b *testing.B) {
 		})
 	}
 }
+
+// TestLandlockIsolationTempDir (issue 36 review): the Landlock isolation's
+// commands get TMPDIR in their temp, as bubblewrap's do (go build, pip and
+// npm make their scratch there; the host's /tmp is not writable to them).
+func TestLandlockIsolationTempDir(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	ws, tmp := filepath.Join(base, "ws"), filepath.Join(base, "tmp")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: ws, TempRoots: []string{tmp}, Homes: []string{}, AllowRead: []string{".env", ".env.*"}})
+	require.NoError(t, err)
+	r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
+	require.NoError(t, err)
+	res, err := r.Run(t.Context(), exec.Request{Command: `echo "$TMPDIR" && echo x > "$TMPDIR/made"`, Workdir: ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, ws)})
+	require.NoError(t, err)
+	assert.Equal(t, tmp+"\n", res.Stdout.Text, res.Stderr.Text)
+	b, err := os.ReadFile(filepath.Join(tmp, "made"))
+	require.NoError(t, err)
+	assert.Equal(t, "x\n", string(b))
+}
+
+// TestLandlockIsolationHidesDevPaths (issue 36 review): a deny-read path
+// under /dev (a file in /dev/shm) is hidden under the Landlock isolation,
+// whose commands see the host's /dev (bubblewrap's see a fresh one), and
+// one under /proc refuses the command (reads around it cannot be granted
+// ahead of the processes that come and go).
+func TestLandlockIsolationHidesDevPaths(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	if os.Geteuid() == 0 {
+		t.Skip("a root server's commands are refused under the Landlock isolation while a deny-read path exists (TestLandlockIsolationHidesDenyReadPaths); the unprivileged pass runs this")
+	}
+	shm, err := os.CreateTemp("/dev/shm", "harness-deny-")
+	if err != nil {
+		t.Skip("no /dev/shm: ", err)
+	}
+	t.Cleanup(func() { _ = os.Remove(shm.Name()) })
+	marker := "SHMMARK-" + strconv.Itoa(os.Getpid())
+	_, err = shm.WriteString(marker + "\n")
+	require.NoError(t, err)
+	require.NoError(t, shm.Close())
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	for _, c := range []struct {
+		deny    string
+		refused bool
+	}{{shm.Name(), false}, {"/proc/self/environ", true}} {
+		pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: ws, TempRoots: []string{}, Homes: []string{}, AllowRead: []string{".env", ".env.*"}, DenyRead: []string{c.deny}})
+		require.NoError(t, err)
+		r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
+		require.NoError(t, err)
+		res, err := r.Run(t.Context(), exec.Request{Command: "cat " + shm.Name() + "; ls /dev/shm >/dev/null && echo ran", Workdir: ws, Timeout: time.Minute, Policy: carried(pol, sandbox.ReadOnly, ws)})
+		if c.refused {
+			var ee *exec.Error
+			require.True(t, errors.As(err, &ee), "%v", err)
+			assert.Contains(t, ee.Message, "/proc")
+			continue
+		}
+		require.NoError(t, err)
+		assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, marker)
+		assert.Equal(t, "ran\n", res.Stdout.Text)
+		assert.Contains(t, res.Stderr.Text, "Permission denied")
+	}
+}

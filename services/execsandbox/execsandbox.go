@@ -259,9 +259,11 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		if conf, check, err = r.landlockConfinement(ctx, req, socks); err != nil {
 			return exec.Result{}, err
 		}
-		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf)
+		// Its TMPDIR in its temp, as under bubblewrap: the host's /tmp is
+		// not writable (go build, pip and npm make their scratch there).
+		res, err = execlocal.RunSpec(ctx, r.helper, r.run, req, conf, func(env []string) []string { return tempDirEnv(*req.Policy, env) })
 		if err == nil {
-			res.Confinement = &exec.Confinement{Masked: conf.ReadDenied}
+			res.Confinement = &exec.Confinement{Masked: conf.ReadDenied, MaskedByLandlock: len(conf.ReadDenied) > 0}
 		}
 		if check != nil {
 			d := check.disarm(ctx)
@@ -274,6 +276,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
 			c.Masked, c.Disarmed, c.Reserved = res.Confinement.Masked, res.Confinement.Disarmed, res.Confinement.Reserved
+			c.MaskedByLandlock = res.Confinement.MaskedByLandlock
 		}
 		c.Refused, c.RefusedMore = refused.hosts, refused.more
 		res.Confinement = c
@@ -284,6 +287,15 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 // namedOnly reports whether commands may reach the named Unix sockets only
 // (some are named, and Unix sockets are not allowed wholesale).
 func (r *Runner) namedOnly() bool { return !r.cfg.UnixSockets && len(r.named) > 0 }
+
+// ownSockets reports whether commands make Unix sockets of their own
+// beneath their writable roots under --unix-sockets deny (issue 36): where
+// every other socket is kept from them, by the bubblewrap view's masks or
+// by Landlock's scoping of connects (ABI 9); the Landlock isolation below
+// ABI 9 refuses them AF_UNIX sockets.
+func (r *Runner) ownSockets() bool {
+	return !r.cfg.UnixSockets && (r.bwrap != nil || subproc.Probe().ResolveUnix)
+}
 
 // landlockConfinement is what a command is confined to under
 // IsolationLandlock: writes beneath WritableRoots(policy) only (none at all
@@ -302,7 +314,7 @@ func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, sock
 	}
 	conf := &subproc.Confinement{
 		WritableRoots: roots, Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named,
-		ReadDenied: denied,
+		OwnUnixSockets: r.ownSockets(), ReadDenied: denied,
 	}
 	var check *gitStateCheck
 	if req.Policy.Mode == sandbox.WorkspaceWrite {

@@ -29,13 +29,13 @@ import (
 // it could see it and is refused otherwise (refuseUnmasked).
 func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Result, error) {
 	if r.policy.DenyRead().Empty() {
-		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil, nil)
 	}
 	if why := r.cannotMask(); why != "" {
 		if err := r.refuseUnmasked(ctx, req, why); err != nil {
 			return exec.Result{}, err
 		}
-		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil)
+		return execlocal.RunSpec(ctx, r.helper, r.run, req, nil, nil)
 	}
 	// The same Unix-socket rule as the other modes: with deny-read on, a
 	// user daemon's socket (tmux, systemd, docker) would read the masked
@@ -46,7 +46,7 @@ func (r *Runner) runFullAccess(ctx context.Context, req exec.Request) (exec.Resu
 	}
 	res, err := r.bwrap.runFull(ctx, r.cfg, r.run, req, socks)
 	if err == nil {
-		c := &exec.Confinement{Network: true, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named, Masked: res.Confinement.Masked}
+		c := &exec.Confinement{Network: true, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: socks.named, OwnUnixSockets: !r.cfg.UnixSockets, Masked: res.Confinement.Masked}
 		cred, _ := commandUser(*req.Policy, nil)
 		c.UID, c.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())}
 		if cred != nil {
@@ -95,6 +95,7 @@ func (b *bwrapIsolation) runFull(ctx context.Context, cfg Config, run exec.Confi
 		conf := &subproc.Confinement{
 			WritableRoots: []string{"/"}, Network: true, FullAccess: true,
 			UnixSockets: cfg.UnixSockets, UnixSocketPaths: socks.named, MaskedSockets: socks.masked, SocketSources: socks.sources,
+			OwnUnixSockets: !cfg.UnixSockets,
 		}
 		var err error
 		if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
@@ -127,7 +128,7 @@ func (b *bwrapIsolation) runFull(ctx context.Context, cfg Config, run exec.Confi
 // it returns). Errors: *exec.Error with CodeUnavailable naming up to three
 // such paths and the remedies; the search's own error.
 func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request, why string) error {
-	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
+	masks, err := r.masker.findHost(searchContext(ctx, req.Timeout), *req.Policy, nil)
 	if err != nil || len(masks) == 0 {
 		return err
 	}
@@ -167,14 +168,16 @@ func maskedPaths(masks []subproc.Masked) []string {
 // writable root's reads whole), naming up to three such paths and the
 // remedies; the command is not run.
 func (r *Runner) readDenied(ctx context.Context, req exec.Request, roots []string) ([]string, error) {
-	masks, err := r.masker.find(searchContext(ctx, req.Timeout), *req.Policy, nil)
+	masks, err := r.masker.findHost(searchContext(ctx, req.Timeout), *req.Policy, nil)
 	if err != nil {
 		return nil, err
 	}
 	var denied, inside []string
 	for _, m := range masks {
 		denied = append(denied, m.Path)
-		if slices.ContainsFunc(roots, func(root string) bool { return dirfd.Beneath(root, m.Path) || dirfd.Beneath(m.Path, root) }) {
+		// /proc's entries come and go with every process: reads around
+		// a path there cannot be granted ahead.
+		if dirfd.Beneath("/proc", m.Path) || slices.ContainsFunc(roots, func(root string) bool { return dirfd.Beneath(root, m.Path) || dirfd.Beneath(m.Path, root) }) {
 			inside = append(inside, m.Path)
 		}
 	}
@@ -191,7 +194,7 @@ func (r *Runner) readDenied(ctx context.Context, req exec.Request, roots []strin
 		inside = inside[:3]
 	}
 	return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-		"the deny-read set names paths inside a writable root (%s%s), which --exec-isolation %s cannot hide (Landlock grants a writable root's reads whole); the command was not run. "+
+		"the deny-read set names paths inside a writable root or /proc (%s%s), which --exec-isolation %s cannot hide (Landlock grants a writable root's reads whole, and /proc's entries come and go with each process); the command was not run. "+
 			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
 		strings.Join(inside, ", "), more, IsolationLandlock, IsolationBwrap)}
 }

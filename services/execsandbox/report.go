@@ -74,6 +74,9 @@ func (r *Runner) Isolation() Isolation {
 				"and entries made after the start in a directory on a denied path's way (outside the writable roots) cannot be read by that command",
 			"a deny-read path inside a writable root (a workspace's .env under workspace-write) cannot be hidden, nor any under danger-full-access, nor any from a root server's commands (root's capabilities read past Landlock): those commands are refused",
 		}
+		if !r.cfg.UnixSockets && !caps.ResolveUnix {
+			iso.NotCovered = append(iso.NotCovered, fmt.Sprintf("a command's own Unix sockets: below Landlock ABI 9 (here %d) there is no view to hide the host's in, so socket(AF_UNIX) fails (--unix-sockets allow opens every socket)", caps.LandlockABI))
+		}
 		iso.Limits = "none"
 		iso.RunAs = fmt.Sprintf("uid %d, the server's own user, with its capabilities", os.Geteuid())
 		return iso
@@ -97,8 +100,8 @@ func (r *Runner) Isolation() Isolation {
 		"a program a command puts in a PATH directory inside a writable root, ahead of the real one (harness's own executable included, for a client that starts it by a bare name)",
 		"what a git directory's symlinked member (hooks/, info/attributes) leads to when the link is missing its target, passes through another symlink inside a writable root, or names a writable root or a directory holding one (a single link to a real directory or file is protected)",
 	}
-	if r.namedOnly() && !caps.ResolveUnix {
-		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones that are bound after a command starts, by anyone (another session's command, a service, a container); "+
+	if r.bwrap != nil && !r.cfg.UnixSockets && !caps.ResolveUnix {
+		iso.NotCovered = append(iso.NotCovered, "Unix sockets besides the named ones and the command's own that are bound after a command starts, by anyone (another session's command, a service, a container); "+
 			"outside the command's roots (and other users' directories in a temp root): one bound by a relative path, in a network namespace no process the server sees in /proc is in, "+
 			"or in the server's own network namespace by a process of another mount namespace (PrivateTmp=) at a path that names another place here; a socket's other hard links")
 	}
@@ -167,7 +170,7 @@ func runAs(policy sandbox.ExecutionPolicy) string {
 // server's own uid and groups, without capabilities); under the Landlock
 // isolation, the server's own user, with its capabilities when it is root.
 func (r *Runner) confinement(policy sandbox.ExecutionPolicy, named []string) *exec.Confinement {
-	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: named}
+	c := &exec.Confinement{Network: r.cfg.Network, UnixSockets: r.cfg.UnixSockets, UnixSocketPaths: named, OwnUnixSockets: r.ownSockets()}
 	if r.bwrap == nil {
 		c.UID, c.GIDs = serverUser()
 		c.Capable = os.Geteuid() == 0

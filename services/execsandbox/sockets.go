@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,10 +16,12 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
 )
 
 // CheckUnixSocket returns nil when path, a --unix-socket value, is absolute
@@ -78,7 +81,7 @@ type socketView struct {
 // (0: ctx's deadline) and its budget; the command is not run. Each mask costs bwrap about 2 ms to set
 // up, so sockets the user cannot connect to by their modes are not masked.
 func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
-	if len(r.named) == 0 {
+	if len(r.named) == 0 && !r.ownSockets() {
 		return socketView{}, nil
 	}
 	var v socketView
@@ -89,10 +92,18 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	}
 	uid, gids := viewUser(policy)
 	v.named = searchableBy(v.named, uid, gids)
-	if !r.namedOnly() || subproc.Probe().ResolveUnix {
+	if r.cfg.UnixSockets || subproc.Probe().ResolveUnix {
 		return v, nil
 	}
-	masked, err := maskedSockets(ids)
+	listings, err := boundEverywhere(procRoot)
+	var masked []string
+	if err == nil {
+		// The session's own commands' sockets are reached, not masked.
+		if own := r.sessionNet(ctx, policy); own != (netID{}) {
+			ids = ownSockets(listings, own, policy.WritableRoots(), ids)
+		}
+		masked, err = maskedIn(listings, ids)
+	}
 	if err != nil {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
@@ -109,6 +120,34 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 		}
 	}
 	return v, nil
+}
+
+// netID is a network namespace's identity (its nsfs file's).
+type netID struct{ dev, ino uint64 }
+
+// sessionNet returns the identity of the network namespace the session of
+// ctx already has for a command of policy (the commands' user), when the
+// command would join it (network deny): the sockets bound there are the
+// session's own commands' (a server a background command runs), which a
+// later command reaches. Zero when there is none.
+func (r *Runner) sessionNet(ctx context.Context, policy sandbox.ExecutionPolicy) netID {
+	s := session.FromContext(ctx)
+	if s == nil || r.cfg.Network || r.bwrap == nil {
+		return netID{}
+	}
+	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid()) // the key join uses
+	if cred, _ := commandUser(policy, nil); cred != nil {
+		uid, gid = cred.Uid, cred.Gid
+	}
+	ns := r.bwrap.nets.existing(s, uid, gid)
+	if ns == nil {
+		return netID{}
+	}
+	dev, ino, ok := ns.ID()
+	if !ok {
+		return netID{}
+	}
+	return netID{dev, ino}
 }
 
 // searchableBy returns the paths (canonical) whose every directory the user
@@ -305,7 +344,14 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	return maskedIn(listings, named)
+}
+
+// maskedIn is maskedSockets of listings (boundEverywhere's). Errors: the
+// server's mount table cannot be read.
+func maskedIn(listings []listing, named map[fileID]bool) ([]string, error) {
 	var ours []*mountinfo.Info
+	var err error
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -342,6 +388,43 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 	return out, nil
 }
 
+// ownSockets returns named with the identities of the sockets bound in the
+// session's own network namespace (own) at a path beneath one of roots
+// added: its commands' (a server a background command started), which its
+// later commands reach. Only its commands are in that namespace (and the
+// process that holds it), and they bind only beneath their writable roots,
+// where the path reads as it does here. A socket bound by a relative name
+// is looked for in the directory each task of the namespace is in now (not
+// found where its binder has moved on since: masked, as the host's are).
+func ownSockets(listings []listing, own netID, roots []string, named map[fileID]bool) map[fileID]bool {
+	out := maps.Clone(named)
+	if out == nil {
+		out = map[fileID]bool{}
+	}
+	for _, l := range listings {
+		if l.ns != own {
+			continue
+		}
+		paths := slices.Clone(l.paths)
+		for _, task := range l.tasks {
+			if cwd, err := os.Readlink(filepath.Join(task, "cwd")); err == nil && filepath.IsAbs(cwd) {
+				for _, r := range l.relative {
+					paths = append(paths, filepath.Join(cwd, r))
+				}
+			}
+		}
+		for _, p := range paths {
+			if !slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, p) }) {
+				continue
+			}
+			if id, ok := socketID(p); ok {
+				out[id] = true
+			}
+		}
+	}
+	return out
+}
+
 // procRoot is the proc filesystem read for the tasks' network namespaces.
 const procRoot = "/proc"
 
@@ -351,7 +434,12 @@ const procRoot = "/proc"
 // mount namespaces those paths are of.
 type listing struct {
 	paths []string
-	tasks []string
+	// relative are the paths bound by a relative name, as named.
+	relative []string
+	tasks    []string
+	// ns is the namespace's identity, read from the first task's
+	// ns/net (zero for the reader's own, or when it cannot be read).
+	ns netID
 }
 
 // boundEverywhere returns the listing (boundPaths) of the network
@@ -383,14 +471,18 @@ func boundEverywhere(proc string) ([]listing, error) {
 			return err
 		}
 		defer func() { _ = f.Close() }()
-		paths, err := boundPaths(f)
+		paths, relative, err := boundPaths(f)
 		if err != nil {
 			return err
 		}
 		seen[st.Ino] = len(out)
-		l := listing{paths: paths}
+		l := listing{paths: paths, relative: relative}
 		if len(out) > 0 {
 			l.tasks = []string{task}
+			var ns unix.Stat_t
+			if unix.Stat(filepath.Join(task, "ns/net"), &ns) == nil {
+				l.ns = netID{uint64(ns.Dev), ns.Ino} //nolint:unconvert // Dev is uint64 on most arches only
+			}
 		}
 		out = append(out, l)
 		return nil
@@ -424,19 +516,19 @@ func numeric(name string) bool {
 
 // boundPaths parses a /proc/net/unix listing ("Num RefCount Protocol Flags
 // Type St Inode Path", a header line first) and returns the absolute paths
-// in its Path column: abstract names (@...), relative paths and unbound
+// in its Path column, and apart the relative ones (as named, relative to
+// their binder's directory then): abstract names (@...) and unbound
 // sockets are left out. Errors: a read error, or a listing without the
 // header.
-func boundPaths(r io.Reader) ([]string, error) {
+func boundPaths(r io.Reader) (paths, relative []string, err error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	if !sc.Scan() {
-		return nil, errors.Join(errors.New("no header in the Unix socket listing"), sc.Err())
+		return nil, nil, errors.Join(errors.New("no header in the Unix socket listing"), sc.Err())
 	}
 	if !strings.HasPrefix(sc.Text(), "Num ") {
-		return nil, fmt.Errorf("the Unix socket listing has an unknown format: %q", sc.Text())
+		return nil, nil, fmt.Errorf("the Unix socket listing has an unknown format: %q", sc.Text())
 	}
-	var out []string
 	for sc.Scan() {
 		rest := sc.Text()
 		// Seven fields, then one space and the path (which may hold
@@ -450,9 +542,12 @@ func boundPaths(r io.Reader) ([]string, error) {
 			}
 			rest = rest[i:]
 		}
-		if p := strings.TrimPrefix(rest, " "); strings.HasPrefix(p, "/") {
-			out = append(out, p)
+		switch p := strings.TrimPrefix(rest, " "); {
+		case strings.HasPrefix(p, "/"):
+			paths = append(paths, p)
+		case p != "" && !strings.HasPrefix(p, "@"):
+			relative = append(relative, p)
 		}
 	}
-	return out, sc.Err()
+	return paths, relative, sc.Err()
 }

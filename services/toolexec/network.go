@@ -86,9 +86,10 @@ func loopback(host string) bool {
 }
 
 // unixRefused reports whether a command's socket(AF_UNIX) was refused:
-// Unix sockets were not allowed and none was named (--unix-socket).
+// Unix sockets were not allowed, none was named (--unix-socket) and the
+// command could not make its own.
 func unixRefused(conf *exec.Confinement) bool {
-	return !conf.UnixSockets && len(conf.UnixSocketPaths) == 0
+	return !conf.UnixSockets && len(conf.UnixSocketPaths) == 0 && !conf.OwnUnixSockets
 }
 
 func networkDetail(conf *exec.Confinement, what string) string {
@@ -99,6 +100,10 @@ func networkDetail(conf *exec.Confinement, what string) string {
 	switch {
 	case unixRefused(conf):
 		denied = append(denied, "--unix-sockets deny: no Unix sockets")
+	case !conf.UnixSockets && conf.OwnUnixSockets && len(conf.UnixSocketPaths) > 0:
+		denied = append(denied, "--unix-sockets deny: no Unix sockets but the command's own, beneath its writable roots, and the named ones ("+strings.Join(conf.UnixSocketPaths, ", ")+")")
+	case !conf.UnixSockets && conf.OwnUnixSockets:
+		denied = append(denied, "--unix-sockets deny: no Unix sockets but the command's own, beneath its writable roots")
 	case !conf.UnixSockets:
 		denied = append(denied, "--unix-sockets deny: no Unix sockets but the named ones ("+strings.Join(conf.UnixSocketPaths, ", ")+")")
 	}

@@ -29,6 +29,9 @@ type readDenial struct {
 	// (absolute, clean), denied what it resolves to on the host, rule the
 	// deny-read rule that covers it.
 	refusal, path, denied, rule string
+	// landlock says Landlock's read rights hid it (exec.Confinement's
+	// MaskedByLandlock), not a mask.
+	landlock bool
 }
 
 // detail is the denial's sentence in the model-facing result.
@@ -37,8 +40,12 @@ func (d readDenial) detail() string {
 	if d.denied != d.path {
 		s += ", which is " + strconv.Quote(d.denied)
 	}
-	return s + ", a credential path the deny-read set hides from commands (" + d.rule + "): a denied file reads as an empty file of mode 0000, " +
-		"a denied directory as empty. Only the user can let one command read it, by allowing that exact command once under danger-full-access)"
+	how := "a denied file reads as an empty file of mode 0000, a denied directory as empty"
+	if d.landlock {
+		how = "reading a denied file, or anything in a denied directory, fails with EACCES (the names in a denied directory can be listed)"
+	}
+	return s + ", a credential path the deny-read set hides from commands (" + d.rule + "): " + how +
+		". Only the user can let one command read it, by allowing that exact command once under danger-full-access)"
 }
 
 // inferReadDenial reports whether the stderr of a failed command shows a
@@ -61,6 +68,7 @@ func (t *Tool) inferReadDenial(conf *exec.Confinement, req exec.Request, stderr 
 			}
 			for _, p := range lineCandidates(line, at) {
 				if d, ok := t.deniedRead(conf.Masked, req.Workdir, p); ok {
+					d.landlock = conf.MaskedByLandlock
 					d.refusal = r.name
 					return d, true
 				}

@@ -833,7 +833,7 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 	case iso.Kind == execsandbox.IsolationBwrap:
 		_, _ = fmt.Fprintf(b, " (bubblewrap %s: / read-only, writable roots bound read-write, existing protected paths read-only, "+
 			"own user, PID, IPC and UTS namespaces, fresh /dev and /proc, new session, no capabilities; "+
-			"Landlock ABI %d and seccomp beneath; network %s, Unix sockets %s)\n", iso.Bwrap, e.LandlockABI, e.Network, e.UnixSockets)
+			"Landlock ABI %d and seccomp beneath; network %s, Unix sockets %s)\n", iso.Bwrap, e.LandlockABI, e.Network, ownSockets(e.UnixSockets))
 	default:
 		_, _ = fmt.Fprintf(b, " (Landlock ABI %d and seccomp only: writes beneath the writable roots only; network %s, Unix sockets %s", e.LandlockABI, e.Network, e.UnixSockets)
 		if e.ProtectedCarvedOut {
@@ -881,6 +881,16 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 // writeJSON prints v as indented JSON without HTML escaping, so tool texts
 // read as they are ("<path>", not "\u003cpath\u003e"): v is encoded once
 // (its own MarshalJSON may escape), decoded, and encoded again.
+
+// ownSockets is the Unix-socket setting as the policy report says it: under
+// deny, a command's own sockets still work (issue 36).
+func ownSockets(setting string) string {
+	if setting == "deny" {
+		return "deny (a command's own beneath its writable roots work)"
+	}
+	return setting
+}
+
 func writeJSON(w io.Writer, v any) error {
 	raw, err := json.Marshal(v)
 	if err != nil {
