@@ -102,6 +102,10 @@ type Options struct {
 	// the version-control metadata (the deny-read walk), since any
 	// directory can be given that shape.
 	EnterRepositories bool
+	// Symlinks reports a symlink Match protects as a protected entry too
+	// (never followed): for the deny-read walk, where a `.env` that links
+	// elsewhere is a path to hide (its caller hides the target).
+	Symlinks bool
 }
 
 // Scanner finds protected paths and caches the directories it read. It is
@@ -112,6 +116,7 @@ type Scanner struct {
 	maxDepth   int
 	splitGit   bool
 	enterRepos bool
+	symlinks   bool
 	cache      *dirCache
 	seq        atomic.Uint64
 
@@ -130,7 +135,7 @@ type Scanner struct {
 func New(o Options) *Scanner {
 	s := &Scanner{
 		maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit,
-		enterRepos: o.EnterRepositories, cache: newDirCache(),
+		enterRepos: o.EnterRepositories, symlinks: o.Symlinks, cache: newDirCache(),
 		memos: map[string]*memo{}, active: map[string]*scanning{},
 	}
 	if s.maxEntries <= 0 {

@@ -493,7 +493,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	case protected && typ != unix.DT_LNK && placeholderIn(dirfd, name, &st):
 		// A runner's placeholder holds nothing and is no finding: the
 		// runner reserves it again for each command.
-	case protected && typ != unix.DT_LNK:
+	case protected && (typ != unix.DT_LNK || w.s.symlinks):
 		l.protected = append(l.protected, found{name: name, dev: st.Dev, ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:
 		l.subdirs = append(l.subdirs, subdir{name: name, ino: st.Ino})

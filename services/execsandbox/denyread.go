@@ -61,7 +61,7 @@ type masker struct {
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
-	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{EnterRepositories: true})}
+	return &masker{policy: policy, scanner: protectscan.New(protectscan.Options{EnterRepositories: true, Symlinks: true})}
 }
 
 // find returns what a command of policy running as cred (commandUser's;

@@ -1,6 +1,7 @@
 package execsandbox_test
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
@@ -388,5 +389,37 @@ func TestLandlockIsolationHidesDevPaths(t *testing.T) {
 		assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, marker)
 		assert.Equal(t, "ran\n", res.Stdout.Text)
 		assert.Contains(t, res.Stderr.Text, "Permission denied")
+	}
+}
+
+// TestDenyReadSymlinkedEnv (issue 36 review): a `.env` that is a symlink to
+// a file elsewhere, whose own name no pattern denies, is hidden from a
+// command at its target, by the bubblewrap view and by the Landlock
+// isolation alike.
+func TestDenyReadSymlinkedEnv(t *testing.T) {
+	s, pol := newSecretHome(t, primaryOwner())
+	secret := filepath.Join(s.home, "plain-secret")
+	require.NoError(t, os.WriteFile(secret, []byte("TOKEN="+s.marker+"\n"), 0o644))
+	require.NoError(t, os.MkdirAll(filepath.Join(s.ws, "lnk"), 0o755))
+	require.NoError(t, os.Symlink(secret, filepath.Join(s.ws, "lnk", ".env")))
+	isolations := []execsandbox.Config{{}}
+	if os.Geteuid() != 0 && subproc.Probe().LandlockABI >= 1 {
+		isolations = append(isolations, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
+	}
+	for _, cfg := range isolations {
+		t.Run(cmp.Or(cfg.Isolation, execsandbox.IsolationBwrap), func(t *testing.T) {
+			r, err := execsandbox.New(cfg, exec.Config{}, pol)
+			require.NoError(t, err)
+			res, err := r.Run(t.Context(), exec.Request{Command: "cat lnk/.env; echo done", Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.ReadOnly, s.ws)})
+			var ee *exec.Error
+			if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable && cfg.Isolation == "" {
+				t.Skip("bubblewrap cannot run here: " + ee.Message)
+			}
+			require.NoError(t, err)
+			assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, s.marker)
+			assert.Equal(t, "done\n", res.Stdout.Text)
+			require.NotNil(t, res.Confinement)
+			assert.Contains(t, res.Confinement.Masked, secret)
+		})
 	}
 }

@@ -126,7 +126,27 @@ func (r *readFence) decide(target hfs.Target, op string, fd int, st *unix.Stat_t
 	if rule, ok := r.denied(where, st, entry); ok {
 		return r.refusal(target, op, where, rule)
 	}
+	// The path as the caller named it: a `.env` that is a symlink to a
+	// file elsewhere is as denied as the file it names.
+	if dp := filepath.Clean(target.DisplayPath); filepath.IsAbs(dp) && dp != where {
+		if rule, ok := r.namedDenied(dp, st, entry); ok {
+			return r.refusal(target, op, where, rule)
+		}
+	}
 	return nil
+}
+
+// namedDenied is denied's decision by path alone, for the path a caller
+// named (where the file's real path differs from it: a symlink on the
+// way).
+func (r *readFence) namedDenied(named string, st *unix.Stat_t, entry bool) (string, bool) {
+	if entry && dirfd.IsDir(st) {
+		if parent := filepath.Dir(named); parent != named {
+			return r.deny.Denied(parent, true)
+		}
+		return "", false
+	}
+	return r.deny.Denied(named, dirfd.IsDir(st))
 }
 
 // denied reports whether reading where (the descriptor's real path, whose

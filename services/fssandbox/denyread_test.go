@@ -174,3 +174,32 @@ func TestDenyReadDirectorySwapRace(t *testing.T) {
 	assert.NotContains(t, text, keyMarker)
 	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%v", err)
 }
+
+// TestDenyReadSymlinkNamedLikeADeniedFile (issue 36 review): a `.env` that
+// is a symlink to a file elsewhere (whose own name no pattern denies) is
+// refused to the file tools as the name it is read by, and the file it
+// names is unchanged; the file read by its own path is not denied.
+func TestDenyReadSymlinkNamedLikeADeniedFile(t *testing.T) {
+	ctx := context.Background()
+	w := newDenyWorld(t)
+	secret := filepath.Join(w.home, "outside-secret")
+	require.NoError(t, os.WriteFile(secret, []byte(keyMarker+"\n"), 0o600))
+	require.NoError(t, os.Symlink(secret, filepath.Join(w.ws, "d", ".env")))
+	f := w.fence(t, sandbox.WorkspaceWrite)
+	target, err := f.Resolve(ctx, "d/.env", fs.ResolveOptions{})
+	require.NoError(t, err)
+	text, err := f.ReadText(ctx, target)
+	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%v", err)
+	assert.NotContains(t, text, keyMarker)
+	rd, ok := errors.AsType[*fs.ReadDenial](err)
+	require.True(t, ok)
+	assert.Equal(t, ".env (default)", rd.Rule)
+	b, err := os.ReadFile(secret)
+	require.NoError(t, err)
+	assert.Equal(t, keyMarker+"\n", string(b))
+	direct, err := f.Resolve(ctx, secret, fs.ResolveOptions{})
+	require.NoError(t, err)
+	text, err = f.ReadText(ctx, direct)
+	require.NoError(t, err)
+	assert.Equal(t, keyMarker+"\n", text)
+}
