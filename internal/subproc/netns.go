@@ -306,22 +306,6 @@ func (n *NetNS) hold(cred *syscall.Credential) (release func(), err error) {
 	return n.mu.RUnlock, nil
 }
 
-// ID returns the identity of the network namespace (the device and inode
-// of its nsfs file, as a stat of /proc/PID/ns/net of a process in it
-// gives them), false once it is closed.
-func (n *NetNS) ID() (dev, ino uint64, ok bool) {
-	n.mu.RLock()
-	defer n.mu.RUnlock()
-	if n.net == nil {
-		return 0, 0, false
-	}
-	var st unix.Stat_t
-	if unix.Fstat(int(n.net.Fd()), &st) != nil {
-		return 0, 0, false
-	}
-	return uint64(st.Dev), st.Ino, true //nolint:unconvert // Dev is uint64 on most arches only
-}
-
 // Close lets the namespace go: no command starts in it any more (RunBwrap
 // returns ErrNetNSClosed), and the kernel ends it once the commands still
 // inside it have ended. It waits for commands being started in it to have

@@ -40,19 +40,19 @@ func TestRunReportsTheConfinement(t *testing.T) {
 			"bubblewrap read-only, network allowed",
 			execsandbox.Config{Network: true},
 			sandbox.ReadOnly,
-			&exec.Confinement{Network: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, false,
+			&exec.Confinement{Network: true, OwnUnixSockets: true, ReadOnlyMounts: true, UID: uint32(os.Geteuid())}, false,
 		},
 		{
 			"Landlock alone",
 			execsandbox.Config{Isolation: execsandbox.IsolationLandlock},
 			sandbox.WorkspaceWrite,
-			&exec.Confinement{UID: uint32(os.Geteuid()), Capable: os.Geteuid() == 0}, true,
+			&exec.Confinement{UID: uint32(os.Geteuid()), Capable: os.Geteuid() == 0, OwnUnixSockets: subproc.Probe().ResolveUnix}, true,
 		},
 		{
-			"danger-full-access runs in bubblewrap for deny-read, with the network and, none named, no Unix sockets",
+			"danger-full-access runs in bubblewrap for deny-read, with the network and, none named, its own Unix sockets only",
 			execsandbox.Config{},
 			sandbox.DangerFullAccess,
-			&exec.Confinement{Network: true, UID: uint32(os.Geteuid())}, true,
+			&exec.Confinement{Network: true, OwnUnixSockets: true, UID: uint32(os.Geteuid())}, true,
 		},
 		{
 			"danger-full-access under Landlock alone runs unconfined when nothing is to be hidden",

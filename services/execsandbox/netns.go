@@ -127,19 +127,6 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	return e.ns, e.gate, nil
 }
 
-// existing returns the namespace s already has for the user uid (gid),
-// nil when it has none yet (or it is being made).
-func (n *sessionNets) existing(s *session.Session, uid, gid uint32) *subproc.NetNS {
-	n.mu.Lock()
-	e := n.nets[netKey{s: s, uid: uid, gid: gid}]
-	n.mu.Unlock()
-	if e == nil || !e.mu.TryLock() {
-		return nil
-	}
-	defer e.mu.Unlock()
-	return e.ns
-}
-
 // make makes a namespace for b and, with the proxy, its gate for s (nil:
 // one command's). Errors: exec.CodeUnavailable, naming what failed.
 func (n *sessionNets) make(b subproc.Bwrap, s *session.Session) (*subproc.NetNS, *gate, error) {

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -16,12 +15,10 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
-	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
-	"github.com/dsh-go/harness/services/session"
 )
 
 // CheckUnixSocket returns nil when path, a --unix-socket value, is absolute
@@ -68,9 +65,10 @@ type socketView struct {
 }
 
 // sockets resolves the configured named sockets for one command of policy
-// and, when the bubblewrap view must keep the command to them (no Unix
-// sockets allowed wholesale, Landlock without ABI 9), lists every other
-// bound socket to mask, in every network namespace a task visible in /proc
+// and, when the bubblewrap view must keep the command to them and to its
+// own (no Unix sockets allowed wholesale, Landlock without ABI 9), lists
+// every other bound socket to mask (the command's own are bound after it
+// starts: none is among them), in every network namespace a task visible in /proc
 // is in (maskedSockets), and every socket file inside the policy's roots
 // (socketWalker: found there wherever a command renamed its directory to,
 // and whatever namespace bound it; sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
@@ -95,15 +93,7 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	if r.cfg.UnixSockets || subproc.Probe().ResolveUnix {
 		return v, nil
 	}
-	listings, err := boundEverywhere(procRoot)
-	var masked []string
-	if err == nil {
-		// The session's own commands' sockets are reached, not masked.
-		if own := r.sessionNet(ctx, policy); own != (netID{}) {
-			ids = ownSockets(listings, own, policy.WritableRoots(), ids)
-		}
-		masked, err = maskedIn(listings, ids)
-	}
+	masked, err := maskedSockets(ids)
 	if err != nil {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
@@ -120,34 +110,6 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 		}
 	}
 	return v, nil
-}
-
-// netID is a network namespace's identity (its nsfs file's).
-type netID struct{ dev, ino uint64 }
-
-// sessionNet returns the identity of the network namespace the session of
-// ctx already has for a command of policy (the commands' user), when the
-// command would join it (network deny): the sockets bound there are the
-// session's own commands' (a server a background command runs), which a
-// later command reaches. Zero when there is none.
-func (r *Runner) sessionNet(ctx context.Context, policy sandbox.ExecutionPolicy) netID {
-	s := session.FromContext(ctx)
-	if s == nil || r.cfg.Network || r.bwrap == nil {
-		return netID{}
-	}
-	uid, gid := uint32(os.Geteuid()), uint32(os.Getegid()) // the key join uses
-	if cred, _ := commandUser(policy, nil); cred != nil {
-		uid, gid = cred.Uid, cred.Gid
-	}
-	ns := r.bwrap.nets.existing(s, uid, gid)
-	if ns == nil {
-		return netID{}
-	}
-	dev, ino, ok := ns.ID()
-	if !ok {
-		return netID{}
-	}
-	return netID{dev, ino}
 }
 
 // searchableBy returns the paths (canonical) whose every directory the user
@@ -344,14 +306,7 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	return maskedIn(listings, named)
-}
-
-// maskedIn is maskedSockets of listings (boundEverywhere's). Errors: the
-// server's mount table cannot be read.
-func maskedIn(listings []listing, named map[fileID]bool) ([]string, error) {
 	var ours []*mountinfo.Info
-	var err error
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
@@ -388,43 +343,6 @@ func maskedIn(listings []listing, named map[fileID]bool) ([]string, error) {
 	return out, nil
 }
 
-// ownSockets returns named with the identities of the sockets bound in the
-// session's own network namespace (own) at a path beneath one of roots
-// added: its commands' (a server a background command started), which its
-// later commands reach. Only its commands are in that namespace (and the
-// process that holds it), and they bind only beneath their writable roots,
-// where the path reads as it does here. A socket bound by a relative name
-// is looked for in the directory each task of the namespace is in now (not
-// found where its binder has moved on since: masked, as the host's are).
-func ownSockets(listings []listing, own netID, roots []string, named map[fileID]bool) map[fileID]bool {
-	out := maps.Clone(named)
-	if out == nil {
-		out = map[fileID]bool{}
-	}
-	for _, l := range listings {
-		if l.ns != own {
-			continue
-		}
-		paths := slices.Clone(l.paths)
-		for _, task := range l.tasks {
-			if cwd, err := os.Readlink(filepath.Join(task, "cwd")); err == nil && filepath.IsAbs(cwd) {
-				for _, r := range l.relative {
-					paths = append(paths, filepath.Join(cwd, r))
-				}
-			}
-		}
-		for _, p := range paths {
-			if !slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, p) }) {
-				continue
-			}
-			if id, ok := socketID(p); ok {
-				out[id] = true
-			}
-		}
-	}
-	return out
-}
-
 // procRoot is the proc filesystem read for the tasks' network namespaces.
 const procRoot = "/proc"
 
@@ -434,12 +352,7 @@ const procRoot = "/proc"
 // mount namespaces those paths are of.
 type listing struct {
 	paths []string
-	// relative are the paths bound by a relative name, as named.
-	relative []string
-	tasks    []string
-	// ns is the namespace's identity, read from the first task's
-	// ns/net (zero for the reader's own, or when it cannot be read).
-	ns netID
+	tasks []string
 }
 
 // boundEverywhere returns the listing (boundPaths) of the network
@@ -471,18 +384,14 @@ func boundEverywhere(proc string) ([]listing, error) {
 			return err
 		}
 		defer func() { _ = f.Close() }()
-		paths, relative, err := boundPaths(f)
+		paths, err := boundPaths(f)
 		if err != nil {
 			return err
 		}
 		seen[st.Ino] = len(out)
-		l := listing{paths: paths, relative: relative}
+		l := listing{paths: paths}
 		if len(out) > 0 {
 			l.tasks = []string{task}
-			var ns unix.Stat_t
-			if unix.Stat(filepath.Join(task, "ns/net"), &ns) == nil {
-				l.ns = netID{uint64(ns.Dev), ns.Ino} //nolint:unconvert // Dev is uint64 on most arches only
-			}
 		}
 		out = append(out, l)
 		return nil
@@ -516,19 +425,19 @@ func numeric(name string) bool {
 
 // boundPaths parses a /proc/net/unix listing ("Num RefCount Protocol Flags
 // Type St Inode Path", a header line first) and returns the absolute paths
-// in its Path column, and apart the relative ones (as named, relative to
-// their binder's directory then): abstract names (@...) and unbound
+// in its Path column: abstract names (@...), relative paths and unbound
 // sockets are left out. Errors: a read error, or a listing without the
 // header.
-func boundPaths(r io.Reader) (paths, relative []string, err error) {
+func boundPaths(r io.Reader) ([]string, error) {
 	sc := bufio.NewScanner(r)
 	sc.Buffer(make([]byte, 0, 64<<10), 1<<20)
 	if !sc.Scan() {
-		return nil, nil, errors.Join(errors.New("no header in the Unix socket listing"), sc.Err())
+		return nil, errors.Join(errors.New("no header in the Unix socket listing"), sc.Err())
 	}
 	if !strings.HasPrefix(sc.Text(), "Num ") {
-		return nil, nil, fmt.Errorf("the Unix socket listing has an unknown format: %q", sc.Text())
+		return nil, fmt.Errorf("the Unix socket listing has an unknown format: %q", sc.Text())
 	}
+	var out []string
 	for sc.Scan() {
 		rest := sc.Text()
 		// Seven fields, then one space and the path (which may hold
@@ -542,12 +451,9 @@ func boundPaths(r io.Reader) (paths, relative []string, err error) {
 			}
 			rest = rest[i:]
 		}
-		switch p := strings.TrimPrefix(rest, " "); {
-		case strings.HasPrefix(p, "/"):
-			paths = append(paths, p)
-		case p != "" && !strings.HasPrefix(p, "@"):
-			relative = append(relative, p)
+		if p := strings.TrimPrefix(rest, " "); strings.HasPrefix(p, "/") {
+			out = append(out, p)
 		}
 	}
-	return paths, relative, sc.Err()
+	return out, sc.Err()
 }

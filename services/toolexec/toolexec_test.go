@@ -264,7 +264,9 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 	v := res.Value.(toolexec.Value)
 	assert.NotEqual(t, 0, v.ExitCode)
 	assert.NotContains(t, v.Stdout, "connected")
-	assert.Contains(t, v.Stderr, "Operation not permitted")
+	// The Landlock isolation below ABI 9 refuses the socket (EPERM); the
+	// bubblewrap view masks the host's (ECONNREFUSED).
+	assert.Regexp(t, "Operation not permitted|Connection refused", v.Stderr)
 }
 
 // TestReservedHostRunWriteIsMarked (issue 36): a command's write to a
