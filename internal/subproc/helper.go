@@ -42,6 +42,8 @@ func Main() int {
 			return stageMain()
 		case listenStage:
 			return listenMain()
+		case diagStage:
+			return diagMain()
 		}
 	}
 	status := run()

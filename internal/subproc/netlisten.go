@@ -47,26 +47,44 @@ const listenOK = "ok"
 // it was made for; the helper could not run or make the listener (its
 // message); the descriptor is not such a listener.
 func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener, error) {
+	fd, err := n.fromInside(helper, cred, listenStage, "listener")
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "namespace-listener")
+	defer f.Close() //nolint:errcheck // net.FileListener holds a duplicate
+	if err := n.checkListener(fd); err != nil {
+		return nil, err
+	}
+	return net.FileListener(f)
+}
+
+// fromInside runs helper in stage inside the namespace (nsenter, as cred)
+// and returns the descriptor of the socket the stage made there and sent
+// back (what names it in errors). Errors: the namespace was closed
+// (ErrNetNSClosed); cred is not the one it was made for; the helper could
+// not run or make the socket (its message).
+func (n *NetNS) fromInside(helper *Program, cred *syscall.Credential, stage, what string) (int, error) {
 	// The child's parent-death signal follows the thread that starts it
 	// (see outcome): the thread is kept until the child is waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	release, err := n.hold(cred)
 	if err != nil {
-		return nil, err
+		return -1, err
 	}
 	defer release()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return nil, fmt.Errorf("socket pair for the namespace's listener: %w", err)
+		return -1, fmt.Errorf("socket pair for the namespace's %s: %w", what, err)
 	}
-	ours := os.NewFile(uintptr(fds[0]), "listener-receive")
+	ours := os.NewFile(uintptr(fds[0]), what+"-receive")
 	defer ours.Close() //nolint:errcheck // only received on
-	theirs := os.NewFile(uintptr(fds[1]), "listener-send")
+	theirs := os.NewFile(uintptr(fds[1]), what+"-send")
 	var out strings.Builder
 	cmd := &exec.Cmd{
 		Path:   execPath(netEnterFD),
-		Args:   n.enterArgs(execPath(listenHelperFD), HelperArg, listenStage),
+		Args:   n.enterArgs(execPath(listenHelperFD), HelperArg, stage),
 		Env:    []string{},
 		Dir:    "/",
 		Stdout: &out, Stderr: &out,
@@ -81,7 +99,7 @@ func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener,
 	err = cmd.Start()
 	_ = theirs.Close()
 	if err != nil {
-		return nil, fmt.Errorf("start nsenter (%s) for the namespace's listener: %w", n.enter.Path(), err)
+		return -1, fmt.Errorf("start nsenter (%s) for the namespace's %s: %w", n.enter.Path(), what, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -105,14 +123,31 @@ func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener,
 		} else if err != nil {
 			why += ": " + err.Error()
 		}
-		return nil, errors.New("the namespace's listener could not be made: " + why)
+		return -1, fmt.Errorf("the namespace's %s could not be made: %s", what, why)
 	}
-	f := os.NewFile(uintptr(fd), "namespace-listener")
-	defer f.Close() //nolint:errcheck // net.FileListener holds a duplicate
-	if err := n.checkListener(fd); err != nil {
-		return nil, err
+	return fd, nil
+}
+
+// inside reports whether the socket fd lives in this namespace (the
+// kernel opens the socket's namespace: the server holds the capability
+// over it, it or its user made it). Errors say why it cannot tell.
+func (n *NetNS) inside(fd int) (bool, error) {
+	n.mu.RLock()
+	defer n.mu.RUnlock()
+	if n.net == nil {
+		return false, ErrNetNSClosed
 	}
-	return net.FileListener(f)
+	nsfd, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS)
+	if err != nil {
+		return false, err
+	}
+	ns := os.NewFile(uintptr(nsfd), "socket-netns")
+	defer ns.Close() //nolint:errcheck // only stat'd
+	var a, b unix.Stat_t
+	if err := errors.Join(unix.Fstat(nsfd, &a), unix.Fstat(int(n.net.Fd()), &b)); err != nil {
+		return false, err
+	}
+	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
 // receiveFD reads the listen stage's one message without waiting (it has
@@ -154,19 +189,11 @@ func (n *NetNS) checkListener(fd int) error {
 	if domain != unix.AF_INET || typ != unix.SOCK_STREAM || accepting != 1 || !ok || in4.Addr != [4]byte{127, 0, 0, 1} {
 		return errors.New("the namespace's listener is not a TCP listener on 127.0.0.1")
 	}
-	// The socket's namespace, opened by the kernel (the server holds the
-	// capability over it: it or its user made it).
-	nsfd, err := unix.IoctlRetInt(fd, unix.SIOCGSKNS)
+	in, err := n.inside(fd)
 	if err != nil {
 		return fmt.Errorf("cannot tell the namespace of the listener: %w", err)
 	}
-	ns := os.NewFile(uintptr(nsfd), "listener-netns")
-	defer ns.Close() //nolint:errcheck // only stat'd
-	var a, b unix.Stat_t
-	if err := errors.Join(unix.Fstat(nsfd, &a), unix.Fstat(int(n.net.Fd()), &b)); err != nil {
-		return fmt.Errorf("cannot tell the namespace of the listener: %w", err)
-	}
-	if a.Dev != b.Dev || a.Ino != b.Ino {
+	if !in {
 		// Fail closed: a listener in another namespace (the server's)
 		// would not be the commands'.
 		return errors.New("the namespace's listener is not inside the namespace")

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"sync"
+	"syscall"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -54,6 +55,11 @@ type sessionNet struct {
 	mu   sync.Mutex // held while it is made
 	ns   *subproc.NetNS
 	gate *gate
+	// diag is the namespace's socket diagnostics (made at the first
+	// command that asks: ownBound), nil until then; diagMu guards it.
+	diagMu sync.Mutex
+	diag   *subproc.UnixDiag
+	gone   bool // let go: no diag is made any more
 }
 
 func newSessionNets(roots func() []string, proxy *netproxy.Proxy) *sessionNets {
@@ -162,12 +168,64 @@ func (n *sessionNets) own(b subproc.Bwrap) (*subproc.NetNS, *gate, func(), error
 	return ns, g, e.let, nil
 }
 
-// let lets the namespace go, after closing its gate.
+// let lets the namespace go, after closing its gate and its diagnostics.
 func (e *sessionNet) let() {
 	if e.gate != nil {
 		e.gate.close()
 	}
+	e.diagMu.Lock()
+	if e.diag != nil {
+		_ = e.diag.Close()
+	}
+	e.gone = true
+	e.diagMu.Unlock()
 	_ = e.ns.Close()
+}
+
+// ownBound returns the identities of the files the Unix sockets bound in
+// the namespace s already has for the command user cred (nil: the
+// server's) are bound to: those of the session's commands (a server a
+// background command runs), asked of the kernel (subproc.UnixDiag, made
+// with stage at the first call), so no rename or symlink swapped in after
+// a bind can make them name another socket. Nil when s has no namespace
+// yet for that user, or its diagnostics cannot be had (then nothing is
+// exempted: fail closed).
+func (n *sessionNets) ownBound(s *session.Session, cred *syscall.Credential, stage func() (*subproc.Program, error)) map[subproc.FileID]bool {
+	k := netKey{s: s, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())} // the key join uses
+	if cred != nil {
+		k.uid, k.gid = cred.Uid, cred.Gid
+	}
+	n.mu.Lock()
+	e := n.nets[k]
+	n.mu.Unlock()
+	if e == nil {
+		return nil
+	}
+	e.mu.Lock()
+	ns := e.ns
+	e.mu.Unlock()
+	if ns == nil {
+		return nil
+	}
+	e.diagMu.Lock()
+	defer e.diagMu.Unlock()
+	if e.gone {
+		return nil
+	}
+	if e.diag == nil {
+		prog, err := stage()
+		if err != nil {
+			return nil
+		}
+		if e.diag, err = ns.UnixDiag(prog, cred); err != nil {
+			return nil
+		}
+	}
+	bound, err := e.diag.Bound()
+	if err != nil {
+		return nil
+	}
+	return bound
 }
 
 // forget removes e, when it is still the entry of k.

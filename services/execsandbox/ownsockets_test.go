@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -41,9 +42,12 @@ for p in sys.argv[1:]:
 
 // TestOwnUnixSockets (issue 36): under the default --unix-sockets deny a
 // command binds, listens on and connects to sockets of its own in its
-// workspace and temp (Python, and Node's net.Server); sockets the host
-// bound (in the workspace before the command, and outside every root),
-// and an earlier command's, stay out of reach and receive nothing.
+// workspace and temp (Python, and Node's net.Server), and a later command
+// of the session reaches a server an earlier one runs; sockets the host
+// bound (in the workspace before the command, and outside every root) stay
+// out of reach and receive nothing, also when an earlier command swaps
+// what the path it bound names (review of issue 36: a symlink or a
+// rename after the bind).
 func TestOwnUnixSockets(t *testing.T) {
 	py := python3(t)
 	w := newWorld(t, primaryOwner(), hexec.Config{}, nil)
@@ -78,33 +82,67 @@ func TestOwnUnixSockets(t *testing.T) {
 		assert.Equal(t, "node pong\n", res.Stdout.Text, res.Stderr.Text)
 	}
 
-	// A server an earlier command of the session runs is masked for a
-	// later one like the host's (no path in a listing tells the session's
-	// own sockets from the host's safely: README), and receives nothing.
+	// A server an earlier command of the session runs is reached by a
+	// later one (the kernel names the files the session's sockets are bound
+	// to); the earlier command then swaps what the bound path names (a
+	// symlinked directory pointed at the host's socket directory, a
+	// directory renamed over by one holding the host's socket in the
+	// workspace): a later command reaches none of the host's sockets.
 	serve := `import os, socket, time
+os.mkdir("r1"); os.symlink("r1", "lnk"); os.mkdir("own")
 srv = socket.socket(socket.AF_UNIX); srv.bind("srv.sock"); srv.listen(4); srv.settimeout(0.2)
+s2 = socket.socket(socket.AF_UNIX); s2.bind("lnk/host.sock"); s2.listen(1)
+s3 = socket.socket(socket.AF_UNIX); s3.bind("own/host.sock"); s3.listen(1)
+open("ready", "w").close()
 end, n = time.time() + 50, 0
 while time.time() < end and not os.path.exists("stop"):
+    if os.path.exists("swap") and os.path.isdir("r1"):
+        os.unlink("lnk"); os.symlink(OUTDIR, "lnk"); os.rename("own", "own.old"); os.rename("hd", "own"); os.rename("r1", "r1.old")
+        open("swapped", "w").close()
     try:
-        c, _ = srv.accept(); n += 1; c.close()
+        c, _ = srv.accept(); n += 1; c.sendall(b"served\n"); c.close()
     except socket.timeout:
         pass
-os.unlink("srv.sock")
 print("accepted", n)
 `
+	hd := filepath.Join(w.ws, "hd")
+	require.NoError(t, os.Mkdir(hd, 0o755))
+	inHD := fixtures.ListenUnix(t, filepath.Join(hd, "host.sock"))
+	require.NoError(t, os.Chmod(inHD.Path, 0o777))
+	serve = strings.ReplaceAll(serve, "OUTDIR", strconv.Quote(out))
 	require.NoError(t, os.WriteFile(filepath.Join(w.cache, "serve.py"), []byte(serve), 0o644))
+	if os.Geteuid() == 0 && primaryOwner().uid != 0 {
+		require.NoError(t, chownTree(w.ws, primaryOwner().uid))
+	}
 	done := make(chan hexec.Result, 1)
 	go func() {
 		res, _ := w.try(t.Context(), sandbox.WorkspaceWrite, py+" "+filepath.Join(w.cache, "serve.py"), time.Minute)
 		done <- res
 	}()
-	require.Eventually(t, func() bool {
-		_, err := os.Lstat(filepath.Join(w.ws, "srv.sock"))
-		return err == nil
-	}, 30*time.Second, 20*time.Millisecond)
-	res = w.run(t, sandbox.WorkspaceWrite, py+` -c 'import socket; s=socket.socket(socket.AF_UNIX); s.connect("srv.sock")'; touch stop`)
-	assert.Contains(t, res.Stderr.Text, "Connection refused")
+	waitFor := func(name string) {
+		t.Helper()
+		require.Eventually(t, func() bool {
+			_, err := os.Lstat(filepath.Join(w.ws, name))
+			return err == nil
+		}, 30*time.Second, 20*time.Millisecond, "%s never came", name)
+	}
+	waitFor("ready")
+	connect := py + ` -c 'import socket,sys
+for p in sys.argv[1:]:
+    s = socket.socket(socket.AF_UNIX); s.settimeout(2)
+    try: s.connect(p); s.sendall(b"hi\n"); print(p, "OK", s.recv(16).decode().strip())
+    except OSError as e: print(p, "FAIL", e.strerror)'`
+	res = w.run(t, sandbox.WorkspaceWrite, connect+" srv.sock")
+	assert.Equal(t, "srv.sock OK served\n", res.Stdout.Text, res.Stderr.Text)
+	require.NoError(t, os.WriteFile(filepath.Join(w.ws, "swap"), nil, 0o644))
+	waitFor("swapped")
+	res = w.run(t, sandbox.WorkspaceWrite, connect+" lnk/host.sock "+filepath.Join(out, "host.sock")+" own/host.sock "+filepath.Join(w.ws, "own", "host.sock")+"; touch stop")
+	t.Logf("after the swap: %s%s", res.Stdout.Text, res.Stderr.Text)
+	assert.NotContains(t, res.Stdout.Text, " OK")
+	for _, l := range []*fixtures.UnixListener{outside, inHD} {
+		n, _ := l.Accepted()
+		assert.Zero(t, n, "%s accepted a connection", l.Path)
+	}
 	first := <-done
-	assert.Equal(t, "accepted 0\n", first.Stdout.Text, first.Stderr.Text)
-	assert.False(t, strings.Contains(first.Stderr.Text, "Traceback"), first.Stderr.Text)
+	assert.Equal(t, "accepted 1\n", first.Stdout.Text, first.Stderr.Text)
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/session"
 )
 
 // CheckUnixSocket returns nil when path, a --unix-socket value, is absolute
@@ -92,6 +93,15 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	v.named = searchableBy(v.named, uid, gids)
 	if r.cfg.UnixSockets || subproc.Probe().ResolveUnix {
 		return v, nil
+	}
+	// The session's own commands' sockets (bound in its network
+	// namespace), by the identity of the file each is bound to: reached,
+	// not masked.
+	if s := session.FromContext(ctx); s != nil && !r.cfg.Network {
+		cred, _ := commandUser(policy, nil)
+		for id := range r.bwrap.nets.ownBound(s, cred, r.bwrap.stage) {
+			ids[fileID{id.Dev, id.Ino}] = true
+		}
 	}
 	masked, err := maskedSockets(ids)
 	if err != nil {
