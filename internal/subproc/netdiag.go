@@ -159,16 +159,6 @@ func vfsOf(data []byte) (FileID, bool) {
 // NETLINK_SOCK_DIAG socket and sends it on descriptor listenSockFD with
 // listenOK, or sends why not; it returns 0 when a message went out.
 func diagMain() int {
-	msg := listenOK
 	fd, err := unix.Socket(unix.AF_NETLINK, unix.SOCK_RAW|unix.SOCK_CLOEXEC, unix.NETLINK_SOCK_DIAG)
-	var rights []byte
-	if err != nil {
-		msg = "cannot make a socket-diagnostics socket inside the namespace: " + err.Error()
-	} else {
-		rights = unix.UnixRights(fd)
-	}
-	if err := unix.Sendmsg(listenSockFD, []byte(msg), rights, nil, 0); err != nil {
-		return 125
-	}
-	return 0
+	return sendMade(fd, err, "cannot make a socket-diagnostics socket inside the namespace")
 }

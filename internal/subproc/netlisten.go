@@ -206,16 +206,23 @@ func (n *NetNS) checkListener(fd int) error {
 // descriptor listenSockFD with listenOK, or sends why not; it returns 0
 // when a message went out.
 func listenMain() int {
-	msg := listenOK
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err == nil {
 		if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
 			err = unix.Listen(fd, unix.SOMAXCONN)
 		}
 	}
+	return sendMade(fd, err, "cannot listen on 127.0.0.1 inside the namespace")
+}
+
+// sendMade ends a stage that made a socket inside a NetNS: it sends fd on
+// descriptor listenSockFD with listenOK, or, err set, failed's reason; it
+// returns 0 when a message went out, else 125.
+func sendMade(fd int, err error, failed string) int {
+	msg := listenOK
 	var rights []byte
 	if err != nil {
-		msg = "cannot listen on 127.0.0.1 inside the namespace: " + err.Error()
+		msg = failed + ": " + err.Error()
 	} else {
 		rights = unix.UnixRights(fd)
 	}
