@@ -149,24 +149,32 @@ func rootBind(c *Confinement) string {
 }
 
 // maskAncestors returns the directories strictly between each path of
-// c.Masked and the deepest of c.WritableRoots holding it (`/` under
-// FullAccess), parents first, each once, leaving out any at or beneath a
-// protected path (read-only already) or /dev or /proc. A masked path in no
-// writable root has none: a read-only area is never bound.
+// c.Masked and c.MaskedSockets and the deepest of c.WritableRoots holding
+// it (`/` under FullAccess), parents first, each once, leaving out any at
+// or beneath a protected path (read-only already) or /dev or /proc. A
+// masked path in no writable root has none: a read-only area is never
+// bound. Pinned, they keep a masked socket where its mask is too: a
+// command cannot rename its directory to carry the socket out from under
+// the mask of a later command that starts meanwhile.
 func maskAncestors(c *Confinement) []string {
 	seen := map[string]bool{}
 	var out []string
+	paths := make([]string, 0, len(c.Masked)+len(c.MaskedSockets))
 	for _, m := range c.Masked {
+		paths = append(paths, m.Path)
+	}
+	paths = append(paths, c.MaskedSockets...)
+	for _, p := range paths {
 		root := ""
 		for _, r := range c.WritableRoots {
-			if r != m.Path && dirfd.Beneath(r, m.Path) && len(r) > len(root) {
+			if r != p && dirfd.Beneath(r, p) && len(r) > len(root) {
 				root = r
 			}
 		}
 		if root == "" {
 			continue
 		}
-		for a := filepath.Dir(m.Path); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
+		for a := filepath.Dir(p); a != root && dirfd.Beneath(root, a); a = filepath.Dir(a) {
 			if seen[a] || dirfd.Beneath("/dev", a) || dirfd.Beneath("/proc", a) ||
 				slices.ContainsFunc(c.Protected, func(p Protected) bool { return dirfd.Beneath(p.Path, a) }) {
 				continue
@@ -187,7 +195,7 @@ func pinMasks(c *Confinement) ([]Protected, error) {
 	for _, a := range maskAncestors(c) {
 		var st unix.Stat_t
 		if err := unix.Lstat(a, &st); err != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			return nil, fmt.Errorf("the directory %s, which holds a deny-read path, changed before the command started (%w); the command was not run",
+			return nil, fmt.Errorf("the directory %s, which holds a deny-read path or a masked socket, changed before the command started (%w); the command was not run",
 				a, cmp.Or(err, error(unix.ENOTDIR)))
 		}
 		out = append(out, Protected{Path: a, Dev: uint64(st.Dev), Ino: st.Ino}) //nolint:unconvert // Dev is uint64 on most arches only
@@ -203,7 +211,7 @@ func pinMasks(c *Confinement) ([]Protected, error) {
 func checkPinned(c *Confinement) error {
 	for _, p := range c.Pinned {
 		if err := checkPin(p); err != nil {
-			return fmt.Errorf("the directory %s, which holds a deny-read path, is not pinned in the command's view (%w); the command was not run", p.Path, err)
+			return fmt.Errorf("the directory %s, which holds a deny-read path or a masked socket, is not pinned in the command's view (%w); the command was not run", p.Path, err)
 		}
 	}
 	return nil
