@@ -55,10 +55,11 @@ func TestNamedUnixSocketRetargeted(t *testing.T) {
 }
 
 // TestUnixSocketDirectoryRenamed (review of issue 24, F2): a host socket in
-// a writable root stays masked once a command renamed its directory (so
-// /proc/net/unix names a path that no longer exists): the next command
-// finds it by walking the writable roots, and the listener accepts
-// nothing. A named socket under /var/tmp keeps AF_UNIX open.
+// a writable root stays masked once its directory was renamed (so
+// /proc/net/unix names a path that no longer exists): a command cannot
+// rename it (pinned), a process outside can, and the next command finds
+// it by walking the writable roots; the listener accepts nothing. A named
+// socket under /var/tmp keeps AF_UNIX open.
 func TestUnixSocketDirectoryRenamed(t *testing.T) {
 	perl := fixtures.Perl(t)
 	if subproc.Probe().ResolveUnix {
@@ -80,8 +81,12 @@ func TestUnixSocketDirectoryRenamed(t *testing.T) {
 	got := connected(res.Stdout.Text)
 	assert.Equal(t, "FAIL Connection refused", got[host.Path], res.Stdout.Text+res.Stderr.Text)
 	assert.Equal(t, "OK pong first", got[named.Path], res.Stderr.Text)
+	// The socket's directory is pinned in the command's view: the command
+	// cannot rename it (review of issue 36). A process outside can.
+	assert.Contains(t, res.Stderr.Text, "Device or resource busy")
+	require.NoError(t, os.Rename(dir, filepath.Dir(moved)))
 	var st unix.Stat_t
-	require.NoError(t, unix.Lstat(moved, &st), "the rename was made: %s", res.Stderr.Text)
+	require.NoError(t, unix.Lstat(moved, &st))
 	require.Equal(t, uint32(unix.S_IFSOCK), st.Mode&unix.S_IFMT)
 
 	res = w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "second", moved, named.Path))
