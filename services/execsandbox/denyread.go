@@ -48,7 +48,8 @@ const maxAnchoredMatches = 10_000
 //     a command's view masks are pinned, so it cannot rename them), each
 //     match checked again with Denied.
 //
-// A match that is a symlink is masked at its target (the command would
+// A match that is a symlink is masked at its target, and so is the target
+// of a symlink beneath a denied directory (linkedOut) (the command would
 // reach the target through it). Paths at or beneath /dev and /proc are left
 // to the view's fresh ones. Not covered: an any-depth match outside those
 // roots (a `.env` elsewhere on the host is refused to the file tools but
@@ -102,6 +103,7 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
+	linkedOut(found, policy.Roots())
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -316,4 +318,47 @@ func (a account) searches(dir string) bool {
 		perm >>= 3
 	}
 	return perm&1 != 0
+}
+
+// maxLinkedOutEntries bounds the entries linkedOut reads beneath the
+// denied directories (credential stores are small).
+const maxLinkedOutEntries = 4096
+
+// linkedOut adds to found the target of each symlink beneath a denied
+// directory of found (a key kept in a dotfiles repository and linked into
+// ~/.ssh): read through the link, it is the denied file, so its target is
+// denied too, wherever it lies. A target that is `/` or holds one of roots
+// is left out (masking it would hide the command's own roots), as are
+// links that lead nowhere. At most maxLinkedOutEntries entries are read,
+// the rest skipped.
+func linkedOut(found map[string]bool, roots []string) {
+	budget := maxLinkedOutEntries
+	var dirs []string
+	for p, dir := range found {
+		if dir {
+			dirs = append(dirs, p)
+		}
+	}
+	slices.Sort(dirs)
+	for _, dir := range dirs {
+		_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
+			if err != nil || budget <= 0 {
+				return fs.SkipDir
+			}
+			budget--
+			if e.Type()&fs.ModeSymlink == 0 {
+				return nil
+			}
+			target, err := filepath.EvalSymlinks(p)
+			if err != nil || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
+				return nil
+			}
+			info, err := os.Stat(target)
+			if err != nil {
+				return nil
+			}
+			found[target] = found[target] || info.IsDir()
+			return nil
+		})
+	}
 }

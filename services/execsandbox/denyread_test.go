@@ -423,3 +423,36 @@ func TestDenyReadSymlinkedEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestDenyReadLinkOutOfADeniedDirectory (issue 36 review): a key kept
+// elsewhere (a dotfiles repository) and linked into ~/.ssh is the denied
+// file: a command reads it neither through the link nor by its own path,
+// under the bubblewrap view and the Landlock isolation alike.
+func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
+	s, pol := newSecretHome(t, primaryOwner())
+	kept := filepath.Join(s.home, "dotfiles", "id_dot")
+	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.WriteFile(kept, []byte(s.marker+"\n"), 0o644))
+	link := filepath.Join(filepath.Dir(s.key), "id_dot")
+	require.NoError(t, os.Symlink(kept, link))
+	isolations := []execsandbox.Config{{}}
+	if os.Geteuid() != 0 && subproc.Probe().LandlockABI >= 1 {
+		isolations = append(isolations, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
+	}
+	for _, cfg := range isolations {
+		t.Run(cmp.Or(cfg.Isolation, execsandbox.IsolationBwrap), func(t *testing.T) {
+			r, err := execsandbox.New(cfg, exec.Config{}, pol)
+			require.NoError(t, err)
+			res, err := r.Run(t.Context(), exec.Request{Command: "cat " + link + "; cat " + kept + "; echo done", Workdir: filepath.Join(s.ws, "sub"), Timeout: time.Minute, Policy: carried(pol, sandbox.ReadOnly, filepath.Join(s.ws, "sub"))})
+			var ee *exec.Error
+			if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable && cfg.Isolation == "" {
+				t.Skip("bubblewrap cannot run here: " + ee.Message)
+			}
+			require.NoError(t, err)
+			assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, s.marker)
+			assert.Equal(t, "done\n", res.Stdout.Text)
+			require.NotNil(t, res.Confinement)
+			assert.Contains(t, res.Confinement.Masked, kept)
+		})
+	}
+}
