@@ -202,6 +202,23 @@ func argsFile(args []string) (*os.File, error) {
 	return f, nil
 }
 
+// boundSocketMasks returns the masked sockets of c that get a mask of their
+// own: all but those at or beneath /dev, /proc, or a reserved or deny-read
+// directory masked by a tmpfs, and those a deny-read file mask hides
+// already (hidden by the view's own mounts).
+func boundSocketMasks(c *Confinement) []string {
+	var out []string
+	for _, p := range c.MaskedSockets {
+		if dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p) ||
+			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && r.Holder == "" && dirfd.Beneath(r.Path, p) }) ||
+			slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p || m.Dir && dirfd.Beneath(m.Path, p) }) {
+			continue
+		}
+		out = append(out, p)
+	}
+	return out
+}
+
 // socketArgs returns bwrap's arguments for c's Unix sockets: /dev/null bound
 // read-only over each masked socket (connect then fails with ECONNREFUSED),
 // leaving out those at or beneath /dev, /proc, or a reserved or deny-read
@@ -214,12 +231,7 @@ func argsFile(args []string) (*os.File, error) {
 // files (c.Exposed) are bound read-only into their masks the same way.
 func socketArgs(c *Confinement) []string {
 	var args []string
-	for _, p := range c.MaskedSockets {
-		if dirfd.Beneath("/dev", p) || dirfd.Beneath("/proc", p) ||
-			slices.ContainsFunc(c.Reserved, func(r Reserved) bool { return r.Dir && r.Holder == "" && dirfd.Beneath(r.Path, p) }) ||
-			slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p || m.Dir && dirfd.Beneath(m.Path, p) }) {
-			continue
-		}
+	for _, p := range boundSocketMasks(c) {
 		args = append(args, "--ro-bind", "/dev/null", p)
 	}
 	for _, p := range c.Exposed {

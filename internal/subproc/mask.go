@@ -149,7 +149,8 @@ func rootBind(c *Confinement) string {
 }
 
 // maskAncestors returns the directories strictly between each path of
-// c.Masked and c.MaskedSockets and the deepest of c.WritableRoots holding
+// c.Masked and of the masked sockets that get a mask of their own
+// (boundSocketMasks) and the deepest of c.WritableRoots holding
 // it (`/` under FullAccess), parents first, each once, leaving out any at
 // or beneath a protected path (read-only already) or /dev or /proc. A
 // masked path in no writable root has none: a read-only area is never
@@ -163,7 +164,7 @@ func maskAncestors(c *Confinement) []string {
 	for _, m := range c.Masked {
 		paths = append(paths, m.Path)
 	}
-	paths = append(paths, c.MaskedSockets...)
+	paths = append(paths, boundSocketMasks(c)...)
 	for _, p := range paths {
 		root := ""
 		for _, r := range c.WritableRoots {
