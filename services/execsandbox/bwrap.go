@@ -45,9 +45,9 @@ type bwrapIsolation struct {
 	nets *sessionNets
 }
 
-func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {

@@ -35,6 +35,9 @@ type sessionNets struct {
 	// proxy, when set (--allow-domain), serves a gate in each namespace,
 	// made with it and closed when it is let go.
 	proxy *netproxy.Proxy
+	// ownSockets makes each session namespace's socket diagnostics with
+	// it (ownBound): its commands make Unix sockets of their own.
+	ownSockets bool
 
 	mu      sync.Mutex // guards nets and stopped
 	nets    map[netKey]*sessionNet
@@ -62,9 +65,9 @@ type sessionNet struct {
 	gone   bool // let go: no diag is made any more
 }
 
-func newSessionNets(roots func() []string, proxy *netproxy.Proxy) *sessionNets {
+func newSessionNets(roots func() []string, proxy *netproxy.Proxy, ownSockets bool) *sessionNets {
 	return &sessionNets{
-		proxy: proxy,
+		proxy: proxy, ownSockets: ownSockets,
 		enter: sync.OnceValues(func() (*subproc.Program, error) {
 			return findProgram("nsenter", "nsenter", os.Getenv("PATH"), roots())
 		}),
@@ -121,6 +124,13 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	// Added under mu while not stopped, so before close waits.
 	n.ended.Add(1)
 	n.mu.Unlock()
+	if n.ownSockets {
+		// With the namespace, so a session's descriptors all come with
+		// its first command; without it nothing is exempt (fail closed).
+		e.diagMu.Lock()
+		e.diag, _ = e.ns.UnixDiag(b.Stage, b.Credential)
+		e.diagMu.Unlock()
+	}
 	go func() {
 		defer n.ended.Done()
 		select {
@@ -186,11 +196,11 @@ func (e *sessionNet) let() {
 // the namespace s already has for the command user cred (nil: the
 // server's) are bound to: those of the session's commands (a server a
 // background command runs), asked of the kernel (subproc.UnixDiag, made
-// with stage at the first call), so no rename or symlink swapped in after
-// a bind can make them name another socket. Nil when s has no namespace
-// yet for that user, or its diagnostics cannot be had (then nothing is
-// exempted: fail closed).
-func (n *sessionNets) ownBound(s *session.Session, cred *syscall.Credential, stage func() (*subproc.Program, error)) map[subproc.FileID]bool {
+// with the namespace when ownSockets), so no rename or symlink swapped in
+// after a bind can make them name another socket. Nil when s has no
+// namespace yet for that user, or its diagnostics could not be had (then
+// nothing is exempted: fail closed).
+func (n *sessionNets) ownBound(s *session.Session, cred *syscall.Credential) map[subproc.FileID]bool {
 	k := netKey{s: s, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())} // the key join uses
 	if cred != nil {
 		k.uid, k.gid = cred.Uid, cred.Gid
@@ -209,17 +219,8 @@ func (n *sessionNets) ownBound(s *session.Session, cred *syscall.Credential, sta
 	}
 	e.diagMu.Lock()
 	defer e.diagMu.Unlock()
-	if e.gone {
+	if e.gone || e.diag == nil {
 		return nil
-	}
-	if e.diag == nil {
-		prog, err := stage()
-		if err != nil {
-			return nil
-		}
-		if e.diag, err = ns.UnixDiag(prog, cred); err != nil {
-			return nil
-		}
 	}
 	bound, err := e.diag.Bound()
 	if err != nil {

@@ -99,7 +99,7 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	// not masked.
 	if s := session.FromContext(ctx); s != nil && !r.cfg.Network {
 		cred, _ := commandUser(policy, nil)
-		for id := range r.bwrap.nets.ownBound(s, cred, r.bwrap.stage) {
+		for id := range r.bwrap.nets.ownBound(s, cred) {
 			ids[fileID{id.Dev, id.Ino}] = true
 		}
 	}
