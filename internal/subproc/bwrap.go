@@ -872,6 +872,16 @@ func vanished(msg string, c *Confinement) (string, bool) {
 		return "", false
 	}
 	lower := strings.ToLower(what)
+	// A mount point's parent gone: bubblewrap tries to make it in the
+	// read-only root (EROFS). A view path's, missing now, vanished.
+	if strings.HasPrefix(what, "Can't mkdir parents for ") && strings.HasSuffix(lower, ": "+strings.ToLower(unix.EROFS.Error())) {
+		if p := namedPath(what, c); p != "" {
+			if _, err := os.Lstat(p); err != nil {
+				return p, true
+			}
+		}
+		return "", false
+	}
 	for _, e := range errnos {
 		if strings.HasSuffix(lower, ": "+e.Error()) {
 			return namedPath(what, c), true

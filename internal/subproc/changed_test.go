@@ -26,6 +26,10 @@ func TestVanishedNamesThePath(t *testing.T) {
 		WritableRoots: []string{"/tmp/t/ws", "/tmp/t/tmproot"},
 		Protected:     []subproc.Protected{{Path: repo + "/objects/info/alternates"}, {Path: "/tmp/t/ws/.git/config"}},
 		Reserved:      []subproc.Reserved{{Path: repo + "/config", Holder: repo}, {Path: repo + "/hooks", Dir: true, Holder: repo}},
+		// A root secret's directory another process removed (the parent
+		// of its mask's mount point gone: bubblewrap tries to make it in
+		// the read-only root).
+		Masked: []subproc.Masked{{Path: "/var/lib/harness-gone-36/private", Dir: true}},
 	}
 	for _, m := range []struct{ msg, path string }{
 		{"bwrap: Can't get type of source " + repo + "/config: No such file or directory", repo + "/config"},
@@ -39,6 +43,7 @@ func TestVanishedNamesThePath(t *testing.T) {
 		{"bwrap: Can't mount tmpfs on /newroot" + repo + "/hooks: No such file or directory", repo + "/hooks"},
 		{"bwrap: Can't mount tmpfs on /newroot/tmp/t/ws/.git/hooks: No such file or directory", ""},
 		{"bwrap: Can't get type of source /elsewhere/x: No such file or directory", ""},
+		{"bwrap: Can't mkdir parents for /var/lib/harness-gone-36/private: Read-only file system", "/var/lib/harness-gone-36/private"},
 	} {
 		path, ok := subproc.Vanished(m.msg, c)
 		assert.True(t, ok, m.msg)
