@@ -872,10 +872,12 @@ func vanished(msg string, c *Confinement) (string, bool) {
 		return "", false
 	}
 	lower := strings.ToLower(what)
-	// A mount point's parent gone: bubblewrap tries to make it in the
-	// read-only root (EROFS). A view path's, missing now, vanished.
+	// A mask's mount point's parent gone: bubblewrap tries to make it in
+	// the read-only root (EROFS). A masked path (found existing), missing
+	// now, vanished.
 	if strings.HasPrefix(what, "Can't mkdir parents for ") && strings.HasSuffix(lower, ": "+strings.ToLower(unix.EROFS.Error())) {
-		if p := namedPath(what, c); p != "" {
+		p := namedPath(what, c)
+		if p != "" && slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) {
 			if _, err := os.Lstat(p); err != nil {
 				return p, true
 			}

@@ -164,7 +164,13 @@ func maskAncestors(c *Confinement) []string {
 	for _, m := range c.Masked {
 		paths = append(paths, m.Path)
 	}
-	paths = append(paths, boundSocketMasks(c)...)
+	if !c.FullAccess {
+		// Under FullAccess every host socket is beneath the root `/`:
+		// pinning their directories (other processes' scratch among
+		// them) would make each start race them, and the command may
+		// rename anything anyway.
+		paths = append(paths, boundSocketMasks(c)...)
+	}
 	for _, p := range paths {
 		root := ""
 		for _, r := range c.WritableRoots {
