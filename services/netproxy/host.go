@@ -35,18 +35,12 @@ func Host(s string) (host, reason string) {
 	return normalizeName(s)
 }
 
-// NonPublic returns what kind of non-public address a is ("loopback",
-// "private", "shared (CGNAT)", "link-local", ...), or "" when it is a
-// public unicast address: the one rule of which addresses are not the
-// public Internet (IANA's special-purpose registries). An IPv4-mapped,
-// NAT64 or 6to4 address is judged by the IPv4 address it carries. It does
-// no I/O.
-func NonPublic(a netip.Addr) string { return nonPublic(a) }
-
 // Local returns what kind of non-public destination host (Host's form)
-// names: "localhost" for localhost and the names below it, NonPublic's
-// kind for an address; "" for a public address or any other name (which
-// the proxy resolves and judges when a command connects). A grant of a
+// names: "localhost" for localhost and the names below it, an address's
+// kind by nonPublic (the one rule of which addresses are not the public
+// Internet, IANA's special-purpose registries); "" for a public address or
+// any other name (which the proxy resolves and judges when a command
+// connects). A grant of a
 // local one reaches the machine harness runs on or its networks, not the
 // Internet.
 func Local(host string) string {
