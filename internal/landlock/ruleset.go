@@ -63,12 +63,21 @@ const maxEINTRRetries = 64
 // symlink anywhere in the path: the grant goes to the directory the caller
 // named, never to one a link was retargeted to.
 func openRoot(root string) (int, error) {
+	return OpenNoSymlinks(root, unix.O_PATH|unix.O_DIRECTORY)
+}
+
+// OpenNoSymlinks opens the absolute path with flags (and O_CLOEXEC), no
+// symlink and no magic link followed anywhere in it (ELOOP), retrying an
+// open interrupted by a signal: how a path a Landlock rule is given is
+// opened, so the rule lands on the file named, never on one a link was
+// retargeted to.
+func OpenNoSymlinks(path string, flags uint64) (int, error) {
 	how := unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Flags:   flags | unix.O_CLOEXEC,
 		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
 	}
 	for range maxEINTRRetries {
-		fd, err := unix.Openat2(unix.AT_FDCWD, root, &how)
+		fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

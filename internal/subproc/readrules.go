@@ -15,6 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	hlandlock "github.com/dsh-go/harness/internal/landlock"
 )
 
 // readRights are the rights a Landlock domain handles when it hides
@@ -81,7 +82,7 @@ func addReadRules(ruleset int, denied []string) error {
 			}
 		}
 	}
-	root, err := openBeneath(unix.AT_FDCWD, "/", unix.O_PATH|unix.O_DIRECTORY)
+	root, err := hlandlock.OpenNoSymlinks("/", unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: "/", Err: err}
 	}
@@ -117,7 +118,7 @@ func addReadRules(ruleset int, denied []string) error {
 // more than maxDirRules entries, or more than limit, gets none (see
 // maxReadRules). Errors: the kernel refused a rule.
 func grantEntries(ruleset int, dir string, skip map[string]bool, devices bool, limit int) (int, error) {
-	fd, err := openBeneath(unix.AT_FDCWD, dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := hlandlock.OpenNoSymlinks(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return 0, nil // unlistable or gone: nothing granted beneath it
 	}
@@ -184,18 +185,6 @@ func holdsBlockDevice(dir string) bool {
 // addRule adds a path-beneath rule granting rights beneath the file fd.
 func addRule(ruleset, fd int, rights landlock.AccessFSSet) error {
 	return ll.LandlockAddPathBeneathRule(ruleset, &ll.PathBeneathAttr{AllowedAccess: uint64(rights), ParentFd: fd}, 0)
-}
-
-// openBeneath opens path (relative to dirfd) with flags, no symlink and no
-// magic link followed anywhere in it, retrying an interrupted open.
-func openBeneath(dirfd int, path string, flags uint64) (int, error) {
-	how := unix.OpenHow{Flags: flags | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
-	for {
-		fd, err := unix.Openat2(dirfd, path, &how)
-		if !errors.Is(err, unix.EINTR) {
-			return fd, err
-		}
-	}
 }
 
 // restrictReads enforces cfg with rules and, beside them, the read grants

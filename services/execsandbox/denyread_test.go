@@ -402,11 +402,7 @@ func TestDenyReadSymlinkedEnv(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte("TOKEN="+s.marker+"\n"), 0o644))
 	require.NoError(t, os.MkdirAll(filepath.Join(s.ws, "lnk"), 0o755))
 	require.NoError(t, os.Symlink(secret, filepath.Join(s.ws, "lnk", ".env")))
-	isolations := []execsandbox.Config{{}}
-	if os.Geteuid() != 0 && subproc.Probe().LandlockABI >= 1 {
-		isolations = append(isolations, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
-	}
-	for _, cfg := range isolations {
+	for _, cfg := range hidingIsolations() {
 		t.Run(cmp.Or(cfg.Isolation, execsandbox.IsolationBwrap), func(t *testing.T) {
 			r, err := execsandbox.New(cfg, exec.Config{}, pol)
 			require.NoError(t, err)
@@ -435,11 +431,7 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(kept, []byte(s.marker+"\n"), 0o644))
 	link := filepath.Join(filepath.Dir(s.key), "id_dot")
 	require.NoError(t, os.Symlink(kept, link))
-	isolations := []execsandbox.Config{{}}
-	if os.Geteuid() != 0 && subproc.Probe().LandlockABI >= 1 {
-		isolations = append(isolations, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
-	}
-	for _, cfg := range isolations {
+	for _, cfg := range hidingIsolations() {
 		t.Run(cmp.Or(cfg.Isolation, execsandbox.IsolationBwrap), func(t *testing.T) {
 			r, err := execsandbox.New(cfg, exec.Config{}, pol)
 			require.NoError(t, err)
@@ -455,4 +447,15 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 			assert.Contains(t, res.Confinement.Masked, kept)
 		})
 	}
+}
+
+// hidingIsolations are the isolations that hide deny-read paths from this
+// test's user: bubblewrap, and the Landlock isolation but for root (whose
+// commands it refuses while one exists).
+func hidingIsolations() []execsandbox.Config {
+	out := []execsandbox.Config{{}}
+	if os.Geteuid() != 0 && subproc.Probe().LandlockABI >= 1 {
+		out = append(out, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
+	}
+	return out
 }

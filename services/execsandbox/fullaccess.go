@@ -137,16 +137,26 @@ func (r *Runner) refuseUnmasked(ctx context.Context, req exec.Request, why strin
 			return err
 		}
 	}
-	names := maskedPaths(masks)
-	more := ""
-	if len(names) > 3 {
-		more = fmt.Sprintf(" and %d more", len(names)-3)
-		names = names[:3]
-	}
+	return refuseMasks(maskedPaths(masks), why)
+}
+
+// refuseMasks is the refusal of a command that cannot run with the
+// deny-read paths names (at least one) hidden, why saying why: an
+// *exec.Error with CodeUnavailable naming up to three of them and the
+// remedies.
+func refuseMasks(names []string, why string) error {
 	return &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-		"the deny-read set names paths that exist (%s%s) and %s; the command was not run. "+
+		"the deny-read set names paths that exist (%s) and %s; the command was not run. "+
 			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
-		strings.Join(names, ", "), more, why, IsolationBwrap)}
+		upToThree(names), why, IsolationBwrap)}
+}
+
+// upToThree joins the first three of names, saying how many more there are.
+func upToThree(names []string) string {
+	if len(names) > 3 {
+		return strings.Join(names[:3], ", ") + fmt.Sprintf(" and %d more", len(names)-3)
+	}
+	return strings.Join(names, ", ")
 }
 
 // maskedPaths returns the paths of masks (nil for none).
@@ -161,8 +171,8 @@ func maskedPaths(masks []subproc.Masked) []string {
 // readDenied returns the deny-read paths that exist where a command of req
 // could read them (masker.find), for the Landlock isolation to hide
 // (subproc.Confinement.ReadDenied: its domain grants reads around them).
-// Errors: the search's own; refuseUnmasked's for a root server (its
-// commands keep capabilities that read past Landlock); *exec.Error with
+// Errors: the search's own; refuseMasks's for a root server (its
+// commands keep capabilities that read past Landlock, searched once); *exec.Error with
 // CodeUnavailable when one lies
 // at or beneath a writable root of roots, or holds one (Landlock grants a
 // writable root's reads whole), naming up to three such paths and the
@@ -182,19 +192,14 @@ func (r *Runner) readDenied(ctx context.Context, req exec.Request, roots []strin
 		}
 	}
 	if len(denied) > 0 && os.Geteuid() == 0 {
-		return nil, r.refuseUnmasked(ctx, req, "a root server's commands under --exec-isolation "+IsolationLandlock+
+		return nil, refuseMasks(denied, "a root server's commands under --exec-isolation "+IsolationLandlock+
 			" keep root's capabilities, which read past Landlock (a device made and read raw, kernel memory)")
 	}
 	if len(inside) == 0 {
 		return denied, nil
 	}
-	more := ""
-	if len(inside) > 3 {
-		more = fmt.Sprintf(" and %d more", len(inside)-3)
-		inside = inside[:3]
-	}
 	return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-		"the deny-read set names paths inside a writable root or /proc (%s%s), which --exec-isolation %s cannot hide (Landlock grants a writable root's reads whole, and /proc's entries come and go with each process); the command was not run. "+
+		"the deny-read set names paths inside a writable root or /proc (%s), which --exec-isolation %s cannot hide (Landlock grants a writable root's reads whole, and /proc's entries come and go with each process); the command was not run. "+
 			"Remedy: run commands with the default bubblewrap isolation (--exec-isolation %s, bubblewrap installed), or drop those patterns with --allow-read if commands may read them",
-		strings.Join(inside, ", "), more, IsolationLandlock, IsolationBwrap)}
+		upToThree(inside), IsolationLandlock, IsolationBwrap)}
 }
