@@ -102,6 +102,8 @@ func (j *job) state() string {
 	switch {
 	case !j.ended():
 		return stateRunning
+	case j.idledStarting():
+		return stateTimedOut
 	case j.err != nil:
 		return stateFailed
 	case j.res.TimedOut, j.idled.Load():
@@ -110,6 +112,13 @@ func (j *job) state() string {
 		return stateKilled
 	}
 	return stateExited
+}
+
+// idledStarting reports whether the idle limit ended j while it was still
+// starting (a loaded machine): its start was cancelled by it, which is the
+// idle end, not a failed start.
+func (j *job) idledStarting() bool {
+	return j.err != nil && j.idled.Load()
 }
 
 // killer is the last signal exec_kill sent to j, "" for none.

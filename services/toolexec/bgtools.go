@@ -243,6 +243,10 @@ func describe(j *job) Job {
 		return v
 	}
 	v.DurationMs = j.res.Duration.Milliseconds()
+	if j.idledStarting() {
+		v.Idle = true
+		return v
+	}
 	if j.err != nil {
 		v.Error = j.err.Error()
 		return v

@@ -320,3 +320,16 @@ func TestNpmInitAnswered(t *testing.T) {
 	assert.Equal(t, "1.0.0", pkg["version"])
 	assert.Equal(t, "ISC", pkg["license"])
 }
+
+// TestInteractiveIdleWhileStarting (issue 38): the idle limit passing while
+// the command is still starting (a loaded machine: CI saw "failed") ends it
+// as timed_out by idleness, not as a failed start.
+func TestInteractiveIdleWhileStarting(t *testing.T) {
+	b := newBGWith(t, execsandbox.Config{}, toolexec.Config{InteractiveIdle: time.Millisecond})
+	id, _ := b.interactive(t, b.sess, map[string]any{"command": "cat", "interactive": true, "wait_ms": 0})
+	reads := b.until(t, b.sess, id, func(o toolexec.Output) bool { return o.State != "running" })
+	end := reads[len(reads)-1]
+	assert.Equal(t, "timed_out", end.State, end.Error)
+	assert.True(t, end.Idle)
+	assert.Empty(t, end.Error)
+}
