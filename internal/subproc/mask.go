@@ -24,6 +24,11 @@ type Masked struct {
 	Path string `json:"path"`
 	// Dir tells a directory from a file.
 	Dir bool `json:"dir,omitempty"`
+	// Private makes a directory's tmpfs mode 0700 instead of 0555: the
+	// socket directories of a program that refuses one others may search
+	// (GnuPG's /run/user/UID/gnupg, --gpg-agent: with 0555 gpg looks for
+	// its agent in its home instead, and fails).
+	Private bool `json:"private,omitempty"`
 }
 
 // maskFD is the descriptor of the first file mask's source: bwrap copies
@@ -48,7 +53,11 @@ func maskArgs(c *Confinement) []string {
 	fd := maskFD
 	for _, m := range c.Masked {
 		if m.Dir {
-			args = append(args, "--perms", "0555", "--tmpfs", m.Path)
+			perms := "0555"
+			if m.Private {
+				perms = "0700"
+			}
+			args = append(args, "--perms", perms, "--tmpfs", m.Path)
 			if len(namedBeneath(c, m.Path)) == 0 {
 				args = append(args, "--remount-ro", m.Path)
 			}

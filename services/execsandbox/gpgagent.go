@@ -15,7 +15,7 @@ import (
 
 // agentView returns masks with the gpg-agent's directories masked whole
 // (--gpg-agent, issue 36): its home and the directory of its socket, each
-// an empty read-only tmpfs unless a directory mask holds it already (the
+// an empty read-only tmpfs of mode 0700 unless a directory mask holds it already (the
 // masks beneath them dropped: the tmpfs hides them); and the home's public
 // files to bind read-only into that mask (subproc.Confinement.Exposed:
 // gpgagent.PublicFiles that are regular files with one link now). The
@@ -38,11 +38,15 @@ func agentView(masks []subproc.Masked, agent *gpgagent.Agent, roots []string) ([
 					"--gpg-agent masks %s for commands, and it holds the writable root %s; the command was not run. Remedy: a GnuPG home and socket directory apart from the workspace", d, r)}
 			}
 		}
-		if slices.ContainsFunc(masks, func(m subproc.Masked) bool { return m.Dir && dirfd.Beneath(m.Path, d) }) {
+		masks = slices.Clone(masks)
+		if i := slices.IndexFunc(masks, func(m subproc.Masked) bool { return m.Dir && dirfd.Beneath(m.Path, d) }); i >= 0 {
+			masks[i].Private = masks[i].Private || masks[i].Path == d
 			continue
 		}
-		masks = slices.DeleteFunc(slices.Clone(masks), func(m subproc.Masked) bool { return dirfd.Beneath(d, m.Path) })
-		masks = append(masks, subproc.Masked{Path: d, Dir: true})
+		masks = slices.DeleteFunc(masks, func(m subproc.Masked) bool { return dirfd.Beneath(d, m.Path) })
+		// 0700: GnuPG uses a socket directory only when no one else may
+		// search it, and warns of a home others may.
+		masks = append(masks, subproc.Masked{Path: d, Dir: true, Private: true})
 	}
 	var exposed []string
 	for _, name := range gpgagent.PublicFiles {

@@ -87,11 +87,52 @@ func privateKeys(t *testing.T, gnupg string) map[string]string {
 // the agent; the GnuPG home is unchanged. Without the flag the same commit
 // fails (the control).
 func TestGPGAgentSigns(t *testing.T) {
+	t.Run("sockets in the GnuPG home", func(t *testing.T) {
+		if _, err := os.Stat(runtimeDir()); err == nil {
+			t.Skipf("%s exists: GnuPG keeps its sockets there (the next case)", runtimeDir())
+		}
+		gpgSigns(t)
+	})
+	// Where systemd logs a user in, /run/user/UID exists and GnuPG keeps
+	// its sockets in /run/user/UID/gnupg when only its user may search it:
+	// a mask of mode 0555 there sent gpg to the home to start an agent.
+	t.Run("sockets in /run/user/UID", func(t *testing.T) {
+		needRuntimeDir(t)
+		gpgSigns(t)
+	})
+}
+
+// runtimeDir is /run/user/UID of the test's user.
+func runtimeDir() string { return filepath.Join("/run/user", strconv.Itoa(os.Geteuid())) }
+
+// needRuntimeDir makes runtimeDir (0700, the test's user's) for the test
+// when it is missing and the test runs as root, else skips.
+func needRuntimeDir(t *testing.T) {
+	t.Helper()
+	dir := runtimeDir()
+	if _, err := os.Stat(dir); err == nil {
+		return
+	}
+	if os.Geteuid() != 0 {
+		t.Skipf("%s does not exist and only root may make it", dir)
+	}
+	require.NoError(t, os.MkdirAll(dir, 0o700))
+	t.Cleanup(func() {
+		_ = osexec.Command("gpgconf", "--kill", "gpg-agent").Run()
+		_ = os.RemoveAll(dir)
+	})
+}
+
+// gpgSigns is TestGPGAgentSigns in the machine's socket layout.
+func gpgSigns(t *testing.T) {
 	home := gpgHome(t)
 	keys := privateKeys(t, filepath.Join(home, ".gnupg"))
 	agent, err := gpgagent.Find(t.Context())
 	require.NoError(t, err)
 	assert.Equal(t, filepath.Join(home, ".gnupg"), agent.Home)
+	if _, err := os.Stat(runtimeDir()); err == nil {
+		assert.Equal(t, filepath.Join(runtimeDir(), "gnupg"), filepath.Dir(agent.Socket))
+	}
 	// The server's own user: an agent serves its own user only.
 	o := owner{"the server's user", os.Geteuid()}
 	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) { c.Homes = []string{home} }, nil)
