@@ -44,6 +44,8 @@ func Main() int {
 			return listenMain()
 		case diagStage:
 			return diagMain()
+		case directStage:
+			return directMain(os.Args[3:])
 		}
 	}
 	status := run()

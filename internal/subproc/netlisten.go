@@ -65,31 +65,45 @@ func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener,
 // (ErrNetNSClosed); cred is not the one it was made for; the helper could
 // not run or make the socket (its message).
 func (n *NetNS) fromInside(helper *Program, cred *syscall.Credential, stage, what string) (int, error) {
+	fds, err := n.socketsFromInside(helper, cred, stage, what, nil, 1)
+	if err != nil {
+		return -1, err
+	}
+	return fds[0], nil
+}
+
+// socketsFromInside runs helper in stage with args inside the namespace
+// (nsenter, as cred) and returns the want descriptors the stage made there and
+// sent back in one message (what names them in errors). Errors: those of
+// fromInside; another number of descriptors.
+func (n *NetNS) socketsFromInside(helper *Program, cred *syscall.Credential, stage, what string, args []string, want int) ([]int, error) {
 	// The child's parent-death signal follows the thread that starts it
 	// (see outcome): the thread is kept until the child is waited for.
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	release, err := n.hold(cred)
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	defer release()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return -1, fmt.Errorf("socket pair for the namespace's %s: %w", what, err)
+		return nil, fmt.Errorf("socket pair for the namespace's %s: %w", what, err)
 	}
 	ours := os.NewFile(uintptr(fds[0]), what+"-receive")
 	defer ours.Close() //nolint:errcheck // only received on
 	theirs := os.NewFile(uintptr(fds[1]), what+"-send")
 	var out strings.Builder
+	enter := n.enterArgs(append([]string{execPath(listenHelperFD), HelperArg, stage}, args...)...)
+	files := n.extraFiles(theirs, nil, nil, nil, helper.f)
 	cmd := &exec.Cmd{
 		Path:   execPath(netEnterFD),
-		Args:   n.enterArgs(execPath(listenHelperFD), HelperArg, stage),
+		Args:   enter,
 		Env:    []string{},
 		Dir:    "/",
 		Stdout: &out, Stderr: &out,
 		// fds 3 and 7, then nsenter and the namespaces.
-		ExtraFiles: n.extraFiles(theirs, nil, nil, nil, helper.f),
+		ExtraFiles: files,
 		SysProcAttr: &syscall.SysProcAttr{
 			Pdeathsig:  syscall.SIGKILL,
 			Credential: cred,
@@ -99,7 +113,7 @@ func (n *NetNS) fromInside(helper *Program, cred *syscall.Credential, stage, wha
 	err = cmd.Start()
 	_ = theirs.Close()
 	if err != nil {
-		return -1, fmt.Errorf("start nsenter (%s) for the namespace's %s: %w", n.enter.Path(), what, err)
+		return nil, fmt.Errorf("start nsenter (%s) for the namespace's %s: %w", n.enter.Path(), what, err)
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -109,9 +123,12 @@ func (n *NetNS) fromInside(helper *Program, cred *syscall.Credential, stage, wha
 		_ = cmd.Process.Kill()
 		err = <-done
 	}
-	fd, msg, rerr := receiveFD(int(ours.Fd()))
+	got, msg, rerr := receiveFDs(int(ours.Fd()), want)
+	if rerr == nil && msg == listenOK && len(got) != want {
+		rerr = fmt.Errorf("the stage sent %d descriptors, not %d", len(got), want)
+	}
 	if rerr != nil || msg != listenOK {
-		if fd >= 0 {
+		for _, fd := range got {
 			_ = unix.Close(fd)
 		}
 		why := msg
@@ -123,9 +140,9 @@ func (n *NetNS) fromInside(helper *Program, cred *syscall.Credential, stage, wha
 		} else if err != nil {
 			why += ": " + err.Error()
 		}
-		return -1, fmt.Errorf("the namespace's %s could not be made: %s", what, why)
+		return nil, fmt.Errorf("the namespace's %s could not be made: %s", what, why)
 	}
-	return fd, nil
+	return got, nil
 }
 
 // inside reports whether the socket fd lives in this namespace (the
@@ -150,29 +167,32 @@ func (n *NetNS) inside(fd int) (bool, error) {
 	return a.Dev == b.Dev && a.Ino == b.Ino, nil
 }
 
-// receiveFD reads the listen stage's one message without waiting (it has
-// exited): its text and the descriptor it carried (-1 for none).
-func receiveFD(sock int) (fd int, msg string, err error) {
+// receiveFDs reads a stage's one message without waiting (it has exited):
+// its text and the descriptors it carried (at most max, none on error).
+func receiveFDs(sock, max int) (fds []int, msg string, err error) {
 	buf := make([]byte, 512)
-	oob := make([]byte, unix.CmsgSpace(4))
+	oob := make([]byte, unix.CmsgSpace(4*max))
 	nb, noob, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return -1, "", fmt.Errorf("no answer from the listen stage: %w", err)
+		return nil, "", fmt.Errorf("no answer from the listen stage: %w", err)
 	}
-	fd = -1
 	if noob > 0 {
 		cmsgs, err := unix.ParseSocketControlMessage(oob[:noob])
-		if err == nil && len(cmsgs) == 1 {
-			if fds, err := unix.ParseUnixRights(&cmsgs[0]); err == nil && len(fds) == 1 {
-				fd = fds[0]
+		for i := range cmsgs {
+			if err != nil {
+				break
+			}
+			got, perr := unix.ParseUnixRights(&cmsgs[i])
+			if perr == nil {
+				fds = append(fds, got...)
 			}
 		}
 	}
 	msg = string(buf[:nb])
-	if msg == listenOK && fd < 0 {
-		return -1, msg, errors.New("the listen stage sent no descriptor")
+	if msg == listenOK && len(fds) == 0 {
+		return nil, msg, errors.New("the listen stage sent no descriptor")
 	}
-	return fd, msg, nil
+	return fds, msg, nil
 }
 
 // checkListener verifies that fd is a listening TCP socket bound to
@@ -219,12 +239,17 @@ func listenMain() int {
 // descriptor listenSockFD with listenOK, or, err set, failed's reason; it
 // returns 0 when a message went out, else 125.
 func sendMade(fd int, err error, failed string) int {
+	return sendAllMade([]int{fd}, err, failed)
+}
+
+// sendAllMade is sendMade for several descriptors, sent in one message.
+func sendAllMade(fds []int, err error, failed string) int {
 	msg := listenOK
 	var rights []byte
 	if err != nil {
 		msg = failed + ": " + err.Error()
 	} else {
-		rights = unix.UnixRights(fd)
+		rights = unix.UnixRights(fds...)
 	}
 	if err := unix.Sendmsg(listenSockFD, []byte(msg), rights, nil, 0); err != nil {
 		return 125

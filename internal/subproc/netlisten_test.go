@@ -3,6 +3,7 @@ package subproc_test
 import (
 	"bufio"
 	"net"
+	"net/netip"
 	"os"
 	"slices"
 	"syscall"
@@ -97,4 +98,64 @@ func BenchmarkNetNSListen(b *testing.B) {
 	}
 	slices.Sort(took)
 	b.ReportMetric(took[len(took)/2], "listen-ms")
+}
+
+// TestNetNSListenDirect (issue 36): ListenDirect's listeners live inside
+// the namespace on the loopback addresses and ports asked for, ports below
+// 1024 too, for an ordinary user's server as for root's: a command joined
+// to it reaches each, and cannot itself bind a port below 1024 there (no
+// command holds the namespace's capabilities); an address that is not
+// IPv4 loopback is refused before anything runs.
+func TestNetNSListenDirect(t *testing.T) {
+	requireLandlock(t)
+	pl := fixture.Perl(t)
+	b := sandbox(t)
+	b.Net = netNS(t, b)
+	want := []netip.AddrPort{netip.MustParseAddrPort("127.77.0.2:443"), netip.MustParseAddrPort("127.77.0.2:22"), netip.MustParseAddrPort("127.77.0.3:8443")}
+	lns, err := b.Net.ListenDirect(b.Stage, nil, want)
+	require.NoError(t, err)
+	require.Len(t, lns, len(want))
+	got := make(chan string, 8)
+	for i, ln := range lns {
+		defer ln.Close() //nolint:errcheck // test
+		assert.Equal(t, want[i].String(), ln.Addr().String())
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				_ = c.Close()
+				got <- ln.Addr().String() + " " + line
+			}
+		}()
+	}
+	run := func(command string) subproc.Outcome {
+		out, err := subproc.RunBwrap(t.Context(), b, subproc.Spec{
+			Command: command, Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{},
+		}, time.Minute, 1<<20, nil, subproc.Watch{})
+		require.NoError(t, err)
+		require.True(t, out.Status.Started, out.Status.Error)
+		return out
+	}
+	for _, a := range want {
+		out := run(fixture.ConnectTo(pl, a.Addr().String(), int(a.Port()), 30, "hello"))
+		require.Equal(t, 0, out.Status.ExitCode, out.Stdout.String()+out.Stderr.String())
+		select {
+		case line := <-got:
+			assert.Equal(t, a.String()+" hello\n", line)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s accepted nothing from inside the namespace", a)
+		}
+	}
+	out := run(pl + ` -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalAddr => "127.77.0.9", LocalPort => 80, Listen => 1) or die "bind: $!\n"; print "bound\n"'`)
+	assert.NotEqual(t, 0, out.Status.ExitCode, "a command bound port 80: %s", out.Stdout.String())
+	assert.Contains(t, out.Stderr.String(), "Permission denied")
+
+	_, err = b.Net.ListenDirect(b.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:443")})
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "not an IPv4 loopback address")
+	_, err = b.Net.ListenDirect(b.Stage, nil, want[:1])
+	require.Error(t, err, "the address is in use")
 }

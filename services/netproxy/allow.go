@@ -3,6 +3,7 @@ package netproxy
 import (
 	"fmt"
 	"net/netip"
+	"strconv"
 	"strings"
 )
 
@@ -27,12 +28,17 @@ func (e *NameError) Error() string {
 
 // pattern is one normalized allow-list entry: a name ("example.com"), a
 // wildcard ("*.example.com", suffix ".example.com") or an IP literal (ip
-// valid).
+// valid), on every port (port 0) or on the one it names ("example.com:22").
 type pattern struct {
 	text   string
+	name   string // the name or wildcard, without the port
 	suffix string
 	ip     netip.Addr
+	port   int
 }
+
+// admits reports whether p's port admits port.
+func (p pattern) admits(port int) bool { return p.port == 0 || p.port == port }
 
 // allowList is the normalized --allow-domain list, in the order given,
 // without duplicates. It is data with predicates: it does no I/O.
@@ -68,6 +74,57 @@ func parsePattern(raw string) (pattern, string) {
 		return pattern{}, "a URL is not a name: give the host name alone, without the scheme"
 	case strings.ContainsAny(s, "/?#"):
 		return pattern{}, "a path is not part of a name: give the host name alone"
+	}
+	s, port, reason := cutPort(s)
+	if reason != "" {
+		return pattern{}, reason
+	}
+	p, reason := parseHost(s)
+	if reason != "" {
+		return pattern{}, reason
+	}
+	p.name, p.port = p.text, port
+	if port != 0 {
+		host := p.text
+		if p.ip.Is6() {
+			host = "[" + host + "]"
+		}
+		p.text = host + ":" + strconv.Itoa(port)
+	}
+	return p, ""
+}
+
+// cutPort splits a port off s ("example.com:22", "10.0.0.5:22",
+// "[::1]:22"); port 0 when s names none (an IPv6 literal without brackets
+// is all address).
+func cutPort(s string) (host string, port int, reason string) {
+	var rest string
+	switch {
+	case strings.HasPrefix(s, "["):
+		end := strings.Index(s, "]")
+		if end < 0 || end == len(s)-1 {
+			return s, 0, ""
+		}
+		if s[end+1] != ':' {
+			return "", 0, "only a port may follow an IPv6 address in brackets"
+		}
+		host, rest = s[:end+1], s[end+2:]
+	case strings.Count(s, ":") == 1:
+		host, rest, _ = strings.Cut(s, ":")
+	default:
+		return s, 0, ""
+	}
+	n, err := strconv.Atoi(rest)
+	if err != nil || n < 1 || n > 65535 || !allDigits(rest) {
+		return "", 0, fmt.Sprintf("the port after %s must be a number from 1 to 65535 (a listed name without one is allowed on every port)", host)
+	}
+	return host, n, ""
+}
+
+// parseHost returns the entry for the host part s of an entry (no port),
+// or the reason it is not one.
+func parseHost(s string) (pattern, string) {
+	switch {
 	case s == "*" || s == "*.":
 		return pattern{}, `"*" alone would allow every name: list the names`
 	}
@@ -94,7 +151,7 @@ func parsePattern(raw string) (pattern, string) {
 		return pattern{text: ip.String(), ip: ip}, ""
 	}
 	if strings.Contains(s, ":") {
-		return pattern{}, "a port is not part of a name: a listed name is allowed on every port"
+		return pattern{}, "not a name nor an IP address"
 	}
 	name, reason := normalizeName(s)
 	if reason != "" {
@@ -197,27 +254,27 @@ func (l allowList) String() string {
 	return strings.Join(l.names(), ", ")
 }
 
-// matchIP reports whether the IP literal ip is listed.
-func (l allowList) matchIP(ip netip.Addr) bool {
+// matchIP reports whether the IP literal ip is listed for port.
+func (l allowList) matchIP(ip netip.Addr, port int) bool {
 	for _, p := range l {
-		if p.ip.IsValid() && p.ip == ip {
+		if p.ip.IsValid() && p.ip == ip && p.admits(port) {
 			return true
 		}
 	}
 	return false
 }
 
-// matchName returns the entry that admits the normalized name host and
-// whether that entry names it exactly; entry is "" when none does. An exact
-// entry wins over a wildcard.
-func (l allowList) matchName(host string) (entry string, exact bool) {
+// matchName returns the entry that admits the normalized name host on port
+// and whether that entry names it exactly; entry is "" when none does. An
+// exact entry wins over a wildcard.
+func (l allowList) matchName(host string, port int) (entry string, exact bool) {
 	for _, p := range l {
-		if !p.ip.IsValid() && p.suffix == "" && p.text == host {
+		if !p.ip.IsValid() && p.suffix == "" && p.name == host && p.admits(port) {
 			return p.text, true
 		}
 	}
 	for _, p := range l {
-		if p.suffix != "" && strings.HasSuffix(host, p.suffix) {
+		if p.suffix != "" && strings.HasSuffix(host, p.suffix) && p.admits(port) {
 			return p.text, false
 		}
 	}

@@ -23,7 +23,13 @@ func TestNewRefusesBadNames(t *testing.T) {
 		{"https://example.com", "a URL is not a name"},
 		{"example.com/path", "a path is not part of a name"},
 		{"example.com?q", "a path is not part of a name"},
-		{"example.com:443", "a port is not part of a name"},
+		{"example.com:0", "the port after example.com must be a number from 1 to 65535"},
+		{"example.com:65536", "must be a number from 1 to 65535"},
+		{"example.com:", "must be a number from 1 to 65535"},
+		{"example.com:+22", "must be a number from 1 to 65535"},
+		{"example.com:ssh", "must be a number from 1 to 65535"},
+		{"[::1]x", "only a port may follow an IPv6 address in brackets"},
+		{"*.com:443", "a wildcard over a top-level domain (*.com)"},
 		{"*", `"*" alone would allow every name`},
 		{"*.", `"*" alone would allow every name`},
 		{"*.com", "a wildcard over a top-level domain (*.com)"},
@@ -60,12 +66,30 @@ func TestNewRefusesBadNames(t *testing.T) {
 func TestAllowedIsNormalized(t *testing.T) {
 	p, err := netproxy.New(netproxy.Config{Allow: []string{
 		"Registry.NPMJS.org.", "*.GitHub.com", "registry.npmjs.org", "[::1]", "10.0.0.5", "_svc.internal.example", "xn--bcher-kva.example",
+		"GitHub.com.:22", "github.com:0022", "[::1]:8080", "10.0.0.5:22", "*.Example.org:443",
 	}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, []string{
 		"registry.npmjs.org", "*.github.com", "::1", "10.0.0.5", "_svc.internal.example", "xn--bcher-kva.example",
+		"github.com:22", "[::1]:8080", "10.0.0.5:22", "*.example.org:443",
 	}, p.Allowed())
 	empty, err := netproxy.New(netproxy.Config{}, nil)
 	require.NoError(t, err)
 	assert.Empty(t, empty.Allowed())
+}
+
+// TestDirect (issue 36): the names a runner opens to programs that ignore
+// the proxy variables, each on the ports its entries name, or ssh, HTTP and
+// HTTPS for an entry without one; wildcards and IP literals are not among
+// them.
+func TestDirect(t *testing.T) {
+	p, err := netproxy.New(netproxy.Config{Allow: []string{
+		"registry.npmjs.org", "github.com:22", "github.com:8443", "*.github.com", "10.0.0.5", "git.example:443", "git.example",
+	}}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, map[string][]int{
+		"registry.npmjs.org": {22, 80, 443},
+		"github.com":         {22, 8443},
+		"git.example":        {22, 80, 443},
+	}, p.Direct())
 }

@@ -65,7 +65,7 @@ func (p *Proxy) decide(ctx context.Context, rawHost string, port int, grants Gra
 	}
 	if ip, ok := parseIP(rawHost); ok {
 		v.host = ip.String()
-		if p.allow.matchIP(ip) {
+		if p.allow.matchIP(ip, port) {
 			v.reason, v.addrs = "IP address listed in --allow-domain", []netip.Addr{ip}
 			return v
 		}
@@ -81,7 +81,7 @@ func (p *Proxy) decide(ctx context.Context, rawHost string, port int, grants Gra
 		return refuse("not a host name: %s", problem)
 	}
 	v.host = name
-	entry, exact := p.allow.matchName(name)
+	entry, exact := p.allow.matchName(name, port)
 	switch {
 	case exact:
 		v.reason = "listed in --allow-domain"

@@ -32,11 +32,36 @@ func TestMatchName(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.host, func(t *testing.T) {
-			entry, exact := l.matchName(tc.host)
+			entry, exact := l.matchName(tc.host, 443)
 			assert.Equal(t, tc.entry, entry)
 			assert.Equal(t, tc.exact, exact)
 		})
 	}
+}
+
+// TestMatchNamePort: an entry with a port admits that port only; one
+// without, every port.
+func TestMatchNamePort(t *testing.T) {
+	l, err := parseAllow([]string{"github.com:22", "*.example.org:443", "10.0.0.5:22", "registry.npmjs.org"})
+	require.NoError(t, err)
+	cases := []struct {
+		host  string
+		port  int
+		entry string
+	}{
+		{"github.com", 22, "github.com:22"},
+		{"github.com", 443, ""},
+		{"a.example.org", 443, "*.example.org:443"},
+		{"a.example.org", 80, ""},
+		{"registry.npmjs.org", 8080, "registry.npmjs.org"},
+	}
+	for _, tc := range cases {
+		entry, _ := l.matchName(tc.host, tc.port)
+		assert.Equal(t, tc.entry, entry, "%s:%d", tc.host, tc.port)
+	}
+	ip := netip.MustParseAddr("10.0.0.5")
+	assert.True(t, l.matchIP(ip, 22))
+	assert.False(t, l.matchIP(ip, 443))
 }
 
 func TestNonPublic(t *testing.T) {

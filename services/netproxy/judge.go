@@ -12,6 +12,7 @@ const (
 	viaHTTP    = "http"
 	viaConnect = "connect"
 	viaSOCKS   = "socks5"
+	viaDirect  = "direct"
 )
 
 // judge decides on host:port for one request, logs the decision at info

@@ -147,11 +147,16 @@ func (p *Proxy) Allowed() []string { return p.allow.names() }
 // Close (or called after it); otherwise the error that ended Accept (one
 // that errors.Is net.ErrClosed when ln was closed).
 func (p *Proxy) Serve(ln net.Listener, session string, grants Grants, onRefuse func(host string, port int, reason string)) error {
-	s := newServer(p, ln, session, grants, onRefuse)
+	return p.serve(newServer(p, ln, session, grants, onRefuse))
+}
+
+// serve runs s until it stops (Serve, ServeDirect).
+func (p *Proxy) serve(s *server) error {
 	p.mu.Lock()
 	if p.closed {
 		p.mu.Unlock()
-		_ = ln.Close()
+		s.cancel()
+		_ = s.ln.Close()
 		return nil
 	}
 	p.servers[s] = struct{}{}

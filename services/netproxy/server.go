@@ -35,6 +35,9 @@ type server struct {
 	grants   Grants
 	onRefuse func(host string, port int, reason string)
 	log      *zap.Logger
+	// direct, when set, is the one destination of every connection
+	// (ServeDirect).
+	direct *target
 
 	// ctx is cancelled when the server stops: lookups, dials and request
 	// contexts derive from it.
@@ -143,6 +146,10 @@ func transientAcceptError(err error) bool {
 // serveConn tells SOCKS5 from HTTP by the first byte and serves c.
 func (s *server) serveConn(c *conn) {
 	defer s.leave()
+	if s.direct != nil {
+		s.serveDirect(c)
+		return
+	}
 	_ = c.SetReadDeadline(time.Now().Add(s.p.limits.header))
 	first, err := c.br.Peek(1)
 	if err != nil {
