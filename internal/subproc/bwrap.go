@@ -177,15 +177,26 @@ func argsFile(args []string) (*os.File, error) {
 		}
 		data = append(append(data, a...), 0)
 	}
-	fd, err := unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
-	if errors.Is(err, unix.EINVAL) {
-		// Before Linux 6.3 there is no MFD_NOEXEC_SEAL.
-		fd, err = unix.MemfdCreate("bwrap-args", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
-	}
+	f, err := sealedFile("bwrap-args", data)
 	if err != nil {
 		return nil, fmt.Errorf("bubblewrap's arguments file: %w", err)
 	}
-	f := os.NewFile(uintptr(fd), "bwrap-args")
+	return f, nil
+}
+
+// sealedFile returns a memory file holding data, sealed against any
+// change, its offset at 0 (where bwrap starts reading). Errors: the kernel
+// refuses the memory file or its seals.
+func sealedFile(name string, data []byte) (*os.File, error) {
+	fd, err := unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_NOEXEC_SEAL)
+	if errors.Is(err, unix.EINVAL) {
+		// Before Linux 6.3 there is no MFD_NOEXEC_SEAL.
+		fd, err = unix.MemfdCreate(name, unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	}
+	if err != nil {
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), name)
 	// At offset 0, leaving the file's offset where bwrap starts reading.
 	_, err = f.WriteAt(data, 0)
 	if err == nil {
@@ -197,7 +208,7 @@ func argsFile(args []string) (*os.File, error) {
 	}
 	if err != nil {
 		_ = f.Close()
-		return nil, fmt.Errorf("bubblewrap's arguments file: %w", err)
+		return nil, err
 	}
 	return f, nil
 }
@@ -656,6 +667,16 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer func() { closeAll(masks) }()
+	if conf.Hosts != "" {
+		hosts, path, err := hostsSource(conf.Hosts)
+		if err != nil {
+			return Status{}, 0, err
+		}
+		if hosts != nil {
+			masks = append(masks, hosts)
+			conf.hostsPath = path
+		}
+	}
 	args, err := argsFile(bwrapArgs(spec.Confine, b.Net != nil))
 	if err != nil {
 		return Status{}, 0, err

@@ -66,7 +66,31 @@ func maskArgs(c *Confinement) []string {
 		args = append(args, "--perms", "0000", "--ro-bind-data", strconv.Itoa(fd), m.Path)
 		fd++
 	}
+	if c.hostsPath != "" {
+		// Its source follows the masks' (RunBwrap, hostsSource).
+		args = append(args, "--perms", "0644", "--ro-bind-data", strconv.Itoa(fd), c.hostsPath)
+	}
 	return args
+}
+
+// hostsSource returns the source of a command's hosts file (Hosts): a
+// sealed memory file holding it, and where to bind it: the host's
+// /etc/hosts, symlinks resolved; nil and "" when the host has no regular
+// file there (the view cannot make one in its read-only root). Errors: the
+// kernel refuses the memory file.
+func hostsSource(hosts string) (*os.File, string, error) {
+	path, err := filepath.EvalSymlinks("/etc/hosts")
+	if err != nil {
+		return nil, "", nil //nolint:nilerr // no hosts file: nothing to bind over
+	}
+	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
+		return nil, "", nil //nolint:nilerr // the same
+	}
+	f, err := sealedFile("hosts", []byte(hosts))
+	if err != nil {
+		return nil, "", fmt.Errorf("the command's hosts file: %w", err)
+	}
+	return f, path, nil
 }
 
 // maskSources opens /dev/null once for each file of c.Masked: the sources

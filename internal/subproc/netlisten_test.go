@@ -159,3 +159,27 @@ func TestNetNSListenDirect(t *testing.T) {
 	_, err = b.Net.ListenDirect(b.Stage, nil, want[:1])
 	require.Error(t, err, "the address is in use")
 }
+
+// TestHostsFile (issue 36): Confinement.Hosts is the command's /etc/hosts,
+// read-only, so the names in it resolve to its addresses through the C
+// library; the host's file is untouched.
+func TestHostsFile(t *testing.T) {
+	requireLandlock(t)
+	if _, err := os.Stat("/etc/hosts"); err != nil {
+		t.Skip("the machine has no /etc/hosts to bind over")
+	}
+	before, err := os.ReadFile("/etc/hosts")
+	require.NoError(t, err)
+	b := sandbox(t)
+	const hosts = "127.77.0.2 allowed.test\n127.0.0.1 localhost\n"
+	out, err := subproc.RunBwrap(t.Context(), b, subproc.Spec{
+		Command: "getent hosts allowed.test; cat /etc/hosts; echo x >> /etc/hosts || echo refused",
+		Dir:     t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{Hosts: hosts},
+	}, time.Minute, 1<<20, nil, subproc.Watch{})
+	require.NoError(t, err)
+	require.True(t, out.Status.Started, out.Status.Error)
+	assert.Equal(t, "127.77.0.2      allowed.test\n"+hosts+"refused\n", out.Stdout.String(), out.Stderr.String())
+	after, err := os.ReadFile("/etc/hosts")
+	require.NoError(t, err)
+	assert.Equal(t, string(before), string(after))
+}

@@ -179,6 +179,14 @@ type Confinement struct {
 	// hides the host's terminals (an empty read-only tmpfs on /dev/pts),
 	// so no command reads or drives the user's terminals by path.
 	PrivateMounts bool `json:"privateMounts,omitempty"`
+	// Hosts, when not empty, is the content of the command's hosts file:
+	// the bubblewrap isolation binds it read-only (mode 0644) over the
+	// host's /etc/hosts, at that file's canonical path (nothing when the
+	// host has none), after the masks; the names a command reaches
+	// without a proxy resolve to addresses in its own namespace (issue 36).
+	Hosts string `json:"-"`
+	// hostsPath is set by RunBwrap: where Hosts is bound.
+	hostsPath string
 	// FullAccess gives the bubblewrap isolation's command the whole
 	// filesystem read-write (danger-full-access with deny-read): `/` is
 	// bound read-write rather than read-only; WritableRoots is then ["/"]

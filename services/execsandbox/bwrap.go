@@ -15,6 +15,8 @@ import (
 	"syscall"
 	"time"
 
+	"go.uber.org/zap"
+
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
@@ -45,9 +47,9 @@ type bwrapIsolation struct {
 	nets *sessionNets
 }
 
-func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool) *bwrapIsolation {
+func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets, log)}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
@@ -126,10 +128,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		defer release()
 	}
+	hosts := ""
 	if g != nil {
 		env = g.env(env)
 		w := g.enter(req.AllowHosts)
 		defer func() { refused = g.leave(w) }()
+		hosts = g.hostsFile(req.AllowHosts)
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
@@ -164,6 +168,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			}}
 		}
 		conf.Limits = c.rlimits
+		conf.Hosts = hosts
 		out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
 			Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
 		}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))

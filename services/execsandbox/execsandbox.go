@@ -195,7 +195,7 @@ func New(cfg Config, run exec.Config, policy *sandboxpolicy.Service) (*Runner, e
 		return nil, err
 	}
 	if cfg.Isolation == IsolationBwrap {
-		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker, r.proxy, !cfg.UnixSockets)
+		r.bwrap = newBwrapIsolation(helper, policy, r.finder, r.masker, r.proxy, !cfg.UnixSockets, cfg.Log)
 	}
 	return r, nil
 }

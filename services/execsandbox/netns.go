@@ -6,6 +6,8 @@ import (
 	"sync"
 	"syscall"
 
+	"go.uber.org/zap"
+
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/netproxy"
@@ -38,6 +40,7 @@ type sessionNets struct {
 	// ownSockets makes each session namespace's socket diagnostics with
 	// it (ownBound): its commands make Unix sockets of their own.
 	ownSockets bool
+	log        *zap.Logger
 
 	mu      sync.Mutex // guards nets and stopped
 	nets    map[netKey]*sessionNet
@@ -65,9 +68,12 @@ type sessionNet struct {
 	gone   bool // let go: no diag is made any more
 }
 
-func newSessionNets(roots func() []string, proxy *netproxy.Proxy, ownSockets bool) *sessionNets {
+func newSessionNets(roots func() []string, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *sessionNets {
+	if log == nil {
+		log = zap.NewNop()
+	}
 	return &sessionNets{
-		proxy: proxy, ownSockets: ownSockets,
+		proxy: proxy, ownSockets: ownSockets, log: log,
 		enter: sync.OnceValues(func() (*subproc.Program, error) {
 			return findProgram("nsenter", "nsenter", os.Getenv("PATH"), roots())
 		}),
@@ -158,7 +164,7 @@ func (n *sessionNets) make(b subproc.Bwrap, s *session.Session) (*subproc.NetNS,
 	if n.proxy == nil {
 		return ns, nil, nil
 	}
-	g, err := openGate(n.proxy, ns, b, s)
+	g, err := openGate(n.proxy, ns, b, s, n.log)
 	if err != nil {
 		_ = ns.Close()
 		return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"sync"
 
+	"go.uber.org/zap"
+
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/netproxy"
@@ -25,11 +27,20 @@ const noProxy = "localhost,127.0.0.1,::1"
 // allowed once to the commands running meanwhile, and records each refusal
 // for those commands. It is the netproxy.Grants of its Serve.
 type gate struct {
-	ln   net.Listener
-	port int
-	sess *session.Session // nil: a command without a session
+	ln    net.Listener
+	port  int
+	sess  *session.Session // nil: a command without a session
+	id    string           // sess's ID, "" without one
+	proxy *netproxy.Proxy
+	ns    *subproc.NetNS
+	bw    subproc.Bwrap // its Stage and Credential make the direct listeners
+	log   *zap.Logger
 	// served is closed when Serve has returned (every connection closed).
 	served chan struct{}
+
+	dmu          sync.Mutex // guards direct
+	direct       directs
+	directServed sync.WaitGroup // the direct listeners' Serve calls
 
 	mu      sync.Mutex // guards running
 	running map[*watch]struct{}
@@ -50,22 +61,21 @@ type watch struct {
 // (nil for one command without a session). Errors: the listener could not
 // be made (the command must not run: it would have no network and no
 // report why).
-func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *session.Session) (*gate, error) {
+func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *session.Session, log *zap.Logger) (*gate, error) {
 	ln, err := ns.Listen(b.Stage, b.Credential)
 	if err != nil {
 		return nil, err
 	}
 	g := &gate{
-		ln: ln, port: ln.Addr().(*net.TCPAddr).Port, sess: sess,
+		ln: ln, port: ln.Addr().(*net.TCPAddr).Port, sess: sess, proxy: p, ns: ns, bw: b, log: log,
 		served: make(chan struct{}), running: map[*watch]struct{}{},
 	}
-	id := ""
 	if sess != nil {
-		id = sess.ID()
+		g.id = sess.ID()
 	}
 	go func() {
 		defer close(g.served)
-		_ = p.Serve(ln, id, g, g.refuse)
+		_ = p.Serve(ln, g.id, g, g.refuse)
 	}()
 	return g, nil
 }
@@ -161,6 +171,7 @@ func (g *gate) env(environ []string) []string {
 func (g *gate) close() {
 	_ = g.ln.Close()
 	<-g.served
+	g.closeDirect()
 }
 
 // maxHostBytes bounds a refused host's name as recorded (a DNS name is at
