@@ -168,10 +168,10 @@ func (n *NetNS) inside(fd int) (bool, error) {
 }
 
 // receiveFDs reads a stage's one message without waiting (it has exited):
-// its text and the descriptors it carried (at most max, none on error).
-func receiveFDs(sock, max int) (fds []int, msg string, err error) {
+// its text and the descriptors it carried (at most most, none on error).
+func receiveFDs(sock, most int) (fds []int, msg string, err error) {
 	buf := make([]byte, 512)
-	oob := make([]byte, unix.CmsgSpace(4*max))
+	oob := make([]byte, unix.CmsgSpace(4*most))
 	nb, noob, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
 		return nil, "", fmt.Errorf("no answer from the listen stage: %w", err)

@@ -2,9 +2,9 @@ package execsandbox_test
 
 import (
 	"fmt"
+	"net"
 	"os"
 	"os/exec"
-	"net"
 	"strconv"
 	"testing"
 	"time"

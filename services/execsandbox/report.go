@@ -2,8 +2,10 @@ package execsandbox
 
 import (
 	"fmt"
+	"maps"
 	"os"
 	"os/user"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -43,6 +45,11 @@ type Isolation struct {
 	// under network deny, as the proxy normalized them (lower case,
 	// "*.example.com" wildcards); none without it.
 	AllowDomains []string `json:"allowDomains,omitempty"`
+	// Direct are the names of AllowDomains a program reaches without
+	// reading the proxy variables (Node's fetch, ssh), each "name:port"
+	// (netproxy.Direct); the hosts the user grants join them, on
+	// netproxy.DirectPorts.
+	Direct []string `json:"direct,omitempty"`
 }
 
 // Isolation reports how confined commands run here. Under IsolationBwrap it
@@ -53,6 +60,12 @@ func (r *Runner) Isolation() Isolation {
 	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
 	if r.proxy != nil {
 		iso.Proxied, iso.AllowDomains = true, r.proxy.Allowed()
+		direct := r.proxy.Direct()
+		for _, name := range slices.Sorted(maps.Keys(direct)) {
+			for _, p := range direct[name] {
+				iso.Direct = append(iso.Direct, name+":"+strconv.Itoa(p))
+			}
+		}
 	}
 	caps := subproc.Probe()
 	if caps.LandlockABI < 1 {

@@ -124,8 +124,7 @@ func cutPort(s string) (host string, port int, reason string) {
 // parseHost returns the entry for the host part s of an entry (no port),
 // or the reason it is not one.
 func parseHost(s string) (pattern, string) {
-	switch {
-	case s == "*" || s == "*.":
+	if s == "*" || s == "*." {
 		return pattern{}, `"*" alone would allow every name: list the names`
 	}
 	if rest, ok := strings.CutPrefix(s, "*."); ok {

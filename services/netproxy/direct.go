@@ -38,7 +38,7 @@ func (p *Proxy) Direct() map[string][]int {
 // ServeDirect serves ln as Serve does, for a program that connects to an
 // address standing for host:port (a name the runner resolved to an address
 // of its own, Direct): each connection is judged as a request for host:port
-// (logged with via "direct"), then tunnelled to the checked addresses; a
+// (logged with via "direct"), then tunneled to the checked addresses; a
 // refused or unresolved one is closed at once (the refusal goes to
 // onRefuse). It returns as Serve does.
 func (p *Proxy) ServeDirect(ln net.Listener, session, host string, port int, grants Grants, onRefuse func(host string, port int, reason string)) error {

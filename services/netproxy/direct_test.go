@@ -31,7 +31,8 @@ func (f *fixture) serveDirect(t *testing.T, grants netproxy.Grants, host string,
 	t.Cleanup(func() {
 		_ = ln.Close()
 		select {
-		case <-done:
+		case err := <-done:
+			assert.ErrorIs(t, err, net.ErrClosed, "a closed listener ends ServeDirect")
 		case <-time.After(10 * time.Second):
 			t.Error("ServeDirect did not return")
 		}

@@ -11,11 +11,12 @@
 // so a second DNS answer (rebinding) cannot redirect it.
 //
 // What it does not protect: it does not look inside tunnels (no TLS
-// interception), so an allowed host is reachable on every port and with
-// any content; data sent to an allowed host (a gist, a package publish) is
-// not stopped. DNS queries for allowed names are made by the server. A
-// client that ignores HTTP_PROXY/ALL_PROXY is not routed here at all: the
-// runner's network namespace is what forces traffic through the proxy.
+// interception), so an allowed host is reachable on every port its entry
+// admits and with any content; data sent to an allowed host (a gist, a
+// package publish) is not stopped. DNS queries for allowed names are made
+// by the server. A client that ignores HTTP_PROXY/ALL_PROXY reaches only
+// the listeners a runner serves with ServeDirect: the runner's network
+// namespace is what forces traffic through the proxy.
 package netproxy
 
 import (
@@ -62,7 +63,8 @@ type limits struct {
 type Config struct {
 	// Allow are the --allow-domain names: "example.com" (that name exactly)
 	// or "*.example.com" (any name below example.com, not the apex), or an
-	// IP literal (that address). Case-insensitive, a trailing dot ignored.
+	// IP literal (that address), on every port or, with ":PORT" after it,
+	// on that one. Case-insensitive, a trailing dot ignored.
 	Allow []string
 	// Resolver resolves names; nil means net.DefaultResolver. A test may
 	// inject one that maps a test name to 127.0.0.1: the decision is the
@@ -103,7 +105,7 @@ type Proxy struct {
 }
 
 // New returns a Proxy for cfg. Every name of cfg.Allow is validated: an
-// empty name, white space, a scheme, a path, a port, "*" alone, a wildcard
+// empty name, white space, a scheme, a path, a port that is not 1 to 65535, "*" alone, a wildcard
 // over a single label ("*.com"), a wildcard over an IP literal, or a name
 // that is not ASCII letters, digits, '-' and '_' is a *NameError naming it.
 // A nil log discards.

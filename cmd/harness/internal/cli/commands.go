@@ -37,6 +37,7 @@ import (
 	"github.com/dsh-go/harness/services/fssandbox"
 	"github.com/dsh-go/harness/services/journal"
 	"github.com/dsh-go/harness/services/metrics"
+	"github.com/dsh-go/harness/services/netproxy"
 	"github.com/dsh-go/harness/services/principal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
@@ -848,6 +849,10 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 	case len(iso.AllowDomains) > 0:
 		_, _ = fmt.Fprintf(b, "network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: %s; "+
 			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
+		if len(iso.Direct) > 0 {
+			_, _ = fmt.Fprintf(b, "direct hosts:   programs that ignore the proxy variables (Node's fetch, ssh) reach %s by name (the command's /etc/hosts), "+
+				"and a granted host on ports %s; a wildcard or IP entry only through the proxy variables\n", strings.Join(iso.Direct, ", "), directPorts())
+		}
 	case iso.Proxied:
 		b.WriteString("network:        deny (loopback only, shared by the session's commands); harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) " +
 			"refuses every host at once, naming it, but those the user allows a command once or for the session (allow_hosts)\n")
@@ -920,4 +925,13 @@ func probeAuditLog(path string) error {
 		return err
 	}
 	return f.Close()
+}
+
+// directPorts is netproxy.DirectPorts as a list ("22, 80, 443").
+func directPorts() string {
+	out := make([]string, len(netproxy.DirectPorts))
+	for i, p := range netproxy.DirectPorts {
+		out[i] = strconv.Itoa(p)
+	}
+	return strings.Join(out, ", ")
 }

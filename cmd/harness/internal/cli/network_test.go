@@ -33,7 +33,16 @@ func TestPolicyNetwork(t *testing.T) {
 			"allowed names",
 			[]string{"--allow-domain", "Registry.NPMjs.org", "--allow-domain", "*.github.com"},
 			"network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: registry.npmjs.org, *.github.com; " +
-				"and the hosts the user allows a command once or for the session (allow_hosts)\n",
+				"and the hosts the user allows a command once or for the session (allow_hosts)\n" +
+				"direct hosts:   programs that ignore the proxy variables (Node's fetch, ssh) reach registry.npmjs.org:22, registry.npmjs.org:80, registry.npmjs.org:443 " +
+				"by name (the command's /etc/hosts), and a granted host on ports 22, 80, 443; a wildcard or IP entry only through the proxy variables\n",
+		},
+		{
+			"a name with a port",
+			[]string{"--allow-domain", "GitHub.com:22"},
+			"network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: github.com:22; " +
+				"and the hosts the user allows a command once or for the session (allow_hosts)\n" +
+				"direct hosts:   programs that ignore the proxy variables (Node's fetch, ssh) reach github.com:22 by name",
 		},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -50,14 +59,16 @@ func TestPolicyNetwork(t *testing.T) {
 			Network   string `json:"network"`
 			Isolation struct {
 				AllowDomains []string `json:"allowDomains"`
+				Direct       []string `json:"direct"`
 			} `json:"isolation"`
 		} `json:"exec"`
 	}
 	require.NoError(t, json.Unmarshal([]byte(r.stdout), &rep))
 	assert.Equal(t, "deny", rep.Exec.Network)
 	assert.Equal(t, []string{"github.com"}, rep.Exec.Isolation.AllowDomains)
+	assert.Equal(t, []string{"github.com:22", "github.com:80", "github.com:443"}, rep.Exec.Isolation.Direct)
 
-	for _, args := range [][]string{{"--allow-domain", "https://github.com"}, {"--allow-domain", "*"}, {"--network", "allow", "--allow-domain", "github.com"}} {
+	for _, args := range [][]string{{"--allow-domain", "https://github.com"}, {"--allow-domain", "*"}, {"--allow-domain", "github.com:ssh"}, {"--network", "allow", "--allow-domain", "github.com"}} {
 		r := runCLI(t, append(base, args...), "", false, nil)
 		assert.NotEqualValues(t, cli.ExitOK, r.code, args)
 		assert.Contains(t, r.stderr, "--allow-domain", args)

@@ -102,7 +102,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 	fs.Var(&temps, "temp-root", "a temp area `DIR` writable under workspace-write (repeatable; default: /tmp and $TMPDIR)")
 	fs.Var(&writables, "writable-root", "an extra `DIR` writable under workspace-write by files and commands alike, e.g. a build cache (repeatable)")
 	fs.Var(&unixPaths, "unix-socket", "a Unix socket `PATH` confined commands may connect to while every other stays unreachable under --unix-sockets deny, e.g. \"$SSH_AUTH_SOCK\" (repeatable; must exist at start)")
-	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them)")
+	fs.Var(&domains, "allow-domain", "a host `NAME` confined commands reach through harness's filtering proxy under --network deny, exact or *.example.com for its subdomains, NAME:PORT for one port (repeatable; HTTP_PROXY, HTTPS_PROXY and ALL_PROXY are set for them, and an exact name resolves in commands for programs that ignore them)")
 	fs.Var(&execEnv, "exec-env", "a server environment variable `NAME` passed to commands besides PATH, HOME, USER, LANG, TERM, TMPDIR (repeatable)")
 	httpApply := map[string]func(*Config){}
 	if slices.Contains(groups, HTTPFlags) {
