@@ -667,14 +667,15 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		return Status{}, 0, err
 	}
 	defer func() { closeAll(masks) }()
-	if conf.Hosts != "" {
-		hosts, path, err := hostsSource(conf.Hosts)
+	conf.etcBound = make([]string, len(conf.EtcFiles))
+	for i, e := range conf.EtcFiles {
+		f, path, err := etcSource(e)
 		if err != nil {
 			return Status{}, 0, err
 		}
-		if hosts != nil {
-			masks = append(masks, hosts)
-			conf.hostsPath = path
+		if f != nil {
+			masks = append(masks, f)
+			conf.etcBound[i] = path
 		}
 	}
 	args, err := argsFile(bwrapArgs(spec.Confine, b.Net != nil))

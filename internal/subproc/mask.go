@@ -66,29 +66,32 @@ func maskArgs(c *Confinement) []string {
 		args = append(args, "--perms", "0000", "--ro-bind-data", strconv.Itoa(fd), m.Path)
 		fd++
 	}
-	if c.hostsPath != "" {
-		// Its source follows the masks' (RunBwrap, hostsSource).
-		args = append(args, "--perms", "0644", "--ro-bind-data", strconv.Itoa(fd), c.hostsPath)
+	for _, path := range c.etcBound {
+		if path != "" {
+			// Their sources follow the masks' (RunBwrap, etcSource).
+			args = append(args, "--perms", "0644", "--ro-bind-data", strconv.Itoa(fd), path)
+			fd++
+		}
 	}
 	return args
 }
 
-// hostsSource returns the source of a command's hosts file (Hosts): a
-// sealed memory file holding it, and where to bind it: the host's
-// /etc/hosts, symlinks resolved; nil and "" when the host has no regular
-// file there (the view cannot make one in its read-only root). Errors: the
-// kernel refuses the memory file.
-func hostsSource(hosts string) (*os.File, string, error) {
-	path, err := filepath.EvalSymlinks("/etc/hosts")
+// etcSource returns the source of one of a command's own files
+// (Confinement.EtcFiles): a sealed memory file holding it, and where to
+// bind it: the host's file at e.Path, symlinks resolved; nil and "" when
+// the host has no regular file there. Errors: the kernel refuses the
+// memory file.
+func etcSource(e EtcFile) (*os.File, string, error) {
+	path, err := filepath.EvalSymlinks(e.Path)
 	if err != nil {
-		return nil, "", nil //nolint:nilerr // no hosts file: nothing to bind over
+		return nil, "", nil //nolint:nilerr // no such file: nothing to bind over
 	}
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return nil, "", nil //nolint:nilerr // the same
 	}
-	f, err := sealedFile("hosts", []byte(hosts))
+	f, err := sealedFile(filepath.Base(path), []byte(e.Content))
 	if err != nil {
-		return nil, "", fmt.Errorf("the command's hosts file: %w", err)
+		return nil, "", fmt.Errorf("the command's %s: %w", e.Path, err)
 	}
 	return f, path, nil
 }

@@ -45,7 +45,7 @@ func (n *NetNS) ListenDirect(helper *Program, cred *syscall.Credential, addrs []
 			return nil, fmt.Errorf("a direct listener's address %s is not an IPv4 loopback address and port", a)
 		}
 	}
-	fds, err := n.socketsFromInside(helper, cred, directStage, "direct listeners", []string{strconv.Itoa(len(addrs))}, len(addrs))
+	fds, err := n.socketsFromInside(helper, cred, directStage, "direct listeners", []string{strconv.Itoa(len(addrs)), "tcp"}, len(addrs))
 	if err != nil {
 		return nil, err
 	}
@@ -72,6 +72,45 @@ func (n *NetNS) ListenDirect(helper *Program, cred *syscall.Credential, addrs []
 		out = append(out, ln)
 	}
 	return out, nil
+}
+
+// ListenPacket returns a UDP socket inside the namespace bound to addr,
+// an IPv4 loopback address and port (below 1024 too), made as
+// ListenDirect's listeners are: a name server for the commands inside.
+// Errors: those of ListenDirect.
+func (n *NetNS) ListenPacket(helper *Program, cred *syscall.Credential, addr netip.AddrPort) (net.PacketConn, error) {
+	if !addr.Addr().Is4() || !addr.Addr().IsLoopback() || addr.Port() == 0 {
+		return nil, fmt.Errorf("a namespace socket's address %s is not an IPv4 loopback address and port", addr)
+	}
+	fds, err := n.socketsFromInside(helper, cred, directStage, "name server socket", []string{"1", "udp"}, 1)
+	if err != nil {
+		return nil, err
+	}
+	fd := fds[0]
+	if err := n.bindPacket(fd, addr); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	f := os.NewFile(uintptr(fd), "namespace-udp")
+	defer f.Close() //nolint:errcheck // the connection holds a duplicate
+	return net.FilePacketConn(f)
+}
+
+// bindPacket binds fd, a socket the direct stage made, to want, after
+// checking it is a UDP socket of this namespace.
+func (n *NetNS) bindPacket(fd int, want netip.AddrPort) error {
+	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
+	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err := errors.Join(err1, err2); err != nil || domain != unix.AF_INET || typ != unix.SOCK_DGRAM {
+		return fmt.Errorf("the namespace's socket for %s is not a UDP socket", want)
+	}
+	if in, err := n.inside(fd); err != nil || !in {
+		return fmt.Errorf("the namespace's socket for %s is not inside the namespace", want)
+	}
+	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: want.Addr().As4(), Port: int(want.Port())}); err != nil {
+		return fmt.Errorf("cannot bind %s inside the namespace: %w", want, err)
+	}
+	return nil
 }
 
 // bindInside binds fd, a socket the direct stage made, to want and
@@ -125,16 +164,21 @@ func (n *NetNS) checkListenerAt(fd int, want netip.AddrPort) error {
 }
 
 // directMain is the direct stage, run by nsenter inside a NetNS: it makes
-// as many TCP sockets as its argument says (at most MaxDirect), unbound,
-// and sends them all on descriptor listenSockFD with listenOK, or sends why
-// not; it returns 0 when a message went out.
+// as many sockets as its first argument says (at most MaxDirect), TCP or
+// UDP by its second, unbound, and sends them all on descriptor
+// listenSockFD with listenOK, or sends why not; it returns 0 when a
+// message went out.
 func directMain(args []string) int {
 	count := 0
-	err := errors.New("no count of sockets")
-	if len(args) == 1 {
+	err := errors.New("no count and kind of sockets")
+	typ := unix.SOCK_STREAM
+	if len(args) == 2 && (args[1] == "tcp" || args[1] == "udp") {
 		count, err = strconv.Atoi(args[0])
 		if err == nil && (count < 1 || count > MaxDirect) {
 			err = fmt.Errorf("%d sockets asked for", count)
+		}
+		if args[1] == "udp" {
+			typ = unix.SOCK_DGRAM
 		}
 	}
 	var fds []int
@@ -143,7 +187,7 @@ func directMain(args []string) int {
 			break
 		}
 		var fd int
-		if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0); err == nil {
+		if fd, err = unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, 0); err == nil {
 			fds = append(fds, fd)
 		}
 	}

@@ -174,7 +174,7 @@ func TestHostsFile(t *testing.T) {
 	const hosts = "127.77.0.2 allowed.test\n127.0.0.1 localhost\n"
 	out, err := subproc.RunBwrap(t.Context(), b, subproc.Spec{
 		Command: "getent hosts allowed.test; cat /etc/hosts; echo x >> /etc/hosts || echo refused",
-		Dir:     t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{Hosts: hosts},
+		Dir:     t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{EtcFiles: []subproc.EtcFile{{Path: "/etc/hosts", Content: hosts}}},
 	}, time.Minute, 1<<20, nil, subproc.Watch{})
 	require.NoError(t, err)
 	require.True(t, out.Status.Started, out.Status.Error)

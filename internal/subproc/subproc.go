@@ -179,20 +179,30 @@ type Confinement struct {
 	// hides the host's terminals (an empty read-only tmpfs on /dev/pts),
 	// so no command reads or drives the user's terminals by path.
 	PrivateMounts bool `json:"privateMounts,omitempty"`
-	// Hosts, when not empty, is the content of the command's hosts file:
-	// the bubblewrap isolation binds it read-only (mode 0644) over the
-	// host's /etc/hosts, at that file's canonical path (nothing when the
-	// host has none), after the masks; the names a command reaches
-	// without a proxy resolve to addresses in its own namespace (issue 36).
-	Hosts string `json:"-"`
-	// hostsPath is set by RunBwrap: where Hosts is bound.
-	hostsPath string
+	// EtcFiles are files of the command's own that the bubblewrap
+	// isolation binds read-only (mode 0644), after the masks, over the
+	// host's file of the same path, at that file's canonical path; one
+	// the host has no regular file for is left out (the read-only root
+	// cannot take a new file). Exec's direct hosts (issue 36): its
+	// /etc/hosts and /etc/resolv.conf, so the names a command reaches
+	// without a proxy resolve in its own namespace.
+	EtcFiles []EtcFile `json:"-"`
+	// etcBound is set by RunBwrap: where each of EtcFiles is bound, in
+	// order ("" for one left out).
+	etcBound []string
 	// FullAccess gives the bubblewrap isolation's command the whole
 	// filesystem read-write (danger-full-access with deny-read): `/` is
 	// bound read-write rather than read-only; WritableRoots is then ["/"]
 	// for Landlock. /dev and /proc are still fresh, and Masked still
 	// apply.
 	FullAccess bool `json:"fullAccess,omitempty"`
+}
+
+// EtcFile is one of Confinement.EtcFiles: the host's path it stands over
+// (such as /etc/hosts) and its content.
+type EtcFile struct {
+	Path    string
+	Content string
 }
 
 // Reserved is one reserved path: Dir tells a directory placeholder from a

@@ -230,7 +230,8 @@ type DisarmedState struct {
 const MaxRefused = 256
 
 // RefusedHost is one host the domain proxy refused: the name (or address)
-// asked for, the port, and the proxy's reason.
+// asked for, the port (0: its name lookup, refused by the namespace's
+// name server), and the proxy's reason.
 type RefusedHost struct {
 	Host   string
 	Port   int

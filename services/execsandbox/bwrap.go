@@ -128,12 +128,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		defer release()
 	}
-	hosts := ""
+	var etc []subproc.EtcFile
 	if g != nil {
 		env = g.env(env)
 		w := g.enter(req.AllowHosts)
 		defer func() { refused = g.leave(w) }()
-		hosts = g.hostsFile(req.AllowHosts)
+		etc = g.etcFiles(req.AllowHosts)
 	}
 	c := b.limits.forCommand(cfg)
 	defer c.done()
@@ -168,7 +168,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			}}
 		}
 		conf.Limits = c.rlimits
-		conf.Hosts = hosts
+		conf.EtcFiles = etc
 		out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
 			Command: req.Command, Dir: req.Workdir, Env: env, Confine: conf,
 		}, req.Timeout, run.OutputLimit, c.placed, execlocal.Watch(req))

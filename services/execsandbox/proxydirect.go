@@ -16,95 +16,120 @@ import (
 
 // firstDirectAddr is the address of a gate's first direct name; the next
 // ones follow it. A range of 127/8 that nothing else uses by convention
-// (Debian's 127.0.1.1 is the machine's own name).
+// (Debian's 127.0.1.1 is the machine's own name); 127.77.0.1 is the
+// namespace's name server (dnsAddr).
 var firstDirectAddr = netip.AddrFrom4([4]byte{127, 77, 0, 2})
 
 // directs is a gate's direct names (issue 36): each name a command may
 // reach without a proxy stands for an address of the namespace's own
-// loopback, listed in the command's /etc/hosts, where a listener on each
-// of its ports tunnels to the name through the proxy's judgement
-// (netproxy.ServeDirect). Node's fetch, ssh, Go and Python programs that
-// ignore the proxy variables then reach an allowed host, and a refusal
-// names the host like any other.
+// loopback, listed in the command's /etc/hosts (the exact names) or given
+// by the namespace's name server (any name the proxy admits), where a
+// listener on each of its ports tunnels to the name through the proxy's
+// judgement (netproxy.ServeDirect). Node's fetch, ssh, Go and Python
+// programs that ignore the proxy variables then reach an allowed host, and
+// a refusal names the host like any other.
 type directs struct {
 	addr   map[string]netip.Addr   // name → its address
 	failed map[netip.AddrPort]bool // listeners that could not be made
 	lns    []net.Listener
 	next   netip.Addr
+	dns    net.PacketConn // the name server's socket; nil until made
+	noDNS  bool           // it could not be made: not tried again
 }
 
-// hostsFile returns the /etc/hosts of a command behind g that was allowed
-// hosts once: the direct names (the proxy's exact names with their ports,
-// netproxy.Direct; the session's granted and those allowed once, on
-// netproxy.DirectPorts), each at its address, then the host's own file
-// (its other names keep resolving). The listeners of names and ports not
-// served yet are made first; "" when there is no direct name. A listener
-// that cannot be made (its address taken in the namespace) leaves its
-// name and port to the proxy variables, logged once.
-func (g *gate) hostsFile(once []string) string {
+// etcFiles returns the /etc/hosts and /etc/resolv.conf of a command behind
+// g that was allowed hosts once. The hosts file lists the exact direct
+// names (the proxy's exact names with their ports, netproxy.Direct; the
+// session's granted and those allowed once, on netproxy.DirectPorts), each
+// at its address, then the host's own file (its other names keep
+// resolving); resolv.conf names the namespace's name server (serveDNS),
+// made at the first command. The listeners of names and ports not served
+// yet are made first. A listener that cannot be made (its address taken in
+// the namespace) leaves its name and port to the proxy variables, logged
+// once; without the name server, resolv.conf is the host's.
+func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 	want := g.proxy.Direct()
-	extra := append(slices.Clone(sandboxpolicy.GrantedHosts(g.sess)), once...)
-	for _, h := range extra {
+	for _, h := range append(slices.Clone(sandboxpolicy.GrantedHosts(g.sess)), once...) {
 		if _, err := netip.ParseAddr(h); err == nil {
 			continue
 		}
-		if _, ok := want[h]; !ok {
-			want[h] = netproxy.DirectPorts
-		}
-	}
-	if len(want) == 0 {
-		return ""
+		want[h] = mergePorts(want[h], netproxy.DirectPorts)
 	}
 	g.dmu.Lock()
 	defer g.dmu.Unlock()
-	d := &g.direct
-	if d.addr == nil {
-		d.addr, d.failed, d.next = map[string]netip.Addr{}, map[netip.AddrPort]bool{}, firstDirectAddr
-	}
 	names := make([]string, 0, len(want))
 	for name := range want {
 		names = append(names, name)
 	}
 	slices.Sort(names)
-	var adds []netip.AddrPort
-	var targets []directTarget
 	for _, name := range names {
-		a, ok := d.addr[name]
-		if !ok {
-			if len(d.lns)+len(adds)+len(want[name]) > subproc.MaxDirect {
-				continue
-			}
-			a, d.next = d.next, d.next.Next()
-			d.addr[name] = a
-		}
-		for _, port := range want[name] {
-			ap := netip.AddrPortFrom(a, uint16(port))
-			if d.failed[ap] || g.serving(ap) || len(d.lns)+len(adds) >= subproc.MaxDirect {
-				continue
-			}
-			adds = append(adds, ap)
-			targets = append(targets, directTarget{name, port})
-		}
+		g.mapName(name, want[name])
 	}
-	g.listenDirect(adds, targets)
+	var out []subproc.EtcFile
 	var b strings.Builder
 	for _, name := range names {
-		if a, ok := d.addr[name]; ok {
+		if a, ok := g.direct.addr[name]; ok {
 			b.WriteString(a.String() + " " + name + "\n")
 		}
 	}
-	if b.Len() == 0 {
-		return ""
+	if b.Len() > 0 {
+		if host, err := os.ReadFile("/etc/hosts"); err == nil && len(host) <= maxHostsBytes {
+			b.WriteString("# the machine's own /etc/hosts\n")
+			b.Write(host)
+		}
+		out = append(out, subproc.EtcFile{Path: "/etc/hosts", Content: b.String()})
 	}
-	if host, err := os.ReadFile("/etc/hosts"); err == nil && len(host) <= maxHostsBytes {
-		b.WriteString("# the machine's own /etc/hosts\n")
-		b.Write(host)
+	if g.startDNS() {
+		out = append(out, subproc.EtcFile{Path: "/etc/resolv.conf", Content: resolvConf})
 	}
-	return b.String()
+	return out
 }
 
 // maxHostsBytes bounds the host's /etc/hosts copied into a command's.
 const maxHostsBytes = 1 << 20
+
+// mergePorts returns a with the ports of b it lacks, sorted.
+func mergePorts(a, b []int) []int {
+	out := slices.Clone(a)
+	for _, p := range b {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// mapName gives name an address (its own, once) and serves each of ports
+// there, making the listeners not made yet; it reports the address, false
+// when the gate holds subproc.MaxDirect listeners already and name has
+// none. g.dmu is held.
+func (g *gate) mapName(name string, ports []int) (netip.Addr, bool) {
+	d := &g.direct
+	if d.addr == nil {
+		d.addr, d.failed, d.next = map[string]netip.Addr{}, map[netip.AddrPort]bool{}, firstDirectAddr
+	}
+	a, ok := d.addr[name]
+	if !ok {
+		if len(d.lns)+len(ports) > subproc.MaxDirect {
+			return netip.Addr{}, false
+		}
+		a, d.next = d.next, d.next.Next()
+		d.addr[name] = a
+	}
+	var adds []netip.AddrPort
+	var targets []directTarget
+	for _, port := range ports {
+		ap := netip.AddrPortFrom(a, uint16(port))
+		if d.failed[ap] || g.serving(ap) || len(d.lns)+len(adds) >= subproc.MaxDirect {
+			continue
+		}
+		adds = append(adds, ap)
+		targets = append(targets, directTarget{name, port})
+	}
+	g.listenDirect(adds, targets)
+	return a, true
+}
 
 // directTarget is the name and port one direct listener stands for.
 type directTarget struct {
@@ -154,13 +179,18 @@ func (g *gate) listenDirect(adds []netip.AddrPort, targets []directTarget) {
 	}
 }
 
-// closeDirect closes the direct listeners and waits for their Serve.
+// closeDirect closes the direct listeners and the name server and waits
+// for them to stop.
 func (g *gate) closeDirect() {
 	g.dmu.Lock()
 	for _, ln := range g.direct.lns {
 		_ = ln.Close()
 	}
 	g.direct.lns = nil
+	if g.direct.dns != nil {
+		_ = g.direct.dns.Close()
+	}
+	g.direct.noDNS = true
 	g.dmu.Unlock()
 	g.directServed.Wait()
 }

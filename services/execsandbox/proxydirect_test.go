@@ -6,11 +6,13 @@ import (
 	"os"
 	"os/exec"
 	"strconv"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"go.uber.org/zap/zaptest"
 
 	fixtures "github.com/dsh-go/harness/internal/fixture"
 	hexec "github.com/dsh-go/harness/services/exec"
@@ -134,4 +136,64 @@ func sshBanner(t *testing.T) (int, <-chan string) {
 		}
 	}()
 	return ln.Addr().(*net.TCPAddr).Port, got
+}
+
+// TestDirectNames (issue 36): the namespace's name server answers any name
+// the proxy admits, a wildcard's names too, with an address of the
+// namespace where the proxy's listener reaches the host (Node's fetch,
+// Python's urllib without the proxy variables); a name not admitted gets
+// NXDOMAIN at once, and the result names it (the network marker's record,
+// its name lookup); the host's server sees nothing of it.
+func TestDirectNames(t *testing.T) {
+	pl := fixtures.Perl(t)
+	port, hits := fixtures.HTTPServer(t)
+	w := newWorld(t, primaryOwner(), hexec.Config{}, nil)
+	w = withRunner(t, w, execsandbox.Config{
+		AllowDomains: []string{"*.allowed.test:" + strconv.Itoa(port)},
+		// The wildcard's names resolve, on the host, to a public address
+		// the test makes reach the host's loopback: the proxy refuses a
+		// wildcard name resolving to a non-public one.
+		Resolver: fixtures.LoopbackResolver{"api.allowed.test"},
+		Log:      zaptest.NewLogger(t),
+	})
+	t.Run("a wildcard's name resolves", func(t *testing.T) {
+		// getent's ahosts asks with AI_ADDRCONFIG|AI_CANONNAME, which the
+		// C library answers from no name server in a namespace with
+		// loopback only; hosts, Python's getaddrinfo and Node's lookup ask.
+		res := w.run(t, sandbox.WorkspaceWrite, noProxyEnv+"getent hosts api.allowed.test")
+		require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+		assert.Regexp(t, `^127\.77\.0\.\d+\s+api\.allowed\.test\n$`, res.Stdout.Text)
+	})
+	t.Run("the proxy judges the connection", func(t *testing.T) {
+		// api.allowed.test resolves to 127.0.0.1 on the host: behind a
+		// wildcard, a non-public address is refused when it connects.
+		before := hits.Load()
+		res := w.run(t, sandbox.WorkspaceWrite, noProxyEnv+fmt.Sprintf(
+			`%s -MIO::Socket::INET -e '$c = IO::Socket::INET->new(PeerAddr => "api.allowed.test", PeerPort => %d) or die "connect: $@\n"; print $c "GET / HTTP/1.0\r\n\r\n"; print <$c> // "closed\n"'`, pl, port))
+		assert.Equal(t, "closed\n", res.Stdout.Text, res.Stderr.Text)
+		assert.Equal(t, before, hits.Load())
+		require.Len(t, res.Confinement.Refused, 1)
+		assert.Equal(t, "api.allowed.test", res.Confinement.Refused[0].Host)
+		assert.Equal(t, port, res.Confinement.Refused[0].Port)
+		assert.Contains(t, res.Confinement.Refused[0].Reason, "non-public")
+	})
+	t.Run("a name not admitted", func(t *testing.T) {
+		before := hits.Load()
+		start := time.Now()
+		cmd := noProxyEnv + "getent hosts evil.example || echo unresolved"
+		if node, err := exec.LookPath("node"); err == nil {
+			cmd += fmt.Sprintf(`; %s -e 'fetch("http://evil.example/").catch(e => console.log((e.cause || e).code))'`, node)
+		}
+		res := w.run(t, sandbox.WorkspaceWrite, cmd)
+		assert.Less(t, time.Since(start), 30*time.Second)
+		assert.Contains(t, res.Stdout.Text, "unresolved\n", res.Stderr.Text)
+		if strings.Contains(cmd, "fetch") {
+			assert.Contains(t, res.Stdout.Text, "ENOTFOUND")
+		}
+		assert.Equal(t, before, hits.Load())
+		require.NotEmpty(t, res.Confinement.Refused)
+		assert.Equal(t, "evil.example", res.Confinement.Refused[0].Host)
+		assert.Zero(t, res.Confinement.Refused[0].Port, "refused at its name lookup")
+		assert.Contains(t, res.Confinement.Refused[0].Reason, "not in --allow-domain")
+	})
 }

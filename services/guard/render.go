@@ -136,7 +136,11 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 			more += len(refused) - i
 			break
 		}
-		b.WriteString("\n(the network proxy refused " + strconv.Quote(r.Host) + " port " + strconv.Itoa(r.Port) + ": " + strconv.Quote(r.Reason) + ")")
+		where := " port " + strconv.Itoa(r.Port)
+		if r.Port == 0 {
+			where = " (its name lookup)"
+		}
+		b.WriteString("\n(the network proxy refused " + strconv.Quote(r.Host) + where + ": " + strconv.Quote(r.Reason) + ")")
 		if len(hosts) < sandboxpolicy.MaxHosts && !slices.Contains(hosts, r.Host) {
 			hosts = append(hosts, r.Host)
 		}

@@ -1,8 +1,10 @@
 package netproxy
 
 import (
+	"fmt"
 	"net"
 	"slices"
+	"strings"
 )
 
 // DirectPorts are the ports on which a name listed without a port, or
@@ -67,4 +69,50 @@ func (s *server) serveDirect(c *conn) {
 		return
 	}
 	s.tunnel(c, upstream)
+}
+
+// Admit returns the ports on which a program that ignores the proxy
+// variables reaches host (a name as a command looks it up; Host's
+// normalization applies) when the list or grants admit it: the ports of
+// the exact entries naming it, else of the wildcard admitting it, each
+// entry without one standing for DirectPorts; a granted name gets
+// DirectPorts. Otherwise it returns nil and the refusal's reason, as the
+// proxy words it. It resolves nothing: a connection to the name is judged
+// again (ServeDirect), its addresses checked then.
+func (p *Proxy) Admit(host string, grants Grants) (ports []int, normalized, reason string) {
+	name, problem := normalizeName(host)
+	if problem != "" {
+		return nil, host, "not a host name: " + problem
+	}
+	add := func(e pattern) {
+		list := []int{e.port}
+		if e.port == 0 {
+			list = DirectPorts
+		}
+		for _, port := range list {
+			if !slices.Contains(ports, port) {
+				ports = append(ports, port)
+			}
+		}
+	}
+	for _, e := range p.allow {
+		if !e.ip.IsValid() && e.suffix == "" && e.name == name {
+			add(e)
+		}
+	}
+	if grants != nil && grants.Allowed(name) {
+		add(pattern{})
+	}
+	if len(ports) == 0 {
+		for _, e := range p.allow {
+			if e.suffix != "" && strings.HasSuffix(name, e.suffix) {
+				add(e)
+			}
+		}
+	}
+	if len(ports) == 0 {
+		return nil, name, fmt.Sprintf("not in --allow-domain (allowed: %s)", p.allow)
+	}
+	slices.Sort(ports)
+	return ports, name, ""
 }

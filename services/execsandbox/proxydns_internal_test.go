@@ -1,0 +1,64 @@
+package execsandbox
+
+import (
+	"net/netip"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"go.uber.org/zap"
+	"golang.org/x/net/dns/dnsmessage"
+
+	"github.com/dsh-go/harness/services/netproxy"
+)
+
+// query packs a question for name of type typ.
+func query(t *testing.T, name string, typ dnsmessage.Type) []byte {
+	t.Helper()
+	b := dnsmessage.NewBuilder(nil, dnsmessage.Header{ID: 7, RecursionDesired: true})
+	require.NoError(t, b.StartQuestions())
+	require.NoError(t, b.Question(dnsmessage.Question{Name: dnsmessage.MustNewName(name), Type: typ, Class: dnsmessage.ClassINET}))
+	out, err := b.Finish()
+	require.NoError(t, err)
+	return out
+}
+
+// TestGateAnswers: the name server's answers, message by message: an
+// admitted name (a wildcard's) gets its address for A and no record for
+// AAAA; a refused one NXDOMAIN and a refusal recorded for the command
+// running; a message that is not a query none.
+func TestGateAnswers(t *testing.T) {
+	p, err := netproxy.New(netproxy.Config{Allow: []string{"*.allowed.test:8080"}}, nil)
+	require.NoError(t, err)
+	first := netip.AddrPortFrom(firstDirectAddr, 8080)
+	g := &gate{proxy: p, log: zap.NewNop(), running: map[*watch]struct{}{}}
+	// No namespace here: the listener counts as one that failed.
+	g.direct = directs{addr: map[string]netip.Addr{}, failed: map[netip.AddrPort]bool{first: true}, next: firstDirectAddr}
+	w := g.enter(nil)
+
+	parse := func(resp []byte) (dnsmessage.Header, []dnsmessage.Resource) {
+		t.Helper()
+		var m dnsmessage.Message
+		require.NoError(t, m.Unpack(resp))
+		assert.Equal(t, uint16(7), m.ID)
+		assert.True(t, m.Response)
+		return m.Header, m.Answers
+	}
+	h, answers := parse(g.answer(query(t, "API.allowed.test.", dnsmessage.TypeA)))
+	assert.Equal(t, dnsmessage.RCodeSuccess, h.RCode)
+	require.Len(t, answers, 1)
+	assert.Equal(t, firstDirectAddr.As4(), answers[0].Body.(*dnsmessage.AResource).A)
+	h, answers = parse(g.answer(query(t, "api.allowed.test.", dnsmessage.TypeAAAA)))
+	assert.Equal(t, dnsmessage.RCodeSuccess, h.RCode)
+	assert.Empty(t, answers)
+	h, answers = parse(g.answer(query(t, "evil.example.", dnsmessage.TypeA)))
+	assert.Equal(t, dnsmessage.RCodeNameError, h.RCode)
+	assert.Empty(t, answers)
+	h, _ = parse(g.answer(query(t, "a.b.", dnsmessage.TypeA)[:12]))
+	assert.Equal(t, dnsmessage.RCodeFormatError, h.RCode, "no question")
+
+	refused := g.leave(w)
+	require.Len(t, refused.hosts, 1)
+	assert.Equal(t, "evil.example", refused.hosts[0].Host)
+	assert.Zero(t, refused.hosts[0].Port)
+}
