@@ -669,7 +669,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	defer func() { closeAll(masks) }()
 	conf.etcBound = make([]string, len(conf.EtcFiles))
 	for i, e := range conf.EtcFiles {
-		f, path, err := etcSource(e)
+		f, path, err := etcSource(e, conf.Masked)
 		if err != nil {
 			return Status{}, 0, err
 		}

@@ -79,12 +79,17 @@ func maskArgs(c *Confinement) []string {
 // etcSource returns the source of one of a command's own files
 // (Confinement.EtcFiles): a sealed memory file holding it, and where to
 // bind it: the host's file at e.Path, symlinks resolved; nil and "" when
-// the host has no regular file there. Errors: the kernel refuses the
+// the host has no regular file there, or masks hide it (a deny-read
+// pattern naming it or a directory holding it: the mask stays, the
+// command goes without its own file). Errors: the kernel refuses the
 // memory file.
-func etcSource(e EtcFile) (*os.File, string, error) {
+func etcSource(e EtcFile, masks []Masked) (*os.File, string, error) {
 	path, err := filepath.EvalSymlinks(e.Path)
 	if err != nil {
 		return nil, "", nil //nolint:nilerr // no such file: nothing to bind over
+	}
+	if slices.ContainsFunc(masks, func(m Masked) bool { return m.Path == path || m.Dir && dirfd.Beneath(m.Path, path) }) {
+		return nil, "", nil
 	}
 	if fi, err := os.Stat(path); err != nil || !fi.Mode().IsRegular() {
 		return nil, "", nil //nolint:nilerr // the same

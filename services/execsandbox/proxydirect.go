@@ -1,6 +1,7 @@
 package execsandbox
 
 import (
+	"io"
 	"net"
 	"net/netip"
 	"os"
@@ -73,7 +74,7 @@ func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 		}
 	}
 	if b.Len() > 0 {
-		if host, err := os.ReadFile("/etc/hosts"); err == nil && len(host) <= maxHostsBytes {
+		if host, ok := readableHosts("/etc/hosts"); ok {
 			b.WriteString("# the machine's own /etc/hosts\n")
 			b.Write(host)
 		}
@@ -87,6 +88,23 @@ func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 
 // maxHostsBytes bounds the host's /etc/hosts copied into a command's.
 const maxHostsBytes = 1 << 20
+
+// readableHosts returns the host's hosts file at path when every user may
+// read it (the server copies it: a file only its own user or root may read
+// stays out of a command's) and it is at most maxHostsBytes.
+func readableHosts(path string) ([]byte, bool) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, false
+	}
+	defer f.Close() //nolint:errcheck // read only
+	fi, err := f.Stat()
+	if err != nil || !fi.Mode().IsRegular() || fi.Mode().Perm()&0o004 == 0 || fi.Size() > maxHostsBytes {
+		return nil, false
+	}
+	b, err := io.ReadAll(io.LimitReader(f, maxHostsBytes))
+	return b, err == nil
+}
 
 // mergePorts returns a with the ports of b it lacks, sorted.
 func mergePorts(a, b []int) []int {

@@ -18,6 +18,7 @@ import (
 	hexec "github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // noProxyEnv unsets every proxy variable: the program after it is one
@@ -196,4 +197,22 @@ func TestDirectNames(t *testing.T) {
 		assert.Zero(t, res.Confinement.Refused[0].Port, "refused at its name lookup")
 		assert.Contains(t, res.Confinement.Refused[0].Reason, "not in --allow-domain")
 	})
+}
+
+// TestDirectHostsUnderDenyRead (issue 36): a deny-read pattern naming the
+// host's /etc/hosts or /etc/resolv.conf keeps it masked: the command runs
+// without its own file there (it failed to start when the file was bound
+// over the mask), and reads nothing of the host's.
+func TestDirectHostsUnderDenyRead(t *testing.T) {
+	for _, p := range []string{"/etc/hosts", "/etc/resolv.conf"} {
+		if fi, err := os.Stat(p); err != nil || !fi.Mode().IsRegular() {
+			t.Skipf("the machine has no regular %s", p)
+		}
+	}
+	w := newWorldWith(t, primaryOwner(), hexec.Config{}, func(c *sandboxpolicy.Config) {
+		c.DenyRead = append(c.DenyRead, "/etc/hosts", "/etc/resolv.conf")
+	}, nil)
+	w = withRunner(t, w, execsandbox.Config{AllowDomains: []string{"allowed.test"}, Resolver: fixtures.LoopbackResolver{"allowed.test"}})
+	res := w.run(t, sandbox.WorkspaceWrite, "cat /etc/hosts 2>/dev/null | wc -c; cat /etc/resolv.conf 2>/dev/null | wc -c; echo ran")
+	assert.Equal(t, "0\n0\nran\n", res.Stdout.Text, res.Stderr.Text)
 }

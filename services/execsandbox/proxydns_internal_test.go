@@ -2,6 +2,8 @@ package execsandbox
 
 import (
 	"net/netip"
+	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -61,4 +63,22 @@ func TestGateAnswers(t *testing.T) {
 	require.Len(t, refused.hosts, 1)
 	assert.Equal(t, "evil.example", refused.hosts[0].Host)
 	assert.Zero(t, refused.hosts[0].Port)
+}
+
+// TestReadableHosts: the host's hosts file goes into a command's only when
+// every user may read it.
+func TestReadableHosts(t *testing.T) {
+	dir := t.TempDir()
+	for mode, want := range map[os.FileMode]bool{0o644: true, 0o604: true, 0o640: false, 0o600: false} {
+		p := filepath.Join(dir, mode.String())
+		require.NoError(t, os.WriteFile(p, []byte("10.1.2.3 secret.internal\n"), mode))
+		require.NoError(t, os.Chmod(p, mode))
+		b, ok := readableHosts(p)
+		assert.Equal(t, want, ok, mode)
+		if want {
+			assert.Equal(t, "10.1.2.3 secret.internal\n", string(b))
+		}
+	}
+	_, ok := readableHosts(dir)
+	assert.False(t, ok, "a directory")
 }

@@ -138,3 +138,17 @@ func BenchmarkDeniedHosts40000(b *testing.B) {
 		_ = g.DeniedHosts(ww, refused, 0, "")
 	}
 }
+
+// TestDeniedHostsAtLookup: a host the namespace's name server refused
+// (port 0) is rendered as refused at its name lookup, not "port 0".
+func TestDeniedHostsAtLookup(t *testing.T) {
+	pl, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws", TempRoots: []string{}})
+	require.NoError(t, err)
+	g, err := guard.New(guard.Config{Family: sandbox.Commands, Policy: pl, Confines: true, Hosts: true})
+	require.NoError(t, err)
+	ww := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/srv/ws"}
+	res := g.DeniedHosts(ww, []exec.RefusedHost{{Host: "evil.example", Reason: "not in --allow-domain (allowed: none)"}, {Host: "a.test", Port: 22, Reason: "r"}}, 0, "out")
+	assert.Contains(t, res.Text, `(the network proxy refused "evil.example" (its name lookup): "not in --allow-domain (allowed: none)")`)
+	assert.Contains(t, res.Text, `(the network proxy refused "a.test" port 22: "r")`)
+	assert.Contains(t, res.Text, sandbox.HostsHint([]string{"evil.example", "a.test"}))
+}

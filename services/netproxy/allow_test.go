@@ -93,3 +93,35 @@ func TestDirect(t *testing.T) {
 		"git.example":        {22, 80, 443},
 	}, p.Direct())
 }
+
+// TestAdmit (issue 36): the ports a runner's name server gives a name:
+// its exact entries', a grant's DirectPorts beside them, a wildcard's when
+// no exact entry names it; a name admitted by nothing, or not a name, gets
+// the reason.
+func TestAdmit(t *testing.T) {
+	p, err := netproxy.New(netproxy.Config{Allow: []string{"github.com:22", "*.github.com", "*.example.org:8443", "10.0.0.5"}}, nil)
+	require.NoError(t, err)
+	cases := []struct {
+		host   string
+		grants grantSet
+		ports  []int
+		reason string
+	}{
+		{"GitHub.com.", nil, []int{22}, ""},
+		{"github.com", grantSet{"github.com": true}, []int{22, 80, 443}, ""},
+		{"api.github.com", nil, []int{22, 80, 443}, ""},
+		{"a.example.org", nil, []int{8443}, ""},
+		{"granted.test", grantSet{"granted.test": true}, []int{22, 80, 443}, ""},
+		{"evil.example", nil, nil, "not in --allow-domain"},
+		{"10.0.0.5", nil, nil, "not a host name"},
+	}
+	for _, tc := range cases {
+		ports, _, reason := p.Admit(tc.host, tc.grants)
+		assert.Equal(t, tc.ports, ports, tc.host)
+		if tc.reason == "" {
+			assert.Empty(t, reason, tc.host)
+		} else {
+			assert.Contains(t, reason, tc.reason, tc.host)
+		}
+	}
+}

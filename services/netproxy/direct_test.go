@@ -88,3 +88,44 @@ func TestServeDirect(t *testing.T) {
 		})
 	}
 }
+
+// oneGrant is a comparable Grants (a runner's gate is a pointer).
+type oneGrant struct{ host string }
+
+func (g *oneGrant) Allowed(host string) bool { return host == g.host }
+
+// TestServeDirectSharesTheConnectionLimit: a Serve and the ServeDirect
+// calls given one Grants hold the connection limit between them, so a
+// command that opens idle connections to many direct listeners holds no
+// more than the proxy's own limit; a connection freed lets the next in.
+func TestServeDirectSharesTheConnectionLimit(t *testing.T) {
+	up := newUpstream(t)
+	f := newFixture(t, fixtureOpts{allow: []string{"allowed.test"}, addrs: testAddrs, limits: netproxy.Limits{Conns: 2}})
+	grants := &oneGrant{"granted.test"}
+	var addrs []string
+	for range 2 {
+		addrs = append(addrs, f.serveDirect(t, grants, "allowed.test", up.port))
+	}
+	// Each listener alone would take two; together they hold two.
+	var held []net.Conn
+	for _, a := range addrs {
+		c, err := net.Dial("tcp", a)
+		require.NoError(t, err)
+		held = append(held, c)
+	}
+	require.Eventually(t, func() bool { return up.accepts() == 2 }, 10*time.Second, 10*time.Millisecond)
+	third, err := net.Dial("tcp", addrs[0])
+	require.NoError(t, err)
+	defer third.Close() //nolint:errcheck // test
+	_, err = third.Write([]byte("GET /third HTTP/1.0\r\nHost: allowed.test\r\n\r\n"))
+	require.NoError(t, err)
+	time.Sleep(200 * time.Millisecond)
+	assert.Equal(t, int64(2), up.accepts(), "a third connection was served past the shared limit")
+	_ = held[0].Close()
+	_ = third.SetReadDeadline(time.Now().Add(10 * time.Second))
+	body, _ := io.ReadAll(third)
+	assert.Contains(t, string(body), "upstream served allowed.test/third", "served once a slot was freed")
+	for _, c := range held[1:] {
+		_ = c.Close()
+	}
+}

@@ -22,6 +22,7 @@ package netproxy
 import (
 	"context"
 	"net"
+	"reflect"
 	"net/netip"
 	"sync"
 	"time"
@@ -102,6 +103,16 @@ type Proxy struct {
 	closed  bool
 	servers map[*server]struct{}
 	serving sync.WaitGroup
+	// shared are the connection slots of the Serve and ServeDirect calls
+	// given one Grants (a runner's listeners of one namespace), with the
+	// count of calls using them.
+	shared map[Grants]*sharedSlots
+}
+
+// sharedSlots are connection slots several servers take from.
+type sharedSlots struct {
+	slots chan struct{}
+	users int
 }
 
 // New returns a Proxy for cfg. Every name of cfg.Allow is validated: an
@@ -124,6 +135,7 @@ func New(cfg Config, log *zap.Logger) (*Proxy, error) {
 			resolve: resolveTimeout, dial: dialTimeout, conns: maxConns,
 		},
 		servers: make(map[*server]struct{}),
+		shared:  make(map[Grants]*sharedSlots),
 	}
 	if p.resolver == nil {
 		p.resolver = net.DefaultResolver
@@ -137,7 +149,10 @@ func New(cfg Config, log *zap.Logger) (*Proxy, error) {
 func (p *Proxy) Allowed() []string { return p.allow.names() }
 
 // Serve accepts connections on ln until ln is closed or Close is called,
-// and serves each as HTTP or, when its first byte is 0x05, as SOCKS5.
+// and serves each as HTTP or, when its first byte is 0x05, as SOCKS5. The
+// Serve and ServeDirect calls given the same grants (a runner's listeners
+// of one namespace) hold at most maxConns (256) connections between them;
+// more wait in their listeners' backlogs.
 // session names the session in the log; grants (may be nil) is what the
 // session was allowed beyond the list. Every decision is logged at info
 // ("network access allowed" or "network access refused", with session,
@@ -163,10 +178,25 @@ func (p *Proxy) serve(s *server) error {
 	}
 	p.servers[s] = struct{}{}
 	p.serving.Add(1)
+	share := s.grants != nil && comparable(s.grants)
+	if share {
+		sh := p.shared[s.grants]
+		if sh == nil {
+			sh = &sharedSlots{slots: make(chan struct{}, p.limits.conns)}
+			p.shared[s.grants] = sh
+		}
+		sh.users++
+		s.slots = sh.slots
+	}
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
 		delete(p.servers, s)
+		if sh := p.shared[s.grants]; share && sh != nil {
+			if sh.users--; sh.users == 0 {
+				delete(p.shared, s.grants)
+			}
+		}
 		p.mu.Unlock()
 		p.serving.Done()
 	}()
@@ -190,3 +220,7 @@ func (p *Proxy) Close() error {
 	p.serving.Wait()
 	return nil
 }
+
+// comparable reports whether g may key a map (a pointer, or a value of a
+// comparable type): one that is not shares no slots.
+func comparable(g Grants) bool { return reflect.ValueOf(g).Comparable() }

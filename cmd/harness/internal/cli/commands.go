@@ -851,7 +851,7 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 			"and the hosts the user allows a command once or for the session (allow_hosts)\n", strings.Join(iso.AllowDomains, ", "))
 		if len(iso.Direct) > 0 {
 			_, _ = fmt.Fprintf(b, "direct hosts:   programs that ignore the proxy variables (Node's fetch, ssh) reach %s by name (the command's /etc/hosts), "+
-				"and a granted host on ports %s; a wildcard or IP entry only through the proxy variables\n", strings.Join(iso.Direct, ", "), directPorts())
+				"a wildcard's names on their entry's ports and a granted host on ports %s (the namespace's name server); an IP entry only through the proxy variables\n", strings.Join(iso.Direct, ", "), directPorts())
 		}
 	case iso.Proxied:
 		b.WriteString("network:        deny (loopback only, shared by the session's commands); harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) " +

@@ -35,7 +35,7 @@ func TestPolicyNetwork(t *testing.T) {
 			"network:        deny, except through harness's proxy (HTTP_PROXY, HTTPS_PROXY, ALL_PROXY) to: registry.npmjs.org, *.github.com; " +
 				"and the hosts the user allows a command once or for the session (allow_hosts)\n" +
 				"direct hosts:   programs that ignore the proxy variables (Node's fetch, ssh) reach registry.npmjs.org:22, registry.npmjs.org:80, registry.npmjs.org:443 " +
-				"by name (the command's /etc/hosts), and a granted host on ports 22, 80, 443; a wildcard or IP entry only through the proxy variables\n",
+				"by name (the command's /etc/hosts), a wildcard's names on their entry's ports and a granted host on ports 22, 80, 443 (the namespace's name server); an IP entry only through the proxy variables\n",
 		},
 		{
 			"a name with a port",
