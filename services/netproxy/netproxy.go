@@ -22,8 +22,8 @@ package netproxy
 import (
 	"context"
 	"net"
-	"reflect"
 	"net/netip"
+	"reflect"
 	"sync"
 	"time"
 
@@ -178,7 +178,7 @@ func (p *Proxy) serve(s *server) error {
 	}
 	p.servers[s] = struct{}{}
 	p.serving.Add(1)
-	share := s.grants != nil && comparable(s.grants)
+	share := s.grants != nil && keyable(s.grants)
 	if share {
 		sh := p.shared[s.grants]
 		if sh == nil {
@@ -221,6 +221,6 @@ func (p *Proxy) Close() error {
 	return nil
 }
 
-// comparable reports whether g may key a map (a pointer, or a value of a
+// keyable reports whether g may key a map (a pointer, or a value of a
 // comparable type): one that is not shares no slots.
-func comparable(g Grants) bool { return reflect.ValueOf(g).Comparable() }
+func keyable(g Grants) bool { return reflect.ValueOf(g).Comparable() }
