@@ -192,9 +192,11 @@ func (p *Proxy) serve(s *server) error {
 	defer func() {
 		p.mu.Lock()
 		delete(p.servers, s)
-		if sh := p.shared[s.grants]; share && sh != nil {
-			if sh.users--; sh.users == 0 {
-				delete(p.shared, s.grants)
+		if share {
+			if sh := p.shared[s.grants]; sh != nil {
+				if sh.users--; sh.users == 0 {
+					delete(p.shared, s.grants)
+				}
 			}
 		}
 		p.mu.Unlock()
