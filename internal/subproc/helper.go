@@ -40,8 +40,6 @@ func Main() int {
 			return confineAndExec()
 		case bwrapStage:
 			return stageMain()
-		case listenStage:
-			return listenMain()
 		case diagStage:
 			return diagMain()
 		case directStage:

@@ -30,9 +30,9 @@ type UnixDiag struct {
 }
 
 // UnixDiag returns a diagnostics socket made inside the namespace (by
-// helper in its diag stage, as cred, as Listen does) and checked to be a
+// helper in its diag stage, as cred, as ListenAll does) and checked to be a
 // NETLINK_SOCK_DIAG socket of this namespace (fail closed). Close it when
-// done. Errors: Listen's, and a socket that is not such a one.
+// done. Errors: ListenAll's, and a socket that is not such a one.
 func (n *NetNS) UnixDiag(helper *Program, cred *syscall.Credential) (*UnixDiag, error) {
 	fd, err := n.fromInside(helper, cred, diagStage, "socket diagnostics")
 	if err != nil {

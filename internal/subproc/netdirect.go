@@ -6,121 +6,123 @@ import (
 	"net"
 	"net/netip"
 	"os"
-	"strconv"
 	"syscall"
 
 	"golang.org/x/sys/unix"
 )
 
 // directStage is the helper's second argument for the short-lived process
-// that makes the listeners of ListenDirect inside a NetNS.
+// that makes the sockets of ListenAll inside a NetNS.
 const directStage = "direct"
 
-// MaxDirect bounds the listeners one ListenDirect makes (one message of
+// MaxDirect bounds the sockets one ListenAll makes (one message of
 // descriptors carries them back).
 const MaxDirect = 128
 
-// ListenDirect returns a TCP listener inside the namespace on each of
-// addrs, in order: loopback addresses (127.0.0.0/8) standing for the hosts
-// a command may reach without a proxy, on any port, those below 1024 too.
-// Like Listen's, a short-lived helper makes the sockets inside the
-// namespace (as cred) and hands them back unbound; the server binds them:
-// the user namespace that owns the network namespace is its user's (or
-// root's) own child, so the server holds the capability to bind ports below
-// 1024 there, which no command does. Each is checked to be a TCP socket of
-// this namespace before it is bound, and listening on its address after.
+// ListenAll returns a TCP listener inside the namespace on each of tcp and
+// a UDP socket bound to each of udp, in order, made in one helper run:
+// IPv4 loopback addresses (127.0.0.0/8), on any port, those below 1024 too;
+// a TCP port 0 is one the kernel picks. They are the domain proxy's
+// listener, the addresses standing for the hosts a command may reach
+// without a proxy, and the namespace's name server.
 //
-// Errors: those of Listen; an address that is not an IPv4 loopback one, or
-// more than MaxDirect of them; an address in use in the namespace (the
-// bind's error, naming it).
-func (n *NetNS) ListenDirect(helper *Program, cred *syscall.Credential, addrs []netip.AddrPort) ([]net.Listener, error) {
-	if len(addrs) == 0 {
-		return nil, nil
+// A server cannot enter the namespace itself (a multi-threaded process
+// cannot change its user namespace), so a short-lived helper does: nsenter
+// enters the namespaces as cred (nil: the server's user; it must be the
+// namespace's), runs helper (the harness binary, whose main calls Main
+// first) in its direct stage, which makes the sockets unbound and hands
+// them back over a socket pair (SCM_RIGHTS). The server binds them: the
+// user namespace that owns the network namespace is its user's (or root's)
+// own child, so the server holds the capability to bind ports below 1024
+// there, which no command does. Each is checked to be a socket of its kind
+// in this namespace before it is bound (fail closed: never one in the
+// server's), and a listener to listen on its address after.
+//
+// Errors: the namespace was closed (ErrNetNSClosed); cred is not the one it
+// was made for; the helper could not run or make the sockets (its
+// message); an address that is not an IPv4 loopback one (or a UDP port
+// 0), or more than MaxDirect in all; an address in use in the namespace
+// (the bind's error, naming it). On error nothing is left open.
+func (n *NetNS) ListenAll(helper *Program, cred *syscall.Credential, tcp, udp []netip.AddrPort) ([]net.Listener, []net.PacketConn, error) {
+	if len(tcp)+len(udp) == 0 {
+		return nil, nil, nil
 	}
-	if len(addrs) > MaxDirect {
-		return nil, fmt.Errorf("%d direct listeners asked for, more than %d", len(addrs), MaxDirect)
+	if len(tcp)+len(udp) > MaxDirect {
+		return nil, nil, fmt.Errorf("%d namespace sockets asked for, more than %d", len(tcp)+len(udp), MaxDirect)
 	}
-	for _, a := range addrs {
-		if !a.Addr().Is4() || !a.Addr().IsLoopback() || a.Port() == 0 {
-			return nil, fmt.Errorf("a direct listener's address %s is not an IPv4 loopback address and port", a)
+	kinds := make([]string, 0, len(tcp)+len(udp))
+	for _, a := range tcp {
+		if !a.Addr().Is4() || !a.Addr().IsLoopback() {
+			return nil, nil, fmt.Errorf("a namespace listener's address %s is not an IPv4 loopback address", a)
 		}
+		kinds = append(kinds, "tcp")
 	}
-	fds, err := n.socketsFromInside(helper, cred, directStage, "direct listeners", []string{strconv.Itoa(len(addrs)), "tcp"}, len(addrs))
+	for _, a := range udp {
+		if !a.Addr().Is4() || !a.Addr().IsLoopback() || a.Port() == 0 {
+			return nil, nil, fmt.Errorf("a namespace socket's address %s is not an IPv4 loopback address and port", a)
+		}
+		kinds = append(kinds, "udp")
+	}
+	fds, err := n.socketsFromInside(helper, cred, directStage, "listeners", kinds, len(kinds))
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	out := make([]net.Listener, 0, len(fds))
-	for i, fd := range fds {
-		err := n.bindInside(fd, addrs[i])
-		var ln net.Listener
-		if err == nil {
-			f := os.NewFile(uintptr(fd), "namespace-direct-listener")
-			ln, err = net.FileListener(f)
-			_ = f.Close() // the listener holds a duplicate
-		} else {
+	var lns []net.Listener
+	var pcs []net.PacketConn
+	fail := func(i int, err error) ([]net.Listener, []net.PacketConn, error) {
+		for _, l := range lns {
+			_ = l.Close()
+		}
+		for _, pc := range pcs {
+			_ = pc.Close()
+		}
+		for _, fd := range fds[i:] {
 			_ = unix.Close(fd)
 		}
-		if err != nil {
-			for _, l := range out {
-				_ = l.Close()
+		return nil, nil, err
+	}
+	for i, fd := range fds {
+		if i < len(tcp) {
+			if err := n.bindInside(fd, tcp[i], unix.SOCK_STREAM); err != nil {
+				return fail(i, err)
 			}
-			for _, fd := range fds[i+1:] {
-				_ = unix.Close(fd)
+			f := os.NewFile(uintptr(fd), "namespace-listener")
+			ln, err := net.FileListener(f)
+			_ = f.Close() // the listener holds a duplicate
+			if err != nil {
+				return fail(i+1, err)
 			}
-			return nil, err
+			lns = append(lns, ln)
+			continue
 		}
-		out = append(out, ln)
+		if err := n.bindInside(fd, udp[i-len(tcp)], unix.SOCK_DGRAM); err != nil {
+			return fail(i, err)
+		}
+		f := os.NewFile(uintptr(fd), "namespace-udp")
+		pc, err := net.FilePacketConn(f)
+		_ = f.Close() // the connection holds a duplicate
+		if err != nil {
+			return fail(i+1, err)
+		}
+		pcs = append(pcs, pc)
 	}
-	return out, nil
+	return lns, pcs, nil
 }
 
-// ListenPacket returns a UDP socket inside the namespace bound to addr,
-// an IPv4 loopback address and port (below 1024 too), made as
-// ListenDirect's listeners are: a name server for the commands inside.
-// Errors: those of ListenDirect.
-func (n *NetNS) ListenPacket(helper *Program, cred *syscall.Credential, addr netip.AddrPort) (net.PacketConn, error) {
-	if !addr.Addr().Is4() || !addr.Addr().IsLoopback() || addr.Port() == 0 {
-		return nil, fmt.Errorf("a namespace socket's address %s is not an IPv4 loopback address and port", addr)
-	}
-	fds, err := n.socketsFromInside(helper, cred, directStage, "name server socket", []string{"1", "udp"}, 1)
-	if err != nil {
-		return nil, err
-	}
-	fd := fds[0]
-	if err := n.bindPacket(fd, addr); err != nil {
-		_ = unix.Close(fd)
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "namespace-udp")
-	defer f.Close() //nolint:errcheck // the connection holds a duplicate
-	return net.FilePacketConn(f)
+// ListenDirect is ListenAll for TCP listeners only.
+func (n *NetNS) ListenDirect(helper *Program, cred *syscall.Credential, addrs []netip.AddrPort) ([]net.Listener, error) {
+	lns, _, err := n.ListenAll(helper, cred, addrs, nil)
+	return lns, err
 }
 
-// bindPacket binds fd, a socket the direct stage made, to want, after
-// checking it is a UDP socket of this namespace.
-func (n *NetNS) bindPacket(fd int, want netip.AddrPort) error {
+// bindInside binds fd, a socket the direct stage made, to want (and, for
+// a stream socket, listens), after checking it is an IPv4 socket of type
+// typ in this namespace; a listener is then checked (checkListenerAt).
+func (n *NetNS) bindInside(fd int, want netip.AddrPort, typ int) error {
 	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err := errors.Join(err1, err2); err != nil || domain != unix.AF_INET || typ != unix.SOCK_DGRAM {
-		return fmt.Errorf("the namespace's socket for %s is not a UDP socket", want)
-	}
-	if in, err := n.inside(fd); err != nil || !in {
-		return fmt.Errorf("the namespace's socket for %s is not inside the namespace", want)
-	}
-	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: want.Addr().As4(), Port: int(want.Port())}); err != nil {
-		return fmt.Errorf("cannot bind %s inside the namespace: %w", want, err)
-	}
-	return nil
-}
-
-// bindInside binds fd, a socket the direct stage made, to want and
-// listens, after checking it is an unbound TCP socket of this namespace,
-// then checks the listener (checkListenerAt).
-func (n *NetNS) bindInside(fd int, want netip.AddrPort) error {
-	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	if err := errors.Join(err1, err2); err != nil || domain != unix.AF_INET || typ != unix.SOCK_STREAM {
-		return fmt.Errorf("the namespace's socket for %s is not a TCP socket", want)
+	got, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
+	if err := errors.Join(err1, err2); err != nil || domain != unix.AF_INET || got != typ {
+		return fmt.Errorf("the namespace's socket for %s is not of the kind asked for", want)
 	}
 	in, err := n.inside(fd)
 	if err != nil || !in {
@@ -129,7 +131,10 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort) error {
 		return fmt.Errorf("the namespace's socket for %s is not inside the namespace", want)
 	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: want.Addr().As4(), Port: int(want.Port())}); err != nil {
-		return fmt.Errorf("cannot listen on %s inside the namespace: %w", want, err)
+		return fmt.Errorf("cannot bind %s inside the namespace: %w", want, err)
+	}
+	if typ != unix.SOCK_STREAM {
+		return nil
 	}
 	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
 		return fmt.Errorf("cannot listen on %s inside the namespace: %w", want, err)
@@ -138,7 +143,7 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort) error {
 }
 
 // checkListenerAt verifies that fd is a listening TCP socket bound to want
-// whose network namespace is this one.
+// (any port for port 0) whose network namespace is this one.
 func (n *NetNS) checkListenerAt(fd int, want netip.AddrPort) error {
 	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
 	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
@@ -148,7 +153,8 @@ func (n *NetNS) checkListenerAt(fd int, want netip.AddrPort) error {
 		return fmt.Errorf("cannot check the namespace's listener: %w", err)
 	}
 	in4, ok := sa.(*unix.SockaddrInet4)
-	if domain != unix.AF_INET || typ != unix.SOCK_STREAM || accepting != 1 || !ok || in4.Addr != want.Addr().As4() || in4.Port != int(want.Port()) {
+	if domain != unix.AF_INET || typ != unix.SOCK_STREAM || accepting != 1 || !ok || in4.Addr != want.Addr().As4() ||
+		want.Port() != 0 && in4.Port != int(want.Port()) {
 		return fmt.Errorf("the namespace's listener is not a TCP listener on %s", want)
 	}
 	in, err := n.inside(fd)
@@ -164,27 +170,27 @@ func (n *NetNS) checkListenerAt(fd int, want netip.AddrPort) error {
 }
 
 // directMain is the direct stage, run by nsenter inside a NetNS: it makes
-// as many sockets as its first argument says (at most MaxDirect), TCP or
-// UDP by its second, unbound, and sends them all on descriptor
-// listenSockFD with listenOK, or sends why not; it returns 0 when a
-// message went out.
+// one socket per argument, TCP for "tcp" and UDP for "udp" (at most
+// MaxDirect), unbound, and sends them all on descriptor listenSockFD with
+// listenOK, or sends why not; it returns 0 when a message went out.
 func directMain(args []string) int {
-	count := 0
-	err := errors.New("no count and kind of sockets")
-	typ := unix.SOCK_STREAM
-	if len(args) == 2 && (args[1] == "tcp" || args[1] == "udp") {
-		count, err = strconv.Atoi(args[0])
-		if err == nil && (count < 1 || count > MaxDirect) {
-			err = fmt.Errorf("%d sockets asked for", count)
-		}
-		if args[1] == "udp" {
-			typ = unix.SOCK_DGRAM
-		}
+	var err error
+	if len(args) == 0 || len(args) > MaxDirect {
+		err = fmt.Errorf("%d sockets asked for", len(args))
 	}
 	var fds []int
-	for range count {
+	for _, kind := range args {
 		if err != nil {
 			break
+		}
+		typ := unix.SOCK_STREAM
+		switch kind {
+		case "tcp":
+		case "udp":
+			typ = unix.SOCK_DGRAM
+		default:
+			err = fmt.Errorf("a socket of kind %q", kind)
+			continue
 		}
 		var fd int
 		if fd, err = unix.Socket(unix.AF_INET, typ|unix.SOCK_CLOEXEC, 0); err == nil {

@@ -3,7 +3,6 @@ package subproc
 import (
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"os/exec"
 	"runtime"
@@ -14,11 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// listenStage is the helper's second argument for the short-lived process
-// that makes a listener inside a NetNS (Listen).
-const listenStage = "listen"
-
-// Descriptors of the listen stage: the socket it hands the listener back
+// Descriptors of a stage that makes sockets: the socket it hands them back
 // on, and the helper program nsenter runs (above it, where RunBwrap keeps
 // bwrap, below nsenter's and the namespaces').
 const (
@@ -26,38 +21,9 @@ const (
 	listenHelperFD = 7
 )
 
-// listenOK is what the listen stage sends with the listener; anything else
+// listenOK is what a stage sends with the sockets it made; anything else
 // is its error.
 const listenOK = "ok"
-
-// Listen returns a TCP listener on 127.0.0.1 (a port the kernel picks)
-// inside the namespace, for the server to accept on: connections come from
-// the commands inside it, and whatever serves them (the domain proxy) dials
-// out from the server's own namespace. A server cannot enter the namespace
-// itself (a multi-threaded process cannot change its user namespace), so a
-// short-lived helper does: nsenter enters the namespaces as cred (nil: the
-// server's user; it must be the namespace's), runs helper (the harness
-// binary, whose main calls Main first) in its listen stage, which makes the
-// listener and hands its descriptor back over a socket pair (SCM_RIGHTS)
-// and exits. The descriptor is checked before it is used: a listening TCP
-// socket on 127.0.0.1 that lives in this namespace (fail closed: never one
-// in the server's). The listener outlives Close; its owner closes it.
-//
-// Errors: the namespace was closed (ErrNetNSClosed); cred is not the one
-// it was made for; the helper could not run or make the listener (its
-// message); the descriptor is not such a listener.
-func (n *NetNS) Listen(helper *Program, cred *syscall.Credential) (net.Listener, error) {
-	fd, err := n.fromInside(helper, cred, listenStage, "listener")
-	if err != nil {
-		return nil, err
-	}
-	f := os.NewFile(uintptr(fd), "namespace-listener")
-	defer f.Close() //nolint:errcheck // net.FileListener holds a duplicate
-	if err := n.checkListener(fd); err != nil {
-		return nil, err
-	}
-	return net.FileListener(f)
-}
 
 // fromInside runs helper in stage inside the namespace (nsenter, as cred)
 // and returns the descriptor of the socket the stage made there and sent
@@ -174,7 +140,7 @@ func receiveFDs(sock, most int) (fds []int, msg string, err error) {
 	oob := make([]byte, unix.CmsgSpace(4*most))
 	nb, noob, _, _, err := unix.Recvmsg(sock, buf, oob, unix.MSG_DONTWAIT|unix.MSG_CMSG_CLOEXEC)
 	if err != nil {
-		return nil, "", fmt.Errorf("no answer from the listen stage: %w", err)
+		return nil, "", fmt.Errorf("no answer from the stage: %w", err)
 	}
 	if noob > 0 {
 		cmsgs, err := unix.ParseSocketControlMessage(oob[:noob])
@@ -190,49 +156,9 @@ func receiveFDs(sock, most int) (fds []int, msg string, err error) {
 	}
 	msg = string(buf[:nb])
 	if msg == listenOK && len(fds) == 0 {
-		return nil, msg, errors.New("the listen stage sent no descriptor")
+		return nil, msg, errors.New("the stage sent no descriptor")
 	}
 	return fds, msg, nil
-}
-
-// checkListener verifies that fd is a listening TCP socket bound to
-// 127.0.0.1 whose network namespace is this one.
-func (n *NetNS) checkListener(fd int) error {
-	domain, err1 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_DOMAIN)
-	typ, err2 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TYPE)
-	accepting, err3 := unix.GetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_ACCEPTCONN)
-	sa, err4 := unix.Getsockname(fd)
-	if err := errors.Join(err1, err2, err3, err4); err != nil {
-		return fmt.Errorf("cannot check the namespace's listener: %w", err)
-	}
-	in4, ok := sa.(*unix.SockaddrInet4)
-	if domain != unix.AF_INET || typ != unix.SOCK_STREAM || accepting != 1 || !ok || in4.Addr != [4]byte{127, 0, 0, 1} {
-		return errors.New("the namespace's listener is not a TCP listener on 127.0.0.1")
-	}
-	in, err := n.inside(fd)
-	if err != nil {
-		return fmt.Errorf("cannot tell the namespace of the listener: %w", err)
-	}
-	if !in {
-		// Fail closed: a listener in another namespace (the server's)
-		// would not be the commands'.
-		return errors.New("the namespace's listener is not inside the namespace")
-	}
-	return nil
-}
-
-// listenMain is the listen stage, run by nsenter inside a NetNS: it makes a
-// TCP listener on 127.0.0.1 (a port the kernel picks) and sends it on
-// descriptor listenSockFD with listenOK, or sends why not; it returns 0
-// when a message went out.
-func listenMain() int {
-	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
-	if err == nil {
-		if err = unix.Bind(fd, &unix.SockaddrInet4{Addr: [4]byte{127, 0, 0, 1}}); err == nil {
-			err = unix.Listen(fd, unix.SOMAXCONN)
-		}
-	}
-	return sendMade(fd, err, "cannot listen on 127.0.0.1 inside the namespace")
 }
 
 // sendMade ends a stage that made a socket inside a NetNS: it sends fd on

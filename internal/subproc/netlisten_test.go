@@ -17,17 +17,28 @@ import (
 	"github.com/dsh-go/harness/internal/subproc"
 )
 
-// TestNetNSListen: the listener Listen returns lives inside the namespace:
-// a command joined to it reaches it on 127.0.0.1 and what it sends arrives
-// at the server's accept; the server's own loopback does not reach it; a
-// credential other than the namespace's, and a closed namespace, are
-// refused.
+// listenProxy makes a listener on 127.0.0.1, a port the kernel picks,
+// inside b.Net (the domain proxy's).
+func listenProxy(t testing.TB, b subproc.Bwrap) (net.Listener, error) {
+	t.Helper()
+	lns, _, err := b.Net.ListenAll(b.Stage, b.Credential, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, nil)
+	if err != nil {
+		return nil, err
+	}
+	return lns[0], nil
+}
+
+// TestNetNSListen: a listener ListenAll returns lives inside the
+// namespace: a command joined to it reaches it on 127.0.0.1 and what it
+// sends arrives at the server's accept; the server's own loopback does not
+// reach it; a credential other than the namespace's, and a closed
+// namespace, are refused.
 func TestNetNSListen(t *testing.T) {
 	requireLandlock(t)
 	pl := fixture.Perl(t)
 	b := sandbox(t)
 	b.Net = netNS(t, b)
-	ln, err := b.Net.Listen(b.Stage, nil)
+	ln, err := listenProxy(t, b)
 	require.NoError(t, err)
 	defer ln.Close() //nolint:errcheck // test
 	addr := ln.Addr().(*net.TCPAddr)
@@ -70,18 +81,21 @@ func TestNetNSListen(t *testing.T) {
 	default:
 	}
 
-	_, err = b.Net.Listen(b.Stage, &syscall.Credential{Uid: uint32(os.Geteuid()) + 1, Gid: uint32(os.Getegid()) + 1})
+	other := b
+	other.Credential = &syscall.Credential{Uid: uint32(os.Geteuid()) + 1, Gid: uint32(os.Getegid()) + 1}
+	_, err = listenProxy(t, other)
 	require.Error(t, err)
 	assert.Contains(t, err.Error(), "belongs to uid")
 
 	require.NoError(t, b.Net.Close())
-	_, err = b.Net.Listen(b.Stage, nil)
+	_, err = listenProxy(t, b)
 	require.ErrorIs(t, err, subproc.ErrNetNSClosed)
 }
 
 // BenchmarkNetNSListen measures what the domain proxy adds to a session's
-// namespace: one Listen (nsenter, the listen stage, the descriptor handed
-// back and checked), the median in ms.
+// namespace: one ListenAll of its listener and name server (nsenter, the
+// direct stage, the descriptors handed back, bound and checked), the
+// median in ms.
 func BenchmarkNetNSListen(b *testing.B) {
 	requireLandlock(b)
 	bw := sandbox(b)
@@ -89,12 +103,13 @@ func BenchmarkNetNSListen(b *testing.B) {
 	var took []float64
 	for b.Loop() {
 		start := time.Now()
-		ln, err := ns.Listen(bw.Stage, nil)
+		lns, pcs, err := ns.ListenAll(bw.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort("127.0.0.1:0")}, []netip.AddrPort{netip.MustParseAddrPort("127.77.0.1:53")})
 		if err != nil {
 			b.Fatal(err)
 		}
 		took = append(took, float64(time.Since(start).Microseconds())/1000)
-		_ = ln.Close()
+		_ = lns[0].Close()
+		_ = pcs[0].Close()
 	}
 	slices.Sort(took)
 	b.ReportMetric(took[len(took)/2], "listen-ms")
@@ -158,6 +173,20 @@ func TestNetNSListenDirect(t *testing.T) {
 	assert.Contains(t, err.Error(), "not an IPv4 loopback address")
 	_, err = b.Net.ListenDirect(b.Stage, nil, want[:1])
 	require.Error(t, err, "the address is in use")
+
+	// A name server's socket in the same run: a command's query reaches
+	// it.
+	lns2, pcs, err := b.Net.ListenAll(b.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort("127.77.0.4:80")}, []netip.AddrPort{netip.MustParseAddrPort("127.77.0.1:53")})
+	require.NoError(t, err)
+	defer lns2[0].Close() //nolint:errcheck // test
+	defer pcs[0].Close()  //nolint:errcheck // test
+	out = run(pl + ` -MIO::Socket::INET -e 'IO::Socket::INET->new(PeerAddr => "127.77.0.1:53", Proto => "udp")->send("query\n") or die "send: $!\n"'`)
+	require.Equal(t, 0, out.Status.ExitCode, out.Stderr.String())
+	_ = pcs[0].SetReadDeadline(time.Now().Add(10 * time.Second))
+	buf := make([]byte, 64)
+	n, _, err := pcs[0].ReadFrom(buf)
+	require.NoError(t, err)
+	assert.Equal(t, "query\n", string(buf[:n]))
 }
 
 // TestHostsFile (issue 36): Confinement.Hosts is the command's /etc/hosts,

@@ -34,8 +34,9 @@ type directs struct {
 	failed map[netip.AddrPort]bool // listeners that could not be made
 	lns    []net.Listener
 	next   netip.Addr
-	dns    net.PacketConn // the name server's socket; nil until made
-	noDNS  bool           // it could not be made: not tried again
+	dns    net.PacketConn // the name server's socket (made with the gate)
+	// planned counts the listeners plan gave out that are not made yet.
+	planned int
 }
 
 // etcFiles returns the /etc/hosts and /etc/resolv.conf of a command behind
@@ -47,7 +48,7 @@ type directs struct {
 // made at the first command. The listeners of names and ports not served
 // yet are made first. A listener that cannot be made (its address taken in
 // the namespace) leaves its name and port to the proxy variables, logged
-// once; without the name server, resolv.conf is the host's.
+// once.
 func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 	want := g.proxy.Direct()
 	for _, h := range append(slices.Clone(sandboxpolicy.GrantedHosts(g.sess)), once...) {
@@ -80,7 +81,7 @@ func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 		}
 		out = append(out, subproc.EtcFile{Path: "/etc/hosts", Content: b.String()})
 	}
-	if g.startDNS() {
+	if g.direct.dns != nil {
 		out = append(out, subproc.EtcFile{Path: "/etc/resolv.conf", Content: resolvConf})
 	}
 	return out
@@ -123,14 +124,28 @@ func mergePorts(a, b []int) []int {
 // when the gate holds subproc.MaxDirect listeners already and name has
 // none. g.dmu is held.
 func (g *gate) mapName(name string, ports []int) (netip.Addr, bool) {
+	a, adds, targets, ok := g.plan(name, ports, 0)
+	if ok {
+		g.listenDirect(adds, targets)
+	}
+	return a, ok
+}
+
+// plan gives name an address (its own, once) and returns the listeners
+// of ports not made yet there, with their targets, leaving room for
+// reserve more sockets in the gate's first helper run; false when the gate
+// holds subproc.MaxDirect listeners already and name has none. g.dmu is
+// held.
+func (g *gate) plan(name string, ports []int, reserve int) (netip.Addr, []netip.AddrPort, []directTarget, bool) {
 	d := &g.direct
 	if d.addr == nil {
 		d.addr, d.failed, d.next = map[string]netip.Addr{}, map[netip.AddrPort]bool{}, firstDirectAddr
 	}
+	room := subproc.MaxDirect - reserve - len(d.lns) - d.planned
 	a, ok := d.addr[name]
 	if !ok {
-		if len(d.lns)+len(ports) > subproc.MaxDirect {
-			return netip.Addr{}, false
+		if len(ports) > room {
+			return netip.Addr{}, nil, nil, false
 		}
 		a, d.next = d.next, d.next.Next()
 		d.addr[name] = a
@@ -139,14 +154,13 @@ func (g *gate) mapName(name string, ports []int) (netip.Addr, bool) {
 	var targets []directTarget
 	for _, port := range ports {
 		ap := netip.AddrPortFrom(a, uint16(port))
-		if d.failed[ap] || g.serving(ap) || len(d.lns)+len(adds) >= subproc.MaxDirect {
+		if d.failed[ap] || g.serving(ap) || len(adds) >= room {
 			continue
 		}
 		adds = append(adds, ap)
 		targets = append(targets, directTarget{name, port})
 	}
-	g.listenDirect(adds, targets)
-	return a, true
+	return a, adds, targets, true
 }
 
 // directTarget is the name and port one direct listener stands for.
@@ -183,6 +197,12 @@ func (g *gate) listenDirect(adds []netip.AddrPort, targets []directTarget) {
 			lns[i] = one[0]
 		}
 	}
+	g.serveDirect(lns, targets)
+}
+
+// serveDirect serves each of lns (nil ones skipped) for its target.
+// g.dmu is held.
+func (g *gate) serveDirect(lns []net.Listener, targets []directTarget) {
 	for i, ln := range lns {
 		if ln == nil {
 			continue
@@ -208,7 +228,6 @@ func (g *gate) closeDirect() {
 	if g.direct.dns != nil {
 		_ = g.direct.dns.Close()
 	}
-	g.direct.noDNS = true
 	g.dmu.Unlock()
 	g.directServed.Wait()
 }

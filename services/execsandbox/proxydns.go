@@ -20,33 +20,6 @@ const resolvConf = "# harness: names are answered by the sandbox's network proxy
 // holds for the namespace's life.
 const dnsTTL = 300
 
-// startDNS makes the gate's name server at its first call (a UDP socket on
-// dnsAddr inside the namespace, made as the direct listeners are) and
-// reports whether it serves. One that cannot be made is logged and not
-// tried again. g.dmu is held.
-func (g *gate) startDNS() bool {
-	d := &g.direct
-	switch {
-	case d.dns != nil:
-		return true
-	case d.noDNS:
-		return false
-	}
-	pc, err := g.ns.ListenPacket(g.bw.Stage, g.bw.Credential, dnsAddr)
-	if err != nil {
-		d.noDNS = true
-		g.log.Info("the name server of a command's namespace could not be made; names resolve as the host's resolv.conf says (not at all)", zap.Error(err))
-		return false
-	}
-	d.dns = pc
-	g.directServed.Add(1)
-	go func() {
-		defer g.directServed.Done()
-		g.serveDNS(pc)
-	}()
-	return true
-}
-
 // serveDNS answers the queries on pc until it is closed (one at a time: a
 // new name may make its listeners first).
 func (g *gate) serveDNS(pc net.PacketConn) {

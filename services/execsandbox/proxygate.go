@@ -1,7 +1,9 @@
 package execsandbox
 
 import (
+	"maps"
 	"net"
+	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
@@ -56,29 +58,58 @@ type watch struct {
 	more    int
 }
 
-// openGate makes the proxy's listener inside ns (subproc.NetNS.Listen, as
-// b.Credential, with b.Stage as the helper) and serves p on it for sess
-// (nil for one command without a session). Errors: the listener could not
-// be made (the command must not run: it would have no network and no
-// report why).
+// openGate makes the proxy's listener inside ns (subproc.NetNS.ListenAll,
+// as b.Credential, with b.Stage as the helper), with the listeners of the
+// proxy's exact names and the namespace's name server, and serves p on
+// them for sess (nil for one command without a session). Errors: they
+// could not be made (the command must not run: it would have no network
+// and no report why).
 func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *session.Session, log *zap.Logger) (*gate, error) {
-	ln, err := ns.Listen(b.Stage, b.Credential)
-	if err != nil {
-		return nil, err
-	}
 	g := &gate{
-		ln: ln, port: ln.Addr().(*net.TCPAddr).Port, sess: sess, proxy: p, ns: ns, bw: b, log: log,
+		sess: sess, proxy: p, ns: ns, bw: b, log: log,
 		served: make(chan struct{}), running: map[*watch]struct{}{},
 	}
 	if sess != nil {
 		g.id = sess.ID()
 	}
+	// One helper run makes the proxy's listener, the listeners of the
+	// exact names (proxydirect.go) and the name server's socket.
+	direct := p.Direct()
+	names := slices.Sorted(maps.Keys(direct))
+	tcp := []netip.AddrPort{proxyAddr}
+	var targets []directTarget
+	g.dmu.Lock()
+	defer g.dmu.Unlock()
+	for _, name := range names {
+		_, adds, t, ok := g.plan(name, direct[name], 2)
+		if ok {
+			tcp, targets = append(tcp, adds...), append(targets, t...)
+			g.direct.planned += len(adds)
+		}
+	}
+	g.direct.planned = 0
+	lns, pcs, err := ns.ListenAll(b.Stage, b.Credential, tcp, []netip.AddrPort{dnsAddr})
+	if err != nil {
+		return nil, err
+	}
+	g.ln, g.port = lns[0], lns[0].Addr().(*net.TCPAddr).Port
 	go func() {
 		defer close(g.served)
-		_ = p.Serve(ln, g.id, g, g.refuse)
+		_ = p.Serve(g.ln, g.id, g, g.refuse)
+	}()
+	g.serveDirect(lns[1:], targets)
+	g.direct.dns = pcs[0]
+	g.directServed.Add(1)
+	go func() {
+		defer g.directServed.Done()
+		g.serveDNS(pcs[0])
 	}()
 	return g, nil
 }
+
+// proxyAddr is where the proxy listens in a namespace: 127.0.0.1, on a
+// port the kernel picks.
+var proxyAddr = netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 0, 0, 1}), 0)
 
 // Allowed reports whether host was granted beyond the configured names:
 // for the session, or once to a command running now (netproxy.Grants).
