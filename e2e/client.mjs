@@ -561,7 +561,13 @@ async function runBackground() {
     expectSuccess(res, 'exec_output without id after exec_kill');
     assert.deepEqual(Object.keys(res.structuredContent), ['commands'], `exec_output without id: ${JSON.stringify(res.structuredContent)}`);
     assert.equal(res.structuredContent.commands[0].state, 'killed');
-    ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; it then stays listed as killed, with its output's tail`);
+    // A command killed at its timeout is a structured result too (issue
+    // 36): timed_out, the signal, the output it wrote before.
+    res = await srv.call('exec', { command: 'echo before; exec sleep 300', timeout_ms: 1000 });
+    assert.equal(res.structuredContent?.timed_out, true, `exec past its timeout: ${JSON.stringify(res)}`);
+    assert.equal(res.structuredContent.stdout, 'before\n', `exec past its timeout: ${JSON.stringify(res.structuredContent)}`);
+    assert.equal(res.structuredContent.signal, 'SIGKILL', `exec past its timeout: ${JSON.stringify(res.structuredContent)}`);
+    ok(`background (--network deny, the session's loopback): exec started node's HTTP server as ${id}; exec_output read "listening on ${port}" and listed it running; a later exec fetched "hello from the background"; exec_output showed "GET /hi"; exec_kill ended it by SIGTERM; it then stays listed as killed, with its output's tail; a command past its timeout_ms is structured (timed_out, SIGKILL, its output)`);
   } finally {
     await srv.close();
   }

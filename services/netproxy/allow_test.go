@@ -84,7 +84,7 @@ func TestAllowedIsNormalized(t *testing.T) {
 // them.
 func TestDirect(t *testing.T) {
 	p, err := netproxy.New(netproxy.Config{Allow: []string{
-		"registry.npmjs.org", "github.com:22", "github.com:8443", "*.github.com", "10.0.0.5", "git.example:443", "git.example",
+		"registry.npmjs.org", "github.com:22", "github.com:8443", "*.github.com", "10.0.0.5", "git.example:443", "git.example", "localhost:3000", "api.localhost",
 	}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]int{
@@ -114,6 +114,7 @@ func TestAdmit(t *testing.T) {
 		{"granted.test", grantSet{"granted.test": true}, []int{22, 80, 443}, ""},
 		{"evil.example", nil, nil, "not in --allow-domain"},
 		{"10.0.0.5", nil, nil, "not a host name"},
+		{"localhost", grantSet{"localhost": true}, nil, "the command's own loopback"},
 	}
 	for _, tc := range cases {
 		ports, _, reason := p.Admit(tc.host, tc.grants)

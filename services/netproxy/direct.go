@@ -12,7 +12,8 @@ import (
 // variables (Direct): ssh, HTTP and HTTPS.
 var DirectPorts = []int{22, 80, 443}
 
-// Direct returns the names listed exactly (no wildcard, no IP literal)
+// Direct returns the names listed exactly (no wildcard, no IP literal, not
+// localhost: the command's own loopback keeps that name)
 // with the ports a runner opens to programs that do not use a proxy (Node's
 // fetch, ssh, Go, Python): the ports their entries name, DirectPorts for an
 // entry without one; each list sorted. A runner maps each name to an
@@ -20,7 +21,7 @@ var DirectPorts = []int{22, 80, 443}
 func (p *Proxy) Direct() map[string][]int {
 	out := map[string][]int{}
 	for _, e := range p.allow {
-		if e.ip.IsValid() || e.suffix != "" {
+		if e.ip.IsValid() || e.suffix != "" || Local(e.name) != "" {
 			continue
 		}
 		ports := []int{e.port}
@@ -81,8 +82,13 @@ func (s *server) serveDirect(c *conn) {
 // again (ServeDirect), its addresses checked then.
 func (p *Proxy) Admit(host string, grants Grants) (ports []int, normalized, reason string) {
 	name, problem := normalizeName(host)
-	if problem != "" {
+	switch {
+	case problem != "":
 		return nil, host, "not a host name: " + problem
+	case Local(name) != "":
+		// localhost stays the command's own loopback: a listed one is
+		// reached through the proxy variables.
+		return nil, name, "localhost is the command's own loopback, not a host the proxy reaches by name"
 	}
 	add := func(e pattern) {
 		list := []int{e.port}
