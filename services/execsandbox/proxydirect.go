@@ -37,6 +37,8 @@ type directs struct {
 	dns    net.PacketConn // the name server's socket (made with the gate)
 	// planned counts the listeners plan gave out that are not made yet.
 	planned int
+	// closed is set when the gate closes: no listener is made after.
+	closed bool
 }
 
 // etcFiles returns the /etc/hosts and /etc/resolv.conf of a command behind
@@ -141,7 +143,12 @@ func (g *gate) plan(name string, ports []int, reserve int) (netip.Addr, []netip.
 	if d.addr == nil {
 		d.addr, d.failed, d.next = map[string]netip.Addr{}, map[netip.AddrPort]bool{}, firstDirectAddr
 	}
-	room := subproc.MaxDirect - reserve - len(d.lns) - d.planned
+	if d.closed {
+		return netip.Addr{}, nil, nil, false
+	}
+	// Listeners that could not be made count too: a command taking the
+	// ports first cannot make the gate hand out addresses without end.
+	room := subproc.MaxDirect - reserve - len(d.lns) - len(d.failed) - d.planned
 	a, ok := d.addr[name]
 	if !ok {
 		if len(ports) > room {
@@ -169,6 +176,15 @@ type directTarget struct {
 	port int
 }
 
+// servesAny reports whether a listener of the gate serves on a. g.dmu is
+// held.
+func (g *gate) servesAny(a netip.Addr) bool {
+	return slices.ContainsFunc(g.direct.lns, func(ln net.Listener) bool {
+		ap, err := netip.ParseAddrPort(ln.Addr().String())
+		return err == nil && ap.Addr() == a
+	})
+}
+
 // serving reports whether a listener on ap serves already. g.dmu is held.
 func (g *gate) serving(ap netip.AddrPort) bool {
 	return slices.ContainsFunc(g.direct.lns, func(ln net.Listener) bool {
@@ -180,7 +196,7 @@ func (g *gate) serving(ap netip.AddrPort) bool {
 // served for its target; when they cannot all be made, each alone, and
 // those that fail are not tried again. g.dmu is held.
 func (g *gate) listenDirect(adds []netip.AddrPort, targets []directTarget) {
-	if len(adds) == 0 {
+	if len(adds) == 0 || g.direct.closed {
 		return
 	}
 	lns, err := g.ns.ListenDirect(g.bw.Stage, g.bw.Credential, adds)
@@ -221,6 +237,7 @@ func (g *gate) serveDirect(lns []net.Listener, targets []directTarget) {
 // for them to stop.
 func (g *gate) closeDirect() {
 	g.dmu.Lock()
+	g.direct.closed = true
 	for _, ln := range g.direct.lns {
 		_ = ln.Close()
 	}

@@ -157,6 +157,16 @@ func TestDirectNames(t *testing.T) {
 		Resolver: fixtures.LoopbackResolver{"api.allowed.test"},
 		Log:      zaptest.NewLogger(t),
 	})
+	t.Run("a port a command holds", func(t *testing.T) {
+		// The command takes the wildcard's port first (before any
+		// listener of the session holds it): the name gets no
+		// address (never one where the command's socket would answer for
+		// the host), and it is no refusal of the host.
+		res := w.run(t, sandbox.WorkspaceWrite, noProxyEnv+fmt.Sprintf(
+			`%s -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "0.0.0.0:%d", Listen => 1, ReuseAddr => 1) or die "listen: $!\n"; system("getent hosts held.allowed.test || echo unresolved")'`, pl, port))
+		assert.Equal(t, "unresolved\n", res.Stdout.Text, res.Stderr.Text)
+		assert.Empty(t, res.Confinement.Refused)
+	})
 	t.Run("a wildcard's name resolves", func(t *testing.T) {
 		// getent's ahosts asks with AI_ADDRCONFIG|AI_CANONNAME, which the
 		// C library answers from no name server in a namespace with

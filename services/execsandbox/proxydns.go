@@ -58,12 +58,12 @@ func (g *gate) answer(q []byte) []byte {
 	}
 	question := qs[0]
 	name := strings.TrimSuffix(strings.ToLower(question.Name.String()), ".")
-	addr, reason := g.lookup(name)
-	g.log.Debug("name server question", zap.String("session", g.id), zap.String("name", name), zap.Stringer("type", question.Type), zap.String("refused", reason))
+	addr, reason, refused := g.lookup(name)
+	g.log.Debug("name server question", zap.String("session", g.id), zap.String("name", name), zap.Stringer("type", question.Type), zap.String("unanswered", reason))
 	switch {
 	case reason != "":
 		resp.RCode = dnsmessage.RCodeNameError
-		if question.Type == dnsmessage.TypeA || question.Type == dnsmessage.TypeAAAA {
+		if refused && (question.Type == dnsmessage.TypeA || question.Type == dnsmessage.TypeAAAA) {
 			g.refuse(name, 0, reason)
 		}
 		return build(resp, &question, nil)
@@ -74,19 +74,23 @@ func (g *gate) answer(q []byte) []byte {
 }
 
 // lookup returns name's direct address, made now when it has none and the
-// proxy admits it, or the reason it has none.
-func (g *gate) lookup(name string) (netip.Addr, string) {
+// proxy admits it, or why it has none: refused by the proxy (refused
+// true: the commands running get it as a refusal), or with no listener of
+// the gate serving it (the gate is closing, holds subproc.MaxDirect
+// listeners, or could make none of the name's: a command took the ports
+// first), which is no refusal of the host.
+func (g *gate) lookup(name string) (addr netip.Addr, reason string, refused bool) {
 	ports, norm, reason := g.proxy.Admit(name, g)
 	if reason != "" {
-		return netip.Addr{}, reason
+		return netip.Addr{}, reason, true
 	}
 	g.dmu.Lock()
 	defer g.dmu.Unlock()
 	a, ok := g.mapName(norm, ports)
-	if !ok {
-		return netip.Addr{}, "the sandbox's direct addresses are all taken; reach it through the proxy variables (HTTPS_PROXY, ALL_PROXY)"
+	if !ok || !g.servesAny(a) {
+		return netip.Addr{}, "the sandbox has no direct address serving it (the namespace's are taken); reach it through the proxy variables (HTTPS_PROXY, ALL_PROXY)", false
 	}
-	return a, ""
+	return a, "", false
 }
 
 // build packs a response: h, question q (nil: none) and one A answer (nil:

@@ -1,6 +1,7 @@
 package execsandbox
 
 import (
+	"net"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -11,8 +12,17 @@ import (
 	"go.uber.org/zap"
 	"golang.org/x/net/dns/dnsmessage"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/netproxy"
 )
+
+// addrOnly is a listener that only has an address (a gate's listener in a
+// test without a namespace).
+type addrOnly struct{ a net.Addr }
+
+func (l addrOnly) Accept() (net.Conn, error) { return nil, net.ErrClosed }
+func (l addrOnly) Close() error              { return nil }
+func (l addrOnly) Addr() net.Addr            { return l.a }
 
 // query packs a question for name of type typ.
 func query(t *testing.T, name string, typ dnsmessage.Type) []byte {
@@ -34,8 +44,11 @@ func TestGateAnswers(t *testing.T) {
 	require.NoError(t, err)
 	first := netip.AddrPortFrom(firstDirectAddr, 8080)
 	g := &gate{proxy: p, log: zap.NewNop(), running: map[*watch]struct{}{}}
-	// No namespace here: the listener counts as one that failed.
-	g.direct = directs{addr: map[string]netip.Addr{}, failed: map[netip.AddrPort]bool{first: true}, next: firstDirectAddr}
+	// No namespace here: the name's listener stands made.
+	g.direct = directs{
+		addr: map[string]netip.Addr{"api.allowed.test": firstDirectAddr}, failed: map[netip.AddrPort]bool{},
+		next: firstDirectAddr.Next(), lns: []net.Listener{addrOnly{net.TCPAddrFromAddrPort(first)}},
+	}
 	w := g.enter(nil)
 
 	parse := func(resp []byte) (dnsmessage.Header, []dnsmessage.Resource) {
@@ -81,4 +94,39 @@ func TestReadableHosts(t *testing.T) {
 	}
 	_, ok := readableHosts(dir)
 	assert.False(t, ok, "a directory")
+}
+
+// TestGateLookupBounds (after the attack review): a closed gate makes no
+// listener for a name asked after it closed (a command running past its
+// session's end remade one, and Close waited for it for ever); listeners
+// that could not be made count against subproc.MaxDirect (a command taking
+// the ports first made the gate hand out addresses without end); a name
+// with no listener serving it gets no address and is no refusal of the host.
+func TestGateLookupBounds(t *testing.T) {
+	p, err := netproxy.New(netproxy.Config{Allow: []string{"*.allowed.test:8080"}}, nil)
+	require.NoError(t, err)
+	newGate := func() *gate {
+		g := &gate{proxy: p, log: zap.NewNop(), running: map[*watch]struct{}{}}
+		g.direct = directs{addr: map[string]netip.Addr{}, failed: map[netip.AddrPort]bool{}, next: firstDirectAddr}
+		return g
+	}
+
+	// No namespace here: any listener asked for would panic.
+	g := newGate()
+	g.direct.closed = true
+	w := g.enter(nil)
+	_, reason, refused := g.lookup("api.allowed.test")
+	assert.NotEmpty(t, reason)
+	assert.False(t, refused)
+	assert.Empty(t, g.leave(w).hosts, "no refusal recorded")
+	assert.Empty(t, g.direct.addr, "no address handed out")
+
+	g = newGate()
+	for i := range subproc.MaxDirect {
+		g.direct.failed[netip.AddrPortFrom(netip.AddrFrom4([4]byte{127, 77, 1, byte(i)}), 8080)] = true
+	}
+	_, reason, refused = g.lookup("api.allowed.test")
+	assert.Contains(t, reason, "no direct address serving it")
+	assert.False(t, refused)
+	assert.Empty(t, g.direct.addr, "no address handed out past the bound")
 }
