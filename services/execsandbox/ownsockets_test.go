@@ -104,7 +104,7 @@ while time.time() < end and not os.path.exists("stop"):
             print("rename", e.strerror)
         open("swapped", "w").close()
     try:
-        c, _ = srv.accept(); n += 1; c.sendall(b"served\n"); c.close()
+        c, _ = srv.accept(); n += 1; c.recv(16); c.sendall(b"served\n"); c.close()
     except socket.timeout:
         pass
 print("accepted", n)
