@@ -35,8 +35,6 @@ type directs struct {
 	lns    []net.Listener
 	next   netip.Addr
 	dns    net.PacketConn // the name server's socket (made with the gate)
-	// planned counts the listeners plan gave out that are not made yet.
-	planned int
 	// closed is set when the gate closes: no listener is made after.
 	closed bool
 }
@@ -135,7 +133,7 @@ func (g *gate) mapName(name string, ports []int) (netip.Addr, bool) {
 
 // plan gives name an address (its own, once) and returns the listeners
 // of ports not made yet there, with their targets, leaving room for
-// reserve more sockets in the gate's first helper run; false when the gate
+// reserve more sockets (those already planned for a helper run); false when the gate
 // holds subproc.MaxDirect listeners already and name has none. g.dmu is
 // held.
 func (g *gate) plan(name string, ports []int, reserve int) (netip.Addr, []netip.AddrPort, []directTarget, bool) {
@@ -148,7 +146,7 @@ func (g *gate) plan(name string, ports []int, reserve int) (netip.Addr, []netip.
 	}
 	// Listeners that could not be made count too: a command taking the
 	// ports first cannot make the gate hand out addresses without end.
-	room := subproc.MaxDirect - reserve - len(d.lns) - len(d.failed) - d.planned
+	room := subproc.MaxDirect - reserve - len(d.lns) - len(d.failed)
 	a, ok := d.addr[name]
 	if !ok {
 		if len(ports) > room {

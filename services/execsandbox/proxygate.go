@@ -81,13 +81,12 @@ func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *sessi
 	g.dmu.Lock()
 	defer g.dmu.Unlock()
 	for _, name := range names {
-		_, adds, t, ok := g.plan(name, direct[name], 2)
+		// Room for the name server's socket and the listeners planned.
+		_, adds, t, ok := g.plan(name, direct[name], 1+len(tcp))
 		if ok {
 			tcp, targets = append(tcp, adds...), append(targets, t...)
-			g.direct.planned += len(adds)
 		}
 	}
-	g.direct.planned = 0
 	lns, pcs, err := ns.ListenAll(b.Stage, b.Credential, tcp, []netip.AddrPort{dnsAddr})
 	if err != nil {
 		return nil, err

@@ -24,18 +24,26 @@ func (p *Proxy) Direct() map[string][]int {
 		if e.ip.IsValid() || e.suffix != "" || Local(e.name) != "" {
 			continue
 		}
-		ports := []int{e.port}
-		if e.port == 0 {
-			ports = DirectPorts
-		}
-		for _, port := range ports {
-			if !slices.Contains(out[e.name], port) {
-				out[e.name] = append(out[e.name], port)
-			}
-		}
+		out[e.name] = e.addPorts(out[e.name])
 		slices.Sort(out[e.name])
 	}
 	return out
+}
+
+// addPorts returns ports with those on which e admits a program that
+// ignores the proxy variables and ports lacks: its port, or DirectPorts
+// for an entry without one.
+func (e pattern) addPorts(ports []int) []int {
+	list := []int{e.port}
+	if e.port == 0 {
+		list = DirectPorts
+	}
+	for _, port := range list {
+		if !slices.Contains(ports, port) {
+			ports = append(ports, port)
+		}
+	}
+	return ports
 }
 
 // ServeDirect serves ln as Serve does, for a program that connects to an
@@ -90,29 +98,18 @@ func (p *Proxy) Admit(host string, grants Grants) (ports []int, normalized, reas
 		// reached through the proxy variables.
 		return nil, name, "localhost is the command's own loopback, not a host the proxy reaches by name"
 	}
-	add := func(e pattern) {
-		list := []int{e.port}
-		if e.port == 0 {
-			list = DirectPorts
-		}
-		for _, port := range list {
-			if !slices.Contains(ports, port) {
-				ports = append(ports, port)
-			}
-		}
-	}
 	for _, e := range p.allow {
 		if !e.ip.IsValid() && e.suffix == "" && e.name == name {
-			add(e)
+			ports = e.addPorts(ports)
 		}
 	}
 	if grants != nil && grants.Allowed(name) {
-		add(pattern{})
+		ports = pattern{}.addPorts(ports)
 	}
 	if len(ports) == 0 {
 		for _, e := range p.allow {
 			if e.suffix != "" && strings.HasSuffix(name, e.suffix) {
-				add(e)
+				ports = e.addPorts(ports)
 			}
 		}
 	}
