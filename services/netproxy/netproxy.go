@@ -152,7 +152,7 @@ func (p *Proxy) Allowed() []string { return p.allow.names() }
 // and serves each as HTTP or, when its first byte is 0x05, as SOCKS5. The
 // Serve and ServeDirect calls given the same grants (a runner's listeners
 // of one namespace) hold at most maxConns (256) connections between them;
-// more wait in their listeners' backlogs.
+// more wait (one accepted per listener, the rest in its backlog).
 // session names the session in the log; grants (may be nil) is what the
 // session was allowed beyond the list. Every decision is logged at info
 // ("network access allowed" or "network access refused", with session,

@@ -97,14 +97,12 @@ func (s *server) run() error {
 func (s *server) acceptLoop() error {
 	delay := time.Duration(0)
 	for {
-		select {
-		case s.slots <- struct{}{}:
-		case <-s.ctx.Done():
-			return net.ErrClosed
-		}
+		// Accept, then wait for a slot holding the connection: a loop that
+		// took a slot before it accepted would keep it while its listener
+		// is idle, and servers sharing slots (ServeDirect's) could hold
+		// them all waiting while another's connection waits for one.
 		raw, err := s.ln.Accept()
 		if err != nil {
-			<-s.slots
 			if !transientAcceptError(err) || s.stopping.Load() {
 				return err
 			}
@@ -118,6 +116,12 @@ func (s *server) acceptLoop() error {
 			continue
 		}
 		delay = 0
+		select {
+		case s.slots <- struct{}{}:
+		case <-s.ctx.Done():
+			_ = raw.Close()
+			return net.ErrClosed
+		}
 		c := &conn{Conn: raw, br: bufio.NewReader(raw)}
 		c.onClose = func() { s.untrack(c); <-s.slots }
 		if !s.enter() {
