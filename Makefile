@@ -19,7 +19,7 @@ SHELL       := bash
 
 .DEFAULT_GOAL := build
 
-.PHONY: build lint fmt test bench fuzz clean demo e2e need-bwrap test-unprivileged
+.PHONY: build lint fmt test bench fuzz clean demo e2e need-bwrap test-unprivileged docs
 
 ## build: compile every package; also bin/harness once cmd/harness exists.
 build:
@@ -168,6 +168,13 @@ e2e:
 	cd e2e && npm ci --no-audit --no-fund
 	node e2e/client.mjs
 	node e2e/http.mjs
+
+## docs: regenerate what the docs' tests check is current: docs/reference.md
+## (harness help --markdown) and the package table of docs/architecture.md
+## (from go list).
+docs:
+	$(GO) test ./cmd/harness/internal/cli -run TestReferenceCurrent -count=1 -update
+	$(GO) test ./docs -run TestArchitecturePackageTable -count=1 -update
 
 ## clean: remove build and benchmark outputs.
 clean:

@@ -70,7 +70,7 @@ func (t *Tool) Exec() *tool.Tool {
 		},
 		"tty": {
 			Type: "boolean",
-			Description: "Like interactive, on a terminal of its own (isatty true; stdout and stderr are one stream, returned as stdout with terminal control sequences removed, \r\n as \n). " +
+			Description: "Like interactive, on a terminal of its own (isatty true; stdout and stderr are one stream, returned as stdout with terminal control sequences removed, \\r\\n as \\n). " +
 				"For programs that need one: a REPL's line editing, a password prompt, Ctrl-C as an interrupt.",
 		},
 		"rows": {Type: "integer", Minimum: jsonschema.Ptr(1.0), Maximum: jsonschema.Ptr(float64(maxTermSize)), Description: "With tty: the terminal's rows (default 24)."},

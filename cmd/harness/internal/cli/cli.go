@@ -38,6 +38,9 @@ type Env struct {
 	// the call command's default approver prompts only then, and serve
 	// explains itself on stderr.
 	StdinIsTerminal bool
+	// collect, when set, takes a command's flag set in place of printing
+	// its help (the reference, `harness help --markdown`, renders it).
+	collect func(*flagSet)
 }
 
 // usageError marks an error as a usage error (exit 2). hint, when set, is
@@ -182,10 +185,11 @@ var commands = []command{
 		examples: []string{"harness version"},
 	},
 	{
-		name: "help", synopsis: "[COMMAND]",
-		summary:  "print this overview, or a command's help (also COMMAND --help)",
-		about:    "Prints the overview, or the help of COMMAND with its flags.",
-		examples: []string{"harness help", "harness help call"},
+		name: "help", synopsis: "[COMMAND | --markdown]",
+		summary: "print this overview, or a command's help (also COMMAND --help)",
+		about: "Prints the overview, or the help of COMMAND with its flags; with --markdown, the reference\n" +
+			"of every command, flag and tool in Markdown, as docs/reference.md holds it.",
+		examples: []string{"harness help", "harness help call", "harness help --markdown"},
 	},
 }
 
@@ -269,10 +273,17 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 // command's own --help, so its flags are the ones it parses).
 func help(ctx context.Context, args []string, env Env) error {
 	fs := newFlags("help", env, false)
+	markdown := fs.Bool("markdown", false, "print the reference of every command, flag and tool in Markdown (docs/reference.md)")
 	if err := fs.parse(args); err != nil {
 		return err
 	}
 	args = fs.Args()
+	if *markdown {
+		if len(args) > 0 {
+			return fs.usageErr(errors.New("help: --markdown takes no command: it prints them all"))
+		}
+		return printReference(ctx, env)
+	}
 	if len(args) == 0 {
 		printOverview(env.Stdout)
 		return nil
@@ -341,7 +352,11 @@ func (fs *flagSet) parse(args []string) error {
 		return nil
 	}
 	if errors.Is(err, flag.ErrHelp) {
-		fs.printHelp(fs.env.Stdout)
+		if fs.env.collect != nil {
+			fs.env.collect(fs)
+		} else {
+			fs.printHelp(fs.env.Stdout)
+		}
 		return errHelp
 	}
 	msg := err.Error()

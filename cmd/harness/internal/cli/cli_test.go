@@ -296,7 +296,7 @@ func TestRun(t *testing.T) {
 		{
 			name: "help --help prints help's own usage", args: func(layout) []string { return []string{"help", "--help"} }, code: cli.ExitOK,
 			stdout: func(t *testing.T, _ layout, out string) {
-				assert.True(t, strings.HasPrefix(out, "Usage: harness help [COMMAND]\n"), out)
+				assert.True(t, strings.HasPrefix(out, "Usage: harness help [COMMAND | --markdown]\n"), out)
 			},
 		},
 		{
@@ -350,8 +350,12 @@ func TestRun(t *testing.T) {
 		{
 			name: "help help prints help's usage", args: func(layout) []string { return []string{"help", "help"} }, code: cli.ExitOK,
 			stdout: func(t *testing.T, _ layout, out string) {
-				assert.True(t, strings.HasPrefix(out, "Usage: harness help [COMMAND]\n"), out)
+				assert.True(t, strings.HasPrefix(out, "Usage: harness help [COMMAND | --markdown]\n"), out)
 			},
+		},
+		{
+			name: "help --markdown takes no command", args: func(layout) []string { return []string{"help", "--markdown", "serve"} }, code: cli.ExitUsage,
+			stderrIn: []string{"harness: help: --markdown takes no command: it prints them all"},
 		},
 		{
 			name: "help bogus fails", args: func(layout) []string { return []string{"help", "bogus"} }, code: cli.ExitUsage,
@@ -1156,14 +1160,20 @@ func TestServeEndsWithContext(t *testing.T) {
 	}
 }
 
-// TestREADMEInStep keeps the README's tables in step with the binary: every
-// command, every flag of every command's help, and every tool `harness tools`
-// declares is named there, as is every default host-run file; and its first screen has exactly the two set-up
-// commands.
-func TestREADMEInStep(t *testing.T) {
-	b, err := os.ReadFile(filepath.Join("..", "..", "..", "..", "README.md"))
+// TestReferenceCurrent: docs/reference.md is what `harness help --markdown`
+// prints (-update rewrites it), and it names every command of the overview,
+// every flag of every command's help and every tool `harness tools`
+// declares.
+func TestReferenceCurrent(t *testing.T) {
+	path := filepath.Join("..", "..", "..", "..", "docs", "reference.md")
+	ref := runCLI(t, []string{"help", "--markdown"}, "", false, nil)
+	require.EqualValues(t, cli.ExitOK, ref.code, ref.stderr)
+	if *update {
+		require.NoError(t, os.WriteFile(path, []byte(ref.stdout), 0o644))
+	}
+	b, err := os.ReadFile(path)
 	require.NoError(t, err)
-	readme := string(b)
+	assert.Equal(t, ref.stdout, string(b), "docs/reference.md is stale: go test ./cmd/harness/internal/cli -run TestReferenceCurrent -update")
 
 	overview := runCLI(t, []string{"help"}, "", false, nil)
 	require.EqualValues(t, cli.ExitOK, overview.code)
@@ -1171,14 +1181,35 @@ func TestREADMEInStep(t *testing.T) {
 	require.Len(t, commands, 10)
 	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
 	for _, c := range commands {
-		assert.Contains(t, readme, "`harness "+c[1], "the README's commands table names %s", c[1])
+		assert.Contains(t, ref.stdout, "\n### harness "+c[1]+"\n", "the reference has a section for %s", c[1])
 		h := runCLI(t, []string{"help", c[1]}, "", false, nil)
 		require.EqualValues(t, cli.ExitOK, h.code, h.stderr)
 		for _, f := range flagRE.FindAllStringSubmatch(h.stdout, -1) {
-			assert.Regexp(t, regexp.MustCompile(`--`+regexp.QuoteMeta(f[1])+`([^a-z-]|$)`), readme,
-				"the README names %s's flag --%s", c[1], f[1])
+			assert.Regexp(t, regexp.MustCompile("\\| `--"+regexp.QuoteMeta(f[1])+"[ `]"), ref.stdout,
+				"the reference has a row for %s's flag --%s", c[1], f[1])
 		}
 	}
+	l := newLayout(t)
+	tools := runCLI(t, []string{"tools", "--workspace", l.ws}, "", false, nil)
+	require.EqualValues(t, cli.ExitOK, tools.code)
+	var decls []struct{ Name string }
+	require.NoError(t, json.Unmarshal([]byte(tools.stdout), &decls))
+	require.NotEmpty(t, decls)
+	for _, d := range decls {
+		assert.Contains(t, ref.stdout, "\n### "+d.Name+"\n", "the reference has a section for the %s tool", d.Name)
+	}
+}
+
+// TestREADMEFrontDoor keeps the README a front door: at most 150 lines; its
+// first screen names every tool and has exactly the two set-up commands;
+// every page it links exists. docs/configuration.md, which explains the
+// flags in depth, names every flag and every default host-run file.
+func TestREADMEFrontDoor(t *testing.T) {
+	root := filepath.Join("..", "..", "..", "..")
+	b, err := os.ReadFile(filepath.Join(root, "README.md"))
+	require.NoError(t, err)
+	readme := string(b)
+	assert.LessOrEqual(t, strings.Count(readme, "\n"), 150, "the README is a front door, not the manual")
 
 	l := newLayout(t)
 	tools := runCLI(t, []string{"tools", "--workspace", l.ws}, "", false, nil)
@@ -1193,19 +1224,34 @@ func TestREADMEInStep(t *testing.T) {
 		assert.Contains(t, intro, "`"+d.Name+"`", "the README's first lines name the %s tool", d.Name)
 		assert.Regexp(t, `\b`+d.Name+`\b`, about, "serve's help names the %s tool", d.Name)
 	}
+	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(intro)
+	require.NotNil(t, block, "the first screen has a set-up block")
+	assert.Equal(t, []string{"make demo", "make test"},
+		regexp.MustCompile(`(?m)^(make \w+)`).FindAllString(block[1], -1), "exactly two set-up commands")
 
+	for _, m := range regexp.MustCompile(`\]\(([^)#:]+)(#[^)]*)?\)`).FindAllStringSubmatch(readme, -1) {
+		assert.FileExists(t, filepath.Join(root, m[1]), "the README links %s", m[1])
+	}
+
+	c, err := os.ReadFile(filepath.Join(root, "docs", "configuration.md"))
+	require.NoError(t, err)
+	conf := string(c)
+	flagRE := regexp.MustCompile(`(?m)^  --([a-z-]+)`)
+	for _, cmd := range []string{"serve", "call", "policy", "audit", "history", "undo"} {
+		h := runCLI(t, []string{"help", cmd}, "", false, nil)
+		require.EqualValues(t, cli.ExitOK, h.code, h.stderr)
+		for _, f := range flagRE.FindAllStringSubmatch(h.stdout, -1) {
+			assert.Regexp(t, regexp.MustCompile(`--`+regexp.QuoteMeta(f[1])+`([^a-z-]|$)`), conf,
+				"docs/configuration.md explains %s's flag --%s", cmd, f[1])
+		}
+	}
 	for _, h := range sandbox.HostRunFiles() {
 		name := h.Name
 		if h.Dir {
 			name += "/"
 		}
-		assert.Contains(t, readme, "`"+name+"`", "the README's --protect row names the host-run file %s", name)
+		assert.Contains(t, conf, "`"+name+"`", "docs/configuration.md's --protect row names the host-run file %s", name)
 	}
-
-	block := regexp.MustCompile("(?s)```sh\n(.*?)```").FindStringSubmatch(intro)
-	require.NotNil(t, block, "the first screen has a set-up block")
-	assert.Equal(t, []string{"make demo", "make test"},
-		regexp.MustCompile(`(?m)^(make \w+)`).FindAllString(block[1], -1), "exactly two set-up commands")
 }
 
 // TestCallFromSlash (issue 12): `cd / && harness call write --args

@@ -27,7 +27,7 @@ type parityRow struct {
 	// through the write tool (the fence's verdict).
 	lands map[sandbox.Mode]bool
 	// differs lists the modes in which the two cannot agree, and why: the
-	// known differences, also listed in the README.
+	// known differences, also listed in docs/configuration.md.
 	differs map[sandbox.Mode]string
 }
 
@@ -102,7 +102,7 @@ func TestParity(t *testing.T) {
 				byWrite := runParity(t, row, mode, "write")
 				byExec := runParity(t, row, mode, "exec")
 				if why, ok := row.differs[mode]; ok {
-					assert.NotEqual(t, byWrite, byExec, "a known difference (%s) no longer differs: remove it from the table and the README", why)
+					assert.NotEqual(t, byWrite, byExec, "a known difference (%s) no longer differs: remove it from the table and docs/configuration.md", why)
 					return
 				}
 				assert.Equal(t, byWrite, byExec, "the fence and the runner disagree on disk")

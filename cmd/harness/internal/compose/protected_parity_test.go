@@ -74,7 +74,7 @@ type protectedRow struct {
 	// others nothing on disk changes.
 	lands map[sandbox.Mode]bool
 	// differs names the modes in which the families cannot agree yet, and
-	// why: each is listed in the README's known differences.
+	// why: each is listed in docs/configuration.md's known differences.
 	differs map[sandbox.Mode]string
 }
 
@@ -202,7 +202,7 @@ func TestProtectedParity(t *testing.T) {
 					byTool := runProtected(t, row, op, mode, false)
 					byExec := runProtected(t, row, op, mode, true)
 					if why, ok := row.differs[mode]; ok {
-						assert.NotEqual(t, byTool, byExec, "a known difference (%s) no longer differs: remove it from the table and the README", why)
+						assert.NotEqual(t, byTool, byExec, "a known difference (%s) no longer differs: remove it from the table and docs/configuration.md", why)
 						return
 					}
 					assert.Equal(t, byTool, byExec, "the file tools and the runner disagree on disk")
