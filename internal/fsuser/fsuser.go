@@ -1,8 +1,11 @@
-// Package fsuser runs a function with another user's filesystem identity on
-// the calling goroutine's OS thread, so that the kernel decides every path
-// the function reaches as it decides that user's: a server running as root
-// reaches, through its file tools, only what the workspace owner its
-// commands run as could (issue 35).
+// Package fsuser is a user's rights over the filesystem: it runs a function
+// with another user's filesystem identity on the calling goroutine's OS
+// thread, so that the kernel decides every path the function reaches as it
+// decides that user's (a server running as root reaches, through its file
+// tools, only what the workspace owner its commands run as could, issue
+// 35), and it answers, by the kernel's own rule (mode bits and POSIX
+// access ACLs), whether a user may search or write a path (Account.May,
+// issue 37), for the command runner and the denial inference alike.
 //
 // Linux keeps a filesystem user id, group id and supplementary group list
 // per thread (setfsuid(2), setfsgid(2), and setgroups(2) issued as a raw

@@ -16,6 +16,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/fsuser"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -271,10 +272,9 @@ func accountOf(cred *syscall.Credential) account {
 
 // unsearchable returns the first proper ancestor of p (an absolute
 // canonical path) whose mode bits deny a the search permission, "" for
-// none. Mode bits only: an ACL granting search is not consulted (the
-// caller then masks the whole directory, more than needed, never less);
-// uid 0 is judged as the owner it is, never as capable (a command runs
-// without capabilities).
+// none, decided by fsuser.Account.May (the mode bits and the POSIX
+// access ACL, as the kernel reads them for a process without
+// capabilities: uid 0 is judged as the owner it is, as a command runs).
 func (a account) unsearchable(p string) string {
 	for dir := "/"; dir != p; {
 		rest := strings.TrimPrefix(strings.TrimPrefix(p, dir), "/")
@@ -302,22 +302,16 @@ func (a account) unreachable(p string) string {
 	return ""
 }
 
-// searches reports whether dir's mode bits grant a the search permission,
-// judged as unsearchable does; a dir that cannot be stat'ed counts as
-// searchable (what is missing is reported where it is used).
+// searches reports whether a may search dir (fsuser.Account.May); a dir
+// that cannot be stat'ed counts as searchable (what is missing is reported
+// where it is used), one whose ACL cannot be read as unsearchable (its
+// caller then masks the whole directory: more than needed, never less).
 func (a account) searches(dir string) bool {
-	var st syscall.Stat_t
-	if syscall.Stat(dir, &st) != nil {
-		return true
+	ok, err := fsuser.Account{UID: a.uid, GIDs: a.gids}.May(dir, fsuser.Search, true)
+	if err != nil {
+		return !errors.Is(err, fsuser.ErrACL)
 	}
-	perm := st.Mode & 0o777
-	switch {
-	case st.Uid == a.uid:
-		perm >>= 6
-	case slices.Contains(a.gids, st.Gid):
-		perm >>= 3
-	}
-	return perm&1 != 0
+	return ok
 }
 
 // maxLinkedOutEntries bounds the entries linkedOut reads beneath the

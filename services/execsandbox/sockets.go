@@ -15,6 +15,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/fsuser"
 	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -149,29 +150,18 @@ func searchable(dir string, uid uint32, gids []uint32) bool {
 }
 
 // permits reports whether path (its last component not followed) grants uid
-// with groups gids the access bits want (0o2 write, 0o1 search or execute)
-// by its owner, group or other mode bits, as the kernel checks them for a
-// user without capabilities; a path with an access ACL counts as granting
-// (the ACL is not read), so a socket it might open is masked, and a
-// directory it might shut is tried (where it does shut it, bwrap fails to
-// start the command: fail closed). A path that cannot be read grants
-// nothing.
-func permits(path string, uid uint32, gids []uint32, want uint32) bool {
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil {
-		return false
+// with groups gids the access want (fsuser.Write, fsuser.Search), as the
+// kernel decides it for a user without capabilities (fsuser.Account.May:
+// the mode bits and the POSIX access ACL); a path whose ACL cannot be read
+// counts as granting, so a socket it might open is masked, and a directory
+// it might shut is tried (where it does shut it, bwrap fails to start the
+// command: fail closed). A path that cannot be stat'ed grants nothing.
+func permits(path string, uid uint32, gids []uint32, want fsuser.Access) bool {
+	ok, err := fsuser.Account{UID: uid, GIDs: gids}.May(path, want, false)
+	if err != nil {
+		return errors.Is(err, fsuser.ErrACL)
 	}
-	if _, err := unix.Lgetxattr(path, "system.posix_acl_access", nil); err == nil {
-		return true
-	}
-	shift := uint32(0)
-	switch {
-	case st.Uid == uid:
-		shift = 6
-	case slices.Contains(gids, st.Gid):
-		shift = 3
-	}
-	return st.Mode>>shift&want == want
+	return ok
 }
 
 // fileID is a file's identity.
