@@ -37,6 +37,10 @@ type Guard struct {
 	// approver is the composed approver, asked only when the call carries
 	// none of its own.
 	approver sandbox.Approver
+	// unattended is the composed approver when it is a
+	// sandbox.Unattended: no one is asked, and the denials say what to do
+	// instead of offering an escalation.
+	unattended *sandbox.Unattended
 	// unconfined says why escalation is not available when the family does
 	// not confine, e.g. "no sandboxing filesystem to escalate".
 	unconfined string
@@ -82,9 +86,13 @@ func New(cfg Config) (*Guard, error) {
 	if log == nil {
 		log = zap.NewNop()
 	}
+	var unattended *sandbox.Unattended
+	if u, ok := cfg.Approver.(sandbox.Unattended); ok {
+		unattended = &u
+	}
 	return &Guard{
 		family: cfg.Family, policy: cfg.Policy, confines: cfg.Confines,
-		approver: cfg.Approver, unconfined: cfg.Unconfined,
+		approver: cfg.Approver, unattended: unattended, unconfined: cfg.Unconfined,
 		hosts: cfg.Hosts && cfg.Confines && cfg.Family == sandbox.Commands,
 		sink:  cfg.Sink, log: log.Named("audit"),
 	}, nil

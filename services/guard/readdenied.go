@@ -15,7 +15,8 @@ import (
 // prompt asks the user for that one credential read); without it, that
 // only a single read can be approved; under a session ceiling narrower
 // than danger-full-access, that no read can be approved (it is refused
-// without asking). Then text, the call's own output, when there is any.
+// without asking); under a sandbox.Unattended approver, its ReadRemedy
+// (sandbox.Unattended.Hint). Then text, the call's own output, when there is any.
 func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, escalates bool) tool.Result {
 	marker := sandbox.ReadDenialMarker(policy.Mode)
 	msg := marker
@@ -26,6 +27,8 @@ func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, 
 		msg += "\n" + readGrantLine(policy.Mode)
 	}
 	switch {
+	case g.unattended != nil:
+		msg += "\n" + g.unattended.Hint(g.unattended.ReadRemedy)
 	case policy.Ceiling != "" && policy.Ceiling != sandbox.DangerFullAccess:
 		msg += "\n" + readCeilingHint(policy.Ceiling)
 	case escalates:

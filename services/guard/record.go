@@ -122,11 +122,12 @@ func (a *answers) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sand
 }
 
 // asker returns the approver of the call's escalation (the call's own,
-// else the composed one) wrapped to keep the answer; nil when there is
-// none, and then the approver passed on is nil too.
+// else the composed one; only the composed one when it is a
+// sandbox.Unattended) wrapped to keep the answer; nil when there is none,
+// and then the approver passed on is nil too.
 func (c *Call) asker() (sandbox.Approver, *answers) {
 	approver := c.Approver
-	if approver == nil {
+	if approver == nil || c.g.unattended != nil {
 		approver = c.g.approver
 	}
 	if approver == nil {

@@ -124,7 +124,9 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 // retry asking for those hosts, at most sandboxpolicy.MaxHosts (what one
 // allow_hosts may name), with allow_hosts (when the guard declares it; else
 // the escalation hint), or under a session ceiling that allows neither (a
-// read-only one for hosts) the line saying so; then text, the command's
+// read-only one for hosts) the line saying so, or under a
+// sandbox.Unattended approver its HostsRemedy (Remedy when the guard does
+// not declare allow_hosts); then text, the command's
 // own output.
 func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, more int, text string) tool.Result {
 	marker := sandbox.NetworkDenialMarker(policy.Mode)
@@ -149,6 +151,10 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 		b.WriteString("\n(and " + strconv.Itoa(more) + " more refusals)")
 	}
 	switch {
+	case g.unattended != nil && g.hosts:
+		b.WriteString("\n" + g.unattended.Hint(g.unattended.HostsRemedy))
+	case g.unattended != nil:
+		b.WriteString("\n" + g.unattended.Hint(g.unattended.Remedy))
 	case g.hosts && policy.Ceiling == sandbox.ReadOnly:
 		b.WriteString("\n" + hostsCeilingHint)
 	case g.hosts:
@@ -187,7 +193,8 @@ func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detai
 // lines returns a denial's text: marker, the no-workspace line (when
 // writes is set), detail, the session-grant line and the escalation hint,
 // or, when the policy's mode is already its session's ceiling, the line
-// saying no escalation is available (sandbox.CeilingHint).
+// saying no escalation is available (sandbox.CeilingHint), or, under a
+// sandbox.Unattended approver, its Remedy (sandbox.Unattended.Hint).
 func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string, writes bool) string {
 	msg := marker
 	if writes && policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {
@@ -201,6 +208,9 @@ func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail str
 	}
 	if policy != nil && atCeiling(*policy) {
 		return msg + "\n" + sandbox.CeilingHint(policy.Ceiling)
+	}
+	if g.unattended != nil {
+		return msg + "\n" + g.unattended.Hint(g.unattended.Remedy)
 	}
 	msg += "\n" + sandbox.EscalationHint(g.family.Subject())
 	return msg

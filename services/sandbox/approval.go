@@ -116,3 +116,34 @@ func (f ApproverFunc) Approve(ctx context.Context, req ApprovalRequest) (Outcome
 	}
 	return f(ctx, req)
 }
+
+// Unattended is the composed Approver of a process that can ask no one (a
+// one-shot `harness call` without a terminal): it answers every request
+// Unavailable, and a guard composed with it asks no other approver (a
+// call's own included) and renders, in place of each escalation hint, the
+// line Hint makes of the remedy that fits the denial, so a denied call
+// says what to do instead of offering an escalation that would be refused.
+type Unattended struct {
+	// Why says why nothing can be asked, e.g. "harness call asks for
+	// approval only on a terminal or with --approval prompt".
+	Why string
+	// Remedy says how to allow a denied write or command without an
+	// approval, e.g. "to allow this, run it again with a wider --mode".
+	Remedy string
+	// HostsRemedy says how to let a command reach a host the network proxy
+	// refused, e.g. "to allow a host, run it again with --allow-domain HOST".
+	HostsRemedy string
+	// ReadRemedy says how to read a path in the deny-read set.
+	ReadRemedy string
+}
+
+// Approve answers Unavailable: there is no one to ask.
+func (Unattended) Approve(context.Context, ApprovalRequest) (Outcome, error) {
+	return Unavailable, nil
+}
+
+// Hint is the line that replaces an escalation hint: "[sandbox: no
+// escalation here: Why; remedy]".
+func (u Unattended) Hint(remedy string) string {
+	return "[sandbox: no escalation here: " + u.Why + "; " + remedy + "]"
+}

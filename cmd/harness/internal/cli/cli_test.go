@@ -408,6 +408,17 @@ func TestRun(t *testing.T) {
 			disk:   noFile("ws/new.txt"),
 		},
 		{
+			name: "a read of a deny-read file without a terminal says how to allow it, not to escalate", code: cli.ExitToolError,
+			args: func(l layout) []string {
+				if err := os.WriteFile(filepath.Join(l.ws, ".env"), []byte("TOKEN=1\n"), 0o644); err != nil {
+					panic(err)
+				}
+				return ws(l, "call", "read", "--arg", "file_path=.env")
+			},
+			stdout: isError("FS_READ_DENIED", "\n[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; "+
+				"to read it, run it again without the deny-read pattern that covers it (--allow-read drops a default one)]"),
+		},
+		{
 			name: "call write inside under workspace-write lands", code: cli.ExitOK, golden: "call_write_inside",
 			args: func(l layout) []string {
 				return ws(l, "call", "write", "--mode", "workspace-write", "--temp-root", l.tmp,

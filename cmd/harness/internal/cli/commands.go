@@ -291,7 +291,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	if err != nil {
 		return ExitUsage, err
 	}
-	approver, asks, err := chooseApprover(*approval, env)
+	approver, err := chooseApprover(*approval, env)
 	if err != nil {
 		return ExitUsage, err
 	}
@@ -350,9 +350,6 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	defer tracker.End(sess) // before the temp area goes
 	// The call's audit record names this command as its client.
 	res := target.Handler(session.NewContext(ctx, sess), tool.Call{ID: "1", Client: "harness call " + version(), Arguments: arguments})
-	if !asks && res.IsError {
-		res.Text = withoutEscalationHint(res.Text)
-	}
 	if err := writeJSON(env.Stdout, mcpserver.ToResult(res)); err != nil {
 		return ExitToolError, err
 	}
@@ -443,56 +440,37 @@ func errOrNull(err error) error {
 	return err
 }
 
-// chooseApprover returns the call command's approver and whether it can
-// answer: prompt on the terminal, deny, or (no choice and no terminal)
-// unavailable, which cannot.
-func chooseApprover(choice string, env Env) (sandbox.Approver, bool, error) {
+// chooseApprover returns the call command's approver: prompt on the
+// terminal, deny, or (no choice and no terminal) sandbox.Unattended, which
+// asks no one: the guard then renders each denial with what to do instead
+// of an escalation hint.
+func chooseApprover(choice string, env Env) (sandbox.Approver, error) {
 	switch choice {
 	case "prompt":
-		return promptApprover(env), true, nil
+		return promptApprover(env), nil
 	case "deny":
 		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
 			return sandbox.Rejected, nil
-		}), true, nil
+		}), nil
 	case "":
 		if env.StdinIsTerminal {
-			return promptApprover(env), true, nil
+			return promptApprover(env), nil
 		}
-		return sandbox.ApproverFunc(func(context.Context, sandbox.ApprovalRequest) (sandbox.Outcome, error) {
-			return sandbox.Unavailable, nil
-		}), false, nil
+		return unattended, nil
 	default:
-		return nil, false, usagef("--approval: unknown value %q: allowed values are deny, prompt", choice)
+		return nil, usagef("--approval: unknown value %q: allowed values are deny, prompt", choice)
 	}
 }
 
-// noApprovalHint replaces the escalation hint of a denied call when call
-// has no one to ask: retrying with sandbox_permissions would only be
-// refused for want of an approval channel.
-const noApprovalHint = "[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; " +
-	"to allow this, run it again with a wider --mode]"
-
-// noHostsHint replaces the allow_hosts hint (sandbox.HostsHint) of a
-// command the domain proxy refused a host when call has no one to ask.
-const noHostsHint = "[sandbox: no escalation here: harness call asks for approval only on a terminal or with --approval prompt; " +
-	"to allow a host, run it again with --allow-domain HOST]"
-
-// withoutEscalationHint returns the text of a denied call with the
-// escalation hint (of either family) replaced by noApprovalHint, and the
-// allow_hosts hint by noHostsHint.
-func withoutEscalationHint(text string) string {
-	for _, subject := range []string{sandbox.SubjectOperation, sandbox.SubjectCommand} {
-		text = strings.Replace(text, sandbox.EscalationHint(subject), noApprovalHint, 1)
-	}
-	hosts, _, _ := strings.Cut(sandbox.HostsHint(nil), " —")
-	lines := strings.Split(text, "\n")
-	for i, l := range lines {
-		if strings.HasPrefix(l, hosts) {
-			lines[i] = noHostsHint
-			break
-		}
-	}
-	return strings.Join(lines, "\n")
+// unattended is the approver of a call without a terminal or --approval:
+// retrying a denied call with sandbox_permissions or allow_hosts would only
+// be refused for want of an approval channel, so each denial says how to
+// allow it instead.
+var unattended = sandbox.Unattended{
+	Why:         "harness call asks for approval only on a terminal or with --approval prompt",
+	Remedy:      "to allow this, run it again with a wider --mode",
+	HostsRemedy: "to allow a host, run it again with --allow-domain HOST",
+	ReadRemedy:  "to read it, run it again without the deny-read pattern that covers it (--allow-read drops a default one)",
 }
 
 // promptApprover asks on stderr (sandboxpolicy.Prompt) and reads the answer
