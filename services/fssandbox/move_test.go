@@ -24,8 +24,11 @@ import (
 // moveRaceDuration is how long the move race runs: 30 s under
 // HARNESS_SOAK=1 (make soak), a few seconds otherwise (make test).
 func moveRaceDuration() time.Duration {
-	if os.Getenv("HARNESS_SOAK") == "1" {
+	switch {
+	case os.Getenv("HARNESS_SOAK") == "1":
 		return 30 * time.Second
+	case testing.Short():
+		return time.Second // make check's tier
 	}
 	return 3 * time.Second
 }
