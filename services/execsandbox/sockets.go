@@ -74,12 +74,13 @@ type socketView struct {
 // is in (maskedSockets), and every socket file inside the policy's roots
 // (socketWalker: found there wherever a command renamed its directory to,
 // and whatever namespace bound it; sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
-// directories the command's user may search (bwrap, running as that user,
-// could not set up a mount there, and the command could not connect there
-// anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
+// directories the command's user may search, or could make searchable by
+// owning them (permits: bwrap, running as that user, could not set up a
+// mount elsewhere, and the command could not connect there anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
 // listed, or the walk of the writable roots did not finish within timeout
 // (0: ctx's deadline) and its budget; the command is not run. Each mask costs bwrap about 2 ms to set
-// up, so sockets the user cannot connect to by their modes are not masked.
+// up, so sockets the user cannot connect to, by their modes and ACLs, and
+// cannot open to itself (it owns none of the way) are not masked.
 func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
 	if len(r.named) == 0 && !r.ownSockets() {
 		return socketView{}, nil
@@ -150,16 +151,29 @@ func searchable(dir string, uid uint32, gids []uint32) bool {
 }
 
 // permits reports whether path (its last component not followed) grants uid
-// with groups gids the access want (fsuser.Write, fsuser.Search), as the
-// kernel decides it for a user without capabilities (fsuser.Account.May:
-// the mode bits and the POSIX access ACL); a path whose ACL cannot be read
-// counts as granting, so a socket it might open is masked, and a directory
-// it might shut is tried (where it does shut it, bwrap fails to start the
-// command: fail closed). A path that cannot be stat'ed grants nothing.
+// with groups gids the access want (fsuser.Write, fsuser.Search), now or
+// once uid wants it: a path uid owns counts as granting whatever its mode,
+// since its owner may chmod it (a command that shut its own directory
+// before one start would find the socket in it unmasked at the next and
+// open it again); else as the kernel decides it for a user without
+// capabilities (fsuser.Account.May: the mode bits and the POSIX access
+// ACL). A path the server may not look at (EACCES) or whose ACL cannot be
+// read counts as granting too, so a socket it might open is masked, and a
+// directory it might shut is tried (where it does shut it, bwrap fails to
+// start the command: fail closed). A path that is missing grants nothing.
 func permits(path string, uid uint32, gids []uint32, want fsuser.Access) bool {
+	var st unix.Stat_t
+	switch err := unix.Lstat(path, &st); {
+	case errors.Is(err, unix.EACCES):
+		return true
+	case err != nil:
+		return false
+	case st.Uid == uid:
+		return true
+	}
 	ok, err := fsuser.Account{UID: uid, GIDs: gids}.May(path, want, false)
 	if err != nil {
-		return errors.Is(err, fsuser.ErrACL)
+		return errors.Is(err, fsuser.ErrACL) || errors.Is(err, unix.EACCES)
 	}
 	return ok
 }
@@ -310,8 +324,12 @@ func maskedSockets(named map[fileID]bool) ([]string, error) {
 	seen := map[string]bool{}
 	var out []string
 	add := func(p string) {
+		// A listed path the server may not look at (a directory on the
+		// way shut to it: a command's own, chmod 000 or 0400 by an
+		// earlier command) is masked all the same: its owner could open
+		// it again.
 		id, ok := socketID(p)
-		if !ok || named[id] {
+		if !ok && !errors.Is(unix.Access(p, unix.F_OK), unix.EACCES) || ok && named[id] {
 			return
 		}
 		dir, err := filepath.EvalSymlinks(filepath.Dir(p))
