@@ -62,7 +62,7 @@ func (a Account) May(path string, want Access, follow bool) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	acl, err := accessACL(path, follow)
+	acl, err := accessACL(path, follow, st.Mode&unix.S_IFMT == unix.S_IFLNK)
 	if err == nil {
 		var ok bool
 		if ok, err = a.allows(&st, acl, want); err == nil {
@@ -73,8 +73,9 @@ func (a Account) May(path string, want Access, follow bool) (bool, error) {
 }
 
 // accessACL returns the file's access ACL entries, none (nil) when it has
-// none or its file system keeps no ACLs. A symlink (not followed) has none.
-func accessACL(path string, follow bool) ([]byte, error) {
+// none or its file system keeps no ACLs. A symlink (link, not followed)
+// has none: EPERM reading its attributes says so, and nothing else.
+func accessACL(path string, follow, link bool) ([]byte, error) {
 	get := unix.Getxattr
 	if !follow {
 		get = unix.Lgetxattr
@@ -85,8 +86,8 @@ func accessACL(path string, follow bool) ([]byte, error) {
 		switch {
 		case err == nil:
 			return buf[:n], nil
-		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EPERM) && !follow:
-			return nil, nil // no ACL; EPERM: a symlink's user xattrs
+		case errors.Is(err, unix.ENODATA), errors.Is(err, unix.ENOTSUP), errors.Is(err, unix.EPERM) && link:
+			return nil, nil
 		case errors.Is(err, unix.ERANGE) && len(buf) < 1<<16:
 			buf = make([]byte, 2*len(buf))
 		default:
