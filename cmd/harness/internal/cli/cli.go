@@ -126,7 +126,7 @@ var commands = []command{
 		},
 	},
 	{
-		name: "audit", synopsis: "[--session S] [--since T] [--until T] [--tool NAME]... [--decision D] [--path PREFIX] [--json] [flags]",
+		name: "audit", synopsis: "[--session S] [--principal P] [--since T] [--until T] [--tool NAME]... [--decision D] [--path PREFIX] [--json] [flags]",
 		summary: "print the audit log: what every call did, was refused or was allowed",
 		about: "Prints the records of the audit log (--audit-log, the server's) and its rotated files, oldest\n" +
 			"first: each call's time (UTC), session, tool, decision (allowed, denied, approved, declined,\n" +
@@ -136,7 +136,7 @@ var commands = []command{
 			"combine. A line a crash cut short is skipped and counted on stderr.",
 		examples: []string{
 			"harness audit --since 2h",
-			"harness audit --session 5f0c9a1e --decision denied",
+			"harness audit --session 5f0c9a1e-8d3b-4c52-9a7e-2b1f6e0d4c3a --decision denied",
 			"harness audit --tool write --tool edit --path ./src --json",
 		},
 	},
@@ -150,7 +150,7 @@ var commands = []command{
 			"change too (kind undo), which `harness undo` can take back.",
 		examples: []string{
 			"harness history",
-			"harness history --session 5f0c9a1e --since 2h",
+			"harness history --session 5f0c9a1e-8d3b-4c52-9a7e-2b1f6e0d4c3a --since 2h",
 			"harness history --json",
 		},
 	},
@@ -165,8 +165,8 @@ var commands = []command{
 			"1 refused or failed (the code says why), 2 a usage error.",
 		examples: []string{
 			"harness undo 18ed4684a2ca99a8-6c4c1309",
-			"harness undo --session 5f0c9a1e",
-			"harness undo --session 5f0c9a1e --force",
+			"harness undo --session 5f0c9a1e-8d3b-4c52-9a7e-2b1f6e0d4c3a",
+			"harness undo --session 5f0c9a1e-8d3b-4c52-9a7e-2b1f6e0d4c3a --force",
 		},
 	},
 	{
