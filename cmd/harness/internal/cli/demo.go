@@ -84,7 +84,7 @@ func demo(ctx context.Context, args []string, env Env) error {
 	p("harness demo: a real MCP session with `harness serve` over stdio\n")
 	p("server: harness serve %s\n", strings.Join(serveArgs, " "))
 	p("its policy, as `harness policy` with the same flags prints it:\n%s", indent(strings.TrimSuffix(rep.String(), "\n"))+"\n")
-	p("(--temp-root is the workspace itself, so the workspace is the only writable root: by default workspace-write also gives each session a temp area of its own in /tmp)\n")
+	p("(--temp-root is the workspace itself, so the writable roots above are the workspace alone: by default workspace-write also gives each session a temp area of its own in /tmp)\n")
 	if fallback != "" {
 		p("(bubblewrap is unavailable, so this demo runs commands with --exec-isolation landlock, which confines less (see \"not confined\" above); %s)\n", fallback)
 	}
