@@ -184,7 +184,7 @@ func provide(p Params) (Result, error) {
 	return Result{Tools: t.All()}, nil
 }
 
-// Module contributes exec, exec_output and exec_kill to the "tools" group,
+// Module contributes exec, exec_output, exec_kill and exec_input to the "tools" group,
 // and ends every background command when the app stops. It needs an
 // exec.Runner (execlocal.Module or execsandbox.Module) and a
 // *sandboxpolicy.Service; an optional sandbox.Approver enables escalation,
