@@ -351,13 +351,27 @@ func provide(p Params) (*Runner, error) {
 		return nil, err
 	}
 	warm, stopWarm := context.WithCancel(context.Background())
+	warmed := make(chan struct{})
 	p.Lifecycle.Append(fx.Hook{
 		OnStart: func(context.Context) error {
-			go r.Warm(warm)
+			go func() {
+				defer close(warmed)
+				r.Warm(warm)
+			}()
 			return nil
 		},
-		OnStop: func(context.Context) error {
+		// The warm-up is waited for (its searches stop at once; trying
+		// bubblewrap takes milliseconds): a process that exits while
+		// bubblewrap is being tried kills it half set up, and its sandbox's
+		// first process then waits forever for a parent that is gone (one
+		// stray process, with its namespaces, per `harness call` or `harness
+		// tools` that ended first).
+		OnStop: func(ctx context.Context) error {
 			stopWarm()
+			select {
+			case <-warmed:
+			case <-ctx.Done():
+			}
 			return r.Close()
 		},
 	})
