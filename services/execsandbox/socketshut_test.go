@@ -25,13 +25,16 @@ import (
 // not run; the listener accepts nothing. As root for both owners, and as
 // the test's own user.
 func TestSocketBehindAShutDirectory(t *testing.T) {
+	// Short names throughout: a socket's path holds at most 107 bytes, and
+	// t.TempDir's holds the test's name (the unprivileged pass's temp is
+	// under its home).
 	for _, o := range owners() {
 		for _, mode := range []os.FileMode{0o000, 0o400} {
-			t.Run(o.name+", "+mode.String(), func(t *testing.T) {
+			t.Run(fmt.Sprintf("%d-%03o", o.uid, uint32(mode.Perm())), func(t *testing.T) {
 				w := newWorld(t, o, exec.Config{}, nil)
-				run := filepath.Join(w.ws, "run")
+				run := filepath.Join(w.ws, "r")
 				require.NoError(t, os.Mkdir(run, 0o700))
-				sock := filepath.Join(run, "host.sock")
+				sock := filepath.Join(run, "s")
 				ln, err := net.Listen("unix", sock)
 				require.NoError(t, err)
 				defer ln.Close() //nolint:errcheck // test listener
