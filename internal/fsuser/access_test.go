@@ -1,8 +1,6 @@
 package fsuser_test
 
 import (
-	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -12,40 +10,25 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/fsuser"
 )
 
-// aclEntry is one entry of a POSIX access ACL as its xattr stores it.
-type aclEntry struct {
-	tag  uint16
-	perm uint16
-	id   uint32
-}
+// Shorter names for the tables below.
+type aclEntry = fixture.ACLEntry
 
-// The ACL entry tags.
+// ent is one ACL entry: tag, permissions, id.
+func ent(tag, perm uint16, id uint32) aclEntry { return aclEntry{Tag: tag, Perm: perm, ID: id} }
+
 const (
-	userObj  = 0x01
-	user     = 0x02
-	groupObj = 0x04
-	group    = 0x08
-	mask     = 0x10
-	other    = 0x20
+	userObj     = fixture.ACLUserObj
+	user        = fixture.ACLUser
+	groupObj    = fixture.ACLGroupObj
+	group       = fixture.ACLGroup
+	mask        = fixture.ACLMask
+	other       = fixture.ACLOther
+	undefinedID = fixture.ACLNoID
 )
-
-// encodeACL renders entries as system.posix_acl_access holds them.
-func encodeACL(entries ...aclEntry) []byte {
-	b := binary.LittleEndian.AppendUint32(nil, 2)
-	for _, e := range entries {
-		b = binary.LittleEndian.AppendUint16(b, e.tag)
-		b = binary.LittleEndian.AppendUint16(b, e.perm)
-		b = binary.LittleEndian.AppendUint32(b, e.id)
-	}
-	return b
-}
-
-// undefinedID is the id an ACL's owner, owning group, mask and other
-// entries carry.
-const undefinedID = 0xffffffff
 
 // accessCase is one file (owner 1000, group 1000, mode, access ACL) and
 // the answers for the accounts asked.
@@ -79,17 +62,17 @@ var accessCases = []accessCase{
 		{owner, true, true}, {member, false, false}, {rootAcct, false, false},
 	}},
 	{name: "a named user's entry, limited by the mask", mode: 0o750, acl: []aclEntry{
-		{userObj, 7, undefinedID}, {user, 7, 3000}, {groupObj, 5, undefinedID}, {mask, 5, undefinedID}, {other, 0, undefinedID},
+		ent(userObj, 7, undefinedID), ent(user, 7, 3000), ent(groupObj, 5, undefinedID), ent(mask, 5, undefinedID), ent(other, 0, undefinedID),
 	}, want: []accessWant{
 		{named, true, false}, {member, true, false}, {stranger, false, false}, {owner, true, true},
 	}},
 	{name: "a named group's entry", mode: 0o770, acl: []aclEntry{
-		{userObj, 7, undefinedID}, {groupObj, 0, undefinedID}, {group, 7, 6000}, {mask, 7, undefinedID}, {other, 0, undefinedID},
+		ent(userObj, 7, undefinedID), ent(groupObj, 0, undefinedID), ent(group, 7, 6000), ent(mask, 7, undefinedID), ent(other, 0, undefinedID),
 	}, want: []accessWant{
 		{inGroup6, true, true}, {member, false, false}, {stranger, false, false},
 	}},
 	{name: "a matching group entry that grants nothing wins over others", mode: 0o775, acl: []aclEntry{
-		{userObj, 7, undefinedID}, {groupObj, 0, undefinedID}, {group, 0, 6000}, {mask, 7, undefinedID}, {other, 5, undefinedID},
+		ent(userObj, 7, undefinedID), ent(groupObj, 0, undefinedID), ent(group, 0, 6000), ent(mask, 7, undefinedID), ent(other, 5, undefinedID),
 	}, want: []accessWant{
 		{member, false, false}, {inGroup6, false, false}, {stranger, true, false},
 	}},
@@ -97,7 +80,7 @@ var accessCases = []accessCase{
 	// kernel then reads the mode bits alone, the named user getting the
 	// others' bits.
 	{name: "a mask of nothing: the mode bits alone", mode: 0o705, acl: []aclEntry{
-		{userObj, 7, undefinedID}, {user, 7, 3000}, {groupObj, 7, undefinedID}, {mask, 0, undefinedID}, {other, 5, undefinedID},
+		ent(userObj, 7, undefinedID), ent(user, 7, 3000), ent(groupObj, 7, undefinedID), ent(mask, 0, undefinedID), ent(other, 5, undefinedID),
 	}, want: []accessWant{
 		{named, true, false}, {member, false, false}, {stranger, true, false},
 	}},
@@ -121,11 +104,7 @@ func TestMay(t *testing.T) {
 			require.NoError(t, os.Mkdir(dir, 0o700))
 			require.NoError(t, os.Chown(dir, 1000, 1000))
 			if c.acl != nil {
-				err := unix.Setxattr(dir, "system.posix_acl_access", encodeACL(c.acl...), 0)
-				if errors.Is(err, unix.ENOTSUP) {
-					t.Skip("the temp directory's file system keeps no ACLs")
-				}
-				require.NoError(t, err)
+				fixture.ACL(t, dir, c.acl...)
 			}
 			require.NoError(t, unix.Chmod(dir, c.mode))
 			for _, w := range c.want {
