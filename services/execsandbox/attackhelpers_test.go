@@ -104,12 +104,23 @@ func newWorldWith(t *testing.T, o owner, run exec.Config, edit func(*sandboxpoli
 	return w
 }
 
+// chownTo gives p (not following a symlink) to uid: as root, with the
+// group of the same number (the test hosts' users have their own group);
+// otherwise the test's own user keeps p's group, which may have any number.
+func chownTo(p string, uid int) error {
+	gid := uid
+	if os.Geteuid() != 0 {
+		gid = -1
+	}
+	return os.Lchown(p, uid, gid)
+}
+
 func chownTree(root string, uid int) error {
 	return filepath.WalkDir(root, func(p string, _ fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
-		return os.Lchown(p, uid, uid)
+		return chownTo(p, uid)
 	})
 }
 

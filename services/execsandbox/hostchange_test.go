@@ -322,8 +322,8 @@ func heldPlaceholder(t *testing.T, w world, change func()) func() int {
 	}
 	require.NoError(t, os.Chmod(p, 0o444))
 	if os.Geteuid() == 0 && w.uid != 0 {
-		require.NoError(t, os.Lchown(filepath.Dir(p), w.uid, w.uid))
-		require.NoError(t, os.Lchown(p, w.uid, w.uid))
+		require.NoError(t, chownTo(filepath.Dir(p), w.uid))
+		require.NoError(t, chownTo(p, w.uid))
 	}
 	hold, err := os.Open(p)
 	require.NoError(t, err)
@@ -394,7 +394,7 @@ func TestHostChangeBetweenSearchAndStart(t *testing.T) {
 				t.Error(err)
 			}
 			if os.Geteuid() == 0 {
-				_ = os.Lchown(lock, w.uid, w.uid)
+				_ = chownTo(lock, w.uid)
 			}
 			if err := os.Rename(lock, config); err != nil {
 				t.Error(err)

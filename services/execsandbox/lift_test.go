@@ -27,7 +27,7 @@ func plantSecret(t *testing.T, o owner, path, content string) {
 	require.NoError(t, os.WriteFile(path, []byte(content), 0o600))
 	if os.Geteuid() == 0 {
 		for p := path; p != filepath.Dir(filepath.Dir(path)); p = filepath.Dir(p) {
-			require.NoError(t, os.Lchown(p, o.uid, o.uid))
+			require.NoError(t, chownTo(p, o.uid))
 		}
 	}
 }

@@ -31,7 +31,7 @@ func TestNamedUnixSocketRetargeted(t *testing.T) {
 	out := fixtures.OutsideDir(t)
 	require.NoError(t, os.Chmod(out, 0o755))
 	other := fixtures.ListenUnix(t, filepath.Join(out, "dock.sock"))
-	require.NoError(t, os.Lchown(dir, w.uid, w.uid))
+	require.NoError(t, chownTo(dir, w.uid))
 	w = withRunner(t, w, execsandbox.Config{UnixSocketPaths: []string{named.Path}})
 
 	res := w.run(t, sandbox.WorkspaceWrite, fixtures.ConnectUnix(perl, "first", named.Path, other.Path)+
@@ -72,7 +72,7 @@ func TestUnixSocketDirectoryRenamed(t *testing.T) {
 	dir := filepath.Join(w.cache, "tmux-like")
 	require.NoError(t, os.Mkdir(dir, 0o700))
 	host := fixtures.ListenUnix(t, filepath.Join(dir, "default"))
-	require.NoError(t, os.Lchown(dir, w.uid, w.uid))
+	require.NoError(t, chownTo(dir, w.uid))
 	w = withRunner(t, w, execsandbox.Config{UnixSocketPaths: []string{named.Path}})
 
 	moved := filepath.Join(w.cache, "tmux-moved", "default")

@@ -50,8 +50,8 @@ func TestSocketBehindAShutDirectory(t *testing.T) {
 					}
 				}()
 				require.NoError(t, os.Chmod(sock, 0o600))
-				require.NoError(t, os.Lchown(sock, o.uid, o.uid))
-				require.NoError(t, os.Lchown(run, o.uid, o.uid))
+				require.NoError(t, chownTo(sock, o.uid))
+				require.NoError(t, chownTo(run, o.uid))
 				defer os.Chmod(run, 0o700) //nolint:errcheck // let t.TempDir remove it
 
 				connect := `python3 -c 'import socket,sys
