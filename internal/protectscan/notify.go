@@ -3,13 +3,13 @@ package protectscan
 import (
 	"bytes"
 	"errors"
-	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirwatch"
 )
 
 // Kept current (issue 34): every directory a scan reads or revalidates is
@@ -32,19 +32,6 @@ import (
 const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
 	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
-
-// maxWatches bounds the directories the process watches: at most a quarter
-// of the user's inotify watches (an editor or another tool of the same user
-// needs its share), and never more than this.
-const maxWatches = 100_000
-
-// localMagics are the filesystems whose every change inotify sees: changes
-// on a network or FUSE filesystem can come from another machine or process
-// without an event, so scans there are never reused.
-var localMagics = map[int64]bool{
-	unix.EXT4_SUPER_MAGIC: true, unix.XFS_SUPER_MAGIC: true, unix.BTRFS_SUPER_MAGIC: true,
-	unix.TMPFS_MAGIC: true, unix.F2FS_SUPER_MAGIC: true, 0x2fc12fc1: true, // ZFS
-}
 
 // notifier is the process's inotify instance and the directories it watches.
 type notifier struct {
@@ -82,25 +69,11 @@ func notify() *notifier {
 			n.reason = "inotify is unavailable: " + err.Error()
 		} else {
 			n.fd = fd
-			n.limit = watchLimit()
+			n.limit = dirwatch.Budget()
 		}
 		theNotify = n
 	})
 	return theNotify
-}
-
-// watchLimit is maxWatches, or a quarter of the user's inotify watches when
-// that is less.
-func watchLimit() int {
-	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
-	if err != nil {
-		return 8192 / 4
-	}
-	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
-	if err != nil || n <= 0 {
-		return 8192 / 4
-	}
-	return min(maxWatches, n/4)
 }
 
 // Notifications reports whether scans are kept current by kernel
@@ -283,7 +256,7 @@ func watchDir(fd int, st *unix.Stat_t, path string) bool {
 	id := devIno{st.Dev, st.Ino}
 	if !n.known(id) {
 		var fs unix.Statfs_t
-		if unix.Fstatfs(fd, &fs) != nil || !localMagics[int64(fs.Type)] { //nolint:unconvert // Type's width varies by platform
+		if unix.Fstatfs(fd, &fs) != nil || !dirwatch.Local(int64(fs.Type)) { //nolint:unconvert // Type's width varies by platform
 			return false
 		}
 	}

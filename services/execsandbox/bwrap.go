@@ -45,6 +45,8 @@ type bwrapIsolation struct {
 	masker *masker
 	// nets are the sessions' network namespaces under network deny.
 	nets *sessionNets
+	// secrets keeps root's secrets for uid-0 commands current.
+	secrets secretCache
 }
 
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
@@ -138,9 +140,10 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	c := b.limits.forCommand(cfg)
 	defer c.done()
 	var check *gitStateCheck
-	// Root's own workspace: root's secrets stay root's. Walked once for the
-	// command, not at each start (a start made again because a path of its
-	// view changed walks again: what changed may be among them).
+	// Root's own workspace: root's secrets stay root's. Kept current
+	// between commands (secretCache), looked up once for the command, not
+	// at each start (a start made again because a path of its view changed
+	// walks again: what changed may be among them).
 	var secrets []subproc.Masked
 	starts := 0
 	// The searches of every start share the command's timeout: a view
@@ -149,7 +152,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	out, conf, tries, err := startFresh(prep, func() (subproc.Outcome, *subproc.Confinement, error) {
 		if starts++; uidOf(cred) == 0 && (secrets == nil || starts > 1) {
 			var serr error
-			if secrets, serr = rootSecrets(prep, *req.Policy, os.Getenv("HOME"), accountOf(cred).gids); serr != nil {
+			if secrets, serr = b.secrets.get(prep, *req.Policy, os.Getenv("HOME"), accountOf(cred).gids, starts > 1); serr != nil {
 				return subproc.Outcome{}, nil, serr
 			}
 		}

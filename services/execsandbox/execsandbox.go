@@ -419,6 +419,7 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.bwrap.nets.close()
+	r.bwrap.secrets.close()
 	var err error
 	if r.proxy != nil {
 		err = r.proxy.Close()

@@ -352,3 +352,34 @@ func TestRootSecretThatIsDenyReadToo(t *testing.T) {
 		})
 	}
 }
+
+// TestRootSecretMadeBetweenCommands (issue 34): root's secrets are kept
+// current between the commands of a root-owned workspace, not walked for
+// each: a file others may read that the host then makes root's own, and a
+// root-only file made after the first command, are unreadable to the next
+// command; a file made readable again is readable.
+func TestRootSecretMadeBetweenCommands(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
+	}
+	base, err := os.MkdirTemp("/var/lib", "harness-later-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	writeTree(t, base, map[string]string{"later": "later-secret", "opened": "opened-text"})
+	require.NoError(t, os.Chmod(filepath.Join(base, "opened"), 0o600))
+	w := newWorld(t, owner{"owned by root", 0}, exec.Config{}, nil)
+	read := func(name string) string {
+		res := w.run(t, sandbox.WorkspaceWrite, "cat "+filepath.Join(base, name)+" 2>/dev/null | wc -c")
+		return strings.TrimSpace(res.Stdout.Text)
+	}
+	require.Equal(t, "12", read("later"), "others may read it: so may the command")
+	require.Equal(t, "0", read("opened"), "root's own")
+
+	require.NoError(t, os.Chmod(filepath.Join(base, "later"), 0o600))
+	require.NoError(t, os.Chmod(filepath.Join(base, "opened"), 0o644))
+	require.NoError(t, os.WriteFile(filepath.Join(base, "made"), []byte("made-secret"), 0o600))
+	require.Equal(t, "0", read("later"), "made root's after the first command")
+	require.Equal(t, "0", read("made"), "made after the first command")
+	require.Equal(t, "11", read("opened"), "made readable to others")
+}

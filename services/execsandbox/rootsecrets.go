@@ -12,6 +12,7 @@ import (
 	"syscall"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/dirwatch"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -48,8 +49,10 @@ const (
 // than maxSecretFilesInDir such files is masked whole instead (a log
 // directory), unless it is one of systemDirs. Errors: *exec.Error with
 // CodeUnavailable when the walk did not finish (deadline, more than
-// maxSecretEntries entries).
-func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32) ([]subproc.Masked, error) {
+// maxSecretEntries entries). With a non-nil set, every directory read is
+// added to set before it is read; watched is false when one could not be
+// (set nil, or dirwatch.Set.Add refused it).
+func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32, set *dirwatch.Set) (out []subproc.Masked, watched bool, err error) {
 	roots := policy.Roots()
 	if home == "/" || !filepath.IsAbs(home) || slices.ContainsFunc(systemDirs, func(top string) bool { return dirfd.Beneath(home, top) }) {
 		home = "" // a home holding a system directory is not skipped
@@ -75,18 +78,18 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 		}
 		return mine&want != 0 && perm&want == 0
 	}
-	w := secretWalk{ctx: ctx, skip: skip, holdsRoot: holdsRoot, secret: secret}
+	w := secretWalk{ctx: ctx, skip: skip, holdsRoot: holdsRoot, secret: secret, set: set, watched: set != nil}
 	for _, top := range systemDirs {
 		var st syscall.Stat_t
 		if syscall.Lstat(top, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || skip(top) {
 			continue
 		}
 		if err := w.dir(top, st.Dev, true); err != nil {
-			return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			return nil, false, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err)}
 		}
 	}
-	return w.out, nil
+	return w.out, w.watched, nil
 }
 
 // secretWalk is one walk of rootSecrets.
@@ -97,6 +100,10 @@ type secretWalk struct {
 	secret    func(*syscall.Stat_t, uint32) bool
 	entries   int
 	out       []subproc.Masked
+	// set, when not nil, watches each directory before it is read;
+	// watched stays true while every one was added.
+	set     *dirwatch.Set
+	watched bool
 }
 
 // dir walks dir (on device dev), adding its secrets to w.out; top says it
@@ -104,6 +111,11 @@ type secretWalk struct {
 func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
+	}
+	if w.watched {
+		// Before the read: a change after it is reported, and so is the
+		// directory's move if another takes its path before the read.
+		w.watched = w.set.Add(dir)
 	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {

@@ -17,7 +17,7 @@ import (
 func BenchmarkRootSecrets(b *testing.B) {
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: b.TempDir()}
 	for b.Loop() {
-		masks, err := rootSecrets(b.Context(), policy, "/root", []uint32{0})
+		masks, _, err := rootSecrets(b.Context(), policy, "/root", []uint32{0}, nil)
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -61,7 +61,7 @@ func TestRootSecretsLeaveTempAreasAlone(t *testing.T) {
 	require.NoError(t, os.WriteFile(secret, []byte("s"), 0o600))
 
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
-	masks, err := rootSecrets(t.Context(), policy, "/root", []uint32{0})
+	masks, _, err := rootSecrets(t.Context(), policy, "/root", []uint32{0}, nil)
 	require.NoError(t, err)
 	paths := make([]string, 0, len(masks))
 	for _, m := range masks {

@@ -1,0 +1,123 @@
+// Package dirwatch tells whether any of a set of directories changed since
+// it began watching them, from the kernel's inotify: a name made, removed or
+// moved in or out, an entry's owner, mode, link count or times changed, the
+// directory itself removed or moved. It lets a result computed by walking
+// directories be reused until one of them changes (issue 34: work per call
+// proportional to what changed, not to the tree).
+//
+// Changed drains the queue synchronously: the kernel queues an event before
+// the call that changed the directory returns, so a change completed before
+// Changed is called is always reported. It does not see what inotify does
+// not: changes of a network or FUSE filesystem made elsewhere (Add refuses
+// such directories, see Local), a file's content, and mounts.
+package dirwatch
+
+import (
+	"os"
+	"strconv"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// mask is what a watched directory reports (see the package doc). A file's
+// content written (IN_MODIFY) is not among them.
+const mask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
+	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
+	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+
+// maxBudget bounds Budget.
+const maxBudget = 100_000
+
+// localMagics are the filesystems whose every change inotify sees: changes
+// on a network or FUSE filesystem can come from another machine or process
+// without an event.
+var localMagics = map[int64]bool{
+	unix.EXT4_SUPER_MAGIC: true, unix.XFS_SUPER_MAGIC: true, unix.BTRFS_SUPER_MAGIC: true,
+	unix.TMPFS_MAGIC: true, unix.F2FS_SUPER_MAGIC: true, 0x2fc12fc1: true, // ZFS
+}
+
+// Local reports whether every change of a filesystem of this type (statfs's
+// f_type) is seen by inotify.
+func Local(fsType int64) bool { return localMagics[fsType] }
+
+// Budget is how many directories one user of inotify in the process may
+// watch: a quarter of the user's inotify watches (an editor or another tool
+// of the same user needs its share; /proc/sys/fs/inotify/max_user_watches,
+// 8192 when unreadable), at most 100,000.
+func Budget() int {
+	b, err := os.ReadFile("/proc/sys/fs/inotify/max_user_watches")
+	if err != nil {
+		return 8192 / 4
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil || n <= 0 {
+		return 8192 / 4
+	}
+	return min(maxBudget, n/4)
+}
+
+// Set is the directories watched through one inotify instance of its own.
+// It is not safe for concurrent use.
+type Set struct {
+	fd      int
+	limit   int
+	watched int
+	changed bool
+	buf     []byte
+}
+
+// New returns an empty Set that watches at most limit directories.
+// Errors: inotify_init1's (EMFILE when the user's instances are spent).
+func New(limit int) (*Set, error) {
+	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+	if err != nil {
+		return nil, os.NewSyscallError("inotify_init1", err)
+	}
+	return &Set{fd: fd, limit: limit, buf: make([]byte, 4096)}, nil
+}
+
+// Add watches the directory at path (a symlink is not followed) and reports
+// whether it is watched: false when path is not a directory on a Local
+// filesystem, the Set holds its limit, or the kernel refused the watch.
+// The watch is on the directory path names when Add runs: a caller that
+// reads the directory after Add sees every later change reported, and a
+// directory renamed or replaced after Add reports its move.
+func (s *Set) Add(path string) bool {
+	if s.watched >= s.limit {
+		return false
+	}
+	var fs unix.Statfs_t
+	if unix.Statfs(path, &fs) != nil || !Local(int64(fs.Type)) { //nolint:unconvert // Type's width varies by platform
+		return false
+	}
+	if _, err := unix.InotifyAddWatch(s.fd, path, mask); err != nil {
+		return false
+	}
+	s.watched++
+	return true
+}
+
+// Changed reports whether a watched directory changed since it was added
+// (or the kernel's queue overflowed). Once true it stays true.
+func (s *Set) Changed() bool {
+	for !s.changed {
+		n, err := unix.Read(s.fd, s.buf)
+		if err == unix.EINTR {
+			continue
+		}
+		if n <= 0 || err != nil {
+			// EAGAIN: nothing queued. Any other error: nothing can be
+			// trusted.
+			s.changed = err != unix.EAGAIN
+			break
+		}
+		// Any event is a change; IN_IGNORED follows a removal already
+		// reported, and IN_Q_OVERFLOW says some were lost.
+		s.changed = true
+	}
+	return s.changed
+}
+
+// Close releases the inotify instance.
+func (s *Set) Close() error { return unix.Close(s.fd) }

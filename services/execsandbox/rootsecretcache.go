@@ -1,0 +1,77 @@
+package execsandbox
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"slices"
+	"sync"
+
+	"github.com/dsh-go/harness/internal/dirwatch"
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// secretCache keeps the last rootSecrets result current instead of walking
+// the system's directories for every uid-0 command (issue 34: that walk was
+// half of such a command's cost). A later command with the same roots, home
+// and groups reuses the result while none of the directories the walk read
+// reported a change (dirwatch: a name made, removed or moved, an entry's
+// owner, mode or times, the directory itself moved), the server's mount
+// table (/proc/self/mountinfo) is the same, and the walk could watch every
+// directory it read. Otherwise the command walks, as every one did before.
+// It keeps one result: commands of another root's key walk again.
+type secretCache struct {
+	mu     sync.Mutex
+	key    string
+	set    *dirwatch.Set // nil: nothing kept
+	mounts []byte
+	out    []subproc.Masked
+}
+
+// get returns rootSecrets(ctx, policy, home, gids), the kept result when it
+// is still current and fresh is false. Errors: rootSecrets'.
+func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32, fresh bool) ([]subproc.Masked, error) {
+	key := fmt.Sprint(policy.Roots(), "\x00", home, "\x00", gids)
+	// Read before the walk: a mount made while it runs differs at the
+	// next command.
+	mounts, merr := os.ReadFile("/proc/self/mountinfo")
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if !fresh && c.set != nil && c.key == key && merr == nil && bytes.Equal(mounts, c.mounts) && !c.set.Changed() {
+		return slices.Clone(c.out), nil
+	}
+	c.dropLocked()
+	set, err := dirwatch.New(dirwatch.Budget())
+	if err != nil {
+		set = nil // no inotify instance: walked each time
+	}
+	out, watched, err := rootSecrets(ctx, policy, home, gids, set)
+	if set != nil && (err != nil || !watched || merr != nil) {
+		_ = set.Close()
+		set = nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	if set != nil {
+		c.key, c.set, c.mounts, c.out = key, set, mounts, slices.Clone(out)
+	}
+	return out, nil
+}
+
+// close drops what is kept.
+func (c *secretCache) close() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.dropLocked()
+}
+
+// dropLocked forgets the kept result; the caller holds mu.
+func (c *secretCache) dropLocked() {
+	if c.set != nil {
+		_ = c.set.Close()
+	}
+	c.key, c.set, c.mounts, c.out = "", nil, nil, nil
+}

@@ -1,0 +1,108 @@
+package execsandbox
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// TestSecretCacheKeptCurrent (issue 34): the kept result of the walk of
+// root's secrets is reused while nothing it read changed, and each change
+// that makes a file or directory root's secret, or stops one being it, is in
+// the next result: a mode changed, a file made, a file put in place by a
+// rename, a directory's mode, a filesystem mounted over a directory (no
+// inotify event: the mount table differs), another key. Each result is
+// compared with a fresh walk.
+func TestSecretCacheKeptCurrent(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the fixture is root's directory beneath /var/lib")
+	}
+	base, err := os.MkdirTemp("/var/lib", "harness-cache-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(base) })
+	require.NoError(t, os.Chmod(base, 0o755))
+	p := func(name string) string { return filepath.Join(base, name) }
+	require.NoError(t, os.WriteFile(p("f"), []byte("x"), 0o644))
+	require.NoError(t, os.Mkdir(p("d"), 0o755))
+	require.NoError(t, os.Mkdir(p("m"), 0o755))
+	require.NoError(t, os.WriteFile(p("staged"), []byte("s"), 0o600))
+	require.NoError(t, os.Mkdir(p("stage"), 0o755))
+	require.NoError(t, os.Rename(p("staged"), p("stage/staged")))
+
+	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
+	var c secretCache
+	t.Cleanup(c.close)
+	mine := func(ms []subproc.Masked) []subproc.Masked {
+		var out []subproc.Masked
+		for _, m := range ms {
+			if m.Path == base || filepath.Dir(m.Path) == base {
+				out = append(out, m)
+			}
+		}
+		return out
+	}
+	get := func(t *testing.T) []subproc.Masked {
+		t.Helper()
+		got, err := c.get(t.Context(), policy, "/root", []uint32{0}, false)
+		require.NoError(t, err)
+		fresh, _, err := rootSecrets(t.Context(), policy, "/root", []uint32{0}, nil)
+		require.NoError(t, err)
+		require.Equal(t, mine(fresh), mine(got), "the kept result is a fresh walk's")
+		return mine(got)
+	}
+	require.Empty(t, get(t))
+	kept := c.set
+	require.NotNil(t, kept, "this host's system directories are watched")
+	require.Empty(t, get(t))
+	assert.Same(t, kept, c.set, "nothing changed: the result is reused, not walked again")
+
+	steps := []struct {
+		name   string
+		change func(t *testing.T)
+		want   []subproc.Masked
+	}{
+		{
+			"a file made root's", func(t *testing.T) { require.NoError(t, os.Chmod(p("f"), 0o600)) },
+			[]subproc.Masked{{Path: p("f")}},
+		},
+		{"a file others may read again", func(t *testing.T) { require.NoError(t, os.Chmod(p("f"), 0o644)) }, nil},
+		{
+			"a secret file made", func(t *testing.T) { require.NoError(t, os.WriteFile(p("new"), nil, 0o600)) },
+			[]subproc.Masked{{Path: p("new")}},
+		},
+		{
+			"a secret file renamed in", func(t *testing.T) { require.NoError(t, os.Rename(p("stage/staged"), p("moved"))) },
+			[]subproc.Masked{{Path: p("moved")}, {Path: p("new")}},
+		},
+		{
+			"a directory made root's", func(t *testing.T) { require.NoError(t, os.Chmod(p("d"), 0o700)) },
+			[]subproc.Masked{{Path: p("d"), Dir: true}, {Path: p("moved")}, {Path: p("new")}},
+		},
+		{"a root-only filesystem mounted over a directory", func(t *testing.T) {
+			if err := unix.Mount("tmpfs", p("m"), "tmpfs", 0, "mode=0700"); err != nil {
+				t.Skipf("cannot mount here: %v", err)
+			}
+			t.Cleanup(func() { _ = unix.Unmount(p("m"), unix.MNT_DETACH) })
+		}, []subproc.Masked{{Path: p("d"), Dir: true}, {Path: p("m"), Dir: true}, {Path: p("moved")}, {Path: p("new")}}},
+	}
+	for _, s := range steps {
+		t.Run(s.name, func(t *testing.T) {
+			s.change(t)
+			require.Equal(t, s.want, get(t))
+		})
+	}
+
+	t.Run("another key", func(t *testing.T) {
+		other := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: base}
+		got, err := c.get(t.Context(), other, "/root", []uint32{0}, false)
+		require.NoError(t, err)
+		assert.Empty(t, mine(got), "nothing in a writable root is masked")
+	})
+}
