@@ -412,12 +412,39 @@ func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir str
 	}
 	r.first = float64(d.Nanoseconds()) / 1e6
 
+	// harness's bwrap arguments, from a second server of the same
+	// configuration whose bwrap is the recording one (the arguments are
+	// on a descriptor, not in /proc/1/cmdline); kept until the scenario
+	// ends, so the paths its session made stay for B's binds.
+	rec, err := newRecorder(dir, bwrap)
+	if err != nil {
+		return fail(fmt.Errorf("the recording bwrap: %w", err))
+	}
+	defer rec.remove()
+	probeSpec := spec
+	probeSpec.key += "-probe"
+	probeSpec.command = func(string) *exec.Cmd {
+		cmd := exec.Command(harnessBin, args...)
+		cmd.Env = rec.env(withoutHarnessEnv(os.Environ()))
+		return cmd
+	}
+	probe, err := startServer(ctx, probeSpec, wsA, cfg.protocol, true)
+	if err != nil {
+		return fail(fmt.Errorf("the probe server: %w", err))
+	}
+	defer func() {
+		if err := probe.close(); err != nil {
+			progress("closing %s: %v", probeSpec.key, err)
+		}
+	}()
 	var argv []string
 	var netns string
 	_, _, err = retry(func() (time.Duration, time.Duration, error) {
 		var err error
 		r.calls++
-		argv, netns, err = probeBwrap(ctx, s)
+		if argv, netns, err = probeBwrap(ctx, probe); err == nil {
+			argv, err = rec.last(argv)
+		}
 		return 0, -1, err
 	})
 	if err != nil {

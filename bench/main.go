@@ -43,7 +43,7 @@
 // with --shared-temp. In each it times the session's first exec, then
 // takes turns sample by sample between the MCP call of exec with
 // {"command":"true"}, a bare bwrap replaying the arguments harness's own
-// bwrap got (read from /proc/1/cmdline inside the sandbox) with /bin/true
+// bwrap got (recorded by a second server's recording bwrap) with /bin/true
 // as the command, and /bin/sh -c true; it reports wall times and CPU per
 // call (the server and its waited-for children; each bare run's own
 // rusage) and checks issue 34's targets (empty workspace: wall at most 1.5x
@@ -119,6 +119,9 @@ type config struct {
 }
 
 func main() {
+	if recordingBwrap() {
+		os.Exit(recordBwrap())
+	}
 	var cfg config
 	flag.StringVar(&cfg.out, "out", "", "markdown file to update between <!-- bench:begin --> and <!-- bench:end --> (empty: print the section to stdout)")
 	flag.StringVar(&cfg.chart, "chart", "", "chart file to write, .svg or .png (empty: no chart)")
