@@ -180,6 +180,9 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 	if _, ok := found[p]; ok {
 		return true
 	}
+	if s.sockets {
+		return st.Mode&unix.S_IFMT == unix.S_IFSOCK
+	}
 	if rel != "" {
 		name = rel + "/" + name
 	}

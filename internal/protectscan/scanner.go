@@ -106,6 +106,11 @@ type Options struct {
 	// (never followed): for the deny-read walk, where a `.env` that links
 	// elsewhere is a path to hide (its caller hides the target).
 	Symlinks bool
+	// Sockets makes a scan find the socket files, by their directory
+	// entry's type (an lstat where the filesystem gives none), instead of
+	// asking Match (which may be nil): for the walk of the sockets to mask,
+	// with no lstat of every file (issue 34).
+	Sockets bool
 }
 
 // Scanner finds protected paths and caches the directories it read. It is
@@ -117,6 +122,7 @@ type Scanner struct {
 	splitGit   bool
 	enterRepos bool
 	symlinks   bool
+	sockets    bool
 	cache      *dirCache
 	seq        atomic.Uint64
 
@@ -135,7 +141,7 @@ type Scanner struct {
 func New(o Options) *Scanner {
 	s := &Scanner{
 		maxEntries: o.MaxEntries, maxDepth: o.MaxDepth, splitGit: o.SplitGit,
-		enterRepos: o.EnterRepositories, symlinks: o.Symlinks, cache: newDirCache(),
+		enterRepos: o.EnterRepositories, symlinks: o.Symlinks, sockets: o.Sockets, cache: newDirCache(),
 		memos: map[string]*memo{}, active: map[string]*scanning{},
 	}
 	if s.maxEntries <= 0 {
@@ -153,7 +159,8 @@ func New(o Options) *Scanner {
 // directory its "gitdir:" line names and that gitdir's commondir, each when
 // it is a real directory inside one of roots. Match must protect the
 // version-control metadata names itself; Scan recognizes `.git` files only
-// among the entries match protected.
+// among the entries match protected. With Options.Sockets, match may be
+// nil: the entries are the socket files.
 //
 // Scan fails closed: on any error it returns no entries. Errors are
 // *BudgetError, *VanishedError (Options.FailVanished), ctx's error wrapped
@@ -179,7 +186,7 @@ func (s *Scanner) scan(ctx context.Context, roots []Root, match Match) ([]Entry,
 // scanWalk is Scan that also returns its walk (nil when the arguments were
 // refused before it began).
 func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*walk, []Entry, error) {
-	if match == nil {
+	if match == nil && !s.sockets {
 		return nil, nil, errors.New("protected-path scan: no match predicate")
 	}
 	for _, r := range roots {

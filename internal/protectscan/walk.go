@@ -459,8 +459,11 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	mark(l, d.name, typ)
 	w.rel = append(w.rel[:base], d.name...)
 	isDir := typ == unix.DT_DIR
-	// rel aliases w.rel, reused for the next entry: Match's contract.
-	protected := w.match(unsafe.String(&w.rel[0], len(w.rel)), isDir)
+	protected := typ == unix.DT_SOCK
+	if !w.s.sockets {
+		// rel aliases w.rel, reused for the next entry: Match's contract.
+		protected = w.match(unsafe.String(&w.rel[0], len(w.rel)), isDir)
+	}
 	if !protected && !isDir {
 		if r.Shared && !ownDir { // maybe another user's: not counted
 			return nil

@@ -45,8 +45,6 @@ type bwrapIsolation struct {
 	masker *masker
 	// nets are the sessions' network namespaces under network deny.
 	nets *sessionNets
-	// secrets keeps root's secrets for uid-0 commands current.
-	secrets secretCache
 }
 
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
@@ -152,7 +150,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	out, conf, tries, err := startFresh(prep, func() (subproc.Outcome, *subproc.Confinement, error) {
 		if starts++; uidOf(cred) == 0 && (secrets == nil || starts > 1) {
 			var serr error
-			if secrets, serr = b.secrets.get(prep, *req.Policy, os.Getenv("HOME"), accountOf(cred).gids, starts > 1); serr != nil {
+			if secrets, serr = rootSecretCache.get(prep, *req.Policy, os.Getenv("HOME"), accountOf(cred).gids, starts > 1); serr != nil {
 				return subproc.Outcome{}, nil, serr
 			}
 		}

@@ -405,8 +405,14 @@ func (r *Runner) Warm(ctx context.Context) {
 	policy.TempRoots = nil
 	cred, _ := commandUser(policy, nil)
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
-	// The deny-read walk of the same roots fills its own cache.
+	// The deny-read walk of the same roots fills its own cache, and so
+	// does the walk for the sockets to mask, where commands get one
+	// (sockets).
 	_, _ = r.masker.find(ctx, policy, cred)
+	if r.bwrap != nil && (len(r.named) > 0 || r.ownSockets()) && !r.cfg.UnixSockets && !subproc.Probe().ResolveUnix {
+		uid, _ := viewUser(policy)
+		_, _ = r.sockWalk.find(ctx, policy, uid)
+	}
 }
 
 // Close releases what the runner made for its commands (the parent cgroup
@@ -419,7 +425,6 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.bwrap.nets.close()
-	r.bwrap.secrets.close()
 	var err error
 	if r.proxy != nil {
 		err = r.proxy.Close()

@@ -21,7 +21,9 @@ import (
 // owner, mode or times, the directory itself moved), the server's mount
 // table (/proc/self/mountinfo) is the same, and the walk could watch every
 // directory it read. Otherwise the command walks, as every one did before.
-// It keeps one result: commands of another root's key walk again.
+// It keeps one result: commands of another key walk again. One serves the
+// process (rootSecretCache): root's secrets are the host's, and each cache
+// holds an inotify instance, of which a user has 128.
 type secretCache struct {
 	mu     sync.Mutex
 	key    string
@@ -29,6 +31,9 @@ type secretCache struct {
 	mounts []byte
 	out    []subproc.Masked
 }
+
+// rootSecretCache is the process's secretCache.
+var rootSecretCache secretCache
 
 // get returns rootSecrets(ctx, policy, home, gids), the kept result when it
 // is still current and fresh is false. Errors: rootSecrets'.
@@ -61,7 +66,7 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 	return out, nil
 }
 
-// close drops what is kept.
+// close drops what is kept (its inotify instance closed).
 func (c *secretCache) close() {
 	c.mu.Lock()
 	defer c.mu.Unlock()

@@ -7,8 +7,6 @@ import (
 	"strconv"
 	"sync"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -37,7 +35,7 @@ func (w *socketWalker) scanner(root string) *protectscan.Scanner {
 	defer w.mu.Unlock()
 	s, ok := w.scanners[root]
 	if !ok {
-		s = protectscan.New(protectscan.Options{})
+		s = protectscan.New(protectscan.Options{Sockets: true})
 		w.scanners[root] = s
 	}
 	return s
@@ -70,11 +68,7 @@ func (w *socketWalker) find(ctx context.Context, policy sandbox.ExecutionPolicy,
 		if _, err := os.Lstat(r); err != nil {
 			continue
 		}
-		match := func(rel string, isDir bool) bool {
-			var st unix.Stat_t
-			return !isDir && unix.Lstat(filepath.Join(r, rel), &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFSOCK
-		}
-		entries, err := w.scanner(r).Scan(ctx, []protectscan.Root{{Path: r, Shared: policy.Shared(r), Owner: int(uid)}}, match)
+		entries, err := w.scanner(r).Scan(ctx, []protectscan.Root{{Path: r, Shared: policy.Shared(r), Owner: int(uid)}}, nil)
 		if err != nil {
 			return nil, err
 		}

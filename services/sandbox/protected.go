@@ -34,6 +34,14 @@ type ProtectedPaths struct {
 	hostRun  []HostRun // the host-run files in force
 	patterns []string  // the host-run files' patterns, then the deployment's
 	parsed   []gitignore.Pattern
+	// literal maps the name of each pattern that is one plain name (no
+	// glob, slash, negation or trailing space: it matches a path one of
+	// whose components is that name) to its highest index in parsed, so
+	// that a walk's entry is not put through filepath.Match once per
+	// pattern (issue 34: that was nine tenths of a search of 100,000
+	// files).
+	literal map[string]int
+	plain   []bool // plain[i]: parsed[i] is such a name
 }
 
 // ProtectOptions configure NewProtectedPaths.
@@ -94,17 +102,28 @@ func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
 		}
 	}
 	for _, h := range hostRun {
-		p.patterns = append(p.patterns, h.pattern())
-		p.parsed = append(p.parsed, gitignore.ParsePattern(h.pattern(), nil))
+		p.add(h.pattern())
 	}
 	for _, pat := range o.Patterns {
 		if err := checkPattern(pat); err != nil {
 			return ProtectedPaths{}, fmt.Errorf("protected path pattern %q: %w", pat, err)
 		}
-		p.patterns = append(p.patterns, pat)
-		p.parsed = append(p.parsed, gitignore.ParsePattern(pat, nil))
+		p.add(pat)
 	}
 	return p, nil
+}
+
+// add appends the pattern pat (checked).
+func (p *ProtectedPaths) add(pat string) {
+	if !strings.ContainsAny(pat, "*?[\\/!# ") {
+		if p.literal == nil {
+			p.literal = map[string]int{}
+		}
+		p.literal[pat] = len(p.parsed)
+	}
+	p.plain = append(p.plain, p.literal != nil && p.literal[pat] == len(p.parsed))
+	p.patterns = append(p.patterns, pat)
+	p.parsed = append(p.parsed, gitignore.ParsePattern(pat, nil))
 }
 
 // hostRunLess returns HostRunFiles without those unprotect names, or an
@@ -270,7 +289,18 @@ func (p ProtectedPaths) ProtectedEntry(rel string, isDir bool) bool {
 // match returns the rule that decides path, from the last pattern that
 // matches it, when that pattern protects rather than exempts.
 func (p ProtectedPaths) match(path []string, isDir bool) (string, bool) {
+	// The last plain-name pattern naming a component of path: the one
+	// the loop below would find first among those patterns.
+	lit := -1
+	for _, c := range path {
+		if i, ok := p.literal[c]; ok && i > lit {
+			lit = i
+		}
+	}
 	for i := len(p.parsed) - 1; i >= 0; i-- {
+		if i > lit && p.plain[i] {
+			continue // a plain name that is no component of path
+		}
 		switch p.parsed[i].Match(path, isDir) {
 		case gitignore.Exclude:
 			if i < len(p.hostRun) {
