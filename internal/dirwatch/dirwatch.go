@@ -1,7 +1,9 @@
-// Package dirwatch tells whether any of a set of directories changed since
-// it began watching them, from the kernel's inotify: a name made, removed or
-// moved in or out, an entry's owner, mode, link count or times changed, the
-// directory itself removed or moved. It lets a result computed by walking
+// Package dirwatch tells whether any of a set of directories and files
+// changed since it began watching them, from the kernel's inotify: in a
+// directory, a name made, removed or moved in or out, an entry's owner, mode,
+// link count or times changed (through that directory); a watched file's or
+// directory's own owner, mode, link count or times changed through any path
+// (another hard link, a bind mount's source), or it was removed or moved. It lets a result computed by walking
 // directories be reused until one of them changes (issue 34: work per call
 // proportional to what changed, not to the tree).
 //
@@ -20,11 +22,11 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// mask is what a watched directory reports (see the package doc). A file's
-// content written (IN_MODIFY) is not among them.
+// mask is what a watched directory or file reports (see the package doc).
+// A file's content written (IN_MODIFY) is not among them.
 const mask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
 	unix.IN_ATTRIB | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
-	unix.IN_ONLYDIR | unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
+	unix.IN_DONT_FOLLOW | unix.IN_EXCL_UNLINK
 
 // maxBudget bounds Budget.
 const maxBudget = 100_000
@@ -57,7 +59,8 @@ func Budget() int {
 	return min(maxBudget, n/4)
 }
 
-// Set is the directories watched through one inotify instance of its own.
+// Set is the directories and files watched through one inotify instance of
+// its own.
 // It is not safe for concurrent use.
 type Set struct {
 	fd      int
@@ -77,12 +80,13 @@ func New(limit int) (*Set, error) {
 	return &Set{fd: fd, limit: limit, buf: make([]byte, 4096)}, nil
 }
 
-// Add watches the directory at path (a symlink is not followed) and reports
-// whether it is watched: false when path is not a directory on a Local
-// filesystem, the Set holds its limit, or the kernel refused the watch.
-// The watch is on the directory path names when Add runs: a caller that
-// reads the directory after Add sees every later change reported, and a
-// directory renamed or replaced after Add reports its move.
+// Add watches the directory or file at path (a symlink itself, not
+// followed; what another filesystem is mounted on, its mounted root) and
+// reports whether it is watched: false when path is on no Local filesystem,
+// the Set holds its limit, or the kernel refused the watch. The watch is on
+// what path names when Add runs: a caller that reads or judges it after Add
+// sees every later change reported, and one renamed or replaced after Add
+// reports its move.
 func (s *Set) Add(path string) bool {
 	if s.watched >= s.limit {
 		return false

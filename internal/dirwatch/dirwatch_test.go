@@ -65,20 +65,44 @@ func TestChanged(t *testing.T) {
 	}
 }
 
-// TestAddRefuses: a symlink is not followed, a filesystem whose changes
-// inotify may miss is not watched, nor a directory past the limit; each is
-// reported so the caller does not trust Changed.
+// TestAddRefuses: a filesystem whose changes inotify may miss is not
+// watched, nor a missing path, nor one past the limit; each is reported so
+// the caller does not trust Changed.
 func TestAddRefuses(t *testing.T) {
 	base := t.TempDir()
 	dir := filepath.Join(base, "d")
 	require.NoError(t, os.Mkdir(dir, 0o755))
-	require.NoError(t, os.Symlink(dir, filepath.Join(base, "link")))
 	s, err := dirwatch.New(1)
 	require.NoError(t, err)
 	defer s.Close() //nolint:errcheck // test
-	assert.False(t, s.Add(filepath.Join(base, "link")), "a symlink")
-	assert.False(t, s.Add("/proc/self"), "procfs")
+	assert.False(t, s.Add("/proc/self/status"), "procfs")
 	assert.False(t, s.Add(filepath.Join(base, "missing")), "a missing path")
 	assert.True(t, s.Add(dir))
 	assert.False(t, s.Add(base), "past the limit")
+}
+
+// TestFileChangedThroughAnotherPath: a watched file's mode changed through
+// another hard link, in a directory nobody watches, is reported; so is a
+// symlink watched itself, never its target.
+func TestFileChangedThroughAnotherPath(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"watched", "elsewhere"} {
+		require.NoError(t, os.Mkdir(filepath.Join(base, d), 0o755))
+	}
+	f := filepath.Join(base, "watched", "f")
+	require.NoError(t, os.WriteFile(f, []byte("x"), 0o644))
+	require.NoError(t, os.Link(f, filepath.Join(base, "elsewhere", "f")))
+	target := filepath.Join(base, "elsewhere", "target")
+	require.NoError(t, os.WriteFile(target, nil, 0o644))
+	link := filepath.Join(base, "watched", "link")
+	require.NoError(t, os.Symlink(target, link))
+	s, err := dirwatch.New(10)
+	require.NoError(t, err)
+	defer s.Close() //nolint:errcheck // test
+	require.True(t, s.Add(f))
+	require.True(t, s.Add(link))
+	require.NoError(t, os.Chmod(target, 0o600))
+	assert.False(t, s.Changed(), "a symlink's target is not watched through it")
+	require.NoError(t, os.Chmod(filepath.Join(base, "elsewhere", "f"), 0o600))
+	assert.True(t, s.Changed(), "the file's mode changed through its other link")
 }

@@ -51,7 +51,12 @@
 // Match protects or a finding made, removed, moved or given another owner or
 // mode; a repository marker; a `.git` file written) takes the last result
 // instead of walking: its cost is the drain, proportional to what changed.
-// The gitdirs a `.git` file names are followed and split again at every scan.
+// A directory the walk entered that is removed or moved away matters only
+// when something found lies in it; a root's own removal or move always
+// does, and a root whose identity is not the one the result was read from
+// (it, or a directory above it, replaced with no watched directory telling)
+// is walked again. Options.Sockets finds socket files by their entry's type,
+// with no Match. The gitdirs a `.git` file names are followed and split again at every scan.
 // A runner's placeholder (placeholder.go: the mount point of a reserved,
 // missing protected name, marked with a user extended attribute) is no
 // finding, and its coming and going changes nothing. Where inotify is

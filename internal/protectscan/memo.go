@@ -20,6 +20,7 @@ const maxMemos = 8
 // reusable while no event that matters to it arrives.
 type memo struct {
 	roots   []Root
+	ids     []devIno            // each root's identity when it was read
 	dirs    map[devIno]struct{} // the directories whose listings it used
 	found   map[string]Entry
 	gitDirs map[string]bool
@@ -63,14 +64,15 @@ func (s *Scanner) reusable(key string, roots []Root, match Match) (*memo, uint64
 func (s *Scanner) keep(key string, w *walk, epoch uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if w.unwatched || s.epoch != epoch {
+	ids, ok := w.rootIDs()
+	if w.unwatched || s.epoch != epoch || !ok {
 		return
 	}
 	if len(s.memos) >= maxMemos {
 		clear(s.memos)
 	}
 	s.memos[key] = &memo{
-		roots: w.rootList(), dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
+		roots: w.rootList(), ids: ids, dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
 	}
 }
 
@@ -136,7 +138,12 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 }
 
 // mattersBelow is matters for one root holding dir, rel below it:
-//   - the directory itself removed or moved, or an event lost: always;
+//   - the directory itself removed or moved away: for a kept result, when a
+//     finding lies at or beneath it; for a root or a scan in progress,
+//     always (a root replaced without an event, its parent moved, is
+//     caught by its identity: walk.reuse);
+//   - a filesystem unmounted from it, its own attributes changed, or an
+//     event lost: always;
 //   - a name removed or moved away: when a finding lies at or beneath it,
 //     or it is a repository marker (HEAD, commondir, objects, refs) of a
 //     directory found whole as a repository;
@@ -149,7 +156,16 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 //   - a file's content written: only a `.git` file's (it names a gitdir;
 //     a kept result reads every `.git` file found again all the same).
 func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
-	if name == "" || mask&(unix.IN_DELETE_SELF|unix.IN_MOVE_SELF|unix.IN_IGNORED) != 0 {
+	const gone = unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_IGNORED
+	if found != nil && rel != "" && mask&gone != 0 && mask&unix.IN_UNMOUNT == 0 {
+		// The directory itself removed (IN_IGNORED follows) or moved away:
+		// what was found in it goes with it, and where a move puts it, its
+		// new parent's event tells. A runner's placeholder (an empty
+		// directory a walk that enters everything read) comes and goes with
+		// each command.
+		return foundAtOrBeneath(found, dir)
+	}
+	if name == "" || mask&(gone|unix.IN_UNMOUNT) != 0 {
 		return true
 	}
 	marker := !s.enterRepos && (name == "HEAD" || name == "commondir" || name == "objects" || name == "refs")

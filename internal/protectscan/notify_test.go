@@ -61,6 +61,96 @@ func TestKeptCurrent_AnUnchangedTreeIsNotWalkedAgain(t *testing.T) {
 	assert.Equal(t, walked(t, roots), again)
 }
 
+// TestKeptCurrent_NothingFoundIsKeptToo (issue 34): a scan that found
+// nothing (the deny-read walk of a workspace without secrets, the socket
+// walk of one without sockets) is kept like any other: a file removed or
+// renamed away is no change that matters (it dropped the result, and every
+// command's placeholders, removed after it, made each scan walk again).
+func TestKeptCurrent_NothingFoundIsKeptToo(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a/f=x", "ws/b/", "ws/g=y")
+	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
+	s := protectscan.New(protectscan.Options{})
+	first, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	require.False(t, reused)
+	require.Empty(t, first)
+	require.NoError(t, os.Remove(filepath.Join(base, "ws/a/f")))
+	require.NoError(t, os.Rename(filepath.Join(base, "ws/g"), filepath.Join(base, "ws/b/g")))
+	require.NoError(t, os.Remove(filepath.Join(base, "ws/b")+"/g"))
+	// Directories the walk entered and watched, removed or moved away
+	// whole (a runner's placeholder is one such).
+	require.NoError(t, os.Remove(filepath.Join(base, "ws/b")))
+	require.NoError(t, os.Rename(filepath.Join(base, "ws/a"), filepath.Join(base, "away")))
+	again, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.True(t, reused, "nothing protected was removed: the kept result")
+	assert.Empty(t, again)
+	// Moved within the roots: walked again where it is now.
+	build(t, base, "ws/c/", "away/in.key=k")
+	_, _, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	require.NoError(t, os.Rename(filepath.Join(base, "away"), filepath.Join(base, "ws/c/back")))
+	again, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "a directory moved in: walked again")
+	require.Len(t, again, 1)
+	assert.Equal(t, filepath.Join(base, "ws/c/back/in.key"), again[0].Path)
+	// A directory holding a finding, removed.
+	require.NoError(t, os.RemoveAll(filepath.Join(base, "ws/c")))
+	again, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "a finding went with its directory")
+	assert.Empty(t, again)
+	build(t, base, "ws/a/new.key=k")
+	again, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "a protected name made: walked again")
+	assert.Len(t, again, 1)
+}
+
+// TestKeptCurrent_ARootReplacedIsWalked (attack review of issue 34): a
+// root removed or moved and another directory put at its path, or the same
+// done to a directory above it (no watched directory tells), is walked
+// again: the kept result was of another directory.
+func TestKeptCurrent_ARootReplacedIsWalked(t *testing.T) {
+	requireNotifications(t)
+	for _, c := range []struct {
+		name    string
+		replace func(t *testing.T, base string)
+	}{
+		{"the root removed and made again", func(t *testing.T, base string) {
+			require.NoError(t, os.RemoveAll(filepath.Join(base, "p/ws")))
+		}},
+		{"the root moved away", func(t *testing.T, base string) {
+			require.NoError(t, os.Rename(filepath.Join(base, "p/ws"), filepath.Join(base, "old")))
+		}},
+		{"its parent moved away", func(t *testing.T, base string) {
+			require.NoError(t, os.Rename(filepath.Join(base, "p"), filepath.Join(base, "old")))
+		}},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			base := tempRoot(t)
+			build(t, base, "p/ws/a/f=x")
+			roots := []protectscan.Root{{Path: filepath.Join(base, "p/ws")}}
+			s := protectscan.New(protectscan.Options{})
+			_, _, err := s.ScanReused(t.Context(), roots, protectMeta)
+			require.NoError(t, err)
+			_, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+			require.NoError(t, err)
+			require.True(t, reused)
+			c.replace(t, base)
+			build(t, base, "p/ws/.git/hooks/", "p/ws/id.key=k")
+			got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+			require.NoError(t, err)
+			assert.False(t, reused, "another directory: walked")
+			assert.Equal(t, walked(t, roots), got)
+			assert.Len(t, got, 2)
+		})
+	}
+}
+
 // TestKeptCurrent_EveryChangeThatMattersIsSeen: each change a protected-path
 // search must see, made after a scan, is in the next scan's result, which
 // equals a fresh walk's (identities included).

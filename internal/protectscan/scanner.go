@@ -213,7 +213,10 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		if kept != nil {
 			w.reused = true
 			err = w.reuse(roots, kept)
-		} else {
+		}
+		if kept == nil || errors.Is(err, errRootReplaced) {
+			w.close()
+			w.reused = false
 			err = w.run(roots, func() { s.keep(key, w, epoch) })
 		}
 		s.done(key)

@@ -53,6 +53,25 @@ func (w *walk) close() {
 	for _, r := range w.roots {
 		_ = unix.Close(r.fd)
 	}
+	w.roots = nil
+}
+
+// errRootReplaced is reuse's refusal of a kept result whose roots are no
+// longer the directories it read.
+var errRootReplaced = errors.New("a root was replaced since the kept result")
+
+// rootIDs returns the identity of each opened root, in order; ok is false
+// when one cannot be read.
+func (w *walk) rootIDs() ([]devIno, bool) {
+	ids := make([]devIno, 0, len(w.roots))
+	for _, r := range w.roots {
+		var st unix.Stat_t
+		if unix.Fstat(r.fd, &st) != nil {
+			return nil, false
+		}
+		ids = append(ids, devIno{st.Dev, st.Ino})
+	}
+	return ids, true
 }
 
 // run opens every root, searches each, hands what the roots' directories
@@ -77,9 +96,15 @@ func (w *walk) run(roots []Root, walked func()) error {
 // reuse opens every root and takes what an earlier walk of them found
 // (kept current: no event since said otherwise), then follows the gitdirs
 // as run does.
+// It returns errRootReplaced, having taken nothing, when a root is not the
+// directory the earlier walk read (it, or a directory above it, was moved or
+// removed and another put in its place: no watched directory tells).
 func (w *walk) reuse(roots []Root, m *memo) error {
 	if err := w.open(roots); err != nil {
 		return err
+	}
+	if ids, ok := w.rootIDs(); !ok || !slices.Equal(ids, m.ids) {
+		return errRootReplaced
 	}
 	w.found, w.gitDirs = maps.Clone(m.found), maps.Clone(m.gitDirs)
 	if err := w.pointers(); err != nil {

@@ -16,11 +16,13 @@ import (
 // secretCache keeps the last rootSecrets result current instead of walking
 // the system's directories for every uid-0 command (issue 34: that walk was
 // half of such a command's cost). A later command with the same roots, home
-// and groups reuses the result while none of the directories the walk read
-// reported a change (dirwatch: a name made, removed or moved, an entry's
-// owner, mode or times, the directory itself moved), the server's mount
-// table (/proc/self/mountinfo) is the same, and the walk could watch every
-// directory it read. Otherwise the command walks, as every one did before.
+// and groups reuses the result while nothing the walk read or judged
+// reported a change (dirwatch: in a directory, a name made, removed or
+// moved; a directory's or file's own owner, mode or times changed by any
+// path, another hard link or a mount's source included; one removed or
+// moved), the server's mount table (/proc/self/mountinfo) is the same, and
+// the walk could watch all of them (a quarter of the user's inotify
+// watches at most; each file counts). Otherwise the command walks, as every one did before.
 // It keeps one result: commands of another key walk again. One serves the
 // process (rootSecretCache): root's secrets are the host's, and each cache
 // holds an inotify instance, of which a user has 128.

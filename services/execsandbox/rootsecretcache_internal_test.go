@@ -36,6 +36,22 @@ func TestSecretCacheKeptCurrent(t *testing.T) {
 	require.NoError(t, os.Mkdir(p("stage"), 0o755))
 	require.NoError(t, os.Rename(p("staged"), p("stage/staged")))
 
+	// Changes that tell no watched directory (attack review): a mounted
+	// root's mode, a file's through its other link, a bind-mounted file's
+	// through its source; made here, before the first walk.
+	elsewhere := t.TempDir()
+	require.NoError(t, os.WriteFile(p("hl"), []byte("h"), 0o644))
+	require.NoError(t, os.Link(p("hl"), filepath.Join(elsewhere, "hl")))
+	require.NoError(t, os.WriteFile(filepath.Join(elsewhere, "src"), []byte("b"), 0o644))
+	require.NoError(t, os.WriteFile(p("bf"), nil, 0o644))
+	require.NoError(t, os.Mkdir(p("mr"), 0o755))
+	mounted := unix.Mount("tmpfs", p("mr"), "tmpfs", 0, "mode=0755") == nil
+	if mounted {
+		t.Cleanup(func() { _ = unix.Unmount(p("mr"), unix.MNT_DETACH) })
+		require.NoError(t, unix.Mount(filepath.Join(elsewhere, "src"), p("bf"), "", unix.MS_BIND, ""))
+		t.Cleanup(func() { _ = unix.Unmount(p("bf"), unix.MNT_DETACH) })
+	}
+
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
 	var c secretCache
 	t.Cleanup(c.close)
@@ -96,6 +112,32 @@ func TestSecretCacheKeptCurrent(t *testing.T) {
 		t.Run(s.name, func(t *testing.T) {
 			s.change(t)
 			require.Equal(t, s.want, get(t))
+		})
+	}
+	hidden := []struct {
+		name   string
+		change func(t *testing.T)
+		masked subproc.Masked
+		mount  bool
+	}{
+		{"a file made root's through its other link", func(t *testing.T) {
+			require.NoError(t, os.Chmod(filepath.Join(elsewhere, "hl"), 0o600))
+		}, subproc.Masked{Path: p("hl")}, false},
+		{"a mounted filesystem's root made root's", func(t *testing.T) {
+			require.NoError(t, os.Chmod(p("mr"), 0o700))
+		}, subproc.Masked{Path: p("mr"), Dir: true}, true},
+		{"a bind-mounted file made root's through its source", func(t *testing.T) {
+			require.NoError(t, os.Chmod(filepath.Join(elsewhere, "src"), 0o600))
+		}, subproc.Masked{Path: p("bf")}, true},
+	}
+	for _, h := range hidden {
+		t.Run(h.name, func(t *testing.T) {
+			if h.mount && !mounted {
+				t.Skip("cannot mount here")
+			}
+			require.NotContains(t, get(t), h.masked)
+			h.change(t)
+			require.Contains(t, get(t), h.masked)
 		})
 	}
 

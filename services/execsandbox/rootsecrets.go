@@ -51,7 +51,10 @@ const (
 // CodeUnavailable when the walk did not finish (deadline, more than
 // maxSecretEntries entries). With a non-nil set, every directory read is
 // added to set before it is read; watched is false when one could not be
-// (set nil, or dirwatch.Set.Add refused it).
+// (set nil, or dirwatch.Set.Add refused it), and every regular file and
+// directory it judges before it is judged: a mode or owner changed through
+// another path (another hard link, a mounted root, a bind mount's source)
+// tells no watched directory, only the file itself.
 func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32, set *dirwatch.Set) (out []subproc.Masked, watched bool, err error) {
 	roots := policy.Roots()
 	if home == "/" || !filepath.IsAbs(home) || slices.ContainsFunc(systemDirs, func(top string) bool { return dirfd.Beneath(home, top) }) {
@@ -100,8 +103,9 @@ type secretWalk struct {
 	secret    func(*syscall.Stat_t, uint32) bool
 	entries   int
 	out       []subproc.Masked
-	// set, when not nil, watches each directory before it is read;
-	// watched stays true while every one was added.
+	// set, when not nil, watches each directory before it is read and
+	// each entry before it is judged; watched stays true while every one
+	// was added.
 	set     *dirwatch.Set
 	watched bool
 }
@@ -132,6 +136,11 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 		p := filepath.Join(dir, e.Name())
 		if w.skip(p) {
 			continue
+		}
+		if w.watched && (e.Type().IsRegular() || e.IsDir()) {
+			// Before it is judged: its mode or owner changed later, by any
+			// path, is reported.
+			w.watched = w.set.Add(p)
 		}
 		var st syscall.Stat_t
 		if syscall.Lstat(p, &st) != nil {
