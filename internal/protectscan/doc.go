@@ -55,8 +55,11 @@
 // when something found lies in it; a root's own removal or move always
 // does, and a root whose identity is not the one the result was read from
 // (it, or a directory above it, replaced with no watched directory telling)
-// is walked again. Options.Sockets finds socket files by their entry's type,
-// with no Match. The gitdirs a `.git` file names are followed and split again at every scan.
+// is walked again, and so is every root set when the process's mount table
+// (/proc/self/mountinfo) differs from the one the result was read with (a
+// mount tells no watched directory). A placeholder file written in place is
+// a protected file then, and its write matters. Options.Sockets finds socket
+// files by their entry's type, with no Match. The gitdirs a `.git` file names are followed and split again at every scan.
 // A runner's placeholder (placeholder.go: the mount point of a reserved,
 // missing protected name, marked with a user extended attribute) is no
 // finding, and its coming and going changes nothing. Where inotify is

@@ -2,6 +2,7 @@ package protectscan
 
 import (
 	"maps"
+	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,9 +22,22 @@ const maxMemos = 8
 type memo struct {
 	roots   []Root
 	ids     []devIno            // each root's identity when it was read
+	mounts  []byte              // the mount table then (mountTable)
 	dirs    map[devIno]struct{} // the directories whose listings it used
 	found   map[string]Entry
 	gitDirs map[string]bool
+}
+
+// mountTable is the process's mount table (/proc/self/mountinfo), nil when
+// it cannot be read: a kept result is reused only under the table it was
+// read with (a filesystem mounted or unmounted inside a root tells no
+// watched directory).
+func mountTable() []byte {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // rootsKey identifies a list of roots.
@@ -65,14 +79,14 @@ func (s *Scanner) keep(key string, w *walk, epoch uint64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	ids, ok := w.rootIDs()
-	if w.unwatched || s.epoch != epoch || !ok {
+	if w.unwatched || s.epoch != epoch || !ok || w.mounts == nil {
 		return
 	}
 	if len(s.memos) >= maxMemos {
 		clear(s.memos)
 	}
 	s.memos[key] = &memo{
-		roots: w.rootList(), ids: ids, dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
+		roots: w.rootList(), ids: ids, mounts: w.mounts, dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
 	}
 }
 
@@ -153,8 +167,9 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 //     directory's path now) or a runner's placeholder (it holds nothing,
 //     and no scan reports it) does not matter; a directory, a repository
 //     marker, a finding or a name the scanner's Match protects does;
-//   - a file's content written: only a `.git` file's (it names a gitdir;
-//     a kept result reads every `.git` file found again all the same).
+//   - a file's content written: a `.git` file's (it names a gitdir; a kept
+//     result reads every `.git` file found again all the same), and a
+//     protected name's that is no placeholder any more (written in place).
 func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
 	const gone = unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_IGNORED
 	if found != nil && rel != "" && mask&gone != 0 && mask&unix.IN_UNMOUNT == 0 {
@@ -172,7 +187,16 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 	p := filepath.Join(dir, name)
 	switch {
 	case mask&unix.IN_MODIFY != 0:
-		return name == ".git"
+		if name == ".git" {
+			return true
+		}
+		// A placeholder file written is one no longer (its content is the
+		// mark): a protected name that a kept result left out as one.
+		if _, ok := found[p]; ok || s.sockets || s.match == nil || !s.match(relName(rel, name), false) {
+			return false
+		}
+		var st unix.Stat_t
+		return unix.Lstat(p, &st) == nil && !placeholderAt(p, &st)
 	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
 		if found == nil || foundAtOrBeneath(found, p) {
 			return true
@@ -199,10 +223,15 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 	if s.sockets {
 		return st.Mode&unix.S_IFMT == unix.S_IFSOCK
 	}
-	if rel != "" {
-		name = rel + "/" + name
+	return s.match != nil && s.match(relName(rel, name), false)
+}
+
+// relName is name in the directory rel below a root ("" for the root).
+func relName(rel, name string) string {
+	if rel == "" {
+		return name
 	}
-	return s.match != nil && s.match(name, false)
+	return rel + "/" + name
 }
 
 // foundAtOrBeneath reports whether found holds p or a path beneath it.

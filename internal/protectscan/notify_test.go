@@ -151,6 +151,53 @@ func TestKeptCurrent_ARootReplacedIsWalked(t *testing.T) {
 	}
 }
 
+// TestKeptCurrent_HiddenChanges (attack review of issue 34): what tells no
+// watched directory's listing still drops a kept result: a placeholder file
+// written in place (it is a real protected file then), a filesystem mounted
+// inside a root.
+func TestKeptCurrent_HiddenChanges(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a/b/", "src/.git/")
+	ws := filepath.Join(base, "ws")
+	roots := []protectscan.Root{{Path: ws}}
+	s := protectscan.New(protectscan.Options{})
+
+	p := filepath.Join(ws, "a/x.key")
+	f, err := os.OpenFile(p, os.O_CREATE|os.O_WRONLY, 0o644)
+	require.NoError(t, err)
+	defer f.Close() //nolint:errcheck // test
+	require.NoError(t, unix.Setxattr(p, protectscan.PlaceholderXattr, []byte("1"), 0))
+	require.NoError(t, os.Chmod(p, 0o444))
+	t.Cleanup(func() { _ = os.Chmod(p, 0o644) })
+	for range 2 {
+		got, _, err := s.ScanReused(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+		require.Empty(t, got, "a placeholder is no finding")
+	}
+	_, err = f.WriteString("key material")
+	require.NoError(t, err)
+	got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "a placeholder written in place")
+	assert.Equal(t, []string{"ws/a/x.key"}, pathsOf(t, base, got))
+
+	if os.Geteuid() != 0 {
+		return
+	}
+	_, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	require.True(t, reused)
+	if err := unix.Mount(filepath.Join(base, "src"), filepath.Join(ws, "a/b"), "", unix.MS_BIND, ""); err != nil {
+		t.Skipf("cannot bind-mount here: %v", err)
+	}
+	t.Cleanup(func() { _ = unix.Unmount(filepath.Join(ws, "a/b"), unix.MNT_DETACH) })
+	got, reused, err = s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused, "a filesystem mounted inside the root")
+	assert.Equal(t, []string{"ws/a/b/.git", "ws/a/x.key"}, pathsOf(t, base, got))
+}
+
 // TestKeptCurrent_EveryChangeThatMattersIsSeen: each change a protected-path
 // search must see, made after a scan, is in the next scan's result, which
 // equals a fresh walk's (identities included).

@@ -1,6 +1,7 @@
 package protectscan
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -209,7 +210,13 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		err = w.run(roots, func() {})
 	} else {
 		key := rootsKey(roots)
+		// Read before the walk: a mount made during it differs at the next
+		// scan. A mount raises no inotify event.
+		w.mounts = mountTable()
 		kept, epoch := s.reusable(key, roots, match)
+		if kept != nil && (w.mounts == nil || !bytes.Equal(kept.mounts, w.mounts)) {
+			kept = nil
+		}
 		if kept != nil {
 			w.reused = true
 			err = w.reuse(roots, kept)

@@ -83,6 +83,13 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 	}
 	w := secretWalk{ctx: ctx, skip: skip, holdsRoot: holdsRoot, secret: secret, set: set, watched: set != nil}
 	for _, top := range systemDirs {
+		if w.watched {
+			// Where it would appear (a missing one made later, a symlink
+			// replaced by a directory): its nearest existing ancestor.
+			w.watched = watchAbove(set, top)
+		}
+	}
+	for _, top := range systemDirs {
 		var st syscall.Stat_t
 		if syscall.Lstat(top, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || skip(top) {
 			continue
@@ -93,6 +100,16 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 		}
 	}
 	return w.out, w.watched, nil
+}
+
+// watchAbove adds the nearest existing directory above top to set and
+// reports whether it was added.
+func watchAbove(set *dirwatch.Set, top string) bool {
+	for p := filepath.Dir(top); ; p = filepath.Dir(p) {
+		if _, err := os.Lstat(p); err == nil || p == "/" {
+			return set.Add(p)
+		}
+	}
 }
 
 // secretWalk is one walk of rootSecrets.
