@@ -3,15 +3,17 @@
 // directory, a name made, removed or moved in or out, an entry's owner, mode,
 // link count or times changed (through that directory); a watched file's or
 // directory's own owner, mode, link count or times changed through any path
-// (another hard link, a bind mount's source), or it was removed or moved. It lets a result computed by walking
-// directories be reused until one of them changes (issue 34: work per call
-// proportional to what changed, not to the tree).
+// (another hard link, a bind mount's source), or it was removed or moved. It
+// lets a result computed by walking directories be reused until one of them
+// changes (issue 34: work per call proportional to what changed, not to the
+// tree).
 //
 // Changed drains the queue synchronously: the kernel queues an event before
 // the call that changed the directory returns, so a change completed before
 // Changed is called is always reported. It does not see what inotify does
 // not: changes of a network or FUSE filesystem made elsewhere (Add refuses
-// such directories, see Local), a file's content, and mounts.
+// such directories, see Local), a file's content, and mounts (a caller
+// compares MountTable).
 package dirwatch
 
 import (
@@ -43,8 +45,8 @@ var localMagics = map[int64]bool{
 // f_type) is seen by inotify.
 func Local(fsType int64) bool { return localMagics[fsType] }
 
-// Budget is how many directories one user of inotify in the process may
-// watch: a quarter of the user's inotify watches (an editor or another tool
+// Budget is how many directories and files one user of inotify in the
+// process may watch: a quarter of the user's inotify watches (an editor or another tool
 // of the same user needs its share; /proc/sys/fs/inotify/max_user_watches,
 // 8192 when unreadable), at most 100,000.
 func Budget() int {
@@ -70,7 +72,7 @@ type Set struct {
 	buf     []byte
 }
 
-// New returns an empty Set that watches at most limit directories.
+// New returns an empty Set that watches at most limit directories and files.
 // Errors: inotify_init1's (EMFILE when the user's instances are spent).
 func New(limit int) (*Set, error) {
 	fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
@@ -102,7 +104,8 @@ func (s *Set) Add(path string) bool {
 	return true
 }
 
-// Changed reports whether a watched directory changed since it was added
+// Changed reports whether a watched directory or file changed since it was
+// added
 // (or the kernel's queue overflowed). Once true it stays true.
 func (s *Set) Changed() bool {
 	for !s.changed {
@@ -121,6 +124,18 @@ func (s *Set) Changed() bool {
 		s.changed = true
 	}
 	return s.changed
+}
+
+// MountTable is the process's mount table (/proc/self/mountinfo), nil when
+// it cannot be read: a result kept while nothing watched changed is reused
+// only under the table it was computed with, since a filesystem mounted or
+// unmounted raises no inotify event.
+func MountTable() []byte {
+	b, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return nil
+	}
+	return b
 }
 
 // Close releases the inotify instance.

@@ -59,7 +59,8 @@
 // (/proc/self/mountinfo) differs from the one the result was read with (a
 // mount tells no watched directory). A placeholder file written in place is
 // a protected file then, and its write matters. Options.Sockets finds socket
-// files by their entry's type, with no Match. The gitdirs a `.git` file names are followed and split again at every scan.
+// files by their entry's type, with no Match. The gitdirs a `.git` file names
+// are followed and split again at every scan.
 // A runner's placeholder (placeholder.go: the mount point of a reserved,
 // missing protected name, marked with a user extended attribute) is no
 // finding, and its coming and going changes nothing. Where inotify is

@@ -2,7 +2,6 @@ package protectscan
 
 import (
 	"maps"
-	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -22,22 +21,10 @@ const maxMemos = 8
 type memo struct {
 	roots   []Root
 	ids     []devIno            // each root's identity when it was read
-	mounts  []byte              // the mount table then (mountTable)
+	mounts  []byte              // the mount table then (dirwatch.MountTable)
 	dirs    map[devIno]struct{} // the directories whose listings it used
 	found   map[string]Entry
 	gitDirs map[string]bool
-}
-
-// mountTable is the process's mount table (/proc/self/mountinfo), nil when
-// it cannot be read: a kept result is reused only under the table it was
-// read with (a filesystem mounted or unmounted inside a root tells no
-// watched directory).
-func mountTable() []byte {
-	b, err := os.ReadFile("/proc/self/mountinfo")
-	if err != nil {
-		return nil
-	}
-	return b
 }
 
 // rootsKey identifies a list of roots.

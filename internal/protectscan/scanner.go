@@ -11,6 +11,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/dsh-go/harness/internal/dirwatch"
 )
 
 // Defaults of Options.
@@ -212,7 +214,7 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		key := rootsKey(roots)
 		// Read before the walk: a mount made during it differs at the next
 		// scan. A mount raises no inotify event.
-		w.mounts = mountTable()
+		w.mounts = dirwatch.MountTable()
 		kept, epoch := s.reusable(key, roots, match)
 		if kept != nil && (w.mounts == nil || !bytes.Equal(kept.mounts, w.mounts)) {
 			kept = nil

@@ -34,7 +34,7 @@ type walk struct {
 	readAt  int64  // wall clock at the scan's start, Unix nanoseconds
 	buf     []byte // the getdents buffer
 	rel     []byte // the path given to match, reused for every entry
-	mounts  []byte // the mount table read before the walk (mountTable)
+	mounts  []byte // the mount table read before the walk (dirwatch.MountTable)
 	entries int    // entries read from uncached directories
 	found   map[string]Entry
 	roots   []*openedRoot

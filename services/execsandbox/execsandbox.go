@@ -406,13 +406,9 @@ func (r *Runner) Warm(ctx context.Context) {
 	cred, _ := commandUser(policy, nil)
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
 	// The deny-read walk of the same roots fills its own cache, and so
-	// does the walk for the sockets to mask, where commands get one
-	// (sockets).
+	// does the walk for the sockets to mask, where commands get one.
 	_, _ = r.masker.find(ctx, policy, cred)
-	if r.bwrap != nil && (len(r.named) > 0 || r.ownSockets()) && !r.cfg.UnixSockets && !subproc.Probe().ResolveUnix {
-		uid, _ := viewUser(policy)
-		_, _ = r.sockWalk.find(ctx, policy, uid)
-	}
+	_, _ = r.sockets(ctx, policy, 0)
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"os"
 	"slices"
 	"sync"
 
@@ -22,8 +21,8 @@ import (
 // path, another hard link or a mount's source included; one removed or
 // moved), the server's mount table (/proc/self/mountinfo) is the same, and
 // the walk could watch all of them (a quarter of the user's inotify
-// watches at most; each file counts). Otherwise the command walks, as every one did before.
-// It keeps one result: commands of another key walk again. One serves the
+// watches at most; each file counts). Otherwise the command walks, as every
+// one did before. It keeps one result: commands of another key walk again. One serves the
 // process (rootSecretCache): root's secrets are the host's, and each cache
 // holds an inotify instance, of which a user has 128.
 type secretCache struct {
@@ -43,10 +42,10 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 	key := fmt.Sprint(policy.Roots(), "\x00", home, "\x00", gids)
 	// Read before the walk: a mount made while it runs differs at the
 	// next command.
-	mounts, merr := os.ReadFile("/proc/self/mountinfo")
+	mounts := dirwatch.MountTable()
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if !fresh && c.set != nil && c.key == key && merr == nil && bytes.Equal(mounts, c.mounts) && !c.set.Changed() {
+	if !fresh && c.set != nil && c.key == key && mounts != nil && bytes.Equal(mounts, c.mounts) && !c.set.Changed() {
 		return slices.Clone(c.out), nil
 	}
 	c.dropLocked()
@@ -55,7 +54,7 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 		set = nil // no inotify instance: walked each time
 	}
 	out, watched, err := rootSecrets(ctx, policy, home, gids, set)
-	if set != nil && (err != nil || !watched || merr != nil) {
+	if set != nil && (err != nil || !watched || mounts == nil) {
 		_ = set.Close()
 		set = nil
 	}
@@ -66,13 +65,6 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 		c.key, c.set, c.mounts, c.out = key, set, mounts, slices.Clone(out)
 	}
 	return out, nil
-}
-
-// close drops what is kept (its inotify instance closed).
-func (c *secretCache) close() {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.dropLocked()
 }
 
 // dropLocked forgets the kept result; the caller holds mu.

@@ -55,7 +55,7 @@ func TestSecretCacheKeptCurrent(t *testing.T) {
 
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
 	var c secretCache
-	t.Cleanup(c.close)
+	t.Cleanup(c.dropLocked) // its inotify instance closed
 	mine := func(ms []subproc.Masked) []subproc.Masked {
 		var out []subproc.Masked
 		for _, m := range ms {

@@ -88,8 +88,6 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 			// replaced by a directory): its nearest existing ancestor.
 			w.watched = watchAbove(set, top)
 		}
-	}
-	for _, top := range systemDirs {
 		var st syscall.Stat_t
 		if syscall.Lstat(top, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || skip(top) {
 			continue

@@ -115,13 +115,14 @@ func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
 
 // add appends the pattern pat (checked).
 func (p *ProtectedPaths) add(pat string) {
-	if !strings.ContainsAny(pat, "*?[\\/!# ") {
+	plain := !strings.ContainsAny(pat, "*?[\\/!# ")
+	if plain {
 		if p.literal == nil {
 			p.literal = map[string]int{}
 		}
 		p.literal[pat] = len(p.parsed)
 	}
-	p.plain = append(p.plain, p.literal != nil && p.literal[pat] == len(p.parsed))
+	p.plain = append(p.plain, plain)
 	p.patterns = append(p.patterns, pat)
 	p.parsed = append(p.parsed, gitignore.ParsePattern(pat, nil))
 }
