@@ -690,9 +690,12 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	// Returns once the sandbox is gone (below), which held the terminal.
 	defer termDone()
 	cmd := &exec.Cmd{
-		Path:   execPath(bwrapExeFD),
-		Args:   bwrapArgv("bwrap"),
-		Env:    []string{},
+		Path: execPath(bwrapExeFD),
+		Args: bwrapArgv("bwrap"),
+		// bwrap passes its environment on to the stage only (the stage
+		// execs the command with the spec's): the stage runs with the
+		// collector off from its start (stage).
+		Env:    []string{"GOGC=off"},
 		Dir:    "/",
 		Stdin:  out.input.stdin(),
 		Stdout: out.stdout, Stderr: out.stderr,

@@ -102,9 +102,11 @@ func TestBwrapViewStaysPrivate(t *testing.T) {
 			assert.Equal(t, want, host.bwrap, "bwrap's command line, from the host")
 			assert.Equal(t, want, host.init, "its init's")
 			assert.Equal(t, []string{"/proc/self/fd/6", subproc.HelperArg, "stage"}, host.stage, "the stage's, before it reads its spec")
-			assert.Empty(t, host.bwrapEnv, "bwrap runs with no environment")
-			assert.Empty(t, host.initEnv, "nor its init")
-			assert.Equal(t, "PWD=/\x00", string(host.stageEnv), "the stage has only the PWD bwrap sets (it starts in /)")
+			// Nothing of the view or the command: only the stage's
+			// collector setting (off: stage.go) and the PWD bwrap sets.
+			assert.Equal(t, "GOGC=off\x00", string(host.bwrapEnv), "bwrap's environment")
+			assert.Equal(t, "GOGC=off\x00", string(host.initEnv), "its init's")
+			assert.Equal(t, "GOGC=off\x00PWD=/\x00", string(host.stageEnv), "the stage's (it starts in /)")
 
 			// What remains: the mount table lists every mount point,
 			// masks and binds included.

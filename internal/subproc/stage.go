@@ -86,17 +86,18 @@ func stage(started func()) Status {
 	// runtime could not map or start what confining needs, and the stage
 	// would fail instead of the command. From them to the exec the runtime
 	// must need nothing more from the kernel: the exec's arguments are
-	// made first, a collection is finished and no other one starts (one
-	// running under the caps could not map its own bookkeeping and would
-	// crash the stage), and the exec is the bare system call.
+	// made first, no collection runs (one under the caps, or the sweep
+	// after one, could not map its own bookkeeping and would crash the
+	// stage: the stage starts with GOGC=off, bwrap's environment, so none
+	// ever ran), and the exec is the bare system call.
 	execve, err := prepareExec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
 	if err != nil {
 		return Status{Error: "cannot start " + shell + ": " + err.Error()}
 	}
 	nofile, restoreNofile := startedNofile()
-	// Returns once a collection under way has finished marking, and none
-	// starts after it; a full collection here (runtime.GC) cost 1.5 ms of
-	// each command's start, scanning the binary's data (issue 34).
+	// GOGC=off already; this holds should the stage be started without
+	// it. A full collection here (runtime.GC, which also finishes the
+	// sweep) cost 1.5 ms of each command's start (issue 34).
 	debug.SetGCPercent(-1)
 	if err := setLimits(spec.Confine.Limits); err != nil {
 		return Status{Error: err.Error()}
