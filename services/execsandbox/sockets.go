@@ -71,9 +71,10 @@ type socketView struct {
 // own (no Unix sockets allowed wholesale, Landlock without ABI 9), lists
 // every other bound socket to mask (the command's own are bound after it
 // starts: none is among them), in every network namespace a task visible in /proc
-// is in (maskedSockets), and every socket file inside the policy's roots
-// (socketWalker: found there wherever a command renamed its directory to,
-// and whatever namespace bound it; sockets found by both are masked once). Under bubblewrap both keep only the sockets whose
+// is in (maskedSockets), and every socket file inside the policy's roots a
+// socket is bound to (socketWalker: found there wherever a command renamed
+// its directory to, and whatever namespace bound it; socketBound; sockets
+// found by both are masked once). Under bubblewrap both keep only the sockets whose
 // directories the command's user may search, or could make searchable by
 // owning them (permits: bwrap, running as that user, could not set up a
 // mount elsewhere, and the command could not connect there anyway). Errors (exec.CodeUnavailable): the bound sockets cannot be
@@ -293,15 +294,46 @@ func ownedSocketID(path string, uid uint32) (fileID, bool) {
 }
 
 // addSockets returns masked with each of walked that is a socket now, none
-// of named (by identity) and not in masked yet, appended.
+// of named (by identity), not in masked yet and bound (a file no socket is
+// bound to any more, left by a server that stopped without removing it,
+// is the command's to remove and bind again: masked, it could do neither),
+// appended.
 func addSockets(masked, walked []string, named map[fileID]bool) []string {
 	for _, p := range walked {
 		id, ok := socketID(p)
-		if ok && !named[id] && !slices.Contains(masked, p) {
+		if ok && !named[id] && !slices.Contains(masked, p) && socketBound(p) {
 			masked = append(masked, p)
 		}
 	}
 	return masked
+}
+
+// socketBound reports whether a socket, in any network namespace, is bound to
+// the socket file at path (its last component not followed), and true
+// whenever that cannot be told. It asks the kernel without connecting to
+// it: a datagram socket is connected to the file through a descriptor of
+// it (so it is that file, whatever the path names meanwhile); the kernel
+// finds the socket bound to the file by its inode, wherever it was bound,
+// and refuses with ECONNREFUSED only when there is none (a stream or
+// seqpacket socket gets EPROTOTYPE and sees nothing; a datagram socket is
+// not told of a peer's connect).
+func socketBound(path string) bool {
+	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+		return true
+	}
+	s, err := unix.Socket(unix.AF_UNIX, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return true
+	}
+	defer func() { _ = unix.Close(s) }()
+	err = unix.Connect(s, &unix.SockaddrUnix{Name: fmt.Sprintf("/proc/self/fd/%d", fd)})
+	return !errors.Is(err, unix.ECONNREFUSED)
 }
 
 // maskedSockets returns, canonical and once each, the pathname Unix sockets
