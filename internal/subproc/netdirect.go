@@ -22,9 +22,11 @@ const MaxDirect = 128
 // ListenAll returns a TCP listener inside the namespace on each of tcp and
 // a UDP socket bound to each of udp, in order, made in one helper run:
 // IPv4 loopback addresses (127.0.0.0/8), on any port, those below 1024 too;
-// a TCP port 0 is one the kernel picks. They are the domain proxy's
-// listener, the addresses standing for the hosts a command may reach
-// without a proxy, and the namespace's name server.
+// a TCP port 0 is one the kernel picks. A TCP listener may have another
+// IPv4 unicast address: the namespace's loopback is given it first
+// (giveLoopback). They are the domain proxy's listener, the addresses
+// standing for the hosts a command may reach without a proxy (an allowed
+// IP literal at its own address), and the namespace's name server.
 //
 // A server cannot enter the namespace itself (a multi-threaded process
 // cannot change its user namespace), so a short-lived helper does: nsenter
@@ -52,8 +54,8 @@ func (n *NetNS) ListenAll(helper *Program, cred *syscall.Credential, tcp, udp []
 	}
 	kinds := make([]string, 0, len(tcp)+len(udp))
 	for _, a := range tcp {
-		if !a.Addr().Is4() || !a.Addr().IsLoopback() {
-			return nil, nil, fmt.Errorf("a namespace listener's address %s is not an IPv4 loopback address", a)
+		if !a.Addr().Is4() || !a.Addr().IsLoopback() && !a.Addr().IsGlobalUnicast() && !a.Addr().IsLinkLocalUnicast() {
+			return nil, nil, fmt.Errorf("a namespace listener's address %s is not an IPv4 unicast address", a)
 		}
 		kinds = append(kinds, "tcp")
 	}
@@ -130,6 +132,11 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort, typ int) error {
 		// the host's port.
 		return fmt.Errorf("the namespace's socket for %s is not inside the namespace", want)
 	}
+	if !want.Addr().IsLoopback() {
+		if err := giveLoopback(fd, want.Addr()); err != nil {
+			return fmt.Errorf("cannot give the namespace's loopback the address %s: %w", want.Addr(), err)
+		}
+	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: want.Addr().As4(), Port: int(want.Port())}); err != nil {
 		return fmt.Errorf("cannot bind %s inside the namespace: %w", want, err)
 	}
@@ -140,6 +147,38 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort, typ int) error {
 		return fmt.Errorf("cannot listen on %s inside the namespace: %w", want, err)
 	}
 	return n.checkListenerAt(fd, want)
+}
+
+// giveLoopback gives the loopback interface of fd's network namespace the
+// IPv4 address a (a /32 alias named after the address, lo:0a000005 for
+// 10.0.0.5; one given already is kept), so a connection to a inside the
+// namespace reaches a listener there and nothing else changes (no route
+// but a's own). The ioctls act on the namespace of fd, a socket made
+// inside it, and check the capability of their caller: the server holds
+// CAP_NET_ADMIN over the namespace (its user namespace is a child of the
+// server's user's), which no command does.
+func giveLoopback(fd int, a netip.Addr) error {
+	b := a.As4()
+	label := fmt.Sprintf("lo:%02x%02x%02x%02x", b[0], b[1], b[2], b[3])
+	set := func(req uint, addr []byte) error {
+		ifr, err := unix.NewIfreq(label)
+		if err != nil {
+			return err
+		}
+		if err := ifr.SetInet4Addr(addr); err != nil {
+			return err
+		}
+		return unix.IoctlIfreq(fd, req, ifr)
+	}
+	if err := set(unix.SIOCSIFADDR, b[:]); err != nil {
+		return fmt.Errorf("SIOCSIFADDR %s: %w", label, err)
+	}
+	// SIOCSIFADDR gives the class's prefix (10.0.0.0/8 for 10.0.0.5),
+	// which would make every address of it the loopback's.
+	if err := set(unix.SIOCSIFNETMASK, []byte{255, 255, 255, 255}); err != nil {
+		return fmt.Errorf("SIOCSIFNETMASK %s: %w", label, err)
+	}
+	return nil
 }
 
 // checkListenerAt verifies that fd is a listening TCP socket bound to want

@@ -5,6 +5,7 @@ import (
 	"net"
 	"net/netip"
 	"os"
+	"os/exec"
 	"slices"
 	"syscall"
 	"testing"
@@ -119,8 +120,9 @@ func BenchmarkNetNSListen(b *testing.B) {
 // the namespace on the loopback addresses and ports asked for, ports below
 // 1024 too, for an ordinary user's server as for root's: a command joined
 // to it reaches each, and cannot itself bind a port below 1024 there (no
-// command holds the namespace's capabilities); an address that is not
-// IPv4 loopback is refused before anything runs.
+// command holds the namespace's capabilities); another IPv4 unicast
+// address is given to the namespace's loopback first; an address that is
+// neither is refused before anything runs.
 func TestNetNSListenDirect(t *testing.T) {
 	requireLandlock(t)
 	pl := fixture.Perl(t)
@@ -168,9 +170,47 @@ func TestNetNSListenDirect(t *testing.T) {
 	assert.NotEqual(t, 0, out.Status.ExitCode, "a command bound port 80: %s", out.Stdout.String())
 	assert.Contains(t, out.Stderr.String(), "Permission denied")
 
-	_, err = b.Net.ListenDirect(b.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:443")})
-	require.Error(t, err)
-	assert.Contains(t, err.Error(), "not an IPv4 loopback address")
+	for _, bad := range []string{"224.0.0.1:443", "0.0.0.0:443", "[::1]:443", "[2001:db8::1]:443"} {
+		_, err = b.Net.ListenDirect(b.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort(bad)})
+		require.Error(t, err, bad)
+		assert.Contains(t, err.Error(), "not an IPv4 unicast address", bad)
+	}
+	// Another unicast address (an allowed IP literal's): the namespace's
+	// loopback is given it, a /32 only, twice for two ports; a command
+	// reaches each port and nothing else of its network, and cannot take
+	// the address away.
+	lit := []netip.AddrPort{netip.MustParseAddrPort("10.0.0.1:443"), netip.MustParseAddrPort("10.0.0.1:5432")}
+	for _, a := range lit {
+		one, err := b.Net.ListenDirect(b.Stage, nil, []netip.AddrPort{a})
+		require.NoError(t, err, a)
+		defer one[0].Close() //nolint:errcheck // test
+		go func() {
+			c, err := one[0].Accept()
+			if err == nil {
+				line, _ := bufio.NewReader(c).ReadString('\n')
+				_ = c.Close()
+				got <- a.String() + " " + line
+			}
+		}()
+	}
+	for _, a := range lit {
+		out := run(fixture.ConnectTo(pl, a.Addr().String(), int(a.Port()), 30, "hello"))
+		require.Equal(t, 0, out.Status.ExitCode, out.Stdout.String()+out.Stderr.String())
+		select {
+		case line := <-got:
+			assert.Equal(t, a.String()+" hello\n", line)
+		case <-time.After(10 * time.Second):
+			t.Fatalf("%s accepted nothing from inside the namespace", a)
+		}
+	}
+	out = run(fixture.ConnectTo(pl, "10.0.0.2", 443, 5, "hello"))
+	assert.Contains(t, out.Stdout.String()+out.Stderr.String(), "unreachable", "the address's prefix is its own alone")
+	if ip, err := exec.LookPath("ip"); err == nil {
+		out = run(ip + " addr del 10.0.0.1/32 dev lo && echo taken away; " + ip + " addr show dev lo")
+		assert.NotContains(t, out.Stdout.String(), "taken away")
+		assert.Contains(t, out.Stderr.String(), "Operation not permitted")
+		assert.Contains(t, out.Stdout.String(), "inet 10.0.0.1/32 scope global lo:0a000001", out.Stderr.String())
+	}
 	_, err = b.Net.ListenDirect(b.Stage, nil, want[:1])
 	require.Error(t, err, "the address is in use")
 

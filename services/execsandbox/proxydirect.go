@@ -52,8 +52,11 @@ type directs struct {
 func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 	want := g.proxy.Direct()
 	for _, h := range append(slices.Clone(sandboxpolicy.GrantedHosts(g.sess)), once...) {
-		if _, err := netip.ParseAddr(h); err == nil {
-			continue
+		if a, err := netip.ParseAddr(h); err == nil {
+			if !netproxy.DirectLiteral(a) {
+				continue
+			}
+			h = a.String()
 		}
 		want[h] = mergePorts(want[h], netproxy.DirectPorts)
 	}
@@ -70,7 +73,7 @@ func (g *gate) etcFiles(once []string) []subproc.EtcFile {
 	var out []subproc.EtcFile
 	var b strings.Builder
 	for _, name := range names {
-		if a, ok := g.direct.addr[name]; ok {
+		if a, ok := g.direct.addr[name]; ok && a.String() != name {
 			b.WriteString(a.String() + " " + name + "\n")
 		}
 	}
@@ -119,7 +122,8 @@ func mergePorts(a, b []int) []int {
 	return out
 }
 
-// mapName gives name an address (its own, once) and serves each of ports
+// mapName gives name an address (its own, once; an IP literal,
+// netproxy.DirectLiteral, is its own address) and serves each of ports
 // there, making the listeners not made yet; it reports the address, false
 // when the gate holds subproc.MaxDirect listeners already and name has
 // none. g.dmu is held.
@@ -131,7 +135,7 @@ func (g *gate) mapName(name string, ports []int) (netip.Addr, bool) {
 	return a, ok
 }
 
-// plan gives name an address (its own, once) and returns the listeners
+// plan gives name an address (its own, once; a literal's is itself) and returns the listeners
 // of ports not made yet there, with their targets, leaving room for
 // reserve more sockets (those already planned for a helper run); false when the gate
 // holds subproc.MaxDirect listeners already and name has none. g.dmu is
@@ -152,7 +156,12 @@ func (g *gate) plan(name string, ports []int, reserve int) (netip.Addr, []netip.
 		if len(ports) > room {
 			return netip.Addr{}, nil, nil, false
 		}
-		a, d.next = d.next, d.next.Next()
+		if lit, err := netip.ParseAddr(name); err == nil && netproxy.DirectLiteral(lit) {
+			// Given to the namespace's loopback by subproc.NetNS.ListenAll.
+			a = lit
+		} else {
+			a, d.next = d.next, d.next.Next()
+		}
 		d.addr[name] = a
 	}
 	var adds []netip.AddrPort

@@ -2,6 +2,7 @@ package netproxy_test
 
 import (
 	"errors"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -84,14 +85,29 @@ func TestAllowedIsNormalized(t *testing.T) {
 // them.
 func TestDirect(t *testing.T) {
 	p, err := netproxy.New(netproxy.Config{Allow: []string{
-		"registry.npmjs.org", "github.com:22", "github.com:8443", "*.github.com", "10.0.0.5", "git.example:443", "git.example", "localhost:3000", "api.localhost",
+		"registry.npmjs.org", "github.com:22", "github.com:8443", "*.github.com", "10.0.0.5", "10.0.0.5:5432", "192.0.2.7:8080",
+		"git.example:443", "git.example", "localhost:3000", "api.localhost", "127.0.0.1:5432", "[::1]:22", "[2001:db8::1]:22",
 	}}, nil)
 	require.NoError(t, err)
 	assert.Equal(t, map[string][]int{
 		"registry.npmjs.org": {22, 80, 443},
 		"github.com":         {22, 8443},
 		"git.example":        {22, 80, 443},
+		"10.0.0.5":           {22, 80, 443, 5432},
+		"192.0.2.7":          {8080},
 	}, p.Direct())
+}
+
+// TestDirectLiteral (issue 36): the IP literals served at their own
+// address in the command's namespace.
+func TestDirectLiteral(t *testing.T) {
+	for a, want := range map[string]bool{
+		"10.0.0.5": true, "192.0.2.7": true, "8.8.8.8": true, "169.254.169.254": true,
+		"127.0.0.1": false, "127.77.0.2": false, "0.0.0.0": false, "0.1.2.3": false,
+		"224.0.0.1": false, "255.255.255.255": false, "::1": false, "2001:db8::1": false, "::ffff:10.0.0.5": false,
+	} {
+		assert.Equal(t, want, netproxy.DirectLiteral(netip.MustParseAddr(a)), a)
+	}
 }
 
 // TestAdmit (issue 36): the ports a runner's name server gives a name:

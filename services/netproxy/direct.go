@@ -3,6 +3,7 @@ package netproxy
 import (
 	"fmt"
 	"net"
+	"net/netip"
 	"slices"
 	"strings"
 )
@@ -12,22 +13,40 @@ import (
 // variables (Direct): ssh, HTTP and HTTPS.
 var DirectPorts = []int{22, 80, 443}
 
-// Direct returns the names listed exactly (no wildcard, no IP literal, not
-// localhost: the command's own loopback keeps that name)
-// with the ports a runner opens to programs that do not use a proxy (Node's
-// fetch, ssh, Go, Python): the ports their entries name, DirectPorts for an
+// Direct returns the names listed exactly (no wildcard, not localhost: the
+// command's own loopback keeps that name) and the IP literals a runner can
+// serve at their own address (DirectLiteral, in netip's form) with the
+// ports a runner opens to programs that do not use a proxy (Node's fetch,
+// ssh, Go, Python, psql): the ports their entries name, DirectPorts for an
 // entry without one; each list sorted. A runner maps each name to an
-// address of the command's own and serves each port there with ServeDirect.
+// address of the command's own, gives the command's loopback each literal,
+// and serves each port there with ServeDirect.
 func (p *Proxy) Direct() map[string][]int {
 	out := map[string][]int{}
 	for _, e := range p.allow {
-		if e.ip.IsValid() || e.suffix != "" || Local(e.name) != "" {
+		key := e.name
+		switch {
+		case e.ip.IsValid():
+			if !DirectLiteral(e.ip) {
+				continue
+			}
+			key = e.ip.String()
+		case e.suffix != "" || Local(e.name) != "":
 			continue
 		}
-		out[e.name] = e.addPorts(out[e.name])
-		slices.Sort(out[e.name])
+		out[key] = e.addPorts(out[key])
+		slices.Sort(out[key])
 	}
 	return out
+}
+
+// DirectLiteral reports whether a listed or granted IP literal a is served
+// to programs that ignore the proxy variables at a itself (Direct): an
+// IPv4 unicast address outside 127.0.0.0/8 (the command's own loopback,
+// where its own servers listen) and 0.0.0.0/8. Other literals (IPv6 among
+// them) are reached through the proxy variables only.
+func DirectLiteral(a netip.Addr) bool {
+	return a.Is4() && !a.IsLoopback() && !a.IsMulticast() && a.As4()[0] != 0 && a != netip.AddrFrom4([4]byte{255, 255, 255, 255})
 }
 
 // addPorts returns ports with those on which e admits a program that
