@@ -32,7 +32,7 @@ import (
 const maxEAGAINRetries = 64
 
 // beneath is the resolve set of a confined handle.
-const beneath = unix.RESOLVE_BENEATH | unix.RESOLVE_NO_MAGICLINKS
+const beneath = resolveBeneath | resolveNoMagiclinks
 
 // Dir is a directory handle. The zero value is not usable; use Host or
 // OpenBeneath.
@@ -54,9 +54,9 @@ func Host() *Dir {
 // caller named, never one a link was retargeted to. The handle is pinned: it
 // keeps the directory it opened for its life. Close releases the descriptor.
 func OpenBeneath(dir string) (*Dir, error) {
-	fd, err := openat2(unix.AT_FDCWD, dir, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	fd, err := openat2(unix.AT_FDCWD, dir, &openHow{
+		Flags:   oPath | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Resolve: resolveNoSymlinks | resolveNoMagiclinks,
 	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: dir, Err: err}
@@ -83,7 +83,7 @@ func (d *Dir) Close() error {
 }
 
 // Confined reports whether the kernel confines paths beneath the handle.
-func (d *Dir) Confined() bool { return d.resolve&unix.RESOLVE_BENEATH != 0 }
+func (d *Dir) Confined() bool { return d.resolve&resolveBeneath != 0 }
 
 // Path returns the absolute path the handle was opened on.
 func (d *Dir) Path() string { return d.path }
@@ -134,10 +134,10 @@ func (d *Dir) name(rel string) string {
 func (d *Dir) full(rel string) string { return path.Join(d.path, rel) }
 
 // openat2 calls openat2(2), retrying on EINTR and a bounded number of EAGAINs.
-func openat2(dirfd int, name string, how *unix.OpenHow) (int, error) {
+func openat2(dirfd int, name string, how *openHow) (int, error) {
 	how.Flags |= unix.O_CLOEXEC
 	for range maxEAGAINRetries {
-		fd, err := unix.Openat2(dirfd, name, how)
+		fd, err := sysOpenat2(dirfd, name, how)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			continue
 		}

@@ -24,9 +24,9 @@ func (p *Parent) Mkdir(name string) error {
 // symlink at name (ELOOP) and with p's confinement: the directory a removal
 // descends into is the one that is there, never where a link points.
 func (p *Parent) OpenDirNoFollow(name string) (*Parent, error) {
-	fd, err := openat2(p.fd, name, &unix.OpenHow{
+	fd, err := openat2(p.fd, name, &openHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW,
-		Resolve: p.resolve | unix.RESOLVE_NO_SYMLINKS,
+		Resolve: p.resolve | resolveNoSymlinks,
 	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
@@ -66,12 +66,12 @@ func (p *Parent) Rename(name string, dest *Parent, newName string, replace bool)
 	if err := dest.CheckBeneath(); err != nil {
 		return err
 	}
-	flags := uint(unix.RENAME_NOREPLACE)
+	flags := uint(renameNoReplace)
 	if replace {
 		flags = 0
 	}
 	for {
-		err := unix.Renameat2(p.fd, name, dest.fd, newName, flags)
+		err := renameat2(p.fd, name, dest.fd, newName, flags)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

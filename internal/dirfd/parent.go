@@ -33,7 +33,7 @@ type Parent struct {
 // gained an entry is fsynced; created reports how many were made. Errors are
 // *os.PathError; an escape satisfies IsEscape.
 func (d *Dir) OpenParent(rel string, create bool) (p *Parent, created int, err error) {
-	fd, err := openat2(d.fd, d.name(rel), &unix.OpenHow{
+	fd, err := openat2(d.fd, d.name(rel), &openHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY,
 		Resolve: d.resolve,
 	})
@@ -91,7 +91,7 @@ func (p *Parent) mkdirChild(name string) (child *Parent, made bool, err error) {
 
 // OpenDir opens the directory name inside p with p's confinement.
 func (p *Parent) OpenDir(name string) (*Parent, error) {
-	fd, err := openat2(p.fd, name, &unix.OpenHow{
+	fd, err := openat2(p.fd, name, &openHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY,
 		Resolve: p.resolve,
 	})
@@ -108,9 +108,9 @@ func (p *Parent) OpenDir(name string) (*Parent, error) {
 // or a writer of the same user, made. Anything else is refused (ELOOP for a
 // symlink, ENOTDIR, EPERM).
 func (p *Parent) OpenOwnDir(name string) (*Parent, error) {
-	fd, err := openat2(p.fd, name, &unix.OpenHow{
+	fd, err := openat2(p.fd, name, &openHow{
 		Flags:   unix.O_RDONLY | unix.O_DIRECTORY | unix.O_NOFOLLOW,
-		Resolve: p.resolve | unix.RESOLVE_NO_SYMLINKS,
+		Resolve: p.resolve | resolveNoSymlinks,
 	})
 	if err != nil {
 		return nil, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
@@ -149,7 +149,7 @@ func (p *Parent) Identity() ([2]uint64, error) {
 		if err := unix.Fstat(p.fd, &st); err != nil {
 			return [2]uint64{}, &os.PathError{Op: "fstat", Path: p.path, Err: err}
 		}
-		p.id, p.idRead = [2]uint64{st.Dev, st.Ino}, true
+		p.id, p.idRead = [2]uint64{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is int32 on darwin
 	}
 	return p.id, nil
 }
@@ -225,7 +225,7 @@ func (p *Parent) EachName(fn func(name []byte) error) error {
 	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
 	buf := make([]byte, direntBufBytes)
 	for {
-		n, err := unix.Getdents(fd, buf)
+		n, err := getdents(fd, buf)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -323,7 +323,7 @@ func (p *Parent) CheckBeneath() error {
 // (O_TMPFILE) is made in p. It returns the raw descriptor; errors are
 // *os.PathError and an escape satisfies IsEscape.
 func (p *Parent) Open(name string, flags, mode uint64) (int, error) {
-	fd, err := openat2(p.fd, name, &unix.OpenHow{Flags: flags, Mode: mode, Resolve: p.resolve})
+	fd, err := openat2(p.fd, name, &openHow{Flags: flags, Mode: mode, Resolve: p.resolve})
 	if err != nil {
 		return -1, &os.PathError{Op: "open", Path: p.Join(name), Err: err}
 	}

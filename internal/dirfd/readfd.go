@@ -16,12 +16,12 @@ import (
 // a poller registration that regular files refuse), which count when a
 // search opens tens of thousands of files. Errors are *os.PathError.
 func (d *Dir) OpenReadFDNoSymlinks(rel string) (int, unix.Stat_t, error) {
-	return openReadFD(d.fd, d.name(rel), d.resolve|unix.RESOLVE_NO_SYMLINKS, d.full(rel))
+	return openReadFD(d.fd, d.name(rel), d.resolve|resolveNoSymlinks, d.full(rel))
 }
 
 func openReadFD(dirfd int, name string, resolve uint64, display string) (int, unix.Stat_t, error) {
 	var st unix.Stat_t
-	fd, err := openat2(dirfd, name, &unix.OpenHow{
+	fd, err := openat2(dirfd, name, &openHow{
 		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY,
 		Resolve: resolve,
 	})

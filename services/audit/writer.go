@@ -111,7 +111,7 @@ func (l *Log) write(buf []byte, n, carried int64) {
 // pipe, a terminal: EINVAL) has nothing to make durable.
 func (l *Log) sync() error {
 	for {
-		err := unix.Fdatasync(int(l.f.Fd()))
+		err := datasync(int(l.f.Fd()))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue

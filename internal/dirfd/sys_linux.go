@@ -1,0 +1,26 @@
+package dirfd
+
+import "golang.org/x/sys/unix"
+
+// The Linux system calls and flags the fence is made of; sys_other.go
+// refuses them elsewhere.
+
+type openHow = unix.OpenHow
+
+const (
+	resolveBeneath      = unix.RESOLVE_BENEATH
+	resolveNoSymlinks   = unix.RESOLVE_NO_SYMLINKS
+	resolveNoMagiclinks = unix.RESOLVE_NO_MAGICLINKS
+	oPath               = unix.O_PATH
+	renameNoReplace     = unix.RENAME_NOREPLACE
+)
+
+func sysOpenat2(dirfd int, name string, how *openHow) (int, error) {
+	return unix.Openat2(dirfd, name, how)
+}
+
+func renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags uint) error {
+	return unix.Renameat2(olddirfd, oldpath, newdirfd, newpath, flags)
+}
+
+func getdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
