@@ -26,7 +26,7 @@ type prior struct {
 // dangling symlink, a symlink leading out of a confined parent (the rename
 // replaces the link itself), or anything but a regular file.
 func openPrior(p *dirfd.Parent, name string) (*prior, error) {
-	fd, err := p.Open(name, unix.O_PATH, 0)
+	fd, err := p.Open(name, oPath, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), dirfd.IsEscape(err):
 		return nil, nil
@@ -95,7 +95,7 @@ func (pr *prior) copyTo(fd int, path string) error {
 	if err := copyXattrs(pr.fd, fd, path); err != nil {
 		return err
 	}
-	if err := unix.Fchmod(fd, pr.st.Mode&0o777); err != nil {
+	if err := unix.Fchmod(fd, uint32(pr.st.Mode&0o777)); err != nil { //nolint:unconvert // Mode is uint16 on darwin
 		return &os.PathError{Op: "chmod", Path: path, Err: err}
 	}
 	return nil

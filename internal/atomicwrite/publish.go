@@ -130,7 +130,7 @@ func (w *writer) run(ctx context.Context) (Result, error) {
 // refuses O_TMPFILE, inside a new staging directory.
 func (w *writer) open() error {
 	if !w.req.noUnnamed {
-		fd, err := w.p.Open(".", unix.O_TMPFILE|unix.O_WRONLY, newFileMode)
+		fd, err := w.p.Open(".", oTmpfile|unix.O_WRONLY, newFileMode)
 		if err == nil {
 			w.fd = fd
 			return nil
@@ -268,9 +268,9 @@ func (w *writer) publish() error {
 // (EISDIR, exchanged back).
 func (w *writer) exchange(dir *dirfd.Parent, name string) (created bool, err error) {
 	target := w.p.Join(w.req.Name)
-	err = unix.Renameat2(dir.FD(), name, w.p.FD(), w.req.Name, unix.RENAME_EXCHANGE)
+	err = renameat2(dir.FD(), name, w.p.FD(), w.req.Name, renameExchange)
 	if errors.Is(err, unix.ENOENT) {
-		if err := unix.Renameat2(dir.FD(), name, w.p.FD(), w.req.Name, unix.RENAME_NOREPLACE); err != nil {
+		if err := renameat2(dir.FD(), name, w.p.FD(), w.req.Name, renameNoReplace); err != nil {
 			return false, &os.LinkError{Op: "rename", Old: dir.Join(name), New: target, Err: err}
 		}
 		return true, nil
@@ -296,7 +296,7 @@ func (w *writer) undo() error {
 		if w.st != nil {
 			dir, name = w.st.dir, w.st.temp
 		}
-		if err := unix.Renameat2(w.p.FD(), w.req.Name, dir.FD(), name, unix.RENAME_EXCHANGE); err != nil {
+		if err := renameat2(w.p.FD(), w.req.Name, dir.FD(), name, renameExchange); err != nil {
 			return &os.LinkError{Op: "exchange back", Old: w.p.Join(w.req.Name), New: dir.Join(name), Err: err}
 		}
 		w.exchanged = false

@@ -158,8 +158,8 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 //     result reads every `.git` file found again all the same), and a
 //     protected name's that is no placeholder any more (written in place).
 func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
-	const gone = unix.IN_DELETE_SELF | unix.IN_MOVE_SELF | unix.IN_IGNORED
-	if found != nil && rel != "" && mask&gone != 0 && mask&unix.IN_UNMOUNT == 0 {
+	const gone = inDeleteSelf | inMoveSelf | inIgnored
+	if found != nil && rel != "" && mask&gone != 0 && mask&inUnmount == 0 {
 		// The directory itself removed (IN_IGNORED follows) or moved away:
 		// what was found in it goes with it, and where a move puts it, its
 		// new parent's event tells. A runner's placeholder (an empty
@@ -167,13 +167,13 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 		// each command.
 		return foundAtOrBeneath(found, dir)
 	}
-	if name == "" || mask&(gone|unix.IN_UNMOUNT) != 0 {
+	if name == "" || mask&(gone|inUnmount) != 0 {
 		return true
 	}
 	marker := !s.enterRepos && (name == "HEAD" || name == "commondir" || name == "objects" || name == "refs")
 	p := filepath.Join(dir, name)
 	switch {
-	case mask&unix.IN_MODIFY != 0:
+	case mask&inModify != 0:
 		if name == ".git" {
 			return true
 		}
@@ -184,7 +184,7 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 		}
 		var st unix.Stat_t
 		return unix.Lstat(p, &st) == nil && !placeholderAt(p, &st)
-	case mask&(unix.IN_DELETE|unix.IN_MOVED_FROM) != 0:
+	case mask&(inDelete|inMovedFrom) != 0:
 		if found == nil || foundAtOrBeneath(found, p) {
 			return true
 		}

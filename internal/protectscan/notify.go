@@ -29,9 +29,9 @@ import (
 // moved in or out, a name's attributes (owner, mode) changed, a name written
 // (only a `.git` file's content matters: it names a gitdir), and the
 // directory itself removed or moved.
-const watchMask = unix.IN_CREATE | unix.IN_DELETE | unix.IN_MOVED_FROM | unix.IN_MOVED_TO |
-	unix.IN_ATTRIB | unix.IN_MODIFY | unix.IN_DELETE_SELF | unix.IN_MOVE_SELF |
-	unix.IN_ONLYDIR | unix.IN_EXCL_UNLINK
+const watchMask = inCreate | inDelete | inMovedFrom | inMovedTo |
+	inAttrib | inModify | inDeleteSelf | inMoveSelf |
+	inOnlydir | inExclUnlink
 
 // notifier is the process's inotify instance and the directories it watches.
 type notifier struct {
@@ -64,7 +64,7 @@ var (
 func notify() *notifier {
 	notifyOnce.Do(func() {
 		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, buf: make([]byte, 64<<10)}
-		fd, err := unix.InotifyInit1(unix.IN_NONBLOCK | unix.IN_CLOEXEC)
+		fd, err := inotifyInit()
 		if err != nil {
 			n.reason = "inotify is unavailable: " + err.Error()
 		} else {
@@ -127,14 +127,14 @@ func (n *notifier) watchPath(id devIno, path string) bool {
 	if _, known := n.byID[id]; !known {
 		return false // never watched: the caller opens it
 	}
-	return n.addLocked(path, watchMask|unix.IN_DONT_FOLLOW|unix.IN_ONLYDIR, id, path)
+	return n.addLocked(path, watchMask|inDontFollow|inOnlydir, id, path)
 }
 
 // addLocked adds the watch of target (a path the kernel resolves) for the
 // directory id at path and records it. The caller holds mu.
 func (n *notifier) addLocked(target string, mask uint32, id devIno, path string) bool {
 	old, known := n.byID[id]
-	wd32, err := unix.InotifyAddWatch(n.fd, target, mask)
+	wd32, err := inotifyAddWatch(n.fd, target, mask)
 	if err != nil {
 		return false
 	}
@@ -180,7 +180,7 @@ func (n *notifier) drain() {
 	if n.fd < 0 {
 		return
 	}
-	queued, err := unix.IoctlGetInt(n.fd, unix.TIOCINQ) // FIONREAD
+	queued, err := queuedBytes(n.fd) // FIONREAD
 	if err != nil {
 		for r := range n.readers {
 			r.forget() // unknown: nothing kept is trusted
@@ -188,7 +188,7 @@ func (n *notifier) drain() {
 		return
 	}
 	for queued > 0 {
-		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), max(queued, unix.SizeofInotifyEvent+unix.PathMax+1))])
+		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), max(queued, sizeofInotifyEvent+unix.PathMax+1))])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
@@ -196,13 +196,13 @@ func (n *notifier) drain() {
 			return // EAGAIN: nothing more queued
 		}
 		queued -= k
-		for off := 0; off+unix.SizeofInotifyEvent <= k; {
-			ev := (*unix.InotifyEvent)(unsafe.Pointer(&n.buf[off])) //nolint:gosec // the kernel's record layout
-			end := off + unix.SizeofInotifyEvent + int(ev.Len)
+		for off := 0; off+sizeofInotifyEvent <= k; {
+			ev := (*inotifyEvent)(unsafe.Pointer(&n.buf[off])) //nolint:gosec // the kernel's record layout
+			end := off + sizeofInotifyEvent + int(ev.Len)
 			if end > k {
 				break
 			}
-			name := n.buf[off+unix.SizeofInotifyEvent : end]
+			name := n.buf[off+sizeofInotifyEvent : end]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
@@ -217,19 +217,19 @@ func (n *notifier) drain() {
 func (n *notifier) deliver(wd int32, mask uint32, name string) {
 	if _, ok := n.retired[wd]; ok {
 		// A removed directory's watch whose number a newer one took.
-		if mask&unix.IN_IGNORED != 0 {
+		if mask&inIgnored != 0 {
 			delete(n.retired, wd)
 		}
 		return
 	}
 	at, known := n.byWD[wd]
-	if mask&unix.IN_IGNORED != 0 {
+	if mask&inIgnored != 0 {
 		delete(n.byWD, wd)
 		if known && n.byID[at.id] == wd {
 			delete(n.byID, at.id)
 		}
 	}
-	if mask&unix.IN_Q_OVERFLOW != 0 {
+	if mask&inQOverflow != 0 {
 		// Events were lost, removals among them: nothing known of the
 		// watches is trusted. Those still live are known again as the
 		// walks add them (the kernel gives back their descriptors).
@@ -237,7 +237,7 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 		clear(n.byWD)
 		clear(n.retired)
 	}
-	if mask&unix.IN_Q_OVERFLOW != 0 || !known {
+	if mask&inQOverflow != 0 || !known {
 		for s := range n.readers {
 			s.forget()
 		}
@@ -253,7 +253,7 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 // watched.
 func watchDir(fd int, st *unix.Stat_t, path string) bool {
 	n := notify()
-	id := devIno{st.Dev, st.Ino}
+	id := devIno{devOf(st), st.Ino}
 	if !n.known(id) {
 		var fs unix.Statfs_t
 		if unix.Fstatfs(fd, &fs) != nil || !dirwatch.Local(int64(fs.Type)) { //nolint:unconvert // Type's width varies by platform

@@ -97,7 +97,7 @@ func placeholderFD(fd int) bool {
 	}
 	dents := make([]byte, 1024)
 	for {
-		k, err := unix.Getdents(fd, dents)
+		k, err := getdents(fd, dents)
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

@@ -70,7 +70,7 @@ func (w *walk) rootIDs() ([]devIno, bool) {
 		if unix.Fstat(r.fd, &st) != nil {
 			return nil, false
 		}
-		ids = append(ids, devIno{st.Dev, st.Ino})
+		ids = append(ids, devIno{devOf(&st), st.Ino})
 	}
 	return ids, true
 }
@@ -204,7 +204,7 @@ func (w *walk) linkedMembers() {
 			if unix.Lstat(target, &st) != nil {
 				continue
 			}
-			w.found[target] = Entry{Path: target, Dev: st.Dev, Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+			w.found[target] = Entry{Path: target, Dev: devOf(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
 		}
 	}
 }
@@ -253,9 +253,8 @@ func (w *walk) open(roots []Root) error {
 // openRoot opens the canonical directory path, refusing a symlink anywhere
 // in it.
 func openRoot(path string) (int, error) {
-	how := &unix.OpenHow{Flags: dirFlags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	for range 64 { // EAGAIN: a concurrent rename; the kernel documents a retry
-		fd, err := unix.Openat2(unix.AT_FDCWD, path, how)
+		fd, err := openNoSymlinks(path, dirFlags)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			continue
 		}
@@ -278,7 +277,7 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 		w.unwatched = true
 	}
 	w.used(st)
-	key := dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}
+	key := dirKey{dev: devOf(st), ino: st.Ino, rel: rel, owner: r.owner}
 	l, ok := w.s.cache.get(key, st, w.seq)
 	if !ok {
 		var err error
@@ -287,7 +286,7 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 		}
 		w.s.cache.put(key, l, w.seq)
 	}
-	return w.use(r, fd, st.Dev, path, rel, depth, l)
+	return w.use(r, fd, devOf(st), path, rel, depth, l)
 }
 
 // use takes the listing l of the directory fd (on device dev) at path, rel
@@ -381,14 +380,14 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	// Watched again by path (a device and inode number once watched may
 	// have been a removed directory's), then the name must still be that
 	// directory: the watch is on what the name held when it was added.
-	if !notify().watchPath(devIno{st.Dev, st.Ino}, filepath.Join(parent, sd.name)) {
+	if !notify().watchPath(devIno{devOf(&st), st.Ino}, filepath.Join(parent, sd.name)) {
 		return false, nil // opened and visited: watched there
 	}
 	var again unix.Stat_t
 	if err := fstatat(dirfd, sd.name, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
 		return false, nil
 	}
-	l, ok := w.s.cache.get(dirKey{dev: st.Dev, ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
+	l, ok := w.s.cache.get(dirKey{dev: devOf(&st), ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
 	if !ok || l.needsFD() {
 		return false, nil
 	}
@@ -397,7 +396,7 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if len(l.protected) > 0 || l.repo() {
 		path = filepath.Join(parent, sd.name)
 	}
-	return true, w.use(r, -1, st.Dev, path, rel, depth, l)
+	return true, w.use(r, -1, devOf(&st), path, rel, depth, l)
 }
 
 // used records that the walk used the listing of the directory st.
@@ -405,7 +404,7 @@ func (w *walk) used(st *unix.Stat_t) {
 	if w.dirs == nil {
 		w.dirs = map[devIno]struct{}{}
 	}
-	w.dirs[devIno{st.Dev, st.Ino}] = struct{}{}
+	w.dirs[devIno{devOf(st), st.Ino}] = struct{}{}
 }
 
 // ownedDir reports whether name in dirfd is, by lstat, a directory of owner.
@@ -523,7 +522,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 		// A runner's placeholder holds nothing and is no finding: the
 		// runner reserves it again for each command.
 	case protected && (typ != unix.DT_LNK || w.s.symlinks):
-		l.protected = append(l.protected, found{name: name, dev: st.Dev, ino: st.Ino, uid: st.Uid, typ: typ})
+		l.protected = append(l.protected, found{name: name, dev: devOf(&st), ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:
 		l.subdirs = append(l.subdirs, subdir{name: name, ino: st.Ino})
 	}
@@ -587,7 +586,7 @@ func (w *walk) protect(r *openedRoot, dirfd int, path string, f *found) error {
 // getdents reads the next batch of records of fd into buf, retrying EINTR.
 func getdents(fd int, buf []byte) (int, error) {
 	for {
-		n, err := unix.Getdents(fd, buf)
+		n, err := sysGetdents(fd, buf)
 		if !errors.Is(err, unix.EINTR) {
 			return n, err
 		}
