@@ -48,6 +48,29 @@ func Host() *Dir {
 	return &Dir{fd: unix.AT_FDCWD, path: "/"}
 }
 
+// OpenNoSymlinks opens the absolute path with flags (and O_CLOEXEC), no
+// symlink and no magic link followed in any of its components (ELOOP:
+// openat2 RESOLVE_NO_SYMLINKS), retrying an interrupted open: the file
+// named, never one a link was retargeted to. It returns the descriptor;
+// errors are openat2's.
+func OpenNoSymlinks(path string, flags uint64) (int, error) {
+	return openat2(unix.AT_FDCWD, path, &openHow{Flags: flags, Resolve: resolveNoSymlinks | resolveNoMagiclinks})
+}
+
+// StatNoSymlinks is the stat of the absolute path reached as
+// OpenNoSymlinks reaches it (its last component not followed either).
+// Errors: the open's or the stat's.
+func StatNoSymlinks(path string) (unix.Stat_t, error) {
+	var st unix.Stat_t
+	fd, err := OpenNoSymlinks(path, oPath|unix.O_NOFOLLOW)
+	if err != nil {
+		return st, err
+	}
+	err = unix.Fstat(fd, &st)
+	_ = unix.Close(fd)
+	return st, err
+}
+
 // OpenBeneath opens the directory at the canonical path dir and returns a
 // handle that confines every later path beneath it. A symlink anywhere in dir
 // is refused (ELOOP, RESOLVE_NO_SYMLINKS): the handle is the directory the

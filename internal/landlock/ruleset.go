@@ -1,11 +1,12 @@
 package landlock
 
 import (
-	"errors"
 	"os"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // rulesetAttrSize is the part of struct landlock_ruleset_attr this package
@@ -63,25 +64,5 @@ const maxEINTRRetries = 64
 // symlink anywhere in the path: the grant goes to the directory the caller
 // named, never to one a link was retargeted to.
 func openRoot(root string) (int, error) {
-	return OpenNoSymlinks(root, unix.O_PATH|unix.O_DIRECTORY)
-}
-
-// OpenNoSymlinks opens the absolute path with flags (and O_CLOEXEC), no
-// symlink and no magic link followed anywhere in it (ELOOP), retrying an
-// open interrupted by a signal: how a path a Landlock rule is given is
-// opened, so the rule lands on the file named, never on one a link was
-// retargeted to.
-func OpenNoSymlinks(path string, flags uint64) (int, error) {
-	how := unix.OpenHow{
-		Flags:   flags | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	}
-	for range maxEINTRRetries {
-		fd, err := unix.Openat2(unix.AT_FDCWD, path, &how)
-		if errors.Is(err, unix.EINTR) {
-			continue
-		}
-		return fd, err
-	}
-	return -1, unix.EINTR
+	return dirfd.OpenNoSymlinks(root, unix.O_PATH|unix.O_DIRECTORY)
 }

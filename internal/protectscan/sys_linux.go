@@ -7,10 +7,4 @@ import "golang.org/x/sys/unix"
 
 const oPath = unix.O_PATH
 
-// openNoSymlinks opens path with flags, refusing a symlink in any of its
-// components (openat2 RESOLVE_NO_SYMLINKS).
-func openNoSymlinks(path string, flags uint64) (int, error) {
-	return unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{Flags: flags, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS})
-}
-
 func sysGetdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }

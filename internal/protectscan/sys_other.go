@@ -7,12 +7,10 @@ import (
 	"fmt"
 )
 
-// errNotLinux is every walk's error on a system other than Linux: a root
-// is opened with openat2's RESOLVE_NO_SYMLINKS, which no other system has.
-var errNotLinux = fmt.Errorf("%w: the protected-path search needs Linux's openat2 (RESOLVE_NO_SYMLINKS)", errors.ErrUnsupported)
+// errNotLinux is every walk's error on a system other than Linux (dirfd
+// refuses the roots first).
+var errNotLinux = fmt.Errorf("%w: the protected-path search reads directories with Linux's getdents", errors.ErrUnsupported)
 
 const oPath = 0
-
-func openNoSymlinks(string, uint64) (int, error) { return -1, errNotLinux }
 
 func sysGetdents(int, []byte) (int, error) { return 0, errNotLinux }

@@ -12,6 +12,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // dirFlags opens a directory for reading without following a symlink and
@@ -254,7 +256,7 @@ func (w *walk) open(roots []Root) error {
 // in it.
 func openRoot(path string) (int, error) {
 	for range 64 { // EAGAIN: a concurrent rename; the kernel documents a retry
-		fd, err := openNoSymlinks(path, dirFlags)
+		fd, err := dirfd.OpenNoSymlinks(path, dirFlags)
 		if errors.Is(err, unix.EINTR) || errors.Is(err, unix.EAGAIN) {
 			continue
 		}

@@ -15,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
-	hlandlock "github.com/dsh-go/harness/internal/landlock"
 )
 
 // readRights are the rights a Landlock domain handles when it hides
@@ -82,7 +81,7 @@ func addReadRules(ruleset int, denied []string) error {
 			}
 		}
 	}
-	root, err := hlandlock.OpenNoSymlinks("/", unix.O_PATH|unix.O_DIRECTORY)
+	root, err := dirfd.OpenNoSymlinks("/", unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
 		return &os.PathError{Op: "open", Path: "/", Err: err}
 	}
@@ -118,7 +117,7 @@ func addReadRules(ruleset int, denied []string) error {
 // more than maxDirRules entries, or more than limit, gets none (see
 // maxReadRules). Errors: the kernel refused a rule.
 func grantEntries(ruleset int, dir string, skip map[string]bool, devices bool, limit int) (int, error) {
-	fd, err := hlandlock.OpenNoSymlinks(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := dirfd.OpenNoSymlinks(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return 0, nil // unlistable or gone: nothing granted beneath it
 	}

@@ -6,6 +6,8 @@ import (
 
 	"go.uber.org/zap"
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // run is the writer goroutine: it takes the records queued at the time,
@@ -111,7 +113,7 @@ func (l *Log) write(buf []byte, n, carried int64) {
 // pipe, a terminal: EINVAL) has nothing to make durable.
 func (l *Log) sync() error {
 	for {
-		err := datasync(int(l.f.Fd()))
+		err := dirfd.Datasync(int(l.f.Fd()))
 		switch {
 		case errors.Is(err, unix.EINTR):
 			continue

@@ -15,6 +15,7 @@ import (
 	"github.com/moby/sys/mountinfo"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/fsuser"
 	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
@@ -278,16 +279,8 @@ func pinAgent(a gpgagent.Agent) (pinnedSocket, error) {
 // ownedSocketID returns the identity of the socket at path when, reached
 // without symlinks, it is a socket owned by uid (false otherwise).
 func ownedSocketID(path string, uid uint32) (fileID, bool) {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC | unix.O_NOFOLLOW,
-		Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return fileID{}, false
-	}
-	defer func() { _ = unix.Close(fd) }()
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
+	st, err := dirfd.StatNoSymlinks(path)
+	if err != nil || st.Mode&unix.S_IFMT != unix.S_IFSOCK || st.Uid != uid {
 		return fileID{}, false
 	}
 	return fileID{uint64(st.Dev), st.Ino}, true //nolint:unconvert // Dev is uint64 on most arches only

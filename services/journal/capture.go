@@ -60,8 +60,8 @@ func (t *Txn) captureEntry(parent *dirfd.Parent, name, p string, deep bool) erro
 		return err
 	}
 	n := Node{
-		Path: p, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid, Size: st.Size,
-		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: st.Dev,
+		Path: p, Mode: dirfd.Perm(&st), UID: st.Uid, GID: st.Gid, Size: st.Size,
+		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: dirfd.Dev(&st),
 	}
 	switch {
 	case dirfd.IsRegular(&st):
@@ -94,9 +94,9 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: n.Path, Err: err}
 	}
-	if st.Ino != n.Ino || st.Dev != n.Dev || !dirfd.IsRegular(&st) {
+	if st.Ino != n.Ino || dirfd.Dev(&st) != n.Dev || !dirfd.IsRegular(&st) {
 		// Replaced between the stat and the open: take what was opened.
-		n.Mode, n.UID, n.GID, n.MTime, n.Ino, n.Dev = st.Mode&0o7777, st.Uid, st.Gid, st.Mtim.Nano(), st.Ino, st.Dev
+		n.Mode, n.UID, n.GID, n.MTime, n.Ino, n.Dev = dirfd.Perm(&st), st.Uid, st.Gid, st.Mtim.Nano(), st.Ino, dirfd.Dev(&st)
 	}
 	n.Type = File
 	n.Xattrs = fdXattrs(fd)

@@ -17,6 +17,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // flushBytes is how much a Txn buffers before it writes: a small change is
@@ -415,7 +417,7 @@ func fdatasync(f *os.File) error {
 	var serr error
 	if err := rc.Control(func(fd uintptr) {
 		for {
-			serr = unix.Fdatasync(int(fd))
+			serr = dirfd.Datasync(int(fd))
 			if !errors.Is(serr, unix.EINTR) {
 				return
 			}

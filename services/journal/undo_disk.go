@@ -55,8 +55,8 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 		return nil, err
 	}
 	n := &Node{
-		Path: p, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
-		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: st.Dev,
+		Path: p, Mode: dirfd.Perm(&st), UID: st.Uid, GID: st.Gid,
+		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: dirfd.Dev(&st),
 	}
 	switch {
 	case dirfd.IsDir(&st):

@@ -144,7 +144,7 @@ func inPlace(par *dirfd.Parent, base string, n Node) bool {
 	}
 	switch n.Type {
 	case File:
-		if !dirfd.IsRegular(&st) || st.Size != n.Size || st.Mode&0o7777 != n.Mode || st.Uid != n.UID || st.Gid != n.GID {
+		if !dirfd.IsRegular(&st) || st.Size != n.Size || dirfd.Perm(&st) != n.Mode || st.Uid != n.UID || st.Gid != n.GID {
 			return false
 		}
 	case Symlink:
@@ -378,7 +378,7 @@ func setTime(par *dirfd.Parent, base string, n Node) error {
 	if n.MTime == 0 {
 		return nil
 	}
-	ts := []unix.Timespec{{Nsec: unix.UTIME_OMIT}, unix.NsecToTimespec(n.MTime)}
+	ts := []unix.Timespec{{Nsec: utimeOmit}, unix.NsecToTimespec(n.MTime)}
 	if err := unix.UtimesNanoAt(par.FD(), base, ts, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &os.PathError{Op: "utimes", Path: n.Path, Err: err}
 	}

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -120,20 +118,11 @@ func configEntry(f string, roots []protectscan.Root, exe bool) (ProtectedEntry, 
 		if !dirfd.Beneath(r.Path, f) || f == r.Path {
 			continue
 		}
-		fd, err := unix.Openat2(unix.AT_FDCWD, f, &unix.OpenHow{
-			Flags:   unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC,
-			Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-		})
-		if err != nil {
+		st, err := dirfd.StatNoSymlinks(f)
+		if err != nil || !dirfd.IsRegular(&st) || (r.Shared && !exe && int(st.Uid) != r.Owner) {
 			return ProtectedEntry{}, false
 		}
-		var st unix.Stat_t
-		err = unix.Fstat(fd, &st)
-		_ = unix.Close(fd)
-		if err != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || (r.Shared && !exe && int(st.Uid) != r.Owner) {
-			return ProtectedEntry{}, false
-		}
-		return ProtectedEntry{Path: f, Dev: st.Dev, Ino: st.Ino}, true
+		return ProtectedEntry{Path: f, Dev: dirfd.Dev(&st), Ino: st.Ino}, true
 	}
 	return ProtectedEntry{}, false
 }
