@@ -57,9 +57,6 @@ func addRoot(ruleset int, root string, allowed uint64) error {
 	return nil
 }
 
-// maxEINTRRetries bounds retries of an open interrupted by a signal.
-const maxEINTRRetries = 64
-
 // openRoot opens the directory root as an O_PATH descriptor, refusing a
 // symlink anywhere in the path: the grant goes to the directory the caller
 // named, never to one a link was retargeted to.
