@@ -32,7 +32,9 @@ const noProxyEnv = "unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_prox
 // once judged. Node's fetch, curl told to use no proxy and a raw perl
 // socket each reach the host's server; a name not listed does not
 // resolve and nothing reaches the server; the host's /etc/hosts is
-// untouched; the host's own names still resolve in the command.
+// untouched; the host's own names still resolve in the command. Python's
+// urllib and git over http and ssh reach it too, and ssh to a name not
+// listed is refused naming it.
 func TestDirectHosts(t *testing.T) {
 	pl := fixtures.Perl(t)
 	hostsBefore, err := os.ReadFile("/etc/hosts")
@@ -55,6 +57,9 @@ func TestDirectHosts(t *testing.T) {
 			}
 			if curl, err := exec.LookPath("curl"); err == nil {
 				clients["curl"] = fmt.Sprintf("%s -sS -f --noproxy '*' http://allowed.test:%d/", curl, port)
+			}
+			if _, err := os.Stat("/usr/bin/python3"); err == nil {
+				clients["python"] = fmt.Sprintf(`/usr/bin/python3 -c 'import urllib.request, sys; sys.stdout.write(urllib.request.urlopen("http://allowed.test:%d/", timeout=30).read().decode())'`, port)
 			}
 			if node, err := exec.LookPath("node"); err == nil {
 				clients["node"] = fmt.Sprintf(`%s -e 'fetch("http://allowed.test:%d/").then(r => r.text()).then(t => process.stdout.write(t), e => { console.error(e.cause || e); process.exit(1) })'`, node, port)
@@ -79,6 +84,37 @@ func TestDirectHosts(t *testing.T) {
 					case <-time.After(30 * time.Second):
 						t.Fatalf("ssh did not reach the allowed host: %s", res.Stderr.Text)
 					}
+				})
+			}
+			if git, err := exec.LookPath("git"); err == nil {
+				t.Run("git over http", func(t *testing.T) {
+					// The host's server is no git server: what counts is
+					// that git's request reached it.
+					before := hits.Load()
+					res := w.run(t, sandbox.WorkspaceWrite, noProxyEnv+fmt.Sprintf("%s ls-remote http://allowed.test:%d/repo.git", git, port))
+					assert.NotContains(t, res.Stderr.Text, "Could not resolve host")
+					assert.Greater(t, hits.Load(), before, "git's request did not reach the allowed host: %s", res.Stderr.Text)
+				})
+				if ssh, err := exec.LookPath("ssh"); err == nil {
+					t.Run("git over ssh", func(t *testing.T) {
+						res := w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf("GIT_SSH_COMMAND='%s -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' %s ls-remote ssh://git@allowed.test:%d/repo.git", ssh, git, sshPort))
+						assert.NotContains(t, res.Stderr.Text, "Could not resolve hostname")
+						select {
+						case b := <-banners:
+							assert.Contains(t, b, "SSH-2.0-", "git's ssh spoke to the allowed host's server")
+						case <-time.After(30 * time.Second):
+							t.Fatalf("git over ssh did not reach the allowed host: %s", res.Stderr.Text)
+						}
+					})
+				}
+			}
+			if ssh, err := exec.LookPath("ssh"); err == nil {
+				t.Run("ssh to a name not listed", func(t *testing.T) {
+					res := w.run(t, sandbox.WorkspaceWrite, ssh+" -o BatchMode=yes -o ConnectTimeout=20 git@refused.test true")
+					assert.NotEqual(t, 0, res.ExitCode)
+					require.NotEmpty(t, res.Confinement.Refused, res.Stderr.Text)
+					assert.Equal(t, "refused.test", res.Confinement.Refused[0].Host, "the refusal names the host")
+					assert.Contains(t, res.Confinement.Refused[0].Reason, "not in --allow-domain")
 				})
 			}
 			t.Run("a host allowed once", func(t *testing.T) {
