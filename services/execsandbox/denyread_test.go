@@ -459,3 +459,48 @@ func hidingIsolations() []execsandbox.Config {
 	}
 	return out
 }
+
+// TestLandlockIsolationWorkspaceWrite (issue 36): the documented fallback
+// runs commands under workspace-write on a machine where ~/.ssh and
+// harness's own state directory (~/.local/state/harness, made at the
+// first start) exist and the workspace holds no .env: a file the command
+// writes lands in the workspace, and neither the key nor the audit log is
+// read. A root server's commands keep capabilities that read past
+// Landlock: refused.
+func TestLandlockIsolationWorkspaceWrite(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel")
+	}
+	s, pol := newSecretHome(t, primaryOwner())
+	require.NoError(t, os.Remove(s.env))
+	require.NoError(t, os.Remove(filepath.Join(s.ws, "sub", ".env.local")))
+	state := filepath.Join(s.home, ".local", "state", "harness")
+	require.NoError(t, os.MkdirAll(state, 0o700))
+	audit := filepath.Join(state, "audit.jsonl")
+	require.NoError(t, os.WriteFile(audit, []byte(`{"secret":"`+s.marker+`"}`+"\n"), 0o600))
+	if os.Geteuid() == 0 && primaryOwner().uid != 0 {
+		require.NoError(t, chownTree(s.home, primaryOwner().uid))
+	}
+	r, err := execsandbox.New(execsandbox.Config{Isolation: execsandbox.IsolationLandlock}, exec.Config{}, pol)
+	require.NoError(t, err)
+	res, err := r.Run(t.Context(), exec.Request{
+		Command: "echo written > out.txt; cat " + s.key + "; cat " + audit + "; ls -A " + state + "; echo done",
+		Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws),
+	})
+	if os.Geteuid() == 0 {
+		var ee *exec.Error
+		require.True(t, errors.As(err, &ee), "%v", err)
+		assert.Contains(t, ee.Message, "keep root's capabilities")
+		assert.NoFileExists(t, filepath.Join(s.ws, "out.txt"))
+		return
+	}
+	require.NoError(t, err)
+	assert.NotContains(t, res.Stdout.Text+res.Stderr.Text, s.marker)
+	assert.True(t, strings.HasSuffix(res.Stdout.Text, "done\n"), res.Stdout.Text)
+	assert.Equal(t, 2, strings.Count(res.Stderr.Text, "Permission denied"), res.Stderr.Text)
+	b, err := os.ReadFile(filepath.Join(s.ws, "out.txt"))
+	require.NoError(t, err)
+	assert.Equal(t, "written\n", string(b))
+	require.NotNil(t, res.Confinement)
+	assert.Contains(t, res.Confinement.Masked, state)
+}
