@@ -302,6 +302,41 @@ func TestUserNamespacesExplained(t *testing.T) {
 	assert.Contains(t, res.Text, "exit code 1")
 }
 
+// TestChromiumExplained (issue 36): the real Chromium, whose own sandbox
+// needs a user namespace, fails under harness's with a result that says
+// why and names --no-sandbox; with --no-sandbox (harness's sandbox
+// confining it) it renders a page. (The test world has no temp root:
+// its HOME and TMPDIR are the command's own /dev/shm: short paths, as
+// Chromium's sockets need.)
+func TestChromiumExplained(t *testing.T) {
+	chromium, err := exec.LookPath("chromium")
+	if err != nil {
+		t.Skip("chromium is not installed (Debian: apt-get install --no-install-recommends chromium; .ci/run installs it)")
+	}
+	w := newWorld(t, sandbox.WorkspaceWrite)
+	if os.Geteuid() == 0 {
+		// Chromium refuses to run as root without --no-sandbox, whatever
+		// confines it: the commands run as the workspace's owner.
+		for d := filepath.Dir(w.ws); d != "/" && d != filepath.Clean(os.TempDir()); d = filepath.Dir(d) {
+			require.NoError(t, os.Chmod(d, 0o755))
+		}
+		require.NoError(t, filepath.Walk(w.ws, func(p string, _ os.FileInfo, err error) error {
+			if err != nil {
+				return err
+			}
+			return os.Lchown(p, 1000, 1000)
+		}))
+	}
+	tl, _ := audited(t, w.pol, execsandbox.Config{})
+	res := auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "HOME=/dev/shm TMPDIR=/dev/shm " + chromium + " --headless --dump-dom about:blank"})
+	assert.True(t, strings.HasPrefix(res.Text, "[sandbox: commands cannot make user namespaces]\n"), res.Text)
+	assert.Contains(t, res.Text, "No usable sandbox")
+	assert.Contains(t, res.Text, "pass --no-sandbox")
+	res = auCall(t, tl.Exec(), w.sess, "", map[string]any{"command": "HOME=/dev/shm TMPDIR=/dev/shm " + chromium + ` --headless --no-sandbox --dump-dom "data:text/html,<p>rendered</p>"`})
+	require.False(t, res.IsError, res.Text)
+	assert.Contains(t, res.Text, "<body><p>rendered</p></body>")
+}
+
 // TestAuditRecordsInput (issue 38): exec_input's record names the command
 // typed to and keeps what was typed, redacted as a command line is; the
 // line typed at a prompt that reads it without echo (a password) is not
