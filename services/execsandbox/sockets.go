@@ -117,7 +117,12 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
 	}
-	masked = addSockets(masked, walked, ids)
+	// Under danger-full-access the directories on the way to a masked
+	// socket are not pinned: a background command could swap a stale
+	// file's directory with a live socket's between the check and the
+	// mount (the attack review of issue 36), so every socket file found
+	// stays masked there.
+	masked = addSockets(masked, walked, ids, policy.Mode != sandbox.DangerFullAccess)
 	for _, p := range searchableBy(masked, uid, gids) {
 		if permits(p, uid, gids, 0o2) {
 			v.masked = append(v.masked, p)
@@ -287,14 +292,14 @@ func ownedSocketID(path string, uid uint32) (fileID, bool) {
 }
 
 // addSockets returns masked with each of walked that is a socket now, none
-// of named (by identity), not in masked yet and bound (a file no socket is
-// bound to any more, left by a server that stopped without removing it,
-// is the command's to remove and bind again: masked, it could do neither),
-// appended.
-func addSockets(masked, walked []string, named map[fileID]bool) []string {
+// of named (by identity) and not in masked yet appended; with skipStale,
+// only those a socket is bound to (a file no socket is bound to any more,
+// left by a server that stopped without removing it, is the command's to
+// remove and bind again: masked, it could do neither).
+func addSockets(masked, walked []string, named map[fileID]bool, skipStale bool) []string {
 	for _, p := range walked {
 		id, ok := socketID(p)
-		if ok && !named[id] && !slices.Contains(masked, p) && socketBound(p) {
+		if ok && !named[id] && !slices.Contains(masked, p) && (!skipStale || socketBound(p)) {
 			masked = append(masked, p)
 		}
 	}
