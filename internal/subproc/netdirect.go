@@ -132,9 +132,17 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort, typ int) error {
 		// the host's port.
 		return fmt.Errorf("the namespace's socket for %s is not inside the namespace", want)
 	}
-	if !want.Addr().IsLoopback() {
-		if err := giveLoopback(fd, want.Addr()); err != nil {
-			return fmt.Errorf("cannot give the namespace's loopback the address %s: %w", want.Addr(), err)
+	// Another address than loopback's is bound before it is the
+	// namespace's (IP_FREEBIND) and given only once the listener is made:
+	// a bind that fails (a command took the port on 0.0.0.0) leaves no
+	// address where the command's own listener would answer for the host.
+	literal := !want.Addr().IsLoopback()
+	if literal {
+		if typ != unix.SOCK_STREAM {
+			return fmt.Errorf("a namespace socket's address %s is not a loopback address", want)
+		}
+		if err := unix.SetsockoptInt(fd, unix.IPPROTO_IP, unix.IP_FREEBIND, 1); err != nil {
+			return fmt.Errorf("cannot bind %s inside the namespace: IP_FREEBIND: %w", want, err)
 		}
 	}
 	if err := unix.Bind(fd, &unix.SockaddrInet4{Addr: want.Addr().As4(), Port: int(want.Port())}); err != nil {
@@ -146,14 +154,25 @@ func (n *NetNS) bindInside(fd int, want netip.AddrPort, typ int) error {
 	if err := unix.Listen(fd, unix.SOMAXCONN); err != nil {
 		return fmt.Errorf("cannot listen on %s inside the namespace: %w", want, err)
 	}
-	return n.checkListenerAt(fd, want)
+	if err := n.checkListenerAt(fd, want); err != nil {
+		return err
+	}
+	if literal {
+		if err := giveLoopback(fd, want.Addr()); err != nil {
+			return fmt.Errorf("cannot give the namespace's loopback the address %s: %w", want.Addr(), err)
+		}
+	}
+	return nil
 }
 
 // giveLoopback gives the loopback interface of fd's network namespace the
 // IPv4 address a (a /32 alias named after the address, lo:0a000005 for
 // 10.0.0.5; one given already is kept), so a connection to a inside the
 // namespace reaches a listener there and nothing else changes (no route
-// but a's own). The ioctls act on the namespace of fd, a socket made
+// but a's own; between the two calls, for microseconds, the address's
+// class is the loopback's: 10.0.0.0/8 for 10.0.0.5, inside the namespace
+// only, and a socket a command bound there meanwhile is unreachable
+// after). The ioctls act on the namespace of fd, a socket made
 // inside it, and check the capability of their caller: the server holds
 // CAP_NET_ADMIN over the namespace (its user namespace is a child of the
 // server's user's), which no command does.

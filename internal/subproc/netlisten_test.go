@@ -2,10 +2,13 @@ package subproc_test
 
 import (
 	"bufio"
+	"context"
+	"fmt"
 	"net"
 	"net/netip"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"syscall"
 	"testing"
@@ -210,6 +213,30 @@ func TestNetNSListenDirect(t *testing.T) {
 		assert.NotContains(t, out.Stdout.String(), "taken away")
 		assert.Contains(t, out.Stderr.String(), "Operation not permitted")
 		assert.Contains(t, out.Stdout.String(), "inet 10.0.0.1/32 scope global lo:0a000001", out.Stderr.String())
+	}
+	// A port a command holds on every address: the literal's listener
+	// cannot be made, and the namespace is not given its address (where
+	// the command's own listener would answer for the host).
+	holder := t.TempDir()
+	holderCtx, stopHolder := context.WithCancel(t.Context())
+	held := make(chan string, 1)
+	go func() {
+		out, err := subproc.RunBwrap(holderCtx, b, subproc.Spec{
+			Command: pl + ` -MIO::Socket::INET -e '$s = IO::Socket::INET->new(LocalAddr => "0.0.0.0", LocalPort => 9443, Listen => 1) or die "bind: $!\n"; open(F, ">", "held") or die; close(F); sleep 60'`,
+			Dir:     holder, Env: []string{"PATH=/usr/bin:/bin"}, Confine: &subproc.Confinement{WritableRoots: []string{holder}},
+		}, time.Minute, 1<<20, nil, subproc.Watch{})
+		held <- fmt.Sprint(err, out.Status, out.Stdout.String(), out.Stderr.String())
+	}()
+	defer func() { stopHolder(); t.Log("the holder: ", <-held) }()
+	require.Eventually(t, func() bool {
+		_, err := os.Stat(filepath.Join(holder, "held"))
+		return err == nil
+	}, 30*time.Second, 20*time.Millisecond, "the command never held the port")
+	_, err = b.Net.ListenDirect(b.Stage, nil, []netip.AddrPort{netip.MustParseAddrPort("10.0.0.9:9443")})
+	require.Error(t, err, "a port a command holds on 0.0.0.0")
+	if ip, err := exec.LookPath("ip"); err == nil {
+		out = run(ip + " addr show dev lo")
+		assert.NotContains(t, out.Stdout.String(), "10.0.0.9")
 	}
 	_, err = b.Net.ListenDirect(b.Stage, nil, want[:1])
 	require.Error(t, err, "the address is in use")
