@@ -220,6 +220,24 @@ async function run() {
   assert.equal(r.status, 403, `wrong Origin: status ${r.status}: ${await r.text()}`);
   ok('POST /mcp with a valid token and Origin http://evil.example: 403');
 
+  // A page from the listen address's own origin is served (the
+  // conformance suite's LocalhostHostAccepted).
+  r = await fetch(url, { method: 'POST', headers: { ...mcpHeaders, Authorization: `Bearer ${tokens.alice}`, Origin: origin }, body: initBody });
+  const ownOrigin = await r.text();
+  assert.equal(r.status, 200, `own Origin: status ${r.status}: ${ownOrigin}`);
+  assert.equal(r.headers.get('access-control-allow-origin'), origin, 'own Origin: Access-Control-Allow-Origin');
+  ok(`POST /mcp with a valid token and the server's own Origin ${origin}: 200, Access-Control-Allow-Origin: ${origin}`);
+
+  // An unsupported protocol version: 400 naming the versions served.
+  r = await fetch(url, { method: 'POST', headers: { ...mcpHeaders, Authorization: `Bearer ${tokens.alice}`, 'Mcp-Protocol-Version': '2024-01-01' }, body: initBody });
+  const versionErr = await r.text();
+  assert.equal(r.status, 400, `unsupported version: status ${r.status}: ${versionErr}`);
+  const served = versionErr.match(/supported versions: ([0-9,-]+)/);
+  assert.ok(served, `unsupported version: ${versionErr}`);
+  assert.ok(served[1].split(',').includes('2025-11-25'), `unsupported version: ${versionErr}`);
+  assert.ok(!served[1].split(',').includes('2026-07-28'), `unsupported version lists a version not served: ${versionErr}`);
+  ok(`Mcp-Protocol-Version 2024-01-01: 400, supported versions ${served[1]}`);
+
   r = await fetch(url, { method: 'POST', headers: { ...mcpHeaders, Authorization: `Bearer ${tokens.carol}` }, body: initBody });
   assert.equal(r.status, 403, `carol: status ${r.status}: ${await r.text()}`);
   ok('carol, a valid token whose subject no principal names: 403');
