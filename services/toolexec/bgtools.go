@@ -34,7 +34,7 @@ type Job struct {
 	Workdir    string `json:"workdir" jsonschema:"the directory it runs in"`
 	State      string `json:"state" jsonschema:"running; exited; killed (a signal or exec_kill ended it); timed_out; or failed (it could not start: error says why)"`
 	ExitCode   *int   `json:"exit_code,omitempty" jsonschema:"the shell's exit code once it ended; -1 when a signal ended it"`
-	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL"`
+	Signal     string `json:"signal,omitempty" jsonschema:"the signal that ended it, e.g. SIGKILL, or the one exec_kill sent (a shell that outlives its killed program then exits with a code of its own, such as 143 for SIGTERM)"`
 	Error      string `json:"error,omitempty" jsonschema:"why it could not start"`
 	Input      string `json:"input,omitempty" jsonschema:"an interactive command's input, which exec_input types to: stdin (a pipe) or terminal; absent for another"`
 	Idle       bool   `json:"idle_ended,omitempty" jsonschema:"true: an interactive command ended (state timed_out) because it had no input for the idle limit"`
