@@ -57,12 +57,20 @@ func OpenNoSymlinks(path string, flags uint64) (int, error) {
 	return openat2(unix.AT_FDCWD, path, &openHow{Flags: flags, Resolve: resolveNoSymlinks | resolveNoMagiclinks})
 }
 
+// OpenAt opens rel beneath the directory fd with flags (and O_CLOEXEC),
+// following no symlink and never leaving fd's tree (openat2
+// RESOLVE_BENEATH, RESOLVE_NO_SYMLINKS). It returns the descriptor; errors
+// are openat2's (EXDEV for a path that would leave, ELOOP for a symlink).
+func OpenAt(fd int, rel string, flags uint64) (int, error) {
+	return openat2(fd, rel, &openHow{Flags: flags, Resolve: resolveBeneath | resolveNoSymlinks | resolveNoMagiclinks})
+}
+
 // StatNoSymlinks is the stat of the absolute path reached as
 // OpenNoSymlinks reaches it (its last component not followed either).
 // Errors: the open's or the stat's.
 func StatNoSymlinks(path string) (unix.Stat_t, error) {
 	var st unix.Stat_t
-	fd, err := OpenNoSymlinks(path, oPath|unix.O_NOFOLLOW)
+	fd, err := OpenNoSymlinks(path, OPath|unix.O_NOFOLLOW)
 	if err != nil {
 		return st, err
 	}
@@ -78,7 +86,7 @@ func StatNoSymlinks(path string) (unix.Stat_t, error) {
 // keeps the directory it opened for its life. Close releases the descriptor.
 func OpenBeneath(dir string) (*Dir, error) {
 	fd, err := openat2(unix.AT_FDCWD, dir, &openHow{
-		Flags:   oPath | unix.O_DIRECTORY | unix.O_CLOEXEC,
+		Flags:   OPath | unix.O_DIRECTORY | unix.O_CLOEXEC,
 		Resolve: resolveNoSymlinks | resolveNoMagiclinks,
 	})
 	if err != nil {

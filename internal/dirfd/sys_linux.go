@@ -11,7 +11,6 @@ const (
 	resolveBeneath      = unix.RESOLVE_BENEATH
 	resolveNoSymlinks   = unix.RESOLVE_NO_SYMLINKS
 	resolveNoMagiclinks = unix.RESOLVE_NO_MAGICLINKS
-	oPath               = unix.O_PATH
 	renameNoReplace     = unix.RENAME_NOREPLACE
 )
 
@@ -24,3 +23,7 @@ func renameat2(olddirfd int, oldpath string, newdirfd int, newpath string, flags
 }
 
 func getdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
+
+// OPath opens a file for its descriptor alone (O_PATH: no permission on it
+// needed, no I/O, never blocking on a FIFO); 0 where there is none.
+const OPath = unix.O_PATH

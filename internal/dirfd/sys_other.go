@@ -21,7 +21,6 @@ const (
 	resolveBeneath      = 0x08
 	resolveNoSymlinks   = 0x04
 	resolveNoMagiclinks = 0x02
-	oPath               = 0
 	renameNoReplace     = 0x1
 )
 
@@ -30,3 +29,6 @@ func sysOpenat2(int, string, *openHow) (int, error) { return -1, errNotLinux }
 func renameat2(int, string, int, string, uint) error { return errNotLinux }
 
 func getdents(int, []byte) (int, error) { return 0, errNotLinux }
+
+// OPath is Linux's O_PATH; none here.
+const OPath = 0

@@ -5,6 +5,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/journal"
 )
 
@@ -19,9 +20,9 @@ const (
 // regular file, a directory or a symlink.
 func fromStat(st *unix.Stat_t) *state {
 	s := &state{
-		mode: st.Mode & 0o7777, uid: st.Uid, gid: st.Gid, size: st.Size,
+		mode: dirfd.Perm(st), uid: st.Uid, gid: st.Gid, size: st.Size,
 		mtime: st.Mtim.Nano(), ctime: st.Ctim.Nano(),
-		ino: st.Ino, dev: uint64(st.Dev), //nolint:unconvert // Dev is uint64 on amd64 only
+		ino: st.Ino, dev: dirfd.Dev(st),
 	}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:

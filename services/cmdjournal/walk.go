@@ -378,10 +378,7 @@ func (w *walker) ignoreFile(fd int, rel string, domain []string) []gitignore.Pat
 // openBeneath opens rel beneath the directory fd for reading, following
 // no symlink.
 func openBeneath(fd int, rel string) (int, error) {
-	return unix.Openat2(fd, rel, &unix.OpenHow{
-		Flags:   unix.O_RDONLY | unix.O_NONBLOCK | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_BENEATH | unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	return dirfd.OpenAt(fd, rel, unix.O_RDONLY|unix.O_NONBLOCK)
 }
 
 // readNames lists the directory fd in byte order (without "." and "..").

@@ -203,8 +203,8 @@ func contentKey(content string) string {
 // node is the state st describes at the canonical path p.
 func node(p string, st *unix.Stat_t, hash string) journal.Node {
 	n := journal.Node{
-		Path: p, Mode: st.Mode & 0o7777, UID: st.Uid, GID: st.Gid,
-		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: st.Dev,
+		Path: p, Mode: dirfd.Perm(st), UID: st.Uid, GID: st.Gid,
+		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: dirfd.Dev(st),
 	}
 	switch {
 	case dirfd.IsRegular(st):

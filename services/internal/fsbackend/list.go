@@ -316,7 +316,7 @@ func (l *lister) child(dir *dirfd.Parent, key, dp, name string) fs.DirEntry {
 // symlink name in dir, opened with O_PATH beneath dir: errNotListed when it
 // is refused.
 func (l *lister) admitEntry(dir *dirfd.Parent, name string) error {
-	fd, err := unix.Openat(dir.FD(), name, unix.O_PATH|unix.O_CLOEXEC, 0)
+	fd, err := unix.Openat(dir.FD(), name, dirfd.OPath|unix.O_CLOEXEC, 0)
 	if err != nil {
 		return err
 	}

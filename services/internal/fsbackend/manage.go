@@ -585,7 +585,7 @@ func (f *Backend) copyAcross(ctx context.Context, sp *dirfd.Parent, name string,
 	if err != nil {
 		return err
 	}
-	if err := keepMode(dp, newName, fst.Mode&0o7777); err != nil {
+	if err := keepMode(dp, newName, dirfd.Perm(&fst)); err != nil {
 		return err
 	}
 	return sp.Unlink(name, false)

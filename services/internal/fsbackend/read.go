@@ -56,16 +56,6 @@ func (f *Backend) openRegular(op, verb string, target fs.Target) (*dirfd.File, u
 	return file, st, nil
 }
 
-// consumingStreams names, by the magic number of the filesystem they live
-// on, the files that fstat calls regular but whose reads consume what they
-// return and wait when nothing is pending: the kernel log (/proc/kmsg,
-// read through syslog(2)) and the tracing pipes.
-var consumingStreams = map[int64][]string{
-	unix.PROC_SUPER_MAGIC: {"kmsg"},
-	unix.TRACEFS_MAGIC:    {"trace_pipe", "trace_pipe_raw"},
-	unix.DEBUGFS_MAGIC:    {"trace_pipe", "trace_pipe_raw"},
-}
-
 // consumes reports whether the open file, whose fstat is st and whose
 // canonical path is key, is one of consumingStreams. Such files report size
 // 0, so others cost no fstatfs.

@@ -9,8 +9,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/realpath"
-
 	"github.com/dsh-go/harness/services/fs"
 )
 
@@ -48,7 +48,7 @@ func (f *Backend) Stat(ctx context.Context, target fs.Target) (*fs.Info, error) 
 // error (*os.PathError). The open runs with the backend's filesystem
 // identity (Settings.NewOwner).
 func (f *Backend) peek(target fs.Target, op, p string, follow, entry bool) (st unix.Stat_t, refusal, err error) {
-	flags := unix.O_PATH | unix.O_CLOEXEC
+	flags := dirfd.OPath | unix.O_CLOEXEC
 	if !follow {
 		flags |= unix.O_NOFOLLOW
 	}
@@ -130,7 +130,7 @@ func fileType(st *unix.Stat_t) fs.FileType {
 // mtime still changes the token (L-19).
 func version(st *unix.Stat_t) fs.Version {
 	b := make([]byte, 0, 80)
-	b = strconv.AppendUint(b, st.Dev, 10)
+	b = strconv.AppendUint(b, dirfd.Dev(st), 10)
 	b = append(b, ':')
 	b = strconv.AppendUint(b, st.Ino, 10)
 	b = append(b, ':')
