@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"runtime"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // set is the pool of threads restricted to one root set.
@@ -135,7 +133,7 @@ func (e *Executor) submit(ctx context.Context, s *set, j *job) error {
 // not nil, is closed once the thread is locked.
 func (e *Executor) work(s *set, first *job, locked chan<- struct{}) {
 	runtime.LockOSThread() // never unlocked, except on the main thread below
-	if unix.Gettid() == unix.Getpid() {
+	if onMainThread() {
 		// The main thread: the runtime never terminates it (it parks it for
 		// good instead), so restricted it would outlive the worker. Hold it
 		// while a new worker locks another thread (a locked thread runs only

@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/fs"
 )
 
@@ -95,10 +96,7 @@ func checkSymlinks(dp string) error {
 // walk runs only for a path that has a link in it (or one the open cannot
 // settle, such as a directory without search permission).
 func meetsNoSymlink(dp string) bool {
-	fd, err := unix.Openat2(unix.AT_FDCWD, dp, &unix.OpenHow{
-		Flags:   unix.O_PATH | unix.O_CLOEXEC,
-		Resolve: unix.RESOLVE_NO_SYMLINKS,
-	})
+	fd, err := dirfd.OpenNoSymlinks(dp, dirfd.OPath)
 	if err == nil {
 		_ = unix.Close(fd)
 		return true

@@ -63,3 +63,7 @@ func addRoot(ruleset int, root string, allowed uint64) error {
 func openRoot(root string) (int, error) {
 	return dirfd.OpenNoSymlinks(root, unix.O_PATH|unix.O_DIRECTORY)
 }
+
+// onMainThread reports whether the calling thread is the process's main
+// thread.
+func onMainThread() bool { return unix.Gettid() == unix.Getpid() }
