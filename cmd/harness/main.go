@@ -45,6 +45,6 @@ func main() {
 
 // isTerminal reports whether f is an interactive terminal.
 func isTerminal(f *os.File) bool {
-	_, err := unix.IoctlGetTermios(int(f.Fd()), unix.TCGETS)
+	_, err := unix.IoctlGetTermios(int(f.Fd()), getTermios)
 	return err == nil
 }

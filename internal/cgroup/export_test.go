@@ -1,3 +1,5 @@
+//go:build linux
+
 package cgroup
 
 // GroupDirs are g's directories, one per hierarchy.

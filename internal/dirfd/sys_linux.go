@@ -27,3 +27,13 @@ func getdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
 // OPath opens a file for its descriptor alone (O_PATH: no permission on it
 // needed, no I/O, never blocking on a FIFO); 0 where there is none.
 const OPath = unix.O_PATH
+
+// ReadOnlyMount reports whether path (followed) lies on a file system
+// mounted read-only (statfs ST_RDONLY). Errors: statfs's.
+func ReadOnlyMount(path string) (bool, error) {
+	var fs unix.Statfs_t
+	if err := unix.Statfs(path, &fs); err != nil {
+		return false, err
+	}
+	return fs.Flags&unix.ST_RDONLY != 0, nil
+}

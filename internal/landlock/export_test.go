@@ -1,3 +1,5 @@
+//go:build linux
+
 package landlock
 
 // Unexported mechanics the external tests drive directly.

@@ -286,3 +286,52 @@ type Status struct {
 func IsHelper(args []string) bool {
 	return len(args) > 1 && args[1] == HelperArg
 }
+
+// Winsize is a terminal's size in character cells.
+type Winsize struct {
+	Rows uint16 `json:"rows"`
+	Cols uint16 `json:"cols"`
+}
+
+// Masked is one path the deny-read set names (issue 24) that the bubblewrap
+// isolation hides from a command: a directory behind an empty read-only
+// tmpfs of mode 0555 (it lists as empty, nothing can be made in it), any
+// other entry behind an empty read-only file of mode 0000 (reading it fails
+// with EACCES for a command without capabilities; its size is 0).
+type Masked struct {
+	// Path is the canonical absolute path masked.
+	Path string `json:"path"`
+	// Dir tells a directory from a file.
+	Dir bool `json:"dir,omitempty"`
+	// Private makes a directory's tmpfs mode 0700 instead of 0555: the
+	// socket directories of a program that refuses one others may search
+	// (GnuPG's /run/user/UID/gnupg, --gpg-agent: with 0555 gpg looks for
+	// its agent in its home instead, and fails).
+	Private bool `json:"private,omitempty"`
+}
+
+// Capabilities is what this kernel lets the helper enforce.
+type Capabilities struct {
+	// LandlockABI is the kernel's Landlock ABI version; 0 means Landlock
+	// is missing (disabled, or a kernel older than 5.13) and confined
+	// commands are refused.
+	LandlockABI int `json:"landlockABI"`
+	// Seccomp reports whether seccomp filters can be installed, which the
+	// network and Unix-socket restrictions need.
+	Seccomp bool `json:"seccomp"`
+	// ResolveUnix reports whether Landlock can limit which pathname Unix
+	// sockets a command connects to (ABI 9+, LANDLOCK_ACCESS_FS_RESOLVE_UNIX).
+	ResolveUnix bool `json:"resolveUnix"`
+}
+
+// Outcome is a finished run as the parent sees it.
+type Outcome struct {
+	Status Status
+	// Duration is the wall time from starting the helper to its exit.
+	Duration time.Duration
+	// TimedOut reports that the timeout stopped the command; Cancelled
+	// that the caller's context did.
+	TimedOut, Cancelled bool
+	// Stdout and Stderr hold the command's output, capped.
+	Stdout, Stderr *Capture
+}

@@ -3,8 +3,6 @@ package subproc
 import (
 	"io"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
 
 // Watch is how a caller follows a command while it runs; its zero value
@@ -31,13 +29,4 @@ func tee(c *Capture, w io.Writer) io.Writer {
 		return c
 	}
 	return io.MultiWriter(c, w)
-}
-
-// signalTree sends sig to every live descendant of root (host pids, found
-// in /proc), not to root itself: the helper or the sandbox's init, which
-// the caller stops its own way.
-func signalTree(root int, sig syscall.Signal) {
-	for _, pid := range descendants(root) {
-		_ = unix.Kill(pid, sig)
-	}
 }

@@ -1,3 +1,5 @@
+//go:build linux
+
 package execsandbox_test
 
 // Second attack round on the bubblewrap runner: the mechanisms added after

@@ -1,3 +1,5 @@
+//go:build linux
+
 package execsandbox_test
 
 // Issue 22: each measured attack on the bubblewrap runner, checked by what

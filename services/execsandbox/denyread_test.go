@@ -1,3 +1,5 @@
+//go:build linux
+
 package execsandbox_test
 
 import (

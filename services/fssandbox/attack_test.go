@@ -1,3 +1,5 @@
+//go:build linux
+
 package fssandbox_test
 
 // Attacks on the write fence beyond escape_test.go and race_test.go: crafted

@@ -4,8 +4,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/fsuser"
 	"github.com/dsh-go/harness/services/exec"
 )
@@ -32,8 +31,7 @@ func writableUnconfined(conf *exec.Confinement, p string) bool {
 		_, err = os.Stat(dir)
 		p, need = dir, fsuser.Write|fsuser.Search
 	}
-	var fs unix.Statfs_t
-	if unix.Statfs(p, &fs) != nil || fs.Flags&unix.ST_RDONLY != 0 {
+	if ro, err := dirfd.ReadOnlyMount(p); err != nil || ro {
 		return false
 	}
 	if conf.Capable {

@@ -1,3 +1,5 @@
+//go:build linux
+
 package toolfs_test
 
 // Attack round on issue 21 ("one policy, one guard"). Every test here that

@@ -1,3 +1,5 @@
+//go:build linux
+
 package fsbackend
 
 // mounted is a backend that embeds a *Backend (fslocal.FileSystem,

@@ -14,23 +14,6 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 )
 
-// Masked is one path the deny-read set names (issue 24) that the bubblewrap
-// isolation hides from a command: a directory behind an empty read-only
-// tmpfs of mode 0555 (it lists as empty, nothing can be made in it), any
-// other entry behind an empty read-only file of mode 0000 (reading it fails
-// with EACCES for a command without capabilities; its size is 0).
-type Masked struct {
-	// Path is the canonical absolute path masked.
-	Path string `json:"path"`
-	// Dir tells a directory from a file.
-	Dir bool `json:"dir,omitempty"`
-	// Private makes a directory's tmpfs mode 0700 instead of 0555: the
-	// socket directories of a program that refuses one others may search
-	// (GnuPG's /run/user/UID/gnupg, --gpg-agent: with 0555 gpg looks for
-	// its agent in its home instead, and fails).
-	Private bool `json:"private,omitempty"`
-}
-
 // maskFD is the descriptor of the first file mask's source: bwrap copies
 // each (an empty read of /dev/null) into the 0000 file it binds. They sit
 // above bwrap's arguments file (bwrapArgsFD).

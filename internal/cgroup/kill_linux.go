@@ -178,3 +178,16 @@ func readFields(file string) ([]string, error) {
 	}
 	return strings.Fields(string(data)), nil
 }
+
+// detect picks the cgroup version of this machine and names its parent
+// group.
+func detect() (key string, create func() (backend, error), err error) {
+	switch mode() {
+	case modeV1:
+		return "v1", openV1, nil
+	case modeV2:
+		return "v2:" + defaultMount, func() (backend, error) { return openV2(defaultMount, requiredControllers) }, nil
+	default:
+		return "", nil, errors.New("cgroup: no cgroup file system mounted at " + defaultMount)
+	}
+}

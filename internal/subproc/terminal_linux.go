@@ -45,12 +45,6 @@ var (
 	ErrTerminalClosed = errors.New("the command closed its terminal; it reads no input from it")
 )
 
-// Winsize is a terminal's size in character cells.
-type Winsize struct {
-	Rows uint16 `json:"rows"`
-	Cols uint16 `json:"cols"`
-}
-
 // Input is the standard input of one run, written while the command runs
 // (issue 38): a pipe, or, for a command with a terminal, the master of a
 // pseudo-terminal. Under bubblewrap the terminal is made inside the

@@ -346,3 +346,12 @@ func statOf(pid int) (ppid int, state byte, ok bool) {
 	}
 	return ppid, fields[0][0], true
 }
+
+// signalTree sends sig to every live descendant of root (host pids, found
+// in /proc), not to root itself: the helper or the sandbox's init, which
+// the caller stops its own way.
+func signalTree(root int, sig syscall.Signal) {
+	for _, pid := range descendants(root) {
+		_ = unix.Kill(pid, sig)
+	}
+}

@@ -13,18 +13,6 @@ import (
 	"time"
 )
 
-// Outcome is a finished run as the parent sees it.
-type Outcome struct {
-	Status Status
-	// Duration is the wall time from starting the helper to its exit.
-	Duration time.Duration
-	// TimedOut reports that the timeout stopped the command; Cancelled
-	// that the caller's context did.
-	TimedOut, Cancelled bool
-	// Stdout and Stderr hold the command's output, capped.
-	Stdout, Stderr *Capture
-}
-
 // Run runs spec through the helper program (the harness binary, or a test
 // binary whose TestMain calls Main; run by descriptor, as is the confining
 // stage it starts), keeping at most outputLimit bytes

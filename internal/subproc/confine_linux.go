@@ -19,20 +19,6 @@ import (
 // deviceRights are the rights granted on DevicePaths.
 const deviceRights = landlock.AccessFSSet(ll.AccessFSWriteFile | ll.AccessFSTruncate)
 
-// Capabilities is what this kernel lets the helper enforce.
-type Capabilities struct {
-	// LandlockABI is the kernel's Landlock ABI version; 0 means Landlock
-	// is missing (disabled, or a kernel older than 5.13) and confined
-	// commands are refused.
-	LandlockABI int `json:"landlockABI"`
-	// Seccomp reports whether seccomp filters can be installed, which the
-	// network and Unix-socket restrictions need.
-	Seccomp bool `json:"seccomp"`
-	// ResolveUnix reports whether Landlock can limit which pathname Unix
-	// sockets a command connects to (ABI 9+, LANDLOCK_ACCESS_FS_RESOLVE_UNIX).
-	ResolveUnix bool `json:"resolveUnix"`
-}
-
 // resolveUnix is Landlock's right to connect to a pathname Unix socket.
 const resolveUnix = landlock.AccessFSSet(ll.AccessFSResolveUnix)
 
