@@ -208,7 +208,7 @@ func (c *gitStateCheck) disarm(ctx context.Context) []exec.DisarmedState {
 	for _, d := range gitDirsOf(found) {
 		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
-			// A git directory the command made (newrepo.go).
+			// A git directory the command made (newrepo_linux.go).
 			out = append(out, disarmNewRepo(ctx, d)...)
 		}
 	}

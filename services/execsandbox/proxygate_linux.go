@@ -73,7 +73,7 @@ func openGate(p *netproxy.Proxy, ns *subproc.NetNS, b subproc.Bwrap, sess *sessi
 		g.id = sess.ID()
 	}
 	// One helper run makes the proxy's listener, the listeners of the
-	// exact names (proxydirect.go) and the name server's socket.
+	// exact names (proxydirect_linux.go) and the name server's socket.
 	direct := p.Direct()
 	names := slices.Sorted(maps.Keys(direct))
 	tcp := []netip.AddrPort{proxyAddr}
