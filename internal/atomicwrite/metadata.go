@@ -26,7 +26,7 @@ type prior struct {
 // dangling symlink, a symlink leading out of a confined parent (the rename
 // replaces the link itself), or anything but a regular file.
 func openPrior(p *dirfd.Parent, name string) (*prior, error) {
-	fd, err := p.Open(name, oPath, 0)
+	fd, err := p.Open(name, dirfd.OPath, 0)
 	switch {
 	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR), errors.Is(err, unix.ELOOP), dirfd.IsEscape(err):
 		return nil, nil

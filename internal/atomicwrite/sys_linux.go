@@ -6,7 +6,6 @@ import "golang.org/x/sys/unix"
 // stands in elsewhere, where dirfd refuses every open first.
 
 const (
-	oPath           = unix.O_PATH
 	oTmpfile        = unix.O_TMPFILE
 	renameExchange  = unix.RENAME_EXCHANGE
 	renameNoReplace = unix.RENAME_NOREPLACE

@@ -10,7 +10,6 @@ import (
 // Linux's values, never passed to a kernel here: dirfd refuses every open
 // before a write gets this far.
 const (
-	oPath           = 0
 	oTmpfile        = 0x410000
 	renameExchange  = 0x2
 	renameNoReplace = 0x1

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // maxPointerBytes bounds what is read of a `.git` or `commondir` file.
@@ -68,7 +70,7 @@ func (w *walk) resolve(target string) (*openedRoot, int, bool, error) {
 			return nil, -1, false, err
 		}
 		if ok {
-			w.found[target] = Entry{Path: target, Dev: devOf(&st), Ino: st.Ino, Dir: true}
+			w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true}
 			w.gitDirs[target] = true
 			return r, fd, true, nil
 		}
@@ -118,7 +120,7 @@ func openBeneath(r *openedRoot, rel, target string) (int, unix.Stat_t, bool, err
 	}
 	cur := r.fd
 	for comp := range strings.SplitSeq(rel, "/") {
-		fd, err := openat(cur, comp, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+		fd, err := openat(cur, comp, dirfd.OPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
 		if cur != r.fd {
 			_ = unix.Close(cur)
 		}

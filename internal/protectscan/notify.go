@@ -9,6 +9,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/dirwatch"
 )
 
@@ -253,7 +254,7 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 // watched.
 func watchDir(fd int, st *unix.Stat_t, path string) bool {
 	n := notify()
-	id := devIno{devOf(st), st.Ino}
+	id := devIno{dirfd.Dev(st), st.Ino}
 	if !n.known(id) {
 		var fs unix.Statfs_t
 		if unix.Fstatfs(fd, &fs) != nil || !dirwatch.Local(int64(fs.Type)) { //nolint:unconvert // Type's width varies by platform

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // maxModulesDepth bounds how deep a split searches modules/ for the gitdirs
@@ -138,7 +140,7 @@ func splitAt(fd int, path string, members []gitMember, out map[string]Entry, dep
 	if !shapedRepo(fd) {
 		return errNoSplit
 	}
-	out[path] = Entry{Path: path, Dev: devOf(&st), Ino: st.Ino, Dir: true, Split: true}
+	out[path] = Entry{Path: path, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true, Split: true}
 	for _, m := range members {
 		if err := member(fd, path, m, out); err != nil {
 			return err
@@ -184,7 +186,7 @@ func splitOrWhole(sub int, path string, members []gitMember, out map[string]Entr
 		if err := unix.Fstat(sub, &st); err != nil {
 			return &os.PathError{Op: "fstat", Path: path, Err: err}
 		}
-		out[path] = Entry{Path: path, Dev: devOf(&st), Ino: st.Ino, Dir: true}
+		out[path] = Entry{Path: path, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true}
 		return nil
 	}
 	if err != nil {
@@ -284,12 +286,12 @@ func member(fd int, path string, m gitMember, out map[string]Entry) error {
 		typ := st.Mode & unix.S_IFMT
 		switch {
 		case last && (m.dir && typ == unix.S_IFDIR || !m.dir && typ == unix.S_IFREG):
-			out[p] = Entry{Path: p, Dev: devOf(&st), Ino: st.Ino, Dir: m.dir, Placeholder: m.placeholder}
+			out[p] = Entry{Path: p, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: m.dir, Placeholder: m.placeholder}
 			return nil
 		case last || typ != unix.S_IFDIR:
 			return errNoSplit
 		}
-		next, err := openat(cur, name, oPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
+		next, err := openat(cur, name, dirfd.OPath|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC)
 		if err != nil {
 			return errNoSplit // replaced meanwhile: protect whole
 		}

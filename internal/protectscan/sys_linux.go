@@ -5,6 +5,4 @@ import "golang.org/x/sys/unix"
 // The Linux flags and system calls the walks are made of; sys_other.go
 // refuses them elsewhere.
 
-const oPath = unix.O_PATH
-
 func sysGetdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }

@@ -11,6 +11,4 @@ import (
 // refuses the roots first).
 var errNotLinux = fmt.Errorf("%w: the protected-path search reads directories with Linux's getdents", errors.ErrUnsupported)
 
-const oPath = 0
-
 func sysGetdents(int, []byte) (int, error) { return 0, errNotLinux }

@@ -72,7 +72,7 @@ func (w *walk) rootIDs() ([]devIno, bool) {
 		if unix.Fstat(r.fd, &st) != nil {
 			return nil, false
 		}
-		ids = append(ids, devIno{devOf(&st), st.Ino})
+		ids = append(ids, devIno{dirfd.Dev(&st), st.Ino})
 	}
 	return ids, true
 }
@@ -206,7 +206,7 @@ func (w *walk) linkedMembers() {
 			if unix.Lstat(target, &st) != nil {
 				continue
 			}
-			w.found[target] = Entry{Path: target, Dev: devOf(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+			w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
 		}
 	}
 }
@@ -279,7 +279,7 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 		w.unwatched = true
 	}
 	w.used(st)
-	key := dirKey{dev: devOf(st), ino: st.Ino, rel: rel, owner: r.owner}
+	key := dirKey{dev: dirfd.Dev(st), ino: st.Ino, rel: rel, owner: r.owner}
 	l, ok := w.s.cache.get(key, st, w.seq)
 	if !ok {
 		var err error
@@ -288,7 +288,7 @@ func (w *walk) visit(r *openedRoot, fd int, st *unix.Stat_t, path, rel string, d
 		}
 		w.s.cache.put(key, l, w.seq)
 	}
-	return w.use(r, fd, devOf(st), path, rel, depth, l)
+	return w.use(r, fd, dirfd.Dev(st), path, rel, depth, l)
 }
 
 // use takes the listing l of the directory fd (on device dev) at path, rel
@@ -363,7 +363,7 @@ func (w *walk) descend(r *openedRoot, dirfd int, dev uint64, parent, parentRel s
 // only when such a listing is cached for the inode the parent's reading
 // listed (dirCache.cachedLeaf), a hint only: otherwise the directory is most
 // likely opened anyway.
-func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel string, sd *subdir, depth int) (bool, error) {
+func (w *walk) revalidate(r *openedRoot, parentFD int, dev uint64, parent, rel string, sd *subdir, depth int) (bool, error) {
 	if !w.s.cache.cachedLeaf(dirKey{dev: dev, ino: sd.ino, rel: rel, owner: r.owner}) {
 		return false, nil
 	}
@@ -371,7 +371,7 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 		return false, fmt.Errorf("reading %s: %w", filepath.Join(parent, sd.name), err)
 	}
 	var st unix.Stat_t
-	if err := fstatat(dirfd, sd.name, &st); err != nil {
+	if err := fstatat(parentFD, sd.name, &st); err != nil {
 		// Anything but a vanished name: the open decides, as for an
 		// uncached directory.
 		return vanished(err), nil
@@ -382,14 +382,14 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	// Watched again by path (a device and inode number once watched may
 	// have been a removed directory's), then the name must still be that
 	// directory: the watch is on what the name held when it was added.
-	if !notify().watchPath(devIno{devOf(&st), st.Ino}, filepath.Join(parent, sd.name)) {
+	if !notify().watchPath(devIno{dirfd.Dev(&st), st.Ino}, filepath.Join(parent, sd.name)) {
 		return false, nil // opened and visited: watched there
 	}
 	var again unix.Stat_t
-	if err := fstatat(dirfd, sd.name, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
+	if err := fstatat(parentFD, sd.name, &again); err != nil || again.Dev != st.Dev || again.Ino != st.Ino {
 		return false, nil
 	}
-	l, ok := w.s.cache.get(dirKey{dev: devOf(&st), ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
+	l, ok := w.s.cache.get(dirKey{dev: dirfd.Dev(&st), ino: st.Ino, rel: rel, owner: r.owner}, &st, w.seq)
 	if !ok || l.needsFD() {
 		return false, nil
 	}
@@ -398,7 +398,7 @@ func (w *walk) revalidate(r *openedRoot, dirfd int, dev uint64, parent, rel stri
 	if len(l.protected) > 0 || l.repo() {
 		path = filepath.Join(parent, sd.name)
 	}
-	return true, w.use(r, -1, devOf(&st), path, rel, depth, l)
+	return true, w.use(r, -1, dirfd.Dev(&st), path, rel, depth, l)
 }
 
 // used records that the walk used the listing of the directory st.
@@ -406,7 +406,7 @@ func (w *walk) used(st *unix.Stat_t) {
 	if w.dirs == nil {
 		w.dirs = map[devIno]struct{}{}
 	}
-	w.dirs[devIno{devOf(st), st.Ino}] = struct{}{}
+	w.dirs[devIno{dirfd.Dev(st), st.Ino}] = struct{}{}
 }
 
 // ownedDir reports whether name in dirfd is, by lstat, a directory of owner.
@@ -471,11 +471,11 @@ func (w *walk) read(r *openedRoot, fd int, st *unix.Stat_t, path, rel string) (*
 // neither taken nor counted, and an entry whose owner is not looked up (one
 // neither protected nor a directory) is counted only in a directory of Owner
 // (ownDir). w.rel[:base] is the directory's rel and a slash.
-func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *dirent, base int, ownDir bool) error {
+func (w *walk) entry(r *openedRoot, parentFD int, path string, l *listing, d *dirent, base int, ownDir bool) error {
 	var st unix.Stat_t
 	typ, stated := d.typ, false
 	if typ == unix.DT_UNKNOWN {
-		if err := unix.Fstatat(dirfd, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(parentFD, string(d.name), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
 				return nil
 			}
@@ -505,7 +505,7 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 	// A protected entry, or a directory in a Shared root: its identity or
 	// its owner counts.
 	if !stated {
-		if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		if err := unix.Fstatat(parentFD, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
 			if vanished(err) {
 				return nil
 			}
@@ -520,11 +520,11 @@ func (w *walk) entry(r *openedRoot, dirfd int, path string, l *listing, d *diren
 		return err
 	}
 	switch {
-	case protected && typ != unix.DT_LNK && placeholderIn(dirfd, name, &st):
+	case protected && typ != unix.DT_LNK && placeholderIn(parentFD, name, &st):
 		// A runner's placeholder holds nothing and is no finding: the
 		// runner reserves it again for each command.
 	case protected && (typ != unix.DT_LNK || w.s.symlinks):
-		l.protected = append(l.protected, found{name: name, dev: devOf(&st), ino: st.Ino, uid: st.Uid, typ: typ})
+		l.protected = append(l.protected, found{name: name, dev: dirfd.Dev(&st), ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:
 		l.subdirs = append(l.subdirs, subdir{name: name, ino: st.Ino})
 	}
