@@ -161,16 +161,22 @@ func TestNetNSListenDirect(t *testing.T) {
 		require.True(t, out.Status.Started, out.Status.Error)
 		return out
 	}
-	for _, a := range want {
-		out := run(fixture.ConnectTo(pl, a.Addr().String(), int(a.Port()), 30, "hello"))
-		require.Equal(t, 0, out.Status.ExitCode, out.Stdout.String()+out.Stderr.String())
-		select {
-		case line := <-got:
-			assert.Equal(t, a.String()+" hello\n", line)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s accepted nothing from inside the namespace", a)
+	// reaches has a command connect to each of addrs and send a line,
+	// which the listener there must get.
+	reaches := func(addrs []netip.AddrPort) {
+		t.Helper()
+		for _, a := range addrs {
+			out := run(fixture.ConnectTo(pl, a.Addr().String(), int(a.Port()), 30, "hello"))
+			require.Equal(t, 0, out.Status.ExitCode, out.Stdout.String()+out.Stderr.String())
+			select {
+			case line := <-got:
+				assert.Equal(t, a.String()+" hello\n", line)
+			case <-time.After(10 * time.Second):
+				t.Fatalf("%s accepted nothing from inside the namespace", a)
+			}
 		}
 	}
+	reaches(want)
 	out := run(pl + ` -MIO::Socket::INET -e 'IO::Socket::INET->new(LocalAddr => "127.77.0.9", LocalPort => 80, Listen => 1) or die "bind: $!\n"; print "bound\n"'`)
 	assert.NotEqual(t, 0, out.Status.ExitCode, "a command bound port 80: %s", out.Stdout.String())
 	assert.Contains(t, out.Stderr.String(), "Permission denied")
@@ -198,16 +204,7 @@ func TestNetNSListenDirect(t *testing.T) {
 			}
 		}()
 	}
-	for _, a := range lit {
-		out := run(fixture.ConnectTo(pl, a.Addr().String(), int(a.Port()), 30, "hello"))
-		require.Equal(t, 0, out.Status.ExitCode, out.Stdout.String()+out.Stderr.String())
-		select {
-		case line := <-got:
-			assert.Equal(t, a.String()+" hello\n", line)
-		case <-time.After(10 * time.Second):
-			t.Fatalf("%s accepted nothing from inside the namespace", a)
-		}
-	}
+	reaches(lit)
 	out = run(fixture.ConnectTo(pl, "10.0.0.2", 443, 5, "hello"))
 	assert.Contains(t, out.Stdout.String()+out.Stderr.String(), "unreachable", "the address's prefix is its own alone")
 	if ip, err := exec.LookPath("ip"); err == nil {

@@ -79,13 +79,7 @@ func TestDirectHosts(t *testing.T) {
 			if ssh, err := exec.LookPath("ssh"); err == nil {
 				t.Run("ssh", func(t *testing.T) {
 					res := w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf("%s -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -p %d git@allowed.test true", ssh, sshPort))
-					assert.NotContains(t, res.Stderr.Text, "Could not resolve hostname")
-					select {
-					case b := <-banners:
-						assert.Contains(t, b, "SSH-2.0-", "ssh spoke to the allowed host's server")
-					case <-time.After(30 * time.Second):
-						t.Fatalf("ssh did not reach the allowed host: %s", res.Stderr.Text)
-					}
+					spokeSSH(t, banners, "ssh", res)
 				})
 			}
 			if git, err := exec.LookPath("git"); err == nil {
@@ -100,13 +94,7 @@ func TestDirectHosts(t *testing.T) {
 				if ssh, err := exec.LookPath("ssh"); err == nil {
 					t.Run("git over ssh", func(t *testing.T) {
 						res := w.run(t, sandbox.WorkspaceWrite, fmt.Sprintf("GIT_SSH_COMMAND='%s -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null' %s ls-remote ssh://git@allowed.test:%d/repo.git", ssh, git, sshPort))
-						assert.NotContains(t, res.Stderr.Text, "Could not resolve hostname")
-						select {
-						case b := <-banners:
-							assert.Contains(t, b, "SSH-2.0-", "git's ssh spoke to the allowed host's server")
-						case <-time.After(30 * time.Second):
-							t.Fatalf("git over ssh did not reach the allowed host: %s", res.Stderr.Text)
-						}
+						spokeSSH(t, banners, "git over ssh", res)
 					})
 				}
 			}
@@ -146,6 +134,20 @@ func TestDirectHosts(t *testing.T) {
 	hostsAfter, err := os.ReadFile("/etc/hosts")
 	require.NoError(t, err)
 	assert.Equal(t, string(hostsBefore), string(hostsAfter))
+}
+
+// spokeSSH checks that the command res (what, for messages) resolved the
+// allowed host and spoke SSH to its server: the client's banner reached
+// sshBanner's banners.
+func spokeSSH(t *testing.T, banners <-chan string, what string, res hexec.Result) {
+	t.Helper()
+	assert.NotContains(t, res.Stderr.Text, "Could not resolve hostname")
+	select {
+	case b := <-banners:
+		assert.Contains(t, b, "SSH-2.0-", "%s spoke to the allowed host's server", what)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("%s did not reach the allowed host: %s", what, res.Stderr.Text)
+	}
 }
 
 // sshBanner is a TCP server on the host's 127.0.0.1 that sends an SSH
