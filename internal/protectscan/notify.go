@@ -47,6 +47,18 @@ type notifier struct {
 	buf     []byte
 	readers map[*Scanner]struct{} // scanners holding a reusable result
 	reason  string                // why nothing is watched, when fd is -1
+	// seen are the events one drain delivered since its last watch
+	// removal: a repeat is judged as the first was (each is judged by what
+	// is there now), so a tree renamed in a loop costs a drain one
+	// judgement per name, not one per event.
+	seen map[event]struct{}
+}
+
+// event is one inotify record as drain delivers it.
+type event struct {
+	wd   int32
+	mask uint32
+	name string
 }
 
 type devIno struct{ dev, ino uint64 }
@@ -64,7 +76,7 @@ var (
 // notify returns the process's notifier, made at its first use.
 func notify() *notifier {
 	notifyOnce.Do(func() {
-		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, buf: make([]byte, 64<<10)}
+		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, seen: map[event]struct{}{}, buf: make([]byte, 64<<10)}
 		fd, err := inotifyInit()
 		if err != nil {
 			n.reason = "inotify is unavailable: " + err.Error()
@@ -173,8 +185,9 @@ func (n *notifier) subscribe(s *Scanner) {
 // drain reads the events queued when it starts (every change completed
 // before it; those arriving meanwhile are left for the next drain, so a
 // busy tree cannot keep it reading) and tells each subscribed scanner of
-// those in its directories (Scanner.notice). A queue overflow tells every
-// scanner.
+// those in its directories (Scanner.notice), each distinct event once (a
+// loop renaming two files queues thousands of the same four). A queue
+// overflow tells every scanner.
 func (n *notifier) drain() {
 	n.mu.Lock()
 	defer n.mu.Unlock()
@@ -188,6 +201,7 @@ func (n *notifier) drain() {
 		}
 		return
 	}
+	defer clear(n.seen)
 	for queued > 0 {
 		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), max(queued, sizeofInotifyEvent+unix.PathMax+1))])
 		if errors.Is(err, unix.EINTR) {
@@ -207,8 +221,18 @@ func (n *notifier) drain() {
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}
-			n.deliver(ev.Wd, ev.Mask, string(name))
 			off = end
+			e := event{wd: ev.Wd, mask: ev.Mask, name: string(name)}
+			if e.mask&(inIgnored|inQOverflow) != 0 {
+				// The watches change: what came before is no guide to
+				// what follows.
+				clear(n.seen)
+			} else if _, dup := n.seen[e]; dup {
+				continue
+			} else {
+				n.seen[e] = struct{}{}
+			}
+			n.deliver(e.wd, e.mask, e.name)
 		}
 	}
 }

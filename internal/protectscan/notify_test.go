@@ -450,3 +450,37 @@ func TestKeptCurrent_AReusedInodeNumberIsWatchedAgain(t *testing.T) {
 	assert.Equal(t, walked(t, roots), got)
 	require.NotEmpty(t, got, "the new .git is found")
 }
+
+// TestKeptCurrent_ARenameLoopIsJudgedOncePerName (issue 34): a process
+// swapping two files in a loop queues the same few events thousands of
+// times; the next scan judges each distinct one once (Match is asked of
+// each name moved in), not once per event, and keeps its result.
+func TestKeptCurrent_ARenameLoopIsJudgedOncePerName(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a.txt=a", "ws/b.txt=b", "ws/d/.env=secret")
+	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
+	var asked atomic.Int64
+	match := func(rel string, isDir bool) bool {
+		asked.Add(1)
+		return protectMeta(rel, isDir)
+	}
+	s := protectscan.New(protectscan.Options{})
+	first, reused, err := s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	require.False(t, reused)
+	const swaps = 2000 // 8,000 events: below the kernel's default queue (16,384)
+	a, b := filepath.Join(base, "ws/a.txt"), filepath.Join(base, "ws/b.txt")
+	for range swaps {
+		require.NoError(t, unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE))
+	}
+	asked.Store(0)
+	again, reused, err := s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	assert.True(t, reused, "two files swapped change nothing protected")
+	assert.Equal(t, first, again)
+	assert.LessOrEqual(t, asked.Load(), int64(4), "each name moved in is judged once, not once per swap")
+	got, err := os.ReadFile(a)
+	require.NoError(t, err)
+	assert.Equal(t, "a", string(got), "an even number of swaps: each file back under its name")
+}

@@ -33,7 +33,10 @@ const bigTempEntries = 45_000
 // adds `--deny-read <temp root>/**/*.pem`, an anchored pattern whose
 // expansion would be a walk of the temp root; "big-churn" has another
 // goroutine create and remove a file in one of the temp root's directories
-// every millisecond (other processes writing in /tmp). Each written
+// every millisecond (other processes writing in /tmp); "big-rename-loop" has
+// one swap two files of one of its directories (renameat2 RENAME_EXCHANGE)
+// as fast as it can, as a test suite or a build renaming in a loop does,
+// each swap queueing four notifications. Each written
 // file is removed outside the timer, so the workspace stays small. It
 // reports ns/op, "writes/s" and "cpu-us/write" (the process's user and
 // system time per write, which a busy machine inflates less than wall
@@ -59,12 +62,13 @@ func BenchmarkWriteTempRoot(b *testing.B) {
 	for _, tc := range []struct {
 		name, temp string
 		deny       []string
-		churn      bool
+		churn      func(testing.TB, string, int) (stop func())
 	}{
-		{"small", small, nil, false},
-		{"big", big, nil, false},
-		{"big-anchored-glob", big, []string{big + "/**/*.pem"}, false},
-		{"big-churn", big, nil, true}, // last: the directories it touches are read again for 2 s after
+		{"small", small, nil, nil},
+		{"big", big, nil, nil},
+		{"big-anchored-glob", big, []string{big + "/**/*.pem"}, nil},
+		{"big-rename-loop", big, nil, renameLoop},
+		{"big-churn", big, nil, churn}, // last: the directories it touches are read again for 2 s after
 	} {
 		b.Run(tc.name, func(b *testing.B) {
 			ws, err := os.MkdirTemp(base, "ws-"+tc.name+"-")
@@ -84,8 +88,8 @@ func BenchmarkWriteTempRoot(b *testing.B) {
 			}
 			b.Cleanup(func() { _ = f.Close() })
 			ctx := context.Background()
-			if tc.churn {
-				stop := churn(b, big, bigTempEntries/100)
+			if tc.churn != nil {
+				stop := tc.churn(b, big, bigTempEntries/100)
 				defer stop()
 			}
 			var spent time.Duration
@@ -133,6 +137,29 @@ func churn(tb testing.TB, root string, dirs int) (stop func()) {
 				return
 			}
 			_ = os.Remove(p)
+		}
+	})
+	return func() { close(done); wg.Wait() }
+}
+
+// renameLoop swaps root/d<dirs-1>/f0.txt and f1.txt with renameat2's
+// RENAME_EXCHANGE, without pause, until the returned stop is called.
+func renameLoop(tb testing.TB, root string, dirs int) (stop func()) {
+	dir := filepath.Join(root, "d"+strconv.Itoa(dirs-1))
+	a, b := filepath.Join(dir, "f0.txt"), filepath.Join(dir, "f1.txt")
+	done := make(chan struct{})
+	var wg sync.WaitGroup
+	wg.Go(func() {
+		for {
+			select {
+			case <-done:
+				return
+			default:
+			}
+			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+				tb.Error(err)
+				return
+			}
 		}
 	})
 	return func() { close(done); wg.Wait() }
