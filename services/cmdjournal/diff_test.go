@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/undo"
 )
 
 // TestWhatACommandChanged: each kind of change a command makes, the paths
@@ -72,7 +73,7 @@ func TestWhatACommandChanged(t *testing.T) {
 				assert.Empty(t, res.Entry.ID, "no change in scope: no entry")
 			} else {
 				// Undo puts back exactly what was in scope.
-				_, err := journal.NewUndoer(st).Undo(t.Context(), res.Entry.ID, journal.UndoOptions{})
+				_, err := undo.New(st).Undo(t.Context(), res.Entry.ID, undo.Options{})
 				require.NoError(t, err)
 				assert.Equal(t, was, inScope(t, ws))
 			}

@@ -8,7 +8,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
-	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/undo"
 )
 
 // TestUndoOfACommand: `harness undo` of a command's entry needs nothing
@@ -27,7 +27,7 @@ func TestUndoOfACommand(t *testing.T) {
 	require.NoError(t, err)
 	require.NotEmpty(t, res.Entry.ID)
 
-	done, err := journal.NewUndoer(st).Undo(t.Context(), res.Entry.ID, journal.UndoOptions{})
+	done, err := undo.New(st).Undo(t.Context(), res.Entry.ID, undo.Options{})
 	require.NoError(t, err)
 	assert.Equal(t, res.Entry.ID, done.Undo.Undoes)
 

@@ -6,7 +6,6 @@ import (
 	"os"
 	"path"
 	"slices"
-	"strconv"
 
 	"golang.org/x/sys/unix"
 
@@ -71,14 +70,14 @@ func (t *Txn) captureEntry(parent *dirfd.Parent, name, p string, deep bool) erro
 		if n.Link, err = readlink(parent.FD(), name); err != nil {
 			return &os.PathError{Op: "readlink", Path: p, Err: err}
 		}
-		n.Xattrs = xattrs(procPath(parent.FD(), name))
+		n.Xattrs = dirfd.XattrsAt(parent.FD(), name)
 		t.e.Before = append(t.e.Before, n)
 		return nil
 	case dirfd.IsDir(&st):
 		return t.captureDir(parent, name, n, deep)
 	default:
 		n.Type, n.Size = Special, 0
-		n.Xattrs = xattrs(procPath(parent.FD(), name))
+		n.Xattrs = dirfd.XattrsAt(parent.FD(), name)
 		t.e.Before = append(t.e.Before, n)
 		return nil
 	}
@@ -99,7 +98,7 @@ func (t *Txn) captureFile(parent *dirfd.Parent, name string, n Node) error {
 		n.Mode, n.UID, n.GID, n.MTime, n.Ino, n.Dev = dirfd.Perm(&st), st.Uid, st.Gid, st.Mtim.Nano(), st.Ino, dirfd.Dev(&st)
 	}
 	n.Type = File
-	n.Xattrs = fdXattrs(fd)
+	n.Xattrs = dirfd.Xattrs(fd)
 	if st.Size > t.Room() {
 		// It cannot be kept: not read at all (no hash), however large.
 		n.Size = st.Size
@@ -125,7 +124,7 @@ func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node, deep bool) e
 	}
 	defer dir.Close() //nolint:errcheck // directory descriptor
 	n.Type, n.Size = Dir, 0
-	n.Xattrs = fdXattrs(dir.FD())
+	n.Xattrs = dirfd.Xattrs(dir.FD())
 	t.e.Before = append(t.e.Before, n)
 	if !deep {
 		return nil
@@ -141,13 +140,6 @@ func (t *Txn) captureDir(parent *dirfd.Parent, name string, n Node, deep bool) e
 		}
 	}
 	return nil
-}
-
-// procPath names the entry name in the directory fd through
-// /proc/self/fd, for the l*xattr calls that take a path (a symlink or a
-// special file cannot be opened to use the descriptor).
-func procPath(fd int, name string) string {
-	return "/proc/self/fd/" + strconv.Itoa(fd) + "/" + name
 }
 
 // fdReader reads the open descriptor fd (io.Reader).
@@ -183,61 +175,4 @@ func readlink(fd int, name string) (string, error) {
 			return string(buf[:n]), nil
 		}
 	}
-}
-
-// fdXattrs returns the extended attributes of the open descriptor fd, nil
-// when it has none or they cannot be read (a filesystem without them).
-func fdXattrs(fd int) map[string][]byte {
-	return readXattrs(
-		func(b []byte) (int, error) { return unix.Flistxattr(fd, b) },
-		func(name string, b []byte) (int, error) { return unix.Fgetxattr(fd, name, b) })
-}
-
-// xattrs returns the extended attributes of the entry at p, not following
-// a final symlink, nil when it has none or they cannot be read.
-func xattrs(p string) map[string][]byte {
-	return readXattrs(
-		func(b []byte) (int, error) { return unix.Llistxattr(p, b) },
-		func(name string, b []byte) (int, error) { return unix.Lgetxattr(p, name, b) })
-}
-
-func readXattrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) map[string][]byte {
-	size, err := list(nil)
-	if err != nil || size <= 0 {
-		return nil
-	}
-	buf := make([]byte, size)
-	if size, err = list(buf); err != nil {
-		return nil
-	}
-	out := map[string][]byte{}
-	for _, name := range splitNul(buf[:size]) {
-		n, err := get(name, nil)
-		if err != nil {
-			continue
-		}
-		v := make([]byte, n)
-		if n, err = get(name, v); err != nil {
-			continue
-		}
-		out[name] = v[:n]
-	}
-	if len(out) == 0 {
-		return nil
-	}
-	return out
-}
-
-func splitNul(b []byte) []string {
-	var out []string
-	start := 0
-	for i, c := range b {
-		if c == 0 {
-			if i > start {
-				out = append(out, string(b[start:i]))
-			}
-			start = i + 1
-		}
-	}
-	return out
 }

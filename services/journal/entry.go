@@ -1,8 +1,9 @@
 // Package journal keeps the prior state of everything a file tool replaces,
 // edits, moves or deletes (issue 25), content-addressed, durable before the
-// change publishes, within a size cap, so that `harness undo` can restore
-// one change or a whole session, bytes and metadata exact, and refuse when
-// the path changed after the agent's change.
+// change publishes, within a size cap: the store that services/undo reads to
+// restore one change or a whole session. It decides what is kept, for how
+// long and when a change must be refused (JOURNAL_FULL); it does not decide
+// whether a change can be undone.
 package journal
 
 import "time"

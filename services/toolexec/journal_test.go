@@ -22,6 +22,7 @@ import (
 	"github.com/dsh-go/harness/services/session"
 	"github.com/dsh-go/harness/services/tool"
 	"github.com/dsh-go/harness/services/toolexec"
+	"github.com/dsh-go/harness/services/undo"
 )
 
 // journaled is the command tools over the confining runner in a world of
@@ -146,7 +147,7 @@ func TestExecJournalsWhatTheCommandChanged(t *testing.T) {
 	assert.NotContains(t, after, filepath.Join(ws, "tree"), "the deleted tree has no After")
 
 	// Undo of the entry puts the workspace back.
-	_, err = journal.NewUndoer(x.j).Undo(t.Context(), e.ID, journal.UndoOptions{})
+	_, err = undo.New(x.j).Undo(t.Context(), e.ID, undo.Options{})
 	require.NoError(t, err)
 	for rel, content := range map[string]string{"a.txt": "old a\n", "run.sh": "echo run\n", "tree/x": "x\n", "tree/deep/y": "y\n"} {
 		b, err := os.ReadFile(filepath.Join(ws, rel))

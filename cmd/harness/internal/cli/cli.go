@@ -255,7 +255,7 @@ func dispatch(ctx context.Context, cmd string, rest []string, env Env) (int, err
 	case "history":
 		return ExitOK, history(ctx, rest, env)
 	case "undo":
-		return undo(ctx, rest, env)
+		return undoChanges(ctx, rest, env)
 	case "version", "--version", "-version":
 		return ExitOK, versionCmd(rest, env)
 	case "help", "-h", "-help", "--help":

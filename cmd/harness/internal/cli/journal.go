@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/undo"
 )
 
 // The history and undo commands read the journal the server writes: the
@@ -40,7 +41,7 @@ func journalFlag(fs *flagSet) func() (string, error) {
 // drops old entries, never a reader.
 func openJournal(dir string) (*journal.Journal, error) {
 	if _, err := os.Stat(dir); err != nil {
-		return nil, &journal.UndoError{Code: journal.CodeNotFound, Reason: "no journal at " + dir + ": no change has been journaled there (--journal names another)"}
+		return nil, &undo.Error{Code: journal.CodeNotFound, Reason: "no journal at " + dir + ": no change has been journaled there (--journal names another)"}
 	}
 	return journal.Open(journal.Options{Dir: dir, MaxBytes: math.MaxInt64, Sync: true})
 }
@@ -89,7 +90,7 @@ func history(_ context.Context, args []string, env Env) error {
 	if err != nil {
 		return termErr(err)
 	}
-	undone := journal.UndoneBy(all)
+	undone := undo.UndoneBy(all)
 	var items []historyItem
 	for _, e := range all {
 		if (*session == "" || e.Session == *session) && !e.Time.Before(from) {
@@ -160,8 +161,8 @@ func status(it historyItem) string {
 	return s
 }
 
-// undo undoes one change, or a session's.
-func undo(ctx context.Context, args []string, env Env) (int, error) {
+// undoChanges undoes one change, or a session's (`harness undo`).
+func undoChanges(ctx context.Context, args []string, env Env) (int, error) {
 	fset := newFlags("undo", env, true)
 	session := fset.String("session", "", "undo every change of session `S` that stands, newest first, all or nothing")
 	force := fset.Bool("force", false, "restore even where a path changed after the change (never through a symlink planted since)")
@@ -197,14 +198,14 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 		return ExitToolError, termErr(err)
 	}
 	defer j.Close() //nolint:errcheck // each undo is durable when it returns
-	u := journal.NewUndoer(j)
-	opts := journal.UndoOptions{Force: *force}
+	u := undo.New(j)
+	opts := undo.Options{Force: *force}
 	if id != "" {
 		done, err := u.Undo(ctx, id, opts)
 		if err != nil {
 			return ExitToolError, termErr(err)
 		}
-		return ExitOK, writeUndone(env.Stdout, []journal.Undone{done}, nil)
+		return ExitOK, writeUndone(env.Stdout, []undo.Undone{done}, nil)
 	}
 	res, err := u.UndoSession(ctx, *session, opts)
 	if werr := writeUndone(env.Stdout, res.Undone, res.Skipped); werr != nil && err == nil {
@@ -219,7 +220,7 @@ func undo(ctx context.Context, args []string, env Env) (int, error) {
 // writeUndone prints each change undone (its kind, paths, what the undo
 // did, and the undo's own ID, which `harness undo` takes back), its notes,
 // and each change skipped.
-func writeUndone(w io.Writer, done []journal.Undone, skipped []journal.Skipped) error {
+func writeUndone(w io.Writer, done []undo.Undone, skipped []undo.Skipped) error {
 	var b strings.Builder
 	for _, d := range done {
 		_, _ = fmt.Fprintf(&b, "undid %s (%s %s): %s\n", term(d.Entry.ID), term(string(d.Entry.Kind)), term(strings.Join(d.Entry.Paths, " -> ")), term(undid(d.Entry)))

@@ -6,7 +6,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 
-	"github.com/dsh-go/harness/services/journal"
+	"github.com/dsh-go/harness/services/undo"
 )
 
 func TestTerm(t *testing.T) {
@@ -32,10 +32,10 @@ func TestTerm(t *testing.T) {
 // termErr shows the message escaped and keeps the error it wraps.
 func TestTermErr(t *testing.T) {
 	assert.NoError(t, termErr(nil))
-	ue := &journal.UndoError{Code: journal.CodeChangedSince, Path: "/ws/a\x1b[2J\nb\u202e", Reason: "changed since"}
+	ue := &undo.Error{Code: undo.CodeChangedSince, Path: "/ws/a\x1b[2J\nb\u202e", Reason: "changed since"}
 	err := termErr(ue)
 	assert.Equal(t, `JOURNAL_CHANGED_SINCE: /ws/a\x1b[2J\nb\u202e: changed since`, err.Error())
-	got, ok := errors.AsType[*journal.UndoError](err)
+	got, ok := errors.AsType[*undo.Error](err)
 	assert.True(t, ok)
 	assert.Same(t, ue, got)
 }

@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import (
 	"crypto/sha256"
@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // errUnsafe marks a path whose directories no longer resolve without a
@@ -46,7 +47,7 @@ func openParent(p string) (par *dirfd.Parent, base string, err error) {
 // readNode returns the state of the entry base inside par, never following
 // a symlink at it, as a Node for path p; nil when nothing is there. A
 // file's content is hashed ("sha256:<hex>"), a symlink's target read.
-func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
+func readNode(par *dirfd.Parent, base, p string) (*journal.Node, error) {
 	st, err := par.Stat(base, false)
 	if errors.Is(err, unix.ENOENT) {
 		return nil, nil
@@ -54,28 +55,28 @@ func readNode(par *dirfd.Parent, base, p string) (*Node, error) {
 	if err != nil {
 		return nil, err
 	}
-	n := &Node{
+	n := &journal.Node{
 		Path: p, Mode: dirfd.Perm(&st), UID: st.Uid, GID: st.Gid,
 		MTime: st.Mtim.Nano(), Ino: st.Ino, Dev: dirfd.Dev(&st),
 	}
 	switch {
 	case dirfd.IsDir(&st):
-		n.Type = Dir
-		n.Xattrs = xattrs(procPath(par.FD(), base))
+		n.Type = journal.Dir
+		n.Xattrs = dirfd.XattrsAt(par.FD(), base)
 	case dirfd.IsSymlink(&st):
-		n.Type = Symlink
+		n.Type = journal.Symlink
 		if n.Link, err = readlinkat(par, base); err != nil {
 			return nil, err
 		}
 	case dirfd.IsRegular(&st):
-		n.Type = File
+		n.Type = journal.File
 		n.Size = st.Size
 		if n.Hash, err = hashFile(par, base); err != nil {
 			return nil, err
 		}
-		n.Xattrs = xattrs(procPath(par.FD(), base))
+		n.Xattrs = dirfd.XattrsAt(par.FD(), base)
 	default:
-		n.Type = Special
+		n.Type = journal.Special
 	}
 	return n, nil
 }
@@ -112,7 +113,7 @@ const hashPrefix = "sha256:"
 // lookNode reads the state now at the canonical path p: nil when absent
 // (its directory missing, or not a directory, included). A symlink on the
 // way is errUnsafe.
-func lookNode(p string) (*Node, error) {
+func lookNode(p string) (*journal.Node, error) {
 	par, base, err := openParent(p)
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 		return nil, nil

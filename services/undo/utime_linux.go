@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import "golang.org/x/sys/unix"
 

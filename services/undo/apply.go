@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import (
 	"context"
@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // apply undoes the checked change pl.e: it records the undo durably
@@ -17,7 +18,7 @@ import (
 // ended with the state it left.
 func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	e := pl.e
-	undo := Entry{Tool: "undo", Kind: Undo, Undoes: e.ID, Paths: slices.Clone(e.Paths)}
+	undo := journal.Entry{Tool: "undo", Kind: journal.Undo, Undoes: e.ID, Paths: slices.Clone(e.Paths)}
 	if pl.moves && len(e.Paths) == 2 {
 		undo.Paths = []string{e.Paths[1], e.Paths[0]}
 	}
@@ -41,8 +42,8 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	r := &restorer{ctx: ctx, content: func(h string) ([]byte, error) { return pl.content[h], nil }}
 	rerr := r.undo(e, pl.moves)
 	if rerr != nil && !r.touched {
-		ferr := u.j.Finish(undo.ID, Failed, nil)
-		return Undone{}, &UndoError{
+		ferr := u.j.Finish(undo.ID, journal.Failed, nil)
+		return Undone{}, &Error{
 			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
 			Reason: "the restore failed before changing anything", Err: errors.Join(rerr, ferr),
 		}
@@ -52,9 +53,9 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	if after, err := measured(undo); err == nil {
 		undo.After = after
 	}
-	ferr := u.j.Finish(undo.ID, Applied, undo.After)
+	ferr := u.j.Finish(undo.ID, journal.Applied, undo.After)
 	if rerr != nil {
-		return Undone{}, &UndoError{
+		return Undone{}, &Error{
 			Code: CodeRestoreFailed, Entry: e.ID, Path: pathOf(rerr),
 			Reason: "the restore failed part-way; what was restored stays, recorded as the undo " + undo.ID + " (`harness undo " + undo.ID + "` takes it back)",
 			Err:    errors.Join(rerr, ferr),
@@ -63,7 +64,7 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 	if ferr != nil {
 		return Undone{}, ferr
 	}
-	undo.Status = Applied
+	undo.Status = journal.Applied
 	return Undone{Entry: e, Undo: undo, Notes: r.notes}, nil
 }
 
@@ -71,8 +72,8 @@ func (u *Undoer) apply(ctx context.Context, pl plan) (Undone, error) {
 // every entry beneath it), content included: what the undo replaces. The
 // entry a move moves back (at paths[1]) is not replaced, only moved: its
 // own node is enough.
-func capture(tx *Txn, paths []string, moves bool) ([]Node, error) {
-	var before []Node
+func capture(tx *journal.Txn, paths []string, moves bool) ([]journal.Node, error) {
+	var before []journal.Node
 	for i, p := range paths {
 		capture := tx.Capture
 		if moves && i == 1 {
@@ -99,7 +100,7 @@ func capture(tx *Txn, paths []string, moves bool) ([]Node, error) {
 // it replaced); otherwise each path is removed where the change made it,
 // and each Before node is put back, parents first; directories' modes and
 // times last.
-func (r *restorer) undo(e Entry, moves bool) error {
+func (r *restorer) undo(e journal.Entry, moves bool) error {
 	if moves && len(e.Paths) == 2 {
 		src, dst := e.Paths[0], e.Paths[1]
 		if err := r.moveBack(dst, src, nodeAt(e.After, src) != nil); err != nil {
@@ -117,7 +118,7 @@ func (r *restorer) undo(e Entry, moves bool) error {
 	done := map[string]bool{}
 	for _, p := range e.Paths {
 		a, b := nodeAt(e.After, p), nodeAt(e.Before, p)
-		if a != nil && (b == nil || a.Type == Dir && b.Type != Dir) {
+		if a != nil && (b == nil || a.Type == journal.Dir && b.Type != journal.Dir) {
 			if err := r.removeTree(e.After, p); err != nil {
 				return err
 			}
@@ -143,7 +144,7 @@ func (r *restorer) undo(e Entry, moves bool) error {
 
 // removeTree removes the entry at p and the entries nodes list beneath it,
 // deepest first.
-func (r *restorer) removeTree(nodes []Node, p string) error {
+func (r *restorer) removeTree(nodes []journal.Node, p string) error {
 	for i := len(nodes) - 1; i >= 0; i-- {
 		if nodes[i].Path != p && dirfd.Beneath(p, nodes[i].Path) {
 			if err := r.remove(nodes[i].Path); err != nil {
@@ -158,8 +159,8 @@ func (r *restorer) removeTree(nodes []Node, p string) error {
 // before it runs so that a crash is judged by the disk: e's Before, a
 // moved entry keeping the identity it has now (in before), a directory
 // made anew with none.
-func predicted(e Entry, before []Node, moves bool) []Node {
-	out := make([]Node, 0, len(e.Before)+1)
+func predicted(e journal.Entry, before []journal.Node, moves bool) []journal.Node {
+	out := make([]journal.Node, 0, len(e.Before)+1)
 	if moves && len(e.Paths) == 2 {
 		if now := nodeAt(before, e.Paths[1]); now != nil {
 			n := *now
@@ -171,7 +172,7 @@ func predicted(e Entry, before []Node, moves bool) []Node {
 		if moves && n.Path == e.Paths[0] {
 			continue
 		}
-		if n.Type == Dir {
+		if n.Type == journal.Dir {
 			n.Ino, n.Dev = 0, 0
 		}
 		out = append(out, n)
@@ -181,8 +182,8 @@ func predicted(e Entry, before []Node, moves bool) []Node {
 
 // measured reads the state the undo left at its paths and at each node it
 // predicted.
-func measured(undo Entry) ([]Node, error) {
-	var out []Node
+func measured(undo journal.Entry) ([]journal.Node, error) {
+	var out []journal.Node
 	seen := map[string]bool{}
 	for _, p := range undo.Paths {
 		seen[p] = true

@@ -1,6 +1,6 @@
 //go:build linux
 
-package journal
+package undo
 
 import (
 	"fmt"
@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/services/errcode"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // partialTree builds tree/ with 50 files (modes 0600 to 0755, some of
@@ -52,11 +53,11 @@ func treeFile(i int) string {
 // and leaves it pending, as a process killed mid-removal does: the prior
 // tree and its content captured and durable, the state it was to leave
 // (nothing) recorded, never finished.
-func (w *ws) pendingDelete(rel string) Entry {
+func (w *ws) pendingDelete(rel string) journal.Entry {
 	w.t.Helper()
 	p := w.path(rel)
 	require.NoError(w.t, w.j.Prepare(""))
-	tx, err := w.j.Begin(Entry{Session: "s1", Tool: "delete", Kind: Delete, Paths: []string{p}})
+	tx, err := w.j.Begin(journal.Entry{Session: "s1", Tool: "delete", Kind: journal.Delete, Paths: []string{p}})
 	require.NoError(w.t, err)
 	par, base, err := openParent(p)
 	require.NoError(w.t, err)
@@ -139,7 +140,7 @@ func TestUndo_PartialRecursiveDelete(t *testing.T) {
 			require.Len(t, inodes(w), 50)
 			e := w.pendingDelete("tree")
 			if tc.applied {
-				require.NoError(t, w.j.Finish(e.ID, Applied, nil))
+				require.NoError(t, w.j.Finish(e.ID, journal.Applied, nil))
 			}
 			tc.disk(w)
 			left := inodes(w)
@@ -147,13 +148,13 @@ func TestUndo_PartialRecursiveDelete(t *testing.T) {
 
 			undo := func(force bool) error {
 				if tc.session {
-					res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{Force: force})
+					res, err := w.u.UndoSession(ctx(), "s1", Options{Force: force})
 					if err == nil {
 						require.Len(t, res.Undone, 1, "skipped: %+v", res.Skipped)
 					}
 					return err
 				}
-				_, err := w.u.Undo(ctx(), e.ID, UndoOptions{Force: force})
+				_, err := w.u.Undo(ctx(), e.ID, Options{Force: force})
 				return err
 			}
 			err := undo(false)

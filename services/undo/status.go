@@ -1,13 +1,17 @@
-package journal
+package undo
+
+import (
+	"github.com/dsh-go/harness/services/journal"
+)
 
 // UndoneBy returns, for each change of entries (the journal, oldest first)
 // that stands undone, the ID of the undo that undid it: an applied Undo
 // entry whose Undoes names it and which is not itself undone. Undoing an
 // undo brings the change back.
-func UndoneBy(entries []Entry) map[string]string {
+func UndoneBy(entries []journal.Entry) map[string]string {
 	undoes := map[string][]string{} // id -> the applied undos of it, in order
 	for _, e := range entries {
-		if e.Kind == Undo && e.Status == Applied && e.Undoes != "" {
+		if e.Kind == journal.Undo && e.Status == journal.Applied && e.Undoes != "" {
 			undoes[e.Undoes] = append(undoes[e.Undoes], e.ID)
 		}
 	}
@@ -42,12 +46,12 @@ func UndoneBy(entries []Entry) map[string]string {
 // moveLike reports whether undoing e moves an entry back: e is a move, or
 // an undo of a change that moves (its Paths are then the move's, from
 // where the entry was to where it goes back).
-func moveLike(e Entry, byID map[string]Entry) bool {
+func moveLike(e journal.Entry, byID map[string]journal.Entry) bool {
 	for range len(byID) + 1 {
-		if e.Kind == Move {
+		if e.Kind == journal.Move {
 			return true
 		}
-		if e.Kind != Undo {
+		if e.Kind != journal.Undo {
 			return false
 		}
 		next, ok := byID[e.Undoes]

@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import (
 	"bytes"
@@ -15,6 +15,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/atomicwrite"
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // restorer puts entries back on disk, each parent resolved from "/"
@@ -27,7 +28,7 @@ type restorer struct {
 	// dirs are the directories restored, whose mode and modification
 	// time are set last (entries made inside change the time, and a
 	// read-only mode would refuse them), deepest first.
-	dirs []Node
+	dirs []journal.Node
 	// notes say what could not be restored exactly (an owner this
 	// process may not give).
 	notes []string
@@ -103,7 +104,7 @@ func (r *restorer) moveBack(from, to string, replace bool) error {
 // file's kept content published atomically over what is there, a symlink
 // made beside and renamed over it. The owner, extended attributes, mode
 // and modification time follow (a directory's mode and time in finish).
-func (r *restorer) put(n Node) error {
+func (r *restorer) put(n journal.Node) error {
 	par, base, err := openParent(n.Path)
 	if err != nil {
 		return err
@@ -111,12 +112,12 @@ func (r *restorer) put(n Node) error {
 	defer par.Close() //nolint:errcheck // the sync reports
 	r.reclaim(par)
 	switch n.Type {
-	case Special:
+	case journal.Special:
 		r.notes = append(r.notes, n.Path+": a special file (FIFO, socket or device) is not restored")
 		return nil
-	case Dir:
+	case journal.Dir:
 		return r.putDir(par, base, n)
-	case File:
+	case journal.File:
 		if inPlace(par, base, n) {
 			// Its content and metadata are the prior ones already; its
 			// modification time may not be (an undo killed between
@@ -124,7 +125,7 @@ func (r *restorer) put(n Node) error {
 			return setTime(par, base, n)
 		}
 		return r.putFile(par, base, n)
-	case Symlink:
+	case journal.Symlink:
 		if inPlace(par, base, n) {
 			return setTime(par, base, n)
 		}
@@ -137,17 +138,17 @@ func (r *restorer) put(n Node) error {
 // by size, mode, owner, content and extended attributes; a symlink by
 // target): a change left part-way (a recursive delete killed mid-tree)
 // left it, and the undo leaves it alone. Anything unreadable is not.
-func inPlace(par *dirfd.Parent, base string, n Node) bool {
+func inPlace(par *dirfd.Parent, base string, n journal.Node) bool {
 	st, err := par.Stat(base, false)
 	if err != nil {
 		return false
 	}
 	switch n.Type {
-	case File:
+	case journal.File:
 		if !dirfd.IsRegular(&st) || st.Size != n.Size || dirfd.Perm(&st) != n.Mode || st.Uid != n.UID || st.Gid != n.GID {
 			return false
 		}
-	case Symlink:
+	case journal.Symlink:
 		if !dirfd.IsSymlink(&st) {
 			return false
 		}
@@ -159,7 +160,7 @@ func inPlace(par *dirfd.Parent, base string, n Node) bool {
 	return differs(&n, have) == "" && maps.EqualFunc(n.Xattrs, have.Xattrs, bytes.Equal)
 }
 
-func (r *restorer) putDir(par *dirfd.Parent, base string, n Node) error {
+func (r *restorer) putDir(par *dirfd.Parent, base string, n journal.Node) error {
 	st, err := par.Stat(base, false)
 	switch {
 	case errors.Is(err, unix.ENOENT):
@@ -193,7 +194,7 @@ func (r *restorer) putDir(par *dirfd.Parent, base string, n Node) error {
 	return nil
 }
 
-func (r *restorer) putFile(par *dirfd.Parent, base string, n Node) error {
+func (r *restorer) putFile(par *dirfd.Parent, base string, n journal.Node) error {
 	content, err := r.content(n.Hash)
 	if err != nil {
 		return err
@@ -227,7 +228,7 @@ func (r *restorer) putFile(par *dirfd.Parent, base string, n Node) error {
 	return nil
 }
 
-func (r *restorer) putSymlink(par *dirfd.Parent, base string, n Node) error {
+func (r *restorer) putSymlink(par *dirfd.Parent, base string, n journal.Node) error {
 	tmp := "." + truncName(base, 200) + "." + uuid.NewString()[:8] + ".undo"
 	if err := unix.Symlinkat(n.Link, par.FD(), tmp); err != nil {
 		return &os.PathError{Op: "symlink", Path: par.Join(tmp), Err: err}
@@ -268,7 +269,7 @@ func (r *restorer) finish() error {
 	return nil
 }
 
-func finishDir(par *dirfd.Parent, base string, n Node) error {
+func finishDir(par *dirfd.Parent, base string, n journal.Node) error {
 	fd, err := par.Open(base, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW, 0)
 	if err != nil {
 		return err
@@ -289,7 +290,7 @@ func finishDir(par *dirfd.Parent, base string, n Node) error {
 // owner gives the entry behind fd n's owner and group when it has others.
 // A refusal (an unprivileged process giving a file away) is a note, not an
 // error: the content and the rest are still restored.
-func (r *restorer) owner(fd int, n Node) error {
+func (r *restorer) owner(fd int, n journal.Node) error {
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		return &os.PathError{Op: "fstat", Path: n.Path, Err: err}
@@ -308,14 +309,14 @@ func (r *restorer) owner(fd int, n Node) error {
 	return nil
 }
 
-func owner(n Node) string {
+func owner(n journal.Node) string {
 	return strconv.FormatUint(uint64(n.UID), 10) + ":" + strconv.FormatUint(uint64(n.GID), 10)
 }
 
 // setXattrs makes the extended attributes of the entry behind fd those n
 // records: each one set, any other removed except in the security
 // namespace, which the kernel labels.
-func setXattrs(fd int, n Node) error {
+func setXattrs(fd int, n journal.Node) error {
 	have, err := listXattrs(fd)
 	if err != nil {
 		return &os.PathError{Op: "listxattr", Path: n.Path, Err: err}
@@ -374,7 +375,7 @@ func listXattrs(fd int) ([]string, error) {
 
 // setTime sets the modification time of the entry base inside par to n's,
 // without following a symlink, leaving its access time.
-func setTime(par *dirfd.Parent, base string, n Node) error {
+func setTime(par *dirfd.Parent, base string, n journal.Node) error {
 	if n.MTime == 0 {
 		return nil
 	}

@@ -1,6 +1,6 @@
 //go:build linux
 
-package journal
+package undo
 
 import (
 	"context"
@@ -15,6 +15,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // crashEnv makes the test binary the undoing process of
@@ -24,12 +26,12 @@ const crashEnv = "HARNESS_TEST_UNDO_CHILD"
 func TestMain(m *testing.M) {
 	if spec := os.Getenv(crashEnv); spec != "" {
 		dir, id, _ := strings.Cut(spec, "\n")
-		j, err := Open(Options{Dir: dir, MaxBytes: 64 << 20, Sync: true})
+		j, err := journal.Open(journal.Options{Dir: dir, MaxBytes: 64 << 20, Sync: true})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(3)
 		}
-		if _, err := NewUndoer(j).Undo(context.Background(), id, UndoOptions{}); err != nil {
+		if _, err := New(j).Undo(context.Background(), id, Options{}); err != nil {
 			fmt.Fprintln(os.Stderr, err)
 			os.Exit(4)
 		}
@@ -50,19 +52,19 @@ func TestUndo_SIGKILLMidRestore(t *testing.T) {
 	}
 	w.build(specs...)
 	prior := w.snap()
-	e := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("tree"))) }, "tree")
+	e := w.change("s1", journal.Delete, func() { require.NoError(t, os.RemoveAll(w.path("tree"))) }, "tree")
 
 	child := exec.Command(os.Args[0], "-test.run=^$")
 	child.Env = append(os.Environ(), crashEnv+"="+w.j.Dir()+"\n"+e.ID)
 	child.Stderr = os.Stderr
 	require.NoError(t, child.Start())
-	var undo Entry
+	var undo journal.Entry
 	deadline := time.Now().Add(30 * time.Second)
 	for undo.ID == "" && time.Now().Before(deadline) {
-		all, err := w.j.List(ListOptions{})
+		all, err := w.j.List(journal.ListOptions{})
 		require.NoError(t, err)
 		for _, x := range all {
-			if x.Kind == Undo && x.Undoes == e.ID {
+			if x.Kind == journal.Undo && x.Undoes == e.ID {
 				undo = x
 			}
 		}
@@ -73,27 +75,27 @@ func TestUndo_SIGKILLMidRestore(t *testing.T) {
 	require.NoError(t, child.Process.Signal(syscall.SIGKILL))
 	_ = child.Wait()
 
-	all, err := w.j.List(ListOptions{})
+	all, err := w.j.List(journal.ListOptions{})
 	require.NoError(t, err, "the journal reads after the kill")
 	for _, x := range all {
 		if x.ID == undo.ID {
 			undo = x
 		}
 	}
-	if undo.Status == Applied {
+	if undo.Status == journal.Applied {
 		t.Log("the undo finished before the kill")
 		assert.Equal(t, prior, w.snap())
 		return
 	}
-	assert.Equal(t, Pending, undo.Status)
+	assert.Equal(t, journal.Pending, undo.Status)
 	assert.Empty(t, UndoneBy(all)[e.ID], "a pending undo does not count")
 	restored := len(w.snap())
 	t.Logf("killed with %d of %d entries restored", restored, len(prior))
 
-	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
+	_, err = w.u.Undo(ctx(), e.ID, Options{})
 	if restored > 0 {
 		assert.Equal(t, CodeChangedSince, code(err), "a tree restored before the kill is a change since: %v", err)
-		_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+		_, err = w.u.Undo(ctx(), e.ID, Options{Force: true})
 	}
 	require.NoError(t, err)
 	assert.Equal(t, prior, w.snap(), "restored byte for byte")

@@ -1,6 +1,6 @@
 //go:build linux
 
-package journal
+package undo
 
 import (
 	"context"
@@ -19,8 +19,10 @@ import (
 	"github.com/stretchr/testify/require"
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/services/errcode"
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // otherUID is the owner a root test gives its files first, to see undo
@@ -31,7 +33,7 @@ const otherUID = 1000
 type ws struct {
 	t    *testing.T
 	root string
-	j    *Journal
+	j    *journal.Journal
 	u    *Undoer
 }
 
@@ -39,10 +41,10 @@ func newWS(t *testing.T) *ws {
 	t.Helper()
 	root, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
-	j, err := Open(Options{Dir: filepath.Join(t.TempDir(), "journal"), MaxBytes: 64 << 20, Sync: true})
+	j, err := journal.Open(journal.Options{Dir: filepath.Join(t.TempDir(), "journal"), MaxBytes: 64 << 20, Sync: true})
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = j.Close() })
-	return &ws{t: t, root: root, j: j, u: NewUndoer(j)}
+	return &ws{t: t, root: root, j: j, u: New(j)}
 }
 
 func (w *ws) path(rel string) string { return filepath.Join(w.root, rel) }
@@ -65,18 +67,18 @@ func (w *ws) build(specs ...string) {
 // change journals the agent's change fn of kind to paths as the file
 // backend does: the prior state captured and durable before fn runs,
 // the state it left recorded after.
-func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry {
+func (w *ws) change(session string, kind journal.Kind, fn func(), rels ...string) journal.Entry {
 	w.t.Helper()
 	paths := make([]string, len(rels))
 	for i, r := range rels {
 		paths[i] = w.path(r)
 	}
 	require.NoError(w.t, w.j.Prepare(""))
-	tx, err := w.j.Begin(Entry{Session: session, Tool: string(kind), Kind: kind, Paths: paths})
+	tx, err := w.j.Begin(journal.Entry{Session: session, Tool: string(kind), Kind: kind, Paths: paths})
 	require.NoError(w.t, err)
 	for i, p := range paths {
 		capture := tx.Capture
-		if kind == Move && i == 0 {
+		if kind == journal.Move && i == 0 {
 			capture = tx.CaptureNode // as the file backend: a moved entry moves whole
 		}
 		par, base, err := openParent(p)
@@ -88,7 +90,7 @@ func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry 
 	e, err := tx.Commit()
 	require.NoError(w.t, err)
 	fn()
-	var after []Node
+	var after []journal.Node
 	for _, p := range paths {
 		n, err := lookNode(p)
 		require.NoError(w.t, err)
@@ -96,8 +98,8 @@ func (w *ws) change(session string, kind Kind, fn func(), rels ...string) Entry 
 			after = append(after, *n)
 		}
 	}
-	require.NoError(w.t, w.j.Finish(e.ID, Applied, after))
-	e.After, e.Status = after, Applied
+	require.NoError(w.t, w.j.Finish(e.ID, journal.Applied, after))
+	e.After, e.Status = after, journal.Applied
 	return e
 }
 
@@ -117,13 +119,13 @@ func (w *ws) snap() map[string]string {
 		case unix.S_IFREG:
 			b, err := os.ReadFile(p)
 			require.NoError(w.t, err)
-			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrs(p))
+			desc += fmt.Sprintf(" mtime=%d %q xattr=%q", st.Mtim.Nano(), b, xattrsOf(w.t, p))
 		case unix.S_IFLNK:
 			l, err := os.Readlink(p)
 			require.NoError(w.t, err)
 			desc += " -> " + l
 		case unix.S_IFDIR:
-			desc += fmt.Sprintf(" xattr=%q", xattrs(p))
+			desc += fmt.Sprintf(" xattr=%q", xattrsOf(w.t, p))
 		}
 		out[strings.TrimPrefix(p, w.root+"/")] = desc
 		return nil
@@ -131,9 +133,19 @@ func (w *ws) snap() map[string]string {
 	return out
 }
 
-// code returns the code of an *UndoError, "" when err is not one.
+// xattrsOf is the extended attributes of the entry at p, not following a
+// final symlink.
+func xattrsOf(t *testing.T, p string) map[string][]byte {
+	t.Helper()
+	d, err := unix.Open(filepath.Dir(p), unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	require.NoError(t, err)
+	defer func() { _ = unix.Close(d) }()
+	return dirfd.XattrsAt(d, filepath.Base(p))
+}
+
+// code returns the code of an *Error, "" when err is not one.
 func code(err error) errcode.Code {
-	if ue, ok := errors.AsType[*UndoError](err); ok {
+	if ue, ok := errors.AsType[*Error](err); ok {
 		return ue.Code
 	}
 	return ""
@@ -171,49 +183,49 @@ func ctx() context.Context { return context.Background() }
 func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 	cases := []struct {
 		name  string
-		kind  Kind
+		kind  journal.Kind
 		tree  []string
 		xattr string // a file given user.k before the change
 		paths []string
 		do    func(w *ws)
 	}{
 		{
-			name: "overwrite restores bytes, mode, owner, xattrs and mtime", kind: Write,
+			name: "overwrite restores bytes, mode, owner, xattrs and mtime", kind: journal.Write,
 			tree: []string{"a.txt: one\n"}, xattr: "a.txt", paths: []string{"a.txt"},
 			do: func(w *ws) { replaceFile(w.t, w.path("a.txt"), "two\n") },
 		},
 		{
-			name: "edit restores the file it edited", kind: Edit,
+			name: "edit restores the file it edited", kind: journal.Edit,
 			tree: []string{"src/main.go: package main\nfunc f() {}\n"}, xattr: "src/main.go", paths: []string{"src/main.go"},
 			do: func(w *ws) { replaceFile(w.t, w.path("src/main.go"), "package main\nfunc g() {}\n") },
 		},
 		{
-			name: "a write that created a file is undone by deleting it", kind: Write,
+			name: "a write that created a file is undone by deleting it", kind: journal.Write,
 			tree: []string{"d/"}, paths: []string{"d/new.txt"},
 			do: func(w *ws) { require.NoError(w.t, os.WriteFile(w.path("d/new.txt"), []byte("new"), 0o600)) },
 		},
 		{
-			name: "mkdir is undone by removing the empty directory", kind: Mkdir,
+			name: "mkdir is undone by removing the empty directory", kind: journal.Mkdir,
 			tree: []string{"d/"}, paths: []string{"d/made"},
 			do: func(w *ws) { require.NoError(w.t, os.Mkdir(w.path("d/made"), 0o755)) },
 		},
 		{
-			name: "a moved file moves back, the same inode", kind: Move,
+			name: "a moved file moves back, the same inode", kind: journal.Move,
 			tree: []string{"a.txt: moved", "to/"}, xattr: "a.txt", paths: []string{"a.txt", "to/b.txt"},
 			do: func(w *ws) { require.NoError(w.t, os.Rename(w.path("a.txt"), w.path("to/b.txt"))) },
 		},
 		{
-			name: "a moved directory moves back with its tree", kind: Move,
+			name: "a moved directory moves back with its tree", kind: journal.Move,
 			tree: []string{"pkg/a.go: a", "pkg/sub/b.go: b", "pkg/empty/"}, paths: []string{"pkg", "lib"},
 			do: func(w *ws) { require.NoError(w.t, os.Rename(w.path("pkg"), w.path("lib"))) },
 		},
 		{
-			name: "a move that replaced a file restores both", kind: Move,
+			name: "a move that replaced a file restores both", kind: journal.Move,
 			tree: []string{"a.txt: source", "b.txt: victim"}, xattr: "b.txt", paths: []string{"a.txt", "b.txt"},
 			do: func(w *ws) { require.NoError(w.t, os.Rename(w.path("a.txt"), w.path("b.txt"))) },
 		},
 		{
-			name: "a recursive delete restores the tree: symlinks, empty dirs, modes", kind: Delete,
+			name: "a recursive delete restores the tree: symlinks, empty dirs, modes", kind: journal.Delete,
 			tree: []string{
 				"src/main.go: package main", "src/run.sh: #!/bin/sh", "src/lib/util.go: package lib",
 				"src/empty/", "src/private/", "src/private/key: secret", "src/rel => main.go",
@@ -227,7 +239,7 @@ func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWS(t)
 			w.build(c.tree...)
-			if c.kind == Delete {
+			if c.kind == journal.Delete {
 				require.NoError(t, os.Chmod(w.path("src/run.sh"), 0o755))
 				require.NoError(t, os.Chmod(w.path("src/private/key"), 0o600))
 				require.NoError(t, os.Chmod(w.path("src/private"), 0o700))
@@ -237,7 +249,7 @@ func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 				setUserXattr(t, w.path(c.xattr), "k", "v\x00bin")
 			}
 			var inode uint64
-			if c.kind == Move {
+			if c.kind == journal.Move {
 				var st unix.Stat_t
 				require.NoError(t, unix.Lstat(w.path(c.paths[0]), &st))
 				inode = st.Ino
@@ -250,29 +262,29 @@ func TestUndo_RestoresEachKindOfChange(t *testing.T) {
 			e := w.change("s1", c.kind, func() { c.do(w) }, c.paths...)
 			require.NotEqual(t, want, w.snap(), "the change changed something")
 
-			done, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+			done, err := w.u.Undo(ctx(), e.ID, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, want, w.snap(), "every entry back as it was")
 			assert.Equal(t, e.ID, done.Entry.ID)
-			assert.Equal(t, Undo, done.Undo.Kind)
+			assert.Equal(t, journal.Undo, done.Undo.Kind)
 			assert.Equal(t, e.ID, done.Undo.Undoes)
-			assert.Equal(t, Applied, done.Undo.Status)
-			if c.kind == Move {
+			assert.Equal(t, journal.Applied, done.Undo.Status)
+			if c.kind == journal.Move {
 				var st unix.Stat_t
 				require.NoError(t, unix.Lstat(w.path(c.paths[0]), &st))
 				assert.Equal(t, inode, st.Ino, "moved back, not copied")
 			}
-			if c.kind == Delete {
+			if c.kind == journal.Delete {
 				fi, err := os.Stat(w.path("src/empty"))
 				require.NoError(t, err)
 				assert.Equal(t, time.Unix(1_600_000_000, 123).UnixNano(), statMtime(t, w.path("src")), "the tree's root keeps its mtime")
 				assert.Equal(t, os.FileMode(0o750), fi.Mode().Perm())
 			}
-			all, err := w.j.List(ListOptions{})
+			all, err := w.j.List(journal.ListOptions{})
 			require.NoError(t, err)
 			assert.Equal(t, done.Undo.ID, UndoneBy(all)[e.ID], "history says who undid it")
 
-			_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
+			_, err = w.u.Undo(ctx(), e.ID, Options{})
 			assert.Equal(t, CodeAlreadyUndone, code(err), "%v", err)
 		})
 	}
@@ -290,15 +302,15 @@ func statMtime(t *testing.T, p string) int64 {
 func TestUndo_OfAnUndo(t *testing.T) {
 	cases := []struct {
 		name  string
-		kind  Kind
+		kind  journal.Kind
 		tree  []string
 		paths []string
 		do    func(w *ws)
 	}{
-		{"overwrite", Write, []string{"a.txt: one"}, []string{"a.txt"}, func(w *ws) { replaceFile(w.t, w.path("a.txt"), "two") }},
-		{"create", Write, nil, []string{"new.txt"}, func(w *ws) { require.NoError(w.t, os.WriteFile(w.path("new.txt"), []byte("n"), 0o640)) }},
-		{"move", Move, []string{"a/x: x"}, []string{"a", "b"}, func(w *ws) { require.NoError(w.t, os.Rename(w.path("a"), w.path("b"))) }},
-		{"recursive delete", Delete, []string{"t/x: x", "t/u/y: y", "t/l => x"}, []string{"t"}, func(w *ws) { require.NoError(w.t, os.RemoveAll(w.path("t"))) }},
+		{"overwrite", journal.Write, []string{"a.txt: one"}, []string{"a.txt"}, func(w *ws) { replaceFile(w.t, w.path("a.txt"), "two") }},
+		{"create", journal.Write, nil, []string{"new.txt"}, func(w *ws) { require.NoError(w.t, os.WriteFile(w.path("new.txt"), []byte("n"), 0o640)) }},
+		{"move", journal.Move, []string{"a/x: x"}, []string{"a", "b"}, func(w *ws) { require.NoError(w.t, os.Rename(w.path("a"), w.path("b"))) }},
+		{"recursive delete", journal.Delete, []string{"t/x: x", "t/u/y: y", "t/l => x"}, []string{"t"}, func(w *ws) { require.NoError(w.t, os.RemoveAll(w.path("t"))) }},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
@@ -308,18 +320,18 @@ func TestUndo_OfAnUndo(t *testing.T) {
 			e := w.change("s1", c.kind, func() { c.do(w) }, c.paths...)
 			changed := w.snap()
 
-			u1, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+			u1, err := w.u.Undo(ctx(), e.ID, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, prior, w.snap())
 
-			u2, err := w.u.Undo(ctx(), u1.Undo.ID, UndoOptions{})
+			u2, err := w.u.Undo(ctx(), u1.Undo.ID, Options{})
 			require.NoError(t, err, "the undo can be undone")
 			assert.Equal(t, changed, w.snap(), "the change is back")
-			all, err := w.j.List(ListOptions{})
+			all, err := w.j.List(journal.ListOptions{})
 			require.NoError(t, err)
 			assert.Empty(t, UndoneBy(all)[e.ID], "undoing the undo brings the change back")
 
-			_, err = w.u.Undo(ctx(), u2.Undo.ID, UndoOptions{})
+			_, err = w.u.Undo(ctx(), u2.Undo.ID, Options{})
 			require.NoError(t, err)
 			assert.Equal(t, prior, w.snap())
 		})
@@ -353,17 +365,17 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			w := newWS(t)
 			w.build("a.txt: one", "b.txt: b", "d/", "d/gone.txt: g")
-			e := w.change("s1", Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
+			e := w.change("s1", journal.Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
 			if c.name == "its directory deleted later" {
-				e = w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("d/gone.txt"))) }, "d/gone.txt")
+				e = w.change("s1", journal.Delete, func() { require.NoError(t, os.Remove(w.path("d/gone.txt"))) }, "d/gone.txt")
 			}
 			c.later(w)
 			before := w.snap()
 
-			_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+			_, err := w.u.Undo(ctx(), e.ID, Options{})
 			require.Error(t, err)
 			assert.Equal(t, CodeChangedSince, code(err), "%v", err)
-			ue, _ := errors.AsType[*UndoError](err)
+			ue, _ := errors.AsType[*Error](err)
 			if c.name == "its directory deleted later" {
 				assert.Equal(t, w.path("d"), ue.Path)
 				assert.Contains(t, err.Error(), c.why)
@@ -373,14 +385,14 @@ func TestUndo_RefusesAfterALaterChange(t *testing.T) {
 			assert.Equal(t, w.path("a.txt"), ue.Path)
 			assert.Contains(t, err.Error(), c.why)
 			assert.Equal(t, before, w.snap(), "nothing changed")
-			all, err := w.j.List(ListOptions{})
+			all, err := w.j.List(journal.ListOptions{})
 			require.NoError(t, err)
 			assert.Len(t, all, 1, "a refused undo records nothing")
 
 			if c.name == "replaced by a directory later" {
 				return // force cannot put a file over a directory holding the user's work
 			}
-			_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+			_, err = w.u.Undo(ctx(), e.ID, Options{Force: true})
 			require.NoError(t, err)
 			b, err := os.ReadFile(w.path("a.txt"))
 			require.NoError(t, err)
@@ -407,18 +419,18 @@ func TestUndo_RefusesASymlinkPlantedAfterTheChange(t *testing.T) {
 			home := fixture.OutsideDir(t)
 			fixture.Build(t, home, ".bashrc: mine")
 			w.build("ws/a.txt: agent's victim", "ws/sub/b.txt: b")
-			e := w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
-			d := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("ws/sub"))) }, "ws/sub")
+			e := w.change("s1", journal.Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
+			d := w.change("s1", journal.Delete, func() { require.NoError(t, os.RemoveAll(w.path("ws/sub"))) }, "ws/sub")
 			require.NoError(t, os.Rename(w.path("ws"), w.path("ws.moved")))
 			require.NoError(t, os.Symlink(home, w.path("ws")))
 			homeBefore, wsBefore := fixture.Snapshot(t, home), w.snap()
 
-			_, err := w.u.Undo(ctx(), e.ID, UndoOptions{Force: force})
+			_, err := w.u.Undo(ctx(), e.ID, Options{Force: force})
 			require.Error(t, err)
 			assert.Equal(t, CodeUnsafePath, code(err), "%v", err)
-			_, err = w.u.UndoSession(ctx(), "s1", UndoOptions{Force: force})
+			_, err = w.u.UndoSession(ctx(), "s1", Options{Force: force})
 			assert.Equal(t, CodeUnsafePath, code(err), "%v", err)
-			_, err = w.u.Undo(ctx(), d.ID, UndoOptions{Force: force})
+			_, err = w.u.Undo(ctx(), d.ID, Options{Force: force})
 			assert.Equal(t, CodeUnsafePath, code(err), "%v", err)
 			assert.Equal(t, homeBefore, fixture.Snapshot(t, home), "~ untouched")
 			assert.Equal(t, wsBefore, w.snap(), "nothing changed")
@@ -432,23 +444,23 @@ func TestUndoSession(t *testing.T) {
 	w := newWS(t)
 	w.build("a.txt: v1", "keep.txt: other session", "tree/x: x", "tree/y/z: z")
 	prior := w.snap()
-	e1 := w.change("s1", Edit, func() { replaceFile(t, w.path("a.txt"), "v2") }, "a.txt")
-	w.change("s2", Edit, func() { replaceFile(t, w.path("keep.txt"), "s2's") }, "keep.txt")
-	w.change("s1", Edit, func() { replaceFile(t, w.path("a.txt"), "v3") }, "a.txt")
-	w.change("s1", Move, func() { require.NoError(t, os.Rename(w.path("a.txt"), w.path("b.txt"))) }, "a.txt", "b.txt")
-	w.change("s1", Write, func() { require.NoError(t, os.WriteFile(w.path("tree/new"), []byte("n"), 0o644)) }, "tree/new")
-	w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("tree"))) }, "tree")
+	e1 := w.change("s1", journal.Edit, func() { replaceFile(t, w.path("a.txt"), "v2") }, "a.txt")
+	w.change("s2", journal.Edit, func() { replaceFile(t, w.path("keep.txt"), "s2's") }, "keep.txt")
+	w.change("s1", journal.Edit, func() { replaceFile(t, w.path("a.txt"), "v3") }, "a.txt")
+	w.change("s1", journal.Move, func() { require.NoError(t, os.Rename(w.path("a.txt"), w.path("b.txt"))) }, "a.txt", "b.txt")
+	w.change("s1", journal.Write, func() { require.NoError(t, os.WriteFile(w.path("tree/new"), []byte("n"), 0o644)) }, "tree/new")
+	w.change("s1", journal.Delete, func() { require.NoError(t, os.RemoveAll(w.path("tree"))) }, "tree")
 
 	t.Run("a later change to an older entry's path refuses all, nothing changed", func(t *testing.T) {
 		require.NoError(t, os.WriteFile(w.path("b.txt"), []byte("user edit"), 0o644))
 		before := w.snap()
-		_, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+		_, err := w.u.UndoSession(ctx(), "s1", Options{})
 		assert.Equal(t, CodeChangedSince, code(err), "%v", err)
 		assert.Equal(t, before, w.snap(), "not even the newest change (the delete) was undone")
 		replaceFile(t, w.path("b.txt"), "v3")
 	})
 	t.Run("undone newest first, bytes exact; the other session's change stays", func(t *testing.T) {
-		res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+		res, err := w.u.UndoSession(ctx(), "s1", Options{})
 		require.NoError(t, err)
 		require.Len(t, res.Undone, 5)
 		for i := 1; i < len(res.Undone); i++ {
@@ -464,21 +476,21 @@ func TestUndoSession(t *testing.T) {
 		assert.Equal(t, "v1", string(must(os.ReadFile(w.path("a.txt")))))
 	})
 	t.Run("again: everything is skipped as undone already", func(t *testing.T) {
-		res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+		res, err := w.u.UndoSession(ctx(), "s1", Options{})
 		require.NoError(t, err)
 		assert.Empty(t, res.Undone)
 		require.Len(t, res.Skipped, 5)
 		assert.Contains(t, res.Skipped[0].Reason, "undone already")
 	})
 	t.Run("an undone entry alone is refused", func(t *testing.T) {
-		_, err := w.u.Undo(ctx(), e1.ID, UndoOptions{})
+		_, err := w.u.Undo(ctx(), e1.ID, Options{})
 		assert.Equal(t, CodeAlreadyUndone, code(err))
 	})
 	t.Run("unknown session and id", func(t *testing.T) {
-		_, err := w.u.UndoSession(ctx(), "nope", UndoOptions{})
-		assert.Equal(t, CodeNotFound, code(err))
-		_, err = w.u.Undo(ctx(), "nope", UndoOptions{})
-		assert.Equal(t, CodeNotFound, code(err))
+		_, err := w.u.UndoSession(ctx(), "nope", Options{})
+		assert.Equal(t, journal.CodeNotFound, code(err))
+		_, err = w.u.Undo(ctx(), "nope", Options{})
+		assert.Equal(t, journal.CodeNotFound, code(err))
 	})
 }
 
@@ -487,46 +499,46 @@ func TestUndoSession(t *testing.T) {
 func TestUndo_RefusesWhatTheJournalNoLongerHas(t *testing.T) {
 	t.Run("not kept", func(t *testing.T) {
 		w := newWS(t)
-		j, err := Open(Options{Dir: filepath.Join(t.TempDir(), "small"), MaxBytes: 16, Sync: true})
+		j, err := journal.Open(journal.Options{Dir: filepath.Join(t.TempDir(), "small"), MaxBytes: 16, Sync: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = j.Close() })
-		w.j, w.u = j, NewUndoer(j)
+		w.j, w.u = j, New(j)
 		w.build("big.txt: " + strings.Repeat("x", 100))
-		e := w.change("s1", Write, func() { replaceFile(t, w.path("big.txt"), "small") }, "big.txt")
+		e := w.change("s1", journal.Write, func() { replaceFile(t, w.path("big.txt"), "small") }, "big.txt")
 		before := w.snap()
-		_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+		_, err = w.u.Undo(ctx(), e.ID, Options{Force: true})
 		assert.Equal(t, CodeNotKept, code(err), "%v", err)
 		assert.Equal(t, before, w.snap())
 	})
 	t.Run("dropped by the cap", func(t *testing.T) {
 		w := newWS(t)
-		j, err := Open(Options{Dir: filepath.Join(t.TempDir(), "capped"), MaxBytes: 128 << 10, SegmentBytes: 64 << 10, Sync: true})
+		j, err := journal.Open(journal.Options{Dir: filepath.Join(t.TempDir(), "capped"), MaxBytes: 128 << 10, SegmentBytes: 64 << 10, Sync: true})
 		require.NoError(t, err)
 		t.Cleanup(func() { _ = j.Close() })
-		w.j, w.u = j, NewUndoer(j)
+		w.j, w.u = j, New(j)
 		w.build("a.txt: first")
-		e := w.change("s1", Write, func() { replaceFile(t, w.path("a.txt"), "second") }, "a.txt")
+		e := w.change("s1", journal.Write, func() { replaceFile(t, w.path("a.txt"), "second") }, "a.txt")
 		// Enough to drop a.txt's segment, not so many that the segment
 		// recording the drop goes too (the entry is then unknown:
 		// JOURNAL_NOT_FOUND, as the README says).
 		for i := range 8 {
 			name := fmt.Sprintf("f%d", i)
 			w.build(name + ": " + strings.Repeat(name, 10<<10))
-			w.change("s2", Write, func() { replaceFile(t, w.path(name), "x") }, name)
+			w.change("s2", journal.Write, func() { replaceFile(t, w.path(name), "x") }, name)
 		}
 		before := w.snap()
-		_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
-		assert.Equal(t, CodeDropped, code(err), "%v", err)
+		_, err = w.u.Undo(ctx(), e.ID, Options{})
+		assert.Equal(t, journal.CodeDropped, code(err), "%v", err)
 		assert.Equal(t, before, w.snap())
 	})
 }
 
 // A crash leaves a change pending: undo decides by the disk.
 func TestUndo_PendingIsDecidedByTheDisk(t *testing.T) {
-	pending := func(w *ws, publish bool) Entry {
+	pending := func(w *ws, publish bool) journal.Entry {
 		p := w.path("a.txt")
 		require.NoError(t, w.j.Prepare(""))
-		tx, err := w.j.Begin(Entry{Session: "s1", Tool: "write", Kind: Write, Paths: []string{p}})
+		tx, err := w.j.Begin(journal.Entry{Session: "s1", Tool: "write", Kind: journal.Write, Paths: []string{p}})
 		require.NoError(t, err)
 		par, base, err := openParent(p)
 		require.NoError(t, err)
@@ -539,7 +551,7 @@ func TestUndo_PendingIsDecidedByTheDisk(t *testing.T) {
 			replaceFile(t, p, "new")
 			after = *must(lookNode(p))
 		}
-		tx.SetAfter([]Node{after})
+		tx.SetAfter([]journal.Node{after})
 		e, err := tx.Commit()
 		require.NoError(t, err)
 		return e // no Finish: the process died
@@ -548,7 +560,7 @@ func TestUndo_PendingIsDecidedByTheDisk(t *testing.T) {
 		w := newWS(t)
 		w.build("a.txt: old")
 		e := pending(w, true)
-		_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+		_, err := w.u.Undo(ctx(), e.ID, Options{})
 		require.NoError(t, err)
 		assert.Equal(t, "old", string(must(os.ReadFile(w.path("a.txt")))))
 	})
@@ -557,9 +569,9 @@ func TestUndo_PendingIsDecidedByTheDisk(t *testing.T) {
 		w.build("a.txt: old")
 		e := pending(w, false)
 		before := w.snap()
-		_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+		_, err := w.u.Undo(ctx(), e.ID, Options{})
 		assert.Equal(t, CodeNothingToUndo, code(err), "%v", err)
-		res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+		res, err := w.u.UndoSession(ctx(), "s1", Options{})
 		require.NoError(t, err)
 		require.Len(t, res.Skipped, 1)
 		assert.Contains(t, res.Skipped[0].Reason, "never reached the disk")
@@ -574,14 +586,14 @@ func TestUndo_RestoresTheOwner(t *testing.T) {
 	}
 	w := newWS(t)
 	w.build("a.txt: one", "d/", "d/f: f")
-	e := w.change("s1", Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
-	d := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("d"))) }, "d")
+	e := w.change("s1", journal.Write, func() { replaceFile(t, w.path("a.txt"), "two") }, "a.txt")
+	d := w.change("s1", journal.Delete, func() { require.NoError(t, os.RemoveAll(w.path("d"))) }, "d")
 	var st syscall.Stat_t
 	require.NoError(t, syscall.Lstat(w.path("a.txt"), &st))
 	require.Equal(t, uint32(0), st.Uid, "the change left a root-owned file")
-	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	_, err := w.u.Undo(ctx(), e.ID, Options{})
 	require.NoError(t, err)
-	_, err = w.u.Undo(ctx(), d.ID, UndoOptions{})
+	_, err = w.u.Undo(ctx(), d.ID, Options{})
 	require.NoError(t, err)
 	for _, p := range []string{"a.txt", "d", "d/f"} {
 		require.NoError(t, syscall.Lstat(w.path(p), &st))
@@ -625,23 +637,23 @@ func freeze(t *testing.T, dir string) {
 func TestUndo_RestoreFailure(t *testing.T) {
 	w := newWS(t)
 	w.build("open/a.txt: a1", "frozen/t/x: x", "frozen/t/y/z: z")
-	older := w.change("s1", Delete, func() { require.NoError(t, os.RemoveAll(w.path("frozen/t"))) }, "frozen/t")
-	newer := w.change("s1", Edit, func() { replaceFile(t, w.path("open/a.txt"), "a2") }, "open/a.txt")
+	older := w.change("s1", journal.Delete, func() { require.NoError(t, os.RemoveAll(w.path("frozen/t"))) }, "frozen/t")
+	newer := w.change("s1", journal.Edit, func() { replaceFile(t, w.path("open/a.txt"), "a2") }, "open/a.txt")
 	freeze(t, w.path("frozen"))
 	before := w.snap()
 
-	_, err := w.u.Undo(ctx(), older.ID, UndoOptions{})
+	_, err := w.u.Undo(ctx(), older.ID, Options{})
 	require.Error(t, err)
 	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
 	assert.Contains(t, err.Error(), "before changing anything")
 	assert.Equal(t, before, w.snap())
-	all, err := w.j.List(ListOptions{})
+	all, err := w.j.List(journal.ListOptions{})
 	require.NoError(t, err)
 	require.Len(t, all, 3)
-	assert.Equal(t, Failed, all[2].Status, "the undo is recorded failed")
+	assert.Equal(t, journal.Failed, all[2].Status, "the undo is recorded failed")
 	assert.Empty(t, UndoneBy(all)[older.ID])
 
-	res, err := w.u.UndoSession(ctx(), "s1", UndoOptions{})
+	res, err := w.u.UndoSession(ctx(), "s1", Options{})
 	assert.Equal(t, CodeRestoreFailed, code(err), "%v", err)
 	require.Len(t, res.Undone, 1, "the newer change was undone before the older failed")
 	assert.Equal(t, newer.ID, res.Undone[0].Entry.ID)
@@ -661,13 +673,13 @@ func TestUndo_ForceReplacesAPlantedLinkNotItsTarget(t *testing.T) {
 	home := fixture.OutsideDir(t)
 	fixture.Build(t, home, ".bashrc: mine")
 	w.build("ws/a.txt: victim")
-	e := w.change("s1", Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
+	e := w.change("s1", journal.Delete, func() { require.NoError(t, os.Remove(w.path("ws/a.txt"))) }, "ws/a.txt")
 	require.NoError(t, os.Symlink(filepath.Join(home, ".bashrc"), w.path("ws/a.txt")))
 	homeBefore := fixture.Snapshot(t, home)
 
-	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	_, err := w.u.Undo(ctx(), e.ID, Options{})
 	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
-	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{Force: true})
+	_, err = w.u.Undo(ctx(), e.ID, Options{Force: true})
 	require.NoError(t, err)
 	fi, err := os.Lstat(w.path("ws/a.txt"))
 	require.NoError(t, err)
@@ -680,17 +692,17 @@ func TestUndo_ForceReplacesAPlantedLinkNotItsTarget(t *testing.T) {
 // still removed; holding an entry since, the undo refuses.
 func TestUndo_MkdirIsCheckedByExistence(t *testing.T) {
 	w := newWS(t)
-	e := w.change("s1", Mkdir, func() { require.NoError(t, os.Mkdir(w.path("made"), 0o755)) }, "made")
+	e := w.change("s1", journal.Mkdir, func() { require.NoError(t, os.Mkdir(w.path("made"), 0o755)) }, "made")
 	require.NoError(t, os.Remove(w.path("made")))
 	require.NoError(t, os.Mkdir(w.path("made"), 0o700))
 	require.NoError(t, os.WriteFile(w.path("made/user.txt"), []byte("u"), 0o644))
 
-	_, err := w.u.Undo(ctx(), e.ID, UndoOptions{})
+	_, err := w.u.Undo(ctx(), e.ID, Options{})
 	assert.Equal(t, CodeChangedSince, code(err), "%v", err)
 	assert.Contains(t, err.Error(), "made/user.txt")
 	require.NoError(t, os.Remove(w.path("made/user.txt")))
 
-	_, err = w.u.Undo(ctx(), e.ID, UndoOptions{})
+	_, err = w.u.Undo(ctx(), e.ID, Options{})
 	require.NoError(t, err)
 	_, err = os.Lstat(w.path("made"))
 	assert.ErrorIs(t, err, os.ErrNotExist)

@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import (
 	"fmt"
@@ -34,10 +34,10 @@ const (
 	CodeRestoreFailed errcode.Code = "JOURNAL_RESTORE_FAILED"
 )
 
-// UndoError is a refused or failed undo: Code (one of the codes above),
+// Error is a refused or failed undo: Code (one of the codes above),
 // Entry the ID of the change, Path the canonical path concerned ("" when
 // none), Reason the sentence saying what is wrong, Err the cause if any.
-type UndoError struct {
+type Error struct {
 	Code   errcode.Code
 	Entry  string
 	Path   string
@@ -45,7 +45,7 @@ type UndoError struct {
 	Err    error
 }
 
-func (e *UndoError) Error() string {
+func (e *Error) Error() string {
 	msg := string(e.Code) + ": "
 	if e.Entry != "" {
 		msg += "change " + e.Entry + ": "
@@ -60,9 +60,9 @@ func (e *UndoError) Error() string {
 	return msg
 }
 
-func (e *UndoError) Unwrap() error { return e.Err }
+func (e *Error) Unwrap() error { return e.Err }
 
-// refusal returns an *UndoError for entry id.
-func refusal(code errcode.Code, id, path, format string, args ...any) *UndoError {
-	return &UndoError{Code: code, Entry: id, Path: path, Reason: fmt.Sprintf(format, args...)}
+// refusal returns an *Error for entry id.
+func refusal(code errcode.Code, id, path, format string, args ...any) *Error {
+	return &Error{Code: code, Entry: id, Path: path, Reason: fmt.Sprintf(format, args...)}
 }

@@ -1,4 +1,4 @@
-package journal
+package undo
 
 import (
 	"errors"
@@ -7,10 +7,12 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/services/journal"
 )
 
 // nodeAt returns the node of nodes at path p, nil when none.
-func nodeAt(nodes []Node, p string) *Node {
+func nodeAt(nodes []journal.Node, p string) *journal.Node {
 	for i := range nodes {
 		if nodes[i].Path == p {
 			return &nodes[i]
@@ -23,7 +25,7 @@ func nodeAt(nodes []Node, p string) *Node {
 // nil means absent. A file is compared by content, mode and owner; a
 // symlink by target; a directory by its identity (inode and device) when
 // want records one, else by existence.
-func differs(want, have *Node) string {
+func differs(want, have *journal.Node) string {
 	switch {
 	case want == nil && have == nil:
 		return ""
@@ -35,7 +37,7 @@ func differs(want, have *Node) string {
 		return fmt.Sprintf("the %s the change left is now a %s", want.Type, have.Type)
 	}
 	switch want.Type {
-	case File:
+	case journal.File:
 		switch {
 		case want.Hash != have.Hash:
 			return "its content changed after the change"
@@ -44,11 +46,11 @@ func differs(want, have *Node) string {
 		case want.UID != have.UID || want.GID != have.GID:
 			return fmt.Sprintf("its owner changed from %d:%d to %d:%d", want.UID, want.GID, have.UID, have.GID)
 		}
-	case Symlink:
+	case journal.Symlink:
 		if want.Link != have.Link {
 			return fmt.Sprintf("it now points at %q, not %q", have.Link, want.Link)
 		}
-	case Dir:
+	case journal.Dir:
 		if want.Ino != 0 && have.Ino != 0 && (want.Ino != have.Ino || want.Dev != have.Dev) {
 			return "another directory is there now"
 		}
@@ -59,24 +61,24 @@ func differs(want, have *Node) string {
 // view answers the state at a canonical path: the disk, or the disk as it
 // will be once newer changes of a session are undone.
 type view interface {
-	look(p string) (*Node, error)
+	look(p string) (*journal.Node, error)
 }
 
 // diskView is the disk now.
 type diskView struct{}
 
-func (diskView) look(p string) (*Node, error) { return lookNode(p) }
+func (diskView) look(p string) (*journal.Node, error) { return lookNode(p) }
 
 // overlay is the disk as it will be after the undos planned so far: the
 // state each planned undo leaves at its paths wins over the disk, and
 // everything beneath a path it leaves absent is absent.
 type overlay struct {
-	set map[string]*Node
+	set map[string]*journal.Node
 }
 
-func newOverlay() *overlay { return &overlay{set: map[string]*Node{}} }
+func newOverlay() *overlay { return &overlay{set: map[string]*journal.Node{}} }
 
-func (o *overlay) look(p string) (*Node, error) {
+func (o *overlay) look(p string) (*journal.Node, error) {
 	if n, ok := o.set[p]; ok {
 		return n, nil
 	}
@@ -86,7 +88,7 @@ func (o *overlay) look(p string) (*Node, error) {
 			break
 		}
 		q = q[:i]
-		if n, ok := o.set[q]; ok && (n == nil || n.Type != Dir) {
+		if n, ok := o.set[q]; ok && (n == nil || n.Type != journal.Dir) {
 			return nil, nil
 		}
 	}
@@ -96,14 +98,14 @@ func (o *overlay) look(p string) (*Node, error) {
 // leave records the state undoing e leaves: its Before at each of its
 // paths and every Before node, absent where Before has none. A directory
 // the undo makes anew has a new identity, so it is recorded without one.
-func (o *overlay) leave(e Entry, moves bool) {
+func (o *overlay) leave(e journal.Entry, moves bool) {
 	for _, p := range e.Paths {
 		if nodeAt(e.Before, p) == nil {
 			o.set[p] = nil
 		}
 	}
 	for _, n := range e.Before {
-		if n.Type == Dir && !moves {
+		if n.Type == journal.Dir && !moves {
 			n.Ino, n.Dev = 0, 0
 		}
 		o.set[n.Path] = &n
@@ -119,9 +121,9 @@ type mismatch struct {
 // paths (absent where nodes has none there) and each node of nodes. A
 // directory to be removed that holds an entry nodes do not list is a
 // mismatch too (an undo removes only what the change made).
-func against(v view, paths []string, nodes []Node, emptyCheck []string) (*mismatch, error) {
+func against(v view, paths []string, nodes []journal.Node, emptyCheck []string) (*mismatch, error) {
 	seen := map[string]bool{}
-	check := func(p string, want *Node) (*mismatch, error) {
+	check := func(p string, want *journal.Node) (*mismatch, error) {
 		if seen[p] {
 			return nil, nil
 		}
@@ -150,7 +152,7 @@ func against(v view, paths []string, nodes []Node, emptyCheck []string) (*mismat
 
 // addedInto returns the first entry of the directories dirs (ones an undo
 // removes) that nodes do not list: added after the change.
-func addedInto(v view, nodes []Node, dirs []string) (*mismatch, error) {
+func addedInto(v view, nodes []journal.Node, dirs []string) (*mismatch, error) {
 	for _, dir := range dirs {
 		names, err := dirNames(v, dir)
 		if err != nil {
@@ -177,7 +179,7 @@ func addedInto(v view, nodes []Node, dirs []string) (*mismatch, error) {
 // is the mismatch). A directory the undo removes must hold only what
 // After lists (removed). A crash in the middle of a change (a recursive
 // delete killed part-way) leaves a mix of the first two.
-func pendingState(v view, e Entry, removed []string) (m *mismatch, reached bool, err error) {
+func pendingState(v view, e journal.Entry, removed []string) (m *mismatch, reached bool, err error) {
 	after := checked(e)
 	paths := slices.Clone(e.Paths)
 	for _, n := range e.Before {
@@ -212,7 +214,7 @@ func pendingState(v view, e Entry, removed []string) (m *mismatch, reached bool,
 // dirNames lists the directory dir on disk, nil when the view says it is
 // absent (a planned undo removes it) or it is missing.
 func dirNames(v view, dir string) ([]string, error) {
-	if n, err := v.look(dir); err != nil || n == nil || n.Type != Dir {
+	if n, err := v.look(dir); err != nil || n == nil || n.Type != journal.Dir {
 		return nil, err
 	}
 	par, base, err := openParent(dir)

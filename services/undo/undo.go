@@ -1,4 +1,11 @@
-package journal
+// Package undo undoes the changes services/journal recorded (`harness undo`,
+// issue 25): it checks every path of a change, or of a whole session's
+// changes, against the state the change left, refuses with nothing changed
+// when one differs (JOURNAL_CHANGED_SINCE, unless forced) or a symlink was
+// planted on the way (JOURNAL_UNSAFE_PATH, always), and restores the prior
+// state, bytes and metadata exact, journaling the undo itself so it can be
+// undone in turn. It reads the journal through its API only.
+package undo
 
 import (
 	"context"
@@ -9,12 +16,13 @@ import (
 	"slices"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/services/journal"
 )
 
-// UndoOptions tune an undo. Force restores even where a path changed
+// Options tune an undo. Force restores even where a path changed
 // after the change (CodeChangedSince); it never writes through a planted
 // symlink (CodeUnsafePath) nor restores content the journal no longer has.
-type UndoOptions struct {
+type Options struct {
 	Force bool
 }
 
@@ -22,21 +30,21 @@ type UndoOptions struct {
 // journal entry (which `harness undo` can undo in turn), Notes what could
 // not be restored exactly (an owner this process may not give).
 type Undone struct {
-	Entry Entry
-	Undo  Entry
+	Entry journal.Entry
+	Undo  journal.Entry
 	Notes []string
 }
 
 // Skipped is a change a session undo left alone, and why: undone already,
 // it did not publish, or (a crash) it never reached the disk.
 type Skipped struct {
-	Entry  Entry
+	Entry  journal.Entry
 	Reason string
 }
 
-// SessionUndo is what UndoSession did: the changes undone, newest first,
+// SessionResult is what UndoSession did: the changes undone, newest first,
 // and those skipped.
-type SessionUndo struct {
+type SessionResult struct {
 	Undone  []Undone
 	Skipped []Skipped
 }
@@ -48,34 +56,34 @@ type SessionUndo struct {
 // Each undo is journaled in j (Kind Undo, Undoes the change, Before the
 // state it replaced with its content), so it can be undone in turn.
 type Undoer struct {
-	j *Journal
+	j *journal.Journal
 }
 
-// NewUndoer returns the undoer of the journal j.
-func NewUndoer(j *Journal) *Undoer { return &Undoer{j: j} }
+// New returns the undoer of the journal j.
+func New(j *journal.Journal) *Undoer { return &Undoer{j: j} }
 
 // plan is one undo, checked and ready: the change, whether it moves, and
 // the kept content its Before needs (key -> bytes).
 type plan struct {
-	e       Entry
+	e       journal.Entry
 	moves   bool
 	content map[string][]byte
 }
 
-// Undo undoes the change id. Errors: *UndoError (CodeNotFound,
+// Undo undoes the change id. Errors: *Error (CodeNotFound,
 // CodeAlreadyUndone, CodeNothingToUndo, CodeNotKept, CodeDropped,
 // CodeChangedSince, CodeUnsafePath: nothing changed; CodeRestoreFailed: the
 // disk refused the restore, the undo recorded failed when nothing had
 // changed, else applied with the state it left), or the journal's *Error.
-func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone, error) {
-	all, err := u.j.List(ListOptions{})
+func (u *Undoer) Undo(ctx context.Context, id string, opts Options) (Undone, error) {
+	all, err := u.j.List(journal.ListOptions{})
 	if err != nil {
 		return Undone{}, err
 	}
 	byID := indexByID(all)
 	e, ok := byID[id]
 	if !ok {
-		return Undone{}, refusal(CodeNotFound, id, "", "no journaled change has this ID (see `harness history`)")
+		return Undone{}, refusal(journal.CodeNotFound, id, "", "no journaled change has this ID (see `harness history`)")
 	}
 	if by := UndoneBy(all)[id]; by != "" {
 		return Undone{}, refusal(CodeAlreadyUndone, id, "", "undone already by %s (undo %s to bring it back)", by, by)
@@ -92,27 +100,27 @@ func (u *Undoer) Undo(ctx context.Context, id string, opts UndoOptions) (Undone,
 
 // UndoSession undoes every change of session that stands, newest first.
 // Every one is checked first, against the disk as the newer undos will
-// leave it; one refusal returns its *UndoError and changes nothing. Changes
+// leave it; one refusal returns its *Error and changes nothing. Changes
 // undone already, failed, or pending with the disk in their prior state
 // are skipped. Errors: as Undo's; CodeNotFound when the session has no
 // change; CodeRestoreFailed stops at the change that failed, the result
 // holding those undone before it.
-func (u *Undoer) UndoSession(ctx context.Context, session string, opts UndoOptions) (SessionUndo, error) {
-	var out SessionUndo
-	all, err := u.j.List(ListOptions{})
+func (u *Undoer) UndoSession(ctx context.Context, session string, opts Options) (SessionResult, error) {
+	var out SessionResult
+	all, err := u.j.List(journal.ListOptions{})
 	if err != nil {
 		return out, err
 	}
 	byID := indexByID(all)
 	undone := UndoneBy(all)
-	var mine []Entry
+	var mine []journal.Entry
 	for _, e := range all {
 		if e.Session == session && session != "" {
 			mine = append(mine, e)
 		}
 	}
 	if len(mine) == 0 {
-		return out, refusal(CodeNotFound, "", "", "the session %q has no journaled change (see `harness history`)", session)
+		return out, refusal(journal.CodeNotFound, "", "", "the session %q has no journaled change (see `harness history`)", session)
 	}
 	slices.Reverse(mine)
 	ov := newOverlay()
@@ -124,7 +132,7 @@ func (u *Undoer) UndoSession(ctx context.Context, session string, opts UndoOptio
 		}
 		pl, skip, err := u.plan(e, byID, ov, opts)
 		if err != nil {
-			return SessionUndo{Skipped: out.Skipped}, err
+			return SessionResult{Skipped: out.Skipped}, err
 		}
 		if skip != "" {
 			out.Skipped = append(out.Skipped, Skipped{Entry: e, Reason: skip})
@@ -143,8 +151,8 @@ func (u *Undoer) UndoSession(ctx context.Context, session string, opts UndoOptio
 	return out, nil
 }
 
-func indexByID(all []Entry) map[string]Entry {
-	byID := make(map[string]Entry, len(all))
+func indexByID(all []journal.Entry) map[string]journal.Entry {
+	byID := make(map[string]journal.Entry, len(all))
 	for _, e := range all {
 		byID[e.ID] = e
 	}
@@ -154,16 +162,16 @@ func indexByID(all []Entry) map[string]Entry {
 // plan checks that e can be undone against v: it published, its prior
 // content is kept, every path is in the state e left (unless Force), no
 // symlink lies on the way. A skip reason says there is nothing to undo.
-func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) (plan, string, error) {
+func (u *Undoer) plan(e journal.Entry, byID map[string]journal.Entry, v view, opts Options) (plan, string, error) {
 	pl := plan{e: e, moves: moveLike(e, byID), content: map[string][]byte{}}
-	if e.Status == Failed {
+	if e.Status == journal.Failed {
 		return pl, "it did not publish (status failed): nothing to undo", nil
 	}
-	if e.Kind == Command && len(e.Before) == 0 && len(e.After) == 0 {
+	if e.Kind == journal.Command && len(e.Before) == 0 && len(e.After) == 0 {
 		return pl, "a command's changes are not in the journal", nil
 	}
 	if e.Dropped {
-		return pl, "", refusal(CodeDropped, e.ID, "", "it was dropped from the journal to keep the journal within its cap: it cannot be undone")
+		return pl, "", refusal(journal.CodeDropped, e.ID, "", "it was dropped from the journal to keep the journal within its cap: it cannot be undone")
 	}
 	if !e.Kept {
 		reason := "its prior content was not kept"
@@ -176,7 +184,7 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 	if err != nil {
 		return pl, "", unsafeOr(e, err)
 	}
-	if m != nil && e.Status == Pending {
+	if m != nil && e.Status == journal.Pending {
 		// A crash left it pending, maybe part-way (a recursive delete
 		// killed mid-tree): the disk says, node by node, which side each
 		// entry is on.
@@ -199,14 +207,14 @@ func (u *Undoer) plan(e Entry, byID map[string]Entry, v view, opts UndoOptions) 
 		return pl, "", refusal(CodeChangedSince, e.ID, dir, "the directory to restore into is gone (deleted or replaced after the change); nothing was changed")
 	}
 	for _, n := range e.Before {
-		if n.Type != File || pl.content[n.Hash] != nil {
+		if n.Type != journal.File || pl.content[n.Hash] != nil {
 			continue
 		}
 		b, err := u.content(n.Hash)
 		if err != nil {
-			if je, ok := errors.AsType[*Error](err); ok && (je.Code == CodeDropped || je.Code == CodeNotFound) {
-				return pl, "", &UndoError{
-					Code: CodeDropped, Entry: e.ID, Path: n.Path,
+			if je, ok := errors.AsType[*journal.Error](err); ok && (je.Code == journal.CodeDropped || je.Code == journal.CodeNotFound) {
+				return pl, "", &Error{
+					Code: journal.CodeDropped, Entry: e.ID, Path: n.Path,
 					Reason: "its prior content was dropped from the journal to keep it within its cap", Err: err,
 				}
 			}
@@ -230,7 +238,7 @@ func (u *Undoer) content(hash string) ([]byte, error) {
 // missingParent returns the first directory a Before node of e is to be
 // restored into that v says is not a directory, "" when all are; a
 // directory Before restores itself counts as there.
-func missingParent(v view, e Entry) (string, error) {
+func missingParent(v view, e journal.Entry) (string, error) {
 	for _, n := range e.Before {
 		dir := filepath.Dir(n.Path)
 		if nodeAt(e.Before, dir) != nil {
@@ -240,7 +248,7 @@ func missingParent(v view, e Entry) (string, error) {
 		if err != nil {
 			return "", err
 		}
-		if have == nil || have.Type != Dir {
+		if have == nil || have.Type != journal.Dir {
 			return dir, nil
 		}
 	}
@@ -250,8 +258,8 @@ func missingParent(v view, e Entry) (string, error) {
 // checked returns the After state e is checked against: a directory by
 // identity where After records one (a moved directory), except a
 // directory mkdir made, checked by existence.
-func checked(e Entry) []Node {
-	if e.Kind != Mkdir {
+func checked(e journal.Entry) []journal.Node {
+	if e.Kind != journal.Mkdir {
 		return e.After
 	}
 	out := slices.Clone(e.After)
@@ -264,7 +272,7 @@ func checked(e Entry) []Node {
 // removedDirs returns the directories the undo of e removes (After has
 // them where Before has nothing), whose content must be what After lists;
 // none for a move, whose entry moves back whole.
-func removedDirs(e Entry, moves bool) []string {
+func removedDirs(e journal.Entry, moves bool) []string {
 	if moves {
 		return nil
 	}
@@ -274,7 +282,7 @@ func removedDirs(e Entry, moves bool) []string {
 			continue
 		}
 		for _, n := range e.After {
-			if n.Type == Dir && dirfd.Beneath(p, n.Path) {
+			if n.Type == journal.Dir && dirfd.Beneath(p, n.Path) {
 				dirs = append(dirs, n.Path)
 			}
 		}
@@ -283,13 +291,13 @@ func removedDirs(e Entry, moves bool) []string {
 }
 
 // unsafeOr turns errUnsafe into a CodeUnsafePath refusal.
-func unsafeOr(e Entry, err error) error {
+func unsafeOr(e journal.Entry, err error) error {
 	if errors.Is(err, errUnsafe) {
 		path := ""
 		if pe, ok := errors.AsType[*os.PathError](err); ok {
 			path = pe.Path
 		}
-		return &UndoError{
+		return &Error{
 			Code: CodeUnsafePath, Entry: e.ID, Path: path,
 			Reason: "a directory on the way is now a symlink, planted after the change; undo never writes through one, even with --force", Err: err,
 		}
