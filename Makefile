@@ -172,10 +172,12 @@ fuzz:
 ## Streamable HTTP, 100 sessions x 200 calls of two principals, and a team's
 ## 100 sessions x 200 reads on the default caps, of one principal and of ten), crash safety
 ## (1,000 SIGKILLs), the cross-process guarded edits and the move race (30 s
-## per variant of a directory moved out and back every 0.5 ms), race-enabled.
+## per variant of a directory moved out and back every 0.5 ms) and the
+## command runner's protected-path search of 200,000 directories and its
+## 1,000 commands beside a host that changes the tree, race-enabled.
 .PHONY: soak
 soak:
-	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestHTTPSoak|TestHTTPTeamLoad|TestCrashSafety|TestCrossProcess|TestMoveOutRace' -timeout 60m ./cmd/harness/ ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/
+	HARNESS_SOAK=1 HARNESS_KILLS=1000 $(GO) test -race -count=1 -run 'TestLoad|TestHTTPSoak|TestHTTPTeamLoad|TestCrashSafety|TestCrossProcess|TestMoveOutRace|TestAttack2Search|TestHost' -timeout 60m ./cmd/harness/ ./cmd/harness/internal/mcpserver/ ./services/internal/fsbackend/ ./services/fssandbox/ ./services/execsandbox/
 
 ## e2e: end-to-end test of `harness serve` with the official MCP TypeScript SDK
 ## as an independent client, over stdio and over Streamable HTTP (needs node >= 20

@@ -65,7 +65,7 @@ func (n *NetNS) socketsFromInside(helper *Program, cred *syscall.Credential, sta
 	cmd := &exec.Cmd{
 		Path:   execPath(netEnterFD),
 		Args:   enter,
-		Env:    []string{},
+		Env:    selfEnv,
 		Dir:    "/",
 		Stdout: &out, Stderr: &out,
 		// fds 3 and 7, then nsenter and the namespaces.

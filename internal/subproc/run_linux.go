@@ -85,7 +85,7 @@ func runHelper(ctx context.Context, helper *Program, spec Spec, out stdio, signa
 	defer statusR.Close() //nolint:errcheck // read end
 
 	cmd := &exec.Cmd{Path: execPath(helperFD), Args: []string{"harness", HelperArg}}
-	cmd.Env = []string{} // the helper needs none; the command's is in the spec
+	cmd.Env = selfEnv // the helper needs none; the command's is in the spec
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = out.input.stdin(), out.stdout, out.stderr
 	cmd.ExtraFiles = []*os.File{specR, statusW, helper.f} // fds 3, 4 and helperFD
 	if term != nil {
