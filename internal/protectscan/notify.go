@@ -203,7 +203,10 @@ func (n *notifier) drain() {
 	}
 	defer clear(n.seen)
 	for queued > 0 {
-		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), max(queued, sizeofInotifyEvent+unix.PathMax+1))])
+		// Never past the bytes queued at the start (FIONREAD counts whole
+		// events): every event a drain judges was queued before it judged
+		// any, so a repeat judged "now" adds nothing to the first.
+		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), queued)])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}

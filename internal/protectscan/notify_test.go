@@ -484,3 +484,87 @@ func TestKeptCurrent_ARenameLoopIsJudgedOncePerName(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "a", string(got), "an even number of swaps: each file back under its name")
 }
+
+// TestKeptCurrent_ARepeatQueuedDuringTheDrainIsJudged (issue 34, the
+// attack review of the merged repeats): a drain reads the queue in 64 KiB
+// reads and judges each read's events before the next. A `.git` made and
+// removed (judged: gone), then made again between two reads of one drain,
+// queues a CREATE identical to the one judged; had the last read taken
+// events queued after the drain began (it read at least a whole event's
+// worth, 4,113 bytes), the repeat was skipped and the result kept without
+// the new `.git`. The Match callback stands in for a concurrent process
+// acting between the two reads.
+func TestKeptCurrent_ARepeatQueuedDuringTheDrainIsJudged(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/hook=x", "ws/a/b.key=k")
+	ws := filepath.Join(base, "ws")
+	roots := []protectscan.Root{{Path: ws}}
+	var armed atomic.Bool
+	match := func(rel string, isDir bool) bool {
+		if rel == "hook" && armed.CompareAndSwap(true, false) {
+			// A concurrent process, between two reads of the drain.
+			if err := os.Mkdir(filepath.Join(ws, ".git"), 0o755); err != nil {
+				panic(err)
+			}
+		}
+		return protectMeta(rel, isDir)
+	}
+	s := protectscan.New(protectscan.Options{})
+	_, reused, err := s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	require.False(t, reused)
+	_, reused, err = s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	require.True(t, reused)
+
+	// Every event below is 32 bytes (16 + a name padded to 16).
+	git := filepath.Join(ws, ".git")
+	require.NoError(t, os.Mkdir(git, 0o755))                       // CREATE|ISDIR .git
+	require.NoError(t, os.Remove(git))                             // DELETE|ISDIR .git
+	require.NoError(t, os.Chmod(filepath.Join(ws, "hook"), 0o600)) // ATTRIB hook
+	const total = 2048 + 10                                        // one full 64 KiB read, 10 events left
+	f := filepath.Join(ws, "f")
+	for i := 3; i < total; i++ {
+		if i%2 == 1 {
+			require.NoError(t, unix.Mknod(f, unix.S_IFREG|0o644, 0)) // CREATE f
+		} else {
+			require.NoError(t, os.Remove(f)) // DELETE f
+		}
+	}
+	armed.Store(true)
+	_, _, err = s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	require.False(t, armed.Load(), "the hook ran")
+	got, _, err := s.ScanReused(t.Context(), roots, match)
+	require.NoError(t, err)
+	_, err = os.Stat(git)
+	require.NoError(t, err, "the .git is there")
+	assert.Equal(t, walked(t, roots), got, "the kept result must equal a fresh walk")
+}
+
+// TestKeptCurrent_AnOverflowOfRepeatsIsNotHidden: repeated events past the
+// queue's limit (16,384), then a `.git` made, whose event is lost: the
+// overflow still drops the kept result.
+func TestKeptCurrent_AnOverflowOfRepeatsIsNotHidden(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	build(t, base, "ws/a/b.key=k")
+	ws := filepath.Join(base, "ws")
+	roots := []protectscan.Root{{Path: ws}}
+	s := protectscan.New(protectscan.Options{})
+	for range 2 {
+		_, err := s.Scan(t.Context(), roots, protectMeta)
+		require.NoError(t, err)
+	}
+	git := filepath.Join(ws, ".git")
+	for range 16384/2 + 64 {
+		require.NoError(t, unix.Mkdir(git, 0o755))
+		require.NoError(t, unix.Rmdir(git))
+	}
+	require.NoError(t, unix.Mkdir(git, 0o755))
+	got, reused, err := s.ScanReused(t.Context(), roots, protectMeta)
+	require.NoError(t, err)
+	assert.False(t, reused)
+	assert.Equal(t, walked(t, roots), got)
+}
