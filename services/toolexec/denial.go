@@ -86,16 +86,49 @@ type fileDenial struct {
 	// named is false when the line with the refusal named no path and
 	// path was found around it (the lines before, the command line).
 	named bool
+	// cache is the note when path lies in a toolchain's cache
+	// (Tool.cacheNote), "" otherwise.
+	cache string
 }
 
 // detail is the denial's sentence in the model-facing result.
 func (d fileDenial) detail() string {
 	if d.named {
 		return "(inferred: the command failed and its stderr reports " +
-			strconv.Quote(d.refusal) + " on " + strconv.Quote(d.path) + ", " + d.boundary + ")"
+			strconv.Quote(d.refusal) + " on " + strconv.Quote(d.path) + ", " + d.boundary + d.cache + ")"
 	}
 	return "(inferred: the command failed and its stderr reports " +
-		strconv.Quote(d.refusal) + " naming no path; the command names " + strconv.Quote(d.path) + ", " + d.boundary + ")"
+		strconv.Quote(d.refusal) + " naming no path; the command names " + strconv.Quote(d.path) + ", " + d.boundary + d.cache + ")"
+}
+
+// cacheNote is the note of a denial of p (canon its canonical form) that
+// lies in one of the toolchains' caches (Config.ToolchainCaches): which
+// tool's, and that --toolchain-caches makes the existing ones writable
+// (or, with it on, that this one did not exist at the server's start);
+// "" when p lies in none.
+func (t *Tool) cacheNote(p, canon string) string {
+	if t.cfg.ToolchainCaches == nil {
+		return ""
+	}
+	for _, c := range t.cfg.ToolchainCaches() {
+		roots := []string{c.Path}
+		if r, err := filepath.EvalSymlinks(c.Path); err == nil && r != c.Path {
+			roots = append(roots, r)
+		}
+		if !slices.ContainsFunc(roots, func(root string) bool { return within(p, root) || within(canon, root) }) {
+			continue
+		}
+		if t.cfg.ToolchainCachesWritable {
+			return "; it is " + c.Tool + "'s cache, which did not exist when the server started (--toolchain-caches makes the caches then existing writable)"
+		}
+		return "; it is " + c.Tool + "'s cache: the server's --toolchain-caches makes the toolchains' existing caches writable"
+	}
+	return ""
+}
+
+// within reports whether p is root or lies beneath it.
+func within(p, root string) bool {
+	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // inferFileDenial reports whether the output of a failed confined command
@@ -131,7 +164,7 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 			}
 			named := lineCandidates(line, at)
 			if d, ok := t.firstDenied(policy, conf, req.Workdir, named, r); ok {
-				d.refusal, d.named = r.name, true
+				d.refusal, d.named, d.cache = r.name, true, t.cacheNote(d.path, d.canon)
 				return d, true
 			}
 			if slices.ContainsFunc(named, func(p string) bool { return strings.Contains(p, "/") }) {
@@ -146,7 +179,7 @@ func (t *Tool) inferFileDenial(policy sandbox.ExecutionPolicy, conf *exec.Confin
 	}
 	for _, b := range bare {
 		if d, ok := t.firstDenied(policy, conf, req.Workdir, around(lines, b.line, stderr, req), b.refusal); ok {
-			d.refusal = b.refusal.name
+			d.refusal, d.cache = b.refusal.name, t.cacheNote(d.path, d.canon)
 			return d, true
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
+	"github.com/dsh-go/harness/services/toolchaincache"
 )
 
 // The confinements the fixtures were captured under.
@@ -221,4 +222,69 @@ func TestInferenceUnderReadOnly(t *testing.T) {
 	assert.Equal(t, filepath.Join(ws, "made"), d.path)
 	assert.Equal(t, sandboxpolicy.BoundaryReadOnly, d.boundary)
 	assert.Equal(t, `(inferred: the command failed and its stderr reports "Read-only file system" on "`+filepath.Join(ws, "made")+`", the read-only mode allows no writes)`, d.detail())
+}
+
+// TestInferenceNamesTheToolchainCache (issue 36): a write refused in a
+// toolchain's cache (npm's real EROFS under bubblewrap, captured from `npm
+// cache verify`) says whose cache it is and that --toolchain-caches makes
+// the existing caches writable, or, with it on, that this one did not
+// exist at the server's start; a refusal elsewhere says nothing of caches.
+func TestInferenceNamesTheToolchainCache(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	out, err := os.MkdirTemp("/var/tmp", "harness-denial-")
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = os.RemoveAll(out) })
+	out, err = filepath.EvalSymlinks(out)
+	require.NoError(t, err)
+	npmCache := filepath.Join(out, "home", ".npm")
+	require.NoError(t, os.MkdirAll(filepath.Join(npmCache, "_cacache"), 0o755))
+	stderr := strings.ReplaceAll("npm error code EROFS\nnpm error syscall open\nnpm error path {C}/_cacache/index-v5/00/60/6a22\nnpm error errno -30\n"+
+		"npm error rofs EROFS: read-only file system, open '{C}/_cacache/index-v5/00/60/6a22'\n"+
+		"npm error rofs Often virtualized file systems, or other file systems that don't support symlinks, give this error.\n"+
+		"npm error Log files were not written due to an error writing to the directory: {C}/_logs\n", "{C}", npmCache)
+	pol, err := sandboxpolicy.New(sandboxpolicy.Config{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}})
+	require.NoError(t, err)
+	r, err := execlocal.New(exec.Config{})
+	require.NoError(t, err)
+	conf := bwrapConf
+	conf.UID, conf.GIDs = uint32(os.Geteuid()), []uint32{uint32(os.Getegid())}
+	caches := func() []toolchaincache.Cache {
+		return []toolchaincache.Cache{{Tool: "go modules", Path: filepath.Join(out, "home", "go", "pkg", "mod")}, {Tool: "npm", Path: npmCache}}
+	}
+	for _, tc := range []struct {
+		name     string
+		cfg      Config
+		stderr   string
+		wantNote string
+	}{
+		{"no caches known", Config{}, stderr, ""},
+		{
+			"--toolchain-caches off",
+			Config{ToolchainCaches: caches},
+			stderr,
+			"; it is npm's cache: the server's --toolchain-caches makes the toolchains' existing caches writable)",
+		},
+		{
+			"--toolchain-caches on, the cache made after the start",
+			Config{ToolchainCaches: caches, ToolchainCachesWritable: true},
+			stderr,
+			"; it is npm's cache, which did not exist when the server started (--toolchain-caches makes the caches then existing writable))",
+		},
+		{"a refusal outside the caches", Config{ToolchainCaches: caches}, "touch: cannot touch '" + filepath.Join(out, "home", "x") + "': Read-only file system\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tl, err := New(tc.cfg, Deps{Runner: r, Policy: pol})
+			require.NoError(t, err)
+			d, ok := tl.inferFileDenial(pol.Default(), &conf, exec.Request{Workdir: ws}, tc.stderr)
+			require.True(t, ok, "a file denial")
+			if tc.wantNote == "" {
+				assert.NotContains(t, d.detail(), "toolchain-caches")
+				assert.True(t, strings.HasSuffix(d.detail(), outsideB+")"), d.detail())
+				return
+			}
+			assert.Equal(t, filepath.Join(npmCache, "_cacache/index-v5/00/60/6a22"), d.path)
+			assert.True(t, strings.HasSuffix(d.detail(), outsideB+tc.wantNote), d.detail())
+		})
+	}
 }

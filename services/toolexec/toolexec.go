@@ -26,6 +26,7 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/tool"
+	"github.com/dsh-go/harness/services/toolchaincache"
 )
 
 // Limits and defaults of Config and of the timeout_ms argument.
@@ -67,6 +68,15 @@ type Config struct {
 	// input); 0 means DefaultInteractiveIdle. --exec-idle-timeout sets it
 	// (issue 38).
 	InteractiveIdle time.Duration `yaml:"interactiveIdle" json:"interactiveIdle"`
+	// ToolchainCaches returns the toolchains' caches the commands'
+	// environment names (toolchaincache.Candidates), called at the first
+	// refused write: a write refused inside one says so in the denial's
+	// sentence, with the switch that makes them writable (issue 36: npm's
+	// EROFS offered only a wider mode). Nil: no such note.
+	ToolchainCaches func() []toolchaincache.Cache `yaml:"-" json:"-"`
+	// ToolchainCachesWritable is whether --toolchain-caches is on (then
+	// only a cache that did not exist at the server's start is refused).
+	ToolchainCachesWritable bool `yaml:"-" json:"-"`
 }
 
 // Deps are what the tool needs: the runner and the policy service (for the

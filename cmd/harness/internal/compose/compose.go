@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 
 	"go.uber.org/fx"
 	"go.uber.org/fx/fxevent"
@@ -32,6 +33,7 @@ import (
 	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
+	"github.com/dsh-go/harness/services/toolchaincache"
 	"github.com/dsh-go/harness/services/toolexec"
 	"github.com/dsh-go/harness/services/toolfs"
 )
@@ -159,17 +161,20 @@ func Options(cfg config.Config, logOut io.Writer, extra ...fx.Option) (fx.Option
 
 // toolexecConfig is the command tools' configuration of cfg: over HTTP
 // (--listen), each principal's share of the command slots and its caps in
-// all (config.Config.PrincipalCaps); over stdio, one client, none; and the
-// interactive commands' idle limit (--exec-idle-timeout).
+// all (config.Config.PrincipalCaps); over stdio, one client, none; the
+// interactive commands' idle limit (--exec-idle-timeout); and, for the
+// note of a write refused in one, the toolchains' caches the commands'
+// environment names and whether --toolchain-caches is on.
 func toolexecConfig(cfg config.Config) toolexec.Config {
-	if cfg.Listen == "" {
-		return toolexec.Config{InteractiveIdle: cfg.ExecIdleTimeout}
+	c := toolexec.Config{
+		InteractiveIdle:         cfg.ExecIdleTimeout,
+		ToolchainCaches:         sync.OnceValue(func() []toolchaincache.Cache { return toolchaincache.Candidates(commandEnv(cfg)) }),
+		ToolchainCachesWritable: cfg.ToolchainCaches,
 	}
-	_, commands, background, memory, pids := cfg.PrincipalCaps()
-	return toolexec.Config{
-		PrincipalMaxConcurrent: commands, PrincipalMaxBackground: background, PrincipalMemory: memory, PrincipalPids: pids,
-		InteractiveIdle: cfg.ExecIdleTimeout,
+	if cfg.Listen != "" {
+		_, c.PrincipalMaxConcurrent, c.PrincipalMaxBackground, c.PrincipalMemory, c.PrincipalPids = cfg.PrincipalCaps()
 	}
+	return c
 }
 
 // TraceLevel is the log level below debug (--log-level trace): the
