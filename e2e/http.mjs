@@ -28,6 +28,7 @@ import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import crypto from 'node:crypto';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -126,15 +127,17 @@ const serverArgs = ['serve', '--listen', '127.0.0.1:0', '--token-file', tokenFil
 // startServer spawns the server from base (a directory that is no
 // workspace: an HTTP session never falls back to it) and resolves with the
 // URL of /mcp from the line it writes once listening.
-function startServer() {
-  const child = spawn(harnessBin, serverArgs, { cwd: base, stdio: ['ignore', 'ignore', 'pipe'] });
+function startServer(args = serverArgs) {
+  const child = spawn(harnessBin, args, { cwd: base, stdio: ['ignore', 'ignore', 'pipe'] });
   const exited = new Promise((resolve) => child.on('exit', (code, signal) => resolve({ code, signal })));
   const listening = new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error(`no "harness: listening on" line within ${START_TIMEOUT_MS} ms`)), START_TIMEOUT_MS);
+    let own = '';
     child.stderr.on('data', (chunk) => {
       serverStderr += chunk.toString();
+      own += chunk.toString();
       if (verbose) process.stderr.write(`[harness] ${chunk}`);
-      const m = serverStderr.match(/^harness: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)$/m);
+      const m = own.match(/^harness: listening on (http:\/\/127\.0\.0\.1:\d+\/mcp)$/m);
       if (m) {
         clearTimeout(timer);
         resolve(m[1]);
@@ -155,9 +158,9 @@ const clients = [];
 // Streamable HTTP transport with the bearer token on every request; the
 // elicitation handler answers from the returned answers queue and records
 // every prompt in asked.
-async function connect(url, who) {
+async function connect(url, who, bearer = tokens[who]) {
   const transport = new StreamableHTTPClientTransport(new URL(url), {
-    requestInit: { headers: { Authorization: `Bearer ${tokens[who]}` } },
+    requestInit: { headers: { Authorization: `Bearer ${bearer}` } },
   });
   const client = new Client({ name: `harness-e2e-http-${who}`, version: '0.0.0' }, { capabilities: { elicitation: {} } });
   const answers = [];
@@ -373,6 +376,62 @@ async function run() {
   res = await alice.call('read', { file_path: 'seed.txt', offset: 2, limit: 1 });
   assert.match(expectSuccess(res, 'alice reads again'), /2: BETA/, 'alice reads again');
   ok('alice\'s session still serves: read seed.txt offset 2 limit 1 -> "2: BETA"');
+
+  await jwtSteps();
+}
+
+// jwtSteps runs a second server that verifies bearer JWTs (--jwks-url,
+// --jwt-issuer, --jwt-audience, no --authorization-server): this script
+// serves the JWKS (an Ed25519 key) and signs the tokens with node:crypto.
+// The protected-resource metadata names the issuer as the authorization
+// server (issue 36: a client needs one to sign in); alice's JWT opens a
+// session that reads her file; a JWT signed by another key, or for another
+// audience, gets 401.
+async function jwtSteps() {
+  const { publicKey, privateKey } = crypto.generateKeyPairSync('ed25519');
+  const other = crypto.generateKeyPairSync('ed25519').privateKey;
+  const jwk = { ...publicKey.export({ format: 'jwk' }), kid: 'e2e', alg: 'EdDSA', use: 'sig' };
+  const jwks = http.createServer((req, res) => {
+    res.setHeader('Content-Type', 'application/json');
+    res.end(JSON.stringify({ keys: [jwk] }));
+  });
+  await new Promise((resolve) => jwks.listen(0, '127.0.0.1', resolve));
+  const issuer = 'https://issuer.e2e.example';
+  const audience = 'harness-e2e';
+  const b64 = (o) => Buffer.from(JSON.stringify(o)).toString('base64url');
+  const sign = (claims, key = privateKey) => {
+    const now = Math.floor(Date.now() / 1000);
+    const input = `${b64({ alg: 'EdDSA', typ: 'JWT', kid: 'e2e' })}.${b64({ iss: issuer, aud: audience, iat: now, exp: now + 600, ...claims })}`;
+    return `${input}.${crypto.sign(null, Buffer.from(input), key).toString('base64url')}`;
+  };
+  const args = ['serve', '--listen', '127.0.0.1:0', '--jwks-url', `http://127.0.0.1:${jwks.address().port}/jwks`,
+    '--jwt-issuer', issuer, '--jwt-audience', audience, '--principals', principalsFile, '--temp-root', tempRoot, '--log-level', logLevel];
+  const second = startServer(args);
+  try {
+    const url = await second.listening;
+    const origin = new URL(url).origin;
+    let r = await fetch(`${origin}/.well-known/oauth-protected-resource/mcp`);
+    assert.equal(r.status, 200, `JWT server metadata: status ${r.status}`);
+    const metadata = await r.json();
+    assert.deepEqual(metadata.authorization_servers, [issuer], `JWT server metadata: ${JSON.stringify(metadata)}`);
+    ok(`--jwks-url with --jwt-issuer and no --authorization-server: the metadata names the issuer, authorization_servers ${JSON.stringify(metadata.authorization_servers)}`);
+
+    for (const [what, bearer] of [['signed by another key', sign({ sub: 'alice' }, other)], ['for another audience', sign({ sub: 'alice', aud: 'someone-else' })]]) {
+      r = await fetch(url, { method: 'POST', headers: { ...mcpHeaders, Authorization: `Bearer ${bearer}` }, body: initBody });
+      assert.equal(r.status, 401, `a JWT ${what}: status ${r.status}: ${await r.text()}`);
+    }
+    ok('a JWT signed by another key, and one for another audience: 401');
+
+    const alice = await connect(url, 'alice', sign({ sub: 'alice' }));
+    const res = await alice.call('read', { file_path: 'seed.txt', offset: 2, limit: 1 });
+    assert.match(expectSuccess(res, 'alice reads with her JWT'), /2: BETA/, 'alice reads with her JWT');
+    await alice.client.close();
+    ok('alice\'s JWT (EdDSA, from the JWKS): a session of the official SDK reads seed.txt -> "2: BETA"');
+  } finally {
+    second.child.kill('SIGTERM');
+    await second.exited;
+    jwks.close();
+  }
 }
 
 // ---------------------------------------------------------------- main
