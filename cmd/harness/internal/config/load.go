@@ -108,7 +108,7 @@ func Flags(fs *flag.FlagSet, getenv func(string) string, groups ...Group) func()
 	if slices.Contains(groups, HTTPFlags) {
 		httpApply = httpFlags(fs)
 	}
-	sharedTemp := fs.Bool("shared-temp", false, "under workspace-write, commands and file tools write the temp roots themselves, shared with every other process there, in place of a temp area of each session's own (a new 0700 directory in the first temp root, its TMPDIR, removed when the session ends)")
+	sharedTemp := fs.Bool("shared-temp", false, "under workspace-write, commands and file tools write the temp roots themselves, shared with every other process there, in place of a temp area of each session's own (a new 0700 directory in the first --temp-root, without one in $TMPDIR, else /tmp; its TMPDIR, removed when the session ends)")
 	gpgAgent := fs.Bool("gpg-agent", false, "confined commands sign with your gpg-agent (git commit -S): its restricted socket, which signs but never exports a secret key, is bound at the agent's usual socket path, and the public keyring of the GnuPG home becomes readable while the private keys stay masked (starts the agent if it is not running)")
 	journalCmds := fs.Bool("journal-commands", false, "snapshot each command's writable workspace roots before it runs (stat only; the content of files changed since the last snapshot goes to the journal; .git, deny-read and gitignored paths are skipped) and journal what it changed, so harness undo can restore it")
 	return func() (Config, error) {
