@@ -143,26 +143,16 @@ func churn(tb testing.TB, root string, dirs int) (stop func()) {
 }
 
 // renameLoop swaps root/d<dirs-1>/f0.txt and f1.txt with renameat2's
-// RENAME_EXCHANGE, without pause, until the returned stop is called.
+// RENAME_EXCHANGE, without pause (swapper), until the returned stop is
+// called.
 func renameLoop(tb testing.TB, root string, dirs int) (stop func()) {
 	dir := filepath.Join(root, "d"+strconv.Itoa(dirs-1))
 	a, b := filepath.Join(dir, "f0.txt"), filepath.Join(dir, "f1.txt")
-	done := make(chan struct{})
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			select {
-			case <-done:
-				return
-			default:
-			}
-			if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
-				tb.Error(err)
-				return
-			}
+	return swapper(func() {
+		if err := unix.Renameat2(unix.AT_FDCWD, a, unix.AT_FDCWD, b, unix.RENAME_EXCHANGE); err != nil {
+			tb.Error(err)
 		}
 	})
-	return func() { close(done); wg.Wait() }
 }
 
 // cpuTime is the process's user and system time so far.

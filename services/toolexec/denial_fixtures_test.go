@@ -137,14 +137,22 @@ var fixtures = []fixture{
 	{name: "a directory no mode lets anyone write, for a capable user", conf: landlockConf, capable: true, stderr: "touch: cannot touch '{OUT}/ro/x': Permission denied\n", want: "file", path: "{OUT}/ro/x"},
 }
 
-func TestInferenceOfCapturedMessages(t *testing.T) {
+// denialDirs makes the workspace (a temp dir) and a directory outside every
+// writable root (under /var/tmp, not a temp root), both canonical.
+func denialDirs(t *testing.T) (ws, out string) {
+	t.Helper()
 	ws, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
-	out, err := os.MkdirTemp("/var/tmp", "harness-denial-")
+	out, err = os.MkdirTemp("/var/tmp", "harness-denial-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(out) })
 	out, err = filepath.EvalSymlinks(out)
 	require.NoError(t, err)
+	return ws, out
+}
+
+func TestInferenceOfCapturedMessages(t *testing.T) {
+	ws, out := denialDirs(t)
 	require.NoError(t, os.WriteFile(filepath.Join(out, "existing"), []byte("x"), 0o644))
 	// Modes no one but a capable user writes through: the owner's bits
 	// lack w, and others' too.
@@ -230,13 +238,7 @@ func TestInferenceUnderReadOnly(t *testing.T) {
 // the existing caches writable, or, with it on, that this one did not
 // exist at the server's start; a refusal elsewhere says nothing of caches.
 func TestInferenceNamesTheToolchainCache(t *testing.T) {
-	ws, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	out, err := os.MkdirTemp("/var/tmp", "harness-denial-")
-	require.NoError(t, err)
-	t.Cleanup(func() { _ = os.RemoveAll(out) })
-	out, err = filepath.EvalSymlinks(out)
-	require.NoError(t, err)
+	ws, out := denialDirs(t)
 	npmCache := filepath.Join(out, "home", ".npm")
 	require.NoError(t, os.MkdirAll(filepath.Join(npmCache, "_cacache"), 0o755))
 	stderr := strings.ReplaceAll("npm error code EROFS\nnpm error syscall open\nnpm error path {C}/_cacache/index-v5/00/60/6a22\nnpm error errno -30\n"+
