@@ -495,71 +495,36 @@ func placeholderMode(st *unix.Stat_t, dir bool) bool {
 // command's mount with it. The hold is dropped before the exclusive flock
 // is tried, on a descriptor of its own: two commands ending together would
 // otherwise each see the other's shared lock, and neither would remove it.
-//
-// A process this one forks keeps a copy of every descriptor, the hold's
-// among them, from its fork to its exec (close-on-exec closes it only
-// then), and with it the shared lock: a bubblewrap, nsenter or git started
-// elsewhere in the server at that moment would otherwise leave the
-// placeholder in the user's tree for good. So a lock still held is tried
-// again a few times within a few milliseconds, then in the background for
-// a second (a command that really holds it removes it when it ends).
 func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
 	_ = unix.Close(r.fd)
-	for range releaseTries {
-		if !r.remove() {
-			return
-		}
-		time.Sleep(time.Millisecond)
-	}
-	go func() {
-		for _, d := range releaseLater {
-			time.Sleep(d)
-			if !r.remove() {
-				return
-			}
-		}
-	}()
-}
-
-// releaseTries and releaseLater are how Release waits out a lock held for
-// a moment: tries a millisecond apart, then tries after these pauses.
-var (
-	releaseTries = 5
-	releaseLater = []time.Duration{20 * time.Millisecond, 100 * time.Millisecond, 300 * time.Millisecond, time.Second}
-)
-
-// remove removes r's placeholder when no one holds it and it is still the
-// one reserved; it reports whether a lock kept it (worth trying again).
-func (r *Reservation) remove() (held bool) {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if r.Dir {
 		flags |= unix.O_DIRECTORY
 	}
 	fd, err := unix.Open(r.Path, flags, 0)
 	if err != nil {
-		return false // gone (another release removed it) or replaced
+		return // gone (another release removed it) or replaced
 	}
 	defer func() { _ = unix.Close(fd) }()
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return true // another command holds it, or a child between fork and exec
+		return // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
 	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, r.Dir, r.content) {
-		return false
+		return
 	}
 	var at unix.Stat_t
 	if unix.Lstat(r.Path, &at) != nil || at.Ino != r.ino || at.Dev != now.Dev {
-		return false
+		return
 	}
 	if r.Dir {
 		_ = unix.Rmdir(r.Path)
 	} else {
 		_ = unix.Unlink(r.Path)
 	}
-	return false
 }
 
 // flockShared takes a shared flock on fd, waiting up to a second for an

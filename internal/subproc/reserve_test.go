@@ -5,14 +5,11 @@ package subproc_test
 import (
 	"os"
 	"path/filepath"
-	"strconv"
 	"sync"
 	"testing"
-	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
-	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
 )
@@ -127,44 +124,5 @@ func TestReserveReleasedTogether(t *testing.T) {
 		wg.Wait()
 		_, err = os.Lstat(p)
 		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
-	}
-}
-
-// TestReleaseOutlastsAMomentaryHolder: a child this process forks holds a
-// copy of every descriptor from its fork to its exec, the reservation's
-// shared lock among them. A release meeting such a holder (here a shared
-// lock on a descriptor of the placeholder, dropped 30 ms later) still
-// removes the placeholder once it is gone, where it used to leave it in the
-// user's tree for good; one a real command keeps holding stays.
-func TestReleaseOutlastsAMomentaryHolder(t *testing.T) {
-	dir := t.TempDir()
-	for _, c := range []struct {
-		name string
-		hold time.Duration // how long the other holder keeps its lock; 0: to the end
-	}{{"momentary", 30 * time.Millisecond}, {"held by a running command", 0}} {
-		t.Run(c.name, func(t *testing.T) {
-			p := filepath.Join(dir, ".bash_logout-"+strconv.Itoa(int(c.hold)))
-			r, err := subproc.Reserve(p, true)
-			require.NoError(t, err)
-			require.NotNil(t, r)
-			other, err := unix.Open(p, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-			require.NoError(t, err)
-			require.NoError(t, unix.Flock(other, unix.LOCK_SH))
-			if c.hold > 0 {
-				time.AfterFunc(c.hold, func() { _ = unix.Close(other) })
-			} else {
-				t.Cleanup(func() { _ = unix.Close(other) })
-			}
-			r.Release()
-			if c.hold == 0 {
-				time.Sleep(1500 * time.Millisecond) // every retry spent
-				assert.DirExists(t, p, "a placeholder another command holds stays")
-				return
-			}
-			assert.Eventually(t, func() bool {
-				_, err := os.Lstat(p)
-				return os.IsNotExist(err)
-			}, 5*time.Second, 10*time.Millisecond, "the placeholder is removed once the momentary holder is gone")
-		})
 	}
 }
