@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -115,7 +116,7 @@ func (t *Tool) cacheNote(p, canon string) string {
 		if r, err := filepath.EvalSymlinks(c.Path); err == nil && r != c.Path {
 			roots = append(roots, r)
 		}
-		if !slices.ContainsFunc(roots, func(root string) bool { return within(p, root) || within(canon, root) }) {
+		if !slices.ContainsFunc(roots, func(root string) bool { return dirfd.Beneath(root, p) || dirfd.Beneath(root, canon) }) {
 			continue
 		}
 		if t.cfg.ToolchainCachesWritable {
@@ -124,11 +125,6 @@ func (t *Tool) cacheNote(p, canon string) string {
 		return "; it is " + c.Tool + "'s cache: the server's --toolchain-caches makes the toolchains' existing caches writable"
 	}
 	return ""
-}
-
-// within reports whether p is root or lies beneath it.
-func within(p, root string) bool {
-	return p == root || strings.HasPrefix(p, strings.TrimSuffix(root, "/")+"/")
 }
 
 // inferFileDenial reports whether the output of a failed confined command
