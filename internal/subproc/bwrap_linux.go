@@ -604,9 +604,16 @@ func runBwrapOnce(ctx context.Context, b Bwrap, spec Spec, timeout time.Duration
 	if b.Net != nil && spec.Confine.Network {
 		return Outcome{Stdout: NewCapture(outputLimit), Stderr: NewCapture(outputLimit)}, errors.New("a command with the network does not join a loopback-only namespace")
 	}
-	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
-		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr, w.Input}, placed, w.Signals)
+	// The stream gets bubblewrap's stderr from the command's start on.
+	gate := holdUntilStart(w.Stderr)
+	if gate != nil {
+		w.Stderr = gate
+	}
+	out, err := outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, out *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
+		return runBwrap(ctx, b, spec, stdio{stdout, stderr, out.Stderr, w.Input, gate.open}, placed, w.Signals)
 	})
+	gate.end(out.Status.Started)
+	return out, err
 }
 
 // stdio are the writers a bubblewrap run's output goes to, and the capture
@@ -615,6 +622,9 @@ type stdio struct {
 	stdout, stderr io.Writer
 	errs           *Capture
 	input          *Input // nil: /dev/null
+	// started, when not nil, is called once the stage said the command
+	// started.
+	started func()
 }
 
 // pipes are the descriptors RunBwrap hands to bwrap, its ends closed after
@@ -727,7 +737,13 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	// The stage's status, read as it comes: its first document (Started,
 	// or why not) is timed.
 	status := make(chan statusRead, 1)
-	go func() { status <- readStatus(p.statusR) }()
+	go func() {
+		status <- readStatus(p.statusR, func(first []byte) {
+			if st, _, ok := lastStatus(bytes.NewReader(first)); ok && st.Started && out.started != nil {
+				out.started()
+			}
+		})
+	}()
 
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
@@ -877,7 +893,9 @@ func waitExited(cmd *exec.Cmd, done <-chan error) error {
 // WHAT PATH: STRERROR") failing with ENOENT, ENOTDIR or ELOOP, and, for a
 // bind mount, a target that was no longer a mount point when it came to
 // remount it read-only (EINVAL, or not in the mount table: a file renamed
-// over it took the new mount off it).
+// over it took the new mount off it); and a masked path gone now whose
+// mount point, or its parent, bubblewrap then tried to make in the
+// read-only root (EROFS: a root secret another process renamed away).
 func vanished(msg string, c *Confinement) (string, bool) {
 	what, ok := strings.CutPrefix(msg[strings.LastIndexByte(msg, '\n')+1:], "bwrap: ")
 	if !ok {
@@ -897,10 +915,12 @@ func vanished(msg string, c *Confinement) (string, bool) {
 		return "", false
 	}
 	lower := strings.ToLower(what)
-	// A mask's mount point's parent gone: bubblewrap tries to make it in
-	// the read-only root (EROFS). A masked path (found existing), missing
-	// now, vanished.
-	if strings.HasPrefix(what, "Can't mkdir parents for ") && strings.HasSuffix(lower, ": "+strings.ToLower(unix.EROFS.Error())) {
+	// A mask's mount point gone, or its parent: bubblewrap tries to make
+	// it in the read-only root (EROFS). A masked path (found existing),
+	// missing now, vanished.
+	if strings.HasSuffix(lower, ": "+strings.ToLower(unix.EROFS.Error())) && slices.ContainsFunc([]string{
+		"Can't mkdir parents for ", "Can't mkdir ", "Can't create file at ",
+	}, func(p string) bool { return strings.HasPrefix(what, p) }) {
 		p := namedPath(what, c)
 		if p != "" && slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) {
 			if _, err := os.Lstat(p); err != nil {
@@ -1045,11 +1065,12 @@ type statusRead struct {
 }
 
 // readStatus reads r to its end (every writer closed: the sandbox ended),
-// timing the first line.
-func readStatus(r io.Reader) statusRead {
+// timing the first line, which it gives to first as it comes.
+func readStatus(r io.Reader, first func([]byte)) statusRead {
 	br := bufio.NewReader(r)
 	line, err := br.ReadBytes('\n')
 	sr := statusRead{data: line, first: time.Now()}
+	first(line)
 	if err == nil {
 		rest, _ := io.ReadAll(br)
 		sr.data = append(sr.data, rest...)

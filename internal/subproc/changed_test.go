@@ -31,7 +31,7 @@ func TestVanishedNamesThePath(t *testing.T) {
 		// A root secret's directory another process removed (the parent
 		// of its mask's mount point gone: bubblewrap tries to make it in
 		// the read-only root).
-		Masked: []subproc.Masked{{Path: "/var/lib/harness-gone-36/private", Dir: true}},
+		Masked: []subproc.Masked{{Path: "/var/lib/harness-gone-36/private", Dir: true}, {Path: "/var/lib/harness-gone-36/staged"}},
 	}
 	for _, m := range []struct{ msg, path string }{
 		{"bwrap: Can't get type of source " + repo + "/config: No such file or directory", repo + "/config"},
@@ -46,6 +46,12 @@ func TestVanishedNamesThePath(t *testing.T) {
 		{"bwrap: Can't mount tmpfs on /newroot/tmp/t/ws/.git/hooks: No such file or directory", ""},
 		{"bwrap: Can't get type of source /elsewhere/x: No such file or directory", ""},
 		{"bwrap: Can't mkdir parents for /var/lib/harness-gone-36/private: Read-only file system", "/var/lib/harness-gone-36/private"},
+		// A root secret file removed with its directory still there (seen
+		// in CI: another process's file under /var/lib renamed away):
+		// bubblewrap makes the mask's mount point, a file, in the
+		// read-only root.
+		{"bwrap: Can't create file at /var/lib/harness-gone-36/staged: Read-only file system", "/var/lib/harness-gone-36/staged"},
+		{"bwrap: Can't mkdir /var/lib/harness-gone-36/private: Read-only file system", "/var/lib/harness-gone-36/private"},
 	} {
 		path, ok := subproc.Vanished(m.msg, c)
 		assert.True(t, ok, m.msg)
@@ -57,6 +63,8 @@ func TestVanishedNamesThePath(t *testing.T) {
 		"bwrap: setting up uid map: Permission denied",
 		"bwrap: Can't mount proc on /newroot/proc: Operation not permitted",
 		"bwrap: Can't mkdir parents for /nonexistent/x: Read-only file system",
+		"bwrap: Can't create file at /nonexistent/x: Read-only file system",
+		"bwrap: Can't create file at /tmp/t/ws/.git/config: Read-only file system",
 		"bwrap: Can't bind mount /oldroot/a on /newroot/a: Unable to mount source on destination: Permission denied",
 		"Can't get type of source /a: No such file or directory",
 		"",

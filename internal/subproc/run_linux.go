@@ -29,7 +29,7 @@ import (
 // comes, its signals reach every process of the command (see Watch).
 func Run(ctx context.Context, helper *Program, spec Spec, timeout time.Duration, outputLimit int, w Watch) (Outcome, error) {
 	return outcome(ctx, timeout, outputLimit, w, func(ctx context.Context, _ *Outcome, stdout, stderr io.Writer) (Status, time.Duration, error) {
-		return runHelper(ctx, helper, spec, stdio{stdout, stderr, nil, w.Input}, w.Signals)
+		return runHelper(ctx, helper, spec, stdio{stdout, stderr, nil, w.Input, nil}, w.Signals)
 	})
 }
 

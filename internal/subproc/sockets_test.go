@@ -166,21 +166,31 @@ func TestBwrapRetriesWithoutAVanishedSocket(t *testing.T) {
 	perl := fixture.Perl(t)
 	w := newSocketsWorld(t)
 	gone := filepath.Join(fixture.OutsideDir(t), "gone", "vanished.sock")
-	out, stdout, stderr := runBwrap(t.Context(), t, subproc.Spec{
-		Command: fixture.ConnectUnix(perl, "hi", w.named.Path, w.beside.Path),
+	// The stream a background command's output is read from gets only the
+	// command's output, never the message of the start that failed.
+	stream := &seen{hit: make(chan struct{})}
+	out, err := subproc.RunBwrap(t.Context(), sandbox(t), subproc.Spec{
+		Command: fixture.ConnectUnix(perl, "hi", w.named.Path, w.beside.Path) + "; echo end >&2",
 		Dir:     w.ws,
+		Env:     []string{"PATH=/usr/local/bin:/usr/bin:/bin"},
 		Confine: &subproc.Confinement{
 			WritableRoots:   []string{w.ws},
 			UnixSocketPaths: []string{w.named.Path},
 			MaskedSockets:   []string{gone, w.beside.Path},
 		},
-	}, 0)
+	}, 0, 1<<20, nil, subproc.Watch{Stderr: stream})
+	require.NoError(t, err)
+	stdout, stderr := out.Stdout.String(), out.Stderr.String()
 	require.True(t, out.Status.Started, out.Status.Error+stderr)
+	stream.mu.Lock()
+	assert.Equal(t, "end\n", stream.buf.String(), "the stream holds the command's stderr alone")
+	stream.mu.Unlock()
+	assert.Equal(t, "end\n", stderr)
 	got := replies(stdout)
 	assert.Equal(t, "OK pong hi", got[w.named.Path], stdout+stderr)
 	assert.Equal(t, "FAIL Connection refused", got[w.beside.Path])
 	n, _ := w.beside.Accepted()
 	assert.Zero(t, n)
-	_, err := os.Lstat(filepath.Dir(gone))
+	_, err = os.Lstat(filepath.Dir(gone))
 	assert.ErrorIs(t, err, os.ErrNotExist, "nothing was made for the vanished socket")
 }

@@ -2,6 +2,7 @@ package subproc
 
 import (
 	"io"
+	"sync"
 	"syscall"
 )
 
@@ -29,4 +30,79 @@ func tee(c *Capture, w io.Writer) io.Writer {
 		return c
 	}
 	return io.MultiWriter(c, w)
+}
+
+// startGate is a Watch writer that holds what is written to it until the
+// command started (open) and drops it when the command never did (end):
+// before the start only bubblewrap writes to the stream, and its message
+// of a start made again (a path of the view vanished) is not the
+// command's output; the run's status says why a last start failed. It
+// holds at most maxHeld bytes: more is the command's, and opens it.
+type startGate struct {
+	mu     sync.Mutex
+	w      io.Writer
+	held   []byte
+	opened bool
+}
+
+// maxHeld bounds what a startGate holds before the start.
+const maxHeld = 64 << 10
+
+// holdUntilStart returns a startGate writing to w, nil when w is nil (a
+// nil gate's methods do nothing).
+func holdUntilStart(w io.Writer) *startGate {
+	if w == nil {
+		return nil
+	}
+	return &startGate{w: w}
+}
+
+func (g *startGate) Write(p []byte) (int, error) {
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	if !g.opened && len(g.held)+len(p) <= maxHeld {
+		g.held = append(g.held, p...)
+		return len(p), nil
+	}
+	if err := g.flush(); err != nil {
+		return 0, err
+	}
+	return g.w.Write(p)
+}
+
+// open passes what was held, and every later write, to the stream.
+func (g *startGate) open() {
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	_ = g.flush() // a failed write ends the stream's copy (Watch)
+}
+
+// flush opens g; g.mu is held.
+func (g *startGate) flush() error {
+	g.opened = true
+	held := g.held
+	g.held = nil
+	if len(held) == 0 {
+		return nil
+	}
+	_, err := g.w.Write(held)
+	return err
+}
+
+// end is called once the run is over: what is still held is the
+// command's when it started, and dropped when it did not.
+func (g *startGate) end(started bool) {
+	if started {
+		g.open()
+		return
+	}
+	if g == nil {
+		return
+	}
+	g.mu.Lock()
+	defer g.mu.Unlock()
+	g.held = nil
 }
