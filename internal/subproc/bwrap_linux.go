@@ -495,11 +495,23 @@ func placeholderMode(st *unix.Stat_t, dir bool) bool {
 // command's mount with it. The hold is dropped before the exclusive flock
 // is tried, on a descriptor of its own: two commands ending together would
 // otherwise each see the other's shared lock, and neither would remove it.
+//
+// A child this process forks holds a copy of every descriptor, the hold's
+// among them, from its fork until its exec closes the close-on-exec ones:
+// a bubblewrap, git or probe started for another call at that moment
+// would keep the lock, and the placeholder would stay in the user's tree
+// for good. The hold is closed under syscall.ForkLock (a fork holds it
+// until its child has exec'd: no later child copies the hold, every
+// earlier one has reached its exec), and a lock still held is tried again
+// a few times within milliseconds (the exec closes its copies just after
+// the fork lock is let go).
 func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
+	syscall.ForkLock.RLock()
 	_ = unix.Close(r.fd)
+	syscall.ForkLock.RUnlock()
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if r.Dir {
 		flags |= unix.O_DIRECTORY
@@ -509,8 +521,11 @@ func (r *Reservation) Release() {
 		return // gone (another release removed it) or replaced
 	}
 	defer func() { _ = unix.Close(fd) }()
-	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // another command holds it: the last one removes it
+	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
+		if try == releaseTries {
+			return // another command holds it: the last one removes it
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var now unix.Stat_t
 	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, r.Dir, r.content) {
@@ -526,6 +541,10 @@ func (r *Reservation) Release() {
 		_ = unix.Unlink(r.Path)
 	}
 }
+
+// releaseTries is how many times in all Release tries the exclusive lock
+// of a placeholder, a millisecond apart.
+const releaseTries = 5
 
 // flockShared takes a shared flock on fd, waiting up to a second for an
 // exclusive holder (a release, which holds it only to remove the

@@ -4,7 +4,9 @@ package subproc_test
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
 	"sync"
 	"testing"
 
@@ -125,4 +127,42 @@ func TestReserveReleasedTogether(t *testing.T) {
 		_, err = os.Lstat(p)
 		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
 	}
+}
+
+// TestReleaseBesideForks: a child this process forks holds a copy of every
+// descriptor from its fork until its exec closes the close-on-exec ones,
+// the reservation's shared lock among them. Reservations released while
+// other goroutines start programs without pause (as the server starts
+// bubblewrap, git and probes for other calls) leave no placeholder behind;
+// one left stays in the user's tree for good.
+func TestReleaseBesideForks(t *testing.T) {
+	dir := t.TempDir()
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	for range 4 {
+		wg.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				_ = exec.Command("/bin/true").Run()
+			}
+		})
+	}
+	left := 0
+	for i := range 400 {
+		p := filepath.Join(dir, ".bash_logout-"+strconv.Itoa(i))
+		r, err := subproc.Reserve(p, true)
+		require.NoError(t, err)
+		require.NotNil(t, r)
+		r.Release()
+		if _, err := os.Lstat(p); err == nil {
+			left++
+		}
+	}
+	close(stop)
+	wg.Wait()
+	assert.Zero(t, left, "placeholders left behind by a release that met a forked child's copy of its lock")
 }
