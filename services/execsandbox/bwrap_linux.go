@@ -120,6 +120,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		if bw.Net, g, err = b.nets.join(s, bw); err != nil {
 			return exec.Result{}, refusals{}, err
 		}
+		// The next session's namespace, made ahead once this one has
+		// taken the spare.
+		defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
 	case b.nets.proxy != nil:
 		// No session: a namespace and proxy listener of its own.
 		var release func()
@@ -127,6 +130,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			return exec.Result{}, refusals{}, err
 		}
 		defer release()
+		defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
 	}
 	var etc []subproc.EtcFile
 	if g != nil {

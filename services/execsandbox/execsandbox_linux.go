@@ -267,7 +267,9 @@ func provide(p Params) (*Runner, error) {
 }
 
 // Warm finds and tries bubblewrap and seals the inner stage's copy (what
-// the first command would otherwise wait for), then searches the protected
+// the first command would otherwise wait for), makes the first session's
+// network namespace under network deny (sessionNets.refill), walks root's
+// secrets when commands run as uid 0 (secretCache), then searches the protected
 // paths of the default policy's writable roots but its temp roots once
 // (workspace-write's, whatever the default mode), then its deny-read
 // paths, so the first command finds both searches' caches filled: a
@@ -277,13 +279,18 @@ func provide(p Params) (*Runner, error) {
 // same directories again. It returns when the searches end or ctx is
 // done; its result is only the caches.
 func (r *Runner) Warm(ctx context.Context) {
+	policy := r.policy.Default()
 	if r.bwrap != nil {
 		// What every first command would otherwise do itself: find and
-		// try bubblewrap, and seal the inner stage's copy.
-		_, _ = r.bwrap.exe()
-		_, _ = r.bwrap.stage()
+		// try bubblewrap, and seal the inner stage's copy; under network
+		// deny, make the first session's namespace (sessionNets.refill).
+		exe, err := r.bwrap.exe()
+		stage, serr := r.bwrap.stage()
+		if err == nil && serr == nil && !r.cfg.Network && policy.WorkspaceRoot != "" {
+			cred, _ := commandUser(policy, nil)
+			r.bwrap.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
+		}
 	}
-	policy := r.policy.Default()
 	if policy.WorkspaceRoot == "" {
 		return
 	}
@@ -292,6 +299,12 @@ func (r *Runner) Warm(ctx context.Context) {
 	// shared /tmp is the machine's, as large and as busy as others make it.
 	policy.TempRoots = nil
 	cred, _ := commandUser(policy, nil)
+	if r.bwrap != nil && uidOf(cred) == 0 {
+		// Root's own secrets, which a uid-0 command may not read, as its
+		// commands look them up (a session's temp area is not part of
+		// the kept result's key).
+		_, _ = rootSecretCache.get(ctx, policy, os.Getenv("HOME"), accountOf(cred).gids, false)
+	}
 	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
 	// The deny-read walk of the same roots fills its own cache, and so
 	// does the walk for the sockets to mask, where commands get one.

@@ -20,7 +20,8 @@ const nsenterRemedy = "install util-linux's nsenter (Debian and Ubuntu: the esse
 // sessionNets holds one loopback-only network namespace (subproc.NetNS) per
 // live session and user under network deny, so the commands of a session
 // reach each other's 127.0.0.1 servers while those of different sessions
-// never do. A namespace is made at the session's first confined command
+// never do. A namespace is made ahead (refill) and taken at the session's
+// first confined command
 // and let go when the session ends (session.Session.Done) or the runner
 // closes; the kernel ends it once its last command has ended too. Nothing
 // can end it while it is held (no process holds it), so there is no dead
@@ -42,11 +43,43 @@ type sessionNets struct {
 	ownSockets bool
 	log        *zap.Logger
 
-	mu      sync.Mutex // guards nets and stopped
+	mu      sync.Mutex // guards nets, stopped, spare and preparing
 	nets    map[netKey]*sessionNet
 	stopped bool
 	stop    chan struct{}
-	ended   sync.WaitGroup // the goroutines letting namespaces go
+	ended   sync.WaitGroup // the goroutines letting namespaces go or making the spare
+	// spare is a namespace made ahead for the next one a session needs
+	// (refill), so a session's first command does not wait for it; nil
+	// while none is ready. Each is given to one session only.
+	spare *spareNet
+	// preparing is the spare being made, nil when none is.
+	preparing *spareNet
+}
+
+// spareNet is a namespace made ahead, for one user, with its socket
+// diagnostics when the runner gives its commands their own sockets (nil
+// otherwise, or when they could not be had: join makes them again).
+type spareNet struct {
+	uid, gid   uint32
+	exe, stage *subproc.Program
+	ns         *subproc.NetNS
+	diag       *subproc.UnixDiag
+	// made is closed once the spare's making has ended, made or not.
+	made chan struct{}
+}
+
+// fits reports whether sp was made for b's user and programs.
+func (sp *spareNet) fits(b subproc.Bwrap) bool {
+	uid, gid := netUser(b.Credential)
+	return sp != nil && sp.uid == uid && sp.gid == gid && sp.exe == b.Exe && sp.stage == b.Stage
+}
+
+// close lets sp's namespace and diagnostics go.
+func (sp *spareNet) close() {
+	if sp.diag != nil {
+		_ = sp.diag.Close()
+	}
+	_ = sp.ns.Close()
 }
 
 // netKey is one session's namespace for one user.
@@ -93,10 +126,8 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 		return nil, nil, sessionEnded()
 	default:
 	}
-	k := netKey{s: s, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())}
-	if b.Credential != nil {
-		k.uid, k.gid = b.Credential.Uid, b.Credential.Gid
-	}
+	k := netKey{s: s}
+	k.uid, k.gid = netUser(b.Credential)
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
@@ -114,8 +145,11 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	if e.ns != nil {
 		return e.ns, e.gate, nil
 	}
-	var err error
-	if e.ns, e.gate, err = n.make(b, s); err != nil {
+	var (
+		err  error
+		diag *subproc.UnixDiag
+	)
+	if e.ns, e.gate, diag, err = n.make(b, s); err != nil {
 		// Nothing kept: the next command tries again.
 		n.forget(k, e)
 		return nil, nil, err
@@ -134,8 +168,12 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 		// With the namespace, so a session's descriptors all come with
 		// its first command; without it nothing is exempt (fail closed).
 		e.diagMu.Lock()
-		e.diag, _ = e.ns.UnixDiag(b.Stage, b.Credential)
+		if e.diag = diag; diag == nil {
+			e.diag, _ = e.ns.UnixDiag(b.Stage, b.Credential)
+		}
 		e.diagMu.Unlock()
+	} else if diag != nil {
+		_ = diag.Close()
 	}
 	go func() {
 		defer n.ended.Done()
@@ -149,36 +187,124 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	return e.ns, e.gate, nil
 }
 
-// make makes a namespace for b and, with the proxy, its gate for s (nil:
-// one command's). Errors: exec.CodeUnavailable, naming what failed.
-func (n *sessionNets) make(b subproc.Bwrap, s *session.Session) (*subproc.NetNS, *gate, error) {
+// make makes a namespace for b, or takes the spare made for b's user,
+// and, with the proxy, its gate for s (nil: one command's); diag is the
+// spare's socket diagnostics (nil: none made). Errors:
+// exec.CodeUnavailable, naming what failed.
+func (n *sessionNets) make(b subproc.Bwrap, s *session.Session) (ns *subproc.NetNS, g *gate, diag *subproc.UnixDiag, err error) {
+	if sp := n.take(b); sp != nil {
+		ns, diag = sp.ns, sp.diag
+	} else if ns, err = n.newNetNS(b); err != nil {
+		return nil, nil, nil, err
+	}
+	if n.proxy == nil {
+		return ns, nil, diag, nil
+	}
+	if g, err = openGate(n.proxy, ns, b, s, n.log); err != nil {
+		if diag != nil {
+			_ = diag.Close()
+		}
+		_ = ns.Close()
+		return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the domain proxy's listener could not be made in the command's network namespace: %v; the command was not run", err)}
+	}
+	return ns, g, diag, nil
+}
+
+// newNetNS makes a namespace for b (subproc.NewNetNS). Errors:
+// exec.CodeUnavailable, naming what failed.
+func (n *sessionNets) newNetNS(b subproc.Bwrap) (*subproc.NetNS, error) {
 	enter, err := n.enter()
 	var ns *subproc.NetNS
 	if err == nil {
 		ns, err = subproc.NewNetNS(b, enter)
 	}
 	if err != nil {
-		return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"the command's network namespace could not be made: %v; the command was not run. Remedy: %s", err, nsenterRemedy)}
 	}
-	if n.proxy == nil {
-		return ns, nil, nil
+	return ns, nil
+}
+
+// take returns the spare when it was made for b's user and programs, nil
+// otherwise; the spare is then no longer the runner's. One being made for
+// them is waited for: it is ready sooner than another made now.
+func (n *sessionNets) take(b subproc.Bwrap) *spareNet {
+	n.mu.Lock()
+	if p := n.preparing; p.fits(b) {
+		n.mu.Unlock()
+		<-p.made
+		n.mu.Lock()
 	}
-	g, err := openGate(n.proxy, ns, b, s, n.log)
-	if err != nil {
-		_ = ns.Close()
-		return nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the domain proxy's listener could not be made in the command's network namespace: %v; the command was not run", err)}
+	defer n.mu.Unlock()
+	sp := n.spare
+	if !sp.fits(b) {
+		return nil
 	}
-	return ns, g, nil
+	n.spare = nil
+	return sp
+}
+
+// refill makes a spare namespace for b's user in the background when there
+// is none (a spare of another user is let go), so the next session's first
+// command takes it instead of waiting for one (issue 34: the first command
+// is not special). It returns at once; a namespace that cannot be made is
+// left to the command that needs it, which reports why.
+func (n *sessionNets) refill(b subproc.Bwrap) {
+	n.mu.Lock()
+	if n.stopped || n.preparing != nil || n.spare.fits(b) {
+		n.mu.Unlock()
+		return
+	}
+	old := n.spare
+	uid, gid := netUser(b.Credential)
+	sp := &spareNet{uid: uid, gid: gid, exe: b.Exe, stage: b.Stage, made: make(chan struct{})}
+	n.spare, n.preparing = nil, sp
+	n.ended.Add(1)
+	n.mu.Unlock()
+	if old != nil {
+		old.close()
+	}
+	go func() {
+		defer n.ended.Done()
+		defer close(sp.made)
+		ns, err := n.newNetNS(b)
+		if err == nil {
+			sp.ns = ns
+			if n.ownSockets {
+				sp.diag, _ = ns.UnixDiag(b.Stage, b.Credential)
+			}
+		}
+		n.mu.Lock()
+		n.preparing = nil
+		keep := err == nil && !n.stopped && n.spare == nil
+		if keep {
+			n.spare = sp
+		}
+		n.mu.Unlock()
+		if err == nil && !keep {
+			sp.close()
+		}
+	}()
+}
+
+// netUser is the user a namespace for cred maps (nil: the server's).
+func netUser(cred *syscall.Credential) (uid, gid uint32) {
+	if cred != nil {
+		return cred.Uid, cred.Gid
+	}
+	return uint32(os.Geteuid()), uint32(os.Getegid())
 }
 
 // own makes a namespace and gate for one command without a session under
 // the proxy (the gate judges with no session grants); release lets both go.
 func (n *sessionNets) own(b subproc.Bwrap) (*subproc.NetNS, *gate, func(), error) {
-	ns, g, err := n.make(b, nil)
+	ns, g, diag, err := n.make(b, nil)
 	if err != nil {
 		return nil, nil, nil, err
+	}
+	if diag != nil {
+		_ = diag.Close()
 	}
 	e := &sessionNet{ns: ns, gate: g}
 	return ns, g, e.let, nil
@@ -207,10 +333,8 @@ func (e *sessionNet) let() {
 // namespace yet for that user, or its diagnostics could not be had (then
 // nothing is exempted: fail closed).
 func (n *sessionNets) ownBound(s *session.Session, cred *syscall.Credential) map[subproc.FileID]bool {
-	k := netKey{s: s, uid: uint32(os.Geteuid()), gid: uint32(os.Getegid())} // the key join uses
-	if cred != nil {
-		k.uid, k.gid = cred.Uid, cred.Gid
-	}
+	k := netKey{s: s} // the key join uses
+	k.uid, k.gid = netUser(cred)
 	n.mu.Lock()
 	e := n.nets[k]
 	n.mu.Unlock()
@@ -252,7 +376,12 @@ func (n *sessionNets) close() {
 		n.stopped = true
 		close(n.stop)
 	}
+	sp := n.spare
+	n.spare = nil
 	n.mu.Unlock()
+	if sp != nil {
+		sp.close()
+	}
 	n.ended.Wait()
 }
 

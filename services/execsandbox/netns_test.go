@@ -5,6 +5,7 @@ package execsandbox_test
 import (
 	"context"
 	"errors"
+	"maps"
 	"net"
 	"os"
 	osexec "os/exec"
@@ -280,4 +281,85 @@ func TestSessionNetworkNeedsNsenter(t *testing.T) {
 			assert.NoFileExists(t, marker)
 		})
 	}
+}
+
+// heldNets returns the network namespaces this process holds a descriptor
+// of ("net:[N]").
+func heldNets() map[string]bool {
+	out := map[string]bool{}
+	entries, _ := os.ReadDir("/proc/self/fd")
+	for _, e := range entries {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "net:[") {
+			out[l] = true
+		}
+	}
+	return out
+}
+
+// settledNets returns heldNets once two reads 200 ms apart agree (at
+// most 5 s).
+func settledNets() map[string]bool {
+	last := heldNets()
+	for range 25 {
+		time.Sleep(200 * time.Millisecond)
+		now := heldNets()
+		if maps.Equal(now, last) {
+			break
+		}
+		last = now
+	}
+	return last
+}
+
+// newNet waits for a network namespace this process holds that was not
+// in before, and returns it ("" when none came within 5 s).
+func newNet(before map[string]bool) string {
+	var got string
+	eventually(func() bool {
+		for ns := range heldNets() {
+			if !before[ns] {
+				got = ns
+				return true
+			}
+		}
+		return false
+	})
+	return got
+}
+
+// TestSpareNetworkNamespace (issue 34: the first command is not special):
+// the warm-up makes the first session's loopback-only namespace ahead, and
+// each session that takes one makes the next; a session's first command
+// runs in the one made ahead (not in a namespace made while it waited),
+// each spare goes to one session only, and Close lets the spare go too.
+func TestSpareNetworkNamespace(t *testing.T) {
+	// Owned by the server's user, whose commands run as it from
+	// newWorld's first one on (a spare is made for one user). Other tests'
+	// runners make theirs first.
+	before := settledNets()
+	w := newWorld(t, owner{"owned by the server's user", os.Geteuid()}, exec.Config{}, nil)
+	tracker := session.NewTracker()
+	a, b := tracker.Start("a", w.ws), tracker.Start("b", w.ws)
+	t.Cleanup(func() { tracker.End(a); tracker.End(b) })
+	// newWorld's first command (session "world") made its namespace, and
+	// the spare after it ended.
+	before[netOf(session.NewContext(t.Context(), w.sess), t, w)] = true
+	spare := newNet(before)
+	require.NotEmpty(t, spare, "no namespace was made ahead after a session's first command")
+	nsA := netOf(session.NewContext(t.Context(), a), t, w)
+	assert.Equal(t, spare, nsA, "the session's first command runs in the namespace made ahead")
+	before[nsA] = true
+	next := newNet(before)
+	require.NotEmpty(t, next, "taking the spare made no other")
+	nsB := netOf(session.NewContext(t.Context(), b), t, w)
+	assert.Equal(t, next, nsB)
+	assert.NotEqual(t, nsA, nsB, "two sessions never share a spare")
+	before[nsB] = true
+	last := newNet(before)
+	require.NotEmpty(t, last)
+
+	w.r.Warm(t.Context())
+	assert.Equal(t, last, newNet(before), "the warm-up makes none while one is ready")
+	require.NoError(t, w.r.Close())
+	assert.False(t, heldByServer(last), "Close returned with the spare held")
 }

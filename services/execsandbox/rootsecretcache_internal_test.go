@@ -81,6 +81,14 @@ func TestSecretCacheKeptCurrent(t *testing.T) {
 	require.NotNil(t, kept, "this host's system directories are watched")
 	require.Empty(t, get(t))
 	assert.Same(t, kept, c.set, "nothing changed: the result is reused, not walked again")
+	// A session's own temp area, a root outside every system directory,
+	// changes nothing the walk decides: the warm-up's result serves every
+	// session's first command.
+	session := policy
+	session.TempRoots = []string{t.TempDir()}
+	_, err = c.get(t.Context(), session, "/root", []uint32{0}, false)
+	require.NoError(t, err)
+	assert.Same(t, kept, c.set, "a root outside the system directories is walked again")
 
 	steps := []struct {
 		name   string

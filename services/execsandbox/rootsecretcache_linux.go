@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sync"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/dirwatch"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -39,7 +40,7 @@ var rootSecretCache secretCache
 // get returns rootSecrets(ctx, policy, home, gids), the kept result when it
 // is still current and fresh is false. Errors: rootSecrets'.
 func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, home string, gids []uint32, fresh bool) ([]subproc.Masked, error) {
-	key := fmt.Sprint(policy.Roots(), "\x00", home, "\x00", gids)
+	key := fmt.Sprint(systemRoots(policy.Roots()), "\x00", home, "\x00", gids)
 	// Read before the walk: a mount made while it runs differs at the
 	// next command.
 	mounts := dirwatch.MountTable()
@@ -65,6 +66,18 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 		c.key, c.set, c.mounts, c.out = key, set, mounts, slices.Clone(out)
 	}
 	return out, nil
+}
+
+// systemRoots returns the roots rootSecrets' walk can meet: beneath a
+// system directory, or holding one. Others (a session's temp area in /tmp,
+// a workspace in /home) change nothing it decides, so they are not part of
+// a kept result's key.
+func systemRoots(roots []string) []string {
+	return slices.DeleteFunc(slices.Clone(roots), func(r string) bool {
+		return !slices.ContainsFunc(systemDirs, func(top string) bool {
+			return dirfd.Beneath(top, r) || dirfd.Beneath(r, top)
+		})
+	})
 }
 
 // dropLocked forgets the kept result; the caller holds mu.
