@@ -116,11 +116,11 @@ func keepErr(op, path string, err error) error {
 // removed, except in the security namespace, which the kernel labels.
 func copyXattrs(src, dst int, path string) error {
 	from := "/proc/self/fd/" + strconv.Itoa(src)
-	want, err := xattrNames(func(b []byte) (int, error) { return unix.Listxattr(from, b) })
+	want, err := dirfd.ListXattrs(func(b []byte) (int, error) { return unix.Listxattr(from, b) })
 	if err != nil {
 		return keepErr("listxattr", path, err)
 	}
-	have, err := xattrNames(func(b []byte) (int, error) { return unix.Flistxattr(dst, b) })
+	have, err := dirfd.ListXattrs(func(b []byte) (int, error) { return unix.Flistxattr(dst, b) })
 	if err != nil {
 		return keepErr("listxattr", path, err)
 	}
@@ -133,7 +133,7 @@ func copyXattrs(src, dst int, path string) error {
 		}
 	}
 	for _, name := range want {
-		val, err := xattrValue(from, name)
+		val, err := dirfd.GetXattr(func(b []byte) (int, error) { return unix.Getxattr(from, name, b) })
 		if errors.Is(err, unix.ENODATA) {
 			continue // removed meanwhile
 		}
@@ -145,51 +145,4 @@ func copyXattrs(src, dst int, path string) error {
 		}
 	}
 	return nil
-}
-
-// xattrNames calls list with a growing buffer and splits the NUL-separated
-// names it returns. A filesystem without extended attributes has none.
-func xattrNames(list func([]byte) (int, error)) ([]string, error) {
-	for size := 256; ; size *= 4 {
-		b := make([]byte, size)
-		n, err := list(b)
-		if errors.Is(err, unix.ERANGE) && size < maxXattrList {
-			continue
-		}
-		if errors.Is(err, unix.EOPNOTSUPP) {
-			return nil, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for name := range strings.SplitSeq(string(b[:n]), "\x00") {
-			if name != "" {
-				names = append(names, name)
-			}
-		}
-		return names, nil
-	}
-}
-
-// Limits of the extended attribute copy: XATTR_LIST_MAX and XATTR_SIZE_MAX
-// of Linux, 64 KiB each.
-const (
-	maxXattrList  = 64 << 10
-	maxXattrValue = 64 << 10
-)
-
-// xattrValue reads the value of the attribute name of the file at path.
-func xattrValue(path, name string) ([]byte, error) {
-	for size := 256; ; size *= 4 {
-		b := make([]byte, size)
-		n, err := unix.Getxattr(path, name, b)
-		if errors.Is(err, unix.ERANGE) && size < maxXattrValue {
-			continue
-		}
-		if err != nil {
-			return nil, err
-		}
-		return b[:n], nil
-	}
 }

@@ -1,6 +1,7 @@
 package dirfd
 
 import (
+	"errors"
 	"strconv"
 
 	"golang.org/x/sys/unix"
@@ -26,30 +27,64 @@ func XattrsAt(dirFD int, name string) map[string][]byte {
 }
 
 func readXattrs(list func([]byte) (int, error), get func(string, []byte) (int, error)) map[string][]byte {
-	size, err := list(nil)
-	if err != nil || size <= 0 {
-		return nil
-	}
-	buf := make([]byte, size)
-	if size, err = list(buf); err != nil {
+	names, err := ListXattrs(list)
+	if err != nil {
 		return nil
 	}
 	out := map[string][]byte{}
-	for _, name := range splitNul(buf[:size]) {
-		n, err := get(name, nil)
+	for _, name := range names {
+		v, err := GetXattr(func(b []byte) (int, error) { return get(name, b) })
 		if err != nil {
 			continue
 		}
-		v := make([]byte, n)
-		if n, err = get(name, v); err != nil {
-			continue
-		}
-		out[name] = v[:n]
+		out[name] = v
 	}
 	if len(out) == 0 {
 		return nil
 	}
 	return out
+}
+
+// maxXattr is the most listxattr(2) or getxattr(2) returns on Linux
+// (XATTR_LIST_MAX and XATTR_SIZE_MAX, 64 KiB each).
+const maxXattr = 64 << 10
+
+// ListXattrs returns the names list reports (a listxattr(2) call: through
+// a descriptor, a path, or /proc/self/fd), with a buffer that grows while
+// the list outgrows it (ERANGE, up to 64 KiB); none on a filesystem
+// without extended attributes (ENOTSUP). Errors: list's.
+func ListXattrs(list func([]byte) (int, error)) ([]string, error) {
+	b, err := readGrowing(list)
+	if errors.Is(err, unix.ENOTSUP) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	return splitNul(b), nil
+}
+
+// GetXattr returns the value get reports (a getxattr(2) call of one
+// attribute), with a buffer that grows like ListXattrs'. Errors: get's
+// (ENODATA: no such attribute, or removed since it was listed).
+func GetXattr(get func([]byte) (int, error)) ([]byte, error) {
+	return readGrowing(get)
+}
+
+// readGrowing calls read with a buffer of 256 bytes, then 4 times larger
+// while it reports ERANGE, up to maxXattr.
+func readGrowing(read func([]byte) (int, error)) ([]byte, error) {
+	for size := 256; ; size *= 4 {
+		b := make([]byte, min(size, maxXattr))
+		n, err := read(b)
+		if errors.Is(err, unix.ERANGE) && size < maxXattr {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		return b[:n], nil
+	}
 }
 
 // splitNul splits a list of NUL-terminated names (listxattr(2)'s).

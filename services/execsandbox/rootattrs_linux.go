@@ -6,9 +6,10 @@ import (
 	"fmt"
 	"os"
 	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 
 	"golang.org/x/sys/unix"
 )
@@ -290,47 +291,11 @@ func xattrsOf(fd int) (map[string]string, error) {
 
 // xattrList is the names of fd's extended attributes.
 func xattrList(fd int) ([]string, error) {
-	for {
-		n, err := unix.Flistxattr(fd, nil)
-		if errors.Is(err, unix.ENOTSUP) {
-			return nil, nil
-		}
-		if err != nil || n == 0 {
-			return nil, err
-		}
-		buf := make([]byte, n)
-		n, err = unix.Flistxattr(fd, buf)
-		if errors.Is(err, unix.ERANGE) {
-			continue // grown since the size was asked
-		}
-		if err != nil {
-			return nil, err
-		}
-		var names []string
-		for _, name := range strings.Split(string(buf[:n]), "\x00") {
-			if name != "" {
-				names = append(names, name)
-			}
-		}
-		return names, nil
-	}
+	return dirfd.ListXattrs(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) })
 }
 
 // xattrValue is the value of fd's extended attribute name.
 func xattrValue(fd int, name string) (string, error) {
-	for {
-		n, err := unix.Fgetxattr(fd, name, nil)
-		if err != nil || n == 0 {
-			return "", err
-		}
-		buf := make([]byte, n)
-		n, err = unix.Fgetxattr(fd, name, buf)
-		if errors.Is(err, unix.ERANGE) {
-			continue
-		}
-		if err != nil {
-			return "", err
-		}
-		return string(buf[:n]), nil
-	}
+	v, err := dirfd.GetXattr(func(b []byte) (int, error) { return unix.Fgetxattr(fd, name, b) })
+	return string(v), err
 }

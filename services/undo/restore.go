@@ -347,30 +347,7 @@ func setXattrs(fd int, n journal.Node) error {
 // listXattrs returns the names of the extended attributes of fd; none
 // where the filesystem has none.
 func listXattrs(fd int) ([]string, error) {
-	size, err := unix.Flistxattr(fd, nil)
-	if errors.Is(err, unix.ENOTSUP) {
-		return nil, nil
-	}
-	for err == nil {
-		buf := make([]byte, size+64)
-		var n int
-		n, err = unix.Flistxattr(fd, buf)
-		if errors.Is(err, unix.ERANGE) {
-			size, err = unix.Flistxattr(fd, nil)
-			continue
-		}
-		if err != nil {
-			break
-		}
-		var names []string
-		for name := range strings.SplitSeq(string(buf[:n]), "\x00") {
-			if name != "" {
-				names = append(names, name)
-			}
-		}
-		return names, nil
-	}
-	return nil, err
+	return dirfd.ListXattrs(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) })
 }
 
 // setTime sets the modification time of the entry base inside par to n's,
