@@ -45,7 +45,7 @@ func TestXattrs(t *testing.T) {
 	}
 	f, err := os.Open(p)
 	require.NoError(t, err)
-	defer f.Close()
+	defer func() { _ = f.Close() }()
 	fd := int(f.Fd())
 
 	names, err := dirfd.ListXattrs(func(b []byte) (int, error) { return unix.Flistxattr(fd, b) })
@@ -66,6 +66,6 @@ func TestXattrs(t *testing.T) {
 	assert.Equal(t, want, dirfd.Xattrs(fd))
 	d, err := os.Open(dir)
 	require.NoError(t, err)
-	defer d.Close()
+	defer func() { _ = d.Close() }()
 	assert.Equal(t, want, dirfd.XattrsAt(int(d.Fd()), "f"))
 }
