@@ -157,6 +157,9 @@ func (n *sessionNets) join(s *session.Session, b subproc.Bwrap) (*subproc.NetNS,
 	n.mu.Lock()
 	if n.stopped {
 		n.mu.Unlock()
+		if diag != nil {
+			_ = diag.Close() // the spare's, not yet e's
+		}
 		e.let()
 		n.forget(k, e)
 		return nil, nil, closedRunner()
