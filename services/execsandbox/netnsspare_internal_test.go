@@ -171,4 +171,3 @@ func TestSpareManyFirstCommandsAndClose(t *testing.T) {
 		require.LessOrEqual(t, len(afterSock), len(beforeSock), "sockets in other namespaces held after Close: %v", afterSock)
 	}
 }
-
