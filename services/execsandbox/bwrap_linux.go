@@ -122,7 +122,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		}
 		// The next session's namespace, made ahead once this one has
 		// taken the spare.
-		defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
+		if !cfg.OneCall {
+			defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
+		}
 	case b.nets.proxy != nil:
 		// No session: a namespace and proxy listener of its own.
 		var release func()
@@ -130,7 +132,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			return exec.Result{}, refusals{}, err
 		}
 		defer release()
-		defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
+		if !cfg.OneCall {
+			defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
+		}
 	}
 	var etc []subproc.EtcFile
 	if g != nil {

@@ -88,6 +88,12 @@ type Config struct {
 	// ProxyDecided is told the outcome of each of the proxy's decisions
 	// (netproxy.Config.Decided); nil: nobody.
 	ProxyDecided func(outcome string) `yaml:"-" json:"-"`
+	// OneCall says the runner serves a single call (harness call): the
+	// next session's network namespace is not made ahead, and the
+	// warm-up does not walk root's secrets ahead (issue 34's first
+	// command is a server's; a single call would wait for them at its
+	// end instead).
+	OneCall bool `yaml:"-" json:"-"`
 }
 
 // Params are the fx inputs of Module.

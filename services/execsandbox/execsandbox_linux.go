@@ -248,8 +248,11 @@ func provide(p Params) (*Runner, error) {
 				r.Warm(warm)
 				// The walks leave garbage the size of what they read
 				// (root's secrets: about 2 MB of heap): returned now
-				// rather than held by an idle server (issue 36).
-				debug.FreeOSMemory()
+				// rather than held by an idle server (issue 36); a single
+				// call's process ends instead.
+				if !r.cfg.OneCall {
+					debug.FreeOSMemory()
+				}
 			}()
 			return nil
 		},
@@ -291,7 +294,7 @@ func (r *Runner) Warm(ctx context.Context) {
 		// deny, make the first session's namespace (sessionNets.refill).
 		exe, err := r.bwrap.exe()
 		stage, serr := r.bwrap.stage()
-		if err == nil && serr == nil && !r.cfg.Network && policy.WorkspaceRoot != "" {
+		if err == nil && serr == nil && !r.cfg.Network && !r.cfg.OneCall && policy.WorkspaceRoot != "" {
 			cred, _ := commandUser(policy, nil)
 			r.bwrap.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
 		}
@@ -304,7 +307,7 @@ func (r *Runner) Warm(ctx context.Context) {
 	// shared /tmp is the machine's, as large and as busy as others make it.
 	policy.TempRoots = nil
 	cred, _ := commandUser(policy, nil)
-	if r.bwrap != nil && uidOf(cred) == 0 {
+	if r.bwrap != nil && uidOf(cred) == 0 && !r.cfg.OneCall {
 		// Root's own secrets, which a uid-0 command may not read, as its
 		// commands look them up (a session's temp area is not part of
 		// the kept result's key).

@@ -16,6 +16,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 	"github.com/dsh-go/harness/services/session"
 )
@@ -25,6 +26,13 @@ import (
 // server's user).
 func spareRunner(t *testing.T) (*Runner, subproc.Bwrap) {
 	t.Helper()
+	r, b, _ := spareRunnerWith(t, Config{})
+	return r, b
+}
+
+// spareRunnerWith is spareRunner with cfg, and the runner's workspace.
+func spareRunnerWith(t *testing.T, cfg Config) (*Runner, subproc.Bwrap, string) {
+	t.Helper()
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("no Landlock")
 	}
@@ -32,7 +40,7 @@ func spareRunner(t *testing.T) (*Runner, subproc.Bwrap) {
 	require.NoError(t, err)
 	pol, err := sandboxpolicy.New(sandboxpolicy.Config{WorkspaceRoot: ws, TempRoots: []string{}, WritableRoots: []string{}, Homes: []string{}})
 	require.NoError(t, err)
-	r, err := New(Config{}, exec.Config{}, pol)
+	r, err := New(cfg, exec.Config{}, pol)
 	require.NoError(t, err)
 	exe, err := r.bwrap.exe()
 	if err != nil {
@@ -40,7 +48,34 @@ func spareRunner(t *testing.T) (*Runner, subproc.Bwrap) {
 	}
 	stage, err := r.bwrap.stage()
 	require.NoError(t, err)
-	return r, subproc.Bwrap{Exe: exe, Stage: stage}
+	return r, subproc.Bwrap{Exe: exe, Stage: stage}, ws
+}
+
+// TestOneCallMakesNoSpare: a runner serving a single call (harness call)
+// makes no namespace ahead, neither in its warm-up nor after its session's
+// command: its process would wait for it at its end.
+func TestOneCallMakesNoSpare(t *testing.T) {
+	r, _, ws := spareRunnerWith(t, Config{OneCall: true})
+	t.Cleanup(func() { _ = r.Close() })
+	n := r.bwrap.nets
+	none := func(when string) {
+		t.Helper()
+		n.mu.Lock()
+		defer n.mu.Unlock()
+		require.Nil(t, n.spare, when)
+		require.Nil(t, n.preparing, when)
+	}
+	r.Warm(t.Context())
+	none("after the warm-up")
+	tracker := session.NewTracker()
+	s := tracker.Start("s", ws)
+	t.Cleanup(func() { tracker.End(s) })
+	policy := r.policy.Default()
+	policy.Mode = sandbox.WorkspaceWrite
+	res, err := r.Run(session.NewContext(t.Context(), s), exec.Request{Command: "true", Workdir: ws, Timeout: time.Minute, Policy: &policy})
+	require.NoError(t, err)
+	require.Equal(t, 0, res.ExitCode, res.Stderr.Text)
+	none("after the session's command")
 }
 
 // foreignNets returns the network namespaces (other than this process's)

@@ -270,7 +270,7 @@ func execsandboxConfig(cfg config.Config) (execsandbox.Config, error) {
 	c := execsandbox.Config{
 		Network: cfg.Network == "allow", UnixSockets: cfg.UnixSockets == "allow", UnixSocketPaths: cfg.UnixSocketPaths,
 		Isolation: cfg.ExecIsolation, Memory: mem, Pids: int64(cfg.ExecPids),
-		AllowDomains: cfg.AllowDomains,
+		AllowDomains: cfg.AllowDomains, OneCall: cfg.OneShot,
 	}
 	if cfg.GPGAgent && cfg.Exec == "sandbox" {
 		agent, err := gpgagent.Find(context.Background())
