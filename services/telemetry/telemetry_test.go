@@ -143,16 +143,22 @@ func TestExportNeverWaitsAndCountsWhatIsLost(t *testing.T) {
 		rcv := otlptest.NewReceiver(t)
 		rcv.Refuse(http.StatusBadRequest)
 		m := metrics.New()
-		e, err := telemetry.Open(telemetry.Options{Endpoint: rcv.URL(), Metrics: m, MetricInterval: time.Hour, Pause: time.Second})
+		// Far longer than the exporter needs to take a record on a
+		// loaded machine (CI saw more than a second at load 14).
+		const pause = 5 * time.Second
+		e, err := telemetry.Open(telemetry.Options{Endpoint: rcv.URL(), Metrics: m, MetricInterval: time.Hour, Pause: pause})
 		require.NoError(t, err)
 		sink := e.Sink(nil)
 		sink.Append(records()[0])
-		require.Eventually(t, func() bool { return lost(t, m, "traces") == 1 }, 10*time.Second, 5*time.Millisecond, "the refused span")
+		require.Eventually(t, func() bool { return lost(t, m, "traces") == 1 && lost(t, m, "logs") == 1 }, 10*time.Second, 5*time.Millisecond,
+			"the refused span and log record")
+		failed := time.Now() // both pauses began before this
 		rcv.Refuse(0)
 		sink.Append(records()[1]) // within the pause: counted lost, not sent
-		assert.Equal(t, 2.0, lost(t, m, "traces"))
-		assert.Equal(t, 2.0, lost(t, m, "logs"))
-		time.Sleep(1100 * time.Millisecond)
+		require.Eventually(t, func() bool { return lost(t, m, "traces") == 2 && lost(t, m, "logs") == 2 }, 10*time.Second, 5*time.Millisecond,
+			"the record appended within the pause")
+		require.Less(t, time.Since(failed), pause, "the record was taken within the pause")
+		time.Sleep(pause + 100*time.Millisecond - time.Since(failed))
 		sink.Append(records()[2]) // the pause is over: sent
 		require.NoError(t, e.Close(context.Background()))
 		spans, logs := rcv.Counts()
