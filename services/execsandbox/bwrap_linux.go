@@ -120,11 +120,6 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		if bw.Net, g, err = b.nets.join(s, bw); err != nil {
 			return exec.Result{}, refusals{}, err
 		}
-		// The next session's namespace, made ahead once this one has
-		// taken the spare.
-		if !cfg.OneCall {
-			defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
-		}
 	case b.nets.proxy != nil:
 		// No session: a namespace and proxy listener of its own.
 		var release func()
@@ -132,9 +127,11 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 			return exec.Result{}, refusals{}, err
 		}
 		defer release()
-		if !cfg.OneCall {
-			defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
-		}
+	}
+	if bw.Net != nil && !cfg.OneCall {
+		// The next namespace, made ahead once this command took the
+		// spare (sessionNets.refill).
+		defer b.nets.refill(subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred})
 	}
 	var etc []subproc.EtcFile
 	if g != nil {
