@@ -3,38 +3,47 @@
 # time as an ordinary user, the way users run harness: no root, so no
 # permission override, no CAP_SYS_ADMIN, no mounts of its own.
 #
-# Run as root. It creates the user when missing (useradd --create-home), copies
-# the working tree (tracked and untracked files that are not ignored, without
-# .git) into that user's home, so the checkout itself is left untouched, and
-# runs `go test -race -count=1` there as that user through setpriv, with a clean
-# environment and the user's own HOME, GOCACHE, GOMODCACHE and GOTMPDIR. The
-# user's module cache is filled with `go mod download` through the module proxy
-# (root's GOPROXY, GOSUMDB, GOPRIVATE, GONOSUMDB and GONOPROXY, and the
-# http(s)_proxy variables when set); the caches stay in the user's home, so a
-# second run downloads and compiles only what changed.
+# Run as root. It creates the user when missing (useradd --create-home) and
+# copies the working tree (tracked and untracked files that are not ignored,
+# without .git) into that user's home, so the checkout itself is left
+# untouched. Root compiles the packages' race-enabled test binaries (`go test
+# -race -c`) and the harness binary cmd/harness's tests serve
+# (HARNESS_TEST_BINARY) from its own build cache, which make test has just
+# filled, so this pass compiles nothing twice and the user needs no Go caches
+# of its own. The user runs each binary in its package's directory of the
+# copy, as `go test -count=1` would, through setpriv, with a clean
+# environment and its own HOME; the binaries run two at a time
+# (HARNESS_TEST_JOBS), the longest first (the order of PKGS), and each
+# package's result is printed as go test prints it.
 #
 # Usage: scripts/test-unprivileged.sh [packages...]
 #   default: the packages listed in PKGS below that exist in the tree
 # Env:   HARNESS_TEST_USER  the user (default harness-ci)
+#        HARNESS_TEST_JOBS  test binaries run at once (default 2)
 #        GO                 the go command (default go); its GOROOT must be
 #                           readable by the user (/usr/local/go is)
-#        TESTFLAGS          extra go test flags, e.g. "-run TestX -v"
+#        TESTFLAGS          extra test flags, in go test's spelling, e.g.
+#                           "-run TestX -v" (passed to each binary as
+#                           -test.run, -test.v)
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src="$(pwd -P)"
 
-# The runner's, the fence's and the tools' packages. A path that does not
-# exist (yet) is skipped.
+# The runner's, the fence's and the tools' packages, the longest-running
+# first (a package matched twice runs once). A path that does not exist (yet)
+# is skipped.
 PKGS=(
+	./services/execsandbox/...
+	./cmd/harness/internal/compose/...
+	./services/toolexec/...
+	./cmd/harness/...
+	./services/fssandbox/...
 	./internal/subproc/...
 	./internal/protectscan/...
 	./services/sandboxpolicy/...
 	./services/principal/...
-	./services/execsandbox/...
 	./services/execlocal/...
-	./services/toolexec/...
-	./services/fssandbox/...
 	./services/fslocal/...
 	./services/internal/fsbackend/...
 	./internal/cgroup/...
@@ -47,7 +56,6 @@ PKGS=(
 	./services/undo/...
 	./services/cmdjournal/...
 	./services/audit/...
-	./cmd/harness/...
 )
 
 say() { echo "test-unprivileged: $*" >&2; }
@@ -101,8 +109,9 @@ if ! flock -n 9; then
 	flock 9
 fi
 
-# as_user CMD...: run CMD as the user in its copy of the tree, with a clean
-# environment (only what go needs to reach the module proxy is passed on).
+# The environment the tests run in: a clean one, with the user's own home
+# and Go caches (a test may ask the go command where they are), and the
+# proxy variables when set.
 work="$home/harness"
 envs=(
 	"HOME=$home"
@@ -115,28 +124,11 @@ envs=(
 	"GOMODCACHE=$home/go/pkg/mod"
 	"GOTMPDIR=$home/.cache/gotmp"
 )
-for v in GOPROXY GOSUMDB GOPRIVATE GONOSUMDB GONOPROXY; do
-	val="$("$gobin" env "$v")"
-	if [ -n "$val" ]; then
-		envs+=("$v=$val")
-	fi
-done
 for v in http_proxy https_proxy no_proxy HTTP_PROXY HTTPS_PROXY NO_PROXY; do
 	if [ -n "${!v:-}" ]; then
 		envs+=("$v=${!v}")
 	fi
 done
-# The lock's descriptor is not passed on: a process a test leaves behind
-# (a sandbox's pid 1 whose bubblewrap died with its test) would hold the
-# lock for every later run.
-as_user() {
-	(cd "$work" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" "$@" 9>&-)
-}
-
-if ! setpriv --reuid="$uid" --regid="$gid" --init-groups -- test -x "$goroot/bin/go"; then
-	say "$user cannot execute $goroot/bin/go; install Go where every user can read it (e.g. /usr/local/go)"
-	exit 2
-fi
 
 # A fresh copy of the working tree each run: what is committed, edited or new
 # (not ignored), without .git (go test does not need it, and a .git owned by
@@ -156,14 +148,87 @@ chown -R "$uid:$gid" "$work"
 setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
 	mkdir -p "$home/.cache/go-build" "$home/.cache/gotmp" "$home/go/pkg/mod"
 
-say "go mod download as $user (its own module cache, $home/go/pkg/mod)"
-as_user go mod download
-
+# go test's flags in the test binary's spelling: -run X is -test.run X.
+tflags=()
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags, split on purpose.
-flags=(${TESTFLAGS:-})
-say "go test -race -count=1${flags[*]:+ ${flags[*]}} as $user (uid $uid): ${pkgs[*]}"
+for f in ${TESTFLAGS:-}; do
+	case "$f" in
+	-test.*) tflags+=("$f") ;;
+	--*) tflags+=("-test.${f#--}") ;;
+	-*) tflags+=("-test.${f#-}") ;;
+	*) tflags+=("$f") ;;
+	esac
+done
+verbose=0
+for f in "${tflags[@]}"; do
+	case "$f" in -test.v | -test.v=true) verbose=1 ;; esac
+done
+
+# Root compiles the test binaries into the copy, one per package with tests
+# (named by its import path's last element, as go test -c names them).
+bins="$work/.testbin"
+logs="$work/.testlog"
+install -d -o "$uid" -g "$gid" -m 0755 "$bins" "$logs"
+say "compiling the race-enabled test binaries (go test -race -c, root's build cache)"
+start=$SECONDS
+"$gobin" test -race -c -o "$bins/" "${pkgs[@]}"
+# The harness binary cmd/harness's tests serve (they would build it as the
+# user, in a build cache of the user's own: the whole module again).
+if [ -d cmd/harness ]; then
+	"$gobin" build -o "$bins/harness" ./cmd/harness
+	envs+=("HARNESS_TEST_BINARY=$bins/harness")
+fi
+chown -R "$uid:$gid" "$bins"
+say "compiled in $((SECONDS - start))s"
+
+# run_one IMPORTPATH DIR: run the package's test binary as the user in its
+# directory of the copy, then print its result as go test does: the output
+# only when it failed (or with -v), and an ok or FAIL line with the time.
+# The lock's descriptor is not passed on: a process a test leaves behind (a
+# sandbox's pid 1 whose bubblewrap died with its test) would hold the lock
+# for every later run.
+run_one() {
+	local pkg="$1" rel="${2#"$src"}" name bin log rc=0 t0=$SECONDS
+	rel="${rel#/}"
+	name="${pkg##*/}"
+	bin="$bins/$name.test"
+	log="$logs/$name.log"
+	if [ ! -x "$bin" ]; then
+		printf '?   \t%s\t[no test files]\n' "$pkg"
+		return 0
+	fi
+	(cd "$work/$rel" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" \
+		"$bin" -test.paniconexit0 -test.count=1 -test.timeout=30m "${tflags[@]}" >"$log" 2>&1 9>&-) || rc=$?
+	{
+		flock 8
+		if [ "$rc" -ne 0 ] || [ "$verbose" -eq 1 ]; then
+			cat "$log"
+		fi
+		if [ "$rc" -eq 0 ]; then
+			printf 'ok  \t%s\t%ds\n' "$pkg" "$((SECONDS - t0))"
+		else
+			printf 'FAIL\t%s\t%ds (exit %d)\n' "$pkg" "$((SECONDS - t0))" "$rc"
+		fi
+	} 8>>"$logs/.print.lock"
+	return "$rc"
+}
+
+jobs_max="${HARNESS_TEST_JOBS:-2}"
+say "running the tests as $user (uid $uid), $jobs_max at a time${tflags[*]:+, with ${tflags[*]}}"
 start=$SECONDS
 rc=0
-as_user go test -race -count=1 -timeout 30m "${flags[@]}" "${pkgs[@]}" || rc=$?
+running=0
+while read -r pkg dir; do
+	if [ "$running" -ge "$jobs_max" ]; then
+		wait -n || rc=1
+		running=$((running - 1))
+	fi
+	run_one "$pkg" "$dir" &
+	running=$((running + 1))
+done < <("$gobin" list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}")
+while [ "$running" -gt 0 ]; do
+	wait -n || rc=1
+	running=$((running - 1))
+done
 say "done in $((SECONDS - start))s (exit $rc)"
 exit "$rc"

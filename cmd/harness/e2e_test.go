@@ -45,8 +45,14 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildOnce builds the harness binary once per test process.
+// buildOnce builds the harness binary once per test process, or takes
+// the one HARNESS_TEST_BINARY names: scripts/test-unprivileged.sh builds it
+// from the same tree as root just before, so the unprivileged user's pass
+// does not compile the whole module again in a build cache of its own.
 var buildOnce = sync.OnceValues(func() (string, error) {
+	if bin := os.Getenv("HARNESS_TEST_BINARY"); bin != "" {
+		return bin, nil
+	}
 	dir, err := os.MkdirTemp("", "harness-bin-")
 	if err != nil {
 		return "", err
