@@ -183,7 +183,8 @@ say "compiled in $((SECONDS - start))s"
 
 # run_one IMPORTPATH DIR: run the package's test binary as the user in its
 # directory of the copy, then print its result as go test does: the output
-# only when it failed (or with -v), and an ok or FAIL line with the time.
+# only when it failed (or with -v), and an ok or FAIL line with the wall
+# and CPU time.
 # The lock's descriptor is not passed on: a process a test leaves behind (a
 # sandbox's pid 1 whose bubblewrap died with its test) would hold the lock
 # for every later run.
@@ -197,17 +198,20 @@ run_one() {
 		printf '?   \t%s\t[no test files]\n' "$pkg"
 		return 0
 	fi
-	(cd "$work/$rel" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" \
-		"$bin" -test.paniconexit0 -test.count=1 -test.timeout=30m "${tflags[@]}" >"$log" 2>&1 9>&-) || rc=$?
+	# The CPU time (user + system) of the binary and what it waited for.
+	local TIMEFORMAT='%U %S' cpu
+	{ time (cd "$work/$rel" && setpriv --reuid="$uid" --regid="$gid" --init-groups -- env -i "${envs[@]}" \
+		"$bin" -test.paniconexit0 -test.count=1 -test.timeout=30m "${tflags[@]}" >"$log" 2>&1 9>&-); } 2>"$log.cpu" || rc=$?
+	cpu="$(awk '{ printf "%.1f", $1 + $2 }' "$log.cpu" 2>/dev/null || echo '?')"
 	{
 		flock 8
 		if [ "$rc" -ne 0 ] || [ "$verbose" -eq 1 ]; then
 			cat "$log"
 		fi
 		if [ "$rc" -eq 0 ]; then
-			printf 'ok  \t%s\t%ds\n' "$pkg" "$((SECONDS - t0))"
+			printf 'ok  \t%s\t%ds (CPU %ss)\n' "$pkg" "$((SECONDS - t0))" "$cpu"
 		else
-			printf 'FAIL\t%s\t%ds (exit %d)\n' "$pkg" "$((SECONDS - t0))" "$rc"
+			printf 'FAIL\t%s\t%ds (CPU %ss, exit %d)\n' "$pkg" "$((SECONDS - t0))" "$cpu" "$rc"
 		fi
 	} 8>>"$logs/.print.lock"
 	return "$rc"

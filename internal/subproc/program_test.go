@@ -3,6 +3,7 @@
 package subproc_test
 
 import (
+	"bytes"
 	"io"
 	"os"
 	"path/filepath"
@@ -54,4 +55,26 @@ func TestSealedIsTheOpenedFile(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(dir, "data"), nil, 0o644))
 	_, err = subproc.OpenProgram(filepath.Join(dir, "data"))
 	assert.ErrorContains(t, err, "not an executable regular file")
+}
+
+// TestSealedCopiesTheWholeBinary: the copy of a binary of tens of megabytes
+// (this test's own) is byte for byte the file, from its first byte whatever
+// the opened file's offset (the copy is made in the kernel, in chunks).
+func TestSealedCopiesTheWholeBinary(t *testing.T) {
+	self, err := os.Executable()
+	require.NoError(t, err)
+	want, err := os.ReadFile(self)
+	require.NoError(t, err)
+	require.Greater(t, len(want), 1<<20, "the test binary is expected to be megabytes")
+	p, err := subproc.OpenProgram(self)
+	require.NoError(t, err)
+	// Move the opened file's offset: the copy must not start there.
+	_, err = subproc.ProgramFile(p).Read(make([]byte, 4097))
+	require.NoError(t, err)
+	sealed, err := p.Sealed()
+	require.NoError(t, err)
+	got, err := io.ReadAll(io.NewSectionReader(subproc.ProgramFile(sealed), 0, int64(len(want))+1))
+	require.NoError(t, err)
+	require.Len(t, got, len(want))
+	assert.True(t, bytes.Equal(want, got), "the sealed copy differs from the binary")
 }
