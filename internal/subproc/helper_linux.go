@@ -222,6 +222,7 @@ func confineAndExec() int {
 		// Fail closed: a command that cannot be confined never runs.
 		return fail(err.Error())
 	}
+	defaultSignals()
 	err := unix.Exec(shell, []string{"sh", "-c", spec.Command}, spec.Env)
 	return fail("cannot start " + shell + ": " + err.Error())
 }

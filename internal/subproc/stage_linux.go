@@ -106,6 +106,7 @@ func stage(started func()) Status {
 		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &nofile)
 	}
 	started()
+	defaultSignals()
 	err = execve()
 	return Status{Error: "cannot start " + shell + ": " + err.Error()}
 }
