@@ -12,14 +12,15 @@
 # filled, so this pass compiles nothing twice and the user needs no Go caches
 # of its own. The user runs each binary in its package's directory of the
 # copy, as `go test -count=1` would, through setpriv, with a clean
-# environment and its own HOME; the binaries run two at a time
-# (HARNESS_TEST_JOBS), the longest first (the order of PKGS), and each
-# package's result is printed as go test prints it.
+# environment and its own HOME; the binaries run three at a time
+# (HARNESS_TEST_JOBS; they wait on commands more than they compute), the
+# longest first (the order of PKGS), and each package's result is printed
+# as go test prints it.
 #
 # Usage: scripts/test-unprivileged.sh [packages...]
 #   default: the packages listed in PKGS below that exist in the tree
 # Env:   HARNESS_TEST_USER  the user (default harness-ci)
-#        HARNESS_TEST_JOBS  test binaries run at once (default 2)
+#        HARNESS_TEST_JOBS  test binaries run at once (default 3)
 #        GO                 the go command (default go); its GOROOT must be
 #                           readable by the user (/usr/local/go is)
 #        TESTFLAGS          extra test flags, in go test's spelling, e.g.
@@ -217,7 +218,7 @@ run_one() {
 	return "$rc"
 }
 
-jobs_max="${HARNESS_TEST_JOBS:-2}"
+jobs_max="${HARNESS_TEST_JOBS:-3}"
 say "running the tests as $user (uid $uid), $jobs_max at a time${tflags[*]:+, with ${tflags[*]}}"
 start=$SECONDS
 rc=0
