@@ -30,6 +30,9 @@ set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 src="$(pwd -P)"
+# go list names directories by the working directory as given: the
+# physical one, so they lie beneath $src.
+cd "$src"
 
 # The runner's, the fence's and the tools' packages, the longest-running
 # first (a package matched twice runs once). A path that does not exist (yet)
@@ -165,11 +168,19 @@ for f in "${tflags[@]}"; do
 	case "$f" in -test.v | -test.v=true) verbose=1 ;; esac
 done
 
-# Root compiles the test binaries into the copy, one per package with tests
-# (named by its import path's last element, as go test -c names them).
-bins="$work/.testbin"
-logs="$work/.testlog"
-install -d -o "$uid" -g "$gid" -m 0755 "$bins" "$logs"
+# Root compiles the test binaries, one per package with tests (named by its
+# import path's last element, as go test -c names them), into a fresh
+# directory of its own outside the copy, where it also writes the logs: the
+# user reads and runs them, and none of the user's processes, running while
+# root writes there, can plant a link for root to follow. Removed at the end,
+# with any test still running (as background jobs they ignore SIGINT, and
+# would hold the user's lock for the next run).
+scratch="$(mktemp -d /var/tmp/harness-unprivileged.XXXXXX)"
+trap 'kill $(jobs -p) 2>/dev/null || true; rm -rf "$scratch"' EXIT
+chmod 0755 "$scratch"
+bins="$scratch/bin"
+logs="$scratch/log"
+install -d -m 0755 "$bins" "$logs"
 say "compiling the race-enabled test binaries (go test -race -c, root's build cache)"
 start=$SECONDS
 "$gobin" test -race -c -o "$bins/" "${pkgs[@]}"
@@ -179,7 +190,6 @@ if [ -d cmd/harness ]; then
 	"$gobin" build -o "$bins/harness" ./cmd/harness
 	envs+=("HARNESS_TEST_BINARY=$bins/harness")
 fi
-chown -R "$uid:$gid" "$bins"
 say "compiled in $((SECONDS - start))s"
 
 # run_one IMPORTPATH DIR: run the package's test binary as the user in its
@@ -207,7 +217,7 @@ run_one() {
 	{
 		flock 8
 		if [ "$rc" -ne 0 ] || [ "$verbose" -eq 1 ]; then
-			cat "$log"
+			cat "$log" 2>/dev/null || true
 		fi
 		if [ "$rc" -eq 0 ]; then
 			printf 'ok  \t%s\t%ds (CPU %ss)\n' "$pkg" "$((SECONDS - t0))" "$cpu"
@@ -223,14 +233,18 @@ say "running the tests as $user (uid $uid), $jobs_max at a time${tflags[*]:+, wi
 start=$SECONDS
 rc=0
 running=0
+# The list is read before any test starts: a job started inside the loop
+# would share its input, and a test reading stdin would take the packages
+# still to run.
+list="$("$gobin" list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}")"
 while read -r pkg dir; do
 	if [ "$running" -ge "$jobs_max" ]; then
 		wait -n || rc=1
 		running=$((running - 1))
 	fi
-	run_one "$pkg" "$dir" &
+	run_one "$pkg" "$dir" </dev/null &
 	running=$((running + 1))
-done < <("$gobin" list -f '{{.ImportPath}} {{.Dir}}' "${pkgs[@]}")
+done <<<"$list"
 while [ "$running" -gt 0 ]; do
 	wait -n || rc=1
 	running=$((running - 1))

@@ -18,15 +18,16 @@ import (
 // exec. Errors are ignored: a signal left as it was is what happened
 // before.
 func defaultSignals() {
-	// The kernel's struct sigaction: the handler first (SIG_DFL 0, SIG_IGN
-	// 1), then flags, restorer (where the architecture has one) and mask;
-	// all zero is SIG_DFL with no flag and an empty mask.
+	// The kernel's struct sigaction: the handler first, a pointer (SIG_DFL
+	// 0, SIG_IGN 1), then flags, restorer (where the architecture has one)
+	// and mask; all zero is SIG_DFL with no flag and an empty mask. 32
+	// bytes hold it on every architecture with a 64-signal set.
 	var old, dfl [4]uint64
 	for sig := uintptr(1); sig <= 64; sig++ {
 		if sig == uintptr(unix.SIGKILL) || sig == uintptr(unix.SIGSTOP) {
 			continue
 		}
-		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 || old[0] != 1 {
+		if _, _, errno := unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, 0, uintptr(unsafe.Pointer(&old)), 8, 0, 0); errno != 0 || *(*uintptr)(unsafe.Pointer(&old)) != 1 {
 			continue
 		}
 		_, _, _ = unix.RawSyscall6(unix.SYS_RT_SIGACTION, sig, uintptr(unsafe.Pointer(&dfl)), 0, 8, 0, 0)
