@@ -247,9 +247,16 @@ func TestAttack2Reserved(t *testing.T) {
 				{"double fork", "( ( sleep 1; git init -q . ) & ) ; true"},
 			} {
 				t.Run(c.name, func(t *testing.T) {
-					res := w.run(t, sandbox.WorkspaceWrite, c.command)
+					// Every process that could act later carries the
+					// marker in its command line: the sleep, and the
+					// shells forked or started to wait for it. None may be
+					// left when the call returns (the command's whole tree
+					// ends with it), so nothing can make .git afterwards;
+					// before, the test waited 2 s to see none did.
+					marker := uniqueMarker()
+					res := w.run(t, sandbox.WorkspaceWrite, strings.ReplaceAll(c.command, "sleep 1", "sleep 1."+marker))
 					t.Logf("exit %d, stderr %.200q", res.ExitCode, res.Stderr.Text)
-					time.Sleep(2 * time.Second)
+					assert.Empty(t, liveProcesses(marker), "a process of the command outlived the call")
 					noGitAt(t, w.ws, c.name)
 				})
 			}
