@@ -9,9 +9,9 @@
 # untouched. Root compiles the packages' race-enabled test binaries (`go test
 # -race -c`) and the harness binary cmd/harness's tests serve
 # (HARNESS_TEST_BINARY) from its own build cache, which make test has just
-# filled, so this pass compiles nothing twice and the user needs no Go caches
-# of its own. The user runs each binary in its package's directory of the
-# copy, as `go test -count=1` would, through setpriv, with a clean
+# filled, so this pass compiles nothing twice and nothing runs the go
+# command as the user. The user runs each binary in its package's directory
+# of the copy, as `go test -count=1` would, through setpriv, with a clean
 # environment and its own HOME; the binaries run three at a time
 # (HARNESS_TEST_JOBS; they wait on commands more than they compute), the
 # longest first (the order of PKGS), and each package's result is printed
@@ -113,9 +113,11 @@ if ! flock -n 9; then
 	flock 9
 fi
 
-# The environment the tests run in: a clean one, with the user's own home
-# and Go caches (a test may ask the go command where they are), and the
-# proxy variables when set.
+# The environment the tests run in: a clean one, with the user's own home,
+# the Go cache variables a user's shell has (harness finds the toolchain
+# caches a command may write by them, toolchaincache), GOTMPDIR (where
+# t.TempDir makes the tests' directories: in the user's home, not /tmp), and
+# the proxy variables when set.
 work="$home/harness"
 envs=(
 	"HOME=$home"
@@ -154,17 +156,15 @@ setpriv --reuid="$uid" --regid="$gid" --init-groups -- \
 
 # go test's flags in the test binary's spelling: -run X is -test.run X.
 tflags=()
+verbose=0
 # shellcheck disable=SC2206 # TESTFLAGS is a list of flags, split on purpose.
 for f in ${TESTFLAGS:-}; do
 	case "$f" in
-	-test.*) tflags+=("$f") ;;
-	--*) tflags+=("-test.${f#--}") ;;
-	-*) tflags+=("-test.${f#-}") ;;
-	*) tflags+=("$f") ;;
+	-test.*) ;;
+	--*) f="-test.${f#--}" ;;
+	-*) f="-test.${f#-}" ;;
 	esac
-done
-verbose=0
-for f in "${tflags[@]}"; do
+	tflags+=("$f")
 	case "$f" in -test.v | -test.v=true) verbose=1 ;; esac
 done
 

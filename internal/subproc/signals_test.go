@@ -33,11 +33,10 @@ func TestCommandsStartWithDefaultSignals(t *testing.T) {
 	status := regexp.MustCompile(`(?m)^Sig(Ign|Blk):\s*([0-9a-f]+)$`)
 	for _, r := range isolations(t) {
 		t.Run(r.name, func(t *testing.T) {
-			scr := &screen{}
 			spec := subproc.Spec{Command: "grep -E '^Sig(Ign|Blk):' /proc/self/status", Dir: t.TempDir(), Env: []string{"PATH=/usr/bin:/bin"}}
 			ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 			defer cancel()
-			out, err := r.run(ctx, spec, subproc.Watch{Stdout: scr})
+			out, err := r.run(ctx, spec, subproc.Watch{})
 			require.NoError(t, err)
 			require.Equal(t, 0, out.Status.ExitCode, "%s %s", out.Status.Error, out.Stderr.String())
 			found := status.FindAllStringSubmatch(out.Stdout.String(), -1)
