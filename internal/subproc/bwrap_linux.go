@@ -300,24 +300,38 @@ func ancestors(protected []Protected, reserved []Reserved, roots []string) []str
 }
 
 // Reservation is one command's hold on a reserved path: a placeholder (an
-// empty directory of mode 0555, or an empty regular file of mode 0444) that
-// is the mount point of the command's read-only tmpfs (a directory) or
-// read-only bind (a file), held with a shared flock for as long as the
-// command runs, by every command of every harness process that reserves
-// it.
+// empty directory of mode 0555, an empty regular file of mode 0444, or a
+// socket of mode 0444 that nothing listens on) that is the mount point of
+// the command's read-only tmpfs (a directory) or read-only bind (a file, a
+// socket), held with a shared flock for as long as the command runs, by
+// every command of every harness process that reserves it: a flock of the
+// placeholder itself, or, a socket's (which no open can lock), of the
+// directory holding it.
 type Reservation struct {
 	// Path is the reserved path.
 	Path string
-	// Dir tells a directory placeholder from a file one.
-	Dir     bool
-	content string // a file placeholder's
-	fd      int
-	ino     uint64
+	// Dir tells a directory placeholder from a file one; Socket, a socket
+	// one (ReserveEither).
+	Dir, Socket bool
+	content     string // a file placeholder's
+	fd          int    // the held descriptor: the placeholder's, or a socket's directory's
+	dev, ino    uint64 // the placeholder's
 }
+
+// kind is a placeholder's type.
+type kind int
+
+const (
+	kindFile kind = iota
+	kindDir
+	kindSocket
+)
 
 // Placeholder modes: a reserved path's empty directory or file has exactly
 // this mode, and carries placeholderXattr, which together tell it from an
 // empty one of the user's (a user's empty 0555 `.vscode` is never removed).
+// A socket placeholder has the file mode, one link and no mark (a socket
+// takes no user extended attribute).
 const (
 	placeholderDirMode  = protectscan.PlaceholderDirMode
 	placeholderFileMode = protectscan.PlaceholderFileMode
@@ -337,20 +351,56 @@ const placeholderXattr = protectscan.PlaceholderXattr
 // written (so neither can the command). An error (contention that did not
 // settle, an unexpected failure) means the command must not run: it fails
 // closed. Release it once the command has ended.
-func Reserve(path string, dir bool) (*Reservation, error) { return reserve(path, dir, "") }
+func Reserve(path string, dir bool) (*Reservation, error) {
+	k := kindFile
+	if dir {
+		k = kindDir
+	}
+	return reserve(path, k, "", false)
+}
+
+// ReserveEither is Reserve of a name that an empty directory or a socket
+// can hold (protectscan.PlaceholderSocketName, a root's `.git`): a missing
+// one gets an empty directory when dir, else a socket, which git passes
+// over on its way up and Go's version-control stamping does not take for a
+// repository, as it does a directory; an empty placeholder of the other
+// type already there (another command's, whose caller chose the other) is
+// reserved as it is (Reservation.Dir and Socket say which). Reserve of the
+// other type would take it for something real and hold nothing, and its
+// removal at the other command's end would free the name under this one.
+func ReserveEither(path string, dir bool) (*Reservation, error) {
+	k := kindSocket
+	if dir {
+		k = kindDir
+	}
+	return reserve(path, k, "", true)
+}
 
 // ReserveFile is Reserve of a file whose placeholder holds content (at most
 // a few bytes: a `commondir` naming its own directory, "."), for a name
 // whose empty file would mean something else to its reader.
-func ReserveFile(path, content string) (*Reservation, error) { return reserve(path, false, content) }
+func ReserveFile(path, content string) (*Reservation, error) {
+	return reserve(path, kindFile, content, false)
+}
 
-func reserve(path string, dir bool, content string) (*Reservation, error) {
+// errAgain says a placeholder went between its making and its hold: a
+// reservation tries again.
+var errAgain = errors.New("the placeholder went")
+
+func reserve(path string, k kind, content string, either bool) (*Reservation, error) {
 	for range 100 {
 		var pre unix.Stat_t
-		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, dir) {
-			return nil, nil // something real: not even opened
+		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, k) {
+			other := kindSocket
+			if k == kindSocket {
+				other = kindDir
+			}
+			if !either || !placeholderMode(&pre, other) {
+				return nil, nil // something real: not even opened
+			}
+			k = other // the other type's placeholder: held as it is
 		}
-		err := makePlaceholder(path, dir, content)
+		err := makePlaceholder(path, k, content)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
 			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) ||
 				errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
@@ -358,51 +408,78 @@ func reserve(path string, dir bool, content string) (*Reservation, error) {
 			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-		if dir {
-			flags |= unix.O_DIRECTORY
+		r, err := hold(path, k, content)
+		if errors.Is(err, errAgain) {
+			continue // removed by a release meanwhile: again
 		}
-		fd, err := unix.Open(path, flags, 0)
 		if err != nil {
-			if errors.Is(err, unix.ENOENT) {
-				continue // removed by a release meanwhile: again
-			}
-			if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
-				return nil, nil // something real
-			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil {
-			_ = unix.Close(fd)
-			return nil, fmt.Errorf("reserving %s: %w", path, err)
-		}
-		if !placeholder(fd, &st, dir, content) {
-			_ = unix.Close(fd)
-			return nil, nil // a real one: the search protects it
-		}
-		if err := flockShared(fd); err != nil {
-			_ = unix.Close(fd)
-			return nil, fmt.Errorf("reserving %s: %w", path, err)
-		}
-		// Still the placeholder at path (a release may have removed it
-		// between the open and the lock): else again.
-		var now unix.Stat_t
-		if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-			return &Reservation{Path: path, Dir: dir, content: content, fd: fd, ino: st.Ino}, nil
-		}
-		_ = unix.Close(fd)
+		return r, nil
 	}
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
 }
 
-// makePlaceholder makes the placeholder at path (an empty directory when
-// dir, else a file holding content) whole, or fails with EEXIST when
-// something is there: it is made under a temporary name beside path,
+// hold takes the shared hold on the placeholder of kind k at path: nil
+// when what is there is something real; errAgain when it went meanwhile.
+func hold(path string, k kind, content string) (*Reservation, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	switch k {
+	case kindDir:
+		flags |= unix.O_DIRECTORY
+	case kindSocket:
+		flags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
+	}
+	fd, err := unix.Open(path, flags, 0)
+	if err != nil {
+		if errors.Is(err, unix.ENOENT) {
+			return nil, errAgain
+		}
+		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
+			return nil, nil // something real
+		}
+		return nil, err
+	}
+	var st unix.Stat_t
+	if err := unix.Fstat(fd, &st); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	if !placeholder(fd, &st, k, content) {
+		_ = unix.Close(fd)
+		return nil, nil // a real one: the search protects it
+	}
+	if k == kindSocket {
+		// The lock is the directory's: a socket cannot be opened to hold
+		// one.
+		_ = unix.Close(fd)
+		if fd, err = unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
+			return nil, err
+		}
+	}
+	if err := flockShared(fd); err != nil {
+		_ = unix.Close(fd)
+		return nil, err
+	}
+	// Still the placeholder at path (a release may have removed it
+	// between the open and the lock): else again.
+	var now unix.Stat_t
+	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
+		dev := uint64(st.Dev) //nolint:unconvert // Dev is uint64 on most arches only
+		return &Reservation{Path: path, Dir: k == kindDir, Socket: k == kindSocket, content: content, fd: fd, dev: dev, ino: st.Ino}, nil
+	}
+	_ = unix.Close(fd)
+	return nil, errAgain
+}
+
+// makePlaceholder makes the placeholder of kind k at path (an empty
+// directory, a file holding content, a socket) whole, or fails with EEXIST
+// when something is there: it is made under a temporary name beside path,
 // marked (placeholderXattr: setting it needs write access, so before the
-// mode), given its mode, whatever the umask, then renamed to path without
-// replacing anything. No other command ever sees it half made.
-func makePlaceholder(path string, dir bool, content string) error {
+// mode; not a socket, which takes none), given its mode, whatever the
+// umask, then renamed to path without replacing anything. No other command
+// ever sees it half made.
+func makePlaceholder(path string, k kind, content string) error {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
@@ -412,14 +489,23 @@ func makePlaceholder(path string, dir bool, content string) error {
 	mode := uint32(placeholderFileMode)
 	var fd int
 	var err error
-	if dir {
+	switch k {
+	case kindDir:
 		if err = unix.Mkdir(tmp, 0o700); err != nil {
 			return err
 		}
 		remove = func() { _ = unix.Rmdir(tmp) }
 		mode = placeholderDirMode
 		fd, err = unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	} else {
+	case kindSocket:
+		// A socket node bound to nothing (mknod makes one without a
+		// listener); its mode is set through the descriptor's magic link,
+		// which names the node itself whatever is at tmp by then.
+		if err = unix.Mknod(tmp, unix.S_IFSOCK|placeholderFileMode, 0); err != nil {
+			return err
+		}
+		fd, err = unix.Open(tmp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	default:
 		fd, err = unix.Open(tmp, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	}
 	if err != nil {
@@ -428,6 +514,19 @@ func makePlaceholder(path string, dir bool, content string) error {
 	}
 	err = func() error {
 		defer func() { _ = unix.Close(fd) }()
+		if k == kindSocket {
+			var st unix.Stat_t
+			if err := unix.Fstat(fd, &st); err != nil {
+				return err
+			}
+			if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+				return fmt.Errorf("the placeholder's temporary name was replaced: %w", unix.EEXIST)
+			}
+			if st.Mode != unix.S_IFSOCK|placeholderFileMode {
+				return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), placeholderFileMode, 0)
+			}
+			return nil
+		}
 		if content != "" {
 			if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
 				return fmt.Errorf("writing the placeholder: %w", cmp.Or(err, error(unix.EIO)))
@@ -447,18 +546,22 @@ func makePlaceholder(path string, dir bool, content string) error {
 	return err
 }
 
-// placeholder reports whether fd (stat st) is a reservation's placeholder:
-// an empty directory of mode 0555 (dir), or a regular file of mode 0444
+// placeholder reports whether fd (stat st) is a reservation's placeholder
+// of kind k: an empty directory of mode 0555, a regular file of mode 0444
 // holding exactly content, marked with placeholderXattr where the file
-// system keeps user extended attributes.
-func placeholder(fd int, st *unix.Stat_t, dir bool, content string) bool {
-	if !placeholderMode(st, dir) || !marked(fd) {
+// system keeps user extended attributes; a socket of mode 0444 with one
+// link.
+func placeholder(fd int, st *unix.Stat_t, k kind, content string) bool {
+	if !placeholderMode(st, k) {
 		return false
 	}
-	if dir {
-		return emptyDir(fd)
+	switch k {
+	case kindSocket:
+		return st.Nlink == 1
+	case kindDir:
+		return marked(fd) && emptyDir(fd)
 	}
-	if st.Size != int64(len(content)) {
+	if !marked(fd) || st.Size != int64(len(content)) {
 		return false
 	}
 	if content == "" {
@@ -480,10 +583,14 @@ func marked(fd int) bool {
 	return err == nil && string(buf[:n]) == "1"
 }
 
-// placeholderMode reports whether st has a placeholder's type and mode.
-func placeholderMode(st *unix.Stat_t, dir bool) bool {
-	if dir {
+// placeholderMode reports whether st has the type and mode of a
+// placeholder of kind k.
+func placeholderMode(st *unix.Stat_t, k kind) bool {
+	switch k {
+	case kindDir:
 		return st.Mode == unix.S_IFDIR|placeholderDirMode
+	case kindSocket:
+		return st.Mode == unix.S_IFSOCK|placeholderFileMode
 	}
 	return st.Mode == unix.S_IFREG|placeholderFileMode
 }
@@ -509,26 +616,27 @@ func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
+	if r.Socket {
+		r.releaseSocket()
+		return
+	}
 	syscall.ForkLock.RLock()
 	_ = unix.Close(r.fd)
 	syscall.ForkLock.RUnlock()
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+	k, flags := kindFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC
 	if r.Dir {
-		flags |= unix.O_DIRECTORY
+		k, flags = kindDir, flags|unix.O_DIRECTORY
 	}
 	fd, err := unix.Open(r.Path, flags, 0)
 	if err != nil {
 		return // gone (another release removed it) or replaced
 	}
 	defer func() { _ = unix.Close(fd) }()
-	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
-		if try == releaseTries {
-			return // another command holds it: the last one removes it
-		}
-		time.Sleep(time.Millisecond)
+	if !lockExclusive(fd) {
+		return // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, r.Dir, r.content) {
+	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, k, r.content) {
 		return
 	}
 	var at unix.Stat_t
@@ -540,6 +648,44 @@ func (r *Reservation) Release() {
 	} else {
 		_ = unix.Unlink(r.Path)
 	}
+}
+
+// releaseSocket is Release of a socket placeholder, whose hold is a lock
+// of the directory holding it: the exclusive lock is tried on a new open
+// of the same directory (through the held descriptor's magic link, so a
+// directory moved meanwhile is still the one), and the socket is removed
+// from it by name when it is still the one reserved.
+func (r *Reservation) releaseSocket() {
+	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.fd), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	syscall.ForkLock.RLock()
+	_ = unix.Close(r.fd)
+	syscall.ForkLock.RUnlock()
+	if err != nil {
+		return
+	}
+	defer func() { _ = unix.Close(fd) }()
+	if !lockExclusive(fd) {
+		return
+	}
+	name := filepath.Base(r.Path)
+	var at unix.Stat_t
+	if unix.Fstatat(fd, name, &at, unix.AT_SYMLINK_NOFOLLOW) != nil || uint64(at.Dev) != r.dev || at.Ino != r.ino || //nolint:unconvert // Dev is uint64 on most arches only
+		!placeholderMode(&at, kindSocket) || at.Nlink != 1 {
+		return
+	}
+	_ = unix.Unlinkat(fd, name, 0)
+}
+
+// lockExclusive takes an exclusive flock on fd, trying releaseTries times
+// a millisecond apart; false when another holder kept it.
+func lockExclusive(fd int) bool {
+	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
+		if try == releaseTries {
+			return false
+		}
+		time.Sleep(time.Millisecond)
+	}
+	return true
 }
 
 // releaseTries is how many times in all Release tries the exclusive lock

@@ -107,6 +107,85 @@ func TestReserve(t *testing.T) {
 	})
 }
 
+// TestReserveEither: a name an empty directory or a socket can hold (a
+// root's `.git`) is reserved as the type its caller prefers when missing
+// (a socket of mode 0444, bound to nothing), and as the type already there
+// when another command holds the other one: both then hold it, the first
+// release leaves it, the last removes it. Reserve of the other type would
+// hold nothing, and the name would be free once the first command ended.
+// A user's empty file or directory is still real.
+func TestReserveEither(t *testing.T) {
+	dir := t.TempDir()
+	typeOf := func(p string) os.FileMode {
+		t.Helper()
+		st, err := os.Lstat(p)
+		require.NoError(t, err)
+		return st.Mode()
+	}
+	for _, first := range []bool{true, false} {
+		p := filepath.Join(dir, ".git"+strconv.FormatBool(first))
+		want := os.ModeSocket | 0o444
+		if first {
+			want = os.ModeDir | 0o555
+		}
+		a, err := subproc.ReserveEither(p, first)
+		require.NoError(t, err)
+		require.NotNil(t, a)
+		assert.Equal(t, first, a.Dir)
+		assert.Equal(t, !first, a.Socket)
+		assert.Equal(t, want, typeOf(p))
+		other, err := subproc.Reserve(p, !first)
+		require.NoError(t, err)
+		assert.Nil(t, other, "Reserve of another type holds nothing")
+		b, err := subproc.ReserveEither(p, !first)
+		require.NoError(t, err)
+		require.NotNil(t, b, "joins the other type's placeholder")
+		assert.Equal(t, first, b.Dir)
+		assert.Equal(t, !first, b.Socket)
+		a.Release()
+		assert.Equal(t, want, typeOf(p), "still held by the second")
+		b.Release()
+		_, err = os.Lstat(p)
+		assert.True(t, os.IsNotExist(err), "the last release removes it")
+	}
+	for _, real := range []bool{true, false} {
+		p := filepath.Join(dir, "real"+strconv.FormatBool(real))
+		if real {
+			require.NoError(t, os.Mkdir(p, 0o755))
+			require.NoError(t, os.Chmod(p, 0o555))
+		} else {
+			require.NoError(t, os.WriteFile(p, nil, 0o444))
+		}
+		for _, prefer := range []bool{true, false} {
+			r, err := subproc.ReserveEither(p, prefer)
+			require.NoError(t, err)
+			assert.Nil(t, r, "a user's empty one is real")
+		}
+		assert.Equal(t, real, typeOf(p).IsDir())
+	}
+}
+
+// TestSocketReservationsReleasedTogether: the socket placeholder's hold is
+// its directory's lock; two commands ending at once leave nothing, and one
+// ending while another holds it leaves it to the other.
+func TestSocketReservationsReleasedTogether(t *testing.T) {
+	p := filepath.Join(t.TempDir(), ".git")
+	for i := range 200 {
+		a, err := subproc.ReserveEither(p, false)
+		require.NoError(t, err)
+		b, err := subproc.ReserveEither(p, false)
+		require.NoError(t, err)
+		require.NotNil(t, a)
+		require.NotNil(t, b)
+		var wg sync.WaitGroup
+		wg.Go(a.Release)
+		wg.Go(b.Release)
+		wg.Wait()
+		_, err = os.Lstat(p)
+		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
+	}
+}
+
 // TestReserveReleasedTogether: two commands that end at the same moment
 // leave no placeholder behind (each used to see the other's shared lock,
 // and neither removed it: placeholders were found on disk after the

@@ -181,8 +181,11 @@ func checkView(c *Confinement) error {
 	}
 	for _, p := range c.Reserved {
 		want := uint32(unix.S_IFREG)
-		if p.Dir {
+		switch {
+		case p.Dir:
 			want = unix.S_IFDIR
+		case p.Socket:
+			want = unix.S_IFSOCK
 		}
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil &&
 			!goneWithHolder(p.Path, p.Holder) {

@@ -206,10 +206,12 @@ type EtcFile struct {
 }
 
 // Reserved is one reserved path: Dir tells a directory placeholder from a
-// file one; Holder is as Protected's.
+// file one, Socket a socket one (Reservation.Socket); Holder is as
+// Protected's.
 type Reserved struct {
 	Path   string `json:"path"`
 	Dir    bool   `json:"dir,omitempty"`
+	Socket bool   `json:"socket,omitempty"`
 	Holder string `json:"holder,omitempty"`
 }
 

@@ -265,7 +265,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// the absence of a path a command may not create.
 		holder := holders(found, reservable(policy, hostRun))
 		for _, h := range held {
-			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, Holder: holder[h.Path]})
+			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, Socket: h.Socket, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
 		gitDirs = gitDirsOf(found)
@@ -389,7 +389,9 @@ func rlimits(cfg Config) subproc.RLimits {
 
 // reservedIn reserves each path of reservable(policy, hostRun) that is
 // missing (subproc.Reserve; a multi-component one only when its parent
-// exists), appending to held, which the caller releases. A host-run file is
+// exists), appending to held, which the caller releases. A root's `.git` is
+// a socket outside a repository, an empty directory inside one
+// (inRepository). A host-run file is
 // reserved as a directory whatever it is (an empty directory is invisible
 // to git: `git add -A` does not record it), but in the command's home
 // (home, its HOME: a root that is a home directory), where a file one is
@@ -417,6 +419,8 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 		var err error
 		if content, file := files[p]; file {
 			h, err = subproc.ReserveFile(p, content)
+		} else if filepath.Base(p) == ".git" {
+			h, err = subproc.ReserveEither(p, inRepository(filepath.Dir(p)))
 		} else {
 			h, err = subproc.Reserve(p, true)
 		}
@@ -428,6 +432,48 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 		}
 	}
 	return held, nil
+}
+
+// inRepository reports whether git, started in root, would find a
+// repository above it: an ancestor holding a `.git` (a directory or a
+// gitdir file), or root or an ancestor that is itself a git directory
+// (HEAD, objects/ and refs/, a bare repository). Its reserved `.git` is then
+// an empty directory, which git passes over on its way up to that
+// repository; elsewhere a socket (subproc.ReserveEither), which git passes
+// over as well and Go does not take for a repository: an empty directory
+// there made every `go build` of a module outside git fail to stamp its
+// version-control status (issue 34), and an empty file would make git
+// itself fail ("invalid gitfile format") in the root, even `git clone`.
+// Both hold the name.
+func inRepository(root string) bool {
+	for d := root; ; d = filepath.Dir(d) {
+		if d != root {
+			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+				return true
+			}
+		}
+		if gitDirectory(d) {
+			return true
+		}
+		if d == filepath.Dir(d) {
+			return false
+		}
+	}
+}
+
+// gitDirectory reports whether d has what git looks for in a git
+// directory: a HEAD beside objects/ and refs/ directories.
+func gitDirectory(d string) bool {
+	head, err := os.Lstat(filepath.Join(d, "HEAD"))
+	if err != nil || head.IsDir() {
+		return false
+	}
+	for _, sub := range []string{"objects", "refs"} {
+		if fi, err := os.Stat(filepath.Join(d, sub)); err != nil || !fi.IsDir() {
+			return false
+		}
+	}
+	return true
 }
 
 // homePlaceholders are the contents of a home's start-up files' placeholders

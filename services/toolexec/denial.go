@@ -31,7 +31,9 @@ type refusal struct {
 	// reservedOnly is true for a refusal that stands for the sandbox only
 	// on a path reserved while the command ran (exec.Confinement.Reserved:
 	// a host-run name at the top of a root, held by a read-only
-	// placeholder): EISDIR, writing it as a file; EEXIST, making it.
+	// placeholder): EISDIR, writing it as a file; EEXIST, making it;
+	// ENOTDIR, making it a directory where a socket holds it, and EACCES,
+	// writing that socket (a root's `.git` outside a repository).
 	// Anywhere else they are the command's own errors.
 	reservedOnly bool
 	spellings    []string
@@ -64,6 +66,12 @@ var writeRefusals = []refusal{
 	}},
 	{name: "File exists", reservedOnly: true, spellings: []string{
 		"File exists", "file exists", "EEXIST", "[Errno 17]", "os error 17", "AlreadyExists",
+	}},
+	{name: "Not a directory", reservedOnly: true, spellings: []string{
+		"Not a directory", "not a directory", "ENOTDIR", "[Errno 20]", "os error 20", "NotADirectory",
+	}},
+	{name: "Permission denied", reservedOnly: true, spellings: []string{
+		"Permission denied", "permission denied", "EACCES", "[Errno 13]", "os error 13", "AccessDeniedException",
 	}},
 }
 

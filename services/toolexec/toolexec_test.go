@@ -272,7 +272,9 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 // TestReservedHostRunWriteIsMarked (issue 36): a command's write to a
 // host-run name reserved at the top of the workspace (a read-only
 // placeholder holds it while the command runs) fails with "Is a
-// directory" or "File exists", and gets the sandbox's marker like any
+// directory", "File exists", or, at a root's `.git` outside a repository
+// (a socket holds it), "Not a directory" or "Permission denied", and gets
+// the sandbox's marker like any
 // refused write; the name is not on disk afterwards. The same errors on
 // the command's own paths stay plain results.
 func TestReservedHostRunWriteIsMarked(t *testing.T) {
@@ -291,6 +293,10 @@ func TestReservedHostRunWriteIsMarked(t *testing.T) {
 		{name: "mkdir .zed", command: "mkdir .zed", target: ".zed", refusal: "File exists"},
 		{name: "from a subdirectory", command: "echo x > ../.mcp.json", workdir: "sub", target: ".mcp.json", refusal: "Is a directory"},
 		{name: "python open", command: `python3 -c 'open(".mcp.json", "w").write("x")'`, target: ".mcp.json", refusal: "Is a directory", python: true},
+		// A root's .git outside a repository is reserved as a socket.
+		{name: "a hook beneath .git", command: "mkdir -p .git/hooks", target: ".git", refusal: "Not a directory"},
+		{name: "a shell redirect to .git", command: "echo x > .git", target: ".git", refusal: "Permission denied"},
+		{name: "python open of .git", command: `python3 -c 'open(".git", "w").write("x")'`, target: ".git", refusal: "Permission denied", python: true},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
