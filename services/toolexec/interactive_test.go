@@ -167,8 +167,14 @@ func TestInteractiveLeavesNothing(t *testing.T) {
 	b := newBG(t, execsandbox.Config{})
 	// The session's own (its network namespace, its proxy) come with its
 	// first command.
+	nets := netNamespaces(t)
 	res := b.call(t, b.sess, "exec", map[string]any{"command": "true"})
 	require.False(t, res.IsError, res.Text)
+	// So does, in the background, the spare namespace the runner makes
+	// for the next session once this one took its own (a user and a
+	// network namespace and a socket): counted once it is there, or the
+	// count would grow by it after the baseline.
+	require.Eventually(t, func() bool { return netNamespaces(t) >= nets+2 }, time.Minute, 10*time.Millisecond, "the spare namespace was never made")
 	fds := openFDs(t)
 	pts := hostTerminals(t)
 	m := marker(2)
@@ -218,6 +224,21 @@ func openFDs(t *testing.T) int {
 	entries, err := os.ReadDir("/proc/self/fd")
 	require.NoError(t, err)
 	return len(entries)
+}
+
+// netNamespaces counts the descriptors of this process that hold a
+// network namespace.
+func netNamespaces(t *testing.T) int {
+	t.Helper()
+	entries, err := os.ReadDir("/proc/self/fd")
+	require.NoError(t, err)
+	n := 0
+	for _, e := range entries {
+		if l, err := os.Readlink("/proc/self/fd/" + e.Name()); err == nil && strings.HasPrefix(l, "net:[") {
+			n++
+		}
+	}
+	return n
 }
 
 // hostTerminals lists the host's pseudo-terminals.
