@@ -12,17 +12,17 @@ import (
 // an empty directory of mode PlaceholderDirMode, or a file of mode
 // PlaceholderFileMode holding one of placeholderContents, marked with the user
 // extended attribute PlaceholderXattr set to "1"; or, for a `.git`
-// (PlaceholderSocketName), a socket of mode PlaceholderFileMode with one
-// link, which nothing listens on and nobody without privilege may connect
-// to (a socket takes no user extended attribute: its type, name and mode
-// are its mark, and none of them lets git or anything else read from it).
+// (PlaceholderFIFOName), a named pipe of mode PlaceholderFIFOMode with one
+// link (a pipe takes no user extended attribute: its type, name and mode
+// are its mark; a pipe carries nothing git or anything else would run).
 // It holds nothing, and a scan neither reports it nor is disturbed by its
 // coming and going: the runner reserves it again for each command.
 const (
-	PlaceholderDirMode    = 0o555
-	PlaceholderFileMode   = 0o444
-	PlaceholderXattr      = "user.harness.placeholder"
-	PlaceholderSocketName = ".git"
+	PlaceholderDirMode  = 0o555
+	PlaceholderFileMode = 0o444
+	PlaceholderXattr    = "user.harness.placeholder"
+	PlaceholderFIFOMode = 0o400
+	PlaceholderFIFOName = ".git"
 	// PlaceholderTempPrefix begins the name a placeholder is made under,
 	// beside its place, before it is renamed there.
 	PlaceholderTempPrefix = ".harness-placeholder-"
@@ -54,8 +54,8 @@ const maxPlaceholderBytes = 256
 // placeholder. A file system without user extended attributes has none
 // that a scan can tell apart: there every such entry is reported.
 func placeholderIn(dirfd int, name string, st *unix.Stat_t) bool {
-	if st.Mode == unix.S_IFSOCK|PlaceholderFileMode {
-		return name == PlaceholderSocketName && st.Nlink == 1
+	if st.Mode == unix.S_IFIFO|PlaceholderFIFOMode {
+		return name == PlaceholderFIFOName && st.Nlink == 1
 	}
 	if !placeholderShape(st) {
 		return false
@@ -70,7 +70,7 @@ func placeholderIn(dirfd int, name string, st *unix.Stat_t) bool {
 
 // placeholderAt is placeholderIn for the absolute path p.
 func placeholderAt(p string, st *unix.Stat_t) bool {
-	if st.Mode&unix.S_IFMT == unix.S_IFSOCK {
+	if st.Mode&unix.S_IFMT == unix.S_IFIFO {
 		return placeholderIn(unix.AT_FDCWD, filepath.Base(p), st)
 	}
 	return placeholderIn(unix.AT_FDCWD, p, st)

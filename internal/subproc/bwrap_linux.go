@@ -301,21 +301,19 @@ func ancestors(protected []Protected, reserved []Reserved, roots []string) []str
 
 // Reservation is one command's hold on a reserved path: a placeholder (an
 // empty directory of mode 0555, an empty regular file of mode 0444, or a
-// socket of mode 0444 that nothing listens on) that is the mount point of
-// the command's read-only tmpfs (a directory) or read-only bind (a file, a
-// socket), held with a shared flock for as long as the command runs, by
-// every command of every harness process that reserves it: a flock of the
-// placeholder itself, or, a socket's (which no open can lock), of the
-// directory holding it.
+// named pipe of mode 0400 with no writer) that is the mount point of the
+// command's read-only tmpfs (a directory) or read-only bind (a file, a
+// pipe), held with a shared flock of it for as long as the command runs,
+// by every command of every harness process that reserves it.
 type Reservation struct {
 	// Path is the reserved path.
 	Path string
-	// Dir tells a directory placeholder from a file one; Socket, a socket
-	// one (ReserveEither).
-	Dir, Socket bool
-	content     string // a file placeholder's
-	fd          int    // the held descriptor: the placeholder's, or a socket's directory's
-	dev, ino    uint64 // the placeholder's
+	// Dir tells a directory placeholder from a file one; FIFO, a named
+	// pipe one (ReserveEither).
+	Dir, FIFO bool
+	content   string // a file placeholder's
+	fd        int
+	ino       uint64
 }
 
 // kind is a placeholder's type.
@@ -324,17 +322,18 @@ type kind int
 const (
 	kindFile kind = iota
 	kindDir
-	kindSocket
+	kindFIFO
 )
 
 // Placeholder modes: a reserved path's empty directory or file has exactly
 // this mode, and carries placeholderXattr, which together tell it from an
 // empty one of the user's (a user's empty 0555 `.vscode` is never removed).
-// A socket placeholder has the file mode, one link and no mark (a socket
+// A named pipe placeholder has its own mode, one link and no mark (a pipe
 // takes no user extended attribute).
 const (
 	placeholderDirMode  = protectscan.PlaceholderDirMode
 	placeholderFileMode = protectscan.PlaceholderFileMode
+	placeholderFIFOMode = protectscan.PlaceholderFIFOMode
 )
 
 // placeholderXattr marks the placeholders the runner makes. On a file
@@ -359,17 +358,18 @@ func Reserve(path string, dir bool) (*Reservation, error) {
 	return reserve(path, k, "", false)
 }
 
-// ReserveEither is Reserve of a name that an empty directory or a socket
-// can hold (protectscan.PlaceholderSocketName, a root's `.git`): a missing
-// one gets an empty directory when dir, else a socket, which git passes
-// over on its way up and Go's version-control stamping does not take for a
-// repository, as it does a directory; an empty placeholder of the other
-// type already there (another command's, whose caller chose the other) is
-// reserved as it is (Reservation.Dir and Socket say which). Reserve of the
-// other type would take it for something real and hold nothing, and its
-// removal at the other command's end would free the name under this one.
+// ReserveEither is Reserve of a name that an empty directory or a named
+// pipe can hold (protectscan.PlaceholderFIFOName, a root's `.git`): a
+// missing one gets an empty directory when dir, else a named pipe of mode
+// 0400, which git passes over on its way up as it does a directory, and
+// which Go's version-control stamping, unlike a directory, does not take
+// for a repository; a placeholder of the other type already there (another
+// command's, whose caller chose the other) is reserved as it is
+// (Reservation.Dir and FIFO say which). Reserve of the other type would
+// take it for something real and hold nothing, and its removal at the
+// other command's end would free the name under this one.
 func ReserveEither(path string, dir bool) (*Reservation, error) {
-	k := kindSocket
+	k := kindFIFO
 	if dir {
 		k = kindDir
 	}
@@ -387,18 +387,22 @@ func ReserveFile(path, content string) (*Reservation, error) {
 // reservation tries again.
 var errAgain = errors.New("the placeholder went")
 
-func reserve(path string, k kind, content string, either bool) (*Reservation, error) {
+// reserve reserves path with a placeholder of kind want; when either, one
+// of the other kind of ReserveEither (otherKind) is taken as it is, looked
+// for again on each try: two commands choosing different kinds may make
+// theirs at the same moment.
+func reserve(path string, want kind, content string, either bool) (*Reservation, error) {
 	for range 100 {
+		k := want
 		var pre unix.Stat_t
-		if err := unix.Lstat(path, &pre); err == nil && !placeholderMode(&pre, k) {
-			other := kindSocket
-			if k == kindSocket {
-				other = kindDir
-			}
-			if !either || !placeholderMode(&pre, other) {
+		if err := unix.Lstat(path, &pre); err == nil {
+			switch {
+			case placeholderMode(&pre, k):
+			case either && placeholderMode(&pre, otherKind(k)):
+				k = otherKind(k) // the other kind's placeholder: held as it is
+			default:
 				return nil, nil // something real: not even opened
 			}
-			k = other // the other type's placeholder: held as it is
 		}
 		err := makePlaceholder(path, k, content)
 		if err != nil && !errors.Is(err, unix.EEXIST) {
@@ -408,75 +412,84 @@ func reserve(path string, k kind, content string, either bool) (*Reservation, er
 			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		r, err := hold(path, k, content)
+		r, seen, err := hold(path, k, content)
 		if errors.Is(err, errAgain) {
 			continue // removed by a release meanwhile: again
 		}
 		if err != nil {
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		return r, nil
+		if r != nil || !either {
+			return r, nil
+		}
+		// Not a placeholder of kind k: something real, unless another
+		// command's of the other kind took the name between the lstat and
+		// the hold (or it went): then again.
+		var now unix.Stat_t
+		if unix.Lstat(path, &now) != nil {
+			continue
+		}
+		if !placeholderMode(&now, otherKind(k)) || (seen != nil && !placeholderMode(seen, otherKind(k)) && seen.Ino == now.Ino && seen.Dev == now.Dev) {
+			return nil, nil
+		}
 	}
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
 }
 
+// otherKind is the kind ReserveEither takes instead of k.
+func otherKind(k kind) kind {
+	if k == kindDir {
+		return kindFIFO
+	}
+	return kindDir
+}
+
 // hold takes the shared hold on the placeholder of kind k at path: nil
-// when what is there is something real; errAgain when it went meanwhile.
-func hold(path string, k kind, content string) (*Reservation, error) {
+// when what is there is something else (seen: its stat, when it was
+// opened); errAgain when it went meanwhile.
+func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_t, err error) {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	switch k {
-	case kindDir:
+	if k == kindDir {
 		flags |= unix.O_DIRECTORY
-	case kindSocket:
-		flags = unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC
 	}
 	fd, err := unix.Open(path, flags, 0)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
-			return nil, errAgain
+			return nil, nil, errAgain
 		}
 		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
-			return nil, nil // something real
+			return nil, nil, nil // something real
 		}
-		return nil, err
+		return nil, nil, err
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return nil, err
+		return nil, nil, err
 	}
 	if !placeholder(fd, &st, k, content) {
 		_ = unix.Close(fd)
-		return nil, nil // a real one: the search protects it
-	}
-	if k == kindSocket {
-		// The lock is the directory's: a socket cannot be opened to hold
-		// one.
-		_ = unix.Close(fd)
-		if fd, err = unix.Open(filepath.Dir(path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0); err != nil {
-			return nil, err
-		}
+		return nil, &st, nil // a real one: the search protects it
 	}
 	if err := flockShared(fd); err != nil {
 		_ = unix.Close(fd)
-		return nil, err
+		return nil, nil, err
 	}
 	// Still the placeholder at path (a release may have removed it
 	// between the open and the lock): else again.
 	var now unix.Stat_t
 	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-		dev := uint64(st.Dev) //nolint:unconvert // Dev is uint64 on most arches only
-		return &Reservation{Path: path, Dir: k == kindDir, Socket: k == kindSocket, content: content, fd: fd, dev: dev, ino: st.Ino}, nil
+		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, ino: st.Ino}, nil, nil
 	}
 	_ = unix.Close(fd)
-	return nil, errAgain
+	return nil, nil, errAgain
 }
 
 // makePlaceholder makes the placeholder of kind k at path (an empty
-// directory, a file holding content, a socket) whole, or fails with EEXIST
-// when something is there: it is made under a temporary name beside path,
-// marked (placeholderXattr: setting it needs write access, so before the
-// mode; not a socket, which takes none), given its mode, whatever the
+// directory, a file holding content, a named pipe) whole, or fails with
+// EEXIST when something is there: it is made under a temporary name beside
+// path, marked (placeholderXattr: setting it needs write access, so before
+// the mode; not a pipe, which takes none), given its mode, whatever the
 // umask, then renamed to path without replacing anything. No other command
 // ever sees it half made.
 func makePlaceholder(path string, k kind, content string) error {
@@ -497,14 +510,14 @@ func makePlaceholder(path string, k kind, content string) error {
 		remove = func() { _ = unix.Rmdir(tmp) }
 		mode = placeholderDirMode
 		fd, err = unix.Open(tmp, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	case kindSocket:
-		// A socket node bound to nothing (mknod makes one without a
-		// listener); its mode is set through the descriptor's magic link,
-		// which names the node itself whatever is at tmp by then.
-		if err = unix.Mknod(tmp, unix.S_IFSOCK|placeholderFileMode, 0); err != nil {
+	case kindFIFO:
+		// Opened without waiting for a writer; what is at tmp by then is
+		// checked to be a pipe before its mode is set.
+		if err = unix.Mkfifo(tmp, 0o600); err != nil {
 			return err
 		}
-		fd, err = unix.Open(tmp, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		mode = placeholderFIFOMode
+		fd, err = unix.Open(tmp, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	default:
 		fd, err = unix.Open(tmp, unix.O_CREAT|unix.O_EXCL|unix.O_WRONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0o600)
 	}
@@ -514,18 +527,15 @@ func makePlaceholder(path string, k kind, content string) error {
 	}
 	err = func() error {
 		defer func() { _ = unix.Close(fd) }()
-		if k == kindSocket {
+		if k == kindFIFO {
 			var st unix.Stat_t
 			if err := unix.Fstat(fd, &st); err != nil {
 				return err
 			}
-			if st.Mode&unix.S_IFMT != unix.S_IFSOCK {
+			if st.Mode&unix.S_IFMT != unix.S_IFIFO {
 				return fmt.Errorf("the placeholder's temporary name was replaced: %w", unix.EEXIST)
 			}
-			if st.Mode != unix.S_IFSOCK|placeholderFileMode {
-				return unix.Fchmodat(unix.AT_FDCWD, "/proc/self/fd/"+strconv.Itoa(fd), placeholderFileMode, 0)
-			}
-			return nil
+			return unix.Fchmod(fd, mode)
 		}
 		if content != "" {
 			if n, err := unix.Write(fd, []byte(content)); err != nil || n != len(content) {
@@ -549,14 +559,14 @@ func makePlaceholder(path string, k kind, content string) error {
 // placeholder reports whether fd (stat st) is a reservation's placeholder
 // of kind k: an empty directory of mode 0555, a regular file of mode 0444
 // holding exactly content, marked with placeholderXattr where the file
-// system keeps user extended attributes; a socket of mode 0444 with one
-// link.
+// system keeps user extended attributes; a named pipe of mode 0400 with
+// one link.
 func placeholder(fd int, st *unix.Stat_t, k kind, content string) bool {
 	if !placeholderMode(st, k) {
 		return false
 	}
 	switch k {
-	case kindSocket:
+	case kindFIFO:
 		return st.Nlink == 1
 	case kindDir:
 		return marked(fd) && emptyDir(fd)
@@ -589,8 +599,8 @@ func placeholderMode(st *unix.Stat_t, k kind) bool {
 	switch k {
 	case kindDir:
 		return st.Mode == unix.S_IFDIR|placeholderDirMode
-	case kindSocket:
-		return st.Mode == unix.S_IFSOCK|placeholderFileMode
+	case kindFIFO:
+		return st.Mode == unix.S_IFIFO|placeholderFIFOMode
 	}
 	return st.Mode == unix.S_IFREG|placeholderFileMode
 }
@@ -616,24 +626,26 @@ func (r *Reservation) Release() {
 	if r == nil {
 		return
 	}
-	if r.Socket {
-		r.releaseSocket()
-		return
-	}
 	syscall.ForkLock.RLock()
 	_ = unix.Close(r.fd)
 	syscall.ForkLock.RUnlock()
 	k, flags := kindFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC
-	if r.Dir {
+	switch {
+	case r.Dir:
 		k, flags = kindDir, flags|unix.O_DIRECTORY
+	case r.FIFO:
+		k = kindFIFO
 	}
 	fd, err := unix.Open(r.Path, flags, 0)
 	if err != nil {
 		return // gone (another release removed it) or replaced
 	}
 	defer func() { _ = unix.Close(fd) }()
-	if !lockExclusive(fd) {
-		return // another command holds it: the last one removes it
+	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
+		if try == releaseTries {
+			return // another command holds it: the last one removes it
+		}
+		time.Sleep(time.Millisecond)
 	}
 	var now unix.Stat_t
 	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, k, r.content) {
@@ -648,44 +660,6 @@ func (r *Reservation) Release() {
 	} else {
 		_ = unix.Unlink(r.Path)
 	}
-}
-
-// releaseSocket is Release of a socket placeholder, whose hold is a lock
-// of the directory holding it: the exclusive lock is tried on a new open
-// of the same directory (through the held descriptor's magic link, so a
-// directory moved meanwhile is still the one), and the socket is removed
-// from it by name when it is still the one reserved.
-func (r *Reservation) releaseSocket() {
-	fd, err := unix.Open("/proc/self/fd/"+strconv.Itoa(r.fd), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
-	syscall.ForkLock.RLock()
-	_ = unix.Close(r.fd)
-	syscall.ForkLock.RUnlock()
-	if err != nil {
-		return
-	}
-	defer func() { _ = unix.Close(fd) }()
-	if !lockExclusive(fd) {
-		return
-	}
-	name := filepath.Base(r.Path)
-	var at unix.Stat_t
-	if unix.Fstatat(fd, name, &at, unix.AT_SYMLINK_NOFOLLOW) != nil || uint64(at.Dev) != r.dev || at.Ino != r.ino || //nolint:unconvert // Dev is uint64 on most arches only
-		!placeholderMode(&at, kindSocket) || at.Nlink != 1 {
-		return
-	}
-	_ = unix.Unlinkat(fd, name, 0)
-}
-
-// lockExclusive takes an exclusive flock on fd, trying releaseTries times
-// a millisecond apart; false when another holder kept it.
-func lockExclusive(fd int) bool {
-	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
-		if try == releaseTries {
-			return false
-		}
-		time.Sleep(time.Millisecond)
-	}
-	return true
 }
 
 // releaseTries is how many times in all Release tries the exclusive lock

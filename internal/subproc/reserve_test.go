@@ -107,9 +107,9 @@ func TestReserve(t *testing.T) {
 	})
 }
 
-// TestReserveEither: a name an empty directory or a socket can hold (a
+// TestReserveEither: a name an empty directory or a named pipe can hold (a
 // root's `.git`) is reserved as the type its caller prefers when missing
-// (a socket of mode 0444, bound to nothing), and as the type already there
+// (a pipe of mode 0400), and as the type already there
 // when another command holds the other one: both then hold it, the first
 // release leaves it, the last removes it. Reserve of the other type would
 // hold nothing, and the name would be free once the first command ended.
@@ -124,7 +124,7 @@ func TestReserveEither(t *testing.T) {
 	}
 	for _, first := range []bool{true, false} {
 		p := filepath.Join(dir, ".git"+strconv.FormatBool(first))
-		want := os.ModeSocket | 0o444
+		want := os.ModeNamedPipe | 0o400
 		if first {
 			want = os.ModeDir | 0o555
 		}
@@ -132,7 +132,7 @@ func TestReserveEither(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, a)
 		assert.Equal(t, first, a.Dir)
-		assert.Equal(t, !first, a.Socket)
+		assert.Equal(t, !first, a.FIFO)
 		assert.Equal(t, want, typeOf(p))
 		other, err := subproc.Reserve(p, !first)
 		require.NoError(t, err)
@@ -141,7 +141,7 @@ func TestReserveEither(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, b, "joins the other type's placeholder")
 		assert.Equal(t, first, b.Dir)
-		assert.Equal(t, !first, b.Socket)
+		assert.Equal(t, !first, b.FIFO)
 		a.Release()
 		assert.Equal(t, want, typeOf(p), "still held by the second")
 		b.Release()
@@ -165,10 +165,38 @@ func TestReserveEither(t *testing.T) {
 	}
 }
 
-// TestSocketReservationsReleasedTogether: the socket placeholder's hold is
-// its directory's lock; two commands ending at once leave nothing, and one
-// ending while another holds it leaves it to the other.
-func TestSocketReservationsReleasedTogether(t *testing.T) {
+// TestEitherReservedTogether: two commands that choose different kinds
+// for the same name (an ancestor's repository came or went between their
+// starts) and reserve it at the same moment both hold it, whichever kind
+// won; the later release removes it. A command that held nothing would
+// run with the name free: the first release removes the placeholder from
+// under it.
+func TestEitherReservedTogether(t *testing.T) {
+	p := filepath.Join(t.TempDir(), ".git")
+	for i := range 1000 {
+		var a, b *subproc.Reservation
+		var errA, errB error
+		var wg sync.WaitGroup
+		wg.Go(func() { a, errA = subproc.ReserveEither(p, true) })
+		wg.Go(func() { b, errB = subproc.ReserveEither(p, false) })
+		wg.Wait()
+		require.NoError(t, errA)
+		require.NoError(t, errB)
+		require.NotNil(t, a, "round %d: the directory's reservation holds nothing", i)
+		require.NotNil(t, b, "round %d: the pipe's reservation holds nothing", i)
+		require.Equal(t, a.Dir, b.Dir, "round %d", i)
+		a.Release()
+		_, err := os.Lstat(p)
+		require.NoError(t, err, "round %d: the first release removed the other's placeholder", i)
+		b.Release()
+		_, err = os.Lstat(p)
+		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
+	}
+}
+
+// TestFIFOReservationsReleasedTogether: two commands holding the named
+// pipe placeholder and ending at once leave nothing.
+func TestFIFOReservationsReleasedTogether(t *testing.T) {
 	p := filepath.Join(t.TempDir(), ".git")
 	for i := range 200 {
 		a, err := subproc.ReserveEither(p, false)

@@ -184,8 +184,8 @@ func checkView(c *Confinement) error {
 		switch {
 		case p.Dir:
 			want = unix.S_IFDIR
-		case p.Socket:
-			want = unix.S_IFSOCK
+		case p.FIFO:
+			want = unix.S_IFIFO
 		}
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil &&
 			!goneWithHolder(p.Path, p.Holder) {

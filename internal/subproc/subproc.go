@@ -206,12 +206,12 @@ type EtcFile struct {
 }
 
 // Reserved is one reserved path: Dir tells a directory placeholder from a
-// file one, Socket a socket one (Reservation.Socket); Holder is as
+// file one, FIFO a named pipe one (Reservation.FIFO); Holder is as
 // Protected's.
 type Reserved struct {
 	Path   string `json:"path"`
 	Dir    bool   `json:"dir,omitempty"`
-	Socket bool   `json:"socket,omitempty"`
+	FIFO   bool   `json:"fifo,omitempty"`
 	Holder string `json:"holder,omitempty"`
 }
 

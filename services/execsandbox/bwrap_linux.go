@@ -265,7 +265,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// the absence of a path a command may not create.
 		holder := holders(found, reservable(policy, hostRun))
 		for _, h := range held {
-			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, Socket: h.Socket, Holder: holder[h.Path]})
+			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
 		gitDirs = gitDirsOf(found)
@@ -390,7 +390,7 @@ func rlimits(cfg Config) subproc.RLimits {
 // reservedIn reserves each path of reservable(policy, hostRun) that is
 // missing (subproc.Reserve; a multi-component one only when its parent
 // exists), appending to held, which the caller releases. A root's `.git` is
-// a socket outside a repository, an empty directory inside one
+// a named pipe outside a repository, an empty directory inside one
 // (inRepository). A host-run file is
 // reserved as a directory whatever it is (an empty directory is invisible
 // to git: `git add -A` does not record it), but in the command's home
@@ -439,12 +439,12 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 // gitdir file), or root or an ancestor that is itself a git directory
 // (HEAD, objects/ and refs/, a bare repository). Its reserved `.git` is then
 // an empty directory, which git passes over on its way up to that
-// repository; elsewhere a socket (subproc.ReserveEither), which git passes
-// over as well and Go does not take for a repository: an empty directory
-// there made every `go build` of a module outside git fail to stamp its
-// version-control status (issue 34), and an empty file would make git
-// itself fail ("invalid gitfile format") in the root, even `git clone`.
-// Both hold the name.
+// repository; elsewhere a named pipe (subproc.ReserveEither), which git
+// passes over as well and Go does not take for a repository: an empty
+// directory there made every `go build` of a module outside git fail to
+// stamp its version-control status (issue 34), and an empty file would
+// make git itself fail ("invalid gitfile format") in the root, even `git
+// clone`. Both hold the name.
 func inRepository(root string) bool {
 	for d := root; ; d = filepath.Dir(d) {
 		if d != root {

@@ -21,8 +21,8 @@ import (
 // repository. Go stamps a binary with the status of the repository whose
 // `.git` directory it finds above the module, and fails when git finds
 // none ("error obtaining VCS status: exit status 128"); outside any
-// repository the placeholder is a socket, which Go does not take for a
-// repository and git passes over (an empty file would make git fail in
+// repository the placeholder is a named pipe, which Go does not take for
+// a repository and git passes over (an empty file would make git fail in
 // the root, `git clone` included), and inside one (the workspace a
 // directory of a larger checkout) an empty directory, which git passes
 // over to the repository above. Either way the command still cannot make
@@ -46,7 +46,7 @@ func TestGoModuleWithoutGitBuilds(t *testing.T) {
 		// dotGit is what the command sees at the workspace's `.git`.
 		dotGit string
 	}{
-		{name: "a module in no repository", dotGit: "socket"},
+		{name: "a module in no repository", dotGit: "fifo"},
 		{name: "a module in a directory of a larger repository", parentRepo: true, dotGit: "dir"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
@@ -67,7 +67,7 @@ func TestGoModuleWithoutGitBuilds(t *testing.T) {
 			gocache := filepath.Join(w.cache, "go")
 			res := w.run(t, sandbox.WorkspaceWrite, "export GOCACHE="+gocache+"/build GOPATH="+gocache+"/path GOTMPDIR="+w.cache+
 				" GOTOOLCHAIN=local GOFLAGS= GOENV=off; "+
-				"if [ -d .git ]; then echo dir; elif [ -S .git ]; then echo socket; else echo other; fi; "+
+				"if [ -d .git ]; then echo dir; elif [ -p .git ]; then echo fifo; else echo other; fi; "+
 				goBin+" build -o hello . && ./hello && "+
 				// The reservation holds whatever its placeholder's type.
 				"{ mkdir -p .git/hooks || echo > .git || ln -s . .git || true; }; "+

@@ -462,8 +462,8 @@ echo x > .bashrc || echo bashrc-refused`,
 	require.NoError(t, err)
 	t.Logf("stdout %s\nstderr %s", res.Stdout.Text, res.Stderr.Text)
 	assert.Contains(t, res.Stdout.Text, "status-ok\n", res.Stderr.Text)
-	// The home is in no repository: its .git is held by a socket.
-	assert.Contains(t, res.Stdout.Text, "regular empty file 444 0\nregular empty file 444 0\nsocket 444 0\n")
+	// The home is in no repository: its .git is held by a named pipe.
+	assert.Contains(t, res.Stdout.Text, "regular empty file 444 0\nregular empty file 444 0\nfifo 400 0\n")
 	assert.Contains(t, res.Stdout.Text, "config-refused\n")
 	assert.Contains(t, res.Stdout.Text, "bashrc-refused\n")
 	assert.NotContains(t, res.Stderr.Text, "Is a directory")

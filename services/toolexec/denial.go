@@ -32,11 +32,14 @@ type refusal struct {
 	// on a path reserved while the command ran (exec.Confinement.Reserved:
 	// a host-run name at the top of a root, held by a read-only
 	// placeholder): EISDIR, writing it as a file; EEXIST, making it;
-	// ENOTDIR, making it a directory where a socket holds it, and EACCES,
-	// writing that socket (a root's `.git` outside a repository).
-	// Anywhere else they are the command's own errors.
+	// ENOTDIR, making it, or anything beneath it, a directory where a
+	// named pipe holds it (beneath), and EACCES, writing that pipe (a
+	// root's `.git` outside a repository). Anywhere else they are the
+	// command's own errors.
 	reservedOnly bool
-	spellings    []string
+	// beneath extends reservedOnly to the paths beneath a reserved one.
+	beneath   bool
+	spellings []string
 }
 
 // keeps reports whether d, a path the sandbox denies writing, is one r
@@ -46,7 +49,9 @@ func (r refusal) keeps(conf *exec.Confinement, d fileDenial) bool {
 	case r.protectedOnly:
 		return protected(d)
 	case r.reservedOnly:
-		return slices.Contains(conf.Reserved, d.canon)
+		return slices.ContainsFunc(conf.Reserved, func(p string) bool {
+			return p == d.canon || (r.beneath && dirfd.Beneath(p, d.canon))
+		})
 	}
 	return true
 }
@@ -67,7 +72,7 @@ var writeRefusals = []refusal{
 	{name: "File exists", reservedOnly: true, spellings: []string{
 		"File exists", "file exists", "EEXIST", "[Errno 17]", "os error 17", "AlreadyExists",
 	}},
-	{name: "Not a directory", reservedOnly: true, spellings: []string{
+	{name: "Not a directory", reservedOnly: true, beneath: true, spellings: []string{
 		"Not a directory", "not a directory", "ENOTDIR", "[Errno 20]", "os error 20", "NotADirectory",
 	}},
 	{name: "Permission denied", reservedOnly: true, spellings: []string{

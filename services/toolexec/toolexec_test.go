@@ -273,7 +273,7 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 // host-run name reserved at the top of the workspace (a read-only
 // placeholder holds it while the command runs) fails with "Is a
 // directory", "File exists", or, at a root's `.git` outside a repository
-// (a socket holds it), "Not a directory" or "Permission denied", and gets
+// (a named pipe holds it), "Not a directory" or "Permission denied", and gets
 // the sandbox's marker like any
 // refused write; the name is not on disk afterwards. The same errors on
 // the command's own paths stay plain results.
@@ -293,8 +293,9 @@ func TestReservedHostRunWriteIsMarked(t *testing.T) {
 		{name: "mkdir .zed", command: "mkdir .zed", target: ".zed", refusal: "File exists"},
 		{name: "from a subdirectory", command: "echo x > ../.mcp.json", workdir: "sub", target: ".mcp.json", refusal: "Is a directory"},
 		{name: "python open", command: `python3 -c 'open(".mcp.json", "w").write("x")'`, target: ".mcp.json", refusal: "Is a directory", python: true},
-		// A root's .git outside a repository is reserved as a socket.
+		// A root's .git outside a repository is reserved as a named pipe.
 		{name: "a hook beneath .git", command: "mkdir -p .git/hooks", target: ".git", refusal: "Not a directory"},
+		{name: "a config beneath .git", command: "touch .git/config", target: ".git/config", refusal: "Not a directory"},
 		{name: "a shell redirect to .git", command: "echo x > .git", target: ".git", refusal: "Permission denied"},
 		{name: "python open of .git", command: `python3 -c 'open(".git", "w").write("x")'`, target: ".git", refusal: "Permission denied", python: true},
 	}
