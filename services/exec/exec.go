@@ -270,9 +270,15 @@ const (
 type Error struct {
 	Code    Code
 	Message string
+	// Cause, when set, is the error Message tells of (errors.Is and As
+	// reach it through Unwrap).
+	Cause error
 }
 
 func (e *Error) Error() string { return e.Message }
+
+// Unwrap returns Cause.
+func (e *Error) Unwrap() error { return e.Cause }
 
 // Config configures a runner backend. The zero value is valid.
 type Config struct {

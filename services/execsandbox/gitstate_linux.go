@@ -193,14 +193,16 @@ type gitStateCheck struct {
 // found then and not before (disarmNewRepo), lists the state files of every
 // git directory found then or before, and disarms each that is not as it
 // was before and runs a program (sandbox.GitRunState.Arms), returning what
-// it did. A search that does not finish leaves the directories found
-// before checked, and says so.
-func (c *gitStateCheck) disarm(ctx context.Context) []exec.DisarmedState {
+// it did. A directory of the server's user that the search cannot enter is
+// opened up for it and given back its mode after
+// (searchThroughUnreadable). A search that does not finish leaves the
+// directories found before checked, and says so.
+func (c *gitStateCheck) disarm(ctx context.Context) (out []exec.DisarmedState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitStateSearchTimeout)
 	defer cancel()
-	var out []exec.DisarmedState
 	dirs := slices.Clone(c.dirs)
-	found, err := c.search(ctx)
+	found, opened, err := searchThroughUnreadable(ctx, c.search)
+	defer func() { out = append(out, restore(opened)...) }()
 	if err != nil {
 		out = append(out, exec.DisarmedState{Action: fmt.Sprintf(
 			"the search for git directories after the command did not finish (%v): only those found before it were checked", err)})

@@ -86,3 +86,40 @@ ln -sf /etc/gitconfig-none vendor/linked/.git/config.worktree`)
 		})
 	}
 }
+
+// TestNewRepositoryDisarmedBesideAnUnreadableDirectory (the attack
+// review's input): a command that also leaves a directory of mode 0000
+// made the search after it fail for a server of the command's own user,
+// and the repository it made kept its core.fsmonitor, which the host's
+// git then ran. The directory is opened up for the search (it is the
+// server's user's: the command made it) and given back its mode; the
+// repository is disarmed.
+func TestNewRepositoryDisarmedBesideAnUnreadableDirectory(t *testing.T) {
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	for _, o := range owners() {
+		t.Run(o.name, func(t *testing.T) {
+			w := newWorld(t, o, exec.Config{}, nil)
+			res := w.run(t, sandbox.WorkspaceWrite, `set -e
+git init -q sub
+git -C sub config core.fsmonitor "touch PWNED"
+mkdir -p locked/deeper noexec
+chmod 000 locked/deeper locked
+chmod 600 noexec`)
+			require.Zero(t, res.ExitCode, res.Stderr.Text)
+			t.Cleanup(func() {
+				_ = os.Chmod(filepath.Join(w.ws, "locked"), 0o755)
+				_ = os.Chmod(filepath.Join(w.ws, "locked", "deeper"), 0o755)
+				_ = os.Chmod(filepath.Join(w.ws, "noexec"), 0o755)
+			})
+			out, _ := osexec.Command("git", "-c", "safe.directory=*", "-C", filepath.Join(w.ws, "sub"), "config", "--local", "--get", "core.fsmonitor").Output()
+			assert.Empty(t, strings.TrimSpace(string(out)), "the new repository kept its core.fsmonitor")
+			for name, mode := range map[string]os.FileMode{"locked": 0, "noexec": 0o600} {
+				fi, err := os.Lstat(filepath.Join(w.ws, name))
+				require.NoError(t, err)
+				assert.Equal(t, os.ModeDir|mode, fi.Mode(), "%s's mode was not given back", name)
+			}
+		})
+	}
+}

@@ -58,7 +58,7 @@ func (f *finder) search(ctx context.Context, roots []string, uid int) ([]sandbox
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"%s; the command was not run rather than run with protected paths writable (under %s, version-control metadata, the repositories it names, host-run files and --protect matches are read-only for commands)",
-			err, sandbox.WorkspaceWrite)}
+			err, sandbox.WorkspaceWrite), Cause: err}
 	}
 	return entries, nil
 }
