@@ -194,45 +194,33 @@ func TestEitherReservedTogether(t *testing.T) {
 	}
 }
 
-// TestFIFOReservationsReleasedTogether: two commands holding the named
-// pipe placeholder and ending at once leave nothing.
-func TestFIFOReservationsReleasedTogether(t *testing.T) {
-	p := filepath.Join(t.TempDir(), ".git")
-	for i := range 200 {
-		a, err := subproc.ReserveEither(p, false)
-		require.NoError(t, err)
-		b, err := subproc.ReserveEither(p, false)
-		require.NoError(t, err)
-		require.NotNil(t, a)
-		require.NotNil(t, b)
-		var wg sync.WaitGroup
-		wg.Go(a.Release)
-		wg.Go(b.Release)
-		wg.Wait()
-		_, err = os.Lstat(p)
-		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
-	}
-}
-
 // TestReserveReleasedTogether: two commands that end at the same moment
 // leave no placeholder behind (each used to see the other's shared lock,
 // and neither removed it: placeholders were found on disk after the
-// commands of a loaded CI run had ended).
+// commands of a loaded CI run had ended), a directory's or a named pipe's.
 func TestReserveReleasedTogether(t *testing.T) {
-	p := filepath.Join(t.TempDir(), ".mcp.json")
-	for i := range 200 {
-		a, err := subproc.Reserve(p, true)
-		require.NoError(t, err)
-		b, err := subproc.Reserve(p, true)
-		require.NoError(t, err)
-		require.NotNil(t, a)
-		require.NotNil(t, b)
-		var wg sync.WaitGroup
-		wg.Go(a.Release)
-		wg.Go(b.Release)
-		wg.Wait()
-		_, err = os.Lstat(p)
-		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
+	for _, c := range []struct {
+		name    string
+		reserve func(string) (*subproc.Reservation, error)
+	}{
+		{".mcp.json", func(p string) (*subproc.Reservation, error) { return subproc.Reserve(p, true) }},
+		{".git", func(p string) (*subproc.Reservation, error) { return subproc.ReserveEither(p, false) }},
+	} {
+		p := filepath.Join(t.TempDir(), c.name)
+		for i := range 200 {
+			a, err := c.reserve(p)
+			require.NoError(t, err)
+			b, err := c.reserve(p)
+			require.NoError(t, err)
+			require.NotNil(t, a)
+			require.NotNil(t, b)
+			var wg sync.WaitGroup
+			wg.Go(a.Release)
+			wg.Go(b.Release)
+			wg.Wait()
+			_, err = os.Lstat(p)
+			require.True(t, os.IsNotExist(err), "%s, round %d: the placeholder outlived both releases", c.name, i)
+		}
 	}
 }
 
