@@ -457,6 +457,14 @@ func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_
 		if errors.Is(err, unix.ENOENT) {
 			return nil, nil, errAgain
 		}
+		var at unix.Stat_t
+		if errors.Is(err, unix.EACCES) && unix.Lstat(path, &at) == nil && placeholderMode(&at, k) && int(at.Uid) != os.Geteuid() {
+			// Another user's placeholder (a pipe's mode lets no one else
+			// open it): held by that user's commands, which would remove
+			// it under this one, and not something real to protect.
+			return nil, nil, fmt.Errorf("%w: it is the placeholder of a command of uid %d, which this server's user cannot hold; "+
+				"the command can run once that one has ended (or, if no harness of that user runs, once the placeholder is removed)", err, at.Uid)
+		}
 		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
 			return nil, nil, nil // something real
 		}

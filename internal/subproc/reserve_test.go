@@ -3,11 +3,13 @@
 package subproc_test
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
 	"sync"
+	"syscall"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -192,6 +194,67 @@ func TestEitherReservedTogether(t *testing.T) {
 		_, err = os.Lstat(p)
 		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
 	}
+}
+
+// reserveAsEnv names, in the test binary's environment, a path that
+// TestMain reserves with ReserveEither (a pipe preferred) instead of
+// running the tests, printing what it got: TestOtherUsersPipe runs it as
+// another user.
+const reserveAsEnv = "SUBPROC_TEST_RESERVE_EITHER"
+
+// reserveAs is that run: it prints "held", "nothing" or the error, and
+// exits 0.
+func reserveAs(p string) int {
+	r, err := subproc.ReserveEither(p, false)
+	switch {
+	case err != nil:
+		fmt.Println("error:", err)
+	case r == nil:
+		fmt.Println("nothing")
+	default:
+		fmt.Println("held")
+		r.Release()
+	}
+	return 0
+}
+
+// TestOtherUsersPipe (the review's input): a root server's command held
+// the workspace's `.git` by a pipe of mode 0400, which the user's own
+// server could not open to join; it took it for something real, held
+// nothing, and its command renamed the pipe away and made a `.git` with a
+// core.fsmonitor. A pipe placeholder of another user refuses the
+// reservation (the command is not run) and stays as it was.
+func TestOtherUsersPipe(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root: the placeholder of one user and a reservation as another")
+	}
+	base := t.TempDir()
+	for _, d := range []string{base, filepath.Dir(base)} {
+		require.NoError(t, os.Chmod(d, 0o755)) // t.TempDir's are 0700
+	}
+	dir := filepath.Join(base, "ws")
+	require.NoError(t, os.Mkdir(dir, 0o777))
+	require.NoError(t, os.Chmod(dir, 0o777))
+	// The test binary, where the other user can run it.
+	bin := filepath.Join(base, "subproc.test")
+	b, err := os.ReadFile(self(t))
+	require.NoError(t, err)
+	require.NoError(t, os.WriteFile(bin, b, 0o755))
+	p := filepath.Join(dir, ".git")
+	r, err := subproc.ReserveEither(p, false)
+	require.NoError(t, err)
+	require.NotNil(t, r)
+	defer r.Release()
+	cmd := exec.Command(bin)
+	cmd.Env = []string{reserveAsEnv + "=" + p}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	require.NoError(t, err, string(out))
+	assert.Contains(t, string(out), "error: ", "another user's pipe was taken for something real")
+	assert.Contains(t, string(out), "the placeholder of a command of uid 0")
+	st, err := os.Lstat(p)
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeNamedPipe|0o400, st.Mode())
 }
 
 // TestReserveReleasedTogether: two commands that end at the same moment

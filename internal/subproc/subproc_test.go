@@ -25,6 +25,9 @@ func TestMain(m *testing.M) {
 	if subproc.IsHelper(os.Args) {
 		os.Exit(subproc.Main())
 	}
+	if p := os.Getenv(reserveAsEnv); p != "" {
+		os.Exit(reserveAs(p))
+	}
 	os.Exit(m.Run())
 }
 

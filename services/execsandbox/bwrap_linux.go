@@ -435,10 +435,11 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 }
 
 // inRepository reports whether git, started in root, would find a
-// repository above it: an ancestor holding a `.git` (a directory or a
-// gitdir file), or root or an ancestor that is itself a git directory
-// (HEAD, objects/ and refs/, a bare repository). Its reserved `.git` is then
-// an empty directory, which git passes over on its way up to that
+// repository above it: an ancestor holding a `.git` that git takes for one
+// (a git directory, or a gitfile: not an empty directory, a pipe, another
+// command's placeholder, which git passes over), or root or an ancestor
+// that is itself a git directory (a bare repository). Its reserved `.git`
+// is then an empty directory, which git passes over on its way up to that
 // repository; elsewhere a named pipe (subproc.ReserveEither), which git
 // passes over as well and Go does not take for a repository: an empty
 // directory there made every `go build` of a module outside git fail to
@@ -448,7 +449,8 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 func inRepository(root string) bool {
 	for d := root; ; d = filepath.Dir(d) {
 		if d != root {
-			if _, err := os.Lstat(filepath.Join(d, ".git")); err == nil {
+			dotGit := filepath.Join(d, ".git")
+			if fi, err := os.Lstat(dotGit); err == nil && (fi.Mode().IsRegular() || fi.IsDir() && gitDirectory(dotGit)) {
 				return true
 			}
 		}
@@ -462,11 +464,15 @@ func inRepository(root string) bool {
 }
 
 // gitDirectory reports whether d has what git looks for in a git
-// directory: a HEAD beside objects/ and refs/ directories.
+// directory: a HEAD beside objects/ and refs/ directories, or a commondir
+// naming where they are (a linked worktree's).
 func gitDirectory(d string) bool {
 	head, err := os.Lstat(filepath.Join(d, "HEAD"))
 	if err != nil || head.IsDir() {
 		return false
+	}
+	if _, err := os.Lstat(filepath.Join(d, "commondir")); err == nil {
+		return true
 	}
 	for _, sub := range []string{"objects", "refs"} {
 		if fi, err := os.Stat(filepath.Join(d, sub)); err != nil || !fi.IsDir() {

@@ -12,6 +12,7 @@ import (
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -41,13 +42,16 @@ func TestGoModuleWithoutGitBuilds(t *testing.T) {
 	}
 	for _, c := range []struct {
 		name string
-		// parentRepo makes the workspace's parent a git repository.
-		parentRepo bool
+		// parentRepo makes the workspace's parent a git repository;
+		// parentHeld gives it the reserved .git of another command (a
+		// session on the parent directory), which is none.
+		parentRepo, parentHeld bool
 		// dotGit is what the command sees at the workspace's `.git`.
 		dotGit string
 	}{
 		{name: "a module in no repository", dotGit: "fifo"},
 		{name: "a module in a directory of a larger repository", parentRepo: true, dotGit: "dir"},
+		{name: "a module below a root another command holds", parentHeld: true, dotGit: "fifo"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			o := primaryOwner()
@@ -55,6 +59,12 @@ func TestGoModuleWithoutGitBuilds(t *testing.T) {
 				writeTree(t, f.ws, module)
 				out, err := osexec.Command("git", "init", "-q", "--bare", filepath.Join(f.cache, "src.git")).CombinedOutput()
 				require.NoError(t, err, string(out))
+				if c.parentHeld {
+					r, err := subproc.ReserveEither(filepath.Join(filepath.Dir(f.ws), ".git"), false)
+					require.NoError(t, err)
+					require.NotNil(t, r)
+					t.Cleanup(r.Release)
+				}
 				if c.parentRepo {
 					out, err := osexec.Command("git", "init", "-q", filepath.Dir(f.ws)).CombinedOutput()
 					require.NoError(t, err, string(out))
