@@ -395,7 +395,8 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 	for range 100 {
 		k := want
 		var pre unix.Stat_t
-		if err := unix.Lstat(path, &pre); err == nil {
+		exists := unix.Lstat(path, &pre) == nil
+		if exists {
 			switch {
 			case placeholderMode(&pre, k):
 			case either && placeholderMode(&pre, otherKind(k)):
@@ -403,11 +404,13 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 			default:
 				return nil, nil // something real: not even opened
 			}
-		}
-		err := makePlaceholder(path, k, content)
-		if err != nil && !errors.Is(err, unix.EEXIST) {
-			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EROFS) ||
-				errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		} else if err := makePlaceholder(path, k, content); err != nil && !errors.Is(err, unix.EEXIST) {
+			// Joining a placeholder there needs no write access to its
+			// directory; making one does.
+			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
+				return nil, unwritableParent(path, err)
+			}
+			if errors.Is(err, unix.EROFS) || errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
 				return nil, nil
 			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
@@ -419,21 +422,46 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 		if err != nil {
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		if r != nil || !either {
+		if r != nil || !again(path, seen, k, either) {
 			return r, nil
-		}
-		// Not a placeholder of kind k: something real, unless another
-		// command's of the other kind took the name between the lstat and
-		// the hold (or it went): then again.
-		var now unix.Stat_t
-		if unix.Lstat(path, &now) != nil {
-			continue
-		}
-		if !placeholderMode(&now, otherKind(k)) || (seen != nil && !placeholderMode(seen, otherKind(k)) && seen.Ino == now.Ino && seen.Dev == now.Dev) {
-			return nil, nil
 		}
 	}
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
+}
+
+// again reports, after hold found something at path that is not a
+// placeholder of kind k (seen: its stat, when it could be opened), whether
+// to try again: it went, or another command's placeholder took its place
+// between the lstat and the hold (of either kind, when either), or it is
+// itself the other kind's placeholder. Only an entry that stayed as it was
+// is something real: a reservation that held nothing while a placeholder
+// sits there would run its command with the name free once that
+// placeholder's holders release it.
+func again(path string, seen *unix.Stat_t, k kind, either bool) bool {
+	var now unix.Stat_t
+	if unix.Lstat(path, &now) != nil {
+		return true
+	}
+	shaped := placeholderMode(&now, k) || either && placeholderMode(&now, otherKind(k))
+	if seen != nil && seen.Ino == now.Ino && seen.Dev == now.Dev {
+		return either && placeholderMode(&now, otherKind(k))
+	}
+	return shaped
+}
+
+// unwritableParent is the error of a placeholder that could not be made
+// (err: EACCES or EPERM): nil, so the path needs no reservation, when the
+// directory holding it is not the server's user's (a command cannot make
+// it writable either); otherwise an error, for a command of that user may
+// have taken the write bit off its own directory to keep the next one from
+// reserving, and can put it back (chmod u+w) once it runs.
+func unwritableParent(path string, err error) error {
+	var st unix.Stat_t
+	if unix.Stat(filepath.Dir(path), &st) != nil || int(st.Uid) != os.Geteuid() {
+		return nil
+	}
+	return fmt.Errorf("reserving %s: %w: the directory holding it is this server's user's but not writable to it, "+
+		"and a command could make it writable again (chmod u+w %s to run commands there)", path, err, filepath.Dir(path))
 }
 
 // otherKind is the kind ReserveEither takes instead of k.
@@ -458,12 +486,18 @@ func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_
 			return nil, nil, errAgain
 		}
 		var at unix.Stat_t
-		if errors.Is(err, unix.EACCES) && unix.Lstat(path, &at) == nil && placeholderMode(&at, k) && int(at.Uid) != os.Geteuid() {
-			// Another user's placeholder (a pipe's mode lets no one else
-			// open it): held by that user's commands, which would remove
-			// it under this one, and not something real to protect.
-			return nil, nil, fmt.Errorf("%w: it is the placeholder of a command of uid %d, which this server's user cannot hold; "+
-				"the command can run once that one has ended (or, if no harness of that user runs, once the placeholder is removed)", err, at.Uid)
+		if errors.Is(err, unix.EACCES) {
+			if unix.Lstat(path, &at) != nil {
+				return nil, nil, errAgain
+			}
+			if placeholderMode(&at, k) {
+				// A placeholder this server's user may not open (another
+				// user's pipe, whose mode lets no one else open it):
+				// held by commands that would remove it under this one,
+				// and not something real to protect.
+				return nil, nil, fmt.Errorf("%w: it looks like the placeholder of a command of uid %d, which this server's user cannot hold; "+
+					"the command can run once that one has ended (or, if no harness of that user runs, once it is removed)", err, at.Uid)
+			}
 		}
 		if errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) || errors.Is(err, unix.EACCES) || errors.Is(err, unix.ENXIO) {
 			return nil, nil, nil // something real

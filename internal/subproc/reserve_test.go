@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -205,16 +206,7 @@ const reserveAsEnv = "SUBPROC_TEST_RESERVE_EITHER"
 // reserveAs is that run: it prints "held", "nothing" or the error, and
 // exits 0.
 func reserveAs(p string) int {
-	r, err := subproc.ReserveEither(p, false)
-	switch {
-	case err != nil:
-		fmt.Println("error:", err)
-	case r == nil:
-		fmt.Println("nothing")
-	default:
-		fmt.Println("held")
-		r.Release()
-	}
+	fmt.Println(captureReserve(p))
 	return 0
 }
 
@@ -255,6 +247,73 @@ func TestOtherUsersPipe(t *testing.T) {
 	st, err := os.Lstat(p)
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeNamedPipe|0o400, st.Mode())
+}
+
+// TestUnwritableRootRefuses (the review's input): a command that took the
+// write bit off its own workspace root (`chmod 555 .`) kept the next
+// command from making the root's `.git` placeholder, which then held
+// nothing; that command could `chmod 755 . && git init` while it ran. A
+// placeholder that cannot be made in a directory of the server's own user
+// refuses the reservation; one already there is joined without writing.
+func TestUnwritableRootRefuses(t *testing.T) {
+	base := t.TempDir()
+	dir := filepath.Join(base, "ws")
+	require.NoError(t, os.Mkdir(dir, 0o755))
+	p := filepath.Join(dir, ".git")
+	held, err := subproc.ReserveEither(p, false)
+	require.NoError(t, err)
+	require.NotNil(t, held)
+	run := func() string {
+		if os.Geteuid() != 0 {
+			return strings.TrimSpace(captureReserve(p))
+		}
+		// As root: the server's user is the directory's owner, uid 65534.
+		for _, d := range []string{base, filepath.Dir(base)} {
+			require.NoError(t, os.Chmod(d, 0o755))
+		}
+		require.NoError(t, os.Chown(dir, 65534, 65534))
+		bin := filepath.Join(base, "subproc.test")
+		b, err := os.ReadFile(self(t))
+		require.NoError(t, err)
+		require.NoError(t, os.WriteFile(bin, b, 0o755))
+		cmd := exec.Command(bin)
+		cmd.Env = []string{reserveAsEnv + "=" + p}
+		cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+		out, err := cmd.CombinedOutput()
+		require.NoError(t, err, string(out))
+		return strings.TrimSpace(string(out))
+	}
+	if os.Geteuid() == 0 {
+		// Root's pipe: give it to the directory's owner, as that user's.
+		held.Release()
+		require.NoError(t, os.Chown(dir, 65534, 65534))
+	}
+	require.NoError(t, os.Chmod(dir, 0o555))
+	t.Cleanup(func() { _ = os.Chmod(dir, 0o755) })
+	if os.Geteuid() != 0 {
+		assert.Equal(t, "held", run(), "a placeholder there is joined without writing")
+		require.NoError(t, os.Chmod(dir, 0o755))
+		held.Release() // removed: its directory is writable again
+		require.NoError(t, os.Chmod(dir, 0o555))
+	}
+	got := run()
+	assert.Contains(t, got, "error: ", "a command could make the root writable again")
+	assert.Contains(t, got, "chmod u+w")
+	_, err = os.Lstat(p)
+	assert.True(t, os.IsNotExist(err), "nothing made")
+}
+
+// captureReserve is reserveAs in this process, returning what it prints.
+func captureReserve(p string) string {
+	r, err := subproc.ReserveEither(p, false)
+	switch {
+	case err != nil:
+		return "error: " + err.Error()
+	case r == nil:
+		return "nothing"
+	}
+	r.Release()
+	return "held"
 }
 
 // TestReserveReleasedTogether: two commands that end at the same moment

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"go.uber.org/zap"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
@@ -435,7 +436,8 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 }
 
 // inRepository reports whether git, started in root, would find a
-// repository above it: an ancestor holding a `.git` that git takes for one
+// repository above it, as git looks (not past a file system's boundary,
+// following symlinks): an ancestor holding a `.git` that git takes for one
 // (a git directory, or a gitfile: not an empty directory, a pipe, another
 // command's placeholder, which git passes over), or root or an ancestor
 // that is itself a git directory (a bare repository). Its reserved `.git`
@@ -447,10 +449,20 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 // make git itself fail ("invalid gitfile format") in the root, even `git
 // clone`. Both hold the name.
 func inRepository(root string) bool {
+	var rootSt unix.Stat_t
+	if unix.Stat(root, &rootSt) != nil {
+		return true // the directory placeholder, as before
+	}
 	for d := root; ; d = filepath.Dir(d) {
 		if d != root {
+			// git stops at a file system's boundary (unless told
+			// otherwise: GIT_DISCOVERY_ACROSS_FILESYSTEM).
+			var st unix.Stat_t
+			if unix.Stat(d, &st) != nil || st.Dev != rootSt.Dev {
+				return false
+			}
 			dotGit := filepath.Join(d, ".git")
-			if fi, err := os.Lstat(dotGit); err == nil && (fi.Mode().IsRegular() || fi.IsDir() && gitDirectory(dotGit)) {
+			if fi, err := os.Stat(dotGit); err == nil && (fi.Mode().IsRegular() || fi.IsDir() && gitDirectory(dotGit)) {
 				return true
 			}
 		}
