@@ -117,6 +117,8 @@ bench:
 	$(GO) test -run '^$$' -bench JournalOverwrite -benchtime 500x -count 5 ./services/internal/fsbackend/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (Landlock hand-off)" >&2
 	$(GO) test -run '^$$' -bench RunOverhead -benchtime 20000x -count 5 ./internal/landlock/ | tee -a bench.out
+	@echo "bench: in-process benchmarks (releasing 50 placeholders another command holds)" >&2
+	$(GO) test -run '^$$' -bench ReleaseBesideAHolder -benchtime 5x -count 3 ./internal/subproc/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (--journal-commands on a 10,000-file workspace)" >&2
 	$(GO) test -run '^$$' -bench CommandJournal -benchtime 100x -count 3 ./services/cmdjournal/ | tee -a bench.out
 	@echo "bench: in-process benchmarks (reading a 100,000-record audit log)" >&2

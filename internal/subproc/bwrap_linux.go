@@ -649,45 +649,89 @@ func placeholderMode(st *unix.Stat_t, k kind) bool {
 
 // Release ends the hold; when no other command of any process holds the
 // reservation (an exclusive flock succeeds) and the placeholder is still
-// the empty one reserved, it is removed. Removing it only then matters: a
-// placeholder removed while it is another command's mount point takes that
-// command's mount with it. The hold is dropped before the exclusive flock
-// is tried, on a descriptor of its own: two commands ending together would
-// otherwise each see the other's shared lock, and neither would remove it.
+// the empty one reserved, it is removed: ReleaseAll of r alone.
+func (r *Reservation) Release() { ReleaseAll([]*Reservation{r}) }
+
+// ReleaseAll ends the holds of rs (nil ones skipped) and removes each
+// placeholder no other command of any process holds (an exclusive flock
+// succeeds) that is still the empty one reserved. Removing it only then
+// matters: a placeholder removed while it is another command's mount point
+// takes that command's mount with it. Each hold is dropped before the
+// exclusive flock is tried, on a descriptor of its own: two commands
+// ending together would otherwise each see the other's shared lock, and
+// neither would remove it.
 //
-// A child this process forks holds a copy of every descriptor, the hold's
+// A child this process forks holds a copy of every descriptor, the holds'
 // among them, from its fork until its exec closes the close-on-exec ones:
 // a bubblewrap, git or probe started for another call at that moment
-// would keep the lock, and the placeholder would stay in the user's tree
-// for good. The hold is closed under syscall.ForkLock (a fork holds it
-// until its child has exec'd: no later child copies the hold, every
-// earlier one has reached its exec), and a lock still held is tried again
-// a few times within milliseconds (the exec closes its copies just after
-// the fork lock is let go).
-func (r *Reservation) Release() {
-	if r == nil {
-		return
-	}
+// would keep a lock, and the placeholder would stay in the user's tree for
+// good. The holds are closed under syscall.ForkLock (a fork holds it until
+// its child is made: no later child copies them), and the locks still held
+// are tried again, all together, releaseTries times over some 15 ms (the
+// earlier children close their copies at their exec). Together: a command
+// that ends while another holds its placeholders (a background command of
+// the same workspace) waits those 15 ms once, not once per placeholder
+// (about 50 of them: 260 ms a command).
+func ReleaseAll(rs []*Reservation) {
 	syscall.ForkLock.RLock()
-	_ = unix.Close(r.fd)
+	for _, r := range rs {
+		if r != nil {
+			_ = unix.Close(r.fd)
+		}
+	}
 	syscall.ForkLock.RUnlock()
-	k, flags := kindFile, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC
+	type trying struct {
+		r  *Reservation
+		fd int
+	}
+	var pending []trying
+	for _, r := range rs {
+		if r == nil {
+			continue
+		}
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
+		if r.Dir {
+			flags |= unix.O_DIRECTORY
+		}
+		if fd, err := unix.Open(r.Path, flags, 0); err == nil {
+			pending = append(pending, trying{r, fd})
+		} // else gone (another release removed it) or replaced
+	}
+	wait := time.Millisecond
+	for try := 1; len(pending) > 0; try++ {
+		still := pending[:0]
+		for _, p := range pending {
+			if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil && try < releaseTries {
+				still = append(still, p)
+				continue
+			}
+			p.r.removeHeld(p.fd) // once locked; or left to the last holder
+			_ = unix.Close(p.fd)
+		}
+		pending = still
+		if len(pending) > 0 {
+			time.Sleep(wait)
+			wait *= 2
+		}
+	}
+}
+
+// releaseTries is how many times in all ReleaseAll tries the exclusive
+// locks of the placeholders still held, 1, 2, 4 and 8 ms apart.
+const releaseTries = 5
+
+// removeHeld removes r's placeholder, open at fd, when fd holds its
+// exclusive lock and it is still the placeholder reserved, at r.Path.
+func (r *Reservation) removeHeld(fd int) {
+	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
+		return // another command holds it: the last one removes it
+	}
+	k := kindFile
 	switch {
 	case r.Dir:
-		k, flags = kindDir, flags|unix.O_DIRECTORY
+		k = kindDir
 	case r.FIFO:
 		k = kindFIFO
-	}
-	fd, err := unix.Open(r.Path, flags, 0)
-	if err != nil {
-		return // gone (another release removed it) or replaced
-	}
-	defer func() { _ = unix.Close(fd) }()
-	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
-		if try == releaseTries {
-			return // another command holds it: the last one removes it
-		}
-		time.Sleep(time.Millisecond)
 	}
 	var now unix.Stat_t
 	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, k, r.content) {
@@ -703,10 +747,6 @@ func (r *Reservation) Release() {
 		_ = unix.Unlink(r.Path)
 	}
 }
-
-// releaseTries is how many times in all Release tries the exclusive lock
-// of a placeholder, a millisecond apart.
-const releaseTries = 5
 
 // flockShared takes a shared flock on fd, waiting up to a second for an
 // exclusive holder (a release, which holds it only to remove the
