@@ -453,15 +453,15 @@ func again(path string, seen *unix.Stat_t, k kind, either bool) bool {
 // (err: EACCES or EPERM): nil, so the path needs no reservation, when the
 // directory holding it is not the server's user's (a command cannot make
 // it writable either); otherwise an error, for a command of that user may
-// have taken the write bit off its own directory to keep the next one from
-// reserving, and can put it back (chmod u+w) once it runs.
+// have taken the write or search bit off its own directory to keep the
+// next one from reserving, and can put it back (chmod u+wx) once it runs.
 func unwritableParent(path string, err error) error {
 	var st unix.Stat_t
 	if unix.Stat(filepath.Dir(path), &st) != nil || int(st.Uid) != os.Geteuid() {
 		return nil
 	}
-	return fmt.Errorf("reserving %s: %w: the directory holding it is this server's user's but not writable to it, "+
-		"and a command could make it writable again (chmod u+w %s to run commands there)", path, err, filepath.Dir(path))
+	return fmt.Errorf("reserving %s: %w: the directory holding it is this server's user's but that user may not write or search it, "+
+		"and a command could change that again (chmod u+wx %s to run commands there)", path, err, filepath.Dir(path))
 }
 
 // otherKind is the kind ReserveEither takes instead of k.

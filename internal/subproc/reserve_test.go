@@ -298,7 +298,7 @@ func TestUnwritableRootRefuses(t *testing.T) {
 	}
 	got := run()
 	assert.Contains(t, got, "error: ", "a command could make the root writable again")
-	assert.Contains(t, got, "chmod u+w")
+	assert.Contains(t, got, "chmod u+wx")
 	_, err = os.Lstat(p)
 	assert.True(t, os.IsNotExist(err), "nothing made")
 }

@@ -236,6 +236,11 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		}
 	}()
 	if policy.Mode == sandbox.WorkspaceWrite {
+		// A workdir its user cannot reach is refused for that first (its
+		// placeholders could not be made either).
+		if err = reachable(req.Workdir, accountOf(cred)); err != nil {
+			return nil, nil, nil, err
+		}
 		hostRun := b.policy.Protected().HostRun()
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.

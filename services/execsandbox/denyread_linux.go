@@ -224,15 +224,24 @@ func unmasked(c *subproc.Confinement, workdir string, who account) error {
 	}
 	c.Protected = slices.DeleteFunc(c.Protected, func(p subproc.Protected) bool { return hidden(p.Path) })
 	c.Reserved = slices.DeleteFunc(c.Reserved, func(p subproc.Reserved) bool { return hidden(p.Path) })
-	wd := sandboxpolicy.CanonicalPath(workdir)
-	if q := who.unreachable(wd); q != "" {
+	if err := reachable(workdir, who); err != nil {
+		return err
+	}
+	if hidden(sandboxpolicy.CanonicalPath(workdir)) {
+		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
+			"workdir %s is at or beneath a path the deny-read set hides from commands; commands do not start there", workdir)}
+	}
+	return nil
+}
+
+// reachable refuses a workdir who cannot reach (a directory on the way, or
+// the workdir itself, that who may not search), naming that directory.
+// Errors: *exec.Error with CodeInvalidRequest.
+func reachable(workdir string, who account) error {
+	if q := who.unreachable(sandboxpolicy.CanonicalPath(workdir)); q != "" {
 		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
 			"workdir %s cannot be reached by the user commands run as (uid %d): it may not search %s%s; commands do not start there: "+
 				"give that user search permission on it, or use a workspace it can reach", workdir, who.uid, q, modeText(q))}
-	}
-	if hidden(wd) {
-		return &exec.Error{Code: exec.CodeInvalidRequest, Message: fmt.Sprintf(
-			"workdir %s is at or beneath a path the deny-read set hides from commands; commands do not start there", workdir)}
 	}
 	return nil
 }
