@@ -366,9 +366,7 @@ func TestKeptCurrent_PlaceholdersComeAndGo(t *testing.T) {
 		require.NoError(t, err)
 		assert.True(t, reused, "the placeholders made for the command do not matter")
 		assert.Equal(t, []string{"ws/c/.git"}, pathsOf(t, base, got))
-		for _, h := range held {
-			h.Release()
-		}
+		subproc.ReleaseAll(held...)
 		_, err = os.Lstat(filepath.Join(ws, ".git"))
 		require.ErrorIs(t, err, os.ErrNotExist, "released: removed")
 		_, reused, err = s.ScanReused(t.Context(), roots, protectMeta)

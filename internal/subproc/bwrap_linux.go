@@ -349,7 +349,7 @@ const placeholderXattr = protectscan.PlaceholderXattr
 // (protected by the search instead), or its parent is missing or cannot be
 // written (so neither can the command). An error (contention that did not
 // settle, an unexpected failure) means the command must not run: it fails
-// closed. Release it once the command has ended.
+// closed. Release it once the command has ended (ReleaseAll).
 func Reserve(path string, dir bool) (*Reservation, error) {
 	k := kindFile
 	if dir {
@@ -647,11 +647,6 @@ func placeholderMode(st *unix.Stat_t, k kind) bool {
 	return st.Mode == unix.S_IFREG|placeholderFileMode
 }
 
-// Release ends the hold; when no other command of any process holds the
-// reservation (an exclusive flock succeeds) and the placeholder is still
-// the empty one reserved, it is removed: ReleaseAll of r alone.
-func (r *Reservation) Release() { ReleaseAll([]*Reservation{r}) }
-
 // ReleaseAll ends the holds of rs (nil ones skipped) and removes each
 // placeholder no other command of any process holds (an exclusive flock
 // succeeds) that is still the empty one reserved. Removing it only then
@@ -672,7 +667,7 @@ func (r *Reservation) Release() { ReleaseAll([]*Reservation{r}) }
 // that ends while another holds its placeholders (a background command of
 // the same workspace) waits those 15 ms once, not once per placeholder
 // (about 50 of them: 260 ms a command).
-func ReleaseAll(rs []*Reservation) {
+func ReleaseAll(rs ...*Reservation) {
 	syscall.ForkLock.RLock()
 	for _, r := range rs {
 		if r != nil {

@@ -31,7 +31,7 @@ func BenchmarkReleaseBesideAHolder(b *testing.B) {
 		}
 		background[i] = r
 	}
-	defer subproc.ReleaseAll(background)
+	defer subproc.ReleaseAll(background...)
 	reserve := func() []*subproc.Reservation {
 		rs := make([]*subproc.Reservation, len(paths))
 		for i, p := range paths {
@@ -49,7 +49,7 @@ func BenchmarkReleaseBesideAHolder(b *testing.B) {
 			rs := reserve()
 			b.StartTimer()
 			for _, r := range rs {
-				r.Release()
+				subproc.ReleaseAll(r)
 			}
 		}
 	})
@@ -58,7 +58,7 @@ func BenchmarkReleaseBesideAHolder(b *testing.B) {
 			b.StopTimer()
 			rs := reserve()
 			b.StartTimer()
-			subproc.ReleaseAll(rs)
+			subproc.ReleaseAll(rs...)
 		}
 	})
 }

@@ -58,10 +58,10 @@ func TestReserve(t *testing.T) {
 			}
 			b := reserve()
 			require.NotNil(t, b, "a second command joins the placeholder")
-			a.Release()
+			subproc.ReleaseAll(a)
 			_, err = os.Lstat(p)
 			require.NoError(t, err, "still held by the second")
-			b.Release()
+			subproc.ReleaseAll(b)
 			_, err = os.Lstat(p)
 			assert.True(t, os.IsNotExist(err), "the last release removes it")
 		})
@@ -145,9 +145,9 @@ func TestReserveEither(t *testing.T) {
 		require.NotNil(t, b, "joins the other type's placeholder")
 		assert.Equal(t, first, b.Dir)
 		assert.Equal(t, !first, b.FIFO)
-		a.Release()
+		subproc.ReleaseAll(a)
 		assert.Equal(t, want, typeOf(p), "still held by the second")
-		b.Release()
+		subproc.ReleaseAll(b)
 		_, err = os.Lstat(p)
 		assert.True(t, os.IsNotExist(err), "the last release removes it")
 	}
@@ -188,10 +188,10 @@ func TestEitherReservedTogether(t *testing.T) {
 		require.NotNil(t, a, "round %d: the directory's reservation holds nothing", i)
 		require.NotNil(t, b, "round %d: the pipe's reservation holds nothing", i)
 		require.Equal(t, a.Dir, b.Dir, "round %d", i)
-		a.Release()
+		subproc.ReleaseAll(a)
 		_, err := os.Lstat(p)
 		require.NoError(t, err, "round %d: the first release removed the other's placeholder", i)
-		b.Release()
+		subproc.ReleaseAll(b)
 		_, err = os.Lstat(p)
 		require.True(t, os.IsNotExist(err), "round %d: the placeholder outlived both releases", i)
 	}
@@ -236,7 +236,7 @@ func TestOtherUsersPipe(t *testing.T) {
 	r, err := subproc.ReserveEither(p, false)
 	require.NoError(t, err)
 	require.NotNil(t, r)
-	defer r.Release()
+	defer subproc.ReleaseAll(r)
 	cmd := exec.Command(bin)
 	cmd.Env = []string{reserveAsEnv + "=" + p}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
@@ -285,7 +285,7 @@ func TestUnwritableRootRefuses(t *testing.T) {
 	}
 	if os.Geteuid() == 0 {
 		// Root's pipe: give it to the directory's owner, as that user's.
-		held.Release()
+		subproc.ReleaseAll(held)
 		require.NoError(t, os.Chown(dir, 65534, 65534))
 	}
 	require.NoError(t, os.Chmod(dir, 0o555))
@@ -293,7 +293,7 @@ func TestUnwritableRootRefuses(t *testing.T) {
 	if os.Geteuid() != 0 {
 		assert.Equal(t, "held", run(), "a placeholder there is joined without writing")
 		require.NoError(t, os.Chmod(dir, 0o755))
-		held.Release() // removed: its directory is writable again
+		subproc.ReleaseAll(held) // removed: its directory is writable again
 		require.NoError(t, os.Chmod(dir, 0o555))
 	}
 	got := run()
@@ -312,7 +312,7 @@ func captureReserve(p string) string {
 	case r == nil:
 		return "nothing"
 	}
-	r.Release()
+	subproc.ReleaseAll(r)
 	return "held"
 }
 
@@ -337,8 +337,8 @@ func TestReserveReleasedTogether(t *testing.T) {
 			require.NotNil(t, a)
 			require.NotNil(t, b)
 			var wg sync.WaitGroup
-			wg.Go(a.Release)
-			wg.Go(b.Release)
+			wg.Go(func() { subproc.ReleaseAll(a) })
+			wg.Go(func() { subproc.ReleaseAll(b) })
 			wg.Wait()
 			_, err = os.Lstat(p)
 			require.True(t, os.IsNotExist(err), "%s, round %d: the placeholder outlived both releases", c.name, i)
@@ -374,7 +374,7 @@ func TestReleaseBesideForks(t *testing.T) {
 		r, err := subproc.Reserve(p, true)
 		require.NoError(t, err)
 		require.NotNil(t, r)
-		r.Release()
+		subproc.ReleaseAll(r)
 		if _, err := os.Lstat(p); err == nil {
 			left++
 		}

@@ -144,7 +144,7 @@ type Confinement struct {
 	// read-only tmpfs (one with a Holder: binds the empty placeholder
 	// read-only onto itself, as it does a file), so the command can neither
 	// create nor replace them; the placeholder is removed after the command
-	// (Reservation.Release). The stage checks each is there, read-only, or
+	// (ReleaseAll). The stage checks each is there, read-only, or
 	// missing with its Holder.
 	Reserved []Reserved `json:"reserved,omitempty"`
 	// Limits are the resource caps the inner stage applies as rlimits

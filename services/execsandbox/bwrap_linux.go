@@ -229,7 +229,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		OwnUnixSockets: !cfg.UnixSockets,
 	}
 	var held []*subproc.Reservation
-	releaseAll := func() { subproc.ReleaseAll(held) }
+	releaseAll := func() { subproc.ReleaseAll(held...) }
 	defer func() {
 		if err != nil {
 			releaseAll()

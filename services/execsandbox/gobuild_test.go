@@ -67,7 +67,7 @@ func TestGoModuleWithoutGitBuilds(t *testing.T) {
 					r, err := subproc.ReserveEither(filepath.Join(filepath.Dir(f.ws), ".git"), false)
 					require.NoError(t, err)
 					require.NotNil(t, r)
-					t.Cleanup(r.Release)
+					t.Cleanup(func() { subproc.ReleaseAll(r) })
 				}
 				if c.parentRepo {
 					out, err := osexec.Command("git", "init", "-q", filepath.Dir(f.ws)).CombinedOutput()

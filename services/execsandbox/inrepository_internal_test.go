@@ -44,7 +44,7 @@ func TestInRepository(t *testing.T) {
 		require.NoError(t, err)
 		require.NotNil(t, r)
 		assert.False(t, inRepository(plain), "another command's placeholder on the parent (dir %v)", dir)
-		r.Release()
+		subproc.ReleaseAll(r)
 	}
 
 	linked := filepath.Join(base, "linked", "ws")
