@@ -303,6 +303,18 @@ func member(fd int, path string, m gitMember, out map[string]Entry) error {
 	return nil
 }
 
+// ShapedRepository reports whether the directory at path (a symlink to it
+// followed, as git follows a `.git` link) is shaped like a git repository
+// (shapedRepo); false when it cannot be opened.
+func ShapedRepository(path string) bool {
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(fd) //nolint:errcheck // read-only descriptor
+	return shapedRepo(fd)
+}
+
 // shapedRepo reports whether the directory fd is shaped like a git
 // repository (setup.c is_git_directory): a HEAD file, and a commondir file
 // or objects and refs directories.

@@ -463,36 +463,17 @@ func inRepository(root string) bool {
 				return false
 			}
 			dotGit := filepath.Join(d, ".git")
-			if fi, err := os.Stat(dotGit); err == nil && (fi.Mode().IsRegular() || fi.IsDir() && gitDirectory(dotGit)) {
+			if fi, err := os.Stat(dotGit); err == nil && (fi.Mode().IsRegular() || fi.IsDir() && protectscan.ShapedRepository(dotGit)) {
 				return true
 			}
 		}
-		if gitDirectory(d) {
+		if protectscan.ShapedRepository(d) {
 			return true
 		}
 		if d == filepath.Dir(d) {
 			return false
 		}
 	}
-}
-
-// gitDirectory reports whether d has what git looks for in a git
-// directory: a HEAD beside objects/ and refs/ directories, or a commondir
-// naming where they are (a linked worktree's).
-func gitDirectory(d string) bool {
-	head, err := os.Lstat(filepath.Join(d, "HEAD"))
-	if err != nil || head.IsDir() {
-		return false
-	}
-	if _, err := os.Lstat(filepath.Join(d, "commondir")); err == nil {
-		return true
-	}
-	for _, sub := range []string{"objects", "refs"} {
-		if fi, err := os.Stat(filepath.Join(d, sub)); err != nil || !fi.IsDir() {
-			return false
-		}
-	}
-	return true
 }
 
 // homePlaceholders are the contents of a home's start-up files' placeholders
