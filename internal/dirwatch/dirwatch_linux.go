@@ -1,9 +1,12 @@
 package dirwatch
 
 import (
+	"errors"
+	"io"
 	"os"
 	"strconv"
 	"strings"
+	"sync"
 
 	"golang.org/x/sys/unix"
 )
@@ -113,13 +116,65 @@ func (s *Set) Changed() bool {
 // MountTable is the process's mount table (/proc/self/mountinfo), nil when
 // it cannot be read: a result kept while nothing watched changed is reused
 // only under the table it was computed with, since a filesystem mounted or
-// unmounted raises no inotify event.
+// unmounted raises no inotify event. The table is read again only when the
+// kernel says it changed (poll on the open mountinfo reports POLLPRI after
+// each change of the mount namespace, as libmount's monitor relies on), so
+// a call costs one poll while nothing is mounted; the slice is shared and
+// must not be modified.
 func MountTable() []byte {
-	b, err := os.ReadFile("/proc/self/mountinfo")
+	mountTable.Lock()
+	defer mountTable.Unlock()
+	if mountTable.fd == 0 {
+		fd, err := unix.Open("/proc/self/mountinfo", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		if err != nil {
+			return nil
+		}
+		mountTable.fd = fd + 1
+	}
+	fd := mountTable.fd - 1
+	if mountTable.table != nil {
+		pfd := []unix.PollFd{{Fd: int32(fd), Events: unix.POLLPRI}}
+		if _, err := unix.Poll(pfd, 0); err == nil && pfd[0].Revents&(unix.POLLPRI|unix.POLLERR|unix.POLLNVAL) == 0 {
+			return mountTable.table
+		}
+	}
+	table, err := readFrom(fd)
 	if err != nil {
+		mountTable.table = nil
 		return nil
 	}
-	return b
+	mountTable.table = table
+	return table
+}
+
+// mountTable is MountTable's open /proc/self/mountinfo (fd+1; 0 until it
+// is opened) and its table last read.
+var mountTable struct {
+	sync.Mutex
+	fd    int
+	table []byte
+}
+
+// readFrom reads the file fd from its start to its end.
+func readFrom(fd int) ([]byte, error) {
+	if _, err := unix.Seek(fd, 0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	var out []byte
+	buf := make([]byte, 16<<10)
+	for {
+		n, err := unix.Read(fd, buf)
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if n == 0 {
+			return out, nil
+		}
+		out = append(out, buf[:n]...)
+	}
 }
 
 // Close releases the inotify instance.
