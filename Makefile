@@ -21,11 +21,13 @@ SHELL       := bash
 
 .PHONY: build lint fmt check test bench fuzz clean demo e2e need-bwrap test-unprivileged docs darwin
 
-## build: compile every package; also bin/harness once cmd/harness exists.
+## build: compile every package, then bin/harness with its small command
+## helper embedded (scripts/build-harness.sh: each command starts a 4 MB
+## helper, not a copy of the whole binary).
 build:
 	@echo "build: compiling every package, then $(BIN) (20-40 s on 2 cores the first time, silently)" >&2
 	$(GO) build ./...
-	if [ -d cmd/harness ]; then $(GO) build -o $(BIN) ./cmd/harness; fi
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 
 ## need-bwrap: install bubblewrap (bwrap, which confines commands) when it is
 ## missing and make runs as root with apt-get; otherwise say in one line what
@@ -36,7 +38,7 @@ need-bwrap:
 ## demo: build bin/harness and run a short, real MCP session against `harness serve`.
 demo: need-bwrap
 	@echo "demo: compiling $(BIN) (20-40 s on 2 cores, silently; the first build also downloads modules), then the session" >&2
-	$(GO) build -o $(BIN) ./cmd/harness
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 	$(BIN) demo
 
 ## lint: golangci-lint (linters and formatters from .golangci.yml). The
@@ -105,7 +107,7 @@ test-unprivileged:
 ## docs/benchmarks.md into bench.out. Progress goes to stderr.
 bench:
 	@echo "bench: building $(BIN)" >&2
-	$(GO) build -o $(BIN) ./cmd/harness
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 	cd bench && $(GO) run . -harness ../$(BIN) -out ../docs/benchmarks.md -chart ../docs/bench-calls.svg $(BENCH_EXEC_FLAGS)
 	@echo "bench: in-process benchmarks of docs/benchmarks.md (1/3: fslocal) into bench.out" >&2
 	$(GO) test -run '^$$' -bench 'OverFloor|EditText|ReadText' -benchtime 500x -count 5 ./services/internal/fsbackend/ | tee bench.out
@@ -149,7 +151,7 @@ bench:
 .PHONY: bench-exec
 bench-exec:
 	@echo "bench-exec: building $(BIN)" >&2
-	$(GO) build -o $(BIN) ./cmd/harness
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 	cd bench && $(GO) run . -harness ../$(BIN) -only exec -out ../docs/benchmarks.md $(BENCH_EXEC_FLAGS)
 
 ## bench-http: build bin/harness and measure only read over Streamable HTTP
@@ -162,7 +164,7 @@ bench-exec:
 .PHONY: bench-http
 bench-http:
 	@echo "bench-http: building $(BIN)" >&2
-	$(GO) build -o $(BIN) ./cmd/harness
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 	cd bench && $(GO) run . -harness ../$(BIN) -only http -out ../docs/benchmarks.md
 
 ## bench-search: build the search fixture outside the repository (copies of
@@ -195,7 +197,7 @@ soak:
 ## and npm; see e2e/README.md).
 e2e:
 	@echo "e2e: compiling $(BIN), then installing the client's npm packages" >&2
-	$(GO) build -o $(BIN) ./cmd/harness
+	GO='$(GO)' ./scripts/build-harness.sh $(BIN)
 	cd e2e && npm ci --no-audit --no-fund
 	node e2e/client.mjs
 	node e2e/http.mjs

@@ -185,9 +185,10 @@ say "compiling the race-enabled test binaries (go test -race -c, root's build ca
 start=$SECONDS
 "$gobin" test -race -c -o "$bins/" "${pkgs[@]}"
 # The harness binary cmd/harness's tests serve (they would build it as the
-# user, in a build cache of the user's own: the whole module again).
+# user, in a build cache of the user's own: the whole module again), with
+# its command helper embedded, as make build makes it.
 if [ -d cmd/harness ]; then
-	"$gobin" build -o "$bins/harness" ./cmd/harness
+	GO="$gobin" ./scripts/build-harness.sh "$bins/harness"
 	envs+=("HARNESS_TEST_BINARY=$bins/harness")
 fi
 say "compiled in $((SECONDS - start))s"

@@ -45,10 +45,12 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-// buildOnce builds the harness binary once per test process, or takes
-// the one HARNESS_TEST_BINARY names: scripts/test-unprivileged.sh builds it
-// from the same tree as root just before, so the unprivileged user's pass
-// does not compile the whole module again in a build cache of its own.
+// buildOnce builds the harness binary once per test process as make build
+// does (scripts/build-harness.sh: with the command helper embedded), or
+// takes the one HARNESS_TEST_BINARY names: scripts/test-unprivileged.sh
+// builds it the same way from the same tree as root just before, so the
+// unprivileged user's pass does not compile the whole module again in a
+// build cache of its own.
 var buildOnce = sync.OnceValues(func() (string, error) {
 	if bin := os.Getenv("HARNESS_TEST_BINARY"); bin != "" {
 		return bin, nil
@@ -59,7 +61,7 @@ var buildOnce = sync.OnceValues(func() (string, error) {
 	}
 	binDir = dir
 	bin := filepath.Join(dir, "harness")
-	out, err := exec.Command("go", "build", "-o", bin, ".").CombinedOutput()
+	out, err := exec.Command("../../scripts/build-harness.sh", bin).CombinedOutput()
 	if err != nil {
 		return "", &buildError{out: string(out), err: err}
 	}

@@ -51,6 +51,23 @@ func OpenProgram(path string) (*Program, error) {
 // costs the binary's size in memory. Errors: the kernel refuses a memfd, or
 // reading p fails.
 func (p *Program) Sealed() (*Program, error) {
+	return sealedCopy(p.path, func(dst *os.File) error { return copyFile(dst, p.f) })
+}
+
+// SealedProgram returns the executable image b (a program embedded in
+// this one: internal/helperbin) in a sealed memory file, run by descriptor
+// like Sealed's copy; name is for messages. It costs len(b) in memory.
+// Errors: the kernel refuses a memfd, or writing it fails.
+func SealedProgram(name string, b []byte) (*Program, error) {
+	return sealedCopy(name, func(dst *os.File) error {
+		_, err := dst.Write(b)
+		return err
+	})
+}
+
+// sealedCopy makes a memory file, fills it with fill, makes it executable
+// and seals it; what names the program copied, for messages.
+func sealedCopy(what string, fill func(dst *os.File) error) (*Program, error) {
 	fd, err := unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING|unix.MFD_EXEC)
 	if errors.Is(err, unix.EINVAL) {
 		// Before Linux 6.3 there is no MFD_EXEC: memory files are
@@ -58,14 +75,14 @@ func (p *Program) Sealed() (*Program, error) {
 		fd, err = unix.MemfdCreate("harness", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", p.path, err)
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", what, err)
 	}
 	dst := os.NewFile(uintptr(fd), "harness")
 	fail := func(err error) (*Program, error) {
 		_ = dst.Close()
-		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", p.path, err)
+		return nil, fmt.Errorf("copy %s to a sealed memory file: %w", what, err)
 	}
-	if err := copyFile(dst, p.f); err != nil {
+	if err := fill(dst); err != nil {
 		return fail(err)
 	}
 	if err := unix.Fchmod(fd, 0o555); err != nil {
@@ -74,7 +91,7 @@ func (p *Program) Sealed() (*Program, error) {
 	if err := seal(fd); err != nil {
 		return fail(err)
 	}
-	return &Program{f: dst, path: p.path}, nil
+	return &Program{f: dst, path: what}, nil
 }
 
 // copyFile copies src, from its start to its end, to dst inside the kernel

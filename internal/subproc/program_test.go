@@ -6,6 +6,7 @@ import (
 	"bytes"
 	"io"
 	"os"
+	osexec "os/exec"
 	"path/filepath"
 	"strconv"
 	"testing"
@@ -77,4 +78,32 @@ func TestSealedCopiesTheWholeBinary(t *testing.T) {
 	require.NoError(t, err)
 	require.Len(t, got, len(want))
 	assert.True(t, bytes.Equal(want, got), "the sealed copy differs from the binary")
+}
+
+// TestSealedProgramRuns: an executable image given as bytes (internal/
+// helperbin's embedded helper) is sealed like Sealed's copy, holds exactly
+// the bytes, and runs by descriptor.
+func TestSealedProgramRuns(t *testing.T) {
+	image := []byte("#!/bin/sh\necho sealed \"$@\"\n")
+	p, err := subproc.SealedProgram("the test script", image)
+	require.NoError(t, err)
+	f := subproc.ProgramFile(p)
+	got, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
+	require.NoError(t, err)
+	assert.Equal(t, image, got)
+	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+	require.NoError(t, err)
+	assert.Equal(t, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE, seals)
+	assert.Error(t, unix.Ftruncate(int(f.Fd()), 0))
+	var st unix.Stat_t
+	require.NoError(t, unix.Fstat(int(f.Fd()), &st))
+	assert.Equal(t, uint32(0o555), st.Mode&0o7777)
+	assert.Equal(t, "the test script", p.Path())
+	// Passed as descriptor 3, open across the exec (a script's
+	// interpreter opens it by that path again).
+	cmd := osexec.Command("/proc/self/fd/3", "runs")
+	cmd.ExtraFiles = []*os.File{f}
+	out, err := cmd.Output()
+	require.NoError(t, err)
+	assert.Equal(t, "sealed runs\n", string(out))
 }

@@ -1,6 +1,6 @@
 // Package subproc runs one shell command as a process tree owned by a helper
-// process: the harness binary re-executed with the hidden argument
-// HelperArg. The helper makes itself a child subreaper and starts the
+// process: the small helper harness embeds (internal/helperbin), or the
+// harness binary itself, started with the hidden argument HelperArg. The helper makes itself a child subreaper and starts the
 // command: unconfined, `/bin/sh -c COMMAND` directly; confined, a second
 // stage (the binary again, in a private mount namespace when it has
 // Confinement.ReadOnlyPaths and the kernel allows one) that restricts itself
@@ -29,8 +29,9 @@ package subproc
 
 import "time"
 
-// HelperArg is the hidden first argument that turns the harness binary (or a
-// test binary whose TestMain calls Main) into the helper.
+// HelperArg is the hidden first argument that turns the embedded helper
+// (internal/helperbin/helper), the harness binary or a test binary whose
+// TestMain calls Main into the helper.
 const HelperArg = "__exec-confined"
 
 // Limits of a run.

@@ -37,6 +37,11 @@ func OpenProgram(path string) (*Program, error) {
 // Sealed refuses.
 func (p *Program) Sealed() (*Program, error) { return nil, errNotLinux }
 
+// SealedProgram refuses.
+func SealedProgram(name string, _ []byte) (*Program, error) {
+	return nil, fmt.Errorf("%s: %w", name, errNotLinux)
+}
+
 // Path is the path the program was opened at.
 func (p *Program) Path() string { return p.path }
 

@@ -290,6 +290,8 @@ type Config struct {
 	OutputLimit int `yaml:"outputLimit" json:"outputLimit"`
 	// Helper is the path of the binary re-executed as the command helper
 	// (the harness binary, whose main dispatches the hidden helper
-	// argument first); "" means the running executable.
+	// argument first); "" means the small helper embedded in the binary
+	// (internal/helperbin, built by `make build`), or the running
+	// executable in a build without it.
 	Helper string `yaml:"helper" json:"helper"`
 }
