@@ -95,6 +95,21 @@ func firstLine(s string) string {
 }
 
 // base is the empty workspace's run, nil when it has no figures.
+// byCgroup reports whether every measured scenario counted CPU by cgroup
+// (cpuGroup).
+func (st *execStats) byCgroup() bool {
+	n := 0
+	for _, r := range st.runs {
+		if r.measured() {
+			if r.cpuBy != "cgroup" {
+				return false
+			}
+			n++
+		}
+	}
+	return n > 0
+}
+
 func (st *execStats) base() *execRun {
 	for _, r := range st.runs {
 		if r.sc.key == "empty" && r.measured() {
@@ -368,11 +383,23 @@ func renderExec(st *execStats) string {
 	pf("over stdio; wall: from sending `tools/call` of `exec` with `{\"command\":\"true\"}` to decoding its answer, which ")
 	pf("must say `exit code 0`. It covers the protected-path search of the writable roots, the command's cgroup, ")
 	pf("`nsenter` into the session's network namespace, bwrap, ")
-	pf("the inner stage (the harness binary again: Landlock, seccomp, rlimits), `/bin/sh -c true`, the teardown and the ")
-	pf("MCP round trip. CPU: the server's user and system time and that of every process it waited for (bwrap, the ")
-	pf("inner stage, the shell), `utime + stime + cutime + cstime` of `/proc/PID/stat` (10 ms ticks) over the timed ")
-	pf("rounds, per call; it includes whatever else the server did meanwhile (under churn, reading the inotify ")
-	pf("events). The first call is sent as soon as `tools/list` has answered: in a large workspace the server's ")
+	pf("the inner stage (the small helper harness embeds, or the harness binary again: Landlock, seccomp, rlimits), `/bin/sh -c true`, the teardown and the ")
+	if st.byCgroup() {
+		pf("MCP round trip. CPU: what every task of the server's cgroup v1 cpuacct group used over the timed rounds, ")
+		pf("per call (`cpuacct.usage`; the server is moved into a group of its own once started, and every process it ")
+		pf("starts stays in it: bwrap, the sandbox's pid 1 that makes the mounts, the inner stage, the shell; harness ")
+		pf("moves commands only in the memory and pids hierarchies). A process's rusage misses the sandbox's pid 1 and ")
+		pf("what it reaped (it outlives the bwrap that started it and is reaped by init): about half of the CPU of ")
+		pf("either A or B. It includes whatever else the server did meanwhile (under churn, reading the inotify ")
+		pf("events). ")
+	} else {
+		pf("MCP round trip. CPU: the server's user and system time and that of every process it waited for (bwrap, the ")
+		pf("inner stage, the shell), `utime + stime + cutime + cstime` of `/proc/PID/stat` (10 ms ticks) over the timed ")
+		pf("rounds, per call (no cgroup v1 cpuacct hierarchy here: this misses the sandbox's pid 1, which outlives the ")
+		pf("bwrap that started it and is reaped by init, and what it reaped: about half of A's and B's CPU); it includes ")
+		pf("whatever else the server did meanwhile (under churn, reading the inotify events). ")
+	}
+	pf("The first call is sent as soon as `tools/list` has answered: in a large workspace the server's ")
 	pf("warm-up search of it may still be running, and the first command waits for it.\n\n")
 	pf("B: `%s` with the arguments harness's bwrap gets, recorded by one untimed `exec` of a second server of the ", st.bwrap)
 	pf("same configuration on the same workspace (harness hands its bwrap the arguments on a descriptor, `--args FD`, ")
@@ -393,9 +420,15 @@ func renderExec(st *execStats) string {
 	pf("--user --net --preserve-credentials -- bwrap ...` into a user and network namespace the bench made once per ")
 	pf("scenario the same way (a bwrap with `--unshare-user --unshare-net` around a waiting shell). Started ")
 	pf("with os/exec (empty environment, in `/`, its own process group), wall from `Start` to the end of `Wait`; ")
-	pf("CPU: the user and system time the kernel reports for that one child when it is reaped (`wait4`'s rusage, ")
-	pf("its own and its waited-for descendants'), per run. C: `/bin/sh -c true`, the same way. p90 is the ")
-	pf("nearest-rank 90th percentile.\n\n")
+	if st.byCgroup() {
+		pf("CPU: what the tasks of a cpuacct group of B's own used over the timed rounds, per run (each run is forked ")
+		pf("from a bench thread that joins the group for the fork alone). C: `/bin/sh -c true`, the same way, in a ")
+		pf("group of its own. p90 is the nearest-rank 90th percentile.\n\n")
+	} else {
+		pf("CPU: the user and system time the kernel reports for that one child when it is reaped (`wait4`'s rusage, ")
+		pf("its own and its waited-for descendants'), per run. C: `/bin/sh -c true`, the same way. p90 is the ")
+		pf("nearest-rank 90th percentile.\n\n")
+	}
 	pf("Scenarios: the workspaces of files are made with plain os calls under `%s` before their server starts ", st.workspace)
 	pf("(synced), once per run, and removed at the end. The churned temp root is a directory of mode 1777 holding ")
 	pf("%s directories of %s empty files (%s entries), made once for both scenarios that use it and passed as ",

@@ -114,6 +114,7 @@ type execRun struct {
 	sc      execScenario
 	ms      map[string][]float64 // wall times in ms by contender key, in sample order
 	cpu     map[string]float64   // CPU per sample in ms by contender key (-1: unknown)
+	cpuBy   string               // how cpu was counted: "cgroup" (cpuGroup) or "" (rusage)
 	first   float64              // the session's first exec, ms
 	startup time.Duration        // spawn to the answer of tools/list
 	entries int                  // entries in the workspace, or in the temp root
@@ -356,6 +357,29 @@ func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir str
 	if err != nil {
 		return fail(err)
 	}
+	// CPU is counted by cgroup where the machine has cgroup v1's cpuacct
+	// (cpuGroup: rusage misses a sandbox's pid 1), else by rusage.
+	if g, err := newCPUGroup("A-" + sc.key); err == nil {
+		if err := g.addProcess(s.pid); err != nil {
+			g.remove()
+			progress("exec round trip [%s]: CPU by rusage: %v", sc.key, err)
+		} else {
+			s.cpuGroup = g
+		}
+	} else {
+		progress("exec round trip [%s]: CPU by rusage: %v", sc.key, err)
+	}
+	var groupB, groupC *cpuGroup
+	if s.cpuGroup != nil {
+		if groupB, err = newCPUGroup("B-" + sc.key); err != nil {
+			return fail(err)
+		}
+		defer groupB.remove()
+		if groupC, err = newCPUGroup("C-" + sc.key); err != nil {
+			return fail(err)
+		}
+		defer groupC.remove()
+	}
 	defer func() {
 		if kept == s {
 			return
@@ -500,14 +524,14 @@ func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir str
 		sc.key, s.pid, wsA, fmtMs2(float64(r.startup.Microseconds())/1e3), fmtMs2(r.first), r.bwrapN, r.bwrapDropped, r.joined, cfg.execWarmups, cfg.execSamples)
 
 	runB := func() (time.Duration, time.Duration, error) {
-		d, cpu, err := timeProcess(bPath, bArgs, extra)
+		d, cpu, err := timeProcess(bPath, bArgs, extra, groupB)
 		// The mount points bwrap made for the reserved paths, removed as
 		// harness does after a command (release), outside the timed part.
 		clearDir(wsB)
 		return d, cpu, err
 	}
 	runC := func() (time.Duration, time.Duration, error) {
-		return timeProcess("/bin/sh", []string{"-c", "true"}, nil)
+		return timeProcess("/bin/sh", []string{"-c", "true"}, nil, groupC)
 	}
 	type contender struct {
 		key string
@@ -521,12 +545,20 @@ func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir str
 
 	var serverCPU0, refCPU0, allChildren0 time.Duration
 	childCPU := map[string]time.Duration{}
+	groups := map[string]*cpuGroup{execA: s.cpuGroup, execB: groupB, execC: groupC}
+	if ref != nil {
+		groups[execA0] = ref.cpuGroup
+	}
+	group0 := map[string]time.Duration{}
 	for i := -cfg.execWarmups; i < cfg.execSamples; i++ {
 		if i == 0 {
 			allChildren0 = childrenCPU()
 			serverCPU0 = treeCPU(s.pid)
 			if ref != nil {
 				refCPU0 = treeCPU(ref.pid)
+			}
+			for k, g := range groups {
+				group0[k] = g.usage()
 			}
 		}
 		for _, c := range contenders {
@@ -567,6 +599,19 @@ func measureScenario(ctx context.Context, cfg config, harnessBin, bwrap, dir str
 	for _, k := range []string{execB, execC} {
 		if c := childCPU[k]; c >= 0 {
 			r.cpu[k] = float64(c.Microseconds()) / 1e3 / n
+		}
+	}
+	if s.cpuGroup != nil {
+		// By cgroup: what every contender's tasks used over the timed
+		// rounds, once the last bwrap's pid 1 has ended.
+		time.Sleep(200 * time.Millisecond)
+		r.cpuBy = "cgroup"
+		for k, g := range groups {
+			if u := g.usage(); u >= 0 && group0[k] >= 0 && g != nil {
+				r.cpu[k] = float64((u - group0[k]).Microseconds()) / 1e3 / n
+			} else {
+				r.cpu[k] = -1
+			}
 		}
 	}
 	// A check of the per-child figures: the bench's children reaped over
@@ -771,10 +816,11 @@ func clearDir(dir string) {
 }
 
 // timeProcess runs path with args (no environment, in /, its own process
-// group, killed if the bench dies, extra as the descriptors 3, 4, ...) and
+// group, killed if the bench dies, extra as the descriptors 3, 4, ...; in
+// the cpuacct group g, when not nil) and
 // returns the time from Start to the end of Wait and the CPU time (user and
 // system) the kernel reports for that child and what it waited for.
-func timeProcess(path string, args []string, extra []*os.File) (time.Duration, time.Duration, error) {
+func timeProcess(path string, args []string, extra []*os.File, g *cpuGroup) (time.Duration, time.Duration, error) {
 	var stderr bytes.Buffer
 	cmd := &exec.Cmd{
 		Path: path, Args: append([]string{filepath.Base(path)}, args...),
@@ -782,10 +828,20 @@ func timeProcess(path string, args []string, extra []*os.File) (time.Duration, t
 		SysProcAttr: &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL},
 	}
 	t0 := time.Now()
-	if err := cmd.Start(); err != nil {
+	var err error
+	if g != nil {
+		var waited func()
+		t0, waited, err = g.start(cmd)
+		if err == nil {
+			defer waited()
+		}
+	} else {
+		err = cmd.Start()
+	}
+	if err != nil {
 		return 0, -1, err
 	}
-	err := cmd.Wait()
+	err = cmd.Wait()
 	d := time.Since(t0)
 	if err != nil {
 		return 0, -1, fmt.Errorf("%s: %w: %s", path, err, strings.TrimSpace(stderr.String()))

@@ -213,6 +213,9 @@ type server struct {
 	captured atomic.Int64
 	sess     *mcp.ClientSession
 	stderr   *tailBuffer
+	// cpuGroup is the cpuacct group the exec round trip put the server in (nil:
+	// none), removed when it closes.
+	cpuGroup *cpuGroup
 }
 
 // startServer starts spec on dir and connects the shared client code to it.
@@ -319,6 +322,7 @@ func (s *server) peakRSS() int64 {
 
 func (s *server) close() error {
 	err := s.sess.Close()
+	s.cpuGroup.remove()
 	var exit *exec.ExitError
 	if errors.As(err, &exit) {
 		return nil // stopped by SIGTERM after stdin closed: not a failure of the measurement
