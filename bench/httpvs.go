@@ -403,7 +403,7 @@ func runHTTPOnly(ctx context.Context, cfg config) error {
 		return err
 	}
 	if _, err := os.Stat(harnessBin); err != nil {
-		return fmt.Errorf("harness binary: %w (build it: go build -o bin/harness ./cmd/harness)", err)
+		return fmt.Errorf("harness binary: %w (build it: make build)", err)
 	}
 	st, err := measureHTTP(ctx, cfg, harnessBin)
 	if err != nil {

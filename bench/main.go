@@ -215,7 +215,7 @@ func run(ctx context.Context, cfg config) error {
 		return err
 	}
 	if _, err := os.Stat(harnessBin); err != nil {
-		return fmt.Errorf("harness binary: %w (build it: go build -o bin/harness ./cmd/harness)", err)
+		return fmt.Errorf("harness binary: %w (build it: make build)", err)
 	}
 	if cfg.profile != "" {
 		if cfg.profile, err = filepath.Abs(cfg.profile); err != nil {
@@ -348,7 +348,7 @@ func runExecOnly(ctx context.Context, cfg config) error {
 		return err
 	}
 	if _, err := os.Stat(harnessBin); err != nil {
-		return fmt.Errorf("harness binary: %w (build it: go build -o bin/harness ./cmd/harness)", err)
+		return fmt.Errorf("harness binary: %w (build it: make build)", err)
 	}
 	st, removeExec, err := measureExec(ctx, cfg, harnessBin)
 	defer removeExec()

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"os"
@@ -61,8 +63,25 @@ func buildProfiled(ctx context.Context, moduleDir, dir string) (string, error) {
 	if err := os.WriteFile(hook, []byte(profileHook), 0o644); err != nil {
 		return "", err
 	}
+	// With the command helper embedded, as make build builds it
+	// (scripts/build-harness.sh).
+	helper := filepath.Join(dir, "helper.bin")
+	build := exec.CommandContext(ctx, "go", "build", "-tags", "harness_helper", "-o", helper, "./internal/helperbin/helper")
+	build.Dir = moduleDir
+	build.Stdout, build.Stderr = os.Stderr, os.Stderr
+	if err := build.Run(); err != nil {
+		return "", fmt.Errorf("building the command helper: %w", err)
+	}
+	image, err := os.ReadFile(helper)
+	if err != nil {
+		return "", err
+	}
+	sum := sha256.Sum256(image)
 	overlay, err := json.Marshal(map[string]map[string]string{
-		"Replace": {filepath.Join(moduleDir, "cmd", "harness", "zz_benchprofile.go"): hook},
+		"Replace": {
+			filepath.Join(moduleDir, "cmd", "harness", "zz_benchprofile.go"): hook,
+			filepath.Join(moduleDir, "internal", "helperbin", "helper.bin"):  helper,
+		},
 	})
 	if err != nil {
 		return "", err
@@ -72,7 +91,8 @@ func buildProfiled(ctx context.Context, moduleDir, dir string) (string, error) {
 		return "", err
 	}
 	bin := filepath.Join(dir, "harness-profiled")
-	cmd := exec.CommandContext(ctx, "go", "build", "-overlay", overlayFile, "-o", bin, "./cmd/harness")
+	cmd := exec.CommandContext(ctx, "go", "build", "-tags", "harness_helper", "-overlay", overlayFile,
+		"-ldflags", "-X github.com/dsh-go/harness/internal/helperbin.sum="+hex.EncodeToString(sum[:]), "-o", bin, "./cmd/harness")
 	cmd.Dir = moduleDir
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Run(); err != nil {

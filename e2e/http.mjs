@@ -80,7 +80,7 @@ const expectToolError = toolErrorChecker(warn);
 // ---------------------------------------------------------------- fixture
 
 if (!fs.existsSync(harnessBin)) {
-  console.error(`FAIL 0 - harness binary not found at ${harnessBin} (build it: go build -o bin/harness ./cmd/harness, or set HARNESS_BIN)`);
+  console.error(`FAIL 0 - harness binary not found at ${harnessBin} (build it: make build, or set HARNESS_BIN)`);
   process.exit(1);
 }
 

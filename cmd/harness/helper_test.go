@@ -4,6 +4,9 @@ package main_test
 
 import (
 	"context"
+	"crypto/sha256"
+	"debug/buildinfo"
+	"encoding/hex"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -20,8 +23,9 @@ import (
 // TestServeRunsTheEmbeddedHelper: the binary make build makes (the tests'
 // build, scripts/build-harness.sh) runs each command through its small
 // embedded helper (internal/helperbin): after a command, the server holds
-// the helper's sealed copy, a memory file of a few megabytes, not a copy
-// of the whole binary (tens of megabytes), and the command ran.
+// the helper's sealed copy, a memory file of a few megabytes whose SHA-256
+// is the one the build stamped, not a copy of the whole binary (tens of
+// megabytes), and the command ran.
 func TestServeRunsTheEmbeddedHelper(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds and runs the binary")
@@ -52,18 +56,30 @@ func TestServeRunsTheEmbeddedHelper(t *testing.T) {
 	fds := filepath.Join("/proc", strconv.Itoa(cmd.Process.Pid), "fd")
 	entries, err := os.ReadDir(fds)
 	require.NoError(t, err)
-	var sizes []int64
+	var sealed [][]byte
 	for _, e := range entries {
 		link, err := os.Readlink(filepath.Join(fds, e.Name()))
 		if err != nil || !strings.HasPrefix(link, "/memfd:harness") {
 			continue
 		}
-		fi, err := os.Stat(filepath.Join(fds, e.Name()))
+		b, err := os.ReadFile(filepath.Join(fds, e.Name()))
 		require.NoError(t, err)
-		sizes = append(sizes, fi.Size())
+		sealed = append(sealed, b)
 	}
-	require.NotEmpty(t, sizes, "the server holds no sealed helper")
-	for _, s := range sizes {
-		assert.Less(t, s, binInfo.Size()/4, "a sealed program of %d bytes: a copy of the %d-byte binary, not the embedded helper", s, binInfo.Size())
+	require.NotEmpty(t, sealed, "the server holds no sealed helper")
+	info, err := buildinfo.ReadFile(bin)
+	require.NoError(t, err)
+	var stamped string
+	for _, s := range info.Settings {
+		if s.Key == "-ldflags" {
+			_, stamped, _ = strings.Cut(s.Value, "helperbin.sum=")
+			stamped, _, _ = strings.Cut(stamped, " ")
+		}
+	}
+	require.NotEmpty(t, stamped, "the binary carries no stamped helper")
+	for _, b := range sealed {
+		assert.Less(t, int64(len(b)), binInfo.Size()/4, "a sealed program of %d bytes: a copy of the %d-byte binary, not the embedded helper", len(b), binInfo.Size())
+		sum := sha256.Sum256(b)
+		assert.Equal(t, stamped, hex.EncodeToString(sum[:]), "the sealed program is not the stamped helper")
 	}
 }

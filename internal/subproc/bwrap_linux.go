@@ -34,7 +34,7 @@ import (
 // own user, PID, IPC and UTS namespaces, loopback-only networking unless
 // allowed (its own network namespace, or a NetNS shared with other
 // commands), a new session, no capabilities), where the inner stage (the
-// harness binary again) adds Landlock, seccomp and rlimits and runs
+// helper program again) adds Landlock, seccomp and rlimits and runs
 // `/bin/sh -c`. Both executables are held open and run by descriptor.
 // bwrap reads its options from a sealed memory file (--args): its command
 // line, which every process of the sandbox can read at /proc/1/cmdline,

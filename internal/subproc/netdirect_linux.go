@@ -31,8 +31,8 @@ const MaxDirect = 128
 // A server cannot enter the namespace itself (a multi-threaded process
 // cannot change its user namespace), so a short-lived helper does: nsenter
 // enters the namespaces as cred (nil: the server's user; it must be the
-// namespace's), runs helper (the harness binary, whose main calls Main
-// first) in its direct stage, which makes the sockets unbound and hands
+// namespace's), runs helper (the embedded helper or the harness binary,
+// whose main calls Main first) in its direct stage, which makes the sockets unbound and hands
 // them back over a socket pair (SCM_RIGHTS). The server binds them: the
 // user namespace that owns the network namespace is its user's (or root's)
 // own child, so the server holds the capability to bind ports below 1024

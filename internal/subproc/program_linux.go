@@ -119,16 +119,24 @@ func copyFile(dst, src *os.File) error {
 	}
 }
 
-// seal seals the memory file fd against any change. The kernel refuses
-// F_SEAL_WRITE with EBUSY while a page of the file still has a reference
-// it cannot account for, which a page just written can keep for a moment
-// on a busy machine (it waits in another CPU's LRU batch); seal tries again
-// for up to a second before it gives up.
+// seal seals the memory file fd against any change: its content, its
+// size, and, from Linux 6.3, its mode (F_SEAL_EXEC: under --exec local a
+// command could otherwise chmod the copy through /proc/PID/exe and make
+// every later command fail to start). The kernel refuses F_SEAL_WRITE with
+// EBUSY while a page of the file still has a reference it cannot account
+// for, which a page just written can keep for a moment on a busy machine
+// (it waits in another CPU's LRU batch); seal tries again for up to a
+// second before it gives up.
 func seal(fd int) error {
 	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
 	deadline := time.Now().Add(time.Second)
+	exec := unix.F_SEAL_EXEC
 	for {
-		_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals)
+		_, err := unix.FcntlInt(uintptr(fd), unix.F_ADD_SEALS, seals|exec)
+		if errors.Is(err, unix.EINVAL) && exec != 0 {
+			exec = 0 // before Linux 6.3
+			continue
+		}
 		if !errors.Is(err, unix.EBUSY) || time.Now().After(deadline) {
 			return err
 		}

@@ -41,9 +41,7 @@ func TestSealedIsTheOpenedFile(t *testing.T) {
 	got, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
 	require.NoError(t, err)
 	assert.Equal(t, original, got)
-	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
-	require.NoError(t, err)
-	assert.Equal(t, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE, seals)
+	assertSealed(t, f)
 	if w, err := os.OpenFile("/proc/self/fd/"+strconv.Itoa(int(f.Fd())), os.O_WRONLY, 0); err == nil {
 		_, err = w.Write([]byte("x"))
 		assert.Error(t, err, "a sealed copy takes a write")
@@ -91,9 +89,7 @@ func TestSealedProgramRuns(t *testing.T) {
 	got, err := io.ReadAll(io.NewSectionReader(f, 0, 1<<20))
 	require.NoError(t, err)
 	assert.Equal(t, image, got)
-	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
-	require.NoError(t, err)
-	assert.Equal(t, unix.F_SEAL_SEAL|unix.F_SEAL_SHRINK|unix.F_SEAL_GROW|unix.F_SEAL_WRITE, seals)
+	assertSealed(t, f)
 	assert.Error(t, unix.Ftruncate(int(f.Fd()), 0))
 	var st unix.Stat_t
 	require.NoError(t, unix.Fstat(int(f.Fd()), &st))
@@ -106,4 +102,31 @@ func TestSealedProgramRuns(t *testing.T) {
 	out, err := cmd.Output()
 	require.NoError(t, err)
 	assert.Equal(t, "sealed runs\n", string(out))
+}
+
+// assertSealed checks the seals of a sealed copy: no write, grow, shrink or
+// further seal, and, where the kernel has F_SEAL_EXEC (Linux 6.3), no mode
+// change: a command of --exec local cannot chmod it through /proc/PID/exe.
+func assertSealed(t *testing.T, f *os.File) {
+	t.Helper()
+	want := unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
+	probe, err := unix.MemfdCreate("probe", unix.MFD_CLOEXEC|unix.MFD_ALLOW_SEALING)
+	require.NoError(t, err)
+	defer unix.Close(probe) //nolint:errcheck // probe
+	_, err = unix.FcntlInt(uintptr(probe), unix.F_ADD_SEALS, unix.F_SEAL_EXEC)
+	execSeal := err == nil
+	if execSeal {
+		want |= unix.F_SEAL_EXEC
+	}
+	seals, err := unix.FcntlInt(f.Fd(), unix.F_GET_SEALS, 0)
+	require.NoError(t, err)
+	// (The kernel adds F_SEAL_FUTURE_WRITE to an executable file's
+	// F_SEAL_EXEC.)
+	assert.Equal(t, want, seals&want, "seals %#x", seals)
+	if execSeal {
+		assert.ErrorIs(t, unix.Fchmod(int(f.Fd()), 0), unix.EPERM, "the mode of a sealed copy changed")
+		var st unix.Stat_t
+		require.NoError(t, unix.Fstat(int(f.Fd()), &st))
+		assert.NotZero(t, st.Mode&0o111, "the sealed copy is no longer executable")
+	}
 }

@@ -13,8 +13,8 @@ import (
 	"time"
 )
 
-// Run runs spec through the helper program (the harness binary, or a test
-// binary whose TestMain calls Main; run by descriptor, as is the confining
+// Run runs spec through the helper program (the helper harness embeds, the
+// harness binary, or a test binary whose TestMain calls Main; run by descriptor, as is the confining
 // stage it starts), keeping at most outputLimit bytes
 // of each of stdout and stderr (head and tail), until the command ends,
 // timeout passes (0: no timeout) or ctx is done. Then the helper is asked to

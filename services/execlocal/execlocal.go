@@ -47,29 +47,36 @@ func New(cfg exec.Config) (*Runner, error) {
 // the first call: a command that can write the binary (built inside a
 // writable root) cannot change what the next command's helper or inner
 // stage runs, and the server's start does not wait for the copy. With
-// cfg.Helper empty, the program is the helper embedded in this binary
-// (internal/helperbin, a build of `make build`), sealed from its bytes at
+// cfg.Helper empty (Validate leaves it so when the binary carries a
+// stamped helper, internal/helperbin, a build of `make build`), the
+// program is that embedded helper, checked and sealed from its bytes at
 // the first call: each command then starts a program of about 4 MB rather
 // than the whole harness binary (about 40 MB, 280 package initializations:
-// 5 to 9 ms more per command). Errors: *exec.Error with CodeInvalidRequest
-// naming the file (now), CodeStartFailed (from the returned function).
+// 5 to 9 ms more per command); the running executable is opened now all
+// the same, and taken instead when the check fails. Errors: *exec.Error
+// with CodeInvalidRequest naming the file (now), CodeStartFailed (from the
+// returned function).
 func OpenHelper(cfg exec.Config) (func() (*subproc.Program, error), error) {
-	if cfg.Helper == "" {
-		image := helperbin.Program()
-		return sync.OnceValues(func() (*subproc.Program, error) {
-			sealed, err := subproc.SealedProgram("harness's embedded command helper", image)
-			if err != nil {
-				return nil, &exec.Error{Code: exec.CodeStartFailed, Message: "exec: the command helper: " + err.Error()}
-			}
-			return sealed, nil
-		}), nil
+	embedded := cfg.Helper == ""
+	if embedded {
+		self, err := os.Executable()
+		if err != nil {
+			return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: the command helper: " + err.Error()}
+		}
+		cfg.Helper = self
 	}
 	p, err := subproc.OpenProgram(cfg.Helper)
 	if err != nil {
 		return nil, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: the command helper: " + err.Error()}
 	}
 	return sync.OnceValues(func() (*subproc.Program, error) {
-		sealed, err := p.Sealed()
+		var sealed *subproc.Program
+		var err error
+		if image := helperbin.Program(); embedded && image != nil {
+			sealed, err = subproc.SealedProgram("harness's embedded command helper", image)
+		} else {
+			sealed, err = p.Sealed()
+		}
 		if err != nil {
 			return nil, &exec.Error{Code: exec.CodeStartFailed, Message: "exec: the command helper: " + err.Error()}
 		}
@@ -78,9 +85,9 @@ func OpenHelper(cfg exec.Config) (func() (*subproc.Program, error), error) {
 }
 
 // Validate returns cfg with defaults applied: OutputLimit, and Helper as the
-// running executable when the binary embeds no helper (internal/helperbin;
-// with one, Helper stays empty and OpenHelper takes the embedded one).
-// Errors name the field.
+// running executable when the binary carries no stamped helper
+// (internal/helperbin.Present; with one, Helper stays empty and OpenHelper
+// takes the embedded one). Errors name the field.
 func Validate(cfg exec.Config) (exec.Config, error) {
 	if cfg.OutputLimit < 0 {
 		return cfg, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: OutputLimit must be a positive integer"}
@@ -93,7 +100,7 @@ func Validate(cfg exec.Config) (exec.Config, error) {
 			return cfg, &exec.Error{Code: exec.CodeInvalidRequest, Message: "exec: Env entries must be variable names, got " + strconv.Quote(n)}
 		}
 	}
-	if cfg.Helper == "" && helperbin.Program() == nil {
+	if cfg.Helper == "" && !helperbin.Present() {
 		self, err := os.Executable()
 		if err != nil {
 			return cfg, err

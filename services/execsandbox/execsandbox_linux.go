@@ -25,8 +25,9 @@ type Runner struct {
 	cfg    Config
 	run    exec.Config
 	policy *sandboxpolicy.Service
-	// helper is the harness binary, opened once: the helper of the
-	// unconfined and Landlock runs, and bubblewrap's inner stage.
+	// helper is the helper program (the embedded one, or the harness
+	// binary opened once): the helper of the unconfined and Landlock runs,
+	// bubblewrap's inner stage and the network namespace's stages.
 	helper func() (*subproc.Program, error)
 	// bwrap is the bubblewrap isolation's state (nil under
 	// IsolationLandlock).
