@@ -77,6 +77,9 @@ func TestServeRunsTheEmbeddedHelper(t *testing.T) {
 		}
 	}
 	require.NotEmpty(t, stamped, "the binary carries no stamped helper")
+	policy, err := exec.Command(bin, "policy", "--workspace", ws, "--mode", "workspace-write").Output()
+	require.NoError(t, err)
+	assert.Contains(t, string(policy), "\ncommand helper: the command helper this binary embeds (", "harness policy names the embedded helper")
 	for _, b := range sealed {
 		assert.Less(t, int64(len(b)), binInfo.Size()/4, "a sealed program of %d bytes: a copy of the %d-byte binary, not the embedded helper", len(b), binInfo.Size())
 		sum := sha256.Sum256(b)

@@ -84,6 +84,23 @@ func OpenHelper(cfg exec.Config) (func() (*subproc.Program, error), error) {
 	}), nil
 }
 
+// HelperKind says, for `harness policy`, which program OpenHelper runs for
+// cfg (validated): the embedded helper, the running executable, or the
+// path given.
+func HelperKind(cfg exec.Config) string {
+	switch {
+	case cfg.Helper != "":
+		self, _ := os.Executable()
+		if cfg.Helper == self {
+			return "this binary itself, from a sealed in-memory copy (it embeds no command helper: built without make build, each command starts the whole binary, a few milliseconds more)"
+		}
+		return cfg.Helper + " (the configuration's exec helper), from a sealed in-memory copy"
+	case helperbin.Program() != nil:
+		return fmt.Sprintf("the command helper this binary embeds (%.1f MB, its SHA-256 checked), from a sealed in-memory copy", float64(len(helperbin.Program()))/1e6)
+	}
+	return "this binary itself (its embedded command helper is not the one its build stamped, so it is not run), from a sealed in-memory copy"
+}
+
 // Validate returns cfg with defaults applied: OutputLimit, and Helper as the
 // running executable when the binary carries no stamped helper
 // (internal/helperbin.Present; with one, Helper stays empty and OpenHelper

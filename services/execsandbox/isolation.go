@@ -14,6 +14,9 @@ type Isolation struct {
 	Limits string `json:"limits"`
 	// RunAs says which user commands run as under the default policy.
 	RunAs string `json:"runAs"`
+	// Helper says which program each command starts as its helper and
+	// inner stage (execlocal.HelperKind).
+	Helper string `json:"helper"`
 	// NotCovered lists what this isolation does not confine, one line each.
 	NotCovered []string `json:"notCovered"`
 	// NamedSockets says how commands are kept to the named Unix sockets

@@ -12,6 +12,7 @@ import (
 	"github.com/dsh-go/harness/internal/gpgagent"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
+	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -20,7 +21,7 @@ import (
 // bwrap is reported with the remedy.
 func (r *Runner) Isolation() Isolation {
 	l := rlimits(r.cfg)
-	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l)}
+	iso := Isolation{Kind: r.cfg.Isolation, Limits: describeLimits(l), Helper: execlocal.HelperKind(r.run)}
 	if r.proxy != nil {
 		iso.Proxied, iso.AllowDomains = true, r.proxy.Allowed()
 		direct := r.proxy.Direct()

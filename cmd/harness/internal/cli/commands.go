@@ -841,6 +841,9 @@ func writeExec(b *strings.Builder, e *ExecReport) {
 		_, _ = fmt.Fprintf(b, "command's view: protected paths, deny-read masks and sockets of the writable roots %s\n", e.KeptCurrent)
 	}
 	_, _ = fmt.Fprintf(b, "commands run as: %s\n", iso.RunAs)
+	if iso.Helper != "" {
+		_, _ = fmt.Fprintf(b, "command helper: %s\n", iso.Helper)
+	}
 	_, _ = fmt.Fprintf(b, "command limits: %s\n", iso.Limits)
 	if len(e.UnixSocketPaths) > 0 {
 		b.WriteString("named Unix sockets (--unix-socket)")
