@@ -136,6 +136,13 @@ func (c *Call) Standing() *sandbox.ExecutionPolicy {
 			r.Mode = string(p.Mode)
 		}
 	})
+	// A call whose own approver can ask no one (its client declared no
+	// elicitation) is asked nothing else (asker): its denials say so.
+	if u, ok := c.Approver.(sandbox.Unasked); ok && c.g.unattended == nil {
+		if v, none := u.Unasked(); none {
+			p.Unasked = &v
+		}
+	}
 	return &p
 }
 

@@ -26,9 +26,9 @@ func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, 
 	if policy.SessionGrant {
 		msg += "\n" + readGrantLine(policy.Mode)
 	}
-	switch {
-	case g.unattended != nil:
-		msg += "\n" + g.unattended.Hint(g.unattended.ReadRemedy)
+	switch u := g.unattendedFor(&policy); {
+	case u != nil:
+		msg += "\n" + u.Hint(u.ReadRemedy)
 	case policy.Ceiling != "" && policy.Ceiling != sandbox.DangerFullAccess:
 		msg += "\n" + readCeilingHint(policy.Ceiling)
 	case escalates:

@@ -150,11 +150,11 @@ func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.Refus
 	if more > 0 {
 		b.WriteString("\n(and " + strconv.Itoa(more) + " more refusals)")
 	}
-	switch {
-	case g.unattended != nil && g.hosts:
-		b.WriteString("\n" + g.unattended.Hint(g.unattended.HostsRemedy))
-	case g.unattended != nil:
-		b.WriteString("\n" + g.unattended.Hint(g.unattended.Remedy))
+	switch u := g.unattendedFor(&policy); {
+	case u != nil && g.hosts:
+		b.WriteString("\n" + u.Hint(u.HostsRemedy))
+	case u != nil:
+		b.WriteString("\n" + u.Hint(u.Remedy))
 	case g.hosts && policy.Ceiling == sandbox.ReadOnly:
 		b.WriteString("\n" + hostsCeilingHint)
 	case g.hosts:
@@ -209,11 +209,25 @@ func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail str
 	if policy != nil && atCeiling(*policy) {
 		return msg + "\n" + sandbox.CeilingHint(policy.Ceiling)
 	}
-	if g.unattended != nil {
-		return msg + "\n" + g.unattended.Hint(g.unattended.Remedy)
+	if u := g.unattendedFor(policy); u != nil {
+		return msg + "\n" + u.Hint(u.Remedy)
 	}
 	msg += "\n" + sandbox.EscalationHint(g.family.Subject())
 	return msg
+}
+
+// unattendedFor is the sandbox.Unattended whose remedies replace the
+// escalation hints of a call under policy: the composed approver's, else
+// the call's own when it can ask no one (ExecutionPolicy.Unasked); nil when
+// someone can be asked.
+func (g *Guard) unattendedFor(policy *sandbox.ExecutionPolicy) *sandbox.Unattended {
+	if g.unattended != nil {
+		return g.unattended
+	}
+	if policy != nil {
+		return policy.Unasked
+	}
+	return nil
 }
 
 // atCeiling reports whether p's session has a ceiling and p's mode is

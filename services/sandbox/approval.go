@@ -142,6 +142,14 @@ func (Unattended) Approve(context.Context, ApprovalRequest) (Outcome, error) {
 	return Unavailable, nil
 }
 
+// Unasked is implemented by a call's approver that can tell, before it is
+// asked, that no one will answer (an MCP client that declared no
+// elicitation): Unasked then returns what the call's denials say instead
+// of an escalation hint (ExecutionPolicy.Unasked), and true.
+type Unasked interface {
+	Unasked() (Unattended, bool)
+}
+
 // Hint is the line that replaces an escalation hint: "[sandbox: no
 // escalation here: Why; remedy]".
 func (u Unattended) Hint(remedy string) string {

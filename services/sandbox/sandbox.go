@@ -60,7 +60,10 @@ func (m Mode) String() string { return string(m) }
 // user allowed, at an approval, for the rest of the session. Ceiling is the
 // widest mode the session may run under or be granted (an HTTP session's
 // principal's widest mode, issue 26), "" when it has none; Mode never
-// exceeds it.
+// exceeds it. Unasked, when set, says no one can be asked about this call's
+// escalation (its client declared no elicitation, sandbox.Unasked): its
+// denials say what to do instead of offering an escalation whose retry
+// would be refused.
 type ExecutionPolicy struct {
 	Mode          Mode
 	WorkspaceRoot string
@@ -70,6 +73,7 @@ type ExecutionPolicy struct {
 	SessionID     string
 	SessionGrant  bool
 	Ceiling       Mode
+	Unasked       *Unattended
 }
 
 // WritableRoots returns the directories a mutation under p may reach,

@@ -31,7 +31,29 @@ type approver struct {
 	slot     *slot // the call's slot, released while waiting for the user
 }
 
-var _ sandbox.Approver = approver{}
+var (
+	_ sandbox.Approver = approver{}
+	_ sandbox.Unasked  = approver{}
+)
+
+// Unasked reports a call whose client cannot be asked (it declared no
+// elicitation): its denials then say how the user can allow what was
+// refused, rather than offer an escalation whose retry would be refused
+// for want of an approval channel.
+func (a approver) Unasked() (sandbox.Unattended, bool) {
+	if canElicit(a.req, a.newProto) {
+		return sandbox.Unattended{}, false
+	}
+	return clientUnasked, true
+}
+
+// clientUnasked is what a denial says to a client that cannot be asked.
+var clientUnasked = sandbox.Unattended{
+	Why:         "this MCP client cannot ask the user (it declared no elicitation)",
+	Remedy:      "to allow this, the user restarts harness serve with a wider --mode (or uses a client that supports elicitation)",
+	HostsRemedy: "to allow a host, the user restarts harness serve with --allow-domain HOST",
+	ReadRemedy:  "to read it, the user restarts harness serve without the deny-read pattern that covers it (--allow-read drops a default one)",
+}
 
 // Approve asks the calling connection's user about ar.
 func (a approver) Approve(ctx context.Context, ar sandbox.ApprovalRequest) (sandbox.Outcome, error) {
