@@ -15,7 +15,7 @@ import (
 // prompt asks the user for that one credential read); without it, that
 // only a single read can be approved; under a session ceiling narrower
 // than danger-full-access, that no read can be approved (it is refused
-// without asking); under a sandbox.Unattended approver, its ReadRemedy
+// without asking); under a sandbox.Unattended approver or a call that can ask no one (unattendedFor), its ReadRemedy
 // (sandbox.Unattended.Hint). Then text, the call's own output, when there is any.
 func (g *Guard) DeniedRead(policy sandbox.ExecutionPolicy, detail, text string, escalates bool) tool.Result {
 	marker := sandbox.ReadDenialMarker(policy.Mode)

@@ -125,7 +125,7 @@ func (g *Guard) DeniedNetwork(policy sandbox.ExecutionPolicy, detail, text strin
 // allow_hosts may name), with allow_hosts (when the guard declares it; else
 // the escalation hint), or under a session ceiling that allows neither (a
 // read-only one for hosts) the line saying so, or under a
-// sandbox.Unattended approver its HostsRemedy (Remedy when the guard does
+// sandbox.Unattended approver (or a call that can ask no one: unattendedFor) its HostsRemedy (Remedy when the guard does
 // not declare allow_hosts); then text, the command's
 // own output.
 func (g *Guard) DeniedHosts(policy sandbox.ExecutionPolicy, refused []exec.RefusedHost, more int, text string) tool.Result {
@@ -194,7 +194,7 @@ func (g *Guard) denial(mode sandbox.Mode, policy *sandbox.ExecutionPolicy, detai
 // writes is set), detail, the session-grant line and the escalation hint,
 // or, when the policy's mode is already its session's ceiling, the line
 // saying no escalation is available (sandbox.CeilingHint), or, under a
-// sandbox.Unattended approver, its Remedy (sandbox.Unattended.Hint).
+// sandbox.Unattended approver or a call that can ask no one (unattendedFor), its Remedy (sandbox.Unattended.Hint).
 func (g *Guard) lines(marker string, policy *sandbox.ExecutionPolicy, detail string, writes bool) string {
 	msg := marker
 	if writes && policy != nil && policy.Mode == sandbox.WorkspaceWrite && policy.WorkspaceRoot == "" {

@@ -50,7 +50,7 @@ func (a approver) Unasked() (sandbox.Unattended, bool) {
 // clientUnasked is what a denial says to a client that cannot be asked.
 var clientUnasked = sandbox.Unattended{
 	Why:         "this MCP client cannot ask the user (it declared no elicitation)",
-	Remedy:      "to allow this, the user restarts harness serve with a wider --mode (or uses a client that supports elicitation)",
+	Remedy:      "to allow this, the user gives this session a wider mode (harness serve's --mode; over HTTP, the principal's mode), or uses a client that supports elicitation",
 	HostsRemedy: "to allow a host, the user restarts harness serve with --allow-domain HOST",
 	ReadRemedy:  "to read it, the user restarts harness serve without the deny-read pattern that covers it (--allow-read drops a default one)",
 }
