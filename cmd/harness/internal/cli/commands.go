@@ -286,7 +286,7 @@ func call(ctx context.Context, args []string, env Env) (int, error) {
 	fset.Var(&kv, "arg", "one argument as `k=v`, v converted to the type the tool's input schema declares for k:\n"+
 		"        a string takes v as written, an integer, number or boolean parses it, any other key takes v as\n"+
 		"        JSON when it parses, else as a string (repeatable; wins over --args)")
-	approval := fset.String("approval", "", "how to answer an escalation (`deny|prompt`): prompt asks on the terminal, deny refuses; default prompt when stdin is a terminal, else unavailable")
+	approval := fset.String("approval", "", "how to answer an escalation (`deny|prompt`): prompt asks on the terminal, deny refuses; default prompt when stdin is a terminal; otherwise no one is asked and each denial says how to allow it instead")
 	name, cfg, err := fset.splitTool(args)
 	if err != nil {
 		return ExitUsage, err
