@@ -148,7 +148,9 @@ func MountTable() []byte {
 }
 
 // mountTable is MountTable's open /proc/self/mountinfo (fd+1; 0 until it
-// is opened) and its table last read.
+// is opened) and its table last read. A raw descriptor, not an *os.File:
+// the runtime's poller would register the file (mountinfo is pollable) and
+// its own poll would take the change notice MountTable waits for.
 var mountTable struct {
 	sync.Mutex
 	fd    int
