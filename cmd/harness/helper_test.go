@@ -38,14 +38,9 @@ func TestServeRunsTheEmbeddedHelper(t *testing.T) {
 	binInfo, err := os.Stat(bin)
 	require.NoError(t, err)
 	ws := t.TempDir()
-	cmd := exec.Command(bin, "serve", "--log-level", "warn", "--workspace", ws, "--mode", "workspace-write")
-	cmd.Stderr = os.Stderr
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	client := mcp.NewClient(&mcp.Implementation{Name: "e2e", Version: "v0"}, nil)
-	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, nil)
-	require.NoError(t, err)
-	defer func() { _ = cs.Close() }()
+	cs, cmd := serveWithoutElicitation(ctx, t, bin, "", "--workspace", ws, "--mode", "workspace-write")
 	res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: "exec", Arguments: map[string]any{"command": "echo ran > out.txt"}})
 	require.NoError(t, err)
 	require.False(t, res.IsError, text(res))
@@ -85,4 +80,19 @@ func TestServeRunsTheEmbeddedHelper(t *testing.T) {
 		sum := sha256.Sum256(b)
 		assert.Equal(t, stamped, hex.EncodeToString(sum[:]), "the sealed program is not the stamped helper")
 	}
+}
+
+// serveWithoutElicitation starts `bin serve` with args and connects a
+// go-sdk client that declares no elicitation, speaking protocol ("": the
+// newest); the session is closed when the test ends. It returns the
+// session and the server's command (its process, for its descriptors).
+func serveWithoutElicitation(ctx context.Context, t *testing.T, bin, protocol string, args ...string) (*mcp.ClientSession, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(bin, append([]string{"serve", "--log-level", "warn"}, args...)...)
+	cmd.Stderr = os.Stderr
+	client := mcp.NewClient(&mcp.Implementation{Name: "no-elicitation", Version: "v0"}, nil) // no elicitation handler: none declared
+	cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: protocol})
+	require.NoError(t, err)
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs, cmd
 }

@@ -47,14 +47,9 @@ func TestServeDenialsToAClientThatCannotBeAsked(t *testing.T) {
 	}
 	for _, proto := range protocols {
 		t.Run(proto.name, func(t *testing.T) {
-			cmd := exec.Command(bin, "serve", "--log-level", "warn", "--workspace", w.ws, "--mode", "workspace-write", "--temp-root", w.ws)
-			cmd.Stderr = os.Stderr
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			client := mcp.NewClient(&mcp.Implementation{Name: "no-elicitation", Version: "v0"}, nil) // no elicitation handler: none declared
-			cs, err := client.Connect(ctx, &mcp.CommandTransport{Command: cmd}, &mcp.ClientSessionOptions{ProtocolVersion: proto.version})
-			require.NoError(t, err)
-			defer func() { _ = cs.Close() }()
+			cs, _ := serveWithoutElicitation(ctx, t, bin, proto.version, "--workspace", w.ws, "--mode", "workspace-write", "--temp-root", w.ws)
 			for _, c := range cases {
 				t.Run(c.name, func(t *testing.T) {
 					res, err := cs.CallTool(ctx, &mcp.CallToolParams{Name: c.tool, Arguments: c.args})
