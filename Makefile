@@ -52,6 +52,15 @@ lint:
 fmt:
 	$(LINT) fmt ./...
 
+## WITH_HELPER starts a recipe line whose go test compiles the test binaries
+## as make build compiles harness: with the command helper embedded
+## (scripts/helper-flags.sh, the flags in the array helper), so the runner's
+## tests start the small helper a release starts, not a copy of the
+## race-enabled test binary (half the CPU of each command). go test alone
+## works too: its binaries start themselves as the helper.
+WITH_HELPER = hdir="$$(mktemp -d)"; trap 'rm -rf "$$hdir"' EXIT; \
+	hflags="$$(GO='$(GO)' ./scripts/helper-flags.sh "$$hdir")"; mapfile -t helper <<<"$$hflags";
+
 ## check: the fast tier, for every change: go vet, then every package's tests
 ## without the race detector and with -short (the long race loops a tenth as
 ## long), but the command runner's integration suites, which start hundreds
@@ -61,7 +70,7 @@ CHECK_SKIP := /services/execsandbox$$|/services/toolexec$$|/cmd/harness/internal
 check:
 	@echo "check: go vet, then the tests without -race and with -short, but the runner's integration suites (about 2 minutes on 2 cores)" >&2
 	$(GO) vet ./...
-	$(GO) test -short -count=1 $$($(GO) list ./... | grep -Ev '$(CHECK_SKIP)')
+	$(WITH_HELPER) $(GO) test -short -count=1 "$${helper[@]}" $$($(GO) list ./... | grep -Ev '$(CHECK_SKIP)')
 
 ## darwin: build and vet every package for macOS (the platform seam of
 ## docs/architecture.md: there the runner and the file fence refuse).
@@ -84,7 +93,7 @@ test: need-bwrap lint darwin
 	@echo "test: go vet (under a minute)" >&2
 	$(GO) vet ./...
 	@echo "test: the race-enabled test suite (builds with cgo: needs gcc; about a minute to compile on 2 cores before the first package reports, several minutes in all)" >&2
-	$(GO) test -race -vet=off -count=1 -timeout 30m -p $(TEST_JOBS) $(TEST_FIRST) ./...
+	$(WITH_HELPER) $(GO) test -race -vet=off -count=1 -timeout 30m -p $(TEST_JOBS) "$${helper[@]}" $(TEST_FIRST) ./...
 
 ## test-unprivileged: (root only) the runner's, the fence's and the file tools'
 ## tests again, race-enabled and uncached, as an ordinary user (created when

@@ -7,7 +7,8 @@
 # copies the working tree (tracked and untracked files that are not ignored,
 # without .git) into that user's home, so the checkout itself is left
 # untouched. Root compiles the packages' race-enabled test binaries (`go test
-# -race -c`) and the harness binary cmd/harness's tests serve
+# -race -c`, with the command helper embedded, as make test compiles them)
+# and the harness binary cmd/harness's tests serve
 # (HARNESS_TEST_BINARY) from its own build cache, which make test has just
 # filled, so this pass compiles nothing twice and nothing runs the go
 # command as the user. The user runs each binary in its package's directory
@@ -183,7 +184,12 @@ logs="$scratch/log"
 install -d -m 0755 "$bins" "$logs"
 say "compiling the race-enabled test binaries (go test -race -c, root's build cache)"
 start=$SECONDS
-"$gobin" test -race -c -o "$bins/" "${pkgs[@]}"
+# With the command helper embedded, as make test compiles them
+# (scripts/helper-flags.sh): their commands start the helper a release
+# starts.
+hflags="$(GO="$gobin" ./scripts/helper-flags.sh "$scratch/helper")"
+mapfile -t hflags <<<"$hflags"
+"$gobin" test -race -c "${hflags[@]}" -o "$bins/" "${pkgs[@]}"
 # The harness binary cmd/harness's tests serve (they would build it as the
 # user, in a build cache of the user's own: the whole module again), with
 # its command helper embedded, as make build makes it.

@@ -74,6 +74,7 @@ func OpenHelper(cfg exec.Config) (func() (*subproc.Program, error), error) {
 		var err error
 		if image := helperbin.Program(); embedded && image != nil {
 			sealed, err = subproc.SealedProgram("harness's embedded command helper", image)
+			helperbin.Release()
 		} else {
 			sealed, err = p.Sealed()
 		}

@@ -236,6 +236,7 @@ func TestAttack2GitShapes(t *testing.T) {
 // by a command, a process it leaves behind, or a second server; nothing of
 // the reservation is left on disk.
 func TestAttack2Reserved(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, nil)
@@ -732,6 +733,7 @@ print("threads", n); ev.set()`
 // TestAttack2Lifetime (6): a command's tree ends with the call, whatever it
 // closes, writes or ignores.
 func TestAttack2Lifetime(t *testing.T) {
+	longTest(t)
 	o := primaryOwner()
 	w := newWorld(t, o, exec.Config{}, nil)
 	t.Run("closes stdout and stderr and keeps running", func(t *testing.T) {
@@ -790,6 +792,7 @@ func TestAttack2Lifetime(t *testing.T) {
 // TestAttack2Search (7): the protected-path search on trees built to hurt
 // it.
 func TestAttack2Search(t *testing.T) {
+	longTest(t)
 	o := primaryOwner()
 	// 200,000 directories under HARNESS_SOAK=1 (make soak), 20,000 in
 	// make test: the same shape (a .git in the last directory made), a

@@ -403,6 +403,7 @@ func TestAttackWorkdirInGit(t *testing.T) {
 // inside the workspace) is opened once; a command that renames or writes
 // another program over it changes nothing about what the next command runs.
 func TestAttackHelperReplaced(t *testing.T) {
+	longTest(t)
 	self, err := os.Executable()
 	require.NoError(t, err)
 	bin, err := os.ReadFile(self)
@@ -465,6 +466,7 @@ for i in range(2000000):
 // TestAttackProtectedSearch (9): the search for protected paths can be
 // neither outrun, nor hung, nor turned against the workspace.
 func TestAttackProtectedSearch(t *testing.T) {
+	longTest(t)
 	o := primaryOwner()
 	t.Run("50,000 entries in -- before .git", func(t *testing.T) {
 		w := newWorld(t, o, exec.Config{}, func(f fixture) {
@@ -624,6 +626,7 @@ func testSwappedGit(t *testing.T, o owner) {
 // TestAttackLifetime (10): nothing a command starts outlives its call, and
 // the server is out of its reach.
 func TestAttackLifetime(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, nil)
@@ -789,6 +792,7 @@ c.sendall(b"ping"); print("LOOPBACK", a.recv(4).decode())
 // one by a command, alone or with others running beside it, and the mount
 // point the sandbox made for the reservation is gone after the call.
 func TestAttackReservedGit(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, func(f fixture) { writeTree(t, f.ws, map[string]string{"d/config": "x\n"}) })

@@ -22,6 +22,14 @@ import (
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
+// longTest marks t as one of the package's long tests, which run beside
+// each other (t.Parallel) once the others have ended: they mostly wait for
+// commands, timeouts and sleeps, or loop for a fixed time, so side by side
+// the package takes minutes less (issue 37). A long test changes nothing
+// process-wide (no t.Setenv) and finds its own processes by a marker of
+// its own.
+func longTest(t *testing.T) { t.Parallel() }
+
 func TestMain(m *testing.M) {
 	if subproc.IsHelper(os.Args) {
 		os.Exit(subproc.Main())

@@ -29,6 +29,7 @@ import (
 // over to the repository above. Either way the command still cannot make
 // a `.git`, and the host's listing shows nothing after it.
 func TestGoModuleWithoutGitBuilds(t *testing.T) {
+	longTest(t)
 	goBin, err := osexec.LookPath("go")
 	if err != nil {
 		t.Skip("no go command on PATH")

@@ -211,6 +211,7 @@ func readFile(t *testing.T, path string) string {
 // workspace's `.git/config` again and again, every command starts and exits
 // 0, and a command never writes `.git/config`.
 func TestHostRewritesGitConfig(t *testing.T) {
+	longTest(t)
 	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
 	n := hostCommands()
 	c := churnConfig(t, w)
@@ -278,6 +279,7 @@ func repository(dir string, uid int, config bool) error {
 // neither `.git/config` nor the config of a repository that stays in the
 // temp root.
 func TestHostChurnsRepositories(t *testing.T) {
+	longTest(t)
 	w, tmp := tempRootWorld(t)
 	stable := filepath.Join(tmp, "stable")
 	require.NoError(t, repository(stable, w.uid, true))

@@ -94,6 +94,7 @@ func eventually(cond func() bool) bool {
 // command of it is refused; the runner's Close lets the rest go. A call with
 // no session, and --network allow, are as before.
 func TestSessionNetwork(t *testing.T) {
+	longTest(t)
 	pl := fixtures.Perl(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {

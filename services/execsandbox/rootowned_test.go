@@ -117,6 +117,7 @@ print('int80', ctypes.CFUNCTYPE(ctypes.c_int)(m)())
 // the command has ended the root is as it was on disk. A file the command
 // made in it stays.
 func TestCommandsKeepWritableRootsAsTheyWere(t *testing.T) {
+	longTest(t)
 	cases := []struct{ name, command string }{
 		{"chmod 0700", "chmod 0700 ROOT"},
 		{"the sticky bit dropped", "chmod -t ROOT"},

@@ -81,6 +81,7 @@ func protectedBytes(ws string) map[string]string {
 // attempt to change what makes git run code, or where it looks, leaves the
 // disk as it was; the hook the repository had runs only as itself.
 func TestVCSCommitGit(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := gitRepoWorld(t, o, sandbox.VCSCommit)

@@ -1,0 +1,6 @@
+//go:build !linux
+
+package helperbin
+
+// Release does nothing: the embedded helper runs on Linux alone.
+func Release() {}
