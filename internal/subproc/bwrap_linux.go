@@ -711,6 +711,17 @@ func ReleaseAll(rs ...*Reservation) {
 	}
 }
 
+// Current reports whether r's placeholder is still the entry at r.Path:
+// the same file, not removed (by whoever could: the directory's owner, a
+// process outside) nor put in another place by a rename of a directory
+// above it. A holder that keeps a reservation beyond one command asks
+// before each.
+func (r *Reservation) Current() bool {
+	var held, at unix.Stat_t
+	return unix.Fstat(r.fd, &held) == nil && held.Nlink > 0 &&
+		unix.Lstat(r.Path, &at) == nil && at.Ino == held.Ino && at.Dev == held.Dev
+}
+
 // releaseTries is how many times in all ReleaseAll tries the exclusive
 // locks of the placeholders still held, 1, 2, 4 and 8 ms apart.
 const releaseTries = 5

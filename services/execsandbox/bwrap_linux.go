@@ -46,6 +46,8 @@ type bwrapIsolation struct {
 	masker *masker
 	// nets are the sessions' network namespaces under network deny.
 	nets *sessionNets
+	// kept are the reservations held until Close (a `commondir`).
+	kept keptReservations
 }
 
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
@@ -255,7 +257,8 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
-		if held, err = reserveMembers(found, held); err != nil {
+		var kept []*subproc.Reservation
+		if held, kept, err = reserveMembers(found, held, &b.kept); err != nil {
 			if _, ok := errors.AsType[*changedError](err); ok {
 				return nil, nil, nil, err
 			}
@@ -266,7 +269,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
 		holder := holders(found, reservable(policy, hostRun))
-		for _, h := range held {
+		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
@@ -535,13 +538,22 @@ func holders(found []sandboxpolicy.ProtectedEntry, reservable []string) map[stri
 
 // reserveMembers reserves each missing read-only member of a split git
 // directory among found, and each found entry that is another command's
-// placeholder, appending to held. Errors: a reservation that failed; a
-// member found missing that is there now, neither reserved nor protected
-// (*changedError: search again).
-func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+// placeholder, appending to held; a placeholder with content (a
+// `commondir`) is kept by the runner instead (keptReservations), and
+// returned in keptHere with those it already kept. Errors: a reservation
+// that failed; a member found missing that is there now, neither reserved
+// nor protected (*changedError: search again).
+func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reservation, kept *keptReservations) (_, keptHere []*subproc.Reservation, _ error) {
 	for _, e := range found {
 		if e.Split || slices.ContainsFunc(held, func(h *subproc.Reservation) bool { return h.Path == e.Path }) {
 			continue
+		}
+		keep := !e.Dir && e.Placeholder != ""
+		if keep && kept.holding(e.Path) {
+			if r := kept.reservation(e.Path); r != nil {
+				keptHere = append(keptHere, r)
+				continue
+			}
 		}
 		var h *subproc.Reservation
 		var err error
@@ -551,15 +563,20 @@ func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reserv
 			h, err = subproc.ReserveFile(e.Path, e.Placeholder)
 		}
 		if err != nil {
-			return held, err
+			return held, keptHere, err
 		}
-		if h != nil {
+		switch {
+		case h != nil && keep && kept.keep(h):
+			keptHere = append(keptHere, h)
+		case h != nil:
 			held = append(held, h)
-		} else if _, err := os.Lstat(e.Path); e.Missing && err == nil {
-			return held, &changedError{fmt.Sprintf("the protected path %s was made after the search found it missing", e.Path)}
+		default:
+			if _, err := os.Lstat(e.Path); e.Missing && err == nil {
+				return held, keptHere, &changedError{fmt.Sprintf("the protected path %s was made after the search found it missing", e.Path)}
+			}
 		}
 	}
-	return held, nil
+	return held, keptHere, nil
 }
 
 // changedError says a path of a command's view changed between the search

@@ -323,7 +323,8 @@ func (r *Runner) Warm(ctx context.Context) {
 
 // Close releases what the runner made for its commands (the parent cgroup
 // of their groups, where cgroups carry the caps; the sessions' network
-// namespaces, which no later command joins: it is refused). Commands still
+// namespaces, which no later command joins: it is refused; the git
+// directories' `commondir` placeholders it kept, keptReservations). Commands still
 // running keep running under their own caps and in their namespace; call
 // it after the last one.
 func (r *Runner) Close() error {
@@ -331,6 +332,7 @@ func (r *Runner) Close() error {
 		return nil
 	}
 	r.bwrap.nets.close()
+	r.bwrap.kept.close()
 	var err error
 	if r.proxy != nil {
 		err = r.proxy.Close()

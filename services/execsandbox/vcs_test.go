@@ -13,6 +13,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
@@ -140,8 +141,14 @@ func TestVCSCommitGit(t *testing.T) {
 				})
 			}
 			assert.NotContains(t, repoGit(t, w.ws, "config", "--list"), "fsmonitor")
-			// Nothing of the reservations is left behind, and git still
-			// works on the host.
+			// The git directory's commondir placeholder (".": the git
+			// directory itself) stays while the runner lives.
+			kept, err := os.ReadFile(filepath.Join(w.ws, ".git/commondir"))
+			require.NoError(t, err)
+			assert.Equal(t, ".\n", string(kept))
+			require.NoError(t, w.r.Close())
+			// Nothing of the reservations is left behind once it closed,
+			// and git still works on the host.
 			for _, n := range []string{".git/config.worktree", ".git/info/attributes", ".git/objects/info/alternates", ".git/commondir", ".mcp.json", ".vscode"} {
 				_, err := os.Lstat(filepath.Join(w.ws, n))
 				assert.ErrorIs(t, err, fs.ErrNotExist, n)
@@ -423,4 +430,41 @@ func TestGitRunStateDisarmedLandlock(t *testing.T) {
 	b, err := os.ReadFile(todo)
 	require.NoError(t, err)
 	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b))
+}
+
+// TestCommondirKeptAcrossCommands: a repository's missing `commondir` is
+// reserved by one placeholder (a 0444 file holding ".") that the runner
+// keeps from its first command until it closes, so a host's git, which
+// reads the file where it found it, never sees it vanish between commands
+// ("failed to read .git/commondir", TestHostRewritesGitConfig); one the
+// host removes is made again by the next command, which still cannot
+// write it; Close removes it.
+func TestCommondirKeptAcrossCommands(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	path := filepath.Join(w.ws, ".git", "commondir")
+	placeholder := func() uint64 {
+		t.Helper()
+		var st unix.Stat_t
+		require.NoError(t, unix.Lstat(path, &st), "no placeholder at .git/commondir")
+		assert.Equal(t, uint32(unix.S_IFREG|0o444), st.Mode)
+		b, err := os.ReadFile(path)
+		require.NoError(t, err)
+		assert.Equal(t, ".\n", string(b))
+		return st.Ino
+	}
+	require.Equal(t, 0, w.run(t, sandbox.WorkspaceWrite, "true").ExitCode)
+	first := placeholder()
+	assert.Equal(t, filepath.Join(w.ws, ".git"), repoGit(t, w.ws, "rev-parse", "--path-format=absolute", "--git-common-dir"), "the host's git beside the placeholder")
+	require.Equal(t, 0, w.run(t, sandbox.WorkspaceWrite, "true").ExitCode)
+	assert.Equal(t, first, placeholder(), "the placeholder was made again, not kept")
+
+	require.NoError(t, os.Remove(path))
+	res := w.run(t, sandbox.WorkspaceWrite, "echo ../evil > .git/commondir")
+	assert.NotEqual(t, 0, res.ExitCode, "a command wrote .git/commondir: stdout %q stderr %q", res.Stdout.Text, res.Stderr.Text)
+	placeholder() // made again
+
+	require.NoError(t, w.r.Close())
+	_, err := os.Lstat(path)
+	assert.ErrorIs(t, err, fs.ErrNotExist, "the kept placeholder outlived the runner")
+	assert.Equal(t, "first", repoGit(t, w.ws, "log", "--format=%s"))
 }
