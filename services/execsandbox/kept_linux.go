@@ -40,20 +40,35 @@ func (k *keptReservations) holding(path string) bool {
 	return false
 }
 
+// maxKept bounds the reservations a runner keeps (a descriptor each):
+// past it, a workspace of that many repositories has the further ones'
+// placeholders made and removed with each command, as before.
+const maxKept = 256
+
 // keep takes r over when path holds no current reservation of the runner,
 // and reports whether it did; when it did not (another command's view kept
-// one meanwhile), r is the caller's, to release with the command's own.
+// one meanwhile, or maxKept are kept), r is the caller's, to release with
+// the command's own. Kept reservations no longer current (their repository
+// removed) are released first.
 func (k *keptReservations) keep(r *subproc.Reservation) bool {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	if old, ok := k.by[r.Path]; ok && old.Current() {
 		return false
 	}
+	var gone []*subproc.Reservation
+	for p, old := range k.by {
+		if !old.Current() {
+			gone = append(gone, old)
+			delete(k.by, p)
+		}
+	}
+	subproc.ReleaseAll(gone...)
+	if len(k.by) >= maxKept {
+		return false
+	}
 	if k.by == nil {
 		k.by = map[string]*subproc.Reservation{}
-	}
-	if old, ok := k.by[r.Path]; ok {
-		subproc.ReleaseAll(old)
 	}
 	k.by[r.Path] = r
 	return true
