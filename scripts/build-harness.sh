@@ -14,7 +14,8 @@
 #
 # Usage: scripts/build-harness.sh [OUT]
 # Env:   GO       the go command (default go)
-#        LDFLAGS  more linker flags for harness (e.g. "-s -w"); GOFLAGS
+#        HARNESS_LDFLAGS  more Go linker flags for harness (e.g. "-s -w";
+#                 not LDFLAGS, which C toolchains set for their linker); GOFLAGS
 #                 applies to both builds, but its -tags and -ldflags are
 #                 replaced by this script's for harness
 set -euo pipefail
@@ -28,7 +29,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
-flags="$(GO="$go" LDFLAGS="${LDFLAGS:-}" ./scripts/helper-flags.sh "$work")"
+flags="$(GO="$go" ./scripts/helper-flags.sh "$work")"
 mapfile -t flags <<<"$flags"
 mkdir -p "$(dirname "$out")"
 "$go" build "${flags[@]}" -o "$out" ./cmd/harness

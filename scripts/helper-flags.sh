@@ -13,7 +13,8 @@
 # Usage: scripts/helper-flags.sh DIR   (DIR is made when missing; read
 #        the flags one per line, e.g. mapfile -t, as the Makefile does)
 # Env:   GO       the go command (default go)
-#        LDFLAGS  more linker flags, added to the printed -ldflags
+#        HARNESS_LDFLAGS  more Go linker flags, added to the printed -ldflags
+#                 (not LDFLAGS, which C toolchains set for their linker)
 set -euo pipefail
 
 if [ $# -ne 1 ]; then
@@ -45,4 +46,4 @@ helper="${helper//\"/\\\"}"
 printf '{"Replace":{"internal/helperbin/helper.bin":"%s"}}\n' "$helper" >"$dir/overlay.json"
 echo "-tags=harness_helper"
 echo "-overlay=$dir/overlay.json"
-echo "-ldflags=${LDFLAGS:-} -X=github.com/dsh-go/harness/internal/helperbin.sum=$sum"
+echo "-ldflags=${HARNESS_LDFLAGS:-} -X=github.com/dsh-go/harness/internal/helperbin.sum=$sum"

@@ -733,7 +733,6 @@ print("threads", n); ev.set()`
 // TestAttack2Lifetime (6): a command's tree ends with the call, whatever it
 // closes, writes or ignores.
 func TestAttack2Lifetime(t *testing.T) {
-	longTest(t)
 	o := primaryOwner()
 	w := newWorld(t, o, exec.Config{}, nil)
 	t.Run("closes stdout and stderr and keeps running", func(t *testing.T) {

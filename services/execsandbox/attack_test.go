@@ -466,7 +466,6 @@ for i in range(2000000):
 // TestAttackProtectedSearch (9): the search for protected paths can be
 // neither outrun, nor hung, nor turned against the workspace.
 func TestAttackProtectedSearch(t *testing.T) {
-	longTest(t)
 	o := primaryOwner()
 	t.Run("50,000 entries in -- before .git", func(t *testing.T) {
 		w := newWorld(t, o, exec.Config{}, func(f fixture) {
