@@ -207,12 +207,16 @@ func (c *gitStateCheck) disarm(ctx context.Context) (out []exec.DisarmedState) {
 		out = append(out, exec.DisarmedState{Action: fmt.Sprintf(
 			"the search for git directories after the command did not finish (%v): only those found before it were checked", err)})
 	}
+	var made []string
 	for _, d := range gitDirsOf(found) {
 		if !slices.Contains(dirs, d) {
 			dirs = append(dirs, d)
-			// A git directory the command made (newrepo_linux.go).
-			out = append(out, disarmNewRepo(ctx, d)...)
+			made = append(made, d)
 		}
+	}
+	for _, d := range made {
+		// A git directory the command made (newrepo_linux.go).
+		out = append(out, disarmNewRepo(ctx, d, dirs)...)
 	}
 	after := listGitStates(dirs)
 	if after.short {

@@ -29,15 +29,64 @@ import (
 // are protected like any repository's.
 
 // disarmNewRepo disarms the git directory dir, made while the command ran,
-// and reports what it did.
-func disarmNewRepo(ctx context.Context, dir string) []exec.DisarmedState {
+// and reports what it did; gitDirs are every git directory known after the
+// command (those found before it, and those found since, each disarmed).
+func disarmNewRepo(ctx context.Context, dir string, gitDirs []string) []exec.DisarmedState {
 	var out []exec.DisarmedState
+	if d, ok := disarmCommondir(filepath.Join(dir, "commondir"), gitDirs); ok {
+		out = append(out, d)
+	}
 	for _, name := range []string{"config", "config.worktree"} {
 		if d, ok := disarmConfig(ctx, filepath.Join(dir, name)); ok {
 			out = append(out, d)
 		}
 	}
 	return append(out, disarmHooks(filepath.Join(dir, "hooks"))...)
+}
+
+// disarmCommondir removes the commondir file p of a git directory the
+// command made unless it names one of gitDirs. git takes the config and
+// hooks of the directory it names, so one naming a directory the command
+// filled but not shaped like a repository (no HEAD: git does not need one
+// there), which no search takes for a git directory and nothing disarms,
+// ran its core.fsmonitor as soon as the user's git entered the new
+// repository. A linked worktree's (`git worktree add`, of a repository that
+// was there or that the command made) names a known one and stays.
+func disarmCommondir(p string, gitDirs []string) (exec.DisarmedState, bool) {
+	d := exec.DisarmedState{Path: p, Runs: "where git takes the configuration and hooks from"}
+	var st unix.Stat_t
+	if err := unix.Lstat(p, &st); err != nil {
+		return d, false
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		d.Found = "a symlink or special file where git reads its common directory"
+		d.Action = removeNoFollow(p)
+		return d, true
+	}
+	content, err := readNoFollow(p)
+	if err != nil {
+		d.Found = "a file that could not be checked (" + err.Error() + ")"
+		d.Action = removeNoFollow(p)
+		return d, true
+	}
+	named := strings.TrimRight(string(content), "\r\n")
+	target := named
+	if !filepath.IsAbs(target) {
+		target = filepath.Join(filepath.Dir(p), target)
+	}
+	if real, err := filepath.EvalSymlinks(target); err == nil {
+		for _, g := range gitDirs {
+			if rg, err := filepath.EvalSymlinks(g); err == nil && rg == real {
+				return d, false
+			}
+		}
+	}
+	d.Found = fmt.Sprintf("a common directory %q that is no git directory found in the writable roots", named)
+	if len(d.Found) > 200 {
+		d.Found = d.Found[:200]
+	}
+	d.Action = removeNoFollow(p)
+	return d, true
 }
 
 // disarmConfig removes from the config file p the keys that run a program.

@@ -123,3 +123,44 @@ chmod 600 noexec`)
 		})
 	}
 }
+
+// TestNewRepositoryCommondirDisarmed (review): a repository a command makes
+// whose commondir names a directory the command filled with a config that
+// runs a program, but shaped like no repository (no HEAD), loses that
+// commondir when the command ends, so the host's git entering it runs
+// nothing; a linked worktree the command added to a repository it made
+// keeps its commondir and works on the host.
+func TestNewRepositoryCommondirDisarmed(t *testing.T) {
+	if _, err := osexec.LookPath("git"); err != nil {
+		t.Skip("git is not installed")
+	}
+	w := newWorld(t, primaryOwner(), exec.Config{}, nil)
+	pwned := filepath.Join(w.outside, "PWNED")
+	require.NoError(t, os.Chmod(w.outside, 0o777))
+	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+`set -e
+git init -q n
+mkdir -p evil/objects evil/refs
+printf '[core]\n\tfsmonitor = "touch `+pwned+`; false"\n' > evil/config
+printf '../../evil\n' > n/.git/commondir
+git init -q -b main r
+git -C r commit -q --allow-empty -m first
+git -C r worktree add -q ../r-wt`)
+	require.Zero(t, res.ExitCode, res.Stderr.Text)
+	require.NotNil(t, res.Confinement)
+	var disarmed []string
+	for _, d := range res.Confinement.Disarmed {
+		disarmed = append(disarmed, strings.TrimPrefix(d.Path, w.ws+"/")+": "+d.Action)
+	}
+	assert.Contains(t, disarmed, "n/.git/commondir: removed")
+	assert.NoFileExists(t, filepath.Join(w.ws, "n", ".git", "commondir"))
+	assert.FileExists(t, filepath.Join(w.ws, "r", ".git", "worktrees", "r-wt", "commondir"), "a linked worktree's commondir was removed")
+
+	host := func(dir string, args ...string) error {
+		cmd := osexec.Command("git", append([]string{"-c", "safe.directory=*", "-C", filepath.Join(w.ws, dir)}, args...)...)
+		cmd.Env = []string{"HOME=" + w.outside, "PATH=/usr/bin:/bin", "GIT_CONFIG_NOSYSTEM=1"}
+		return cmd.Run()
+	}
+	_ = host("n", "status")
+	assert.NoFileExists(t, pwned, "the host's git ran the command's core.fsmonitor")
+	assert.NoError(t, host("r-wt", "status"), "the linked worktree no longer works on the host")
+}
