@@ -74,9 +74,9 @@ func disarmCommondir(p string, gitDirs []string) (exec.DisarmedState, bool) {
 	if !filepath.IsAbs(target) {
 		target = filepath.Join(filepath.Dir(p), target)
 	}
-	if real, err := filepath.EvalSymlinks(target); err == nil {
+	if resolved, err := filepath.EvalSymlinks(target); err == nil {
 		for _, g := range gitDirs {
-			if rg, err := filepath.EvalSymlinks(g); err == nil && rg == real {
+			if rg, err := filepath.EvalSymlinks(g); err == nil && rg == resolved {
 				return d, false
 			}
 		}
