@@ -640,9 +640,22 @@ func TestAttackLifetime(t *testing.T) {
 				marker := "1000." + uniqueMarker()
 				ctx, cancel := context.WithCancel(t.Context())
 				defer cancel()
-				timer := time.AfterFunc(2*time.Second, cancel)
-				defer timer.Stop()
-				res, err := w.try(ctx, sandbox.WorkspaceWrite, "while :; do (sleep "+marker+" &) ; done", time.Minute)
+				// Cancelled once the loop runs, however long the start
+				// took (under load, more than a fixed delay).
+				started := filepath.Join(w.ws, "started."+marker)
+				go func() {
+					tick := time.NewTicker(20 * time.Millisecond)
+					defer tick.Stop()
+					for ctx.Err() == nil {
+						if _, err := os.Lstat(started); err == nil {
+							time.Sleep(500 * time.Millisecond)
+							cancel()
+							return
+						}
+						<-tick.C
+					}
+				}()
+				res, err := w.try(ctx, sandbox.WorkspaceWrite, "touch "+started+"; while :; do (sleep "+marker+" &) ; done", time.Minute)
 				require.NoError(t, err)
 				assert.True(t, res.Cancelled)
 				assert.Empty(t, liveProcesses(marker), "processes outlived the call")
