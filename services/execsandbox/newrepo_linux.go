@@ -54,20 +54,9 @@ func disarmNewRepo(ctx context.Context, dir string, gitDirs []string) []exec.Dis
 // was there or that the command made) names a known one and stays.
 func disarmCommondir(p string, gitDirs []string) (exec.DisarmedState, bool) {
 	d := exec.DisarmedState{Path: p, Runs: "where git takes the configuration and hooks from"}
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
-		return d, false
-	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		d.Found = "a symlink or special file where git reads its common directory"
-		d.Action = removeNoFollow(p)
-		return d, true
-	}
-	content, err := readNoFollow(p)
-	if err != nil {
-		d.Found = "a file that could not be checked (" + err.Error() + ")"
-		d.Action = removeNoFollow(p)
-		return d, true
+	content, present, done := readToDisarm(p, "its common directory", &d)
+	if !present || done {
+		return d, present
 	}
 	named := strings.TrimRight(string(content), "\r\n")
 	target := named
@@ -89,23 +78,35 @@ func disarmCommondir(p string, gitDirs []string) (exec.DisarmedState, bool) {
 	return d, true
 }
 
-// disarmConfig removes from the config file p the keys that run a program.
-func disarmConfig(ctx context.Context, p string) (exec.DisarmedState, bool) {
-	d := exec.DisarmedState{Path: p, Runs: "configuration keys that run a program"}
+// readToDisarm reads the file p of a git directory the command made, where
+// git reads what, for the disarming d: present is false when there is none;
+// a symlink or special file there, or one that cannot be read, is removed
+// and d says so (done).
+func readToDisarm(p, what string, d *exec.DisarmedState) (content []byte, present, done bool) {
 	var st unix.Stat_t
 	if err := unix.Lstat(p, &st); err != nil {
-		return d, false
+		return nil, false, false
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		d.Found = "a symlink or special file where git reads its configuration"
+		d.Found = "a symlink or special file where git reads " + what
 		d.Action = removeNoFollow(p)
-		return d, true
+		return nil, true, true
 	}
 	content, err := readNoFollow(p)
 	if err != nil {
 		d.Found = "a file that could not be checked (" + err.Error() + ")"
 		d.Action = removeNoFollow(p)
-		return d, true
+		return nil, true, true
+	}
+	return content, true, false
+}
+
+// disarmConfig removes from the config file p the keys that run a program.
+func disarmConfig(ctx context.Context, p string) (exec.DisarmedState, bool) {
+	d := exec.DisarmedState{Path: p, Runs: "configuration keys that run a program"}
+	content, present, done := readToDisarm(p, "its configuration", &d)
+	if !present || done {
+		return d, present
 	}
 	entries, err := gitConfigEntries(ctx, content)
 	if err != nil {
