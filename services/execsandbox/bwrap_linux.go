@@ -549,8 +549,8 @@ func reserveMembers(found []sandboxpolicy.ProtectedEntry, held []*subproc.Reserv
 			continue
 		}
 		keep := !e.Dir && e.Placeholder != ""
-		if keep && kept.holding(e.Path) {
-			if r := kept.reservation(e.Path); r != nil {
+		if keep {
+			if r := kept.holding(e.Path); r != nil {
 				keptHere = append(keptHere, r)
 				continue
 			}

@@ -29,14 +29,14 @@ func TestKeptReservations(t *testing.T) {
 	var k keptReservations
 	a := reserve("a")
 	require.True(t, k.keep(a))
-	assert.True(t, k.holding(a.Path))
+	assert.Same(t, a, k.holding(a.Path))
 	dup := reserve("a") // a second command's hold of the same placeholder
 	assert.False(t, k.keep(dup), "kept twice")
 	subproc.ReleaseAll(dup)
 	assert.FileExists(t, a.Path, "removed while kept")
 
 	require.NoError(t, os.Remove(a.Path)) // the repository's owner removed it
-	assert.False(t, k.holding(a.Path))
+	assert.Nil(t, k.holding(a.Path))
 	b := reserve("a")
 	require.True(t, k.keep(b))
 

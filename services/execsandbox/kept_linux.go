@@ -21,23 +21,24 @@ type keptReservations struct {
 	by map[string]*subproc.Reservation
 }
 
-// holding reports whether path's kept reservation is still its entry
-// (subproc.Reservation.Current); one that is not (its directory removed
-// and made again, the placeholder removed by the directory's owner) is
-// released and forgotten, and path is reserved again by the caller.
-func (k *keptReservations) holding(path string) bool {
+// holding returns path's kept reservation when it is still its entry
+// (subproc.Reservation.Current), nil otherwise; one that is not (its
+// directory removed and made again, the placeholder removed by the
+// directory's owner) is released and forgotten, and path is reserved again
+// by the caller.
+func (k *keptReservations) holding(path string) *subproc.Reservation {
 	k.mu.Lock()
 	defer k.mu.Unlock()
 	r, ok := k.by[path]
 	if !ok {
-		return false
+		return nil
 	}
 	if r.Current() {
-		return true
+		return r
 	}
 	delete(k.by, path)
 	subproc.ReleaseAll(r)
-	return false
+	return nil
 }
 
 // maxKept bounds the reservations a runner keeps (a descriptor each):
@@ -72,13 +73,6 @@ func (k *keptReservations) keep(r *subproc.Reservation) bool {
 	}
 	k.by[r.Path] = r
 	return true
-}
-
-// reservation returns path's kept reservation, nil when none.
-func (k *keptReservations) reservation(path string) *subproc.Reservation {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	return k.by[path]
 }
 
 // close releases every kept reservation (each placeholder no other command
