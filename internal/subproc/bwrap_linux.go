@@ -782,10 +782,13 @@ func emptyDir(fd int) bool { return onlyEntries(fd, nil) }
 // confirmed within killGrace.
 //
 // A socket listed for masking (Confinement.MaskedSockets) can be removed
-// by its server in the instant before bubblewrap binds over it, which then
-// cannot make the mount point and starts nothing: a gone socket needs no
-// mask, so the command is tried again without the sockets that are gone,
-// at most socketRetries more times.
+// by its server in the instant before bubblewrap binds over it. In a
+// read-only part of the view bubblewrap then cannot make the mount point
+// and starts nothing: a gone socket needs no mask, so the command is tried
+// again without the sockets that are gone, at most socketRetries more
+// times. In a writable one it makes the mount point in the host's
+// directory, which is removed again once the view is made
+// (strayMountPoints), as are those of deny-read paths removed meanwhile.
 //
 // A path of the view that is not what the caller found (see
 // Status.Changed: the stage's check of a protected, reserved, pinned or
@@ -945,6 +948,14 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 		},
 		WaitDelay: killGrace,
 	}
+	uid := uint32(os.Geteuid())
+	if b.Credential != nil {
+		uid = b.Credential.Uid
+	}
+	strays := recordMountPoints(spec.Confine, uid)
+	// Once bubblewrap has made the view (the stage reports) or has given
+	// up: after the sandbox is gone at the latest.
+	defer strays.clear()
 	started := time.Now()
 	if err := startBwrap(cmd, b, args, term, masks); err != nil {
 		return Status{}, 0, err
@@ -966,6 +977,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	status := make(chan statusRead, 1)
 	go func() {
 		status <- readStatus(p.statusR, func(first []byte) {
+			strays.clear()
 			if st, _, ok := lastStatus(bytes.NewReader(first)); ok && st.Started && out.started != nil {
 				out.started()
 			}
