@@ -96,7 +96,7 @@ test: need-bwrap lint darwin
 	$(WITH_HELPER) $(GO) test -race -vet=off -count=1 -timeout 30m -p $(TEST_JOBS) "$${helper[@]}" $(TEST_FIRST) ./...
 
 ## test-unprivileged: (root only) the runner's, the fence's and the file tools'
-## tests again, race-enabled and uncached, as an ordinary user (created when
+## tests again, uncached and without the race detector, as an ordinary user (created when
 ## missing, default harness-ci) on a copy of the working tree in its home, with
 ## its own Go caches; see scripts/test-unprivileged.sh.
 test-unprivileged:

@@ -6,12 +6,13 @@
 # Run as root. It creates the user when missing (useradd --create-home) and
 # copies the working tree (tracked and untracked files that are not ignored,
 # without .git) into that user's home, so the checkout itself is left
-# untouched. Root compiles the packages' race-enabled test binaries (`go test
-# -race -c`, with the command helper embedded, as make test compiles them)
-# and the harness binary cmd/harness's tests serve
-# (HARNESS_TEST_BINARY) from its own build cache, which make test has just
-# filled, so this pass compiles nothing twice and nothing runs the go
-# command as the user. The user runs each binary in its package's directory
+# untouched. Root compiles the packages' test binaries (`go test -c`, with
+# the command helper embedded, as make test compiles them, but without the
+# race detector: make test has just run every package under it, and what
+# this pass checks is what depends on the user, at half the CPU) and the
+# harness binary cmd/harness's tests serve (HARNESS_TEST_BINARY) from its
+# own build cache, which make test's vet has just filled, so nothing runs
+# the go command as the user. The user runs each binary in its package's directory
 # of the copy, as `go test -count=1` would, through setpriv, with a clean
 # environment and its own HOME; the binaries run three at a time
 # (HARNESS_TEST_JOBS; they wait on commands more than they compute), the
@@ -182,14 +183,14 @@ chmod 0755 "$scratch"
 bins="$scratch/bin"
 logs="$scratch/log"
 install -d -m 0755 "$bins" "$logs"
-say "compiling the race-enabled test binaries (go test -race -c, root's build cache)"
+say "compiling the test binaries (go test -c, root's build cache)"
 start=$SECONDS
 # With the command helper embedded, as make test compiles them
 # (scripts/helper-flags.sh): their commands start the helper a release
 # starts.
 hflags="$(GO="$gobin" ./scripts/helper-flags.sh "$scratch/helper")"
 mapfile -t hflags <<<"$hflags"
-"$gobin" test -race -c "${hflags[@]}" -o "$bins/" "${pkgs[@]}"
+"$gobin" test -c "${hflags[@]}" -o "$bins/" "${pkgs[@]}"
 # The harness binary cmd/harness's tests serve (they would build it as the
 # user, in a build cache of the user's own: the whole module again), with
 # its command helper embedded, as make build makes it.

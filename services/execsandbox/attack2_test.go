@@ -109,6 +109,7 @@ func needGit(t *testing.T) {
 // path are mount points of their own; removing, renaming, hard-linking and
 // symlinking around them leaves every protected file as it was.
 func TestAttack2Ancestors(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			var files []string

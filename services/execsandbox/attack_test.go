@@ -145,6 +145,7 @@ except OSError as e:
 // unmount, the new mount API, file handles, renames): every file of every
 // protected repository keeps its bytes on disk.
 func TestAttackGitMount(t *testing.T) {
+	longTest(t)
 	cases := []struct{ name, command, py string }{
 		{"mount -o remount,rw", "mount -o remount,rw .git; mount -o remount,bind,rw .git; " + evilConfig + " >> .git/config", ""},
 		{"umount", "umount .git; umount -l .git; " + evilConfig + " >> .git/config", ""},
@@ -280,6 +281,7 @@ sc("syslog clear", 103, 5, None, 0)
 // file or directory outside the writable roots changes: mode, owner,
 // times, extended attributes, inode flags.
 func TestAttackMetadataOutside(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, func(f fixture) {
@@ -367,6 +369,7 @@ print("pts", ",".join(sorted(os.listdir("/dev/pts"))))
 // TestAttackWorkdirInGit (7): a workdir at or beneath a protected or
 // reserved `.git` is refused before anything runs.
 func TestAttackWorkdirInGit(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, func(f fixture) { writeTree(t, f.ws, gitTree) })

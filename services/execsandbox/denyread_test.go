@@ -116,6 +116,7 @@ func requireBwrapAndLandlock(t *testing.T) {
 }
 
 func TestCommandsCannotReadTheDenyReadSet(t *testing.T) {
+	longTest(t)
 	requireBwrapAndLandlock(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) { testCannotRead(t, o) })

@@ -31,16 +31,16 @@ import (
 // leave what it changed writable to them.
 
 // hostCommands is how many commands the churn tests run: 1,000 under
-// HARNESS_SOAK=1 (make soak), 300 in make test (some 60 rewrites of the
-// churned config meet them), 150 with -short.
+// HARNESS_SOAK=1 (make soak), 150 in make test (some 30 rewrites of the
+// churned config meet them), 60 with -short.
 func hostCommands() int {
 	switch {
 	case os.Getenv("HARNESS_SOAK") == "1":
 		return 1000
 	case testing.Short():
-		return 150
+		return 60
 	}
-	return 300
+	return 150
 }
 
 // asOwner runs name with args on the host in dir as the world's owner (a

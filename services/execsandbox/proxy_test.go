@@ -46,6 +46,7 @@ func proxyWorld(t *testing.T, o owner) world {
 // reached by that command only, one the session was granted by every later
 // command of it; a command without a session has a proxy of its own.
 func TestDomainProxy(t *testing.T) {
+	longTest(t)
 	pl := fixtures.Perl(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
@@ -156,6 +157,7 @@ func TestDomainProxy(t *testing.T) {
 // reaches a server of the session on 127.0.0.1
 // directly (NO_PROXY), which the proxy never sees.
 func TestDomainProxyCurl(t *testing.T) {
+	longTest(t)
 	curl, err := exec.LookPath("curl")
 	if err != nil {
 		t.Skip("curl is not installed; TestDomainProxy covers the proxy with perl")

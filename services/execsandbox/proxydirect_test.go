@@ -38,6 +38,7 @@ const noProxyEnv = "unset http_proxy HTTP_PROXY https_proxy HTTPS_PROXY all_prox
 // urllib and git over http and ssh reach it too, and ssh to a name not
 // listed is refused naming it.
 func TestDirectHosts(t *testing.T) {
+	longTest(t)
 	pl := fixtures.Perl(t)
 	hostsBefore, err := os.ReadFile("/etc/hosts")
 	if err != nil {

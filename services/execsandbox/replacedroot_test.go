@@ -23,6 +23,7 @@ import (
 // read the .env nor write the hooks, the git config or the .envrc. As root
 // for both owners, and as the test's own user.
 func TestWorkspaceReplacedBetweenCommands(t *testing.T) {
+	longTest(t)
 	for _, how := range []string{"the workspace made again", "its parent made again"} {
 		for _, o := range owners() {
 			t.Run(how+" "+o.name, func(t *testing.T) {

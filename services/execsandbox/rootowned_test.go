@@ -27,6 +27,7 @@ import (
 // owner of root's files: a copy of bash made 4755 was a root shell for any
 // local user). Ordinary mode changes still work.
 func TestCommandsMakeNoSetuidOrSetgidFile(t *testing.T) {
+	longTest(t)
 	py := func(body string) func(string) string {
 		return func(p string) string {
 			return pyCommand(t, "import os, ctypes, errno\nlibc = ctypes.CDLL(None, use_errno=True)\np = "+fmt.Sprintf("%q", p)+"\n"+body)
@@ -222,6 +223,7 @@ func rootState(t *testing.T, p string) rootStateOf {
 // bytes a command gets, counted), and still read what others may (and
 // their own workspace's files, root's own).
 func TestRootWorkspaceCommandsReadNoRootSecret(t *testing.T) {
+	longTest(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
 	}
@@ -310,6 +312,7 @@ func TestWritableRootPutBackWhileChangedRepeatedly(t *testing.T) {
 // the root, a change of the root itself held until the command ended. Now
 // the root is put back while the command runs, after such work too.
 func TestWritableRootWatchOutlastsItsEntries(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorld(t, o, exec.Config{}, nil)
@@ -335,6 +338,7 @@ func TestWritableRootWatchOutlastsItsEntries(t *testing.T) {
 // bubblewrap made the command's view"). The command starts, and reads none
 // of it.
 func TestRootSecretThatIsDenyReadToo(t *testing.T) {
+	longTest(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
 	}
@@ -362,6 +366,7 @@ func TestRootSecretThatIsDenyReadToo(t *testing.T) {
 // root-only file made after the first command, are unreadable to the next
 // command; a file made readable again is readable.
 func TestRootSecretMadeBetweenCommands(t *testing.T) {
+	longTest(t)
 	if os.Geteuid() != 0 {
 		t.Skip("needs a root server: only its root-owned workspace's commands own root's files")
 	}

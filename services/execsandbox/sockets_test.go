@@ -73,6 +73,7 @@ func accepted(l *fixtures.UnixListener) int {
 // work: TestOwnUnixSockets); --unix-sockets allow is the
 // control showing the others are reachable without the names.
 func TestNamedUnixSockets(t *testing.T) {
+	longTest(t)
 	perl := fixtures.Perl(t)
 	resolve := subproc.Probe().ResolveUnix
 	for _, c := range []struct {

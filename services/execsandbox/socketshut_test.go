@@ -27,6 +27,7 @@ import (
 // not run; the listener accepts nothing. As root for both owners, and as
 // the test's own user.
 func TestSocketBehindAShutDirectory(t *testing.T) {
+	longTest(t)
 	// Short names throughout: a socket's path holds at most 107 bytes, and
 	// t.TempDir's holds the test's name (the unprivileged pass's temp is
 	// under its home).

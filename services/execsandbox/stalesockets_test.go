@@ -110,6 +110,7 @@ func exchangeLoop(perl string, secs int) string {
 // Under danger-full-access, where nothing is pinned, the stale file is
 // masked like any other (TestStaleSocketMaskedUnderFullAccess).
 func TestStaleSocketSwappedWithALiveOne(t *testing.T) {
+	longTest(t)
 	requireBwrapAndLandlock(t)
 	if subproc.Probe().ResolveUnix {
 		t.Skip("Landlock ABI 9 limits connects by itself; the masks are not used")

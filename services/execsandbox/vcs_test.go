@@ -218,6 +218,7 @@ func hostGitTry(dir string, env []string, args ...string) (string, error) {
 // user's `git rebase --continue` (or cherry-pick's) on the host runs
 // nothing.
 func TestGitRunStateDisarmed(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := gitRepoWorld(t, o, sandbox.VCSCommit)
@@ -313,6 +314,7 @@ func TestGitRunStateDisarmed(t *testing.T) {
 // the user finishes it on the host; an exec rebase the user started on the
 // host before a command is not the command's, and is left as it is.
 func TestGitRunStateKept(t *testing.T) {
+	longTest(t)
 	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
 	res := w.run(t, sandbox.WorkspaceWrite, gitIdentity+
 		"git checkout -qb topic && echo topic > a.txt && git commit -qam topic && "+
@@ -354,6 +356,7 @@ func TestGitRunStateKept(t *testing.T) {
 // by removing its directory, or its directory renamed away), so the
 // client's next start runs what it ran before.
 func TestExecutableOutOfReach(t *testing.T) {
+	longTest(t)
 	for _, o := range owners() {
 		t.Run(o.name, func(t *testing.T) {
 			w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {

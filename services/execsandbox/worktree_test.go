@@ -26,6 +26,7 @@ import (
 // info/attributes, the worktree's config.worktree and commondir) fails:
 // those files are byte-identical afterwards.
 func TestWorktreeOutsideCommits(t *testing.T) {
+	longTest(t)
 	if _, err := osexec.LookPath("git"); err != nil {
 		t.Skip("git is not installed")
 	}
