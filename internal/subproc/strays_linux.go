@@ -105,8 +105,11 @@ func (s *strayMountPoints) removeMade(m mountPoint) {
 	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
 	}
-	if m.found && st.Dev == m.before.Dev && st.Ino == m.before.Ino {
-		return // what was there: the mask went over it
+	if m.found && st.Dev == m.before.Dev && st.Ino == m.before.Ino && st.Mode == m.before.Mode && st.Ctim == m.before.Ctim {
+		// What was there: the mask went over it. (The inode number alone
+		// does not tell: the file system may give the one of a file
+		// removed to the next file made.)
+		return
 	}
 	if st.Uid != s.uid || st.Ctim.Nano() < s.since {
 		return

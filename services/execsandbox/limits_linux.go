@@ -20,7 +20,6 @@ import (
 // stage. The cgroup manager is opened once, at the first command.
 type limiter struct {
 	manager func() (*cgroup.Manager, error)
-	next    atomic.Uint64
 	// spare is a group made ahead for the next command, with the caps it
 	// was made with, so making one is off the command's path.
 	mu    sync.Mutex
@@ -65,7 +64,13 @@ func (l *limiter) group(m *cgroup.Manager, lim cgroup.Limits) (*cgroup.Group, er
 	return g, nil
 }
 
-func (l *limiter) name() string { return "cmd-" + strconv.FormatUint(l.next.Add(1), 10) }
+// commandGroups numbers the command groups of this process: the runners of
+// one process share its parent group (cgroup.Open), so a number per runner
+// would give two runners' groups one name, and the second runner's
+// commands would go without their cgroup.
+var commandGroups atomic.Uint64
+
+func (l *limiter) name() string { return "cmd-" + strconv.FormatUint(commandGroups.Add(1), 10) }
 
 // caps are one command's limits as applied: the rlimits for the stage, and
 // when a cgroup carries them, the hook that places the sandbox in it and the

@@ -185,9 +185,7 @@ func quote(p string) string { return "'" + p + "'" }
 // command doing the same through every target of protectedTable in every
 // mode, on a fresh layout each, and checks the disk: where the row lands,
 // the target holds what the mutation leaves; elsewhere nothing changed; and
-// the two families leave the same tree. The cases run one after another:
-// the runners of graphs started in parallel in one process share its
-// command cgroup, and one's stop removes what another still uses.
+// the two families leave the same tree.
 func TestProtectedParity(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
