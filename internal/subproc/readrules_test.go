@@ -146,6 +146,7 @@ func BenchmarkConfinedReads(b *testing.B) {
 // command (issue 36 review: a principal could fill one to stop every
 // other's commands); what it holds is unreadable to it (fail closed).
 func TestConfinedReadsPastALargeDirectory(t *testing.T) {
+	t.Parallel()
 	requireLandlock(t)
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)

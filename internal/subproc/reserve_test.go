@@ -175,6 +175,7 @@ func TestReserveEither(t *testing.T) {
 // run with the name free: the first release removes the placeholder from
 // under it.
 func TestEitherReservedTogether(t *testing.T) {
+	t.Parallel()
 	p := filepath.Join(t.TempDir(), ".git")
 	for i := range 1000 {
 		var a, b *subproc.Reservation

@@ -217,6 +217,7 @@ for req in (termios.TIOCSTI, termios.TIOCSTI | (1 << 32), 0x541C):
 // rather than waiting for a terminal that will not come back. (The
 // terminal is then hung up: a command that does not ignore SIGHUP ends.)
 func TestTerminalClosedByTheCommand(t *testing.T) {
+	t.Parallel()
 	requireLandlock(t)
 	for _, r := range isolations(t) {
 		t.Run(r.name, func(t *testing.T) {

@@ -334,6 +334,7 @@ var landlockCases = []runtimeCase{
 }
 
 func TestRuntimeDenialsUnderBubblewrap(t *testing.T) {
+	t.Parallel()
 	requireLandlock(t)
 	w := newDenialWorld(t)
 	gitRepo(t, w)
@@ -348,6 +349,7 @@ func TestRuntimeDenialsUnderBubblewrap(t *testing.T) {
 }
 
 func TestRuntimeDenialsUnderLandlock(t *testing.T) {
+	t.Parallel()
 	requireLandlock(t)
 	w := newDenialWorld(t)
 	tl := w.tool(t, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})
