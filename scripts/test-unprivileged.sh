@@ -11,8 +11,8 @@
 # race detector: make test has just run every package under it, and what
 # this pass checks is what depends on the user, at half the CPU) and the
 # harness binary cmd/harness's tests serve (HARNESS_TEST_BINARY) from its
-# own build cache, which make test's vet has just filled, so nothing runs
-# the go command as the user. The user runs each binary in its package's directory
+# own build cache, which make test's vet has just filled (and vetted: the
+# compile does not vet again), so nothing runs the go command as the user. The user runs each binary in its package's directory
 # of the copy, as `go test -count=1` would, through setpriv, with a clean
 # environment and its own HOME; the binaries run three at a time
 # (HARNESS_TEST_JOBS; they wait on commands more than they compute), the
@@ -190,7 +190,7 @@ start=$SECONDS
 # starts.
 hflags="$(GO="$gobin" ./scripts/helper-flags.sh "$scratch/helper")"
 mapfile -t hflags <<<"$hflags"
-"$gobin" test -c "${hflags[@]}" -o "$bins/" "${pkgs[@]}"
+"$gobin" test -c -vet=off "${hflags[@]}" -o "$bins/" "${pkgs[@]}"
 # The harness binary cmd/harness's tests serve (they would build it as the
 # user, in a build cache of the user's own: the whole module again), with
 # its command helper embedded, as make build makes it.

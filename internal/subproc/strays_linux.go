@@ -2,10 +2,14 @@ package subproc
 
 import (
 	"path/filepath"
+	"slices"
+	"strconv"
 	"sync"
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // mountPoint is a path bubblewrap mounts a mask over (a file of
@@ -16,6 +20,11 @@ type mountPoint struct {
 	dir    bool
 	before unix.Stat_t
 	found  bool // before holds what was there; false: nothing was
+	// parent is an O_PATH descriptor of its directory, opened at the
+	// record without following any symlink (-1: none): what is removed
+	// is in that directory, whatever a concurrent command renames or
+	// swaps for a symlink on the way to it meanwhile.
+	parent int
 }
 
 // strayMountPoints removes, on the host, the mount points bubblewrap made
@@ -48,28 +57,41 @@ type strayMountPoints struct {
 // as.
 func recordMountPoints(c *Confinement, uid uint32) *strayMountPoints {
 	s := &strayMountPoints{uid: uid, since: time.Now().Add(-2 * time.Second).UnixNano()}
+	how := &unix.OpenHow{Flags: unix.O_PATH | unix.O_DIRECTORY | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS}
 	for _, m := range maskMountPoints(c) {
-		err := unix.Lstat(m.path, &m.before)
-		m.found = err == nil
+		fd, err := unix.Openat2(unix.AT_FDCWD, filepath.Dir(m.path), how)
+		if err != nil {
+			continue // nothing bubblewrap can make a mount point in either
+		}
+		m.parent = fd
+		m.found = unix.Fstatat(fd, filepath.Base(m.path), &m.before, unix.AT_SYMLINK_NOFOLLOW) == nil
 		s.points = append(s.points, m)
 	}
 	return s
 }
 
 // maskMountPoints returns the paths bubblewrap mounts a mask over from
-// another source for c: the deny-read masks, the sockets masked with a
-// mount of their own, and the named sockets bound from another file.
+// another source for c where it can make a missing one on the host: the
+// deny-read masks, the sockets masked with a mount of their own, and the
+// named sockets bound from another file, beneath a writable root (or
+// anywhere under FullAccess, whose `/` is the host's, writable). Elsewhere
+// the view is read-only and bubblewrap makes nothing.
 func maskMountPoints(c *Confinement) []mountPoint {
 	var out []mountPoint
+	add := func(p string, dir bool) {
+		if c.FullAccess || slices.ContainsFunc(c.WritableRoots, func(r string) bool { return dirfd.Beneath(r, p) }) {
+			out = append(out, mountPoint{path: p, dir: dir})
+		}
+	}
 	for _, m := range c.Masked {
-		out = append(out, mountPoint{path: m.Path, dir: m.Dir})
+		add(m.Path, m.Dir)
 	}
 	for _, p := range boundSocketMasks(c) {
-		out = append(out, mountPoint{path: p})
+		add(p, false)
 	}
 	for _, p := range c.UnixSocketPaths {
 		if src := c.SocketSources[p]; src != "" && src != p {
-			out = append(out, mountPoint{path: p})
+			add(p, false)
 		}
 	}
 	return out
@@ -91,16 +113,12 @@ func (s *strayMountPoints) clear() {
 	s.cleared = true
 	for _, m := range s.points {
 		s.removeMade(m)
+		_ = unix.Close(m.parent)
 	}
 }
 
 func (s *strayMountPoints) removeMade(m mountPoint) {
-	parent, err := unix.Open(filepath.Dir(m.path), unix.O_PATH|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
-	if err != nil {
-		return
-	}
-	defer func() { _ = unix.Close(parent) }()
-	name := filepath.Base(m.path)
+	parent, name := m.parent, filepath.Base(m.path)
 	var st unix.Stat_t
 	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
 		return
@@ -114,6 +132,9 @@ func (s *strayMountPoints) removeMade(m mountPoint) {
 	if st.Uid != s.uid || st.Ctim.Nano() < s.since {
 		return
 	}
+	if reservationsOwn(parent, name) {
+		return // a reservation's, never bubblewrap's
+	}
 	switch {
 	case m.dir && st.Mode&unix.S_IFMT == unix.S_IFDIR:
 		// rmdir removes only an empty directory.
@@ -121,4 +142,11 @@ func (s *strayMountPoints) removeMade(m mountPoint) {
 	case !m.dir && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Nlink == 1 && st.Mode&0o222 == 0:
 		_ = unix.Unlinkat(parent, name, 0)
 	}
+}
+
+// reservationsOwn reports whether name in the directory parent carries
+// placeholderXattr (a reservation's placeholder).
+func reservationsOwn(parent int, name string) bool {
+	_, err := unix.Lgetxattr("/proc/self/fd/"+strconv.Itoa(parent)+"/"+name, placeholderXattr, nil)
+	return err == nil
 }

@@ -857,8 +857,8 @@ func TestAttackReservedGit(t *testing.T) {
 
 // testReservedRace runs, side by side, commands that make the reserved
 // `.git`'s mount point appear and disappear, and commands that try to write
-// `.git/config`; a workspace with many entries after `.git` slows the
-// search that decides what is protected and reserved.
+// `.git/config`, for reservedRaceFor; a workspace with many entries after
+// `.git` slows the search that decides what is protected and reserved.
 func testReservedRace(t *testing.T, o owner) {
 	w := newWorld(t, o, exec.Config{}, func(f fixture) {
 		dir := filepath.Join(f.ws, "zz")
@@ -869,7 +869,7 @@ func testReservedRace(t *testing.T, o owner) {
 			require.NoError(t, unix.Close(fd))
 		}
 	})
-	ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+	ctx, cancel := context.WithTimeout(t.Context(), reservedRaceFor())
 	defer cancel()
 	var wrote atomic.Bool
 	var runs atomic.Int64
@@ -891,6 +891,19 @@ func testReservedRace(t *testing.T, o owner) {
 	assert.False(t, wrote.Load(), "a command wrote .git/config")
 	_, err := os.Lstat(filepath.Join(w.ws, ".git"))
 	assert.ErrorIs(t, err, fs.ErrNotExist, "the workspace has a .git after the calls")
+}
+
+// reservedRaceFor is how long testReservedRace's commands race: a minute
+// under HARNESS_SOAK=1 (make soak), 8 s in make test (about 190 calls on a
+// quiet 2-core machine under the race detector), 3 s with -short.
+func reservedRaceFor() time.Duration {
+	switch {
+	case os.Getenv("HARNESS_SOAK") == "1":
+		return time.Minute
+	case testing.Short():
+		return 3 * time.Second
+	}
+	return 8 * time.Second
 }
 
 // hostListener listens on the host at address (network "tcp" or "tcp4"),
