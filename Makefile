@@ -89,7 +89,10 @@ darwin:
 ## alone while the other core idles. TEST_JOBS packages run at once, one
 ## more than the 2 cores here: the runner's suites spend much of their
 ## time waiting for commands and sleeps (the runner's own as an ordinary
-## user: 263 s, 141 s of CPU).
+## user: 263 s, 141 s of CPU). Every test binary but the longest
+## (services/execsandbox) runs at nice 10 (scripts/test-exec.sh), the
+## parity run too: the rest take the CPU it leaves, and the suite ends when
+## it does.
 TEST_FIRST := ./services/execsandbox ./cmd/harness/internal/compose ./services/toolexec ./cmd/harness ./cmd/harness/internal/cli ./services/fssandbox ./services/internal/fsbackend
 TEST_JOBS  ?= 3
 test: need-bwrap lint darwin
@@ -97,8 +100,8 @@ test: need-bwrap lint darwin
 	$(GO) vet ./...
 	@echo "test: the race-enabled test suite (builds with cgo: needs gcc; about a minute to compile on 2 cores before the first package reports, several minutes in all)" >&2
 	$(WITH_HELPER) \
-	$(GO) test -vet=off -count=1 -timeout 30m "$${helper[@]}" -run '^TestProtectedParity$$' ./cmd/harness/internal/compose >"$$hdir/parity.log" 2>&1 & parity=$$!; \
-	rc=0; $(GO) test -race -vet=off -count=1 -timeout 30m -p $(TEST_JOBS) "$${helper[@]}" $(TEST_FIRST) ./... || rc=$$?; \
+	$(GO) test -vet=off -count=1 -timeout 30m -exec "$$PWD/scripts/test-exec.sh" "$${helper[@]}" -run '^TestProtectedParity$$' ./cmd/harness/internal/compose >"$$hdir/parity.log" 2>&1 & parity=$$!; \
+	rc=0; $(GO) test -race -vet=off -count=1 -timeout 30m -p $(TEST_JOBS) -exec "$$PWD/scripts/test-exec.sh" "$${helper[@]}" $(TEST_FIRST) ./... || rc=$$?; \
 	prc=0; wait $$parity || prc=$$?; \
 	echo "test: TestProtectedParity, without the race detector:" >&2; cat "$$hdir/parity.log"; \
 	[ "$$rc" -eq 0 ] && [ "$$prc" -eq 0 ]
