@@ -96,7 +96,6 @@ func intp(i int) *int { return &i }
 // the output), denials inferred, and that the journal does not keep what
 // a command changed.
 func TestAuditRecordsCommands(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	tl, sink := audited(t, w.pol, execsandbox.Config{})
 	const secret = "OUTPUT-SECRET-91ab-NOT-RECORDED"
@@ -310,7 +309,6 @@ func TestUserNamespacesExplained(t *testing.T) {
 // its HOME and TMPDIR are the command's own /dev/shm: short paths, as
 // Chromium's sockets need.)
 func TestChromiumExplained(t *testing.T) {
-	t.Parallel()
 	chromium, err := exec.LookPath("chromium")
 	if err != nil {
 		t.Skip("chromium is not installed (Debian: apt-get install --no-install-recommends chromium; .ci/run installs it)")
@@ -345,7 +343,6 @@ func TestChromiumExplained(t *testing.T) {
 // recorded, only its length, while what a program reading raw without echo
 // gets (a REPL's line editing) is.
 func TestAuditRecordsInput(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	tl, sink := audited(t, w.pol, execsandbox.Config{})
 	var input *tool.Tool

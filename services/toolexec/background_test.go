@@ -188,7 +188,6 @@ func TestBackgroundList(t *testing.T) {
 // the grace when the tree ignores SIGTERM. The tree is gone when it
 // returns.
 func TestBackgroundKill(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	cases := []struct {
 		name, prefix, signal, ended string
@@ -224,7 +223,6 @@ func TestBackgroundKill(t *testing.T) {
 // TestBackgroundCap: a session runs at most MaxBackground background
 // commands; one more is refused with a code, and admitted once one ends.
 func TestBackgroundCap(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	m := marker(20)
 	var ids []string
@@ -304,7 +302,6 @@ func TestBackgroundEndsWithTheServer(t *testing.T) {
 // under deny (the session's own loopback-only network namespace, shared by
 // its commands).
 func TestBackgroundServerAnswersLaterCommands(t *testing.T) {
-	t.Parallel()
 	if _, err := osexec.LookPath("python3"); err != nil {
 		t.Skip("python3 is not installed: it serves and fetches here")
 	}
@@ -344,7 +341,6 @@ func freePort(t *testing.T) string {
 // ProgressEvery while its command runs: seconds so far, and a message with
 // the output so far; a call's last report comes before its result.
 func TestExecProgress(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	tl := w.tool(t, false, sandbox.Rejected)
 	type rep struct {
@@ -425,7 +421,6 @@ func TestExecWaitsIdle(t *testing.T) {
 // timeout_ms is given; with one, its tree is killed when it passes and it
 // reads as timed_out.
 func TestBackgroundTimeout(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	m := marker(60)
 	res := b.call(t, b.sess, "exec", map[string]any{"command": "setsid sleep " + m + " & exec sleep " + m, "background": true, "timeout_ms": 500})
@@ -519,7 +514,6 @@ func validates(t *testing.T, tl *tool.Tool, v any) {
 // declared output schema; the session keeps the last MaxEnded ended ones,
 // the oldest dropped.
 func TestBackgroundEndedStaysListed(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	m := marker(40)
 	killed := b.start(t, b.sess, "echo up; echo warn >&2; exec sleep "+m)

@@ -334,7 +334,6 @@ var landlockCases = []runtimeCase{
 }
 
 func TestRuntimeDenialsUnderBubblewrap(t *testing.T) {
-	t.Parallel()
 	requireLandlock(t)
 	w := newDenialWorld(t)
 	gitRepo(t, w)
@@ -349,7 +348,6 @@ func TestRuntimeDenialsUnderBubblewrap(t *testing.T) {
 }
 
 func TestRuntimeDenialsUnderLandlock(t *testing.T) {
-	t.Parallel()
 	requireLandlock(t)
 	w := newDenialWorld(t)
 	tl := w.tool(t, execsandbox.Config{Isolation: execsandbox.IsolationLandlock})

@@ -83,7 +83,6 @@ func TestExecProxyRefusalIsMarked(t *testing.T) {
 // host and the next does not; allowed for the session, every later
 // command does (the session's grant); refused, nothing runs.
 func TestExecAllowHosts(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		answer       sandbox.Outcome
 		ran, nextRan bool

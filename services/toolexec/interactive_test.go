@@ -60,7 +60,6 @@ func (b *bg) untilText(t *testing.T, sess *session.Session, id, before, want str
 // again, Ctrl-D ends it with its exit code. What the model reads is text:
 // no escape sequence, no carriage return.
 func TestPythonREPLOnATerminal(t *testing.T) {
-	t.Parallel()
 	py := "/usr/bin/python3"
 	if _, err := os.Stat(py); err != nil {
 		t.Skip("python3 is not installed at /usr/bin/python3 (apt-get install python3)")
@@ -97,7 +96,6 @@ func TestPythonREPLOnATerminal(t *testing.T) {
 // terminal and on a stdin pipe; only the terminal says it is one, of the
 // size asked.
 func TestReadPromptWithAndWithoutATerminal(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	for _, c := range []struct {
 		name  string
@@ -126,7 +124,6 @@ func TestReadPromptWithAndWithoutATerminal(t *testing.T) {
 // sends nothing; a command not started interactive takes no input; one
 // that ended refuses more with its end in the result.
 func TestExecInputRefusals(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	for _, c := range []struct {
 		tool string
@@ -167,7 +164,6 @@ func TestExecInputRefusals(t *testing.T) {
 // terminal of the host behind; a program flooding its terminal keeps at
 // most the background limit, the rest counted as dropped.
 func TestInteractiveLeavesNothing(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	// The session's own (its network namespace, its proxy) come with its
 	// first command.
@@ -206,7 +202,6 @@ func TestInteractiveLeavesNothing(t *testing.T) {
 // TestInteractiveIdleEnds (issue 38): an interactive command with no input
 // for the idle limit is ended; input keeps it alive.
 func TestInteractiveIdleEnds(t *testing.T) {
-	t.Parallel()
 	b := newBGWith(t, execsandbox.Config{}, toolexec.Config{InteractiveIdle: 1500 * time.Millisecond})
 	kept, _ := b.interactive(t, b.sess, map[string]any{"command": "cat", "interactive": true, "wait_ms": 0})
 	idle, _ := b.interactive(t, b.sess, map[string]any{"command": "cat", "interactive": true, "wait_ms": 0})
@@ -279,7 +274,6 @@ func sleepers(t *testing.T, m string) []string {
 // is read, in a result that is no error (the input was sent, the shell goes
 // on); nothing is written outside.
 func TestDenialInsideAnInteractiveCommand(t *testing.T) {
-	t.Parallel()
 	b := newBG(t, execsandbox.Config{})
 	for _, c := range []struct {
 		name string
@@ -314,7 +308,6 @@ func TestDenialInsideAnInteractiveCommand(t *testing.T) {
 // rest their defaults), with the registry denied, and writes the
 // package.json it showed.
 func TestNpmInitAnswered(t *testing.T) {
-	t.Parallel()
 	npm, err := osexec.LookPath("npm")
 	if err != nil {
 		t.Skip("npm is not installed (Node 20 and npm: apt-get install nodejs npm)")

@@ -24,7 +24,6 @@ import (
 // with the allow_hosts hint for it; `npm init -y`, which needs no network,
 // writes its package.json.
 func TestNPMUnderDenyFailsFast(t *testing.T) {
-	t.Parallel()
 	requireLandlock(t)
 	npm, err := osexec.LookPath("npm")
 	if err != nil {

@@ -87,7 +87,6 @@ func TestCommandsAreSharedBetweenPrincipals(t *testing.T) {
 // (its file is never made); another principal is not held to it; once one
 // of the principal's commands ends, it may start one again.
 func TestPrincipalCapsInAll(t *testing.T) {
-	t.Parallel()
 	for _, tc := range []struct {
 		name string
 		cfg  toolexec.Config
@@ -175,7 +174,6 @@ func TestPrincipalCapsInAll(t *testing.T) {
 // for a slot reports, every ProgressEvery, that it waits and how many of
 // its principal's commands wait (itself included).
 func TestProgressWhileWaitingCountsThePrincipalsCommands(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	r, err := execlocal.New(exec.Config{})
 	require.NoError(t, err)

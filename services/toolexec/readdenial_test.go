@@ -85,7 +85,6 @@ func shown(res tool.Result) string {
 // spelling, with its marker, its code, the path and the escalation hint;
 // the key never shows.
 func TestReadDenialIsInferred(t *testing.T) {
-	t.Parallel()
 	type tc struct{ name, command, path, needs string }
 	cases := []tc{
 		{"cat the key", "cat KEY", "KEY", ""},

@@ -146,7 +146,6 @@ func TestReadOnlyDeniesTheWorkspaceToo(t *testing.T) {
 }
 
 func TestTimeoutKillsTheTreeIncludingSetsid(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	for i, confined := range []bool{true, false} {
 		if confined && subproc.Probe().LandlockABI < 1 {
@@ -228,7 +227,6 @@ func TestArguments(t *testing.T) {
 }
 
 func TestConcurrentCommandsAreCapped(t *testing.T) {
-	t.Parallel()
 	w := newWorld(t, sandbox.WorkspaceWrite)
 	r, err := execlocal.New(exec.Config{})
 	require.NoError(t, err)
@@ -280,7 +278,6 @@ func TestCommandCannotConnectToAUnixSocketOutside(t *testing.T) {
 // refused write; the name is not on disk afterwards. The same errors on
 // the command's own paths stay plain results.
 func TestReservedHostRunWriteIsMarked(t *testing.T) {
-	t.Parallel()
 	requireLandlock(t)
 	const marker = "[sandbox: file access denied under workspace-write mode]"
 	w := newWorld(t, sandbox.WorkspaceWrite)
