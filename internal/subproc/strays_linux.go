@@ -3,7 +3,6 @@ package subproc
 import (
 	"path/filepath"
 	"slices"
-	"strconv"
 	"sync"
 	"time"
 
@@ -21,9 +20,9 @@ type mountPoint struct {
 	before unix.Stat_t
 	found  bool // before holds what was there; false: nothing was
 	// parent is an O_PATH descriptor of its directory, opened at the
-	// record without following any symlink (-1: none): what is removed
-	// is in that directory, whatever a concurrent command renames or
-	// swaps for a symlink on the way to it meanwhile.
+	// record without following any symlink: what is removed is in that
+	// directory, whatever a concurrent command renames or swaps for a
+	// symlink on the way to it meanwhile.
 	parent int
 }
 
@@ -119,8 +118,20 @@ func (s *strayMountPoints) clear() {
 
 func (s *strayMountPoints) removeMade(m mountPoint) {
 	parent, name := m.parent, filepath.Base(m.path)
+	var first unix.Stat_t
+	if unix.Fstatat(parent, name, &first, unix.AT_SYMLINK_NOFOLLOW) != nil ||
+		first.Mode&unix.S_IFMT != unix.S_IFREG && first.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return // only files and directories are opened, never a device
+	}
+	// Opened (never a symlink; without blocking) to ask it for the
+	// placeholders' mark below.
+	fd, err := unix.Openat(parent, name, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_NONBLOCK|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return
+	}
+	defer func() { _ = unix.Close(fd) }()
 	var st unix.Stat_t
-	if unix.Fstatat(parent, name, &st, unix.AT_SYMLINK_NOFOLLOW) != nil {
+	if unix.Fstat(fd, &st) != nil || st.Dev != first.Dev || st.Ino != first.Ino {
 		return
 	}
 	if m.found && st.Dev == m.before.Dev && st.Ino == m.before.Ino && st.Mode == m.before.Mode && st.Ctim == m.before.Ctim {
@@ -132,8 +143,10 @@ func (s *strayMountPoints) removeMade(m mountPoint) {
 	if st.Uid != s.uid || st.Ctim.Nano() < s.since {
 		return
 	}
-	if reservationsOwn(parent, name) {
-		return // a reservation's, never bubblewrap's
+	if marked(fd) {
+		// A reservation's placeholder (or, where the file system keeps
+		// no extended attributes, what could be one): never removed.
+		return
 	}
 	switch {
 	case m.dir && st.Mode&unix.S_IFMT == unix.S_IFDIR:
@@ -142,11 +155,4 @@ func (s *strayMountPoints) removeMade(m mountPoint) {
 	case !m.dir && st.Mode&unix.S_IFMT == unix.S_IFREG && st.Size == 0 && st.Nlink == 1 && st.Mode&0o222 == 0:
 		_ = unix.Unlinkat(parent, name, 0)
 	}
-}
-
-// reservationsOwn reports whether name in the directory parent carries
-// placeholderXattr (a reservation's placeholder).
-func reservationsOwn(parent int, name string) bool {
-	_, err := unix.Lgetxattr("/proc/self/fd/"+strconv.Itoa(parent)+"/"+name, placeholderXattr, nil)
-	return err == nil
 }
