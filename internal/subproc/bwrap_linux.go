@@ -985,7 +985,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	}()
 
 	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
+	go func() { done <- waitGroupGone(cmd) }()
 	info := make(chan int, 1)
 	go func() { info <- readChildPid(p.infoR) }()
 
@@ -1069,7 +1069,17 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	if startErr != nil {
 		return Status{Error: startErr.Error()}, d, nil
 	}
-	sr := <-status
+	// Every process that held the status pipe's write end is gone by now
+	// (the namespace, and what bwrap left in its group: waitGroupGone):
+	// its end comes at once. A wait without bound would hang the call on
+	// a holder missed.
+	var sr statusRead
+	select {
+	case sr = <-status:
+	case <-time.After(killGrace):
+		_ = p.statusR.Close() // ends readStatus's read
+		return Status{Error: SandboxNotStarted + ": the sandbox ended, but its status pipe stayed open"}, d, nil
+	}
 	if st, started, ok := lastStatus(bytes.NewReader(sr.data)); ok {
 		if st.Started {
 			st.StartedAt = sr.first
@@ -1105,6 +1115,30 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 			SandboxNotStarted, cmp.Or(path, "a path"), msg), Changed: true}, d, nil
 	}
 	return Status{Error: SandboxNotStarted + ": " + msg}, d, nil
+}
+
+// waitGroupGone waits for cmd (bwrap, the leader of a process group of its
+// own) to exit, kills what is left of its process group, then reaps it and
+// returns cmd.Wait's error. bwrap's child, the sandbox's init, leaves the
+// group (setsid, --new-session) only after bwrap has reported its pid and
+// let it go on: until then it waits for that word (an eventfd read, never
+// ended by bwrap's death) holding every descriptor bwrap had, the stage's
+// status pipe among them. A bwrap killed or dying in between left that
+// child behind for good, with no parent, and the run waiting for the
+// status pipe to close. What is left in the group once bwrap has exited is
+// such a child: nothing else of the sandbox is ever in it. Killed before
+// bwrap is reaped, while its pid (the group's id) cannot be reused.
+func waitGroupGone(cmd *exec.Cmd) error {
+	pid := cmd.Process.Pid
+	for {
+		var info unix.Siginfo
+		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
+		if err != unix.EINTR {
+			break
+		}
+	}
+	_ = unix.Kill(-pid, unix.SIGKILL)
+	return cmd.Wait()
 }
 
 // deadInitGrace is how long runBwrap waits, after failing to place or

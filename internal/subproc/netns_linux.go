@@ -153,7 +153,7 @@ func makeNetNS(b Bwrap) (user, net *os.File, err error) {
 	// The shell reads its stdin's end and exits, and bwrap with it: the
 	// namespaces stay, held by the descriptors.
 	_ = stdinW.Close()
-	_ = cmd.Wait()
+	_ = waitGroupGone(cmd)
 	if err != nil {
 		if msg := strings.TrimSpace(stderr.String()); msg != "" {
 			err = fmt.Errorf("%w: %s", err, msg)
