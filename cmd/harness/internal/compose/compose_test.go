@@ -430,7 +430,7 @@ func TestGraphDurabilityAndWorkspaceOwner(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			var backend fslocal.Config
 			tools, app := toolsByName(t, config.Config{
-				FS: c.fs, Mode: c.mode, Workspace: d.ws, Durability: c.durability, WorkspaceOwner: c.owner,
+				FS: c.fs, Mode: c.mode, Workspace: d.ws, TempRoots: []string{d.temp}, Durability: c.durability, WorkspaceOwner: c.owner,
 				LogLevel: "info", LogFormat: "console",
 			}, fx.Populate(&backend))
 			defer app.RequireStop()

@@ -29,7 +29,7 @@ func TestGraphJournal(t *testing.T) {
 		Journal *journal.Journal
 	}
 	tools, app := toolsByName(t, config.Config{
-		FS: "sandbox", Mode: "workspace-write", Workspace: d.ws, Durability: "full", JournalMaxBytes: 1 << 20,
+		FS: "sandbox", Mode: "workspace-write", Workspace: d.ws, TempRoots: []string{d.temp}, Durability: "full", JournalMaxBytes: 1 << 20,
 		LogLevel: "info", LogFormat: "console",
 	}, fx.Populate(&in))
 	dir := filepath.Join(state, "harness", "journal")
@@ -60,7 +60,7 @@ func TestGraphJournal(t *testing.T) {
 		Journal *journal.Journal `optional:"true"`
 	}
 	_, app = toolsByName(t, config.Config{
-		FS: "sandbox", Mode: "workspace-write", Workspace: d.ws, LogLevel: "info", LogFormat: "console",
+		FS: "sandbox", Mode: "workspace-write", Workspace: d.ws, TempRoots: []string{d.temp}, LogLevel: "info", LogFormat: "console",
 	}, fx.Populate(&off))
 	defer app.RequireStop()
 	assert.Nil(t, off.Journal)
