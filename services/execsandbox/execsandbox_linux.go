@@ -12,6 +12,7 @@ import (
 	"go.uber.org/zap"
 
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/internal/textpages"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
 	"github.com/dsh-go/harness/services/netproxy"
@@ -253,6 +254,7 @@ func provide(p Params) (*Runner, error) {
 				// call's process ends instead.
 				if !r.cfg.OneCall {
 					debug.FreeOSMemory()
+					textpages.Shrink()
 				}
 			}()
 			return nil
