@@ -30,6 +30,7 @@ import (
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/subproc"
+	"github.com/dsh-go/harness/internal/textpages"
 	"github.com/dsh-go/harness/services/audit"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
@@ -134,6 +135,10 @@ func (fs *flagSet) parseFlagsOnly(args []string) (config.Config, error) {
 // serve runs the MCP server on stdin/stdout until the client disconnects,
 // or with --listen over Streamable HTTP until it is told to stop.
 func serve(ctx context.Context, args []string, env Env) error {
+	// The start touched a little of each huge mapping of the executable:
+	// from here on only what the server uses counts (textpages; the runner
+	// shrinks once more after its warm-up).
+	textpages.Shrink()
 	var (
 		logger     *zap.Logger
 		principals *principal.Set
