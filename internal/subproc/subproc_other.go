@@ -62,6 +62,9 @@ func NewInput(bool, uint16, uint16) (*Input, error) { return nil, errNotLinux }
 // Terminal reports whether the input is a terminal.
 func (in *Input) Terminal() bool { return in.terminal }
 
+// Ready refuses.
+func (in *Input) Ready(time.Duration) error { return errNotLinux }
+
 // Write refuses.
 func (in *Input) Write([]byte, time.Duration) (int, error) { return 0, errNotLinux }
 

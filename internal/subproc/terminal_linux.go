@@ -116,6 +116,14 @@ func (in *Input) Write(p []byte, wait time.Duration) (int, error) {
 	return n, err
 }
 
+// Ready waits at most wait for the command to be able to take input: its
+// terminal made, once its sandbox has started (a pipe is ready at once).
+// Errors: ErrNotReady, ErrInputEnded, ErrInputClosed, ErrTerminalClosed.
+func (in *Input) Ready(wait time.Duration) error {
+	_, err := in.target(time.Now().Add(wait))
+	return err
+}
+
 // CloseInput sends the end of input: it closes the stdin pipe, or types
 // Ctrl-D (the terminal's end-of-file character) on a terminal. Errors: as
 // Write's.

@@ -282,3 +282,34 @@ func TestLandlockStageLeavesNoCapability(t *testing.T) {
 		})
 	}
 }
+
+// TestInputReady: Ready waits for a command's terminal, made once its
+// sandbox started, and a line written then reaches the command; a terminal
+// never made is ErrNotReady when the wait ends, an ended input
+// ErrInputEnded; a pipe is ready at once.
+func TestInputReady(t *testing.T) {
+	requireLandlock(t)
+	never, err := subproc.NewInput(true, 24, 80)
+	require.NoError(t, err)
+	assert.ErrorIs(t, never.Ready(50*time.Millisecond), subproc.ErrNotReady)
+	never.Close()
+	assert.ErrorIs(t, never.Ready(time.Second), subproc.ErrInputEnded)
+	pipe, err := subproc.NewInput(false, 0, 0)
+	require.NoError(t, err)
+	require.NoError(t, pipe.Ready(0))
+	pipe.Close()
+
+	for _, r := range isolations(t) {
+		t.Run(r.name, func(t *testing.T) {
+			in, err := subproc.NewInput(true, 24, 80)
+			require.NoError(t, err)
+			scr, wait := start(t, r.run, `read -r n; echo "got $n"`, in)
+			// At once, while the sandbox is being made.
+			require.NoError(t, in.Ready(30*time.Second))
+			_, err = in.Write([]byte("ada\n"), 5*time.Second)
+			require.NoError(t, err)
+			scr.waitFor(t, "got ada", 1)
+			assert.Equal(t, 0, wait().Status.ExitCode)
+		})
+	}
+}

@@ -118,8 +118,13 @@ func (r *Runner) Confines() bool { return true }
 // the command has ended, each writable root's own mode, owner and times are
 // put back where the command changed them (rootGuard; a failure to is
 // logged, the result stands).
-func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error) {
+func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, err error) {
 	began := time.Now()
+	defer func() {
+		if err != nil && req.Timeout > 0 && ctx.Err() == nil && time.Since(began) >= req.Timeout {
+			res, err = r.timedOutStarting(req, began, err), nil
+		}
+	}()
 	if err := execlocal.Check(req); err != nil {
 		return exec.Result{}, err
 	}
@@ -145,7 +150,6 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 	if err != nil {
 		return exec.Result{}, err
 	}
-	var res exec.Result
 	var refused refusals
 	restore := heldRoots.hold(req.Policy.WritableRoots())
 	defer func() {
@@ -184,6 +188,20 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (exec.Result, error)
 		res.Confinement = c
 	}
 	return res, err
+}
+
+// timedOutStarting is the result of a command whose timeout passed before
+// it started: the searches for its view (bounded by the timeout, see
+// searchContext) or its start were cut by it, and err says where. Nothing
+// ran; the command timed out, which is what its caller is told (exit -1,
+// TimedOut), rather than a failure that blames the search. err is logged.
+func (r *Runner) timedOutStarting(req exec.Request, began time.Time, err error) exec.Result {
+	if r.cfg.Log != nil {
+		r.cfg.Log.Info("execsandbox: the command's timeout passed before it started; nothing ran",
+			zap.Duration("timeout", req.Timeout), zap.Error(err))
+	}
+	d := time.Since(began)
+	return exec.Result{ExitCode: -1, TimedOut: true, Duration: d, Start: d}
 }
 
 // namedOnly reports whether commands may reach the named Unix sockets only

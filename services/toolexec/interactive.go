@@ -32,8 +32,12 @@ const (
 	// quiet ends a wait once output came and then none for this long.
 	quiet = 300 * time.Millisecond
 	// inputTimeout bounds how long a write waits for the command to take
-	// its input (and for its terminal to be ready).
+	// its input once it can.
 	inputTimeout = 5 * time.Second
+	// startWait bounds how long exec_input waits, before that, for a
+	// command still starting (its sandbox being made: seconds on a loaded
+	// machine or in a large tree) to be able to take input at all.
+	startWait = 30 * time.Second
 	// maxTermSize bounds a terminal's rows and columns.
 	maxTermSize = 1000
 )
@@ -276,7 +280,11 @@ func (t *Tool) input(ctx context.Context, c *guard.Call) tool.Result {
 	}
 	j.lastInput.Store(time.Now().UnixNano())
 	var sendErr error
-	if a.resize {
+	if a.resize || a.input != "" || a.eof {
+		// A command still starting takes its input once it can.
+		sendErr = j.input.Ready(startWait)
+	}
+	if sendErr == nil && a.resize {
 		sendErr = j.input.Resize(a.rows, a.cols, inputTimeout)
 	}
 	if sendErr == nil && a.input != "" {

@@ -200,17 +200,24 @@ func TestInteractiveLeavesNothing(t *testing.T) {
 }
 
 // TestInteractiveIdleEnds (issue 38): an interactive command with no input
-// for the idle limit is ended; input keeps it alive.
+// for the idle limit is ended; input keeps it alive. The kept command gets
+// a line as often as the calls go until the other has ended, so a loaded
+// machine's slow calls cannot starve it (the limit is 3 s; a call takes
+// milliseconds on a quiet machine).
 func TestInteractiveIdleEnds(t *testing.T) {
-	b := newBGWith(t, execsandbox.Config{}, toolexec.Config{InteractiveIdle: 1500 * time.Millisecond})
+	b := newBGWith(t, execsandbox.Config{}, toolexec.Config{InteractiveIdle: 3 * time.Second})
 	kept, _ := b.interactive(t, b.sess, map[string]any{"command": "cat", "interactive": true, "wait_ms": 0})
 	idle, _ := b.interactive(t, b.sess, map[string]any{"command": "cat", "interactive": true, "wait_ms": 0})
-	for range 6 {
+	deadline := time.Now().Add(bgWait)
+	var end toolexec.Output
+	for {
 		b.typeTo(t, b.sess, kept, map[string]any{"input": "x\n", "wait_ms": 0})
-		time.Sleep(500 * time.Millisecond)
+		if end = b.read(t, b.sess, idle); end.State != "running" {
+			break
+		}
+		require.True(t, time.Now().Before(deadline), "the command without input was not ended within %s", bgWait)
+		time.Sleep(100 * time.Millisecond)
 	}
-	reads := b.until(t, b.sess, idle, func(o toolexec.Output) bool { return o.State != "running" })
-	end := reads[len(reads)-1]
 	assert.Equal(t, "timed_out", end.State)
 	assert.True(t, end.Idle)
 	v := b.read(t, b.sess, kept)
