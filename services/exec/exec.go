@@ -135,7 +135,9 @@ type Result struct {
 	// Signal names the signal that ended the shell ("SIGKILL"), "" when it
 	// exited.
 	Signal string
-	// TimedOut reports that Timeout passed and the tree was killed;
+	// TimedOut reports that Timeout passed and the tree was killed (or,
+	// under a confining runner, that it passed before the command started:
+	// nothing ran);
 	// Cancelled that the context ended first.
 	TimedOut, Cancelled bool
 	// Duration is the command's wall time.

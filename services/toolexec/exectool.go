@@ -37,7 +37,7 @@ const (
 type Value struct {
 	ExitCode        int    `json:"exit_code" jsonschema:"the shell's exit code; -1 when a signal ended it"`
 	Signal          string `json:"signal" jsonschema:"the signal that ended the command, e.g. SIGKILL; empty when it exited"`
-	TimedOut        bool   `json:"timed_out" jsonschema:"the timeout passed and the process tree was killed"`
+	TimedOut        bool   `json:"timed_out" jsonschema:"the timeout passed and the process tree was killed (or it passed while the sandbox was being made: nothing ran)"`
 	DurationMs      int64  `json:"duration_ms" jsonschema:"wall time in milliseconds"`
 	Workdir         string `json:"workdir" jsonschema:"the directory the command ran in"`
 	Stdout          string `json:"stdout" jsonschema:"standard output; when cut, its head, a [... N bytes cut ...] line and its tail"`
