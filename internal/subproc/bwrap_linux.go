@@ -1126,19 +1126,26 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 // status pipe among them. A bwrap killed or dying in between left that
 // child behind for good, with no parent, and the run waiting for the
 // status pipe to close. What is left in the group once bwrap has exited is
-// such a child: nothing else of the sandbox is ever in it. Killed before
-// bwrap is reaped, while its pid (the group's id) cannot be reused.
+// such a child: nothing else of the sandbox is ever in it (only a process
+// of the server's own session could join the group, setpgid's rule: no
+// command can, in its own session and PID namespace; the client's own
+// processes could, and are killed with it). Killed before bwrap is reaped,
+// while its pid (the group's id) cannot be reused, and only when the wait
+// for it succeeded.
 func waitGroupGone(cmd *exec.Cmd) error {
 	pid := cmd.Process.Pid
 	for {
 		var info unix.Siginfo
 		err := unix.Waitid(unix.P_PID, pid, &info, unix.WEXITED|unix.WNOWAIT, nil)
-		if err != unix.EINTR {
-			break
+		if err == unix.EINTR {
+			continue
 		}
+		if err == nil {
+			// bwrap has exited and is not reaped: its group is still its.
+			_ = unix.Kill(-pid, unix.SIGKILL)
+		}
+		return cmd.Wait()
 	}
-	_ = unix.Kill(-pid, unix.SIGKILL)
-	return cmd.Wait()
 }
 
 // deadInitGrace is how long runBwrap waits, after failing to place or

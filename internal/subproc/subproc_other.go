@@ -63,7 +63,7 @@ func NewInput(bool, uint16, uint16) (*Input, error) { return nil, errNotLinux }
 func (in *Input) Terminal() bool { return in.terminal }
 
 // Ready refuses.
-func (in *Input) Ready(time.Duration) error { return errNotLinux }
+func (in *Input) Ready(context.Context, time.Duration) error { return errNotLinux }
 
 // Write refuses.
 func (in *Input) Write([]byte, time.Duration) (int, error) { return 0, errNotLinux }

@@ -1,6 +1,7 @@
 package subproc
 
 import (
+	"context"
 	"errors"
 	"io"
 	"net"
@@ -116,11 +117,12 @@ func (in *Input) Write(p []byte, wait time.Duration) (int, error) {
 	return n, err
 }
 
-// Ready waits at most wait for the command to be able to take input: its
-// terminal made, once its sandbox has started (a pipe is ready at once).
-// Errors: ErrNotReady, ErrInputEnded, ErrInputClosed, ErrTerminalClosed.
-func (in *Input) Ready(wait time.Duration) error {
-	_, err := in.target(time.Now().Add(wait))
+// Ready waits at most wait, and while ctx lasts, for the command to be able
+// to take input: its terminal made, once its sandbox has started (a pipe is
+// ready at once). Errors: ErrNotReady, ErrInputEnded, ErrInputClosed,
+// ErrTerminalClosed, ctx's error.
+func (in *Input) Ready(ctx context.Context, wait time.Duration) error {
+	_, err := in.targetCtx(ctx, time.Now().Add(wait))
 	return err
 }
 
@@ -198,6 +200,11 @@ func (in *Input) signal() {
 // target returns the file writes go to, waiting until deadline for a
 // terminal's master.
 func (in *Input) target(deadline time.Time) (*os.File, error) {
+	return in.targetCtx(context.Background(), deadline)
+}
+
+// targetCtx is target, which gives up with ctx's error once ctx ends.
+func (in *Input) targetCtx(ctx context.Context, deadline time.Time) (*os.File, error) {
 	for {
 		in.mu.Lock()
 		switch {
@@ -226,6 +233,9 @@ func (in *Input) target(deadline time.Time) (*os.File, error) {
 			t.Stop()
 		case <-t.C:
 			return nil, ErrNotReady
+		case <-ctx.Done():
+			t.Stop()
+			return nil, ctx.Err()
 		}
 	}
 }

@@ -291,12 +291,15 @@ func TestInputReady(t *testing.T) {
 	requireLandlock(t)
 	never, err := subproc.NewInput(true, 24, 80)
 	require.NoError(t, err)
-	assert.ErrorIs(t, never.Ready(50*time.Millisecond), subproc.ErrNotReady)
+	assert.ErrorIs(t, never.Ready(t.Context(), 50*time.Millisecond), subproc.ErrNotReady)
+	cancelled, cancel := context.WithCancel(t.Context())
+	cancel()
+	assert.ErrorIs(t, never.Ready(cancelled, time.Minute), context.Canceled)
 	never.Close()
-	assert.ErrorIs(t, never.Ready(time.Second), subproc.ErrInputEnded)
+	assert.ErrorIs(t, never.Ready(t.Context(), time.Second), subproc.ErrInputEnded)
 	pipe, err := subproc.NewInput(false, 0, 0)
 	require.NoError(t, err)
-	require.NoError(t, pipe.Ready(0))
+	require.NoError(t, pipe.Ready(t.Context(), 0))
 	pipe.Close()
 
 	for _, r := range isolations(t) {
@@ -305,7 +308,7 @@ func TestInputReady(t *testing.T) {
 			require.NoError(t, err)
 			scr, wait := start(t, r.run, `read -r n; echo "got $n"`, in)
 			// At once, while the sandbox is being made.
-			require.NoError(t, in.Ready(30*time.Second))
+			require.NoError(t, in.Ready(t.Context(), 30*time.Second))
 			_, err = in.Write([]byte("ada\n"), 5*time.Second)
 			require.NoError(t, err)
 			scr.waitFor(t, "got ada", 1)

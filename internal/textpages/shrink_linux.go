@@ -47,9 +47,9 @@ func Shrink() {
 
 // mapping is one mapping of /proc/self/smaps: its address range [lo,
 // hi), its permissions ("r-xp"), the device and inode of the file it maps,
-// and whether any of its pages is anonymous (a private page written since
-// it was mapped: the dynamic linker's relocations, made read-only after;
-// MADV_DONTNEED would throw them away).
+// and whether any of its pages is anonymous, resident or swapped out (a
+// private page written since it was mapped: the dynamic linker's
+// relocations, made read-only after; MADV_DONTNEED would throw them away).
 type mapping struct {
 	lo, hi   uintptr
 	perms    string
@@ -67,12 +67,18 @@ func readMaps() ([]mapping, error) {
 	sc := bufio.NewScanner(bytes.NewReader(b))
 	for sc.Scan() {
 		f := bytes.Fields(sc.Bytes())
-		if len(f) >= 2 && string(f[0]) == "Anonymous:" && len(maps) > 0 {
-			maps[len(maps)-1].written = string(f[1]) != "0"
+		if len(f) >= 2 && (string(f[0]) == "Anonymous:" || string(f[0]) == "Swap:") {
+			// A written page resident, or one swapped out (Anonymous
+			// counts resident pages only).
+			if len(maps) > 0 && string(f[1]) != "0" {
+				maps[len(maps)-1].written = true
+			}
 			continue
 		}
-		// lo-hi perms offset major:minor inode [path]
-		if len(f) < 6 {
+		// lo-hi perms offset major:minor inode [path]; an anonymous
+		// mapping's header has no path, and is kept (with its inode, 0)
+		// so that the lines after it are not taken for the one before.
+		if len(f) < 5 || !bytes.Contains(f[0], []byte("-")) || len(f[1]) != 4 {
 			continue
 		}
 		lo, hi, ok1 := bytes.Cut(f[0], []byte("-"))

@@ -83,9 +83,9 @@ type Request struct {
 type Input interface {
 	// Terminal reports whether the command gets a terminal.
 	Terminal() bool
-	// Ready waits at most wait for the command to be able to take input
-	// (its terminal made once its sandbox started).
-	Ready(wait time.Duration) error
+	// Ready waits at most wait, and while ctx lasts, for the command to be
+	// able to take input (its terminal made once its sandbox started).
+	Ready(ctx context.Context, wait time.Duration) error
 	// Write sends p (typed on a terminal, control characters included),
 	// waiting at most wait for the command to take it; it returns how
 	// many bytes it took.

@@ -129,7 +129,7 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 // unfinished is the error of a deny-read search that did not finish.
 func unfinished(err error) error {
 	return &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-		"the search for deny-read paths did not finish: %v; the command was not run rather than run able to read them", err)}
+		"the search for deny-read paths did not finish: %v; the command was not run rather than run able to read them", err), Cause: err}
 }
 
 // anchored adds to found what the absolute pattern p matches on the host

@@ -121,7 +121,7 @@ func (r *Runner) Confines() bool { return true }
 func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, err error) {
 	began := time.Now()
 	defer func() {
-		if err != nil && req.Timeout > 0 && ctx.Err() == nil && time.Since(began) >= req.Timeout {
+		if timedOutStarting(ctx, req, err) {
 			res, err = r.timedOutStarting(req, began, err), nil
 		}
 	}()
@@ -190,14 +190,28 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 	return res, err
 }
 
+// timedOutStarting reports whether err, Run's, is a search for the
+// command's view cut by the command's timeout (searchContext) while the
+// caller still waited: the command timed out before it started. A refusal
+// (an invalid request: a protected workdir, no policy) never is, however
+// late it came; nor is anything else, a search that failed for another
+// reason included.
+func timedOutStarting(ctx context.Context, req exec.Request, err error) bool {
+	if err == nil || req.Timeout <= 0 || ctx.Err() != nil || !errors.Is(err, context.DeadlineExceeded) {
+		return false
+	}
+	ee, ok := errors.AsType[*exec.Error](err)
+	return !ok || ee.Code != exec.CodeInvalidRequest
+}
+
 // timedOutStarting is the result of a command whose timeout passed before
-// it started: the searches for its view (bounded by the timeout, see
-// searchContext) or its start were cut by it, and err says where. Nothing
-// ran; the command timed out, which is what its caller is told (exit -1,
-// TimedOut), rather than a failure that blames the search. err is logged.
+// it started: a search for its view (bounded by the timeout, see
+// searchContext) was cut by it, and err says which. Nothing ran; the
+// command timed out, which is what its caller is told (exit -1, TimedOut),
+// rather than a failure that blames the search. err is logged.
 func (r *Runner) timedOutStarting(req exec.Request, began time.Time, err error) exec.Result {
 	if r.cfg.Log != nil {
-		r.cfg.Log.Info("execsandbox: the command's timeout passed before it started; nothing ran",
+		r.cfg.Log.Warn("execsandbox: the command's timeout passed before it started; nothing ran",
 			zap.Duration("timeout", req.Timeout), zap.Error(err))
 	}
 	d := time.Since(began)

@@ -94,7 +94,7 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 		}
 		if err := w.dir(top, st.Dev, true); err != nil {
 			return nil, false, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err)}
+				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err), Cause: err}
 		}
 	}
 	return w.out, w.watched, nil

@@ -81,7 +81,7 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
 	if err != nil {
 		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err)}
+			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err), Cause: err}
 	}
 	// Under danger-full-access the directories on the way to a masked
 	// socket are not pinned: a background command could swap a stale

@@ -34,7 +34,7 @@ func TestTimeoutBeforeTheStartIsATimeout(t *testing.T) {
 		t.Run(iso.name, func(t *testing.T) {
 			r, err := execsandbox.New(iso.cfg, exec.Config{}, pol)
 			require.NoError(t, err)
-			for _, timeout := range []time.Duration{time.Nanosecond, 100 * time.Microsecond} {
+			for _, timeout := range []time.Duration{time.Nanosecond} {
 				mark := filepath.Join(f.ws, "ran-"+iso.name+"-"+timeout.String())
 				res, err := r.Run(t.Context(), exec.Request{
 					Command: "touch " + mark, Workdir: f.ws, Timeout: timeout,
@@ -44,6 +44,17 @@ func TestTimeoutBeforeTheStartIsATimeout(t *testing.T) {
 				assert.True(t, res.TimedOut, "timeout %s", timeout)
 				assert.Equal(t, -1, res.ExitCode, "timeout %s", timeout)
 				assert.NoFileExists(t, mark, "timeout %s: the command ran", timeout)
+			}
+			// A refusal stays one, however short the timeout: only a search
+			// the timeout cut is a timeout.
+			for _, req := range []exec.Request{
+				{Command: "true", Workdir: "relative", Timeout: time.Nanosecond, Policy: carried(pol, sandbox.WorkspaceWrite, f.ws)},
+				{Command: "true", Workdir: f.ws, Timeout: time.Nanosecond},
+			} {
+				_, err := r.Run(t.Context(), req)
+				var ee *exec.Error
+				require.ErrorAs(t, err, &ee)
+				assert.EqualValues(t, exec.CodeInvalidRequest, ee.Code, ee.Message)
 			}
 		})
 	}

@@ -281,8 +281,18 @@ func (t *Tool) input(ctx context.Context, c *guard.Call) tool.Result {
 	j.lastInput.Store(time.Now().UnixNano())
 	var sendErr error
 	if a.resize || a.input != "" || a.eof {
-		// A command still starting takes its input once it can.
-		sendErr = j.input.Ready(startWait)
+		// A command still starting takes its input once it can; the call
+		// waits for that holding no call slot, and gives up when the
+		// client cancels it (nothing is sent then).
+		idle := c.Idle
+		if idle == nil {
+			idle = func(_ context.Context, f func()) { f() }
+		}
+		sendErr = context.Canceled
+		idle(ctx, func() { sendErr = j.input.Ready(ctx, startWait) })
+		if ctx.Err() != nil {
+			sendErr = ctx.Err()
+		}
 	}
 	if sendErr == nil && a.resize {
 		sendErr = j.input.Resize(a.rows, a.cols, inputTimeout)
