@@ -89,7 +89,13 @@ func (b *bg) read(t *testing.T, sess *session.Session, id string) toolexec.Outpu
 // and including that one.
 func (b *bg) until(t *testing.T, sess *session.Session, id string, cond func(toolexec.Output) bool) []toolexec.Output {
 	t.Helper()
-	deadline := time.Now().Add(bgWait)
+	return b.untilWithin(t, sess, id, bgWait, cond)
+}
+
+// untilWithin is until with a wait of its own.
+func (b *bg) untilWithin(t *testing.T, sess *session.Session, id string, wait time.Duration, cond func(toolexec.Output) bool) []toolexec.Output {
+	t.Helper()
+	deadline := time.Now().Add(wait)
 	var reads []toolexec.Output
 	for {
 		v := b.read(t, sess, id)
@@ -97,7 +103,7 @@ func (b *bg) until(t *testing.T, sess *session.Session, id string, cond func(too
 		if cond(v) {
 			return reads
 		}
-		require.True(t, time.Now().Before(deadline), "the condition did not hold within %s; last read %+v", bgWait, v)
+		require.True(t, time.Now().Before(deadline), "the condition did not hold within %s; last read %+v", wait, v)
 		time.Sleep(20 * time.Millisecond)
 	}
 }

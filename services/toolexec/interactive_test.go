@@ -187,8 +187,10 @@ func TestInteractiveLeavesNothing(t *testing.T) {
 	assert.Eventually(t, func() bool { return openFDs(t) <= fds }, 5*time.Second, 50*time.Millisecond, "no descriptor left: %d before, %d after", fds, openFDs(t))
 	assert.Equal(t, pts, hostTerminals(t), "no terminal of the host made or left")
 
+	// 5 MB through a terminal: seconds on a quiet machine, over 30 s under
+	// the race detector at load 12.
 	id, _ := b.interactive(t, b.sess, map[string]any{"command": "yes 0123456789 | head -c 5000000; echo; echo end", "tty": true, "wait_ms": 0})
-	reads := b.until(t, b.sess, id, func(o toolexec.Output) bool { return o.State != "running" })
+	reads := b.untilWithin(t, b.sess, id, 3*time.Minute, func(o toolexec.Output) bool { return o.State != "running" })
 	var kept, dropped int64
 	for _, r := range reads {
 		kept += int64(len(r.Stdout))
