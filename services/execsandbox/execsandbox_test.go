@@ -15,6 +15,7 @@ import (
 	"go.uber.org/fx/fxtest"
 	"golang.org/x/sys/unix"
 
+	fixtures "github.com/dsh-go/harness/internal/fixture"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execsandbox"
@@ -50,8 +51,9 @@ func newFixture(t *testing.T) (fixture, *sandboxpolicy.Service) {
 // first (nil: none).
 func newFixtureWith(t *testing.T, edit func(*sandboxpolicy.Config)) (fixture, *sandboxpolicy.Service) {
 	t.Helper()
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
+	// Removed at the end with retries: another test's full-access command
+	// may hold a mount point in it for milliseconds (fixture.TempDir).
+	base := fixtures.TempDir(t)
 	f := fixture{filepath.Join(base, "ws"), filepath.Join(base, "cache"), filepath.Join(base, "outside")}
 	for _, d := range []string{f.ws, f.cache, f.outside} {
 		require.NoError(t, os.Mkdir(d, 0o755))
