@@ -114,7 +114,10 @@ func (r *Runner) Confines() bool { return true }
 // 9), and one whose bound sockets cannot be listed for masking; a workdir
 // at or beneath a protected path is refused with exec.CodeInvalidRequest;
 // protected paths that cannot all be found within the call's deadline and
-// budget refuse the command with exec.CodeUnavailable naming where. Once
+// budget refuse the command with exec.CodeUnavailable naming where, but
+// when the command's own timeout cut that search (or another of its view's)
+// the result is the command timing out (TimedOut, exit -1: nothing ran;
+// timedOutStarting). Once
 // the command has ended, each writable root's own mode, owner and times are
 // put back where the command changed them (rootGuard; a failure to is
 // logged, the result stands).
@@ -122,7 +125,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 	began := time.Now()
 	defer func() {
 		if timedOutStarting(ctx, req, err) {
-			res, err = r.timedOutStarting(req, began, err), nil
+			res, err = r.timedOutResult(req, began, err), nil
 		}
 	}()
 	if err := execlocal.Check(req); err != nil {
@@ -204,12 +207,12 @@ func timedOutStarting(ctx context.Context, req exec.Request, err error) bool {
 	return !ok || ee.Code != exec.CodeInvalidRequest
 }
 
-// timedOutStarting is the result of a command whose timeout passed before
+// timedOutResult is the result of a command whose timeout passed before
 // it started: a search for its view (bounded by the timeout, see
 // searchContext) was cut by it, and err says which. Nothing ran; the
 // command timed out, which is what its caller is told (exit -1, TimedOut),
 // rather than a failure that blames the search. err is logged.
-func (r *Runner) timedOutStarting(req exec.Request, began time.Time, err error) exec.Result {
+func (r *Runner) timedOutResult(req exec.Request, began time.Time, err error) exec.Result {
 	if r.cfg.Log != nil {
 		r.cfg.Log.Warn("execsandbox: the command's timeout passed before it started; nothing ran",
 			zap.Duration("timeout", req.Timeout), zap.Error(err))
