@@ -442,9 +442,11 @@ func TestRun(t *testing.T) {
 		},
 		{
 			name: "HARNESS_MODE reaches call", code: cli.ExitOK, golden: "call_write_inside",
-			env: map[string]string{"HARNESS_MODE": "workspace-write", "HARNESS_TEMP_ROOT": "/usr", "HARNESS_SHARED_TEMP": "true"},
+			// The temp root is the test's own: a write's protected-path
+			// search walks every writable root (/usr took 59 s at load 12).
+			env: map[string]string{"HARNESS_MODE": "workspace-write"},
 			args: func(l layout) []string {
-				return ws(l, "call", "write", "--args", `{"file_path":"new.txt","content":"fresh\n"}`)
+				return ws(l, "call", "write", "--temp-root", l.tmp, "--args", `{"file_path":"new.txt","content":"fresh\n"}`)
 			},
 			disk: fileIs("ws/new.txt", "fresh\n"),
 		},
