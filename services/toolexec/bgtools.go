@@ -174,12 +174,8 @@ func (t *Tool) Kill() *tool.Tool {
 		if j == nil {
 			return unknownID(id)
 		}
-		idle := c.Idle
-		if idle == nil {
-			idle = func(_ context.Context, wait func()) { wait() }
-		}
 		// Waiting for the end holds no call slot.
-		idle(ctx, func() { j.kill(sig, KillGrace) })
+		idle(ctx, c, func() { j.kill(sig, KillGrace) })
 		return t.readJob(j)
 	})
 }

@@ -235,11 +235,7 @@ func (t *Tool) runNow(ctx context.Context, c *guard.Call, workspace string, req 
 	if c.Progress != nil {
 		req.Stdout, req.Stderr = &rep.out, &rep.out
 	}
-	idle := c.Idle
-	if idle == nil {
-		idle = func(_ context.Context, wait func()) { wait() }
-	}
-	idle(ctx, func() {
+	idle(ctx, c, func() {
 		ticket := fairshare.Ticket{Key: c.Principal, Cap: t.cfg.PrincipalMaxConcurrent}
 		if c.Session != nil {
 			ticket.Sub = c.Session.ID()

@@ -147,11 +147,17 @@ func (t *Tool) startInteractive(ctx context.Context, c *guard.Call, workspace st
 // await waits, holding no call slot, until j ends, wait passes, or j's
 // output has been quiet for quiet after some came.
 func (t *Tool) await(ctx context.Context, c *guard.Call, j *job, wait time.Duration) {
-	idle := c.Idle
-	if idle == nil {
-		idle = func(_ context.Context, f func()) { f() }
+	idle(ctx, c, func() { waitOutput(ctx, j, wait) })
+}
+
+// idle runs wait, a part of call c that only waits, holding no call slot
+// (c.Idle); where the front end holds none (c.Idle nil), it just runs it.
+func idle(ctx context.Context, c *guard.Call, wait func()) {
+	if c.Idle == nil {
+		wait()
+		return
 	}
-	idle(ctx, func() { waitOutput(ctx, j, wait) })
+	c.Idle(ctx, wait)
 }
 
 // waitOutput returns when j has ended, wait has passed, ctx is done, or
@@ -284,12 +290,8 @@ func (t *Tool) input(ctx context.Context, c *guard.Call) tool.Result {
 		// A command still starting takes its input once it can; the call
 		// waits for that holding no call slot, and gives up when the
 		// client cancels it (nothing is sent then).
-		idle := c.Idle
-		if idle == nil {
-			idle = func(_ context.Context, f func()) { f() }
-		}
 		sendErr = context.Canceled
-		idle(ctx, func() { sendErr = j.input.Ready(ctx, startWait) })
+		idle(ctx, c, func() { sendErr = j.input.Ready(ctx, startWait) })
 		if ctx.Err() != nil {
 			sendErr = ctx.Err()
 		}
