@@ -422,8 +422,12 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 		if err != nil {
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		if r != nil || !again(path, seen, k, either) {
+		if r != nil {
+			janitorReserved(path, k, content)
 			return r, nil
+		}
+		if !again(path, seen, k, either) {
+			return nil, nil
 		}
 	}
 	return nil, fmt.Errorf("reserving %s: other commands kept removing and remaking it", path)
@@ -999,6 +1003,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	case pid := <-info:
 		if pid > 0 {
 			init = openInit(pid)
+			init.announced = janitorSandbox(init)
 		} else {
 			// bwrap ended (or is ending) without making the sandbox.
 			waitErr, exited = <-done, true
@@ -1389,6 +1394,8 @@ func readChildPid(r io.Reader) int {
 type initProcess struct {
 	pid   int
 	pidfd int
+	// announced says the janitor holds it too (janitorSandbox).
+	announced bool
 }
 
 func openInit(pid int) *initProcess {
@@ -1439,11 +1446,32 @@ func (p *initProcess) ended(d time.Duration) bool {
 	return false
 }
 
+// close lets p go; the janitor too, once it has ended (one still alive,
+// the janitor waits for should this process die).
 func (p *initProcess) close() {
+	if p != nil && p.announced && p.endedNow() {
+		janitorEnded(p.pid)
+		p.announced = false
+	}
 	if p != nil && p.pidfd >= 0 {
 		_ = unix.Close(p.pidfd)
 		p.pidfd = -1
 	}
+}
+
+// endedNow reports whether p has ended, without waiting.
+func (p *initProcess) endedNow() bool {
+	if p.pidfd >= 0 {
+		fds := []unix.PollFd{{Fd: int32(p.pidfd), Events: unix.POLLIN}}
+		for {
+			n, err := unix.Poll(fds, 0)
+			if err == unix.EINTR {
+				continue
+			}
+			return err == nil && n > 0
+		}
+	}
+	return unix.Kill(p.pid, 0) == unix.ESRCH
 }
 
 // SandboxNotStarted begins Status.Error when bwrap failed before the inner

@@ -24,3 +24,7 @@ func EnterArgs(argv ...string) []string { return (&NetNS{}).enterArgs(argv...) }
 
 // Vanished is vanished, for tests.
 var Vanished = vanished
+
+// JanitorSandbox hands the janitor pid as a sandbox's init, as RunBwrap
+// does, for tests.
+func JanitorSandbox(pid int) { janitorSandbox(openInit(pid)) }

@@ -44,6 +44,8 @@ func Main() int {
 			return diagMain()
 		case directStage:
 			return directMain(os.Args[3:])
+		case janitorStage:
+			return janitorMain()
 		}
 	}
 	status := run()

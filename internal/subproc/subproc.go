@@ -18,6 +18,11 @@
 // the root may change them, and the caller (services/execsandbox) puts them
 // back.
 //
+// The bubblewrap isolation reserves missing protected names with
+// placeholders (Reserve, ReleaseAll); a janitor (StartJanitor, the helper
+// in a session of its own) removes those a server that died held, once
+// that server's sandboxes have ended.
+//
 // What it does not protect: a descendant that escapes the subreaper's
 // descendant scan by exiting its parent and being reparented between two
 // scans is found by the next scan, but a process that keeps forking faster

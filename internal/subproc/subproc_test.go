@@ -28,6 +28,9 @@ func TestMain(m *testing.M) {
 	if p := os.Getenv(reserveAsEnv); p != "" {
 		os.Exit(reserveAs(p))
 	}
+	if dir := os.Getenv(janitorServerEnv); dir != "" {
+		os.Exit(janitorServer(dir))
+	}
 	os.Exit(m.Run())
 }
 

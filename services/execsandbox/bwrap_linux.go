@@ -48,11 +48,15 @@ type bwrapIsolation struct {
 	nets *sessionNets
 	// kept are the reservations held until Close (a `commondir`).
 	kept keptReservations
+	// janitor starts the process that removes this server's placeholders
+	// should it die (subproc.StartJanitor), at the first command.
+	janitor sync.Once
+	log     *zap.Logger
 }
 
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
-	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets, log)}
+	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets, log), log: log}
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
 		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
 		if err != nil {
@@ -113,6 +117,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	if err != nil {
 		return exec.Result{}, refusals{}, err
 	}
+	b.janitor.Do(func() {
+		if err := subproc.StartJanitor(stage); err != nil {
+			b.log.Warn("cannot start the process that removes the placeholders of this server's commands should it die; "+
+				"a crash leaves them until a later command reserves and releases them", zap.Error(err))
+		}
+	})
 	bw := subproc.Bwrap{Exe: exe, Stage: stage, Credential: cred}
 	var g *gate
 	switch s := session.FromContext(ctx); {
