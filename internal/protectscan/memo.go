@@ -1,6 +1,7 @@
 package protectscan
 
 import (
+	"context"
 	"maps"
 	"path/filepath"
 	"strconv"
@@ -77,10 +78,55 @@ func (s *Scanner) keep(key string, w *walk, epoch uint64) {
 	}
 }
 
-// scanning is a root set being scanned, by n scans.
+// scanning is a root set being scanned, by n scans; walked, while one of
+// them walks it (not a reuse of a kept result), is closed when that walk
+// ends.
 type scanning struct {
-	roots []Root
-	n     int
+	roots  []Root
+	n      int
+	walked chan struct{}
+}
+
+// awaitWalk waits, before a scan of key begins, for a walk of key already
+// under way (issue 34, the first command: one started while the warm-up
+// walks the same roots took the walk on again beside it), or ctx. The
+// scan then finds that walk's result kept, unless something that matters
+// changed meanwhile.
+func (s *Scanner) awaitWalk(ctx context.Context, key string) {
+	s.mu.Lock()
+	var ch chan struct{}
+	if a := s.active[key]; a != nil {
+		ch = a.walked
+	}
+	s.mu.Unlock()
+	if ch == nil {
+		return
+	}
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// walking marks key as walked by the caller, and returns the function
+// that ends the mark (nothing when another walk of key holds it).
+func (s *Scanner) walking(key string) func() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	a := s.active[key]
+	if a == nil || a.walked != nil {
+		return func() {}
+	}
+	ch := make(chan struct{})
+	a.walked = ch
+	return func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if a.walked == ch {
+			a.walked = nil
+		}
+		close(ch)
+	}
 }
 
 // done ends one scan of key.

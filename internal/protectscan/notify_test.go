@@ -566,3 +566,58 @@ func TestKeptCurrent_AnOverflowOfRepeatsIsNotHidden(t *testing.T) {
 	assert.False(t, reused)
 	assert.Equal(t, walked(t, roots), got)
 }
+
+// TestKeptCurrent_AScanDuringAWalkWaitsForIt (issue 34, the first
+// command): a scan of roots another scan of the same scanner is walking
+// waits for that walk and takes its result, instead of walking the same
+// directories again beside it (the runner's warm-up and its first command
+// in a large workspace).
+func TestKeptCurrent_AScanDuringAWalkWaitsForIt(t *testing.T) {
+	requireNotifications(t)
+	base := tempRoot(t)
+	var spec []string
+	for i := range 50 {
+		spec = append(spec, fmt.Sprintf("ws/d%d/f", i))
+	}
+	build(t, base, append(spec, "ws/a/.git/")...)
+	roots := []protectscan.Root{{Path: filepath.Join(base, "ws")}}
+	s := protectscan.New(protectscan.Options{})
+	walking, release := make(chan struct{}), make(chan struct{})
+	var first atomic.Bool
+	match := func(rel string, dir bool) bool {
+		if first.CompareAndSwap(false, true) {
+			// The first scan's walk, held up at its first entry.
+			close(walking)
+			<-release
+		}
+		return protectMeta(rel, dir)
+	}
+	type result struct {
+		entries []protectscan.Entry
+		reused  bool
+		err     error
+	}
+	firstDone, secondDone := make(chan result, 1), make(chan result, 1)
+	go func() {
+		e, r, err := s.ScanReused(t.Context(), roots, match)
+		firstDone <- result{e, r, err}
+	}()
+	<-walking
+	go func() {
+		e, r, err := s.ScanReused(t.Context(), roots, match)
+		secondDone <- result{e, r, err}
+	}()
+	select {
+	case r := <-secondDone:
+		t.Fatalf("the second scan returned while the first walked (reused %v): it walked again", r.reused)
+	case <-time.After(300 * time.Millisecond):
+	}
+	close(release)
+	a, b := <-firstDone, <-secondDone
+	require.NoError(t, a.err)
+	require.NoError(t, b.err)
+	assert.False(t, a.reused)
+	assert.True(t, b.reused, "the walk's result, kept")
+	assert.Equal(t, a.entries, b.entries)
+	assert.Equal(t, walked(t, roots), b.entries)
+}

@@ -212,6 +212,7 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		err = w.run(roots, func() {})
 	} else {
 		key := rootsKey(roots)
+		s.awaitWalk(ctx, key)
 		// Read before the walk: a mount made during it differs at the next
 		// scan. A mount raises no inotify event.
 		w.mounts = dirwatch.MountTable()
@@ -226,7 +227,9 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		if kept == nil || errors.Is(err, errRootReplaced) {
 			w.close()
 			w.reused = false
+			end := s.walking(key)
 			err = w.run(roots, func() { s.keep(key, w, epoch) })
+			end()
 		}
 		s.done(key)
 	}

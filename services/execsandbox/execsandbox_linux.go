@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"runtime/debug"
+	"sync"
 	"time"
 
 	"go.uber.org/fx"
@@ -317,8 +318,8 @@ func provide(p Params) (*Runner, error) {
 // network namespace under network deny (sessionNets.refill), walks root's
 // secrets when commands run as uid 0 (secretCache), then searches the protected
 // paths of the default policy's writable roots but its temp roots once
-// (workspace-write's, whatever the default mode), then its deny-read
-// paths, so the first command finds both searches' caches filled: a
+// (workspace-write's, whatever the default mode), its deny-read paths and
+// its sockets, side by side, so the first command finds both searches' caches filled: a
 // workspace holding a directory of a million entries costs that command an
 // fstat per directory, not the reading of them all, and a command started
 // during the protected-path search waits for it instead of reading the
@@ -351,11 +352,16 @@ func (r *Runner) Warm(ctx context.Context) {
 		// the kept result's key).
 		_, _ = rootSecretCache.get(ctx, policy, os.Getenv("HOME"), accountOf(cred).gids, false)
 	}
-	r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred))
 	// The deny-read walk of the same roots fills its own cache, and so
-	// does the walk for the sockets to mask, where commands get one.
-	_, _ = r.masker.find(ctx, policy, cred)
-	_, _ = r.sockets(ctx, policy, 0)
+	// does the walk for the sockets to mask, where commands get one: the
+	// three side by side (issue 34: the first command waits for them; a
+	// search it starts meanwhile waits for the warm-up's walk of the same
+	// roots, protectscan).
+	var wg sync.WaitGroup
+	wg.Go(func() { r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred)) })
+	wg.Go(func() { _, _ = r.masker.find(ctx, policy, cred) })
+	wg.Go(func() { _, _ = r.sockets(ctx, policy, 0) })
+	wg.Wait()
 }
 
 // Close releases what the runner made for its commands (the parent cgroup
