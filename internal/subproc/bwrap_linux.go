@@ -313,7 +313,34 @@ type Reservation struct {
 	Dir, FIFO bool
 	content   string // a file placeholder's
 	fd        int
-	ino       uint64
+	// id is the placeholder's identity (device, inode, change time) and
+	// dir that of the directory holding it, both as reserved: a removal
+	// takes only that entry, through that directory.
+	id, dir fileIdentity
+}
+
+// fileIdentity tells one file from another: its device and inode, and,
+// against an inode number used again, its change time.
+type fileIdentity struct {
+	dev, ino  uint64
+	ctimeSec  int64
+	ctimeNsec int64
+}
+
+// identityOf is st's identity.
+func identityOf(st *unix.Stat_t) fileIdentity {
+	return fileIdentity{dev: st.Dev, ino: st.Ino, ctimeSec: st.Ctim.Sec, ctimeNsec: st.Ctim.Nsec}
+}
+
+// kind is r's placeholder's kind.
+func (r *Reservation) kind() kind {
+	switch {
+	case r.Dir:
+		return kindDir
+	case r.FIFO:
+		return kindFIFO
+	}
+	return kindFile
 }
 
 // kind is a placeholder's type.
@@ -423,7 +450,7 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
 		if r != nil {
-			janitorReserved(path, k, content)
+			janitorReserved(r)
 			return r, nil
 		}
 		if !again(path, seen, k, either) {
@@ -523,9 +550,9 @@ func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_
 	}
 	// Still the placeholder at path (a release may have removed it
 	// between the open and the lock): else again.
-	var now unix.Stat_t
-	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev {
-		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, ino: st.Ino}, nil, nil
+	var now, dir unix.Stat_t
+	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev && unix.Stat(filepath.Dir(path), &dir) == nil {
+		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, id: identityOf(&now), dir: identityOf(&dir)}, nil, nil
 	}
 	_ = unix.Close(fd)
 	return nil, nil, errAgain
@@ -731,31 +758,43 @@ func (r *Reservation) Current() bool {
 const releaseTries = 5
 
 // removeHeld removes r's placeholder, open at fd, when fd holds its
-// exclusive lock and it is still the placeholder reserved, at r.Path.
+// exclusive lock and it is still the placeholder reserved (its identity),
+// at r.Path in the directory it was reserved in (removeIn).
 func (r *Reservation) removeHeld(fd int) {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return // another command holds it: the last one removes it
 	}
-	k := kindFile
-	switch {
-	case r.Dir:
-		k = kindDir
-	case r.FIFO:
-		k = kindFIFO
-	}
 	var now unix.Stat_t
-	if unix.Fstat(fd, &now) != nil || now.Ino != r.ino || !placeholder(fd, &now, k, r.content) {
+	if unix.Fstat(fd, &now) != nil || identityOf(&now) != r.id || !placeholder(fd, &now, r.kind(), r.content) {
 		return
 	}
-	var at unix.Stat_t
-	if unix.Lstat(r.Path, &at) != nil || at.Ino != r.ino || at.Dev != now.Dev {
+	r.removeIn()
+}
+
+// removeIn removes the entry named r.Path through the directory that
+// path names, when that directory is still the one r was reserved in
+// and the entry still r's placeholder: a directory above it renamed or
+// swapped for a symlink since (by a user who owns one) makes the path
+// lead elsewhere, and a removal by path would take what lies there.
+func (r *Reservation) removeIn() {
+	dfd, err := unix.Open(filepath.Dir(r.Path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
 		return
 	}
+	defer func() { _ = unix.Close(dfd) }()
+	var dir, at unix.Stat_t
+	if unix.Fstat(dfd, &dir) != nil || dir.Dev != r.dir.dev || dir.Ino != r.dir.ino {
+		return
+	}
+	name := filepath.Base(r.Path)
+	if unix.Fstatat(dfd, name, &at, unix.AT_SYMLINK_NOFOLLOW) != nil || identityOf(&at) != r.id {
+		return
+	}
+	flags := 0
 	if r.Dir {
-		_ = unix.Rmdir(r.Path)
-	} else {
-		_ = unix.Unlink(r.Path)
+		flags = unix.AT_REMOVEDIR
 	}
+	_ = unix.Unlinkat(dfd, name, flags)
 }
 
 // flockShared takes a shared flock on fd, waiting up to a second for an
@@ -1003,7 +1042,7 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	case pid := <-info:
 		if pid > 0 {
 			init = openInit(pid)
-			init.announced = janitorSandbox(init)
+			init.janitorID = janitorSandbox(init)
 		} else {
 			// bwrap ended (or is ending) without making the sandbox.
 			waitErr, exited = <-done, true
@@ -1394,8 +1433,9 @@ func readChildPid(r io.Reader) int {
 type initProcess struct {
 	pid   int
 	pidfd int
-	// announced says the janitor holds it too (janitorSandbox).
-	announced bool
+	// janitorID is the number the janitor knows it by, when it holds it
+	// too (janitorSandbox); 0 otherwise.
+	janitorID uint64
 }
 
 func openInit(pid int) *initProcess {
@@ -1449,9 +1489,9 @@ func (p *initProcess) ended(d time.Duration) bool {
 // close lets p go; the janitor too, once it has ended (one still alive,
 // the janitor waits for should this process die).
 func (p *initProcess) close() {
-	if p != nil && p.announced && p.endedNow() {
-		janitorEnded(p.pid)
-		p.announced = false
+	if p != nil && p.janitorID != 0 && p.endedNow() {
+		janitorEnded(p.janitorID)
+		p.janitorID = 0
 	}
 	if p != nil && p.pidfd >= 0 {
 		_ = unix.Close(p.pidfd)

@@ -1,9 +1,13 @@
 package subproc
 
 import (
+	"bytes"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
+	"os/signal"
+	"path/filepath"
 	"strconv"
 	"sync"
 	"syscall"
@@ -15,18 +19,24 @@ import (
 // The janitor (issue 34, "a crash leaves nothing"): a process of the
 // helper program that outlives its server to remove the placeholders the
 // server's commands reserved when the server dies without releasing them
-// (kill -9, a crash, the OOM killer). The server tells it each placeholder
-// it reserves (path, kind, content; once per distinct one) and hands it a
+// (kill -9, a crash, the OOM killer). The server hands it a pidfd of
+// itself, tells it each placeholder it holds (path, kind, content, its
+// identity and its directory's; the latest for each path) and hands it a
 // pidfd of each sandbox's init as that starts, taking it back once the
 // init has ended. When the server's end of their socket closes (only the
 // server's death closes it: it is never closed otherwise), the janitor
-// waits for the sandboxes it was handed to end (each is killed by its
-// bubblewrap's parent-death signal, which the server's death sends), then
-// removes each placeholder that is still one and that nothing holds (an
-// exclusive flock succeeds: another server's command holds it shared),
-// exactly as a release does. While a sandbox it waits for lives on past
-// janitorWait it removes nothing: a placeholder removed under a running
-// command takes its mount with it.
+// waits for the server to be gone (its descriptors, the holds among them,
+// closed), kills every sandbox it was handed (bubblewrap's parent-death
+// signals end them too, but a sandbox's init takes its own only once the
+// view is made) and waits for each to end, then removes each placeholder
+// that is still the one reserved (its identity: never something the
+// server did not make) and that nothing holds (an exclusive flock, tried
+// for about a second: another server's command holds it shared), through
+// the directory it was reserved in, as a release does. While a sandbox
+// lives on past janitorWait it removes nothing: a placeholder removed
+// under a running command takes its mount with it. It ignores the
+// signals that stop a server (a service manager's SIGTERM to the whole
+// group), and says on the server's standard error what it left.
 
 // janitorStage is the helper's second argument for the janitor.
 const janitorStage = "janitor"
@@ -42,11 +52,13 @@ const janitorWait = 30 * time.Second
 // nothing that long is killed and no longer used.
 const janitorSendTimeout = time.Second
 
-// The janitor's messages, one per packet: a reservation ('R', the kind's
-// byte, the content, a NUL, the path), a sandbox's init ('P', its pid,
-// with its pidfd attached when there is one) and that init's end ('E',
-// its pid).
+// The janitor's messages, one per packet: the server itself ('S', with
+// its pidfd attached), a reservation ('R', then NUL-separated: the kind's
+// byte and the content, the identities as numbers, the path), a sandbox's
+// init ('P' and the server's number for it, with its pidfd attached when
+// there is one) and that init's end ('E' and its number).
 const (
+	msgServer   = 'S'
 	msgReserved = 'R'
 	msgSandbox  = 'P'
 	msgEnded    = 'E'
@@ -57,7 +69,9 @@ var janitor struct {
 	mu   sync.Mutex
 	fd   int // the server's end of the socket; -1 when no janitor runs
 	proc *os.Process
-	told map[string]bool // the reservations announced, by message
+	warn func(msg string, err error)
+	told map[string]string // the last reservation message of each path
+	seq  uint64            // the last sandbox's number
 }
 
 func init() { janitor.fd = -1 }
@@ -65,18 +79,25 @@ func init() { janitor.fd = -1 }
 // StartJanitor starts, once per process, the janitor from prog (a program
 // whose main calls Main first when IsHelper(os.Args): the command
 // helper), in a session of its own and without a parent-death signal, so
-// that it outlives this process. Later calls return the first one's
-// error. Without a janitor (an error here, or one killed after it stopped
-// reading) commands run as before, and a server that dies leaves its
-// placeholders until a later command of any server reserves and releases
-// them. Errors: the socket or the process cannot be made.
-func StartJanitor(prog *Program) error {
+// that it outlives this process; warn (may be nil) hears of a janitor
+// dropped later (one that stopped taking messages is killed: one that
+// missed a sandbox could remove a placeholder under it). Later calls
+// return the first one's error. Without a janitor commands run as before,
+// and a server that dies leaves its placeholders until a later command of
+// any server reserves and releases them. Errors: the socket, the pidfd or
+// the process cannot be made.
+func StartJanitor(prog *Program, warn func(msg string, err error)) error {
 	var err error
-	janitor.once.Do(func() { err = startJanitor(prog) })
+	janitor.once.Do(func() { err = startJanitor(prog, warn) })
 	return err
 }
 
-func startJanitor(prog *Program) error {
+func startJanitor(prog *Program, warn func(msg string, err error)) error {
+	self, err := unix.PidfdOpen(os.Getpid(), 0)
+	if err != nil {
+		return fmt.Errorf("a pidfd of this process: %w", err)
+	}
+	defer func() { _ = unix.Close(self) }()
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
 		return err
@@ -93,6 +114,7 @@ func startJanitor(prog *Program) error {
 		Args:        []string{"harness-janitor", HelperArg, janitorStage},
 		Env:         []string{},
 		Dir:         "/",
+		Stderr:      os.Stderr,
 		ExtraFiles:  []*os.File{theirs, prog.f},
 		SysProcAttr: &syscall.SysProcAttr{Setsid: true},
 	}
@@ -102,14 +124,17 @@ func startJanitor(prog *Program) error {
 	}
 	go func() { _ = cmd.Wait() }() // reaped should it end first
 	janitor.mu.Lock()
-	janitor.fd, janitor.proc, janitor.told = fds[0], cmd.Process, map[string]bool{}
-	janitor.mu.Unlock()
+	defer janitor.mu.Unlock()
+	janitor.fd, janitor.proc, janitor.warn, janitor.told = fds[0], cmd.Process, warn, map[string]string{}
+	janitorSend([]byte{msgServer}, self)
+	if janitor.fd < 0 {
+		return errors.New("the janitor took no message")
+	}
 	return nil
 }
 
 // janitorSend sends msg (with fd attached when fd >= 0) to the janitor,
-// if one runs. A janitor that does not take it is killed and dropped: one
-// that missed a sandbox could remove its placeholders while it lives.
+// if one runs. A janitor that does not take it is killed and dropped.
 // Call with janitor.mu held.
 func janitorSend(msg []byte, fd int) {
 	if janitor.fd < 0 {
@@ -128,58 +153,63 @@ func janitorSend(msg []byte, fd int) {
 			_ = janitor.proc.Kill()
 			_ = unix.Close(janitor.fd)
 			janitor.fd = -1
+			if janitor.warn != nil {
+				janitor.warn("the process that removes this server's placeholders should it die stopped taking messages and was stopped; "+
+					"a crash now leaves them until a later command reserves and releases them", err)
+			}
 		}
 		return
 	}
 }
 
-// janitorReserved tells the janitor of a placeholder of kind k holding
-// content at path, the first time this process reserves it.
-func janitorReserved(path string, k kind, content string) {
-	msg := append(append(append([]byte{msgReserved, byte('0' + k)}, content...), 0), path...)
+// janitorReserved tells the janitor of r, unless it was the last it heard
+// of at r.Path.
+func janitorReserved(r *Reservation) {
+	msg := fmt.Appendf([]byte{msgReserved, byte('0' + r.kind())}, "%s\x00%d %d %d %d %d %d\x00%s",
+		r.content, r.id.dev, r.id.ino, r.id.ctimeSec, r.id.ctimeNsec, r.dir.dev, r.dir.ino, r.Path)
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
-	if janitor.fd < 0 || janitor.told[string(msg)] {
+	if janitor.fd < 0 || janitor.told[r.Path] == string(msg) {
 		return
 	}
 	janitorSend(msg, -1)
-	janitor.told[string(msg)] = true
+	janitor.told[r.Path] = string(msg)
 }
 
-// janitorSandbox hands the janitor the sandbox's init p, and reports
-// whether it did (p.ended then takes it back).
-func janitorSandbox(p *initProcess) bool {
+// janitorSandbox hands the janitor the sandbox's init p, and returns the
+// number it goes by (0: not handed; p.close takes it back).
+func janitorSandbox(p *initProcess) uint64 {
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
 	if janitor.fd < 0 {
-		return false
+		return 0
 	}
-	janitorSend(append([]byte{msgSandbox}, strconv.Itoa(p.pid)...), p.pidfd)
-	return janitor.fd >= 0
+	janitor.seq++
+	janitorSend(strconv.AppendUint([]byte{msgSandbox}, janitor.seq, 10), p.pidfd)
+	if janitor.fd < 0 {
+		return 0
+	}
+	return janitor.seq
 }
 
-// janitorEnded tells the janitor the init pid handed to it has ended.
-func janitorEnded(pid int) {
+// janitorEnded tells the janitor the init it knows as n has ended.
+func janitorEnded(n uint64) {
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
-	janitorSend(append([]byte{msgEnded}, strconv.Itoa(pid)...), -1)
-}
-
-// janitorReservation is one placeholder the janitor was told of.
-type janitorReservation struct {
-	path, content string
-	k             kind
+	janitorSend(strconv.AppendUint([]byte{msgEnded}, n, 10), -1)
 }
 
 // janitorMain is the janitor: it reads its server's messages until the
-// server is gone, waits for the sandboxes it was handed, and removes the
-// placeholders left. It exits 0 when it tried each, 1 when a sandbox
-// outlived janitorWait (nothing removed).
+// server is gone, ends the sandboxes it was handed, and removes the
+// placeholders left. It exits 0 when it tried each, 1 when a sandbox or
+// the server outlived janitorWait (nothing removed).
 func janitorMain() int {
 	_ = unix.Close(janitorFD + 1) // its own program
-	reserved := map[janitorReservation]bool{}
-	inits := map[int]int{} // pid: pidfd, -1 without one
-	buf := make([]byte, 2*unix.PathMax)
+	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
+	reserved := map[string]*Reservation{}
+	server := -1
+	inits := map[uint64]int{} // number: pidfd, -1 without one
+	buf := make([]byte, 3*unix.PathMax)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(janitorFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -189,89 +219,136 @@ func janitorMain() int {
 		if err != nil || n == 0 {
 			break // the server is gone
 		}
-		fd := -1
-		if oobn > 0 {
-			if cmsgs, err := unix.ParseSocketControlMessage(oob[:oobn]); err == nil && len(cmsgs) > 0 {
-				if fds, err := unix.ParseUnixRights(&cmsgs[0]); err == nil && len(fds) > 0 {
-					fd = fds[0]
-				}
-			}
-		}
+		fd := receivedFD(oob[:oobn])
 		msg := buf[:n]
 		switch msg[0] {
+		case msgServer:
+			if server < 0 {
+				server, fd = fd, -1
+			}
 		case msgReserved:
-			if i := indexByte(msg, 0); i > 1 {
-				reserved[janitorReservation{path: string(msg[i+1:]), content: string(msg[2:i]), k: kind(msg[1] - '0')}] = true
+			if r := parseReserved(msg[1:]); r != nil {
+				reserved[r.Path] = r
 			}
-		case msgSandbox:
-			if pid, err := strconv.Atoi(string(msg[1:])); err == nil {
-				if old, ok := inits[pid]; ok && old >= 0 {
-					_ = unix.Close(old)
-				}
-				inits[pid] = fd
-				fd = -1
+		case msgSandbox, msgEnded:
+			id, err := strconv.ParseUint(string(msg[1:]), 10, 64)
+			if err != nil {
+				break
 			}
-		case msgEnded:
-			if pid, err := strconv.Atoi(string(msg[1:])); err == nil {
-				if old, ok := inits[pid]; ok && old >= 0 {
-					_ = unix.Close(old)
-				}
-				delete(inits, pid)
+			if old, ok := inits[id]; ok && old >= 0 {
+				_ = unix.Close(old)
+			}
+			delete(inits, id)
+			if msg[0] == msgSandbox {
+				inits[id], fd = fd, -1
 			}
 		}
 		if fd >= 0 {
 			_ = unix.Close(fd)
 		}
 	}
-	if !sandboxesEnded(inits, time.Now().Add(janitorWait)) {
+	deadline := time.Now().Add(janitorWait)
+	if server >= 0 && !(&initProcess{pidfd: server}).ended(time.Until(deadline)) {
+		janitorSays("the server's process did not end", len(reserved))
 		return 1
 	}
-	for r := range reserved {
-		removeUnheld(r)
+	for _, fd := range inits {
+		if fd >= 0 {
+			_ = unix.PidfdSendSignal(fd, unix.SIGKILL, nil, 0)
+		}
+	}
+	for _, fd := range inits {
+		if fd < 0 || !(&initProcess{pidfd: fd}).ended(time.Until(deadline)) {
+			janitorSays("a sandbox of the server did not end", len(reserved))
+			return 1
+		}
+	}
+	left := 0
+	for _, r := range reserved {
+		if !r.removeUnheld() {
+			left++
+		}
+	}
+	if left > 0 {
+		janitorSays("other commands hold them or they changed", left)
 	}
 	return 0
 }
 
-// indexByte is bytes.IndexByte.
-func indexByte(b []byte, c byte) int {
-	for i, x := range b {
-		if x == c {
-			return i
-		}
-	}
-	return -1
+// janitorSays reports on standard error (the dead server's) that the
+// janitor left n placeholders, and why.
+func janitorSays(why string, n int) {
+	_, _ = fmt.Fprintf(os.Stderr, "harness: %s; up to %d placeholders of its commands are left in place "+
+		"(a later command of any harness reserves and releases them)\n", why, n)
 }
 
-// sandboxesEnded waits until every init of inits (pid: pidfd, or -1) has
-// ended, or the deadline, and reports whether they all did.
-func sandboxesEnded(inits map[int]int, deadline time.Time) bool {
-	for pid, fd := range inits {
-		p := &initProcess{pid: pid, pidfd: fd}
-		left := time.Until(deadline)
-		if left <= 0 || !p.ended(left) {
-			return false
-		}
-		p.close()
+// receivedFD returns the descriptor a message carried, or -1.
+func receivedFD(oob []byte) int {
+	cmsgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil || len(cmsgs) == 0 {
+		return -1
 	}
-	return true
+	fds, err := unix.ParseUnixRights(&cmsgs[0])
+	if err != nil || len(fds) == 0 {
+		return -1
+	}
+	for _, extra := range fds[1:] {
+		_ = unix.Close(extra)
+	}
+	return fds[0]
 }
 
-// removeUnheld removes r's placeholder when it is still one and nothing
-// holds it (Reservation.removeHeld).
-func removeUnheld(r janitorReservation) {
+// parseReserved reads a reservation message (after its type byte), or nil.
+func parseReserved(b []byte) *Reservation {
+	parts := bytes.SplitN(b, []byte{0}, 3)
+	if len(parts) != 3 || len(parts[0]) < 1 {
+		return nil
+	}
+	k := kind(parts[0][0] - '0')
+	r := &Reservation{Path: string(parts[2]), Dir: k == kindDir, FIFO: k == kindFIFO, content: string(parts[0][1:]), fd: -1}
+	var id, dir fileIdentity
+	if n, err := fmt.Sscanf(string(parts[1]), "%d %d %d %d %d %d", &id.dev, &id.ino, &id.ctimeSec, &id.ctimeNsec, &dir.dev, &dir.ino); n != 6 || err != nil {
+		return nil
+	}
+	r.id, r.dir = id, dir
+	if !filepath.IsAbs(r.Path) || r.kind() != k {
+		return nil
+	}
+	return r
+}
+
+// janitorTries is how many times the janitor tries a placeholder's
+// exclusive lock, 1, 2, 4, ... 256 ms apart (about half a second in all):
+// a child the server forked just before it died holds a copy of its hold
+// until that child's exec or end.
+const janitorTries = 10
+
+// removeUnheld removes r's placeholder when it is still the one reserved
+// and, within janitorTries, nothing holds it; it reports whether the path
+// holds it no more.
+func (r *Reservation) removeUnheld() bool {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if r.k == kindDir {
+	if r.Dir {
 		flags |= unix.O_DIRECTORY
 	}
-	fd, err := unix.Open(r.path, flags, 0)
+	fd, err := unix.Open(r.Path, flags, 0)
 	if err != nil {
-		return
+		return errors.Is(err, unix.ENOENT)
 	}
 	defer func() { _ = unix.Close(fd) }()
 	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil {
-		return
+	if unix.Fstat(fd, &st) != nil || identityOf(&st) != r.id {
+		return true // not the one reserved: not the janitor's
 	}
-	held := &Reservation{Path: r.path, Dir: r.k == kindDir, FIFO: r.k == kindFIFO, content: r.content, ino: st.Ino}
-	held.removeHeld(fd)
+	wait := time.Millisecond
+	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
+		if try == janitorTries {
+			return false
+		}
+		time.Sleep(wait)
+		wait *= 2
+	}
+	r.removeHeld(fd)
+	var at unix.Stat_t
+	return unix.Lstat(r.Path, &at) != nil || identityOf(&at) != r.id
 }

@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
 )
@@ -26,6 +27,9 @@ import (
 const (
 	janitorServerEnv  = "SUBPROC_TEST_JANITOR_SERVER"
 	janitorSandboxEnv = "SUBPROC_TEST_JANITOR_SANDBOX"
+	// janitorReleaseEnv has janitorServer release what it reserved before
+	// it says it is ready.
+	janitorReleaseEnv = "SUBPROC_TEST_JANITOR_RELEASE"
 )
 
 // janitorReserved are the names janitorServer reserves in its directory:
@@ -47,7 +51,7 @@ func janitorServer(dir string) int {
 	if err != nil {
 		return fail(err)
 	}
-	if err := subproc.StartJanitor(prog); err != nil {
+	if err := subproc.StartJanitor(prog, nil); err != nil {
 		return fail(err)
 	}
 	var held []*subproc.Reservation
@@ -78,15 +82,25 @@ func janitorServer(dir string) int {
 		}
 		subproc.JanitorSandbox(pid)
 	}
+	if os.Getenv(janitorReleaseEnv) != "" {
+		subproc.ReleaseAll(held...)
+		held = nil
+	}
 	fmt.Println("ready")
 	_, _ = io.Copy(io.Discard, os.Stdin)
 	subproc.ReleaseAll(held...)
 	return 0
 }
 
+// janitorServerProc is a running janitorServer.
+type janitorServerProc struct {
+	cmd    *exec.Cmd
+	stderr chan string
+}
+
 // startJanitorServer starts janitorServer on dir (with env) and returns it
 // once it is ready.
-func startJanitorServer(t *testing.T, dir string, env ...string) *exec.Cmd {
+func startJanitorServer(t *testing.T, dir string, env ...string) *janitorServerProc {
 	t.Helper()
 	cmd := exec.Command(self(t))
 	cmd.Env = append([]string{janitorServerEnv + "=" + dir}, env...)
@@ -95,12 +109,39 @@ func startJanitorServer(t *testing.T, dir string, env ...string) *exec.Cmd {
 	t.Cleanup(func() { _ = in.Close() })
 	out, err := cmd.StdoutPipe()
 	require.NoError(t, err)
+	// The janitor inherits the server's standard error: its end is the
+	// janitor's.
+	errR, errW, err := os.Pipe()
+	require.NoError(t, err)
+	cmd.Stderr = errW
 	require.NoError(t, cmd.Start())
+	_ = errW.Close()
 	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	p := &janitorServerProc{cmd: cmd, stderr: make(chan string, 1)}
+	go func() {
+		b, _ := io.ReadAll(errR)
+		_ = errR.Close()
+		p.stderr <- string(b)
+	}()
 	line, err := bufio.NewReader(out).ReadString('\n')
 	require.NoError(t, err)
 	require.Equal(t, "ready\n", line)
-	return cmd
+	return p
+}
+
+// kill kills the server with SIGKILL and returns once its janitor has
+// ended, with what the janitor said.
+func (p *janitorServerProc) kill(t *testing.T) string {
+	t.Helper()
+	require.NoError(t, p.cmd.Process.Kill())
+	_ = p.cmd.Wait()
+	select {
+	case said := <-p.stderr:
+		return said
+	case <-time.After(2 * time.Minute):
+		t.Fatal("the janitor did not end")
+		return ""
+	}
 }
 
 // names returns the names in dir.
@@ -131,12 +172,11 @@ func TestJanitorRemovesADeadServersPlaceholders(t *testing.T) {
 
 	server := startJanitorServer(t, dir)
 	assert.ElementsMatch(t, append([]string{".envrc", "main.go"}, janitorReserved...), names(t, dir), "the server's placeholders, while it lives")
-	require.NoError(t, server.Process.Kill())
-	_ = server.Wait()
+	said := server.kill(t)
 
-	want := []string{".claude", ".envrc", "main.go"}
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual(want, names(t, dir)) }, 20*time.Second, 10*time.Millisecond,
-		"what the janitor leaves: the placeholder this process holds and the real files; there: %v", names(t, dir))
+	assert.Equal(t, []string{".claude", ".envrc", "main.go"}, names(t, dir),
+		"what the janitor leaves: the placeholder this process holds and the real files")
+	assert.Contains(t, said, "up to 1 placeholders", "the one held: said")
 	b, err := os.ReadFile(filepath.Join(dir, ".envrc"))
 	require.NoError(t, err)
 	assert.Equal(t, "export A=1\n", string(b))
@@ -148,28 +188,90 @@ func TestJanitorRemovesADeadServersPlaceholders(t *testing.T) {
 	assert.ElementsMatch(t, []string{".envrc", "main.go"}, names(t, dir))
 }
 
-// TestJanitorWaitsForTheServersSandboxes: a placeholder removed while a
-// command still runs would take that command's mount with it, so the
-// janitor of a dead server removes nothing while a sandbox it was handed
-// lives (bubblewrap's parent-death signal ends a real one at once; here a
-// stand-in that stays), and removes them once it has ended.
-func TestJanitorWaitsForTheServersSandboxes(t *testing.T) {
+// TestJanitorEndsTheServersSandboxes (the review's input): a sandbox's
+// init takes bubblewrap's parent-death signal only once the view is made,
+// so one whose server died while bubblewrap made it lived on, ran its
+// command, and could create .git once the placeholders were gone. The
+// janitor kills every sandbox it was handed, waits for it to end, and only
+// then removes the placeholders.
+func TestJanitorEndsTheServersSandboxes(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "ws")
 	require.NoError(t, os.Mkdir(dir, 0o755))
 	require.NoError(t, os.WriteFile(filepath.Join(dir, ".envrc"), []byte("export A=1\n"), 0o644))
 	sandbox := exec.Command("sleep", "600")
 	require.NoError(t, sandbox.Start())
-	t.Cleanup(func() { _ = sandbox.Process.Kill(); _ = sandbox.Wait() })
+	ended := make(chan error, 1)
+	go func() { ended <- sandbox.Wait() }()
+	t.Cleanup(func() { _ = sandbox.Process.Kill() })
 
 	server := startJanitorServer(t, dir, janitorSandboxEnv+"="+strconv.Itoa(sandbox.Process.Pid))
-	require.NoError(t, server.Process.Kill())
-	_ = server.Wait()
-	// Time for a janitor that does not wait to remove them.
-	time.Sleep(time.Second)
-	assert.ElementsMatch(t, append([]string{".envrc"}, janitorReserved...), names(t, dir), "removed while the sandbox lived")
+	server.kill(t)
+	// The janitor ended once the sandbox had: its reaping here follows.
+	select {
+	case err := <-ended:
+		var ee *exec.ExitError
+		require.ErrorAs(t, err, &ee)
+		assert.Equal(t, "signal: killed", ee.Error(), "the sandbox, killed by the janitor")
+	case <-time.After(time.Minute):
+		t.Fatal("the janitor ended and the sandbox still runs")
+	}
+	assert.Equal(t, []string{".envrc"}, names(t, dir), "the placeholders, once the sandbox ended")
+}
 
-	require.NoError(t, sandbox.Process.Kill())
-	_ = sandbox.Wait()
-	require.Eventually(t, func() bool { return assert.ObjectsAreEqual([]string{".envrc"}, names(t, dir)) }, 20*time.Second, 10*time.Millisecond,
-		"left after the sandbox ended: %v", names(t, dir))
+// TestJanitorRemovesOnlyWhatTheServerMade (the review's input): the
+// janitor took the identity of what it found at a reserved path for the
+// reserved one, so a user's own pipe named .git, made after the server's
+// command had released its placeholder, went at the server's crash; and,
+// as root, it removed by path through a workspace a user had swapped for
+// a symlink to another directory. It removes only the placeholders the
+// server reserved (their device, inode and change time), through the
+// directory they were reserved in.
+func TestJanitorRemovesOnlyWhatTheServerMade(t *testing.T) {
+	base := t.TempDir()
+	t.Run("the user's own, made since", func(t *testing.T) {
+		dir := filepath.Join(base, "ws")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".envrc"), []byte("export A=1\n"), 0o644))
+		server := startJanitorServer(t, dir, janitorReleaseEnv+"=1")
+		require.Equal(t, []string{".envrc"}, names(t, dir), "released")
+		plant(t, dir)
+		server.kill(t)
+		assertPlanted(t, dir)
+	})
+	t.Run("a workspace swapped for a symlink", func(t *testing.T) {
+		dir, moved, victim := filepath.Join(base, "ws2"), filepath.Join(base, "ws2-moved"), filepath.Join(base, "victim")
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(dir, ".envrc"), []byte("export A=1\n"), 0o644))
+		require.NoError(t, os.Mkdir(victim, 0o755))
+		require.NoError(t, os.WriteFile(filepath.Join(victim, ".envrc"), []byte("export A=1\n"), 0o644))
+		plant(t, victim)
+		server := startJanitorServer(t, dir)
+		require.NoError(t, os.Rename(dir, moved))
+		require.NoError(t, os.Symlink(victim, dir))
+		server.kill(t)
+		assertPlanted(t, victim)
+	})
+}
+
+// plant makes, in dir, entries shaped like placeholders that no server
+// made: a pipe .git of mode 0400 and an empty 0555 .vscode with the mark.
+func plant(t *testing.T, dir string) {
+	t.Helper()
+	require.NoError(t, unix.Mkfifo(filepath.Join(dir, ".git"), 0o400))
+	require.NoError(t, os.Chmod(filepath.Join(dir, ".git"), 0o400))
+	require.NoError(t, os.Mkdir(filepath.Join(dir, ".vscode"), 0o755))
+	require.NoError(t, unix.Setxattr(filepath.Join(dir, ".vscode"), "user.harness.placeholder", []byte("1"), 0))
+	require.NoError(t, os.Chmod(filepath.Join(dir, ".vscode"), 0o555))
+}
+
+// assertPlanted checks plant's entries are still in dir, as made.
+func assertPlanted(t *testing.T, dir string) {
+	t.Helper()
+	assert.Equal(t, []string{".envrc", ".git", ".vscode"}, names(t, dir))
+	st, err := os.Lstat(filepath.Join(dir, ".git"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeNamedPipe|0o400, st.Mode())
+	st, err = os.Lstat(filepath.Join(dir, ".vscode"))
+	require.NoError(t, err)
+	assert.Equal(t, os.ModeDir|0o555, st.Mode())
 }

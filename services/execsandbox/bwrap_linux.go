@@ -118,7 +118,8 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		return exec.Result{}, refusals{}, err
 	}
 	b.janitor.Do(func() {
-		if err := subproc.StartJanitor(stage); err != nil {
+		warn := func(msg string, err error) { b.log.Warn(msg, zap.Error(err)) }
+		if err := subproc.StartJanitor(stage, warn); err != nil {
 			b.log.Warn("cannot start the process that removes the placeholders of this server's commands should it die; "+
 				"a crash leaves them until a later command reserves and releases them", zap.Error(err))
 		}
