@@ -315,11 +315,11 @@ func provide(p Params) (*Runner, error) {
 
 // Warm finds and tries bubblewrap and seals the inner stage's copy (what
 // the first command would otherwise wait for), makes the first session's
-// network namespace under network deny (sessionNets.refill), walks root's
-// secrets when commands run as uid 0 (secretCache), then searches the protected
-// paths of the default policy's writable roots but its temp roots once
-// (workspace-write's, whatever the default mode), its deny-read paths and
-// its sockets, side by side, so the first command finds both searches' caches filled: a
+// network namespace under network deny (sessionNets.refill), then, side
+// by side, walks root's secrets when commands run as uid 0 (secretCache)
+// and searches the protected paths of the default policy's writable roots
+// but its temp roots (workspace-write's, whatever the default mode), its
+// deny-read paths and its sockets, so the first command finds both searches' caches filled: a
 // workspace holding a directory of a million entries costs that command an
 // fstat per directory, not the reading of them all, and a command started
 // during the protected-path search waits for it instead of reading the
@@ -346,18 +346,18 @@ func (r *Runner) Warm(ctx context.Context) {
 	// shared /tmp is the machine's, as large and as busy as others make it.
 	policy.TempRoots = nil
 	cred, _ := commandUser(policy, nil)
+	// Root's secrets (for a uid-0 command), the protected paths, the
+	// deny-read paths and the sockets to mask, each into its own cache,
+	// side by side (issue 34: the first command waits for them; a search
+	// it starts meanwhile waits for the warm-up's walk of the same roots,
+	// protectscan, or rootSecretCache's lock).
+	var wg sync.WaitGroup
 	if r.bwrap != nil && uidOf(cred) == 0 && !r.cfg.OneCall {
 		// Root's own secrets, which a uid-0 command may not read, as its
 		// commands look them up (a session's temp area is not part of
 		// the kept result's key).
-		_, _ = rootSecretCache.get(ctx, policy, os.Getenv("HOME"), accountOf(cred).gids, false)
+		wg.Go(func() { _, _ = rootSecretCache.get(ctx, policy, os.Getenv("HOME"), accountOf(cred).gids, false) })
 	}
-	// The deny-read walk of the same roots fills its own cache, and so
-	// does the walk for the sockets to mask, where commands get one: the
-	// three side by side (issue 34: the first command waits for them; a
-	// search it starts meanwhile waits for the warm-up's walk of the same
-	// roots, protectscan).
-	var wg sync.WaitGroup
 	wg.Go(func() { r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred)) })
 	wg.Go(func() { _, _ = r.masker.find(ctx, policy, cred) })
 	wg.Go(func() { _, _ = r.sockets(ctx, policy, 0) })
