@@ -257,8 +257,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		hostRun := b.policy.Protected().HostRun()
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		homes := homeRoots(home, b.policy.DenyRead().Homes())
-		held, err = reservedIn(policy, hostRun, homes, held)
+		held, err = reservedIn(policy, hostRun, home, held)
 		if err != nil {
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
@@ -280,7 +279,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
-		holder := holders(found, reservable(policy, hostRun, homes))
+		holder := holders(found, reservable(policy, hostRun))
 		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
@@ -404,14 +403,14 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves each path of reservable(policy, hostRun, homes)
-// that is missing (subproc.Reserve; a multi-component one only when its
-// parent exists), appending to held, which the caller releases. A root's
-// `.git` is a named pipe outside a repository, an empty directory inside
-// one (inRepository). A host-run file is
+// reservedIn reserves each path of reservable(policy, hostRun) that is
+// missing (subproc.Reserve; a multi-component one only when its parent
+// exists), appending to held, which the caller releases. A root's `.git` is
+// a named pipe outside a repository, an empty directory inside one
+// (inRepository). A host-run file is
 // reserved as a directory whatever it is (an empty directory is invisible
-// to git: `git add -A` does not record it), but in a home (one of homes,
-// homeRoots: the command's among them), where a file one is
+// to git: `git add -A` does not record it), but in the command's home
+// (home, its HOME: a root that is a home directory), where a file one is
 // an empty read-only file: shells and git read `.bashrc`, `.profile` and
 // `.gitconfig` there at every start, and a directory in their place makes
 // git fail ("unknown error occurred while reading the configuration
@@ -419,16 +418,19 @@ func rlimits(cfg Config) subproc.RLimits {
 // make a login shell skip the user's real one (.bash_profile,
 // .bash_login, .tcshrc) holds what reads that one instead
 // (homePlaceholders).
-func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, homes map[string]bool, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
 	files := map[string]string{} // a file placeholder's path: its content
-	for home := range homes {
+	if c, err := filepath.EvalSymlinks(home); err == nil {
+		home = c
+	}
+	if home != "" {
 		for _, f := range hostRun {
 			if !f.Dir {
-				files[filepath.Join(home, f.Name)] = homePlaceholders[f.Name]
+				files[filepath.Join(filepath.Clean(home), f.Name)] = homePlaceholders[f.Name]
 			}
 		}
 	}
-	for _, p := range reservable(policy, hostRun, homes) {
+	for _, p := range reservable(policy, hostRun) {
 		var h *subproc.Reservation
 		var err error
 		if content, file := files[p]; file {
@@ -499,10 +501,9 @@ var homePlaceholders = map[string]string{
 
 // reservable returns the paths a command of policy may never create: in
 // each workspace root, the top-level `.git` and each host-run file of
-// hostRun, a home's start-up file (HostRun.Home) only in a root that is
-// one of homes (homeRoots). Not in the temp roots, where a reserved path
-// would sit above every other user's work.
-func reservable(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, homes map[string]bool) []string {
+// hostRun. Not in the temp roots, where a reserved path would sit above
+// every other user's work.
+func reservable(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun) []string {
 	var out []string
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
@@ -511,9 +512,7 @@ func reservable(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, homes
 		r = filepath.Clean(r)
 		out = append(out, filepath.Join(r, ".git"))
 		for _, f := range hostRun {
-			if !f.Home || homes[r] {
-				out = append(out, filepath.Join(r, f.Name))
-			}
+			out = append(out, filepath.Join(r, f.Name))
 		}
 	}
 	return out

@@ -5,10 +5,7 @@ package execsandbox
 import (
 	"context"
 	"errors"
-	"os"
 	osexec "os/exec"
-	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -129,7 +126,7 @@ func TestHolders(t *testing.T) {
 		{Path: "/w/sub/.git", Dir: true},
 		{Path: "/w/sub/.mcp.json"},
 	}
-	got := holders(found, reservable(policy, []sandbox.HostRun{{Name: ".mcp.json"}}, nil))
+	got := holders(found, reservable(policy, []sandbox.HostRun{{Name: ".mcp.json"}}))
 	assert.Equal(t, map[string]string{
 		"/o/.git":                  "",
 		"/o/.git/config":           "",
@@ -146,39 +143,4 @@ func TestHolders(t *testing.T) {
 		"/w/sub/.git":              "/w/sub/.git",
 		"/w/sub/.mcp.json":         "/w/sub/.mcp.json",
 	}, got)
-}
-
-// TestReservableHomeFilesOnlyInAHome (issue 34, no trace): a home's
-// start-up file is reserved only at the top of a root that is a home
-// (homeRoots); every other host-run file and the root's .git in every
-// workspace root.
-func TestReservableHomeFilesOnlyInAHome(t *testing.T) {
-	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/w", OtherRoots: []string{"/home/u"}}
-	hostRun := []sandbox.HostRun{{Name: ".mcp.json"}, {Name: ".bashrc", Home: true}, {Name: ".config/fish", Dir: true, Home: true}}
-	assert.Equal(t, []string{"/w/.git", "/w/.mcp.json", "/home/u/.git", "/home/u/.mcp.json", "/home/u/.bashrc", "/home/u/.config/fish"},
-		reservable(policy, hostRun, map[string]bool{"/home/u": true}))
-	assert.Equal(t, []string{"/w/.git", "/w/.mcp.json", "/w/.bashrc", "/w/.config/fish", "/home/u/.git", "/home/u/.mcp.json"},
-		reservable(policy, hostRun, map[string]bool{"/w": true}))
-	assert.Equal(t, []string{"/w/.git", "/w/.mcp.json", "/home/u/.git", "/home/u/.mcp.json"}, reservable(policy, hostRun, nil))
-}
-
-// TestHomeRoots: the command's home, the policy's, $ZDOTDIR and the
-// accounts' homes count, as given and canonical; "/" and relative ones do
-// not.
-func TestHomeRoots(t *testing.T) {
-	dir := t.TempDir()
-	target := filepath.Join(dir, "target")
-	require.NoError(t, os.Mkdir(target, 0o755))
-	link := filepath.Join(dir, "link")
-	require.NoError(t, os.Symlink(target, link))
-	t.Setenv("ZDOTDIR", filepath.Join(dir, "zdot"))
-	got := homeRoots(link, []string{"/", "relative", filepath.Join(dir, "policy")})
-	for _, want := range []string{link, target, filepath.Join(dir, "zdot"), filepath.Join(dir, "policy")} {
-		assert.True(t, got[want], want)
-	}
-	assert.False(t, got["/"])
-	assert.False(t, got["relative"])
-	if b, err := os.ReadFile("/etc/passwd"); err == nil && strings.Contains(string(b), ":/root:") {
-		assert.True(t, got["/root"], "an account's home")
-	}
 }

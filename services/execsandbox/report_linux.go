@@ -68,7 +68,7 @@ func (r *Runner) Isolation() Isolation {
 	}
 	iso.NotCovered = []string{
 		"reads: a command reads everything the user it runs as can but the deny-read paths that exist when it starts (masked; an any-depth pattern such as .env is looked for only in the workspace, temp and --writable-root roots)",
-		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, a home's start-up files only where the root is a home directory, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
+		"protected paths created while a command runs (other than a workspace root's top-level .git and host-run files, and a repository's missing config, config.worktree, hooks, info/attributes, objects/info/alternates and commondir, which are reserved)",
 		"hard links inside a writable root to files outside it on the same filesystem",
 		"CPU time and disk space are not limited",
 		"a writable root's own mode, owner and times for an instant: a command that owns the root (its workspace root; the temp roots for a root-owned workspace's) may change them, and the runner puts them back as it sees the change and when the command ends",

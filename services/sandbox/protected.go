@@ -212,11 +212,8 @@ func (p ProtectedPaths) Describe() []string {
 			name += "/"
 		}
 		where := "at any depth"
-		switch {
-		case h.Top:
+		if h.Top {
 			where = "at the top of a writable root: it would make the root a git directory"
-		case h.Home:
-			where = "at any depth; a command may make a missing one except in a root that is a home directory"
 		}
 		out = append(out, name+" (host-run file, "+where+"; --unprotect "+h.Name+" to allow)")
 	}

@@ -4,7 +4,6 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
-	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -20,15 +19,12 @@ import (
 // hostRunServer starts a server under workspace-write on a fresh workspace
 // (with .config/ present, so .config/git and .config/fish can be made) and
 // returns its tools, the session and the workspace.
-func hostRunServer(t *testing.T, unprotect []string, before ...func(ws string)) (map[string]func(map[string]any) string, string) {
+func hostRunServer(t *testing.T, unprotect []string) (map[string]func(map[string]any) string, string) {
 	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	fixture.Build(t, base, "ws/.config/", "temp/")
 	ws := filepath.Join(base, "ws")
-	for _, f := range before {
-		f(ws)
-	}
 	tools, app := toolsByName(t, config.Config{
 		FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
 		TempRoots: []string{filepath.Join(base, "temp")}, Unprotect: unprotect,
@@ -65,13 +61,6 @@ func TestHostRunFilesProtected(t *testing.T) {
 			text := call["write"](map[string]any{"file_path": file, "content": "x\n"})
 			assert.Contains(t, text, sandbox.DenialMarker(ww), text)
 			assertAbsent(t, target)
-			if h.Home {
-				// A home's start-up file, in a workspace that is no home:
-				// the file tools refuse the name, a command gets no
-				// placeholder for it (nothing on the host reads it there;
-				// TestHomeStartupFilesReservedInAHome).
-				return
-			}
 			for _, cmd := range []string{"echo x > " + quote(target), "mkdir " + quote(target), "mkdir -p " + quote(file) + " && echo x > " + quote(file+"/f")} {
 				text = call["exec"](map[string]any{"command": cmd})
 				assert.NotContains(t, text, "exit code 0", cmd)
@@ -95,47 +84,6 @@ func TestHostRunFilesProtected(t *testing.T) {
 			assert.Equal(t, "old\n", readFile(t, filepath.Join(ws, p)))
 		}
 	})
-}
-
-// TestHomeStartupFilesReservedInAHome (issue 34, no trace): a shell's or
-// git's start-up file (.bashrc, .gitconfig, .config/fish/, ...) is read
-// only from a home directory. In a workspace that is no home a command
-// meets no placeholder for a missing one (the ~50 the host saw while a
-// command ran are 17 fewer) and may make it, as in a plain shell; the file
-// tools still refuse the name. In a workspace that is a home (the
-// server's $HOME here) each is reserved, and a command cannot write it.
-func TestHomeStartupFilesReservedInAHome(t *testing.T) {
-	if subproc.Probe().LandlockABI < 1 {
-		t.Skip("Landlock is not available on this kernel: confined commands are refused")
-	}
-	var home []string
-	for _, h := range sandbox.HostRunFiles() {
-		if h.Home && !strings.Contains(h.Name, "/") {
-			home = append(home, h.Name)
-		}
-	}
-	require.Len(t, home, 15)
-	call, ws := hostRunServer(t, nil)
-	text := call["exec"](map[string]any{"command": "ls -A"})
-	for _, name := range home {
-		assert.NotContains(t, text, "\n"+name+"\n", "a placeholder for %s in a workspace that is no home", name)
-	}
-	assert.Contains(t, text, ".mcp.json", "the other host-run files' placeholders")
-	text = call["exec"](map[string]any{"command": "echo x > .bashrc && mkdir -p .config/fish && echo y > .config/fish/config.fish && echo made"})
-	assert.Contains(t, text, "made", text)
-	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".bashrc")))
-	text = call["write"](map[string]any{"file_path": filepath.Join(ws, ".profile"), "content": "x\n"})
-	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
-	assertAbsent(t, filepath.Join(ws, ".profile"))
-
-	// The workspace as the server's home.
-	callHome, home2 := hostRunServer(t, nil, func(ws string) { t.Setenv("HOME", ws) })
-	for _, name := range []string{".zshrc", ".gitconfig"} {
-		text = callHome["exec"](map[string]any{"command": "echo x > " + name})
-		assert.NotContains(t, text, "exit code 0", text)
-		assert.Contains(t, text, sandbox.DenialMarker(ww), text)
-		assertAbsent(t, filepath.Join(home2, name))
-	}
 }
 
 // TestUnprotectOne (issue 23): --unprotect .vscode lets both families write
