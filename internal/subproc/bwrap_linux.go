@@ -332,6 +332,14 @@ func identityOf(st *unix.Stat_t) fileIdentity {
 	return fileIdentity{dev: st.Dev, ino: st.Ino, ctimeSec: st.Ctim.Sec, ctimeNsec: st.Ctim.Nsec}
 }
 
+// matches reports whether st is the file id names: the same device and
+// inode, and the same change time unless id has none (zero: a placeholder
+// the janitor knows from before its rename, which moves the change time).
+func (id fileIdentity) matches(st *unix.Stat_t) bool {
+	return st.Dev == id.dev && st.Ino == id.ino &&
+		(id.ctimeSec == 0 && id.ctimeNsec == 0 || st.Ctim.Sec == id.ctimeSec && st.Ctim.Nsec == id.ctimeNsec)
+}
+
 // kind is r's placeholder's kind.
 func (r *Reservation) kind() kind {
 	switch {
@@ -598,6 +606,19 @@ func makePlaceholder(path string, k kind, content string) error {
 		remove()
 		return err
 	}
+	// The janitor hears of it before anything else happens to it: a
+	// server that dies from here on leaves nothing (it finds it under
+	// either name).
+	var made, dir unix.Stat_t
+	if err := unix.Fstat(fd, &made); err != nil || unix.Stat(filepath.Dir(path), &dir) != nil {
+		_ = unix.Close(fd)
+		remove()
+		return cmp.Or(err, fmt.Errorf("the placeholder's directory went: %w", unix.ENOENT))
+	}
+	janitorMaking(tmp, path, k, content, &made, &dir)
+	if testHookMade != nil {
+		testHookMade("temporary")
+	}
 	err = func() error {
 		defer func() { _ = unix.Close(fd) }()
 		if k == kindFIFO {
@@ -626,8 +647,15 @@ func makePlaceholder(path string, k kind, content string) error {
 	if err != nil {
 		remove()
 	}
+	if testHookMade != nil {
+		testHookMade("renamed")
+	}
 	return err
 }
+
+// testHookMade, when set (tests), runs as a placeholder is made: once
+// under its temporary name, then once renamed, before it is held.
+var testHookMade func(stage string)
 
 // placeholder reports whether fd (stat st) is a reservation's placeholder
 // of kind k: an empty directory of mode 0555, a regular file of mode 0444
@@ -723,6 +751,8 @@ func ReleaseAll(rs ...*Reservation) {
 			pending = append(pending, trying{r, fd})
 		} // else gone (another release removed it) or replaced
 	}
+	var removed []string
+	defer func() { janitorReleased(removed) }()
 	wait := time.Millisecond
 	for try := 1; len(pending) > 0; try++ {
 		still := pending[:0]
@@ -731,7 +761,9 @@ func ReleaseAll(rs ...*Reservation) {
 				still = append(still, p)
 				continue
 			}
-			p.r.removeHeld(p.fd) // once locked; or left to the last holder
+			if p.r.removeHeld(p.fd) { // once locked; or left to the last holder
+				removed = append(removed, p.r.Path)
+			}
 			_ = unix.Close(p.fd)
 		}
 		pending = still
@@ -759,42 +791,44 @@ const releaseTries = 5
 
 // removeHeld removes r's placeholder, open at fd, when fd holds its
 // exclusive lock and it is still the placeholder reserved (its identity),
-// at r.Path in the directory it was reserved in (removeIn).
-func (r *Reservation) removeHeld(fd int) {
+// at r.Path in the directory it was reserved in (removeIn), and reports
+// whether it did.
+func (r *Reservation) removeHeld(fd int) bool {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
-		return // another command holds it: the last one removes it
+		return false // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Fstat(fd, &now) != nil || identityOf(&now) != r.id || !placeholder(fd, &now, r.kind(), r.content) {
-		return
+	if unix.Fstat(fd, &now) != nil || !r.id.matches(&now) || !placeholder(fd, &now, r.kind(), r.content) {
+		return false
 	}
-	r.removeIn()
+	return r.removeIn()
 }
 
 // removeIn removes the entry named r.Path through the directory that
 // path names, when that directory is still the one r was reserved in
-// and the entry still r's placeholder: a directory above it renamed or
-// swapped for a symlink since (by a user who owns one) makes the path
-// lead elsewhere, and a removal by path would take what lies there.
-func (r *Reservation) removeIn() {
-	dfd, err := unix.Open(filepath.Dir(r.Path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+// and the entry still r's placeholder, and reports whether it did: a
+// directory above it renamed or swapped for a symlink since (by a user
+// who owns one) makes the path lead elsewhere, and a removal by path
+// would take what lies there.
+func (r *Reservation) removeIn() bool {
+	dfd, err := unix.Open(filepath.Dir(r.Path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return
+		return false
 	}
 	defer func() { _ = unix.Close(dfd) }()
 	var dir, at unix.Stat_t
 	if unix.Fstat(dfd, &dir) != nil || dir.Dev != r.dir.dev || dir.Ino != r.dir.ino {
-		return
+		return false
 	}
 	name := filepath.Base(r.Path)
-	if unix.Fstatat(dfd, name, &at, unix.AT_SYMLINK_NOFOLLOW) != nil || identityOf(&at) != r.id {
-		return
+	if unix.Fstatat(dfd, name, &at, unix.AT_SYMLINK_NOFOLLOW) != nil || !r.id.matches(&at) {
+		return false
 	}
 	flags := 0
 	if r.Dir {
 		flags = unix.AT_REMOVEDIR
 	}
-	_ = unix.Unlinkat(dfd, name, flags)
+	return unix.Unlinkat(dfd, name, flags) == nil
 }
 
 // flockShared takes a shared flock on fd, waiting up to a second for an

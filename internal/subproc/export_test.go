@@ -28,3 +28,13 @@ var Vanished = vanished
 // JanitorSandbox hands the janitor pid as a sandbox's init, as RunBwrap
 // does, for tests.
 func JanitorSandbox(pid int) { janitorSandbox(openInit(pid)) }
+
+// SetTestHookMade sets testHookMade, for tests.
+func SetTestHookMade(f func(stage string)) { testHookMade = f }
+
+// JanitorTold returns how many paths this process's janitor knows of.
+func JanitorTold() int {
+	janitor.mu.Lock()
+	defer janitor.mu.Unlock()
+	return len(janitor.told)
+}

@@ -53,13 +53,18 @@ const janitorWait = 30 * time.Second
 const janitorSendTimeout = time.Second
 
 // The janitor's messages, one per packet: the server itself ('S', with
-// its pidfd attached), a reservation ('R', then NUL-separated: the kind's
-// byte and the content, the identities as numbers, the path), a sandbox's
-// init ('P' and the server's number for it, with its pidfd attached when
-// there is one) and that init's end ('E' and its number).
+// its pidfd attached); a placeholder being made ('T', then NUL-separated:
+// the kind's byte and the content, the identities as numbers (its change
+// time unknown), the temporary path, the path) or one held ('R', the same
+// with its change time and no temporary path); the paths whose
+// placeholders a release removed ('U', NUL-separated); a sandbox's init
+// ('P' and the server's number for it, with its pidfd attached when there
+// is one) and that init's end ('E' and its number).
 const (
 	msgServer   = 'S'
+	msgMaking   = 'T'
 	msgReserved = 'R'
+	msgReleased = 'U'
 	msgSandbox  = 'P'
 	msgEnded    = 'E'
 )
@@ -70,8 +75,8 @@ var janitor struct {
 	fd   int // the server's end of the socket; -1 when no janitor runs
 	proc *os.Process
 	warn func(msg string, err error)
-	told map[string]string // the last reservation message of each path
-	seq  uint64            // the last sandbox's number
+	told map[string][2]uint64 // the device and inode last told of each path
+	seq  uint64               // the last sandbox's number
 }
 
 func init() { janitor.fd = -1 }
@@ -125,7 +130,7 @@ func startJanitor(prog *Program, warn func(msg string, err error)) error {
 	go func() { _ = cmd.Wait() }() // reaped should it end first
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
-	janitor.fd, janitor.proc, janitor.warn, janitor.told = fds[0], cmd.Process, warn, map[string]string{}
+	janitor.fd, janitor.proc, janitor.warn, janitor.told = fds[0], cmd.Process, warn, map[string][2]uint64{}
 	janitorSend([]byte{msgServer}, self)
 	if janitor.fd < 0 {
 		return errors.New("the janitor took no message")
@@ -162,18 +167,55 @@ func janitorSend(msg []byte, fd int) {
 	}
 }
 
-// janitorReserved tells the janitor of r, unless it was the last it heard
-// of at r.Path.
-func janitorReserved(r *Reservation) {
-	msg := fmt.Appendf([]byte{msgReserved, byte('0' + r.kind())}, "%s\x00%d %d %d %d %d %d\x00%s",
-		r.content, r.id.dev, r.id.ino, r.id.ctimeSec, r.id.ctimeNsec, r.dir.dev, r.dir.ino, r.Path)
+// janitorMaking tells the janitor of a placeholder of kind k (holding
+// content) being made at tmp (st) to be renamed to path, in the directory
+// dir.
+func janitorMaking(tmp, path string, k kind, content string, st, dir *unix.Stat_t) {
+	msg := fmt.Appendf([]byte{msgMaking, byte('0' + k)}, "%s\x00%d %d 0 0 %d %d\x00%s\x00%s",
+		content, st.Dev, st.Ino, dir.Dev, dir.Ino, tmp, path)
 	janitor.mu.Lock()
 	defer janitor.mu.Unlock()
-	if janitor.fd < 0 || janitor.told[r.Path] == string(msg) {
+	if janitor.fd < 0 {
 		return
 	}
 	janitorSend(msg, -1)
-	janitor.told[r.Path] = string(msg)
+	janitor.told[path] = [2]uint64{st.Dev, st.Ino}
+}
+
+// janitorReserved tells the janitor of r, unless the placeholder is the
+// one it last heard of at r.Path (made here, or held before).
+func janitorReserved(r *Reservation) {
+	janitor.mu.Lock()
+	defer janitor.mu.Unlock()
+	if janitor.fd < 0 || janitor.told[r.Path] == [2]uint64{r.id.dev, r.id.ino} {
+		return
+	}
+	janitorSend(fmt.Appendf([]byte{msgReserved, byte('0' + r.kind())}, "%s\x00%d %d %d %d %d %d\x00\x00%s",
+		r.content, r.id.dev, r.id.ino, r.id.ctimeSec, r.id.ctimeNsec, r.dir.dev, r.dir.ino, r.Path), -1)
+	janitor.told[r.Path] = [2]uint64{r.id.dev, r.id.ino}
+}
+
+// janitorReleased tells the janitor a release removed the placeholders at
+// paths: it forgets them (so neither it nor this process grows with every
+// path ever reserved).
+func janitorReleased(paths []string) {
+	if len(paths) == 0 {
+		return
+	}
+	janitor.mu.Lock()
+	defer janitor.mu.Unlock()
+	if janitor.fd < 0 {
+		return
+	}
+	msg := []byte{msgReleased}
+	for i, p := range paths {
+		if i > 0 {
+			msg = append(msg, 0)
+		}
+		msg = append(msg, p...)
+		delete(janitor.told, p)
+	}
+	janitorSend(msg, -1)
 }
 
 // janitorSandbox hands the janitor the sandbox's init p, and returns the
@@ -206,10 +248,10 @@ func janitorEnded(n uint64) {
 func janitorMain() int {
 	_ = unix.Close(janitorFD + 1) // its own program
 	signal.Ignore(syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, syscall.SIGPIPE)
-	reserved := map[string]*Reservation{}
+	records := map[string]*janitorRecord{}
 	server := -1
 	inits := map[uint64]int{} // number: pidfd, -1 without one
-	buf := make([]byte, 3*unix.PathMax)
+	buf := make([]byte, 1<<17)
 	oob := make([]byte, unix.CmsgSpace(4))
 	for {
 		n, oobn, _, _, err := unix.Recvmsg(janitorFD, buf, oob, unix.MSG_CMSG_CLOEXEC)
@@ -226,9 +268,13 @@ func janitorMain() int {
 			if server < 0 {
 				server, fd = fd, -1
 			}
-		case msgReserved:
-			if r := parseReserved(msg[1:]); r != nil {
-				reserved[r.Path] = r
+		case msgMaking, msgReserved:
+			if rec := parseRecord(msg[1:]); rec != nil {
+				records[rec.r.Path] = rec
+			}
+		case msgReleased:
+			for p := range bytes.SplitSeq(msg[1:], []byte{0}) {
+				delete(records, string(p))
 			}
 		case msgSandbox, msgEnded:
 			id, err := strconv.ParseUint(string(msg[1:]), 10, 64)
@@ -249,7 +295,7 @@ func janitorMain() int {
 	}
 	deadline := time.Now().Add(janitorWait)
 	if server >= 0 && !(&initProcess{pidfd: server}).ended(time.Until(deadline)) {
-		janitorSays("the server's process did not end", len(reserved))
+		janitorSays("the server's process did not end", len(records))
 		return 1
 	}
 	for _, fd := range inits {
@@ -259,17 +305,11 @@ func janitorMain() int {
 	}
 	for _, fd := range inits {
 		if fd < 0 || !(&initProcess{pidfd: fd}).ended(time.Until(deadline)) {
-			janitorSays("a sandbox of the server did not end", len(reserved))
+			janitorSays("a sandbox of the server did not end", len(records))
 			return 1
 		}
 	}
-	left := 0
-	for _, r := range reserved {
-		if !r.removeUnheld() {
-			left++
-		}
-	}
-	if left > 0 {
+	if left := removeRecords(records); left > 0 {
 		janitorSays("other commands hold them or they changed", left)
 	}
 	return 0
@@ -298,57 +338,87 @@ func receivedFD(oob []byte) int {
 	return fds[0]
 }
 
-// parseReserved reads a reservation message (after its type byte), or nil.
-func parseReserved(b []byte) *Reservation {
-	parts := bytes.SplitN(b, []byte{0}, 3)
-	if len(parts) != 3 || len(parts[0]) < 1 {
+// janitorRecord is a placeholder the janitor was told of: r (its change
+// time zero when it was told of before the rename), and tmp, the
+// temporary name it was made under, when told of then.
+type janitorRecord struct {
+	r   *Reservation
+	tmp string
+}
+
+// parseRecord reads a 'T' or 'R' message (after its type byte), or nil.
+func parseRecord(b []byte) *janitorRecord {
+	parts := bytes.SplitN(b, []byte{0}, 4)
+	if len(parts) != 4 || len(parts[0]) < 1 {
 		return nil
 	}
 	k := kind(parts[0][0] - '0')
-	r := &Reservation{Path: string(parts[2]), Dir: k == kindDir, FIFO: k == kindFIFO, content: string(parts[0][1:]), fd: -1}
-	var id, dir fileIdentity
-	if n, err := fmt.Sscanf(string(parts[1]), "%d %d %d %d %d %d", &id.dev, &id.ino, &id.ctimeSec, &id.ctimeNsec, &dir.dev, &dir.ino); n != 6 || err != nil {
+	r := &Reservation{Path: string(parts[3]), Dir: k == kindDir, FIFO: k == kindFIFO, content: string(parts[0][1:]), fd: -1}
+	if n, err := fmt.Sscanf(string(parts[1]), "%d %d %d %d %d %d", &r.id.dev, &r.id.ino, &r.id.ctimeSec, &r.id.ctimeNsec, &r.dir.dev, &r.dir.ino); n != 6 || err != nil {
 		return nil
 	}
-	r.id, r.dir = id, dir
-	if !filepath.IsAbs(r.Path) || r.kind() != k {
+	rec := &janitorRecord{r: r, tmp: string(parts[2])}
+	if !filepath.IsAbs(r.Path) || r.kind() != k || rec.tmp != "" && filepath.Dir(rec.tmp) != filepath.Dir(r.Path) {
 		return nil
 	}
-	return r
+	return rec
 }
 
-// janitorTries is how many times the janitor tries a placeholder's
-// exclusive lock, 1, 2, 4, ... 256 ms apart (about half a second in all):
-// a child the server forked just before it died holds a copy of its hold
-// until that child's exec or end.
+// janitorTries is how many times the janitor tries the exclusive locks of
+// the placeholders left, all together, 1, 2, 4, ... 256 ms apart (about
+// half a second in all): a child the server forked just before it died
+// holds a copy of its holds until that child's exec or end.
 const janitorTries = 10
 
-// removeUnheld removes r's placeholder when it is still the one reserved
-// and, within janitorTries, nothing holds it; it reports whether the path
-// holds it no more.
-func (r *Reservation) removeUnheld() bool {
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if r.Dir {
-		flags |= unix.O_DIRECTORY
+// removeRecords removes each record's placeholder that is still the one
+// told of and that nothing holds within janitorTries, and what is left
+// under a temporary name, and returns how many stay.
+func removeRecords(records map[string]*janitorRecord) int {
+	type trying struct {
+		r  *Reservation
+		fd int
 	}
-	fd, err := unix.Open(r.Path, flags, 0)
-	if err != nil {
-		return errors.Is(err, unix.ENOENT)
-	}
-	defer func() { _ = unix.Close(fd) }()
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || identityOf(&st) != r.id {
-		return true // not the one reserved: not the janitor's
+	var pending []trying
+	left := 0
+	for _, rec := range records {
+		if rec.tmp != "" {
+			tmp := *rec.r
+			tmp.Path = rec.tmp
+			tmp.removeIn() // made, not yet renamed: whatever it holds by now
+		}
+		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+		if rec.r.Dir {
+			flags |= unix.O_DIRECTORY
+		}
+		fd, err := unix.Open(rec.r.Path, flags, 0)
+		if err != nil {
+			continue // gone, or something else there
+		}
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || !rec.r.id.matches(&st) {
+			_ = unix.Close(fd) // not the one told of: not the janitor's
+			continue
+		}
+		pending = append(pending, trying{rec.r, fd})
 	}
 	wait := time.Millisecond
-	for try := 1; unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil; try++ {
-		if try == janitorTries {
-			return false
+	for try := 1; len(pending) > 0; try++ {
+		still := pending[:0]
+		for _, p := range pending {
+			if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil && try < janitorTries {
+				still = append(still, p)
+				continue
+			}
+			if !p.r.removeHeld(p.fd) {
+				left++
+			}
+			_ = unix.Close(p.fd)
 		}
-		time.Sleep(wait)
-		wait *= 2
+		pending = still
+		if len(pending) > 0 {
+			time.Sleep(wait)
+			wait *= 2
+		}
 	}
-	r.removeHeld(fd)
-	var at unix.Stat_t
-	return unix.Lstat(r.Path, &at) != nil || identityOf(&at) != r.id
+	return left
 }

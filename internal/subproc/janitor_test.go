@@ -30,6 +30,10 @@ const (
 	// janitorReleaseEnv has janitorServer release what it reserved before
 	// it says it is ready.
 	janitorReleaseEnv = "SUBPROC_TEST_JANITOR_RELEASE"
+	// janitorMidwayEnv names the stage of making .vscode's placeholder
+	// (temporary, renamed) where janitorServer says it is ready and stops,
+	// reserving nothing else.
+	janitorMidwayEnv = "SUBPROC_TEST_JANITOR_MIDWAY"
 )
 
 // janitorReserved are the names janitorServer reserves in its directory:
@@ -53,6 +57,16 @@ func janitorServer(dir string) int {
 	}
 	if err := subproc.StartJanitor(prog, nil); err != nil {
 		return fail(err)
+	}
+	if stage := os.Getenv(janitorMidwayEnv); stage != "" {
+		subproc.SetTestHookMade(func(at string) {
+			if at == stage {
+				fmt.Println("ready")
+				select {}
+			}
+		})
+		_, err := subproc.Reserve(filepath.Join(dir, ".vscode"), true)
+		return fail(fmt.Errorf("reserve returned: %w", err))
 	}
 	var held []*subproc.Reservation
 	for _, r := range []struct {
@@ -274,4 +288,46 @@ func assertPlanted(t *testing.T, dir string) {
 	st, err = os.Lstat(filepath.Join(dir, ".vscode"))
 	require.NoError(t, err)
 	assert.Equal(t, os.ModeDir|0o555, st.Mode())
+}
+
+// TestJanitorRemovesWhatAServerDiedMaking (the review's input): a server
+// that died after it made a placeholder and before it held it (one crash
+// in 25 under load) left it for good, and one that died before the rename
+// left its temporary name (`.harness-placeholder-...`, mode 0700), which
+// nothing removes. The janitor hears of a placeholder as soon as it is
+// made, and removes it under either name.
+func TestJanitorRemovesWhatAServerDiedMaking(t *testing.T) {
+	for _, stage := range []string{"temporary", "renamed"} {
+		t.Run(stage, func(t *testing.T) {
+			dir := filepath.Join(t.TempDir(), "ws")
+			require.NoError(t, os.Mkdir(dir, 0o755))
+			require.NoError(t, os.WriteFile(filepath.Join(dir, ".envrc"), []byte("export A=1\n"), 0o644))
+			server := startJanitorServer(t, dir, janitorMidwayEnv+"="+stage)
+			during := names(t, dir)
+			require.Len(t, during, 2, "the placeholder, %s: %v", stage, during)
+			server.kill(t)
+			assert.Equal(t, []string{".envrc"}, names(t, dir))
+		})
+	}
+}
+
+// TestJanitorForgetsWhatWasReleased (the review's input): what the server
+// told its janitor of grew with every path ever reserved (150 new
+// repositories: the janitor at 10 MB). A release tells the janitor which
+// placeholders it removed, and both forget them.
+func TestJanitorForgetsWhatWasReleased(t *testing.T) {
+	prog, err := subproc.OpenProgram(self(t))
+	require.NoError(t, err)
+	require.NoError(t, subproc.StartJanitor(prog, nil))
+	base := t.TempDir()
+	for i := range 200 {
+		dir := filepath.Join(base, strconv.Itoa(i))
+		require.NoError(t, os.Mkdir(dir, 0o755))
+		r, err := subproc.Reserve(filepath.Join(dir, ".vscode"), true)
+		require.NoError(t, err)
+		require.NotNil(t, r)
+		subproc.ReleaseAll(r)
+		assert.Empty(t, names(t, dir))
+	}
+	assert.Zero(t, subproc.JanitorTold(), "paths still known after their release")
 }
