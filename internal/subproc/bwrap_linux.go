@@ -429,7 +429,7 @@ var errAgain = errors.New("the placeholder went")
 func reserve(path string, want kind, content string, either bool) (*Reservation, error) {
 	for range 100 {
 		k := want
-		var pre unix.Stat_t
+		var pre, dirSt unix.Stat_t // dirSt: the directory's, when a placeholder was made
 		exists := unix.Lstat(path, &pre) == nil
 		if exists {
 			switch {
@@ -439,7 +439,7 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 			default:
 				return nil, nil // something real: not even opened
 			}
-		} else if err := makePlaceholder(path, k, content); err != nil && !errors.Is(err, unix.EEXIST) {
+		} else if err := makePlaceholder(path, k, content, &dirSt); err != nil && !errors.Is(err, unix.EEXIST) {
 			// Joining a placeholder there needs no write access to its
 			// directory; making one does.
 			if errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM) {
@@ -450,7 +450,7 @@ func reserve(path string, want kind, content string, either bool) (*Reservation,
 			}
 			return nil, fmt.Errorf("reserving %s: %w", path, err)
 		}
-		r, seen, err := hold(path, k, content)
+		r, seen, err := hold(path, k, content, &dirSt)
 		if errors.Is(err, errAgain) {
 			continue // removed by a release meanwhile: again
 		}
@@ -514,7 +514,7 @@ func otherKind(k kind) kind {
 // hold takes the shared hold on the placeholder of kind k at path: nil
 // when what is there is something else (seen: its stat, when it was
 // opened); errAgain when it went meanwhile.
-func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_t, err error) {
+func hold(path string, k kind, content string, dir *unix.Stat_t) (r *Reservation, seen *unix.Stat_t, err error) {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
 	if k == kindDir {
 		flags |= unix.O_DIRECTORY
@@ -558,9 +558,9 @@ func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_
 	}
 	// Still the placeholder at path (a release may have removed it
 	// between the open and the lock): else again.
-	var now, dir unix.Stat_t
-	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev && unix.Stat(filepath.Dir(path), &dir) == nil {
-		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, id: identityOf(&now), dir: identityOf(&dir)}, nil, nil
+	var now unix.Stat_t
+	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev && (dir.Ino != 0 || unix.Stat(filepath.Dir(path), dir) == nil) {
+		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, id: identityOf(&now), dir: identityOf(dir)}, nil, nil
 	}
 	_ = unix.Close(fd)
 	return nil, nil, errAgain
@@ -573,7 +573,7 @@ func hold(path string, k kind, content string) (r *Reservation, seen *unix.Stat_
 // the mode; not a pipe, which takes none), given its mode, whatever the
 // umask, then renamed to path without replacing anything. No other command
 // ever sees it half made.
-func makePlaceholder(path string, k kind, content string) error {
+func makePlaceholder(path string, k kind, content string, dir *unix.Stat_t) error {
 	var rnd [8]byte
 	if _, err := rand.Read(rnd[:]); err != nil {
 		return err
@@ -609,13 +609,13 @@ func makePlaceholder(path string, k kind, content string) error {
 	// The janitor hears of it before anything else happens to it: a
 	// server that dies from here on leaves nothing (it finds it under
 	// either name).
-	var made, dir unix.Stat_t
-	if err := unix.Fstat(fd, &made); err != nil || unix.Stat(filepath.Dir(path), &dir) != nil {
+	var made unix.Stat_t
+	if err := unix.Fstat(fd, &made); err != nil || unix.Stat(filepath.Dir(path), dir) != nil {
 		_ = unix.Close(fd)
 		remove()
 		return cmp.Or(err, fmt.Errorf("the placeholder's directory went: %w", unix.ENOENT))
 	}
-	janitorMaking(tmp, path, k, content, &made, &dir)
+	janitorMaking(tmp, path, k, content, &made, dir)
 	if testHookMade != nil {
 		testHookMade("temporary")
 	}
@@ -752,7 +752,11 @@ func ReleaseAll(rs ...*Reservation) {
 		} // else gone (another release removed it) or replaced
 	}
 	var removed []string
-	defer func() { janitorReleased(removed) }()
+	dirs := dirFDs{}
+	defer func() {
+		dirs.close()
+		janitorReleased(removed)
+	}()
 	wait := time.Millisecond
 	for try := 1; len(pending) > 0; try++ {
 		still := pending[:0]
@@ -761,7 +765,7 @@ func ReleaseAll(rs ...*Reservation) {
 				still = append(still, p)
 				continue
 			}
-			if p.r.removeHeld(p.fd) { // once locked; or left to the last holder
+			if p.r.removeHeld(p.fd, dirs) { // once locked; or left to the last holder
 				removed = append(removed, p.r.Path)
 			}
 			_ = unix.Close(p.fd)
@@ -793,7 +797,7 @@ const releaseTries = 5
 // exclusive lock and it is still the placeholder reserved (its identity),
 // at r.Path in the directory it was reserved in (removeIn), and reports
 // whether it did.
-func (r *Reservation) removeHeld(fd int) bool {
+func (r *Reservation) removeHeld(fd int, dirs dirFDs) bool {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false // another command holds it: the last one removes it
 	}
@@ -801,7 +805,34 @@ func (r *Reservation) removeHeld(fd int) bool {
 	if unix.Fstat(fd, &now) != nil || !r.id.matches(&now) || !placeholder(fd, &now, r.kind(), r.content) {
 		return false
 	}
-	return r.removeIn()
+	return r.removeIn(dirs)
+}
+
+// dirFDs are directories opened by path for removals, shared by those of
+// one release (a command's placeholders are mostly in one directory).
+type dirFDs map[string]int
+
+// open returns a descriptor of the directory at path (-1: none), opened
+// once.
+func (d dirFDs) open(path string) int {
+	if fd, ok := d[path]; ok {
+		return fd
+	}
+	fd, err := unix.Open(path, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		fd = -1
+	}
+	d[path] = fd
+	return fd
+}
+
+// close closes them all.
+func (d dirFDs) close() {
+	for _, fd := range d {
+		if fd >= 0 {
+			_ = unix.Close(fd)
+		}
+	}
 }
 
 // removeIn removes the entry named r.Path through the directory that
@@ -810,12 +841,11 @@ func (r *Reservation) removeHeld(fd int) bool {
 // directory above it renamed or swapped for a symlink since (by a user
 // who owns one) makes the path lead elsewhere, and a removal by path
 // would take what lies there.
-func (r *Reservation) removeIn() bool {
-	dfd, err := unix.Open(filepath.Dir(r.Path), unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOCTTY|unix.O_CLOEXEC, 0)
-	if err != nil {
+func (r *Reservation) removeIn(dirs dirFDs) bool {
+	dfd := dirs.open(filepath.Dir(r.Path))
+	if dfd < 0 {
 		return false
 	}
-	defer func() { _ = unix.Close(dfd) }()
 	var dir, at unix.Stat_t
 	if unix.Fstat(dfd, &dir) != nil || dir.Dev != r.dir.dev || dir.Ino != r.dir.ino {
 		return false
