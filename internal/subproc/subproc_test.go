@@ -140,8 +140,8 @@ func TestCancelKillsTheTreeIncludingSetsid(t *testing.T) {
 }
 
 // TestStopBeforeTheHelperIsReady: a stop that reaches the helper at once,
-// most likely before it can catch it, is a stopped, cancelled run with no
-// error; what it reports is what happened: nothing started (exit code -1,
+// most likely before it can catch it, is a run with no error that reports
+// what happened: nothing started (a stopped, cancelled run, exit code -1,
 // no file), or, when the helper outran the stop on a loaded machine (the
 // CI run of 2176bdb), the command ran to its end (exit code 0, its file
 // made).
@@ -151,13 +151,16 @@ func TestStopBeforeTheHelperIsReady(t *testing.T) {
 	cancel()
 	out, err := subproc.Run(ctx, helperProgram(t), subproc.Spec{Command: "echo x > made", Dir: dir}, 0, 100, subproc.Watch{})
 	require.NoError(t, err)
-	assert.True(t, out.Status.Stopped)
-	assert.True(t, out.Cancelled)
 	made, err := os.ReadFile(filepath.Join(dir, "made"))
 	switch out.Status.ExitCode {
 	case -1:
+		assert.True(t, out.Status.Stopped)
+		assert.True(t, out.Cancelled)
 		assert.True(t, os.IsNotExist(err), "nothing started, yet the file is there")
 	case 0:
+		// The command's end and the stop met: either may be what the
+		// run saw first (make test at load 13-18: not stopped, not
+		// cancelled, the command ended on its own).
 		require.NoError(t, err, "the command ran to its end, yet made nothing")
 		assert.Equal(t, "x\n", string(made))
 	default:

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -83,7 +84,16 @@ func TestWorkspaceWriteTempRoot(t *testing.T) {
 	dir, err := os.MkdirTemp("", "harness-s06-")
 	require.NoError(t, err)
 	t.Cleanup(func() { _ = os.RemoveAll(dir) })
-	_, err = write(t, f, filepath.Join(dir, "tmp.txt"), "x", nil)
+	// The default temp roots are the machine's /tmp, which the write's
+	// protected-path search walks whole: on a loaded machine with a test
+	// suite filling /tmp that took more than the search's own 30 s
+	// (refused, fail closed: make test at load 13-18). The test's deadline
+	// is its own.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	tg, err := f.Resolve(ctx, filepath.Join(dir, "tmp.txt"), fs.ResolveOptions{})
+	require.NoError(t, err)
+	_, err = f.WriteText(ctx, tg, "x", fs.WriteOptions{})
 	require.NoError(t, err, "S-06 the OS temp dir is writable under workspace-write")
 	assert.Equal(t, "x", readFile(t, filepath.Join(dir, "tmp.txt")))
 }
