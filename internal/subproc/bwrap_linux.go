@@ -734,40 +734,58 @@ func ReleaseAll(rs ...*Reservation) {
 		}
 	}
 	syscall.ForkLock.RUnlock()
-	type trying struct {
-		r  *Reservation
-		fd int
-	}
-	var pending []trying
+	var pending []openPlaceholder
 	for _, r := range rs {
 		if r == nil {
 			continue
 		}
-		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-		if r.Dir {
-			flags |= unix.O_DIRECTORY
-		}
-		if fd, err := unix.Open(r.Path, flags, 0); err == nil {
-			pending = append(pending, trying{r, fd})
+		if fd, err := r.open(); err == nil {
+			pending = append(pending, openPlaceholder{r, fd})
 		} // else gone (another release removed it) or replaced
 	}
 	var removed []string
+	removeUnlocked(pending, releaseTries, func(r *Reservation, ok bool) {
+		if ok {
+			removed = append(removed, r.Path)
+		}
+	})
+	janitorReleased(removed)
+}
+
+// openPlaceholder is a reservation's placeholder, open at fd.
+type openPlaceholder struct {
+	r  *Reservation
+	fd int
+}
+
+// open opens r's placeholder at r.Path for its lock, without following a
+// symlink or waiting for a pipe's writer.
+func (r *Reservation) open() (int, error) {
+	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
+	if r.Dir {
+		flags |= unix.O_DIRECTORY
+	}
+	return unix.Open(r.Path, flags, 0)
+}
+
+// removeUnlocked removes each of pending (removeHeld) once its exclusive
+// lock is free, trying the locks still held all together, tries times in
+// all, 1, 2, 4, ... ms apart (a forked child's copy of a hold goes at its
+// exec); the last try removes it if it is free then, or leaves it to its
+// last holder. done hears of each, and whether it was removed; each
+// descriptor is closed.
+func removeUnlocked(pending []openPlaceholder, tries int, done func(r *Reservation, removed bool)) {
 	dirs := dirFDs{}
-	defer func() {
-		dirs.close()
-		janitorReleased(removed)
-	}()
+	defer dirs.close()
 	wait := time.Millisecond
 	for try := 1; len(pending) > 0; try++ {
 		still := pending[:0]
 		for _, p := range pending {
-			if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil && try < releaseTries {
+			if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil && try < tries {
 				still = append(still, p)
 				continue
 			}
-			if p.r.removeHeld(p.fd, dirs) { // once locked; or left to the last holder
-				removed = append(removed, p.r.Path)
-			}
+			done(p.r, p.r.removeHeld(p.fd, dirs))
 			_ = unix.Close(p.fd)
 		}
 		pending = still

@@ -398,25 +398,15 @@ const janitorTries = 10
 // told of and that nothing holds within janitorTries, and what is left
 // under a temporary name, and returns how many stay.
 func removeRecords(records map[string]*janitorRecord) int {
-	type trying struct {
-		r  *Reservation
-		fd int
-	}
-	var pending []trying
-	left := 0
+	var pending []openPlaceholder
 	dirs := dirFDs{}
-	defer dirs.close()
 	for _, rec := range records {
 		if rec.tmp != "" {
 			tmp := *rec.r
 			tmp.Path = rec.tmp
 			tmp.removeIn(dirs) // made, not yet renamed: whatever it holds by now
 		}
-		flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
-		if rec.r.Dir {
-			flags |= unix.O_DIRECTORY
-		}
-		fd, err := unix.Open(rec.r.Path, flags, 0)
+		fd, err := rec.r.open()
 		if err != nil {
 			continue // gone, or something else there
 		}
@@ -425,26 +415,14 @@ func removeRecords(records map[string]*janitorRecord) int {
 			_ = unix.Close(fd) // not the one told of: not the janitor's
 			continue
 		}
-		pending = append(pending, trying{rec.r, fd})
+		pending = append(pending, openPlaceholder{rec.r, fd})
 	}
-	wait := time.Millisecond
-	for try := 1; len(pending) > 0; try++ {
-		still := pending[:0]
-		for _, p := range pending {
-			if unix.Flock(p.fd, unix.LOCK_EX|unix.LOCK_NB) != nil && try < janitorTries {
-				still = append(still, p)
-				continue
-			}
-			if !p.r.removeHeld(p.fd, dirs) {
-				left++
-			}
-			_ = unix.Close(p.fd)
+	dirs.close()
+	left := 0
+	removeUnlocked(pending, janitorTries, func(_ *Reservation, removed bool) {
+		if !removed {
+			left++
 		}
-		pending = still
-		if len(pending) > 0 {
-			time.Sleep(wait)
-			wait *= 2
-		}
-	}
+	})
 	return left
 }
