@@ -1322,13 +1322,14 @@ func vanished(msg string, c *Confinement) (string, bool) {
 	}
 	lower := strings.ToLower(what)
 	// A mask's mount point gone, or its parent: bubblewrap tries to make
-	// it in the read-only root (EROFS). A masked path (found existing),
-	// missing now, vanished.
+	// it in the read-only root (EROFS). A masked path or socket (found
+	// existing), missing now, vanished (a socket another process removed:
+	// CI's unprivileged pass, another test's agent socket).
 	if strings.HasSuffix(lower, ": "+strings.ToLower(unix.EROFS.Error())) && slices.ContainsFunc([]string{
 		"Can't mkdir parents for ", "Can't mkdir ", "Can't create file at ",
 	}, func(p string) bool { return strings.HasPrefix(what, p) }) {
 		p := namedPath(what, c)
-		if p != "" && slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) {
+		if p != "" && (slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) || slices.Contains(c.MaskedSockets, p)) {
 			if _, err := os.Lstat(p); err != nil {
 				return p, true
 			}

@@ -32,6 +32,8 @@ func TestVanishedNamesThePath(t *testing.T) {
 		// of its mask's mount point gone: bubblewrap tries to make it in
 		// the read-only root).
 		Masked: []subproc.Masked{{Path: "/var/lib/harness-gone-36/private", Dir: true}, {Path: "/var/lib/harness-gone-36/staged"}},
+		// Another process's socket, masked, removed meanwhile.
+		MaskedSockets: []string{"/var/tmp/harness-gone-36/agent.sock"},
 	}
 	for _, m := range []struct{ msg, path string }{
 		{"bwrap: Can't get type of source " + repo + "/config: No such file or directory", repo + "/config"},
@@ -52,6 +54,9 @@ func TestVanishedNamesThePath(t *testing.T) {
 		// read-only root.
 		{"bwrap: Can't create file at /var/lib/harness-gone-36/staged: Read-only file system", "/var/lib/harness-gone-36/staged"},
 		{"bwrap: Can't mkdir /var/lib/harness-gone-36/private: Read-only file system", "/var/lib/harness-gone-36/private"},
+		// The CI run of 40645a1 (toolexec, as an ordinary user): a socket
+		// of another test, masked, removed before bubblewrap bound its mask.
+		{"bwrap: Can't create file at /var/tmp/harness-gone-36/agent.sock: Read-only file system", "/var/tmp/harness-gone-36/agent.sock"},
 	} {
 		path, ok := subproc.Vanished(m.msg, c)
 		assert.True(t, ok, m.msg)
