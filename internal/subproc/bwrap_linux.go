@@ -814,16 +814,38 @@ const releaseTries = 5
 // removeHeld removes r's placeholder, open at fd, when fd holds its
 // exclusive lock and it is still the placeholder reserved (its identity),
 // at r.Path in the directory it was reserved in (removeIn), and reports
-// whether it did.
+// whether it did. A directory placeholder someone filled meanwhile (a root
+// server's write tool, or root on the host, writing `.config/x` into a
+// reserved `.config`: the mode does not stop root) is given up instead
+// (adopt): it is theirs now.
 func (r *Reservation) removeHeld(fd int, dirs dirFDs) bool {
 	if unix.Flock(fd, unix.LOCK_EX|unix.LOCK_NB) != nil {
 		return false // another command holds it: the last one removes it
 	}
 	var now unix.Stat_t
-	if unix.Fstat(fd, &now) != nil || !r.id.matches(&now) || !placeholder(fd, &now, r.kind(), r.content) {
+	if unix.Fstat(fd, &now) != nil || now.Dev != r.id.dev || now.Ino != r.id.ino {
+		return false
+	}
+	if !r.id.matches(&now) || !placeholder(fd, &now, r.kind(), r.content) {
+		// Filling a directory changes its change time too.
+		if r.Dir && placeholderMode(&now, kindDir) && marked(fd) && !emptyDir(fd) {
+			adopt(fd)
+		}
 		return false
 	}
 	return r.removeIn(dirs)
+}
+
+// adopt makes the directory placeholder open at fd, which is not empty, an
+// ordinary directory: its mark removed, its mode 0755 (left as it is, it
+// would stay read-only for good, and the next command would take it for a
+// placeholder again). The mode first: a user extended attribute of a
+// read-only inode cannot be removed but by root; with the mode changed the
+// mark alone makes no placeholder.
+func adopt(fd int) {
+	if unix.Fchmod(fd, 0o755) == nil {
+		_ = unix.Fremovexattr(fd, placeholderXattr)
+	}
 }
 
 // dirFDs are directories opened by path for removals, shared by those of

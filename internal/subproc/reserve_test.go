@@ -15,6 +15,7 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/subproc"
 )
@@ -383,4 +384,32 @@ func TestReleaseBesideForks(t *testing.T) {
 	close(stop)
 	wg.Wait()
 	assert.Zero(t, left, "placeholders left behind by a release that met a forked child's copy of its lock")
+}
+
+// TestFilledPlaceholderAdopted (issue 34): a directory placeholder someone
+// filled while it was held (root's write tool or root on the host writing
+// `.config/x` into a reserved `.config`; the test lifts the mode as root's
+// access would) is not removed at the release but made an ordinary
+// directory: mode 0755, unmarked, its content kept; the next reservation
+// takes it for something real.
+func TestFilledPlaceholderAdopted(t *testing.T) {
+	p := filepath.Join(t.TempDir(), ".config")
+	r, err := subproc.Reserve(p, true)
+	require.NoError(t, err)
+	require.NotNil(t, r)
+	require.NoError(t, os.Chmod(p, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(p, "x"), []byte("hi\n"), 0o644))
+	require.NoError(t, os.Chmod(p, 0o555))
+	subproc.ReleaseAll(r)
+	st, err := os.Lstat(p)
+	require.NoError(t, err, "the filled directory is kept")
+	assert.Equal(t, os.ModeDir|0o755, st.Mode())
+	b, err := os.ReadFile(filepath.Join(p, "x"))
+	require.NoError(t, err)
+	assert.Equal(t, "hi\n", string(b))
+	_, err = unix.Getxattr(p, "user.harness.placeholder", make([]byte, 8))
+	assert.ErrorIs(t, err, unix.ENODATA, "the mark is gone")
+	again, err := subproc.Reserve(p, true)
+	require.NoError(t, err)
+	assert.Nil(t, again, "an ordinary directory now")
 }

@@ -404,8 +404,9 @@ func rlimits(cfg Config) subproc.RLimits {
 }
 
 // reservedIn reserves each path of reservable(policy, hostRun) that is
-// missing (subproc.Reserve; a multi-component one only when its parent
-// exists), appending to held, which the caller releases. A root's `.git` is
+// missing (subproc.Reserve), appending to held, which the caller releases;
+// a multi-component one whose parent is missing (`.config/git` in a home
+// without `~/.config`) by its first component instead (reserveNested). A root's `.git` is
 // a named pipe outside a repository, an empty directory inside one
 // (inRepository). A host-run file is
 // reserved as a directory whatever it is (an empty directory is invisible
@@ -430,10 +431,18 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 			}
 		}
 	}
+	nested := map[string]bool{} // the first components reserved for a nested name
 	for _, p := range reservable(policy, hostRun) {
 		var h *subproc.Reservation
 		var err error
-		if content, file := files[p]; file {
+		if top := nestedTop(p, hostRun); top != "" {
+			if nested[top] {
+				continue
+			}
+			if h, err = reserveNested(top, p); h != nil && h.Path == top {
+				nested[top] = true
+			}
+		} else if content, file := files[p]; file {
 			h, err = subproc.ReserveFile(p, content)
 		} else if filepath.Base(p) == ".git" {
 			h, err = subproc.ReserveEither(p, inRepository(filepath.Dir(p)))
@@ -448,6 +457,44 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 		}
 	}
 	return held, nil
+}
+
+// nestedTop returns, for p, a host-run name with a slash at the top of a
+// root (root/.config/git), the path of its first component (root/.config);
+// "" for any other path.
+func nestedTop(p string, hostRun []sandbox.HostRun) string {
+	for _, h := range hostRun {
+		first, _, ok := strings.Cut(h.Name, "/")
+		if ok && strings.HasSuffix(p, "/"+h.Name) {
+			return strings.TrimSuffix(p, h.Name) + first
+		}
+	}
+	return ""
+}
+
+// reserveNested reserves p (a nested host-run directory, root/.config/git)
+// where top (root/.config), the component of p at the root's top, is
+// something real; where top is missing (or another command's placeholder),
+// it reserves top instead: an empty read-only directory there keeps the
+// command from making top, and so p beneath it (the attack review's input: a
+// home without `~/.config`, where a command made `.config/git/config` and
+// the host's git ran its core.pager). top made or removed by another process
+// meanwhile is looked at again. Returns what subproc.Reserve returns.
+func reserveNested(top, p string) (*subproc.Reservation, error) {
+	for range 10 {
+		h, err := subproc.Reserve(top, true)
+		if err != nil || h != nil {
+			return h, err
+		}
+		// Something real at top: p itself, as every nested name.
+		if h, err = subproc.Reserve(p, true); err != nil || h != nil {
+			return h, err
+		}
+		if _, err := os.Lstat(top); !os.IsNotExist(err) {
+			return nil, nil // p is real (protected by the search), or top is not a directory
+		}
+	}
+	return nil, fmt.Errorf("reserving %s: %s was made and removed again while it was reserved", p, top)
 }
 
 // inRepository reports whether git, started in root, would find a

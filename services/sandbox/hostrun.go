@@ -57,7 +57,8 @@ type HostRun struct {
 //     Continue's mcpServers/*.yaml beside its assistants, Junie's
 //     mcp/mcp.json, Windsurf's hooks and workflows), and so that a missing
 //     one is reserved at a workspace root's top (a name with a slash is
-//     reserved only where its parent exists);
+//     reserved where its parent exists, and where the parent is missing its
+//     first component is: a command cannot make `.config` then);
 //   - editors' and dev-container settings, which run tasks, extensions,
 //     language servers or start-up scripts (.vscode/, .idea/,
 //     .devcontainer/, .helix/, .nvim.lua, .nvimrc, .exrc);

@@ -86,6 +86,43 @@ func TestHostRunFilesProtected(t *testing.T) {
 	})
 }
 
+// TestHostRunBeneathAMissingParent (issue 34, the attack review's input): in
+// a workspace without .config/ (a home without ~/.config, whose git and fish
+// read .config/git/config and .config/fish/config.fish), a command can make
+// neither .config/git nor .config/fish by any route (mkdir -p, a prepared
+// tree renamed or linked into place): the missing .config is reserved while
+// it runs, and writing beneath it gives the marker; nothing of it is on disk
+// afterwards. The write tool refuses both too.
+func TestHostRunBeneathAMissingParent(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	call, ws := hostRunServer(t, nil)
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+	cfg := filepath.Join(ws, ".config")
+	for _, name := range []string{"git/config", "fish/config.fish"} {
+		text := call["exec"](map[string]any{"command": "mkdir -p " + quote(filepath.Dir(filepath.Join(cfg, name))) + " && echo pager=x > " + quote(filepath.Join(cfg, name))})
+		assert.NotContains(t, text, "exit code 0", text)
+		assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+		assertAbsent(t, cfg)
+		text = call["write"](map[string]any{"file_path": filepath.Join(cfg, name), "content": "x\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+		assertAbsent(t, cfg)
+	}
+	for _, cmd := range []string{
+		"mkdir -p p/git && echo x > p/git/config && mv p .config",
+		"mkdir -p q/git && echo x > q/git/config && ln -s q .config",
+		"mkdir -p r/git && echo x > r/git/config && mv -T r .config",
+	} {
+		text := call["exec"](map[string]any{"command": cmd})
+		assert.NotContains(t, text, "exit code 0", cmd+": "+text)
+		assertAbsent(t, cfg)
+	}
+	// The prepared trees are the command's own, where it made them.
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, "p/git/config")))
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, "r/git/config")))
+}
+
 // TestUnprotectOne (issue 23): --unprotect .vscode lets both families write
 // .vscode, and no other host-run file.
 func TestUnprotectOne(t *testing.T) {
