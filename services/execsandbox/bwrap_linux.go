@@ -254,10 +254,11 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		if err = reachable(req.Workdir, accountOf(cred)); err != nil {
 			return nil, nil, nil, err
 		}
-		hostRun := b.policy.Protected().HostRun()
+		protect := b.policy.Protected()
+		homes := b.policy.DenyRead().Homes()
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		held, err = reservedIn(policy, hostRun, home, held)
+		held, err = reservedIn(policy, protect, homes, home, held)
 		if err != nil {
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
@@ -279,7 +280,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
-		holder := holders(found, reservable(policy, hostRun))
+		holder := holders(found, reservable(policy, protect, homes))
 		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
@@ -403,23 +404,24 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves each path of reservable(policy, hostRun) that is
-// missing (subproc.Reserve), appending to held, which the caller releases;
-// a multi-component one whose parent is missing (`.config/git` in a home
-// without `~/.config`) by its first component instead (reserveNested). A root's `.git` is
-// a named pipe outside a repository, an empty directory inside one
-// (inRepository). A host-run file is
-// reserved as a directory whatever it is (an empty directory is invisible
-// to git: `git add -A` does not record it), but in the command's home
-// (home, its HOME: a root that is a home directory), where a file one is
-// an empty read-only file: shells and git read `.bashrc`, `.profile` and
+// reservedIn reserves each path of reservable that is missing
+// (subproc.Reserve), appending to held, which the caller releases; one
+// beneath a missing directory (`.config/git` in a home without
+// `~/.config`) by the highest missing one instead (reserveAbove). A root's
+// `.git` is a named pipe outside a repository, an empty directory inside
+// one (inRepository). A host-run file is reserved as a directory whatever
+// it is (an empty directory is invisible to git: `git add -A` does not
+// record it), but in the command's home (home, its HOME: a root that is a
+// home directory, or lies beneath one), where a file one is an empty
+// read-only file: shells and git read `.bashrc`, `.profile` and
 // `.gitconfig` there at every start, and a directory in their place makes
 // git fail ("unknown error occurred while reading the configuration
 // files") and each shell complain; a start-up file whose presence would
 // make a login shell skip the user's real one (.bash_profile,
 // .bash_login, .tcshrc) holds what reads that one instead
 // (homePlaceholders).
-func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+	hostRun := protect.HostRun()
 	files := map[string]string{} // a file placeholder's path: its content
 	if c, err := filepath.EvalSymlinks(home); err == nil {
 		home = c
@@ -431,16 +433,14 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 			}
 		}
 	}
-	nested := map[string]bool{} // the first components reserved for a nested name
-	for _, p := range reservable(policy, hostRun) {
+	above := map[string]bool{} // the missing directories reserved for a path beneath them
+	for _, p := range reservable(policy, protect, homes) {
 		var h *subproc.Reservation
 		var err error
-		if top := nestedTop(p, hostRun); top != "" {
-			if nested[top] {
-				continue
-			}
-			if h, err = reserveNested(top, p); h != nil && h.Path == top {
-				nested[top] = true
+		var covered bool
+		if h, covered, err = reserveAbove(policy, p, above); covered {
+			if h != nil {
+				above[h.Path] = true
 			}
 		} else if content, file := files[p]; file {
 			h, err = subproc.ReserveFile(p, content)
@@ -459,42 +459,49 @@ func reservedIn(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun, home 
 	return held, nil
 }
 
-// nestedTop returns, for p, a host-run name with a slash at the top of a
-// root (root/.config/git), the path of its first component (root/.config);
-// "" for any other path.
-func nestedTop(p string, hostRun []sandbox.HostRun) string {
-	for _, h := range hostRun {
-		first, _, ok := strings.Cut(h.Name, "/")
-		if ok && strings.HasSuffix(p, "/"+h.Name) {
-			return strings.TrimSuffix(p, h.Name) + first
+// reserveAbove reserves, for p (a reservable path beneath a writable root
+// of policy), the highest of its directories beneath that root that is
+// missing, or another command's placeholder: an empty read-only directory
+// there keeps the command from making it, and so p beneath it (the attack
+// review's input: a home without `~/.config`, where a command made
+// `.config/git/config` and the host's git ran its core.pager). covered says
+// p needs nothing more: such a directory was reserved (h; or already, in
+// done), or one of them is not a directory. A directory made or removed by
+// another process meanwhile is looked at again.
+func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool) (h *subproc.Reservation, covered bool, err error) {
+	root := ""
+	for _, r := range policy.WritableRoots() {
+		if dirfd.Beneath(r, p) && len(r) > len(root) {
+			root = r
 		}
 	}
-	return ""
-}
-
-// reserveNested reserves p (a nested host-run directory, root/.config/git)
-// where top (root/.config), the component of p at the root's top, is
-// something real; where top is missing (or another command's placeholder),
-// it reserves top instead: an empty read-only directory there keeps the
-// command from making top, and so p beneath it (the attack review's input: a
-// home without `~/.config`, where a command made `.config/git/config` and
-// the host's git ran its core.pager). top made or removed by another process
-// meanwhile is looked at again. Returns what subproc.Reserve returns.
-func reserveNested(top, p string) (*subproc.Reservation, error) {
-	for range 10 {
-		h, err := subproc.Reserve(top, true)
-		if err != nil || h != nil {
-			return h, err
+	if root == "" || filepath.Dir(p) == root {
+		return nil, false, nil
+	}
+	rel := strings.TrimPrefix(filepath.Dir(p), root+"/")
+	d := root
+	for name := range strings.SplitSeq(rel, "/") {
+		d = filepath.Join(d, name)
+		if done[d] {
+			return nil, true, nil
 		}
-		// Something real at top: p itself, as every nested name.
-		if h, err = subproc.Reserve(p, true); err != nil || h != nil {
-			return h, err
-		}
-		if _, err := os.Lstat(top); !os.IsNotExist(err) {
-			return nil, nil // p is real (protected by the search), or top is not a directory
+		for try := 0; ; try++ {
+			if h, err = subproc.Reserve(d, true); err != nil || h != nil {
+				return h, true, err
+			}
+			fi, err := os.Stat(d)
+			if err == nil && !fi.IsDir() {
+				return nil, true, nil // nothing can be made beneath it
+			}
+			if err == nil {
+				break // a real directory: the next one down
+			}
+			if try == 10 {
+				return nil, true, fmt.Errorf("reserving %s: %s was made and removed again while it was reserved", p, d)
+			}
 		}
 	}
-	return nil, fmt.Errorf("reserving %s: %s was made and removed again while it was reserved", p, top)
+	return nil, false, nil
 }
 
 // inRepository reports whether git, started in root, would find a
@@ -547,19 +554,42 @@ var homePlaceholders = map[string]string{
 }
 
 // reservable returns the paths a command of policy may never create: in
-// each workspace root, the top-level `.git` and each host-run file of
-// hostRun. Not in the temp roots, where a reserved path would sit above
-// every other user's work.
-func reservable(policy sandbox.ExecutionPolicy, hostRun []sandbox.HostRun) []string {
+// each workspace root, the top-level `.git` and each host-run file in force
+// (protect.HostRun); in each of homes that lies beneath a workspace root,
+// each host-run file but the root-only ones (a missing `.bashrc` there is
+// read by the home's shell as one at a root's top is); and each host-run
+// directory (protect.HostRunDirs: $XDG_CONFIG_HOME's git and fish) beneath
+// a workspace root. Not in the temp roots, where a reserved path would sit
+// above every other user's work.
+func reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
 	var out []string
+	add := func(p string) {
+		if !slices.Contains(out, p) {
+			out = append(out, p)
+		}
+	}
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
 		if !sandbox.GrantableRoot(r) {
 			continue
 		}
 		r = filepath.Clean(r)
-		out = append(out, filepath.Join(r, ".git"))
-		for _, f := range hostRun {
-			out = append(out, filepath.Join(r, f.Name))
+		add(filepath.Join(r, ".git"))
+		for _, f := range protect.HostRun() {
+			add(filepath.Join(r, f.Name))
+		}
+		for _, h := range homes {
+			if h != r && dirfd.Beneath(r, h) {
+				for _, f := range protect.HostRun() {
+					if !f.Top {
+						add(filepath.Join(h, f.Name))
+					}
+				}
+			}
+		}
+		for _, d := range protect.HostRunDirs() {
+			if d != r && dirfd.Beneath(r, d) {
+				add(d)
+			}
 		}
 	}
 	return out

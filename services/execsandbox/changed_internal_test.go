@@ -126,7 +126,9 @@ func TestHolders(t *testing.T) {
 		{Path: "/w/sub/.git", Dir: true},
 		{Path: "/w/sub/.mcp.json"},
 	}
-	got := holders(found, reservable(policy, []sandbox.HostRun{{Name: ".mcp.json"}}))
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
+	require.NoError(t, err)
+	got := holders(found, reservable(policy, protect, nil))
 	assert.Equal(t, map[string]string{
 		"/o/.git":                  "",
 		"/o/.git/config":           "",

@@ -32,6 +32,7 @@ type ProtectedPaths struct {
 	files    []string  // absolute paths protected exactly: the configuration file
 	exes     []string  // and harness's own executable
 	hostRun  []HostRun // the host-run files in force
+	dirs     []string  // absolute host-run directories: $XDG_CONFIG_HOME's git and fish
 	patterns []string  // the host-run files' patterns, then the deployment's
 	parsed   []gitignore.Pattern
 	// literal maps the name of each pattern that is one plain name (no
@@ -63,6 +64,12 @@ type ProtectOptions struct {
 	// started it names), protected where they lie inside a writable root:
 	// a client starts that file again, unconfined.
 	Executables []string
+	// ConfigHome is $XDG_CONFIG_HOME, absolute and canonical ("" when it
+	// is unset or relative): git and fish read their settings there
+	// instead of `~/.config`, so each host-run file beneath `.config/` in
+	// force (git, fish) is protected there too, exactly where it lies
+	// inside a writable root (HostRunDir).
+	ConfigHome string
 }
 
 // NewProtectedPaths returns the protected paths of o: the metadata, the
@@ -103,6 +110,12 @@ func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
 	}
 	for _, h := range hostRun {
 		p.add(h.pattern())
+		if rest, ok := strings.CutPrefix(h.Name, ".config/"); ok && o.ConfigHome != "" {
+			if !filepath.IsAbs(o.ConfigHome) {
+				return ProtectedPaths{}, fmt.Errorf("the configuration home %q is not an absolute path", o.ConfigHome)
+			}
+			p.dirs = append(p.dirs, filepath.Join(o.ConfigHome, rest))
+		}
 	}
 	for _, pat := range o.Patterns {
 		if err := checkPattern(pat); err != nil {
@@ -167,6 +180,22 @@ func (p ProtectedPaths) Executable(path string) bool { return slices.Contains(p.
 // configuration file, then its executables.
 func (p ProtectedPaths) Files() []string { return slices.Concat(p.files, p.exes) }
 
+// HostRunDirs returns the host-run directories protected exactly where
+// they lie ($XDG_CONFIG_HOME/git and $XDG_CONFIG_HOME/fish, those of them
+// in force: ProtectOptions.ConfigHome), absolute.
+func (p ProtectedPaths) HostRunDirs() []string { return slices.Clone(p.dirs) }
+
+// HostRunDir reports whether path (clean, absolute) is one of HostRunDirs
+// or lies beneath it, and returns that directory.
+func (p ProtectedPaths) HostRunDir(path string) (string, bool) {
+	for _, d := range p.dirs {
+		if path == d || strings.HasPrefix(path, d+"/") {
+			return d, true
+		}
+	}
+	return "", false
+}
+
 // HostRun returns the host-run files in force (HostRunFiles less
 // --unprotect; none for the zero value).
 func (p ProtectedPaths) HostRun() []HostRun { return slices.Clone(p.hostRun) }
@@ -219,6 +248,9 @@ func (p ProtectedPaths) Describe() []string {
 	}
 	for _, pat := range p.patterns[len(p.hostRun):] {
 		out = append(out, pat+" (--protect)")
+	}
+	for _, d := range p.dirs {
+		out = append(out, d+"/ (host-run directory: $XDG_CONFIG_HOME moves "+filepath.Base(d)+"'s settings there; --unprotect .config/"+filepath.Base(d)+" to allow)")
 	}
 	for _, f := range p.files {
 		out = append(out, f+" (harness's configuration file)")

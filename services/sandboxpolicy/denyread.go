@@ -47,6 +47,16 @@ func newDenyRead(cfg Config) (sandbox.DenyRead, error) {
 	return sandbox.NewDenyRead(sandbox.DenyReadOptions{Patterns: cfg.DenyRead, Allow: cfg.AllowRead, Homes: homes, Files: files})
 }
 
+// configHome returns $XDG_CONFIG_HOME, canonical, when it is absolute and
+// not `/`; else "".
+func configHome() string {
+	d := os.Getenv("XDG_CONFIG_HOME")
+	if !filepath.IsAbs(d) || filepath.Clean(d) == "/" {
+		return ""
+	}
+	return filepath.Clean(CanonicalPath(d))
+}
+
 // defaultHomes returns the server user's home directory ($HOME when it is
 // absolute, else the password database's) and, for a root server, the
 // home of workspace's owner too (a root server's commands run as that

@@ -115,7 +115,10 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS, ConfigFile: cfg.ConfigFile, Executables: cfg.Executables})
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{
+		Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS,
+		ConfigFile: cfg.ConfigFile, Executables: cfg.Executables, ConfigHome: configHome(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}

@@ -104,8 +104,30 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 			out = append(out, e)
 		}
 	}
+	for _, d := range s.protect.HostRunDirs() {
+		if e, ok := hostRunDirEntry(d, scan); ok && !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
+			out = append(out, e)
+		}
+	}
 	slices.SortFunc(out, func(a, b ProtectedEntry) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
+}
+
+// hostRunDirEntry returns the entry of the host-run directory d
+// ($XDG_CONFIG_HOME/git) when it is a directory inside one of roots (of the
+// root's Owner, in a Shared root), none of whose components is a symlink.
+func hostRunDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) {
+	for _, r := range roots {
+		if !dirfd.Beneath(r.Path, d) || d == r.Path {
+			continue
+		}
+		st, err := dirfd.StatNoSymlinks(d)
+		if err != nil || !dirfd.IsDir(&st) || (r.Shared && int(st.Uid) != r.Owner) {
+			return ProtectedEntry{}, false
+		}
+		return ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true}, true
+	}
+	return ProtectedEntry{}, false
 }
 
 // configEntry returns the entry of the configuration file f (or, exe,
@@ -191,6 +213,9 @@ func (pr *Protection) Rule(target string) (string, error) {
 		}
 		if pr.s.protect.Executable(target) {
 			return "harness's executable: a client starts it again, unconfined", nil
+		}
+		if d, ok := pr.s.protect.HostRunDir(target); ok {
+			return "host-run directory " + d + " ($XDG_CONFIG_HOME)", nil
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {

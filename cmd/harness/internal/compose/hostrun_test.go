@@ -123,6 +123,54 @@ func TestHostRunBeneathAMissingParent(t *testing.T) {
 	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, "r/git/config")))
 }
 
+// TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace (issue 34, the attack
+// review's input): a home that lies beneath the workspace root ($HOME at
+// ws/home/u) and a $XDG_CONFIG_HOME inside it (ws/cfg) are read by the
+// host's shells and git as a root's top is: a command can create neither
+// home/u/.bashrc, home/u/.config/git/config nor cfg/git/config (missing
+// parents included), and cannot change an existing cfg/fish/config.fish;
+// the write tool refuses the same; nothing is on disk afterwards.
+func TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "ws/home/u/", "ws/cfg/fish/config.fish: old\n", "temp/")
+	ws := filepath.Join(base, "ws")
+	t.Setenv("HOME", filepath.Join(ws, "home/u"))
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, "cfg"))
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
+		TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
+	})
+	t.Cleanup(app.RequireStop)
+	sess := session.New("s", ws)
+	run := func(tool string, args map[string]any) string { return call(t, sess, tools[tool], args).Text }
+	for _, rel := range []string{"home/u/.bashrc", "home/u/.config/git/config", "cfg/git/config", "home/u/.mcp.json"} {
+		p := filepath.Join(ws, rel)
+		text := run("exec", map[string]any{"command": "mkdir -p " + quote(filepath.Dir(p)) + "; echo x > " + quote(p)})
+		assert.NotContains(t, text, "exit code 0", rel+": "+text)
+		assertAbsent(t, p)
+		text = run("write", map[string]any{"file_path": p, "content": "x\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), rel+": "+text)
+		assertAbsent(t, p)
+	}
+	assertAbsent(t, filepath.Join(ws, "home/u/.config"))
+	assertAbsent(t, filepath.Join(ws, "cfg/git"))
+	fish := filepath.Join(ws, "cfg/fish/config.fish")
+	text := run("exec", map[string]any{"command": "echo x > " + quote(fish)})
+	assert.NotContains(t, text, "exit code 0", text)
+	assert.Equal(t, "old\n", readFile(t, fish))
+	text = run("write", map[string]any{"file_path": fish, "content": "x\n"})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assert.Equal(t, "old\n", readFile(t, fish))
+	// The rest of the home and of the configuration home stays writable.
+	text = run("exec", map[string]any{"command": "echo ok > home/u/notes.txt && mkdir -p cfg/nvim && echo ok > cfg/nvim/init.lua"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "cfg/nvim/init.lua")))
+}
+
 // TestUnprotectOne (issue 23): --unprotect .vscode lets both families write
 // .vscode, and no other host-run file.
 func TestUnprotectOne(t *testing.T) {
