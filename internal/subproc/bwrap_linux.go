@@ -515,11 +515,7 @@ func otherKind(k kind) kind {
 // when what is there is something else (seen: its stat, when it was
 // opened); errAgain when it went meanwhile.
 func hold(path string, k kind, content string, dir *unix.Stat_t) (r *Reservation, seen *unix.Stat_t, err error) {
-	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_CLOEXEC
-	if k == kindDir {
-		flags |= unix.O_DIRECTORY
-	}
-	fd, err := unix.Open(path, flags, 0)
+	fd, err := openHeld(path, k == kindDir)
 	if err != nil {
 		if errors.Is(err, unix.ENOENT) {
 			return nil, nil, errAgain
@@ -560,7 +556,9 @@ func hold(path string, k kind, content string, dir *unix.Stat_t) (r *Reservation
 	// between the open and the lock): else again.
 	var now unix.Stat_t
 	if unix.Lstat(path, &now) == nil && now.Ino == st.Ino && now.Dev == st.Dev && (dir.Ino != 0 || unix.Stat(filepath.Dir(path), dir) == nil) {
-		return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: fd, id: identityOf(&now), dir: identityOf(dir)}, nil, nil
+		r = newReservation(path, k, content)
+		r.fd, r.id, r.dir = fd, identityOf(&now), identityOf(dir)
+		return r, nil, nil
 	}
 	_ = unix.Close(fd)
 	return nil, nil, errAgain
@@ -760,12 +758,23 @@ type openPlaceholder struct {
 
 // open opens r's placeholder at r.Path for its lock, without following a
 // symlink or waiting for a pipe's writer.
-func (r *Reservation) open() (int, error) {
+func (r *Reservation) open() (int, error) { return openHeld(r.Path, r.Dir) }
+
+// openHeld opens the placeholder at path (a directory when dir) as a hold
+// or a release does: read-only, not following a symlink, not waiting for a
+// pipe's writer.
+func openHeld(path string, dir bool) (int, error) {
 	flags := unix.O_RDONLY | unix.O_NOFOLLOW | unix.O_NONBLOCK | unix.O_NOCTTY | unix.O_CLOEXEC
-	if r.Dir {
+	if dir {
 		flags |= unix.O_DIRECTORY
 	}
-	return unix.Open(r.Path, flags, 0)
+	return unix.Open(path, flags, 0)
+}
+
+// newReservation is the reservation of path by a placeholder of kind k
+// holding content, not yet open (fd -1) nor identified.
+func newReservation(path string, k kind, content string) *Reservation {
+	return &Reservation{Path: path, Dir: k == kindDir, FIFO: k == kindFIFO, content: content, fd: -1}
 }
 
 // removeUnlocked removes each of pending (removeHeld) once its exclusive

@@ -366,7 +366,7 @@ func parseRecord(b []byte) *janitorRecord {
 		return nil
 	}
 	k := kind(parts[0][0] - '0')
-	r := &Reservation{Path: string(parts[3]), Dir: k == kindDir, FIFO: k == kindFIFO, content: string(parts[0][1:]), fd: -1}
+	r := newReservation(string(parts[3]), k, string(parts[0][1:]))
 	var nums [6]int64
 	fields := bytes.Fields(parts[1])
 	if len(fields) != len(nums) {
