@@ -1,6 +1,10 @@
 package dirfd
 
-import "golang.org/x/sys/unix"
+import (
+	"os"
+
+	"golang.org/x/sys/unix"
+)
 
 // The Linux system calls and flags the fence is made of; sys_other.go
 // refuses them elsewhere.
@@ -36,4 +40,13 @@ func ReadOnlyMount(path string) (bool, error) {
 		return false, err
 	}
 	return fs.Flags&unix.ST_RDONLY != 0, nil
+}
+
+// RenameNoReplace renames oldpath to newpath, failing with EEXIST
+// (fs.ErrExist) when newpath exists (renameat2 RENAME_NOREPLACE).
+func RenameNoReplace(oldpath, newpath string) error {
+	if err := renameat2(unix.AT_FDCWD, oldpath, unix.AT_FDCWD, newpath, renameNoReplace); err != nil {
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
 }

@@ -5,6 +5,7 @@ package dirfd
 import (
 	"errors"
 	"fmt"
+	"os"
 )
 
 // errNotLinux (errors.ErrUnsupported) is every open, rename and listing of this package on a
@@ -32,3 +33,8 @@ func getdents(int, []byte) (int, error) { return 0, errNotLinux }
 
 // OPath is Linux's O_PATH; none here.
 const OPath = 0
+
+// RenameNoReplace refuses: see errNotLinux.
+func RenameNoReplace(oldpath, newpath string) error {
+	return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: errNotLinux}
+}

@@ -1,12 +1,18 @@
 package sandboxpolicy
 
 import (
+	"errors"
+	"io/fs"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"syscall"
+	"time"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/services/session"
 )
 
@@ -69,26 +75,31 @@ type SessionTemp struct {
 // session ends. When the process runs as root and owner (the session's
 // workspace root, or "") belongs to another user, the directory is given
 // that user and group, as whom the session's commands run (execsandbox).
-// Errors: parent cannot hold a new directory, or the owner or the lock
-// cannot be set (nothing is left behind then).
+// It is made under a name RemoveOrphanTemps passes over (sessionTempMaking),
+// locked, and only then renamed to its own (never over another): made
+// under its own, another server starting meanwhile took it, not yet
+// locked, for a dead server's and removed it (seen under load: `harness
+// call` got "no such file or directory"). Errors: parent cannot hold a new
+// directory, or the owner, the lock or the name cannot be set (nothing is
+// left behind then).
 func NewSessionTemp(parent, owner string) (*SessionTemp, error) {
-	dir, err := os.MkdirTemp(parent, SessionTempPrefix)
+	making, err := os.MkdirTemp(parent, sessionTempMaking)
 	if err != nil {
 		return nil, err
 	}
 	fail := func(err error) (*SessionTemp, error) {
-		_ = os.Remove(dir)
+		_ = os.Remove(making)
 		return nil, err
 	}
 	if os.Geteuid() == 0 && owner != "" {
 		var st syscall.Stat_t
 		if err := syscall.Stat(owner, &st); err == nil && st.Uid != 0 {
-			if err := os.Lchown(dir, int(st.Uid), int(st.Gid)); err != nil {
+			if err := os.Lchown(making, int(st.Uid), int(st.Gid)); err != nil {
 				return fail(err)
 			}
 		}
 	}
-	fd, err := syscall.Open(dir, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
+	fd, err := syscall.Open(making, syscall.O_RDONLY|syscall.O_DIRECTORY|syscall.O_NOFOLLOW|syscall.O_CLOEXEC, 0)
 	if err != nil {
 		return fail(err)
 	}
@@ -96,8 +107,22 @@ func NewSessionTemp(parent, owner string) (*SessionTemp, error) {
 		_ = syscall.Close(fd)
 		return fail(err)
 	}
-	return &SessionTemp{Path: CanonicalPath(dir), fd: fd}, nil
+	for {
+		own := filepath.Join(parent, SessionTempPrefix+strconv.FormatUint(rand.Uint64(), 36))
+		err := dirfd.RenameNoReplace(making, own)
+		if err == nil {
+			return &SessionTemp{Path: CanonicalPath(own), fd: fd}, nil
+		}
+		if !errors.Is(err, fs.ErrExist) {
+			_ = syscall.Close(fd)
+			return fail(err)
+		}
+	}
 }
+
+// sessionTempMaking begins the name of a session temp directory while
+// NewSessionTemp makes it.
+const sessionTempMaking = ".harness-making-session-"
 
 // Remove removes the temp area and everything in it (never following a
 // symlink) and lets it go. Errors: what could not be removed.
@@ -112,7 +137,8 @@ func (t *SessionTemp) Remove() error {
 
 // RemoveOrphanTemps removes, in parent, the session temp areas no live
 // process holds (left by a server that was killed: nothing took its
-// lock), and returns how many it removed. Only directories named as
+// lock), and returns how many it removed; and those a server died making
+// (sessionTempMaking), once a minute old. Only directories named as
 // NewSessionTemp names them, never through a symlink.
 func RemoveOrphanTemps(parent string) int {
 	entries, err := os.ReadDir(parent)
@@ -121,7 +147,14 @@ func RemoveOrphanTemps(parent string) int {
 	}
 	n := 0
 	for _, e := range entries {
-		if !e.IsDir() || !strings.HasPrefix(e.Name(), SessionTempPrefix) {
+		switch {
+		case !e.IsDir():
+			continue
+		case strings.HasPrefix(e.Name(), sessionTempMaking):
+			if fi, err := e.Info(); err != nil || time.Since(fi.ModTime()) < time.Minute {
+				continue // being made: locked in a moment
+			}
+		case !strings.HasPrefix(e.Name(), SessionTempPrefix):
 			continue
 		}
 		dir := filepath.Join(parent, e.Name())

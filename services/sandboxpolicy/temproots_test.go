@@ -1,7 +1,12 @@
 package sandboxpolicy_test
 
 import (
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -36,4 +41,55 @@ func TestSetTempRoots(t *testing.T) {
 
 	other := session.New("o", "/srv/ws")
 	assert.Equal(t, []string{"/shared-tmp"}, svc.Resolve(other, sandbox.FileTools, "").TempRoots, "another session keeps the deployment's")
+}
+
+// TestSessionTempBesideAnOrphanSweep (issue 37: `harness call` got "no
+// such file or directory" at load 10): a server starting sweeps the temp
+// root for areas no process holds while others make theirs; every area
+// made is there, held, once NewSessionTemp returns, and the sweep removes
+// only a dead one's: an unheld area, and one whose making stopped a minute
+// ago or more (a fresh one is being made).
+func TestSessionTempBesideAnOrphanSweep(t *testing.T) {
+	parent := t.TempDir()
+	stop := make(chan struct{})
+	var sweeps sync.WaitGroup
+	sweeps.Go(func() {
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+				sandboxpolicy.RemoveOrphanTemps(parent)
+			}
+		}
+	})
+	var made []*sandboxpolicy.SessionTemp
+	for range 300 {
+		st, err := sandboxpolicy.NewSessionTemp(parent, "")
+		require.NoError(t, err)
+		made = append(made, st)
+	}
+	close(stop)
+	sweeps.Wait()
+	for _, st := range made {
+		assert.DirExists(t, st.Path)
+		assert.True(t, strings.HasPrefix(filepath.Base(st.Path), sandboxpolicy.SessionTempPrefix), st.Path)
+		require.NoError(t, st.Remove())
+	}
+
+	dead := filepath.Join(parent, sandboxpolicy.SessionTempPrefix+"dead")
+	fresh := filepath.Join(parent, ".harness-making-session-fresh")
+	stale := filepath.Join(parent, ".harness-making-session-stale")
+	other := filepath.Join(parent, "other")
+	for _, d := range []string{dead, fresh, stale, other} {
+		require.NoError(t, os.Mkdir(d, 0o700))
+	}
+	old := time.Now().Add(-2 * time.Minute)
+	require.NoError(t, os.Chtimes(stale, old, old))
+	require.NoError(t, os.Chtimes(other, old, old))
+	assert.Equal(t, 2, sandboxpolicy.RemoveOrphanTemps(parent))
+	assert.NoDirExists(t, dead)
+	assert.NoDirExists(t, stale)
+	assert.DirExists(t, fresh)
+	assert.DirExists(t, other)
 }
