@@ -258,7 +258,8 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		homes := b.policy.DenyRead().Homes()
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
-		held, err = reservedIn(policy, protect, homes, home, held)
+		var pins []sandboxpolicy.ProtectedEntry
+		held, pins, err = reservedIn(policy, protect, homes, home, held)
 		if err != nil {
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
@@ -277,6 +278,9 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
+		// A file in the way of a reserved directory (`.config`) is bound
+		// read-only as what was found is.
+		found = append(found, pins...)
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
@@ -407,12 +411,13 @@ func rlimits(cfg Config) subproc.RLimits {
 // reservedIn reserves each path of reservable that is missing
 // (subproc.Reserve), appending to held, which the caller releases; one
 // beneath a missing directory (`.config/git` in a home without
-// `~/.config`) by the highest missing one instead (reserveAbove). A root's
+// `~/.config`) by the highest missing one instead, and returns in pins the
+// entries in the way of one that are no directory (reserveAbove). A root's
 // `.git` is a named pipe outside a repository, an empty directory inside
 // one (inRepository). A host-run file is reserved as a directory whatever
 // it is (an empty directory is invisible to git: `git add -A` does not
-// record it), but in the command's home (home, its HOME: a root that is a
-// home directory, or lies beneath one), where a file one is an empty
+// record it), but in a home (home, the command's HOME, and homes: a root
+// that is a home directory, or one beneath a root), where a file one is an empty
 // read-only file: shells and git read `.bashrc`, `.profile` and
 // `.gitconfig` there at every start, and a directory in their place makes
 // git fail ("unknown error occurred while reading the configuration
@@ -420,27 +425,35 @@ func rlimits(cfg Config) subproc.RLimits {
 // make a login shell skip the user's real one (.bash_profile,
 // .bash_login, .tcshrc) holds what reads that one instead
 // (homePlaceholders).
-func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) ([]*subproc.Reservation, error) {
+func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) (_ []*subproc.Reservation, pins []sandboxpolicy.ProtectedEntry, _ error) {
 	hostRun := protect.HostRun()
 	files := map[string]string{} // a file placeholder's path: its content
 	if c, err := filepath.EvalSymlinks(home); err == nil {
 		home = c
 	}
-	if home != "" {
+	for _, h := range append([]string{home}, homes...) {
+		if h == "" {
+			continue
+		}
 		for _, f := range hostRun {
 			if !f.Dir {
-				files[filepath.Join(filepath.Clean(home), f.Name)] = homePlaceholders[f.Name]
+				files[filepath.Join(filepath.Clean(h), f.Name)] = homePlaceholders[f.Name]
 			}
 		}
 	}
-	above := map[string]bool{} // the missing directories reserved for a path beneath them
+	above := map[string]bool{} // the missing directories reserved for a path beneath them, and the entries pinned
 	for _, p := range reservable(policy, protect, homes) {
 		var h *subproc.Reservation
 		var err error
 		var covered bool
-		if h, covered, err = reserveAbove(policy, p, above); covered {
+		var pin *sandboxpolicy.ProtectedEntry
+		if h, covered, pin, err = reserveAbove(policy, p, above); covered {
 			if h != nil {
 				above[h.Path] = true
+			}
+			if pin != nil && !above[pin.Path] {
+				above[pin.Path] = true
+				pins = append(pins, *pin)
 			}
 		} else if content, file := files[p]; file {
 			h, err = subproc.ReserveFile(p, content)
@@ -450,13 +463,13 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 			h, err = subproc.Reserve(p, true)
 		}
 		if err != nil {
-			return held, err
+			return held, nil, err
 		}
 		if h != nil {
 			held = append(held, h)
 		}
 	}
-	return held, nil
+	return held, pins, nil
 }
 
 // reserveAbove reserves, for p (a reservable path beneath a writable root
@@ -466,9 +479,13 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 // review's input: a home without `~/.config`, where a command made
 // `.config/git/config` and the host's git ran its core.pager). covered says
 // p needs nothing more: such a directory was reserved (h; or already, in
-// done), or one of them is not a directory. A directory made or removed by
-// another process meanwhile is looked at again.
-func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool) (h *subproc.Reservation, covered bool, err error) {
+// done), or one is missing that this server's user cannot make (nor, then,
+// the command), or one is not a directory nor a symlink: then pin is that
+// entry, to be bound read-only (a command could remove it, as it is, and
+// make the directory: the review's `.config` file). A symlink on the way
+// leaves p to be reserved through it, as the host's program follows it. A
+// directory removed meanwhile is looked at again.
+func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
 	root := ""
 	for _, r := range policy.WritableRoots() {
 		if dirfd.Beneath(r, p) && len(r) > len(root) {
@@ -476,32 +493,35 @@ func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool
 		}
 	}
 	if root == "" || filepath.Dir(p) == root {
-		return nil, false, nil
+		return nil, false, nil, nil
 	}
 	rel := strings.TrimPrefix(filepath.Dir(p), root+"/")
 	d := root
+next:
 	for name := range strings.SplitSeq(rel, "/") {
 		d = filepath.Join(d, name)
 		if done[d] {
-			return nil, true, nil
+			return nil, true, nil, nil
 		}
-		for try := 0; ; try++ {
+		for range 3 {
 			if h, err = subproc.Reserve(d, true); err != nil || h != nil {
-				return h, true, err
+				return h, true, nil, err
 			}
-			fi, err := os.Stat(d)
-			if err == nil && !fi.IsDir() {
-				return nil, true, nil // nothing can be made beneath it
+			var st unix.Stat_t
+			if unix.Lstat(d, &st) != nil {
+				continue // not made here (its directory is not this user's to write), or gone meanwhile
 			}
-			if err == nil {
-				break // a real directory: the next one down
+			switch st.Mode & unix.S_IFMT {
+			case unix.S_IFDIR:
+				continue next
+			case unix.S_IFLNK:
+				return nil, false, nil, nil
 			}
-			if try == 10 {
-				return nil, true, fmt.Errorf("reserving %s: %s was made and removed again while it was reserved", p, d)
-			}
+			return nil, true, &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}, nil
 		}
+		return nil, true, nil, nil // missing, and this server's user cannot make it
 	}
-	return nil, false, nil
+	return nil, false, nil, nil
 }
 
 // inRepository reports whether git, started in root, would find a

@@ -3,13 +3,19 @@
 package execsandbox
 
 import (
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/sandbox"
+	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
 // TestReservable (issue 34, the attack review's inputs): the paths a
@@ -42,4 +48,51 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 		}
 	}
 	return out
+}
+
+// TestReserveAbove (issue 34, the attack review's inputs): above a nested
+// reserved name, a missing directory is reserved; one this server's user
+// cannot make (a directory not its own to write: /proc here) needs nothing,
+// and the command starts; a regular file in the way is pinned with its
+// identity (a command could remove it and make the directory); a symlink,
+// dangling or not, leaves the name to be reserved through it, and nothing
+// fails.
+func TestReserveAbove(t *testing.T) {
+	ws := t.TempDir()
+	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
+	h, covered, pin, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	require.NoError(t, err)
+	require.NotNil(t, h)
+	assert.True(t, covered)
+	assert.Nil(t, pin)
+	assert.Equal(t, filepath.Join(ws, ".config"), h.Path)
+	subproc.ReleaseAll(h)
+	assert.NoDirExists(t, filepath.Join(ws, ".config"))
+
+	proc := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/proc"}
+	h, covered, pin, err = reserveAbove(proc, "/proc/.config/git", map[string]bool{})
+	require.NoError(t, err, "a directory this user cannot make refuses no command")
+	assert.Nil(t, h)
+	assert.True(t, covered)
+	assert.Nil(t, pin)
+
+	require.NoError(t, os.WriteFile(filepath.Join(ws, ".config"), []byte("x"), 0o644))
+	var st unix.Stat_t
+	require.NoError(t, unix.Lstat(filepath.Join(ws, ".config"), &st))
+	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	require.NoError(t, err)
+	assert.Nil(t, h)
+	assert.True(t, covered)
+	require.NotNil(t, pin)
+	assert.Equal(t, sandboxpolicy.ProtectedEntry{Path: filepath.Join(ws, ".config"), Dev: dirfd.Dev(&st), Ino: st.Ino}, *pin)
+
+	for _, target := range []string{"missing", t.TempDir()} {
+		require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+		require.NoError(t, os.Symlink(target, filepath.Join(ws, ".config")))
+		h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+		require.NoError(t, err, target)
+		assert.Nil(t, h)
+		assert.False(t, covered, "reserved through the link, as before")
+		assert.Nil(t, pin)
+	}
 }

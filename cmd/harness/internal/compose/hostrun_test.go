@@ -121,6 +121,19 @@ func TestHostRunBeneathAMissingParent(t *testing.T) {
 	// The prepared trees are the command's own, where it made them.
 	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, "p/git/config")))
 	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, "r/git/config")))
+
+	// A file named .config is in the way: removing it to make the
+	// directory is refused, and it stays as it was.
+	require.NoError(t, os.WriteFile(cfg, []byte("mine\n"), 0o644))
+	text := call["exec"](map[string]any{"command": "rm -f .config; mkdir -p .config/git && echo x > .config/git/config"})
+	assert.NotContains(t, text, "exit code 0", text)
+	assert.Equal(t, "mine\n", readFile(t, cfg))
+	// A dangling .config link refuses no command.
+	require.NoError(t, os.Remove(cfg))
+	require.NoError(t, os.Symlink("nowhere", cfg))
+	text = call["exec"](map[string]any{"command": "echo ok > ok.txt"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "ok.txt")))
 }
 
 // TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace (issue 34, the attack
