@@ -313,8 +313,12 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 // path of its view changes between the search that found it and the start
 // (subproc.Status.Changed): a file a process outside renamed over (git
 // rewriting `.git/config`), a directory it removed. Each start searches
-// again; the last one's cause is the command's refusal.
-const startAttempts = 8
+// again; the last one's cause is the command's refusal. At 8, one command
+// in 150 failed at load 15 beside a host rewriting `.git/config` twice a
+// second (each start there took long enough for a rewrite to fall in it
+// about every other time); at 24, with the pauses (startBackoff), a command
+// keeps trying for some seconds before it is refused.
+const startAttempts = 24
 
 // startBackoff bounds the pause before a start made again: a random pause
 // up to the attempt's number times it, so the starts do not keep pace with
