@@ -26,6 +26,7 @@ type memo struct {
 	dirs    map[devIno]struct{} // the directories whose listings it used
 	found   map[string]Entry
 	gitDirs map[string]bool
+	links   map[string]bool
 }
 
 // rootsKey identifies a list of roots.
@@ -75,6 +76,7 @@ func (s *Scanner) keep(key string, w *walk, epoch uint64) {
 	}
 	s.memos[key] = &memo{
 		roots: w.rootList(), ids: ids, mounts: w.mounts, dirs: w.dirs, found: maps.Clone(w.found), gitDirs: maps.Clone(w.gitDirs),
+		links: maps.Clone(w.links),
 	}
 }
 

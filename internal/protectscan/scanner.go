@@ -205,6 +205,7 @@ func (s *Scanner) scanWalk(ctx context.Context, roots []Root, match Match) (*wal
 		readAt:  time.Now().UnixNano(),
 		found:   map[string]Entry{},
 		gitDirs: map[string]bool{},
+		links:   map[string]bool{},
 	}
 	defer w.close()
 	var err error

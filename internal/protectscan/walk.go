@@ -42,6 +42,7 @@ type walk struct {
 	roots   []*openedRoot
 	gitdirs []string        // clean absolute paths named by `.git` files
 	gitDirs map[string]bool // the git directories found, for the split
+	links   map[string]bool // the protected entries found that are symlinks (linkedEntries)
 	// unwatched is set when a directory of the walk is not watched: its
 	// result cannot be kept current.
 	unwatched bool
@@ -109,7 +110,7 @@ func (w *walk) reuse(roots []Root, m *memo) error {
 	if ids, ok := w.rootIDs(); !ok || !slices.Equal(ids, m.ids) {
 		return errRootReplaced
 	}
-	w.found, w.gitDirs = maps.Clone(m.found), maps.Clone(m.gitDirs)
+	w.found, w.gitDirs, w.links = maps.Clone(m.found), maps.Clone(m.gitDirs), maps.Clone(m.links)
 	if err := w.pointers(); err != nil {
 		return err
 	}
@@ -171,7 +172,34 @@ func (w *walk) finish() error {
 		}
 	}
 	w.linkedMembers()
+	w.linkedEntries()
 	return nil
+}
+
+// linkedEntries adds, for each protected entry found that is a symlink (a
+// `.bashrc` or `.config/git` linked into a dotfiles tree, as stow and
+// chezmoi lay them out; a `.git` link's repository, found by its shape,
+// is covered already), the file or directory it resolves to, as linkedMembers
+// does for a git directory's members, with Via naming the link: the host's
+// program reads what is there, and a command or the write tool writing
+// through the link reached it unprotected (the attack review of issue 34).
+// The link itself is not protected: a command can still remove it and put
+// a file in its place.
+func (w *walk) linkedEntries() {
+	for _, p := range slices.Sorted(maps.Keys(w.links)) {
+		target, err := filepath.EvalSymlinks(p)
+		if err != nil || target == p {
+			continue
+		}
+		if r, _ := w.rootOf(target); r == nil || w.covered(target) || w.holdsRoot(target) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Lstat(target, &st) != nil {
+			continue
+		}
+		w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+	}
 }
 
 // linkedMembers adds, for each read-only member of a git directory found
@@ -523,7 +551,9 @@ func (w *walk) entry(r *openedRoot, parentFD int, path string, l *listing, d *di
 	case protected && typ != unix.DT_LNK && placeholderIn(parentFD, name, &st):
 		// A runner's placeholder holds nothing and is no finding: the
 		// runner reserves it again for each command.
-	case protected && (typ != unix.DT_LNK || w.s.symlinks):
+	case protected:
+		// A symlink too: as an entry when the scanner reports symlinks,
+		// else for what it links to (protect, linkedEntries).
 		l.protected = append(l.protected, found{name: name, dev: dirfd.Dev(&st), ino: st.Ino, uid: st.Uid, typ: typ})
 	case !protected && typ == unix.DT_DIR:
 		l.subdirs = append(l.subdirs, subdir{name: name, ino: st.Ino})
@@ -567,6 +597,10 @@ func (w *walk) count(path string) error {
 // and for a `.git` regular file the gitdir its first line names.
 func (w *walk) protect(r *openedRoot, dirfd int, path string, f *found) error {
 	p := filepath.Join(path, f.name)
+	if f.typ == unix.DT_LNK && !w.s.symlinks {
+		w.links[p] = true
+		return nil
+	}
 	w.found[p] = Entry{Path: p, Dev: f.dev, Ino: f.ino, Dir: f.typ == unix.DT_DIR}
 	if f.name == ".git" && f.typ == unix.DT_DIR {
 		w.gitDirs[p] = true

@@ -247,7 +247,7 @@ func (pr *Protection) Rule(target string) (string, error) {
 		for _, e := range entries {
 			if !e.Split && !e.Missing && (e.Path == target || (e.Dir && dirfd.Beneath(e.Path, target))) {
 				if e.Via != "" {
-					return "what " + e.Via + ", a member of a git directory, links to: " + e.Path, nil
+					return "what the protected " + e.Via + " links to: " + e.Path, nil
 				}
 				return "a git repository directory: " + e.Path, nil
 			}

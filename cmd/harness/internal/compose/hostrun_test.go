@@ -184,6 +184,40 @@ func TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace(t *testing.T) {
 	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "cfg/nvim/init.lua")))
 }
 
+// TestLinkedHostRunFilesProtected (issue 34, the attack review's input): a
+// host-run file that is a symlink into the tree (a dotfiles layout:
+// .bashrc linked to dotfiles/bashrc, .config/git to dots/git) keeps what it
+// links to read-only: neither a command nor the write tool changes it
+// through the link or at its own path, and the bytes stay; the rest of the
+// dotfiles tree stays writable.
+func TestLinkedHostRunFilesProtected(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	call, ws := hostRunServer(t, nil)
+	fixture.Build(t, ws, "dotfiles/bashrc: mine\n", "dots/git/config: [core]\n", "dotfiles/notes: n\n")
+	require.NoError(t, os.Symlink("dotfiles/bashrc", filepath.Join(ws, ".bashrc")))
+	require.NoError(t, os.Symlink("../dots/git", filepath.Join(ws, ".config/git")))
+	for _, c := range []struct{ path, target, want string }{
+		{".bashrc", "dotfiles/bashrc", "mine\n"},
+		{".config/git/config", "dots/git/config", "[core]\n"},
+	} {
+		text := call["exec"](map[string]any{"command": "echo 'touch /tmp/PWNED' >> " + c.path})
+		assert.NotContains(t, text, "exit code 0", c.path+": "+text)
+		text = call["exec"](map[string]any{"command": "echo 'touch /tmp/PWNED' >> " + c.target})
+		assert.NotContains(t, text, "exit code 0", c.target+": "+text)
+		assert.Equal(t, c.want, readFile(t, filepath.Join(ws, c.target)))
+		for _, p := range []string{c.path, c.target} {
+			text = call["write"](map[string]any{"file_path": filepath.Join(ws, p), "content": "touch /tmp/PWNED\n"})
+			assert.Contains(t, text, sandbox.DenialMarker(ww), p+": "+text)
+			assert.Equal(t, c.want, readFile(t, filepath.Join(ws, c.target)))
+		}
+	}
+	text := call["exec"](map[string]any{"command": "echo more >> dotfiles/notes && echo new > dots/other"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "n\nmore\n", readFile(t, filepath.Join(ws, "dotfiles/notes")))
+}
+
 // TestUnprotectOne (issue 23): --unprotect .vscode lets both families write
 // .vscode, and no other host-run file.
 func TestUnprotectOne(t *testing.T) {

@@ -1,0 +1,42 @@
+//go:build linux
+
+package protectscan_test
+
+import (
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/protectscan"
+)
+
+// TestLinkedEntries (issue 34, the attack review's input: a `.bashrc`
+// linked into a dotfiles tree): a protected entry that is a symlink is not
+// itself an entry; what it resolves to inside a root is, file or
+// directory, with Via naming the link, on a fresh walk and on one that
+// reuses a kept result; a target outside the roots, a missing one, and a
+// root are not.
+func TestLinkedEntries(t *testing.T) {
+	root, outside := tempRoot(t), tempRoot(t)
+	build(t, outside, "far")
+	build(t, root, "dots/secret", "dots/dir/", "a.key->dots/secret", "b.key->dots/dir",
+		"c.key->"+filepath.Join(outside, "far"), "d.key->dots/missing", "e.key->.")
+	s := protectscan.New(protectscan.Options{})
+	for _, walk := range []string{"fresh", "reused"} {
+		entries, err := s.Scan(t.Context(), []protectscan.Root{{Path: root}}, protectMeta)
+		require.NoError(t, err, walk)
+		got := map[string]protectscan.Entry{}
+		for _, e := range entries {
+			got[e.Path] = e
+		}
+		require.Len(t, got, 2, "%s: %v", walk, entries)
+		secret, dir := got[filepath.Join(root, "dots/secret")], got[filepath.Join(root, "dots/dir")]
+		assert.Equal(t, filepath.Join(root, "a.key"), secret.Via, walk)
+		assert.False(t, secret.Dir, walk)
+		assert.NotZero(t, secret.Ino, walk)
+		assert.Equal(t, filepath.Join(root, "b.key"), dir.Via, walk)
+		assert.True(t, dir.Dir, walk)
+	}
+}
