@@ -3,6 +3,7 @@
 package protectscan_test
 
 import (
+	"fmt"
 	"path/filepath"
 	"testing"
 
@@ -16,13 +17,26 @@ import (
 // linked into a dotfiles tree): a protected entry that is a symlink is not
 // itself an entry; what it resolves to inside a root is, file or
 // directory, with Via naming the link, on a fresh walk and on one that
-// reuses a kept result; a target outside the roots, a missing one, and a
-// root are not.
+// reuses a kept result; a target outside the roots, a missing one, a root,
+// a directory holding the link, and one past the kernel's 40 links are not.
 func TestLinkedEntries(t *testing.T) {
 	root, outside := tempRoot(t), tempRoot(t)
 	build(t, outside, "far")
 	build(t, root, "dots/secret", "dots/dir/", "a.key->dots/secret", "b.key->dots/dir",
-		"c.key->"+filepath.Join(outside, "far"), "d.key->dots/missing", "e.key->.")
+		"c.key->"+filepath.Join(outside, "far"), "d.key->dots/missing", "e.key->.",
+		// Its own directory, or one above: never made read-only by a
+		// link in it (the review: `src/.envrc` linked to `.`).
+		"sub/f.key->.", "sub/deeper/g.key->..",
+		// A chain of 250 links, which the kernel does not follow past
+		// 40 (the review: a chain made every command wait 25 s).
+		"chain/end")
+	for i := range 250 {
+		build(t, root, fmt.Sprintf("chain/l%d->%s", i, filepath.Join(root, "chain", fmt.Sprintf("l%d", i+1))))
+	}
+	build(t, root, "chain/l250->end")
+	for i := range 100 {
+		build(t, root, fmt.Sprintf("many/%d.key->%s", i, filepath.Join(root, "chain/l0")))
+	}
 	s := protectscan.New(protectscan.Options{})
 	for _, walk := range []string{"fresh", "reused"} {
 		entries, err := s.Scan(t.Context(), []protectscan.Root{{Path: root}}, protectMeta)

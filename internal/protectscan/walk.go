@@ -187,19 +187,24 @@ func (w *walk) finish() error {
 // a file in its place.
 func (w *walk) linkedEntries() {
 	for _, p := range slices.Sorted(maps.Keys(w.links)) {
-		target, err := filepath.EvalSymlinks(p)
-		if err != nil || target == p {
-			continue
-		}
-		if r, _ := w.rootOf(target); r == nil || w.covered(target) || w.holdsRoot(target) {
-			continue
-		}
-		var st unix.Stat_t
-		if unix.Lstat(target, &st) != nil {
-			continue
-		}
-		w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+		w.linked(p)
 	}
+}
+
+// linked adds what p resolves to (resolveLink), when that differs from p,
+// lies in a root, is not covered yet, and neither is nor holds a root nor
+// holds p itself (a `src/.envrc` linked to `.` would make its own directory
+// read-only for good: the attack review), as an entry with Via p.
+func (w *walk) linked(p string) {
+	var st unix.Stat_t
+	target, ok := resolveLink(p, &st)
+	if !ok || target == p || strings.HasPrefix(p, target+"/") {
+		return
+	}
+	if r, _ := w.rootOf(target); r == nil || w.covered(target) || w.holdsRoot(target) {
+		return
+	}
+	w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
 }
 
 // linkedMembers adds, for each read-only member of a git directory found
@@ -222,19 +227,7 @@ func (w *walk) linkedMembers() {
 			continue
 		}
 		for _, m := range repoMembers {
-			p := filepath.Join(dir, m.rel)
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil || target == p {
-				continue
-			}
-			if r, _ := w.rootOf(target); r == nil || w.covered(target) || w.holdsRoot(target) {
-				continue
-			}
-			var st unix.Stat_t
-			if unix.Lstat(target, &st) != nil {
-				continue
-			}
-			w.found[target] = Entry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: st.Mode&unix.S_IFMT == unix.S_IFDIR, Via: p}
+			w.linked(filepath.Join(dir, m.rel))
 		}
 	}
 }
@@ -256,8 +249,8 @@ func (w *walk) covered(path string) bool {
 	if e, ok := w.found[path]; ok && !e.Missing {
 		return true
 	}
-	for p, e := range w.found {
-		if e.Dir && !e.Split && !e.Missing && strings.HasPrefix(path, p+"/") {
+	for d := filepath.Dir(path); d != filepath.Dir(d); d = filepath.Dir(d) {
+		if e, ok := w.found[d]; ok && e.Dir && !e.Split && !e.Missing {
 			return true
 		}
 	}
