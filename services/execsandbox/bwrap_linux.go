@@ -260,6 +260,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// makes during the search is then known for what it is.
 		var pins []sandboxpolicy.ProtectedEntry
 		held, pins, err = reservedIn(policy, protect, homes, home, held)
+		pins = append(pins, hostRunRoots(policy, protect)...)
 		if err != nil {
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
@@ -278,8 +279,9 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
-		// A file in the way of a reserved directory (`.config`) is bound
-		// read-only as what was found is.
+		// A file in the way of a reserved directory (`.config`), and a
+		// root that is a host-run directory, are bound read-only as what
+		// was found is.
 		found = append(found, pins...)
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
@@ -474,6 +476,24 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		}
 	}
 	return held, pins, nil
+}
+
+// hostRunRoots returns the workspace roots of policy that are, or lie
+// beneath, a host-run directory (protect.HostRunDirs: a workspace that is
+// git's own configuration directory, `~/.config/git`): each is protected
+// whole, as the file tools' rule has it, so no command starts there.
+func hostRunRoots(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths) []sandboxpolicy.ProtectedEntry {
+	var out []sandboxpolicy.ProtectedEntry
+	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
+		if _, ok := protect.HostRunDir(filepath.Clean(r)); !ok || !sandbox.GrantableRoot(r) {
+			continue
+		}
+		var st unix.Stat_t
+		if unix.Stat(r, &st) == nil {
+			out = append(out, sandboxpolicy.ProtectedEntry{Path: filepath.Clean(r), Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true})
+		}
+	}
+	return out
 }
 
 // reserveAbove reserves, for p (a reservable path beneath a writable root

@@ -32,7 +32,8 @@ type ProtectedPaths struct {
 	files    []string  // absolute paths protected exactly: the configuration file
 	exes     []string  // and harness's own executable
 	hostRun  []HostRun // the host-run files in force
-	dirs     []string  // absolute host-run directories: $XDG_CONFIG_HOME's git and fish
+	dirs     []string  // absolute host-run directories: $XDG_CONFIG_HOME's (or each home's .config's) git and fish
+	listDirs bool      // Describe lists dirs: they are $XDG_CONFIG_HOME's
 	patterns []string  // the host-run files' patterns, then the deployment's
 	parsed   []gitignore.Pattern
 	// literal maps the name of each pattern that is one plain name (no
@@ -68,8 +69,13 @@ type ProtectOptions struct {
 	// is unset or relative): git and fish read their settings there
 	// instead of `~/.config`, so each host-run file beneath `.config/` in
 	// force (git, fish) is protected there too, exactly where it lies
-	// inside a writable root (HostRunDir).
+	// inside a writable root (HostRunDir), and `harness policy` lists it.
 	ConfigHome string
+	// Homes are the home directories whose `.config` git and fish read
+	// when ConfigHome is "": the same directories are protected there
+	// (a workspace that is `~/.config` itself, a dotfiles repository,
+	// where the any-depth `.config/git` pattern does not reach).
+	Homes []string
 }
 
 // NewProtectedPaths returns the protected paths of o: the metadata, the
@@ -108,13 +114,25 @@ func NewProtectedPaths(o ProtectOptions) (ProtectedPaths, error) {
 			p.exes = append(p.exes, e)
 		}
 	}
+	configHomes := []string{o.ConfigHome}
+	if o.ConfigHome == "" {
+		configHomes = nil
+		for _, h := range o.Homes {
+			configHomes = append(configHomes, filepath.Join(h, ".config"))
+		}
+	}
+	for _, c := range configHomes {
+		if !filepath.IsAbs(c) {
+			return ProtectedPaths{}, fmt.Errorf("the configuration home %q is not an absolute path", c)
+		}
+	}
+	p.listDirs = o.ConfigHome != ""
 	for _, h := range hostRun {
 		p.add(h.pattern())
-		if rest, ok := strings.CutPrefix(h.Name, ".config/"); ok && o.ConfigHome != "" {
-			if !filepath.IsAbs(o.ConfigHome) {
-				return ProtectedPaths{}, fmt.Errorf("the configuration home %q is not an absolute path", o.ConfigHome)
+		if rest, ok := strings.CutPrefix(h.Name, ".config/"); ok {
+			for _, c := range configHomes {
+				p.dirs = append(p.dirs, filepath.Join(filepath.Clean(c), rest))
 			}
-			p.dirs = append(p.dirs, filepath.Join(o.ConfigHome, rest))
 		}
 	}
 	for _, pat := range o.Patterns {
@@ -182,7 +200,8 @@ func (p ProtectedPaths) Files() []string { return slices.Concat(p.files, p.exes)
 
 // HostRunDirs returns the host-run directories protected exactly where
 // they lie ($XDG_CONFIG_HOME/git and $XDG_CONFIG_HOME/fish, those of them
-// in force: ProtectOptions.ConfigHome), absolute.
+// in force, or without it each home's .config/git and .config/fish:
+// ProtectOptions.ConfigHome and Homes), absolute.
 func (p ProtectedPaths) HostRunDirs() []string { return slices.Clone(p.dirs) }
 
 // HostRunDir reports whether path (clean, absolute) is one of HostRunDirs
@@ -250,6 +269,9 @@ func (p ProtectedPaths) Describe() []string {
 		out = append(out, pat+" (--protect)")
 	}
 	for _, d := range p.dirs {
+		if !p.listDirs {
+			break // each home's .config/git and /fish: the any-depth patterns above name them
+		}
 		out = append(out, d+"/ (host-run directory: $XDG_CONFIG_HOME moves "+filepath.Base(d)+"'s settings there; --unprotect .config/"+filepath.Base(d)+" to allow)")
 	}
 	for _, f := range p.files {

@@ -115,14 +115,14 @@ func New(cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, err
 	}
-	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{
-		Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS,
-		ConfigFile: cfg.ConfigFile, Executables: cfg.Executables, ConfigHome: configHome(),
-	})
+	denyRead, err := newDenyRead(cfg)
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}
-	denyRead, err := newDenyRead(cfg)
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{
+		Patterns: cfg.Protect, Unprotect: cfg.Unprotect, VCS: cfg.VCS,
+		ConfigFile: cfg.ConfigFile, Executables: cfg.Executables, ConfigHome: configHome(), Homes: denyRead.Homes(),
+	})
 	if err != nil {
 		return nil, fmt.Errorf("sandboxpolicy: %w", err)
 	}

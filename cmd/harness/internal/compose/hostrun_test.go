@@ -218,6 +218,58 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	assert.Equal(t, "n\nmore\n", readFile(t, filepath.Join(ws, "dotfiles/notes")))
 }
 
+// TestWorkspaceIsAConfigHome (issue 34, the attack review's input): a
+// workspace that is `~/.config` itself (a dotfiles repository; no
+// $XDG_CONFIG_HOME), where the any-depth `.config/git` pattern does not
+// reach: neither family makes git/config nor fish/config.fish there, and
+// nothing is on disk afterwards, while nvim/ stays writable. A workspace
+// that is $XDG_CONFIG_HOME/git itself is git's configuration whole: no
+// command starts there and the write tool refuses its config.
+func TestWorkspaceIsAConfigHome(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "h/.config/", "x/git/", "temp/")
+	serve := func(ws string) func(string, map[string]any) string {
+		tools, app := toolsByName(t, config.Config{
+			FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
+			TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
+		})
+		t.Cleanup(app.RequireStop)
+		sess := session.New("s", ws)
+		return func(tool string, args map[string]any) string { return call(t, sess, tools[tool], args).Text }
+	}
+
+	t.Setenv("HOME", filepath.Join(base, "h"))
+	t.Setenv("XDG_CONFIG_HOME", "")
+	ws := filepath.Join(base, "h/.config")
+	run := serve(ws)
+	for _, rel := range []string{"git/config", "fish/config.fish"} {
+		p := filepath.Join(ws, rel)
+		text := run("exec", map[string]any{"command": "mkdir -p " + quote(filepath.Dir(p)) + "; echo x > " + quote(p)})
+		assert.NotContains(t, text, "exit code 0", rel+": "+text)
+		assertAbsent(t, filepath.Dir(p))
+		text = run("write", map[string]any{"file_path": p, "content": "x\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), rel+": "+text)
+		assertAbsent(t, filepath.Dir(p))
+	}
+	text := run("exec", map[string]any{"command": "mkdir -p nvim && echo ok > nvim/init.lua"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "nvim/init.lua")))
+
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(base, "x"))
+	ws = filepath.Join(base, "x/git")
+	run = serve(ws)
+	text = run("exec", map[string]any{"command": "echo x > config"})
+	assert.NotContains(t, text, "exit code 0", text)
+	assertAbsent(t, filepath.Join(ws, "config"))
+	text = run("write", map[string]any{"file_path": filepath.Join(ws, "config"), "content": "x\n"})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(ws, "config"))
+}
+
 // TestUnprotectOne (issue 23): --unprotect .vscode lets both families write
 // .vscode, and no other host-run file.
 func TestUnprotectOne(t *testing.T) {
