@@ -12,13 +12,13 @@ import (
 
 func sysGetdents(fd int, buf []byte) (int, error) { return unix.Getdents(fd, buf) }
 
-// resolveLink returns the path p resolves to, following symlinks as the
+// ResolveLink returns the path p resolves to, following symlinks as the
 // kernel does (at most 40; never a magic link of /proc), in one walk, with
 // the stat of what is there; ok is false when it does not resolve (missing,
 // a loop, too many links). A chain of links costs one open, not a stat of
 // every prefix at every hop as filepath.EvalSymlinks does (the attack
 // review: 116 links to a chain of 250 made a command wait 25 s).
-func resolveLink(p string, st *unix.Stat_t) (string, bool) {
+func ResolveLink(p string, st *unix.Stat_t) (string, bool) {
 	fd, err := unix.Openat2(unix.AT_FDCWD, p, &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_MAGICLINKS})
 	if err != nil {
 		return "", false

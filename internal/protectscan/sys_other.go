@@ -15,4 +15,4 @@ var errNotLinux = fmt.Errorf("%w: the protected-path search reads directories wi
 
 func sysGetdents(int, []byte) (int, error) { return 0, errNotLinux }
 
-func resolveLink(string, *unix.Stat_t) (string, bool) { return "", false }
+func ResolveLink(string, *unix.Stat_t) (string, bool) { return "", false }

@@ -191,13 +191,13 @@ func (w *walk) linkedEntries() {
 	}
 }
 
-// linked adds what p resolves to (resolveLink), when that differs from p,
+// linked adds what p resolves to (ResolveLink), when that differs from p,
 // lies in a root, is not covered yet, and neither is nor holds a root nor
 // holds p itself (a `src/.envrc` linked to `.` would make its own directory
 // read-only for good: the attack review), as an entry with Via p.
 func (w *walk) linked(p string) {
 	var st unix.Stat_t
-	target, ok := resolveLink(p, &st)
+	target, ok := ResolveLink(p, &st)
 	if !ok || target == p || strings.HasPrefix(p, target+"/") {
 		return
 	}

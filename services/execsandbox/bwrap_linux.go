@@ -506,10 +506,19 @@ func hostRunRoots(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths
 // done), or one is missing that this server's user cannot make (nor, then,
 // the command), or one is not a directory nor a symlink: then pin is that
 // entry, to be bound read-only (a command could remove it, as it is, and
-// make the directory: the review's `.config` file). A symlink on the way
-// leaves p to be reserved through it, as the host's program follows it. A
+// make the directory: the review's `.config` file). A symlink on the way is
+// followed as the host's program follows it (reserveAboveLinked). A
 // directory removed meanwhile is looked at again.
 func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
+	return reserveAboveLinked(policy, p, done, 0)
+}
+
+// reserveAboveLinked is reserveAbove, hops symlinks deep: a symlink on the
+// way is followed (at most 8 in all) to the path it names, where its
+// missing directories are reserved alike (the review: a dangling `.config`
+// link into `dots/config`, where a command made `dots/config/git/config`);
+// one that leaves the roots leaves p to be reserved through it.
+func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, hops int) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
 	root := ""
 	for _, r := range policy.WritableRoots() {
 		if dirfd.Beneath(r, p) && len(r) > len(root) {
@@ -539,7 +548,14 @@ next:
 			case unix.S_IFDIR:
 				continue next
 			case unix.S_IFLNK:
-				return nil, false, nil, nil
+				target, err := os.Readlink(d)
+				if err != nil || hops == 8 {
+					return nil, false, nil, nil
+				}
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(filepath.Dir(d), target)
+				}
+				return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, hops+1)
 			}
 			return nil, true, &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}, nil
 		}

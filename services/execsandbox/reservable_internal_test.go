@@ -54,9 +54,9 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 // reserved name, a missing directory is reserved; one this server's user
 // cannot make (a directory not its own to write: /proc here) needs nothing,
 // and the command starts; a regular file in the way is pinned with its
-// identity (a command could remove it and make the directory); a symlink,
-// dangling or not, leaves the name to be reserved through it, and nothing
-// fails.
+// identity (a command could remove it and make the directory); a dangling
+// symlink's missing target in the workspace is reserved; another symlink
+// leaves the name to be reserved through it; nothing fails.
 func TestReserveAbove(t *testing.T) {
 	ws := t.TempDir()
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
@@ -86,13 +86,32 @@ func TestReserveAbove(t *testing.T) {
 	require.NotNil(t, pin)
 	assert.Equal(t, sandboxpolicy.ProtectedEntry{Path: filepath.Join(ws, ".config"), Dev: dirfd.Dev(&st), Ino: st.Ino}, *pin)
 
-	for _, target := range []string{"missing", t.TempDir()} {
+	// A dangling link into the workspace: its missing target is reserved
+	// (a command could make it, and git/ in it, through the link).
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+	require.NoError(t, os.Symlink("dots/config", filepath.Join(ws, ".config")))
+	require.NoError(t, os.Mkdir(filepath.Join(ws, "dots"), 0o755))
+	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	require.NoError(t, err)
+	require.NotNil(t, h)
+	assert.True(t, covered)
+	assert.Nil(t, pin)
+	assert.Equal(t, filepath.Join(ws, "dots/config"), h.Path)
+	subproc.ReleaseAll(h)
+	// A link to an existing directory, or out of the roots: the name is
+	// reserved through it.
+	for _, target := range []string{"dots", t.TempDir(), "/nonexistent-36/config"} {
 		require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 		require.NoError(t, os.Symlink(target, filepath.Join(ws, ".config")))
 		h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
 		require.NoError(t, err, target)
-		assert.Nil(t, h)
+		assert.Nil(t, h, target)
 		assert.False(t, covered, "reserved through the link, as before")
 		assert.Nil(t, pin)
 	}
+	// A loop of links ends.
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+	require.NoError(t, os.Symlink(".config", filepath.Join(ws, ".config")))
+	_, _, _, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	require.NoError(t, err)
 }

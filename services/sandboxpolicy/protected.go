@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -116,16 +118,46 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 // hostRunDirEntry returns the entry of the host-run directory d
 // ($XDG_CONFIG_HOME/git) when it is a directory inside one of roots (of the
 // root's Owner, in a Shared root), none of whose components is a symlink.
+// Reached through a symlink (a `~/.config` linked into a dotfiles tree, as
+// stow folds it), it is what d resolves to that is protected, when that
+// lies in one of roots, with Via d (the attack review: both families wrote
+// the linked git config).
 func hostRunDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) {
 	for _, r := range roots {
 		if !dirfd.Beneath(r.Path, d) || d == r.Path {
 			continue
 		}
 		st, err := dirfd.StatNoSymlinks(d)
+		if errors.Is(err, unix.ELOOP) {
+			return linkedDirEntry(d, roots)
+		}
 		if err != nil || !dirfd.IsDir(&st) || (r.Shared && int(st.Uid) != r.Owner) {
 			return ProtectedEntry{}, false
 		}
 		return ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true}, true
+	}
+	return ProtectedEntry{}, false
+}
+
+// linkedDirEntry is hostRunDirEntry of d reached through a symlink: the
+// directory it resolves to (protectscan.ResolveLink), when that lies in one
+// of roots (of the root's Owner, in a Shared root) and neither is nor holds
+// a root.
+func linkedDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) {
+	var st unix.Stat_t
+	target, ok := protectscan.ResolveLink(d, &st)
+	if !ok || !dirfd.IsDir(&st) {
+		return ProtectedEntry{}, false
+	}
+	for _, r := range roots {
+		if dirfd.Beneath(target, r.Path) {
+			return ProtectedEntry{}, false // is or holds a root
+		}
+	}
+	for _, r := range roots {
+		if dirfd.Beneath(r.Path, target) && (!r.Shared || int(st.Uid) == r.Owner) {
+			return ProtectedEntry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true, Via: d}, true
+		}
 	}
 	return ProtectedEntry{}, false
 }
