@@ -173,7 +173,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 				return subproc.Outcome{}, nil, serr
 			}
 		}
-		conf, gitDirs, release, err := b.view(prep, cfg, req, cred, envValue(env, "HOME"), socks, secrets)
+		conf, gitDirs, links, release, err := b.view(prep, cfg, req, cred, envValue(env, "HOME"), socks, secrets)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
@@ -183,7 +183,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		defer release()
 		if req.Policy.Mode == sandbox.WorkspaceWrite {
 			roots, uid := conf.WritableRoots, uidOf(cred)
-			check = &gitStateCheck{before: listGitStates(gitDirs), dirs: gitDirs, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+			check = &gitStateCheck{before: listGitStates(gitDirs), dirs: gitDirs, links: links, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
 				return b.finder.find(ctx, roots, uid)
 			}}
 		}
@@ -219,12 +219,12 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 // socks; under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
 // masks (masker.find), with secrets (root's files a uid-0 command may not
-// read: rootSecrets, walked by the caller); and the git directories found
-// (gitStateCheck). release ends the reservations; call it once the start has ended.
+// read: rootSecrets, walked by the caller); and the git directories and the
+// protected links found (gitStateCheck). release ends the reservations; call it once the start has ended.
 // Errors (the runner's *exec.Error, nothing left held): a reservation or a
 // search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, release func(), err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, links []protectedLink, release func(), err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
 	conf = &subproc.Confinement{
@@ -252,7 +252,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// A workdir its user cannot reach is refused for that first (its
 		// placeholders could not be made either).
 		if err = reachable(req.Workdir, accountOf(cred)); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		protect := b.policy.Protected()
 		homes := b.policy.DenyRead().Homes()
@@ -262,21 +262,21 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		held, pins, err = reservedIn(policy, protect, homes, home, held)
 		pins = append(pins, hostRunRoots(policy, protect)...)
 		if err != nil {
-			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return nil, nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		var found []sandboxpolicy.ProtectedEntry
 		if found, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred)); err != nil {
-			return nil, nil, nil, err
+			return nil, nil, nil, nil, err
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		var kept []*subproc.Reservation
 		if held, kept, err = reserveMembers(found, held, &b.kept); err != nil {
 			if _, ok := errors.AsType[*changedError](err); ok {
-				return nil, nil, nil, err
+				return nil, nil, nil, nil, err
 			}
-			return nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return nil, nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
 		// A file in the way of a reserved directory (`.config`), and a
@@ -291,24 +291,24 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
-		gitDirs = gitDirsOf(found)
+		gitDirs, links = gitDirsOf(found), linksOf(found)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
 	if conf.Masked, conf.Exposed, err = agentView(conf.Masked, cfg.GPGAgent, roots); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
 	if err = checkWorkdir(req.Workdir, conf); err != nil {
-		return nil, nil, nil, err
+		return nil, nil, nil, nil, err
 	}
-	return conf, gitDirs, releaseAll, nil
+	return conf, gitDirs, links, releaseAll, nil
 }
 
 // startAttempts is how many times, in all, a command is started while a

@@ -186,6 +186,7 @@ func readDirNoFollow(dir string) ([]string, error) {
 type gitStateCheck struct {
 	before gitStates
 	dirs   []string
+	links  []protectedLink // restoreLinks
 	search func(context.Context) ([]sandboxpolicy.ProtectedEntry, error)
 }
 
@@ -201,6 +202,7 @@ func (c *gitStateCheck) disarm(ctx context.Context) (out []exec.DisarmedState) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), gitStateSearchTimeout)
 	defer cancel()
 	dirs := slices.Clone(c.dirs)
+	out = restoreLinks(c.links)
 	found, opened, err := searchThroughUnreadable(ctx, c.search)
 	defer func() { out = append(out, restore(opened)...) }()
 	if err != nil {
