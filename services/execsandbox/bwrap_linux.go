@@ -259,7 +259,8 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// Reserved first: a mount point another command's bubblewrap
 		// makes during the search is then known for what it is.
 		var pins []sandboxpolicy.ProtectedEntry
-		held, pins, err = reservedIn(policy, protect, homes, home, held)
+		var met []string // the symlinks on the way to reserved names
+		held, pins, met, err = reservedIn(policy, protect, homes, home, held)
 		pins = append(pins, hostRunRoots(policy, protect)...)
 		if err != nil {
 			return nil, nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
@@ -291,7 +292,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
-		gitDirs, links = gitDirsOf(found), linksOf(found)
+		gitDirs, links = gitDirsOf(found), linksOf(found, met)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return nil, nil, nil, nil, err
@@ -418,7 +419,8 @@ func rlimits(cfg Config) subproc.RLimits {
 // (subproc.Reserve), appending to held, which the caller releases; one
 // beneath a missing directory (`.config/git` in a home without
 // `~/.config`) by the highest missing one instead, and returns in pins the
-// entries in the way of one that are no directory (reserveAbove). A root's
+// entries in the way of one that are no directory, and in links the
+// symlinks on the way to one (reserveAbove). A root's
 // `.git` is a named pipe outside a repository, an empty directory inside
 // one (inRepository). A host-run file is reserved as a directory whatever
 // it is (an empty directory is invisible to git: `git add -A` does not
@@ -431,7 +433,7 @@ func rlimits(cfg Config) subproc.RLimits {
 // make a login shell skip the user's real one (.bash_profile,
 // .bash_login, .tcshrc) holds what reads that one instead
 // (homePlaceholders).
-func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) (_ []*subproc.Reservation, pins []sandboxpolicy.ProtectedEntry, _ error) {
+func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) (_ []*subproc.Reservation, pins []sandboxpolicy.ProtectedEntry, links []string, _ error) {
 	hostRun := protect.HostRun()
 	files := map[string]string{} // a file placeholder's path: its content
 	if c, err := filepath.EvalSymlinks(home); err == nil {
@@ -453,7 +455,7 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		var err error
 		var covered bool
 		var pin *sandboxpolicy.ProtectedEntry
-		if h, covered, pin, err = reserveAbove(policy, p, above); covered {
+		if h, covered, pin, err = reserveAbove(policy, p, above, &links); covered {
 			if h != nil {
 				above[h.Path] = true
 			}
@@ -469,13 +471,13 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 			h, err = subproc.Reserve(p, true)
 		}
 		if err != nil {
-			return held, nil, err
+			return held, nil, nil, err
 		}
 		if h != nil {
 			held = append(held, h)
 		}
 	}
-	return held, pins, nil
+	return held, pins, links, nil
 }
 
 // hostRunRoots returns the workspace roots of policy that are, or lie
@@ -509,8 +511,8 @@ func hostRunRoots(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths
 // make the directory: the review's `.config` file). A symlink on the way is
 // followed as the host's program follows it (reserveAboveLinked). A
 // directory removed meanwhile is looked at again.
-func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
-	return reserveAboveLinked(policy, p, done, 0)
+func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
+	return reserveAboveLinked(policy, p, done, links, 0)
 }
 
 // reserveAboveLinked is reserveAbove, hops symlinks deep: a symlink on the
@@ -518,7 +520,7 @@ func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool
 // missing directories are reserved alike (the review: a dangling `.config`
 // link into `dots/config`, where a command made `dots/config/git/config`);
 // one that leaves the roots leaves p to be reserved through it.
-func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, hops int) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
+func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
 	root := ""
 	for _, r := range policy.WritableRoots() {
 		if dirfd.Beneath(r, p) && len(r) > len(root) {
@@ -548,6 +550,9 @@ next:
 			case unix.S_IFDIR:
 				continue next
 			case unix.S_IFLNK:
+				if !slices.Contains(*links, d) {
+					*links = append(*links, d)
+				}
 				target, err := os.Readlink(d)
 				if err != nil || hops == 8 {
 					return nil, false, nil, nil
@@ -555,7 +560,7 @@ next:
 				if !filepath.IsAbs(target) {
 					target = filepath.Join(filepath.Dir(d), target)
 				}
-				return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, hops+1)
+				return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, links, hops+1)
 			}
 			return nil, true, &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}, nil
 		}

@@ -60,7 +60,7 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 func TestReserveAbove(t *testing.T) {
 	ws := t.TempDir()
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
-	h, covered, pin, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	h, covered, pin, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 	require.NoError(t, err)
 	require.NotNil(t, h)
 	assert.True(t, covered)
@@ -70,7 +70,7 @@ func TestReserveAbove(t *testing.T) {
 	assert.NoDirExists(t, filepath.Join(ws, ".config"))
 
 	proc := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/proc"}
-	h, covered, pin, err = reserveAbove(proc, "/proc/.config/git", map[string]bool{})
+	h, covered, pin, err = reserveAbove(proc, "/proc/.config/git", map[string]bool{}, new([]string))
 	require.NoError(t, err, "a directory this user cannot make refuses no command")
 	assert.Nil(t, h)
 	assert.True(t, covered)
@@ -79,7 +79,7 @@ func TestReserveAbove(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(ws, ".config"), []byte("x"), 0o644))
 	var st unix.Stat_t
 	require.NoError(t, unix.Lstat(filepath.Join(ws, ".config"), &st))
-	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 	require.NoError(t, err)
 	assert.Nil(t, h)
 	assert.True(t, covered)
@@ -91,7 +91,7 @@ func TestReserveAbove(t *testing.T) {
 	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 	require.NoError(t, os.Symlink("dots/config", filepath.Join(ws, ".config")))
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "dots"), 0o755))
-	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 	require.NoError(t, err)
 	require.NotNil(t, h)
 	assert.True(t, covered)
@@ -103,7 +103,7 @@ func TestReserveAbove(t *testing.T) {
 	for _, target := range []string{"dots", t.TempDir(), "/nonexistent-36/config"} {
 		require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 		require.NoError(t, os.Symlink(target, filepath.Join(ws, ".config")))
-		h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+		h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 		require.NoError(t, err, target)
 		assert.Nil(t, h, target)
 		assert.False(t, covered, "reserved through the link, as before")
@@ -112,6 +112,6 @@ func TestReserveAbove(t *testing.T) {
 	// A loop of links ends.
 	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 	require.NoError(t, os.Symlink(".config", filepath.Join(ws, ".config")))
-	_, _, _, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{})
+	_, _, _, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 	require.NoError(t, err)
 }

@@ -216,6 +216,30 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	text := call["exec"](map[string]any{"command": "echo more >> dotfiles/notes && echo new > dots/other"})
 	assert.Contains(t, text, "exit code 0", text)
 	assert.Equal(t, "n\nmore\n", readFile(t, filepath.Join(ws, "dotfiles/notes")))
+
+	// The link itself replaced by a command (removed, a file or a
+	// directory of its own put in its place; the review, for .bashrc and
+	// for a whole ~/.config linked into dotfiles): when the command ends
+	// its entry is moved aside and the link made again, and the command's
+	// answer says so.
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config/git")))
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+	require.NoError(t, os.Symlink("dots", filepath.Join(ws, ".config")))
+	for _, c := range []struct{ link, target, cmd string }{
+		{".bashrc", "dotfiles/bashrc", "rm .bashrc && echo 'touch /tmp/PWNED' > .bashrc"},
+		{".config", "dots", "rm .config && mkdir -p .config/git && printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > .config/git/config"},
+	} {
+		text := call["exec"](map[string]any{"command": c.cmd})
+		assert.Contains(t, text, filepath.Join(ws, c.link)+": a protected link's place", c.link+": "+text)
+		got, err := os.Readlink(filepath.Join(ws, c.link))
+		require.NoError(t, err, "%s is a link again: %s", c.link, text)
+		assert.Equal(t, c.target, got)
+		aside, err := filepath.Glob(filepath.Join(ws, c.link+".harness-replaced-*"))
+		require.NoError(t, err)
+		assert.Len(t, aside, 1, "the command's entry, moved aside")
+	}
+	assert.Equal(t, "mine\n", readFile(t, filepath.Join(ws, "dotfiles/bashrc")))
+	assert.Equal(t, "[core]\n", readFile(t, filepath.Join(ws, "dots/git/config")))
 }
 
 // TestWorkspaceIsAConfigHome (issue 34, the attack review's input): a
