@@ -19,6 +19,7 @@ import (
 // directory, with Via naming the link, on a fresh walk and on one that
 // reuses a kept result; a target outside the roots, a missing one, a root,
 // a directory holding the link, and one past the kernel's 40 links are not.
+// So is what a link inside a protected directory links to.
 func TestLinkedEntries(t *testing.T) {
 	root, outside := tempRoot(t), tempRoot(t)
 	build(t, outside, "far")
@@ -33,7 +34,10 @@ func TestLinkedEntries(t *testing.T) {
 	for i := range 250 {
 		build(t, root, fmt.Sprintf("chain/l%d->%s", i, filepath.Join(root, "chain", fmt.Sprintf("l%d", i+1))))
 	}
-	build(t, root, "chain/l250->end")
+	build(t, root, "chain/l250->end",
+		// Links inside a protected directory lead out of it (the
+		// review: .config/git/config linked to dotfiles/gitconfig).
+		"dots2/x", "dots2/y", "conf.key/inner->../dots2/x", "conf.key/sub/deep->../../dots2/y")
 	for i := range 100 {
 		build(t, root, fmt.Sprintf("many/%d.key->%s", i, filepath.Join(root, "chain/l0")))
 	}
@@ -45,7 +49,10 @@ func TestLinkedEntries(t *testing.T) {
 		for _, e := range entries {
 			got[e.Path] = e
 		}
-		require.Len(t, got, 2, "%s: %v", walk, entries)
+		require.Len(t, got, 5, "%s: %v", walk, entries)
+		assert.Equal(t, filepath.Join(root, "conf.key/inner"), got[filepath.Join(root, "dots2/x")].Via, walk)
+		assert.Equal(t, filepath.Join(root, "conf.key/sub/deep"), got[filepath.Join(root, "dots2/y")].Via, walk)
+		assert.True(t, got[filepath.Join(root, "conf.key")].Dir, walk)
 		secret, dir := got[filepath.Join(root, "dots/secret")], got[filepath.Join(root, "dots/dir")]
 		assert.Equal(t, filepath.Join(root, "a.key"), secret.Via, walk)
 		assert.False(t, secret.Dir, walk)

@@ -173,7 +173,50 @@ func (w *walk) finish() error {
 	}
 	w.linkedMembers()
 	w.linkedEntries()
+	w.linksInside()
 	return nil
+}
+
+// linksInsideMax bounds the entries linksInside reads in one walk.
+const linksInsideMax = 4096
+
+// linksInside adds what each symlink inside a protected directory links to
+// (linked): a `.config/git/config` or `.vscode/tasks.json` linked into a
+// dotfiles tree is read by the host's program as if it were in the
+// directory, whose own protection does not reach it (the review of issue
+// 34). A protected directory is read-only to commands, so the links in it
+// stay as they are. Not read: a git or other version-control directory
+// (their links are linkedMembers'), and past linksInsideMax entries in all
+// (a large --protect directory), where the rest is not looked at.
+func (w *walk) linksInside() {
+	budget := linksInsideMax
+	var dirs []string
+	for p, e := range w.found {
+		if e.Dir && !e.Split && !e.Missing && !w.gitDirs[p] && !slices.Contains([]string{".git", ".hg", ".jj", ".svn"}, filepath.Base(p)) {
+			dirs = append(dirs, p)
+		}
+	}
+	slices.Sort(dirs)
+	for len(dirs) > 0 && budget > 0 {
+		d := dirs[0]
+		dirs = dirs[1:]
+		ents, err := os.ReadDir(d)
+		if err != nil {
+			continue
+		}
+		for _, e := range ents {
+			if budget--; budget < 0 {
+				return
+			}
+			p := filepath.Join(d, e.Name())
+			switch e.Type() & os.ModeType {
+			case os.ModeSymlink:
+				w.linked(p)
+			case os.ModeDir:
+				dirs = append(dirs, p)
+			}
+		}
+	}
 }
 
 // linkedEntries adds, for each protected entry found that is a symlink (a

@@ -217,6 +217,18 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	assert.Contains(t, text, "exit code 0", text)
 	assert.Equal(t, "n\nmore\n", readFile(t, filepath.Join(ws, "dotfiles/notes")))
 
+	// A link inside a protected directory (.vscode/tasks.json linked to
+	// dotfiles/tasks.json): what it links to is protected too.
+	fixture.Build(t, ws, "dotfiles/tasks.json: {}\n", ".vscode/")
+	require.NoError(t, os.Symlink("../dotfiles/tasks.json", filepath.Join(ws, ".vscode/tasks.json")))
+	text = call["exec"](map[string]any{"command": "echo '{\"tasks\":[]}' > dotfiles/tasks.json"})
+	assert.NotContains(t, text, "exit code 0", text)
+	for _, p := range []string{".vscode/tasks.json", "dotfiles/tasks.json"} {
+		text = call["write"](map[string]any{"file_path": filepath.Join(ws, p), "content": "{\"tasks\":[]}\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), p+": "+text)
+	}
+	assert.Equal(t, "{}\n", readFile(t, filepath.Join(ws, "dotfiles/tasks.json")))
+
 	// The link itself replaced by a command (removed, a file or a
 	// directory of its own put in its place; the review, for .bashrc and
 	// for a whole ~/.config linked into dotfiles): when the command ends
