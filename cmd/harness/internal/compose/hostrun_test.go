@@ -39,6 +39,20 @@ func hostRunServer(t *testing.T, unprotect []string) (map[string]func(map[string
 	return out, ws
 }
 
+// serveAt starts a server under workspace-write on ws with the temp root
+// temp, as the environment now has it ($HOME, $XDG_CONFIG_HOME), and
+// returns a call of its tools in one session.
+func serveAt(t *testing.T, ws, temp string) func(tool string, args map[string]any) string {
+	t.Helper()
+	tools, app := toolsByName(t, config.Config{
+		FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
+		TempRoots: []string{temp}, OneShot: true, LogLevel: "error", LogFormat: "json",
+	})
+	t.Cleanup(app.RequireStop)
+	sess := session.New("s", ws)
+	return func(tool string, args map[string]any) string { return call(t, sess, tools[tool], args).Text }
+}
+
 // TestHostRunFilesProtected (issues 23 and 35): every default host-run file
 // (the other clients' .zed/, opencode.json, .roo/, .aider.conf.yml, ...
 // among them), missing at the top of the workspace, is refused to both families under
@@ -153,13 +167,7 @@ func TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace(t *testing.T) {
 	ws := filepath.Join(base, "ws")
 	t.Setenv("HOME", filepath.Join(ws, "home/u"))
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(ws, "cfg"))
-	tools, app := toolsByName(t, config.Config{
-		FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
-		TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
-	})
-	t.Cleanup(app.RequireStop)
-	sess := session.New("s", ws)
-	run := func(tool string, args map[string]any) string { return call(t, sess, tools[tool], args).Text }
+	run := serveAt(t, ws, filepath.Join(base, "temp"))
 	for _, rel := range []string{"home/u/.bashrc", "home/u/.config/git/config", "cfg/git/config", "home/u/.mcp.json"} {
 		p := filepath.Join(ws, rel)
 		text := run("exec", map[string]any{"command": "mkdir -p " + quote(filepath.Dir(p)) + "; echo x > " + quote(p)})
@@ -268,15 +276,7 @@ func TestWorkspaceIsAConfigHome(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	fixture.Build(t, base, "h/.config/", "x/git/", "temp/")
-	serve := func(ws string) func(string, map[string]any) string {
-		tools, app := toolsByName(t, config.Config{
-			FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
-			TempRoots: []string{filepath.Join(base, "temp")}, OneShot: true, LogLevel: "error", LogFormat: "json",
-		})
-		t.Cleanup(app.RequireStop)
-		sess := session.New("s", ws)
-		return func(tool string, args map[string]any) string { return call(t, sess, tools[tool], args).Text }
-	}
+	serve := func(ws string) func(string, map[string]any) string { return serveAt(t, ws, filepath.Join(base, "temp")) }
 
 	t.Setenv("HOME", filepath.Join(base, "h"))
 	t.Setenv("XDG_CONFIG_HOME", "")
