@@ -276,7 +276,9 @@ func TestWorkspaceIsAConfigHome(t *testing.T) {
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	fixture.Build(t, base, "h/.config/", "x/git/", "temp/")
-	serve := func(ws string) func(string, map[string]any) string { return serveAt(t, ws, filepath.Join(base, "temp")) }
+	serve := func(ws string) func(string, map[string]any) string {
+		return serveAt(t, ws, filepath.Join(base, "temp"))
+	}
 
 	t.Setenv("HOME", filepath.Join(base, "h"))
 	t.Setenv("XDG_CONFIG_HOME", "")
