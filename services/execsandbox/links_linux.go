@@ -69,14 +69,21 @@ func restoreLinks(links []protectedLink) (out []exec.DisarmedState) {
 		if err := unix.Lstat(l.path, &st); err != nil {
 			continue
 		}
-		if st.Mode&unix.S_IFMT == unix.S_IFLNK && dirfd.Dev(&st) == l.dev && st.Ino == l.ino {
-			continue
+		if st.Mode&unix.S_IFMT == unix.S_IFLNK && (dirfd.Dev(&st) == l.dev && st.Ino == l.ino || linksTo(l.path, l.target)) {
+			continue // the link, or one made again as it was (stow -R, chezmoi apply: ln -sfn)
 		}
 		d := exec.DisarmedState{Path: l.path, Runs: "a protected link's place, which the host reads through it", Found: "an entry in place of the link to " + l.target}
 		d.Action = relink(l)
 		out = append(out, d)
 	}
 	return out
+}
+
+// linksTo reports whether the symlink p names target.
+func linksTo(p, target string) bool {
+	buf := make([]byte, unix.PathMax)
+	n, err := unix.Readlink(p, buf)
+	return err == nil && string(buf[:n]) == target
 }
 
 // relink moves what is at l.path aside (l.path.harness-replaced-N, never

@@ -260,6 +260,15 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	}
 	assert.Equal(t, "mine\n", readFile(t, filepath.Join(ws, "dotfiles/bashrc")))
 	assert.Equal(t, "[core]\n", readFile(t, filepath.Join(ws, "dots/git/config")))
+
+	// A link made again as it was (a dotfiles manager's ln -sfn) is the
+	// link: nothing moved aside, nothing reported.
+	text = call["exec"](map[string]any{"command": "ln -sfn dotfiles/bashrc .bashrc"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.NotContains(t, text, "a protected link's place", text)
+	aside, err := filepath.Glob(filepath.Join(ws, ".bashrc.harness-replaced-*"))
+	require.NoError(t, err)
+	assert.Len(t, aside, 1, "only the earlier command's entry")
 }
 
 // TestWorkspaceIsAConfigHome (issue 34, the attack review's input): a
