@@ -39,12 +39,9 @@ func linksOf(found []sandboxpolicy.ProtectedEntry, met []string) []protectedLink
 			unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			return
 		}
-		buf := make([]byte, unix.PathMax)
-		n, err := unix.Readlink(p, buf)
-		if err != nil {
-			return
+		if target, ok := readLink(p); ok {
+			out = append(out, protectedLink{path: p, target: target, dev: dirfd.Dev(&st), ino: st.Ino})
 		}
-		out = append(out, protectedLink{path: p, target: string(buf[:n]), dev: dirfd.Dev(&st), ino: st.Ino})
 	}
 	for _, e := range found {
 		if e.Via != "" {
@@ -81,9 +78,15 @@ func restoreLinks(links []protectedLink) (out []exec.DisarmedState) {
 
 // linksTo reports whether the symlink p names target.
 func linksTo(p, target string) bool {
+	t, ok := readLink(p)
+	return ok && t == target
+}
+
+// readLink returns what the symlink p names.
+func readLink(p string) (string, bool) {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlink(p, buf)
-	return err == nil && string(buf[:n]) == target
+	return string(buf[:max(n, 0)]), err == nil
 }
 
 // relink moves what is at l.path aside (l.path.harness-replaced-N, never
