@@ -449,26 +449,26 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 			}
 		}
 	}
-	above := map[string]bool{} // the missing directories reserved for a path beneath them, and the entries pinned
+	done := map[string]bool{} // the missing directories reserved for a path beneath them, and the entries pinned
 	for _, p := range reservable(policy, protect, homes) {
-		var h *subproc.Reservation
-		var err error
-		var covered bool
-		var pin *sandboxpolicy.ProtectedEntry
-		if h, covered, pin, err = reserveAbove(policy, p, above, &links); covered {
+		a, err := reserveAbove(policy, p, done, &links)
+		h := a.held
+		switch content, file := files[p]; {
+		case err != nil:
+		case a.covered:
 			if h != nil {
-				above[h.Path] = true
+				done[h.Path] = true
 			}
-			if pin != nil && !above[pin.Path] {
-				above[pin.Path] = true
-				pins = append(pins, *pin)
+			if a.pin != nil && !done[a.pin.Path] {
+				done[a.pin.Path] = true
+				pins = append(pins, *a.pin)
 			}
-		} else if content, file := files[p]; file {
-			h, err = subproc.ReserveFile(p, content)
-		} else if filepath.Base(p) == ".git" {
-			h, err = subproc.ReserveEither(p, inRepository(filepath.Dir(p)))
-		} else {
-			h, err = subproc.Reserve(p, true)
+		case file:
+			h, err = subproc.ReserveFile(a.at, content)
+		case filepath.Base(p) == ".git":
+			h, err = subproc.ReserveEither(a.at, inRepository(filepath.Dir(a.at)))
+		default:
+			h, err = subproc.Reserve(a.at, true)
 		}
 		if err != nil {
 			return held, nil, nil, err
@@ -498,20 +498,36 @@ func hostRunRoots(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths
 	return out
 }
 
+// above is what reserveAbove did for a reservable path p.
+type above struct {
+	// held is the missing directory on p's way it reserved, or nil.
+	held *subproc.Reservation
+	// covered says p needs nothing more: a directory on its way was
+	// reserved (held; or already, in done), one is missing that this
+	// server's user cannot make (nor, then, the command), it leads out of
+	// the writable roots (read-only in the view), or one is not a
+	// directory nor a symlink: then pin is that entry.
+	covered bool
+	// pin is an entry on p's way to bind read-only: a command could
+	// remove it, as it is, and make the directory (the review's `.config`
+	// file).
+	pin *sandboxpolicy.ProtectedEntry
+	// at, when not covered, is where p is reserved: p with each symlink on
+	// its way followed (a bind's path must hold none: bubblewrap resolves
+	// an absolute link's target against its own root, not the view's, and
+	// every command failed beside `~/.config -> /home/u/dotfiles/config`).
+	at string
+}
+
 // reserveAbove reserves, for p (a reservable path beneath a writable root
 // of policy), the highest of its directories beneath that root that is
 // missing, or another command's placeholder: an empty read-only directory
 // there keeps the command from making it, and so p beneath it (the attack
 // review's input: a home without `~/.config`, where a command made
-// `.config/git/config` and the host's git ran its core.pager). covered says
-// p needs nothing more: such a directory was reserved (h; or already, in
-// done), or one is missing that this server's user cannot make (nor, then,
-// the command), or one is not a directory nor a symlink: then pin is that
-// entry, to be bound read-only (a command could remove it, as it is, and
-// make the directory: the review's `.config` file). A symlink on the way is
-// followed as the host's program follows it (reserveAboveLinked). A
-// directory removed meanwhile is looked at again.
-func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
+// `.config/git/config` and the host's git ran its core.pager). A symlink on
+// the way is followed as the host's program follows it (reserveAboveLinked)
+// and added to links. A directory removed meanwhile is looked at again.
+func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string) (above, error) {
 	return reserveAboveLinked(policy, p, done, links, 0)
 }
 
@@ -519,16 +535,19 @@ func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool
 // way is followed (at most 8 in all) to the path it names, where its
 // missing directories are reserved alike (the review: a dangling `.config`
 // link into `dots/config`, where a command made `dots/config/git/config`);
-// one that leaves the roots leaves p to be reserved through it.
-func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (h *subproc.Reservation, covered bool, pin *sandboxpolicy.ProtectedEntry, err error) {
+// one that leads out of the writable roots covers p (outsideRoots).
+func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (above, error) {
 	root := ""
 	for _, r := range policy.WritableRoots() {
 		if dirfd.Beneath(r, p) && len(r) > len(root) {
 			root = r
 		}
 	}
-	if root == "" || filepath.Dir(p) == root {
-		return nil, false, nil, nil
+	switch {
+	case root == "" && hops > 0:
+		return outsideRoots(policy, p, done, links, hops)
+	case root == "" || filepath.Dir(p) == root:
+		return above{at: p}, nil
 	}
 	rel := strings.TrimPrefix(filepath.Dir(p), root+"/")
 	d := root
@@ -536,11 +555,11 @@ next:
 	for name := range strings.SplitSeq(rel, "/") {
 		d = filepath.Join(d, name)
 		if done[d] {
-			return nil, true, nil, nil
+			return above{covered: true}, nil
 		}
 		for range 3 {
-			if h, err = subproc.Reserve(d, true); err != nil || h != nil {
-				return h, true, nil, err
+			if h, err := subproc.Reserve(d, true); err != nil || h != nil {
+				return above{held: h, covered: true}, err
 			}
 			var st unix.Stat_t
 			if unix.Lstat(d, &st) != nil {
@@ -555,18 +574,57 @@ next:
 				}
 				target, err := os.Readlink(d)
 				if err != nil || hops == 8 {
-					return nil, false, nil, nil
+					return above{at: p}, nil
 				}
 				if !filepath.IsAbs(target) {
 					target = filepath.Join(filepath.Dir(d), target)
 				}
 				return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, links, hops+1)
 			}
-			return nil, true, &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}, nil
+			return above{covered: true, pin: &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}}, nil
 		}
-		return nil, true, nil, nil // missing, and this server's user cannot make it
+		return above{covered: true}, nil // missing, and this server's user cannot make it
 	}
-	return nil, false, nil, nil
+	return above{at: p}, nil
+}
+
+// outsideRoots is reserveAboveLinked of p, a link's target that is not
+// beneath a writable root as written: the deepest of its directories that
+// exists is resolved as the kernel resolves it (protectscan.ResolveLink);
+// p lies in a root when that does (a link back into the workspace, or a
+// root's other name), and is reserved there; otherwise p is covered: a
+// command can make nothing out of the roots, which the view binds
+// read-only, nor therefore p.
+func outsideRoots(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (above, error) {
+	for d := filepath.Dir(p); d != "/" && hops < 8; d = filepath.Dir(d) {
+		var st unix.Stat_t
+		resolved, ok := protectscan.ResolveLink(d, &st)
+		switch {
+		case ok:
+			resolved = filepath.Join(resolved, strings.TrimPrefix(p, d))
+			for _, r := range policy.WritableRoots() {
+				if dirfd.Beneath(r, resolved) {
+					return reserveAboveLinked(policy, resolved, done, links, hops+1)
+				}
+			}
+			return above{covered: true}, nil
+		case unix.Lstat(d, &st) != nil:
+			continue // missing: look higher
+		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
+			// A dangling link out here may lead back into a root, where a
+			// command could make what it names.
+			target, err := os.Readlink(d)
+			if err != nil {
+				return above{covered: true}, nil
+			}
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(d), target)
+			}
+			return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, links, hops+1)
+		}
+		break // not resolvable (a component this user cannot search): nothing a command reaches either
+	}
+	return above{covered: true}, nil
 }
 
 // inRepository reports whether git, started in root, would find a

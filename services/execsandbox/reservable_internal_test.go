@@ -55,63 +55,90 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 // cannot make (a directory not its own to write: /proc here) needs nothing,
 // and the command starts; a regular file in the way is pinned with its
 // identity (a command could remove it and make the directory); a dangling
-// symlink's missing target in the workspace is reserved; another symlink
-// leaves the name to be reserved through it; nothing fails.
+// symlink's missing target in the workspace is reserved; a symlink to a
+// directory of the workspace, relative or absolute, leaves the name to be
+// reserved at the path it resolves to; one out of the roots covers it and
+// nothing is made out there, unless it leads, or dangles, back into the
+// workspace; nothing fails.
 func TestReserveAbove(t *testing.T) {
 	ws := t.TempDir()
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
-	h, covered, pin, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
-	require.NoError(t, err)
-	require.NotNil(t, h)
-	assert.True(t, covered)
-	assert.Nil(t, pin)
-	assert.Equal(t, filepath.Join(ws, ".config"), h.Path)
-	subproc.ReleaseAll(h)
+	reserve := func(policy sandbox.ExecutionPolicy, p string) above {
+		t.Helper()
+		a, err := reserveAbove(policy, p, map[string]bool{}, new([]string))
+		require.NoError(t, err, p)
+		return a
+	}
+	a := reserve(policy, filepath.Join(ws, ".config/git"))
+	require.NotNil(t, a.held)
+	assert.True(t, a.covered)
+	assert.Nil(t, a.pin)
+	assert.Equal(t, filepath.Join(ws, ".config"), a.held.Path)
+	subproc.ReleaseAll(a.held)
 	assert.NoDirExists(t, filepath.Join(ws, ".config"))
 
 	proc := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/proc"}
-	h, covered, pin, err = reserveAbove(proc, "/proc/.config/git", map[string]bool{}, new([]string))
-	require.NoError(t, err, "a directory this user cannot make refuses no command")
-	assert.Nil(t, h)
-	assert.True(t, covered)
-	assert.Nil(t, pin)
+	assert.Equal(t, above{covered: true}, reserve(proc, "/proc/.config/git"), "a directory this user cannot make refuses no command")
 
 	require.NoError(t, os.WriteFile(filepath.Join(ws, ".config"), []byte("x"), 0o644))
 	var st unix.Stat_t
 	require.NoError(t, unix.Lstat(filepath.Join(ws, ".config"), &st))
-	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
-	require.NoError(t, err)
-	assert.Nil(t, h)
-	assert.True(t, covered)
-	require.NotNil(t, pin)
-	assert.Equal(t, sandboxpolicy.ProtectedEntry{Path: filepath.Join(ws, ".config"), Dev: dirfd.Dev(&st), Ino: st.Ino}, *pin)
+	a = reserve(policy, filepath.Join(ws, ".config/git"))
+	assert.Nil(t, a.held)
+	assert.True(t, a.covered)
+	require.NotNil(t, a.pin)
+	assert.Equal(t, sandboxpolicy.ProtectedEntry{Path: filepath.Join(ws, ".config"), Dev: dirfd.Dev(&st), Ino: st.Ino}, *a.pin)
 
 	// A dangling link into the workspace: its missing target is reserved
 	// (a command could make it, and git/ in it, through the link).
-	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
-	require.NoError(t, os.Symlink("dots/config", filepath.Join(ws, ".config")))
-	require.NoError(t, os.Mkdir(filepath.Join(ws, "dots"), 0o755))
-	h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
-	require.NoError(t, err)
-	require.NotNil(t, h)
-	assert.True(t, covered)
-	assert.Nil(t, pin)
-	assert.Equal(t, filepath.Join(ws, "dots/config"), h.Path)
-	subproc.ReleaseAll(h)
-	// A link to an existing directory, or out of the roots: the name is
-	// reserved through it.
-	for _, target := range []string{"dots", t.TempDir(), "/nonexistent-36/config"} {
+	relink := func(target string) {
+		t.Helper()
 		require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 		require.NoError(t, os.Symlink(target, filepath.Join(ws, ".config")))
-		h, covered, pin, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
-		require.NoError(t, err, target)
-		assert.Nil(t, h, target)
-		assert.False(t, covered, "reserved through the link, as before")
-		assert.Nil(t, pin)
+	}
+	relink("dots/config")
+	require.NoError(t, os.Mkdir(filepath.Join(ws, "dots"), 0o755))
+	a = reserve(policy, filepath.Join(ws, ".config/git"))
+	require.NotNil(t, a.held)
+	assert.True(t, a.covered)
+	assert.Nil(t, a.pin)
+	assert.Equal(t, filepath.Join(ws, "dots/config"), a.held.Path)
+	subproc.ReleaseAll(a.held)
+	// A link to an existing directory of the workspace, relative or
+	// absolute: the name is reserved there, at a path without the link
+	// (bubblewrap cannot bind through an absolute one).
+	for _, target := range []string{"dots", filepath.Join(ws, "dots")} {
+		relink(target)
+		assert.Equal(t, above{at: filepath.Join(ws, "dots/git")}, reserve(policy, filepath.Join(ws, ".config/git")), target)
+	}
+	// A link out of the roots: nothing to reserve (read-only in the
+	// view), nothing made there; unless it leads back in, or dangles
+	// back in.
+	out := t.TempDir()
+	require.NoError(t, os.Symlink(filepath.Join(ws, "dots"), filepath.Join(out, "back")))
+	require.NoError(t, os.Symlink(filepath.Join(ws, "dots/missing"), filepath.Join(out, "dangling")))
+	for target, want := range map[string]above{
+		out:                            {covered: true},
+		"/nonexistent-36/config":       {covered: true},
+		filepath.Join(out, "back"):     {at: filepath.Join(ws, "dots/git")},
+		filepath.Join(out, "back/a/b"): {covered: true, held: &subproc.Reservation{}},
+		filepath.Join(out, "dangling"): {covered: true, held: &subproc.Reservation{}},
+	} {
+		relink(target)
+		a = reserve(policy, filepath.Join(ws, ".config/git"))
+		if want.held != nil {
+			require.NotNil(t, a.held, target)
+			assert.True(t, dirfd.Beneath(filepath.Join(ws, "dots"), a.held.Path), "%s: %s reserved in the workspace", target, a.held.Path)
+			subproc.ReleaseAll(a.held)
+			continue
+		}
+		assert.Equal(t, want, a, target)
+		entries, err := os.ReadDir(out)
+		require.NoError(t, err)
+		assert.Len(t, entries, 2, "nothing made out of the roots")
 	}
 	// A loop of links ends.
-	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
-	require.NoError(t, os.Symlink(".config", filepath.Join(ws, ".config")))
-	_, _, _, err = reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
+	relink(".config")
+	_, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
 	require.NoError(t, err)
 }

@@ -518,3 +518,47 @@ echo ok > free.txt`})
 	git("-c", "user.name=T", "-c", "user.email=t@example.com", "commit", "-q", "--allow-empty", "-m", "host")
 	assert.NoFileExists(t, filepath.Join(ws, "HOOKED"))
 }
+
+// TestAbsoluteConfigLink (issue 34): a home workspace whose `~/.config` is
+// an absolute link, into the home (`ln -s ~/dotfiles/config ~/.config`) or
+// out of the roots: every command starts (bubblewrap resolved the link's
+// target against its own root, and every command failed), neither family
+// makes `.config/git/config` nor `.config/fish` through it, other files
+// stay writable, and nothing is made out of the roots.
+func TestAbsoluteConfigLink(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "in/dots/cfg/git/", "h/", "out/cfg/git/", "temp/")
+	t.Setenv("XDG_CONFIG_HOME", "")
+	for _, c := range []struct{ name, home, target string }{
+		{"into the home", "in", "in/dots/cfg"},
+		{"out of the roots", "h", "out/cfg"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			home, target := filepath.Join(base, c.home), filepath.Join(base, c.target)
+			require.NoError(t, os.Symlink(target, filepath.Join(home, ".config")))
+			t.Setenv("HOME", home)
+			run := serveAt(t, home, filepath.Join(base, "temp"))
+			text := run("exec", map[string]any{"command": "ls .config/ && echo ok > notes.txt"})
+			assert.Contains(t, text, "exit code 0", text)
+			assert.Equal(t, "ok\n", readFile(t, filepath.Join(home, "notes.txt")))
+			for _, cmd := range []string{
+				"printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > .config/git/config",
+				"mkdir -p .config/fish && echo 'touch /tmp/PWNED' > .config/fish/config.fish",
+			} {
+				text = run("exec", map[string]any{"command": cmd})
+				assert.NotContains(t, text, "exit code 0", cmd+": "+text)
+			}
+			text = run("write", map[string]any{"file_path": filepath.Join(home, ".config/git/config"), "content": "[core]\n"})
+			assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+			entries, err := os.ReadDir(target)
+			require.NoError(t, err)
+			require.Len(t, entries, 1, "only git/ in %s", target)
+			assert.Equal(t, "git", entries[0].Name())
+			assertAbsent(t, filepath.Join(target, "git/config"))
+		})
+	}
+}
