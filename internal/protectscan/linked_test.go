@@ -19,7 +19,8 @@ import (
 // directory, with Via naming the link, on a fresh walk and on one that
 // reuses a kept result; a target outside the roots, a missing one, a root,
 // a directory holding the link, and one past the kernel's 40 links are not.
-// So is what a link inside a protected directory links to.
+// So is what a link inside a protected directory links to, however many
+// entries another protected directory holds.
 func TestLinkedEntries(t *testing.T) {
 	root, outside := tempRoot(t), tempRoot(t)
 	build(t, outside, "far")
@@ -41,6 +42,14 @@ func TestLinkedEntries(t *testing.T) {
 	for i := range 100 {
 		build(t, root, fmt.Sprintf("many/%d.key->%s", i, filepath.Join(root, "chain/l0")))
 	}
+	// A protected directory of more entries than are read in one, sorting
+	// first (a command's, filled before it was protected): the others are
+	// read still (the review: the bound was over all of them).
+	full := make([]string, 5000)
+	for i := range full {
+		full[i] = fmt.Sprintf("0.key/f%d", i)
+	}
+	build(t, root, full...)
 	s := protectscan.New(protectscan.Options{})
 	for _, walk := range []string{"fresh", "reused"} {
 		entries, err := s.Scan(t.Context(), []protectscan.Root{{Path: root}}, protectMeta)
@@ -49,7 +58,8 @@ func TestLinkedEntries(t *testing.T) {
 		for _, e := range entries {
 			got[e.Path] = e
 		}
-		require.Len(t, got, 5, "%s: %v", walk, entries)
+		require.Len(t, got, 6, "%s: %v", walk, entries)
+		assert.True(t, got[filepath.Join(root, "0.key")].Dir, walk)
 		assert.Equal(t, filepath.Join(root, "conf.key/inner"), got[filepath.Join(root, "dots2/x")].Via, walk)
 		assert.Equal(t, filepath.Join(root, "conf.key/sub/deep"), got[filepath.Join(root, "dots2/y")].Via, walk)
 		assert.True(t, got[filepath.Join(root, "conf.key")].Dir, walk)

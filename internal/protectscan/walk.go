@@ -177,7 +177,8 @@ func (w *walk) finish() error {
 	return nil
 }
 
-// linksInsideMax bounds the entries linksInside reads in one walk.
+// linksInsideMax bounds the entries linksInside reads in each protected
+// directory (with what it holds).
 const linksInsideMax = 4096
 
 // linksInside adds what each symlink inside a protected directory links to
@@ -186,10 +187,13 @@ const linksInsideMax = 4096
 // directory, whose own protection does not reach it (the review of issue
 // 34). A protected directory is read-only to commands, so the links in it
 // stay as they are. Not read: a git or other version-control directory
-// (their links are linkedMembers'), and past linksInsideMax entries in all
-// (a large --protect directory), where the rest is not looked at.
+// (their links are linkedMembers'), and past linksInsideMax entries of one
+// protected directory (a large --protect directory), where the rest of it
+// is not looked at. The bound is each directory's own: one that a command
+// filled before it became protected (`.a/.vscode/`, sorting first) leaves
+// the others read in full (the review: a bound over all of them let such a
+// directory hide `.config/git/config`'s link).
 func (w *walk) linksInside() {
-	budget := linksInsideMax
 	var dirs []string
 	for p, e := range w.found {
 		if e.Dir && !e.Split && !e.Missing && !w.gitDirs[p] && !slices.Contains([]string{".git", ".hg", ".jj", ".svn"}, filepath.Base(p)) {
@@ -197,7 +201,16 @@ func (w *walk) linksInside() {
 		}
 	}
 	slices.Sort(dirs)
-	for len(dirs) > 0 && budget > 0 {
+	for _, d := range dirs {
+		w.linksIn(d)
+	}
+}
+
+// linksIn is linksInside of the protected directory top: it and what it
+// holds, at most linksInsideMax entries.
+func (w *walk) linksIn(top string) {
+	budget := linksInsideMax
+	for dirs := []string{top}; len(dirs) > 0; {
 		d := dirs[0]
 		dirs = dirs[1:]
 		ents, err := os.ReadDir(d)

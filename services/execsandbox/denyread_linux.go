@@ -14,6 +14,7 @@ import (
 
 	"github.com/bmatcuk/doublestar/v4"
 	"github.com/go-git/go-git/v5/plumbing/format/gitignore"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/fsuser"
@@ -323,8 +324,8 @@ func (a account) searches(dir string) bool {
 	return ok
 }
 
-// maxLinkedOutEntries bounds the entries linkedOut reads beneath the
-// denied directories (credential stores are small).
+// maxLinkedOutEntries bounds the entries linkedOut reads beneath each
+// denied directory (credential stores are small).
 const maxLinkedOutEntries = 4096
 
 // linkedOut adds to found the target of each symlink beneath a denied
@@ -332,10 +333,14 @@ const maxLinkedOutEntries = 4096
 // ~/.ssh): read through the link, it is the denied file, so its target is
 // denied too, wherever it lies. A target that is `/` or holds one of roots
 // is left out (masking it would hide the command's own roots), as are
-// links that lead nowhere. At most maxLinkedOutEntries entries are read,
-// the rest skipped.
+// links that lead nowhere. At most maxLinkedOutEntries entries are read
+// beneath each denied directory, the rest skipped: the bound is each
+// one's own, so a denied directory a command filled (sorting first) leaves
+// the others read in full (the review of issue 34 found a bound over all
+// of them, in the protected directories' alike search). A link is resolved
+// in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
+// at every hop.
 func linkedOut(found map[string]bool, roots []string) {
-	budget := maxLinkedOutEntries
 	var dirs []string
 	for p, dir := range found {
 		if dir {
@@ -344,6 +349,7 @@ func linkedOut(found map[string]bool, roots []string) {
 	}
 	slices.Sort(dirs)
 	for _, dir := range dirs {
+		budget := maxLinkedOutEntries
 		_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || budget <= 0 {
 				return fs.SkipDir
@@ -352,15 +358,12 @@ func linkedOut(found map[string]bool, roots []string) {
 			if e.Type()&fs.ModeSymlink == 0 {
 				return nil
 			}
-			target, err := filepath.EvalSymlinks(p)
-			if err != nil || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
+			var st unix.Stat_t
+			target, ok := protectscan.ResolveLink(p, &st)
+			if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
 				return nil
 			}
-			info, err := os.Stat(target)
-			if err != nil {
-				return nil
-			}
-			found[target] = found[target] || info.IsDir()
+			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
 			return nil
 		})
 	}

@@ -7,6 +7,7 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
@@ -426,11 +427,17 @@ func TestDenyReadSymlinkedEnv(t *testing.T) {
 // TestDenyReadLinkOutOfADeniedDirectory (issue 36 review): a key kept
 // elsewhere (a dotfiles repository) and linked into ~/.ssh is the denied
 // file: a command reads it neither through the link nor by its own path,
-// under the bubblewrap view and the Landlock isolation alike.
+// under the bubblewrap view and the Landlock isolation alike; however many
+// entries another denied directory sorting first holds (issue 34's review:
+// ~/.aws filled with 5,000 files hid the link from a bound over all).
 func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	s, pol := newSecretHome(t, primaryOwner())
 	kept := filepath.Join(s.home, "dotfiles", "id_dot")
 	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
+	require.NoError(t, os.MkdirAll(filepath.Join(s.home, ".aws"), 0o700))
+	for i := range 5000 {
+		require.NoError(t, os.WriteFile(filepath.Join(s.home, ".aws", fmt.Sprintf("f%d", i)), nil, 0o600))
+	}
 	require.NoError(t, os.WriteFile(kept, []byte(s.marker+"\n"), 0o644))
 	link := filepath.Join(filepath.Dir(s.key), "id_dot")
 	require.NoError(t, os.Symlink(kept, link))

@@ -36,7 +36,7 @@ const (
 	// decided by their path alone.
 	maxAnchoredMatches = 10_000
 	// maxLinkedFiles bounds the regular files the hard-link index records
-	// beneath the denied directories: credential stores are small, and the
+	// beneath each denied directory: credential stores are small, and the
 	// index must not cost a walk of a large tree.
 	maxLinkedFiles = 20_000
 )
@@ -89,7 +89,7 @@ type deniedDir struct {
 // check (a regular file with more than one link) compares the file with
 // the anchored denied files and the files beneath the anchored denied
 // directories. It does not see files that merely hold a copy of a secret,
-// a hard link to a file beyond maxLinkedFiles of the denied directories,
+// a hard link to a file beyond maxLinkedFiles of its denied directory,
 // nor a hard link to, or a bind mount of, what only a pattern at any depth
 // or an anchored `**` pattern matches.
 type readFence struct {
@@ -285,7 +285,7 @@ func treePattern(p string) bool {
 // rule. A hard link never leaves its filesystem, so only a file on the
 // filesystem of a denied directory is looked up; the first such file
 // lists the denied directories (at most maxLinkedFiles regular files in
-// all), once per snapshot.
+// each), once per snapshot.
 func (ids *identities) linked(st *unix.Stat_t) (string, bool) {
 	dev := uint64(st.Dev) //nolint:unconvert // Dev is uint64 on amd64 only
 	if !slices.ContainsFunc(ids.stores, func(d deniedDir) bool { return d.dev == dev }) {
@@ -297,16 +297,19 @@ func (ids *identities) linked(st *unix.Stat_t) (string, bool) {
 }
 
 // indexLinks records the regular files beneath the denied directories, at
-// most maxLinkedFiles of them.
+// most maxLinkedFiles beneath each: the bound is each directory's own, so
+// a large store listed first (gcloud's logs in ~/.config/gcloud) leaves the
+// others indexed in full.
 func (ids *identities) indexLinks() {
 	ids.links = map[devIno]string{}
 	errFull := errors.New("full")
 	for _, d := range ids.stores {
-		err := filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
+		n := 0
+		_ = filepath.WalkDir(d.path, func(p string, e fs.DirEntry, err error) error {
 			if err != nil || !e.Type().IsRegular() {
 				return nil //nolint:nilerr // an unreadable entry is skipped
 			}
-			if len(ids.links) >= maxLinkedFiles {
+			if n++; n > maxLinkedFiles {
 				return errFull
 			}
 			var st unix.Stat_t
@@ -316,9 +319,6 @@ func (ids *identities) indexLinks() {
 			ids.links[identity(&st)] = d.rule + ", a hard link to " + p
 			return nil
 		})
-		if errors.Is(err, errFull) {
-			return
-		}
 	}
 }
 
