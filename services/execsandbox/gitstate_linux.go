@@ -64,7 +64,7 @@ type stateKey struct {
 
 // gitStates is the state files of the git directories dirs (with their
 // linked worktrees' and submodules' gitdirs), by absolute path; short says
-// the walk stopped at gitStateWalkMax somewhere.
+// the walk of a git directory stopped at gitStateWalkMax.
 type gitStates struct {
 	files map[string]gitStateEntry
 	short bool
@@ -88,11 +88,13 @@ func gitDirsOf(found []sandboxpolicy.ProtectedEntry) []string {
 // listGitStates lists the state files of dirs.
 func listGitStates(dirs []string) gitStates {
 	g := gitStates{files: map[string]gitStateEntry{}}
-	budget := gitStateWalkMax
 	for _, d := range dirs {
+		// Each git directory's own bound: one a command filled (sorting
+		// first) leaves the others checked in full.
+		budget := gitStateWalkMax
 		g.gitDir(d, &budget)
+		g.short = g.short || budget <= 0
 	}
-	g.short = budget <= 0
 	return g
 }
 
