@@ -148,6 +148,19 @@ func bwrapArgs(c *Confinement, joined bool) []string {
 	return append(args, "--info-fd", strconv.Itoa(bwrapInfoFD))
 }
 
+// MaxBwrapArgs is how many arguments bubblewrap parses at most, its
+// command line and its arguments file together (MAX_ARGS in bubblewrap
+// 0.8's bubblewrap.c): past it, it refuses to start ("Exceeded maximum
+// number of arguments 9000"), so a view of more binds cannot be made.
+const MaxBwrapArgs = 9000
+
+// BwrapArgCount returns how many arguments bubblewrap would parse for c's
+// view (bwrapArgs and bwrapArgv; at most one more than it does in a joined
+// network namespace), to compare with MaxBwrapArgs.
+func BwrapArgCount(c *Confinement) int {
+	return len(bwrapArgs(c, false)) + len(bwrapArgv(""))
+}
+
 // bwrapArgv is bwrap's command line, argv0 first: its options come from
 // the arguments file at bwrapArgsFD (--args), and the inner stage is the
 // command. It names only descriptors and fixed words, since every process

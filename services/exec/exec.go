@@ -214,6 +214,13 @@ type Confinement struct {
 	// so making one failed with EEXIST ("File exists") and writing one as
 	// a file with EISDIR ("Is a directory"). Bubblewrap isolation only.
 	Reserved []string
+	// WholeGitDirs are the git directories (canonical) read-only whole in
+	// the command's view, where the rest of the workspace's have only
+	// their members read-only (--vcs commit): those of the repositories
+	// not holding its workdir, when binding each member would have passed
+	// bubblewrap's limit on its arguments (a workspace of some 250
+	// repositories). A commit in one failed with EROFS.
+	WholeGitDirs []string
 }
 
 // DisarmedState is one git state file a command left that would make git

@@ -162,6 +162,7 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	// at each start (a start made again because a path of its view changed
 	// walks again: what changed may be among them).
 	var secrets []subproc.Masked
+	var whole []string // the last start's git directories protected whole (startView.whole)
 	starts := 0
 	// The searches of every start share the command's timeout: a view
 	// that keeps changing cannot hold the call for a timeout per start.
@@ -173,20 +174,22 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 				return subproc.Outcome{}, nil, serr
 			}
 		}
-		conf, gitDirs, links, release, err := b.view(prep, cfg, req, cred, envValue(env, "HOME"), socks, secrets)
+		v, err := b.view(prep, cfg, req, cred, envValue(env, "HOME"), socks, secrets)
 		if ce, ok := errors.AsType[*changedError](err); ok {
 			return subproc.Outcome{Status: subproc.Status{Error: ce.Error(), Changed: true}}, nil, nil
 		}
 		if err != nil {
 			return subproc.Outcome{}, nil, err
 		}
-		defer release()
+		defer v.release()
+		conf := v.conf
 		if req.Policy.Mode == sandbox.WorkspaceWrite {
 			roots, uid := conf.WritableRoots, uidOf(cred)
-			check = &gitStateCheck{before: listGitStates(gitDirs), dirs: gitDirs, links: links, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+			check = &gitStateCheck{before: listGitStates(v.gitDirs), dirs: v.gitDirs, links: v.links, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
 				return b.finder.find(ctx, roots, uid)
 			}}
 		}
+		whole = v.whole
 		conf.Limits = c.rlimits
 		conf.EtcFiles = etc
 		out, err := subproc.RunBwrap(ctx, bw, subproc.Spec{
@@ -199,6 +202,9 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 		return exec.Result{}, refusals{}, sessionEnded()
 	}
 	res, err = bwrapResult(out, err, conf, exe, tries)
+	if res.Confinement != nil {
+		res.Confinement.WholeGitDirs = whole
+	}
 	if !out.Status.StartedAt.IsZero() {
 		res.Start = out.Status.StartedAt.Sub(began)
 	}
@@ -214,20 +220,36 @@ func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, r
 	return res, refusals{}, err // refused is set as it returns (leave)
 }
 
+// startView is the view of one start of a command: its confinement (but
+// its Limits and /etc files), the git directories and the protected links
+// found (gitStateCheck), the git directories protected whole (whole:
+// wholeGitDirs), and release, which ends the reservations; call it once
+// the start has ended.
+type startView struct {
+	conf    *subproc.Confinement
+	gitDirs []string
+	links   []protectedLink
+	whole   []string
+	release func()
+}
+
 // view is the confinement of one start of req (but its Limits), found now,
 // for a command running as cred: the writable roots, the network and
 // socks; under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
 // masks (masker.find), with secrets (root's files a uid-0 command may not
 // read: rootSecrets, walked by the caller); and the git directories and the
-// protected links found (gitStateCheck). release ends the reservations; call it once the start has ended.
+// protected links found (gitStateCheck). A view of more than
+// maxViewBinds binds has the git directories of the repositories not
+// holding req's workdir protected whole (wholeGitDirs), named in whole;
+// one past bubblewrap's limit on its arguments is refused (tooManyArgs).
 // Errors (the runner's *exec.Error, nothing left held): a reservation or a
 // search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (conf *subproc.Confinement, gitDirs []string, links []protectedLink, release func(), err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (_ startView, err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
-	conf = &subproc.Confinement{
+	conf := &subproc.Confinement{
 		WritableRoots: roots,
 		Network:       cfg.Network,
 		UnixSockets:   cfg.UnixSockets,
@@ -241,6 +263,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// connects are scoped to the roots and the named ones).
 		OwnUnixSockets: !cfg.UnixSockets,
 	}
+	var v startView
 	var held []*subproc.Reservation
 	releaseAll := func() { subproc.ReleaseAll(held...) }
 	defer func() {
@@ -252,7 +275,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// A workdir its user cannot reach is refused for that first (its
 		// placeholders could not be made either).
 		if err = reachable(req.Workdir, accountOf(cred)); err != nil {
-			return nil, nil, nil, nil, err
+			return startView{}, err
 		}
 		protect := b.policy.Protected()
 		homes := b.policy.DenyRead().Homes()
@@ -263,21 +286,24 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		held, pins, met, err = reservedIn(policy, protect, homes, home, held)
 		pins = append(pins, hostRunRoots(policy, protect)...)
 		if err != nil {
-			return nil, nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return startView{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create the workspace's .git or a host-run file"}
 		}
 		var found []sandboxpolicy.ProtectedEntry
 		if found, err = b.finder.find(searchContext(ctx, req.Timeout), roots, uidOf(cred)); err != nil {
-			return nil, nil, nil, nil, err
+			return startView{}, err
+		}
+		if viewBinds(found, held, roots) > maxViewBinds {
+			found, v.whole = wholeGitDirs(found, req.Workdir)
 		}
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		var kept []*subproc.Reservation
 		if held, kept, err = reserveMembers(found, held, &b.kept); err != nil {
 			if _, ok := errors.AsType[*changedError](err); ok {
-				return nil, nil, nil, nil, err
+				return startView{}, err
 			}
-			return nil, nil, nil, nil, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+			return startView{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
 				"; the command was not run rather than run able to create a git hook or config"}
 		}
 		// A file in the way of a reserved directory (`.config`), and a
@@ -292,24 +318,29 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
-		gitDirs, links = gitDirsOf(found), linksOf(found, met)
+		v.gitDirs, v.links = gitDirsOf(found), linksOf(found, met)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
-		return nil, nil, nil, nil, err
+		return startView{}, err
 	}
 	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}
 	if conf.Masked, conf.Exposed, err = agentView(conf.Masked, cfg.GPGAgent, roots); err != nil {
-		return nil, nil, nil, nil, err
+		return startView{}, err
 	}
 	if err = unmasked(conf, req.Workdir, accountOf(cred)); err != nil {
-		return nil, nil, nil, nil, err
+		return startView{}, err
 	}
 	if err = checkWorkdir(req.Workdir, conf); err != nil {
-		return nil, nil, nil, nil, err
+		return startView{}, err
 	}
-	return conf, gitDirs, links, releaseAll, nil
+	v.conf, v.release = conf, releaseAll
+	if n := subproc.BwrapArgCount(conf); n > subproc.MaxBwrapArgs-argsHeadroom {
+		err = tooManyArgs(v, n)
+		return startView{}, err
+	}
+	return v, nil
 }
 
 // startAttempts is how many times, in all, a command is started while a

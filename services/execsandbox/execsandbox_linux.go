@@ -185,7 +185,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 	if err == nil {
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
-			c.Masked, c.Disarmed, c.Reserved = res.Confinement.Masked, res.Confinement.Disarmed, res.Confinement.Reserved
+			c.Masked, c.Disarmed, c.Reserved, c.WholeGitDirs = res.Confinement.Masked, res.Confinement.Disarmed, res.Confinement.Reserved, res.Confinement.WholeGitDirs
 			c.MaskedByLandlock = res.Confinement.MaskedByLandlock
 		}
 		c.Refused, c.RefusedMore = refused.hosts, refused.more

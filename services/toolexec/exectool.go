@@ -305,6 +305,11 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 		r.Value = v
 		return r
 	}
+	if res.ExitCode != 0 {
+		if note, ok := wholeGitNote(res.Confinement, res.Stderr.Text); ok {
+			text = note + "\n" + text
+		}
+	}
 	if req.Policy != nil && res.Confinement != nil && len(res.Confinement.Disarmed) > 0 {
 		r := t.g.Denied(*req.Policy, disarmedDetail(res.Confinement.Disarmed), text)
 		r.Value = v
