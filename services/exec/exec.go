@@ -236,6 +236,10 @@ type DisarmedState struct {
 	Found string
 	// Action is what was done: the lines made comments, the file removed.
 	Action string
+	// Link marks not git state but an entry the command put in place of a
+	// protected symlink (a dotfiles `.bashrc` or `~/.config` link), moved
+	// aside when it ended and the link made again.
+	Link bool
 }
 
 // MaxRefused is how many refused hosts Confinement.Refused lists.

@@ -69,7 +69,7 @@ func restoreLinks(links []protectedLink) (out []exec.DisarmedState) {
 		if st.Mode&unix.S_IFMT == unix.S_IFLNK && (dirfd.Dev(&st) == l.dev && st.Ino == l.ino || linksTo(l.path, l.target)) {
 			continue // the link, or one made again as it was (stow -R, chezmoi apply: ln -sfn)
 		}
-		d := exec.DisarmedState{Path: l.path, Runs: "a protected link's place, which the host reads through it", Found: "an entry in place of the link to " + l.target}
+		d := exec.DisarmedState{Path: l.path, Runs: "a protected link's place, which the host reads through it", Found: "an entry in place of the link to " + l.target, Link: true}
 		d.Action = relink(l)
 		out = append(out, d)
 	}

@@ -348,18 +348,38 @@ func (t *Tool) render(req exec.Request, res exec.Result) tool.Result {
 	return tool.Result{Text: text, Value: v}
 }
 
-// disarmedDetail is the denial's line for the git state a command left
-// that would make git on the host run a program, which the runner
-// disarmed when it ended (exec.Confinement.Disarmed): one line each.
+// disarmedDetail is the denial's lines for what a command left that the
+// host would act on, which the runner disarmed when it ended
+// (exec.Confinement.Disarmed): the git state that would make git on the
+// host run a program, then the entries put in place of protected links,
+// each group under its own heading, one line each.
 func disarmedDetail(ds []exec.DisarmedState) string {
 	var b strings.Builder
-	b.WriteString("the command left git state that would make git on the host run a program; it was disarmed when the command ended (run the program itself in a command instead):")
-	for _, d := range ds {
-		if d.Path == "" {
-			b.WriteString("\n  " + d.Action)
-			continue
+	for _, group := range []struct {
+		link    bool
+		heading string
+	}{
+		{false, "the command left git state that would make git on the host run a program; it was disarmed when the command ended (run the program itself in a command instead):"},
+		{true, "the command put its own entry in place of a protected link, which the host reads through; when it ended the entry was moved aside and the link made again:"},
+	} {
+		first := true
+		for _, d := range ds {
+			if d.Link != group.link {
+				continue
+			}
+			if first {
+				if b.Len() > 0 {
+					b.WriteString("\n")
+				}
+				b.WriteString(group.heading)
+				first = false
+			}
+			if d.Path == "" {
+				b.WriteString("\n  " + d.Action)
+				continue
+			}
+			b.WriteString("\n  " + d.Path + ": " + d.Runs + " (" + strconv.Quote(d.Found) + "): " + d.Action)
 		}
-		b.WriteString("\n  " + d.Path + ": " + d.Runs + " (" + strconv.Quote(d.Found) + "): " + d.Action)
 	}
 	return b.String()
 }

@@ -251,6 +251,8 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	} {
 		text := call["exec"](map[string]any{"command": c.cmd})
 		assert.Contains(t, text, filepath.Join(ws, c.link)+": a protected link's place", c.link+": "+text)
+		assert.Contains(t, text, "in place of a protected link", text)
+		assert.NotContains(t, text, "left git state", text)
 		got, err := os.Readlink(filepath.Join(ws, c.link))
 		require.NoError(t, err, "%s is a link again: %s", c.link, text)
 		assert.Equal(t, c.target, got)
