@@ -241,8 +241,9 @@ func (r *Runner) ownSockets() bool {
 // (read-only bind mounts where the kernel allows a mount namespace), and
 // the configured network and Unix sockets (socks.named), and reads of
 // everything but the deny-read paths that exist (readDenied); under
-// workspace-write, the check of git state that runs programs to make when
-// the command ends (gitStateCheck; nil otherwise). Errors: readDenied's;
+// workspace-write, the check of git state that runs programs, and of the
+// protected links, to make when the command ends (gitStateCheck; nil
+// otherwise). Errors: readDenied's;
 // the protected-path search did not finish (see finder.find).
 func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, socks socketView) (*subproc.Confinement, *gitStateCheck, error) {
 	roots := req.Policy.WritableRoots()
@@ -262,7 +263,7 @@ func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, sock
 		}
 		conf.ReadOnlyPaths = paths(found)
 		dirs := gitDirsOf(found)
-		check = &gitStateCheck{before: listGitStates(dirs), dirs: dirs, search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+		check = &gitStateCheck{before: listGitStates(dirs), dirs: dirs, links: linksOf(found, nil), search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
 			return r.finder.find(ctx, roots, os.Geteuid())
 		}}
 	}
