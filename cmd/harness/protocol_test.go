@@ -23,9 +23,15 @@ import (
 )
 
 // oneShotWait bounds a one-shot run (the input written, stdin closed, every
-// answer read, the process gone). It is below the server's 5 s roots wait,
-// so a request to the client that hangs until then fails the run.
-const oneShotWait = 4 * time.Second
+// answer read, the process gone): some 0.2 s on a quiet machine, 4 s was
+// passed at load 14. It is below the roots wait oneShot gives the server
+// (oneShotRootsWait), so a request to the client that hangs until that
+// ends fails the run.
+const oneShotWait = 30 * time.Second
+
+// oneShotRootsWait is the server's wait for the client's roots in a
+// one-shot run.
+const oneShotRootsWait = "120s"
 
 // wireInit is an initialize request (protocol 2025-11-25) with id 1 whose
 // client declares caps (a JSON object).
@@ -44,7 +50,7 @@ func oneShot(t *testing.T, dir string, args []string, lines ...string) ([]wireMs
 	require.NoError(t, err)
 	ctx, cancel := context.WithTimeout(context.Background(), oneShotWait)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--log-level", "error"}, args...)...)
+	cmd := exec.CommandContext(ctx, bin, append([]string{"serve", "--log-level", "error", "--roots-timeout", oneShotRootsWait}, args...)...)
 	cmd.Dir = dir
 	cmd.Env = slices.DeleteFunc(os.Environ(), func(kv string) bool { return strings.HasPrefix(kv, "HARNESS_") })
 	cmd.Stdin = strings.NewReader(strings.Join(lines, "\n") + "\n")
