@@ -318,7 +318,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
 		conf.Protected = bound(found, conf.Reserved, holder)
-		v.gitDirs, v.links = gitDirsOf(found), linksOf(found, met)
+		v.gitDirs, v.links = gitDirsOf(found), linksOf(found, met, roots)
 	}
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return startView{}, err

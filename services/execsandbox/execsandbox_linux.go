@@ -263,7 +263,7 @@ func (r *Runner) landlockConfinement(ctx context.Context, req exec.Request, sock
 		}
 		conf.ReadOnlyPaths = paths(found)
 		dirs := gitDirsOf(found)
-		check = &gitStateCheck{before: listGitStates(dirs), dirs: dirs, links: linksOf(found, nil), search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
+		check = &gitStateCheck{before: listGitStates(dirs), dirs: dirs, links: linksOf(found, nil, roots), search: func(ctx context.Context) ([]sandboxpolicy.ProtectedEntry, error) {
 			return r.finder.find(ctx, roots, os.Geteuid())
 		}}
 	}

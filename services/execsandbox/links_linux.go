@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
+	"strings"
 
 	"golang.org/x/sys/unix"
 
@@ -27,15 +28,19 @@ type protectedLink struct {
 }
 
 // linksOf returns the symlinks found protected (each Via of found, or its
-// directory: `~/.config` linked, for `.config/git`) and those met on the way
-// to a reserved name (met), with their targets and identities now; one
-// that is no symlink now is left out (the search is about to be made
-// again).
-func linksOf(found []sandboxpolicy.ProtectedEntry, met []string) []protectedLink {
+// directory: `~/.config` linked, for `.config/git`; and every further link
+// the host follows from a Via to what it protects, linkChain: `.envrc ->
+// l1 -> real/envrc`, whose `l1` a command could point at a file of its own,
+// the review's A8) and those met on the way to a reserved name (met), that
+// lie beneath one of roots (a command can change no other), with their
+// targets and identities now; one that is no symlink now is left out (the
+// search is about to be made again).
+func linksOf(found []sandboxpolicy.ProtectedEntry, met, roots []string) []protectedLink {
 	var out []protectedLink
 	add := func(p string) {
 		var st unix.Stat_t
 		if slices.ContainsFunc(out, func(l protectedLink) bool { return l.path == p }) ||
+			!slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, p) && r != p }) ||
 			unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			return
 		}
@@ -45,12 +50,56 @@ func linksOf(found []sandboxpolicy.ProtectedEntry, met []string) []protectedLink
 	}
 	for _, e := range found {
 		if e.Via != "" {
-			add(e.Via)
 			add(filepath.Dir(e.Via))
+			for _, l := range linkChain(e.Via) {
+				add(l)
+			}
 		}
 	}
 	for _, p := range met {
 		add(p)
+	}
+	return out
+}
+
+// maxLinkHops is how many symlinks linkChain follows, as the kernel does
+// (ELOOP past 40).
+const maxLinkHops = 40
+
+// linkChain returns the symlinks met resolving the absolute path p as the
+// kernel does (p itself, when it is one, then each link its target and
+// their components lead through), in order, at most maxLinkHops; it stops
+// where a component is missing or unreadable.
+func linkChain(p string) []string {
+	var out []string
+	for len(out) < maxLinkHops {
+		cur, rest, link := "/", strings.Split(strings.TrimPrefix(filepath.Clean(p), "/"), "/"), false
+		for i, c := range rest {
+			if c == "" {
+				continue
+			}
+			next := filepath.Join(cur, c)
+			var st unix.Stat_t
+			if unix.Lstat(next, &st) != nil {
+				return out
+			}
+			if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				target, ok := readLink(next)
+				if !ok {
+					return out
+				}
+				out = append(out, next)
+				if !filepath.IsAbs(target) {
+					target = filepath.Join(cur, target)
+				}
+				p, link = filepath.Join(append([]string{target}, rest[i+1:]...)...), true
+				break
+			}
+			cur = next
+		}
+		if !link {
+			return out
+		}
 	}
 	return out
 }
