@@ -555,42 +555,70 @@ type above struct {
 // missing, or another command's placeholder: an empty read-only directory
 // there keeps the command from making it, and so p beneath it (the attack
 // review's input: a home without `~/.config`, where a command made
-// `.config/git/config` and the host's git ran its core.pager). A symlink on
-// the way is followed as the host's program follows it (reserveAboveLinked)
-// and added to links. A directory removed meanwhile is looked at again.
+// `.config/git/config` and the host's git ran its core.pager). p's
+// directory is first resolved as the host's program resolves it
+// (resolveNamed: each symlink on its way read and followed, a magic link
+// of /proc by what it names; each added to links), and p reserved where
+// it leads: in the root it lands in, or, out of the writable roots, not at
+// all (read-only in the view). A directory removed meanwhile is looked at
+// again; a link made on the way meanwhile, three times, refuses the
+// command. Errors: more than maxLinkHops links on the way (a loop: the
+// review's chain of ten past the eight followed before was not reserved),
+// a link that cannot be read, a reservation that failed.
 func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string) (above, error) {
-	return reserveAboveLinked(policy, p, done, links, 0)
-}
-
-// reserveAboveLinked is reserveAbove, hops symlinks deep: a symlink on the
-// way is followed (at most 8 in all) to the path it names, where its
-// missing directories are reserved alike (the review: a dangling `.config`
-// link into `dots/config`, where a command made `dots/config/git/config`);
-// one that leads out of the writable roots covers p (outsideRoots).
-func reserveAboveLinked(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (above, error) {
-	root := ""
-	for _, r := range policy.WritableRoots() {
-		if dirfd.Beneath(r, p) && len(r) > len(root) {
-			root = r
+	rootOf := func(p string) string {
+		root := ""
+		for _, r := range policy.WritableRoots() {
+			if dirfd.Beneath(r, p) && len(r) > len(root) {
+				root = r
+			}
 		}
+		return root
 	}
-	switch {
-	case root == "" && hops > 0:
-		return outsideRoots(policy, p, done, links, hops)
-	case root == "" || filepath.Dir(p) == root:
+	if root := rootOf(p); root == "" || filepath.Dir(p) == root {
 		return above{at: p}, nil
 	}
-	rel := strings.TrimPrefix(filepath.Dir(p), root+"/")
+	for range 3 {
+		dir, met, err := resolveNamed(filepath.Dir(p))
+		for _, l := range met {
+			if !slices.Contains(*links, l) {
+				*links = append(*links, l)
+			}
+		}
+		if err != nil {
+			return above{}, fmt.Errorf("cannot reserve %s: %w", p, err)
+		}
+		at := filepath.Join(dir, filepath.Base(p))
+		root := rootOf(at)
+		if root == "" {
+			return above{covered: true}, nil // out of the writable roots: a command makes nothing there
+		}
+		a, linked, err := reserveBeneath(root, at, done)
+		if !linked {
+			return a, err
+		}
+	}
+	return above{}, fmt.Errorf("cannot reserve %s: a symlink was made on its way each time it was resolved", p)
+}
+
+// reserveBeneath is reserveAbove of at, beneath root, with no symlink on
+// its way: it reserves the highest missing directory (covered), pins an
+// entry that is no directory, or returns at; linked says a symlink was
+// met on the way (made since at was resolved: resolve again).
+func reserveBeneath(root, at string, done map[string]bool) (_ above, linked bool, _ error) {
+	if filepath.Dir(at) == root {
+		return above{at: at}, false, nil
+	}
 	d := root
 next:
-	for name := range strings.SplitSeq(rel, "/") {
+	for name := range strings.SplitSeq(strings.TrimPrefix(filepath.Dir(at), root+"/"), "/") {
 		d = filepath.Join(d, name)
 		if done[d] {
-			return above{covered: true}, nil
+			return above{covered: true}, false, nil
 		}
 		for range 3 {
 			if h, err := subproc.Reserve(d, true); err != nil || h != nil {
-				return above{held: h, covered: true}, err
+				return above{held: h, covered: true}, false, err
 			}
 			var st unix.Stat_t
 			if unix.Lstat(d, &st) != nil {
@@ -600,62 +628,13 @@ next:
 			case unix.S_IFDIR:
 				continue next
 			case unix.S_IFLNK:
-				if !slices.Contains(*links, d) {
-					*links = append(*links, d)
-				}
-				target, err := os.Readlink(d)
-				if err != nil || hops == 8 {
-					return above{at: p}, nil
-				}
-				if !filepath.IsAbs(target) {
-					target = filepath.Join(filepath.Dir(d), target)
-				}
-				return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, links, hops+1)
+				return above{}, true, nil
 			}
-			return above{covered: true, pin: &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}}, nil
+			return above{covered: true, pin: &sandboxpolicy.ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino}}, false, nil
 		}
-		return above{covered: true}, nil // missing, and this server's user cannot make it
+		return above{covered: true}, false, nil // missing, and this server's user cannot make it
 	}
-	return above{at: p}, nil
-}
-
-// outsideRoots is reserveAboveLinked of p, a link's target that is not
-// beneath a writable root as written: the deepest of its directories that
-// exists is resolved as the kernel resolves it (protectscan.ResolveLink);
-// p lies in a root when that does (a link back into the workspace, or a
-// root's other name), and is reserved there; otherwise p is covered: a
-// command can make nothing out of the roots, which the view binds
-// read-only, nor therefore p.
-func outsideRoots(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string, hops int) (above, error) {
-	for d := filepath.Dir(p); d != "/" && hops < 8; d = filepath.Dir(d) {
-		var st unix.Stat_t
-		resolved, ok := protectscan.ResolveLink(d, &st)
-		switch {
-		case ok:
-			resolved = filepath.Join(resolved, strings.TrimPrefix(p, d))
-			for _, r := range policy.WritableRoots() {
-				if dirfd.Beneath(r, resolved) {
-					return reserveAboveLinked(policy, resolved, done, links, hops+1)
-				}
-			}
-			return above{covered: true}, nil
-		case unix.Lstat(d, &st) != nil:
-			continue // missing: look higher
-		case st.Mode&unix.S_IFMT == unix.S_IFLNK:
-			// A dangling link out here may lead back into a root, where a
-			// command could make what it names.
-			target, err := os.Readlink(d)
-			if err != nil {
-				return above{covered: true}, nil
-			}
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(d), target)
-			}
-			return reserveAboveLinked(policy, filepath.Join(target, strings.TrimPrefix(p, d)), done, links, hops+1)
-		}
-		break // not resolvable (a component this user cannot search): nothing a command reaches either
-	}
-	return above{covered: true}, nil
+	return above{at: at}, false, nil
 }
 
 // inRepository reports whether git, started in root, would find a

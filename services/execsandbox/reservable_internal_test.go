@@ -3,6 +3,7 @@
 package execsandbox
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -59,7 +60,8 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 // directory of the workspace, relative or absolute, leaves the name to be
 // reserved at the path it resolves to; one out of the roots covers it and
 // nothing is made out there, unless it leads, or dangles, back into the
-// workspace; nothing fails.
+// workspace (through a magic link of /proc, a chain of ten, a `..` after a
+// link: the review's inputs); a loop refuses the command.
 func TestReserveAbove(t *testing.T) {
 	ws := t.TempDir()
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
@@ -137,8 +139,36 @@ func TestReserveAbove(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, entries, 2, "nothing made out of the roots")
 	}
-	// A loop of links ends.
+	// The review's routes back in: a magic link of /proc (the host's git
+	// follows /proc/self/root to /), a chain of ten links (eight were
+	// followed), a `..` after a link (beside the link's target, not
+	// cleaned away).
+	require.NoError(t, os.MkdirAll(filepath.Join(ws, "deep/dir"), 0o755))
+	require.NoError(t, os.Symlink("deep/dir", filepath.Join(ws, "l2")))
+	for i := 1; i < 10; i++ {
+		require.NoError(t, os.Symlink(fmt.Sprintf("c%d", i+1), filepath.Join(ws, fmt.Sprintf("c%d", i))))
+	}
+	require.NoError(t, os.Symlink("dots", filepath.Join(ws, "c10")))
+	for target, want := range map[string]string{
+		"/proc/self/root" + filepath.Join(ws, "dots"): filepath.Join(ws, "dots/git"),
+		"c1":       filepath.Join(ws, "dots/git"),
+		"l2/../ev": filepath.Join(ws, "deep/ev/git"),
+	} {
+		relink(target)
+		links := []string{}
+		a, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, &links)
+		require.NoError(t, err, target)
+		if a.held != nil {
+			assert.Equal(t, filepath.Dir(want), a.held.Path, target)
+			subproc.ReleaseAll(a.held)
+		} else {
+			assert.Equal(t, above{at: want}, a, target)
+		}
+		assert.Contains(t, links, filepath.Join(ws, ".config"), target)
+	}
+	// A loop of links refuses the command, as do more links on the way
+	// than the kernel follows.
 	relink(".config")
 	_, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
-	require.NoError(t, err)
+	require.ErrorContains(t, err, "more than 40 symlinks")
 }
