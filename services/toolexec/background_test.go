@@ -462,7 +462,7 @@ func TestBackgroundGitStateDisarmed(t *testing.T) {
 		time.Sleep(20 * time.Millisecond)
 	}
 	assert.Contains(t, last.Text, sandbox.DenialMarker(sandbox.WorkspaceWrite))
-	assert.Contains(t, last.Text, todo+": the rebase todo's exec lines (\"exec touch pwned\"): its exec lines were made comments")
+	assert.Contains(t, last.Text, strconv.Quote(todo)+": the rebase todo's exec lines (\"exec touch pwned\"): its exec lines were made comments")
 	b2, err := os.ReadFile(todo)
 	require.NoError(t, err)
 	assert.Equal(t, "# disarmed by harness: exec touch pwned\n", string(b2))

@@ -375,13 +375,19 @@ func disarmedDetail(ds []exec.DisarmedState) string {
 				first = false
 			}
 			if d.Path == "" {
-				b.WriteString("\n  " + d.Action)
+				b.WriteString("\n  " + oneLine(d.Action))
 				continue
 			}
-			b.WriteString("\n  " + d.Path + ": " + d.Runs + " (" + strconv.Quote(d.Found) + "): " + d.Action)
+			b.WriteString("\n  " + strconv.Quote(d.Path) + ": " + d.Runs + " (" + strconv.Quote(d.Found) + "): " + oneLine(d.Action))
 		}
 	}
 	return b.String()
+}
+
+// oneLine is s with each line break escaped (an action naming a path the
+// command chose, which may hold one), so it stays the line it is on.
+func oneLine(s string) string {
+	return strings.NewReplacer("\n", `\n`, "\r", `\r`).Replace(s)
 }
 
 // block returns s ending in exactly one newline, or "" when s is empty.

@@ -4,6 +4,7 @@ import (
 	"os"
 	osexec "os/exec"
 	"path/filepath"
+	"strconv"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -250,7 +251,7 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 		{".config", "dots", "rm .config && mkdir -p .config/git && printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > .config/git/config"},
 	} {
 		text := call["exec"](map[string]any{"command": c.cmd})
-		assert.Contains(t, text, filepath.Join(ws, c.link)+": a protected link's place", c.link+": "+text)
+		assert.Contains(t, text, strconv.Quote(filepath.Join(ws, c.link))+": a protected link's place", c.link+": "+text)
 		assert.Contains(t, text, "in place of a protected link", text)
 		assert.NotContains(t, text, "left git state", text)
 		got, err := os.Readlink(filepath.Join(ws, c.link))
@@ -472,7 +473,7 @@ func TestGitRunStateFileTools(t *testing.T) {
 	// The same by a command: the marker, the line named, nothing to run.
 	text = call["exec"](map[string]any{"command": "echo 'exec touch /tmp/x' >> .git/rebase-merge/git-rebase-todo"})
 	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
-	assert.Contains(t, text, todo+": the rebase todo's exec lines", text)
+	assert.Contains(t, text, strconv.Quote(todo)+": the rebase todo's exec lines", text)
 	assert.Contains(t, readFile(t, todo), "# disarmed by harness: exec touch /tmp/x")
 }
 
