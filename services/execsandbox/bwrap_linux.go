@@ -313,7 +313,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
-		holder := holders(found, reservable(policy, protect, homes))
+		holder := holders(found, sandboxpolicy.Reservable(policy, protect, homes))
 		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
@@ -446,7 +446,7 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves each path of reservable that is missing
+// reservedIn reserves each path of sandboxpolicy.Reservable that is missing
 // (subproc.Reserve), appending to held, which the caller releases; one
 // beneath a missing directory (`.config/git` in a home without
 // `~/.config`) by the highest missing one instead, and returns in pins the
@@ -481,7 +481,7 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		}
 	}
 	done := map[string]bool{} // the missing directories reserved for a path beneath them, and the entries pinned
-	for _, p := range reservable(policy, protect, homes) {
+	for _, p := range sandboxpolicy.Reservable(policy, protect, homes) {
 		a, err := reserveAbove(policy, p, done, &links)
 		h := a.held
 		switch content, file := files[p]; {
@@ -684,48 +684,6 @@ var homePlaceholders = map[string]string{
 	".bash_profile": protectscan.BashProfilePlaceholder,
 	".bash_login":   protectscan.BashLoginPlaceholder,
 	".tcshrc":       protectscan.TcshrcPlaceholder,
-}
-
-// reservable returns the paths a command of policy may never create: in
-// each workspace root, the top-level `.git` and each host-run file in force
-// (protect.HostRun); in each of homes that lies beneath a workspace root,
-// each host-run file but the root-only ones (a missing `.bashrc` there is
-// read by the home's shell as one at a root's top is); and each host-run
-// directory (protect.HostRunDirs: $XDG_CONFIG_HOME's git and fish) beneath
-// a workspace root. Not in the temp roots, where a reserved path would sit
-// above every other user's work.
-func reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
-	var out []string
-	add := func(p string) {
-		if !slices.Contains(out, p) {
-			out = append(out, p)
-		}
-	}
-	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
-		if !sandbox.GrantableRoot(r) {
-			continue
-		}
-		r = filepath.Clean(r)
-		add(filepath.Join(r, ".git"))
-		for _, f := range protect.HostRun() {
-			add(filepath.Join(r, f.Name))
-		}
-		for _, h := range homes {
-			if h != r && dirfd.Beneath(r, h) {
-				for _, f := range protect.HostRun() {
-					if !f.Top {
-						add(filepath.Join(h, f.Name))
-					}
-				}
-			}
-		}
-		for _, d := range protect.HostRunDirs() {
-			if d != r && dirfd.Beneath(r, d) {
-				add(d)
-			}
-		}
-	}
-	return out
 }
 
 // holders returns, for each entry of found, its holder

@@ -128,7 +128,7 @@ func TestHolders(t *testing.T) {
 	}
 	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
 	require.NoError(t, err)
-	got := holders(found, reservable(policy, protect, nil))
+	got := holders(found, sandboxpolicy.Reservable(policy, protect, nil))
 	assert.Equal(t, map[string]string{
 		"/o/.git":                  "",
 		"/o/.git/config":           "",

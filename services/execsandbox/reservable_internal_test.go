@@ -31,7 +31,7 @@ func TestReservable(t *testing.T) {
 	})
 	require.NoError(t, err)
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: "/w", OtherRoots: []string{"/o"}, TempRoots: []string{"/tmp"}}
-	got := reservable(policy, protect, []string{"/w/home/u", "/w", "/", "/tmp/h", "/w/home/u"})
+	got := sandboxpolicy.Reservable(policy, protect, []string{"/w/home/u", "/w", "/", "/tmp/h", "/w/home/u"})
 	assert.Equal(t, []string{
 		"/w/.git", "/w/.mcp.json", "/w/.config/git", "/w/.bashrc", "/w/HEAD",
 		"/w/home/u/.mcp.json", "/w/home/u/.config/git", "/w/home/u/.bashrc",

@@ -565,3 +565,31 @@ func TestAbsoluteConfigLink(t *testing.T) {
 		})
 	}
 }
+
+// TestMoveBringsNoHostRunFile (issue 34, the attack review's input): in a
+// home workspace without `~/.config`, a command prepares `x/git/config`
+// (a core.pager); the move tool refuses to move x onto `.config`, with the
+// sandbox's marker, and nothing moves; a directory holding nothing
+// reserved moves there.
+func TestMoveBringsNoHostRunFile(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "h/", "temp/")
+	home := filepath.Join(base, "h")
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	run := serveAt(t, home, filepath.Join(base, "temp"))
+	text := run("exec", map[string]any{"command": "mkdir -p x/git z && printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > x/git/config && echo ok > z/notes"})
+	require.Contains(t, text, "exit code 0", text)
+	text = run("move", map[string]any{"source": filepath.Join(home, "x"), "destination": filepath.Join(home, ".config")})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(home, ".config"))
+	assert.Equal(t, "[core]\n\tpager = touch /tmp/PWNED\n", readFile(t, filepath.Join(home, "x/git/config")))
+
+	text = run("move", map[string]any{"source": filepath.Join(home, "z"), "destination": filepath.Join(home, ".config")})
+	assert.Contains(t, text, "Moved directory", text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(home, ".config/notes")))
+}
