@@ -50,6 +50,15 @@ func TestLinkedEntries(t *testing.T) {
 		full[i] = fmt.Sprintf("0.key/f%d", i)
 	}
 	build(t, root, full...)
+	// A directory of a protected one holding more than is read passes
+	// over it, not its siblings (the review: .claude/plugins/market/ of
+	// 5,000 files hid .claude/skills/foo/run.sh's link).
+	market := make([]string, 5000)
+	for i := range market {
+		market[i] = fmt.Sprintf("big.key/a/market/f%d", i)
+	}
+	build(t, root, market...)
+	build(t, root, "dots3/run.sh", "big.key/b/foo/run.sh->../../../dots3/run.sh")
 	s := protectscan.New(protectscan.Options{})
 	for _, walk := range []string{"fresh", "reused"} {
 		entries, err := s.Scan(t.Context(), []protectscan.Root{{Path: root}}, protectMeta)
@@ -58,7 +67,8 @@ func TestLinkedEntries(t *testing.T) {
 		for _, e := range entries {
 			got[e.Path] = e
 		}
-		require.Len(t, got, 6, "%s: %v", walk, entries)
+		require.Len(t, got, 8, "%s: %v", walk, entries)
+		assert.Equal(t, filepath.Join(root, "big.key/b/foo/run.sh"), got[filepath.Join(root, "dots3/run.sh")].Via, walk)
 		assert.True(t, got[filepath.Join(root, "0.key")].Dir, walk)
 		assert.Equal(t, filepath.Join(root, "conf.key/inner"), got[filepath.Join(root, "dots2/x")].Via, walk)
 		assert.Equal(t, filepath.Join(root, "conf.key/sub/deep"), got[filepath.Join(root, "dots2/y")].Via, walk)

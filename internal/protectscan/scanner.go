@@ -127,6 +127,7 @@ type Scanner struct {
 	symlinks   bool
 	sockets    bool
 	cache      *dirCache
+	links      linkCache // linksIn's listings
 	seq        atomic.Uint64
 
 	// What is kept current (notify.go, memo.go), under mu.

@@ -188,8 +188,8 @@ const linksInsideMax = 4096
 // 34). A protected directory is read-only to commands, so the links in it
 // stay as they are. Not read: a git or other version-control directory
 // (their links are linkedMembers'), and past linksInsideMax entries of one
-// protected directory (a large --protect directory), where the rest of it
-// is not looked at. The bound is each directory's own: one that a command
+// protected directory (a large --protect directory), the directories that
+// do not fit (linksIn). The bound is each directory's own: one that a command
 // filled before it became protected (`.a/.vscode/`, sorting first) leaves
 // the others read in full (the review: a bound over all of them let such a
 // directory hide `.config/git/config`'s link).
@@ -207,27 +207,29 @@ func (w *walk) linksInside() {
 }
 
 // linksIn is linksInside of the protected directory top: it and what it
-// holds, at most linksInsideMax entries.
+// holds, shallowest first, at most linksInsideMax entries (a directory
+// holding more than is left of them is passed over, the others read: the
+// review's `.claude/plugins/market/` of 5,000 files hid
+// `.claude/skills/foo/run.sh`'s link), each directory's listing from the
+// Scanner's linkCache when it has not changed.
 func (w *walk) linksIn(top string) {
 	budget := linksInsideMax
-	for dirs := []string{top}; len(dirs) > 0; {
+	for dirs := []string{top}; len(dirs) > 0 && budget > 0; {
 		d := dirs[0]
 		dirs = dirs[1:]
-		ents, err := os.ReadDir(d)
-		if err != nil {
+		l, ok := w.s.links.list(d)
+		if !ok {
 			continue
 		}
-		for _, e := range ents {
-			if budget--; budget < 0 {
-				return
-			}
-			p := filepath.Join(d, e.Name())
-			switch e.Type() & os.ModeType {
-			case os.ModeSymlink:
-				w.linked(p)
-			case os.ModeDir:
-				dirs = append(dirs, p)
-			}
+		if l.entries > budget {
+			continue // more than is left of the bound: not looked at, the others are
+		}
+		budget -= l.entries
+		for _, n := range l.links {
+			w.linked(filepath.Join(d, n))
+		}
+		for _, n := range l.dirs {
+			dirs = append(dirs, filepath.Join(d, n))
 		}
 	}
 }
