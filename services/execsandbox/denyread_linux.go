@@ -334,8 +334,10 @@ const maxLinkedOutEntries = 4096
 // denied too, wherever it lies. A target that is `/` or holds one of roots
 // is left out (masking it would hide the command's own roots), as are
 // links that lead nowhere. At most maxLinkedOutEntries entries are read
-// beneath each denied directory, the rest skipped: the bound is each
-// one's own, so a denied directory a command filled (sorting first) leaves
+// beneath each denied directory, shallowest first, a directory holding
+// more than is left of them passed over and its siblings read (the
+// review: ~/.kube/cache/http/ of 5,000 files hid ~/.kube/config's link):
+// the bound is each denied directory's own, so a denied directory a command filled (sorting first) leaves
 // the others read in full (the review of issue 34 found a bound over all
 // of them, in the protected directories' alike search). A link is resolved
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
@@ -350,21 +352,28 @@ func linkedOut(found map[string]bool, roots []string) {
 	slices.Sort(dirs)
 	for _, dir := range dirs {
 		budget := maxLinkedOutEntries
-		_ = filepath.WalkDir(dir, func(p string, e fs.DirEntry, err error) error {
-			if err != nil || budget <= 0 {
-				return fs.SkipDir
+		for queue := []string{dir}; len(queue) > 0 && budget > 0; {
+			d := queue[0]
+			queue = queue[1:]
+			ents, err := os.ReadDir(d)
+			if err != nil || len(ents) > budget {
+				continue // more than is left of the bound: passed over, its siblings read
 			}
-			budget--
-			if e.Type()&fs.ModeSymlink == 0 {
-				return nil
+			budget -= len(ents)
+			for _, e := range ents {
+				p := filepath.Join(d, e.Name())
+				switch e.Type() & fs.ModeType {
+				case fs.ModeDir:
+					queue = append(queue, p)
+				case fs.ModeSymlink:
+					var st unix.Stat_t
+					target, ok := protectscan.ResolveLink(p, &st)
+					if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
+						continue
+					}
+					found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
+				}
 			}
-			var st unix.Stat_t
-			target, ok := protectscan.ResolveLink(p, &st)
-			if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
-				return nil
-			}
-			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
-			return nil
-		})
+		}
 	}
 }

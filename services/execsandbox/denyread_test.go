@@ -429,14 +429,20 @@ func TestDenyReadSymlinkedEnv(t *testing.T) {
 // file: a command reads it neither through the link nor by its own path,
 // under the bubblewrap view and the Landlock isolation alike; however many
 // entries another denied directory sorting first holds (issue 34's review:
-// ~/.aws filled with 5,000 files hid the link from a bound over all).
+// ~/.aws filled with 5,000 files hid the link from a bound over all), or a
+// directory sorting first in its own (~/.kube/cache/http/ hid
+// ~/.kube/config's link).
 func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	s, pol := newSecretHome(t, primaryOwner())
 	kept := filepath.Join(s.home, "dotfiles", "id_dot")
 	require.NoError(t, os.MkdirAll(filepath.Dir(kept), 0o755))
-	require.NoError(t, os.MkdirAll(filepath.Join(s.home, ".aws"), 0o700))
-	for i := range 5000 {
-		require.NoError(t, os.WriteFile(filepath.Join(s.home, ".aws", fmt.Sprintf("f%d", i)), nil, 0o600))
+	// ~/.aws sorting first, and ~/.ssh/aaa/ inside the key's own denied
+	// directory, with 5,000 files each.
+	for _, d := range []string{".aws", ".ssh/aaa"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(s.home, d), 0o700))
+		for i := range 5000 {
+			require.NoError(t, os.WriteFile(filepath.Join(s.home, d, fmt.Sprintf("f%d", i)), nil, 0o600))
+		}
 	}
 	require.NoError(t, os.WriteFile(kept, []byte(s.marker+"\n"), 0o644))
 	link := filepath.Join(filepath.Dir(s.key), "id_dot")
