@@ -284,9 +284,23 @@ func TestAttack2Reserved(t *testing.T) {
 				require.NoError(t, err)
 				assert.True(t, res.TimedOut)
 				noGitAt(t, w.ws, "after a timeout")
+				// Cancelled once it runs (at load 17 its view took more
+				// than the 700 ms it was given, and the search was what
+				// the cancellation stopped).
 				ctx, cancel := context.WithCancel(t.Context())
-				time.AfterFunc(700*time.Millisecond, cancel)
-				res, err = w.try(ctx, sandbox.WorkspaceWrite, "sleep 30", time.Minute)
+				started := filepath.Join(w.ws, "started")
+				go func() {
+					for ctx.Err() == nil {
+						if _, err := os.Stat(started); err == nil {
+							cancel()
+							return
+						}
+						time.Sleep(10 * time.Millisecond)
+					}
+				}()
+				res, err = w.try(ctx, sandbox.WorkspaceWrite, "touch started; sleep 30", time.Minute)
+				cancel()
+				_ = os.Remove(started)
 				require.NoError(t, err)
 				assert.True(t, res.Cancelled)
 				noGitAt(t, w.ws, "after a cancellation")
