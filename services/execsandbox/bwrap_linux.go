@@ -20,6 +20,7 @@ import (
 
 	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/internal/subproc"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/execlocal"
@@ -476,7 +477,11 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		}
 		for _, f := range hostRun {
 			if !f.Dir {
-				files[filepath.Join(filepath.Clean(h), f.Name)] = homePlaceholders[f.Name]
+				p := filepath.Join(filepath.Clean(h), f.Name)
+				files[p] = homePlaceholders[f.Name]
+				if at, links, err := realpath.Named(p); err == nil && len(links) > 0 {
+					files[at] = homePlaceholders[f.Name] // a home's link into a root (sandboxpolicy.Reservable)
+				}
 			}
 		}
 	}
@@ -557,12 +562,12 @@ type above struct {
 // review's input: a home without `~/.config`, where a command made
 // `.config/git/config` and the host's git ran its core.pager). p's
 // directory is first resolved as the host's program resolves it
-// (resolveNamed: each symlink on its way read and followed, a magic link
+// (realpath.Named: each symlink on its way read and followed, a magic link
 // of /proc by what it names; each added to links), and p reserved where
 // it leads: in the root it lands in, or, out of the writable roots, not at
 // all (read-only in the view). A directory removed meanwhile is looked at
 // again; a link made on the way meanwhile, three times, refuses the
-// command. Errors: more than maxLinkHops links on the way (a loop: the
+// command. Errors: more than realpath.MaxLinks links on the way (a loop: the
 // review's chain of ten past the eight followed before was not reserved),
 // a link that cannot be read, a reservation that failed.
 func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool, links *[]string) (above, error) {
@@ -579,7 +584,7 @@ func reserveAbove(policy sandbox.ExecutionPolicy, p string, done map[string]bool
 		return above{at: p}, nil
 	}
 	for range 3 {
-		dir, met, err := resolveNamed(filepath.Dir(p))
+		dir, met, err := realpath.Named(filepath.Dir(p))
 		for _, l := range met {
 			if !slices.Contains(*links, l) {
 				*links = append(*links, l)

@@ -9,6 +9,8 @@ import (
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/internal/realpath"
 )
 
 // TestLinkChain: the links the kernel follows resolving a path, in order,
@@ -23,7 +25,7 @@ func TestLinkChain(t *testing.T) {
 		require.NoError(t, os.Symlink(target, filepath.Join(d, link)))
 	}
 	assert.Equal(t, []string{filepath.Join(d, "a"), filepath.Join(d, "b"), filepath.Join(d, "dir")}, linkChain(filepath.Join(d, "a")))
-	assert.Len(t, linkChain(filepath.Join(d, "loop")), maxLinkHops)
+	assert.Len(t, linkChain(filepath.Join(d, "loop")), realpath.MaxLinks)
 	assert.Equal(t, []string{filepath.Join(d, "gone")}, linkChain(filepath.Join(d, "gone")))
 	assert.Empty(t, linkChain(filepath.Join(d, "real/sub/f")))
 }

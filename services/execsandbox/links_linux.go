@@ -7,11 +7,11 @@ import (
 	"path/filepath"
 	"slices"
 	"strconv"
-	"strings"
 
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/exec"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
@@ -62,64 +62,12 @@ func linksOf(found []sandboxpolicy.ProtectedEntry, met, roots []string) []protec
 	return out
 }
 
-// maxLinkHops is how many symlinks a resolution follows, as the kernel
-// does (ELOOP past 40).
-const maxLinkHops = 40
-
 // linkChain returns the symlinks met resolving the absolute path p
-// (resolveNamed), in order: p itself, when it is one, then each link its
+// (realpath.Named), in order: p itself, when it is one, then each link its
 // target and their components lead through.
 func linkChain(p string) []string {
-	_, links, _ := resolveNamed(p)
+	_, links, _ := realpath.Named(p)
 	return links
-}
-
-// resolveNamed resolves the absolute path p as the kernel does for a
-// program of the host, but by reading each symlink on its way (a magic
-// link of /proc by what it names: /proc/self/root is `/`), and returns the
-// path it leads to, with no symlink in it, and the links met, in order. A
-// `..` goes to the parent of where the walk is (never cleaned away
-// before the link it follows is read: `l2/../x` with l2 a link is x beside
-// l2's target). A missing component ends the walk: the rest of p is kept
-// as written (nothing there is a link), as is the rest past a component
-// that cannot be looked at. Errors: more than maxLinkHops links (a loop), a
-// link that cannot be read.
-func resolveNamed(p string) (string, []string, error) {
-	var links []string
-	cur, comps := "/", strings.Split(p, "/")
-	for len(comps) > 0 {
-		c := comps[0]
-		comps = comps[1:]
-		switch c {
-		case "", ".":
-			continue
-		case "..":
-			cur = filepath.Dir(cur)
-			continue
-		}
-		next := filepath.Join(cur, c)
-		var st unix.Stat_t
-		if unix.Lstat(next, &st) != nil {
-			return filepath.Join(append([]string{next}, comps...)...), links, nil
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
-			cur = next
-			continue
-		}
-		if len(links) == maxLinkHops {
-			return "", links, fmt.Errorf("more than %d symlinks on the way to %s (a loop?)", maxLinkHops, p)
-		}
-		target, ok := readLink(next)
-		if !ok {
-			return "", links, fmt.Errorf("cannot read the symlink %s", next)
-		}
-		links = append(links, next)
-		if filepath.IsAbs(target) {
-			cur = "/"
-		}
-		comps = append(strings.Split(target, "/"), comps...)
-	}
-	return cur, links, nil
 }
 
 // restoreLinks checks, once a command has ended, each link its start found

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -111,6 +112,11 @@ func (s *Service) ProtectedEntries(ctx context.Context, roots []string, owner in
 			out = append(out, e)
 		}
 	}
+	for _, e := range homeFileEntries(s.DenyRead().Homes(), s.protect.HostRun(), scan) {
+		if !slices.ContainsFunc(out, func(o ProtectedEntry) bool { return o.Path == e.Path }) {
+			out = append(out, e)
+		}
+	}
 	slices.SortFunc(out, func(a, b ProtectedEntry) int { return strings.Compare(a.Path, b.Path) })
 	return out, nil
 }
@@ -129,24 +135,27 @@ func hostRunDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) 
 		}
 		st, err := dirfd.StatNoSymlinks(d)
 		if errors.Is(err, unix.ELOOP) {
-			return linkedDirEntry(d, roots)
+			return linkedEntry(d, roots, true)
 		}
 		if err != nil || !dirfd.IsDir(&st) || (r.Shared && int(st.Uid) != r.Owner) {
 			return ProtectedEntry{}, false
 		}
 		return ProtectedEntry{Path: d, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true}, true
 	}
-	return ProtectedEntry{}, false
+	// A home out of the roots whose `.config` links into one (the
+	// workspace is ~/dotfiles: the review's input).
+	return linkedEntry(d, roots, true)
 }
 
-// linkedDirEntry is hostRunDirEntry of d reached through a symlink: the
-// directory it resolves to (protectscan.ResolveLink), when that lies in one
-// of roots (of the root's Owner, in a Shared root) and neither is nor holds
-// a root.
-func linkedDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) {
+// linkedEntry is hostRunDirEntry of d reached through a symlink, or, not
+// dir, a home's host-run file reached so (homeFileEntries): the directory
+// or regular file it resolves to (protectscan.ResolveLink), when that lies
+// in one of roots (of the root's Owner, in a Shared root) and neither is
+// nor holds a root.
+func linkedEntry(d string, roots []protectscan.Root, dir bool) (ProtectedEntry, bool) {
 	var st unix.Stat_t
 	target, ok := protectscan.ResolveLink(d, &st)
-	if !ok || !dirfd.IsDir(&st) {
+	if !ok || target == d || (dir && !dirfd.IsDir(&st)) || (!dir && !dirfd.IsRegular(&st)) {
 		return ProtectedEntry{}, false
 	}
 	for _, r := range roots {
@@ -156,10 +165,32 @@ func linkedDirEntry(d string, roots []protectscan.Root) (ProtectedEntry, bool) {
 	}
 	for _, r := range roots {
 		if dirfd.Beneath(r.Path, target) && (!r.Shared || int(st.Uid) == r.Owner) {
-			return ProtectedEntry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: true, Via: d}, true
+			return ProtectedEntry{Path: target, Dev: dirfd.Dev(&st), Ino: st.Ino, Dir: dir, Via: d}, true
 		}
 	}
 	return ProtectedEntry{}, false
+}
+
+// homeFileEntries returns, for each of homes that lies out of roots, what
+// each of its host-run files (but the root-only ones) resolves to through
+// a symlink into one of roots: `~/.bashrc -> ~/dotfiles/bashrc` with the
+// workspace ~/dotfiles (the review's input: a command appended to both).
+func homeFileEntries(homes []string, files []sandbox.HostRun, roots []protectscan.Root) []ProtectedEntry {
+	var out []ProtectedEntry
+	for _, h := range homes {
+		if slices.ContainsFunc(roots, func(r protectscan.Root) bool { return dirfd.Beneath(r.Path, h) }) {
+			continue // walked with its root
+		}
+		for _, f := range files {
+			if f.Top || f.Dir {
+				continue
+			}
+			if e, ok := linkedEntry(filepath.Join(h, f.Name), roots, false); ok {
+				out = append(out, e)
+			}
+		}
+	}
+	return out
 }
 
 // configEntry returns the entry of the configuration file f (or, exe,
@@ -189,6 +220,9 @@ type Protection struct {
 	s      *Service
 	roots  []string // the policy's WritableRoots
 	search func() ([]ProtectedEntry, error)
+	// homeLinks is where the host-run names of a home out of the roots
+	// lead into one (homeLinksIn), resolved at its first need.
+	homeLinks func() []string
 }
 
 // Protection returns the protected-path rule of a mutation under p (see
@@ -196,7 +230,8 @@ type Protection struct {
 // ctx or, when ctx has no deadline, protectedSearchTimeout.
 func (s *Service) Protection(ctx context.Context, p sandbox.ExecutionPolicy) *Protection {
 	roots := p.WritableRoots()
-	return &Protection{s: s, roots: roots, search: sync.OnceValues(func() ([]ProtectedEntry, error) {
+	homeLinks := sync.OnceValue(func() []string { return homeLinksIn(p, s.protect, s.DenyRead().Homes()) })
+	return &Protection{s: s, roots: roots, homeLinks: homeLinks, search: sync.OnceValues(func() ([]ProtectedEntry, error) {
 		if _, ok := ctx.Deadline(); !ok {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, protectedSearchTimeout)
@@ -248,6 +283,11 @@ func (pr *Protection) Rule(target string) (string, error) {
 		}
 		if d, ok := pr.s.protect.HostRunDir(target); ok {
 			return "host-run directory " + d + " ($XDG_CONFIG_HOME)", nil
+		}
+		for _, h := range pr.homeLinks() {
+			if dirfd.Beneath(h, target) {
+				return "where a home's host-run file or directory leads through a symlink: " + h, nil
+			}
 		}
 		rel := strings.TrimPrefix(strings.TrimPrefix(target, root), "/")
 		if rule, ok := pr.s.protect.Protected(rel, false); ok {

@@ -5,6 +5,7 @@ import (
 	"slices"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/realpath"
 	"github.com/dsh-go/harness/services/sandbox"
 )
 
@@ -16,7 +17,8 @@ import (
 // each host-run file but the root-only ones (a missing `.bashrc` there is
 // read by the home's shell as one at a root's top is); and each host-run
 // directory (protect.HostRunDirs: $XDG_CONFIG_HOME's git and fish) beneath
-// a workspace root. Not in the temp roots, where a reserved path would sit
+// a workspace root; and where a home's out of the roots leads into one
+// through a symlink (homeLinksIn). Not in the temp roots, where a reserved path would sit
 // above every other user's work.
 func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
 	var out []string
@@ -46,6 +48,42 @@ func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		for _, d := range protect.HostRunDirs() {
 			if d != r && dirfd.Beneath(r, d) {
 				add(d)
+			}
+		}
+	}
+	for _, p := range homeLinksIn(policy, protect, homes) {
+		add(p)
+	}
+	return out
+}
+
+// homeLinksIn returns, for each of homes out of policy's workspace roots,
+// where each of its host-run names (but the root-only ones) leads through
+// a symlink (realpath.Named), when that lies beneath a workspace root:
+// `~/.config -> ~/dotfiles/config` with the workspace ~/dotfiles, where a
+// command made config/git/config (the review's input).
+func homeLinksIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
+	var roots []string
+	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
+		if sandbox.GrantableRoot(r) {
+			roots = append(roots, filepath.Clean(r))
+		}
+	}
+	var out []string
+	for _, h := range homes {
+		if slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, h) }) {
+			continue
+		}
+		for _, f := range protect.HostRun() {
+			if f.Top {
+				continue
+			}
+			at, links, err := realpath.Named(filepath.Join(h, f.Name))
+			if err != nil || len(links) == 0 {
+				continue
+			}
+			if slices.ContainsFunc(roots, func(r string) bool { return at != r && dirfd.Beneath(r, at) }) {
+				out = append(out, at)
 			}
 		}
 	}

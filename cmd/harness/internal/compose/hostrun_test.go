@@ -593,3 +593,43 @@ func TestMoveBringsNoHostRunFile(t *testing.T) {
 	assert.Contains(t, text, "Moved directory", text)
 	assert.Equal(t, "ok\n", readFile(t, filepath.Join(home, ".config/notes")))
 }
+
+// TestHomeLinksIntoTheWorkspace (issue 34, the attack review's input): the
+// workspace is ~/dotfiles and the home, out of it, links into it
+// (`~/.config -> dotfiles/config`, `~/.bashrc -> dotfiles/bashrc`,
+// `~/.gitconfig -> dotfiles/gitconfig`, the last two missing or not): no
+// command nor file tool writes or makes what the home's shell and git read
+// there, the bytes stay, and nothing is left; other files stay writable.
+func TestHomeLinksIntoTheWorkspace(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "h/", "h/dotfiles/config/", "h/dotfiles/bashrc: mine\n", "temp/")
+	home, ws := filepath.Join(base, "h"), filepath.Join(base, "h/dotfiles")
+	for name, target := range map[string]string{".config": "dotfiles/config", ".bashrc": "dotfiles/bashrc", ".gitconfig": "dotfiles/gitconfig"} {
+		require.NoError(t, os.Symlink(target, filepath.Join(home, name)))
+	}
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	run := serveAt(t, ws, filepath.Join(base, "temp"))
+	for _, cmd := range []string{
+		"mkdir -p config/git && printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > config/git/config",
+		"echo 'touch /tmp/PWNED' >> bashrc",
+		"printf '[core]\\n\\tpager = touch /tmp/PWNED\\n' > gitconfig",
+	} {
+		text := run("exec", map[string]any{"command": cmd})
+		assert.NotContains(t, text, "exit code 0", cmd+": "+text)
+	}
+	for _, p := range []string{"config/git/config", "bashrc", "gitconfig"} {
+		text := run("write", map[string]any{"file_path": filepath.Join(ws, p), "content": "touch /tmp/PWNED\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), p+": "+text)
+	}
+	assert.Equal(t, "mine\n", readFile(t, filepath.Join(ws, "bashrc")))
+	assertAbsent(t, filepath.Join(ws, "config/git"))
+	assertAbsent(t, filepath.Join(ws, "gitconfig"))
+	text := run("exec", map[string]any{"command": "echo ok > notes && mkdir -p config/nvim && echo ok > config/nvim/init.lua"})
+	assert.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "config/nvim/init.lua")))
+}
