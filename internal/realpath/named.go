@@ -13,15 +13,16 @@ import (
 const MaxLinks = 40
 
 // Named resolves the absolute path p as the kernel does for a
-// program of the host, but by reading each symlink on its way (a magic
-// link of /proc by what it names: /proc/self/root is `/`), and returns the
+// program of the host, but by reading each symlink on its way, and returns the
 // path it leads to, with no symlink in it, and the links met, in order. A
 // `..` goes to the parent of where the walk is (never cleaned away
 // before the link it follows is read: `l2/../x` with l2 a link is x beside
 // l2's target). A missing component ends the walk: the rest of p is kept
 // as written (nothing there is a link), as is the rest past a component
 // that cannot be looked at. Errors: more than MaxLinks links (a loop), a
-// link that cannot be read.
+// link that cannot be read, a link inside /proc (/proc/self/cwd leads to
+// each reader's own directory: the review read it as the server's, and a
+// command made the host's git configuration there).
 func Named(p string) (string, []string, error) {
 	var links []string
 	cur, comps := "/", strings.Split(p, "/")
@@ -43,6 +44,12 @@ func Named(p string) (string, []string, error) {
 		if st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			cur = next
 			continue
+		}
+		if cur == "/proc" || strings.HasPrefix(cur, "/proc/") {
+			// Where a link of /proc leads depends on the process that
+			// reads it (/proc/self/cwd is each reader's own directory):
+			// never the server's answer for the host's program.
+			return "", links, fmt.Errorf("the symlink %s, on the way to %s, leads through /proc, where each process reads its own", next, p)
 		}
 		if len(links) == MaxLinks {
 			return "", links, fmt.Errorf("more than %d symlinks on the way to %s (a loop?)", MaxLinks, p)

@@ -60,8 +60,8 @@ func names(all []sandbox.HostRun, keep ...string) []string {
 // directory of the workspace, relative or absolute, leaves the name to be
 // reserved at the path it resolves to; one out of the roots covers it and
 // nothing is made out there, unless it leads, or dangles, back into the
-// workspace (through a magic link of /proc, a chain of ten, a `..` after a
-// link: the review's inputs); a loop refuses the command.
+// workspace (through a chain of ten, a `..` after a link: the review's
+// inputs); a loop, or a link through /proc, refuses the command.
 func TestReserveAbove(t *testing.T) {
 	ws := t.TempDir()
 	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
@@ -139,8 +139,7 @@ func TestReserveAbove(t *testing.T) {
 		require.NoError(t, err)
 		assert.Len(t, entries, 2, "nothing made out of the roots")
 	}
-	// The review's routes back in: a magic link of /proc (the host's git
-	// follows /proc/self/root to /), a chain of ten links (eight were
+	// The review's routes back in: a chain of ten links (eight were
 	// followed), a `..` after a link (beside the link's target, not
 	// cleaned away).
 	require.NoError(t, os.MkdirAll(filepath.Join(ws, "deep/dir"), 0o755))
@@ -150,7 +149,6 @@ func TestReserveAbove(t *testing.T) {
 	}
 	require.NoError(t, os.Symlink("dots", filepath.Join(ws, "c10")))
 	for target, want := range map[string]string{
-		"/proc/self/root" + filepath.Join(ws, "dots"): filepath.Join(ws, "dots/git"),
 		"c1":       filepath.Join(ws, "dots/git"),
 		"l2/../ev": filepath.Join(ws, "deep/ev/git"),
 	} {
@@ -165,6 +163,14 @@ func TestReserveAbove(t *testing.T) {
 			assert.Equal(t, above{at: want}, a, target)
 		}
 		assert.Contains(t, links, filepath.Join(ws, ".config"), target)
+	}
+	// A link through /proc refuses the command: where /proc/self/cwd
+	// leads depends on the process reading it (the second review made the
+	// host's git read a command's config through it).
+	for _, target := range []string{"/proc/self/root" + filepath.Join(ws, "dots"), "/proc/self/cwd/dots"} {
+		relink(target)
+		_, err := reserveAbove(policy, filepath.Join(ws, ".config/git"), map[string]bool{}, new([]string))
+		require.ErrorContains(t, err, "leads through /proc", target)
 	}
 	// A loop of links refuses the command, as do more links on the way
 	// than the kernel follows.

@@ -14,13 +14,13 @@ import (
 )
 
 // Move is the core's move (fs.Manager.Move), but under workspace-write a
-// directory moved where what it holds would land on a path no command
-// may create (sandboxpolicy.Reservable: a home workspace's
-// `.config/git`, `.config/fish`, `.bashrc`, ...) is refused with
-// fs.CodeSandboxDenied, nothing moved: the attack review's input, a
-// command's `x/git/config` holding a core.pager, moved onto a missing
-// `.config`, which the host's git then read. Each such path is looked for
-// beneath the source as it is when the move is asked for.
+// move that would change the way to a path no command may create
+// (sandboxpolicy.Reservable: a home workspace's `.config/git`,
+// `.config/fish`, `.bashrc`, ...) is refused with fs.CodeSandboxDenied,
+// nothing moved (bringsReserved): the attack review's input, a command's
+// `x/git/config` holding a core.pager, moved onto a missing `.config`,
+// which the host's git then read. What the source holds is looked at as it
+// is when the move is asked for.
 func (f *FileSystem) Move(ctx context.Context, source, dest fs.Target, opts fs.MoveOptions) (fs.MoveOutcome, error) {
 	pol := f.policy.Default()
 	if opts.Policy != nil {
@@ -34,15 +34,40 @@ func (f *FileSystem) Move(ctx context.Context, source, dest fs.Target, opts fs.M
 	return f.backend.Move(ctx, source, dest, opts)
 }
 
-// bringsReserved refuses the move of the directory source to dest when an
-// entry beneath source would land on a reservable path of pol.
+// bringsReserved refuses a move under pol that would change what lies on
+// the way to a reservable path (sandboxpolicy.Reservable): moving away a
+// directory that holds one (`.config` while `.config/git` is reserved: a
+// command running then, its placeholder moved with it, could make the
+// name), moving onto one's directory a symlink (which leads the host
+// elsewhere: the second review's `lk -> cfgdir` moved onto `.config`), or
+// anything over an existing entry there, or a directory that holds what
+// would land on the reservable path itself.
 func (f *FileSystem) bringsReserved(source, dest fs.Target, pol sandbox.ExecutionPolicy) error {
-	src, dst := string(source.Key), string(dest.Key)
-	var st unix.Stat_t
-	if unix.Lstat(src, &st) != nil || !dirfd.IsDir(&st) {
+	src, dst := entryPath(source), entryPath(dest)
+	reserved := sandboxpolicy.Reservable(pol, f.protect, f.policy.DenyRead().Homes())
+	holding := func(p string) string {
+		for _, r := range reserved {
+			if r != p && dirfd.Beneath(p, r) {
+				return r
+			}
+		}
+		return ""
+	}
+	if r := holding(src); r != "" {
+		return denied(source, pol.Mode, fmt.Errorf("%s holds %s, a path no command or tool may create: moving it away would free that name", source.DisplayPath, r))
+	}
+	r := holding(dst)
+	if r == "" {
 		return nil
 	}
-	for _, r := range sandboxpolicy.Reservable(pol, f.protect, f.policy.DenyRead().Homes()) {
+	var st unix.Stat_t
+	if unix.Lstat(dst, &st) == nil {
+		return denied(dest, pol.Mode, fmt.Errorf("%s holds %s, a path no command or tool may create: it is not replaced", dest.DisplayPath, r))
+	}
+	if unix.Lstat(src, &st) != nil || !dirfd.IsDir(&st) {
+		return denied(dest, pol.Mode, fmt.Errorf("%s would hold %s, a path no command or tool may create: only a directory is moved there", dest.DisplayPath, r))
+	}
+	for _, r := range reserved {
 		if r == dst || !dirfd.Beneath(dst, r) {
 			continue // the destination itself is the protected-path rule's
 		}
@@ -52,4 +77,19 @@ func (f *FileSystem) bringsReserved(source, dest fs.Target, pol sandbox.Executio
 		}
 	}
 	return nil
+}
+
+// entryPath is the path of the entry target names, a final symlink not
+// followed (a move moves a symlink itself): its display path's directory,
+// resolved, joined with its name; its key when that cannot be had.
+func entryPath(target fs.Target) string {
+	dp := filepath.Clean(target.DisplayPath)
+	if !filepath.IsAbs(dp) {
+		return string(target.Key)
+	}
+	dir, err := filepath.EvalSymlinks(filepath.Dir(dp))
+	if err != nil {
+		return string(target.Key)
+	}
+	return filepath.Join(dir, filepath.Base(dp))
 }

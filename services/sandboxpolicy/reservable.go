@@ -17,8 +17,8 @@ import (
 // each host-run file but the root-only ones (a missing `.bashrc` there is
 // read by the home's shell as one at a root's top is); and each host-run
 // directory (protect.HostRunDirs: $XDG_CONFIG_HOME's git and fish) beneath
-// a workspace root; and where a home's out of the roots leads into one
-// through a symlink (homeLinksIn). Not in the temp roots, where a reserved path would sit
+// a workspace root; and where a home's host-run name or a host-run
+// directory leads into one through a symlink (homeLinksIn). Not in the temp roots, where a reserved path would sit
 // above every other user's work.
 func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
 	var out []string
@@ -57,11 +57,14 @@ func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 	return out
 }
 
-// homeLinksIn returns, for each of homes out of policy's workspace roots,
-// where each of its host-run names (but the root-only ones) leads through
-// a symlink (realpath.Named), when that lies beneath a workspace root:
+// homeLinksIn returns where the host-run names of homes (but the root-only
+// ones), and the host-run directories, lead through a symlink
+// (realpath.Named), when that lies beneath one of policy's workspace roots:
 // `~/.config -> ~/dotfiles/config` with the workspace ~/dotfiles, where a
-// command made config/git/config (the review's input).
+// command made config/git/config, or with the workspace ~ itself, where the
+// write tool wrote `.config/git/config` through the link (the reviews'
+// inputs). A name whose way cannot be resolved (a loop, a link through
+// /proc) is left out: the runner refuses its commands (reserveAbove).
 func homeLinksIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
 	var roots []string
 	for _, r := range append([]string{policy.WorkspaceRoot}, policy.OtherRoots...) {
@@ -69,22 +72,23 @@ func homeLinksIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths,
 			roots = append(roots, filepath.Clean(r))
 		}
 	}
-	var out []string
+	var named []string
 	for _, h := range homes {
-		if slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, h) }) {
+		for _, f := range protect.HostRun() {
+			if !f.Top {
+				named = append(named, filepath.Join(h, f.Name))
+			}
+		}
+	}
+	named = append(named, protect.HostRunDirs()...)
+	var out []string
+	for _, p := range named {
+		at, links, err := realpath.Named(p)
+		if err != nil || len(links) == 0 || slices.Contains(out, at) {
 			continue
 		}
-		for _, f := range protect.HostRun() {
-			if f.Top {
-				continue
-			}
-			at, links, err := realpath.Named(filepath.Join(h, f.Name))
-			if err != nil || len(links) == 0 {
-				continue
-			}
-			if slices.ContainsFunc(roots, func(r string) bool { return at != r && dirfd.Beneath(r, at) }) {
-				out = append(out, at)
-			}
+		if slices.ContainsFunc(roots, func(r string) bool { return at != r && dirfd.Beneath(r, at) }) {
+			out = append(out, at)
 		}
 	}
 	return out

@@ -589,9 +589,53 @@ func TestMoveBringsNoHostRunFile(t *testing.T) {
 	assertAbsent(t, filepath.Join(home, ".config"))
 	assert.Equal(t, "[core]\n\tpager = touch /tmp/PWNED\n", readFile(t, filepath.Join(home, "x/git/config")))
 
+	// A symlink onto .config leads the host elsewhere (the second review:
+	// lk -> cfgdir, or a link through /proc/self/cwd).
+	text = run("exec", map[string]any{"command": "mkdir cfgdir && ln -s cfgdir lk"})
+	require.Contains(t, text, "exit code 0", text)
+	text = run("move", map[string]any{"source": filepath.Join(home, "lk"), "destination": filepath.Join(home, ".config")})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(home, ".config"))
+
 	text = run("move", map[string]any{"source": filepath.Join(home, "z"), "destination": filepath.Join(home, ".config")})
 	assert.Contains(t, text, "Moved directory", text)
 	assert.Equal(t, "ok\n", readFile(t, filepath.Join(home, ".config/notes")))
+	// Nor is .config moved away, or replaced (the second review: a running
+	// command's placeholder replaced, then moved away, then a link put in
+	// its place).
+	text = run("move", map[string]any{"source": filepath.Join(home, ".config"), "destination": filepath.Join(home, "gone")})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	text = run("move", map[string]any{"source": filepath.Join(home, "cfgdir"), "destination": filepath.Join(home, ".config"), "overwrite": true})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assert.Equal(t, "ok\n", readFile(t, filepath.Join(home, ".config/notes")))
+	assertAbsent(t, filepath.Join(home, "gone"))
+}
+
+// TestLinkedConfigWithoutGit (issue 34, the second review's input): a home
+// workspace whose `.config` links into a dotfiles tree without `git/` or
+// `fish/` (a stow layout): the write tool, by either path, and a command
+// make neither there.
+func TestLinkedConfigWithoutGit(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "h/dotfiles/config/", "temp/")
+	home := filepath.Join(base, "h")
+	require.NoError(t, os.Symlink("dotfiles/config", filepath.Join(home, ".config")))
+	t.Setenv("HOME", home)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	run := serveAt(t, home, filepath.Join(base, "temp"))
+	for _, p := range []string{".config/git/config", "dotfiles/config/git/config", ".config/fish/config.fish", "dotfiles/config/fish/config.fish"} {
+		text := run("write", map[string]any{"file_path": filepath.Join(home, p), "content": "[core]\n\tpager = touch /tmp/PWNED\n"})
+		assert.Contains(t, text, sandbox.DenialMarker(ww), p+": "+text)
+		text = run("exec", map[string]any{"command": "mkdir -p " + quote(filepath.Dir(p)) + " && echo x > " + quote(p)})
+		assert.NotContains(t, text, "exit code 0", p+": "+text)
+	}
+	entries, err := os.ReadDir(filepath.Join(home, "dotfiles/config"))
+	require.NoError(t, err)
+	assert.Empty(t, entries)
 }
 
 // TestHomeLinksIntoTheWorkspace (issue 34, the attack review's input): the
