@@ -27,6 +27,17 @@ func (f *FileSystem) Move(ctx context.Context, source, dest fs.Target, opts fs.M
 		pol = *opts.Policy
 	}
 	if pol.Mode == sandbox.WorkspaceWrite {
+		// The deny-read refusal first, with its own code, as the core
+		// gives it (moving ~/.config while ~/.config/gh exists).
+		if !f.reads.deny.Empty() {
+			for _, t := range []fs.Target{source, dest} {
+				if abs := entryPath(t); abs != "" {
+					if rule, ok := f.reads.changedDenied(abs); ok {
+						return fs.MoveOutcome{}, f.reads.refusal(t, "write", abs, rule)
+					}
+				}
+			}
+		}
 		if err := f.bringsReserved(source, dest, pol); err != nil {
 			return fs.MoveOutcome{}, err
 		}
