@@ -54,7 +54,7 @@ func Named(p string) (string, []string, error) {
 		if len(links) == MaxLinks {
 			return "", links, fmt.Errorf("more than %d symlinks on the way to %s (a loop?)", MaxLinks, p)
 		}
-		target, ok := readLink(next)
+		target, ok := ReadLink(next)
 		if !ok {
 			return "", links, fmt.Errorf("cannot read the symlink %s", next)
 		}
@@ -67,8 +67,9 @@ func Named(p string) (string, []string, error) {
 	return cur, links, nil
 }
 
-// readLink returns what the symlink p names.
-func readLink(p string) (string, bool) {
+// ReadLink returns what the symlink p names, and whether p is one that
+// could be read.
+func ReadLink(p string) (string, bool) {
 	buf := make([]byte, unix.PathMax)
 	n, err := unix.Readlink(p, buf)
 	return string(buf[:max(n, 0)]), err == nil

@@ -284,7 +284,8 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// makes during the search is then known for what it is.
 		var pins []sandboxpolicy.ProtectedEntry
 		var met []string // the symlinks on the way to reserved names
-		held, pins, met, err = reservedIn(policy, protect, homes, home, held)
+		reservable := sandboxpolicy.Reservable(policy, protect, homes)
+		held, pins, met, err = reservedIn(policy, protect, reservable, homes, home, held)
 		pins = append(pins, hostRunRoots(policy, protect)...)
 		if err != nil {
 			return startView{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
@@ -314,7 +315,7 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// What was found may vanish before the start with what holds it
 		// (a scratch repository removed): the stage accepts that, never
 		// the absence of a path a command may not create.
-		holder := holders(found, sandboxpolicy.Reservable(policy, protect, homes))
+		holder := holders(found, reservable)
 		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
@@ -447,7 +448,7 @@ func rlimits(cfg Config) subproc.RLimits {
 	return l
 }
 
-// reservedIn reserves each path of sandboxpolicy.Reservable that is missing
+// reservedIn reserves each path of reservable (sandboxpolicy.Reservable) that is missing
 // (subproc.Reserve), appending to held, which the caller releases; one
 // beneath a missing directory (`.config/git` in a home without
 // `~/.config`) by the highest missing one instead, and returns in pins the
@@ -465,7 +466,7 @@ func rlimits(cfg Config) subproc.RLimits {
 // make a login shell skip the user's real one (.bash_profile,
 // .bash_login, .tcshrc) holds what reads that one instead
 // (homePlaceholders).
-func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string, home string, held []*subproc.Reservation) (_ []*subproc.Reservation, pins []sandboxpolicy.ProtectedEntry, links []string, _ error) {
+func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, reservable, homes []string, home string, held []*subproc.Reservation) (_ []*subproc.Reservation, pins []sandboxpolicy.ProtectedEntry, links []string, _ error) {
 	hostRun := protect.HostRun()
 	files := map[string]string{} // a file placeholder's path: its content
 	if c, err := filepath.EvalSymlinks(home); err == nil {
@@ -486,7 +487,7 @@ func reservedIn(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		}
 	}
 	done := map[string]bool{} // the missing directories reserved for a path beneath them, and the entries pinned
-	for _, p := range sandboxpolicy.Reservable(policy, protect, homes) {
+	for _, p := range reservable {
 		a, err := reserveAbove(policy, p, done, &links)
 		h := a.held
 		switch content, file := files[p]; {

@@ -44,7 +44,7 @@ func linksOf(found []sandboxpolicy.ProtectedEntry, met, roots []string) []protec
 			unix.Lstat(p, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFLNK {
 			return
 		}
-		if target, ok := readLink(p); ok {
+		if target, ok := realpath.ReadLink(p); ok {
 			out = append(out, protectedLink{path: p, target: target, dev: dirfd.Dev(&st), ino: st.Ino})
 		}
 	}
@@ -93,15 +93,8 @@ func restoreLinks(links []protectedLink) (out []exec.DisarmedState) {
 
 // linksTo reports whether the symlink p names target.
 func linksTo(p, target string) bool {
-	t, ok := readLink(p)
+	t, ok := realpath.ReadLink(p)
 	return ok && t == target
-}
-
-// readLink returns what the symlink p names.
-func readLink(p string) (string, bool) {
-	buf := make([]byte, unix.PathMax)
-	n, err := unix.Readlink(p, buf)
-	return string(buf[:max(n, 0)]), err == nil
 }
 
 // relink moves what is at l.path aside (l.path.harness-replaced-N, never
