@@ -40,6 +40,11 @@ type HostRun struct {
 	// Top says it counts only at the top of a writable root, not at any
 	// depth.
 	Top bool
+	// Home says only a home directory's copy is read (a shell's start-up
+	// file, git's user config): protected wherever it exists, like every
+	// host-run file, but reserved where missing only in a home
+	// (sandboxpolicy.Reservable), not at the top of every workspace root.
+	Home bool
 }
 
 // HostRunFiles returns the host-run files protected by default under
@@ -70,7 +75,8 @@ type HostRun struct {
 //   - git's and the shells' start-up files, read when the workspace is a
 //     home directory (.gitconfig, .config/git/, .bashrc, .bash_profile,
 //     .bash_login, .bash_logout, .profile, .zshrc, .zshenv, .zprofile,
-//     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/);
+//     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/;
+//     Home: a missing one is reserved only in a home);
 //   - a writable root's top-level HEAD (Top): with objects/ and refs/
 //     beside it, it makes the root itself a git directory, whose config git
 //     on the host would read once the root's .git is unusable.
@@ -118,23 +124,23 @@ var hostRunTable = []HostRun{
 	// Shells and git.
 	{Name: ".envrc"},
 	{Name: ".gitmodules"},
-	{Name: ".gitconfig"},
-	{Name: ".config/git", Dir: true},
-	{Name: ".bashrc"},
-	{Name: ".bash_profile"},
-	{Name: ".bash_login"},
-	{Name: ".bash_logout"},
-	{Name: ".profile"},
-	{Name: ".zshrc"},
-	{Name: ".zshenv"},
-	{Name: ".zprofile"},
-	{Name: ".zlogin"},
-	{Name: ".zlogout"},
-	{Name: ".cshrc"},
-	{Name: ".tcshrc"},
-	{Name: ".login"},
-	{Name: ".logout"},
-	{Name: ".config/fish", Dir: true},
+	{Name: ".gitconfig", Home: true},
+	{Name: ".config/git", Dir: true, Home: true},
+	{Name: ".bashrc", Home: true},
+	{Name: ".bash_profile", Home: true},
+	{Name: ".bash_login", Home: true},
+	{Name: ".bash_logout", Home: true},
+	{Name: ".profile", Home: true},
+	{Name: ".zshrc", Home: true},
+	{Name: ".zshenv", Home: true},
+	{Name: ".zprofile", Home: true},
+	{Name: ".zlogin", Home: true},
+	{Name: ".zlogout", Home: true},
+	{Name: ".cshrc", Home: true},
+	{Name: ".tcshrc", Home: true},
+	{Name: ".login", Home: true},
+	{Name: ".logout", Home: true},
+	{Name: ".config/fish", Dir: true, Home: true},
 	{Name: "HEAD", Top: true},
 }
 

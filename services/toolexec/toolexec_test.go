@@ -288,7 +288,7 @@ func TestReservedHostRunWriteIsMarked(t *testing.T) {
 	}{
 		{name: "a shell redirect to .mcp.json", command: "echo x > .mcp.json", target: ".mcp.json", refusal: "Is a directory"},
 		{name: "a shell redirect to .gitmodules", command: "echo x > .gitmodules", target: ".gitmodules", refusal: "Is a directory"},
-		{name: "a shell redirect to .bashrc", command: "echo x > .bashrc", target: ".bashrc", refusal: "Is a directory"},
+		{name: "a shell redirect to .envrc", command: "echo x > .envrc", target: ".envrc", refusal: "Is a directory"},
 		{name: "a shell redirect to .zed", command: "echo x > .zed", target: ".zed", refusal: "Is a directory"},
 		{name: "mkdir .zed", command: "mkdir .zed", target: ".zed", refusal: "File exists"},
 		{name: "from a subdirectory", command: "echo x > ../.mcp.json", workdir: "sub", target: ".mcp.json", refusal: "Is a directory"},

@@ -5,6 +5,7 @@ import (
 	osexec "os/exec"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"testing"
 
 	"github.com/stretchr/testify/assert"
@@ -22,10 +23,21 @@ import (
 // returns its tools, the session and the workspace.
 func hostRunServer(t *testing.T, unprotect []string) (map[string]func(map[string]any) string, string) {
 	t.Helper()
+	return hostRunServerAt(t, unprotect, false)
+}
+
+// hostRunServerAt is hostRunServer; with home, the workspace is the
+// server's $HOME (a home's own start-up files are host-run there).
+func hostRunServerAt(t *testing.T, unprotect []string, home bool) (map[string]func(map[string]any) string, string) {
+	t.Helper()
 	base, err := filepath.EvalSymlinks(t.TempDir())
 	require.NoError(t, err)
 	fixture.Build(t, base, "ws/.config/", "temp/")
 	ws := filepath.Join(base, "ws")
+	if home {
+		t.Setenv("HOME", ws)
+		t.Setenv("XDG_CONFIG_HOME", "")
+	}
 	tools, app := toolsByName(t, config.Config{
 		FS: "sandbox", Exec: "sandbox", Mode: string(ww), Workspace: ws, VCS: "commit",
 		TempRoots: []string{filepath.Join(base, "temp")}, Unprotect: unprotect,
@@ -56,7 +68,8 @@ func serveAt(t *testing.T, ws, temp string) func(tool string, args map[string]an
 
 // TestHostRunFilesProtected (issues 23 and 35): every default host-run file
 // (the other clients' .zed/, opencode.json, .roo/, .aider.conf.yml, ...
-// among them), missing at the top of the workspace, is refused to both families under
+// among them) but a home's own (sandbox.HostRun.Home; this workspace is no
+// home), missing at the top of the workspace, is refused to both families under
 // workspace-write: the write tool answers with the sandbox's denial marker
 // and the protected rule, the command cannot create it as a file or a
 // directory (writing beneath it gives the marker), and nothing is on disk
@@ -67,6 +80,9 @@ func TestHostRunFilesProtected(t *testing.T) {
 	}
 	call, ws := hostRunServer(t, nil)
 	for _, h := range sandbox.HostRunFiles() {
+		if h.Home {
+			continue // this workspace is no home: TestHomeNamesOutOfAHome
+		}
 		t.Run(h.Name, func(t *testing.T) {
 			target := filepath.Join(ws, h.Name)
 			file := target
@@ -101,9 +117,42 @@ func TestHostRunFilesProtected(t *testing.T) {
 	})
 }
 
+// TestHomeNamesOutOfAHome (issue 34: what a command sees of the view): at
+// the top of a workspace that is no home, a home's own start-up files
+// (.bashrc, .profile, .gitconfig, .config/git, ...: sandbox.HostRun.Home),
+// which only a home's shells and git read, are not reserved: a command's
+// `ls -A` lists none of them, a command may make them, and once made they
+// are protected as every host-run file that exists is (read-only to the next
+// command). The write tool refuses them by name wherever they are.
+func TestHomeNamesOutOfAHome(t *testing.T) {
+	if subproc.Probe().LandlockABI < 1 {
+		t.Skip("Landlock is not available on this kernel: confined commands are refused")
+	}
+	call, ws := hostRunServer(t, nil)
+	text := call["exec"](map[string]any{"command": "ls -A; echo --; ls -A .config"})
+	require.Contains(t, text, "exit code 0", text)
+	listed := strings.Fields(text[strings.Index(text, "<stdout>")+len("<stdout>") : strings.Index(text, "</stdout>")])
+	assert.Contains(t, listed, ".mcp.json", "the other host-run names are still reserved")
+	for _, h := range sandbox.HostRunFiles() {
+		if h.Home {
+			assert.NotContains(t, listed, filepath.Base(h.Name), "reserved out of a home")
+		}
+	}
+	text = call["exec"](map[string]any{"command": "echo x > .bashrc && echo '[user]' > .gitconfig && mkdir -p .config/git && echo '[user]' > .config/git/config"})
+	require.Contains(t, text, "exit code 0", text)
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".bashrc")))
+	assert.Equal(t, "[user]\n", readFile(t, filepath.Join(ws, ".config/git/config")))
+	text = call["exec"](map[string]any{"command": "echo y > .bashrc"})
+	assert.NotContains(t, text, "exit code 0", text)
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".bashrc")))
+	text = call["write"](map[string]any{"file_path": filepath.Join(ws, ".zshrc"), "content": "x\n"})
+	assert.Contains(t, text, sandbox.DenialMarker(ww), text)
+	assertAbsent(t, filepath.Join(ws, ".zshrc"))
+}
+
 // TestHostRunBeneathAMissingParent (issue 34, the attack review's input): in
-// a workspace without .config/ (a home without ~/.config, whose git and fish
-// read .config/git/config and .config/fish/config.fish), a command can make
+// a home workspace without .config/ (whose git and fish read
+// .config/git/config and .config/fish/config.fish), a command can make
 // neither .config/git nor .config/fish by any route (mkdir -p, a prepared
 // tree renamed or linked into place): the missing .config is reserved while
 // it runs, and writing beneath it gives the marker; nothing of it is on disk
@@ -112,8 +161,17 @@ func TestHostRunBeneathAMissingParent(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
 	}
-	call, ws := hostRunServer(t, nil)
-	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
+	base, err := filepath.EvalSymlinks(t.TempDir())
+	require.NoError(t, err)
+	fixture.Build(t, base, "ws/", "temp/")
+	ws := filepath.Join(base, "ws")
+	t.Setenv("HOME", ws)
+	t.Setenv("XDG_CONFIG_HOME", "")
+	run := serveAt(t, ws, filepath.Join(base, "temp"))
+	call := map[string]func(map[string]any) string{}
+	for _, name := range []string{"write", "exec"} {
+		call[name] = func(args map[string]any) string { return run(name, args) }
+	}
 	cfg := filepath.Join(ws, ".config")
 	for _, name := range []string{"git/config", "fish/config.fish"} {
 		text := call["exec"](map[string]any{"command": "mkdir -p " + quote(filepath.Dir(filepath.Join(cfg, name))) + " && echo pager=x > " + quote(filepath.Join(cfg, name))})
@@ -193,8 +251,8 @@ func TestHostRunInAHomeOrConfigHomeBeneathTheWorkspace(t *testing.T) {
 	assert.Equal(t, "ok\n", readFile(t, filepath.Join(ws, "cfg/nvim/init.lua")))
 }
 
-// TestLinkedHostRunFilesProtected (issue 34, the attack review's input): a
-// host-run file that is a symlink into the tree (a dotfiles layout:
+// TestLinkedHostRunFilesProtected (issue 34, the attack review's input): in a
+// home workspace, a host-run file that is a symlink into the tree (a dotfiles layout:
 // .bashrc linked to dotfiles/bashrc, .config/git to dots/git) keeps what it
 // links to read-only: neither a command nor the write tool changes it
 // through the link or at its own path, and the bytes stay; the rest of the
@@ -203,7 +261,7 @@ func TestLinkedHostRunFilesProtected(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
 	}
-	call, ws := hostRunServer(t, nil)
+	call, ws := hostRunServerAt(t, nil, true)
 	fixture.Build(t, ws, "dotfiles/bashrc: mine\n", "dots/git/config: [core]\n", "dotfiles/notes: n\n")
 	require.NoError(t, os.Symlink("dotfiles/bashrc", filepath.Join(ws, ".bashrc")))
 	require.NoError(t, os.Symlink("../dots/git", filepath.Join(ws, ".config/git")))
