@@ -112,8 +112,9 @@ func TestServeSessionTemp(t *testing.T) {
 }
 
 // startKilled starts `harness serve` on ws with temp root tmp, has one
-// command report its temp area, kills the server with SIGKILL and returns
-// the temp area it left (the first one not among except).
+// command mark its temp area (running) and sleep, kills the server with
+// SIGKILL while that command runs and returns the temp area it left (the
+// first one not among except).
 func startKilled(t *testing.T, ws, tmp string, except ...string) string {
 	t.Helper()
 	bin, err := buildOnce()
@@ -121,7 +122,7 @@ func startKilled(t *testing.T, ws, tmp string, except ...string) string {
 	cmd := exec.Command(bin, "serve", "--workspace", ws, "--mode", "workspace-write", "--temp-root", tmp, "--log-level", "warn")
 	cmd.Stdin = strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"k","version":"v0"}}}
 {"jsonrpc":"2.0","method":"notifications/initialized"}
-{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"command":"printf 'TMP=%s=' \"$TMPDIR\"; sleep 60"}}}
+{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"exec","arguments":{"command":"touch \"$TMPDIR/running\"; sleep 60"}}}
 `)
 	var out strings.Builder
 	cmd.Stdout = &out
@@ -130,7 +131,10 @@ func startKilled(t *testing.T, ws, tmp string, except ...string) string {
 	require.Eventually(t, func() bool {
 		entries, _ := os.ReadDir(tmp)
 		for _, e := range entries {
-			if p := filepath.Join(tmp, e.Name()); strings.HasPrefix(e.Name(), "harness-session-") && !slices.Contains(except, p) {
+			// Killed while its command runs (the command made its
+			// marker), not while the command's sandbox is being made.
+			p := filepath.Join(tmp, e.Name())
+			if _, err := os.Lstat(filepath.Join(p, "running")); err == nil && strings.HasPrefix(e.Name(), "harness-session-") && !slices.Contains(except, p) {
 				dir = p
 				return true
 			}

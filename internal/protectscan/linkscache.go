@@ -2,6 +2,7 @@ package protectscan
 
 import (
 	"os"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -72,3 +73,41 @@ func (c *linkCache) list(d string) (*linkListing, bool) {
 	c.mu.Unlock()
 	return l, true
 }
+
+// beneath calls fn with the path of each symlink in top and beneath it,
+// shallowest first, reading at most budget entries in all: a directory
+// holding more than is left of them is passed over and its siblings read
+// (the review's `.claude/plugins/market/` of 5,000 files hid
+// `.claude/skills/foo/run.sh`'s link). Each directory's listing comes from
+// c while it has not changed.
+func (c *linkCache) beneath(top string, budget int, fn func(link string)) {
+	for dirs := []string{top}; len(dirs) > 0 && budget > 0; {
+		d := dirs[0]
+		dirs = dirs[1:]
+		l, ok := c.list(d)
+		if !ok || l.entries > budget {
+			continue // gone, unreadable, or more than is left of the bound
+		}
+		budget -= l.entries
+		for _, n := range l.links {
+			fn(filepath.Join(d, n))
+		}
+		for _, n := range l.dirs {
+			dirs = append(dirs, filepath.Join(d, n))
+		}
+	}
+}
+
+// Links finds the symlinks beneath directories (Beneath), keeping each
+// directory's listing by its identity while its mtime and ctime stay as
+// read, so a directory is read again only once it changed: the deny-read
+// set's links out of a credential store (a key kept in a dotfiles tree and
+// linked into ~/.ssh), which the runner masks and the file tools refuse.
+// The zero value is ready; it is safe for concurrent use.
+type Links struct{ c linkCache }
+
+// Beneath calls fn with the path of each symlink in top and beneath it,
+// shallowest first, reading at most `most` entries in all (a directory holding
+// more than is left of them passed over, its siblings read). top itself is
+// not followed when it is a symlink.
+func (l *Links) Beneath(top string, most int, fn func(link string)) { l.c.beneath(top, most, fn) }

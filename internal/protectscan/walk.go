@@ -213,25 +213,7 @@ func (w *walk) linksInside() {
 // `.claude/skills/foo/run.sh`'s link), each directory's listing from the
 // Scanner's linkCache when it has not changed.
 func (w *walk) linksIn(top string) {
-	budget := linksInsideMax
-	for dirs := []string{top}; len(dirs) > 0 && budget > 0; {
-		d := dirs[0]
-		dirs = dirs[1:]
-		l, ok := w.s.links.list(d)
-		if !ok {
-			continue
-		}
-		if l.entries > budget {
-			continue // more than is left of the bound: not looked at, the others are
-		}
-		budget -= l.entries
-		for _, n := range l.links {
-			w.linked(filepath.Join(d, n))
-		}
-		for _, n := range l.dirs {
-			dirs = append(dirs, filepath.Join(d, n))
-		}
-	}
+	w.s.links.beneath(top, linksInsideMax, w.linked)
 }
 
 // linkedEntries adds, for each protected entry found that is a symlink (a

@@ -61,6 +61,7 @@ const maxAnchoredMatches = 10_000
 type masker struct {
 	policy  *sandboxpolicy.Service
 	scanner *protectscan.Scanner
+	links   protectscan.Links // linkedOut's listings
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
@@ -105,7 +106,7 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
-	linkedOut(found, policy.Roots())
+	linkedOut(&m.links, found, policy.Roots())
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -341,8 +342,9 @@ const maxLinkedOutEntries = 4096
 // the others read in full (the review of issue 34 found a bound over all
 // of them, in the protected directories' alike search). A link is resolved
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
-// at every hop.
-func linkedOut(found map[string]bool, roots []string) {
+// at every hop. Each directory's listing is kept in links while it is
+// unchanged (protectscan.Links).
+func linkedOut(links *protectscan.Links, found map[string]bool, roots []string) {
 	var dirs []string
 	for p, dir := range found {
 		if dir {
@@ -351,29 +353,13 @@ func linkedOut(found map[string]bool, roots []string) {
 	}
 	slices.Sort(dirs)
 	for _, dir := range dirs {
-		budget := maxLinkedOutEntries
-		for queue := []string{dir}; len(queue) > 0 && budget > 0; {
-			d := queue[0]
-			queue = queue[1:]
-			ents, err := os.ReadDir(d)
-			if err != nil || len(ents) > budget {
-				continue // more than is left of the bound: passed over, its siblings read
+		links.Beneath(dir, maxLinkedOutEntries, func(p string) {
+			var st unix.Stat_t
+			target, ok := protectscan.ResolveLink(p, &st)
+			if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
+				return
 			}
-			budget -= len(ents)
-			for _, e := range ents {
-				p := filepath.Join(d, e.Name())
-				switch e.Type() & fs.ModeType {
-				case fs.ModeDir:
-					queue = append(queue, p)
-				case fs.ModeSymlink:
-					var st unix.Stat_t
-					target, ok := protectscan.ResolveLink(p, &st)
-					if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
-						continue
-					}
-					found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
-				}
-			}
-		}
+			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
+		})
 	}
 }

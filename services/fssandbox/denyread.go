@@ -17,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/dirfd"
+	"github.com/dsh-go/harness/internal/protectscan"
 	"github.com/dsh-go/harness/internal/search"
 	hfs "github.com/dsh-go/harness/services/fs"
 	"github.com/dsh-go/harness/services/sandbox"
@@ -64,6 +65,10 @@ type identities struct {
 	// anchored `**` pattern that exists (a move of it would carry every
 	// match along).
 	paths map[string]string
+	// linkedDirs are the directories symlinks in a denied directory lead
+	// to (linksOut), with why: what lies beneath one may not be changed
+	// either.
+	linkedDirs map[string]string
 	// stores are the denied directories, listed by linked.
 	stores []deniedDir
 	taken  time.Time
@@ -88,20 +93,24 @@ type deniedDir struct {
 // by the path alone; none is ever expanded over a tree. The hard-link
 // check (a regular file with more than one link) compares the file with
 // the anchored denied files and the files beneath the anchored denied
-// directories. It does not see files that merely hold a copy of a secret,
+// directories; what a symlink in an anchored denied directory leads to (a
+// key linked into ~/.ssh from a dotfiles tree) is denied by identity
+// (linksOut). It does not see files that merely hold a copy of a secret,
 // a hard link to a file beyond maxLinkedFiles of its denied directory,
 // nor a hard link to, or a bind mount of, what only a pattern at any depth
 // or an anchored `**` pattern matches.
 type readFence struct {
-	deny sandbox.DenyRead
-	mode sandbox.Mode // the deployment default, named by a refusal
+	deny  sandbox.DenyRead
+	mode  sandbox.Mode // the deployment default, named by a refusal
+	roots []string     // the default policy's writable roots (linksOut)
+	links protectscan.Links
 
 	mu   sync.Mutex // taken to replace snap
 	snap atomic.Pointer[identities]
 }
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
-	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode}
+	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots()}
 }
 
 // decide is the fence's Read (see fsbackend.Fence): the deny-read decision
@@ -222,7 +231,7 @@ func (r *readFence) identities() *identities {
 	if ids := r.snap.Load(); ids != nil && time.Since(ids.taken) < identityTTL {
 		return ids
 	}
-	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, paths: map[string]string{}, taken: time.Now()}
+	ids := &identities{dirs: map[devIno]string{}, files: map[devIno]string{}, paths: map[string]string{}, linkedDirs: map[string]string{}, taken: time.Now()}
 	for _, a := range r.deny.AnchoredRules() {
 		if treePattern(a.Pattern) {
 			// Decided by its path alone: its expansion is a walk of the
@@ -272,6 +281,45 @@ func (r *readFence) record(ids *identities, m string) {
 	}
 	ids.dirs[identity(&st)] = same
 	ids.stores = append(ids.stores, deniedDir{path: m, rule: rule, dev: uint64(st.Dev)}) //nolint:unconvert // Dev is uint64 on amd64 only
+	r.linksOut(ids, m, rule)
+}
+
+// maxLinkedOutEntries bounds the entries linksOut reads beneath each denied
+// directory (credential stores are small), the runner's bound.
+const maxLinkedOutEntries = 4096
+
+// linksOut records, for each symlink in the denied directory dir or beneath
+// it (at most maxLinkedOutEntries entries read, shallowest first; a
+// directory holding more than is left passed over, its siblings read),
+// what it leads to: a key kept in a dotfiles tree and linked into ~/.ssh
+// is, read through the link, the denied file, so its target is denied by
+// identity wherever it lies, and its path may not be changed, as the
+// runner masks it for commands (the attack review of issue 34 read one
+// through the file tools). Not a target that is `/`, lies in dir, or holds
+// a writable root of the default policy (denying it would deny the
+// workspace), nor a link that leads nowhere. Each directory's listing is
+// kept while it is unchanged (protectscan.Links): a snapshot taken again
+// stats the directories, it does not list them again.
+func (r *readFence) linksOut(ids *identities, dir, rule string) {
+	at, err := filepath.EvalSymlinks(dir)
+	if err != nil {
+		return
+	}
+	r.links.Beneath(at, maxLinkedOutEntries, func(link string) {
+		var st unix.Stat_t
+		target, ok := protectscan.ResolveLink(link, &st)
+		if !ok || target == "/" || dirfd.Beneath(at, target) || slices.ContainsFunc(r.roots, func(root string) bool { return dirfd.Beneath(target, root) }) {
+			return
+		}
+		why := rule + ", " + target + " is what " + link + " links to"
+		ids.paths[target] = why
+		if dirfd.IsDir(&st) {
+			ids.dirs[identity(&st)] = why
+			ids.linkedDirs[target] = why
+		} else {
+			ids.files[identity(&st)] = why
+		}
+	})
 }
 
 // treePattern reports whether the anchored pattern p has a `**` component,
@@ -439,13 +487,20 @@ func (r *readFence) entryDenied(target hfs.Target, parent *dirfd.Parent, name st
 // whichever it is or becomes), or a path of the snapshot (identities.paths:
 // the anchored patterns without `**` expanded, the bases of those with
 // `**`) is abs itself or lies beneath it, so renaming or removing abs would
-// take the denied path along.
+// take the denied path along; or abs lies beneath a directory a symlink in
+// a denied directory leads to (identities.linkedDirs).
 func (r *readFence) changedDenied(abs string) (string, bool) {
 	if rule, ok := r.deniedEither(abs); ok {
 		return rule, true
 	}
-	for p, why := range r.identities().paths {
+	ids := r.identities()
+	for p, why := range ids.paths {
 		if dirfd.Beneath(abs, p) {
+			return why, true
+		}
+	}
+	for d, why := range ids.linkedDirs {
+		if dirfd.Beneath(d, abs) {
 			return why, true
 		}
 	}

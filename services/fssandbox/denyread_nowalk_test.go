@@ -81,9 +81,12 @@ func (w *dirWatch) opened() []string {
 // pattern with `**` reaches (`--deny-read <base>/tree/**/*.pem`, 1,000
 // files): the kernel sees none of their directories opened (inotify).
 // The operations run twice, the second time after the fence's identity
-// snapshot expired. Only a read of a file with more than one link on their
-// filesystem lists the denied directories (the hard-link check), and still
-// never the `**` pattern's tree.
+// snapshot expired. The first snapshot lists the denied directory once, for
+// the symlinks it holds (a key linked out of it is denied by identity), and
+// a later one only stats its directories while they are unchanged. Only a
+// read of a file with more than one link on their filesystem lists the
+// denied directories again (the hard-link check), and still never the `**`
+// pattern's tree.
 func TestDenyReadNeverWalksATree(t *testing.T) {
 	ctx := context.Background()
 	base, err := os.MkdirTemp("/var/tmp", "fence-nowalk-")
@@ -101,17 +104,30 @@ func TestDenyReadNeverWalksATree(t *testing.T) {
 	require.NoError(t, os.WriteFile(filepath.Join(tree, "d3", "x.pem"), []byte(keyMarker+"\n"), 0o600))
 	require.NoError(t, os.WriteFile(filepath.Join(vault, "d7", "f3.txt"), []byte(keyMarker+"\n"), 0o600))
 
+	// The vault's directories as a credential store's are: unchanged for
+	// a while (a listing made within 2 s of a change is not kept).
+	hourAgo := time.Now().Add(-time.Hour)
+	require.NoError(t, filepath.WalkDir(vault, func(p string, d os.DirEntry, err error) error {
+		if err != nil || !d.IsDir() {
+			return err
+		}
+		return os.Chtimes(p, hourAgo, hourAgo)
+	}))
+
 	f := newSandbox(t, sandboxpolicy.Config{
 		Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws, TempRoots: []string{}, Homes: []string{home},
 		DenyRead: []string{vault, tree + "/**/*.pem"},
 	}, ws)
-	watch := watchDirs(t, vault, tree)
-
 	resolve := func(p string) fs.Target {
 		tg, err := f.Resolve(ctx, p, fs.ResolveOptions{})
 		require.NoError(t, err)
 		return tg
 	}
+	// The first snapshot lists the vault once, for the links it holds
+	// (linksOut); never again while it is unchanged.
+	_, err = f.ReadText(ctx, resolve("sub/a.txt"))
+	require.NoError(t, err)
+	watch := watchDirs(t, vault, tree)
 	ops := []struct {
 		name string
 		run  func() error

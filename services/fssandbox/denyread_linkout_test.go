@@ -1,0 +1,81 @@
+//go:build linux
+
+package fssandbox_test
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+
+	"github.com/dsh-go/harness/services/fs"
+	"github.com/dsh-go/harness/services/sandbox"
+)
+
+// TestDenyReadLinkOutOfADeniedDirectory (issue 34, the attack review's
+// finding 7): a key kept in a dotfiles tree and linked into ~/.ssh (a file
+// link, and a directory link `~/.ssh/keys -> ~/dotfiles/keys`), in the
+// workspace or out of it, is the denied file read through the link: the
+// file tools refuse to read it by its own path (read, and grep over the
+// workspace, which finds nothing in it), and to replace or remove it, and
+// its bytes stay; a link beneath a directory of 5,000 files that sorts
+// first in ~/.ssh is still found (the bound is each directory's own, a
+// large directory passed over); a plain file of the dotfiles tree stays
+// readable.
+func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
+	ctx := context.Background()
+	w := newDenyWorld(t)
+	ssh := filepath.Dir(w.key)
+	inWS := filepath.Join(w.ws, "dotfiles", "ssh", "id_work")
+	outWS := filepath.Join(w.home, "dotfiles", "id_home")
+	keysDir := filepath.Join(w.ws, "dotfiles", "keys")
+	deep := filepath.Join(w.ws, "dotfiles", "deep_key")
+	for _, p := range []string{inWS, outWS, filepath.Join(keysDir, "id_dir"), deep} {
+		require.NoError(t, os.MkdirAll(filepath.Dir(p), 0o755))
+		require.NoError(t, os.WriteFile(p, []byte(keyMarker+"\n"), 0o600))
+	}
+	plain := filepath.Join(w.ws, "dotfiles", "README")
+	require.NoError(t, os.WriteFile(plain, []byte("plain\n"), 0o644))
+	require.NoError(t, os.Symlink(inWS, filepath.Join(ssh, "id_work")))
+	require.NoError(t, os.Symlink("../dotfiles/id_home", filepath.Join(ssh, "id_home")))
+	require.NoError(t, os.Symlink(keysDir, filepath.Join(ssh, "keys")))
+	// A large directory sorting first, and a link in a directory after it.
+	big := filepath.Join(ssh, "a_cache")
+	require.NoError(t, os.Mkdir(big, 0o700))
+	for i := range 5000 {
+		require.NoError(t, os.WriteFile(filepath.Join(big, fmt.Sprintf("f%04d", i)), nil, 0o600))
+	}
+	require.NoError(t, os.Mkdir(filepath.Join(ssh, "z"), 0o700))
+	require.NoError(t, os.Symlink(deep, filepath.Join(ssh, "z", "deep_key")))
+
+	f := w.fence(t, sandbox.WorkspaceWrite)
+	resolve := func(p string) fs.Target {
+		tg, err := f.Resolve(ctx, p, fs.ResolveOptions{})
+		require.NoError(t, err)
+		return tg
+	}
+	for _, p := range []string{inWS, outWS, filepath.Join(keysDir, "id_dir"), deep} {
+		text, err := f.ReadText(ctx, resolve(p))
+		assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%s: %v", p, err)
+		assert.NotContains(t, text, keyMarker, p)
+	}
+	res, err := f.Grep(ctx, resolve("."), fs.GrepOptions{Pattern: keyMarker})
+	require.NoError(t, err)
+	assert.Empty(t, res.Files, "grep read a linked key")
+	_, err = f.WriteText(ctx, resolve(inWS), "x\n", fs.WriteOptions{})
+	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%v", err)
+	_, err = f.Remove(ctx, resolve(filepath.Join(keysDir, "id_dir")), fs.RemoveOptions{})
+	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%v", err)
+	for _, p := range []string{inWS, outWS, filepath.Join(keysDir, "id_dir"), deep} {
+		b, err := os.ReadFile(p)
+		require.NoError(t, err)
+		assert.Equal(t, keyMarker+"\n", string(b), p)
+	}
+	text, err := f.ReadText(ctx, resolve(plain))
+	require.NoError(t, err)
+	assert.Equal(t, "plain\n", text)
+}
