@@ -5,8 +5,10 @@ package execsandbox
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"testing"
 
+	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
 
 	"github.com/dsh-go/harness/internal/dirfd"
@@ -73,4 +75,45 @@ func TestRootSecretsLeaveTempAreasAlone(t *testing.T) {
 	for _, p := range paths {
 		require.False(t, p == area || dirfd.Beneath(area, p), "nothing in the temp area is judged: %s", p)
 	}
+}
+
+// TestRootSecretsPastTheBound (a root server in a container whose /opt
+// holds 300,000 files refused every command): past the bound of entries
+// read beneath one system directory, each directory not yet read there is
+// masked whole, unread, and the walk ends without error; the next system
+// directory has a bound of its own. A directory that holds the workspace
+// cannot be masked: the command is refused then.
+func TestRootSecretsPastTheBound(t *testing.T) {
+	base := t.TempDir()
+	for _, d := range []string{"sys/big/a", "sys/big/b", "sys/big/c", "sys/small", "other/x"} {
+		require.NoError(t, os.MkdirAll(filepath.Join(base, d), 0o755))
+	}
+	for _, d := range []string{"sys/big/a", "sys/big/b", "other/x"} {
+		for i := range 30 {
+			require.NoError(t, os.WriteFile(filepath.Join(base, d, "f"+strconv.Itoa(i)), nil, 0o644))
+		}
+	}
+	sys, other := filepath.Join(base, "sys"), filepath.Join(base, "other")
+	oldDirs, oldMax := systemDirs, maxSecretEntries
+	t.Cleanup(func() { systemDirs, maxSecretEntries = oldDirs, oldMax })
+	systemDirs, maxSecretEntries = []string{sys, other}, 50
+	ws := filepath.Join(base, "ws")
+	require.NoError(t, os.Mkdir(ws, 0o755))
+	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}
+	masks, _, err := rootSecrets(t.Context(), policy, "/root", []uint32{0}, nil)
+	require.NoError(t, err)
+	// sys (2 entries), big (3), a (30), b (30: past 50) masked whole, then
+	// c and small unread; other's own bound: x read.
+	assert.Equal(t, []subproc.Masked{
+		{Path: filepath.Join(sys, "big/b"), Dir: true},
+		{Path: filepath.Join(sys, "big/c"), Dir: true},
+		{Path: filepath.Join(sys, "small"), Dir: true},
+	}, masks)
+
+	// A workspace in small: small cannot be masked, nor read.
+	policy.WorkspaceRoot = filepath.Join(sys, "small/ws")
+	require.NoError(t, os.Mkdir(policy.WorkspaceRoot, 0o755))
+	_, _, err = rootSecrets(t.Context(), policy, "/root", []uint32{0}, nil)
+	require.Error(t, err)
+	assert.Contains(t, err.Error(), "cannot be masked whole")
 }

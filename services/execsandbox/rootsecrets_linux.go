@@ -23,10 +23,12 @@ import (
 // state): walked for a command that runs as uid 0 (rootSecrets).
 var systemDirs = []string{"/etc", "/boot", "/opt", "/srv", "/var", "/usr/local/etc"}
 
-// Bounds of the walk of systemDirs: more entries in all refuse the
-// command (fail closed); more masked files in one directory mask the
-// directory instead.
-const (
+// Bounds of the walk of systemDirs: past maxSecretEntries entries read
+// beneath one of them, each directory not yet read there is masked whole
+// instead (fail closed: a container's /opt/conda of 300,000 files refused
+// every command of a root server); more masked files in one directory mask
+// the directory instead. Variables: a test sets a small bound on a fixture.
+var (
 	maxSecretEntries    = 200_000
 	maxSecretFilesInDir = 64
 )
@@ -47,9 +49,13 @@ const (
 // systemDirs), and other filesystems mounted
 // beneath (a mount point is judged, not entered). A directory with more
 // than maxSecretFilesInDir such files is masked whole instead (a log
-// directory), unless it is one of systemDirs. Errors: *exec.Error with
-// CodeUnavailable when the walk did not finish (deadline, more than
-// maxSecretEntries entries). With a non-nil set, every directory read is
+// directory), unless it is one of systemDirs. Past maxSecretEntries
+// entries read beneath one of systemDirs, each directory there not yet
+// read is masked whole, unread (a uid-0 command then reads less than an
+// ordinary user's share there, never more). Errors: *exec.Error with
+// CodeUnavailable when the walk did not finish (deadline; past the bound,
+// a directory that holds a writable root or the home, which cannot be
+// masked, or one of systemDirs itself). With a non-nil set, every directory read is
 // added to set before it is read; watched is false when one could not be
 // (set nil, or dirwatch.Set.Add refused it), and every regular file and
 // directory it judges before it is judged: a mode or owner changed through
@@ -92,6 +98,7 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 		if syscall.Lstat(top, &st) != nil || st.Mode&syscall.S_IFMT != syscall.S_IFDIR || skip(top) {
 			continue
 		}
+		w.entries = 0 // each system directory's own bound
 		if err := w.dir(top, st.Dev, true); err != nil {
 			return nil, false, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err), Cause: err}
@@ -136,6 +143,9 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 		// directory's move if another takes its path before the read.
 		w.watched = w.set.Add(dir)
 	}
+	if w.entries > maxSecretEntries {
+		return w.maskUnread(dir, top)
+	}
 	entries, err := os.ReadDir(dir)
 	if errors.Is(err, fs.ErrNotExist) || errors.Is(err, fs.ErrPermission) {
 		return nil // gone, or unreadable to the command as well
@@ -144,7 +154,7 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 		return err
 	}
 	if w.entries += len(entries); w.entries > maxSecretEntries {
-		return fmt.Errorf("more than %d entries beneath %v", maxSecretEntries, systemDirs)
+		return w.maskUnread(dir, top)
 	}
 	var files []subproc.Masked
 	for _, e := range entries {
@@ -189,6 +199,17 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 		return nil
 	}
 	w.out = append(w.out, files...)
+	return nil
+}
+
+// maskUnread masks dir whole, unread, once the walk's bound is spent; a
+// system directory itself, or one that holds a writable root or the home,
+// cannot be: an error then.
+func (w *secretWalk) maskUnread(dir string, top bool) error {
+	if top || w.holdsRoot(dir) {
+		return fmt.Errorf("more than %d entries beneath %s, which cannot be masked whole (a system directory, or one that holds a writable root or the home)", maxSecretEntries, dir)
+	}
+	w.out = append(w.out, subproc.Masked{Path: dir, Dir: true})
 	return nil
 }
 
