@@ -21,8 +21,8 @@ import (
 
 // TestReservable (issue 34, the attack review's inputs): the paths a
 // command may never create are a workspace root's top-level `.git` and
-// host-run files (a home's own, `.bashrc` and `.config/git`, only at a root
-// that is a home), the host-run files but the root-only HEAD in a home that
+// host-run files (a home's own, `.bashrc`, only at a root that is a home;
+// git's everywhere), the host-run files but the root-only HEAD in a home that
 // lies beneath a workspace root (not one above it, nor the root itself,
 // nor one in a temp root), and $XDG_CONFIG_HOME's git and fish beneath a
 // workspace root; none twice.
@@ -37,7 +37,7 @@ func TestReservable(t *testing.T) {
 		"/w/.git", "/w/.mcp.json", "/w/.config/git", "/w/.bashrc", "/w/HEAD",
 		"/w/home/u/.mcp.json", "/w/home/u/.config/git", "/w/home/u/.bashrc",
 		"/w/cfg/git",
-		"/o/.git", "/o/.mcp.json", "/o/HEAD", // /o is no home: no .bashrc, no .config/git
+		"/o/.git", "/o/.mcp.json", "/o/.config/git", "/o/HEAD", // /o is no home: no .bashrc
 	}, got)
 }
 

@@ -41,9 +41,12 @@ type HostRun struct {
 	// depth.
 	Top bool
 	// Home says only a home directory's copy is read (a shell's start-up
-	// file, git's user config): protected wherever it exists, like every
-	// host-run file, but reserved where missing only in a home
+	// file, fish's configuration): protected wherever it exists, like
+	// every host-run file, but reserved where missing only in a home
 	// (sandboxpolicy.Reservable), not at the top of every workspace root.
+	// Not git's: a user's ~/.gitconfig may include any file by path
+	// (`[includeIf "gitdir:~/work/"] path = ~/work/.gitconfig`: the attack
+	// review of issue 34).
 	Home bool
 }
 
@@ -76,7 +79,7 @@ type HostRun struct {
 //     home directory (.gitconfig, .config/git/, .bashrc, .bash_profile,
 //     .bash_login, .bash_logout, .profile, .zshrc, .zshenv, .zprofile,
 //     .zlogin, .zlogout, .cshrc, .tcshrc, .login, .logout, .config/fish/;
-//     Home: a missing one is reserved only in a home);
+//     Home, but git's: a missing one is reserved only in a home);
 //   - a writable root's top-level HEAD (Top): with objects/ and refs/
 //     beside it, it makes the root itself a git directory, whose config git
 //     on the host would read once the root's .git is unusable.
@@ -124,8 +127,8 @@ var hostRunTable = []HostRun{
 	// Shells and git.
 	{Name: ".envrc"},
 	{Name: ".gitmodules"},
-	{Name: ".gitconfig", Home: true},
-	{Name: ".config/git", Dir: true, Home: true},
+	{Name: ".gitconfig"},
+	{Name: ".config/git", Dir: true},
 	{Name: ".bashrc", Home: true},
 	{Name: ".bash_profile", Home: true},
 	{Name: ".bash_login", Home: true},

@@ -13,9 +13,10 @@ import (
 // file tool (the protected-path rule refuses each by name, and a move that
 // would bring one along with a directory): in
 // each workspace root, the top-level `.git` and each host-run file in force
-// (protect.HostRun) but a home's own (HostRun.Home: `.bashrc`, `.gitconfig`,
-// `.config/git`, which the shells and git read only in a home) when the
-// root is none of homes; in each of homes that lies beneath a workspace root,
+// (protect.HostRun) but a home's own (HostRun.Home: `.bashrc`, `.profile`,
+// `.config/fish`, which the shells read only in a home) when the root is
+// no home (isHome: none of homes, of the user database's, nor $ZDOTDIR);
+// in each of homes that lies beneath a workspace root,
 // each host-run file but the root-only ones (a missing `.bashrc` there is
 // read by the home's shell as one at a root's top is); and each host-run
 // directory (protect.HostRunDirs: $XDG_CONFIG_HOME's git and fish) beneath
@@ -35,7 +36,7 @@ func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, 
 		}
 		r = filepath.Clean(r)
 		add(filepath.Join(r, ".git"))
-		home := slices.Contains(homes, r)
+		home := isHome(r, homes)
 		for _, f := range protect.HostRun() {
 			if home || !f.Home {
 				add(filepath.Join(r, f.Name))

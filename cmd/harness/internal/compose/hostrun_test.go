@@ -119,11 +119,13 @@ func TestHostRunFilesProtected(t *testing.T) {
 
 // TestHomeNamesOutOfAHome (issue 34: what a command sees of the view): at
 // the top of a workspace that is no home, a home's own start-up files
-// (.bashrc, .profile, .gitconfig, .config/git, ...: sandbox.HostRun.Home),
-// which only a home's shells and git read, are not reserved: a command's
-// `ls -A` lists none of them, a command may make them, and once made they
-// are protected as every host-run file that exists is (read-only to the next
-// command). The write tool refuses them by name wherever they are.
+// (.bashrc, .profile, .zshrc, .config/fish, ...: sandbox.HostRun.Home),
+// which only a home's shells read, are not reserved: a command's `ls -A`
+// lists none of them, a command may make them, and once made they are
+// protected as every host-run file that exists is (read-only to the next
+// command). Git's (.gitconfig, .config/git) stay reserved: a user's
+// ~/.gitconfig may include a workspace's file by path (the attack review).
+// The write tool refuses them all by name wherever they are.
 func TestHomeNamesOutOfAHome(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
@@ -138,10 +140,17 @@ func TestHomeNamesOutOfAHome(t *testing.T) {
 			assert.NotContains(t, listed, filepath.Base(h.Name), "reserved out of a home")
 		}
 	}
-	text = call["exec"](map[string]any{"command": "echo x > .bashrc && echo '[user]' > .gitconfig && mkdir -p .config/git && echo '[user]' > .config/git/config"})
+	assert.Contains(t, listed, ".gitconfig", "git's stay reserved")
+	assert.Contains(t, listed, "git", "git's stay reserved")
+	text = call["exec"](map[string]any{"command": "echo x > .bashrc && mkdir -p .config/fish && echo x > .config/fish/config.fish"})
 	require.Contains(t, text, "exit code 0", text)
 	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".bashrc")))
-	assert.Equal(t, "[user]\n", readFile(t, filepath.Join(ws, ".config/git/config")))
+	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".config/fish/config.fish")))
+	for _, cmd := range []string{"echo '[core]' > .gitconfig", "mkdir -p .config/git && echo '[core]' > .config/git/config"} {
+		text = call["exec"](map[string]any{"command": cmd})
+		assert.NotContains(t, text, "exit code 0", cmd+": "+text)
+	}
+	assertAbsent(t, filepath.Join(ws, ".gitconfig"))
 	text = call["exec"](map[string]any{"command": "echo y > .bashrc"})
 	assert.NotContains(t, text, "exit code 0", text)
 	assert.Equal(t, "x\n", readFile(t, filepath.Join(ws, ".bashrc")))

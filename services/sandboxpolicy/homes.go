@@ -1,0 +1,85 @@
+package sandboxpolicy
+
+import (
+	"bufio"
+	"bytes"
+	"os"
+	"os/user"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// isHome reports whether dir (clean, canonical) is a home directory, where
+// a shell reads the start-up files of sandbox.HostRun.Home: one of homes
+// (the server's $HOME and its account's, a root server's workspace
+// owner's), the home the user database gives any account (/etc/passwd: a
+// server started with another $HOME, `sudo -E`, still serves root's own
+// home as a home), the home of the account named like dir's last element
+// (user.Lookup: an account of another name service, cached per directory),
+// or the server's $ZDOTDIR (zsh's start-up files). The attack review of
+// issue 34 wrote /root/.bash_profile from a root server whose $HOME was
+// another user's.
+func isHome(dir string, homes []string) bool {
+	if slices.Contains(homes, dir) || slices.Contains(accountHomes(), dir) {
+		return true
+	}
+	if z := os.Getenv("ZDOTDIR"); filepath.IsAbs(z) && filepath.Clean(CanonicalPath(z)) == dir {
+		return true
+	}
+	if v, ok := lookedUp.Load(dir); ok {
+		return v.(bool)
+	}
+	home := false
+	if u, err := user.Lookup(filepath.Base(dir)); err == nil && filepath.IsAbs(u.HomeDir) {
+		home = filepath.Clean(CanonicalPath(u.HomeDir)) == dir
+	}
+	lookedUp.Store(dir, home)
+	return home
+}
+
+// lookedUp keeps isHome's user.Lookup answers by directory.
+var lookedUp sync.Map
+
+// passwd is the user database file accountHomes reads.
+const passwd = "/etc/passwd"
+
+// accountHomes returns the home directories /etc/passwd gives its
+// accounts, canonical, but `/`; read again when the file changed.
+func accountHomes() []string {
+	st, err := os.Stat(passwd)
+	if err != nil {
+		return nil
+	}
+	homesCache.mu.Lock()
+	defer homesCache.mu.Unlock()
+	if homesCache.read && homesCache.mtime == st.ModTime().UnixNano() && homesCache.size == st.Size() {
+		return homesCache.homes
+	}
+	data, err := os.ReadFile(passwd)
+	if err != nil {
+		return nil
+	}
+	var homes []string
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		fields := strings.Split(sc.Text(), ":")
+		if len(fields) < 7 || !filepath.IsAbs(fields[5]) || filepath.Clean(fields[5]) == "/" {
+			continue
+		}
+		if h := filepath.Clean(CanonicalPath(fields[5])); !slices.Contains(homes, h) {
+			homes = append(homes, h)
+		}
+	}
+	homesCache.homes, homesCache.mtime, homesCache.size, homesCache.read = homes, st.ModTime().UnixNano(), st.Size(), true
+	return homes
+}
+
+// homesCache is accountHomes' last reading.
+var homesCache struct {
+	mu          sync.Mutex
+	read        bool
+	mtime, size int64
+	homes       []string
+}
