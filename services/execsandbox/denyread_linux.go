@@ -106,7 +106,7 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
-	linkedOut(&m.links, found, policy.Roots())
+	linkedOut(&m.links, found, policy.Roots(), d.Homes())
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -332,9 +332,10 @@ const maxLinkedOutEntries = 4096
 // linkedOut adds to found the target of each symlink beneath a denied
 // directory of found (a key kept in a dotfiles repository and linked into
 // ~/.ssh): read through the link, it is the denied file, so its target is
-// denied too, wherever it lies. A target that is `/` or holds one of roots
-// is left out (masking it would hide the command's own roots), as are
-// links that lead nowhere. At most maxLinkedOutEntries entries are read
+// denied too where sandboxpolicy.LinkedDenial says: beneath one of homes or
+// roots, neither a home nor holding one or a root (masking / or /usr would
+// break every command; a root's holder would hide the command's own
+// roots); links that lead nowhere are left out. At most maxLinkedOutEntries entries are read
 // beneath each denied directory, shallowest first, a directory holding
 // more than is left of them passed over and its siblings read (the
 // review: ~/.kube/cache/http/ of 5,000 files hid ~/.kube/config's link):
@@ -344,7 +345,7 @@ const maxLinkedOutEntries = 4096
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
 // at every hop. Each directory's listing is kept in links while it is
 // unchanged (protectscan.Links).
-func linkedOut(links *protectscan.Links, found map[string]bool, roots []string) {
+func linkedOut(links *protectscan.Links, found map[string]bool, roots, homes []string) {
 	var dirs []string
 	for p, dir := range found {
 		if dir {
@@ -356,7 +357,7 @@ func linkedOut(links *protectscan.Links, found map[string]bool, roots []string) 
 		links.Beneath(dir, maxLinkedOutEntries, func(p string) {
 			var st unix.Stat_t
 			target, ok := protectscan.ResolveLink(p, &st)
-			if !ok || target == "/" || slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(target, r) }) {
+			if !ok || !sandboxpolicy.LinkedDenial(target, roots, homes) {
 				return
 			}
 			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR

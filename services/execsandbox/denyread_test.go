@@ -447,11 +447,15 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	require.NoError(t, os.WriteFile(kept, []byte(s.marker+"\n"), 0o644))
 	link := filepath.Join(filepath.Dir(s.key), "id_dot")
 	require.NoError(t, os.Symlink(kept, link))
+	// Links to what every command needs, or to the home itself (the
+	// attack review: ~/.kube/x -> /usr failed every command): not masked.
+	require.NoError(t, os.Symlink("/usr", filepath.Join(filepath.Dir(s.key), "sys")))
+	require.NoError(t, os.Symlink(s.home, filepath.Join(filepath.Dir(s.key), "home")))
 	for _, cfg := range hidingIsolations() {
 		t.Run(cmp.Or(cfg.Isolation, execsandbox.IsolationBwrap), func(t *testing.T) {
 			r, err := execsandbox.New(cfg, exec.Config{}, pol)
 			require.NoError(t, err)
-			res, err := r.Run(t.Context(), exec.Request{Command: "cat " + link + "; cat " + kept + "; echo done", Workdir: filepath.Join(s.ws, "sub"), Timeout: time.Minute, Policy: carried(pol, sandbox.ReadOnly, filepath.Join(s.ws, "sub"))})
+			res, err := r.Run(t.Context(), exec.Request{Command: "cat " + link + "; cat " + kept + "; /usr/bin/env true && echo done", Workdir: filepath.Join(s.ws, "sub"), Timeout: time.Minute, Policy: carried(pol, sandbox.ReadOnly, filepath.Join(s.ws, "sub"))})
 			var ee *exec.Error
 			if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable && cfg.Isolation == "" {
 				t.Skip("bubblewrap cannot run here: " + ee.Message)
@@ -461,6 +465,8 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 			assert.Equal(t, "done\n", res.Stdout.Text)
 			require.NotNil(t, res.Confinement)
 			assert.Contains(t, res.Confinement.Masked, kept)
+			assert.NotContains(t, res.Confinement.Masked, "/usr")
+			assert.NotContains(t, res.Confinement.Masked, s.home)
 		})
 	}
 }

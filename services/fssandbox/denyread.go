@@ -103,6 +103,7 @@ type readFence struct {
 	deny  sandbox.DenyRead
 	mode  sandbox.Mode // the deployment default, named by a refusal
 	roots []string     // the default policy's writable roots (linksOut)
+	homes []string     // the homes ~ stands for (linksOut)
 	links protectscan.Links
 
 	mu   sync.Mutex // taken to replace snap
@@ -110,7 +111,7 @@ type readFence struct {
 }
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
-	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots()}
+	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes()}
 }
 
 // decide is the fence's Read (see fsbackend.Fence): the deny-read decision
@@ -295,9 +296,10 @@ const maxLinkedOutEntries = 4096
 // is, read through the link, the denied file, so its target is denied by
 // identity wherever it lies, and its path may not be changed, as the
 // runner masks it for commands (the attack review of issue 34 read one
-// through the file tools). Not a target that is `/`, lies in dir, or holds
-// a writable root of the default policy (denying it would deny the
-// workspace), nor a link that leads nowhere. Each directory's listing is
+// through the file tools). Only a target sandboxpolicy.LinkedDenial
+// accepts (beneath a home or a writable root of the default policy,
+// holding none: a link to /usr denied every command's shell) that does
+// not lie in dir; not a link that leads nowhere. Each directory's listing is
 // kept while it is unchanged (protectscan.Links): a snapshot taken again
 // stats the directories, it does not list them again.
 func (r *readFence) linksOut(ids *identities, dir, rule string) {
@@ -308,7 +310,7 @@ func (r *readFence) linksOut(ids *identities, dir, rule string) {
 	r.links.Beneath(at, maxLinkedOutEntries, func(link string) {
 		var st unix.Stat_t
 		target, ok := protectscan.ResolveLink(link, &st)
-		if !ok || target == "/" || dirfd.Beneath(at, target) || slices.ContainsFunc(r.roots, func(root string) bool { return dirfd.Beneath(target, root) }) {
+		if !ok || dirfd.Beneath(at, target) || !sandboxpolicy.LinkedDenial(target, r.roots, r.homes) {
 			return
 		}
 		why := rule + ", " + target + " is what " + link + " links to"

@@ -25,7 +25,7 @@ import (
 // its bytes stay; a link beneath a directory of 5,000 files that sorts
 // first in ~/.ssh is still found (the bound is each directory's own, a
 // large directory passed over); a plain file of the dotfiles tree stays
-// readable.
+// readable, and so do /usr and the home, which links in ~/.ssh name.
 func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	ctx := context.Background()
 	w := newDenyWorld(t)
@@ -51,6 +51,11 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	}
 	require.NoError(t, os.Mkdir(filepath.Join(ssh, "z"), 0o700))
 	require.NoError(t, os.Symlink(deep, filepath.Join(ssh, "z", "deep_key")))
+
+	// Links to what is no one's secret (/usr: the attack review denied
+	// every command's shell so) and to the home itself: not denied.
+	require.NoError(t, os.Symlink("/usr", filepath.Join(ssh, "sys")))
+	require.NoError(t, os.Symlink(w.home, filepath.Join(ssh, "home")))
 
 	f := w.fence(t, sandbox.WorkspaceWrite)
 	resolve := func(p string) fs.Target {
@@ -78,4 +83,13 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	text, err := f.ReadText(ctx, resolve(plain))
 	require.NoError(t, err)
 	assert.Equal(t, "plain\n", text)
+	if _, err := os.Stat("/usr/lib/os-release"); err == nil {
+		_, err = f.ReadText(ctx, resolve("/usr/lib/os-release"))
+		require.NoError(t, err, "a link to /usr denies nothing")
+	}
+	notes := filepath.Join(w.home, "notes.txt")
+	require.NoError(t, os.WriteFile(notes, []byte("n\n"), 0o644))
+	text, err = f.ReadText(ctx, resolve(notes))
+	require.NoError(t, err, "a link to the home denies nothing")
+	assert.Equal(t, "n\n", text)
 }

@@ -9,6 +9,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // isHome reports whether dir (clean, canonical) is a home directory, where
@@ -82,4 +84,24 @@ var homesCache struct {
 	read        bool
 	mtime, size int64
 	homes       []string
+}
+
+// LinkedDenial reports whether target, the canonical path a symlink in a
+// deny-read directory leads to, is denied with it (the runner masks it, the
+// file tools refuse it): when it lies beneath one of homes (a key kept in a
+// dotfiles tree and linked into ~/.ssh) or beneath one of roots, and is
+// neither `/`, nor one of homes, nor holds one of roots or homes. Not
+// elsewhere: a link an agent made in a deny-read directory it created
+// (`~/.kube` in a home workspace) to /usr denied every command's shell
+// (the attack review of issue 34).
+func LinkedDenial(target string, roots, homes []string) bool {
+	if target == "/" || slices.Contains(homes, target) {
+		return false
+	}
+	holds := func(d string) bool { return dirfd.Beneath(target, d) }
+	if slices.ContainsFunc(roots, holds) || slices.ContainsFunc(homes, holds) {
+		return false
+	}
+	beneath := func(d string) bool { return dirfd.Beneath(d, target) }
+	return slices.ContainsFunc(homes, beneath) || slices.ContainsFunc(roots, beneath)
 }

@@ -36,3 +36,17 @@ func TestReservableInEveryHome(t *testing.T) {
 		assert.True(t, slices.Contains(got, filepath.Join(c.root, ".config/git")), c.root)
 	}
 }
+
+// TestLinkedDenial: what a link in a deny-read directory leads to is
+// denied beneath a home or a root, never `/`, a home, what holds one, nor
+// what lies elsewhere (the attack review's link to /usr).
+func TestLinkedDenial(t *testing.T) {
+	roots, homes := []string{"/h/u/ws", "/srv/w"}, []string{"/h/u"}
+	for target, want := range map[string]bool{
+		"/h/u/dotfiles/id": true, "/h/u/ws/keys": true, "/srv/w/k": true,
+		"/": false, "/h/u": false, "/h": false, "/h/u/ws": false, "/srv": false,
+		"/usr": false, "/usr/lib/os-release": false, "/etc/ssl": false, "/h/other/id": false,
+	} {
+		assert.Equal(t, want, LinkedDenial(target, roots, homes), target)
+	}
+}
