@@ -16,8 +16,8 @@
 # of the copy, as `go test -count=1` would, through setpriv, with a clean
 # environment and its own HOME; the binaries run three at a time
 # (HARNESS_TEST_JOBS; they wait on commands more than they compute), the
-# longest first (the order of PKGS), with -short but cmd/harness (short_flag:
-# the long loops shortened), and each package's result is printed as go test
+# longest first (the order of PKGS), with -short but cmd/harness and
+# services/internal/fsbackend (short_flag: the long loops shortened), and each package's result is printed as go test
 # prints it.
 #
 # Usage: scripts/test-unprivileged.sh [packages...]
@@ -204,14 +204,16 @@ fi
 say "compiled in $((SECONDS - start))s"
 
 # short_flag IMPORTPATH: whether the package runs with -test.short here.
-# In these packages -short only shortens the long loops (the race loops, the
-# churn tests' 150 commands to 60, the durable-write loops), which make test
-# has just run whole as root under the race detector; what depends on the
-# user is in every test, not in a loop's length. cmd/harness's tests
-# skip whole under -short (they run the binary), so it runs without.
-# HARNESS_TEST_SHORT=0 runs every package whole.
+# In these packages -short shortens the long loops (the race loops, the
+# churn tests' 150 commands to 60), which make test has just run whole as
+# root under the race detector, and skips two tests whose subject is not
+# the user: fssandbox's symlink swap race of 10,000 durable writes, protectscan's wait out of
+# the racy window. cmd/harness's tests skip whole under -short (they run
+# the binary), and services/internal/fsbackend's crash loop and
+# cross-process edits (their journal files are the user's), so those two
+# run without. HARNESS_TEST_SHORT=0 runs every package whole.
 short_flag() {
-	[ "${HARNESS_TEST_SHORT:-1}" != 0 ] && [ "${1%/cmd/harness}" = "$1" ]
+	[ "${HARNESS_TEST_SHORT:-1}" != 0 ] && [ "${1%/cmd/harness}" = "$1" ] && [ "${1%/services/internal/fsbackend}" = "$1" ]
 }
 
 # run_one IMPORTPATH DIR: run the package's test binary as the user in its
