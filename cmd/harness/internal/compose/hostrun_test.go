@@ -170,17 +170,8 @@ func TestHostRunBeneathAMissingParent(t *testing.T) {
 	if subproc.Probe().LandlockABI < 1 {
 		t.Skip("Landlock is not available on this kernel: confined commands are refused")
 	}
-	base, err := filepath.EvalSymlinks(t.TempDir())
-	require.NoError(t, err)
-	fixture.Build(t, base, "ws/", "temp/")
-	ws := filepath.Join(base, "ws")
-	t.Setenv("HOME", ws)
-	t.Setenv("XDG_CONFIG_HOME", "")
-	run := serveAt(t, ws, filepath.Join(base, "temp"))
-	call := map[string]func(map[string]any) string{}
-	for _, name := range []string{"write", "exec"} {
-		call[name] = func(args map[string]any) string { return run(name, args) }
-	}
+	call, ws := hostRunServerAt(t, nil, true)
+	require.NoError(t, os.Remove(filepath.Join(ws, ".config")))
 	cfg := filepath.Join(ws, ".config")
 	for _, name := range []string{"git/config", "fish/config.fish"} {
 		text := call["exec"](map[string]any{"command": "mkdir -p " + quote(filepath.Dir(filepath.Join(cfg, name))) + " && echo pager=x > " + quote(filepath.Join(cfg, name))})
