@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -63,7 +62,6 @@ type masker struct {
 	policy  *sandboxpolicy.Service
 	scanner *protectscan.Scanner
 	links   protectscan.Links // linkedOut's listings
-	kept    keptTargets       // what linkedOut found, kept while unchanged
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
@@ -108,8 +106,7 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
-	linkedOut(&m.links, &m.kept, found, policy.Roots(), d.Homes())
-	m.kept.addTo(found)
+	linkedOut(&m.links, found, policy.Roots(), d.Homes())
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -348,7 +345,7 @@ const maxLinkedOutEntries = 4096
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
 // at every hop. Each directory's listing is kept in links while it is
 // unchanged (protectscan.Links).
-func linkedOut(links *protectscan.Links, kept *keptTargets, found map[string]bool, roots, homes []string) {
+func linkedOut(links *protectscan.Links, found map[string]bool, roots, homes []string) {
 	var dirs []string
 	for p, dir := range found {
 		if dir {
@@ -364,54 +361,6 @@ func linkedOut(links *protectscan.Links, kept *keptTargets, found map[string]boo
 				return
 			}
 			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
-			kept.add(target, &st)
 		})
-	}
-}
-
-// maxKeptTargets bounds the targets a keptTargets remembers.
-const maxKeptTargets = 4096
-
-// keptTargets remembers each target linkedOut found, with its identity,
-// for the runner's life: it stays masked while the same file or directory
-// is at that path, after the chain of links that led to it changed (a
-// command re-pointed `current` in `~/.ssh/id -> ~/dotfiles/current ->
-// keys/id`, and the next command read the key: the attack review of issue
-// 34). Safe for concurrent use; the zero value is ready.
-type keptTargets struct {
-	mu sync.Mutex
-	m  map[string]keptTarget
-}
-
-type keptTarget struct {
-	dev, ino uint64
-	dir      bool
-}
-
-// add remembers target, whose stat is st, while fewer than maxKeptTargets
-// are.
-func (k *keptTargets) add(target string, st *unix.Stat_t) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.m == nil {
-		k.m = map[string]keptTarget{}
-	}
-	if _, ok := k.m[target]; ok || len(k.m) < maxKeptTargets {
-		k.m[target] = keptTarget{dirfd.Dev(st), st.Ino, st.Mode&unix.S_IFMT == unix.S_IFDIR}
-	}
-}
-
-// addTo adds to found each remembered target still at its path (the same
-// identity, no symlink in its place) and forgets the others.
-func (k *keptTargets) addTo(found map[string]bool) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	for p, t := range k.m {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || dirfd.Dev(&st) != t.dev || st.Ino != t.ino {
-			delete(k.m, p)
-			continue
-		}
-		found[p] = found[p] || t.dir
 	}
 }

@@ -105,10 +105,6 @@ type readFence struct {
 	roots []string     // the default policy's writable roots (linksOut)
 	homes []string     // the homes ~ stands for (linksOut)
 	links protectscan.Links
-	// kept is what linksOut found, by path, kept for the fence's life
-	// while the same file or directory is there (keepLinked); guarded by
-	// mu.
-	kept map[string]keptTarget
 
 	mu   sync.Mutex // taken to replace snap
 	snap atomic.Pointer[identities]
@@ -258,43 +254,8 @@ func (r *readFence) identities() *identities {
 			r.record(ids, m)
 		}
 	}
-	r.keepLinked(ids)
 	r.snap.Store(ids)
 	return ids
-}
-
-// maxKeptTargets bounds the targets readFence.kept remembers.
-const maxKeptTargets = 4096
-
-// keptTarget is a target linksOut found: its identity, and why it is
-// denied.
-type keptTarget struct {
-	id  devIno
-	dir bool
-	why string
-}
-
-// keepLinked adds to ids each target an earlier snapshot's linksOut found
-// that is still at its path (the same identity, no symlink in its place),
-// and forgets the others: a chain of links that led to it changed since
-// (a command re-pointed `current` in `~/.ssh/id -> ~/dotfiles/current ->
-// keys/id`, then the read tool read the key once the snapshot expired: the
-// attack review of issue 34) leaves it denied. Called with r.mu held.
-func (r *readFence) keepLinked(ids *identities) {
-	for p, k := range r.kept {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || identity(&st) != k.id {
-			delete(r.kept, p)
-			continue
-		}
-		ids.paths[p] = k.why
-		if k.dir {
-			ids.dirs[k.id] = k.why
-			ids.linkedDirs[p] = k.why
-		} else {
-			ids.files[k.id] = k.why
-		}
-	}
 }
 
 // record adds the path m an anchored pattern matched to ids, unless it is
@@ -353,12 +314,6 @@ func (r *readFence) linksOut(ids *identities, dir, rule string) {
 			return
 		}
 		why := rule + ", " + target + " is what " + link + " links to"
-		if r.kept == nil {
-			r.kept = map[string]keptTarget{}
-		}
-		if _, ok := r.kept[target]; ok || len(r.kept) < maxKeptTargets {
-			r.kept[target] = keptTarget{id: identity(&st), dir: dirfd.IsDir(&st), why: why}
-		}
 		ids.paths[target] = why
 		if dirfd.IsDir(&st) {
 			ids.dirs[identity(&st)] = why
