@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
 	"syscall"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -62,6 +63,12 @@ type masker struct {
 	policy  *sandboxpolicy.Service
 	scanner *protectscan.Scanner
 	links   protectscan.Links // linkedOut's listings
+
+	// trusted are the anchored denied directories that existed at the
+	// first search (the warm-up's, at start), by identity: only their
+	// links are followed (linkedOut).
+	trustOnce sync.Once
+	trusted   map[dirIdentity]bool
 }
 
 func newMasker(policy *sandboxpolicy.Service) *masker {
@@ -87,6 +94,9 @@ func (m *masker) findHost(ctx context.Context, policy sandbox.ExecutionPolicy, c
 	return m.search(ctx, policy, cred, true)
 }
 
+// dirIdentity is a directory's device and inode.
+type dirIdentity struct{ dev, ino uint64 }
+
 // search is find, keeping the paths at or beneath /dev and /proc when
 // host (a bubblewrap view has fresh ones: they are left to it).
 func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cred *syscall.Credential, host bool) ([]subproc.Masked, error) {
@@ -101,12 +111,34 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
+	// Links are followed only in the anchored denied directories that
+	// existed at the first search: a directory a command made later
+	// (`~/.kube` in a home workspace, a `.env/` matched at any depth) is
+	// the agent's, and so would be what its links name (the attack
+	// review: links to /usr, to the workspace's src/, to another
+	// principal's workspace).
+	m.trustOnce.Do(func() {
+		m.trusted = map[dirIdentity]bool{}
+		for p, dir := range found {
+			var st unix.Stat_t
+			if dir && unix.Stat(p, &st) == nil {
+				m.trusted[dirIdentity{dirfd.Dev(&st), st.Ino}] = true
+			}
+		}
+	})
+	var trusted []string
+	for p, dir := range found {
+		var st unix.Stat_t
+		if dir && unix.Stat(p, &st) == nil && m.trusted[dirIdentity{dirfd.Dev(&st), st.Ino}] {
+			trusted = append(trusted, p)
+		}
+	}
 	if len(d.AnyDepth()) > 0 {
 		if err := m.anyDepth(ctx, d, policy, uid, found); err != nil {
 			return nil, unfinished(err)
 		}
 	}
-	linkedOut(&m.links, found, policy.Roots(), d.Homes())
+	linkedOut(&m.links, trusted, found, policy.Roots(), d.Homes())
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -330,7 +362,7 @@ func (a account) searches(dir string) bool {
 const maxLinkedOutEntries = 4096
 
 // linkedOut adds to found the target of each symlink beneath a denied
-// directory of found (a key kept in a dotfiles repository and linked into
+// directory of dirs (a key kept in a dotfiles repository and linked into
 // ~/.ssh): read through the link, it is the denied file, so its target is
 // denied too where sandboxpolicy.LinkedDenial says: beneath one of homes or
 // roots, neither a home nor holding one or a root (masking / or /usr would
@@ -345,13 +377,7 @@ const maxLinkedOutEntries = 4096
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
 // at every hop. Each directory's listing is kept in links while it is
 // unchanged (protectscan.Links).
-func linkedOut(links *protectscan.Links, found map[string]bool, roots, homes []string) {
-	var dirs []string
-	for p, dir := range found {
-		if dir {
-			dirs = append(dirs, p)
-		}
-	}
+func linkedOut(links *protectscan.Links, dirs []string, found map[string]bool, roots, homes []string) {
 	slices.Sort(dirs)
 	for _, dir := range dirs {
 		links.Beneath(dir, maxLinkedOutEntries, func(p string) {

@@ -526,3 +526,44 @@ func TestLandlockIsolationWorkspaceWrite(t *testing.T) {
 	require.NotNil(t, res.Confinement)
 	assert.Contains(t, res.Confinement.Masked, state)
 }
+
+// TestDenyReadLinksOnlyInDirectoriesThatWere (the attack reviews of issue
+// 34): links are followed only in the anchored denied directories that
+// existed at the runner's first search. A `~/.kube` made later, and a
+// `.env/` directory (matched at any depth) in the workspace, whose links
+// name the workspace's own src/ (or /usr, or another principal's
+// workspace), mask nothing: src/ stays readable and writable to commands.
+func TestDenyReadLinksOnlyInDirectoriesThatWere(t *testing.T) {
+	o := primaryOwner()
+	s, pol := newSecretHome(t, o)
+	src := filepath.Join(s.ws, "src")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644))
+	if os.Geteuid() == 0 && o.uid != 0 {
+		require.NoError(t, chownTree(s.ws, o.uid))
+	}
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	run := func(command string) exec.Result {
+		t.Helper()
+		res, err := r.Run(t.Context(), exec.Request{Command: command, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws)})
+		var ee *exec.Error
+		if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable {
+			t.Skip("bubblewrap cannot run here: " + ee.Message)
+		}
+		require.NoError(t, err)
+		return res
+	}
+	run("true")
+	kube := filepath.Join(s.home, ".kube")
+	require.NoError(t, os.Mkdir(kube, 0o700))
+	require.NoError(t, os.Symlink(src, filepath.Join(kube, "x")))
+	res := run("mkdir -p lib/.env && ln -s ../../src lib/.env/x && echo linked")
+	require.Contains(t, res.Stdout.Text, "linked", res.Stderr.Text)
+	res = run("cat src/main.go && echo more >> src/main.go && echo done")
+	assert.Equal(t, "package main\ndone\n", res.Stdout.Text, res.Stderr.Text)
+	assert.NotContains(t, res.Confinement.Masked, src)
+	got, err := os.ReadFile(filepath.Join(src, "main.go"))
+	require.NoError(t, err)
+	assert.Equal(t, "package main\nmore\n", string(got))
+}

@@ -105,13 +105,34 @@ type readFence struct {
 	roots []string     // the default policy's writable roots (linksOut)
 	homes []string     // the homes ~ stands for (linksOut)
 	links protectscan.Links
+	// trusted are the anchored denied directories that existed when the
+	// fence was made (at start), by identity: only their links are
+	// followed (linksOut).
+	trusted map[devIno]bool
 
 	mu   sync.Mutex // taken to replace snap
 	snap atomic.Pointer[identities]
 }
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
-	return &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes()}
+	r := &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes(), trusted: map[devIno]bool{}}
+	// The anchored denied directories that exist now, before any call: one
+	// a command makes later (`~/.kube` in a home workspace) is the
+	// agent's, and so would be what its links name (the attack review: a
+	// link to /usr, to another principal's workspace).
+	for _, a := range r.deny.AnchoredRules() {
+		if treePattern(a.Pattern) {
+			continue
+		}
+		matches, _ := doublestar.FilepathGlob(a.Pattern)
+		for _, m := range matches[:min(len(matches), maxAnchoredMatches)] {
+			var st unix.Stat_t
+			if unix.Stat(m, &st) == nil && dirfd.IsDir(&st) {
+				r.trusted[identity(&st)] = true
+			}
+		}
+	}
+	return r
 }
 
 // decide is the fence's Read (see fsbackend.Fence): the deny-read decision
@@ -282,15 +303,18 @@ func (r *readFence) record(ids *identities, m string) {
 	}
 	ids.dirs[identity(&st)] = same
 	ids.stores = append(ids.stores, deniedDir{path: m, rule: rule, dev: uint64(st.Dev)}) //nolint:unconvert // Dev is uint64 on amd64 only
-	r.linksOut(ids, m, rule)
+	if r.trusted[identity(&st)] {
+		r.linksOut(ids, m, rule)
+	}
 }
 
 // maxLinkedOutEntries bounds the entries linksOut reads beneath each denied
 // directory (credential stores are small), the runner's bound.
 const maxLinkedOutEntries = 4096
 
-// linksOut records, for each symlink in the denied directory dir or beneath
-// it (at most maxLinkedOutEntries entries read, shallowest first; a
+// linksOut records, for each symlink in the denied directory dir (one of
+// readFence.trusted: it existed when the fence was made) or beneath it (at
+// most maxLinkedOutEntries entries read, shallowest first; a
 // directory holding more than is left passed over, its siblings read),
 // what it leads to: a key kept in a dotfiles tree and linked into ~/.ssh
 // is, read through the link, the denied file, so its target is denied by

@@ -93,3 +93,26 @@ func TestDenyReadLinkOutOfADeniedDirectory(t *testing.T) {
 	require.NoError(t, err, "a link to the home denies nothing")
 	assert.Equal(t, "n\n", text)
 }
+
+// TestDenyReadLinksOnlyInDirectoriesThatWere (the attack reviews of issue
+// 34): the fence follows links only in the anchored denied directories
+// that existed when it was made: a `~/.kube` made later (by a command, in a
+// home workspace) whose link names the workspace's src/ denies nothing.
+func TestDenyReadLinksOnlyInDirectoriesThatWere(t *testing.T) {
+	ctx := context.Background()
+	w := newDenyWorld(t)
+	src := filepath.Join(w.ws, "src")
+	require.NoError(t, os.MkdirAll(src, 0o755))
+	require.NoError(t, os.WriteFile(filepath.Join(src, "main.go"), []byte("package main\n"), 0o644))
+	f := w.fence(t, sandbox.WorkspaceWrite)
+	kube := filepath.Join(w.home, ".kube")
+	require.NoError(t, os.Mkdir(kube, 0o700))
+	require.NoError(t, os.Symlink(src, filepath.Join(kube, "x")))
+	tg, err := f.Resolve(ctx, filepath.Join(src, "main.go"), fs.ResolveOptions{})
+	require.NoError(t, err)
+	text, err := f.ReadText(ctx, tg)
+	require.NoError(t, err)
+	assert.Equal(t, "package main\n", text)
+	_, err = f.WriteText(ctx, tg, "package main\n\nfunc main() {}\n", fs.WriteOptions{})
+	require.NoError(t, err)
+}

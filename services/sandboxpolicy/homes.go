@@ -20,15 +20,28 @@ import (
 // server started with another $HOME, `sudo -E`, still serves root's own
 // home as a home), the home of the account named like dir's last element
 // (user.Lookup: an account of another name service, cached per directory),
-// or the server's $ZDOTDIR (zsh's start-up files). The attack review of
-// issue 34 wrote /root/.bash_profile from a root server whose $HOME was
-// another user's.
+// or the server's $ZDOTDIR (zsh's start-up files); by path, or by identity
+// (a bind mount of one). The attack review of issue 34 wrote
+// /root/.bash_profile from a root server whose $HOME was another user's.
 func isHome(dir string, homes []string) bool {
-	if slices.Contains(homes, dir) || slices.Contains(accountHomes(), dir) {
+	accounts, accountInfos := accountHomes()
+	z := zdotdir()
+	if slices.Contains(homes, dir) || slices.Contains(accounts, dir) || (z != "" && z == dir) {
 		return true
 	}
-	if z := os.Getenv("ZDOTDIR"); filepath.IsAbs(z) && filepath.Clean(CanonicalPath(z)) == dir {
-		return true
+	// The same directory by another path (a bind mount of /root: the
+	// second review): by identity.
+	if fi, err := os.Stat(dir); err == nil {
+		for _, h := range append(slices.Clone(homes), z) {
+			if hi, err := os.Stat(h); h != "" && err == nil && os.SameFile(fi, hi) {
+				return true
+			}
+		}
+		for _, hi := range accountInfos {
+			if os.SameFile(fi, hi) {
+				return true
+			}
+		}
 	}
 	if v, ok := lookedUp.Load(dir); ok {
 		return v.(bool)
@@ -47,21 +60,32 @@ var lookedUp sync.Map
 // passwd is the user database file accountHomes reads.
 const passwd = "/etc/passwd"
 
+// zdotdir returns the server's $ZDOTDIR (where zsh reads its start-up
+// files), canonical, when it is absolute and not `/`; else "".
+func zdotdir() string {
+	z := os.Getenv("ZDOTDIR")
+	if !filepath.IsAbs(z) || filepath.Clean(z) == "/" {
+		return ""
+	}
+	return filepath.Clean(CanonicalPath(z))
+}
+
 // accountHomes returns the home directories /etc/passwd gives its
-// accounts, canonical, but `/`; read again when the file changed.
-func accountHomes() []string {
+// accounts, canonical, but `/`, and the stat of each that exists; read
+// again when the file changed.
+func accountHomes() ([]string, []os.FileInfo) {
 	st, err := os.Stat(passwd)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	homesCache.mu.Lock()
 	defer homesCache.mu.Unlock()
 	if homesCache.read && homesCache.mtime == st.ModTime().UnixNano() && homesCache.size == st.Size() {
-		return homesCache.homes
+		return homesCache.homes, homesCache.infos
 	}
 	data, err := os.ReadFile(passwd)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var homes []string
 	sc := bufio.NewScanner(bytes.NewReader(data))
@@ -74,8 +98,14 @@ func accountHomes() []string {
 			homes = append(homes, h)
 		}
 	}
-	homesCache.homes, homesCache.mtime, homesCache.size, homesCache.read = homes, st.ModTime().UnixNano(), st.Size(), true
-	return homes
+	var infos []os.FileInfo
+	for _, h := range homes {
+		if fi, err := os.Stat(h); err == nil {
+			infos = append(infos, fi)
+		}
+	}
+	homesCache.homes, homesCache.infos, homesCache.mtime, homesCache.size, homesCache.read = homes, infos, st.ModTime().UnixNano(), st.Size(), true
+	return homes, infos
 }
 
 // homesCache is accountHomes' last reading.
@@ -84,6 +114,7 @@ var homesCache struct {
 	read        bool
 	mtime, size int64
 	homes       []string
+	infos       []os.FileInfo
 }
 
 // LinkedDenial reports whether target, the canonical path a symlink in a

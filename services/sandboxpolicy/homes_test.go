@@ -1,3 +1,5 @@
+//go:build linux
+
 package sandboxpolicy
 
 import (
@@ -7,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/stretchr/testify/assert"
+	"github.com/stretchr/testify/require"
+	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/services/sandbox"
 )
@@ -19,7 +23,7 @@ func TestReservableInEveryHome(t *testing.T) {
 	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
 	assert.NoError(t, err)
 	rootHome := filepath.Clean(CanonicalPath("/root"))
-	if _, err := os.Stat(rootHome); err != nil || !slices.Contains(accountHomes(), rootHome) {
+	if _, err := os.Stat(rootHome); err != nil || !slices.Contains(first(accountHomes()), rootHome) {
 		t.Skip("no /root in /etc/passwd here")
 	}
 	zdot := t.TempDir()
@@ -49,4 +53,34 @@ func TestLinkedDenial(t *testing.T) {
 	} {
 		assert.Equal(t, want, LinkedDenial(target, roots, homes), target)
 	}
+}
+
+func first(homes []string, _ []os.FileInfo) []string { return homes }
+
+// TestReservableZDOTDIRAndBoundHome (the second attack review of issue 34):
+// a $ZDOTDIR beneath a workspace root (a dotfiles workspace holding zsh/)
+// has zsh's start-up files reserved; and a home reached through a bind
+// mount (root only: the mount) is a home.
+func TestReservableZDOTDIRAndBoundHome(t *testing.T) {
+	protect, err := sandbox.NewProtectedPaths(sandbox.ProtectOptions{})
+	require.NoError(t, err)
+	ws := filepath.Clean(CanonicalPath(t.TempDir()))
+	zdot := filepath.Join(ws, "zsh")
+	require.NoError(t, os.Mkdir(zdot, 0o755))
+	t.Setenv("ZDOTDIR", zdot)
+	got := Reservable(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: ws}, protect, nil)
+	for _, name := range []string{".zshrc", ".zshenv", ".zprofile"} {
+		assert.Contains(t, got, filepath.Join(zdot, name))
+	}
+	t.Setenv("ZDOTDIR", "")
+
+	if os.Geteuid() != 0 {
+		t.Skip("a bind mount needs root")
+	}
+	home, bound := t.TempDir(), filepath.Join(ws, "bound")
+	require.NoError(t, os.Mkdir(bound, 0o755))
+	require.NoError(t, unix.Mount(home, bound, "", unix.MS_BIND, ""))
+	t.Cleanup(func() { _ = unix.Unmount(bound, unix.MNT_DETACH) })
+	got = Reservable(sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: bound}, protect, []string{filepath.Clean(CanonicalPath(home))})
+	assert.Contains(t, got, filepath.Join(bound, ".bash_profile"), "a bind mount of a home is a home")
 }

@@ -24,6 +24,11 @@ import (
 // directory leads into one through a symlink (homeLinksIn). Not in the temp roots, where a reserved path would sit
 // above every other user's work.
 func Reservable(policy sandbox.ExecutionPolicy, protect sandbox.ProtectedPaths, homes []string) []string {
+	if z := zdotdir(); z != "" && !slices.Contains(homes, z) {
+		// zsh reads its start-up files there, as in a home (a ZDOTDIR in
+		// a dotfiles workspace: the second review).
+		homes = append(slices.Clone(homes), z)
+	}
 	var out []string
 	add := func(p string) {
 		if !slices.Contains(out, p) {
