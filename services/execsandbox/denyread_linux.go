@@ -138,7 +138,13 @@ func (m *masker) search(ctx context.Context, policy sandbox.ExecutionPolicy, cre
 			return nil, unfinished(err)
 		}
 	}
-	linkedOut(&m.links, trusted, found, policy.Roots(), d.Homes())
+	linkedOut(&m.links, m.policy.LinkTargets(), trusted, found, policy.Roots(), d.Homes())
+	// What a link led to once, still there, after its chain changed.
+	m.policy.LinkTargets().Current(func(p string, fi os.FileInfo, _ string) {
+		if sandboxpolicy.LinkedDenial(p, policy.Roots(), d.Homes()) {
+			found[p] = found[p] || fi.IsDir()
+		}
+	})
 	who := accountOf(cred)
 	masks := make(map[string]bool, len(found)) // path -> directory
 	for p, dir := range found {
@@ -376,8 +382,10 @@ const maxLinkedOutEntries = 4096
 // of them, in the protected directories' alike search). A link is resolved
 // in one kernel walk (protectscan.ResolveLink), not a stat of every prefix
 // at every hop. Each directory's listing is kept in links while it is
-// unchanged (protectscan.Links).
-func linkedOut(links *protectscan.Links, dirs []string, found map[string]bool, roots, homes []string) {
+// unchanged (protectscan.Links), and each target found remembered in
+// kept (sandboxpolicy.LinkTargets, shared with the file fence), whose
+// targets the search adds while each is what it was.
+func linkedOut(links *protectscan.Links, kept *sandboxpolicy.LinkTargets, dirs []string, found map[string]bool, roots, homes []string) {
 	slices.Sort(dirs)
 	for _, dir := range dirs {
 		links.Beneath(dir, maxLinkedOutEntries, func(p string) {
@@ -387,6 +395,9 @@ func linkedOut(links *protectscan.Links, dirs []string, found map[string]bool, r
 				return
 			}
 			found[target] = found[target] || st.Mode&unix.S_IFMT == unix.S_IFDIR
+			if fi, err := os.Lstat(target); err == nil {
+				kept.Add(target, fi, "what "+p+" links to")
+			}
 		})
 	}
 }

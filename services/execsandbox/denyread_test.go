@@ -567,3 +567,37 @@ func TestDenyReadLinksOnlyInDirectoriesThatWere(t *testing.T) {
 	require.NoError(t, err)
 	assert.Equal(t, "package main\nmore\n", string(got))
 }
+
+// TestDenyReadLinkChainRepointed (the attack review of issue 34): with
+// `~/.ssh/id_chain -> ws/current -> ssh2/key`, a command that re-points the
+// intermediate link `current` (in its workspace) does not free the key for
+// the next command: what a denied link led to stays masked while it is the
+// same file at the same path.
+func TestDenyReadLinkChainRepointed(t *testing.T) {
+	o := primaryOwner()
+	s, pol := newSecretHome(t, o)
+	key := filepath.Join(s.ws, "ssh2", "key")
+	require.NoError(t, os.MkdirAll(filepath.Dir(key), 0o755))
+	require.NoError(t, os.WriteFile(key, []byte(s.marker+"\n"), 0o644))
+	require.NoError(t, os.Symlink("ssh2/key", filepath.Join(s.ws, "current")))
+	require.NoError(t, os.Symlink(filepath.Join(s.ws, "current"), filepath.Join(filepath.Dir(s.key), "id_chain")))
+	if os.Geteuid() == 0 && o.uid != 0 {
+		require.NoError(t, chownTree(s.ws, o.uid))
+	}
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	run := func(command string) string {
+		t.Helper()
+		res, err := r.Run(t.Context(), exec.Request{Command: command, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws)})
+		var ee *exec.Error
+		if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable {
+			t.Skip("bubblewrap cannot run here: " + ee.Message)
+		}
+		require.NoError(t, err)
+		return res.Stdout.Text + res.Stderr.Text
+	}
+	assert.NotContains(t, run("cat ssh2/key; echo done"), s.marker)
+	out := run("ln -sfn nothing current && echo relinked")
+	require.Contains(t, out, "relinked")
+	assert.NotContains(t, run("cat ssh2/key; echo done"), s.marker, "the key read once the chain was re-pointed")
+}

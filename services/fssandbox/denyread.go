@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -109,13 +110,16 @@ type readFence struct {
 	// fence was made (at start), by identity: only their links are
 	// followed (linksOut).
 	trusted map[devIno]bool
+	// kept is the policy's store of what the deny-read links led to,
+	// shared with the runner (keepLinked).
+	kept *sandboxpolicy.LinkTargets
 
 	mu   sync.Mutex // taken to replace snap
 	snap atomic.Pointer[identities]
 }
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
-	r := &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes(), trusted: map[devIno]bool{}}
+	r := &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes(), trusted: map[devIno]bool{}, kept: policy.LinkTargets()}
 	// The anchored denied directories that exist now, before any call: one
 	// a command makes later (`~/.kube` in a home workspace) is the
 	// agent's, and so would be what its links name (the attack review: a
@@ -131,6 +135,12 @@ func newReadFence(policy *sandboxpolicy.Service) *readFence {
 				r.trusted[identity(&st)] = true
 			}
 		}
+	}
+	if len(r.trusted) > 0 {
+		// The first snapshot now, before any call: what the links lead
+		// to is remembered (sandboxpolicy.LinkTargets) before a call can
+		// change a link on the way.
+		r.identities()
 	}
 	return r
 }
@@ -275,8 +285,33 @@ func (r *readFence) identities() *identities {
 			r.record(ids, m)
 		}
 	}
+	r.keepLinked(ids)
 	r.snap.Store(ids)
 	return ids
+}
+
+// keepLinked adds to ids each target of the deny-read links remembered in
+// the policy's store (sandboxpolicy.LinkTargets: this fence's and the
+// runner's finds) that is still what it was and that LinkedDenial accepts
+// for the fence's roots: a chain of links that led to it changed since
+// (a command re-pointed `current` in `~/.ssh/id -> ~/dotfiles/current ->
+// keys/id`, then the read tool read the key once the snapshot expired:
+// the attack review of issue 34) leaves it denied.
+func (r *readFence) keepLinked(ids *identities) {
+	r.kept.Current(func(p string, fi os.FileInfo, why string) {
+		st, ok := fi.Sys().(*syscall.Stat_t)
+		if !ok || !sandboxpolicy.LinkedDenial(p, r.roots, r.homes) {
+			return
+		}
+		id := devIno{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is uint64 on amd64 only
+		ids.paths[p] = why
+		if fi.IsDir() {
+			ids.dirs[id] = why
+			ids.linkedDirs[p] = why
+		} else {
+			ids.files[id] = why
+		}
+	})
 }
 
 // record adds the path m an anchored pattern matched to ids, unless it is
@@ -338,6 +373,9 @@ func (r *readFence) linksOut(ids *identities, dir, rule string) {
 			return
 		}
 		why := rule + ", " + target + " is what " + link + " links to"
+		if fi, err := os.Lstat(target); err == nil {
+			r.kept.Add(target, fi, why)
+		}
 		ids.paths[target] = why
 		if dirfd.IsDir(&st) {
 			ids.dirs[identity(&st)] = why

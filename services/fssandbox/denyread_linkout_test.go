@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"time"
 
 	"github.com/stretchr/testify/assert"
 	"github.com/stretchr/testify/require"
@@ -115,4 +116,34 @@ func TestDenyReadLinksOnlyInDirectoriesThatWere(t *testing.T) {
 	assert.Equal(t, "package main\n", text)
 	_, err = f.WriteText(ctx, tg, "package main\n\nfunc main() {}\n", fs.WriteOptions{})
 	require.NoError(t, err)
+}
+
+// TestDenyReadLinkChainRepointed (the attack review of issue 34): with
+// `~/.ssh/id_chain -> ws/current -> ssh2/key`, deleting the intermediate
+// link `current` (the delete tool, or a command) does not free the key once
+// the fence's snapshot is taken again: what a denied link led to stays
+// denied while it is the same file at the same path.
+func TestDenyReadLinkChainRepointed(t *testing.T) {
+	ctx := context.Background()
+	w := newDenyWorld(t)
+	key := filepath.Join(w.ws, "ssh2", "key")
+	require.NoError(t, os.MkdirAll(filepath.Dir(key), 0o755))
+	require.NoError(t, os.WriteFile(key, []byte(keyMarker+"\n"), 0o644))
+	current := filepath.Join(w.ws, "current")
+	require.NoError(t, os.Symlink("ssh2/key", current))
+	require.NoError(t, os.Symlink(current, filepath.Join(filepath.Dir(w.key), "id_chain")))
+	f := w.fence(t, sandbox.WorkspaceWrite)
+	read := func() (string, error) {
+		tg, err := f.Resolve(ctx, key, fs.ResolveOptions{})
+		require.NoError(t, err)
+		return f.ReadText(ctx, tg)
+	}
+	text, err := read()
+	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "%v", err)
+	assert.NotContains(t, text, keyMarker)
+	require.NoError(t, os.Remove(current))
+	time.Sleep(2100 * time.Millisecond) // the identity snapshot is taken again
+	text, err = read()
+	assert.Equal(t, fs.CodeReadDenied, fs.CodeOf(err), "the key read once the chain was broken: %v", err)
+	assert.NotContains(t, text, keyMarker)
 }

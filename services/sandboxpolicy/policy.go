@@ -105,6 +105,8 @@ type Service struct {
 	// announced pins each announced root of a session (SetRoots) at its
 	// first resolution, for as long as it stays announced.
 	announced weakmap.Map[session.Session, *pins]
+	// linkTargets are what the deny-read links led to (LinkTargets).
+	linkTargets LinkTargets
 }
 
 // New returns the policy service for cfg; an unknown mode, a relative
