@@ -542,18 +542,7 @@ func TestDenyReadLinksOnlyInDirectoriesThatWere(t *testing.T) {
 	if os.Geteuid() == 0 && o.uid != 0 {
 		require.NoError(t, chownTree(s.ws, o.uid))
 	}
-	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
-	require.NoError(t, err)
-	run := func(command string) exec.Result {
-		t.Helper()
-		res, err := r.Run(t.Context(), exec.Request{Command: command, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws)})
-		var ee *exec.Error
-		if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable {
-			t.Skip("bubblewrap cannot run here: " + ee.Message)
-		}
-		require.NoError(t, err)
-		return res
-	}
+	run := runIn(t, pol, s.ws)
 	run("true")
 	kube := filepath.Join(s.home, ".kube")
 	require.NoError(t, os.Mkdir(kube, 0o700))
@@ -584,20 +573,31 @@ func TestDenyReadLinkChainRepointed(t *testing.T) {
 	if os.Geteuid() == 0 && o.uid != 0 {
 		require.NoError(t, chownTree(s.ws, o.uid))
 	}
-	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
-	require.NoError(t, err)
+	runs := runIn(t, pol, s.ws)
 	run := func(command string) string {
-		t.Helper()
-		res, err := r.Run(t.Context(), exec.Request{Command: command, Workdir: s.ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, s.ws)})
-		var ee *exec.Error
-		if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable {
-			t.Skip("bubblewrap cannot run here: " + ee.Message)
-		}
-		require.NoError(t, err)
+		res := runs(command)
 		return res.Stdout.Text + res.Stderr.Text
 	}
 	assert.NotContains(t, run("cat ssh2/key; echo done"), s.marker)
 	out := run("ln -sfn nothing current && echo relinked")
 	require.Contains(t, out, "relinked")
 	assert.NotContains(t, run("cat ssh2/key; echo done"), s.marker, "the key read once the chain was re-pointed")
+}
+
+// runIn returns a run of a command in ws under workspace-write by one
+// bubblewrap runner of pol; bubblewrap that cannot run here skips the test.
+func runIn(t *testing.T, pol *sandboxpolicy.Service, ws string) func(command string) exec.Result {
+	t.Helper()
+	r, err := execsandbox.New(execsandbox.Config{}, exec.Config{}, pol)
+	require.NoError(t, err)
+	return func(command string) exec.Result {
+		t.Helper()
+		res, err := r.Run(t.Context(), exec.Request{Command: command, Workdir: ws, Timeout: time.Minute, Policy: carried(pol, sandbox.WorkspaceWrite, ws)})
+		var ee *exec.Error
+		if errors.As(err, &ee) && ee.Code == exec.CodeUnavailable {
+			t.Skip("bubblewrap cannot run here: " + ee.Message)
+		}
+		require.NoError(t, err)
+		return res
+	}
 }
