@@ -110,6 +110,9 @@ type readFence struct {
 	// fence was made (at start), by identity: only their links are
 	// followed (linksOut).
 	trusted map[devIno]bool
+	// trusting is set while the first snapshot is taken (newReadFence):
+	// record trusts each denied directory it meets.
+	trusting bool
 	// kept is the policy's store of what the deny-read links led to,
 	// shared with the runner (keepLinked).
 	kept *sandboxpolicy.LinkTargets
@@ -120,27 +123,17 @@ type readFence struct {
 
 func newReadFence(policy *sandboxpolicy.Service) *readFence {
 	r := &readFence{deny: policy.DenyRead(), mode: policy.Default().Mode, roots: policy.Default().Roots(), homes: policy.DenyRead().Homes(), trusted: map[devIno]bool{}, kept: policy.LinkTargets()}
-	// The anchored denied directories that exist now, before any call: one
-	// a command makes later (`~/.kube` in a home workspace) is the
-	// agent's, and so would be what its links name (the attack review: a
-	// link to /usr, to another principal's workspace).
-	for _, a := range r.deny.AnchoredRules() {
-		if treePattern(a.Pattern) {
-			continue
-		}
-		matches, _ := doublestar.FilepathGlob(a.Pattern)
-		for _, m := range matches[:min(len(matches), maxAnchoredMatches)] {
-			var st unix.Stat_t
-			if unix.Stat(m, &st) == nil && dirfd.IsDir(&st) {
-				r.trusted[identity(&st)] = true
-			}
-		}
-	}
-	if len(r.trusted) > 0 {
-		// The first snapshot now, before any call: what the links lead
-		// to is remembered (sandboxpolicy.LinkTargets) before a call can
-		// change a link on the way.
+	if !r.deny.Empty() {
+		// The first snapshot now, before any call: the anchored denied
+		// directories that exist now are trusted (record; one a command
+		// makes later, `~/.kube` in a home workspace, is the agent's, and
+		// so would be what its links name: the attack review linked one
+		// to /usr and to another principal's workspace), and what their
+		// links lead to is remembered (sandboxpolicy.LinkTargets) before
+		// a call can change a link on the way.
+		r.trusting = true
 		r.identities()
+		r.trusting = false
 	}
 	return r
 }
@@ -303,15 +296,21 @@ func (r *readFence) keepLinked(ids *identities) {
 		if !ok || !sandboxpolicy.LinkedDenial(p, r.roots, r.homes) {
 			return
 		}
-		id := devIno{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is uint64 on amd64 only
-		ids.paths[p] = why
-		if fi.IsDir() {
-			ids.dirs[id] = why
-			ids.linkedDirs[p] = why
-		} else {
-			ids.files[id] = why
-		}
+		ids.addLinked(p, devIno{uint64(st.Dev), st.Ino}, fi.IsDir(), why) //nolint:unconvert // Dev is uint64 on amd64 only
 	})
+}
+
+// addLinked records target, what a deny-read link leads to, of identity
+// id, as denied for why: its path, and its identity as a file's or a
+// directory's (a directory's path also in linkedDirs).
+func (ids *identities) addLinked(target string, id devIno, dir bool, why string) {
+	ids.paths[target] = why
+	if dir {
+		ids.dirs[id] = why
+		ids.linkedDirs[target] = why
+	} else {
+		ids.files[id] = why
+	}
 }
 
 // record adds the path m an anchored pattern matched to ids, unless it is
@@ -338,6 +337,9 @@ func (r *readFence) record(ids *identities, m string) {
 	}
 	ids.dirs[identity(&st)] = same
 	ids.stores = append(ids.stores, deniedDir{path: m, rule: rule, dev: uint64(st.Dev)}) //nolint:unconvert // Dev is uint64 on amd64 only
+	if r.trusting {
+		r.trusted[identity(&st)] = true
+	}
 	if r.trusted[identity(&st)] {
 		r.linksOut(ids, m, rule)
 	}
@@ -376,13 +378,7 @@ func (r *readFence) linksOut(ids *identities, dir, rule string) {
 		if fi, err := os.Lstat(target); err == nil {
 			r.kept.Add(target, fi, why)
 		}
-		ids.paths[target] = why
-		if dirfd.IsDir(&st) {
-			ids.dirs[identity(&st)] = why
-			ids.linkedDirs[target] = why
-		} else {
-			ids.files[identity(&st)] = why
-		}
+		ids.addLinked(target, identity(&st), dirfd.IsDir(&st), why)
 	})
 }
 
