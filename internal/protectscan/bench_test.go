@@ -4,9 +4,11 @@ package protectscan_test
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"runtime"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -15,6 +17,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/internal/subproc"
 )
 
 // benchFixture is the benchmark's workspace, kept between runs (creating a
@@ -179,5 +182,72 @@ func BenchmarkScanManyDirs(b *testing.B) {
 		if err != nil || len(entries) != want || read != 0 {
 			b.Fatalf("scan: %d entries, %d read, error %v", len(entries), read, err)
 		}
+	}
+}
+
+// BenchmarkPlaceholderChurn: what one command's placeholders cost the
+// scanners that keep results of its workspace: the runner reserves 36
+// missing names at the root (a directory each, as the host-run names are)
+// and releases them, and three scanners (the protected paths', the
+// sockets', another root set's) are asked again after each, every one
+// answered from its kept result. Each op is one command: the drains judge
+// its placeholders' events (made under a temporary name, marked, given
+// their mode, renamed, removed), reading what is at each path once a
+// drain, however many scanners and events hear of it.
+func BenchmarkPlaceholderChurn(b *testing.B) {
+	if ok, why := protectscan.Notifications(); !ok {
+		b.Skip(why)
+	}
+	base, err := filepath.EvalSymlinks(b.TempDir())
+	require.NoError(b, err)
+	ws := filepath.Join(base, "ws")
+	for _, d := range []string{"ws/src/a", "ws/.git", "other"} {
+		require.NoError(b, os.MkdirAll(filepath.Join(base, d), 0o755))
+	}
+	old := time.Now().Add(-time.Hour) // past the racy-timestamp rule
+	for _, d := range []string{"ws/src/a", "ws/src", "ws/.git", "ws", "other"} {
+		require.NoError(b, os.Chtimes(filepath.Join(base, d), old, old))
+	}
+	var names []string
+	for i := range 36 {
+		names = append(names, filepath.Join(ws, fmt.Sprintf(".name%02d", i)))
+	}
+	match := func(rel string, _ bool) bool {
+		name := filepath.Base(rel)
+		return name == ".git" || strings.HasPrefix(name, ".name")
+	}
+	type asked struct {
+		s     *protectscan.Scanner
+		roots []protectscan.Root
+	}
+	scanners := []asked{
+		{protectscan.New(protectscan.Options{}), []protectscan.Root{{Path: ws}}},
+		{protectscan.New(protectscan.Options{Sockets: true}), []protectscan.Root{{Path: ws}}},
+		{protectscan.New(protectscan.Options{}), []protectscan.Root{{Path: ws}, {Path: filepath.Join(base, "other")}}},
+	}
+	ask := func() {
+		for _, a := range scanners {
+			_, reused, err := a.s.ScanReused(b.Context(), a.roots, match)
+			require.NoError(b, err)
+			require.True(b, reused, "placeholders do not undo a kept result")
+		}
+	}
+	for range 2 {
+		for _, a := range scanners {
+			_, err := a.s.Scan(b.Context(), a.roots, match)
+			require.NoError(b, err)
+		}
+	}
+	ask()
+	for b.Loop() {
+		held := make([]*subproc.Reservation, 0, len(names))
+		for _, p := range names {
+			h, err := subproc.Reserve(p, true)
+			require.NoError(b, err)
+			held = append(held, h)
+		}
+		ask()
+		subproc.ReleaseAll(held...)
+		ask()
 	}
 }

@@ -3,7 +3,6 @@ package protectscan
 import (
 	"context"
 	"maps"
-	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -155,18 +154,18 @@ func (s *Scanner) forget() {
 // root set the scanner keeps a result for (among the directories that
 // result used) or is scanning, those results are dropped and the epoch
 // moves (a walk in progress keeps nothing).
-func (s *Scanner) notice(id devIno, dir, name string, mask uint32) {
+func (s *Scanner) notice(now probes, id devIno, dir, name string, mask uint32) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	hit := false
 	for key, m := range s.memos {
-		if _, used := m.dirs[id]; used && s.matters(m.roots, m.found, dir, name, mask) {
+		if _, used := m.dirs[id]; used && s.matters(now, m.roots, m.found, dir, name, mask) {
 			delete(s.memos, key)
 			hit = true
 		}
 	}
 	for _, a := range s.active {
-		hit = hit || s.matters(a.roots, nil, dir, name, mask)
+		hit = hit || s.matters(now, a.roots, nil, dir, name, mask)
 	}
 	if hit {
 		s.epoch++
@@ -175,11 +174,11 @@ func (s *Scanner) notice(id devIno, dir, name string, mask uint32) {
 
 // matters reports whether an event of dir about name can change a scan of
 // roots that found found (nil: a scan in progress, whose findings are not
-// known yet).
-func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string, mask uint32) bool {
+// known yet), judged by what now finds there.
+func (s *Scanner) matters(now probes, roots []Root, found map[string]Entry, dir, name string, mask uint32) bool {
 	for _, r := range roots {
 		rel, in := below(r.Path, dir)
-		if in && s.mattersBelow(found, dir, rel, name, mask) {
+		if in && s.mattersBelow(now, found, dir, rel, name, mask) {
 			return true
 		}
 	}
@@ -205,7 +204,7 @@ func (s *Scanner) matters(roots []Root, found map[string]Entry, dir, name string
 //   - a file's content written: a `.git` file's (it names a gitdir; a kept
 //     result reads every `.git` file found again all the same), and a
 //     protected name's that is no placeholder any more (written in place).
-func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, mask uint32) bool {
+func (s *Scanner) mattersBelow(now probes, found map[string]Entry, dir, rel, name string, mask uint32) bool {
 	const gone = inDeleteSelf | inMoveSelf | inIgnored
 	if found != nil && rel != "" && mask&gone != 0 && mask&inUnmount == 0 {
 		// The directory itself removed (IN_IGNORED follows) or moved away:
@@ -219,7 +218,7 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 		return true
 	}
 	marker := !s.enterRepos && (name == "HEAD" || name == "commondir" || name == "objects" || name == "refs")
-	p := filepath.Join(dir, name)
+	p := join(dir, name)
 	switch {
 	case mask&inModify != 0:
 		if name == ".git" {
@@ -230,8 +229,8 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 		if _, ok := found[p]; ok || s.sockets || s.match == nil || !s.match(relName(rel, name), false) {
 			return false
 		}
-		var st unix.Stat_t
-		return unix.Lstat(p, &st) == nil && !placeholderAt(p, &st)
+		at := now.at(p)
+		return at.err == nil && !at.placeholder(p)
 	case mask&(inDelete|inMovedFrom) != 0:
 		if found == nil || foundAtOrBeneath(found, p) {
 			return true
@@ -240,15 +239,16 @@ func (s *Scanner) mattersBelow(found map[string]Entry, dir, rel, name string, ma
 		_, repo := found[dir]
 		return marker && repo
 	}
-	var st unix.Stat_t
-	if err := unix.Lstat(p, &st); err != nil {
+	at := now.at(p)
+	if at.err != nil {
 		// Gone again: its later events (a removal, a move into a watched
 		// directory, whose path each walk keeps current) tell where.
-		return !vanished(err)
+		return !vanished(at.err)
 	}
-	if placeholderAt(p, &st) {
+	if at.placeholder(p) {
 		return false
 	}
+	st := &at.st
 	if st.Mode&unix.S_IFMT == unix.S_IFDIR || marker {
 		return true
 	}
@@ -290,4 +290,13 @@ func (w *walk) rootList() []Root {
 		out = append(out, r.Root)
 	}
 	return out
+}
+
+// join is filepath.Join of a clean absolute directory and one entry's name,
+// without cleaning again (the notifier judges many events a drain).
+func join(dir, name string) string {
+	if dir == "/" {
+		return dir + name
+	}
+	return dir + "/" + name
 }

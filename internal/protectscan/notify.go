@@ -52,6 +52,10 @@ type notifier struct {
 	// is there now), so a tree renamed in a loop costs a drain one
 	// judgement per name, not one per event.
 	seen map[event]struct{}
+	// now is what one drain found at the paths it judged (probes): each
+	// path is read once a drain, however many scanners and kept results
+	// hear of it, and however many of its events were queued.
+	now probes
 }
 
 // event is one inotify record as drain delivers it.
@@ -76,7 +80,7 @@ var (
 // notify returns the process's notifier, made at its first use.
 func notify() *notifier {
 	notifyOnce.Do(func() {
-		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, seen: map[event]struct{}{}, buf: make([]byte, 64<<10)}
+		n := &notifier{fd: -1, byID: map[devIno]int32{}, byWD: map[int32]watchedAt{}, retired: map[int32]struct{}{}, readers: map[*Scanner]struct{}{}, seen: map[event]struct{}{}, now: probes{}, buf: make([]byte, 64<<10)}
 		fd, err := inotifyInit()
 		if err != nil {
 			n.reason = "inotify is unavailable: " + err.Error()
@@ -202,6 +206,7 @@ func (n *notifier) drain() {
 		return
 	}
 	defer clear(n.seen)
+	defer clear(n.now)
 	for queued > 0 {
 		// Never past the bytes queued at the start (FIONREAD counts whole
 		// events): every event a drain judges was queued before it judged
@@ -230,6 +235,7 @@ func (n *notifier) drain() {
 				// The watches change: what came before is no guide to
 				// what follows.
 				clear(n.seen)
+				clear(n.now)
 			} else if _, dup := n.seen[e]; dup {
 				continue
 			} else {
@@ -272,7 +278,7 @@ func (n *notifier) deliver(wd int32, mask uint32, name string) {
 		return
 	}
 	for s := range n.readers {
-		s.notice(at.id, at.path, name, mask)
+		s.notice(n.now, at.id, at.path, name, mask)
 	}
 }
 

@@ -41,10 +41,12 @@ const bwrapRemedy = "install Debian's or Ubuntu's bubblewrap package (apt-get in
 type bwrapIsolation struct {
 	stage  func() (*subproc.Program, error)
 	policy *sandboxpolicy.Service
-	exe    func() (*subproc.Program, error)
-	limits *limiter
-	finder *finder
-	masker *masker
+	// found finds and opens bwrap; exe is found's, once tried
+	// (subproc.ProbeBwrap).
+	found, exe func() (*subproc.Program, error)
+	limits     *limiter
+	finder     *finder
+	masker     *masker
 	// nets are the sessions' network namespaces under network deny.
 	nets *sessionNets
 	// kept are the reservations held until Close (a `commondir`).
@@ -58,8 +60,11 @@ type bwrapIsolation struct {
 func newBwrapIsolation(stage func() (*subproc.Program, error), policy *sandboxpolicy.Service, f *finder, m *masker, proxy *netproxy.Proxy, ownSockets bool, log *zap.Logger) *bwrapIsolation {
 	roots := func() []string { return policy.Default().Roots() }
 	b := &bwrapIsolation{stage: stage, policy: policy, limits: newLimiter(), finder: f, masker: m, nets: newSessionNets(roots, proxy, ownSockets, log), log: log}
+	b.found = sync.OnceValues(func() (*subproc.Program, error) {
+		return findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
+	})
 	b.exe = sync.OnceValues(func() (*subproc.Program, error) {
-		exe, err := findProgram("bwrap", "bubblewrap (bwrap)", os.Getenv("PATH"), roots())
+		exe, err := b.found()
 		if err != nil {
 			return nil, err
 		}
@@ -107,7 +112,7 @@ func findProgram(name, what, path string, roots []string) (*subproc.Program, err
 // refused while it ran (none without the proxy). Its view is found afresh
 // for each start (view), and started again while a path of it changes
 // between the search and the start (startFresh).
-func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks socketView, began time.Time) (res exec.Result, refused refusals, err error) {
+func (b *bwrapIsolation) run(ctx context.Context, cfg Config, run exec.Config, req exec.Request, socks func() (socketView, error), began time.Time) (res exec.Result, refused refusals, err error) {
 	exe, err := b.exe()
 	if err != nil {
 		return exec.Result{}, refusals{}, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
@@ -236,7 +241,8 @@ type startView struct {
 
 // view is the confinement of one start of req (but its Limits), found now,
 // for a command running as cred: the writable roots, the network and
-// socks; under workspace-write the reservations (reservedIn, then
+// the sockets (socks, waited for once the searches of the paths are
+// done); under workspace-write the reservations (reservedIn, then
 // reserveMembers) and the protected paths (finder.find); the deny-read
 // masks (masker.find), with secrets (root's files a uid-0 command may not
 // read: rootSecrets, walked by the caller); and the git directories and the
@@ -247,18 +253,13 @@ type startView struct {
 // Errors (the runner's *exec.Error, nothing left held): a reservation or a
 // search that failed, a workdir at or beneath a protected,
 // reserved or masked path; a *changedError (nothing left held either).
-func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks socketView, secrets []subproc.Masked) (_ startView, err error) {
+func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request, cred *syscall.Credential, home string, socks func() (socketView, error), secrets []subproc.Masked) (_ startView, err error) {
 	policy := *req.Policy
 	roots := policy.WritableRoots()
 	conf := &subproc.Confinement{
 		WritableRoots: roots,
 		Network:       cfg.Network,
 		UnixSockets:   cfg.UnixSockets,
-		// The named sockets bound into the view, every other socket
-		// masked in it (below Landlock ABI 9).
-		UnixSocketPaths: socks.named,
-		MaskedSockets:   socks.masked,
-		SocketSources:   socks.sources,
 		// Its own sockets beneath the writable roots: every socket
 		// bound before it started is masked (or, from Landlock ABI 9,
 		// connects are scoped to the roots and the named ones).
@@ -325,6 +326,13 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 	if conf.Masked, err = b.masker.find(searchContext(ctx, req.Timeout), policy, cred); err != nil {
 		return startView{}, err
 	}
+	// The named sockets bound into the view, every other socket masked in
+	// it (below Landlock ABI 9).
+	var sv socketView
+	if sv, err = socks(); err != nil {
+		return startView{}, err
+	}
+	conf.UnixSocketPaths, conf.MaskedSockets, conf.SocketSources = sv.named, sv.masked, sv.sources
 	if secrets != nil {
 		conf.Masked = mergeMasks(conf.Masked, secrets)
 	}

@@ -150,10 +150,10 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 				"or --unix-sockets allow (every socket reachable)",
 			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
 	}
-	socks, err := r.sockets(ctx, *req.Policy, req.Timeout)
-	if err != nil {
-		return exec.Result{}, err
-	}
+	// The sockets to mask are listed beside the rest of the view (the
+	// reservations, the searches), which waits for them before it is
+	// complete.
+	pending := r.socketsBeside(ctx, *req.Policy, req.Timeout)
 	var refused refusals
 	restore := heldRoots.hold(req.Policy.WritableRoots())
 	defer func() {
@@ -162,8 +162,12 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 		}
 	}()
 	if r.bwrap != nil {
-		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, socks, began)
+		res, refused, err = r.bwrap.run(ctx, r.cfg, r.run, req, pending.wait, began)
 	} else {
+		var socks socketView
+		if socks, err = pending.wait(); err != nil {
+			return exec.Result{}, err
+		}
 		var conf *subproc.Confinement
 		var check *gitStateCheck
 		if conf, check, err = r.landlockConfinement(ctx, req, socks); err != nil {
@@ -183,6 +187,7 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 		}
 	}
 	if err == nil {
+		socks, _ := pending.wait() // waited for by the view
 		c := r.confinement(*req.Policy, socks.named)
 		if res.Confinement != nil {
 			c.Masked, c.Disarmed, c.Reserved, c.WholeGitDirs = res.Confinement.Masked, res.Confinement.Disarmed, res.Confinement.Reserved, res.Confinement.WholeGitDirs
@@ -314,10 +319,10 @@ func provide(p Params) (*Runner, error) {
 	return r, nil
 }
 
-// Warm finds and tries bubblewrap and seals the inner stage's copy (what
-// the first command would otherwise wait for), makes the first session's
-// network namespace under network deny (sessionNets.refill), then, side
-// by side, walks root's secrets when commands run as uid 0 (secretCache)
+// Warm finds bubblewrap and seals the inner stage's copy (what the first
+// command would otherwise wait for), then, side by side, tries bubblewrap,
+// makes the first session's network namespace under network deny
+// (sessionNets.refill), walks root's secrets when commands run as uid 0 (secretCache)
 // and searches the protected paths of the default policy's writable roots
 // but its temp roots (workspace-write's, whatever the default mode), its
 // deny-read paths and its sockets, so the first command finds both searches' caches filled: a
@@ -328,11 +333,16 @@ func provide(p Params) (*Runner, error) {
 // done; its result is only the caches.
 func (r *Runner) Warm(ctx context.Context) {
 	policy := r.policy.Default()
+	var wg sync.WaitGroup
+	defer wg.Wait()
 	if r.bwrap != nil {
 		// What every first command would otherwise do itself: find and
 		// try bubblewrap, and seal the inner stage's copy; under network
-		// deny, make the first session's namespace (sessionNets.refill).
-		exe, err := r.bwrap.exe()
+		// deny, make the first session's namespace (sessionNets.refill),
+		// side by side with the try (a bubblewrap that cannot make one
+		// fails both; the try's error is what a command reports).
+		wg.Go(func() { _, _ = r.bwrap.exe() })
+		exe, err := r.bwrap.found()
 		stage, serr := r.bwrap.stage()
 		if err == nil && serr == nil && !r.cfg.Network && !r.cfg.OneCall && policy.WorkspaceRoot != "" {
 			cred, _ := commandUser(policy, nil)
@@ -352,7 +362,6 @@ func (r *Runner) Warm(ctx context.Context) {
 	// side by side (issue 34: the first command waits for them; a search
 	// it starts meanwhile waits for the warm-up's walk of the same roots,
 	// protectscan, or rootSecretCache's lock).
-	var wg sync.WaitGroup
 	if r.bwrap != nil && uidOf(cred) == 0 && !r.cfg.OneCall {
 		// Root's own secrets, which a uid-0 command may not read, as its
 		// commands look them up (a session's temp area is not part of
@@ -362,7 +371,6 @@ func (r *Runner) Warm(ctx context.Context) {
 	wg.Go(func() { r.finder.warm(ctx, policy.WritableRoots(), uidOf(cred)) })
 	wg.Go(func() { _, _ = r.masker.find(ctx, policy, cred) })
 	wg.Go(func() { _, _ = r.sockets(ctx, policy, 0) })
-	wg.Wait()
 }
 
 // Close releases what the runner made for its commands (the parent cgroup

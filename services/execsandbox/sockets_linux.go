@@ -97,6 +97,31 @@ func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, ti
 	return v, nil
 }
 
+// pendingSockets is a command's sockets (Runner.sockets) being listed
+// beside the rest of its view.
+type pendingSockets struct {
+	done chan struct{}
+	v    socketView
+	err  error
+}
+
+// socketsBeside starts r.sockets of policy in the background and returns
+// it; wait returns its result once it is there.
+func (r *Runner) socketsBeside(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) *pendingSockets {
+	p := &pendingSockets{done: make(chan struct{})}
+	go func() {
+		defer close(p.done)
+		p.v, p.err = r.sockets(ctx, policy, timeout)
+	}()
+	return p
+}
+
+// wait returns the sockets once listed: r.sockets' result and error.
+func (p *pendingSockets) wait() (socketView, error) {
+	<-p.done
+	return p.v, p.err
+}
+
 // searchableBy returns the paths (canonical) whose every directory the user
 // uid with groups gids may search (permits, with the search bit).
 func searchableBy(paths []string, uid uint32, gids []uint32) []string {
