@@ -99,7 +99,7 @@ func rootSecrets(ctx context.Context, policy sandbox.ExecutionPolicy, home strin
 			continue
 		}
 		w.entries = 0 // each system directory's own bound
-		if err := w.dir(top, st.Dev, true); err != nil {
+		if err := w.dir(top, st.Dev, true, false); err != nil {
 			return nil, false, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 				"the search for root's own files a uid-0 command may not read did not finish: %v; the command was not run rather than run able to read them", err), Cause: err}
 		}
@@ -133,14 +133,17 @@ type secretWalk struct {
 }
 
 // dir walks dir (on device dev), adding its secrets to w.out; top says it
-// is one of systemDirs.
-func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
+// is one of systemDirs, added that its caller added it to w.set already
+// (as an entry it judged).
+func (w *secretWalk) dir(dir string, dev uint64, top, added bool) error {
 	if err := w.ctx.Err(); err != nil {
 		return err
 	}
-	if w.watched {
+	if w.watched && !added {
 		// Before the read: a change after it is reported, and so is the
-		// directory's move if another takes its path before the read.
+		// directory's move if another takes its path before the read (its
+		// parent's watch: the directory itself was watched before it was
+		// judged, when its entry said it is one).
 		w.watched = w.set.Add(dir)
 	}
 	if w.entries > maxSecretEntries {
@@ -162,7 +165,8 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 		if w.skip(p) {
 			continue
 		}
-		if w.watched && (e.Type().IsRegular() || e.IsDir()) {
+		added := w.watched && (e.Type().IsRegular() || e.IsDir())
+		if added {
 			// Before it is judged: its mode or owner changed later, by any
 			// path, is reported.
 			w.watched = w.set.Add(p)
@@ -188,7 +192,7 @@ func (w *secretWalk) dir(dir string, dev uint64, top bool) error {
 				// Another filesystem, or a directory others may not
 				// search that the command may not either.
 			default:
-				if err := w.dir(p, dev, false); err != nil {
+				if err := w.dir(p, dev, false, added && e.IsDir()); err != nil {
 					return err
 				}
 			}
