@@ -401,27 +401,35 @@ type listing struct {
 // of its own), each namespace's read once: namespaces are told apart by
 // the inode of their net/unix entry, which proc makes per namespace, and a
 // stat of it needs no access to the task. A task that ends while it is
-// read is left out. Errors: the reader's own listing cannot be read or
-// parsed.
+// read is left out. Each process's task directory is opened once and its
+// tasks looked up from it; one with a single task (proc counts a task
+// directory's links as two plus its tasks) is not listed: its task is the
+// process. Its cost is a few calls a process and one stat a task (a
+// desktop runs thousands of threads), made beside the rest of a command's
+// view (socketsBeside). Errors: the reader's own listing cannot be read or
+// parsed, or proc cannot be listed.
 func boundEverywhere(proc string) ([]listing, error) {
 	seen := map[uint64]int{} // the inode of a namespace's net/unix: its index in out
 	var out []listing
-	list := func(task string) error {
-		entry := filepath.Join(task, "net/unix")
+	// list reads the namespace of the task open beneath dirFD as name
+	// (task: its path, for the mount tables of another namespace's
+	// tasks).
+	list := func(dirFD int, name string, task func() string) error {
 		var st unix.Stat_t
-		if err := unix.Stat(entry, &st); err != nil {
+		if err := unix.Fstatat(dirFD, name+"/net/unix", &st, 0); err != nil {
 			return err
 		}
 		if i, ok := seen[st.Ino]; ok {
 			if len(out[i].tasks) > 0 {
-				out[i].tasks = append(out[i].tasks, task)
+				out[i].tasks = append(out[i].tasks, task())
 			}
 			return nil
 		}
-		f, err := os.Open(entry)
+		fd, err := unix.Openat(dirFD, name+"/net/unix", unix.O_RDONLY|unix.O_CLOEXEC, 0)
 		if err != nil {
 			return err
 		}
+		f := os.NewFile(uintptr(fd), name)
 		defer func() { _ = f.Close() }()
 		paths, err := boundPaths(f)
 		if err != nil {
@@ -430,31 +438,52 @@ func boundEverywhere(proc string) ([]listing, error) {
 		seen[st.Ino] = len(out)
 		l := listing{paths: paths}
 		if len(out) > 0 {
-			l.tasks = []string{task}
+			l.tasks = []string{task()}
 		}
 		out = append(out, l)
 		return nil
 	}
-	if err := list(filepath.Join(proc, "thread-self")); err != nil {
+	d, err := os.Open(proc)
+	if err != nil {
 		return nil, err
 	}
-	pids, err := os.ReadDir(proc)
+	defer func() { _ = d.Close() }()
+	procFD := int(d.Fd())
+	if err := list(procFD, "thread-self", func() string { return filepath.Join(proc, "thread-self") }); err != nil {
+		return nil, err
+	}
+	pids, err := d.Readdirnames(-1)
 	if err != nil {
 		return nil, err
 	}
 	for _, pid := range pids {
-		if !numeric(pid.Name()) {
-			continue
-		}
-		tasks, err := os.ReadDir(filepath.Join(proc, pid.Name(), "task"))
-		if err != nil {
-			continue // ended
-		}
-		for _, task := range tasks {
-			_ = list(filepath.Join(proc, pid.Name(), "task", task.Name())) // ended, or not readable: nothing to add
+		if numeric(pid) {
+			listTasks(procFD, proc, pid, list)
 		}
 	}
 	return out, nil
+}
+
+// listTasks lists (boundEverywhere's list) each task of process pid, whose
+// task directory is opened beneath procFD (proc's); a process that ended
+// meanwhile is left out.
+func listTasks(procFD int, proc, pid string, list func(dirFD int, name string, task func() string) error) {
+	fd, err := unix.Openat(procFD, pid+"/task", unix.O_RDONLY|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return // ended
+	}
+	d := os.NewFile(uintptr(fd), pid)
+	defer func() { _ = d.Close() }()
+	var st unix.Stat_t
+	tids := []string{pid}
+	if unix.Fstat(fd, &st) != nil || st.Nlink != 3 {
+		if tids, err = d.Readdirnames(-1); err != nil {
+			return
+		}
+	}
+	for _, tid := range tids {
+		_ = list(fd, tid, func() string { return filepath.Join(proc, pid, "task", tid) }) // ended, or not readable: nothing to add
+	}
 }
 
 // numeric reports whether name is a decimal number (a /proc PID entry).
