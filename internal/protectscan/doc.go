@@ -51,6 +51,10 @@
 // Match protects or a finding made, removed, moved or given another owner or
 // mode; a repository marker; a `.git` file written) takes the last result
 // instead of walking: its cost is the drain, proportional to what changed.
+// An event is judged by what is at its path now, read once a drain however
+// many scanners, kept results and events of that path there are
+// (probe.go): a command's 36 placeholders, each made, marked, renamed and
+// removed, cost each drain one lstat and one check of each path.
 // A directory the walk entered that is removed or moved away matters only
 // when something found lies in it; a root's own removal or move always
 // does, and a root whose identity is not the one the result was read from
