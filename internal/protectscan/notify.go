@@ -207,25 +207,42 @@ func (n *notifier) drain() {
 	}
 	defer clear(n.seen)
 	defer clear(n.now)
-	for queued > 0 {
+	// All of it in one read: an event still in the kernel's queue absorbs
+	// a later identical one (inotify_merge merges a new event into the last
+	// queued one of the same watch, mask and name), so an event judged
+	// after a reading of its path (probes) or after a repeat of it (seen)
+	// could stand for a change made after that reading and never be judged
+	// for it. Once every event is read, a change made while they are
+	// judged queues an event of its own, for the next drain.
+	buf := n.buf
+	if queued > len(buf) {
+		buf = make([]byte, queued)
+	}
+	for read := false; queued > 0; {
+		if read {
+			// A short read left events queued, which may have absorbed
+			// changes made since the readings: judged afresh.
+			clear(n.seen)
+			clear(n.now)
+		}
 		// Never past the bytes queued at the start (FIONREAD counts whole
 		// events): every event a drain judges was queued before it judged
 		// any, so a repeat judged "now" adds nothing to the first.
-		k, err := unix.Read(n.fd, n.buf[:min(len(n.buf), queued)])
+		k, err := unix.Read(n.fd, buf[:queued])
 		if errors.Is(err, unix.EINTR) {
 			continue
 		}
 		if k <= 0 || err != nil {
 			return // EAGAIN: nothing more queued
 		}
-		queued -= k
+		queued, read = queued-k, true
 		for off := 0; off+sizeofInotifyEvent <= k; {
-			ev := (*inotifyEvent)(unsafe.Pointer(&n.buf[off])) //nolint:gosec // the kernel's record layout
+			ev := (*inotifyEvent)(unsafe.Pointer(&buf[off])) //nolint:gosec // the kernel's record layout
 			end := off + sizeofInotifyEvent + int(ev.Len)
 			if end > k {
 				break
 			}
-			name := n.buf[off+sizeofInotifyEvent : end]
+			name := buf[off+sizeofInotifyEvent : end]
 			if i := bytes.IndexByte(name, 0); i >= 0 {
 				name = name[:i]
 			}

@@ -475,11 +475,12 @@ func listTasks(procFD int, proc, pid string, list func(dirFD int, name string, t
 	d := os.NewFile(uintptr(fd), pid)
 	defer func() { _ = d.Close() }()
 	var st unix.Stat_t
-	tids := []string{pid}
-	if unix.Fstat(fd, &st) != nil || st.Nlink != 3 {
-		if tids, err = d.Readdirnames(-1); err != nil {
-			return
-		}
+	if unix.Fstat(fd, &st) == nil && st.Nlink == 3 && list(fd, pid, func() string { return filepath.Join(proc, pid, "task", pid) }) == nil {
+		return // its one task, the process itself (a zombie leader counts)
+	}
+	tids, err := d.Readdirnames(-1)
+	if err != nil {
+		return
 	}
 	for _, tid := range tids {
 		_ = list(fd, tid, func() string { return filepath.Join(proc, pid, "task", tid) }) // ended, or not readable: nothing to add
