@@ -92,11 +92,14 @@ func renamedOver(t *testing.T, path string) string {
 	return body
 }
 
-// TestBwrapChangedPath (issue 34): a protected path that is not the file
-// found (renamed over, removed) refuses the start with Status.Changed naming
-// it, and the command does not run; one missing along with its holder (a
-// scratch repository removed since it was found) is accepted, reserved or
-// protected; one missing while its holder is there is not.
+// TestBwrapChangedPath (issue 34): a protected path that another file was
+// renamed over since the search (the host's git rewriting its config) is
+// bound read-only as it is now, and the command starts and cannot write it;
+// one a symlink took the place of, or one removed, refuses the start with
+// Status.Changed naming it, and the command does not run; one missing along
+// with its holder (a scratch repository removed since it was found) is
+// accepted, reserved or protected; one missing while its holder is there is
+// not.
 func TestBwrapChangedPath(t *testing.T) {
 	requireLandlock(t)
 	ws, err := filepath.EvalSymlinks(t.TempDir())
@@ -118,12 +121,31 @@ func TestBwrapChangedPath(t *testing.T) {
 	}
 
 	t.Run("renamed over", func(t *testing.T) {
-		renamedOver(t, config)
+		body := renamedOver(t, config)
+		ran := filepath.Join(ws, "ran")
+		c := subproc.Confinement{Protected: protected(repo), WritableRoots: []string{ws}}
+		out, _, stderr := runBwrap(t.Context(), t, subproc.Spec{
+			Command: "echo ran > ran; echo written >> repo/config", Dir: ws, Confine: &c,
+		}, time.Minute)
+		require.True(t, out.Status.Started, out.Status.Error)
+		assert.FileExists(t, ran)
+		assert.Contains(t, stderr, "Read-only file system")
+		got, err := os.ReadFile(config)
+		require.NoError(t, err)
+		assert.Equal(t, body, string(got), "the new file, read-only in the view")
+		require.NoError(t, os.Remove(ran))
+	})
+	t.Run("a symlink in its place", func(t *testing.T) {
+		decoy := filepath.Join(ws, "decoy")
+		require.NoError(t, os.WriteFile(decoy, []byte("decoy\n"), 0o644))
+		require.NoError(t, os.Symlink("../decoy", config+".lock")) // relative: it leads to decoy in the view too
+		require.NoError(t, os.Rename(config+".lock", config))
 		out := start(t, subproc.Confinement{Protected: protected(repo)})
 		assert.False(t, out.Status.Started)
 		assert.True(t, out.Status.Changed)
 		assert.Contains(t, out.Status.Error, config)
 		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+		renamedOver(t, config)
 		found = statOf(t, config)
 	})
 	t.Run("removed, its holder there", func(t *testing.T) {

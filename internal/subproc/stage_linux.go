@@ -154,8 +154,14 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 }
 
 // checkView verifies, inside the finished view, that every protected path
-// is still the file that was found (device and inode, without following a
-// final symlink) and lies on a read-only mount, that every pinned directory
+// lies on a read-only mount and is still the file that was found (device
+// and inode, without following a final symlink), or, where a process
+// outside put another file in its place between the search and the
+// bind (the host's git renaming its new `.git/config` over the old, some
+// times a second: issue 34's "a change is not a failure"), that the file
+// now there is reached through no symlink and lies on a read-only mount,
+// as bubblewrap's read-only bind of the path makes it: what the command
+// sees at the path is then read-only all the same. That every pinned directory
 // is its own mount (checkPinned), that every masked path is its mask
 // (checkMasks), and that every reserved path is a read-only mount
 // of its kind; a protected or reserved path may instead be missing with its
@@ -167,9 +173,10 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 // one's inode number, is then what the view shows, writable).
 func checkView(c *Confinement) error {
 	for _, p := range c.Protected {
-		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
+		err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
 			return uint64(st.Dev) == p.Dev && st.Ino == p.Ino //nolint:unconvert // Dev is uint64 on most arches only
-		}); err != nil && !goneWithHolder(p.Path, p.Holder) {
+		})
+		if err != nil && !goneWithHolder(p.Path, p.Holder) && !replacedReadOnly(p.Path) {
 			return err
 		}
 	}
@@ -193,6 +200,27 @@ func checkView(c *Confinement) error {
 		}
 	}
 	return nil
+}
+
+// replacedReadOnly reports whether the file at path, reached without
+// following any symlink (a symlink in place of a protected path, or of a
+// directory holding it, would have led bubblewrap's bind elsewhere), lies
+// on a read-only mount: another file than the one found, protected in the
+// view as the one found would have been. A file renamed over the path
+// after the bind is on the writable root's mount (the kernel detached the
+// bind from the old file): not read-only, refused.
+func replacedReadOnly(path string) bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	var fs unix.Statfs_t
+	return unix.Fstat(fd, &st) == nil && st.Mode&unix.S_IFMT != unix.S_IFLNK &&
+		unix.Fstatfs(fd, &fs) == nil && fs.Flags&unix.ST_RDONLY != 0
 }
 
 // goneWithHolder reports whether path and its holder (Protected.Holder;
