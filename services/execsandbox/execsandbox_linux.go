@@ -150,9 +150,9 @@ func (r *Runner) Run(ctx context.Context, req exec.Request) (res exec.Result, er
 				"or --unix-sockets allow (every socket reachable)",
 			req.Policy.Mode, subproc.Probe().LandlockABI, subproc.ErrNamedSockets)}
 	}
-	// The sockets to mask are listed beside the rest of the view (the
-	// reservations, the searches), which waits for them before it is
-	// complete.
+	// The sockets bound in the network namespaces are listed beside the
+	// rest of the view (the reservations, the searches), which waits for
+	// them before it is complete; those inside the roots are found first.
 	pending := r.socketsBeside(ctx, *req.Policy, req.Timeout)
 	var refused refusals
 	restore := heldRoots.hold(req.Policy.WritableRoots())

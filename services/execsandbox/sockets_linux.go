@@ -50,51 +50,7 @@ type socketView struct {
 // up, so sockets the user cannot connect to, by their modes and ACLs, and
 // cannot open to itself (it owns none of the way) are not masked.
 func (r *Runner) sockets(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) (socketView, error) {
-	if len(r.named) == 0 && !r.ownSockets() {
-		return socketView{}, nil
-	}
-	var v socketView
-	var ids map[fileID]bool
-	v.named, v.sources, ids = namedSockets(r.named)
-	if r.bwrap == nil {
-		return v, nil
-	}
-	uid, gids := viewUser(policy)
-	v.named = searchableBy(v.named, uid, gids)
-	if r.cfg.UnixSockets || subproc.Probe().ResolveUnix {
-		return v, nil
-	}
-	// The session's own commands' sockets (bound in its network
-	// namespace), by the identity of the file each is bound to: reached,
-	// not masked.
-	if s := session.FromContext(ctx); s != nil && !r.cfg.Network {
-		cred, _ := commandUser(policy, nil)
-		for id := range r.bwrap.nets.ownBound(s, cred) {
-			ids[fileID{id.Dev, id.Ino}] = true
-		}
-	}
-	masked, err := maskedSockets(ids)
-	if err != nil {
-		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
-	}
-	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
-	if err != nil {
-		return v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
-			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err), Cause: err}
-	}
-	// Under danger-full-access the directories on the way to a masked
-	// socket are not pinned: a background command could swap a stale
-	// file's directory with a live socket's between the check and the
-	// mount (the attack review of issue 36), so every socket file found
-	// stays masked there.
-	masked = addSockets(masked, walked, ids, policy.Mode != sandbox.DangerFullAccess)
-	for _, p := range searchableBy(masked, uid, gids) {
-		if permits(p, uid, gids, 0o2) {
-			v.masked = append(v.masked, p)
-		}
-	}
-	return v, nil
+	return r.socketsBeside(ctx, policy, timeout).wait()
 }
 
 // pendingSockets is a command's sockets (Runner.sockets) being listed
@@ -105,18 +61,73 @@ type pendingSockets struct {
 	err  error
 }
 
-// socketsBeside starts r.sockets of policy in the background and returns
-// it; wait returns its result once it is there.
+// socketsBeside is Runner.sockets, returned before the listing of the
+// network namespaces' bound sockets (maskedSockets, the costly part: a
+// look at every task in /proc) has ended, which goes on beside the rest of
+// the command's view; wait returns the whole. The walk of the roots
+// (socketWalker) is done before it returns: a walk in progress while the
+// command's placeholders are made would keep nothing, and the next
+// command would walk again.
 func (r *Runner) socketsBeside(ctx context.Context, policy sandbox.ExecutionPolicy, timeout time.Duration) *pendingSockets {
 	p := &pendingSockets{done: make(chan struct{})}
+	ready := func(v socketView, err error) *pendingSockets {
+		p.v, p.err = v, err
+		close(p.done)
+		return p
+	}
+	if len(r.named) == 0 && !r.ownSockets() {
+		return ready(socketView{}, nil)
+	}
+	var v socketView
+	var ids map[fileID]bool
+	v.named, v.sources, ids = namedSockets(r.named)
+	if r.bwrap == nil {
+		return ready(v, nil)
+	}
+	uid, gids := viewUser(policy)
+	v.named = searchableBy(v.named, uid, gids)
+	if r.cfg.UnixSockets || subproc.Probe().ResolveUnix {
+		return ready(v, nil)
+	}
+	// The session's own commands' sockets (bound in its network
+	// namespace), by the identity of the file each is bound to: reached,
+	// not masked.
+	if s := session.FromContext(ctx); s != nil && !r.cfg.Network {
+		cred, _ := commandUser(policy, nil)
+		for id := range r.bwrap.nets.ownBound(s, cred) {
+			ids[fileID{id.Dev, id.Ino}] = true
+		}
+	}
+	walked, err := r.sockWalk.find(searchContext(ctx, timeout), policy, uid)
+	if err != nil {
+		return ready(v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"the Unix sockets inside the command's roots to mask beside the named ones cannot all be found: %v; the command was not run rather than run able to reach them", err), Cause: err})
+	}
 	go func() {
 		defer close(p.done)
-		p.v, p.err = r.sockets(ctx, policy, timeout)
+		masked, err := maskedSockets(ids)
+		if err != nil {
+			p.v, p.err = v, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+				"the bound Unix sockets to mask beside the named ones cannot be listed: %v; the command was not run rather than run able to reach them", err)}
+			return
+		}
+		// Under danger-full-access the directories on the way to a masked
+		// socket are not pinned: a background command could swap a stale
+		// file's directory with a live socket's between the check and the
+		// mount (the attack review of issue 36), so every socket file found
+		// stays masked there.
+		masked = addSockets(masked, walked, ids, policy.Mode != sandbox.DangerFullAccess)
+		for _, q := range searchableBy(masked, uid, gids) {
+			if permits(q, uid, gids, 0o2) {
+				v.masked = append(v.masked, q)
+			}
+		}
+		p.v = v
 	}()
 	return p
 }
 
-// wait returns the sockets once listed: r.sockets' result and error.
+// wait returns the sockets once listed: Runner.sockets' result and error.
 func (p *pendingSockets) wait() (socketView, error) {
 	<-p.done
 	return p.v, p.err
