@@ -34,8 +34,7 @@ func TestKeptCurrent_AChangeMergedIntoAQueuedEventIsJudged(t *testing.T) {
 	}
 	base := tempRoot(t)
 	ws := filepath.Join(base, "ws")
-	stage := filepath.Join(base, "stage") // not a root: unwatched
-	build(t, base, "ws/src/", "ws/.git/", "stage/")
+	build(t, base, "ws/src/", "ws/.git/")
 	ageTree(t, base)
 	roots := []protectscan.Root{{Path: ws}}
 	vscode := filepath.Join(ws, ".vscode")
@@ -67,17 +66,14 @@ func TestKeptCurrent_AChangeMergedIntoAQueuedEventIsJudged(t *testing.T) {
 	require.NoError(t, err)
 	require.True(t, reused, "kept")
 
-	// A placeholder made aside and moved in: one IN_MOVED_TO (ws, .vscode).
-	ph := filepath.Join(stage, "ph")
-	require.NoError(t, os.Mkdir(ph, 0o755))
-	require.NoError(t, unix.Setxattr(ph, protectscan.PlaceholderXattr, []byte("1"), 0))
-	require.NoError(t, os.Chmod(ph, protectscan.PlaceholderDirMode))
-	require.NoError(t, os.Rename(ph, vscode))
+	// A placeholder made and renamed into place, as the runner does.
+	movePlaceholderIn(t, vscode)
 	// Filler: > 64 KiB of distinct events, so the rest of the drain is
 	// still in the kernel's queue while the first chunk is judged.
 	manyFiles(t, ws, 4000)
-	// The last queued event: IN_ATTRIB (ws, .vscode), of a placeholder.
-	require.NoError(t, unix.Setxattr(vscode, protectscan.PlaceholderXattr, []byte("1"), 0))
+	// The last queued event: IN_ATTRIB (ws, .vscode), of a placeholder
+	// (its mode set again).
+	require.NoError(t, os.Chmod(vscode, protectscan.PlaceholderDirMode))
 	time.Sleep(10 * time.Millisecond)
 
 	armed.Store(true)
@@ -126,17 +122,10 @@ func TestKeptCurrent_AChangeMergedIntoARepeatIsJudged(t *testing.T) {
 		_, err := s.Scan(t.Context(), roots, match)
 		require.NoError(t, err)
 	}
-	placeholder := func() {
-		ph := filepath.Join(stage, "ph")
-		require.NoError(t, os.Mkdir(ph, 0o755))
-		require.NoError(t, unix.Setxattr(ph, protectscan.PlaceholderXattr, []byte("1"), 0))
-		require.NoError(t, os.Chmod(ph, protectscan.PlaceholderDirMode))
-		require.NoError(t, os.Rename(ph, vscode))
-	}
-	placeholder()
+	movePlaceholderIn(t, vscode)
 	manyFiles(t, ws, 4000)
 	require.NoError(t, os.Remove(vscode))
-	placeholder() // the last queued event: IN_MOVED_TO (ws, .vscode) again
+	movePlaceholderIn(t, vscode) // the last queued event: IN_MOVED_TO (ws, .vscode) again
 	armed.Store(true)
 	_, _, err := s.ScanReused(t.Context(), roots, match) // races the change
 	require.NoError(t, err)
@@ -146,4 +135,18 @@ func TestKeptCurrent_AChangeMergedIntoARepeatIsJudged(t *testing.T) {
 	_, err = os.Stat(filepath.Join(vscode, "tasks.json"))
 	require.NoError(t, err)
 	require.Contains(t, pathsOf(t, ws, got), ".vscode", "reused=%v", reused)
+}
+
+// movePlaceholderIn makes a runner's placeholder directory at p as the
+// runner does (internal/subproc): under a temporary name beside it,
+// marked, given its mode, then renamed to p (the last event: IN_MOVED_TO of
+// p). Beside it, not in another directory: an ordinary user may not move a
+// directory it cannot write to another parent.
+func movePlaceholderIn(t *testing.T, p string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(p), protectscan.PlaceholderTempPrefix+"test")
+	require.NoError(t, os.Mkdir(tmp, 0o755))
+	require.NoError(t, unix.Setxattr(tmp, protectscan.PlaceholderXattr, []byte("1"), 0))
+	require.NoError(t, os.Chmod(tmp, protectscan.PlaceholderDirMode))
+	require.NoError(t, os.Rename(tmp, p))
 }
