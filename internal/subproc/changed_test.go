@@ -93,9 +93,11 @@ func renamedOver(t *testing.T, path string) string {
 }
 
 // TestBwrapChangedPath (issue 34): a protected path that another file was
-// renamed over since the search (the host's git rewriting its config) is
-// bound read-only as it is now, and the command starts and cannot write it;
-// one a symlink took the place of, or one removed, refuses the start with
+// renamed over since the search, inside the git directory found (the host's
+// git rewriting its config), is bound read-only as it is now, and the
+// command starts and cannot write it; one renamed over elsewhere, or whose
+// git directory is another now, or a symlink took the place of, or one
+// removed, refuses the start with
 // Status.Changed naming it, and the command does not run; one missing along
 // with its holder (a scratch repository removed since it was found) is
 // accepted, reserved or protected; one missing while its holder is there is
@@ -119,11 +121,43 @@ func TestBwrapChangedPath(t *testing.T) {
 	protected := func(holder string) []subproc.Protected {
 		return []subproc.Protected{{Path: config, Dev: found.Dev, Ino: found.Ino, Holder: holder}}
 	}
+	repoFound := statOf(t, repo)
+	// inRepo is protected(repo) naming repo as the git directory config
+	// lies in, with its identity as found.
+	inRepo := func() []subproc.Protected {
+		p := protected(repo)
+		p[0].GitDir, p[0].GitDirDev, p[0].GitDirIno = repo, repoFound.Dev, repoFound.Ino
+		return p
+	}
 
-	t.Run("renamed over", func(t *testing.T) {
+	t.Run("renamed over, not in a git directory found", func(t *testing.T) {
+		renamedOver(t, config)
+		out := start(t, subproc.Confinement{Protected: protected(repo)})
+		assert.False(t, out.Status.Started)
+		assert.True(t, out.Status.Changed)
+		assert.Contains(t, out.Status.Error, config)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+	})
+	t.Run("its git directory swapped for another", func(t *testing.T) {
+		// The repository moved aside and another put in its place (the
+		// attack review of ff9821f): its config is another file on a
+		// read-only bind, but the real one, aside, would be writable.
+		aside := filepath.Join(ws, "aside")
+		require.NoError(t, os.Rename(repo, aside))
+		require.NoError(t, os.Mkdir(repo, 0o755))
+		renamedOver(t, config)
+		out := start(t, subproc.Confinement{Protected: inRepo()})
+		assert.False(t, out.Status.Started)
+		assert.True(t, out.Status.Changed)
+		assert.Contains(t, out.Status.Error, config)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+		require.NoError(t, os.RemoveAll(repo))
+		require.NoError(t, os.Rename(aside, repo))
+	})
+	t.Run("renamed over in the git directory found", func(t *testing.T) {
 		body := renamedOver(t, config)
 		ran := filepath.Join(ws, "ran")
-		c := subproc.Confinement{Protected: protected(repo), WritableRoots: []string{ws}}
+		c := subproc.Confinement{Protected: inRepo(), WritableRoots: []string{ws}}
 		out, _, stderr := runBwrap(t.Context(), t, subproc.Spec{
 			Command: "echo ran > ran; echo written >> repo/config", Dir: ws, Confine: &c,
 		}, time.Minute)
@@ -140,7 +174,7 @@ func TestBwrapChangedPath(t *testing.T) {
 		require.NoError(t, os.WriteFile(decoy, []byte("decoy\n"), 0o644))
 		require.NoError(t, os.Symlink("../decoy", config+".lock")) // relative: it leads to decoy in the view too
 		require.NoError(t, os.Rename(config+".lock", config))
-		out := start(t, subproc.Confinement{Protected: protected(repo)})
+		out := start(t, subproc.Confinement{Protected: inRepo()})
 		assert.False(t, out.Status.Started)
 		assert.True(t, out.Status.Changed)
 		assert.Contains(t, out.Status.Error, config)

@@ -156,12 +156,13 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 // checkView verifies, inside the finished view, that every protected path
 // lies on a read-only mount and is still the file that was found (device
 // and inode, without following a final symlink), or, where a process
-// outside put another file in its place between the search and the
-// bind (the host's git renaming its new `.git/config` over the old, some
-// times a second: issue 34's "a change is not a failure"), that the file
-// now there is reached through no symlink and lies on a read-only mount,
-// as bubblewrap's read-only bind of the path makes it: what the command
-// sees at the path is then read-only all the same. That every pinned directory
+// outside put another file in its place inside the same git directory
+// between the search and the bind (the host's git renaming its new
+// `.git/config` over the old, some times a second: issue 34's "a change is
+// not a failure"), that the git directory is still the one found and the
+// file now there is reached through no symlink and lies on a read-only
+// mount, as bubblewrap's read-only bind of the path makes it: what the
+// command sees at the path is then read-only all the same. That every pinned directory
 // is its own mount (checkPinned), that every masked path is its mask
 // (checkMasks), and that every reserved path is a read-only mount
 // of its kind; a protected or reserved path may instead be missing with its
@@ -176,7 +177,7 @@ func checkView(c *Confinement) error {
 		err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
 			return uint64(st.Dev) == p.Dev && st.Ino == p.Ino //nolint:unconvert // Dev is uint64 on most arches only
 		})
-		if err != nil && !goneWithHolder(p.Path, p.Holder) && !replacedReadOnly(p.Path) {
+		if err != nil && !goneWithHolder(p.Path, p.Holder) && !replacedInGitDir(p) {
 			return err
 		}
 	}
@@ -200,6 +201,33 @@ func checkView(c *Confinement) error {
 		}
 	}
 	return nil
+}
+
+// replacedInGitDir reports whether p's file, another than the one found,
+// lies in the git directory found (inGitDirFound), reached through no
+// symlink, on a read-only mount (replacedReadOnly).
+func replacedInGitDir(p Protected) bool { return inGitDirFound(p) && replacedReadOnly(p.Path) }
+
+// inGitDirFound reports whether p names the git directory it lies in
+// (Protected.GitDir) and that directory, reached without following any
+// symlink, is the one the search found: a file renamed over p inside it is
+// the host's own rewrite. A directory above it renamed away, and another
+// repository renamed into its place, is not (the attack review of
+// ff9821f: the real config, moved aside with its project, would be on the
+// writable mount); the start is then a change, searched again.
+func inGitDirFound(p Protected) bool {
+	if p.GitDir == "" {
+		return false
+	}
+	fd, err := unix.Openat2(unix.AT_FDCWD, p.GitDir, &unix.OpenHow{
+		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
+	})
+	if err != nil {
+		return false
+	}
+	defer func() { _ = unix.Close(fd) }()
+	var st unix.Stat_t
+	return unix.Fstat(fd, &st) == nil && uint64(st.Dev) == p.GitDirDev && st.Ino == p.GitDirIno //nolint:unconvert // Dev is uint64 on most arches only
 }
 
 // replacedReadOnly reports whether the file at path, reached without

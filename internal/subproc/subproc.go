@@ -237,6 +237,14 @@ type Protected struct {
 	// search would make. "" (a workspace root's `.git` and what it holds):
 	// a missing one is a change.
 	Holder string `json:"holder,omitempty"`
+	// GitDir, when set, is the git directory Path lies in and GitDirDev,
+	// GitDirIno its identity when the search found it: a file renamed
+	// over Path since (the host's git rewriting its config) is accepted,
+	// bound read-only as it is, while that directory is still the one
+	// found; elsewhere only the file found is (the stage's checkView).
+	GitDir    string `json:"git_dir,omitempty"`
+	GitDirDev uint64 `json:"git_dir_dev,omitempty"`
+	GitDirIno uint64 `json:"git_dir_ino,omitempty"`
 }
 
 // RLimits are per-process resource limits set by the inner stage before it

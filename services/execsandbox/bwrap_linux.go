@@ -780,15 +780,31 @@ type changedError struct{ msg string }
 func (e *changedError) Error() string { return e.msg }
 
 // bound returns the entries of found bound read-only, with their holders
-// (holders'): neither a split git directory (writable, bar its members) nor
-// a member missing or reserved.
+// (holders') and the git directory found holding each (the nearest split
+// one): neither a split git directory (writable, bar its members) nor a
+// member missing or reserved.
 func bound(found []sandboxpolicy.ProtectedEntry, reserved []subproc.Reserved, holder map[string]string) []subproc.Protected {
 	out := make([]subproc.Protected, 0, len(found))
+	gitDirs := map[string]sandboxpolicy.ProtectedEntry{}
+	for _, e := range found {
+		if e.Split {
+			gitDirs[e.Path] = e
+		}
+	}
 	for _, e := range found {
 		if e.Split || e.Missing || slices.ContainsFunc(reserved, func(r subproc.Reserved) bool { return r.Path == e.Path }) {
 			continue
 		}
-		out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Holder: holder[e.Path]})
+		p := subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino, Holder: holder[e.Path]}
+		// The nearest git directory found holding it: a file the host
+		// renamed over it there is accepted (subproc.Protected.GitDir).
+		for d := filepath.Dir(e.Path); len(gitDirs) > 0 && d != filepath.Dir(d); d = filepath.Dir(d) {
+			if g, ok := gitDirs[d]; ok {
+				p.GitDir, p.GitDirDev, p.GitDirIno = g.Path, g.Dev, g.Ino
+				break
+			}
+		}
+		out = append(out, p)
 	}
 	return out
 }
