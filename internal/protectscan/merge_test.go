@@ -54,14 +54,9 @@ func TestKeptCurrent_AChangeMergedIntoAQueuedEventIsJudged(t *testing.T) {
 				panic(err)
 			}
 		}
-		b := filepath.Base(rel)
-		return b == ".git" || b == ".vscode"
+		return gitOrVSCode(rel)
 	}
-	s := protectscan.New(protectscan.Options{})
-	for range 2 {
-		_, err := s.Scan(t.Context(), roots, match)
-		require.NoError(t, err)
-	}
+	s := keptScanner(t, roots, match)
 	_, reused, err := s.ScanReused(t.Context(), roots, match)
 	require.NoError(t, err)
 	require.True(t, reused, "kept")
@@ -114,14 +109,9 @@ func TestKeptCurrent_AChangeMergedIntoARepeatIsJudged(t *testing.T) {
 				panic(err)
 			}
 		}
-		b := filepath.Base(rel)
-		return b == ".git" || b == ".vscode"
+		return gitOrVSCode(rel)
 	}
-	s := protectscan.New(protectscan.Options{})
-	for range 2 {
-		_, err := s.Scan(t.Context(), roots, match)
-		require.NoError(t, err)
-	}
+	s := keptScanner(t, roots, match)
 	movePlaceholderIn(t, vscode)
 	manyFiles(t, ws, 4000)
 	require.NoError(t, os.Remove(vscode))
@@ -149,4 +139,22 @@ func movePlaceholderIn(t *testing.T, p string) {
 	require.NoError(t, unix.Setxattr(tmp, protectscan.PlaceholderXattr, []byte("1"), 0))
 	require.NoError(t, os.Chmod(tmp, protectscan.PlaceholderDirMode))
 	require.NoError(t, os.Rename(tmp, p))
+}
+
+// gitOrVSCode is the merged-event tests' Match: `.git` and `.vscode`.
+func gitOrVSCode(rel string) bool {
+	b := filepath.Base(rel)
+	return b == ".git" || b == ".vscode"
+}
+
+// keptScanner is a new scanner that scanned roots twice with match, so that
+// it keeps the result.
+func keptScanner(t *testing.T, roots []protectscan.Root, match protectscan.Match) *protectscan.Scanner {
+	t.Helper()
+	s := protectscan.New(protectscan.Options{})
+	for range 2 {
+		_, err := s.Scan(t.Context(), roots, match)
+		require.NoError(t, err)
+	}
+	return s
 }
