@@ -11,6 +11,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/dsh-go/harness/internal/dirfd"
 )
 
 // stageMain is the inner stage of the bubblewrap isolation, run by bwrap as
@@ -219,15 +221,8 @@ func inGitDirFound(p Protected) bool {
 	if p.GitDir == "" {
 		return false
 	}
-	fd, err := unix.Openat2(unix.AT_FDCWD, p.GitDir, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
-	if err != nil {
-		return false
-	}
-	defer func() { _ = unix.Close(fd) }()
-	var st unix.Stat_t
-	return unix.Fstat(fd, &st) == nil && uint64(st.Dev) == p.GitDirDev && st.Ino == p.GitDirIno //nolint:unconvert // Dev is uint64 on most arches only
+	st, err := dirfd.StatNoSymlinks(p.GitDir)
+	return err == nil && uint64(st.Dev) == p.GitDirDev && st.Ino == p.GitDirIno //nolint:unconvert // Dev is uint64 on most arches only
 }
 
 // replacedReadOnly reports whether the file at path, reached without
@@ -238,9 +233,7 @@ func inGitDirFound(p Protected) bool {
 // after the bind is on the writable root's mount (the kernel detached the
 // bind from the old file): not read-only, refused.
 func replacedReadOnly(path string) bool {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := dirfd.OpenNoSymlinks(path, dirfd.OPath|unix.O_NOFOLLOW)
 	if err != nil {
 		return false
 	}
@@ -261,9 +254,7 @@ func goneWithHolder(path, holder string) bool {
 // any symlink: a component is missing, or one that should hold it is not a
 // directory (a symlink in the way is not missing: it is a change).
 func missing(path string) bool {
-	fd, err := unix.Openat2(unix.AT_FDCWD, path, &unix.OpenHow{
-		Flags: unix.O_PATH | unix.O_NOFOLLOW | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS | unix.RESOLVE_NO_MAGICLINKS,
-	})
+	fd, err := dirfd.OpenNoSymlinks(path, dirfd.OPath|unix.O_NOFOLLOW)
 	if err == nil {
 		_ = unix.Close(fd)
 	}
