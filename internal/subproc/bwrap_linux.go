@@ -1126,7 +1126,10 @@ func runBwrap(ctx context.Context, b Bwrap, spec Spec, out stdio, placed func(in
 	// up: after the sandbox is gone at the latest.
 	defer strays.clear()
 	started := time.Now()
-	if err := startBwrap(cmd, b, args, term, masks); err != nil {
+	// Above the masks, which bwrap closes once read: the holders, which
+	// the stage checks.
+	held := conf.Held.heldFiles(&conf, maskFD+len(masks))
+	if err := startBwrap(cmd, b, args, term, slices.Concat(masks, held)); err != nil {
 		return Status{}, 0, err
 	}
 	// bwrap holds its copies: the arguments, the terminal's socket and the

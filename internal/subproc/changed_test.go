@@ -99,9 +99,9 @@ func renamedOver(t *testing.T, path string) string {
 // git directory is another now, or a symlink took the place of, or one
 // removed, refuses the start with
 // Status.Changed naming it, and the command does not run; one missing along
-// with its holder (a scratch repository removed since it was found) is
-// accepted, reserved or protected; one missing while its holder is there is
-// not.
+// with its holder, held since the search and removed since (a scratch
+// repository), is accepted, reserved or protected; one missing while its
+// holder is there, or moved elsewhere, or not held, is not.
 func TestBwrapChangedPath(t *testing.T) {
 	requireLandlock(t)
 	ws, err := filepath.EvalSymlinks(t.TempDir())
@@ -194,12 +194,82 @@ func TestBwrapChangedPath(t *testing.T) {
 		assert.True(t, out.Status.Changed)
 		assert.NoFileExists(t, filepath.Join(ws, "ran"))
 	})
-	t.Run("removed with its holder", func(t *testing.T) {
-		require.NoError(t, os.RemoveAll(repo))
-		out := start(t, subproc.Confinement{
+	renamedOver(t, config)
+	found = statOf(t, config)
+	repoFound = statOf(t, repo)
+	// hold holds repo, as the runner does just after its search.
+	hold := func(t *testing.T) *subproc.Held {
+		t.Helper()
+		h, err := subproc.Hold([]subproc.Protected{{Path: repo, Dev: repoFound.Dev, Ino: repoFound.Ino}})
+		require.NoError(t, err)
+		t.Cleanup(h.Close)
+		return h
+	}
+	withHolder := func(h *subproc.Held) subproc.Confinement {
+		return subproc.Confinement{
 			Protected: protected(repo),
 			Reserved:  []subproc.Reserved{{Path: filepath.Join(repo, "hooks"), Dir: true, Holder: repo}, {Path: filepath.Join(repo, "commondir"), Holder: repo}},
-		})
+			Held:      h,
+		}
+	}
+	t.Run("moved away with its holder", func(t *testing.T) {
+		// The attack review of ff9821f: the nested project moved aside
+		// between the search and the start, nothing in its place; its
+		// config, aside, is on the writable mount.
+		h := hold(t)
+		aside := filepath.Join(ws, "aside")
+		require.NoError(t, os.Rename(repo, aside))
+		out, _, stderr := runBwrap(t.Context(), t, subproc.Spec{
+			Command: "echo ran > ran; echo written >> aside/config", Dir: ws,
+			Confine: func() *subproc.Confinement { c := withHolder(h); c.WritableRoots = []string{ws}; return &c }(),
+		}, time.Minute)
+		t.Log(out.Status.Error, stderr)
+		assert.False(t, out.Status.Started)
+		assert.True(t, out.Status.Changed)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+		got, err := os.ReadFile(filepath.Join(aside, "config"))
+		require.NoError(t, err)
+		assert.NotContains(t, string(got), "written")
+		require.NoError(t, os.Rename(aside, repo))
+	})
+	t.Run("missing with its holder, not held", func(t *testing.T) {
+		aside := filepath.Join(ws, "aside")
+		require.NoError(t, os.Rename(repo, aside))
+		out := start(t, withHolder(nil))
+		assert.True(t, out.Status.Changed)
+		assert.NoFileExists(t, filepath.Join(ws, "ran"))
+		require.NoError(t, os.Rename(aside, repo))
+	})
+	t.Run("a holder moved before it is held", func(t *testing.T) {
+		aside := filepath.Join(ws, "aside")
+		require.NoError(t, os.Rename(repo, aside))
+		_, err := subproc.Hold([]subproc.Protected{{Path: repo, Dev: repoFound.Dev, Ino: repoFound.Ino}})
+		assert.ErrorIs(t, err, unix.ENOENT)
+		require.NoError(t, os.Mkdir(repo, 0o755))
+		_, err = subproc.Hold([]subproc.Protected{{Path: repo, Dev: repoFound.Dev, Ino: repoFound.Ino}})
+		assert.ErrorContains(t, err, "another file")
+		require.NoError(t, os.Remove(repo))
+		require.NoError(t, os.Rename(aside, repo))
+	})
+	t.Run("a holder held is not the command's", func(t *testing.T) {
+		// A descriptor of the host's repo would reach its config past
+		// the view's read-only bind.
+		c := subproc.Confinement{Protected: protected(repo), Held: hold(t), WritableRoots: []string{ws}}
+		out, stdout, stderr := runBwrap(t.Context(), t, subproc.Spec{
+			Command: "ls -l /proc/self/fd/ /proc/1/fd/ 2>&1; for f in /proc/self/fd/* /proc/1/fd/*; do echo written >> $f/config; done 2>/dev/null; true",
+			Dir:     ws, Confine: &c,
+		}, time.Minute)
+		require.True(t, out.Status.Started, out.Status.Error, stderr)
+		t.Log(stdout)
+		assert.NotContains(t, stdout, repo)
+		got, err := os.ReadFile(config)
+		require.NoError(t, err)
+		assert.NotContains(t, string(got), "written")
+	})
+	t.Run("removed with its holder", func(t *testing.T) {
+		h := hold(t)
+		require.NoError(t, os.RemoveAll(repo))
+		out := start(t, withHolder(h))
 		require.True(t, out.Status.Started, out.Status.Error)
 		assert.FileExists(t, filepath.Join(ws, "ran"))
 		assert.NoDirExists(t, repo, "nothing was made for what vanished")

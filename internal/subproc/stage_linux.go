@@ -168,7 +168,7 @@ func prepareExec(path string, argv, env []string) (func() error, error) {
 // is its own mount (checkPinned), that every masked path is its mask
 // (checkMasks), and that every reserved path is a read-only mount
 // of its kind; a protected or reserved path may instead be missing with its
-// holder (goneWithHolder). Each failure names a path that is not what the caller found
+// holder, removed (goneWithHolder). Each failure names a path that is not what the caller found
 // (Status.Changed): removed, or replaced by another file since the search;
 // or a path whose read-only mount a process outside took off it by renaming
 // another file over it (the kernel detaches a mount from a dentry renamed
@@ -179,7 +179,7 @@ func checkView(c *Confinement) error {
 		err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool {
 			return uint64(st.Dev) == p.Dev && st.Ino == p.Ino //nolint:unconvert // Dev is uint64 on most arches only
 		})
-		if err != nil && !goneWithHolder(p.Path, p.Holder) && !replacedInGitDir(p) {
+		if err != nil && !goneWithHolder(c, p.Path, p.Holder) && !replacedInGitDir(p) {
 			return err
 		}
 	}
@@ -198,7 +198,7 @@ func checkView(c *Confinement) error {
 			want = unix.S_IFIFO
 		}
 		if err := checkReadOnly(p.Path, func(st *unix.Stat_t) bool { return st.Mode&unix.S_IFMT == want }); err != nil &&
-			!goneWithHolder(p.Path, p.Holder) {
+			!goneWithHolder(c, p.Path, p.Holder) {
 			return err
 		}
 	}
@@ -245,9 +245,13 @@ func replacedReadOnly(path string) bool {
 }
 
 // goneWithHolder reports whether path and its holder (Protected.Holder;
-// "": none) are both missing from the view.
-func goneWithHolder(path, holder string) bool {
-	return holder != "" && missing(path) && missing(holder)
+// "": none) are both missing from the view, and that holder, held since
+// the search (Confinement.Held), was removed: a holder moved elsewhere
+// carried path with it, writable at its new place, which the view does
+// not protect (the attack review of ff9821f: a nested project's directory
+// renamed aside between the search and the start).
+func goneWithHolder(c *Confinement, path, holder string) bool {
+	return holder != "" && missing(path) && missing(holder) && removedHolder(c, holder)
 }
 
 // missing reports whether nothing is at path, reached without following

@@ -153,6 +153,15 @@ type Confinement struct {
 	// (ReleaseAll). The stage checks each is there, read-only, or
 	// missing with its Holder.
 	Reserved []Reserved `json:"reserved,omitempty"`
+	// Held are the holders (Protected.Holder, Reserved.Holder) the caller
+	// held open just after the search that found them (Hold): the inner
+	// stage accepts a path missing with its holder only when that holder
+	// is gone (no link left), not moved elsewhere. Nil: none is held, and
+	// every missing path is a change.
+	Held *Held `json:"-"`
+	// HolderFDs is set by RunBwrap, never by its caller: the inner stage's
+	// descriptor of each of Held, by its path.
+	HolderFDs map[string]int `json:"holderFDs,omitempty"`
 	// Limits are the resource caps the inner stage applies as rlimits
 	// (where no cgroup carries them).
 	Limits RLimits `json:"limits"`
@@ -232,10 +241,11 @@ type Protected struct {
 	// but a workspace root's top-level `.git` and host-run files: a command
 	// may make a repository anywhere it writes). A Protected or Reserved
 	// path missing from the view is accepted when its Holder is missing
-	// too: a process outside removed both after the search (a test suite's
-	// scratch repository in the temp area), and the view is what a new
-	// search would make. "" (a workspace root's `.git` and what it holds):
-	// a missing one is a change.
+	// too and was removed, not moved (Confinement.Held): a process outside
+	// removed both after the search (a test suite's scratch repository in
+	// the temp area), and the view is what a new search would make. ""
+	// (a workspace root's `.git` and what it holds): a missing one is a
+	// change.
 	Holder string `json:"holder,omitempty"`
 	// GitDir, when set, is the git directory Path lies in and GitDirDev,
 	// GitDirIno its identity when the search found it: a file renamed

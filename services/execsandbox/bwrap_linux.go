@@ -299,6 +299,16 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		if viewBinds(found, held, roots) > maxViewBinds {
 			found, v.whole = wholeGitDirs(found, req.Workdir)
 		}
+		// What was found may vanish before the start with what holds it
+		// (a scratch repository removed): the stage accepts that, never
+		// the absence of a path a command may not create, nor of one
+		// whose holder was moved elsewhere (held from now on, so the
+		// stage tells the two apart).
+		holder := holders(slices.Concat(found, pins), reservable)
+		if conf.Held, err = subproc.Hold(heldHolders(slices.Concat(found, pins), holder)); err != nil {
+			return startView{}, &changedError{err.Error()}
+		}
+		releaseAll = func() { subproc.ReleaseAll(held...); conf.Held.Close() }
 		// A git directory's missing read-only members, and those another
 		// command reserved (their placeholders), are reserved too.
 		var kept []*subproc.Reservation
@@ -313,10 +323,6 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// root that is a host-run directory, are bound read-only as what
 		// was found is.
 		found = append(found, pins...)
-		// What was found may vanish before the start with what holds it
-		// (a scratch repository removed): the stage accepts that, never
-		// the absence of a path a command may not create.
-		holder := holders(found, reservable)
 		for _, h := range append(slices.Clone(held), kept...) {
 			conf.Reserved = append(conf.Reserved, subproc.Reserved{Path: h.Path, Dir: h.Dir, FIFO: h.FIFO, Holder: holder[h.Path]})
 		}
@@ -725,6 +731,21 @@ func holders(found []sandboxpolicy.ProtectedEntry, reservable []string) map[stri
 			h = ""
 		}
 		out[e.Path] = h
+	}
+	return out
+}
+
+// heldHolders returns the holders of found (holder: holders'), each once,
+// with its identity as found; one found missing has none to hold, and
+// what it holds, missing from the view, is a change.
+func heldHolders(found []sandboxpolicy.ProtectedEntry, holder map[string]string) []subproc.Protected {
+	var out []subproc.Protected
+	seen := map[string]bool{}
+	for _, e := range found {
+		if holder[e.Path] == e.Path && !e.Missing && !seen[e.Path] {
+			seen[e.Path] = true
+			out = append(out, subproc.Protected{Path: e.Path, Dev: e.Dev, Ino: e.Ino})
+		}
 	}
 	return out
 }

@@ -120,3 +120,35 @@ func hostGitRuns(t *testing.T, proj string) {
 	_, err := os.Stat(filepath.Join(proj, "pwned"))
 	t.Logf("the host's git status in proj ran the command's core.fsmonitor: %v", err == nil)
 }
+
+// TestNestedRepositoryMovedAway (the attack review of ff9821f, its first
+// older finding): a directory holding a nested repository (proj/) is
+// renamed to hold/ between the search and the start, nothing put in its
+// place. Every protected path of proj/.git is then missing with its git
+// directory, as when a scratch repository is removed; but this one was
+// moved, and its config, in hold/, is on the writable mount. The start
+// must be a change (the git directory found is still there, elsewhere),
+// searched again, hold/.git found and bound read-only: the command's write
+// is refused and the host's git in proj/, moved back, runs nothing the
+// command wrote.
+func TestNestedRepositoryMovedAway(t *testing.T) {
+	w := gitRepoWorld(t, primaryOwner(), sandbox.VCSCommit)
+	proj, hold := filepath.Join(w.ws, "proj"), filepath.Join(w.ws, "hold")
+	nestedRepo(t, w, proj)
+	config := filepath.Join(proj, ".git", "config")
+	before := readFile(t, config)
+	opens := heldPlaceholder(t, w, func() {
+		if err := os.Rename(proj, hold); err != nil {
+			t.Error(err)
+		}
+	})
+	res := runThenMoveBack(t, w, func() {
+		if _, err := os.Stat(hold); err == nil {
+			require.NoError(t, os.Rename(hold, proj))
+		}
+	})
+	t.Logf("opens %d; exit %d; stdout %q; stderr %q; disarmed %+v", opens(), res.ExitCode, res.Stdout.Text, res.Stderr.Text, disarmed(res))
+	hostGitRuns(t, proj)
+	assert.NotContains(t, res.Stdout.Text, "WROTE")
+	assert.Equal(t, before, readFile(t, config), "the nested repository's config, written by a command")
+}
