@@ -22,6 +22,9 @@ type finder struct {
 	// started. A search waits for it rather than read the same
 	// directories a second time.
 	warming atomic.Pointer[chan struct{}]
+	// aliases are the other names of protected files of more than one
+	// link (withAliases).
+	aliases aliasCache
 }
 
 func newFinder(policy *sandboxpolicy.Service) *finder {
@@ -59,6 +62,10 @@ func (f *finder) search(ctx context.Context, roots []string, uid int) ([]sandbox
 		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"%s; the command was not run rather than run with protected paths writable (under %s, version-control metadata, the repositories it names, host-run files and --protect matches are read-only for commands)",
 			err, sandbox.WorkspaceWrite), Cause: err}
+	}
+	if entries, err = f.aliases.withAliases(ctx, roots, entries); err != nil {
+		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
+			"cannot find the other names of a protected file of more than one link: %s; the command was not run rather than run able to write it through them", err), Cause: err}
 	}
 	return entries, nil
 }
