@@ -245,11 +245,30 @@ func TestBwrapChangedPath(t *testing.T) {
 		require.NoError(t, os.Rename(repo, aside))
 		_, err := subproc.Hold([]subproc.Protected{{Path: repo, Dev: repoFound.Dev, Ino: repoFound.Ino}})
 		assert.ErrorIs(t, err, unix.ENOENT)
+		assert.ErrorIs(t, err, subproc.ErrHolderChanged)
 		require.NoError(t, os.Mkdir(repo, 0o755))
 		_, err = subproc.Hold([]subproc.Protected{{Path: repo, Dev: repoFound.Dev, Ino: repoFound.Ino}})
 		assert.ErrorContains(t, err, "another file")
+		assert.ErrorIs(t, err, subproc.ErrHolderChanged)
 		require.NoError(t, os.Remove(repo))
 		require.NoError(t, os.Rename(aside, repo))
+	})
+	t.Run("a holder that cannot be held is not a change", func(t *testing.T) {
+		// The attack review of 686d28f: no descriptor left (EMFILE) was
+		// a change, searched again 24 times; so is any failure but the
+		// holder gone or another file. A directory the server cannot
+		// search shows it without lowering the process's limits.
+		if os.Geteuid() == 0 {
+			t.Skip("root searches a directory of mode 0; run as an ordinary user (make test-unprivileged)")
+		}
+		locked := filepath.Join(ws, "locked")
+		require.NoError(t, os.MkdirAll(filepath.Join(locked, "repo"), 0o755))
+		st := statOf(t, filepath.Join(locked, "repo"))
+		require.NoError(t, os.Chmod(locked, 0))
+		defer func() { require.NoError(t, os.Chmod(locked, 0o755)) }()
+		_, err := subproc.Hold([]subproc.Protected{{Path: filepath.Join(locked, "repo"), Dev: st.Dev, Ino: st.Ino}})
+		assert.ErrorIs(t, err, unix.EACCES)
+		assert.NotErrorIs(t, err, subproc.ErrHolderChanged)
 	})
 	t.Run("a holder held is not the command's", func(t *testing.T) {
 		// A descriptor of the host's repo would reach its config past

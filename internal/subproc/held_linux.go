@@ -1,6 +1,7 @@
 package subproc
 
 import (
+	"errors"
 	"fmt"
 	"os"
 
@@ -8,6 +9,10 @@ import (
 
 	"github.com/dsh-go/harness/internal/dirfd"
 )
+
+// ErrHolderChanged is Hold's error for a holder that is gone or another
+// file than the one the search found.
+var ErrHolderChanged = errors.New("the view changed since the search")
 
 // Hold opens each of holders (a path and its identity when the search found
 // it) without following any symlink, and returns them held, to be set as
@@ -25,13 +30,21 @@ func Hold(holders []Protected) (*Held, error) {
 		fd, err := dirfd.OpenNoSymlinks(p.Path, dirfd.OPath|unix.O_NOFOLLOW)
 		if err != nil {
 			h.Close()
-			return nil, fmt.Errorf("the path %s, which holds protected paths, changed since the search found it: %w", p.Path, err)
+			if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, unix.ELOOP) {
+				return nil, fmt.Errorf("%w: the path %s, which holds protected paths, is gone since the search found it (%w)", ErrHolderChanged, p.Path, err)
+			}
+			return nil, fmt.Errorf("cannot hold the path %s, which holds protected paths: %w", p.Path, err)
 		}
 		var st unix.Stat_t
-		if err := unix.Fstat(fd, &st); err != nil || uint64(st.Dev) != p.Dev || st.Ino != p.Ino { //nolint:unconvert // Dev is uint64 on most arches only
+		if err := unix.Fstat(fd, &st); err != nil {
 			_ = unix.Close(fd)
 			h.Close()
-			return nil, fmt.Errorf("the path %s, which holds protected paths, is another file than the search found", p.Path)
+			return nil, fmt.Errorf("cannot hold the path %s, which holds protected paths: %w", p.Path, err)
+		}
+		if uint64(st.Dev) != p.Dev || st.Ino != p.Ino { //nolint:unconvert // Dev is uint64 on most arches only
+			_ = unix.Close(fd)
+			h.Close()
+			return nil, fmt.Errorf("%w: the path %s, which holds protected paths, is another file than the search found", ErrHolderChanged, p.Path)
 		}
 		h.paths = append(h.paths, p.Path)
 		h.files = append(h.files, os.NewFile(uintptr(fd), p.Path))

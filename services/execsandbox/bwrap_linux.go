@@ -306,7 +306,11 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// stage tells the two apart).
 		holder := holders(slices.Concat(found, pins), reservable)
 		if conf.Held, err = subproc.Hold(heldHolders(slices.Concat(found, pins), holder)); err != nil {
-			return startView{}, &changedError{err.Error()}
+			if errors.Is(err, subproc.ErrHolderChanged) {
+				return startView{}, &changedError{err.Error()}
+			}
+			return startView{}, &exec.Error{Code: exec.CodeUnavailable, Message: err.Error() +
+				"; the command was not run rather than run unable to tell a repository removed from one moved", Cause: err}
 		}
 		releaseAll = func() { subproc.ReleaseAll(held...); conf.Held.Close() }
 		// A git directory's missing read-only members, and those another
