@@ -12,11 +12,12 @@
 // of the deployment's deny-read set that exists where the command can see
 // it is masked on top (see masker). A root server runs commands as the
 // workspace owner. Under danger-full-access a command runs in bubblewrap
-// with the whole filesystem writable but the masks (see runFullAccess),
-// unconfined only when nothing is to be masked or the user allowed it
-// once as a credential read. Where bubblewrap is missing or cannot start,
-// confined commands are refused, never run unconfined; IsolationLandlock
-// keeps the older Landlock-and-seccomp runner for such hosts, refusing
-// commands while a deny-read path exists. See README.md for the threat
-// model.
+// with the whole filesystem writable but the masks (see runFullAccess;
+// the paths the user approved it once to read unmasked: liftMasks),
+// unconfined only when the deployment's deny-read set is empty. Where
+// bubblewrap is missing or cannot start, confined commands are refused,
+// never run unconfined; IsolationLandlock keeps the older
+// Landlock-and-seccomp runner for such hosts, hiding the deny-read paths
+// with its Landlock domain and refusing a command where that cannot hold.
+// See README.md, and docs/runner.md for the design and the threat model.
 package execsandbox

@@ -44,7 +44,7 @@ func (r *Runner) Isolation() Isolation {
 		iso.NotCovered = []string{
 			"no PID, user, IPC or UTS namespace: a command sees and may signal the server user's other processes outside Landlock's scope, and a root server's commands run as root with every capability",
 			"metadata outside the writable roots (chmod, chown, utimes, xattrs) is not protected (Landlock has no right for it)",
-			"no fresh /dev: terminals reachable by the server's user are reachable",
+			"no fresh /dev: the host's devices the server's user may open are reachable; /dev/pts is an empty read-only tmpfs (a command's own terminal bound back) only where the kernel allows a private mount namespace, and otherwise the server user's terminals are reachable too",
 			"resource limits are not applied",
 			"protected paths are carved out only where the kernel allows a private mount namespace",
 			"deny-read paths are hidden by Landlock's read rights (granted around them when a command starts): their contents cannot be read, but the names in a denied directory can be listed, " +
