@@ -188,3 +188,40 @@ func TestSecretCacheKeptCurrent(t *testing.T) {
 		assert.Empty(t, mine(got), "nothing in a writable root is masked")
 	})
 }
+
+// TestSecretCacheDoesNotWaitForAWalk (issue 34: a root server's first
+// command waited for the warm-up's walk, two thirds of it adding watches):
+// while another walk runs, a command walks on its own, without watches,
+// gets what a fresh walk finds, and keeps nothing; the walk in progress
+// keeps its result.
+func TestSecretCacheDoesNotWaitForAWalk(t *testing.T) {
+	policy := sandbox.ExecutionPolicy{Mode: sandbox.WorkspaceWrite, WorkspaceRoot: t.TempDir()}
+	var c secretCache
+	t.Cleanup(c.dropLocked)
+	c.mu.Lock()
+	c.walking = true
+	c.mu.Unlock()
+	done := make(chan error, 1)
+	var got []subproc.Masked
+	go func() {
+		var err error
+		got, err = c.get(t.Context(), policy, "/root", []uint32{0}, false)
+		done <- err
+	}()
+	require.NoError(t, <-done)
+	fresh, _, err := rootSecrets(t.Context(), policy, "/root", []uint32{0}, nil)
+	require.NoError(t, err)
+	assert.Equal(t, fresh, got)
+	c.mu.Lock()
+	assert.Nil(t, c.set, "nothing kept by the command that did not wait")
+	c.walking = false
+	c.mu.Unlock()
+
+	got, err = c.get(t.Context(), policy, "/root", []uint32{0}, false)
+	require.NoError(t, err)
+	assert.Equal(t, fresh, got)
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	assert.False(t, c.walking)
+	assert.NotNil(t, c.set, "the walk that keeps its result keeps it")
+}
