@@ -265,8 +265,12 @@ func missing(path string) bool {
 	return errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR)
 }
 
+// checkReadOnly checks that path, reached without a symlink anywhere on
+// the way (bubblewrap's bind followed any: the bind would then cover what
+// the link leads to, not the name found), is a file same accepts, on a
+// read-only mount.
 func checkReadOnly(path string, same func(*unix.Stat_t) bool) error {
-	fd, err := unix.Open(path, unix.O_PATH|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := dirfd.OpenNoSymlinks(path, dirfd.OPath|unix.O_NOFOLLOW)
 	if err != nil {
 		return fmt.Errorf("the protected path %s changed before the command started: %w", path, err)
 	}

@@ -2,13 +2,17 @@ package execsandbox
 
 import (
 	"context"
+	"fmt"
+	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/dsh-go/harness/internal/dirfd"
 	"github.com/dsh-go/harness/internal/protectscan"
+	"github.com/dsh-go/harness/services/sandbox"
 	"github.com/dsh-go/harness/services/sandboxpolicy"
 )
 
@@ -31,31 +35,62 @@ type aliasListing struct {
 	names []string
 }
 
+// maxAliases is how many other names of one protected file a command's
+// view protects; past it the command is refused (each is a bind, and
+// bubblewrap's arguments are bounded).
+const maxAliases = 64
+
+// aliasWalks is how many times a walk for a file's other names runs while
+// directories vanish under it before its result is taken as it is.
+const aliasWalks = 3
+
 // withAliases returns entries with, for each protected regular file that
-// has more than one link, its other names beneath roots as protected
-// entries of their own (the same identity), sorted by path again. A
+// has more than one link, and each of outside (a home's host-run files out
+// of the roots: `~/.bashrc` hard-linked into the workspace
+// `~/dotfiles`), its other names beneath roots as protected entries of
+// their own (the same identity), sorted by path again. A
 // protected file's read-only bind covers its path only: another name in a
 // writable root would let a command write it (a user's dotfile
 // hard-linked into a checkout; a `.git/config` a command linked while the
 // host's rewrite left it writable, for every later command). Errors:
-// protectscan.Aliases' (the command is then refused).
-func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []sandboxpolicy.ProtectedEntry) ([]sandboxpolicy.ProtectedEntry, error) {
+// protectscan.Aliases', and a file of more than maxAliases other names in
+// the roots (the command is then refused).
+func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []sandboxpolicy.ProtectedEntry, outside []string) ([]sandboxpolicy.ProtectedEntry, error) {
 	var added []sandboxpolicy.ProtectedEntry
+	var have map[string]bool
+	files := make([]sandboxpolicy.ProtectedEntry, 0, len(entries)+len(outside))
 	for _, e := range entries {
-		if e.Dir || e.Missing || e.Split {
-			continue
+		if !e.Dir && !e.Missing && !e.Split {
+			files = append(files, e)
 		}
+	}
+	for _, p := range outside {
 		var st unix.Stat_t
-		if unix.Lstat(e.Path, &st) != nil || st.Nlink <= 1 || uint64(st.Dev) != e.Dev || st.Ino != e.Ino || st.Mode&unix.S_IFMT != unix.S_IFREG { //nolint:unconvert // Dev is uint64 on most arches only
+		if unix.Lstat(p, &st) != nil || st.Nlink <= 1 || !dirfd.IsRegular(&st) {
+			continue // the common case, in one system call
+		}
+		if st, err := dirfd.StatNoSymlinks(p); err == nil && st.Nlink > 1 && dirfd.IsRegular(&st) {
+			files = append(files, sandboxpolicy.ProtectedEntry{Path: p, Dev: dirfd.Dev(&st), Ino: st.Ino})
+		}
+	}
+	for _, e := range files {
+		st, err := dirfd.StatNoSymlinks(e.Path)
+		if err != nil || st.Nlink <= 1 || uint64(st.Dev) != e.Dev || st.Ino != e.Ino || !dirfd.IsRegular(&st) { //nolint:unconvert // Dev is uint64 on most arches only
 			continue
 		}
 		names, err := c.aliases(ctx, roots, e.Path, &st)
 		if err != nil {
 			return nil, err
 		}
+		if have == nil {
+			have = make(map[string]bool, len(entries))
+			for _, x := range entries {
+				have[x.Path] = true
+			}
+		}
 		for _, n := range names {
-			if !slices.ContainsFunc(entries, func(x sandboxpolicy.ProtectedEntry) bool { return x.Path == n }) &&
-				!slices.ContainsFunc(added, func(x sandboxpolicy.ProtectedEntry) bool { return x.Path == n }) {
+			if !have[n] {
+				have[n] = true
 				added = append(added, sandboxpolicy.ProtectedEntry{Path: n, Dev: e.Dev, Ino: e.Ino})
 			}
 		}
@@ -68,12 +103,15 @@ func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []
 	return out, nil
 }
 
-// stillAt reports whether each of names is still the file id: a directory
-// holding one renamed (which leaves the file's ctime as it was) moved it.
+// stillAt reports whether each of names is still the file id, reached
+// without a symlink on the way (a directory renamed above one moves it
+// without touching the file's ctime; a symlink put in its place could
+// lead the name back to the protected file itself while the real name
+// sits elsewhere).
 func stillAt(names []string, id devIno) bool {
 	for _, n := range names {
-		var st unix.Stat_t
-		if unix.Lstat(n, &st) != nil || uint64(st.Dev) != id.dev || st.Ino != id.ino { //nolint:unconvert // Dev is uint64 on most arches only
+		st, err := dirfd.StatNoSymlinks(n)
+		if err != nil || uint64(st.Dev) != id.dev || st.Ino != id.ino { //nolint:unconvert // Dev is uint64 on most arches only
 			return false
 		}
 	}
@@ -84,14 +122,16 @@ func stillAt(names []string, id devIno) bool {
 // starts again empty.
 const aliasCacheMax = 4096
 
-// aliases returns the other names of the file at path (st: its lstat)
+// aliases returns the other names of the file at path (st: its stat)
 // beneath roots, from the cache when its ctime, link count and the roots
-// are as when they were found and each name is still that file. A name
-// outside the roots moved into them by the host (a directory renamed in
-// from elsewhere) is not seen until the file's links change; a command
-// cannot do that, nor make a link to a protected file it cannot write.
+// are as when they were found and each name is still that file. Only a
+// walk that found every other name is kept: one that found fewer (the
+// others outside the roots, or moved from a directory not yet read into
+// one already read while it ran) walks again at each command. A walk under
+// which directories vanished runs again, up to aliasWalks times.
 func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, st *unix.Stat_t) ([]string, error) {
 	key := devIno{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is uint64 on most arches only
+	want := int(st.Nlink) - 1
 	joined := strings.Join(roots, "\x00")
 	c.mu.Lock()
 	l, ok := c.m[key]
@@ -99,9 +139,22 @@ func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, s
 	if ok && l.ctime == st.Ctim && l.nlink == uint64(st.Nlink) && l.roots == joined && stillAt(l.names, key) { //nolint:unconvert // Nlink is uint64 on most arches only
 		return l.names, nil
 	}
-	names, err := protectscan.Aliases(ctx, roots, key.dev, key.ino, path, int(st.Nlink)-1)
-	if err != nil {
-		return nil, err
+	var names []string
+	for range aliasWalks {
+		var complete bool
+		var err error
+		if names, complete, err = protectscan.Aliases(ctx, roots, key.dev, key.ino, path, min(want, maxAliases+1)); err != nil {
+			return nil, fmt.Errorf("the other names of %s: %w", path, err)
+		}
+		if complete {
+			break
+		}
+	}
+	if len(names) > maxAliases {
+		return nil, fmt.Errorf("%s has %d links, more than %d other names in the writable roots (each would be a read-only bind of the command's view); remove the extra links", path, want+1, maxAliases)
+	}
+	if len(names) < want {
+		return names, nil
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -110,4 +163,23 @@ func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, s
 	}
 	c.m[key] = aliasListing{ctime: st.Ctim, nlink: uint64(st.Nlink), roots: joined, names: names} //nolint:unconvert // Nlink is uint64 on most arches only
 	return names, nil
+}
+
+// homeFilesOutside returns the paths of the host-run files (neither
+// directories nor those read only at a root's top) of each of homes that
+// lies out of roots: a hard link of one inside a root is a way to write it
+// (withAliases).
+func homeFilesOutside(homes []string, files []sandbox.HostRun, roots []string) []string {
+	var out []string
+	for _, h := range homes {
+		if slices.ContainsFunc(roots, func(r string) bool { return dirfd.Beneath(r, h) }) {
+			continue // its files are entries of the search when protected
+		}
+		for _, f := range files {
+			if !f.Top && !f.Dir {
+				out = append(out, filepath.Join(h, f.Name))
+			}
+		}
+	}
+	return out
 }

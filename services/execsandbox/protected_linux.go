@@ -63,7 +63,8 @@ func (f *finder) search(ctx context.Context, roots []string, uid int) ([]sandbox
 			"%s; the command was not run rather than run with protected paths writable (under %s, version-control metadata, the repositories it names, host-run files and --protect matches are read-only for commands)",
 			err, sandbox.WorkspaceWrite), Cause: err}
 	}
-	if entries, err = f.aliases.withAliases(ctx, roots, entries); err != nil {
+	outside := homeFilesOutside(f.policy.DenyRead().Homes(), f.policy.Protected().HostRun(), roots)
+	if entries, err = f.aliases.withAliases(ctx, roots, entries, outside); err != nil {
 		return nil, &exec.Error{Code: exec.CodeUnavailable, Message: fmt.Sprintf(
 			"cannot find the other names of a protected file of more than one link: %s; the command was not run rather than run able to write it through them", err), Cause: err}
 	}
