@@ -66,14 +66,15 @@ func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []
 	}
 	for _, p := range outside {
 		var st unix.Stat_t
-		if unix.Lstat(p, &st) != nil || st.Nlink <= 1 || !dirfd.IsRegular(&st) {
-			continue // the common case, in one system call
-		}
-		if st, err := dirfd.StatNoSymlinks(p); err == nil && st.Nlink > 1 && dirfd.IsRegular(&st) {
+		if unix.Lstat(p, &st) == nil && st.Nlink > 1 && dirfd.IsRegular(&st) {
 			files = append(files, sandboxpolicy.ProtectedEntry{Path: p, Dev: dirfd.Dev(&st), Ino: st.Ino})
 		}
 	}
 	for _, e := range files {
+		var lst unix.Stat_t
+		if unix.Lstat(e.Path, &lst) != nil || lst.Nlink <= 1 {
+			continue // the common case, in one system call
+		}
 		st, err := dirfd.StatNoSymlinks(e.Path)
 		if err != nil || st.Nlink <= 1 || uint64(st.Dev) != e.Dev || st.Ino != e.Ino || !dirfd.IsRegular(&st) { //nolint:unconvert // Dev is uint64 on most arches only
 			continue
