@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -22,16 +23,21 @@ import (
 // user's ~/.bashrc hard-linked into a dotfiles checkout; a `.git/config` a
 // command linked while the host's rewrite left it writable): the runner
 // protects those names too. A root that is missing or not on dev is
-// skipped, and so is a directory the server may not read (its user's
-// commands may not either). complete is false when a directory vanished or
-// was replaced while the walk ran (a name may have moved with it: walk
-// again). Errors: *BudgetError past DefaultMaxEntries entries read, ctx's
-// error, a directory that could not be opened or read for another reason
-// (no descriptor left): the caller fails closed.
+// skipped. complete is false when the walk found fewer than want names and
+// may have missed one: a directory vanished or was replaced while it ran,
+// or one it read changed (its identity, or a change time from AliasesRacy
+// before the walk began on: a name moved from a directory not yet read
+// into one already read leaves no other trace); walk again. Errors:
+// *BudgetError past DefaultMaxEntries entries read, ctx's error, a
+// directory that could not be opened or read (an unreadable one
+// included: its owner's command may make it readable again), as an
+// *os.PathError: the caller fails closed.
 func Aliases(ctx context.Context, roots []string, dev, ino uint64, skip string, want int) (names []string, complete bool, err error) {
 	complete = true
+	began := time.Now().Add(-AliasesRacy)
 	entries := 0
 	buf := make([]byte, direntBufBytes)
+	var read []readDir
 	stack := slices.Clone(roots)
 	slices.Reverse(stack)
 	for len(stack) > 0 && len(names) < want {
@@ -47,8 +53,6 @@ func Aliases(ctx context.Context, roots []string, dev, ino uint64, skip string, 
 				complete = false // gone or replaced since its parent was read
 			}
 			continue
-		case errors.Is(err, unix.EACCES) || errors.Is(err, unix.EPERM):
-			continue
 		case err != nil:
 			return nil, false, &os.PathError{Op: "open", Path: dir, Err: err}
 		}
@@ -61,6 +65,7 @@ func Aliases(ctx context.Context, roots []string, dev, ino uint64, skip string, 
 			if uint64(st.Dev) != dev { //nolint:unconvert // Dev is uint64 on most arches only
 				return nil // another file system: no link of the file there
 			}
+			read = append(read, readDir{path: dir, ino: st.Ino})
 			for {
 				n, err := getdents(fd, buf)
 				if err != nil {
@@ -107,5 +112,33 @@ func Aliases(ctx context.Context, roots []string, dev, ino uint64, skip string, 
 			return nil, false, err
 		}
 	}
+	if complete && len(names) < want {
+		complete = unchangedSince(read, dev, began)
+	}
 	return names, complete, nil
+}
+
+// AliasesRacy is how long before a walk began a directory's change time
+// counts as a change during it (Aliases): the kernel stamps changes with a coarse
+// clock, a tick (up to 10 ms) behind the walk's.
+const AliasesRacy = 20 * time.Millisecond
+
+// readDir is a directory Aliases read: its path and inode.
+type readDir struct {
+	path string
+	ino  uint64
+}
+
+// unchangedSince reports whether each directory of read is, reached
+// without a symlink, still the one read and changed neither its entries
+// (mtime) nor itself (ctime) from began on.
+func unchangedSince(read []readDir, dev uint64, began time.Time) bool {
+	for _, d := range read {
+		st, err := dirfd.StatNoSymlinks(d.path)
+		if err != nil || uint64(st.Dev) != dev || st.Ino != d.ino || //nolint:unconvert // Dev is uint64 on most arches only
+			!time.Unix(st.Mtim.Unix()).Before(began) || !time.Unix(st.Ctim.Unix()).Before(began) {
+			return false
+		}
+	}
+	return true
 }

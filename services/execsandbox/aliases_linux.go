@@ -2,11 +2,14 @@ package execsandbox
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -125,11 +128,13 @@ const aliasCacheMax = 4096
 
 // aliases returns the other names of the file at path (st: its stat)
 // beneath roots, from the cache when its ctime, link count and the roots
-// are as when they were found and each name is still that file. Only a
-// walk that found every other name is kept: one that found fewer (the
-// others outside the roots, or moved from a directory not yet read into
-// one already read while it ran) walks again at each command. A walk under
-// which directories vanished runs again, up to aliasWalks times.
+// are as when they were found and each name is still that file. A walk
+// that found fewer names than the file's links and may have missed one
+// (protectscan.Aliases' complete: a directory it read changed while it
+// ran, as when a command moves one holding a name from a directory not yet
+// read into one already read) runs again, up to aliasWalks times; then the
+// command is refused. Errors: the walk's (an unreadable directory with its
+// remedy), past maxAliases names, and that one.
 func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, st *unix.Stat_t) ([]string, error) {
 	key := devIno{uint64(st.Dev), st.Ino} //nolint:unconvert // Dev is uint64 on most arches only
 	want := int(st.Nlink) - 1
@@ -141,11 +146,19 @@ func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, s
 		return l.names, nil
 	}
 	var names []string
-	for range aliasWalks {
-		var complete bool
+	complete := false
+	for walk := range aliasWalks {
+		if walk > 0 {
+			// Past the time a change stamped just before the last
+			// walk counts as one during the next.
+			time.Sleep(2 * protectscan.AliasesRacy)
+		}
 		var err error
 		if names, complete, err = protectscan.Aliases(ctx, roots, key.dev, key.ino, path, min(want, maxAliases+1)); err != nil {
-			return nil, fmt.Errorf("the other names of %s: %w", path, err)
+			if pe, ok := errors.AsType[*os.PathError](err); ok && errors.Is(err, unix.EACCES) {
+				return nil, fmt.Errorf("the other names of %s (%d links): %w; make the directory readable (chmod u+rx %s) or remove the extra links", path, want+1, err, pe.Path)
+			}
+			return nil, fmt.Errorf("the other names of %s (%d links): %w", path, want+1, err)
 		}
 		if complete {
 			break
@@ -154,8 +167,8 @@ func (c *aliasCache) aliases(ctx context.Context, roots []string, path string, s
 	if len(names) > maxAliases {
 		return nil, fmt.Errorf("%s has %d links, more than %d other names in the writable roots (each would be a read-only bind of the command's view); remove the extra links", path, want+1, maxAliases)
 	}
-	if len(names) < want {
-		return names, nil
+	if !complete {
+		return nil, fmt.Errorf("the other names of %s (%d links, %d found in the writable roots) could not be found: directories changed under each of %d walks (a command moving them?)", path, want+1, len(names), aliasWalks)
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()

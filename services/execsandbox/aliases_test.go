@@ -263,3 +263,44 @@ echo '#' >> gitbak/hooks/post-commit || echo BAKHOOK-REFUSED`)
 		assert.Contains(t, res.Stdout.Text, s)
 	}
 }
+
+// TestAliasInAnUnreadableDirectory (the second attack review of the other
+// names): a command makes the directory holding a name mode 000, so the
+// next command's walk, as an ordinary user, cannot read it; the walk was
+// taken as done and that command made the directory readable again and
+// appended to the user's ~/.bashrc through it. Now a directory the walk
+// cannot read refuses the command, saying how to make it readable; as root
+// it is read and the name protected. The bytes on disk stay the user's.
+func TestAliasInAnUnreadableDirectory(t *testing.T) {
+	home := filepath.Join(fixtures.OutsideDir(t), "home")
+	require.NoError(t, os.Mkdir(home, 0o755))
+	t.Setenv("HOME", home)
+	bashrc := filepath.Join(home, ".bashrc")
+	require.NoError(t, os.WriteFile(bashrc, []byte("# the user's bashrc\n"), 0o644))
+	o := owner{"the server's user", os.Geteuid()}
+	var ws string
+	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
+		c.Homes = []string{home}
+		ws = c.WorkspaceRoot
+	}, nil)
+	require.NoError(t, os.Mkdir(filepath.Join(ws, "dotfiles"), 0o755))
+	require.NoError(t, os.Link(bashrc, filepath.Join(ws, "dotfiles", "bashrc")))
+	t.Cleanup(func() { _ = os.Chmod(filepath.Join(ws, "dotfiles"), 0o755) })
+	run := func(command string) (exec.Result, error) {
+		res, err := w.r.Run(t.Context(), exec.Request{Command: command, Workdir: ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, ws)})
+		t.Logf("%q: exit %d %s %s %v", command, res.ExitCode, res.Stdout.Text, res.Stderr.Text, err)
+		return res, err
+	}
+	res, err := run("echo 'echo pwned' >> dotfiles/bashrc && echo WROTE")
+	require.NoError(t, err)
+	require.NotContains(t, res.Stdout.Text, "WROTE", "control: protected")
+	_, err = run("chmod 000 dotfiles && echo HIDDEN")
+	require.NoError(t, err)
+	res, err = run("chmod 755 dotfiles && echo 'echo pwned' >> dotfiles/bashrc && echo WROTE")
+	if os.Geteuid() != 0 {
+		require.Error(t, err, "the walk could not read dotfiles/")
+		assert.Contains(t, err.Error(), "chmod u+rx "+filepath.Join(ws, "dotfiles"))
+	}
+	assert.NotContains(t, res.Stdout.Text, "WROTE")
+	assert.Equal(t, "# the user's bashrc\n", readFile(t, bashrc), "~/.bashrc on disk changed")
+}
