@@ -142,6 +142,10 @@ func TestBwrapChangedPath(t *testing.T) {
 		// The repository moved aside and another put in its place (the
 		// attack review of ff9821f): its config is another file on a
 		// read-only bind, but the real one, aside, would be writable.
+		// The config found is the one there now, alive aside: the one
+		// found first was freed by the rename above, and a new file may
+		// reuse its inode number (make test at load 13 did, and started).
+		found = statOf(t, config)
 		aside := filepath.Join(ws, "aside")
 		require.NoError(t, os.Rename(repo, aside))
 		require.NoError(t, os.Mkdir(repo, 0o755))

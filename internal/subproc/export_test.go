@@ -38,3 +38,7 @@ func JanitorTold() int {
 	defer janitor.mu.Unlock()
 	return len(janitor.told)
 }
+
+// WaitLateReleases waits for the releases ReleaseAll left trying locks in
+// the background, for tests.
+func WaitLateReleases() { lateReleases.Wait() }

@@ -419,7 +419,7 @@ func removeRecords(records map[string]*janitorRecord) int {
 	}
 	dirs.close()
 	left := 0
-	removeUnlocked(pending, janitorTries, func(_ *Reservation, removed bool) {
+	removeUnlocked(pending, janitorTries, time.Millisecond, false, func(_ *Reservation, removed bool) {
 		if !removed {
 			left++
 		}

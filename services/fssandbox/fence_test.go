@@ -112,7 +112,11 @@ func TestStaleKeyIsNeverWritten(t *testing.T) {
 	fixture.Build(t, w.outside, "victim.txt: safe")
 	f := w.sandbox(t, sandbox.WorkspaceWrite)
 	stale := fs.Target{Key: fs.TargetKey(filepath.Join(w.outside, "victim.txt")), DisplayPath: filepath.Join(w.ws, "inside.txt")}
-	_, err := f.WriteText(context.Background(), stale, "landed", fs.WriteOptions{})
+	// The test's own deadline, not the protected-path search's 30 s:
+	// make test at load 13 refused this write after 49 s.
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Minute)
+	defer cancel()
+	_, err := f.WriteText(ctx, stale, "landed", fs.WriteOptions{})
 	require.NoError(t, err)
 	assert.Equal(t, "landed", readFile(t, filepath.Join(w.ws, "inside.txt")), "S-13 the fresh target is written")
 	assert.Equal(t, "safe", readFile(t, filepath.Join(w.outside, "victim.txt")), "S-13 the stale key is never written")
