@@ -23,9 +23,7 @@ import (
 // moved), the server's mount table (/proc/self/mountinfo) is the same, and
 // the walk could watch all of them (a quarter of the user's inotify
 // watches at most; each file counts). Otherwise the command walks, as every
-// one did before; one that comes while another walk runs walks on its own,
-// without watches, and keeps nothing, rather than wait for the other (the
-// warm-up's, at a root server's start). It keeps one result: commands of another key walk again. One serves the
+// one did before. It keeps one result: commands of another key walk again. One serves the
 // process (rootSecretCache): root's secrets are the host's, and each cache
 // holds an inotify instance, of which a user has 128.
 type secretCache struct {
@@ -34,9 +32,6 @@ type secretCache struct {
 	set    *dirwatch.Set // nil: nothing kept
 	mounts []byte
 	out    []subproc.Masked
-	// walking is set while a walk that keeps its result runs (without
-	// mu held): a get meanwhile walks on its own, unwatched.
-	walking bool
 }
 
 // rootSecretCache is the process's secretCache.
@@ -50,22 +45,11 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 	// next command.
 	mounts := dirwatch.MountTable()
 	c.mu.Lock()
+	defer c.mu.Unlock()
 	if !fresh && c.set != nil && c.key == key && mounts != nil && bytes.Equal(mounts, c.mounts) && !c.set.Changed() {
-		defer c.mu.Unlock()
 		return slices.Clone(c.out), nil
 	}
-	if c.walking {
-		// Another walk (the warm-up's, another command's) is adding
-		// its watches, two thirds of its cost: rather than wait for
-		// it, this command walks without any and keeps nothing (issue
-		// 34: a root server's first command waited for the warm-up).
-		c.mu.Unlock()
-		out, _, err := rootSecrets(ctx, policy, home, gids, nil)
-		return out, err
-	}
 	c.dropLocked()
-	c.walking = true
-	c.mu.Unlock()
 	set, err := dirwatch.New(dirwatch.Budget())
 	if err != nil {
 		set = nil // no inotify instance: walked each time
@@ -75,9 +59,6 @@ func (c *secretCache) get(ctx context.Context, policy sandbox.ExecutionPolicy, h
 		_ = set.Close()
 		set = nil
 	}
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.walking = false
 	if err != nil {
 		return nil, err
 	}
