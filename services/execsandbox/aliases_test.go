@@ -207,6 +207,24 @@ for dst in ["l1", ".git/l1"]:
 	}
 }
 
+// homeOutsideWorld is a world of the server's user whose home, out of
+// the writable roots, holds the user's ~/.bashrc (returned), with the
+// workspace ws.
+func homeOutsideWorld(t *testing.T) (w world, ws, bashrc string) {
+	t.Helper()
+	home := filepath.Join(fixtures.OutsideDir(t), "home")
+	require.NoError(t, os.Mkdir(home, 0o755))
+	t.Setenv("HOME", home)
+	bashrc = filepath.Join(home, ".bashrc")
+	require.NoError(t, os.WriteFile(bashrc, []byte("# the user's bashrc\n"), 0o644))
+	o := owner{"the server's user", os.Geteuid()}
+	w = newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
+		c.Homes = []string{home}
+		ws = c.WorkspaceRoot
+	}, nil)
+	return w, ws, bashrc
+}
+
 // TestAliasHomeDotfileOutsideRoots (the attack review of b155b40): the home is not a
 // writable root; the workspace is ~/dotfiles and ~/.bashrc is a hard link
 // of dotfiles/bashrc (the hard-link variant of the stow layout whose
@@ -214,21 +232,11 @@ for dst in ["l1", ".git/l1"]:
 // file's other name in the workspace is protected as a name of a
 // protected file is: the command cannot append to ~/.bashrc.
 func TestAliasHomeDotfileOutsideRoots(t *testing.T) {
-	home := filepath.Join(fixtures.OutsideDir(t), "home")
-	require.NoError(t, os.Mkdir(home, 0o755))
-	t.Setenv("HOME", home)
-	bashrc := filepath.Join(home, ".bashrc")
-	require.NoError(t, os.WriteFile(bashrc, []byte("# the user's bashrc\n"), 0o644))
-	o := owner{"the server's user", os.Geteuid()}
-	var ws string
-	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
-		c.Homes = []string{home}
-		ws = c.WorkspaceRoot
-	}, nil)
+	w, ws, bashrc := homeOutsideWorld(t)
 	require.NoError(t, os.Link(bashrc, filepath.Join(ws, "bashrc")))
 	// The symlinked form, for comparison: protected (Via).
 	require.NoError(t, os.WriteFile(filepath.Join(ws, "gitconfig"), []byte("[user]\n"), 0o644))
-	require.NoError(t, os.Symlink(filepath.Join(ws, "gitconfig"), filepath.Join(home, ".gitconfig")))
+	require.NoError(t, os.Symlink(filepath.Join(ws, "gitconfig"), filepath.Join(filepath.Dir(bashrc), ".gitconfig")))
 	res, err := w.r.Run(t.Context(), exec.Request{
 		Command: "echo 'echo pwned' >> bashrc && echo WROTE-bashrc; echo '[core]' >> gitconfig && echo WROTE-gitconfig",
 		Workdir: ws, Timeout: time.Minute, Policy: carried(w.pol, sandbox.WorkspaceWrite, ws),
@@ -272,17 +280,7 @@ echo '#' >> gitbak/hooks/post-commit || echo BAKHOOK-REFUSED`)
 // cannot read refuses the command, saying how to make it readable; as root
 // it is read and the name protected. The bytes on disk stay the user's.
 func TestAliasInAnUnreadableDirectory(t *testing.T) {
-	home := filepath.Join(fixtures.OutsideDir(t), "home")
-	require.NoError(t, os.Mkdir(home, 0o755))
-	t.Setenv("HOME", home)
-	bashrc := filepath.Join(home, ".bashrc")
-	require.NoError(t, os.WriteFile(bashrc, []byte("# the user's bashrc\n"), 0o644))
-	o := owner{"the server's user", os.Geteuid()}
-	var ws string
-	w := newWorldWith(t, o, exec.Config{}, func(c *sandboxpolicy.Config) {
-		c.Homes = []string{home}
-		ws = c.WorkspaceRoot
-	}, nil)
+	w, ws, bashrc := homeOutsideWorld(t)
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "dotfiles"), 0o755))
 	require.NoError(t, os.Link(bashrc, filepath.Join(ws, "dotfiles", "bashrc")))
 	t.Cleanup(func() { _ = os.Chmod(filepath.Join(ws, "dotfiles"), 0o755) })
