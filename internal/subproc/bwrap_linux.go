@@ -1408,14 +1408,21 @@ func vanished(msg string, c *Confinement) (string, bool) {
 	// A mask's mount point gone, or its parent: bubblewrap tries to make
 	// it where the path was, and fails however the place refuses (EROFS in
 	// the read-only root; EACCES in a directory the command's account may
-	// not write, under danger-full-access). A masked path or socket (found
-	// existing), missing now, vanished (a socket another process removed:
-	// CI's passes, another test's agent socket).
+	// not write, under danger-full-access). A masked path (found
+	// existing), missing now, vanished; a masked socket too, whether or
+	// not one is there again (a socket another process removed: CI's
+	// passes, another test's agent socket).
 	if slices.ContainsFunc([]string{
 		"Can't mkdir parents for ", "Can't mkdir ", "Can't create file at ",
 	}, func(p string) bool { return strings.HasPrefix(what, p) }) {
 		p := namedPath(what, c)
-		if p != "" && (slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) || slices.Contains(c.MaskedSockets, p)) {
+		if p != "" && slices.Contains(c.MaskedSockets, p) {
+			// Another process's socket: removed, and perhaps made
+			// again since (CI: another test's named.sock); the next
+			// start lists the sockets anew.
+			return p, true
+		}
+		if p != "" && slices.ContainsFunc(c.Masked, func(m Masked) bool { return m.Path == p }) {
 			if _, err := os.Lstat(p); err != nil {
 				return p, true
 			}

@@ -65,6 +65,15 @@ func TestVanishedNamesThePath(t *testing.T) {
 		assert.True(t, ok, m.msg)
 		assert.Equal(t, m.path, path, m.msg)
 	}
+	// .ci/run of c1db254 (execsandbox, as root, a world of uid 1000):
+	// another test's socket, masked, removed and made again before the
+	// failure was judged: a change all the same.
+	again := filepath.Join(t.TempDir(), "named.sock")
+	require.NoError(t, os.WriteFile(again, nil, 0o600))
+	c.MaskedSockets = append(c.MaskedSockets, again)
+	path, ok := subproc.Vanished("bwrap: Can't create file at "+again+": Permission denied", c)
+	assert.True(t, ok)
+	assert.Equal(t, again, path)
 	for _, msg := range []string{
 		"bwrap: No permissions to creating new namespace, likely because the kernel does not allow non-privileged user namespaces.",
 		"bwrap: Creating new namespace failed: No space left on device",

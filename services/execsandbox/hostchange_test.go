@@ -362,7 +362,13 @@ func heldPlaceholder(t *testing.T, w world, change func()) func() int {
 			}
 		}
 	}
-	first := make(chan int, 1)
+	// The opens are read as they come, not once the command returned:
+	// two opens with nothing read between them merge into one event (a
+	// release that keeps trying a held lock in the background keeps its
+	// descriptor, so no close comes between its open and the next
+	// start's).
+	count := make(chan int, 1)
+	stop := make(chan struct{})
 	go func() {
 		fds := []unix.PollFd{{Fd: int32(ifd), Events: unix.POLLIN}}
 		for {
@@ -375,9 +381,21 @@ func heldPlaceholder(t *testing.T, w world, change func()) func() int {
 			change()
 		}
 		_ = unix.Flock(int(hold.Fd()), unix.LOCK_SH)
-		first <- n
+		for {
+			select {
+			case <-stop:
+				count <- n + opened()
+				return
+			default:
+			}
+			_, _ = unix.Poll(fds, 20)
+			n += opened()
+		}
 	}()
-	return func() int { return <-first + opened() }
+	return func() int {
+		close(stop)
+		return <-count
+	}
 }
 
 // TestHostChangeBetweenSearchAndStart (issue 34): what the host changes
