@@ -276,9 +276,9 @@ echo '#' >> gitbak/hooks/post-commit || echo BAKHOOK-REFUSED`)
 // names): a command makes the directory holding a name mode 000, so the
 // next command's walk, as an ordinary user, cannot read it; the walk was
 // taken as done and that command made the directory readable again and
-// appended to the user's ~/.bashrc through it. Now a directory the walk
-// cannot read refuses the command, saying how to make it readable; as root
-// it is read and the name protected. The bytes on disk stay the user's.
+// appended to the user's ~/.bashrc through it. Now a directory the
+// searches cannot read refuses the command, naming it; as root it is read
+// and the name protected. The bytes on disk stay the user's.
 func TestAliasInAnUnreadableDirectory(t *testing.T) {
 	w, ws, bashrc := homeOutsideWorld(t)
 	require.NoError(t, os.Mkdir(filepath.Join(ws, "dotfiles"), 0o755))
@@ -296,8 +296,10 @@ func TestAliasInAnUnreadableDirectory(t *testing.T) {
 	require.NoError(t, err)
 	res, err = run("chmod 755 dotfiles && echo 'echo pwned' >> dotfiles/bashrc && echo WROTE")
 	if os.Geteuid() != 0 {
-		require.Error(t, err, "the walk could not read dotfiles/")
-		assert.Contains(t, err.Error(), "chmod u+rx "+filepath.Join(ws, "dotfiles"))
+		// The protected-path search refuses it first; the walk for the
+		// other names would too (TestAliasesOneDirectoryOpenAtATime).
+		require.Error(t, err, "dotfiles/ could not be read")
+		assert.Contains(t, err.Error(), filepath.Join(ws, "dotfiles"))
 	}
 	assert.NotContains(t, res.Stdout.Text, "WROTE")
 	assert.Equal(t, "# the user's bashrc\n", readFile(t, bashrc), "~/.bashrc on disk changed")
