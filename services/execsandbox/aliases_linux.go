@@ -44,7 +44,7 @@ type aliasListing struct {
 const maxAliases = 64
 
 // aliasWalks is how many times a walk for a file's other names runs while
-// directories vanish under it before its result is taken as it is.
+// directories change under it before the command is refused.
 const aliasWalks = 3
 
 // withAliases returns entries with, for each protected regular file that
@@ -68,10 +68,7 @@ func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []
 		}
 	}
 	for _, p := range outside {
-		var st unix.Stat_t
-		if unix.Lstat(p, &st) == nil && st.Nlink > 1 && dirfd.IsRegular(&st) {
-			files = append(files, sandboxpolicy.ProtectedEntry{Path: p, Dev: dirfd.Dev(&st), Ino: st.Ino})
-		}
+		files = append(files, sandboxpolicy.ProtectedEntry{Path: p}) // its identity is the one it has now
 	}
 	for _, e := range files {
 		var lst unix.Stat_t
@@ -79,8 +76,13 @@ func (c *aliasCache) withAliases(ctx context.Context, roots []string, entries []
 			continue // the common case, in one system call
 		}
 		st, err := dirfd.StatNoSymlinks(e.Path)
-		if err != nil || st.Nlink <= 1 || uint64(st.Dev) != e.Dev || st.Ino != e.Ino || !dirfd.IsRegular(&st) { //nolint:unconvert // Dev is uint64 on most arches only
+		if err != nil || st.Nlink <= 1 || !dirfd.IsRegular(&st) {
 			continue
+		}
+		if e.Dev == 0 && e.Ino == 0 {
+			e.Dev, e.Ino = dirfd.Dev(&st), st.Ino
+		} else if dirfd.Dev(&st) != e.Dev || st.Ino != e.Ino {
+			continue // not the file the search found
 		}
 		names, err := c.aliases(ctx, roots, e.Path, &st)
 		if err != nil {

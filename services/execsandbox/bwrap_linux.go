@@ -304,8 +304,9 @@ func (b *bwrapIsolation) view(ctx context.Context, cfg Config, req exec.Request,
 		// the absence of a path a command may not create, nor of one
 		// whose holder was moved elsewhere (held from now on, so the
 		// stage tells the two apart).
-		holder := holders(slices.Concat(found, pins), reservable)
-		if conf.Held, err = subproc.Hold(heldHolders(slices.Concat(found, pins), holder)); err != nil {
+		withPins := slices.Concat(found, pins)
+		holder := holders(withPins, reservable)
+		if conf.Held, err = subproc.Hold(heldHolders(withPins, holder)); err != nil {
 			if errors.Is(err, subproc.ErrHolderChanged) {
 				return startView{}, &changedError{err.Error()}
 			}
